@@ -1,0 +1,204 @@
+#include "base/logging.h"
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+#include "base/config.h"
+#include "base/json_escape.h"
+
+namespace stripesolve {
+namespace {
+
+// A file sink that can be reopened in place after rotation (spdlog's basic_file_sink cannot).
+class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit ReopenableFileSink(std::string path) : path_(std::move(path)) {}
+  ~ReopenableFileSink() override {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+
+  Status open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return open_locked();
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (file_ == nullptr) return;
+    spdlog::memory_buf_t buf;
+    formatter_->format(msg, buf);
+    std::fwrite(buf.data(), 1, buf.size(), file_);
+  }
+  void flush_() override {
+    if (file_ != nullptr) std::fflush(file_);
+  }
+
+ private:
+  Status open_locked() {
+    if (file_ != nullptr) {
+      std::fclose(file_);
+      file_ = nullptr;
+    }
+    std::error_code ec;
+    const auto dir = std::filesystem::path(path_).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    file_ = std::fopen(path_.c_str(), "a");
+    if (file_ == nullptr) return Status::from_errno(errno, "cannot open log file " + path_);
+    return Status::ok();
+  }
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+struct Sinks {
+  std::mutex mu;
+  std::vector<spdlog::sink_ptr> sinks;  // guarded by mu
+  std::shared_ptr<ReopenableFileSink> file;  // guarded by mu
+  spdlog::level::level_enum level = spdlog::level::info;  // guarded by mu
+};
+
+Sinks& sinks() {
+  static Sinks* s = [] {
+    auto* p = new Sinks;
+    auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    err->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v");
+    p->sinks.push_back(err);
+    return p;
+  }();
+  return *s;
+}
+
+Status parse_level(const std::string& name, spdlog::level::level_enum& out) {
+  const auto level = spdlog::level::from_str(name);
+  if (level == spdlog::level::off && name != "off") {
+    return Status::invalid_argument("unknown log level '" + name + "'");
+  }
+  out = level;
+  return Status::ok();
+}
+
+void apply_to_all(const std::vector<spdlog::sink_ptr>& s, spdlog::level::level_enum level) {
+  spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& l) {
+    l->sinks() = s;
+    l->set_level(level);
+  });
+}
+
+void get_level(ConfigMap& map, std::string_view key, std::string& out) {
+  map.get_choice(key, out, {"trace", "debug", "info", "warn", "error", "critical", "off"});
+}
+
+}  // namespace
+
+void parse_log_config(ConfigMap& map, LogConfig& config) {
+  get_level(map, "level", config.level);
+  map.get("file", config.file);
+  get_level(map, "file_level", config.file_level);
+  map.get_choice("stderr_format", config.stderr_format, {"text", "json", "off"});
+  map.finish();
+}
+
+Status set_up_logging(const LogConfig& config) {
+  spdlog::level::level_enum level{}, file_level{};
+  STRIPESOLVE_RETURN_IF_ERROR(parse_level(config.level, level));
+  STRIPESOLVE_RETURN_IF_ERROR(parse_level(config.file_level, file_level));
+
+  std::vector<spdlog::sink_ptr> next;
+  if (config.stderr_format != "off") {
+    auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    if (config.stderr_format == "json") {
+      err->set_formatter(std::make_unique<JsonLineFormatter>());
+    } else {
+      err->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v");
+    }
+    err->set_level(level);
+    next.push_back(err);
+  }
+  std::shared_ptr<ReopenableFileSink> file;
+  if (!config.file.empty()) {
+    file = std::make_shared<ReopenableFileSink>(config.file);
+    STRIPESOLVE_RETURN_IF_ERROR(file->open());
+    file->set_formatter(std::make_unique<JsonLineFormatter>());
+    file->set_level(file_level);
+    next.push_back(file);
+  }
+  // Loggers pass everything either sink wants; each sink filters to its own level.
+  const auto logger_level = file ? std::min(level, file_level) : level;
+
+  Sinks& s = sinks();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.sinks = next;
+  s.file = file;
+  s.level = logger_level;
+  apply_to_all(s.sinks, s.level);
+  spdlog::flush_on(spdlog::level::warn);
+  return Status::ok();
+}
+
+Status reopen_log_file() {
+  Sinks& s = sinks();
+  std::shared_ptr<ReopenableFileSink> file;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    file = s.file;
+  }
+  return file ? file->open() : Status::ok();
+}
+
+std::shared_ptr<spdlog::logger> logger(std::string_view name) {
+  const std::string key(name);
+  if (auto existing = spdlog::get(key)) return existing;
+  Sinks& s = sinks();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (auto existing = spdlog::get(key)) return existing;  // created while we waited
+  auto l = std::make_shared<spdlog::logger>(key, s.sinks.begin(), s.sinks.end());
+  l->set_level(s.level);
+  spdlog::register_logger(l);
+  return l;
+}
+
+void JsonLineFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+  using namespace std::chrono;
+  const auto since_epoch = msg.time.time_since_epoch();
+  const auto secs = duration_cast<seconds>(since_epoch);
+  const auto micros = duration_cast<microseconds>(since_epoch - secs).count();
+  const std::time_t t = secs.count();
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char ts[48];
+  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<long long>(micros));
+
+  std::string line;
+  line.reserve(96 + msg.payload.size());
+  line += "{\"ts\":\"";
+  line += ts;
+  line += "\",\"level\":\"";
+  const auto level_name = spdlog::level::to_string_view(msg.level);
+  line.append(level_name.data(), level_name.size());
+  line += "\",\"logger\":\"";
+  append_json_escaped(line, std::string_view(msg.logger_name.data(), msg.logger_name.size()));
+  line += "\",\"thread\":";
+  line += std::to_string(msg.thread_id);
+  line += ",\"msg\":\"";
+  append_json_escaped(line, std::string_view(msg.payload.data(), msg.payload.size()));
+  line += "\"}\n";
+  dest.append(line.data(), line.data() + line.size());
+}
+
+std::unique_ptr<spdlog::formatter> JsonLineFormatter::clone() const {
+  return std::make_unique<JsonLineFormatter>();
+}
+
+}  // namespace stripesolve

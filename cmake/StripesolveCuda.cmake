@@ -1,0 +1,23 @@
+# Switches CUDA on when a CUDA compiler is found, unless STRIPESOLVE_ENABLE_CUDA is OFF.
+# Sets STRIPESOLVE_HAVE_CUDA. Targets Hopper (sm_90, H100/H200) plus PTX for later GPUs.
+set(STRIPESOLVE_HAVE_CUDA OFF)
+if(STRIPESOLVE_ENABLE_CUDA AND NOT STRIPESOLVE_SANITIZE)
+  # Debian and NVIDIA's installer put nvcc in /usr/local/cuda/bin, often not on PATH.
+  if(NOT DEFINED ENV{CUDACXX} AND NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(ENV{CUDACXX} /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90-real 90-virtual)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(STRIPESOLVE_HAVE_CUDA ON)
+  else()
+    message(STATUS "stripesolve: no CUDA compiler found, building the CPU backend only")
+  endif()
+endif()

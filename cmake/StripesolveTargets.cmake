@@ -1,0 +1,47 @@
+# Project-wide compile options and the two helpers every module uses:
+#   stripesolve_library(NAME SOURCES ... DEPS ...)   a static library stripesolve_<NAME>
+#   stripesolve_test(NAME SOURCES ... DEPS ... [LABELS ...])  a GoogleTest binary registered with CTest
+
+add_library(stripesolve_options INTERFACE)
+target_compile_options(stripesolve_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow=local -Wnon-virtual-dtor>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${STRIPESOLVE_WERROR}>>:-Werror>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${STRIPESOLVE_NATIVE}>>:-march=native>)
+target_include_directories(stripesolve_options INTERFACE ${PROJECT_SOURCE_DIR})
+if(STRIPESOLVE_SANITIZE STREQUAL "address")
+  target_compile_options(stripesolve_options INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(stripesolve_options INTERFACE -fsanitize=address,undefined)
+elseif(STRIPESOLVE_SANITIZE STREQUAL "thread")
+  target_compile_options(stripesolve_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(stripesolve_options INTERFACE -fsanitize=thread)
+  target_compile_definitions(stripesolve_options INTERFACE STRIPESOLVE_TSAN=1)
+elseif(STRIPESOLVE_SANITIZE)
+  message(FATAL_ERROR "STRIPESOLVE_SANITIZE must be empty, 'address' or 'thread'")
+endif()
+if(STRIPESOLVE_HAVE_CUDA)
+  target_compile_definitions(stripesolve_options INTERFACE STRIPESOLVE_HAVE_CUDA=1)
+endif()
+
+function(stripesolve_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(stripesolve_${name} STATIC ${ARG_SOURCES})
+  add_library(stripesolve::${name} ALIAS stripesolve_${name})
+  target_link_libraries(stripesolve_${name} PUBLIC stripesolve_options ${ARG_DEPS}
+                        PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()
+
+function(stripesolve_test name)
+  if(NOT STRIPESOLVE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE stripesolve_options ${ARG_DEPS} GTest::gtest GTest::gmock
+                        GTest::gtest_main)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

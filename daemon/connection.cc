@@ -1,0 +1,405 @@
+#include "daemon/connection.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/logging.h"
+#include "protocol/messages.h"
+
+namespace stripesolve::daemon {
+
+namespace asio = boost::asio;
+using protocol::Frame;
+using protocol::MessageType;
+
+namespace {
+constexpr std::string_view kJobsHint = "list your jobs with 'stripesolve jobs'";
+}
+
+Connection::Connection(asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid, ConnectionEnv env)
+    : socket_(std::move(socket)), uid_(uid), pid_(pid), env_(env), log_(logger("server")),
+      parser_({static_cast<uint32_t>(env.config.limits.max_header_bytes),
+               static_cast<uint32_t>(env.config.limits.max_payload_bytes)}) {
+  env_.metrics.connections_open++;
+}
+
+Connection::~Connection() { env_.metrics.connections_open--; }
+
+void Connection::start() {
+  log_->debug("connection from uid {} pid {}", uid_, pid_);
+  read();
+}
+
+void Connection::refuse(const Status& status) {
+  log_->warn("refusing connection from uid {} pid {}: {}", uid_, pid_, status.message());
+  send_error(0, status, "wait for other clients to finish, or raise daemon.limits.max_connections");
+  closing_ = true;
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& [id, w] : watches_) w.job->remove_listener(w.listener);
+  for (auto& [id, s] : streams_) s.job->remove_listener(s.listener);
+  watches_.clear();
+  streams_.clear();
+  boost::system::error_code ec;
+  socket_.shutdown(asio::socket_base::shutdown_both, ec);
+  socket_.close(ec);
+  if (on_close_) on_close_(this);
+}
+
+void Connection::wake() {
+  if (wake_pending_.exchange(true)) return;
+  asio::post(env_.io, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->on_wake();
+  });
+}
+
+uint64_t Connection::listen_to(const std::shared_ptr<Job>& job) {
+  return job->add_listener([weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->wake();
+  });
+}
+
+void Connection::read() {
+  socket_.async_read_some(asio::buffer(read_buf_), [self = shared_from_this()](
+                                                        boost::system::error_code ec, size_t n) {
+    if (self->closed_) return;
+    if (ec) {  // EOF or reset: the client went away
+      if (!self->parser_.at_frame_boundary() && ec == asio::error::eof) {
+        self->log_->debug("uid {} closed mid-frame", self->uid_);
+      }
+      self->close();
+      return;
+    }
+    self->env_.metrics.bytes_in += n;
+    Status st = self->parser_.feed(std::string_view(self->read_buf_.data(), n));
+    while (auto frame = self->parser_.next()) {
+      if (self->closing_ || self->closed_) break;
+      self->env_.metrics.frames_in++;
+      self->on_frame(std::move(*frame));
+    }
+    if (!st.is_ok()) {
+      self->fail_protocol(st);
+      return;
+    }
+    if (!self->closing_ && !self->closed_) self->read();
+  });
+}
+
+void Connection::fail_protocol(const Status& status) {
+  env_.metrics.protocol_errors++;
+  log_->warn("closing connection of uid {} pid {}: malformed input: {}", uid_, pid_, status.message());
+  send_error(0, status, "the client and daemon may be different versions; reinstall stripesolve");
+  closing_ = true;
+  write_next();
+}
+
+void Connection::on_frame(Frame frame) {
+  if (!handshaken_) {
+    auto version = protocol::negotiate_version(frame);
+    if (!version.is_ok()) {
+      fail_protocol(version.status());
+      return;
+    }
+    handshaken_ = true;
+    send(protocol::make_frame(
+        MessageType::kWelcome, frame.request_id,
+        {{"version", *version}, {"daemon", "stripesolved 0.1.0"}, {"uid", uid_}, {"pid", ::getpid()},
+         {"limits", {{"max_payload_bytes", env_.config.limits.max_payload_bytes},
+                     {"max_header_bytes", env_.config.limits.max_header_bytes},
+                     {"max_upload_bytes", env_.config.limits.max_upload_bytes}}}},
+        protocol::kFlagFinal));
+    return;
+  }
+  if (!protocol::is_request_type(frame.type) || frame.type == static_cast<uint16_t>(MessageType::kHello)) {
+    fail_protocol(Status::invalid_argument(fmt::format("frame type {} ({}) is not a request",
+                                                       frame.type, protocol::message_type_name(frame.type))));
+    return;
+  }
+  env_.metrics.requests_total++;
+  handle_request(frame);
+}
+
+void Connection::handle_request(Frame& frame) {
+  const uint64_t rid = frame.request_id;
+  const auto& h = frame.header;
+  switch (static_cast<MessageType>(frame.type)) {
+    case MessageType::kPing:
+      reply(rid, {{"pong", true}});
+      return;
+    case MessageType::kUpload:
+      handle_upload(frame);
+      return;
+    case MessageType::kSubmit:
+      handle_submit(frame);
+      return;
+    case MessageType::kJobs: {
+      nlohmann::json list = nlohmann::json::array();
+      for (auto& job : env_.jobs.list(uid_, h.value("all", false))) list.push_back(job->to_json());
+      reply(rid, {{"jobs", std::move(list)}});
+      return;
+    }
+    case MessageType::kStatus:
+    case MessageType::kWatch:
+    case MessageType::kCancel:
+    case MessageType::kResult:
+    case MessageType::kLogs:
+    case MessageType::kTrace: {
+      auto id = protocol::get_job_id(h);
+      if (!id.is_ok()) return send_error(rid, id.status());
+      auto job = frame.type == static_cast<uint16_t>(MessageType::kCancel) ? env_.jobs.cancel(uid_, *id)
+                                                                          : env_.jobs.find(uid_, *id);
+      if (!job.is_ok()) return send_error(rid, job.status(), kJobsHint);
+      switch (static_cast<MessageType>(frame.type)) {
+        case MessageType::kWatch: return start_watch(rid, *job, true);
+        case MessageType::kResult: return start_result(rid, *job);
+        case MessageType::kLogs: {
+          reply(rid, {{"job", *id}, {"lines", (*job)->log_lines()}});
+          return;
+        }
+        case MessageType::kTrace:
+          reply(rid, {{"job", *id}, {"trace", nlohmann::json::parse((*job)->trace_json())}});
+          return;
+        default:
+          reply(rid, (*job)->to_json());
+          return;
+      }
+    }
+    case MessageType::kMetrics:
+      reply(rid, {{"text", env_.hooks.metrics_text ? env_.hooks.metrics_text() : std::string()}});
+      return;
+    case MessageType::kDaemonStatus:
+      reply(rid, env_.hooks.daemon_status ? env_.hooks.daemon_status() : nlohmann::json::object());
+      return;
+    case MessageType::kDaemonStop: {
+      if (!may_stop_daemon(uid_, ::getuid())) {
+        return send_error(rid, Status::failed_precondition(fmt::format(
+            "uid {} may not stop a daemon run by uid {}", uid_, ::getuid())),
+            "ask the daemon's owner or root");
+      }
+      std::string policy = h.value("policy", std::string("drain"));
+      if (policy != "drain" && policy != "cancel") {
+        return send_error(rid, Status::invalid_argument("policy must be 'drain' or 'cancel', got '" + policy + "'"));
+      }
+      reply(rid, {{"stopping", true}, {"policy", policy}});
+      if (env_.hooks.request_stop) env_.hooks.request_stop(uid_, policy);
+      return;
+    }
+    default:
+      fail_protocol(Status::invalid_argument(fmt::format("unexpected frame type {}", frame.type)));
+  }
+}
+
+void Connection::handle_upload(Frame& frame) {
+  std::string& buf = uploads_[frame.request_id];
+  if (buf.size() + frame.payload.size() > env_.config.limits.max_upload_bytes) {
+    uploads_.erase(frame.request_id);
+    return send_error(frame.request_id, Status::resource_exhausted(fmt::format(
+        "upload exceeds daemon.limits.max_upload_bytes ({} bytes)", env_.config.limits.max_upload_bytes)));
+  }
+  buf += frame.payload;
+  if ((frame.flags & protocol::kFlagFinal) == 0) return;
+  std::string bytes = std::move(buf);
+  uploads_.erase(frame.request_id);
+  const size_t n = bytes.size();
+  const uint64_t id = env_.uploads.put(uid_, std::move(bytes));
+  reply(frame.request_id, {{"upload", id}, {"bytes", n}});
+}
+
+void Connection::handle_submit(Frame& frame) {
+  auto it = frame.header.find("job");
+  if (it == frame.header.end()) {
+    return send_error(frame.request_id, Status::invalid_argument("submit needs a 'job' object"));
+  }
+  auto job = env_.jobs.submit(uid_, *it);
+  if (!job.is_ok()) return send_error(frame.request_id, job.status());
+  if (frame.header.value("wait", false)) return start_watch(frame.request_id, *job, false);
+  reply(frame.request_id, {{"job", (*job)->id()}, {"state", job_state_name((*job)->state())}});
+}
+
+void Connection::start_watch(uint64_t request_id, std::shared_ptr<Job> job, bool progress) {
+  Watch w{job, 0, progress, {}};
+  w.listener = listen_to(job);
+  watches_[request_id] = std::move(w);
+  update_watches();
+}
+
+void Connection::start_result(uint64_t request_id, std::shared_ptr<Job> job) {
+  if (job->fetched()) {
+    return send_error(request_id, Status::failed_precondition(fmt::format(
+        "the result of job {} was already fetched (results are streamed once)", job->id())));
+  }
+  ResultStream s;
+  s.job = job;
+  s.listener = listen_to(job);
+  streams_[request_id] = std::move(s);
+  write_next();
+}
+
+void Connection::on_wake() {
+  wake_pending_ = false;
+  if (closed_) return;
+  update_watches();
+  write_next();
+}
+
+void Connection::update_watches() {
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    Watch& w = it->second;
+    const JobState state = w.job->state();
+    if (w.progress) {
+      nlohmann::json p = w.job->progress();
+      p["job"] = w.job->id();
+      p["state"] = job_state_name(state);
+      std::string text = p.dump();
+      if (text != w.last_progress) {
+        w.last_progress = std::move(text);
+        send(protocol::make_frame(MessageType::kProgress, it->first, std::move(p)), /*droppable=*/true);
+      }
+    }
+    if (is_terminal(state)) {
+      w.job->remove_listener(w.listener);
+      nlohmann::json j = w.job->to_json();
+      if (!w.progress) j["job"] = w.job->id();  // submit-with-wait replies like submit
+      reply(it->first, std::move(j));
+      it = watches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
+  *finished = false;
+  const JobState state = s.job->state();
+  if (!s.header_sent) {
+    s.buffer = s.job->solution_buffer();
+    if (s.buffer == nullptr) {
+      if (!is_terminal(state)) return false;  // wait for the solution to begin
+      *finished = true;
+      if (state == JobState::kCompleted) {
+        send_error(request_id, Status::failed_precondition(fmt::format(
+            "job {} ({}) has no solution to stream{}", s.job->id(), s.job->type(),
+            s.job->fetched() ? " (already fetched)" : "")), "see 'stripesolve status'");
+      } else {
+        Status err = s.job->error();
+        send_error(request_id, Status(StatusCode::kFailedPrecondition, fmt::format(
+            "job {} ended {} without a result: {}", s.job->id(), job_state_name(state), err.message())));
+      }
+      return true;
+    }
+    s.job->published_since(0, &s.n, &s.nrhs);
+    // The stream's opening frame: not final, chunks follow.
+    send(protocol::make_frame(MessageType::kOk, request_id, {{"job", s.job->id()}, {"shape", {s.n, s.nrhs}}}));
+    s.header_sent = true;
+    return true;
+  }
+  if (s.ranges.empty()) {
+    int64_t n, nrhs;
+    auto more = s.job->published_since(s.consumed, &n, &nrhs);
+    s.consumed += more.size();
+    for (auto& r : more) s.ranges.push_back(r);
+  }
+  if (!s.ranges.empty()) {
+    Job::RowRange& r = s.ranges.front();
+    const int64_t row_bytes = 8 * s.nrhs;
+    const int64_t max_rows = std::max<int64_t>(1, static_cast<int64_t>(env_.config.limits.max_payload_bytes) / row_bytes);
+    const int64_t rows = std::min(r.rows, max_rows);
+    Frame f = protocol::make_frame(MessageType::kResultChunk, request_id,
+                                   {{"row_begin", r.row_begin}, {"rows", rows}, {"nrhs", s.nrhs}});
+    f.payload.assign(reinterpret_cast<const char*>(s.buffer->data() + r.row_begin * s.nrhs),
+                     static_cast<size_t>(rows * row_bytes));
+    env_.metrics.result_bytes_streamed += f.payload.size();
+    send(f);
+    s.rows_sent += rows;
+    r.row_begin += rows;
+    r.rows -= rows;
+    if (r.rows == 0) s.ranges.pop_front();
+    return true;
+  }
+  if (!is_terminal(state)) return false;
+  *finished = true;
+  if (state == JobState::kCompleted && s.rows_sent == s.n) {
+    s.job->mark_fetched();
+    reply(request_id, {{"rows", s.rows_sent}, {"job", s.job->to_json()}});
+  } else {
+    send_error(request_id, Status(StatusCode::kFailedPrecondition, fmt::format(
+        "job {} ended {} after {} of {} solution rows: {}", s.job->id(), job_state_name(state),
+        s.rows_sent, s.n, s.job->error().message())));
+  }
+  return true;
+}
+
+bool Connection::pump_one_stream() {
+  for (auto it = streams_.begin(); it != streams_.end(); ++it) {
+    bool finished = false;
+    const bool produced = produce(it->first, it->second, &finished);
+    if (finished) {
+      it->second.job->remove_listener(it->second.listener);
+      streams_.erase(it);
+    }
+    if (produced) return true;
+  }
+  return false;
+}
+
+void Connection::reply(uint64_t request_id, nlohmann::json header) {
+  send(protocol::make_frame(MessageType::kOk, request_id, std::move(header), protocol::kFlagFinal));
+}
+
+void Connection::send_error(uint64_t request_id, const Status& status, std::string_view hint) {
+  send(protocol::make_error_frame(request_id, status, hint));
+}
+
+void Connection::send(const Frame& frame, bool droppable) {
+  if (closed_) return;
+  auto bytes = protocol::encode_frame(frame);
+  if (!bytes.is_ok()) {  // a reply too large to frame: report that instead
+    log_->error("cannot encode a {} frame: {}", protocol::message_type_name(frame.type), bytes.status().message());
+    bytes = protocol::encode_frame(protocol::make_error_frame(frame.request_id, bytes.status()));
+  }
+  if (queued_bytes_ + bytes->size() > env_.config.limits.max_queued_bytes && !queue_.empty()) {
+    if (droppable) {
+      env_.metrics.progress_frames_dropped++;
+      return;
+    }
+    log_->warn("closing connection of uid {} pid {}: {} bytes queued, over daemon.limits.max_queued_bytes",
+               uid_, pid_, queued_bytes_);
+    close();
+    return;
+  }
+  queued_bytes_ += bytes->size();
+  queue_.push_back(std::move(bytes).value());
+  env_.metrics.frames_out++;
+  write_next();
+}
+
+void Connection::write_next() {
+  if (writing_ || closed_) return;
+  if (queue_.empty() && !closing_) pump_one_stream();
+  if (queue_.empty()) {
+    if (closing_) close();
+    return;
+  }
+  writing_ = true;
+  asio::async_write(socket_, asio::buffer(queue_.front()),
+                    [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+                      self->writing_ = false;
+                      if (self->closed_) return;
+                      if (ec) {
+                        self->close();
+                        return;
+                      }
+                      self->env_.metrics.bytes_out += n;
+                      self->queued_bytes_ -= self->queue_.front().size();
+                      self->queue_.pop_front();
+                      self->write_next();
+                    });
+}
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,150 @@
+#include "daemon/daemon.h"
+
+#include <unistd.h>
+
+#include <csignal>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "base/config.h"
+#include "base/logging.h"
+#include "base/units.h"
+#include "daemon/sd_notify.h"
+
+namespace stripesolve::daemon {
+
+Daemon::Daemon(DaemonConfig config, std::function<void(JobRegistry&)> register_jobs)
+    : config_(std::move(config)), register_jobs_(std::move(register_jobs)) {
+  resolve_defaults(config_);
+}
+
+Daemon::~Daemon() {
+  if (drain_thread_.joinable()) drain_thread_.join();
+  server_.reset();
+  jobs_.reset();
+}
+
+void Daemon::register_builtin_jobs(JobRegistry& registry) { (void)registry; }
+
+Status Daemon::start() {
+  const ServerConfig& s = config_.server;
+  JobRegistry registry;
+  register_builtin_jobs(registry);
+  if (register_jobs_) register_jobs_(registry);
+  JobManagerConfig jc;
+  jc.small_concurrency = static_cast<int>(s.small_concurrency);
+  jc.dense_concurrency = static_cast<int>(s.dense_concurrency);
+  jc.max_jobs = s.limits.max_jobs;
+  jc.result_ttl = std::chrono::seconds(s.result_ttl_seconds);
+  jobs_ = std::make_unique<JobManager>(jc, std::move(registry));
+
+  ServerHooks hooks;
+  hooks.daemon_status = [this] { return status_json(); };
+  hooks.metrics_text = [this] {
+    const double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    return metrics_.render(*jobs_, up, uploads_.bytes_held());
+  };
+  hooks.request_stop = [this](uid_t uid, std::string policy) {
+    logger("daemon")->info("stop requested by uid {} (policy {})", uid, policy);
+    request_stop(policy);
+  };
+  hooks.on_signal = [this](int signo) {
+    if (signo == SIGHUP) {
+      reload_logging();
+    } else {
+      logger("daemon")->info("{} received: draining (policy {})", signo == SIGTERM ? "SIGTERM" : "SIGINT",
+                             config_.server.shutdown_policy);
+      request_stop(config_.server.shutdown_policy == "cancel" ? "cancel" : "drain");
+    }
+  };
+  hooks.on_tick = [this] { on_tick(); };
+  server_ = std::make_unique<Server>(s, s.socket, *jobs_, uploads_, metrics_, std::move(hooks));
+  STRIPESOLVE_RETURN_IF_ERROR(server_->listen());
+  logger("daemon")->info("stripesolved ready (pid {}, uid {}, config {})", ::getpid(), ::getuid(), config_.source);
+  Status st = sd_notify(fmt::format("READY=1\nSTATUS=listening on {}\nMAINPID={}", s.socket, ::getpid()));
+  if (!st.is_ok()) logger("daemon")->warn("sd_notify: {}", st.message());
+  return Status::ok();
+}
+
+int Daemon::run() {
+  server_->run();
+  if (drain_thread_.joinable()) drain_thread_.join();
+  logger("daemon")->info("stripesolved stopped");
+  return 0;
+}
+
+void Daemon::request_stop(const std::string& policy) {
+  if (stopping_.exchange(true)) return;
+  (void)sd_notify("STOPPING=1");
+  server_->stop_accepting();
+  jobs_->stop_accepting();
+  if (policy == "cancel") jobs_->cancel_all();
+  const auto timeout = std::chrono::seconds(config_.server.drain_timeout_seconds);
+  drain_thread_ = std::thread([this, timeout] {
+    auto log = logger("daemon");
+    if (!jobs_->wait_idle(std::chrono::steady_clock::now() + timeout)) {
+      log->warn("drain timeout ({} s) passed; cancelling the jobs still running", timeout.count());
+      jobs_->cancel_all();
+      jobs_->wait_idle(std::chrono::steady_clock::time_point::max());
+    }
+    log->info("all jobs finished; closing connections");
+    spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
+    server_->shutdown();
+  });
+}
+
+void Daemon::reload_logging() {
+  auto log = logger("daemon");
+  LogConfig next = config_.log;
+  if (config_.source != "<embedded defaults>") {
+    try {
+      next = load_daemon_config(config_.source).log;
+    } catch (const ConfigError& e) {
+      log->error("SIGHUP: keeping the old log settings: {}", e.what());
+    }
+  }
+  Status st = set_up_logging(next);
+  if (st.is_ok()) st = reopen_log_file();
+  if (!st.is_ok()) {
+    log->error("SIGHUP: reopening logs failed: {}", st.to_string());
+    return;
+  }
+  config_.log = next;
+  log->info("SIGHUP: logs reopened, level {}", next.level);
+}
+
+void Daemon::on_tick() {
+  auto log = logger("progress");
+  for (const auto& job : jobs_->running_jobs()) {
+    const nlohmann::json p = job->progress();
+    std::string line = fmt::format("job {} {} uid {}: {} {:.1f}%", job->id(), job->type(), job->owner(),
+                                   p.value("phase", std::string("running")), 100.0 * p.value("fraction", 0.0));
+    if (p.contains("gflops")) line += fmt::format(" {:.1f} GFLOP/s", p.value("gflops", 0.0));
+    if (p.contains("io_bytes_per_second")) {
+      line += fmt::format(" I/O {:.2f} GB/s", p.value("io_bytes_per_second", 0.0) / 1e9);
+    }
+    if (p.contains("eta_seconds")) line += fmt::format(" ETA {:.0f} s", p.value("eta_seconds", 0.0));
+    log->info("{}", line);
+    job->append_log(line);
+  }
+  jobs_->expire(Clock::now());
+  uploads_.expire(std::chrono::steady_clock::now(), std::chrono::seconds(config_.server.upload_ttl_seconds));
+}
+
+nlohmann::json Daemon::status_json() const {
+  const auto c = jobs_->counts();
+  return {{"daemon", "stripesolved 0.1.0"},
+          {"pid", ::getpid()},
+          {"uid", ::getuid()},
+          {"socket", config_.server.socket},
+          {"config", config_.source},
+          {"uptime_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()},
+          {"stopping", stopping_.load()},
+          {"connections", metrics_.connections_open.load()},
+          {"jobs", {{"pending", c.pending}, {"running", c.running}, {"completed", c.completed},
+                    {"failed", c.failed}, {"cancelled", c.cancelled}, {"submitted_total", c.submitted_total}}},
+          {"lanes", {{"small", config_.server.small_concurrency}, {"dense", config_.server.dense_concurrency}}}};
+}
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,62 @@
+// stripesolved as an object: config, job manager, uploads, metrics and the socket server, plus
+// the drain logic (SIGTERM / daemon_stop), SIGHUP log reload, periodic progress log lines and
+// expiry. main.cc is a thin wrapper; integration tests run a Daemon in-process.
+//
+// Threading: run() blocks on the I/O thread; request_stop() may be called from any thread and
+// is idempotent; the drain waits on its own thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "daemon/daemon_config.h"
+#include "daemon/job_manager.h"
+#include "daemon/metrics.h"
+#include "daemon/server.h"
+#include "daemon/uploads.h"
+
+namespace stripesolve::daemon {
+
+class Daemon {
+ public:
+  // `register_jobs` adds job types beyond the built-in ones (tests); may be empty.
+  Daemon(DaemonConfig config, std::function<void(JobRegistry&)> register_jobs = {});
+  ~Daemon();
+
+  // Opens what the daemon needs and starts listening; then sends READY=1 to systemd.
+  Status start();
+  // Serves until stopped; returns the process exit code (0 after a clean drain).
+  int run();
+  // "drain" finishes queued and running jobs (up to the drain timeout), "cancel" cancels them.
+  void request_stop(const std::string& policy);
+  // SIGHUP: reopens the log file and reloads the log level from the config file.
+  void reload_logging();
+
+  const std::string& socket_path() const { return config_.server.socket; }
+  JobManager& jobs() { return *jobs_; }
+  Metrics& metrics() { return metrics_; }
+  nlohmann::json status_json() const;
+
+ private:
+  void on_tick();
+  void register_builtin_jobs(JobRegistry& registry);
+
+  DaemonConfig config_;
+  std::function<void(JobRegistry&)> register_jobs_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  Metrics metrics_;
+  UploadStore uploads_;
+  std::unique_ptr<JobManager> jobs_;
+  std::unique_ptr<Server> server_;
+  std::atomic<bool> stopping_{false};
+  std::thread drain_thread_;
+};
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,307 @@
+#include "daemon/job.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/internal_error.h"
+
+namespace stripesolve::daemon {
+namespace {
+constexpr size_t kMaxLogLines = 2000;
+
+std::string iso_time(Clock::time_point t) {
+  if (t == Clock::time_point{}) return "";
+  const auto secs = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  const std::time_t tt = Clock::to_time_t(secs);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+}  // namespace
+
+std::string_view job_state_name(JobState s) {
+  switch (s) {
+    case JobState::kPending: return "PENDING";
+    case JobState::kRunning: return "RUNNING";
+    case JobState::kCompleted: return "COMPLETED";
+    case JobState::kFailed: return "FAILED";
+    case JobState::kCancelled: return "CANCELLED";
+  }
+  return "?";
+}
+
+bool is_terminal(JobState s) {
+  return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+std::string_view lane_name(Lane lane) { return lane == Lane::kDense ? "dense" : "small"; }
+
+bool may_access(uid_t requester, uid_t owner) { return requester == 0 || requester == owner; }
+
+Job::Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json params)
+    : id_(id), owner_(owner), type_(std::move(type)), lane_(lane), params_(std::move(params)),
+      created_(Clock::now()) {}
+
+JobState Job::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_;
+}
+
+bool Job::legal_edge(JobState from, JobState to) const {
+  switch (from) {
+    case JobState::kPending: return to == JobState::kRunning || to == JobState::kCancelled;
+    case JobState::kRunning:
+      return to == JobState::kCompleted || to == JobState::kFailed || to == JobState::kCancelled;
+    default: return false;
+  }
+}
+
+bool Job::try_transition(JobState next) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!legal_edge(state_, next)) return false;
+    state_ = next;
+    const auto now = Clock::now();
+    if (next == JobState::kRunning) started_ = now;
+    if (is_terminal(next)) finished_ = now;
+  }
+  notify();
+  return true;
+}
+
+bool Job::cancel_if_pending() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != JobState::kPending) return false;
+    state_ = JobState::kCancelled;
+    finished_ = Clock::now();
+  }
+  notify();
+  return true;
+}
+
+void Job::transition(JobState next) {
+  JobState from;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    from = state_;
+  }
+  if (!try_transition(next)) {
+    internal_error(fmt::format("job {}: illegal state change {} -> {}", id_, job_state_name(from),
+                               job_state_name(next)));
+  }
+}
+
+void Job::request_cancel() {
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancel_requested_.exchange(true)) return;
+    hooks = cancel_hooks_;
+  }
+  for (auto& h : hooks) h();
+}
+
+void Job::on_cancel(std::function<void()> hook) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cancel_requested_.load()) {
+      cancel_hooks_.push_back(std::move(hook));
+      return;
+    }
+  }
+  hook();
+}
+
+void Job::set_progress(nlohmann::json progress) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_ = std::move(progress);
+  }
+  notify();
+}
+
+nlohmann::json Job::progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return progress_;
+}
+
+void Job::set_result(nlohmann::json result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  result_ = std::move(result);
+}
+
+void Job::set_error(Status status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  error_ = std::move(status);
+}
+
+Status Job::error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return error_;
+}
+
+void Job::append_log(std::string line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_.push_back(iso_time(Clock::now()) + " " + std::move(line));
+  if (log_.size() > kMaxLogLines) log_.pop_front();
+}
+
+std::vector<std::string> Job::log_lines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {log_.begin(), log_.end()};
+}
+
+void Job::add_trace_span(TraceSpan span) {
+  std::lock_guard<std::mutex> lock(mu_);
+  spans_.push_back(std::move(span));
+}
+
+void Job::set_engine_trace(std::string chrome_json) {
+  std::lock_guard<std::mutex> lock(mu_);
+  engine_trace_ = std::move(chrome_json);
+}
+
+std::string Job::trace_json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json events = nlohmann::json::array();
+  // The engine's own trace (per-role spans, 002 Fig 28) comes first when it recorded one.
+  if (!engine_trace_.empty()) {
+    auto parsed = nlohmann::json::parse(engine_trace_, nullptr, false);
+    if (parsed.is_object() && parsed.contains("traceEvents")) {
+      for (auto& e : parsed["traceEvents"]) events.push_back(e);
+    } else if (parsed.is_array()) {
+      for (auto& e : parsed) events.push_back(e);
+    }
+  }
+  for (const TraceSpan& s : spans_) {
+    events.push_back({{"name", s.name}, {"cat", s.category}, {"ph", "X"}, {"ts", s.start_us},
+                      {"dur", s.duration_us}, {"pid", 1}, {"tid", s.tid}});
+  }
+  nlohmann::json out = {{"traceEvents", events}, {"displayTimeUnit", "ms"},
+                        {"otherData", {{"job", id_}, {"type", type_}}}};
+  return out.dump();
+}
+
+Status Job::begin_solution(int64_t n, int64_t nrhs) {
+  if (n <= 0 || nrhs <= 0) {
+    return Status::invalid_argument(fmt::format("solution shape ({}, {}) must be positive", n, nrhs));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (solution_ != nullptr || fetched_) return Status::failed_precondition("solution already begun");
+  solution_ = std::make_shared<std::vector<double>>(static_cast<size_t>(n * nrhs), 0.0);
+  n_ = n;
+  nrhs_ = nrhs;
+  return Status::ok();
+}
+
+Status Job::publish_rows(int64_t row_begin, int64_t rows, const double* x) {
+  int64_t n, nrhs;
+  std::shared_ptr<std::vector<double>> buffer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    n = n_;
+    nrhs = nrhs_;
+    buffer = solution_;
+  }
+  if (buffer == nullptr) return Status::failed_precondition("publish_rows before begin_solution");
+  if (row_begin < 0 || rows <= 0 || row_begin + rows > n) {
+    return Status::invalid_argument(
+        fmt::format("solution rows [{}, {}) outside [0, {})", row_begin, row_begin + rows, n));
+  }
+  double* dst = buffer->data();
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < nrhs; ++j) dst[(row_begin + i) * nrhs + j] = x[j * rows + i];
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    published_.push_back({row_begin, rows});
+  }
+  notify();
+  return Status::ok();
+}
+
+std::vector<Job::RowRange> Job::published_since(size_t from, int64_t* n, int64_t* nrhs) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  *n = n_;
+  *nrhs = nrhs_;
+  if (from >= published_.size()) return {};
+  return {published_.begin() + static_cast<std::ptrdiff_t>(from), published_.end()};
+}
+
+bool Job::has_solution() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return solution_ != nullptr;
+}
+
+std::shared_ptr<const std::vector<double>> Job::solution_buffer() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return solution_;
+}
+
+void Job::mark_fetched() {
+  std::lock_guard<std::mutex> lock(mu_);
+  fetched_ = true;
+  solution_.reset();
+}
+
+bool Job::fetched() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fetched_;
+}
+
+Clock::time_point Job::finished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finished_;
+}
+
+uint64_t Job::add_listener(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listeners_.emplace_back(next_listener_, std::move(fn));
+  return next_listener_++;
+}
+
+void Job::remove_listener(uint64_t handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(listeners_, [&](const auto& l) { return l.first == handle; });
+}
+
+void Job::notify() {
+  std::vector<std::function<void()>> fns;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fns.reserve(listeners_.size());
+    for (auto& l : listeners_) fns.push_back(l.second);
+  }
+  for (auto& f : fns) f();
+}
+
+nlohmann::json Job::to_json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json j = {{"id", id_},
+                      {"type", type_},
+                      {"owner_uid", owner_},
+                      {"state", std::string(job_state_name(state_))},
+                      {"lane", std::string(lane_name(lane_))},
+                      {"created", iso_time(created_)},
+                      {"started", iso_time(started_)},
+                      {"finished", iso_time(finished_)},
+                      {"params", params_},
+                      {"progress", progress_}};
+  if (!result_.is_null()) j["result"] = result_;
+  if (!error_.is_ok()) {
+    j["error"] = {{"code", std::string(status_code_name(error_.code()))},
+                  {"message", error_.message()}};
+  }
+  if (n_ > 0) j["solution"] = {{"shape", {n_, nrhs_}}, {"rows_ready", [&] {
+    int64_t r = 0;
+    for (auto& p : published_) r += p.rows;
+    return r;
+  }()}, {"fetched", fetched_}};
+  return j;
+}
+
+}  // namespace stripesolve::daemon

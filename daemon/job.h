@@ -1,0 +1,153 @@
+// A job of the daemon: its state machine, owner, progress, logs, result and streamed solution.
+//
+// States: PENDING -> RUNNING -> COMPLETED | FAILED | CANCELLED, and PENDING -> CANCELLED.
+// transition() is the only way to change the state; an illegal edge is a bug (internal_error).
+//
+// Threading: a Job is shared (shared_ptr) between the job manager, the worker thread running it
+// and connections watching it. Every mutable member is guarded by mu_; the solution values are
+// written by the worker only for rows not yet published and read by others only for rows
+// published through publish_rows() (the mutex orders the two), so reads need no lock.
+// Listeners are called without mu_ held, from whichever thread made the change; they must be
+// cheap (the server's listener posts to its I/O thread).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace stripesolve::daemon {
+
+enum class JobState {
+  kPending,    // queued in its lane; may be cancelled directly
+  kRunning,    // a worker runs it; cancel() asks the runner to stop
+  kCompleted,  // terminal: result (and solution rows) available until fetched or expired
+  kFailed,     // terminal: error() says why
+  kCancelled,  // terminal: stopped on request or at shutdown
+};
+std::string_view job_state_name(JobState s);
+bool is_terminal(JobState s);
+
+// Small jobs (matrix management, queries) and dense solves run in separate lanes so that a
+// long solve never blocks small jobs (ARCHITECTURE.md §10).
+enum class Lane { kSmall, kDense };
+std::string_view lane_name(Lane lane);
+
+// Who may see a job: its owner, and root.
+bool may_access(uid_t requester, uid_t owner);
+
+using Clock = std::chrono::system_clock;
+
+// One span of the job's Chrome trace (times relative to the job's creation).
+struct TraceSpan {
+  std::string name;
+  std::string category;
+  double start_us = 0;
+  double duration_us = 0;
+  int64_t tid = 0;
+};
+
+class Job {
+ public:
+  Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json params);
+
+  uint64_t id() const { return id_; }
+  uid_t owner() const { return owner_; }
+  const std::string& type() const { return type_; }
+  Lane lane() const { return lane_; }
+  const nlohmann::json& params() const { return params_; }  // immutable after construction
+
+  JobState state() const;
+  // Moves to `next`; aborts on an illegal edge. Notifies listeners.
+  void transition(JobState next);
+  // Like transition(), but returns false instead of aborting when the job is already terminal
+  // or the edge is illegal (used by cancel races).
+  bool try_transition(JobState next);
+  // PENDING -> CANCELLED atomically; false if the job already left PENDING (a running job is
+  // ended by its worker, never from outside).
+  bool cancel_if_pending();
+
+  // Cancellation: sets the flag and runs the registered hooks (e.g. the engine's CancelToken).
+  void request_cancel();
+  bool cancel_requested() const { return cancel_requested_.load(std::memory_order_acquire); }
+  // Registers a hook run by request_cancel() (immediately if already requested).
+  void on_cancel(std::function<void()> hook);
+
+  void set_progress(nlohmann::json progress);
+  nlohmann::json progress() const;
+  void set_result(nlohmann::json result);
+  void set_error(Status status);
+  Status error() const;
+  void append_log(std::string line);
+  std::vector<std::string> log_lines() const;
+  void add_trace_span(TraceSpan span);
+  void set_engine_trace(std::string chrome_json);
+  std::string trace_json() const;  // Chrome trace-event JSON
+
+  // Solution streaming: begin_solution() allocates n x nrhs (row-major); publish_rows() copies
+  // rows [row_begin, row_begin + rows) from column-major `x` (ld = rows) and makes them visible.
+  Status begin_solution(int64_t n, int64_t nrhs);
+  Status publish_rows(int64_t row_begin, int64_t rows, const double* x);
+  struct RowRange { int64_t row_begin; int64_t rows; };
+  // Published ranges from index `from` on (in publication order) and the shape (0 if none).
+  std::vector<RowRange> published_since(size_t from, int64_t* n, int64_t* nrhs) const;
+  bool has_solution() const;
+  // The row-major buffer; a holder keeps it alive after mark_fetched(). Only published rows
+  // may be read.
+  std::shared_ptr<const std::vector<double>> solution_buffer() const;
+  // Marks the result fetched: frees the solution; the job record stays until it expires.
+  void mark_fetched();
+  bool fetched() const;
+
+  Clock::time_point created() const { return created_; }
+  Clock::time_point finished() const;
+
+  // Listeners: called after every change (state, progress, rows). Returns a handle for remove.
+  uint64_t add_listener(std::function<void()> fn);
+  void remove_listener(uint64_t handle);
+
+  nlohmann::json to_json() const;
+
+ private:
+  bool legal_edge(JobState from, JobState to) const;
+  void notify();
+
+  const uint64_t id_;
+  const uid_t owner_;
+  const std::string type_;
+  const Lane lane_;
+  const nlohmann::json params_;
+  const Clock::time_point created_;
+  std::atomic<bool> cancel_requested_{false};
+
+  mutable std::mutex mu_;
+  JobState state_ = JobState::kPending;                    // guarded by mu_
+  Clock::time_point started_{}, finished_{};               // guarded by mu_
+  nlohmann::json progress_ = nlohmann::json::object();    // guarded by mu_
+  nlohmann::json result_;                                  // guarded by mu_
+  Status error_;                                           // guarded by mu_
+  std::deque<std::string> log_;                            // guarded by mu_
+  std::vector<TraceSpan> spans_;                           // guarded by mu_
+  std::string engine_trace_;                               // guarded by mu_
+  std::vector<std::function<void()>> cancel_hooks_;        // guarded by mu_
+  std::vector<std::pair<uint64_t, std::function<void()>>> listeners_;  // guarded by mu_
+  uint64_t next_listener_ = 1;                             // guarded by mu_
+  // Solution (row-major n x nrhs). The vector is sized once in begin_solution().
+  std::shared_ptr<std::vector<double>> solution_;          // pointer guarded by mu_
+  int64_t n_ = 0, nrhs_ = 0;                               // guarded by mu_
+  std::vector<RowRange> published_;                        // guarded by mu_
+  bool fetched_ = false;                                   // guarded by mu_
+};
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,258 @@
+#include "daemon/job_manager.h"
+
+#include <fmt/format.h>
+
+#include "base/logging.h"
+
+namespace stripesolve::daemon {
+namespace {
+double micros_since(Clock::time_point origin, Clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t - origin).count();
+}
+}  // namespace
+
+void JobContext::log(std::string_view message) {
+  log_->info("job {} {}: {}", job_->id(), job_->type(), message);
+  job_->append_log(std::string(message));
+}
+
+void JobContext::warn(std::string_view message) {
+  log_->warn("job {} {}: {}", job_->id(), job_->type(), message);
+  job_->append_log("warning: " + std::string(message));
+}
+
+void JobRegistry::add(std::string type, Lane lane, JobRunner run) {
+  types_[std::move(type)] = JobType{lane, std::move(run)};
+}
+
+const JobType* JobRegistry::find(std::string_view type) const {
+  auto it = types_.find(type);
+  return it == types_.end() ? nullptr : &it->second;
+}
+
+std::string JobRegistry::names() const {
+  std::string out;
+  for (const auto& [name, t] : types_) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+JobManager::JobManager(JobManagerConfig config, JobRegistry registry)
+    : config_(config), registry_(std::move(registry)), log_(logger("jobs")) {
+  for (int i = 0; i < std::max(1, config_.small_concurrency); ++i) {
+    small_.workers.emplace_back([this] { worker_loop(Lane::kSmall); });
+  }
+  for (int i = 0; i < std::max(1, config_.dense_concurrency); ++i) {
+    dense_.workers.emplace_back([this] { worker_loop(Lane::kDense); });
+  }
+}
+
+JobManager::~JobManager() {
+  stop_accepting();
+  cancel_all();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto* lane : {&small_, &dense_}) {
+    for (auto& t : lane->workers) t.join();
+  }
+}
+
+Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::json& spec) {
+  if (!spec.is_object()) return Status::invalid_argument("job must be an object");
+  auto type_it = spec.find("type");
+  if (type_it == spec.end() || !type_it->is_string()) {
+    return Status::invalid_argument("job has no string field 'type' (known: " + registry_.names() + ")");
+  }
+  const std::string type = type_it->get<std::string>();
+  const JobType* jt = registry_.find(type);
+  if (jt == nullptr) {
+    return Status::invalid_argument(
+        fmt::format("unknown job type '{}' (known: {})", type, registry_.names()));
+  }
+  std::shared_ptr<Job> job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) {
+      return Status::unavailable("the daemon is shutting down and accepts no new jobs");
+    }
+    if (static_cast<int64_t>(jobs_.size()) >= config_.max_jobs) {
+      return Status::resource_exhausted(fmt::format(
+          "too many jobs kept ({}, limit daemon.limits.max_jobs); fetch or wait for results to expire",
+          jobs_.size())).set_retryable();
+    }
+    job = std::make_shared<Job>(next_id_++, owner, type, jt->lane, spec);
+    jobs_[job->id()] = job;
+    (jt->lane == Lane::kDense ? dense_ : small_).queue.push_back(job);
+    ++submitted_total_;
+    ++active_;
+  }
+  log_->info("job {} {} submitted by uid {} ({} lane)", job->id(), type, owner, lane_name(jt->lane));
+  job->append_log(fmt::format("submitted by uid {}", owner));
+  cv_.notify_all();
+  return job;
+}
+
+Result<std::shared_ptr<Job>> JobManager::find(uid_t requester, uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  // Another user's job reads exactly like a job that does not exist.
+  if (it == jobs_.end() || !may_access(requester, it->second->owner())) {
+    return Status::not_found(fmt::format("job {} not found", id));
+  }
+  return it->second;
+}
+
+std::vector<std::shared_ptr<Job>> JobManager::list(uid_t requester, bool all) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Job>> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job->owner() == requester || (all && requester == 0)) out.push_back(job);
+  }
+  return out;
+}
+
+Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::shared_ptr<Job> job, find(requester, id));
+  job->request_cancel();
+  if (job->cancel_if_pending()) {  // it never runs
+    job->append_log(fmt::format("cancelled by uid {} while pending", requester));
+    std::lock_guard<std::mutex> lock(mu_);
+    --active_;
+    cv_.notify_all();
+  } else if (job->state() == JobState::kRunning) {
+    job->append_log(fmt::format("cancel requested by uid {}", requester));
+  }
+  log_->info("job {} cancel requested by uid {}", id, requester);
+  return job;
+}
+
+size_t JobManager::expire(Clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    const JobState s = it->second->state();
+    if (is_terminal(s) && it->second->finished() + config_.result_ttl <= now) {
+      log_->info("job {} expired ({} for longer than the result ttl)", it->first, job_state_name(s));
+      it = jobs_.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+void JobManager::stop_accepting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  accepting_ = false;
+}
+
+void JobManager::cancel_all() {
+  std::vector<std::shared_ptr<Job>> live;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : jobs_) {
+      if (!is_terminal(job->state())) live.push_back(job);
+    }
+  }
+  for (auto& job : live) {
+    job->request_cancel();
+    if (job->cancel_if_pending()) {
+      job->append_log("cancelled at daemon shutdown while pending");
+      std::lock_guard<std::mutex> lock(mu_);
+      --active_;
+    }
+  }
+  cv_.notify_all();
+}
+
+bool JobManager::wait_idle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return active_ == 0; });
+}
+
+JobManager::Counts JobManager::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Counts c;
+  c.submitted_total = submitted_total_;
+  for (const auto& [id, job] : jobs_) {
+    switch (job->state()) {
+      case JobState::kPending: ++c.pending; break;
+      case JobState::kRunning: ++c.running; break;
+      case JobState::kCompleted: ++c.completed; break;
+      case JobState::kFailed: ++c.failed; break;
+      case JobState::kCancelled: ++c.cancelled; break;
+    }
+  }
+  return c;
+}
+
+std::vector<std::shared_ptr<Job>> JobManager::running_jobs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Job>> out;
+  for (const auto& [id, job] : jobs_) {
+    if (job->state() == JobState::kRunning) out.push_back(job);
+  }
+  return out;
+}
+
+void JobManager::worker_loop(Lane lane) {
+  LaneQueue& q = lane == Lane::kDense ? dense_ : small_;
+  while (true) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !q.queue.empty(); });
+      if (q.queue.empty()) return;  // stopping with nothing left
+      job = std::move(q.queue.front());
+      q.queue.pop_front();
+    }
+    if (!job->try_transition(JobState::kRunning)) continue;  // cancelled while pending
+    run_job(job);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --active_;
+    }
+    cv_.notify_all();
+  }
+}
+
+void JobManager::run_job(const std::shared_ptr<Job>& job) {
+  const auto start = Clock::now();
+  job->add_trace_span({"queued", "job", 0, micros_since(job->created(), start), 0});
+  JobContext ctx(job, log_);
+  const JobType* jt = registry_.find(job->type());
+  ctx.log("running");
+  Result<nlohmann::json> result = Status::internal("runner did not run");
+  if (job->cancel_requested()) {
+    result = Status::cancelled("cancelled before it started");
+  } else {
+    result = jt->run(ctx);
+  }
+  const auto end = Clock::now();
+  job->add_trace_span({"run " + job->type(), "job", micros_since(job->created(), start),
+                       micros_since(start, end), 0});
+  const double secs = std::chrono::duration<double>(end - start).count();
+  if (result.is_ok()) {
+    job->set_result(std::move(result).value());
+    ctx.log(fmt::format("completed in {:.3f} s", secs));
+    job->transition(JobState::kCompleted);
+  } else if (job->cancel_requested() || result.status().code() == StatusCode::kCancelled) {
+    job->set_error(Status::cancelled(result.status().code() == StatusCode::kCancelled
+                                         ? result.status().message()
+                                         : "cancelled on request (" + result.status().message() + ")"));
+    ctx.log(fmt::format("cancelled after {:.3f} s", secs));
+    job->transition(JobState::kCancelled);
+  } else {
+    job->set_error(result.status());
+    ctx.warn("failed: " + result.status().to_string());
+    job->transition(JobState::kFailed);
+  }
+}
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,131 @@
+// The job manager: admission, lanes of worker threads, ownership checks, cancellation, expiry.
+//
+// Each job type is registered with a lane and a runner. Each lane has its own FIFO queue and its
+// own worker threads (`concurrency`), so small jobs never wait behind a dense solve that holds the
+// dense lane for hours. A runner is called on a worker thread with a JobContext; it returns the
+// job's result JSON or an error; a job whose cancel was requested and whose runner returns an
+// error ends CANCELLED, otherwise FAILED.
+//
+// Ownership: every lookup takes the requesting uid; a job is visible to its owner and to root
+// only (may_access); other users get "job N not found", exactly as for a job that never existed.
+//
+// Threading: all public methods are thread-safe; mu_ guards the job table and the queues.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/logger.h>
+
+#include "base/status.h"
+#include "daemon/job.h"
+
+namespace stripesolve::daemon {
+
+// What a runner sees of its job.
+class JobContext {
+ public:
+  JobContext(std::shared_ptr<Job> job, std::shared_ptr<spdlog::logger> log)
+      : job_(std::move(job)), log_(std::move(log)) {}
+  Job& job() { return *job_; }
+  const nlohmann::json& params() const { return job_->params(); }
+  bool cancelled() const { return job_->cancel_requested(); }
+  // Logs to the daemon log (with the job id) and to the job's own log.
+  void log(std::string_view message);
+  void warn(std::string_view message);
+
+ private:
+  std::shared_ptr<Job> job_;
+  std::shared_ptr<spdlog::logger> log_;
+};
+
+using JobRunner = std::function<Result<nlohmann::json>(JobContext&)>;
+
+struct JobType {
+  Lane lane = Lane::kSmall;
+  JobRunner run;
+};
+
+class JobRegistry {
+ public:
+  void add(std::string type, Lane lane, JobRunner run);
+  const JobType* find(std::string_view type) const;
+  std::string names() const;  // "a, b, c"
+
+ private:
+  std::map<std::string, JobType, std::less<>> types_;
+};
+
+struct JobManagerConfig {
+  int small_concurrency = 4;
+  int dense_concurrency = 1;
+  int64_t max_jobs = 10000;  // records kept (pending + running + finished, not yet expired)
+  std::chrono::seconds result_ttl{24 * 3600};
+};
+
+class JobManager {
+ public:
+  JobManager(JobManagerConfig config, JobRegistry registry);
+  ~JobManager();  // cancels what is left and joins the workers
+  JobManager(const JobManager&) = delete;
+  JobManager& operator=(const JobManager&) = delete;
+
+  // `spec` is {"type": ..., fields...}. Errors: unknown type, stopped, too many jobs.
+  Result<std::shared_ptr<Job>> submit(uid_t owner, const nlohmann::json& spec);
+  Result<std::shared_ptr<Job>> find(uid_t requester, uint64_t id) const;
+  // The requester's jobs (root with all = true: everybody's), oldest first.
+  std::vector<std::shared_ptr<Job>> list(uid_t requester, bool all) const;
+  Result<std::shared_ptr<Job>> cancel(uid_t requester, uint64_t id);
+  // Drops finished jobs older than the TTL; returns how many.
+  size_t expire(Clock::time_point now);
+
+  // Shutdown: stop_accepting() makes submit fail; cancel_all() cancels pending and running jobs;
+  // wait_idle() waits until nothing is pending or running (or the deadline passes).
+  void stop_accepting();
+  void cancel_all();
+  bool wait_idle(std::chrono::steady_clock::time_point deadline);
+
+  struct Counts {
+    int64_t pending = 0, running = 0, completed = 0, failed = 0, cancelled = 0;
+    uint64_t submitted_total = 0;
+  };
+  Counts counts() const;
+  std::vector<std::shared_ptr<Job>> running_jobs() const;
+  const JobManagerConfig& config() const { return config_; }
+
+ private:
+  struct LaneQueue {
+    std::deque<std::shared_ptr<Job>> queue;
+    std::vector<std::thread> workers;
+  };
+  void worker_loop(Lane lane);
+  void run_job(const std::shared_ptr<Job>& job);
+
+  const JobManagerConfig config_;
+  const JobRegistry registry_;
+  std::shared_ptr<spdlog::logger> log_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // queue changes, stop, job finished
+  std::map<uint64_t, std::shared_ptr<Job>> jobs_;  // guarded by mu_
+  LaneQueue small_, dense_;          // queues guarded by mu_; workers fixed after construction
+  uint64_t next_id_ = 1;             // guarded by mu_
+  uint64_t submitted_total_ = 0;     // guarded by mu_
+  int64_t active_ = 0;               // pending + running, guarded by mu_
+  bool accepting_ = true;            // guarded by mu_
+  bool stopping_ = false;            // guarded by mu_
+};
+
+}  // namespace stripesolve::daemon

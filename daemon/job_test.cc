@@ -1,0 +1,80 @@
+#include "daemon/job.h"
+
+#include <gtest/gtest.h>
+
+namespace stripesolve::daemon {
+namespace {
+
+TEST(JobTest, StateMachineEdges) {
+  Job job(1, 1000, "t", Lane::kSmall, nlohmann::json::object());
+  EXPECT_EQ(job.state(), JobState::kPending);
+  EXPECT_FALSE(job.try_transition(JobState::kCompleted));  // must run first
+  EXPECT_TRUE(job.try_transition(JobState::kRunning));
+  EXPECT_FALSE(job.try_transition(JobState::kPending));
+  EXPECT_TRUE(job.try_transition(JobState::kCompleted));
+  EXPECT_FALSE(job.try_transition(JobState::kCancelled));  // terminal stays terminal
+  EXPECT_TRUE(is_terminal(job.state()));
+  EXPECT_EQ(job.to_json()["state"], "COMPLETED");
+}
+
+TEST(JobTest, IllegalTransitionAborts) {
+  Job job(1, 1000, "t", Lane::kSmall, nlohmann::json::object());
+  EXPECT_DEATH(job.transition(JobState::kFailed), "illegal state change PENDING -> FAILED");
+}
+
+TEST(JobTest, OwnershipRule) {
+  EXPECT_TRUE(may_access(1000, 1000));
+  EXPECT_FALSE(may_access(1001, 1000));
+  EXPECT_TRUE(may_access(0, 1000));  // root sees everything
+}
+
+TEST(JobTest, CancelHooksRunOnceAndLate) {
+  Job job(1, 1000, "t", Lane::kDense, nlohmann::json::object());
+  int calls = 0;
+  job.on_cancel([&] { ++calls; });
+  job.request_cancel();
+  job.request_cancel();
+  EXPECT_EQ(calls, 1);
+  job.on_cancel([&] { ++calls; });  // registered after the request: runs at once
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(job.cancel_requested());
+}
+
+TEST(JobTest, PublishedRowsAreRowMajorAndNotifyListeners) {
+  Job job(3, 1000, "t", Lane::kDense, nlohmann::json::object());
+  int events = 0;
+  const uint64_t h = job.add_listener([&] { ++events; });
+  ASSERT_TRUE(job.begin_solution(4, 2).is_ok());
+  const double x[] = {1, 2, 10, 20};  // rows 2..3, column-major (ld 2): col0 = 1,2 col1 = 10,20
+  ASSERT_TRUE(job.publish_rows(2, 2, x).is_ok());
+  EXPECT_EQ(events, 1);
+  int64_t n, nrhs;
+  auto ranges = job.published_since(0, &n, &nrhs);
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].row_begin, 2);
+  EXPECT_EQ(n, 4);
+  auto buf = job.solution_buffer();
+  EXPECT_EQ((*buf)[4], 1);
+  EXPECT_EQ((*buf)[5], 10);
+  EXPECT_EQ((*buf)[6], 2);
+  EXPECT_EQ((*buf)[7], 20);
+  EXPECT_EQ(job.publish_rows(3, 2, x).message(), "solution rows [3, 5) outside [0, 4)");
+  job.remove_listener(h);
+  job.mark_fetched();
+  EXPECT_FALSE(job.has_solution());
+  EXPECT_EQ((*buf)[5], 10);  // a holder keeps the buffer alive
+  EXPECT_EQ(job.begin_solution(4, 2).message(), "solution already begun");
+}
+
+TEST(JobTest, TraceIsChromeJson) {
+  Job job(4, 1000, "t", Lane::kSmall, nlohmann::json::object());
+  job.add_trace_span({"run t", "job", 10, 20, 0});
+  job.set_engine_trace(R"({"traceEvents":[{"name":"elim.I","ph":"X","ts":1,"dur":2,"pid":1,"tid":3}]})");
+  auto j = nlohmann::json::parse(job.trace_json());
+  ASSERT_EQ(j["traceEvents"].size(), 2u);
+  EXPECT_EQ(j["traceEvents"][0]["name"], "elim.I");
+  EXPECT_EQ(j["traceEvents"][1]["dur"], 20);
+}
+
+}  // namespace
+}  // namespace stripesolve::daemon

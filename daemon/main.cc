@@ -1,0 +1,48 @@
+// stripesolved: the stripesolve daemon. `stripesolved [--config FILE] [--check-config] [--socket PATH]`.
+// Exit codes: 0 clean stop, 1 runtime failure (socket busy, store unusable), 2 bad configuration.
+#include <csignal>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "base/config.h"
+#include "base/logging.h"
+#include "daemon/daemon.h"
+
+int main(int argc, char** argv) {
+  using namespace stripesolve;
+  CLI::App app{"stripesolved: out-of-core dense and tridiagonal solver daemon"};
+  std::string config_path, socket;
+  bool check = false;
+  app.add_option("--config", config_path, "YAML configuration file (docs/config.md); default: embedded defaults");
+  app.add_flag("--check-config", check, "validate the configuration, print the effective values, exit");
+  app.add_option("--socket", socket, "socket path (overrides daemon.socket and $STRIPESOLVE_SOCKET)");
+  CLI11_PARSE(app, argc, argv);
+
+  daemon::DaemonConfig config;
+  try {
+    config = daemon::load_daemon_config(config_path);
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "stripesolved: configuration error: %s\n", e.what());
+    return 2;
+  }
+  if (!socket.empty()) config.server.socket = socket;
+  daemon::resolve_defaults(config);
+  if (check) {
+    std::fputs(daemon::describe_config(config).c_str(), stdout);
+    std::fprintf(stderr, "stripesolved: configuration OK (%s)\n", config.source.c_str());
+    return 0;
+  }
+  if (Status st = set_up_logging(config.log); !st.is_ok()) {
+    std::fprintf(stderr, "stripesolved: %s\n", st.to_string().c_str());
+    return 2;
+  }
+  // Signals are handled by the server's signal_set; block SIGPIPE (writes report EPIPE instead).
+  std::signal(SIGPIPE, SIG_IGN);
+  daemon::Daemon d(std::move(config));
+  if (Status st = d.start(); !st.is_ok()) {
+    logger("daemon")->error("cannot start: {}", st.to_string());
+    return 1;
+  }
+  return d.run();
+}

@@ -1,0 +1,200 @@
+#include "daemon/server.h"
+
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
+#include <boost/asio.hpp>
+#include <cerrno>
+#include <deque>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "base/logging.h"
+#include "daemon/connection.h"
+
+namespace stripesolve::daemon {
+
+namespace asio = boost::asio;
+using local = asio::local::stream_protocol;
+
+struct Server::Impl {
+  ServerConfig config;
+  std::string path;
+  JobManager& jobs;
+  UploadStore& uploads;
+  Metrics& metrics;
+  ServerHooks hooks;
+  asio::io_context io;
+  std::unique_ptr<local::acceptor> acceptor;
+  asio::signal_set signals{io};
+  asio::steady_timer tick{io};
+  std::map<Connection*, std::weak_ptr<Connection>> connections;  // I/O thread only
+  std::shared_ptr<spdlog::logger> log = logger("server");
+  bool accepting = false;
+
+  Impl(ServerConfig c, std::string p, JobManager& j, UploadStore& u, Metrics& m, ServerHooks h)
+      : config(std::move(c)), path(std::move(p)), jobs(j), uploads(u), metrics(m), hooks(std::move(h)) {}
+
+  void accept() {
+    acceptor->async_accept([this](boost::system::error_code ec, local::socket socket) {
+      if (ec) {
+        if (ec != asio::error::operation_aborted) log->warn("accept on {} failed: {}", path, ec.message());
+        if (accepting && ec != asio::error::operation_aborted) accept();
+        return;
+      }
+      on_accept(std::move(socket));
+      if (accepting) accept();
+    });
+  }
+
+  void on_accept(local::socket socket) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      log->warn("SO_PEERCRED failed: {}; closing the connection", std::strerror(errno));
+      return;
+    }
+    metrics.connections_total++;
+    ConnectionEnv env{config, jobs, uploads, metrics, hooks, io};
+    auto conn = std::make_shared<Connection>(std::move(socket), cred.uid, cred.pid, env);
+    if (static_cast<int64_t>(connections.size()) >= config.limits.max_connections) {
+      metrics.connections_refused++;
+      conn->refuse(Status::resource_exhausted(fmt::format(
+          "too many connections ({}, limit daemon.limits.max_connections)", connections.size())).set_retryable());
+      return;
+    }
+    connections[conn.get()] = conn;
+    conn->set_on_close([this](Connection* c) { connections.erase(c); });
+    conn->start();
+  }
+
+  void schedule_tick() {
+    tick.expires_after(std::chrono::milliseconds(
+        static_cast<int64_t>(config.progress_log_seconds * 1000)));
+    tick.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      if (hooks.on_tick) hooks.on_tick();
+      schedule_tick();
+    });
+  }
+
+  void wait_signal() {
+    signals.async_wait([this](boost::system::error_code ec, int signo) {
+      if (ec) return;
+      if (hooks.on_signal) hooks.on_signal(signo);
+      wait_signal();
+    });
+  }
+};
+
+Server::Server(ServerConfig config, std::string socket_path, JobManager& jobs, UploadStore& uploads,
+               Metrics& metrics, ServerHooks hooks)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(socket_path), jobs, uploads, metrics,
+                                   std::move(hooks))) {}
+
+Server::~Server() = default;
+
+const std::string& Server::socket_path() const { return impl_->path; }
+
+Status Server::listen() {
+  Impl& s = *impl_;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(s.path).parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    if (!fs::exists(dir, ec)) {
+      fs::create_directories(dir, ec);
+      if (ec) return Status::io_error(fmt::format("cannot create socket directory {}: {}", dir.string(), ec.message()));
+      if (::chmod(dir.c_str(), 0700) != 0) return Status::from_errno(errno, "chmod 0700 " + dir.string());
+    }
+  }
+  if (s.path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Status::invalid_argument(fmt::format("socket path {} is longer than {} bytes", s.path,
+                                                sizeof(sockaddr_un{}.sun_path) - 1));
+  }
+  struct stat st{};
+  if (::lstat(s.path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::already_exists(fmt::format("{} exists and is not a socket; remove it or choose another path", s.path));
+    }
+    // A live daemon answers connect(); a stale file from a crash does not.
+    local::socket probe(s.io);
+    boost::system::error_code ec;
+    probe.connect(local::endpoint(s.path), ec);
+    if (!ec) {
+      return Status::already_exists(fmt::format(
+          "another stripesolved is listening on {}; stop it first (stripesolve daemon stop)", s.path));
+    }
+    ::unlink(s.path.c_str());
+  }
+  boost::system::error_code ec;
+  s.acceptor = std::make_unique<local::acceptor>(s.io);
+  s.acceptor->open(local(), ec);
+  if (!ec) s.acceptor->bind(local::endpoint(s.path), ec);
+  if (!ec) s.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::io_error(fmt::format("cannot listen on {}: {}", s.path, ec.message()));
+  const int mode = parse_mode(s.config.socket_mode);
+  if (::chmod(s.path.c_str(), static_cast<mode_t>(mode)) != 0) {
+    return Status::from_errno(errno, fmt::format("chmod {} {}", s.config.socket_mode, s.path));
+  }
+  if (!s.config.socket_group.empty()) {
+    group* g = ::getgrnam(s.config.socket_group.c_str());
+    if (g == nullptr) return Status::not_found("socket_group '" + s.config.socket_group + "' does not exist");
+    if (::chown(s.path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
+      return Status::from_errno(errno, "chown :" + s.config.socket_group + " " + s.path);
+    }
+  }
+  s.accepting = true;
+  s.accept();
+  s.signals.add(SIGTERM);
+  s.signals.add(SIGINT);
+  s.signals.add(SIGHUP);
+  s.wait_signal();
+  s.schedule_tick();
+  s.log->info("listening on {} (mode {})", s.path, s.config.socket_mode);
+  return Status::ok();
+}
+
+void Server::run() { impl_->io.run(); }
+
+void Server::post(std::function<void()> fn) { asio::post(impl_->io, std::move(fn)); }
+
+void Server::stop_accepting() {
+  asio::post(impl_->io, [s = impl_.get()] {
+    if (!s->accepting) return;
+    s->accepting = false;
+    boost::system::error_code ec;
+    s->acceptor->close(ec);
+    ::unlink(s->path.c_str());
+    s->log->info("stopped accepting connections on {}", s->path);
+  });
+}
+
+void Server::shutdown() {
+  asio::post(impl_->io, [s = impl_.get()] {
+    if (s->accepting) {
+      s->accepting = false;
+      boost::system::error_code ec;
+      s->acceptor->close(ec);
+      ::unlink(s->path.c_str());
+    }
+    auto conns = s->connections;
+    for (auto& [ptr, weak] : conns) {
+      if (auto c = weak.lock()) c->close();
+    }
+    s->connections.clear();
+    s->signals.cancel();
+    s->tick.cancel();
+    s->io.stop();
+  });
+}
+
+int64_t Server::open_connections() const { return impl_->metrics.connections_open.load(); }
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,69 @@
+// The socket server: Boost.Asio on a Unix-domain stream socket (docs/protocol.md).
+//
+// Guarantees: the socket's directory is created 0700 (if missing) and the socket gets the
+// configured mode (0600 by default); a stale socket file (nobody listening) is replaced, a live one
+// is an error. Each connection's peer uid comes from SO_PEERCRED and every request acts as that
+// uid. One write is in flight per connection; result chunks are produced only when the previous
+// write completed (pull), other frames queue up to limits.max_queued_bytes. Malformed input gets
+// one error frame and that connection is closed; nothing else is affected.
+//
+// Threading: run() drives everything on the calling thread (one I/O thread). post(),
+// stop_accepting() and shutdown() may be called from any thread. Asio stays inside server.cc.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "daemon/job_manager.h"
+#include "daemon/metrics.h"
+#include "daemon/server_config.h"
+#include "daemon/uploads.h"
+
+namespace stripesolve::daemon {
+
+// What the server asks of the daemon around it.
+struct ServerHooks {
+  std::function<nlohmann::json()> daemon_status;   // daemon_status reply
+  std::function<std::string()> metrics_text;       // Prometheus text
+  // daemon_stop from `uid`; the server has already checked the uid is allowed.
+  std::function<void(uid_t uid, std::string policy)> request_stop;
+  std::function<void(int signo)> on_signal;        // SIGTERM, SIGINT, SIGHUP
+  std::function<void()> on_tick;                   // every progress_log_seconds
+};
+
+class Server {
+ public:
+  Server(ServerConfig config, std::string socket_path, JobManager& jobs, UploadStore& uploads,
+         Metrics& metrics, ServerHooks hooks);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Creates the directory, binds and listens; errors name the path and errno.
+  Status listen();
+  const std::string& socket_path() const;
+  // Runs the I/O loop until shutdown().
+  void run();
+  // Runs `fn` on the I/O thread.
+  void post(std::function<void()> fn);
+  // Closes the listening socket (and removes the socket file); open connections continue.
+  void stop_accepting();
+  // Closes every connection and makes run() return.
+  void shutdown();
+  int64_t open_connections() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether `uid` may stop a daemon running as `daemon_uid`.
+inline bool may_stop_daemon(uid_t uid, uid_t daemon_uid) { return uid == 0 || uid == daemon_uid; }
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,45 @@
+// The daemon's own configuration section (`daemon:` in stripesolved.yaml; docs/config.md).
+// Plain values with their documented defaults; parse_server_config() reads the section strictly.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/units.h"
+
+namespace stripesolve {
+class ConfigMap;
+}
+
+namespace stripesolve::daemon {
+
+struct ServerLimits {
+  int64_t max_connections = 256;                 // further connections get an error frame and are closed
+  uint64_t max_queued_bytes = 64 * kMiB;         // per connection, replies and progress waiting to be written
+  uint64_t max_header_bytes = 64 * kKiB;         // JSON header of one frame
+  uint64_t max_payload_bytes = 4 * kMiB;         // binary payload of one frame (at most 4 MiB)
+  uint64_t max_upload_bytes = 4 * kGiB;          // one uploaded .npy (right-hand sides)
+  int64_t max_jobs = 10000;                      // job records kept until they expire
+};
+
+struct ServerConfig {
+  std::string socket;                  // empty: $STRIPESOLVE_SOCKET, $XDG_RUNTIME_DIR/..., /tmp/stripesolve-$UID/...
+  std::string socket_mode = "0600";    // octal; "0660" with socket_group for shared machines
+  std::string socket_group;            // group name to own the socket (empty: the daemon's group)
+  ServerLimits limits;
+  int64_t small_concurrency = 4;       // workers of the small-job lane (matrix management, queries)
+  int64_t dense_concurrency = 1;       // workers of the dense-solve lane (each solve uses the whole machine)
+  int64_t result_ttl_seconds = 86400;  // finished jobs and unfetched results are dropped after this
+  int64_t upload_ttl_seconds = 3600;   // uploads not used by a job are dropped after this
+  double progress_log_seconds = 5.0;   // a progress log line per running job this often
+  std::string shutdown_policy = "finish";  // on SIGTERM: "finish" queued and running jobs, or "cancel" them
+  int64_t drain_timeout_seconds = 600;     // after this, what is still running is cancelled
+};
+
+// Reads a `daemon:` section (throws ConfigError, see base/config.h).
+void parse_server_config(ConfigMap& map, ServerConfig& config);
+
+// Parses "0600"-style octal permission bits (0..0777); -1 if malformed.
+int parse_mode(const std::string& text);
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,58 @@
+#include "daemon/daemon_config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "base/config.h"
+
+namespace stripesolve::daemon {
+namespace {
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_daemon_config(text, "t.yaml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(DaemonConfigTest, DefaultsAndOverrides) {
+  DaemonConfig d = parse_daemon_config("", "t.yaml");
+  EXPECT_EQ(d.server.socket_mode, "0600");
+  EXPECT_EQ(d.server.limits.max_payload_bytes, 4 * kMiB);
+  EXPECT_EQ(d.server.dense_concurrency, 1);
+  DaemonConfig c = parse_daemon_config(
+      "log:\n  level: debug\ndaemon:\n  socket: /tmp/x.sock\n  socket_mode: \"0660\"\n"
+      "  limits:\n    max_connections: 8\n    max_queued_bytes: 1MiB\n"
+      "  concurrency:\n    small: 3\n  shutdown:\n    policy: cancel\n", "t.yaml");
+  EXPECT_EQ(c.log.level, "debug");
+  EXPECT_EQ(c.server.socket, "/tmp/x.sock");
+  EXPECT_EQ(c.server.limits.max_connections, 8);
+  EXPECT_EQ(c.server.limits.max_queued_bytes, kMiB);
+  EXPECT_EQ(c.server.small_concurrency, 3);
+  EXPECT_EQ(c.server.shutdown_policy, "cancel");
+  resolve_defaults(c);
+  EXPECT_EQ(c.server.socket, "/tmp/x.sock");
+  EXPECT_NE(describe_config(c).find("max_connections: 8"), std::string::npos);
+}
+
+TEST(DaemonConfigTest, ErrorsNameFileLineAndKey) {
+  EXPECT_EQ(error_of("daemon:\n  socket_mode: \"0999\"\n"),
+            "t.yaml:2: daemon.socket_mode: expected octal permission bits such as 0600, got '0999'");
+  EXPECT_NE(error_of("daemon:\n  sokcet: /x\n").find("daemon.sokcet: unknown key"), std::string::npos);
+  EXPECT_NE(error_of("daemon:\n  limits:\n    max_payload_bytes: 8MiB\n").find("daemon.limits.max_payload_bytes"),
+            std::string::npos);
+  EXPECT_NE(error_of("daemon:\n  shutdown:\n    policy: later\n").find("daemon.shutdown.policy"),
+            std::string::npos);
+}
+
+TEST(DaemonConfigTest, ParseMode) {
+  EXPECT_EQ(parse_mode("0600"), 0600);
+  EXPECT_EQ(parse_mode("660"), 0660);
+  EXPECT_EQ(parse_mode("0800"), -1);
+  EXPECT_EQ(parse_mode(""), -1);
+}
+
+}  // namespace
+}  // namespace stripesolve::daemon

@@ -1,0 +1,66 @@
+// Per-system solvers on contiguous arrays: the CPU kernels behind solve_batch (internal to
+// tridiag/, also used by tests, benchmarks and the GPU fallback).
+//
+// Each function solves one system of size n >= 1 (dl[0] and du[n-1] ignored), writes x (which
+// may alias f) and uses `work` as scratch (resized as needed; one Workspace per thread).
+// Errors are kNumerical with the row (0-based) and the algorithm's name, without the system
+// index (the batch layer adds "system j: "). Inputs are never modified.
+// Threading: pure functions; a Workspace must not be shared between threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "tridiag/tridiag.h"
+
+namespace stripesolve::tridiag {
+
+struct SystemRef {
+  const double* dl;
+  const double* d;
+  const double* du;
+  const double* f;
+  double* x;
+  std::size_t n;
+};
+
+struct Workspace {
+  std::vector<double> a, b, c, f, g, h, p, q;
+  std::vector<double> small[10];  // the reduced system of the CR hybrids
+  std::vector<std::uint8_t> kinds;
+};
+
+// Parameters of the hybrids and partitioned methods (003 §2.3.6, 001 §2.2, 000 §II).
+inline constexpr std::size_t kCrPcrSize = 64;        // CR reduces until <= this many rows, then PCR
+inline constexpr std::size_t kPcrThomasSteps = 3;    // PCR steps before Thomas (8 subsystems)
+inline constexpr std::size_t kBondeliBlock = 256;    // block size k of Bondeli's method
+inline constexpr std::size_t kSpikePartition = 33;   // SPIKE partition: 32 interior rows + separator
+
+Status solve_thomas(const SystemRef& s, double tol, Workspace& work);
+Status solve_cr(const SystemRef& s, double tol, Workspace& work);
+Status solve_pcr(const SystemRef& s, double tol, Workspace& work);
+Status solve_cr_pcr(const SystemRef& s, double tol, Workspace& work);
+Status solve_pcr_thomas(const SystemRef& s, double tol, Workspace& work);
+Status solve_cr_pcr_thomas(const SystemRef& s, double tol, Workspace& work);
+Status solve_bondeli(const SystemRef& s, double tol, Workspace& work);
+// Gaussian elimination with partial pivoting, the algorithm of LAPACK dgtsv (same operations in
+// the same order). Fails only on an exactly zero pivot (singular) or a non-finite solution.
+Status solve_gepp(const SystemRef& s, Workspace& work);
+// Diagonal pivoting (asymmetric Bunch-Kaufman 1x1/2x2, 000 §III, Eq 10-12) on the whole system.
+Status solve_diagonal_pivoting(const SystemRef& s, Workspace& work);
+// SPIKE (000 §II) in separator form over partitions of kSpikePartition rows, each interior
+// solved by diagonal pivoting, the reduced system solved recursively; `threads` > 1 solves the
+// partitions in parallel.
+Status solve_spike(const SystemRef& s, unsigned threads);
+
+// Dispatch by algorithm (kAuto is not allowed here). spike runs with one thread.
+Status solve_system(Algorithm algorithm, const SystemRef& s, double tol, Workspace& work);
+
+// Fails "<name>: zero or tiny pivot <v> at row <row>" unless |pivot| > tol * scale and finite.
+Status check_pivot(const char* name, double pivot, double scale, double tol, std::size_t row);
+// Fails "<name>: non-finite solution at row <row>" for the first non-finite x.
+Status check_finite(const char* name, const double* x, std::size_t n);
+
+}  // namespace stripesolve::tridiag

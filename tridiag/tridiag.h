@@ -1,0 +1,115 @@
+// Batched tridiagonal solvers (papers 000, 001, 003): the public interface of tridiag/.
+//
+// Contract
+// - A batch is m systems A_j x_j = f_j. Each system of size n is given by four arrays of length n:
+//   dl (sub-diagonal, dl[0] is ignored), d (diagonal), du (super-diagonal, du[n-1] is ignored)
+//   and f. The solution is written to x, which may be the same array as f (in place).
+// - Layouts (BatchLayout):
+//     kStrided     system j, element i at index j*n + i (one system after another);
+//     kInterleaved system j, element i at index i*m + j (element i of every system together);
+//     kRagged      systems of different sizes one after another; sizes[j] gives each size.
+// - Algorithms: thomas, cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas, bondeli (unpivoted; they
+//   detect a zero or tiny pivot and non-finite values and fail with a Status naming the system
+//   and the row), spike (SPIKE partitioning with 1x1/2x2 asymmetric Bunch-Kaufman diagonal
+//   pivoting, 000 §II-III) and gepp (Gaussian elimination with partial pivoting, the algorithm of
+//   LAPACK dgtsv; the CPU reference). kAuto picks by size, batch and SolveOptions::require_stable
+//   (default: stable), and when an unpivoted choice breaks down on a system it solves that
+//   system again with gepp and says so in SolveReport::notes.
+// - Every algorithm accepts every n >= 1 (non powers of two, n = 1 and n = 2 included).
+// - Inputs are checked once here: null pointers, sizes, sizes that do not sum up. Values are not
+//   scanned; non-finite inputs show up as non-finite pivots or solutions and are reported.
+// - Errors: kInvalidArgument for a bad description, kNumerical for breakdown, a singular matrix or
+//   a non-finite solution ("system 3: thomas: zero or tiny pivot 0 at row 17"). On an error the
+//   contents of x are unspecified (x is caller memory; nothing else is written).
+// - Cost: O(n) flops per system for thomas/gepp/spike (about 8n, 10n, 14n), O(n log n) for pcr,
+//   cr about 17n. CPU work is spread over `threads` std::threads (0 = hardware concurrency)
+//   by systems; a batch of fewer systems than threads with large n runs spike partitions in
+//   parallel instead (see parallel_for.h).
+// Threading: solve_batch is reentrant; concurrent calls on disjoint outputs are safe.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace stripesolve::tridiag {
+
+enum class Algorithm {
+  kAuto,
+  kThomas,
+  kCr,
+  kPcr,
+  kCrPcr,
+  kPcrThomas,
+  kCrPcrThomas,
+  kBondeli,
+  kSpike,
+  kGepp,
+};
+
+// "auto", "thomas", "cr", "pcr", "cr_pcr", "pcr_thomas", "cr_pcr_thomas", "bondeli", "spike",
+// "gepp".
+std::string_view algorithm_name(Algorithm algorithm);
+Result<Algorithm> parse_algorithm(std::string_view name);
+// The concrete algorithms, in the order above (without kAuto).
+std::span<const Algorithm> all_algorithms();
+// Whether the algorithm pivots (spike, gepp) and so is stable on every nonsingular matrix that
+// LAPACK solves.
+bool is_pivoting(Algorithm algorithm);
+
+enum class BatchLayout { kStrided, kInterleaved, kRagged };
+
+// Shape of a batch. For kStrided and kInterleaved: `count` systems of size `n`. For kRagged:
+// `sizes` (one per system; count and n are ignored).
+struct BatchShape {
+  BatchLayout layout = BatchLayout::kStrided;
+  std::size_t n = 0;
+  std::size_t count = 1;
+  std::span<const std::size_t> sizes;
+
+  // Total unknowns, 0 for an invalid shape.
+  std::size_t unknowns() const;
+  std::size_t systems() const;
+};
+
+// Caller-owned arrays, each of shape.unknowns() doubles. x may alias f.
+struct BatchArrays {
+  const double* dl = nullptr;
+  const double* d = nullptr;
+  const double* du = nullptr;
+  const double* f = nullptr;
+  double* x = nullptr;
+};
+
+struct SolveOptions {
+  Algorithm algorithm = Algorithm::kAuto;
+  // Only for kAuto: choose among pivoting algorithms. Unpivoted algorithms are chosen when the
+  // caller knows the matrices are diagonally dominant (or accepts a fallback on breakdown).
+  bool require_stable = true;
+  // Worker threads for the CPU path; 0 = std::thread::hardware_concurrency().
+  unsigned threads = 0;
+  // Unpivoted algorithms fail when |pivot| <= pivot_tolerance * (largest |entry| of the row
+  // being pivoted on). DBL_EPSILON by default: beyond it the elimination has lost every digit.
+  double pivot_tolerance = 2.220446049250313e-16;
+};
+
+struct SolveReport {
+  Algorithm algorithm = Algorithm::kAuto;  // the algorithm that ran (the first, if several did)
+  std::vector<std::string> notes;          // fallbacks and choices, human readable
+};
+
+// Solves the batch on the CPU.
+Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
+                                const SolveOptions& options = {});
+
+// Checks a shape and arrays: "ragged batch: sizes is empty", "dl is null", "n must be >= 1".
+Status validate_batch(const BatchShape& shape, const BatchArrays& arrays);
+
+// The algorithm kAuto picks for this batch on the CPU.
+Algorithm choose_cpu_algorithm(const BatchShape& shape, const SolveOptions& options);
+
+}  // namespace stripesolve::tridiag

@@ -1,0 +1,240 @@
+#include "scheduler/strategy.h"
+
+#include <algorithm>
+#include <map>
+
+namespace stripesolve::scheduler {
+
+std::string_view strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::kBasic: return "basic";
+    case Strategy::kZigzag: return "zigzag";
+    case Strategy::kMetaZigzag: return "meta_zigzag";
+  }
+  return "?";
+}
+
+Result<Strategy> parse_strategy(std::string_view name) {
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    if (strategy_name(s) == name) return s;
+  }
+  return Status::invalid_argument("unknown strategy '" + std::string(name) +
+                                  "' (expected basic, zigzag or meta_zigzag)");
+}
+
+std::string to_string(const Task& t) {
+  std::string out(t.kind == Task::Kind::kEliminate ? "E" : "U");
+  out += std::to_string(t.stripe);
+  if (t.kind == Task::Kind::kEliminate) return out;
+  out += "<[";
+  out += std::to_string(t.i_begin);
+  out += ',';
+  out += std::to_string(t.i_end);
+  out += ')';
+  return out;
+}
+
+std::string to_string(const std::vector<Task>& tasks) {
+  std::string out;
+  for (const Task& t : tasks) {
+    if (!out.empty()) out += ' ';
+    out += to_string(t);
+  }
+  return out;
+}
+
+int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes) {
+  return (stripes + meta_stripes - 1) / meta_stripes;
+}
+
+namespace {
+
+// 002 Fig 20, basic and zigzag: after eliminating I, update every J > I by I; zigzag scans the J
+// stripes downward for even I and upward for odd I so that the stripes at either end are likely to
+// get two updates while still cached (002 §8.4.2).
+void single_stripe_order(std::vector<Task>& out, int64_t stripes, bool zigzag) {
+  for (int64_t i = 0; i < stripes; ++i) {
+    out.push_back(Task::eliminate(i));
+    if (!zigzag || i % 2 == 0) {
+      for (int64_t j = i + 1; j < stripes; ++j) out.push_back(Task::update(j, i, i + 1));
+    } else {
+      for (int64_t j = stripes - 1; j > i; --j) out.push_back(Task::update(j, i, i + 1));
+    }
+  }
+}
+
+// 002 Fig 20, meta-stripes zigzag (002 §8.4.3, Eqs 9-11): inside meta-stripe [I0, I1) the stripes
+// are eliminated and update each other one I at a time; every later J is then updated by the whole
+// range [I0, I1) in one task, scanned downward for even I^m and upward for odd I^m.
+void meta_zigzag_order(std::vector<Task>& out, int64_t stripes, int64_t meta_stripes) {
+  const int64_t nm = meta_stripe_count(stripes, meta_stripes);
+  for (int64_t im = 0; im < nm; ++im) {
+    const int64_t i0 = im * stripes / nm;
+    const int64_t i1 = (im + 1) * stripes / nm;
+    for (int64_t i = i0; i < i1; ++i) {
+      out.push_back(Task::eliminate(i));
+      for (int64_t j = i + 1; j < i1; ++j) out.push_back(Task::update(j, i, i + 1));
+    }
+    if (im == nm - 1) continue;
+    if (im % 2 == 0) {
+      for (int64_t j = i1; j < stripes; ++j) out.push_back(Task::update(j, i0, i1));
+    } else {
+      for (int64_t j = stripes - 1; j >= i1; --j) out.push_back(Task::update(j, i0, i1));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes) {
+  std::vector<Task> out;
+  switch (strategy) {
+    case Strategy::kBasic: single_stripe_order(out, stripes, false); break;
+    case Strategy::kZigzag: single_stripe_order(out, stripes, true); break;
+    case Strategy::kMetaZigzag: meta_zigzag_order(out, stripes, std::max<int64_t>(1, meta_stripes)); break;
+  }
+  return out;
+}
+
+Status check_tasks(const std::vector<Task>& tasks, int64_t stripes) {
+  // updated_through[J]: J has been updated by every I < updated_through[J].
+  std::vector<int64_t> updated_through(stripes, 0);
+  std::vector<bool> eliminated(stripes, false);
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const Task& t = tasks[k];
+    const std::string where = "task " + std::to_string(k) + " (" + to_string(t) + "): ";
+    if (t.stripe < 0 || t.stripe >= stripes) return Status::internal(where + "stripe out of range");
+    if (t.kind == Task::Kind::kEliminate) {
+      if (eliminated[t.stripe]) return Status::internal(where + "stripe eliminated twice");
+      if (updated_through[t.stripe] != t.stripe)
+        return Status::internal(where + "eliminated before all its updates");
+      eliminated[t.stripe] = true;
+      continue;
+    }
+    if (t.i_begin >= t.i_end || t.i_end > t.stripe)
+      return Status::internal(where + "bad update range");
+    if (updated_through[t.stripe] != t.i_begin)
+      return Status::internal(where + "update out of order (J updated through " +
+                              std::to_string(updated_through[t.stripe]) + ")");
+    for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+      if (!eliminated[i]) return Status::internal(where + "uses stripe " + std::to_string(i) +
+                                                  " before its elimination");
+    }
+    updated_through[t.stripe] = t.i_end;
+  }
+  for (int64_t s = 0; s < stripes; ++s) {
+    if (!eliminated[s]) return Status::internal("stripe " + std::to_string(s) + " never eliminated");
+  }
+  return Status::ok();
+}
+
+namespace {
+
+struct ModelCell {
+  int64_t col_begin = 0;
+  uint64_t bytes = 0;
+  bool dirty = false;
+  int64_t count = 0;      // J stripes still needing this eliminated stripe: stuck while > 0
+  uint64_t last_use = 0;
+};
+
+class CacheModel {
+ public:
+  CacheModel(const TrafficModel& m, Traffic& t) : m_(m), t_(t) {}
+
+  int64_t row_begin(int64_t s) const { return s * m_.n / m_.stripes; }
+  int64_t rows(int64_t s) const { return row_begin(s + 1) - row_begin(s); }
+
+  // Makes (stripe, from column col) resident; `pinned` stripes may not be evicted meanwhile.
+  Result<ModelCell*> acquire(int64_t stripe, int64_t col, const std::vector<int64_t>& pinned) {
+    ++clock_;
+    auto it = cells_.find(stripe);
+    if (it != cells_.end() && it->second.col_begin <= col) {
+      ++t_.hits;
+      it->second.last_use = clock_;
+      return &it->second;
+    }
+    if (it != cells_.end()) evict(it);  // cannot happen with monotone columns; kept for safety
+    const uint64_t bytes = 8ull * static_cast<uint64_t>(rows(stripe)) *
+                           static_cast<uint64_t>(m_.n - col);
+    while (used_ + bytes > m_.ram_budget) {
+      auto victim = cells_.end();
+      for (auto c = cells_.begin(); c != cells_.end(); ++c) {
+        if (c->second.count > 0) continue;
+        if (std::find(pinned.begin(), pinned.end(), c->first) != pinned.end()) continue;
+        if (victim == cells_.end() || c->second.last_use < victim->second.last_use) victim = c;
+      }
+      if (victim == cells_.end()) {
+        return Status::resource_exhausted(
+            "cache budget of " + std::to_string(m_.ram_budget) + " bytes cannot hold stripe " +
+            std::to_string(stripe) + " (" + std::to_string(bytes) + " bytes) beside " +
+            std::to_string(used_) + " bytes of stuck or busy stripes");
+      }
+      evict(victim);
+    }
+    ++t_.misses;
+    t_.bytes_read += bytes;
+    used_ += bytes;
+    ModelCell& cell = cells_[stripe];
+    cell = ModelCell{col, bytes, false, 0, clock_};
+    return &cell;
+  }
+
+  void evict(std::map<int64_t, ModelCell>::iterator it) {
+    if (it->second.dirty) t_.bytes_written += it->second.bytes;
+    used_ -= it->second.bytes;
+    cells_.erase(it);
+  }
+
+  ModelCell& cell(int64_t stripe) { return cells_.at(stripe); }
+  bool has(int64_t stripe) const { return cells_.count(stripe) != 0; }
+
+  void flush() {
+    for (auto& [s, c] : cells_) {
+      if (c.dirty) t_.bytes_written += c.bytes;
+      c.dirty = false;
+    }
+  }
+
+ private:
+  const TrafficModel& m_;
+  Traffic& t_;
+  std::map<int64_t, ModelCell> cells_;
+  uint64_t used_ = 0;
+  uint64_t clock_ = 0;
+};
+
+}  // namespace
+
+Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficModel& model) {
+  if (model.n < 1 || model.stripes < 1 || model.stripes > model.n) {
+    return Status::invalid_argument("traffic model needs 1 <= stripes <= n, got n=" +
+                                    std::to_string(model.n) + " stripes=" +
+                                    std::to_string(model.stripes));
+  }
+  Traffic t;
+  t.matrix_bytes = 8ull * static_cast<uint64_t>(model.n) * static_cast<uint64_t>(model.n);
+  CacheModel cache(model, t);
+  for (const Task& task : tasks) {
+    const int64_t col = cache.row_begin(task.i_begin);
+    std::vector<int64_t> pinned;
+    for (int64_t i = task.i_begin; i < task.i_end; ++i) pinned.push_back(i);
+    pinned.push_back(task.stripe);
+    if (task.kind == Task::Kind::kEliminate) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
+      cell->dirty = true;
+      cell->count = model.stripes - 1 - task.stripe;
+      continue;
+    }
+    for (int64_t i = task.i_begin; i < task.i_end; ++i) {
+      if (!cache.has(i)) return Status::internal("stuck stripe " + std::to_string(i) + " left the cache model");
+    }
+    STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
+    cell->dirty = true;
+    for (int64_t i = task.i_begin; i < task.i_end; ++i) --cache.cell(i).count;
+  }
+  cache.flush();
+  return t;
+}
+
+}  // namespace stripesolve::scheduler

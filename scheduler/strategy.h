@@ -1,0 +1,80 @@
+// Elimination strategies of the out-of-core stripe Gauss algorithm (002 §8.4, Fig 20) as pure
+// functions: (N stripes, meta-stripe size S^m) -> the ordered list of tasks the master role walks.
+//
+// A task is either "eliminate stripe I by itself" (<II>, <IK>) or "update stripe J by the
+// eliminated stripes [I0, I1)" (<JI>, <JK> for each I in order). Every list produced here has the
+// properties the scheduler relies on (tested in strategy_test.cc):
+//   - each pair (J, I < J) is covered by exactly one update task;
+//   - an update of J by [I0, I1) comes after the elimination of every I in [I0, I1) and after the
+//     update of J by every I' < I0;
+//   - the elimination of I comes after every update of I (by all I' < I).
+// So a consumer that starts tasks in list order and lets each task wait only for tasks earlier in
+// the list never deadlocks.
+//
+// predict_traffic() replays a list against a sequential model of the cache (cache/ policy: stuck I
+// stripes, longest-idle eviction, write-back of dirty parts only) to predict the SSD bytes a
+// strategy moves for a given RAM budget; the planner's dry run and the benchmark report it.
+//
+// Thread-safety: pure functions on values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace stripesolve::scheduler {
+
+enum class Strategy { kBasic, kZigzag, kMetaZigzag };  // 002 §8.4 Fig 20; default kMetaZigzag
+
+std::string_view strategy_name(Strategy s);                 // "basic", "zigzag", "meta_zigzag"
+Result<Strategy> parse_strategy(std::string_view name);     // inverse of strategy_name
+
+struct Task {
+  enum class Kind { kEliminate, kUpdate };
+  Kind kind = Kind::kEliminate;
+  int64_t stripe = 0;   // I for kEliminate, J for kUpdate
+  int64_t i_begin = 0;  // kUpdate: J is updated by the eliminated stripes [i_begin, i_end)
+  int64_t i_end = 0;    // kEliminate: i_begin = I, i_end = I + 1
+
+  static Task eliminate(int64_t i) { return {Kind::kEliminate, i, i, i + 1}; }
+  static Task update(int64_t j, int64_t i0, int64_t i1) { return {Kind::kUpdate, j, i0, i1}; }
+  friend bool operator==(const Task&, const Task&) = default;
+};
+
+// "E3" or "U5<[2,4)" (for test messages and the dry run).
+std::string to_string(const Task& t);
+std::string to_string(const std::vector<Task>& tasks);
+
+// 002 Eq 9: N^m = ceil(N / S^m); meta-stripe I^m holds stripes [I^m*N/N^m, (I^m+1)*N/N^m).
+int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes);
+
+// The task list of `strategy` for `stripes` >= 1 stripes; `meta_stripes` (S^m >= 1) is used by
+// kMetaZigzag only (S^m = 1 gives the zigzag order).
+std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes);
+
+// Checks the properties above; returns an internal error naming the first violated one.
+Status check_tasks(const std::vector<Task>& tasks, int64_t stripes);
+
+struct TrafficModel {
+  int64_t n = 0;                 // matrix order
+  int64_t stripes = 0;           // N (stripe I holds rows [I*n/N, (I+1)*n/N), 002 Eq 3)
+  uint64_t ram_budget = 0;       // bytes of stripe parts the cache may hold at once
+};
+
+struct Traffic {
+  uint64_t bytes_read = 0;       // downloads of stripe parts (SSD -> RAM)
+  uint64_t bytes_written = 0;    // uploads of dirty parts, including the final flush
+  uint64_t hits = 0;             // parts a task found in the cache
+  uint64_t misses = 0;           // parts a task had to download
+  uint64_t matrix_bytes = 0;     // 8 n^2, to express traffic as a multiple of the matrix size
+};
+
+// Replays `tasks` (factorization only) against the sequential cache model. Fails with
+// kResourceExhausted when the budget cannot hold the stripes a task needs at once (the stuck I
+// stripes of its range plus the J stripe): the real engine would stall.
+Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficModel& model);
+
+}  // namespace stripesolve::scheduler

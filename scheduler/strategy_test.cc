@@ -1,0 +1,109 @@
+#include "scheduler/strategy.h"
+
+#include <gtest/gtest.h>
+
+namespace stripesolve::scheduler {
+namespace {
+
+TEST(StrategyTest, BasicOrderMatchesFig20) {
+  EXPECT_EQ(to_string(make_tasks(Strategy::kBasic, 3, 1)), "E0 U1<[0,1) U2<[0,1) E1 U2<[1,2) E2");
+}
+
+TEST(StrategyTest, ZigzagScansUpwardOnOddI) {
+  EXPECT_EQ(to_string(make_tasks(Strategy::kZigzag, 4, 1)),
+            "E0 U1<[0,1) U2<[0,1) U3<[0,1) E1 U3<[1,2) U2<[1,2) E2 U3<[2,3) E3");
+}
+
+TEST(StrategyTest, MetaZigzagGroupsUpdatesByMetaStripe) {
+  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 4, 2)),
+            "E0 U1<[0,1) E1 U2<[0,2) U3<[0,2) E2 U3<[2,3) E3");
+  // N = 5, S^m = 2: N^m = 3 meta-stripes [0,1) [1,3) [3,5) (002 Eq 9 and I0 = I^m N / N^m).
+  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 5, 2)),
+            "E0 U1<[0,1) U2<[0,1) U3<[0,1) U4<[0,1) E1 U2<[1,2) E2 U4<[1,3) U3<[1,3) E3 "
+            "U4<[3,4) E4");
+  EXPECT_EQ(meta_stripe_count(5, 2), 3);
+  EXPECT_EQ(meta_stripe_count(4, 2), 2);
+}
+
+TEST(StrategyTest, MetaZigzagWithOneStripePerMetaIsZigzag) {
+  for (int64_t n = 1; n < 9; ++n) {
+    EXPECT_EQ(make_tasks(Strategy::kMetaZigzag, n, 1), make_tasks(Strategy::kZigzag, n, 1)) << n;
+  }
+}
+
+TEST(StrategyTest, SingleStripe) {
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    EXPECT_EQ(to_string(make_tasks(s, 1, 4)), "E0");
+  }
+}
+
+TEST(StrategyTest, EveryListHasTheDependencyProperties) {
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    for (int64_t n = 1; n <= 24; ++n) {
+      for (int64_t sm = 1; sm <= 6; ++sm) {
+        const auto tasks = make_tasks(s, n, sm);
+        Status st = check_tasks(tasks, n);
+        EXPECT_TRUE(st.is_ok()) << strategy_name(s) << " N=" << n << " Sm=" << sm << ": "
+                                << st.to_string();
+        // Every (J, I < J) pair exactly once.
+        std::vector<int> seen(n * n, 0);
+        for (const Task& t : tasks) {
+          if (t.kind != Task::Kind::kUpdate) continue;
+          for (int64_t i = t.i_begin; i < t.i_end; ++i) ++seen[t.stripe * n + i];
+        }
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t i = 0; i < j; ++i) EXPECT_EQ(seen[j * n + i], 1) << j << "," << i;
+      }
+    }
+  }
+}
+
+TEST(StrategyTest, CheckRejectsBrokenLists) {
+  EXPECT_EQ(check_tasks({Task::eliminate(0), Task::eliminate(1)}, 2).message(),
+            "task 1 (E1): eliminated before all its updates");
+  EXPECT_EQ(check_tasks({Task::update(1, 0, 1), Task::eliminate(0)}, 2).message(),
+            "task 0 (U1<[0,1)): uses stripe 0 before its elimination");
+  EXPECT_EQ(check_tasks({Task::eliminate(0), Task::update(2, 1, 2)}, 3).message(),
+            "task 1 (U2<[1,2)): update out of order (J updated through 0)");
+  EXPECT_EQ(check_tasks({Task::eliminate(0)}, 2).message(), "stripe 1 never eliminated");
+}
+
+TEST(StrategyTest, ParseNames) {
+  EXPECT_EQ(parse_strategy("zigzag").value(), Strategy::kZigzag);
+  EXPECT_EQ(parse_strategy("meta_zigzag").value(), Strategy::kMetaZigzag);
+  EXPECT_EQ(parse_strategy("lru").status().message(),
+            "unknown strategy 'lru' (expected basic, zigzag or meta_zigzag)");
+}
+
+TEST(TrafficTest, WholeMatrixCacheReadsAndWritesEachStripeOnce) {
+  const TrafficModel m{1000, 10, 8ull * 1000 * 1000};
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    Traffic t = predict_traffic(make_tasks(s, 10, 3), m).value();
+    EXPECT_EQ(t.bytes_read, t.matrix_bytes) << strategy_name(s);
+    EXPECT_EQ(t.bytes_written, t.matrix_bytes) << strategy_name(s);
+    EXPECT_EQ(t.misses, 10u);
+  }
+}
+
+TEST(TrafficTest, MetaZigzagMovesLessThanBasicWithASmallCache) {
+  const int64_t n = 4000, stripes = 40;
+  const uint64_t stripe = 8ull * 100 * n;
+  const TrafficModel m{n, stripes, 6 * stripe};  // 2 S^m + 2 stripes for S^m = 2
+  Traffic basic = predict_traffic(make_tasks(Strategy::kBasic, stripes, 1), m).value();
+  Traffic zigzag = predict_traffic(make_tasks(Strategy::kZigzag, stripes, 1), m).value();
+  Traffic meta = predict_traffic(make_tasks(Strategy::kMetaZigzag, stripes, 4), m).value();
+  EXPECT_GT(basic.bytes_read, 5 * basic.matrix_bytes);
+  EXPECT_LT(zigzag.bytes_read, basic.bytes_read);
+  EXPECT_LT(meta.bytes_read * 3, zigzag.bytes_read);
+  EXPECT_GE(meta.bytes_read, meta.matrix_bytes);
+}
+
+TEST(TrafficTest, BudgetTooSmallForTheMetaStripeIsAnError) {
+  const TrafficModel m{1000, 10, 8ull * 100 * 1000 * 2};  // two stripes, S^m = 3 needs four
+  auto r = predict_traffic(make_tasks(Strategy::kMetaZigzag, 10, 3), m);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace stripesolve::scheduler

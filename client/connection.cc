@@ -1,0 +1,148 @@
+#include "client/connection.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace stripesolve::client {
+
+using protocol::Frame;
+using protocol::MessageType;
+
+std::string daemon_unreachable_message(const std::string& path, int err) {
+  return fmt::format(
+      "cannot connect to stripesolved at {}: {}. Is the daemon running? Start it with "
+      "'stripesolved &' (or 'systemctl --user start stripesolved'), or point --socket / "
+      "STRIPESOLVE_SOCKET at its socket",
+      path, std::strerror(err));
+}
+
+Result<std::unique_ptr<Connection>> Connection::connect(const std::string& socket_path,
+                                                        std::string_view client_name) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path)) {
+    return Status::invalid_argument("socket path " + socket_path + " is too long");
+  }
+  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::from_errno(errno, "socket(AF_UNIX)");
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Status::unavailable(daemon_unreachable_message(socket_path, err));
+  }
+  std::unique_ptr<Connection> c(new Connection(fd, socket_path));
+  STRIPESOLVE_RETURN_IF_ERROR(c->send(protocol::make_hello(client_name)));
+  STRIPESOLVE_ASSIGN_OR_RETURN(Frame welcome, c->receive());
+  if (welcome.type == static_cast<uint16_t>(MessageType::kError)) return c->error_from(welcome);
+  if (welcome.type != static_cast<uint16_t>(MessageType::kWelcome)) {
+    return Status::failed_precondition(fmt::format("expected welcome from the daemon, got {}",
+                                                   protocol::message_type_name(welcome.type)));
+  }
+  c->welcome_ = std::move(welcome.header);
+  return c;
+}
+
+Connection::~Connection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status Connection::send(const Frame& frame) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, protocol::encode_frame(frame));
+  size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EPIPE || errno == ECONNRESET) {
+        return Status::unavailable(
+            "the daemon closed the connection (it may have stopped or crashed); check "
+            "'stripesolve daemon status' and the daemon log");
+      }
+      return Status::from_errno(errno, "send to " + path_);
+    }
+    off += static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Result<Frame> Connection::receive() {
+  while (true) {
+    if (auto f = parser_.next()) return std::move(*f);
+    if (read_buf_.empty()) read_buf_.resize(1 << 20);
+    const ssize_t n = ::recv(fd_, read_buf_.data(), read_buf_.size(), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != ECONNRESET) return Status::from_errno(errno, "recv from " + path_);
+    if (n <= 0) {
+      return Status::unavailable(
+          "the daemon closed the connection in the middle of a reply (it may have stopped or "
+          "crashed); check 'stripesolve daemon status' and the daemon log");
+    }
+    Status st = parser_.feed(std::string_view(read_buf_.data(), static_cast<size_t>(n)));
+    if (!st.is_ok()) {
+      return Status::failed_precondition("malformed reply from the daemon: " + st.message() +
+                                         " (client and daemon versions differ?)");
+    }
+  }
+}
+
+Status Connection::error_from(const Frame& frame) const {
+  Status st = protocol::status_from_error_frame(frame);
+  const std::string hint = frame.header.value("hint", std::string());
+  if (hint.empty()) return st;
+  Status out(st.code(), st.message() + " (" + hint + ")");
+  out.set_retryable(st.retryable());
+  return out;
+}
+
+Result<nlohmann::json> Connection::call(MessageType type, nlohmann::json header) {
+  nlohmann::json reply;
+  Status st = stream(type, std::move(header), [&](const Frame& f) {
+    if (f.type == static_cast<uint16_t>(MessageType::kOk)) reply = f.header;
+    return Status::ok();
+  });
+  if (!st.is_ok()) return st;
+  return reply;
+}
+
+Status Connection::stream(MessageType type, nlohmann::json header,
+                          const std::function<Status(const Frame&)>& on_frame) {
+  const uint64_t id = next_request_id();
+  STRIPESOLVE_RETURN_IF_ERROR(send(protocol::make_frame(type, id, std::move(header))));
+  while (true) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(Frame f, receive());
+    if (f.request_id != id && f.request_id != 0) continue;  // a stale reply of an abandoned request
+    if (f.type == static_cast<uint16_t>(MessageType::kError)) return error_from(f);
+    STRIPESOLVE_RETURN_IF_ERROR(on_frame(f));
+    if (f.flags & protocol::kFlagFinal) return Status::ok();
+  }
+}
+
+Result<uint64_t> Connection::upload(std::string_view bytes) {
+  const uint64_t id = next_request_id();
+  const size_t piece = welcome_.value("limits", nlohmann::json::object())
+                           .value("max_payload_bytes", protocol::kDefaultMaxPayloadBytes);
+  size_t off = 0;
+  do {
+    const size_t n = std::min(piece, bytes.size() - off);
+    Frame f = protocol::make_frame(MessageType::kUpload, id, nlohmann::json::object(),
+                                   off + n == bytes.size() ? protocol::kFlagFinal : 0);
+    f.payload.assign(bytes.data() + off, n);
+    STRIPESOLVE_RETURN_IF_ERROR(send(f));
+    off += n;
+  } while (off < bytes.size());
+  while (true) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(Frame f, receive());
+    if (f.request_id != id && f.request_id != 0) continue;
+    if (f.type == static_cast<uint16_t>(MessageType::kError)) return error_from(f);
+    return static_cast<uint64_t>(f.header.value("upload", uint64_t{0}));
+  }
+}
+
+}  // namespace stripesolve::client

@@ -1,0 +1,67 @@
+// The client side of the socket protocol (docs/protocol.md): a blocking connection used by the
+// stripesolve CLI, the integration tests and the benchmarks.
+//
+// connect() performs the handshake. call() sends one request and returns its final reply;
+// stream() delivers every frame of a streamed reply until the final one. An error frame becomes
+// a Status with the daemon's code and message (and the hint appended). End of file before a final
+// frame is kUnavailable: "the daemon closed the connection in the middle of a reply ...".
+//
+// Threading: one thread uses a connection at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "protocol/frame.h"
+#include "protocol/messages.h"
+
+namespace stripesolve::client {
+
+class Connection {
+ public:
+  // Connects to `socket_path` and says hello. A missing daemon gives an error that says how to
+  // start one.
+  static Result<std::unique_ptr<Connection>> connect(const std::string& socket_path,
+                                                     std::string_view client_name = "stripesolve");
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  const nlohmann::json& welcome() const { return welcome_; }
+  const std::string& socket_path() const { return path_; }
+
+  Result<nlohmann::json> call(protocol::MessageType type, nlohmann::json header = nlohmann::json::object());
+  // `on_frame` sees every reply frame (also the final kOk); returning an error stops reading.
+  Status stream(protocol::MessageType type, nlohmann::json header,
+                const std::function<Status(const protocol::Frame&)>& on_frame);
+  // Uploads bytes (an .npy image) in pieces of at most the payload limit; returns the upload id.
+  Result<uint64_t> upload(std::string_view bytes);
+
+  // Low level.
+  uint64_t next_request_id() { return ++last_request_id_; }
+  Status send(const protocol::Frame& frame);
+  Result<protocol::Frame> receive();
+  int fd() const { return fd_; }
+
+ private:
+  Connection(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  Status error_from(const protocol::Frame& frame) const;
+
+  int fd_ = -1;
+  std::string path_;
+  nlohmann::json welcome_;
+  protocol::FrameParser parser_;
+  uint64_t last_request_id_ = 0;
+  std::string read_buf_;
+};
+
+// The message for a daemon that cannot be reached at `path` (errno `err`).
+std::string daemon_unreachable_message(const std::string& path, int err);
+
+}  // namespace stripesolve::client

@@ -1,0 +1,336 @@
+// stripesolve: the command-line client of stripesolved (docs/protocol.md).
+//
+// Exit codes (also in `stripesolve --help`):
+//   0 success; 1 the daemon reported an error or the job FAILED; 2 usage error;
+//   3 the daemon is not reachable; 4 the job was CANCELLED; 5 the connection was lost mid-reply.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "client/commands.h"
+#include "client/connection.h"
+#include "client/progress.h"
+#include "protocol/socket_path.h"
+
+namespace {
+
+using namespace stripesolve;
+using namespace stripesolve::client;
+using protocol::MessageType;
+
+constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitUnreachable = 3, kExitCancelled = 4,
+              kExitLost = 5;
+
+struct Globals {
+  std::string socket;
+  bool json = false;
+  bool quiet = false;
+};
+
+bool connected_once = false;
+
+int fail(const Status& st) {
+  std::fprintf(stderr, "stripesolve: %s\n", st.message().c_str());
+  if (st.code() == StatusCode::kUnavailable) return connected_once ? kExitLost : kExitUnreachable;
+  if (st.code() == StatusCode::kCancelled) return kExitCancelled;
+  return kExitError;
+}
+
+Result<std::unique_ptr<Connection>> open(const Globals& g) {
+  auto c = Connection::connect(protocol::resolve_socket_path(g.socket));
+  if (c.is_ok()) connected_once = true;
+  return c;
+}
+
+void print_json(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
+
+std::string absolute(const std::string& path) { return std::filesystem::absolute(path).string(); }
+
+void print_job_line(const nlohmann::json& j) {
+  const auto& p = j.value("progress", nlohmann::json::object());
+  std::printf("%-6s %-14s %-10s %-6s %s  %s\n", j.value("id", nlohmann::json(0)).dump().c_str(),
+              j.value("type", std::string()).c_str(), j.value("state", std::string()).c_str(),
+              j.value("owner_uid", nlohmann::json(0)).dump().c_str(), j.value("created", std::string()).c_str(),
+              p.empty() ? "" : format_progress(p, 0).c_str());
+}
+
+void print_job(const nlohmann::json& j) {
+  print_job_line(j);
+  if (j.contains("error")) std::printf("error: %s: %s\n", j["error"].value("code", std::string()).c_str(),
+                                       j["error"].value("message", std::string()).c_str());
+  if (j.contains("result")) std::printf("result: %s\n", j["result"].dump().c_str());
+}
+
+// Exit code for a finished job, printing what a user wants to see.
+int report_job(const Globals& g, const nlohmann::json& job) {
+  const std::string state = job.value("state", std::string());
+  if (g.json) {
+    print_json(job);
+  } else if (state == "COMPLETED" && job.value("type", std::string()) == "dense_solve") {
+    const auto& r = job.value("result", nlohmann::json::object());
+    std::printf("job %s COMPLETED: n = %s, residual = %.3e, %.2f GFLOP/s, %.2f s%s\n",
+                job.value("id", nlohmann::json(0)).dump().c_str(),
+                r.value("shape", nlohmann::json::array({0})).at(0).dump().c_str(), r.value("residual", 0.0),
+                r.value("gflops", 0.0), r.value("seconds", 0.0),
+                r.value("reused_factors", false) ? " (reused factors)" : "");
+  } else if (!g.quiet) {
+    print_job(job);
+  }
+  if (state == "COMPLETED") return kExitOk;
+  if (state == "CANCELLED") return kExitCancelled;
+  if (!g.json && job.contains("error")) {
+    std::fprintf(stderr, "stripesolve: job %s %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
+                 state.c_str(), job["error"].value("message", std::string()).c_str());
+  }
+  return kExitError;
+}
+
+int simple_call(const Globals& g, MessageType type, nlohmann::json header,
+                const std::function<void(const nlohmann::json&)>& human) {
+  auto c = open(g);
+  if (!c.is_ok()) return fail(c.status());
+  auto r = (*c)->call(type, std::move(header));
+  if (!r.is_ok()) return fail(r.status());
+  if (g.json) {
+    print_json(*r);
+  } else {
+    human(*r);
+  }
+  return kExitOk;
+}
+
+int run_matrix_job(const Globals& g, nlohmann::json job) {
+  auto c = open(g);
+  if (!c.is_ok()) return fail(c.status());
+  auto r = run_job(**c, job);
+  if (!r.is_ok()) return fail(r.status());
+  const std::string state = r->value("state", std::string());
+  if (state != "COMPLETED") return report_job(g, *r);
+  const auto& result = r->value("result", nlohmann::json::object());
+  if (g.json) {
+    print_json(result);
+  } else if (result.contains("matrices")) {
+    std::printf("%-24s %10s %10s %8s %s\n", "NAME", "N", "STRIPE", "STRIPES", "KIND");
+    for (const auto& m : result["matrices"]) {
+      std::printf("%-24s %10s %10s %8s %s\n", m.value("name", std::string()).c_str(),
+                  m.value("n", nlohmann::json(0)).dump().c_str(), m.value("stripe_rows", nlohmann::json(0)).dump().c_str(),
+                  m.value("stripes", nlohmann::json(0)).dump().c_str(), m.value("kind", std::string()).c_str());
+    }
+  } else {
+    print_json(result);
+  }
+  return kExitOk;
+}
+
+void add_solve_options(CLI::App* cmd, SolveRequest& r) {
+  cmd->add_option("matrix", r.matrix, "name of a stored matrix")->required();
+  cmd->add_option("--rhs", r.rhs_path, "right-hand sides as a float64 .npy (n) or (n, k); default: generated");
+  cmd->add_option("--generate", r.generate, "generated right-hand sides: ones or uniform")
+      ->check(CLI::IsMember({"ones", "uniform"}));
+  cmd->add_option("--nrhs", r.nrhs, "number of generated right-hand sides")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--seed", r.seed, "seed of generated right-hand sides");
+  cmd->add_option("--pivot", r.pivot, "pivoting: row (default, GEPP-stable), local, none")
+      ->check(CLI::IsMember({"row", "local", "none"}));
+  cmd->add_option("--strategy", r.strategy, "elimination order: basic, zigzag, meta_zigzag")
+      ->check(CLI::IsMember({"basic", "zigzag", "meta_zigzag"}));
+  cmd->add_option("--refine", r.refinement, "iterative refinement steps")->check(CLI::Range(0, 100));
+  cmd->add_flag("--in-place", r.in_place, "overwrite the matrix with its factors (half the disk)");
+  cmd->add_flag("!--no-reuse", r.reuse, "factor again even if stored factors exist");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stripesolve: client of the stripesolved solver daemon"};
+  app.footer(
+      "Exit codes: 0 ok, 1 error or job FAILED, 2 usage, 3 daemon not reachable, 4 job CANCELLED, "
+      "5 connection lost mid-reply.\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
+      "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.");
+  app.require_subcommand(1);
+  Globals g;
+  app.add_option("--socket", g.socket, "daemon socket path");
+  app.add_flag("--json", g.json, "print replies as JSON");
+  app.add_flag("-q,--quiet", g.quiet, "no progress output");
+  int code = kExitOk;
+
+  SolveRequest solve_req;
+  std::string solve_out;
+  auto* solve = app.add_subcommand("solve", "submit a dense solve and wait for it, with progress");
+  add_solve_options(solve, solve_req);
+  solve->add_option("-o,--out", solve_out, "write the solution X to this .npy as it is streamed");
+  solve->callback([&] {
+    auto c = open(g);
+    if (!c.is_ok()) return void(code = fail(c.status()));
+    auto job = build_solve_job(**c, solve_req);
+    if (!job.is_ok()) return void(code = fail(job.status()));
+    auto id = submit_job(**c, *job);
+    if (!id.is_ok()) return void(code = fail(id.status()));
+    if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
+    ProgressDisplay display(!g.quiet && !g.json);
+    auto done = follow_job(**c, *id, solve_out.empty() ? "" : absolute(solve_out), &display);
+    if (!done.is_ok()) return void(code = fail(done.status()));
+    code = report_job(g, *done);
+  });
+
+  SolveRequest submit_req;
+  auto* submit = app.add_subcommand("submit", "submit a dense solve and print its job id");
+  add_solve_options(submit, submit_req);
+  submit->callback([&] {
+    auto c = open(g);
+    if (!c.is_ok()) return void(code = fail(c.status()));
+    auto job = build_solve_job(**c, submit_req);
+    if (!job.is_ok()) return void(code = fail(job.status()));
+    auto id = submit_job(**c, *job);
+    if (!id.is_ok()) return void(code = fail(id.status()));
+    if (g.json) print_json({{"job", *id}});
+    else std::printf("%llu\n", static_cast<unsigned long long>(*id));
+  });
+
+  bool all = false;
+  auto* jobs = app.add_subcommand("jobs", "list your jobs");
+  jobs->add_flag("--all", all, "everybody's jobs (root only)");
+  jobs->callback([&] {
+    code = simple_call(g, MessageType::kJobs, {{"all", all}}, [](const nlohmann::json& r) {
+      std::printf("%-6s %-14s %-10s %-6s %-20s  %s\n", "ID", "TYPE", "STATE", "UID", "CREATED", "PROGRESS");
+      for (const auto& j : r.value("jobs", nlohmann::json::array())) print_job_line(j);
+    });
+  });
+
+  uint64_t job_id = 0;
+  std::string out_path;
+  auto add_job_arg = [&](CLI::App* cmd) { cmd->add_option("job", job_id, "job id")->required(); };
+
+  auto* status = app.add_subcommand("status", "show one job");
+  add_job_arg(status);
+  status->callback([&] { code = simple_call(g, MessageType::kStatus, {{"job", job_id}}, print_job); });
+
+  auto* watch = app.add_subcommand("watch", "follow a job's progress until it ends");
+  add_job_arg(watch);
+  watch->callback([&] {
+    auto c = open(g);
+    if (!c.is_ok()) return void(code = fail(c.status()));
+    ProgressDisplay display(!g.json);
+    auto done = follow_job(**c, job_id, "", &display);
+    if (!done.is_ok()) return void(code = fail(done.status()));
+    code = report_job(g, *done);
+  });
+
+  auto* cancel = app.add_subcommand("cancel", "cancel a job (pending or running)");
+  add_job_arg(cancel);
+  cancel->callback([&] {
+    code = simple_call(g, MessageType::kCancel, {{"job", job_id}}, [](const nlohmann::json& j) {
+      std::printf("job %s: cancel requested (state %s)\n", j.value("id", nlohmann::json(0)).dump().c_str(),
+                  j.value("state", std::string()).c_str());
+    });
+  });
+
+  auto* result = app.add_subcommand("result", "stream a job's solution into an .npy file");
+  add_job_arg(result);
+  result->add_option("-o,--out", out_path, "output .npy path")->required();
+  result->callback([&] {
+    auto c = open(g);
+    if (!c.is_ok()) return void(code = fail(c.status()));
+    auto rows = fetch_result(**c, job_id, absolute(out_path));
+    if (!rows.is_ok()) return void(code = fail(rows.status()));
+    if (g.json) print_json({{"job", job_id}, {"rows", *rows}, {"path", out_path}});
+    else std::printf("wrote %lld rows to %s\n", static_cast<long long>(*rows), out_path.c_str());
+  });
+
+  auto* logs = app.add_subcommand("logs", "print a job's log lines");
+  add_job_arg(logs);
+  logs->callback([&] {
+    code = simple_call(g, MessageType::kLogs, {{"job", job_id}}, [](const nlohmann::json& r) {
+      for (const auto& l : r.value("lines", nlohmann::json::array())) std::printf("%s\n", l.get<std::string>().c_str());
+    });
+  });
+
+  auto* trace = app.add_subcommand("trace", "a job's Chrome trace-event JSON (chrome://tracing, Perfetto)");
+  add_job_arg(trace);
+  trace->add_option("-o,--out", out_path, "write to this file instead of stdout");
+  trace->callback([&] {
+    auto c = open(g);
+    if (!c.is_ok()) return void(code = fail(c.status()));
+    auto r = (*c)->call(MessageType::kTrace, {{"job", job_id}});
+    if (!r.is_ok()) return void(code = fail(r.status()));
+    const std::string text = (*r)["trace"].dump();
+    if (out_path.empty()) {
+      std::printf("%s\n", text.c_str());
+    } else {
+      std::ofstream(out_path) << text << "\n";
+    }
+  });
+
+  auto* metrics = app.add_subcommand("metrics", "daemon metrics in the Prometheus text format");
+  metrics->callback([&] {
+    code = simple_call(g, MessageType::kMetrics, {}, [](const nlohmann::json& r) {
+      std::fputs(r.value("text", std::string()).c_str(), stdout);
+    });
+  });
+
+  // matrix management
+  auto* matrix = app.add_subcommand("matrix", "manage stored matrices");
+  matrix->require_subcommand(1);
+  std::string name, path, generator = "uniform";
+  int64_t n = 0, seed = 1, stripe_rows = 0;
+  auto* mcreate = matrix->add_subcommand("create", "create a matrix from a generator");
+  mcreate->add_option("name", name)->required();
+  mcreate->add_option("-n,--n", n, "order of the matrix")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  mcreate->add_option("--generator", generator, "uniform (on [-0.5, 0.5]), diag_dominant, ...");
+  mcreate->add_option("--seed", seed, "generator seed");
+  mcreate->add_option("--stripe-rows", stripe_rows, "stripe height (0: planner default)");
+  mcreate->callback([&] {
+    code = run_matrix_job(g, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"generator", generator},
+                              {"seed", seed}, {"stripe_rows", stripe_rows}});
+  });
+  auto* mimport = matrix->add_subcommand("import", "import a .npy file (read by the daemon)");
+  mimport->add_option("name", name)->required();
+  mimport->add_option("file", path)->required();
+  mimport->callback([&] { code = run_matrix_job(g, {{"type", "matrix_import"}, {"name", name}, {"path", absolute(path)}}); });
+  auto* mexport = matrix->add_subcommand("export", "export a matrix to a .npy file (written by the daemon)");
+  mexport->add_option("name", name)->required();
+  mexport->add_option("file", path)->required();
+  mexport->callback([&] { code = run_matrix_job(g, {{"type", "matrix_export"}, {"name", name}, {"path", absolute(path)}}); });
+  auto* mls = matrix->add_subcommand("ls", "list stored matrices");
+  mls->callback([&] { code = run_matrix_job(g, {{"type", "matrix_list"}}); });
+  auto* mshow = matrix->add_subcommand("show", "show one matrix");
+  mshow->add_option("name", name)->required();
+  mshow->callback([&] { code = run_matrix_job(g, {{"type", "matrix_show"}, {"name", name}}); });
+  auto* mrm = matrix->add_subcommand("rm", "delete a matrix");
+  mrm->add_option("name", name)->required();
+  mrm->callback([&] { code = run_matrix_job(g, {{"type", "matrix_delete"}, {"name", name}}); });
+
+  auto* daemon = app.add_subcommand("daemon", "the daemon itself");
+  daemon->require_subcommand(1);
+  auto* dstatus = daemon->add_subcommand("status", "is the daemon up, and what is it doing");
+  dstatus->callback([&] {
+    code = simple_call(g, MessageType::kDaemonStatus, {}, [](const nlohmann::json& r) {
+      std::printf("%s running, pid %s, uptime %s, socket %s\njobs: %s\n", r.value("daemon", std::string()).c_str(),
+                  r.value("pid", nlohmann::json(0)).dump().c_str(),
+                  format_duration(r.value("uptime_seconds", 0.0)).c_str(), r.value("socket", std::string()).c_str(),
+                  r.value("jobs", nlohmann::json::object()).dump().c_str());
+    });
+  });
+  bool stop_cancel = false;
+  auto* dstop = daemon->add_subcommand("stop", "stop the daemon after its jobs finish (--cancel: cancel them)");
+  dstop->add_flag("--cancel", stop_cancel, "cancel running and queued jobs instead of finishing them");
+  dstop->callback([&] {
+    code = simple_call(g, MessageType::kDaemonStop, {{"policy", stop_cancel ? "cancel" : "drain"}},
+                       [](const nlohmann::json& r) {
+                         std::printf("daemon stopping (%s)\n", r.value("policy", std::string()).c_str());
+                       });
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  return code;
+}

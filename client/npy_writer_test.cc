@@ -1,0 +1,57 @@
+#include "client/npy_writer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "protocol/npy.h"
+
+namespace stripesolve::client {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(NpyWriterTest, RowsInAnyOrderGiveAValidNpy) {
+  const std::string path = ::testing::TempDir() + "/x_" + std::to_string(::getpid()) + ".npy";
+  {
+    NpyWriter w;
+    ASSERT_TRUE(w.open(path, 5, 2).is_ok());
+    const double last[] = {4, 40, 3, 30};  // rows 3..4 row-major... row 3 = (4,40)? see below
+    const double first[] = {0, 0, 1, 10, 2, 20};
+    ASSERT_TRUE(w.write_rows(3, 2, reinterpret_cast<const char*>(last)).is_ok());
+    EXPECT_FALSE(std::filesystem::exists(path));  // nothing visible before finish
+    EXPECT_EQ(w.finish().message(), "only 2 of 5 rows of " + path + " were received");
+    ASSERT_TRUE(w.write_rows(0, 3, reinterpret_cast<const char*>(first)).is_ok());
+    ASSERT_TRUE(w.finish().is_ok());
+  }
+  const std::string bytes = read_all(path);
+  int64_t r, c;
+  auto x = protocol::npy_to_column_major(bytes, &r, &c);
+  ASSERT_TRUE(x.is_ok()) << x.status().message();
+  EXPECT_EQ(r, 5);
+  EXPECT_EQ(c, 2);
+  EXPECT_EQ(*x, (std::vector<double>{0, 1, 2, 4, 3, 0, 10, 20, 40, 30}));
+  std::filesystem::remove(path);
+}
+
+TEST(NpyWriterTest, AbandonedWriterLeavesNothing) {
+  const std::string path = ::testing::TempDir() + "/y_" + std::to_string(::getpid()) + ".npy";
+  {
+    NpyWriter w;
+    ASSERT_TRUE(w.open(path, 3, 1).is_ok());
+    EXPECT_EQ(w.write_rows(2, 2, "0123456789abcdef").message(), "rows [2, 4) outside [0, 3) of " + path);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
+
+}  // namespace
+}  // namespace stripesolve::client

@@ -1,0 +1,20 @@
+#include "client/progress.h"
+
+#include <gtest/gtest.h>
+
+namespace stripesolve::client {
+namespace {
+
+TEST(ProgressTest, Formatting) {
+  nlohmann::json p = {{"phase", "factor"}, {"fraction", 0.5}, {"gflops", 12.34},
+                      {"io_bytes_per_second", 1.2e9}, {"eta_seconds", 65.0},
+                      {"stripes_done", 3}, {"stripes_total", 6}};
+  EXPECT_EQ(format_progress(p, 10),
+            "[#####.....]  50.0% factor (3/6 stripes)  12.3 GFLOP/s  I/O 1.20 GB/s  ETA 1m05s");
+  EXPECT_EQ(format_progress({{"state", "PENDING"}}, 0), "  0.0% PENDING");
+  EXPECT_EQ(format_duration(7384), "2h03m");
+  EXPECT_EQ(format_duration(-1), "?");
+}
+
+}  // namespace
+}  // namespace stripesolve::client

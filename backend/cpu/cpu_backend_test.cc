@@ -1,0 +1,192 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace stripesolve::backend {
+namespace {
+
+std::vector<double> random_block(int64_t rows, int64_t cols, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> dist(-0.5, 0.5);
+  std::vector<double> a(static_cast<size_t>(rows * cols));
+  for (auto& v : a) v = dist(gen);
+  return a;
+}
+
+// Checks panel * Q = L * U (kRow) or P * panel = L * U (kLocal, kNone) on a p x m panel that is
+// a whole part (block_col = 0, panel_row = 0, rows = p).
+double factor_error(const std::vector<double>& original, const std::vector<double>& lu,
+                    const std::vector<int64_t>& swaps, int64_t p, int64_t m, PivotMode mode) {
+  std::vector<double> a = original;
+  for (int64_t k = 0; k < p; ++k) {
+    if (swaps[k] == k) continue;
+    if (mode == PivotMode::kRow) {
+      for (int64_t r = 0; r < p; ++r) std::swap(a[r + k * p], a[r + swaps[k] * p]);
+    } else {
+      for (int64_t c = 0; c < m; ++c) std::swap(a[k + c * p], a[swaps[k] + c * p]);
+    }
+  }
+  double worst = 0;
+  for (int64_t r = 0; r < p; ++r) {
+    for (int64_t c = 0; c < m; ++c) {
+      double s = 0;
+      for (int64_t q = 0; q <= std::min(r, c); ++q) {
+        const double l = q == r ? 1.0 : lu[r + q * p];
+        s += l * lu[q + c * p];
+      }
+      worst = std::max(worst, std::abs(s - a[r + c * p]));
+    }
+  }
+  return worst;
+}
+
+TEST(CpuBackend, PanelFactorReproducesThePanel) {
+  CpuBackend cpu;
+  const int64_t p = 9;
+  const int64_t m = 23;
+  for (auto mode : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
+    const auto original = random_block(p, m, 3);
+    auto lu = original;
+    std::vector<int64_t> swaps(p);
+    PanelFactor op{lu.data(), p, p, m, 0, 0, p, mode, swaps.data(), 100};
+    ASSERT_TRUE(cpu.can_implement(op).is_ok());
+    std::vector<std::byte> ws(cpu.workspace_size(op).host_bytes + 64);
+    ASSERT_TRUE(cpu.run(op, {ws.data(), ws.size(), nullptr, 0}).is_ok());
+    for (int64_t k = 0; k < p; ++k) {
+      EXPECT_GE(swaps[k], k);
+      EXPECT_LT(swaps[k], mode == PivotMode::kRow ? m : p);
+    }
+    EXPECT_LE(factor_error(original, lu, swaps, p, m, mode), 1e-13) << pivot_mode_name(mode);
+    if (mode == PivotMode::kRow) {
+      // GEPP on the transpose: every multiplier is at most 1 in magnitude... of U's row: |U_kk|
+      // is the largest of its row.
+      for (int64_t r = 0; r < p; ++r) {
+        for (int64_t c = r; c < m; ++c) EXPECT_LE(std::abs(lu[r + c * p]), std::abs(lu[r + r * p]));
+      }
+    }
+  }
+}
+
+TEST(CpuBackend, PanelFactorNamesTheGlobalRowOfAZeroPivot) {
+  CpuBackend cpu;
+  std::vector<double> a = {0, 1, 0, 1, 0, 1};  // 2 x 3, first row zero
+  std::vector<int64_t> swaps(2);
+  std::vector<std::byte> ws(256);
+  PanelFactor op{a.data(), 2, 2, 3, 0, 0, 2, PivotMode::kRow, swaps.data(), 1234};
+  EXPECT_EQ(cpu.run(op, {ws.data(), ws.size(), nullptr, 0}),
+            Status::numerical("zero pivot at row 1234"));
+  a = {1, 2, std::nan(""), 1, 0, 0};
+  op.mode = PivotMode::kNone;
+  EXPECT_EQ(cpu.run(op, {ws.data(), ws.size(), nullptr, 0}),
+            Status::numerical("non-finite pivot at row 1235"));
+}
+
+TEST(CpuBackend, RejectsBadShapesAndSmallWorkspace) {
+  CpuBackend cpu;
+  std::vector<double> a(12, 1.0);
+  std::vector<int64_t> swaps(4);
+  PanelFactor op{a.data(), 2, 3, 4, 0, 0, 1, PivotMode::kRow, swaps.data(), 0};
+  EXPECT_EQ(cpu.can_implement(op), Status::invalid_argument("panel factor: ld 2 < rows 3"));
+  op = PanelFactor{a.data(), 3, 3, 4, 2, 0, 1, PivotMode::kRow, swaps.data(), 0};
+  EXPECT_EQ(cpu.can_implement(op),
+            Status::invalid_argument(
+                "panel factor: diagonal block at column 2 of 3 rows does not fit 4 columns"));
+  op.block_col = 0;
+  EXPECT_EQ(cpu.run(op, {}),
+            Status::invalid_argument("workspace too small: need 40 host + 0 device bytes, got 0 + 0"));
+}
+
+// T <- T * triu(U)^-1 then T_right -= T_left * U_right, against a naive loop.
+TEST(CpuBackend, BlockUpdateMatchesNaiveElimination) {
+  CpuBackend cpu;
+  const int64_t k = 6, cols = 15, t_rows = 5;
+  auto u = random_block(k, cols, 1);
+  for (int64_t i = 0; i < k; ++i) u[i + i * k] += 3.0;
+  const auto t0 = random_block(t_rows, cols, 2);
+  auto t = t0;
+  ASSERT_TRUE(cpu.run(BlockUpdate{u.data(), k, k, cols, t.data(), t_rows, t_rows}, {}).is_ok());
+  // Naive: eliminate each row of T with the rows of U in order (002 Fig 5 <JI>,<JK>).
+  auto ref = t0;
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t j = 0; j < t_rows; ++j) {
+      const double r = ref[j + i * t_rows] / u[i + i * k];
+      ref[j + i * t_rows] = r;
+      for (int64_t c = i + 1; c < cols; ++c) ref[j + c * t_rows] -= r * u[i + c * k];
+    }
+  }
+  for (size_t i = 0; i < t.size(); ++i) EXPECT_NEAR(t[i], ref[i], 1e-12) << i;
+}
+
+TEST(CpuBackend, SubstitutionsSolveTriangularSystems) {
+  CpuBackend cpu;
+  const int64_t n = 12, r0 = 5, h = 4, nrhs = 2;
+  // Stripe rows [5, 9) from column 0, with a dominant diagonal block.
+  auto part = random_block(h, n, 4);
+  for (int64_t i = 0; i < h; ++i) part[i + (r0 + i) * h] += 4.0;
+  const auto rhs0 = random_block(n, nrhs, 5);
+  auto rhs = rhs0;
+  std::vector<int64_t> swaps = {1, 1, 3, 3};
+  ASSERT_TRUE(cpu.run(LowerSubstitution{part.data(), h, h, r0, swaps.data(), rhs.data(), n, nrhs},
+                      {}).is_ok());
+  for (int64_t j = 0; j < nrhs; ++j) {
+    std::vector<double> b(h);
+    for (int64_t i = 0; i < h; ++i) {
+      b[i] = rhs0[r0 + i + j * n];
+      for (int64_t c = 0; c < r0; ++c) b[i] -= part[i + c * h] * rhs0[c + j * n];
+    }
+    std::swap(b[0], b[1]);
+    std::swap(b[2], b[3]);
+    for (int64_t i = 0; i < h; ++i) {
+      double s = rhs[r0 + i + j * n];
+      for (int64_t c = 0; c < i; ++c) s += part[i + (r0 + c) * h] * rhs[r0 + c + j * n];
+      EXPECT_NEAR(s, b[i], 1e-13);
+    }
+    for (int64_t i = 0; i < r0; ++i) EXPECT_EQ(rhs[i + j * n], rhs0[i + j * n]);
+  }
+  auto x = rhs0;
+  const double* u = part.data() + r0 * h;
+  ASSERT_TRUE(cpu.run(UpperSubstitution{u, h, h, n - r0, x.data() + r0, n, nrhs}, {}).is_ok());
+  for (int64_t j = 0; j < nrhs; ++j) {
+    for (int64_t i = 0; i < h; ++i) {
+      double s = 0;
+      for (int64_t c = i; c < n - r0; ++c) {
+        s += u[i + c * h] * (c < h ? x[r0 + c + j * n] : rhs0[r0 + c + j * n]);
+      }
+      EXPECT_NEAR(s, rhs0[r0 + i + j * n], 1e-13);
+    }
+  }
+}
+
+// Several elim.J threads update disjoint stripes with the same U at once.
+TEST(CpuBackend, ConcurrentBlockUpdatesOnDisjointData) {
+  CpuBackend cpu;
+  const int64_t k = 32, cols = 200, t_rows = 40;
+  auto u = random_block(k, cols, 1);
+  for (int64_t i = 0; i < k; ++i) u[i + i * k] += 4.0;
+  const auto t0 = random_block(t_rows, cols, 2);
+  auto expected = t0;
+  ASSERT_TRUE(cpu.run(BlockUpdate{u.data(), k, k, cols, expected.data(), t_rows, t_rows}, {})
+                  .is_ok());
+  std::vector<std::vector<double>> ts(4, t0);
+  std::vector<Status> results(ts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = cpu.run(BlockUpdate{u.data(), k, k, cols, ts[i].data(), t_rows, t_rows}, {});
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t i = 0; i < ts.size(); ++i) {
+    EXPECT_TRUE(results[i].is_ok());
+    for (size_t e = 0; e < t0.size(); ++e) ASSERT_NEAR(ts[i][e], expected[e], 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace stripesolve::backend

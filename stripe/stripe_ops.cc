@@ -1,0 +1,243 @@
+#include "stripe/stripe_ops.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "stripe/geometry.h"
+
+namespace stripesolve::stripe {
+namespace {
+
+Status check_part(const StripePart& part, std::string_view what) {
+  if (part.data == nullptr || part.rows < 1 || part.row_begin < 0 || part.n < 1 ||
+      part.row_begin + part.rows > part.n || part.col_begin < 0 || part.col_begin >= part.n) {
+    return Status::invalid_argument(
+        fmt::format("{}: bad stripe part rows [{}, {}) columns [{}, {}) of n={}", what,
+                    part.row_begin, part.row_begin + part.rows, part.col_begin, part.n, part.n));
+  }
+  return Status::ok();
+}
+
+backend::PanelFactor panel_op(const StripePart& stripe, PivotMode mode, int64_t panel_row,
+                              int64_t panel_rows, int64_t* swaps) {
+  backend::PanelFactor op;
+  op.part = stripe.data;
+  op.ld = stripe.rows;
+  op.rows = stripe.rows;
+  op.cols = stripe.n - stripe.col_begin;
+  op.block_col = stripe.row_begin - stripe.col_begin;
+  op.panel_row = panel_row;
+  op.panel_rows = panel_rows;
+  op.mode = mode;
+  op.swaps = swaps;
+  op.global_row = stripe.row_begin;
+  return op;
+}
+
+// The first row of stripe rows [row_begin, row_begin+rows), columns [c0, c1) of the part holding a
+// non-finite value, or -1. Column-major scan; keeps the smallest row.
+int64_t first_non_finite_row(const StripePart& stripe, int64_t c0, int64_t c1) {
+  int64_t worst = stripe.rows;
+  for (int64_t c = c0; c < c1; ++c) {
+    const double* col = stripe.data + (c - stripe.col_begin) * stripe.rows;
+    for (int64_t r = 0; r < worst; ++r) {
+      if (!std::isfinite(col[r])) {
+        worst = r;
+        break;
+      }
+    }
+  }
+  return worst == stripe.rows ? -1 : stripe.row_begin + worst;
+}
+
+}  // namespace
+
+backend::WorkspaceSize eliminate_workspace_size(const backend::Backend& backend,
+                                                const StripePart& stripe, PivotMode mode,
+                                                int64_t substripe_rows) {
+  backend::WorkspaceSize most;
+  if (stripe.rows < 1 || substripe_rows < 1) return most;
+  const auto subs = EvenPartition::with_max_part(stripe.rows, substripe_rows);
+  int64_t dummy = 0;
+  // The first substripe is the widest and (for a uniform partition) as tall as any other; check
+  // every one anyway so the bound holds for any backend.
+  for (int64_t q = 0; q < subs.count; ++q) {
+    const auto op = panel_op(stripe, mode, subs.begin(q), subs.size(q), &dummy);
+    const auto size = backend.workspace_size(op);
+    most.host_bytes = std::max(most.host_bytes, size.host_bytes);
+    most.device_bytes = std::max(most.device_bytes, size.device_bytes);
+  }
+  return most;
+}
+
+Status eliminate_stripe(backend::Backend& backend, const StripePart& stripe, PivotMode mode,
+                        int64_t substripe_rows, const backend::Workspace& workspace,
+                        StripePivots* pivots) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "eliminate stripe"));
+  if (stripe.col_begin > stripe.row_begin) {
+    return Status::invalid_argument(fmt::format(
+        "eliminate stripe: part of rows from {} starts at column {}, after its diagonal",
+        stripe.row_begin, stripe.col_begin));
+  }
+  if (substripe_rows < 1) {
+    return Status::invalid_argument(
+        fmt::format("eliminate stripe: substripe rows {} < 1", substripe_rows));
+  }
+  const int64_t h = stripe.rows;
+  const int64_t block_col = stripe.row_begin - stripe.col_begin;
+  const int64_t cols = stripe.n - stripe.col_begin;
+  std::vector<int64_t> local(static_cast<size_t>(h));
+  const auto subs = EvenPartition::with_max_part(h, substripe_rows);
+  for (int64_t q = 0; q < subs.count; ++q) {
+    const int64_t pr = subs.begin(q);
+    const int64_t ps = subs.size(q);
+    // <A>,<B> and the substripe's <IK> row (002 Fig 9 / Fig 11).
+    STRIPESOLVE_RETURN_IF_ERROR(backend.run(panel_op(stripe, mode, pr, ps, local.data() + pr),
+                                            workspace));
+    // <C> multipliers and the <D> trailing GEMM over all columns right of the panel's block.
+    if (pr + ps < h) {
+      backend::BlockUpdate up;
+      up.u = stripe.data + pr + (block_col + pr) * h;
+      up.ld_u = h;
+      up.k = ps;
+      up.cols = cols - (block_col + pr);
+      up.t = stripe.data + (pr + ps) + (block_col + pr) * h;
+      up.ld_t = h;
+      up.t_rows = h - pr - ps;
+      STRIPESOLVE_RETURN_IF_ERROR(backend.run(up, {}));
+    }
+  }
+  const int64_t bad_row = first_non_finite_row(stripe, stripe.row_begin, stripe.n);
+  if (bad_row >= 0) {
+    return Status::numerical(fmt::format("non-finite value in row {} after elimination", bad_row));
+  }
+  pivots->mode = mode;
+  pivots->row_begin = stripe.row_begin;
+  pivots->swaps.clear();
+  if (mode == PivotMode::kRow) {
+    pivots->swaps.resize(static_cast<size_t>(h));
+    for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = stripe.col_begin + local[k];
+  } else if (mode == PivotMode::kLocal) {
+    pivots->swaps.resize(static_cast<size_t>(h));
+    for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = stripe.row_begin + local[k];
+  }
+  return Status::ok();
+}
+
+Status update_stripe(backend::Backend& backend, const StripePart& stripe_i,
+                     const StripePivots& pivots_i, const StripePart& stripe_j) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe_i, "update stripe (I)"));
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe_j, "update stripe (J)"));
+  const int64_t i0 = stripe_i.row_begin;
+  const int64_t i1 = i0 + stripe_i.rows;
+  if (stripe_i.n != stripe_j.n || stripe_j.row_begin < i1 || stripe_i.col_begin > i0 ||
+      stripe_j.col_begin > i0) {
+    return Status::invalid_argument(fmt::format(
+        "update stripe: stripe of rows from {} (columns from {}) cannot be updated by stripe of "
+        "rows [{}, {}) (columns from {})",
+        stripe_j.row_begin, stripe_j.col_begin, i0, i1, stripe_i.col_begin));
+  }
+  const bool has_swaps = pivots_i.mode != PivotMode::kNone;
+  if (pivots_i.row_begin != i0 ||
+      (has_swaps && static_cast<int64_t>(pivots_i.swaps.size()) != stripe_i.rows)) {
+    return Status::invalid_argument(fmt::format(
+        "update stripe: pivots of rows from {} ({} swaps) do not belong to stripe of rows [{}, {})",
+        pivots_i.row_begin, pivots_i.swaps.size(), i0, i1));
+  }
+  const int64_t hj = stripe_j.rows;
+  if (pivots_i.mode == PivotMode::kRow) {
+    for (int64_t k = 0; k < stripe_i.rows; ++k) {
+      const int64_t other = pivots_i.swaps[k];
+      if (other == i0 + k) continue;
+      double* a = stripe_j.at(stripe_j.row_begin, i0 + k);
+      double* b = stripe_j.at(stripe_j.row_begin, other);
+      std::swap_ranges(a, a + hj, b);
+    }
+  }
+  backend::BlockUpdate up;
+  up.u = stripe_i.at(i0, i0);
+  up.ld_u = stripe_i.rows;
+  up.k = stripe_i.rows;
+  up.cols = stripe_i.n - i0;
+  up.t = stripe_j.at(stripe_j.row_begin, i0);
+  up.ld_t = hj;
+  up.t_rows = hj;
+  return backend.run(up, {});
+}
+
+Status forward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
+                                 const StripePivots& pivots, double* rhs, int64_t ld_rhs,
+                                 int64_t nrhs) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "forward substitution"));
+  if (stripe.col_begin != 0) {
+    return Status::invalid_argument(fmt::format(
+        "forward substitution: part of rows from {} starts at column {}, needs column 0",
+        stripe.row_begin, stripe.col_begin));
+  }
+  std::vector<int64_t> local;
+  if (pivots.mode == PivotMode::kLocal) {
+    if (pivots.row_begin != stripe.row_begin ||
+        static_cast<int64_t>(pivots.swaps.size()) != stripe.rows) {
+      return Status::invalid_argument(fmt::format(
+          "forward substitution: pivots of rows from {} do not belong to stripe of rows from {}",
+          pivots.row_begin, stripe.row_begin));
+    }
+    local.resize(pivots.swaps.size());
+    for (size_t k = 0; k < local.size(); ++k) local[k] = pivots.swaps[k] - stripe.row_begin;
+  }
+  backend::LowerSubstitution op;
+  op.part = stripe.data;
+  op.ld = stripe.rows;
+  op.rows = stripe.rows;
+  op.row_begin = stripe.row_begin;
+  op.row_swaps = local.empty() ? nullptr : local.data();
+  op.rhs = rhs;
+  op.ld_rhs = ld_rhs;
+  op.nrhs = nrhs;
+  return backend.run(op, {});
+}
+
+Status backward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
+                                  double* rhs, int64_t ld_rhs, int64_t nrhs) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "backward substitution"));
+  if (stripe.col_begin > stripe.row_begin) {
+    return Status::invalid_argument(fmt::format(
+        "backward substitution: part of rows from {} starts at column {}, after its diagonal",
+        stripe.row_begin, stripe.col_begin));
+  }
+  backend::UpperSubstitution op;
+  op.part = stripe.at(stripe.row_begin, stripe.row_begin);
+  op.ld = stripe.rows;
+  op.rows = stripe.rows;
+  op.cols = stripe.n - stripe.row_begin;
+  op.rhs = rhs + stripe.row_begin;
+  op.ld_rhs = ld_rhs;
+  op.nrhs = nrhs;
+  STRIPESOLVE_RETURN_IF_ERROR(backend.run(op, {}));
+  for (int64_t j = 0; j < nrhs; ++j) {
+    for (int64_t r = 0; r < stripe.rows; ++r) {
+      if (!std::isfinite(op.rhs[r + j * ld_rhs])) {
+        return Status::numerical(
+            fmt::format("non-finite solution at row {}", stripe.row_begin + r));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+void apply_solution_swaps(const StripePivots& pivots, double* rhs, int64_t ld_rhs, int64_t nrhs) {
+  if (pivots.mode != PivotMode::kRow) return;
+  // Q_I = T_{i0} T_{i0+1} ... T_{i1-1}: the last transposition acts on the vector first.
+  for (int64_t k = static_cast<int64_t>(pivots.swaps.size()) - 1; k >= 0; --k) {
+    const int64_t a = pivots.row_begin + k;
+    const int64_t b = pivots.swaps[k];
+    if (a == b) continue;
+    for (int64_t j = 0; j < nrhs; ++j) std::swap(rhs[a + j * ld_rhs], rhs[b + j * ld_rhs]);
+  }
+}
+
+}  // namespace stripesolve::stripe

@@ -1,0 +1,68 @@
+#include "cache/arena.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "base/internal_error.h"
+
+namespace stripesolve::cache {
+
+Arena::Arena(uint64_t capacity) : capacity_(capacity / kExtentAlignment * kExtentAlignment) {
+  if (capacity_ == 0) return;
+  base_ = static_cast<std::byte*>(std::aligned_alloc(kExtentAlignment, capacity_));
+  STRIPESOLVE_CHECK(base_ != nullptr,
+                    "cannot allocate the cache arena of " + std::to_string(capacity_) + " bytes");
+  holes_.emplace(0, capacity_);
+}
+
+Arena::~Arena() { std::free(base_); }
+
+uint64_t Arena::largest_hole() const {
+  uint64_t best = 0;
+  for (const auto& [off, bytes] : holes_) best = bytes > best ? bytes : best;
+  return best;
+}
+
+std::optional<Extent> Arena::allocate(uint64_t bytes) {
+  const uint64_t want = round_up(bytes == 0 ? 1 : bytes);
+  for (auto it = holes_.begin(); it != holes_.end(); ++it) {
+    if (it->second < want) continue;
+    const Extent e{it->first, want};
+    const uint64_t rest = it->second - want;
+    const uint64_t rest_offset = it->first + want;
+    holes_.erase(it);
+    if (rest > 0) holes_.emplace(rest_offset, rest);
+    used_ += want;
+    return e;
+  }
+  return std::nullopt;
+}
+
+void Arena::release(const Extent& e) {
+  STRIPESOLVE_CHECK(e.offset % kExtentAlignment == 0 && e.bytes % kExtentAlignment == 0 &&
+                        e.offset + e.bytes <= capacity_ && e.bytes <= used_,
+                    "bad extent " + std::to_string(e.offset) + "+" + std::to_string(e.bytes));
+  uint64_t off = e.offset;
+  uint64_t bytes = e.bytes;
+  auto next = holes_.lower_bound(off);
+  STRIPESOLVE_CHECK(next == holes_.end() || next->first >= off + bytes,
+                    "extent released twice at offset " + std::to_string(off));
+  if (next != holes_.end() && next->first == off + bytes) {
+    bytes += next->second;
+    next = holes_.erase(next);
+  }
+  if (next != holes_.begin()) {
+    auto prev = std::prev(next);
+    STRIPESOLVE_CHECK(prev->first + prev->second <= off,
+                      "extent released twice at offset " + std::to_string(off));
+    if (prev->first + prev->second == off) {
+      off = prev->first;
+      bytes += prev->second;
+      holes_.erase(prev);
+    }
+  }
+  holes_.emplace(off, bytes);
+  used_ -= e.bytes;
+}
+
+}  // namespace stripesolve::cache

@@ -1,0 +1,53 @@
+#include "cache/arena.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace stripesolve::cache {
+namespace {
+
+TEST(ArenaTest, ExtentsAreAlignedAndWithinCapacity) {
+  Arena a(10 * kExtentAlignment + 100);
+  EXPECT_EQ(a.capacity(), 10 * kExtentAlignment);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.base()) % kExtentAlignment, 0u);
+  auto e1 = a.allocate(1);
+  auto e2 = a.allocate(kExtentAlignment + 1);
+  ASSERT_TRUE(e1 && e2);
+  EXPECT_EQ(e1->offset, 0u);
+  EXPECT_EQ(e1->bytes, kExtentAlignment);
+  EXPECT_EQ(e2->offset, kExtentAlignment);
+  EXPECT_EQ(e2->bytes, 2 * kExtentAlignment);
+  EXPECT_EQ(a.used(), 3 * kExtentAlignment);
+  EXPECT_FALSE(a.allocate(8 * kExtentAlignment));
+  EXPECT_TRUE(a.allocate(7 * kExtentAlignment));
+  EXPECT_EQ(a.free_bytes(), 0u);
+}
+
+TEST(ArenaTest, ReleasedNeighboursCoalesce) {
+  Arena a(4 * kExtentAlignment);
+  auto e0 = a.allocate(kExtentAlignment).value();
+  auto e1 = a.allocate(kExtentAlignment).value();
+  auto e2 = a.allocate(kExtentAlignment).value();
+  auto e3 = a.allocate(kExtentAlignment).value();
+  a.release(e0);
+  a.release(e2);
+  EXPECT_EQ(a.largest_hole(), kExtentAlignment);
+  EXPECT_FALSE(a.allocate(2 * kExtentAlignment));
+  a.release(e1);
+  EXPECT_EQ(a.largest_hole(), 3 * kExtentAlignment);
+  a.release(e3);
+  EXPECT_EQ(a.largest_hole(), 4 * kExtentAlignment);
+  EXPECT_EQ(a.used(), 0u);
+}
+
+TEST(ArenaDeathTest, DoubleReleaseIsABug) {
+  Arena a(4 * kExtentAlignment);
+  auto e0 = a.allocate(kExtentAlignment).value();
+  a.allocate(kExtentAlignment).value();
+  a.release(e0);
+  EXPECT_DEATH(a.release(e0), "released twice");
+}
+
+}  // namespace
+}  // namespace stripesolve::cache

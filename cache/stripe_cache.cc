@@ -1,0 +1,285 @@
+#include "cache/stripe_cache.h"
+
+#include <string>
+
+#include "base/internal_error.h"
+#include "base/logging.h"
+
+namespace stripesolve::cache {
+
+namespace {
+std::string part_name(int64_t stripe) { return "stripe " + std::to_string(stripe); }
+}  // namespace
+
+StripeCache::StripeCache(uint64_t budget_bytes) : arena_(budget_bytes) {
+  stats_.budget = arena_.capacity();
+}
+
+StripeCache::Cell& StripeCache::cell_locked(int64_t stripe) {
+  auto it = cells_.find(stripe);
+  if (it == cells_.end()) internal_error("cache: " + part_name(stripe) + " has no cell");
+  return it->second;
+}
+
+void StripeCache::transition_locked(int64_t stripe, CellState to) {
+  auto it = cells_.find(stripe);
+  const CellState from = it == cells_.end() ? CellState::kAbsent : it->second.state;
+  if (!is_legal_transition(from, to)) {
+    internal_error("cache: illegal transition of " + part_name(stripe) + " from " +
+                   std::string(cell_state_name(from)) + " to " + std::string(cell_state_name(to)));
+  }
+  static const auto log = logger("cache");
+  log->trace("stripe {}: {} -> {}", stripe, cell_state_name(from), cell_state_name(to));
+  Cell& c = it->second;  // kAbsent is only a source for creation, where request() made the cell
+  if (from == CellState::kElimI || from == CellState::kElimJ) c.view.dirty = true;
+  if (to == CellState::kIdle || to == CellState::kStuck) c.last_use = ++clock_;
+  if (to == CellState::kAbsent) {
+    arena_.release(c.extent);
+    stats_.bytes_in_use = arena_.used();
+    cells_.erase(it);
+  } else {
+    c.state = to;
+  }
+  changed_.notify_all();
+}
+
+StripeCache::Cell* StripeCache::choose_victim_locked() {
+  Cell* victim = nullptr;
+  for (auto& [stripe, c] : cells_) {
+    if (!is_evictable(c.state)) continue;
+    if (victim == nullptr || c.last_use < victim->last_use) victim = &c;
+  }
+  return victim;
+}
+
+void StripeCache::evict_locked(Cell& c) {
+  ++stats_.evictions;
+  if (c.view.dirty) {
+    ++stats_.uploads;
+    transition_locked(c.view.stripe, CellState::kWaitUpload);
+  } else {
+    transition_locked(c.view.stripe, CellState::kAbsent);
+  }
+}
+
+Result<Extent> StripeCache::allocate_locked(Lock& lock, int64_t stripe, uint64_t bytes) {
+  const uint64_t want = Arena::round_up(bytes);
+  if (want > arena_.capacity()) {
+    return Status::resource_exhausted("cache: " + part_name(stripe) + " needs " +
+                                      std::to_string(want) + " bytes, more than the budget of " +
+                                      std::to_string(arena_.capacity()) + " bytes");
+  }
+  for (;;) {
+    if (!failure_.is_ok()) return failure_;
+    if (auto e = arena_.allocate(want)) {
+      stats_.bytes_in_use = arena_.used();
+      if (stats_.bytes_in_use > stats_.peak_bytes) stats_.peak_bytes = stats_.bytes_in_use;
+      return *e;
+    }
+    uint64_t uploading = 0;
+    bool in_flight = false;
+    for (const auto& [s, c] : cells_) {
+      if (c.state == CellState::kWaitUpload || c.state == CellState::kUploading) {
+        uploading += c.extent.bytes;
+      }
+      in_flight = in_flight || is_in_flight(c.state);
+    }
+    // Enough memory is on its way back: wait for it before evicting more.
+    if (uploading > 0 && arena_.free_bytes() + uploading >= want) {
+      changed_.wait(lock);
+      continue;
+    }
+    if (Cell* victim = choose_victim_locked()) {
+      evict_locked(*victim);
+      continue;
+    }
+    if (!in_flight) {
+      return Status::resource_exhausted(
+          "cache: " + part_name(stripe) + " needs " + std::to_string(want) +
+          " bytes but the budget of " + std::to_string(arena_.capacity()) + " bytes holds " +
+          std::to_string(arena_.used()) + " bytes of stuck stripe parts and nothing can be evicted");
+    }
+    changed_.wait(lock);  // backpressure: in-flight work will return memory
+  }
+}
+
+Result<CellView> StripeCache::request(const PartRequest& req) {
+  STRIPESOLVE_CHECK(req.target == CellState::kWaitElimI || req.target == CellState::kWaitElimJ ||
+                        req.target == CellState::kStuck,
+                    "cache: bad request target " + std::string(cell_state_name(req.target)));
+  Lock lock(mu_);
+  for (;;) {
+    if (!failure_.is_ok()) return failure_;
+    auto it = cells_.find(req.stripe);
+    if (it == cells_.end()) break;
+    Cell& c = it->second;
+    const bool usable = c.state == CellState::kIdle ||
+                        (c.state == CellState::kStuck && req.target != CellState::kWaitElimJ);
+    if (usable && c.view.i0_store <= req.col_begin) {
+      ++stats_.hits;
+      c.view.elim_begin = req.elim_begin;
+      c.view.elim_end = req.elim_end;
+      if (req.target == CellState::kWaitElimI) c.count = req.count;
+      if (c.state != req.target) transition_locked(req.stripe, req.target);
+      return c.view;
+    }
+    if (c.state == CellState::kIdle) {  // stored from a later column than needed: drop it
+      evict_locked(c);
+      continue;
+    }
+    changed_.wait(lock);  // busy with an earlier operation
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(Extent e, allocate_locked(lock, req.stripe, req.buffer_bytes));
+  // allocate_locked may have waited; nobody else creates this stripe's cell (one requester per
+  // stripe at a time: the master walks tasks in order, DSR runs in other phases).
+  STRIPESOLVE_CHECK(cells_.find(req.stripe) == cells_.end(),
+                    "cache: two requesters raced for " + part_name(req.stripe));
+  ++stats_.misses;
+  Cell& c = cells_[req.stripe];
+  c.view = CellView{req.stripe, req.col_begin, arena_.base() + e.offset, e.bytes,
+                    req.elim_begin, req.elim_end, false};
+  c.extent = e;
+  c.target = req.target;
+  c.count = req.count;
+  c.created = ++clock_;
+  c.state = CellState::kAbsent;
+  transition_locked(req.stripe, CellState::kWaitDownload);
+  return c.view;
+}
+
+Result<CellView> StripeCache::wait_for(int64_t stripe, CellState state) {
+  Lock lock(mu_);
+  for (;;) {
+    if (!failure_.is_ok()) return failure_;
+    auto it = cells_.find(stripe);
+    if (it != cells_.end() && it->second.state == state) return it->second.view;
+    changed_.wait(lock);
+  }
+}
+
+void StripeCache::transition(int64_t stripe, CellState to) {
+  Lock lock(mu_);
+  cell_locked(stripe);
+  transition_locked(stripe, to);
+}
+
+void StripeCache::finish_elim_i(int64_t stripe) {
+  Lock lock(mu_);
+  const Cell& c = cell_locked(stripe);
+  transition_locked(stripe, c.count > 0 ? CellState::kStuck : CellState::kIdle);
+}
+
+void StripeCache::release_use(int64_t stripe) {
+  Lock lock(mu_);
+  Cell& c = cell_locked(stripe);
+  STRIPESOLVE_CHECK(c.state == CellState::kStuck && c.count > 0,
+                    "cache: release of " + part_name(stripe) + " in state " +
+                        std::string(cell_state_name(c.state)) + " with count " +
+                        std::to_string(c.count));
+  if (--c.count == 0) transition_locked(stripe, CellState::kIdle);
+}
+
+void StripeCache::remove(int64_t stripe) {
+  Lock lock(mu_);
+  cell_locked(stripe);
+  transition_locked(stripe, CellState::kAbsent);
+}
+
+std::optional<IoWork> StripeCache::next_io_work() {
+  Lock lock(mu_);
+  for (;;) {
+    if (shut_down_ || !failure_.is_ok()) return std::nullopt;
+    Cell* upload = nullptr;
+    Cell* download = nullptr;
+    for (auto& [s, c] : cells_) {
+      if (c.state == CellState::kWaitUpload && upload == nullptr) upload = &c;
+      if (c.state == CellState::kWaitDownload &&
+          (download == nullptr || c.created < download->created)) {
+        download = &c;
+      }
+    }
+    if (upload != nullptr) {
+      transition_locked(upload->view.stripe, CellState::kUploading);
+      return IoWork{IoWork::Kind::kUpload, upload->view};
+    }
+    if (download != nullptr) {
+      transition_locked(download->view.stripe, CellState::kDownloading);
+      return IoWork{IoWork::Kind::kDownload, download->view};
+    }
+    changed_.wait(lock);
+  }
+}
+
+void StripeCache::finish_io(const IoWork& work, const Status& result) {
+  Lock lock(mu_);
+  if (!result.is_ok()) {
+    if (failure_.is_ok()) failure_ = result;
+    changed_.notify_all();
+    return;  // the cell stays in its transfer state; the job is over
+  }
+  Cell& c = cell_locked(work.cell.stripe);
+  if (work.kind == IoWork::Kind::kDownload) {
+    transition_locked(work.cell.stripe, c.target);
+  } else {
+    transition_locked(work.cell.stripe, CellState::kAbsent);
+  }
+}
+
+Status StripeCache::flush() {
+  Lock lock(mu_);
+  for (;;) {
+    if (!failure_.is_ok()) return failure_;
+    if (cells_.empty()) return Status::ok();
+    bool in_flight = false;
+    bool evicted = false;
+    for (auto it = cells_.begin(); it != cells_.end();) {
+      auto next = std::next(it);
+      if (is_evictable(it->second.state)) {
+        evict_locked(it->second);
+        evicted = true;
+      } else {
+        in_flight = in_flight || is_in_flight(it->second.state);
+      }
+      it = next;
+    }
+    if (evicted) continue;
+    if (!in_flight) {
+      return Status::failed_precondition("cache: flush with " + std::to_string(cells_.size()) +
+                                         " stuck stripe parts (first: stripe " +
+                                         std::to_string(cells_.begin()->first) + ")");
+    }
+    changed_.wait(lock);
+  }
+}
+
+void StripeCache::fail(Status status) {
+  Lock lock(mu_);
+  if (failure_.is_ok() && !status.is_ok()) failure_ = std::move(status);
+  changed_.notify_all();
+}
+
+void StripeCache::shutdown() {
+  Lock lock(mu_);
+  shut_down_ = true;
+  changed_.notify_all();
+}
+
+Status StripeCache::failure() const {
+  Lock lock(mu_);
+  return failure_;
+}
+
+CacheStats StripeCache::stats() const {
+  Lock lock(mu_);
+  CacheStats s = stats_;
+  s.cells = cells_.size();
+  return s;
+}
+
+CellState StripeCache::state_of(int64_t stripe) const {
+  Lock lock(mu_);
+  auto it = cells_.find(stripe);
+  return it == cells_.end() ? CellState::kAbsent : it->second.state;
+}
+
+}  // namespace stripesolve::cache

@@ -1,0 +1,157 @@
+// The RAM cache of stripe parts (002 §7.2 L_PC, Fig 15; §8.3 Fig 19).
+//
+// One Arena with a hard byte budget holds the values; a table of cells, one per cached stripe part,
+// holds per cell: stripe index, i0_store (first stored column), extent, the elimination range it
+// waits for, count (J stripes that still need this eliminated stripe; "stuck" while > 0), state,
+// dirty bit and last use. Every state change goes through one transition function that checks the
+// edge (cell_state.h; an illegal edge is a bug: internal_error), logs old -> new at trace level
+// (logger "cache") and wakes every waiter.
+//
+// Memory: request() never allocates past the budget. A part that does not fit evicts idle cells,
+// the longest idle first (clean ones are dropped, dirty ones go to kWaitUpload for the I/O role),
+// and otherwise waits (backpressure) for in-flight work to free memory. Stuck cells are never
+// evicted. If nothing is in flight and nothing is evictable the request fails with
+// kResourceExhausted (the budget is too small for the working set; the planner prevents it).
+//
+// The cache does no I/O itself: the I/O role (scheduler/) takes work from next_io_work(), reads or
+// writes the cell buffer, and reports with finish_io().
+//
+// Ownership of cell buffers follows the state: kDownloading/kUploading -> the I/O role;
+// kElimI -> elim.I; kElimJ -> the elim.J worker that moved it there; kStuck -> read-only for all;
+// other states -> nobody touches the values. The transitions (under the mutex) order the accesses.
+//
+// Thread-safety: all methods are thread-safe; one mutex `mu_` guards the arena, the cell table and
+// the statistics; one condition variable `changed_` is notified on every change.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "cache/arena.h"
+#include "cache/cell_state.h"
+
+namespace stripesolve::cache {
+
+// What a role sees of a cell. Buffer, i0_store and bytes never change during the cell's life.
+struct CellView {
+  int64_t stripe = -1;
+  int64_t i0_store = 0;          // the part holds columns [i0_store, n) of the stripe
+  std::byte* buffer = nullptr;   // 4 KiB aligned, `bytes` long
+  uint64_t bytes = 0;
+  int64_t elim_begin = 0;        // the elimination range the cell waits for
+  int64_t elim_end = 0;
+  bool dirty = false;
+};
+
+struct PartRequest {
+  int64_t stripe = 0;
+  int64_t col_begin = 0;      // columns [col_begin, n) are needed; a cell with i0_store <= col_begin serves
+  uint64_t buffer_bytes = 0;  // I/O buffer size for the part from col_begin (storage part_layout)
+  CellState target = CellState::kWaitElimJ;  // kWaitElimI, kWaitElimJ or kStuck (DSR)
+  int64_t elim_begin = 0;
+  int64_t elim_end = 0;
+  int64_t count = 0;          // kWaitElimI: J stripes that will need it once eliminated
+};
+
+struct IoWork {
+  enum class Kind { kDownload, kUpload };
+  Kind kind = Kind::kDownload;
+  CellView cell;
+};
+
+struct CacheStats {
+  uint64_t budget = 0;        // arena capacity
+  uint64_t bytes_in_use = 0;
+  uint64_t peak_bytes = 0;    // never above budget
+  uint64_t hits = 0;          // requests served by a cached cell
+  uint64_t misses = 0;        // requests that created a cell to download
+  uint64_t evictions = 0;
+  uint64_t uploads = 0;       // evictions that wrote a dirty cell back
+  size_t cells = 0;
+};
+
+class StripeCache {
+ public:
+  explicit StripeCache(uint64_t budget_bytes);
+  StripeCache(const StripeCache&) = delete;
+  StripeCache& operator=(const StripeCache&) = delete;
+
+  // The arena, for pinned-memory registration by a GPU backend (before any request).
+  Arena& arena() { return arena_; }
+
+  // Master or DSR. Waits while the stripe's cell is busy with an earlier operation. A cell in
+  // kIdle/kStuck with i0_store <= col_begin is a hit and moves to `target` (kStuck stays kStuck);
+  // otherwise (absent, or stored from a later column: evicted first) it is a miss: an extent is
+  // allocated (evicting/waiting as above) and the cell starts in kWaitDownload.
+  Result<CellView> request(const PartRequest& req);
+
+  // Waits until the stripe's cell is in `state`. Returns the cache's failure if it failed.
+  Result<CellView> wait_for(int64_t stripe, CellState state);
+
+  // Moves the stripe's cell along a legal edge (internal error otherwise, or if it has no cell).
+  void transition(int64_t stripe, CellState to);
+  // elim.I finished: kElimI -> kStuck if count > 0, else kIdle.
+  void finish_elim_i(int64_t stripe);
+  // One J stripe no longer needs eliminated stripe `stripe`: count -= 1; at 0 kStuck -> kIdle
+  // (002 §8.3 path 1: the elim.J thread that finishes the last update unsticks it).
+  void release_use(int64_t stripe);
+  // The master has read a DSR part: kStuck -> kAbsent without write-back.
+  void remove(int64_t stripe);
+
+  // I/O role: blocks until a cell waits for upload (served first: they free memory) or download,
+  // moves it to kUploading/kDownloading and returns it; nullopt after shutdown() or fail().
+  std::optional<IoWork> next_io_work();
+  // I/O role: a download moves the cell to its target state, an upload removes the cell.
+  // A failed transfer fails the whole cache with that status.
+  void finish_io(const IoWork& work, const Status& result);
+
+  // Evicts every idle cell (dirty ones through the I/O role) and waits until the table is empty.
+  // Fails if a cell is stuck or busy for good, or the cache failed.
+  Status flush();
+
+  // Wakes every waiter; from now on every wait returns `status` (first failure wins).
+  void fail(Status status);
+  // Stops the I/O role (next_io_work returns nullopt).
+  void shutdown();
+  Status failure() const;
+
+  CacheStats stats() const;
+  CellState state_of(int64_t stripe) const;  // kAbsent when it has no cell
+
+ private:
+  struct Cell {
+    CellView view;
+    CellState state = CellState::kAbsent;
+    CellState target = CellState::kAbsent;  // where a download leads
+    int64_t count = 0;
+    uint64_t last_use = 0;
+    uint64_t created = 0;                   // download order
+    Extent extent;
+  };
+  using Lock = std::unique_lock<std::mutex>;
+
+  // The one place where a state changes. Deletes the cell (and frees its extent) on kAbsent.
+  void transition_locked(int64_t stripe, CellState to);
+  Cell& cell_locked(int64_t stripe);
+  Result<Extent> allocate_locked(Lock& lock, int64_t stripe, uint64_t bytes);
+  // Eviction policy, in one place: the longest idle evictable cell; nullptr if none.
+  Cell* choose_victim_locked();
+  void evict_locked(Cell& cell);
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  Arena arena_;                       // guarded by mu_
+  std::map<int64_t, Cell> cells_;     // guarded by mu_
+  uint64_t clock_ = 0;                // guarded by mu_; logical time for last_use
+  CacheStats stats_;                  // guarded by mu_
+  Status failure_;                    // guarded by mu_
+  bool shut_down_ = false;            // guarded by mu_
+};
+
+}  // namespace stripesolve::cache

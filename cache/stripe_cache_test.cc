@@ -1,0 +1,202 @@
+#include "cache/stripe_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace stripesolve::cache {
+namespace {
+
+constexpr uint64_t kPart = 2 * kExtentAlignment;  // every test part: 1024 doubles
+
+// A stand-in for the scheduler's I/O role over an in-memory "disk": one double array per stripe.
+class FakeIo {
+ public:
+  explicit FakeIo(StripeCache& cache) : cache_(cache), thread_([this] { run(); }) {}
+  ~FakeIo() {
+    cache_.shutdown();
+    thread_.join();
+  }
+  std::vector<int64_t> uploads() {
+    std::lock_guard<std::mutex> l(mu_);
+    return uploads_;
+  }
+  double disk(int64_t stripe) {
+    std::lock_guard<std::mutex> l(mu_);
+    return disk_[stripe];
+  }
+
+ private:
+  void run() {
+    while (auto work = cache_.next_io_work()) {
+      double* v = reinterpret_cast<double*>(work->cell.buffer);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (work->kind == IoWork::Kind::kDownload) {
+          for (uint64_t k = 0; k < kPart / 8; ++k) v[k] = disk_[work->cell.stripe];
+        } else {
+          disk_[work->cell.stripe] = v[kPart / 8 - 1];
+          uploads_.push_back(work->cell.stripe);
+        }
+      }
+      cache_.finish_io(*work, Status::ok());
+    }
+  }
+  StripeCache& cache_;
+  std::mutex mu_;
+  std::map<int64_t, double> disk_;
+  std::vector<int64_t> uploads_;
+  std::thread thread_;
+};
+
+PartRequest j_request(int64_t stripe, int64_t col = 0) {
+  return PartRequest{stripe, col, kPart, CellState::kWaitElimJ, 0, 1, 0};
+}
+
+// Runs one J-type step on the cell: wait for the download, add 1 to every value, go idle (dirty).
+void update_once(StripeCache& cache, int64_t stripe) {
+  CellView v = cache.request(j_request(stripe)).value();
+  ASSERT_TRUE(cache.wait_for(stripe, CellState::kWaitElimJ).is_ok());
+  cache.transition(stripe, CellState::kElimJ);
+  double* d = reinterpret_cast<double*>(v.buffer);
+  for (uint64_t k = 0; k < kPart / 8; ++k) d[k] += 1.0;
+  cache.transition(stripe, CellState::kIdle);
+}
+
+TEST(StripeCacheTest, JPathDownloadsUpdatesAndMarksDirty) {
+  StripeCache cache(4 * kPart);
+  FakeIo io(cache);
+  update_once(cache, 3);
+  EXPECT_EQ(cache.state_of(3), CellState::kIdle);
+  update_once(cache, 3);  // a hit: still cached
+  CacheStats s = cache.stats();
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 1u);
+  ASSERT_TRUE(cache.flush().is_ok());
+  EXPECT_EQ(io.disk(3), 2.0);
+  EXPECT_EQ(io.uploads(), std::vector<int64_t>{3});
+  EXPECT_EQ(cache.stats().cells, 0u);
+}
+
+TEST(StripeCacheTest, LongestIdleIsEvictedFirstAndOnlyDirtyOnesAreUploaded) {
+  StripeCache cache(3 * kPart);
+  FakeIo io(cache);
+  update_once(cache, 0);                        // dirty, idle since t0
+  ASSERT_TRUE(cache.request(PartRequest{1, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(1, CellState::kStuck).is_ok());
+  cache.remove(1);                              // DSR read: deleted without upload
+  ASSERT_TRUE(cache.request(PartRequest{2, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(2, CellState::kStuck).is_ok());
+  update_once(cache, 4);                        // dirty, idle after 0
+  update_once(cache, 5);                        // full: evicts 0 (oldest idle, dirty, uploaded)
+  EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
+  EXPECT_EQ(cache.state_of(2), CellState::kStuck);
+  EXPECT_EQ(cache.state_of(4), CellState::kIdle);
+  update_once(cache, 6);                        // evicts 4, never the stuck 2
+  EXPECT_EQ(cache.state_of(4), CellState::kAbsent);
+  EXPECT_EQ(cache.state_of(2), CellState::kStuck);
+  EXPECT_EQ(io.uploads(), (std::vector<int64_t>{0, 4}));
+  EXPECT_EQ(io.disk(0), 1.0);
+  // Unstuck now: 2 becomes the most recently idle cell, and it is clean.
+  cache.transition(2, CellState::kIdle);
+  update_once(cache, 7);  // evicts 5 (dirty)
+  ASSERT_TRUE(cache.request(PartRequest{8, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(8, CellState::kStuck).is_ok());  // evicts 6 (dirty)
+  EXPECT_EQ(cache.state_of(2), CellState::kIdle);
+  ASSERT_TRUE(cache.request(PartRequest{9, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
+  EXPECT_EQ(cache.state_of(2), CellState::kAbsent);  // clean: dropped, not uploaded
+  EXPECT_EQ(io.uploads(), (std::vector<int64_t>{0, 4, 5, 6}));
+  EXPECT_LE(cache.stats().peak_bytes, cache.stats().budget);
+}
+
+TEST(StripeCacheTest, StuckPartsAreNeverEvictedAndAFullStuckCacheFails) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  for (int64_t s : {0, 1}) {
+    ASSERT_TRUE(cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
+    ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimI).is_ok());
+    cache.transition(s, CellState::kElimI);
+    cache.finish_elim_i(s);
+    EXPECT_EQ(cache.state_of(s), CellState::kStuck);
+  }
+  auto r = cache.request(j_request(2));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(),
+            "cache: stripe 2 needs 8192 bytes but the budget of 16384 bytes holds 16384 bytes of "
+            "stuck stripe parts and nothing can be evicted");
+  cache.release_use(0);  // count 1 -> 0: unstuck
+  EXPECT_EQ(cache.state_of(0), CellState::kIdle);
+  EXPECT_TRUE(cache.request(j_request(2)).is_ok());
+  EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
+}
+
+TEST(StripeCacheTest, TooLargeRequestIsRejected) {
+  StripeCache cache(kPart);
+  auto r = cache.request(PartRequest{0, 0, 2 * kPart, CellState::kWaitElimJ, 0, 1, 0});
+  EXPECT_EQ(r.status().message(),
+            "cache: stripe 0 needs 16384 bytes, more than the budget of 8192 bytes");
+}
+
+TEST(StripeCacheTest, WaitersAreWokenByTransitionsAndByFailure) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  ASSERT_TRUE(cache.request(PartRequest{0, 0, kPart, CellState::kWaitElimI, 0, 1, 1}).is_ok());
+  std::thread waiter([&] { EXPECT_TRUE(cache.wait_for(0, CellState::kStuck).is_ok()); });
+  ASSERT_TRUE(cache.wait_for(0, CellState::kWaitElimI).is_ok());
+  cache.transition(0, CellState::kElimI);
+  cache.finish_elim_i(0);
+  waiter.join();
+  std::thread failed([&] {
+    EXPECT_EQ(cache.wait_for(0, CellState::kElimJ).status().message(), "stop");
+  });
+  cache.fail(Status::cancelled("stop"));
+  failed.join();
+}
+
+TEST(StripeCacheDeathTest, IllegalTransitionIsAnInternalError) {
+  StripeCache cache(2 * kPart);
+  ASSERT_TRUE(cache.request(j_request(0)).is_ok());
+  EXPECT_DEATH(cache.transition(0, CellState::kIdle),
+               "illegal transition of stripe 0 from wait_download to idle");
+  EXPECT_DEATH(cache.transition(5, CellState::kIdle), "stripe 5 has no cell");
+}
+
+// Several requesters over a cache that holds a third of the parts: the budget is never exceeded,
+// every update survives eviction and write-back.
+TEST(StripeCacheTest, ConcurrentRequestsStayWithinBudgetAndKeepEveryUpdate) {
+  constexpr int kThreads = 4;
+  constexpr int kStripesPerThread = 6;
+  constexpr int kRounds = 5;
+  StripeCache cache(8 * kPart);
+  FakeIo io(cache);
+  std::atomic<uint64_t> max_seen{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        for (int k = 0; k < kStripesPerThread; ++k) {
+          update_once(cache, t * kStripesPerThread + k);
+          const uint64_t used = cache.stats().bytes_in_use;
+          uint64_t prev = max_seen.load();
+          while (used > prev && !max_seen.compare_exchange_weak(prev, used)) {
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(cache.flush().is_ok());
+  for (int s = 0; s < kThreads * kStripesPerThread; ++s) EXPECT_EQ(io.disk(s), kRounds) << s;
+  const CacheStats st = cache.stats();
+  EXPECT_LE(st.peak_bytes, st.budget);
+  EXPECT_LE(max_seen.load(), st.budget);
+  EXPECT_GT(st.uploads, 0u);
+}
+
+}  // namespace
+}  // namespace stripesolve::cache

@@ -1,0 +1,197 @@
+#include "stripe/stripe_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "stripe/dense_reference.h"
+#include "stripe/geometry.h"
+
+namespace stripesolve::stripe {
+namespace {
+
+// A matrix held as stripes (each from column 0), driven in an arbitrary order the way the
+// scheduler does: every operation gets its own copy of the stripe part, starting at the column the
+// cache would store it from (i0_store), and writes it back afterwards.
+class StripedMatrix {
+ public:
+  StripedMatrix(const std::vector<double>& a, int64_t n, int64_t stripe_rows)
+      : n_(n), stripes_(EvenPartition::with_max_part(n, stripe_rows)) {
+    for (int64_t I = 0; I < stripes_.count; ++I) {
+      const int64_t h = stripes_.size(I);
+      data_.emplace_back(h * n);
+      for (int64_t c = 0; c < n; ++c) {
+        for (int64_t r = 0; r < h; ++r) data_[I][r + c * h] = a[stripes_.begin(I) + r + c * n];
+      }
+    }
+    pivots_.resize(stripes_.count);
+  }
+
+  // A copy of stripe I from column c0 (like a cache cell filled by read_part).
+  std::vector<double> read(int64_t I, int64_t c0) const {
+    const int64_t h = stripes_.size(I);
+    return {data_[I].begin() + h * c0, data_[I].end()};
+  }
+  void write(int64_t I, int64_t c0, const std::vector<double>& part) {
+    std::memcpy(data_[I].data() + stripes_.size(I) * c0, part.data(), part.size() * 8);
+  }
+  StripePart view(int64_t I, int64_t c0, std::vector<double>& buffer) const {
+    return {buffer.data(), stripes_.begin(I), stripes_.size(I), c0, n_};
+  }
+
+  Status eliminate(backend::Backend& be, int64_t I, PivotMode mode, int64_t sub) {
+    const int64_t c0 = stripes_.begin(I);
+    auto buf = read(I, c0);
+    const auto part = view(I, c0, buf);
+    std::vector<std::byte> ws(eliminate_workspace_size(be, part, mode, sub).host_bytes + 64);
+    STRIPESOLVE_RETURN_IF_ERROR(
+        eliminate_stripe(be, part, mode, sub, {ws.data(), ws.size(), nullptr, 0}, &pivots_[I]));
+    // The pivots travel through their blob format, as they do through the store.
+    STRIPESOLVE_ASSIGN_OR_RETURN(pivots_[I], parse_pivots(serialize_pivots(pivots_[I])));
+    write(I, c0, buf);
+    return Status::ok();
+  }
+
+  Status update(backend::Backend& be, int64_t I, int64_t J) {
+    const int64_t c0 = stripes_.begin(I);
+    auto bi = read(I, c0);
+    auto bj = read(J, c0);
+    STRIPESOLVE_RETURN_IF_ERROR(update_stripe(be, view(I, c0, bi), pivots_[I], view(J, c0, bj)));
+    write(J, c0, bj);
+    return Status::ok();
+  }
+
+  Status solve(backend::Backend& be, std::vector<double>& x, int64_t nrhs) {
+    for (int64_t I = 0; I < stripes_.count; ++I) {
+      auto buf = read(I, 0);
+      STRIPESOLVE_RETURN_IF_ERROR(
+          forward_substitute_stripe(be, view(I, 0, buf), pivots_[I], x.data(), n_, nrhs));
+    }
+    for (int64_t I = stripes_.count - 1; I >= 0; --I) {
+      const int64_t c0 = stripes_.begin(I);
+      auto buf = read(I, c0);
+      STRIPESOLVE_RETURN_IF_ERROR(backward_substitute_stripe(be, view(I, c0, buf), x.data(), n_, nrhs));
+      apply_solution_swaps(pivots_[I], x.data(), n_, nrhs);
+    }
+    return Status::ok();
+  }
+
+  int64_t count() const { return stripes_.count; }
+
+ private:
+  int64_t n_;
+  EvenPartition stripes_;
+  std::vector<std::vector<double>> data_;
+  std::vector<StripePivots> pivots_;
+};
+
+enum class Order { kRightLooking, kLeftLooking, kZigzag, kMetaZigzag };
+
+// Runs the triangulation in `order`; each respects "J updated by I0 < I1 < ..., I eliminated after
+// all its updates" but visits J stripes in different orders (002 §8.4).
+Status triangulate(backend::Backend& be, StripedMatrix& m, Order order, PivotMode mode, int64_t sub) {
+  const int64_t N = m.count();
+  switch (order) {
+    case Order::kRightLooking:
+      for (int64_t I = 0; I < N; ++I) {
+        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, I, mode, sub));
+        for (int64_t J = I + 1; J < N; ++J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+      }
+      return Status::ok();
+    case Order::kLeftLooking:
+      for (int64_t J = 0; J < N; ++J) {
+        for (int64_t I = 0; I < J; ++I) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, J, mode, sub));
+      }
+      return Status::ok();
+    case Order::kZigzag:
+      for (int64_t I = 0; I < N; ++I) {
+        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, I, mode, sub));
+        if (I % 2 == 0) {
+          for (int64_t J = N - 1; J > I; --J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+        } else {
+          for (int64_t J = I + 1; J < N; ++J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+        }
+      }
+      return Status::ok();
+    case Order::kMetaZigzag: {
+      // Meta-stripes of 2: eliminate a meta-stripe's stripes, then update every later J by the
+      // whole range of I's, J visited from the last one down.
+      for (int64_t M0 = 0; M0 < N; M0 += 2) {
+        const int64_t M1 = std::min(N, M0 + 2);
+        for (int64_t I = M0; I < M1; ++I) {
+          STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, I, mode, sub));
+          for (int64_t J = I + 1; J < M1; ++J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+        }
+        for (int64_t J = N - 1; J >= M1; --J) {
+          for (int64_t I = M0; I < M1; ++I) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+        }
+      }
+      return Status::ok();
+    }
+  }
+  return Status::internal("unknown order");
+}
+
+class StripeOrderTest
+    : public ::testing::TestWithParam<std::tuple<Order, PivotMode>> {};
+
+TEST_P(StripeOrderTest, AnyDependencyRespectingOrderSolves) {
+  const auto [order, mode] = GetParam();
+  backend::CpuBackend cpu;
+  const int64_t n = 451;
+  const int64_t nrhs = 3;
+  const auto a = uniform_matrix(n, n, 77);
+  StripedMatrix m(a, n, 60);  // 8 stripes of 56-57 rows
+  ASSERT_TRUE(triangulate(cpu, m, order, mode, 13).is_ok());
+  const auto b = uniform_matrix(n, nrhs, 78);
+  auto x = b;
+  ASSERT_TRUE(m.solve(cpu, x, nrhs).is_ok());
+  ASSERT_GT(max_abs(x), 0.0);
+  const auto x_ref = lapack_solve(a, n, b, nrhs);
+  const double res = scaled_residual(a.data(), n, x.data(), b.data(), nrhs);
+  const double res_ref = scaled_residual(a.data(), n, x_ref.data(), b.data(), nrhs);
+  EXPECT_LE(res, mode == PivotMode::kRow ? std::max(10 * res_ref, 1e-15) : 1e-11);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Orders, StripeOrderTest,
+    ::testing::Combine(::testing::Values(Order::kRightLooking, Order::kLeftLooking, Order::kZigzag,
+                                         Order::kMetaZigzag),
+                       ::testing::Values(PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone)));
+
+TEST(StripeOps, PivotsRoundTripAndRejectCorruptBytes) {
+  StripePivots p{PivotMode::kRow, 100, {103, 101, 110}};
+  auto bytes = serialize_pivots(p);
+  EXPECT_EQ(bytes.size(), 24u + 24u);
+  auto back = parse_pivots(bytes);
+  ASSERT_TRUE(back.is_ok());
+  EXPECT_EQ(*back, p);
+  EXPECT_EQ(parse_pivots(std::span(bytes).first(10)).status(),
+            Status::corruption("pivot record of 10 bytes is shorter than its 24-byte header"));
+  bytes[24] = std::byte{0};  // swaps[0] = 0 < row 100
+  EXPECT_EQ(parse_pivots(bytes).status(),
+            Status::corruption("pivot record: swap 0 of row 100 points backwards"));
+  bytes[0] = std::byte{0};
+  EXPECT_EQ(parse_pivots(bytes).status(), Status::corruption("pivot record: bad magic"));
+}
+
+TEST(StripeOps, RejectsPartsInTheWrongPlace) {
+  backend::CpuBackend cpu;
+  std::vector<double> a(4 * 10, 1.0), b(4 * 10, 1.0);
+  StripePart i{a.data(), 4, 4, 0, 10};
+  StripePart j{b.data(), 2, 4, 0, 10};  // overlaps I: not below it
+  StripePivots p{PivotMode::kNone, 4, {}};
+  EXPECT_EQ(update_stripe(cpu, i, p, j),
+            Status::invalid_argument("update stripe: stripe of rows from 2 (columns from 0) cannot "
+                                     "be updated by stripe of rows [4, 8) (columns from 0)"));
+  StripePart late{a.data(), 4, 4, 5, 10};
+  EXPECT_EQ(eliminate_stripe(cpu, late, PivotMode::kNone, 2, {}, &p),
+            Status::invalid_argument(
+                "eliminate stripe: part of rows from 4 starts at column 5, after its diagonal"));
+}
+
+}  // namespace
+}  // namespace stripesolve::stripe

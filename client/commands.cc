@@ -61,7 +61,7 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
       if (f.type == static_cast<uint16_t>(MessageType::kError)) return protocol::status_from_error_frame(f);
       if (f.type == static_cast<uint16_t>(MessageType::kProgress) && display != nullptr) display->update(f.header);
       if (final) {
-        final_job = f.header;
+        STRIPESOLVE_ASSIGN_OR_RETURN(final_job, protocol::reply_body(f));
         watch_done = true;
       }
     } else if (result_id != 0 && f.request_id == result_id) {

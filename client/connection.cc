@@ -38,8 +38,12 @@ Result<std::unique_ptr<Connection>> Connection::connect(const std::string& socke
     return Status::unavailable(daemon_unreachable_message(socket_path, err));
   }
   std::unique_ptr<Connection> c(new Connection(fd, socket_path));
-  STRIPESOLVE_RETURN_IF_ERROR(c->send(protocol::make_hello(client_name)));
-  STRIPESOLVE_ASSIGN_OR_RETURN(Frame welcome, c->receive());
+  // A daemon that refuses the connection (limit reached) has already sent an error frame and
+  // closed: the hello may fail with EPIPE, but the error is still there to read.
+  const Status sent = c->send(protocol::make_hello(client_name));
+  auto received = c->receive();
+  if (!received.is_ok()) return sent.is_ok() ? received.status() : sent;
+  Frame welcome = std::move(received).value();
   if (welcome.type == static_cast<uint16_t>(MessageType::kError)) return c->error_from(welcome);
   if (welcome.type != static_cast<uint16_t>(MessageType::kWelcome)) {
     return Status::failed_precondition(fmt::format("expected welcome from the daemon, got {}",
@@ -103,8 +107,9 @@ Status Connection::error_from(const Frame& frame) const {
 
 Result<nlohmann::json> Connection::call(MessageType type, nlohmann::json header) {
   nlohmann::json reply;
-  Status st = stream(type, std::move(header), [&](const Frame& f) {
-    if (f.type == static_cast<uint16_t>(MessageType::kOk)) reply = f.header;
+  Status st = stream(type, std::move(header), [&](const Frame& f) -> Status {
+    if (f.type != static_cast<uint16_t>(MessageType::kOk)) return Status::ok();
+    STRIPESOLVE_ASSIGN_OR_RETURN(reply, protocol::reply_body(f));
     return Status::ok();
   });
   if (!st.is_ok()) return st;

@@ -349,7 +349,22 @@ bool Connection::pump_one_stream() {
 }
 
 void Connection::reply(uint64_t request_id, nlohmann::json header) {
-  send(protocol::make_frame(MessageType::kOk, request_id, std::move(header), protocol::kFlagFinal));
+  // Large replies (job lists, traces, logs, metrics) travel as JSON in the payload
+  // (docs/protocol.md "Large replies"); the JSON header stays small.
+  std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() <= protocol::kInlineReplyBytes) {
+    send(protocol::make_frame(MessageType::kOk, request_id, std::move(header), protocol::kFlagFinal));
+    return;
+  }
+  if (text.size() > env_.config.limits.max_payload_bytes) {
+    send_error(request_id, Status::resource_exhausted(fmt::format(
+        "reply of {} bytes exceeds the payload limit of {} bytes", text.size(),
+        env_.config.limits.max_payload_bytes)), "narrow the request (e.g. a job id or a smaller limit)");
+    return;
+  }
+  protocol::Frame f = protocol::make_frame(MessageType::kOk, request_id, {{"body", "payload"}}, protocol::kFlagFinal);
+  f.payload = std::move(text);
+  send(f);
 }
 
 void Connection::send_error(uint64_t request_id, const Status& status, std::string_view hint) {
@@ -381,7 +396,9 @@ void Connection::send(const Frame& frame, bool droppable) {
 
 void Connection::write_next() {
   if (writing_ || closed_) return;
+  // pump may send(), which re-enters write_next() and starts the write itself.
   if (queue_.empty() && !closing_) pump_one_stream();
+  if (writing_ || closed_) return;
   if (queue_.empty()) {
     if (closing_) close();
     return;

@@ -67,6 +67,15 @@ Status status_from_error_frame(const Frame& frame) {
   return st;
 }
 
+Result<nlohmann::json> reply_body(const Frame& frame) {
+  if (frame.header.value("body", std::string()) != "payload") return frame.header;
+  nlohmann::json body = nlohmann::json::parse(frame.payload, nullptr, false);
+  if (body.is_discarded()) {
+    return Status::invalid_argument(fmt::format("reply payload of {} bytes is not valid JSON", frame.payload.size()));
+  }
+  return body;
+}
+
 Frame make_hello(std::string_view client_name) {
   return make_frame(MessageType::kHello, 0,
                     {{"client", std::string(client_name)},

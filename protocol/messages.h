@@ -45,6 +45,12 @@ enum class MessageType : uint16_t {
 std::string_view message_type_name(uint16_t type);
 bool is_request_type(uint16_t type);
 
+// Replies whose JSON exceeds this travel in the payload: header {"body": "payload"}, payload =
+// the JSON text (see reply_body()).
+inline constexpr size_t kInlineReplyBytes = 16 * 1024;
+// The reply JSON of a kOk frame, wherever it travels.
+Result<nlohmann::json> reply_body(const Frame& frame);
+
 // Builds frames.
 Frame make_frame(MessageType type, uint64_t request_id, nlohmann::json header = nlohmann::json::object(),
                  uint32_t flags = 0);

@@ -1,0 +1,94 @@
+#include "tests/integration/daemon_fixture.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <vector>
+
+namespace stripesolve::testing {
+
+using namespace std::chrono_literals;
+
+double expected_row_value(int64_t row, int64_t col) { return static_cast<double>(row + 1000 * col); }
+
+void TestJobs::register_into(daemon::JobRegistry& r) {
+  r.add("echo", daemon::Lane::kSmall, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
+    return ctx.params();
+  });
+  r.add("gated", daemon::Lane::kDense, [this](daemon::JobContext& ctx) -> Result<nlohmann::json> {
+    gated_running++;
+    int ticks = 0;
+    while (!ctx.cancelled() && !release.load()) {
+      ctx.job().set_progress({{"phase", "waiting"}, {"fraction", 0.01 * (++ticks % 100)}});
+      std::this_thread::sleep_for(2ms);
+    }
+    gated_running--;
+    if (ctx.cancelled()) return Status::cancelled("cancelled while waiting at the gate");
+    return nlohmann::json{{"released", true}};
+  });
+  r.add("rows", daemon::Lane::kDense, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
+    const int64_t n = ctx.params().value("n", int64_t{1000});
+    const int64_t nrhs = ctx.params().value("nrhs", int64_t{1});
+    const int64_t stripe = ctx.params().value("stripe", int64_t{100});
+    const int delay_ms = ctx.params().value("delay_ms", 0);
+    STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
+    for (int64_t end = n; end > 0; end -= stripe) {
+      if (ctx.cancelled()) return Status::cancelled("cancelled while producing rows");
+      const int64_t begin = std::max<int64_t>(0, end - stripe), rows = end - begin;
+      std::vector<double> x(static_cast<size_t>(rows * nrhs));
+      for (int64_t j = 0; j < nrhs; ++j) {
+        for (int64_t i = 0; i < rows; ++i) x[j * rows + i] = expected_row_value(begin + i, j);
+      }
+      STRIPESOLVE_RETURN_IF_ERROR(ctx.job().publish_rows(begin, rows, x.data()));
+      ctx.job().set_progress({{"phase", "substitute"}, {"fraction", 1.0 - double(begin) / n}});
+      if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    }
+    return nlohmann::json{{"rows", n}};
+  });
+}
+
+DaemonFixture::DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak) {
+  char tmpl[] = "/tmp/ss-it-XXXXXX";
+  dir_ = ::mkdtemp(tmpl);
+  socket_ = dir_ + "/run/stripesolved.sock";
+  daemon::DaemonConfig config = daemon::parse_daemon_config("", "<test>");
+  config.server.socket = socket_;
+  config.server.progress_log_seconds = 0.2;
+  config.server.drain_timeout_seconds = 30;
+  if (tweak) tweak(config);
+  socket_ = config.server.socket;
+  daemon_ = std::make_unique<daemon::Daemon>(config, [this](daemon::JobRegistry& r) { jobs_.register_into(r); });
+  Status st = daemon_->start();
+  if (!st.is_ok()) {
+    ADD_FAILURE() << "daemon did not start: " << st.to_string();
+    return;
+  }
+  thread_ = std::thread([this] { daemon_->run(); });
+}
+
+DaemonFixture::~DaemonFixture() {
+  stop();
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+void DaemonFixture::stop(const std::string& policy) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (thread_.joinable()) {
+    daemon_->request_stop(policy);
+    thread_.join();
+  }
+  daemon_.reset();
+}
+
+std::unique_ptr<client::Connection> DaemonFixture::connect() {
+  auto c = client::Connection::connect(socket_, "integration-test");
+  if (!c.is_ok()) {
+    ADD_FAILURE() << c.status().to_string();
+    return nullptr;
+  }
+  return std::move(c).value();
+}
+
+}  // namespace stripesolve::testing

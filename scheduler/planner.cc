@@ -1,0 +1,200 @@
+#include "scheduler/planner.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "base/config.h"
+#include "base/units.h"
+
+namespace stripesolve::scheduler {
+
+void parse_engine_config(ConfigMap& map, EngineConfig& c) {
+  map.get_bytes("ram_budget", c.ram_budget, 64 * kKiB);
+  map.get("stripe_rows", c.stripe_rows, 0, 1 << 20);
+  map.get("substripe_rows", c.substripe_rows, 0, 1 << 20);
+  map.get("segment_columns", c.segment_columns, 0, int64_t{1} << 30);
+  map.get("meta_stripes", c.meta_stripes, 0, 1 << 20);
+  map.get("round_robin_levels", c.round_robin_levels, 0, 1 << 16);
+  map.get("elim_j_workers", c.elim_j_workers, 0, 256);
+  map.get("cores", c.cores, 0, 1 << 16);
+  map.get_bytes("gpu_memory", c.gpu_memory);
+  map.get("gpus", c.gpus, 0, 64);
+  map.get("assumed_gflops", c.assumed_gflops, 0.0, 1e9);
+  map.get("ssd_bytes_per_second", c.ssd_bytes_per_second, 0.0, 1e15);
+  map.get("progress_interval_seconds", c.progress_interval_seconds, 0.01, 3600.0);
+  map.finish();
+}
+
+Machine describe_machine(const EngineConfig& c, int64_t paths) {
+  Machine m;
+  m.ram_budget = c.ram_budget;
+  m.paths = std::max<int64_t>(1, paths);
+  m.cores = c.cores > 0 ? c.cores : std::max<int64_t>(1, std::thread::hardware_concurrency());
+  m.gpu_memory = c.gpu_memory;
+  m.gpus = c.gpu_memory > 0 ? std::max<int64_t>(1, c.gpus) : 0;
+  m.gflops = c.assumed_gflops > 0 ? c.assumed_gflops : 15.0 * static_cast<double>(m.cores);
+  m.ssd_bytes_per_second =
+      c.ssd_bytes_per_second > 0 ? c.ssd_bytes_per_second : 1e9 * static_cast<double>(m.paths);
+  return m;
+}
+
+namespace {
+
+int64_t stripe_count(int64_t n, int64_t s) { return (n + s - 1) / s; }
+uint64_t full_stripe_bytes(int64_t n, int64_t s) { return 8ull * static_cast<uint64_t>(s) * n; }
+
+}  // namespace
+
+Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,
+                        const Machine& m) {
+  if (n < 1) return Status::invalid_argument("plan: matrix order must be >= 1, got " + std::to_string(n));
+  Plan p;
+  p.n = n;
+  p.ram_budget = m.ram_budget;
+  p.flops = 2.0 / 3.0 * std::pow(static_cast<double>(n), 3);
+
+  // S: the stored matrix decides; else pinned; else 1024 reduced until 4 stripes fit (Eq 17, S^m=2).
+  if (stored_stripe_rows > 0) {
+    p.stripe_rows = stored_stripe_rows;
+    p.notes.push_back("S taken from the stored matrix");
+  } else if (config.stripe_rows > 0) {
+    p.stripe_rows = config.stripe_rows;
+    p.notes.push_back("S pinned by engine.stripe_rows");
+  } else {
+    p.stripe_rows = m.gpus > 0 ? 2048 : 1024;
+    while (p.stripe_rows > 64 && 4 * full_stripe_bytes(n, p.stripe_rows) > m.ram_budget) {
+      p.stripe_rows /= 2;
+    }
+  }
+  p.stripe_rows = std::min(p.stripe_rows, n);
+  p.stripes = stripe_count(n, p.stripe_rows);
+  // Stripe heights are n/N rounded (002 Eq 3): the largest is ceil(n/N).
+  const int64_t max_rows = (n + p.stripes - 1) / p.stripes;
+  p.stripe_bytes = full_stripe_bytes(n, max_rows);
+  // One 4 KiB slack per cached part (alignment of extents and of O_DIRECT buffers).
+  const uint64_t per_part = p.stripe_bytes + 2 * 4096;
+  const uint64_t parts_in_cache = m.ram_budget / per_part;
+
+  if (config.substripe_rows > 0) {
+    p.substripe_rows = std::min(config.substripe_rows, max_rows);
+    p.notes.push_back("S' pinned by engine.substripe_rows");
+  } else {
+    p.substripe_rows = std::min<int64_t>(max_rows, std::clamp<int64_t>(p.stripe_rows / 8, 32, 256));
+  }
+
+  if (config.elim_j_workers > 0) {
+    p.elim_j_workers = config.elim_j_workers;
+    p.notes.push_back("k pinned by engine.elim_j_workers");
+  } else {
+    p.elim_j_workers = m.gpus > 0 ? 2 * m.gpus : std::clamp<int64_t>(m.cores, 1, 16);
+  }
+
+  if (config.meta_stripes > 0) {
+    p.meta_stripes = std::min(config.meta_stripes, p.stripes);
+    p.notes.push_back("S^m pinned by engine.meta_stripes");
+  } else {
+    // Eq 18: 2 S^m + 2 full stripes for peak performance.
+    const int64_t peak = parts_in_cache >= 4 ? static_cast<int64_t>((parts_in_cache - 2) / 2) : 1;
+    p.meta_stripes = std::clamp<int64_t>(peak, 1, p.stripes);
+  }
+  if (parts_in_cache < static_cast<uint64_t>(p.meta_stripes) + 2 && p.stripes > 1) {
+    p.notes.push_back(fmt::format(
+        "cache holds {} full stripes, fewer than S^m + 2 = {} (002 Eq 17): I/O bound",
+        parts_in_cache, p.meta_stripes + 2));
+  }
+
+  if (config.segment_columns > 0) {
+    p.segment_columns = config.segment_columns;
+    p.notes.push_back("S^s pinned by engine.segment_columns");
+  } else if (m.gpus > 0) {  // Eq 15
+    p.segment_columns = static_cast<int64_t>(m.gpu_memory / 8 /
+                                             static_cast<uint64_t>(1 + 2 * p.elim_j_workers) /
+                                             static_cast<uint64_t>(p.stripe_rows));
+  }
+
+  if (config.round_robin_levels > 0) {
+    p.round_robin_levels = config.round_robin_levels;
+    p.notes.push_back("N_RRlevel pinned by engine.round_robin_levels");
+  } else {  // Eqs 19-20 with NV_LPC the cache capacity in values, Q = 4
+    const double root = std::sqrt(static_cast<double>(m.ram_budget) / 8.0);
+    const double eq19 = std::ceil(static_cast<double>(n) / root);
+    p.round_robin_levels = static_cast<int64_t>(std::max(eq19, std::ceil(4.0 * n / root)));
+    p.round_robin_levels = std::clamp<int64_t>(p.round_robin_levels, 1, 64);
+  }
+
+  // Forecasts: cache model with the budget net of per-part slack.
+  TrafficModel model{n, p.stripes, m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0};
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    StrategyForecast f;
+    f.strategy = s;
+    auto t = predict_traffic(make_tasks(s, p.stripes, p.meta_stripes), model);
+    if (t.is_ok()) {
+      f.feasible = true;
+      f.traffic = *t;
+      const double io = static_cast<double>(t->bytes_read + t->bytes_written) / m.ssd_bytes_per_second;
+      f.time_bound_seconds = std::max(p.flops / (m.gflops * 1e9), io);
+    }
+    p.forecasts.push_back(f);
+  }
+  return p;
+}
+
+std::string plan_to_text(const Plan& p) {
+  std::string out = fmt::format(
+      "n={} S={} N={} S'={} S^s={} S^m={} N_RRlevel={} k={} stripe={} cache={} ({:.1f} stripes)\n",
+      p.n, p.stripe_rows, p.stripes, p.substripe_rows,
+      p.segment_columns == 0 ? std::string("whole") : std::to_string(p.segment_columns),
+      p.meta_stripes, p.round_robin_levels, p.elim_j_workers, format_bytes(p.stripe_bytes),
+      format_bytes(p.ram_budget),
+      static_cast<double>(p.ram_budget) / static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
+  for (const auto& f : p.forecasts) {
+    if (!f.feasible) {
+      out += fmt::format("  {:<12} infeasible: cache too small for the working set\n",
+                         strategy_name(f.strategy));
+      continue;
+    }
+    const double mb = static_cast<double>(f.traffic.matrix_bytes);
+    out += fmt::format("  {:<12} SSD read {} ({:.2f}x A) written {} ({:.2f}x A), time >= {:.1f} s\n",
+                       strategy_name(f.strategy), format_bytes(f.traffic.bytes_read),
+                       static_cast<double>(f.traffic.bytes_read) / mb,
+                       format_bytes(f.traffic.bytes_written),
+                       static_cast<double>(f.traffic.bytes_written) / mb, f.time_bound_seconds);
+  }
+  for (const auto& note : p.notes) out += "  note: " + note + "\n";
+  return out;
+}
+
+std::string plan_to_json(const Plan& p) {
+  nlohmann::json j = {{"n", p.n},
+                      {"stripe_rows", p.stripe_rows},
+                      {"stripes", p.stripes},
+                      {"substripe_rows", p.substripe_rows},
+                      {"segment_columns", p.segment_columns},
+                      {"meta_stripes", p.meta_stripes},
+                      {"round_robin_levels", p.round_robin_levels},
+                      {"elim_j_workers", p.elim_j_workers},
+                      {"stripe_bytes", p.stripe_bytes},
+                      {"ram_budget", p.ram_budget},
+                      {"flops", p.flops},
+                      {"notes", p.notes}};
+  nlohmann::json fs = nlohmann::json::array();
+  for (const auto& f : p.forecasts) {
+    nlohmann::json e = {{"strategy", std::string(strategy_name(f.strategy))}, {"feasible", f.feasible}};
+    if (f.feasible) {
+      e["bytes_read"] = f.traffic.bytes_read;
+      e["bytes_written"] = f.traffic.bytes_written;
+      e["read_over_matrix"] = static_cast<double>(f.traffic.bytes_read) /
+                              static_cast<double>(f.traffic.matrix_bytes);
+      e["time_bound_seconds"] = f.time_bound_seconds;
+    }
+    fs.push_back(e);
+  }
+  j["forecasts"] = fs;
+  return j.dump();
+}
+
+}  // namespace stripesolve::scheduler

@@ -1,0 +1,104 @@
+// Engine configuration and the planner of the out-of-core dense solve (002 §9.7, Table 1,
+// Eqs 12-20, updated for today's hardware).
+//
+// The planner turns (matrix order, stored stripe height, EngineConfig, Machine) into the program
+// parameters of Table 1: stripe height S, substripe height S', segment length S^s, meta-stripe size
+// S^m, round-robin levels N_RRlevel and the number k of elim.J workers. Every value can be pinned
+// in EngineConfig (non-zero = pinned); the others follow these rules:
+//   - S^m: the largest meta-stripe for which the cache holds 2 S^m + 2 full stripes ("peak
+//     performance", 002 §8.4.3, Eq 18), at least 1, at most N. If even S^m + 2 stripes do not fit
+//     (Eq 17), the plan says so: the solve still runs while S^m + 1 stripes fit (stuck I stripes
+//     plus one J) but it is I/O bound.
+//   - S (for new matrices; a stored matrix keeps its own): 1024 on the CPU backend (GEMM inner
+//     dimension large enough for OpenBLAS, small enough that <II> stays cheap), reduced until the
+//     cache holds S^m + 2 = 4 full stripes.
+//   - S' = S/8 clamped to [32, 256] (002 used S/10; the substripe optimisation of 002 §4 wants
+//     the dtrsm/dgemm inside <II> to stay blocked).
+//   - S^s (Eq 15): GPU memory / (1 + 2k) / (8 S) columns with a GPU; 0 (whole part) on the CPU.
+//   - N_RRlevel (Eq 20): ceil(Q n / sqrt(NV_LPC)) with Q = 4, and at least the bound of Eq 19.
+//   - k (Eqs 13-14): with a GPU, 2 per GPU (002); on the CPU, one per core (elim.I is short and
+//     the master/I-O/DSR roles mostly sleep).
+// It also predicts the SSD traffic of each strategy (scheduler/strategy.h) and a time bound
+// max(flops / rate, SSD bytes / bandwidth) for the dry run.
+//
+// Thread-safety: pure functions on values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "scheduler/strategy.h"
+
+namespace stripesolve {
+class ConfigMap;
+}
+
+namespace stripesolve::scheduler {
+
+struct EngineConfig {
+  uint64_t ram_budget = 4ull << 30;   // bytes of the stripe cache arena (NV_LPC)
+  int64_t stripe_rows = 0;            // S for new matrices; 0 = planner
+  int64_t substripe_rows = 0;         // S'; 0 = planner
+  int64_t segment_columns = 0;        // S^s; 0 = planner (whole part on the CPU)
+  int64_t meta_stripes = 0;           // S^m; 0 = planner
+  int64_t round_robin_levels = 0;     // N_RRlevel for new matrices; 0 = planner
+  int64_t elim_j_workers = 0;         // k; 0 = planner
+  int64_t cores = 0;                  // 0 = std::thread::hardware_concurrency()
+  uint64_t gpu_memory = 0;            // bytes per GPU the engine may use; 0 = no GPU
+  int64_t gpus = 0;
+  double assumed_gflops = 0;          // for the time bound; 0 = 15 GFLOP/s per core (CPU)
+  double ssd_bytes_per_second = 0;    // for the time bound; 0 = 1 GB/s per path
+  double progress_interval_seconds = 0.5;  // rate limit of the progress callback
+};
+
+// Reads an `engine:` section: ram_budget, stripe_rows, substripe_rows, segment_columns,
+// meta_stripes, round_robin_levels, elim_j_workers, cores, gpu_memory, gpus, assumed_gflops,
+// ssd_bytes_per_second, progress_interval_seconds. Throws ConfigError (base/config.h).
+void parse_engine_config(ConfigMap& map, EngineConfig& config);
+
+struct Machine {
+  uint64_t ram_budget = 0;
+  int64_t paths = 1;       // SSD paths of the store
+  int64_t cores = 1;
+  uint64_t gpu_memory = 0;
+  int64_t gpus = 0;
+  double gflops = 0;                 // sustained dgemm rate of the backend
+  double ssd_bytes_per_second = 0;   // of all paths together
+};
+
+// The machine as the config describes it, filling the unset values from the host.
+Machine describe_machine(const EngineConfig& config, int64_t paths);
+
+struct StrategyForecast {
+  Strategy strategy = Strategy::kMetaZigzag;
+  bool feasible = false;     // false: the budget cannot hold the working set
+  Traffic traffic;
+  double time_bound_seconds = 0;
+};
+
+struct Plan {
+  int64_t n = 0;
+  int64_t stripe_rows = 0;        // S
+  int64_t stripes = 0;            // N
+  int64_t substripe_rows = 0;     // S'
+  int64_t segment_columns = 0;    // S^s (0 = whole part)
+  int64_t meta_stripes = 0;       // S^m
+  int64_t round_robin_levels = 0; // N_RRlevel
+  int64_t elim_j_workers = 0;     // k
+  uint64_t stripe_bytes = 0;      // one full stripe, 8 S n
+  uint64_t ram_budget = 0;
+  double flops = 0;               // 2/3 n^3
+  std::vector<std::string> notes; // what was pinned, what limits the plan
+  std::vector<StrategyForecast> forecasts;  // basic, zigzag, meta_zigzag
+};
+
+// `stored_stripe_rows`: S of the stored matrix (0 = choose one for a new matrix).
+Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,
+                        const Machine& machine);
+
+std::string plan_to_text(const Plan& plan);
+std::string plan_to_json(const Plan& plan);
+
+}  // namespace stripesolve::scheduler

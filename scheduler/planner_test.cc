@@ -1,0 +1,120 @@
+#include "scheduler/planner.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "base/config.h"
+#include "base/units.h"
+
+namespace stripesolve::scheduler {
+namespace {
+
+Machine cpu_machine(uint64_t ram, int64_t cores = 2) {
+  EngineConfig c;
+  c.ram_budget = ram;
+  c.cores = cores;
+  return describe_machine(c, 1);
+}
+
+TEST(PlannerTest, ParsesEveryKey) {
+  ConfigMap map = ConfigMap::parse(
+      "ram_budget: 2GiB\nstripe_rows: 512\nsubstripe_rows: 64\nmeta_stripes: 3\n"
+      "elim_j_workers: 4\ncores: 8\nround_robin_levels: 6\nsegment_columns: 10000\n"
+      "gpu_memory: 40GiB\ngpus: 1\nassumed_gflops: 100\nssd_bytes_per_second: 3e9\n"
+      "progress_interval_seconds: 1\n",
+      "engine.yaml");
+  EngineConfig c;
+  parse_engine_config(map, c);
+  EXPECT_EQ(c.ram_budget, 2 * kGiB);
+  EXPECT_EQ(c.stripe_rows, 512);
+  EXPECT_EQ(c.substripe_rows, 64);
+  EXPECT_EQ(c.meta_stripes, 3);
+  EXPECT_EQ(c.elim_j_workers, 4);
+  EXPECT_EQ(c.cores, 8);
+  EXPECT_EQ(c.round_robin_levels, 6);
+  EXPECT_EQ(c.segment_columns, 10000);
+  EXPECT_EQ(c.gpu_memory, 40 * kGiB);
+  EXPECT_EQ(c.gpus, 1);
+  EXPECT_EQ(c.assumed_gflops, 100.0);
+}
+
+TEST(PlannerTest, UnknownKeyIsAConfigError) {
+  ConfigMap map = ConfigMap::parse("meta_stripe: 3\n", "engine.yaml");
+  EngineConfig c;
+  EXPECT_THROW(parse_engine_config(map, c), ConfigError);
+}
+
+TEST(PlannerTest, WholeMatrixInCacheGivesOneMetaStripe) {
+  // n = 4096, 128 MiB matrix, 1 GiB cache: S = 1024, N = 4, S^m = N.
+  Plan p = plan_dense(4096, 0, EngineConfig{}, cpu_machine(kGiB)).value();
+  EXPECT_EQ(p.stripe_rows, 1024);
+  EXPECT_EQ(p.stripes, 4);
+  EXPECT_EQ(p.meta_stripes, 4);
+  EXPECT_EQ(p.substripe_rows, 128);
+  EXPECT_EQ(p.elim_j_workers, 2);
+  EXPECT_EQ(p.segment_columns, 0);
+  ASSERT_EQ(p.forecasts.size(), 3u);
+  for (const auto& f : p.forecasts) {
+    ASSERT_TRUE(f.feasible);
+    EXPECT_EQ(f.traffic.bytes_read, f.traffic.matrix_bytes);
+  }
+}
+
+TEST(PlannerTest, SmallCacheFollowsEq18AndPredictsLessTrafficForMetaZigzag) {
+  // n = 65536, stored S = 1024: stripe = 512 MiB; 4 GiB holds 7 stripes -> S^m = (7-2)/2 = 2.
+  Plan p = plan_dense(65536, 1024, EngineConfig{}, cpu_machine(4 * kGiB)).value();
+  EXPECT_EQ(p.stripes, 64);
+  EXPECT_EQ(p.meta_stripes, 2);
+  const auto& basic = p.forecasts[0];
+  const auto& meta = p.forecasts[2];
+  ASSERT_TRUE(basic.feasible && meta.feasible);
+  EXPECT_LT(meta.traffic.bytes_read, basic.traffic.bytes_read);
+  EXPECT_GT(meta.time_bound_seconds, 0.0);
+  EXPECT_NE(plan_to_text(p).find("meta_zigzag"), std::string::npos);
+  auto j = nlohmann::json::parse(plan_to_json(p));
+  EXPECT_EQ(j["meta_stripes"], 2);
+  EXPECT_EQ(j["forecasts"].size(), 3u);
+}
+
+TEST(PlannerTest, PinnedValuesWin) {
+  EngineConfig c;
+  c.stripe_rows = 300;
+  c.substripe_rows = 50;
+  c.meta_stripes = 3;
+  c.elim_j_workers = 5;
+  c.round_robin_levels = 7;
+  Plan p = plan_dense(1000, 0, c, cpu_machine(kGiB)).value();
+  EXPECT_EQ(p.stripe_rows, 300);
+  EXPECT_EQ(p.stripes, 4);
+  EXPECT_EQ(p.substripe_rows, 50);
+  EXPECT_EQ(p.meta_stripes, 3);
+  EXPECT_EQ(p.elim_j_workers, 5);
+  EXPECT_EQ(p.round_robin_levels, 7);
+  EXPECT_GE(p.notes.size(), 5u);
+}
+
+TEST(PlannerTest, GpuSegmentLengthFollowsEq15) {
+  EngineConfig c;
+  c.ram_budget = 64 * kGiB;
+  c.gpu_memory = 40 * kGiB;
+  c.cores = 16;
+  Plan p = plan_dense(100000, 0, c, describe_machine(c, 4)).value();
+  EXPECT_EQ(p.stripe_rows, 2048);
+  EXPECT_EQ(p.elim_j_workers, 2);
+  EXPECT_EQ(p.segment_columns, static_cast<int64_t>(40 * kGiB / 8 / 5 / 2048));
+}
+
+TEST(PlannerTest, TinyCacheShrinksTheStripeAndSaysItIsIoBound) {
+  // 1024-row stripes of n = 100000 are 819 MB: halved until four fit in 512 MiB.
+  Plan p = plan_dense(100000, 0, EngineConfig{}, cpu_machine(512 * kMiB)).value();
+  EXPECT_EQ(p.stripe_rows, 128);
+  EXPECT_LE(4 * p.stripe_bytes, 512 * kMiB);
+  Plan q = plan_dense(100000, 1024, EngineConfig{}, cpu_machine(kGiB)).value();
+  ASSERT_FALSE(q.notes.empty());
+  EXPECT_NE(q.notes.back().find("I/O bound"), std::string::npos);
+  EXPECT_EQ(plan_dense(0, 0, EngineConfig{}, cpu_machine(kGiB)).status().message(),
+            "plan: matrix order must be >= 1, got 0");
+}
+
+}  // namespace
+}  // namespace stripesolve::scheduler

@@ -99,9 +99,16 @@ Status factor_local_pivot(const PanelFactor& op, const Workspace& ws) {
   const int64_t ld = op.ld;
   double* panel = op.part + op.panel_row + dc * ld;
   auto* ipiv = reinterpret_cast<lapack_int*>(ws.host);
-  LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, bi(p), bi(m), panel, bi(ld), ipiv);
+  // The pivot search only looks at the panel's diagonal block, so factor that square and carry
+  // the swaps and L^-1 over the panel's right part as a level-3 dtrsm.
+  LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, bi(p), bi(p), panel, bi(ld), ipiv);
   for (int64_t k = 0; k < p; ++k) {
     STRIPESOLVE_RETURN_IF_ERROR(check_pivot(panel[k + k * ld], op.global_row + op.panel_row + k));
+  }
+  if (m > p) {
+    LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, bi(m - p), panel + p * ld, bi(ld), 1, bi(p), ipiv, 1);
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, bi(p), bi(m - p),
+                1.0, panel, bi(ld), panel + p * ld, bi(ld));
   }
   if (dc > op.block_col) {
     LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, bi(dc - op.block_col),

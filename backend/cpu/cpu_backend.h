@@ -6,8 +6,9 @@
 //                        (GEPP on the transposed panel = column interchanges on the panel), then
 //                        written back with the diagonal moved from L to U (Doolittle form) and
 //                        the column swaps applied to the part's other rows.
-//                kLocal: dgetrf on the panel rows in place (row search inside the substripe,
-//                        002 §5), dlaswp on the substripe's earlier multipliers (002 Fig 11).
+//                kLocal: dgetrf on the panel's diagonal block in place (row search inside the
+//                        substripe, 002 §5), its swaps and a dtrsm carried over the panel's right
+//                        part, dlaswp on the substripe's earlier multipliers (002 Fig 11).
 //                kNone:  unblocked LU of the panel's diagonal block, dtrsm for its right part.
 //   BlockUpdate  dtrsm (multipliers) + dgemm (trailing update).
 //   Substitution dgemm + dtrsm per stripe.

@@ -1,0 +1,75 @@
+// The I/O engine interface: plain request values in, one Status out.
+//
+// A request names an open file descriptor (with its path, for messages), a file offset, a length
+// and a buffer. With O_DIRECT files the offset, length and buffer address must be 4 KiB aligned
+// (placement.h guarantees it for stripe data). run() performs every request of a batch, keeping
+// as many in flight as the engine allows, and returns only when none is in flight any more, so the
+// caller may reuse or free the buffers afterwards even after an error.
+//
+// Errors name the operation, path, offset and errno: "read /s0/objects/A/data at offset 8192
+// (length 4096): Input/output error (errno 5)". Short transfers are continued where they stopped;
+// -EAGAIN and -EINTR are retried (at most kMaxRetries times per request, then a retryable error);
+// a read that meets end of file is kCorruption ("unexpected end of file"), since store files are
+// preallocated to their full size.
+//
+// Engines (make_io_engine in engine_select.h): io_uring (uring_engine.h), pread/pwrite
+// (pread_engine.h, the fallback and test oracle), and a fault-injecting wrapper for tests
+// (fault_engine.h).
+//
+// Thread-safety: every engine's run() may be called from several threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace stripesolve::storage {
+
+enum class IoOp { kRead, kWrite };
+
+struct IoRequest {
+  IoOp op = IoOp::kRead;
+  int fd = -1;
+  const std::string* path = nullptr;  // for messages; must outlive run()
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::byte* buffer = nullptr;  // written for reads, only read for writes
+};
+
+class IoEngine {
+ public:
+  virtual ~IoEngine() = default;
+  virtual std::string_view name() const = 0;
+  // Performs all requests; on failure returns the first error after every request has finished
+  // or been abandoned (requests after a failure may or may not have been performed).
+  virtual Status run(std::span<const IoRequest> requests) = 0;
+};
+
+inline constexpr int kMaxRetries = 64;
+
+// Progress of one request (or chunk of one) through short transfers and retries; the engines share
+// this so that both handle results identically.
+struct Transfer {
+  const IoRequest* request = nullptr;
+  uint64_t offset = 0;  // start of this transfer within the file
+  uint64_t length = 0;  // bytes this transfer must move
+  std::byte* buffer = nullptr;
+  uint64_t done = 0;  // bytes moved so far
+  int retries = 0;
+};
+
+enum class TransferStep { kDone, kContinue, kFailed };
+
+// Applies one system call result (bytes moved, or -errno) to `t`: kDone when all bytes moved,
+// kContinue to issue the rest again (after a short transfer, -EAGAIN or -EINTR), kFailed with
+// *error set otherwise.
+TransferStep apply_transfer_result(Transfer& t, int64_t result, Status* error);
+
+// "read <path> at offset <off> (length <len>)": the context of a transfer's messages.
+std::string describe_transfer(const Transfer& t);
+
+}  // namespace stripesolve::storage

@@ -1,0 +1,63 @@
+// The manifest of a stored object (matrix or factor): geometry, dtype, placement, per-segment
+// CRC32C, blobs, creation info and state, as one JSON document (docs/storage-format.md). It carries
+// a CRC32C of its own canonical text, so a damaged manifest is detected even when it still parses.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/geometry.h"
+#include "storage/placement.h"
+
+namespace stripesolve::storage {
+
+// Life of an object. Only kComplete objects are listed and opened; kIncomplete ones are being
+// created (removed if their creator fails or dies); kBeingFactored marks a matrix opened for an
+// in-place factorization, whose data is neither A nor its factors until commit.
+enum class ObjectState { kIncomplete, kComplete, kBeingFactored };
+std::string_view object_state_name(ObjectState state);
+
+struct BlobEntry {
+  uint64_t bytes = 0;
+  uint32_t crc32c = 0;
+  friend bool operator==(const BlobEntry&, const BlobEntry&) = default;
+};
+
+// What list()/info() report about an object.
+struct MatrixInfo {
+  std::string name;
+  StripeGeometry geometry;
+  std::string kind;  // "matrix" | "factor"
+  ObjectState state = ObjectState::kIncomplete;
+  std::string dtype = "float64";
+  uint64_t stored_bytes = 0;  // sum of the data files
+  int path_count = 0;
+  PlacementParams placement;
+  std::string created;  // UTC time, ISO 8601
+  std::string source;   // "generator uniform seed 7", "npy /data/a.npy", "factor of A"
+};
+
+struct Manifest {
+  MatrixInfo info;
+  std::string store_id;
+  std::vector<uint64_t> file_bytes;                // per path
+  std::vector<std::optional<uint32_t>> checksums;  // per segment; nullopt = not known yet
+  std::map<std::string, BlobEntry> blobs;
+};
+
+std::string manifest_to_json(const Manifest& manifest);
+// Parses and validates (format, version, self-checksum, field types, geometry, checksum count
+// against the placement). Errors are kCorruption naming `where`.
+Result<Manifest> manifest_from_json(std::string_view text, const std::string& where);
+
+// Current UTC time as "2026-11-22T05:01:02Z".
+std::string utc_now();
+
+}  // namespace stripesolve::storage

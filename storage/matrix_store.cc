@@ -1,0 +1,297 @@
+#include "storage/matrix_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "base/logging.h"
+#include "storage/engine_select.h"
+#include "storage/object_writer.h"
+#include "storage/store_shared.h"
+#include "storage/stripe_stream.h"
+
+namespace stripesolve::storage {
+namespace {
+
+constexpr const char* kMarker = "stripesolve-store.json";
+
+std::string random_id() {
+  std::random_device rd;
+  const uint64_t v = (uint64_t{rd()} << 32) ^ rd();
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::vector<std::string> list_dir(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Checks or writes the marker of every path; returns the store id.
+Result<std::string> check_markers(const StoreConfig& config) {
+  std::string id;
+  std::vector<int> fresh;
+  for (size_t p = 0; p < config.paths.size(); ++p) {
+    const std::string& dir = config.paths[p];
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::from_errno(ec.value(), "create store path " + dir);
+    const std::string marker = dir + "/" + kMarker;
+    auto text = read_whole_file(marker, 1 << 16);
+    if (!text.is_ok()) {
+      if (text.status().code() != StatusCode::kNotFound) return text.status();
+      if (!list_dir(dir).empty()) {
+        return Status::failed_precondition("store path " + dir +
+                                           " is not empty and has no " + kMarker +
+                                           "; refusing to use it");
+      }
+      fresh.push_back(static_cast<int>(p));
+      continue;
+    }
+    auto j = nlohmann::json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("store_id") || !j.contains("path_index")) {
+      return Status::corruption("store marker " + marker + " is damaged");
+    }
+    const auto this_id = j["store_id"].get<std::string>();
+    const auto index = j["path_index"].get<int64_t>();
+    if (!id.empty() && this_id != id) {
+      return Status::failed_precondition("store path " + dir + " belongs to store " + this_id +
+                                         ", the other paths to store " + id);
+    }
+    if (index != static_cast<int64_t>(p)) {
+      return Status::failed_precondition("store path " + dir + " is path " +
+                                         std::to_string(index) + " of its store but listed as " +
+                                         std::to_string(p) + "; the order of paths matters");
+    }
+    id = this_id;
+  }
+  if (id.empty()) id = random_id();
+  for (int p : fresh) {
+    nlohmann::json j = {{"format", "stripesolve-store"}, {"version", 1}, {"store_id", id},
+                        {"path_index", p}};
+    STRIPESOLVE_RETURN_IF_ERROR(
+        write_file_atomically(config.paths[p] + "/" + kMarker, j.dump(1) + "\n"));
+  }
+  for (const auto& dir : config.paths) {
+    Status st = make_directory(dir + "/objects");
+    if (!st.is_ok() && st.code() != StatusCode::kAlreadyExists) return st;
+  }
+  return id;
+}
+
+// Removes objects that a crashed process left incomplete, and half-removed ones.
+void clean_up(const StoreShared& store) {
+  auto log = logger("storage");
+  for (size_t p = 0; p < store.config.paths.size(); ++p) {
+    const std::string objects = store.config.paths[p] + "/objects";
+    for (const std::string& name : list_dir(objects)) {
+      if (name.rfind(".removing-", 0) == 0) {
+        (void)remove_tree(objects + "/" + name);
+        continue;
+      }
+      if (!check_object_name(name, "object").is_ok()) continue;
+      auto m = store.read_manifest(name);
+      const bool orphan = !m.is_ok() && m.status().code() == StatusCode::kNotFound;
+      const bool incomplete = m.is_ok() && m->info.state == ObjectState::kIncomplete;
+      if (orphan || incomplete) {
+        log->warn("removing {} object '{}' left by an earlier process",
+                  incomplete ? "incomplete" : "orphaned", name);
+        (void)store.remove_object_files(name);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+MatrixStore::MatrixStore(std::shared_ptr<StoreShared> shared) : shared_(std::move(shared)) {}
+MatrixStore::~MatrixStore() = default;
+
+const StoreConfig& MatrixStore::config() const { return shared_->config; }
+std::string_view MatrixStore::engine_name() const { return shared_->engine->name(); }
+
+Result<std::unique_ptr<MatrixStore>> MatrixStore::open(const StoreConfig& config) {
+  if (config.paths.empty()) return Status::invalid_argument("the store needs at least one path");
+  auto shared = std::make_shared<StoreShared>();
+  shared->config = config;
+  STRIPESOLVE_ASSIGN_OR_RETURN(shared->store_id, check_markers(config));
+  const std::string lock = config.paths[0] + "/lock";
+  shared->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (shared->lock_fd < 0) return Status::from_errno(errno, "open " + lock);
+  if (::flock(shared->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return Status::failed_precondition("the store at " + config.paths[0] +
+                                         " is in use by another process (" + lock + ")");
+    }
+    return Status::from_errno(errno, "lock " + lock);
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(shared->engine, make_io_engine(config));
+  clean_up(*shared);
+  logger("storage")->info("opened store {} with {} paths, {} engine", shared->store_id,
+                          config.paths.size(), shared->engine->name());
+  return std::unique_ptr<MatrixStore>(new MatrixStore(std::move(shared)));
+}
+
+PlacementParams MatrixStore::placement_params(int64_t n) const {
+  const StoreConfig& c = shared_->config;
+  PlacementParams p;
+  p.path_count = static_cast<int>(c.paths.size());
+  p.levels = c.round_robin_levels > 0 ? c.round_robin_levels
+                                      : round_robin_levels(n, c.levels_cache, c.levels_q);
+  p.segment_bytes = c.segment_bytes;
+  p.min_segment_bytes = c.min_segment_bytes;
+  return p;
+}
+
+Result<MatrixInfo> MatrixStore::create_generated(std::string_view name, int64_t n,
+                                                 const GeneratorSpec& spec, int64_t stripe_rows) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_generator(spec));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      StripeGeometry g, make_geometry(n, stripe_rows > 0 ? stripe_rows : shared_->config.stripe_rows));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      auto writer, ObjectWriter::begin(shared_, std::string(name), "matrix",
+                                       "generator " + spec.name + " seed " + std::to_string(spec.seed),
+                                       g, placement_params(n)));
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
+                               AlignedBuffer::allocate(shared_->config.import_buffer));
+  StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
+  const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
+    fill_generated(spec, n, g.row_begin(I), g.rows(I), e0, count, out);
+    return Status::ok();
+  };
+  STRIPESOLVE_RETURN_IF_ERROR(write_stripes(stream, produce, writer->manifest().checksums));
+  return writer->finish();
+}
+
+Result<std::vector<MatrixInfo>> MatrixStore::list() const {
+  std::vector<MatrixInfo> out;
+  for (const std::string& name : list_dir(shared_->config.paths[0] + "/objects")) {
+    if (!check_object_name(name, "object").is_ok()) continue;
+    auto m = shared_->read_manifest(name);
+    if (!m.is_ok()) {
+      if (m.status().code() != StatusCode::kNotFound) {
+        logger("storage")->warn("skipping object '{}': {}", name, m.status().to_string());
+      }
+      continue;
+    }
+    if (m->info.state != ObjectState::kIncomplete) out.push_back(m->info);
+  }
+  return out;
+}
+
+Result<MatrixInfo> MatrixStore::info(std::string_view name) const {
+  const std::string n(name);
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(n, "object name"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(Manifest m, shared_->read_manifest(n));
+  if (m.info.state == ObjectState::kIncomplete) {
+    return Status::not_found("no object named '" + n + "' in the store");
+  }
+  return m.info;
+}
+
+Status MatrixStore::remove(std::string_view name) {
+  const std::string n(name);
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(n, "object name"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(MatrixInfo i, info(n));
+  std::lock_guard lock(shared_->mu);
+  if (shared_->open_count.count(n) != 0) {
+    return Status::failed_precondition("object '" + n + "' is open and cannot be removed");
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(shared_->remove_object_files(n));
+  logger("storage")->info("removed {} '{}'", i.kind, n);
+  return Status::ok();
+}
+
+Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_object(const std::string& name,
+                                                                StripedMatrix::Mode mode) const {
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(name, "object name"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(Manifest m, shared_->read_manifest(name));
+  if (m.info.state == ObjectState::kIncomplete) {
+    return Status::not_found("no object named '" + name + "' in the store");
+  }
+  if (m.info.state == ObjectState::kBeingFactored) {
+    return Status::failed_precondition("matrix '" + name +
+                                       "' is being factored in place (or its factorization "
+                                       "failed); its data is not usable");
+  }
+  if (m.info.path_count > static_cast<int>(shared_->config.paths.size())) {
+    return Status::failed_precondition("object '" + name + "' lies on " +
+                                       std::to_string(m.info.path_count) +
+                                       " paths; the store is configured with " +
+                                       std::to_string(shared_->config.paths.size()));
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(Placement placement,
+                               Placement::make(m.info.geometry, m.info.placement));
+  std::vector<DataFile> files;
+  const int flags = mode == StripedMatrix::Mode::kReadOnly ? O_RDONLY : O_RDWR;
+  for (int p = 0; p < m.info.path_count; ++p) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        DataFile f, open_data_file(shared_->data_path(p, name), flags, shared_->config.direct_io));
+    struct stat st {};
+    if (::fstat(f.fd(), &st) != 0) return Status::from_errno(errno, "stat " + f.path());
+    if (static_cast<uint64_t>(st.st_size) < m.file_bytes[p]) {
+      return Status::corruption("data file " + f.path() + " has " + std::to_string(st.st_size) +
+                                " bytes, its manifest expects " + std::to_string(m.file_bytes[p]));
+    }
+    files.push_back(std::move(f));
+  }
+  return std::make_unique<StripedMatrix>(shared_, std::move(m), std::move(placement),
+                                         std::move(files), mode);
+}
+
+Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_matrix(std::string_view name) const {
+  return open_object(std::string(name), StripedMatrix::Mode::kReadOnly);
+}
+
+Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_factor(std::string_view name) const {
+  STRIPESOLVE_ASSIGN_OR_RETURN(auto m, open_object(std::string(name), StripedMatrix::Mode::kReadOnly));
+  if (m->info().kind != "factor") {
+    return Status::invalid_argument("object '" + std::string(name) + "' is a " + m->info().kind +
+                                    ", not a factor");
+  }
+  return m;
+}
+
+Result<std::unique_ptr<StripedMatrix>> MatrixStore::create_factor(std::string_view name,
+                                                                  const StripedMatrix& like) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      auto writer, ObjectWriter::begin(shared_, std::string(name), "factor",
+                                       "factor of " + like.info().name, like.geometry(),
+                                       like.info().placement));
+  return writer->into_factor();
+}
+
+Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_for_in_place(std::string_view name) {
+  const std::string n(name);
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->open_count.count(n) != 0) {
+      return Status::failed_precondition("matrix '" + n + "' is open; close it before factoring "
+                                         "it in place");
+    }
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(auto m, open_object(n, StripedMatrix::Mode::kInPlace));
+  if (m->info().kind != "matrix") {
+    return Status::invalid_argument("object '" + n + "' is a " + m->info().kind + ", not a matrix");
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(Manifest manifest, shared_->read_manifest(n));
+  manifest.info.state = ObjectState::kBeingFactored;
+  STRIPESOLVE_RETURN_IF_ERROR(shared_->write_manifest(manifest));
+  return m;
+}
+
+}  // namespace stripesolve::storage

@@ -1,0 +1,79 @@
+// The matrix store: named matrices and factors kept as row stripes over the configured paths
+// (002 §7, ARCHITECTURE.md §4; on-disk format in docs/storage-format.md).
+//
+// Guarantees:
+// - An object becomes visible (list, info, open_*) only when its data is complete and synced and
+//   its manifest says "complete"; any failure while creating, importing or factoring removes what
+//   was written. Objects left "incomplete" by a crash are removed when the store is next opened.
+// - Manifests are replaced atomically (temporary file, fsync, rename, fsync of the directory).
+// - Before creating or importing, the free space of every filesystem involved is checked
+//   (all paths on one filesystem are counted together), keeping free_space_reserve free.
+// - A store is used by one process at a time (flock on <paths[0]>/lock); open() fails otherwise.
+// - Paths are identified by a marker file (stripesolve-store.json), so a reordered or foreign path
+//   list is refused instead of misreading data.
+//
+// Thread-safety: all methods may be called concurrently. StripedMatrix objects may outlive the
+// MatrixStore that opened them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/generators.h"
+#include "storage/manifest.h"
+#include "storage/placement.h"
+#include "storage/store_config.h"
+#include "storage/striped_matrix.h"
+
+namespace stripesolve::storage {
+
+struct StoreShared;
+
+class MatrixStore {
+ public:
+  // Opens (creating where needed) the store over config.paths; selects the I/O engine.
+  static Result<std::unique_ptr<MatrixStore>> open(const StoreConfig& config);
+  ~MatrixStore();
+
+  const StoreConfig& config() const;
+  std::string_view engine_name() const;
+
+  // A matrix of order n whose element (r, c) is generated_value(spec, n, r, c).
+  // stripe_rows 0 = config.stripe_rows.
+  Result<MatrixInfo> create_generated(std::string_view name, int64_t n, const GeneratorSpec& spec,
+                                      int64_t stripe_rows = 0);
+
+  Result<std::vector<MatrixInfo>> list() const;  // complete and being_factored objects, by name
+  Result<MatrixInfo> info(std::string_view name) const;
+  // Fails with kFailedPrecondition while the object is open.
+  Status remove(std::string_view name);
+
+  // Read-only views of complete objects (matrix or factor); open_factor requires kind "factor".
+  Result<std::unique_ptr<StripedMatrix>> open_matrix(std::string_view name) const;
+  Result<std::unique_ptr<StripedMatrix>> open_factor(std::string_view name) const;
+  // A new writable factor object with the geometry and placement of `like`, state "incomplete"
+  // (invisible until commit(); deleted if destroyed uncommitted). Its data starts as zeros.
+  Result<std::unique_ptr<StripedMatrix>> create_factor(std::string_view name,
+                                                       const StripedMatrix& like);
+  // Opens matrix `name` writable for an in-place factorization: its manifest says
+  // "being_factored" until commit() turns it into a factor. Fails while it is open elsewhere.
+  Result<std::unique_ptr<StripedMatrix>> open_for_in_place(std::string_view name);
+
+  // The placement parameters create/import use for a matrix of order n (config + 002 Eq 20).
+  PlacementParams placement_params(int64_t n) const;
+
+ private:
+  friend class ObjectWriter;
+  explicit MatrixStore(std::shared_ptr<StoreShared> shared);
+  Result<std::unique_ptr<StripedMatrix>> open_object(const std::string& name,
+                                                     StripedMatrix::Mode mode) const;
+  Status check_free_space(const std::vector<uint64_t>& file_bytes) const;
+
+  std::shared_ptr<StoreShared> shared_;
+};
+
+}  // namespace stripesolve::storage

@@ -1,0 +1,34 @@
+#include "storage/store_config.h"
+
+#include "base/config.h"
+
+namespace stripesolve::storage {
+
+void parse_store_config(ConfigMap& map, StoreConfig& config) {
+  map.get("paths", config.paths);
+  map.get("stripe_rows", config.stripe_rows, 1, int64_t{1} << 30);
+  map.get("round_robin_levels", config.round_robin_levels, 0, 1 << 20);
+  map.get("levels_q", config.levels_q, 1.0, 1000.0);
+  map.get_bytes("levels_cache", config.levels_cache, kMiB);
+  map.get_bytes("segment_bytes", config.segment_bytes);
+  map.get_bytes("min_segment_bytes", config.min_segment_bytes, 4 * kKiB, kGiB);
+  map.get_choice("io_engine", config.io_engine, {"auto", "io_uring", "pread"});
+  map.get("queue_depth", config.queue_depth, 1, 4096);
+  map.get_bytes("request_bytes", config.request_bytes, 4 * kKiB, kGiB);
+  map.get("direct_io", config.direct_io);
+  map.get("verify_checksums", config.verify_checksums);
+  map.get_bytes("import_buffer", config.import_buffer, kMiB);
+  map.get_bytes("free_space_reserve", config.free_space_reserve);
+  const auto check_4k = [&map](const char* key, uint64_t value) {
+    if (value % (4 * kKiB) != 0) throw ConfigError(map.where(key) + ": must be a multiple of 4KiB");
+  };
+  check_4k("segment_bytes", config.segment_bytes);
+  check_4k("min_segment_bytes", config.min_segment_bytes);
+  check_4k("request_bytes", config.request_bytes);
+  if (map.has("paths") && config.paths.empty()) {
+    throw ConfigError(map.where("paths") + ": needs at least one directory");
+  }
+  map.finish();
+}
+
+}  // namespace stripesolve::storage

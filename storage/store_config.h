@@ -1,0 +1,54 @@
+// Configuration of the matrix store (the `store:` section of stripesolved.yaml).
+//
+//   store:
+//     paths: [/ssd0/stripesolve, /ssd1/stripesolve]  # one directory per SSD; order matters
+//     stripe_rows: 2000          # default S for new matrices (002 Table 1)
+//     round_robin_levels: 0      # 0 = 002 Eq 20 from levels_q and levels_cache
+//     levels_q: 4                # Q of Eq 20
+//     levels_cache: 16GiB        # RAM cache size Eq 20 plans for (NV_LPC * 8 bytes)
+//     segment_bytes: 0           # fixed segment length instead of levels (multiple of 4KiB)
+//     min_segment_bytes: 1MiB    # lower bound of the segment length
+//     io_engine: auto            # auto | io_uring | pread
+//     queue_depth: 32            # io_uring requests in flight per batch
+//     request_bytes: 1MiB        # io_uring cuts transfers into requests of this size
+//     direct_io: true            # O_DIRECT (falls back to buffered where refused)
+//     verify_checksums: true     # check segment CRC32C on reads of whole segments
+//     import_buffer: 256MiB      # memory bound of create/import/export streaming
+//     free_space_reserve: 1GiB   # space create/import leave free on each filesystem
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/units.h"
+
+namespace stripesolve {
+class ConfigMap;
+}
+
+namespace stripesolve::storage {
+
+struct StoreConfig {
+  std::vector<std::string> paths;
+  int64_t stripe_rows = 2000;
+  int64_t round_robin_levels = 0;
+  double levels_q = 4.0;
+  uint64_t levels_cache = 16 * kGiB;
+  uint64_t segment_bytes = 0;
+  uint64_t min_segment_bytes = 1 * kMiB;
+  std::string io_engine = "auto";
+  int64_t queue_depth = 32;
+  uint64_t request_bytes = 1 * kMiB;
+  bool direct_io = true;
+  bool verify_checksums = true;
+  uint64_t import_buffer = 256 * kMiB;
+  uint64_t free_space_reserve = 1 * kGiB;
+};
+
+// Reads the keys above from `map` (throws ConfigError, see base/config.h). Calls map.finish().
+void parse_store_config(ConfigMap& map, StoreConfig& config);
+
+}  // namespace stripesolve::storage

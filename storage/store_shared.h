@@ -1,0 +1,56 @@
+// State shared by a MatrixStore and the StripedMatrix objects it opened (internal to storage/).
+//
+// On-disk names (docs/storage-format.md): <path>/objects/<name>/data on every path of an
+// object's placement; manifest.json and blob.<key> beside the data file on path 0.
+//
+// Thread-safety: config, paths, store_id and engine are immutable after open; `open_count` is
+// guarded by `mu`.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/io_engine.h"
+#include "storage/manifest.h"
+#include "storage/store_config.h"
+
+namespace stripesolve::storage {
+
+struct StoreShared {
+  StoreConfig config;
+  std::string store_id;
+  std::shared_ptr<IoEngine> engine;
+  int lock_fd = -1;
+
+  std::mutex mu;
+  std::map<std::string, int> open_count;  // GUARDED_BY(mu): open StripedMatrix objects per name
+
+  ~StoreShared();
+
+  std::string object_dir(int path, const std::string& name) const {
+    return config.paths[path] + "/objects/" + name;
+  }
+  std::string data_path(int path, const std::string& name) const {
+    return object_dir(path, name) + "/data";
+  }
+  std::string manifest_path(const std::string& name) const {
+    return object_dir(0, name) + "/manifest.json";
+  }
+  std::string blob_path(const std::string& name, const std::string& key) const {
+    return object_dir(0, name) + "/blob." + key;
+  }
+
+  Status write_manifest(const Manifest& manifest) const;
+  Result<Manifest> read_manifest(const std::string& name) const;
+  // Removes the object's directories on every configured path, path 0 (the manifest) first.
+  Status remove_object_files(const std::string& name) const;
+};
+
+// Object names and blob keys: 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-'.
+Status check_object_name(const std::string& name, const char* what);
+
+}  // namespace stripesolve::storage

@@ -1,0 +1,55 @@
+#include "storage/store_test_support.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+#include "storage/data_file.h"
+
+namespace stripesolve::storage {
+
+std::string make_temp_dir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  const std::string dir = ::testing::TempDir() + "/storage_test." + std::to_string(::getpid()) +
+                          "." + std::to_string(counter++) + "." + tag;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+StoreConfig temp_store_config(const std::string& tag, int paths, const std::string& engine) {
+  StoreConfig c;
+  const std::string root = make_temp_dir(tag);
+  for (int p = 0; p < paths; ++p) c.paths.push_back(root + "/ssd" + std::to_string(p));
+  c.io_engine = engine;
+  c.stripe_rows = 64;
+  c.round_robin_levels = 3;
+  c.min_segment_bytes = 4096;
+  c.queue_depth = 8;
+  c.request_bytes = 8192;
+  c.import_buffer = 1 << 20;
+  c.free_space_reserve = 0;
+  return c;
+}
+
+Result<std::vector<double>> read_part_values(StripedMatrix& m, int64_t I, int64_t c0) {
+  const PartLayout layout = m.part_layout(I, c0);
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::allocate(layout.buffer_bytes));
+  STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
+  std::vector<double> v(layout.data_bytes / 8);
+  std::memcpy(v.data(), buf.data() + layout.data_offset, layout.data_bytes);
+  return v;
+}
+
+Status write_part_values(StripedMatrix& m, int64_t I, int64_t c0, const std::vector<double>& v) {
+  const PartLayout layout = m.part_layout(I, c0);
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::allocate(layout.buffer_bytes));
+  if (layout.data_offset > 0) STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
+  std::memcpy(buf.data() + layout.data_offset, v.data(), layout.data_bytes);
+  return m.write_part(I, c0, buf.data());
+}
+
+}  // namespace stripesolve::storage

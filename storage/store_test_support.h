@@ -1,0 +1,24 @@
+// Test support for storage tests: temporary stores and reading back stripe values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "storage/matrix_store.h"
+
+namespace stripesolve::storage {
+
+// A fresh directory under ::testing::TempDir(), unique per call.
+std::string make_temp_dir(const std::string& tag);
+
+// A config with `paths` directories under a fresh temp dir, the given engine, small segments.
+StoreConfig temp_store_config(const std::string& tag, int paths, const std::string& engine);
+
+// Reads stripe I from column c0 and returns its (h x (n - c0)) values, column-major.
+Result<std::vector<double>> read_part_values(StripedMatrix& m, int64_t I, int64_t c0);
+
+// Writes the values (h x (n - c0), column-major) as stripe I from column c0, preserving the
+// columns before c0 (read first).
+Status write_part_values(StripedMatrix& m, int64_t I, int64_t c0, const std::vector<double>& v);
+
+}  // namespace stripesolve::storage

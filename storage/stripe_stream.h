@@ -1,0 +1,51 @@
+// Streaming whole stripes of an object through one bounded, 4 KiB-aligned buffer: used by create
+// (generators), import and export, so their memory is the configured buffer, not the matrix.
+//
+// A stripe is moved as consecutive byte windows of the buffer's size; each window's elements are
+// produced (or consumed) as a run of the stripe's column-major elements, then written (read) over
+// the segments. Segment CRC32Cs are accumulated window by window, so writing yields every checksum
+// and reading verifies every segment (when `verify`), with no second pass.
+//
+// Thread-safety: one call uses its buffer alone; callers serialize use of a buffer.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/data_file.h"
+#include "storage/io_engine.h"
+#include "storage/placement.h"
+
+namespace stripesolve::storage {
+
+// Element run of stripe I: out/in[k] is element e0 + k (column-major, leading dimension h_I).
+using ElementProducer = std::function<Status(int64_t I, int64_t e0, int64_t count, double* out)>;
+using ElementConsumer =
+    std::function<Status(int64_t I, int64_t e0, int64_t count, const double* in)>;
+
+struct StripeStream {
+  const Placement* placement = nullptr;
+  std::span<const DataFile> files;  // one per path of the placement
+  IoEngine* engine = nullptr;
+  AlignedBuffer* buffer = nullptr;  // window size = buffer size
+};
+
+// Writes stripes [0, N) from `produce`; fills `checksums` (one per segment).
+Status write_stripes(const StripeStream& s, const ElementProducer& produce,
+                     std::vector<std::optional<uint32_t>>& checksums);
+
+// Reads stripes [0, N) into `consume`; when `verify`, compares each segment with its known checksum
+// and returns kCorruption naming segment, stripe, path and offset on a mismatch.
+Status read_stripes(const StripeStream& s, const ElementConsumer& consume,
+                    const std::vector<std::optional<uint32_t>>& checksums, bool verify);
+
+// The kCorruption message of a checksum mismatch (shared with StripedMatrix reads).
+Status checksum_mismatch(const Placement& placement, std::span<const DataFile> files,
+                         int64_t segment, uint32_t stored, uint32_t computed);
+
+}  // namespace stripesolve::storage

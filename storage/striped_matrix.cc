@@ -1,0 +1,199 @@
+#include "storage/striped_matrix.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/logging.h"
+#include "storage/checksum.h"
+#include "storage/store_shared.h"
+#include "storage/stripe_stream.h"
+
+namespace stripesolve::storage {
+
+StripedMatrix::StripedMatrix(std::shared_ptr<StoreShared> store, Manifest manifest,
+                             Placement placement, std::vector<DataFile> files, Mode mode)
+    : store_(std::move(store)),
+      info_(manifest.info),
+      placement_(std::move(placement)),
+      files_(std::move(files)),
+      mode_(mode),
+      manifest_(std::move(manifest)) {
+  std::lock_guard lock(store_->mu);
+  ++store_->open_count[info_.name];
+}
+
+StripedMatrix::~StripedMatrix() {
+  bool discard = false;
+  {
+    std::lock_guard lock(mu_);
+    discard = mode_ == Mode::kNewFactor && !committed_;
+  }
+  if (discard) {
+    Status st = store_->remove_object_files(info_.name);
+    if (!st.is_ok()) {
+      logger("storage")->error("cannot remove uncommitted factor '{}': {}", info_.name,
+                               st.to_string());
+    }
+  }
+  std::lock_guard lock(store_->mu);
+  if (--store_->open_count[info_.name] == 0) store_->open_count.erase(info_.name);
+}
+
+std::string StripedMatrix::describe() const { return info_.kind + " '" + info_.name + "'"; }
+
+PartLayout StripedMatrix::part_layout(int64_t stripe, int64_t col_begin) const {
+  const StripeGeometry& g = placement_.geometry();
+  const auto h = static_cast<uint64_t>(g.rows(stripe));
+  const uint64_t first = kElementBytes * h * static_cast<uint64_t>(col_begin);
+  const uint64_t begin = align_down(first);
+  return PartLayout{placement_.stored_bytes(stripe) - begin, first - begin,
+                    kElementBytes * h * static_cast<uint64_t>(g.n - col_begin)};
+}
+
+Status StripedMatrix::check_part(int64_t stripe, int64_t col_begin) const {
+  const StripeGeometry& g = placement_.geometry();
+  if (stripe < 0 || stripe >= g.stripes || col_begin < 0 || col_begin > g.n) {
+    return Status::invalid_argument(describe() + ": stripe " + std::to_string(stripe) +
+                                    " from column " + std::to_string(col_begin) +
+                                    " is outside " + std::to_string(g.stripes) + " stripes of " +
+                                    std::to_string(g.n) + " columns");
+  }
+  return Status::ok();
+}
+
+void StripedMatrix::part_requests(int64_t stripe, int64_t col_begin, IoOp op, std::byte* buffer,
+                                  std::vector<IoPiece>& pieces,
+                                  std::vector<IoRequest>& requests) const {
+  const PartLayout layout = part_layout(stripe, col_begin);
+  const uint64_t end = placement_.stored_bytes(stripe);
+  placement_.pieces(stripe, end - layout.buffer_bytes, end, pieces);
+  requests.reserve(pieces.size());
+  for (const IoPiece& p : pieces) {
+    requests.push_back(IoRequest{op, files_[p.path].fd(), &files_[p.path].path(), p.file_offset,
+                                 p.length, buffer + p.buffer_offset});
+  }
+}
+
+Status StripedMatrix::read_part(int64_t stripe, int64_t col_begin, std::byte* buffer) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, col_begin));
+  std::vector<IoPiece> pieces;
+  std::vector<IoRequest> requests;
+  part_requests(stripe, col_begin, IoOp::kRead, buffer, pieces, requests);
+  Status st = store_->engine->run(requests);
+  if (!st.is_ok()) return st.with_context(describe() + " stripe " + std::to_string(stripe));
+  if (!store_->config.verify_checksums) return Status::ok();
+  for (const IoPiece& p : pieces) {
+    if (!p.whole_segment) continue;
+    std::optional<uint32_t> stored;
+    {
+      std::lock_guard lock(mu_);
+      stored = manifest_.checksums[p.segment];
+    }
+    if (!stored) continue;
+    const uint32_t computed = crc32c_extend(0, buffer + p.buffer_offset, p.length);
+    if (computed != *stored) {
+      return checksum_mismatch(placement_, files_, p.segment, *stored, computed)
+          .with_context(describe());
+    }
+  }
+  return Status::ok();
+}
+
+Status StripedMatrix::write_part(int64_t stripe, int64_t col_begin, const std::byte* buffer) {
+  if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, col_begin));
+  {
+    std::lock_guard lock(mu_);
+    if (committed_) return Status::failed_precondition(describe() + " is already committed");
+  }
+  std::vector<IoPiece> pieces;
+  std::vector<IoRequest> requests;
+  // The engine only reads from write buffers; IoRequest has one pointer type for both directions.
+  part_requests(stripe, col_begin, IoOp::kWrite, const_cast<std::byte*>(buffer), pieces, requests);
+  std::vector<std::optional<uint32_t>> sums;
+  sums.reserve(pieces.size());
+  for (const IoPiece& p : pieces) {
+    sums.push_back(p.whole_segment ? std::optional(crc32c_extend(0, buffer + p.buffer_offset,
+                                                                 p.length))
+                                   : std::nullopt);
+  }
+  Status st = store_->engine->run(requests);
+  std::lock_guard lock(mu_);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    manifest_.checksums[pieces[k].segment] = st.is_ok() ? sums[k] : std::nullopt;
+  }
+  if (!st.is_ok()) {
+    return st.with_context(describe() + " stripe " + std::to_string(stripe)).set_data_lost();
+  }
+  return Status::ok();
+}
+
+Status StripedMatrix::write_blob(std::string_view key, std::span<const std::byte> bytes) {
+  const std::string k(key);
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(k, "blob key"));
+  if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
+  std::lock_guard lock(mu_);
+  if (committed_) return Status::failed_precondition(describe() + " is already committed");
+  STRIPESOLVE_RETURN_IF_ERROR(write_file_atomically(
+      store_->blob_path(info_.name, k),
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  manifest_.blobs[k] = BlobEntry{bytes.size(), crc32c(bytes)};
+  return Status::ok();
+}
+
+Result<std::vector<std::byte>> StripedMatrix::read_blob(std::string_view key) const {
+  const std::string k(key);
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(k, "blob key"));
+  BlobEntry entry;
+  {
+    std::lock_guard lock(mu_);
+    auto it = manifest_.blobs.find(k);
+    if (it == manifest_.blobs.end()) {
+      return Status::not_found(describe() + " has no blob '" + k + "'");
+    }
+    entry = it->second;
+  }
+  const std::string path = store_->blob_path(info_.name, k);
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string text, read_whole_file(path, entry.bytes));
+  std::vector<std::byte> out(text.size());
+  std::memcpy(out.data(), text.data(), text.size());
+  if (out.size() != entry.bytes || crc32c(out) != entry.crc32c) {
+    return Status::corruption("blob " + path + " does not match its manifest entry (" +
+                              std::to_string(out.size()) + " of " + std::to_string(entry.bytes) +
+                              " bytes, or checksum mismatch)");
+  }
+  return out;
+}
+
+Status StripedMatrix::commit() {
+  if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
+  std::lock_guard lock(mu_);
+  if (committed_) return Status::failed_precondition(describe() + " is already committed");
+  // Checksums of partly written segments: read those segments back, one at a time.
+  uint64_t longest = 0;
+  for (int64_t s = 0; s < placement_.segment_count(); ++s) {
+    if (!manifest_.checksums[s]) longest = std::max(longest, placement_.segment(s).length);
+  }
+  if (longest > 0) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(longest));
+    for (int64_t s = 0; s < placement_.segment_count(); ++s) {
+      if (manifest_.checksums[s]) continue;
+      const Segment& seg = placement_.segment(s);
+      const IoRequest req{IoOp::kRead, files_[seg.path].fd(), &files_[seg.path].path(),
+                          seg.file_offset, seg.length, buffer.data()};
+      STRIPESOLVE_RETURN_IF_ERROR(store_->engine->run({&req, 1}));
+      manifest_.checksums[s] = crc32c_extend(0, buffer.data(), seg.length);
+    }
+  }
+  for (const DataFile& f : files_) STRIPESOLVE_RETURN_IF_ERROR(f.sync());
+  Manifest next = manifest_;
+  next.info.kind = "factor";
+  next.info.state = ObjectState::kComplete;
+  STRIPESOLVE_RETURN_IF_ERROR(store_->write_manifest(next));
+  manifest_ = std::move(next);
+  committed_ = true;
+  logger("storage")->info("committed factor '{}'", info_.name);
+  return Status::ok();
+}
+
+}  // namespace stripesolve::storage

@@ -1,0 +1,92 @@
+// One stored object (a matrix or a factor) opened for stripe-part I/O.
+//
+// read_part/write_part move "stripe I from column c0 to n" (002 §7.1) between a 4 KiB-aligned
+// buffer and the object's segments on all paths in one engine batch, so every path is busy at once
+// (002 §7.3). The buffer layout is PartLayout: the part starts at buffer + data_offset,
+// column-major with leading dimension h_I; the bytes before it are columns < c0 of the same stripe
+// (read from disk, written back unchanged), the bytes after it up to buffer_bytes are zero padding.
+//
+// Checksums: a read verifies every segment it covers entirely against the manifest's CRC32C (when
+// the store's verify_checksums is on and the CRC is known). A write records the CRC of every
+// segment it covers entirely and marks partly written ones unknown; commit() computes the unknown
+// ones by reading them back, then publishes the manifest.
+//
+// Lifetime: made by MatrixStore. A factor from create_factor() that is destroyed without commit()
+// is deleted; an object opened for in-place factorization and never committed stays in state
+// "being_factored" (its data is neither A nor the factors).
+//
+// Thread-safety: read_part/write_part of different stripes may run concurrently (also concurrent
+// reads of one stripe); write_blob/read_blob/commit may be called from any thread. `mu_` guards
+// manifest_ and committed_.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/data_file.h"
+#include "storage/io_engine.h"
+#include "storage/geometry.h"
+#include "storage/manifest.h"
+#include "storage/placement.h"
+
+namespace stripesolve::storage {
+
+struct StoreShared;
+
+struct PartLayout {
+  uint64_t buffer_bytes = 0;  // multiple of 4 KiB
+  uint64_t data_offset = 0;   // where element (row_begin(I), c0) lies in the buffer
+  uint64_t data_bytes = 0;    // 8 * h_I * (n - c0)
+};
+
+class StripedMatrix {
+ public:
+  enum class Mode { kReadOnly, kNewFactor, kInPlace };
+
+  // Made by MatrixStore; `files` holds one open data file per placement path.
+  StripedMatrix(std::shared_ptr<StoreShared> store, Manifest manifest, Placement placement,
+                std::vector<DataFile> files, Mode mode);
+  ~StripedMatrix();
+  StripedMatrix(const StripedMatrix&) = delete;
+  StripedMatrix& operator=(const StripedMatrix&) = delete;
+
+  const MatrixInfo& info() const { return info_; }
+  const StripeGeometry& geometry() const { return placement_.geometry(); }
+  const Placement& placement() const { return placement_; }
+  bool writable() const { return mode_ != Mode::kReadOnly; }
+
+  PartLayout part_layout(int64_t stripe, int64_t col_begin) const;
+  Status read_part(int64_t stripe, int64_t col_begin, std::byte* buffer);
+  Status write_part(int64_t stripe, int64_t col_begin, const std::byte* buffer);
+
+  Status write_blob(std::string_view key, std::span<const std::byte> bytes);
+  Result<std::vector<std::byte>> read_blob(std::string_view key) const;
+
+  // Writable objects: completes unknown checksums, syncs the data files and atomically publishes
+  // the manifest as kind "factor", state "complete". Fails on read-only objects and when called twice.
+  Status commit();
+
+ private:
+  Status check_part(int64_t stripe, int64_t col_begin) const;
+  void part_requests(int64_t stripe, int64_t col_begin, IoOp op, std::byte* buffer,
+                     std::vector<IoPiece>& pieces, std::vector<IoRequest>& requests) const;
+  std::string describe() const;
+
+  std::shared_ptr<StoreShared> store_;
+  const MatrixInfo info_;
+  const Placement placement_;
+  const std::vector<DataFile> files_;
+  const Mode mode_;
+
+  mutable std::mutex mu_;
+  Manifest manifest_;       // GUARDED_BY(mu_): checksums and blobs as they change
+  bool committed_ = false;  // GUARDED_BY(mu_)
+};
+
+}  // namespace stripesolve::storage

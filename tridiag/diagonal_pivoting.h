@@ -18,8 +18,9 @@ inline constexpr double kBunchKaufmanKappa = 0.6180339887498949;  // (sqrt(5) - 
 
 // kinds[k]: 1 = 1x1 pivot at k, 2 = first row of a 2x2 pivot, 0 = its second row.
 // Fails "singular or non-finite pivot <v> at row <k>" (kNumerical) on an exactly zero pivot.
+// Rows in messages are numbered from row_offset (the partition's first row in its system).
 Status dp_factor(const double* dl, const double* d, const double* du, std::size_t n, double* piv,
-                 std::uint8_t* kinds);
+                 std::uint8_t* kinds, std::size_t row_offset = 0);
 // x holds f on entry and the solution on return.
 void dp_solve(const double* dl, const double* du, const double* piv, const std::uint8_t* kinds,
               std::size_t n, double* x);

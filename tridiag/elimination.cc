@@ -113,10 +113,10 @@ Status solve_gepp(const SystemRef& s, Workspace& work) {
 }
 
 Status dp_factor(const double* dl, const double* d, const double* du, std::size_t n, double* piv,
-                 std::uint8_t* kinds) {
-  auto bad = [](double v, std::size_t row) {
+                 std::uint8_t* kinds, std::size_t row_offset) {
+  auto bad = [row_offset](double v, std::size_t row) {
     return Status::numerical("spike: singular or non-finite pivot " + format_value(v) +
-                             " at row " + std::to_string(row));
+                             " at row " + std::to_string(row + row_offset));
   };
   double cur = d[0];
   std::size_t k = 0;

@@ -52,11 +52,8 @@ Status solve_spike(const SystemRef& sys, unsigned threads) {
         continue;
       }
       Status fs = dp_factor(dl + start, sys.d + start, du + start, q, piv.data() + start,
-                            kinds.data() + start);
-      if (!fs.is_ok()) {
-        return fs.with_context("partition " + std::to_string(j) + " (rows from " +
-                               std::to_string(start) + ")");
-      }
+                            kinds.data() + start, start);
+      if (!fs.is_ok()) return fs.with_context("partition " + std::to_string(j));
       double* y = sys.x + start;
       if (sys.x != sys.f) std::copy(sys.f + start, sys.f + start + q, y);
       double* l = zl.data() + start;
@@ -90,7 +87,8 @@ Status solve_spike(const SystemRef& sys, unsigned threads) {
   }
   SystemRef reduced{rl.data(), rd.data(), ru.data(), rf.data(), rx.data(), parts};
   STRIPESOLVE_RETURN_IF_ERROR(
-      solve_spike(reduced, parts >= 4096 ? threads : 1).with_context("reduced system"));
+      solve_spike(reduced, parts >= 4096 ? threads : 1)
+          .with_context("reduced system of the partition separators (row i = separator of partition i)"));
   // Interiors from their separators.
   st = parallel_for(parts, threads, 256, [&](std::size_t b, std::size_t e, unsigned) {
     for (std::size_t j = b; j < e; ++j) {

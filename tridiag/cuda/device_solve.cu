@@ -1,0 +1,262 @@
+// Orchestration of the device solvers: recursive SPIKE levels, the interleaved and shared-memory
+// paths, workspace layout and breakdown flags (device_solve.h).
+#include "tridiag/cuda/device_solve.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <mutex>
+#include <string>
+
+#include "tridiag/cuda/cuda_check.h"
+#include "tridiag/cuda/reduction_kernels.cuh"
+#include "tridiag/cuda/spike_kernels.cuh"
+
+namespace stripesolve::tridiag::gpu {
+
+namespace {
+
+constexpr std::size_t kFlagBytes = 256;
+
+std::size_t round_up(std::size_t v) { return (v + 255) / 256 * 256; }
+
+std::size_t parts_of(std::size_t rows) { return (rows + kPartitionRows - 1) / kPartitionRows; }
+
+// Bytes the SPIKE levels below a system of `rows` rows need (15 arrays of `parts` per level).
+std::size_t spike_level_bytes(std::size_t rows) {
+  std::size_t total = 0;
+  while (rows > 1) {
+    const std::size_t parts = parts_of(rows);
+    total += 15 * round_up(parts * sizeof(double));
+    rows = parts;
+  }
+  return total;
+}
+
+struct Bump {
+  char* p;
+  double* take(std::size_t count) {
+    double* r = reinterpret_cast<double*>(p);
+    p += round_up(count * sizeof(double));
+    return r;
+  }
+};
+
+void ensure_shared_limits() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    set_shared_memory_limits();
+    set_reduction_shared_limits();
+  });
+}
+
+}  // namespace
+
+// Solves one level: pass 1, the reduced system (recursively), pass 2.
+Status spike_level(bool pivoting, const double* dl, const double* d, const double* du,
+                   const double* f, double* x, LevelArgs args, Bump& ws, cudaStream_t stream) {
+  if (args.rows == 1) {
+    launch_single_row(d, f, x, args, stream);
+    return cuda_check(cudaGetLastError(), "single-row kernel launch");
+  }
+  const std::size_t parts = parts_of(args.rows);
+  const std::size_t tiles = (parts + kPartitionsPerBlock - 1) / kPartitionsPerBlock;
+  PartitionData pd{ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
+                   ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
+                   ws.take(parts), ws.take(parts)};
+  double *rl = ws.take(parts), *rd = ws.take(parts), *ru = ws.take(parts);
+  double *rf = ws.take(parts), *rx = ws.take(parts);
+  launch_partition_ends(pivoting, dl, d, du, f, 0, 0, tiles, args, pd, stream);
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 1 (partition ends) launch"));
+  launch_form_reduced(pd, parts, rl, rd, ru, rf, stream);
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE reduced-system launch"));
+  LevelArgs next = args;
+  next.rows = parts;
+  next.system_size = 0;
+  next.level_stride = args.level_stride * kPartitionRows;
+  STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, rl, rd, ru, rf, rx, next, ws, stream));
+  launch_partition_solve(pivoting, dl, d, du, f, x, 0, 0, tiles, rx, args, stream);
+  return cuda_check(cudaGetLastError(), "SPIKE pass 2 (partition solve) launch");
+}
+
+bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n) {
+  switch (algorithm) {
+    case Algorithm::kSpike:
+    case Algorithm::kThomas: return true;
+    case Algorithm::kCr:
+    case Algorithm::kPcr:
+    case Algorithm::kCrPcr:
+    case Algorithm::kPcrThomas:
+    case Algorithm::kCrPcrThomas: return layout == BatchLayout::kStrided && n <= kMaxSharedSystem;
+    default: return false;
+  }
+}
+
+std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows) {
+  if (layout == BatchLayout::kInterleaved &&
+      (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas)) {
+    return kFlagBytes + round_up(rows * sizeof(double)) + round_up(rows);
+  }
+  if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
+    return kFlagBytes + spike_level_bytes(rows);
+  }
+  return kFlagBytes;
+}
+
+Status read_flags(const char* name, const unsigned long long* dev_flags, std::size_t n_per_system,
+                  std::size_t rows, cudaStream_t stream) {
+  unsigned long long flags[2];
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
+      cudaMemcpyAsync(flags, dev_flags, sizeof flags, cudaMemcpyDeviceToHost, stream),
+      "reading the breakdown flags"));
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaStreamSynchronize(stream), "tridiagonal solve on the GPU"));
+  for (int k = 0; k < 2; ++k) {
+    if (flags[k] == ULLONG_MAX) continue;
+    std::string where;
+    if (n_per_system != 0 && n_per_system < rows) {
+      where = "system " + std::to_string(flags[k] / n_per_system) + ": ";
+    }
+    const std::size_t row = n_per_system != 0 ? flags[k] % n_per_system : flags[k];
+    return Status::numerical(where + name +
+                             (k == 0 ? " (GPU): zero, tiny or non-finite pivot at row "
+                                     : " (GPU): non-finite solution at row ") +
+                             std::to_string(row));
+  }
+  return Status::ok();
+}
+
+Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& b,
+                    void* workspace, std::size_t workspace_size, double pivot_tolerance,
+                    void* stream_ptr) {
+  cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+  const std::size_t n = layout == BatchLayout::kInterleaved ? b.rows / b.count : b.system_size;
+  if (!supported(algorithm, layout, n)) {
+    return Status::unimplemented(std::string(algorithm_name(algorithm)) +
+                                 " is not available on the GPU for this batch (GPU: spike and "
+                                 "thomas for every layout; cr, pcr and their hybrids for strided "
+                                 "batches of n <= 2048)");
+  }
+  if (workspace_size < workspace_bytes(algorithm, layout, b.rows)) {
+    return Status::invalid_argument("GPU workspace of " + std::to_string(workspace_size) +
+                                    " bytes is smaller than the " +
+                                    std::to_string(workspace_bytes(algorithm, layout, b.rows)) +
+                                    " bytes needed");
+  }
+  ensure_shared_limits();
+  auto* flags = static_cast<unsigned long long*>(workspace);
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemsetAsync(flags, 0xFF, 2 * sizeof(unsigned long long), stream),
+                 "clearing the breakdown flags"));
+  Bump ws{static_cast<char*>(workspace) + kFlagBytes};
+  const bool pivoting = algorithm == Algorithm::kSpike;
+  const char* name = algorithm_name(algorithm).data();
+  if (layout == BatchLayout::kInterleaved) {
+    double* piv = ws.take(b.rows);
+    auto* kinds = reinterpret_cast<unsigned char*>(ws.p);
+    launch_interleaved(pivoting, b.dl, b.d, b.du, b.f, b.x, n, b.count, piv, kinds,
+                       pivot_tolerance, flags, stream);
+    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved kernel launch"));
+    return read_flags(name, flags, n, b.rows, stream);
+  }
+  if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
+    LevelArgs args{b.rows, b.system_size, 1, b.rows, pivot_tolerance, flags};
+    STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, b.dl, b.d, b.du, b.f, b.x, args, ws, stream));
+    return read_flags(name, flags, b.system_size, b.rows, stream);
+  }
+  launch_shared_system_solver(algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n,
+                              pivot_tolerance, flags, stream);
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), std::string(name) + " kernel launch"));
+  return read_flags(name, flags, n, b.rows, stream);
+}
+
+std::size_t chunked_workspace_bytes(std::size_t rows) {
+  const std::size_t parts = parts_of(rows);
+  return kFlagBytes + 15 * round_up(parts * sizeof(double)) + spike_level_bytes(parts);
+}
+
+Status solve_host_chunked(bool pivoting, const double* dl, const double* d, const double* du,
+                          const double* f, double* x, std::size_t rows, std::size_t system_size,
+                          std::size_t chunk_rows, double* const chunk[5], void* workspace,
+                          std::size_t workspace_size, double pivot_tolerance, void* stream_ptr) {
+  cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+  if (workspace_size < chunked_workspace_bytes(rows) || chunk_rows % kChunkGranularity != 0 ||
+      chunk_rows == 0) {
+    return Status::invalid_argument("chunked GPU solve: workspace or chunk size too small");
+  }
+  ensure_shared_limits();
+  auto* flags = static_cast<unsigned long long*>(workspace);
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemsetAsync(flags, 0xFF, 2 * sizeof(unsigned long long), stream),
+                 "clearing the breakdown flags"));
+  Bump ws{static_cast<char*>(workspace) + kFlagBytes};
+  const std::size_t parts = parts_of(rows);
+  PartitionData pd{ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
+                   ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
+                   ws.take(parts), ws.take(parts)};
+  double *rl = ws.take(parts), *rd = ws.take(parts), *ru = ws.take(parts);
+  double *rf = ws.take(parts), *rx = ws.take(parts);
+  LevelArgs args{rows, system_size, 1, rows, pivot_tolerance, flags};
+  const double* host_in[4] = {dl, d, du, f};
+  auto upload = [&](std::size_t row0, std::size_t count) -> Status {
+    for (int k = 0; k < 4; ++k) {
+      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
+          cudaMemcpyAsync(chunk[k], host_in[k] + row0, count * sizeof(double),
+                          cudaMemcpyHostToDevice, stream),
+          "uploading chunk at row " + std::to_string(row0)));
+    }
+    return Status::ok();
+  };
+  for (std::size_t row0 = 0; row0 < rows; row0 += chunk_rows) {
+    const std::size_t count = std::min(chunk_rows, rows - row0);
+    STRIPESOLVE_RETURN_IF_ERROR(upload(row0, count));
+    const std::size_t tiles = (count + kTileRows - 1) / kTileRows;
+    launch_partition_ends(pivoting, chunk[0], chunk[1], chunk[2], chunk[3], row0,
+                          row0 / kTileRows, tiles, args, pd, stream);
+    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 1 launch (chunk at row " + std::to_string(row0) + ")"));
+  }
+  launch_form_reduced(pd, parts, rl, rd, ru, rf, stream);
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE reduced-system launch"));
+  LevelArgs next{parts, 0, kPartitionRows, rows, pivot_tolerance, flags};
+  STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, rl, rd, ru, rf, rx, next, ws, stream));
+  for (std::size_t row0 = 0; row0 < rows; row0 += chunk_rows) {
+    const std::size_t count = std::min(chunk_rows, rows - row0);
+    STRIPESOLVE_RETURN_IF_ERROR(upload(row0, count));
+    const std::size_t tiles = (count + kTileRows - 1) / kTileRows;
+    launch_partition_solve(pivoting, chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], row0,
+                           row0 / kTileRows, tiles, rx, args, stream);
+    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 2 launch (chunk at row " + std::to_string(row0) + ")"));
+    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
+        cudaMemcpyAsync(x + row0, chunk[4], count * sizeof(double), cudaMemcpyDeviceToHost, stream),
+        "downloading chunk at row " + std::to_string(row0)));
+  }
+  return read_flags(pivoting ? "spike" : "thomas", flags, system_size, rows, stream);
+}
+
+namespace {
+__global__ void zero_couplings_kernel(double* dl, double* du, const std::size_t* offsets,
+                                      std::size_t count) {
+  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (j >= count) return;
+  dl[offsets[j]] = 0.0;
+  du[offsets[j + 1] - 1] = 0.0;
+}
+}  // namespace
+
+Status zero_ragged_couplings(double* dl, double* du, const std::size_t* offsets,
+                             std::size_t count, void* stream) {
+  const unsigned blocks = static_cast<unsigned>((count + 255) / 256);
+  zero_couplings_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(dl, du, offsets, count);
+  return cuda_check(cudaGetLastError(), "ragged coupling kernel launch");
+}
+
+Result<int> device_count() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    return Status::unavailable(std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err));
+  }
+  return count;
+}
+
+}  // namespace stripesolve::tridiag::gpu

@@ -1,0 +1,69 @@
+// Device-side tridiagonal solvers (CUDA), behind plain pointers: no CUDA type in this header.
+// Internal to tridiag/ (used by gpu_solver.cc-side code in cuda/ and by the GPU benchmark).
+//
+// Layout of a device batch: `rows` unknowns stored one system after another (strided or ragged,
+// the SPIKE path) or interleaved (element i of system j at i*count + j, the one-thread-per-system
+// path). Strided batches give system_size so the kernels ignore dl/du across system boundaries;
+// ragged batches must have dl[first row] = du[last row] = 0 in the device copy (the host wrapper
+// zeroes them) and pass system_size = 0.
+// Errors: CUDA failures are kInternal/kResourceExhausted with the call and cudaGetErrorString;
+// breakdown is kNumerical with the first failing row (numbered in the batch; a row of a reduced
+// system is named by the separator row it stands for).
+// Threading: every call is asynchronous on `stream` except the final read of the breakdown
+// flags, which synchronises that stream.
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+#include "tridiag/tridiag.h"
+
+namespace stripesolve::tridiag::gpu {
+
+struct DeviceBatch {
+  const double* dl;
+  const double* d;
+  const double* du;
+  const double* f;
+  double* x;
+  std::size_t rows;         // unknowns in all
+  std::size_t system_size;  // strided: n; ragged or one system: 0
+  std::size_t count;        // interleaved: number of systems (rows = n * count)
+};
+
+// GPU algorithms: kSpike and kThomas on strided/ragged batches (SPIKE partitions with diagonal
+// pivoting, or with Thomas: 000 §II "SPIKE-Thomas"), kSpike and kThomas on interleaved batches
+// (one thread per system, dynamic tiling 000 §III-B), and kCr, kPcr, kCrPcr, kPcrThomas,
+// kCrPcrThomas on strided batches of n <= kMaxSharedSystem (one block per system in shared
+// memory). Others: kUnimplemented.
+inline constexpr std::size_t kMaxSharedSystem = 2048;
+
+bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n);
+
+// Bytes of device workspace solve_device needs.
+std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows);
+
+Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& batch,
+                    void* workspace, std::size_t workspace_size, double pivot_tolerance,
+                    void* stream);
+
+// Level 0 of SPIKE streamed from host memory (000 §IV-B) for one system or a strided batch
+// larger than the device budget: chunks of chunk_rows rows (a multiple of
+// kChunkGranularity) go through the device buffers `chunk` (5 arrays of chunk_rows doubles:
+// dl, d, du, f, x): pass 1 per chunk, the reduced system on the device, pass 2 per chunk.
+inline constexpr std::size_t kChunkGranularity = 33 * 64;
+std::size_t chunked_workspace_bytes(std::size_t rows);
+Status solve_host_chunked(bool pivoting, const double* dl, const double* d, const double* du,
+                          const double* f, double* x, std::size_t rows, std::size_t system_size,
+                          std::size_t chunk_rows, double* const chunk[5], void* workspace,
+                          std::size_t workspace_size, double pivot_tolerance, void* stream);
+
+// Zeroes dl at the first and du at the last row of each ragged system (offsets: count + 1
+// device-side prefix sums) in device arrays.
+Status zero_ragged_couplings(double* dl, double* du, const std::size_t* offsets,
+                             std::size_t count, void* stream);
+
+// Number of CUDA devices; an error when the runtime reports one.
+Result<int> device_count();
+
+}  // namespace stripesolve::tridiag::gpu

@@ -1,0 +1,57 @@
+// SPIKE kernels (000 §II-III), internal to tridiag/cuda/. See spike_kernels.cu.
+#pragma once
+
+#include <cstddef>
+
+namespace stripesolve::tridiag::gpu {
+
+inline constexpr int kPartitionRows = 33;    // 32 interior rows + 1 separator (kSpikePartition)
+inline constexpr int kPartitionsPerBlock = 64;
+inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;
+inline constexpr int kSharedPitch = kPartitionsPerBlock + 1;  // odd pitch: no bank conflicts
+inline constexpr std::size_t kSharedBytes =
+    std::size_t{kPartitionRows} * kSharedPitch * (4 * sizeof(double) + 1);
+
+// flags[0]: smallest (original) row with a zero, tiny or non-finite pivot; flags[1]: smallest
+// row with a non-finite solution. ULLONG_MAX when none.
+struct LevelArgs {
+  std::size_t rows;           // rows of this level's system
+  std::size_t system_size;    // strided batch boundary (level 0 only), else 0
+  std::size_t level_stride;   // 33^level: maps a row of this level to the separator it stands for
+  std::size_t original_rows;  // rows of level 0
+  double tol;
+  unsigned long long* flags;
+};
+
+// Per-partition outputs of pass 1: the interior ends as affine functions of the two separators
+// (yf + r xl + s xr, yl + p xl + q xr) and the separator row's own coefficients.
+struct PartitionData {
+  double *yf, *r, *s, *yl, *p, *q, *sa, *sb, *sc, *sf;
+};
+
+// Pass 1 over the tiles [tile0, tile0 + tiles): arrays hold rows from chunk_row0 on.
+void launch_partition_ends(bool pivoting, const double* dl, const double* d, const double* du,
+                           const double* f, std::size_t chunk_row0, std::size_t tile0,
+                           std::size_t tiles, const LevelArgs& args, PartitionData out,
+                           void* stream);
+// Builds the reduced (separator) system: rl, rd, ru, rf of `parts` rows.
+void launch_form_reduced(const PartitionData& in, std::size_t parts, double* rl, double* rd,
+                         double* ru, double* rf, void* stream);
+// Pass 2: interiors from the separator solutions rx; writes x (rows from chunk_row0 on).
+void launch_partition_solve(bool pivoting, const double* dl, const double* d, const double* du,
+                            const double* f, double* x, std::size_t chunk_row0,
+                            std::size_t tile0, std::size_t tiles, const double* rx,
+                            const LevelArgs& args, void* stream);
+// x[0] = f[0] / d[0] for a 1-row system.
+void launch_single_row(const double* d, const double* f, double* x, const LevelArgs& args,
+                       void* stream);
+// One thread per system of an interleaved batch, dynamic tiling (000 §III-B).
+void launch_interleaved(bool pivoting, const double* dl, const double* d, const double* du,
+                        const double* f, double* x, std::size_t n, std::size_t count,
+                        double* piv, unsigned char* kinds, double tol,
+                        unsigned long long* flags, void* stream);
+
+// Raises the kernels' dynamic shared memory limit to kSharedBytes (once per process).
+void set_shared_memory_limits();
+
+}  // namespace stripesolve::tridiag::gpu

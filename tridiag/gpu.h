@@ -1,0 +1,41 @@
+// The GPU path of tridiag/ (CUDA), for host arrays: copies in, solves, copies back, and solves
+// systems larger than the device budget in chunks (000 §IV-B). No CUDA type here; in a build
+// without CUDA gpu_available() is false and solve_batch_gpu returns kUnimplemented.
+//
+// Algorithms on the GPU: spike (SPIKE + diagonal pivoting, the stable default) and thomas
+// (SPIKE partitions solved by Thomas, 000's "SPIKE-Thomas") for strided and ragged batches and
+// single systems of any size; spike and thomas for interleaved batches (one thread per system,
+// dynamic tiling); cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas for strided batches of n <= 2048
+// (one block per system in shared memory). bondeli and gepp are CPU-only (gepp's row
+// interchanges are what diagonal pivoting avoids on the GPU; bondeli's structure is SPIKE's).
+// kAuto: spike when stable is required, else thomas; on breakdown it falls back to spike, and
+// when spike fails to CPU gepp, with a note.
+// Chunking: when the batch and workspace exceed device_memory_budget, strided batches and single
+// systems are streamed through the GPU in chunks of whole 2112-row tiles: pass 1 per chunk,
+// the reduced system on the device, pass 2 per chunk (two uploads of the input, one download).
+// Threading: calls are serialised per process by the CUDA runtime's default stream use; each
+// call allocates and frees its own device memory.
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+#include "tridiag/tridiag.h"
+
+namespace stripesolve::tridiag {
+
+struct GpuOptions {
+  SolveOptions solve;
+  // Device bytes a call may allocate; 0 = 90% of the free device memory.
+  std::size_t device_memory_budget = 0;
+};
+
+// Whether this build has CUDA and a device is present (cudaGetDeviceCount succeeds and is > 0).
+bool gpu_available();
+
+Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options);
+
+Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
+                                    const GpuOptions& options = {});
+
+}  // namespace stripesolve::tridiag

@@ -1,0 +1,196 @@
+// GPU results against CPU results (same algorithm) and LAPACK, with the CPU tests' bounds.
+// Every test skips with a message when no CUDA device is present.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "tridiag/gallery.h"
+#include "tridiag/gpu.h"
+#include "tridiag/lapack_reference.h"
+#include "tridiag/tridiag.h"
+
+namespace stripesolve::tridiag {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                   \
+  if (!gpu_available()) GTEST_SKIP() << "no CUDA device (or a build without CUDA): GPU path " \
+                                        "not tested here"
+
+struct Batch {
+  std::vector<double> dl, d, du, f;
+};
+
+Batch make_batch(const std::vector<std::size_t>& sizes, int type) {
+  Batch b;
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    TridiagonalMatrix m = type == 0 ? diagonally_dominant_matrix(sizes[j], 17 * j + 1)
+                                    : stability_matrix(type, sizes[j], 17 * j + 1);
+    std::vector<double> f = random_vector(sizes[j], 5 * j + 2);
+    b.dl.insert(b.dl.end(), m.dl.begin(), m.dl.end());
+    b.d.insert(b.d.end(), m.d.begin(), m.d.end());
+    b.du.insert(b.du.end(), m.du.begin(), m.du.end());
+    b.f.insert(b.f.end(), f.begin(), f.end());
+  }
+  return b;
+}
+
+// Residual of each system (strided order); the largest.
+double max_residual(const Batch& b, const std::vector<std::size_t>& sizes, const std::vector<double>& x) {
+  double worst = 0;
+  std::size_t o = 0;
+  for (std::size_t n : sizes) {
+    worst = std::max(worst, relative_residual(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n));
+    o += n;
+  }
+  return worst;
+}
+
+void compare(Algorithm alg, const std::vector<std::size_t>& sizes, int type, BatchLayout layout) {
+  Batch b = make_batch(sizes, type);
+  const std::size_t rows = b.f.size();
+  BatchShape shape{layout, sizes[0], sizes.size(), {}};
+  if (layout == BatchLayout::kRagged) shape.sizes = sizes;
+  std::vector<double> xc(rows), xg(rows);
+  SolveOptions opt;
+  opt.algorithm = alg;
+  auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+  ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
+  GpuOptions gopt;
+  gopt.solve = opt;
+  auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()}, gopt);
+  ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
+  double nx = 0;
+  for (double v : xg) nx += v * v;
+  EXPECT_GT(nx, 0.0);
+  const double res_c = max_residual(b, sizes, xc), res_g = max_residual(b, sizes, xg);
+  EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU " << res_c;
+}
+
+TEST(GpuTest, StridedBatchesEveryGpuAlgorithm) {
+  SKIP_WITHOUT_GPU();
+  for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas, Algorithm::kCr, Algorithm::kPcr,
+                        Algorithm::kCrPcr, Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+    for (std::size_t n : {1, 2, 3, 5, 33, 34, 64, 100, 257, 1000, 2048}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
+      compare(alg, std::vector<std::size_t>(129, n), 0, BatchLayout::kStrided);
+    }
+  }
+}
+
+TEST(GpuTest, SpikeOnRandomMatricesAndRaggedBatches) {
+  SKIP_WITHOUT_GPU();
+  compare(Algorithm::kSpike, std::vector<std::size_t>(64, 1000), 1, BatchLayout::kStrided);
+  compare(Algorithm::kSpike, {(std::size_t{1} << 20) + 7}, 1, BatchLayout::kStrided);
+  const std::vector<std::size_t> sizes = {1, 2, 3, 100, 33, 1, 5170, 64, 2, 1000, 70000};
+  for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
+    SCOPED_TRACE(algorithm_name(alg));
+    compare(alg, sizes, 0, BatchLayout::kRagged);
+  }
+  compare(Algorithm::kSpike, sizes, 1, BatchLayout::kRagged);
+}
+
+TEST(GpuTest, InterleavedBatches) {
+  SKIP_WITHOUT_GPU();
+  for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
+    for (std::size_t n : {1, 2, 3, 17, 256, 1001}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
+      const std::size_t m = 300;
+      Batch b = make_batch(std::vector<std::size_t>(m, n), alg == Algorithm::kSpike ? 1 : 0);
+      Batch il = b;
+      for (std::size_t j = 0; j < m; ++j)
+        for (std::size_t i = 0; i < n; ++i) {
+          il.dl[i * m + j] = b.dl[j * n + i];
+          il.d[i * m + j] = b.d[j * n + i];
+          il.du[i * m + j] = b.du[j * n + i];
+          il.f[i * m + j] = b.f[j * n + i];
+        }
+      std::vector<double> xg(m * n), x(m * n);
+      GpuOptions gopt;
+      gopt.solve.algorithm = alg;
+      BatchShape shape{BatchLayout::kInterleaved, n, m, {}};
+      auto r = solve_batch_gpu(shape, {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, gopt);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      for (std::size_t j = 0; j < m; ++j)
+        for (std::size_t i = 0; i < n; ++i) x[j * n + i] = xg[i * m + j];
+      std::vector<double> ref;
+      double worst_ratio = 0;
+      for (std::size_t j = 0; j < m; ++j) {
+        const std::size_t o = j * n;
+        ASSERT_EQ(lapack_dgtsv(&b.dl[o], &b.d[o], &b.du[o], &b.f[o], n, ref), 0);
+        const double rl = relative_residual(&b.dl[o], &b.d[o], &b.du[o], ref.data(), &b.f[o], n);
+        const double rg = relative_residual(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n);
+        if (alg == Algorithm::kSpike) worst_ratio = std::max(worst_ratio, rg / (rl + 1e-16));
+        else EXPECT_LT(rg, 1e-14);
+      }
+      EXPECT_LE(worst_ratio, 10.0);
+    }
+  }
+}
+
+TEST(GpuTest, StabilitySuiteSpikeWithinTenTimesCpuSpike) {
+  SKIP_WITHOUT_GPU();
+  for (int type = 1; type <= kStabilityTypes; ++type) {
+    SCOPED_TRACE("type " + std::to_string(type));
+    const std::size_t n = 512;
+    TridiagonalMatrix m = stability_matrix(type, n, 1000 + type);
+    std::vector<double> f = random_vector(n, 77 + type), xc(n), xg(n);
+    BatchShape shape{BatchLayout::kStrided, n, 1, {}};
+    SolveOptions opt;
+    opt.algorithm = Algorithm::kSpike;
+    auto rc = solve_batch(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xc.data()}, opt);
+    if (!rc.is_ok()) continue;  // CPU spike reports a breakdown (types 15, 16 at large n)
+    GpuOptions gopt;
+    gopt.solve = opt;
+    auto rg = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xg.data()}, gopt);
+    const double res_c = relative_residual(m.dl.data(), m.d.data(), m.du.data(), xc.data(), f.data(), n);
+    if (!std::isfinite(res_c)) continue;
+    ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
+    const double res_g = relative_residual(m.dl.data(), m.d.data(), m.du.data(), xg.data(), f.data(), n);
+    EXPECT_LE(res_g, 10 * res_c) << "CPU spike " << res_c;
+  }
+}
+
+TEST(GpuTest, OneSystemLargerThanTheDeviceBudgetInChunks) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 1'000'003;  // 40 MB of arrays through a 6 MB device budget
+  TridiagonalMatrix m = stability_matrix(1, n, 3);
+  std::vector<double> f = random_vector(n, 4), xg(n), ref;
+  ASSERT_EQ(lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), f.data(), n, ref), 0);
+  const double rl = relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(), f.data(), n);
+  GpuOptions gopt;
+  gopt.device_memory_budget = 6 << 20;
+  BatchShape shape{BatchLayout::kStrided, n, 1, {}};
+  auto r = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xg.data()}, gopt);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_GE(r->notes.size(), 2u);
+  EXPECT_NE(r->notes[1].find("chunks of"), std::string::npos) << r->notes[1];
+  const double rg = relative_residual(m.dl.data(), m.d.data(), m.du.data(), xg.data(), f.data(), n);
+  EXPECT_LE(rg, 10 * rl) << "LAPACK " << rl;
+}
+
+TEST(GpuTest, BreakdownFallbackAndUnsupported) {
+  SKIP_WITHOUT_GPU();
+  std::vector<double> dl = {0, 1, 0, 1}, d = {2, 3, 0, 0}, du = {1, 0, 1, 0}, f = {1, 1, 1, 2};
+  std::vector<double> x(4);
+  BatchShape shape{BatchLayout::kStrided, 2, 2, {}};
+  GpuOptions gopt;
+  gopt.solve.algorithm = Algorithm::kThomas;
+  auto r = solve_batch_gpu(shape, {dl.data(), d.data(), du.data(), f.data(), x.data()}, gopt);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(), "system 1: thomas (GPU): zero, tiny or non-finite pivot at row 0");
+  gopt.solve.algorithm = Algorithm::kAuto;
+  gopt.solve.require_stable = false;
+  r = solve_batch_gpu(shape, {dl.data(), d.data(), du.data(), f.data(), x.data()}, gopt);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r->notes.size(), 2u);
+  EXPECT_EQ(r->notes[1], "thomas broke down (system 1: thomas (GPU): zero, tiny or non-finite "
+                         "pivot at row 0); solved again with spike");
+  EXPECT_DOUBLE_EQ(x[2], 2.0);
+  EXPECT_DOUBLE_EQ(x[3], 1.0);
+  gopt.solve.algorithm = Algorithm::kBondeli;
+  r = solve_batch_gpu(shape, {dl.data(), d.data(), du.data(), f.data(), x.data()}, gopt);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace stripesolve::tridiag

@@ -79,7 +79,7 @@ Status Connection::send(const Frame& frame) {
 Result<Frame> Connection::receive() {
   while (true) {
     if (auto f = parser_.next()) return std::move(*f);
-    if (read_buf_.empty()) read_buf_.resize(1 << 20);
+    if (read_buf_.empty()) read_buf_.resize(4 << 20);
     const ssize_t n = ::recv(fd_, read_buf_.data(), read_buf_.size(), 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != ECONNRESET) return Status::from_errno(errno, "recv from " + path_);

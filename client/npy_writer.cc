@@ -36,7 +36,6 @@ Status NpyWriter::open(const std::string& path, int64_t n, int64_t nrhs) {
   if (::ftruncate(fd_, static_cast<off_t>(data_offset_ + 8 * n * nrhs)) != 0) {
     return Status::from_errno(errno, "size " + partial_);
   }
-  seen_.assign(static_cast<size_t>(n), false);
   return Status::ok();
 }
 
@@ -57,12 +56,26 @@ Status NpyWriter::write_rows(int64_t row_begin, int64_t rows, const char* data) 
     }
     done += static_cast<size_t>(w);
   }
-  for (int64_t r = row_begin; r < row_begin + rows; ++r) {
-    if (!seen_[r]) {
-      seen_[r] = true;
-      ++rows_written_;
-    }
+  // Record [row_begin, end) among the written ranges, merging neighbours (chunks arrive in
+  // back-substitution order, so the map stays tiny).
+  int64_t b = row_begin, e = row_begin + rows;
+  auto it = written_.upper_bound(b);
+  if (it != written_.begin() && std::prev(it)->second > b) {
+    return Status::invalid_argument(fmt::format("rows [{}, {}) of {} were written twice", b, e, path_));
   }
+  if (it != written_.end() && it->first < e) {
+    return Status::invalid_argument(fmt::format("rows [{}, {}) of {} were written twice", b, e, path_));
+  }
+  if (it != written_.end() && it->first == e) {
+    e = it->second;
+    it = written_.erase(it);
+  }
+  if (it != written_.begin() && std::prev(it)->second == b) {
+    std::prev(it)->second = e;
+  } else {
+    written_[b] = e;
+  }
+  rows_written_ += rows;
   return Status::ok();
 }
 

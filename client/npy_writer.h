@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <map>
 #include <vector>
 
 #include "base/status.h"
@@ -18,7 +19,7 @@ class NpyWriter {
  public:
   ~NpyWriter();  // removes the .partial file if finish() did not succeed
   Status open(const std::string& path, int64_t n, int64_t nrhs);
-  // `rows` rows starting at `row_begin`, row-major (rows x nrhs float64).
+  // `rows` rows starting at `row_begin`, row-major (rows x nrhs float64). Each row once.
   Status write_rows(int64_t row_begin, int64_t rows, const char* data);
   Status finish();
   int64_t rows_written() const { return rows_written_; }
@@ -29,7 +30,7 @@ class NpyWriter {
   int64_t n_ = 0, nrhs_ = 0;
   uint64_t data_offset_ = 0;
   int64_t rows_written_ = 0;
-  std::vector<bool> seen_;
+  std::map<int64_t, int64_t> written_;  // disjoint written row ranges [begin -> end), merged
 };
 
 }  // namespace stripesolve::client

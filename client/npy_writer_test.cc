@@ -55,3 +55,24 @@ TEST(NpyWriterTest, AbandonedWriterLeavesNothing) {
 
 }  // namespace
 }  // namespace stripesolve::client
+
+namespace stripesolve::client {
+namespace {
+
+TEST(NpyWriterTest, OverlappingRowsAreRejected) {
+  const std::string path = ::testing::TempDir() + "/z_" + std::to_string(::getpid()) + ".npy";
+  NpyWriter w;
+  ASSERT_TRUE(w.open(path, 10, 1).is_ok());
+  std::vector<double> v(10, 1.0);
+  const char* p = reinterpret_cast<const char*>(v.data());
+  ASSERT_TRUE(w.write_rows(6, 4, p).is_ok());
+  ASSERT_TRUE(w.write_rows(2, 4, p).is_ok());
+  EXPECT_EQ(w.write_rows(5, 2, p).message(), "rows [5, 7) of " + path + " were written twice");
+  EXPECT_EQ(w.write_rows(0, 3, p).message(), "rows [0, 3) of " + path + " were written twice");
+  ASSERT_TRUE(w.write_rows(0, 2, p).is_ok());
+  EXPECT_TRUE(w.finish().is_ok());
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace stripesolve::client

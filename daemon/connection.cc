@@ -312,10 +312,16 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
     const int64_t rows = std::min(r.rows, max_rows);
     Frame f = protocol::make_frame(MessageType::kResultChunk, request_id,
                                    {{"row_begin", r.row_begin}, {"rows", rows}, {"nrhs", s.nrhs}});
-    f.payload.assign(reinterpret_cast<const char*>(s.buffer->data() + r.row_begin * s.nrhs),
-                     static_cast<size_t>(rows * row_bytes));
-    env_.metrics.result_bytes_streamed += f.payload.size();
-    send(f);
+    Outgoing out;
+    out.owner = s.buffer;
+    out.payload = reinterpret_cast<const char*>(s.buffer->data() + r.row_begin * s.nrhs);
+    out.payload_len = static_cast<size_t>(rows * row_bytes);
+    // Encode the frame with an empty payload, then patch payload_len in the fixed header.
+    out.bytes = *protocol::encode_frame(f);
+    const uint32_t len = static_cast<uint32_t>(out.payload_len);
+    for (int i = 0; i < 4; ++i) out.bytes[24 + i] = static_cast<char>((len >> (8 * i)) & 0xff);
+    env_.metrics.result_bytes_streamed += out.payload_len;
+    enqueue(std::move(out), false);
     s.rows_sent += rows;
     r.row_begin += rows;
     r.rows -= rows;
@@ -378,7 +384,14 @@ void Connection::send(const Frame& frame, bool droppable) {
     log_->error("cannot encode a {} frame: {}", protocol::message_type_name(frame.type), bytes.status().message());
     bytes = protocol::encode_frame(protocol::make_error_frame(frame.request_id, bytes.status()));
   }
-  if (queued_bytes_ + bytes->size() > env_.config.limits.max_queued_bytes && !queue_.empty()) {
+  Outgoing out;
+  out.bytes = std::move(bytes).value();
+  enqueue(std::move(out), droppable);
+}
+
+void Connection::enqueue(Outgoing out, bool droppable) {
+  if (closed_) return;
+  if (queued_bytes_ + out.size() > env_.config.limits.max_queued_bytes && !queue_.empty()) {
     if (droppable) {
       env_.metrics.progress_frames_dropped++;
       return;
@@ -388,8 +401,8 @@ void Connection::send(const Frame& frame, bool droppable) {
     close();
     return;
   }
-  queued_bytes_ += bytes->size();
-  queue_.push_back(std::move(bytes).value());
+  queued_bytes_ += out.size();
+  queue_.push_back(std::move(out));
   env_.metrics.frames_out++;
   write_next();
 }
@@ -404,7 +417,10 @@ void Connection::write_next() {
     return;
   }
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(queue_.front()),
+  const Outgoing& front = queue_.front();
+  const std::array<asio::const_buffer, 2> buffers = {asio::buffer(front.bytes),
+                                                     asio::buffer(front.payload, front.payload_len)};
+  asio::async_write(socket_, buffers,
                     [self = shared_from_this()](boost::system::error_code ec, size_t n) {
                       self->writing_ = false;
                       if (self->closed_) return;

@@ -103,7 +103,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closing_ = false;   // stop reading; close once the queue is written
   bool closed_ = false;
   bool writing_ = false;
-  std::deque<std::string> queue_;
+  // A frame to write: its encoded bytes, plus (for result chunks) a payload that is written
+  // straight from the job's solution buffer, kept alive by `owner` (no copy).
+  struct Outgoing {
+    std::string bytes;
+    std::shared_ptr<const std::vector<double>> owner;
+    const char* payload = nullptr;
+    size_t payload_len = 0;
+    size_t size() const { return bytes.size() + payload_len; }
+  };
+  void enqueue(Outgoing out, bool droppable);
+  std::deque<Outgoing> queue_;
   uint64_t queued_bytes_ = 0;
   std::map<uint64_t, Watch> watches_;          // by request id
   std::map<uint64_t, ResultStream> streams_;   // by request id

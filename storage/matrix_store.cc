@@ -125,6 +125,11 @@ const StoreConfig& MatrixStore::config() const { return shared_->config; }
 std::string_view MatrixStore::engine_name() const { return shared_->engine->name(); }
 
 Result<std::unique_ptr<MatrixStore>> MatrixStore::open(const StoreConfig& config) {
+  return open(config, nullptr);
+}
+
+Result<std::unique_ptr<MatrixStore>> MatrixStore::open(const StoreConfig& config,
+                                                       std::shared_ptr<IoEngine> engine) {
   if (config.paths.empty()) return Status::invalid_argument("the store needs at least one path");
   auto shared = std::make_shared<StoreShared>();
   shared->config = config;
@@ -139,7 +144,11 @@ Result<std::unique_ptr<MatrixStore>> MatrixStore::open(const StoreConfig& config
     }
     return Status::from_errno(errno, "lock " + lock);
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(shared->engine, make_io_engine(config));
+  if (engine) {
+    shared->engine = std::move(engine);
+  } else {
+    STRIPESOLVE_ASSIGN_OR_RETURN(shared->engine, make_io_engine(config));
+  }
   clean_up(*shared);
   logger("storage")->info("opened store {} with {} paths, {} engine", shared->store_id,
                           config.paths.size(), shared->engine->name());

@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "storage/generators.h"
+#include "storage/io_engine.h"
 #include "storage/manifest.h"
 #include "storage/placement.h"
 #include "storage/store_config.h"
@@ -37,6 +38,9 @@ class MatrixStore {
  public:
   // Opens (creating where needed) the store over config.paths; selects the I/O engine.
   static Result<std::unique_ptr<MatrixStore>> open(const StoreConfig& config);
+  // The same with a given engine instead of config.io_engine (fault injection, benchmarks).
+  static Result<std::unique_ptr<MatrixStore>> open(const StoreConfig& config,
+                                                   std::shared_ptr<IoEngine> engine);
   ~MatrixStore();
 
   const StoreConfig& config() const;

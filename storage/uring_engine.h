@@ -1,0 +1,46 @@
+// The io_uring engine (liburing): all requests of a batch go to one ring, up to queue_depth in
+// flight, so the segments on every path are transferred at once (002 §7.3). Requests are cut into
+// chunks of request_bytes and ordered chunk 0 of every request, then chunk 1, ..., which spreads
+// the queue over all paths (consecutive segments lie on consecutive paths).
+//
+// Plain request values become SQEs in one function (prepare_sqe); a chunk's state rides in
+// user_data (its index). Completions go through apply_transfer_result (io_engine.h) like the pread
+// engine: short transfers and -EAGAIN/-EINTR are resubmitted for the rest, other errors end the
+// batch after the in-flight chunks have completed.
+//
+// Thread-safety: run() may be called concurrently; each call takes a ring from a pool (creating
+// one when none is idle) and returns it afterwards, so calls never share a ring.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "storage/io_engine.h"
+
+namespace stripesolve::storage {
+
+class UringEngine final : public IoEngine {
+ public:
+  UringEngine(unsigned queue_depth, uint64_t request_bytes);
+  ~UringEngine() override;
+
+  // OK when a ring can be created and a no-op completes in this process.
+  static Status probe();
+
+  std::string_view name() const override { return "io_uring"; }
+  Status run(std::span<const IoRequest> requests) override;
+
+ private:
+  struct Ring;
+  Result<std::unique_ptr<Ring>> acquire();
+  void release(std::unique_ptr<Ring> ring);
+
+  const unsigned queue_depth_;
+  const uint64_t request_bytes_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Ring>> idle_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace stripesolve::storage

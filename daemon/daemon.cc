@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/logging.h"
 #include "base/units.h"
+#include "daemon/matrix_jobs.h"
 #include "daemon/sd_notify.h"
 
 namespace stripesolve::daemon {
@@ -25,10 +26,15 @@ Daemon::~Daemon() {
   jobs_.reset();
 }
 
-void Daemon::register_builtin_jobs(JobRegistry& registry) { (void)registry; }
+void Daemon::register_builtin_jobs(JobRegistry& registry) { register_matrix_jobs(registry, *store_); }
 
 Status Daemon::start() {
   const ServerConfig& s = config_.server;
+  auto store = storage::MatrixStore::open(config_.store);
+  if (!store.is_ok()) return store.status().with_context("cannot open the matrix store (store.paths)");
+  store_ = std::move(store).value();
+  logger("daemon")->info("store at {} ({} path(s), {} I/O), engine RAM budget {}", config_.store.paths[0],
+                         config_.store.paths.size(), store_->engine_name(), format_bytes(config_.engine.ram_budget));
   JobRegistry registry;
   register_builtin_jobs(registry);
   if (register_jobs_) register_jobs_(registry);

@@ -21,6 +21,7 @@
 #include "daemon/metrics.h"
 #include "daemon/server.h"
 #include "daemon/uploads.h"
+#include "storage/matrix_store.h"
 
 namespace stripesolve::daemon {
 
@@ -41,6 +42,7 @@ class Daemon {
 
   const std::string& socket_path() const { return config_.server.socket; }
   JobManager& jobs() { return *jobs_; }
+  storage::MatrixStore& store() { return *store_; }
   Metrics& metrics() { return metrics_; }
   nlohmann::json status_json() const;
 
@@ -53,6 +55,7 @@ class Daemon {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Metrics metrics_;
   UploadStore uploads_;
+  std::unique_ptr<storage::MatrixStore> store_;  // outlives jobs_ (declared before it)
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Server> server_;
   std::atomic<bool> stopping_{false};

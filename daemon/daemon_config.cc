@@ -1,5 +1,10 @@
 #include "daemon/daemon_config.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "base/config.h"
@@ -8,15 +13,26 @@
 
 namespace stripesolve::daemon {
 
-DaemonConfig parse_daemon_config(std::string_view text, std::string source_name) {
-  DaemonConfig c;
-  c.source = source_name;
-  ConfigMap root = ConfigMap::parse(text, std::move(source_name));
+namespace {
+void parse_root(ConfigMap& root, DaemonConfig& c) {
   ConfigMap log = root.section("log");
   parse_log_config(log, c.log);
   ConfigMap server = root.section("daemon");
   parse_server_config(server, c.server);
+  ConfigMap store = root.section("store");
+  storage::parse_store_config(store, c.store);
+  ConfigMap engine = root.section("engine");
+  c.engine_ram_budget_set = engine.has("ram_budget");
+  scheduler::parse_engine_config(engine, c.engine);
   root.finish();
+}
+}  // namespace
+
+DaemonConfig parse_daemon_config(std::string_view text, std::string source_name) {
+  DaemonConfig c;
+  c.source = source_name;
+  ConfigMap root = ConfigMap::parse(text, std::move(source_name));
+  parse_root(root, c);
   return c;
 }
 
@@ -25,16 +41,39 @@ DaemonConfig load_daemon_config(const std::string& path) {
   DaemonConfig c;
   c.source = path;
   ConfigMap root = ConfigMap::load_file(path);
-  ConfigMap log = root.section("log");
-  parse_log_config(log, c.log);
-  ConfigMap server = root.section("daemon");
-  parse_server_config(server, c.server);
-  root.finish();
+  parse_root(root, c);
   return c;
+}
+
+std::string default_store_path() {
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg == '/') {
+    return std::string(xdg) + "/stripesolve/store";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr && *home != '\0' ? home : "/tmp") + "/.local/share/stripesolve/store";
+}
+
+uint64_t available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
 }
 
 void resolve_defaults(DaemonConfig& config) {
   config.server.socket = protocol::resolve_socket_path(config.server.socket);
+  if (config.store.paths.empty()) config.store.paths = {default_store_path()};
+  if (!config.engine_ram_budget_set) {
+    const uint64_t avail = available_memory_bytes();
+    if (avail > 0) {
+      config.engine.ram_budget = std::max<uint64_t>(
+          64 * kMiB, static_cast<uint64_t>(config.server.ram_budget_fraction * static_cast<double>(avail)));
+    }
+  }
 }
 
 std::string describe_config(const DaemonConfig& c) {
@@ -55,6 +94,17 @@ std::string describe_config(const DaemonConfig& c) {
                      s.result_ttl_seconds, s.upload_ttl_seconds, s.progress_log_seconds);
   out += fmt::format("  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n", s.shutdown_policy,
                      s.drain_timeout_seconds);
+  out += fmt::format("  ram_budget_fraction: {}\n", s.ram_budget_fraction);
+  const storage::StoreConfig& st = c.store;
+  out += "store:\n  paths:\n";
+  for (const auto& p : st.paths) out += fmt::format("    - \"{}\"\n", p);
+  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  io_engine: {}\n  direct_io: {}\n",
+                     st.stripe_rows, st.round_robin_levels, st.io_engine, st.direct_io);
+  const scheduler::EngineConfig& e = c.engine;
+  out += fmt::format("engine:\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n  meta_stripes: {}\n"
+                     "  elim_j_workers: {}\n  cores: {}\n",
+                     format_bytes(e.ram_budget), c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
+                     e.stripe_rows, e.substripe_rows, e.meta_stripes, e.elim_j_workers, e.cores);
   return out;
 }
 

@@ -42,6 +42,7 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
   map.get("result_ttl_seconds", config.result_ttl_seconds, 1, INT64_MAX / 1000000000);
   map.get("upload_ttl_seconds", config.upload_ttl_seconds, 1, INT64_MAX / 1000000000);
   map.get("progress_log_seconds", config.progress_log_seconds, 0.1, 86400.0);
+  map.get("ram_budget_fraction", config.ram_budget_fraction, 0.01, 0.95);
   {
     ConfigMap s = map.section("shutdown");
     s.get_choice("policy", config.shutdown_policy, {"finish", "cancel"});

@@ -34,6 +34,7 @@ struct ServerConfig {
   double progress_log_seconds = 5.0;   // a progress log line per running job this often
   std::string shutdown_policy = "finish";  // on SIGTERM: "finish" queued and running jobs, or "cancel" them
   int64_t drain_timeout_seconds = 600;     // after this, what is still running is cancelled
+  double ram_budget_fraction = 0.5;        // engine.ram_budget default: this fraction of MemAvailable
 };
 
 // Reads a `daemon:` section (throws ConfigError, see base/config.h).

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   const std::string dir = ::mkdtemp(tmpl);
   daemon::DaemonConfig config = daemon::parse_daemon_config("", "<bench>");
   config.server.socket = dir + "/d.sock";
+  config.store.paths = {dir + "/store"};
   const int64_t n = stream_mib * (1 << 20) / 8;
   // The benchmark's workload: a solution of n rows published in stripes of 1 Mi rows, last first.
   daemon::Daemon d(config, [](daemon::JobRegistry& r) {

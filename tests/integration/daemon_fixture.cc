@@ -55,6 +55,11 @@ DaemonFixture::DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak) {
   config.server.socket = socket_;
   config.server.progress_log_seconds = 0.2;
   config.server.drain_timeout_seconds = 30;
+  config.store.paths = {dir_ + "/store"};
+  config.store.direct_io = false;
+  config.store.free_space_reserve = 0;
+  config.engine.ram_budget = 64ull << 20;
+  config.engine_ram_budget_set = true;
   if (tweak) tweak(config);
   socket_ = config.server.socket;
   daemon_ = std::make_unique<daemon::Daemon>(config, [this](daemon::JobRegistry& r) { jobs_.register_into(r); });

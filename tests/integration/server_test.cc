@@ -72,6 +72,8 @@ TEST(DaemonIntegration, SecondDaemonOnTheSameSocketIsRefused) {
   DaemonFixture d;
   daemon::DaemonConfig config = daemon::parse_daemon_config("", "<test>");
   config.server.socket = d.socket();
+  config.store.paths = {d.dir() + "/store2"};
+  config.store.direct_io = false;
   daemon::Daemon second(config);
   EXPECT_EQ(second.start().message(), "another stripesolved is listening on " + d.socket() +
                                           "; stop it first (stripesolve daemon stop)");
@@ -85,7 +87,7 @@ TEST(DaemonIntegration, UnknownJobAndBadRequestsAreClearErrors) {
   EXPECT_EQ(c->call(MessageType::kStatus, {{"job", "x"}}).status().message(),
             "field 'job' must be an integer, got string");
   EXPECT_EQ(c->call(MessageType::kSubmit, {{"job", {{"type", "nope"}}}}).status().message(),
-            "unknown job type 'nope' (known: echo, gated, rows)");
+            "unknown job type 'nope' (known: echo, gated, matrix_create, matrix_delete, matrix_list, matrix_show, rows)");
   // The connection is still usable after request-level errors.
   EXPECT_TRUE(c->call(MessageType::kPing).is_ok());
 }

@@ -1,0 +1,70 @@
+#include "daemon/matrix_jobs.h"
+
+#include <fmt/format.h>
+
+#include "base/units.h"
+#include "protocol/messages.h"
+
+namespace stripesolve::daemon {
+
+using protocol::get_int;
+using protocol::get_string;
+
+nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
+  return {{"name", info.name},
+          {"n", info.geometry.n},
+          {"stripe_rows", info.geometry.stripe_rows},
+          {"stripes", info.geometry.stripes},
+          {"kind", info.kind},
+          {"state", std::string(storage::object_state_name(info.state))},
+          {"dtype", info.dtype},
+          {"stored_bytes", info.stored_bytes},
+          {"stored", format_bytes(info.stored_bytes)},
+          {"paths", info.path_count},
+          {"created", info.created},
+          {"source", info.source}};
+}
+
+void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store) {
+  registry.add("matrix_create", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
+    const auto& p = ctx.params();
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(int64_t n, get_int(p, "n", 1, int64_t{1} << 40));
+    storage::GeneratorSpec spec;
+    spec.name = p.value("generator", std::string("uniform"));
+    if (p.contains("seed")) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(int64_t seed, get_int(p, "seed", 0, INT64_MAX));
+      spec.seed = static_cast<uint64_t>(seed);
+    }
+    int64_t stripe_rows = 0;
+    if (p.contains("stripe_rows")) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(stripe_rows, get_int(p, "stripe_rows", 0, n));
+    }
+    STRIPESOLVE_RETURN_IF_ERROR(storage::check_generator(spec));
+    ctx.log(fmt::format("creating matrix '{}' of order {} ({}, seed {}), {}", name, n, spec.name, spec.seed,
+                        format_bytes(static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * 8)));
+    ctx.job().set_progress({{"phase", "generate"}, {"fraction", 0.0}});
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.create_generated(name, n, spec, stripe_rows));
+    ctx.job().set_progress({{"phase", "generate"}, {"fraction", 1.0}});
+    return matrix_info_json(info);
+  });
+  registry.add("matrix_list", Lane::kSmall, [&store](JobContext&) -> Result<nlohmann::json> {
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<storage::MatrixInfo> all, store.list());
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& info : all) list.push_back(matrix_info_json(info));
+    return nlohmann::json{{"matrices", std::move(list)}};
+  });
+  registry.add("matrix_show", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
+    return matrix_info_json(info);
+  });
+  registry.add("matrix_delete", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
+    STRIPESOLVE_RETURN_IF_ERROR(store.remove(name));
+    ctx.log("deleted matrix '" + name + "'");
+    return nlohmann::json{{"deleted", name}};
+  });
+}
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,93 @@
+// Integration: matrix management through the socket (and the CLI binary), against the real store.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "client/commands.h"
+#include "storage/generators.h"
+#include "tests/integration/daemon_fixture.h"
+
+namespace stripesolve::testing {
+namespace {
+
+TEST(MatrixIntegration, CreateListShowReadBackDelete) {
+  DaemonFixture d;
+  auto c = d.connect();
+  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "A"}, {"n", 300},
+                                      {"generator", "uniform"}, {"seed", 7}, {"stripe_rows", 64}});
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
+  EXPECT_EQ((*created)["result"]["n"], 300);
+  EXPECT_EQ((*created)["result"]["stripes"], 5);
+
+  // Read a stripe part back from the store and compare with the generator.
+  auto m = d.daemon().store().open_matrix("A");
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  const auto layout = (*m)->part_layout(2, 10);
+  std::unique_ptr<std::byte, decltype(&std::free)> buf(
+      static_cast<std::byte*>(std::aligned_alloc(4096, layout.buffer_bytes)), &std::free);
+  ASSERT_TRUE((*m)->read_part(2, 10, buf.get()).is_ok());
+  const auto& g = (*m)->geometry();
+  const double* part = reinterpret_cast<const double*>(buf.get() + layout.data_offset);
+  const int64_t h = g.rows(2);
+  storage::GeneratorSpec spec{"uniform", 7};
+  double norm = 0;
+  for (int64_t col = 10; col < 300; col += 37) {
+    for (int64_t r = 0; r < h; ++r) {
+      const double v = part[(col - 10) * h + r];
+      EXPECT_EQ(v, storage::generated_value(spec, 300, g.row_begin(2) + r, col));
+      norm += std::abs(v);
+    }
+  }
+  EXPECT_GT(norm, 0.0);
+  m->reset();
+
+  auto dup = client::run_job(*c, {{"type", "matrix_create"}, {"name", "A"}, {"n", 10}});
+  ASSERT_TRUE(dup.is_ok());
+  EXPECT_EQ((*dup)["state"], "FAILED");
+  EXPECT_EQ((*dup)["error"]["code"], "AlreadyExists");
+
+  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  ASSERT_TRUE(list.is_ok());
+  ASSERT_EQ((*list)["result"]["matrices"].size(), 1u);
+  EXPECT_EQ((*list)["result"]["matrices"][0]["name"], "A");
+
+  auto show = client::run_job(*c, {{"type", "matrix_show"}, {"name", "A"}});
+  ASSERT_TRUE(show.is_ok());
+  EXPECT_EQ((*show)["result"]["stripe_rows"], 64);
+
+  auto bad = client::run_job(*c, {{"type", "matrix_create"}, {"name", "B"}, {"n", -4}});
+  ASSERT_TRUE(bad.is_ok());
+  EXPECT_EQ((*bad)["error"]["message"], "field 'n' is -4, must be in [1, 1099511627776]");
+
+  auto rm = client::run_job(*c, {{"type", "matrix_delete"}, {"name", "A"}});
+  ASSERT_TRUE(rm.is_ok());
+  EXPECT_EQ((*rm)["state"], "COMPLETED");
+  auto gone = client::run_job(*c, {{"type", "matrix_show"}, {"name", "A"}});
+  EXPECT_EQ((*gone)["error"]["code"], "NotFound");
+}
+
+TEST(MatrixIntegration, CliVerbsWithJsonAndExitCodes) {
+  DaemonFixture d;
+  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
+  auto run = [&](const std::string& args) {
+    const int st = std::system((cli + " " + args + " > " + d.dir() + "/out.txt 2>&1").c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  EXPECT_EQ(run("matrix create M -n 100 --seed 3"), 0);
+  EXPECT_EQ(run("--json matrix ls"), 0);
+  EXPECT_EQ(run("--json matrix show M"), 0);
+  EXPECT_EQ(run("matrix show nope"), 1);
+  EXPECT_EQ(run("--json jobs"), 0);
+  EXPECT_EQ(run("--json daemon status"), 0);
+  EXPECT_EQ(run("metrics"), 0);
+  EXPECT_EQ(run("status"), 2);  // usage: the job id is missing
+  EXPECT_EQ(run("matrix rm M"), 0);
+  EXPECT_EQ(std::system((std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.dir() +
+                         "/none.sock jobs > /dev/null 2>&1").c_str()) >> 8, 3);  // unreachable
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -1,0 +1,96 @@
+// The out-of-core dense solve A X = B (paper 002 end to end) on a stored matrix.
+//
+// solve_dense():
+//   1. plans the parameters (planner.h) from the stored geometry and the EngineConfig;
+//   2. factors A into the factor object "<matrix>.lu.<pivot>" (A stays intact), or reuses that
+//      object when it is committed, was made from the same A (creation time and source) and
+//      reuse_factors is set; with in_place the matrix itself becomes its factor (A is gone, so no
+//      residual and no refinement). Pivots are stored as the blob "pivots". A failed or cancelled
+//      factorization leaves no factor object (storage deletes an uncommitted one);
+//   3. forward + backward substitution with the stored factors, streaming the stripes through the
+//      cache (DSR role);
+//   4. the residual ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf) from the original A read
+//      again by stripes, and `refinement_steps` steps x += U^-1 L^-1 (b - A x).
+// Roles (002 Fig 18): master (calling thread), I/O, elim.I, k elim.J, DSR, plus a monitor for
+// cancellation and progress. Cancellation is honoured within one stripe step.
+//
+// Memory: the cache arena (EngineConfig::ram_budget) + elim.I's workspace (~8 S' n bytes) + the
+// right-hand sides, solution and residual (3 n nrhs doubles).
+//
+// Errors: kInvalidArgument (bad b/nrhs, refinement with in_place), kNotFound (matrix),
+// kNumerical ("zero pivot at row R", ... from stripe/), kCancelled, kIoError, kResourceExhausted
+// (cache budget below one stripe beside the stuck ones).
+//
+// Thread-safety: one call per matrix at a time (the store refuses concurrent in-place opens);
+// callbacks run on engine threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+#include "base/status.h"
+#include "scheduler/planner.h"
+#include "scheduler/progress.h"
+#include "scheduler/strategy.h"
+#include "scheduler/trace.h"
+#include "storage/matrix_store.h"
+#include "stripe/stripe_ops.h"
+
+namespace stripesolve::scheduler {
+
+struct DenseSolveOptions {
+  stripe::PivotMode pivot = stripe::PivotMode::kRow;
+  Strategy strategy = Strategy::kMetaZigzag;
+  int refinement_steps = 0;
+  bool in_place = false;
+  bool reuse_factors = true;
+};
+
+struct SolveCallbacks {
+  // From engine threads, rate-limited by EngineConfig::progress_interval_seconds.
+  std::function<void(const Progress&)> on_progress;
+  // Rows [row_begin, row_begin + rows) of X (rows x nrhs, column-major, ld = rows) are final.
+  // Called last stripe first: during back substitution for kLocal/kNone without refinement,
+  // otherwise once X is final. Returning an error cancels the solve with that error.
+  std::function<Status(int64_t row_begin, int64_t rows, const double* x)> on_solution_chunk;
+};
+
+struct SolveReport {
+  std::vector<double> x;          // n x nrhs, column-major (ld = n)
+  double residual = -1;           // scaled residual of the final x; -1 when not computed (in_place)
+  std::vector<double> residual_history;  // before each refinement step, then the final one
+  double seconds = 0;
+  double factor_seconds = 0;      // 0 when the factors were reused
+  double gflops = 0;              // factorization flops / factor_seconds (0 when reused)
+  uint64_t io_read_bytes = 0;
+  uint64_t io_written_bytes = 0;
+  uint64_t cache_hits = 0;
+  uint64_t cache_misses = 0;
+  uint64_t cache_peak_bytes = 0;  // never above the budget
+  uint64_t cache_budget = 0;
+  std::string factor_name;
+  bool reused_factors = false;
+  Plan plan;
+};
+
+// b: n x nrhs column-major in RAM (ld = n).
+Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view matrix_name,
+                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                                const EngineConfig& config, CancelToken& cancel,
+                                const SolveCallbacks& callbacks, TraceRecorder* trace);
+
+// The same with an explicit backend (tests, GPU later).
+Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore& store,
+                                std::string_view matrix_name, const double* b, int64_t nrhs,
+                                const DenseSolveOptions& options, const EngineConfig& config,
+                                CancelToken& cancel, const SolveCallbacks& callbacks,
+                                TraceRecorder* trace);
+
+// "<matrix>.lu.<pivot>" (or the matrix itself in place).
+std::string factor_name_for(std::string_view matrix_name, const DenseSolveOptions& options);
+
+}  // namespace stripesolve::scheduler

@@ -1,0 +1,360 @@
+// End-to-end tests of the out-of-core dense solve on a real store in temp directories, against
+// LAPACK dgesv (stripe/dense_reference.h).
+#include "scheduler/dense_solve.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "storage/generators.h"
+#include "stripe/dense_reference.h"
+
+namespace stripesolve::scheduler {
+namespace {
+
+using stripe::PivotMode;
+
+class DenseSolveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> counter{0};
+    root_ = ::testing::TempDir() + "/dense_solve_test." + std::to_string(::getpid()) + "." +
+            std::to_string(counter++);
+    std::filesystem::remove_all(root_);
+    storage::StoreConfig c;
+    c.paths = {root_ + "/ssd0", root_ + "/ssd1"};
+    c.stripe_rows = 64;
+    c.round_robin_levels = 3;
+    c.min_segment_bytes = 4096;
+    c.free_space_reserve = 0;
+    c.import_buffer = 1 << 20;
+    c.io_engine = "pread";
+    store_ = storage::MatrixStore::open(c).value();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(root_);
+  }
+
+  // A generated matrix in the store and its values in RAM (column-major).
+  std::vector<double> generated(const std::string& name, int64_t n, int64_t s,
+                                const std::string& generator, uint64_t seed = 7) {
+    storage::GeneratorSpec spec{generator, seed};
+    EXPECT_TRUE(store_->create_generated(name, n, spec, s).is_ok());
+    std::vector<double> a(static_cast<size_t>(n * n));
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t r = 0; r < n; ++r) a[r + c * n] = storage::generated_value(spec, n, r, c);
+    return a;
+  }
+
+  // Stores arbitrary values: made as identity, overwritten in place and committed.
+  void store_values(const std::string& name, int64_t n, int64_t s, const std::vector<double>& a) {
+    ASSERT_TRUE(store_->create_generated(name, n, {"identity", 0}, s).is_ok());
+    auto m = store_->open_for_in_place(name).value();
+    const storage::StripeGeometry& g = m->geometry();
+    for (int64_t i = 0; i < g.stripes; ++i) {
+      const storage::PartLayout l = m->part_layout(i, 0);
+      std::byte* buf = static_cast<std::byte*>(std::aligned_alloc(4096, l.buffer_bytes));
+      std::memset(buf, 0, l.buffer_bytes);
+      double* d = reinterpret_cast<double*>(buf + l.data_offset);
+      for (int64_t c = 0; c < n; ++c)
+        for (int64_t r = 0; r < g.rows(i); ++r) d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
+      ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
+      std::free(buf);
+    }
+    ASSERT_TRUE(m->commit().is_ok());
+  }
+
+  Result<SolveReport> solve(const std::string& name, const std::vector<double>& b, int64_t nrhs,
+                            const DenseSolveOptions& o, const EngineConfig& c,
+                            const SolveCallbacks& cb = {}, TraceRecorder* trace = nullptr) {
+    CancelToken cancel;
+    return solve_dense(*store_, name, b.data(), nrhs, o, c, cancel, cb, trace);
+  }
+
+  static EngineConfig small_engine(uint64_t budget, int64_t workers = 2) {
+    EngineConfig c;
+    c.ram_budget = budget;
+    c.elim_j_workers = workers;
+    c.cores = 2;
+    c.progress_interval_seconds = 0.01;
+    return c;
+  }
+
+  std::string root_;
+  std::unique_ptr<storage::MatrixStore> store_;
+};
+
+// Checks x against LAPACK: scaled residual small, x close to dgesv's, not trivially zero.
+void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::vector<double>& b,
+                           int64_t nrhs, const SolveReport& rep, double bound,
+                           const std::string& what) {
+  const std::vector<double> ref = stripe::lapack_solve(a, n, b, nrhs);
+  ASSERT_FALSE(ref.empty()) << what;
+  const double res = stripe::scaled_residual(a.data(), n, rep.x.data(), b.data(), nrhs);
+  const double ref_res = stripe::scaled_residual(a.data(), n, ref.data(), b.data(), nrhs);
+  EXPECT_LT(res, std::max(bound, 10 * ref_res)) << what << " (LAPACK " << ref_res << ")";
+  EXPECT_NEAR(rep.residual, res, 1e-3 * res + 1e-15) << what;  // the engine's own residual
+  EXPECT_GT(stripe::max_abs(rep.x), 0.0) << what;
+  double diff = 0;
+  for (size_t k = 0; k < ref.size(); ++k) diff = std::max(diff, std::fabs(rep.x[k] - ref[k]));
+  EXPECT_LT(diff, 1e-6 * stripe::max_abs(ref) + 1e-12) << what;
+}
+
+TEST_F(DenseSolveTest, EveryStrategyAndPivotModeMatchesLapack) {
+  const int64_t s = 32;
+  for (int64_t n : {1, 5, 32, 77, 200, 333}) {
+    const std::string tag = std::to_string(n);
+    const auto a_uniform = generated(std::string("U").append(tag), n, s, "uniform", n);
+    const auto a_dd = generated(std::string("D").append(tag), n, s, "diag_dominant", n);
+    const auto b = stripe::uniform_matrix(n, 2, 99);
+    for (Strategy st : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+      for (PivotMode pm : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
+        DenseSolveOptions o;
+        o.strategy = st;
+        o.pivot = pm;
+        o.reuse_factors = false;
+        const bool dd = pm == PivotMode::kNone;
+        const std::string name = std::string(dd ? "D" : "U").append(tag);
+        // A cache of about 4 stripes: parts go to disk and back for the larger n.
+        const uint64_t budget = 4 * (8 * s * n + 2 * 4096) + 16 * 4096;
+        auto rep = solve(name, b, 2, o, small_engine(budget));
+        const std::string what = "n=" + std::to_string(n) + " " + std::string(strategy_name(st)) +
+                                 " " + std::string(backend::pivot_mode_name(pm));
+        ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
+        expect_matches_lapack(dd ? a_dd : a_uniform, n, b, 2, *rep,
+                              pm == PivotMode::kLocal ? 1e-11 : 1e-13, what);
+        EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget) << what;
+      }
+    }
+  }
+}
+
+TEST_F(DenseSolveTest, TinyCacheSendsEveryStripeToDiskAndBack) {
+  const int64_t n = 640, s = 64;  // 10 stripes of 320 KiB
+  const auto a = generated("A", n, s, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 5);
+  const uint64_t stripe_bytes = 8 * s * n;
+  for (Strategy st : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    DenseSolveOptions o;
+    o.strategy = st;
+    o.reuse_factors = false;
+    EngineConfig c = small_engine(3 * stripe_bytes + 8 * 4096);
+    auto rep = solve("A", b, 1, o, c);
+    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, std::string(strategy_name(st)));
+    EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
+    EXPECT_LE(rep->cache_budget, 3 * stripe_bytes + 8 * 4096);
+    const uint64_t matrix = 8ull * n * n;
+    EXPECT_GT(rep->io_written_bytes, matrix);       // evicted dirty parts went back
+    EXPECT_GT(rep->io_read_bytes, 3 * matrix);      // factor passes + substitution + residual
+    EXPECT_GT(rep->cache_misses, 20u);
+  }
+}
+
+TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
+  const int64_t n = 1500, s = 128;
+  const auto a = generated("A", n, s, "uniform", 3);
+  const auto b = stripe::uniform_matrix(n, 1, 4);
+  DenseSolveOptions o;
+  auto rep = solve("A", b, 1, o, small_engine(8ull * n * n / 4));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "n=1500");
+  EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
+}
+
+TEST_F(DenseSolveTest, StoredFactorsAreReusedAndStaleOnesReplaced) {
+  const int64_t n = 300;
+  const auto a = generated("A", n, 64, "uniform");
+  const auto b1 = stripe::uniform_matrix(n, 3, 1);
+  const auto b2 = stripe::uniform_matrix(n, 1, 2);
+  DenseSolveOptions o;
+  auto first = solve("A", b1, 3, o, small_engine(64 << 20));
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  EXPECT_FALSE(first->reused_factors);
+  EXPECT_EQ(first->factor_name, "A.lu.row");
+  EXPECT_GT(first->io_written_bytes, 0u);
+  expect_matches_lapack(a, n, b1, 3, *first, 1e-13, "first");
+  auto second = solve("A", b2, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(second.is_ok()) << second.status().to_string();
+  EXPECT_TRUE(second->reused_factors);
+  EXPECT_EQ(second->io_written_bytes, 0u);
+  expect_matches_lapack(a, n, b2, 1, *second, 1e-13, "reused");
+  // A replaced by a different matrix of the same name: the old factor is not used.
+  ASSERT_TRUE(store_->remove("A").is_ok());
+  const auto a2 = generated("A", n, 64, "uniform", 1234);
+  auto third = solve("A", b2, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(third.is_ok()) << third.status().to_string();
+  EXPECT_FALSE(third->reused_factors);
+  expect_matches_lapack(a2, n, b2, 1, *third, 1e-13, "after replacement");
+}
+
+TEST_F(DenseSolveTest, RefinementImprovesLocalPivoting) {
+  const int64_t n = 400;
+  const auto a = generated("A", n, 64, "uniform", 11);
+  const auto b = stripe::uniform_matrix(n, 1, 12);
+  DenseSolveOptions o;
+  o.pivot = PivotMode::kLocal;
+  o.refinement_steps = 2;
+  auto rep = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  ASSERT_EQ(rep->residual_history.size(), 3u);
+  EXPECT_LE(rep->residual_history.back(), rep->residual_history.front());
+  expect_matches_lapack(a, n, b, 1, *rep, 1e-14, "refined");
+}
+
+TEST_F(DenseSolveTest, ZeroOnTheDiagonalNeedsPivoting) {
+  const int64_t n = 130;
+  std::vector<double> a = stripe::uniform_matrix(n, n, 21);
+  for (int64_t i = 0; i < n; ++i) a[i + i * n] = 0.0;  // every diagonal entry zero
+  a[0 + 0 * n] = 0.0;
+  for (int64_t c = 0; c < n; ++c) a[0 + c * n] = c == 1 ? 1.0 : 0.0;  // row 0 = e_1: a_00 = 0
+  store_values("Z", n, 32, a);
+  const auto b = stripe::uniform_matrix(n, 1, 22);
+  DenseSolveOptions o;
+  auto rep = solve("Z", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "zero diagonal, row pivoting");
+  o.pivot = PivotMode::kNone;
+  auto none = solve("Z", b, 1, o, small_engine(64 << 20));
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kNumerical);
+  EXPECT_EQ(none.status().message(), "zero pivot at row 0");
+  EXPECT_EQ(store_->info("Z.lu.none").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DenseSolveTest, SingularMatrixIsANumericalErrorNamingTheRow) {
+  const int64_t n = 100;
+  std::vector<double> a = stripe::uniform_matrix(n, n, 31);
+  // Row 70 is zero: exactly singular (a multiple of another row is singular only up to
+  // rounding and gives a tiny pivot, not a zero one).
+  for (int64_t c = 0; c < n; ++c) a[70 + c * n] = 0.0;
+  store_values("S", n, 32, a);
+  const auto b = stripe::uniform_matrix(n, 1, 32);
+  auto rep = solve("S", b, 1, DenseSolveOptions{}, small_engine(64 << 20));
+  ASSERT_FALSE(rep.is_ok());
+  EXPECT_EQ(rep.status().code(), StatusCode::kNumerical);
+  EXPECT_EQ(rep.status().message(), "zero pivot at row 70");
+  EXPECT_EQ(store_->info("S.lu.row").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DenseSolveTest, CancelMidFactorizationLeavesTheStoreConsistent) {
+  const int64_t n = 700;
+  const auto a = generated("A", n, 32, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 3);
+  CancelToken cancel;
+  SolveCallbacks cb;
+  cb.on_progress = [&](const Progress& p) {
+    if (p.phase == "factor" && p.fraction > 0.2) cancel.cancel();
+  };
+  DenseSolveOptions o;
+  auto rep = solve_dense(*store_, "A", b.data(), 1, o, small_engine(4 * 8 * 32 * n + 65536), cancel,
+                         cb, nullptr);
+  ASSERT_FALSE(rep.is_ok());
+  EXPECT_EQ(rep.status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(rep.status().message(), "dense solve cancelled");
+  EXPECT_EQ(store_->info("A.lu.row").status().code(), StatusCode::kNotFound);
+  auto list = store_->list().value();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].name, "A");
+  auto again = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  expect_matches_lapack(a, n, b, 1, *again, 1e-13, "after cancel");
+}
+
+TEST_F(DenseSolveTest, SolutionChunksCoverEveryRowLastStripeFirst) {
+  const int64_t n = 250;
+  generated("A", n, 64, "uniform");
+  const auto b = stripe::uniform_matrix(n, 2, 3);
+  for (PivotMode pm : {PivotMode::kLocal, PivotMode::kRow}) {
+    std::vector<double> x(static_cast<size_t>(n * 2), 0.0);
+    std::vector<int64_t> starts;
+    SolveCallbacks cb;
+    cb.on_solution_chunk = [&](int64_t r0, int64_t rows, const double* v) {
+      starts.push_back(r0);
+      for (int64_t k = 0; k < 2; ++k)
+        for (int64_t q = 0; q < rows; ++q) x[r0 + q + k * n] = v[q + k * rows];
+      return Status::ok();
+    };
+    DenseSolveOptions o;
+    o.pivot = pm;
+    auto rep = solve("A", b, 2, o, small_engine(64 << 20), cb);
+    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+    EXPECT_EQ(x, rep->x);
+    ASSERT_EQ(starts.size(), 4u);
+    EXPECT_EQ(starts.front(), 187);  // stripe 3 of 4 (002 Eq 3: 3*250/4)
+    EXPECT_EQ(starts.back(), 0);
+  }
+  // A failing consumer cancels with its error.
+  SolveCallbacks cb;
+  cb.on_solution_chunk = [](int64_t, int64_t, const double*) {
+    return Status::unavailable("client went away");
+  };
+  DenseSolveOptions o;
+  o.pivot = PivotMode::kLocal;
+  EXPECT_EQ(solve("A", b, 2, o, small_engine(64 << 20), cb).status().message(), "client went away");
+}
+
+TEST_F(DenseSolveTest, InPlaceFactorsTheMatrixItselfAndReusesIt) {
+  const int64_t n = 200;
+  const auto a = generated("A", n, 64, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 8);
+  DenseSolveOptions o;
+  o.in_place = true;
+  auto rep = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_EQ(rep->residual, -1.0);
+  EXPECT_EQ(rep->factor_name, "A");
+  const std::vector<double> ref = stripe::lapack_solve(a, n, b, 1);
+  EXPECT_LT(stripe::scaled_residual(a.data(), n, rep->x.data(), b.data(), 1), 1e-13);
+  EXPECT_EQ(store_->info("A").value().kind, "factor");
+  auto again = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  EXPECT_TRUE(again->reused_factors);
+  EXPECT_EQ(again->x, rep->x);
+  o.refinement_steps = 1;
+  EXPECT_EQ(solve("A", b, 1, o, small_engine(64 << 20)).status().message(),
+            "dense solve of 'A': refinement needs the original matrix, which in_place overwrites");
+}
+
+TEST_F(DenseSolveTest, TraceHasEveryRoleAndProgressReachesTheEnd) {
+  const int64_t n = 300;
+  generated("A", n, 64, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 3);
+  TraceRecorder trace;
+  std::vector<std::string> phases;
+  double factor_fraction = 0;
+  SolveCallbacks cb;
+  cb.on_progress = [&](const Progress& p) {
+    if (phases.empty() || phases.back() != p.phase) phases.push_back(p.phase);
+    if (p.phase == "factor") factor_fraction = std::max(factor_fraction, p.fraction);
+  };
+  auto rep = solve("A", b, 1, DenseSolveOptions{}, small_engine(64 << 20), cb, &trace);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_NEAR(factor_fraction, 1.0, 1e-9);
+  EXPECT_EQ(phases, (std::vector<std::string>{"factor", "forward", "backward", "residual", "done"}));
+  auto j = nlohmann::json::parse(trace.to_json());
+  std::set<std::string> roles;
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "M") roles.insert(e["args"]["name"].get<std::string>());
+  for (const char* r : {"master", "io", "elim.I", "elim.J0"}) EXPECT_EQ(roles.count(r), 1u) << r;
+}
+
+TEST_F(DenseSolveTest, BadArguments) {
+  generated("A", 10, 64, "uniform");
+  std::vector<double> b(10, 1.0);
+  EXPECT_EQ(solve("A", b, 0, DenseSolveOptions{}, small_engine(1 << 20)).status().message(),
+            "dense solve of 'A': need at least one right-hand side, got 0");
+  EXPECT_EQ(solve("nope", b, 1, DenseSolveOptions{}, small_engine(1 << 20)).status().code(),
+            StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace stripesolve::scheduler

@@ -1,0 +1,213 @@
+#include "scheduler/factor_run.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/logging.h"
+#include "scheduler/work_queue.h"
+
+namespace stripesolve::scheduler {
+
+using cache::CellState;
+using cache::CellView;
+
+namespace {
+
+double elim_flops(const storage::StripeGeometry& g, int64_t i) {
+  const double h = static_cast<double>(g.rows(i));
+  const double m = static_cast<double>(g.n - g.row_begin(i));
+  return h * h * m - h * h * h / 3.0;
+}
+
+double update_flops(const storage::StripeGeometry& g, int64_t j, int64_t i) {
+  const double hj = static_cast<double>(g.rows(j));
+  const double hi = static_cast<double>(g.rows(i));
+  return hj * hi * hi + 2.0 * hj * hi * static_cast<double>(g.n - g.row_end(i));
+}
+
+Status cancelled_status() { return Status::cancelled("dense solve cancelled"); }
+
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
+}  // namespace
+
+double factorization_flops(const storage::StripeGeometry& g) {
+  double total = 0;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    total += elim_flops(g, i);
+    for (int64_t j = i + 1; j < g.stripes; ++j) total += update_flops(g, j, i);
+  }
+  return total;
+}
+
+stripe::StripePart cell_part(const storage::StripedMatrix& layout, const CellView& cell) {
+  const storage::StripeGeometry& g = layout.geometry();
+  const uint64_t offset = layout.part_layout(cell.stripe, cell.i0_store).data_offset;
+  return stripe::StripePart{reinterpret_cast<double*>(cell.buffer + offset),
+                            g.row_begin(cell.stripe), g.rows(cell.stripe), cell.i0_store, g.n};
+}
+
+Monitor::Monitor(EngineContext& ctx)
+    : ctx_(ctx), thread_([this] {
+        std::unique_lock<std::mutex> lock(mu_);
+        const auto tick = std::chrono::milliseconds(20);
+        while (!stop_) {
+          stop_cv_.wait_for(lock, tick);
+          if (ctx_.cancel.cancelled()) ctx_.cache.fail(cancelled_status());
+          ctx_.progress.maybe_emit();
+        }
+      }) {}
+
+Monitor::~Monitor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+}
+
+Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
+                                                            const storage::StripedMatrix& layout,
+                                                            const FactorParams& params) {
+  const storage::StripeGeometry& g = layout.geometry();
+  const int64_t stripes = g.stripes;
+  const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes);
+  std::vector<stripe::StripePivots> pivots(static_cast<size_t>(stripes));
+  cache::StripeCache& cache = ctx.cache;
+
+  // elim.I's workspace, sized for the widest stripe (stripe 0 from column 0); outside the cache
+  // budget (a substripe_rows / S fraction of one stripe for kRow).
+  backend::WorkspaceSize need;
+  for (int64_t i = 0; i < stripes; ++i) {
+    stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), g.row_begin(i), g.n};
+    const auto s = stripe::eliminate_workspace_size(ctx.backend, probe, params.pivot,
+                                                    params.substripe_rows);
+    need.host_bytes = std::max(need.host_bytes, s.host_bytes);
+  }
+  const uint64_t ws_bytes = (need.host_bytes + 63) / 64 * 64;
+  std::unique_ptr<std::byte, FreeDeleter> ws(
+      ws_bytes == 0 ? nullptr : static_cast<std::byte*>(std::aligned_alloc(64, ws_bytes)));
+  if (ws_bytes > 0 && !ws) {
+    return Status::resource_exhausted("elim.I workspace of " + std::to_string(ws_bytes) +
+                                      " bytes");
+  }
+  const backend::Workspace workspace{ws.get(), ws_bytes, nullptr, 0};
+
+  WorkQueue<int64_t> i_queue;
+  WorkQueue<Task> j_queue;
+  Monitor monitor(ctx);
+
+  std::thread elim_i([&] {
+    while (auto i = i_queue.pop()) {
+      if (ctx.cancel.cancelled()) cache.fail(cancelled_status());
+      auto cell = cache.wait_for(*i, CellState::kWaitElimI);
+      if (!cell.is_ok()) return;
+      cache.transition(*i, CellState::kElimI);
+      Status st;
+      {
+        TraceRecorder::Span span(ctx.trace, "elim.I", "eliminate",
+                                 {{"stripe", std::to_string(*i)}});
+        st = stripe::eliminate_stripe(ctx.backend, cell_part(layout, *cell), params.pivot,
+                                      params.substripe_rows, workspace,
+                                      &pivots[static_cast<size_t>(*i)]);
+      }
+      if (!st.is_ok()) {
+        cache.fail(st);
+        return;
+      }
+      ctx.progress.add_flops(elim_flops(g, *i));
+      ctx.progress.add_stripe();
+      cache.finish_elim_i(*i);
+    }
+  });
+
+  std::vector<std::thread> elim_j;
+  for (int64_t w = 0; w < params.elim_j_workers; ++w) {
+    elim_j.emplace_back([&, w] {
+      const std::string role = "elim.J" + std::to_string(w);
+      while (auto t = j_queue.pop()) {
+        if (ctx.cancel.cancelled()) cache.fail(cancelled_status());
+        auto cj = cache.wait_for(t->stripe, CellState::kWaitElimJ);
+        if (!cj.is_ok()) return;
+        std::vector<CellView> cis;
+        for (int64_t i = t->i_begin; i < t->i_end; ++i) {
+          auto ci = cache.wait_for(i, CellState::kStuck);  // eliminated, held for us
+          if (!ci.is_ok()) return;
+          cis.push_back(*ci);
+        }
+        cache.transition(t->stripe, CellState::kElimJ);
+        const stripe::StripePart pj = cell_part(layout, *cj);
+        for (const CellView& ci : cis) {
+          Status st;
+          {
+            TraceRecorder::Span span(ctx.trace, role, "update",
+                                     {{"J", std::to_string(t->stripe)},
+                                      {"I", std::to_string(ci.stripe)}});
+            st = stripe::update_stripe(ctx.backend, cell_part(layout, ci),
+                                       pivots[static_cast<size_t>(ci.stripe)], pj);
+          }
+          if (!st.is_ok()) {
+            cache.fail(st);
+            return;
+          }
+          ctx.progress.add_flops(update_flops(g, t->stripe, ci.stripe));
+        }
+        cache.transition(t->stripe, CellState::kIdle);
+        for (const CellView& ci : cis) cache.release_use(ci.stripe);
+      }
+    });
+  }
+
+  // Master (002 Fig 20 walked in order).
+  {
+    TraceRecorder::Span span(ctx.trace, "master", "triangulation");
+    for (const Task& t : tasks) {
+      if (ctx.cancel.cancelled()) {
+        cache.fail(cancelled_status());
+        break;
+      }
+      const int64_t col = g.row_begin(t.i_begin);
+      cache::PartRequest req;
+      req.stripe = t.stripe;
+      req.col_begin = col;
+      req.buffer_bytes = layout.part_layout(t.stripe, col).buffer_bytes;
+      req.elim_begin = t.i_begin;
+      req.elim_end = t.i_end;
+      if (t.kind == Task::Kind::kEliminate) {
+        req.target = CellState::kWaitElimI;
+        req.count = stripes - 1 - t.stripe;
+      } else {
+        req.target = CellState::kWaitElimJ;
+      }
+      auto cell = cache.request(req);
+      if (!cell.is_ok()) {
+        cache.fail(cell.status());
+        break;
+      }
+      if (t.kind == Task::Kind::kEliminate) {
+        i_queue.push(t.stripe);
+      } else {
+        j_queue.push(t);
+      }
+    }
+    i_queue.close();
+    j_queue.close();
+    elim_i.join();
+    for (auto& th : elim_j) th.join();
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(cache.failure());
+  {
+    TraceRecorder::Span span(ctx.trace, "master", "flush");
+    STRIPESOLVE_RETURN_IF_ERROR(cache.flush());
+  }
+  if (ctx.cancel.cancelled()) return cancelled_status();
+  return pivots;
+}
+
+}  // namespace stripesolve::scheduler

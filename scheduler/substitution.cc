@@ -1,0 +1,133 @@
+#include "scheduler/substitution.h"
+
+#include <cmath>
+#include <thread>
+
+namespace stripesolve::scheduler {
+
+using cache::CellState;
+
+Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
+                    const std::vector<PartOrder>& order, const std::string& phase,
+                    const std::function<Status(int64_t, const stripe::StripePart&)>& use) {
+  cache::StripeCache& cache = ctx.cache;
+  Monitor monitor(ctx);
+  std::thread dsr([&] {
+    for (const PartOrder& p : order) {
+      cache::PartRequest req;
+      req.stripe = p.stripe;
+      req.col_begin = p.col_begin;
+      req.buffer_bytes = layout.part_layout(p.stripe, p.col_begin).buffer_bytes;
+      req.target = CellState::kStuck;
+      auto cell = cache.request(req);
+      if (!cell.is_ok()) {
+        cache.fail(cell.status());
+        return;
+      }
+    }
+  });
+  Status result;
+  for (const PartOrder& p : order) {
+    if (ctx.cancel.cancelled()) {
+      cache.fail(Status::cancelled("dense solve cancelled"));
+    }
+    auto cell = cache.wait_for(p.stripe, CellState::kStuck);
+    if (!cell.is_ok()) {
+      result = cell.status();
+      break;
+    }
+    {
+      TraceRecorder::Span span(ctx.trace, "master", phase, {{"stripe", std::to_string(p.stripe)}});
+      result = use(p.stripe, cell_part(layout, *cell));
+    }
+    if (!result.is_ok()) {
+      cache.fail(result);
+      break;
+    }
+    cache.remove(p.stripe);
+    ctx.progress.add_stripe();
+  }
+  dsr.join();
+  if (result.is_ok()) result = cache.failure();
+  return result;
+}
+
+Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
+                  const std::vector<stripe::StripePivots>& pivots, double* rhs, int64_t nrhs,
+                  const std::function<Status(int64_t)>& on_stripe) {
+  const storage::StripeGeometry& g = factor.geometry();
+  const double stripe_flops = 2.0 * static_cast<double>(g.n) * static_cast<double>(nrhs);
+  std::vector<PartOrder> forward;
+  std::vector<PartOrder> backward;
+  for (int64_t i = 0; i < g.stripes; ++i) forward.push_back({i, 0});
+  for (int64_t i = g.stripes - 1; i >= 0; --i) backward.push_back({i, g.row_begin(i)});
+
+  ctx.progress.begin_phase("forward", stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
+  const Status forward_status = stream_parts(
+      ctx, factor, forward, "forward", [&](int64_t i, const stripe::StripePart& part) {
+        STRIPESOLVE_RETURN_IF_ERROR(stripe::forward_substitute_stripe(
+            ctx.backend, part, pivots[static_cast<size_t>(i)], rhs, g.n, nrhs));
+        ctx.progress.add_flops(stripe_flops * static_cast<double>(g.row_end(i)) /
+                               static_cast<double>(g.n) * static_cast<double>(g.rows(i)));
+        return Status::ok();
+      });
+  STRIPESOLVE_RETURN_IF_ERROR(forward_status);
+  ctx.progress.begin_phase("backward", stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
+  return stream_parts(ctx, factor, backward, "backward",
+                      [&](int64_t i, const stripe::StripePart& part) {
+                        STRIPESOLVE_RETURN_IF_ERROR(
+                            stripe::backward_substitute_stripe(ctx.backend, part, rhs, g.n, nrhs));
+                        stripe::apply_solution_swaps(pivots[static_cast<size_t>(i)], rhs, g.n, nrhs);
+                        ctx.progress.add_flops(stripe_flops *
+                                               static_cast<double>(g.n - g.row_begin(i)) /
+                                               static_cast<double>(g.n) *
+                                               static_cast<double>(g.rows(i)));
+                        return on_stripe ? on_stripe(i) : Status::ok();
+                      });
+}
+
+Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix& a,
+                                const double* b, const double* x, int64_t nrhs, double* r) {
+  const storage::StripeGeometry& g = a.geometry();
+  const int64_t n = g.n;
+  std::vector<PartOrder> order;
+  for (int64_t i = 0; i < g.stripes; ++i) order.push_back({i, 0});
+  ResidualResult out;
+  ctx.progress.begin_phase("residual", 2.0 * static_cast<double>(n) * static_cast<double>(n) *
+                                           static_cast<double>(nrhs), g.stripes);
+  std::vector<double> row_abs;
+  const Status st = stream_parts(
+      ctx, a, order, "residual", [&](int64_t i, const stripe::StripePart& part) {
+        const int64_t h = part.rows;
+        const int64_t r0 = part.row_begin;
+        row_abs.assign(static_cast<size_t>(h), 0.0);
+        for (int64_t k = 0; k < nrhs; ++k) {
+          double* rk = r + r0 + k * n;
+          const double* bk = b + r0 + k * n;
+          for (int64_t q = 0; q < h; ++q) rk[q] = bk[q];
+        }
+        for (int64_t c = 0; c < n; ++c) {
+          const double* col = part.data + c * h;
+          for (int64_t q = 0; q < h; ++q) row_abs[q] += std::fabs(col[q]);
+          for (int64_t k = 0; k < nrhs; ++k) {
+            const double xv = x[c + k * n];
+            double* rk = r + r0 + k * n;
+            for (int64_t q = 0; q < h; ++q) rk[q] -= col[q] * xv;
+          }
+        }
+        for (int64_t q = 0; q < h; ++q) out.a_norm_inf = std::max(out.a_norm_inf, row_abs[q]);
+        for (int64_t k = 0; k < nrhs; ++k) {
+          for (int64_t q = 0; q < h; ++q) {
+            out.r_norm_inf = std::max(out.r_norm_inf, std::fabs(r[r0 + q + k * n]));
+          }
+        }
+        ctx.progress.add_flops(2.0 * static_cast<double>(h) * static_cast<double>(n) *
+                               static_cast<double>(nrhs));
+        (void)i;
+        return Status::ok();
+      });
+  STRIPESOLVE_RETURN_IF_ERROR(st);
+  return out;
+}
+
+}  // namespace stripesolve::scheduler

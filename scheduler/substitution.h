@@ -1,0 +1,47 @@
+// The read-only phases after the triangulation (002 §8.2): forward and backward substitution on
+// the stored factors and the residual (A x) on the original matrix. The DSR role ("download
+// stripes in a range") requests the parts in the order the master will use them, as kStuck cells
+// (never evicted); the master (calling thread) waits for each, uses it and deletes it from the
+// cache (002 §8.3 path 3). The cache budget bounds how far DSR runs ahead (backpressure).
+//
+// Thread-safety: each function runs one phase; the I/O role's sources must be set for it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scheduler/factor_run.h"
+
+namespace stripesolve::scheduler {
+
+struct PartOrder {
+  int64_t stripe = 0;
+  int64_t col_begin = 0;
+};
+
+// Streams the parts of `order` through the cache and calls `use` for each on the calling thread,
+// in order. Stops at the first error (of `use`, I/O, or cancellation).
+Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
+                    const std::vector<PartOrder>& order, const std::string& phase,
+                    const std::function<Status(int64_t stripe, const stripe::StripePart&)>& use);
+
+// Forward then backward substitution of the n x nrhs block `rhs` (ld = n) in place, with the
+// factors of `factor` (from the I/O role's current source) and `pivots` per stripe. `on_stripe`
+// (optional) is called after each stripe's backward step (with kRow after its swaps).
+Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
+                  const std::vector<stripe::StripePivots>& pivots, double* rhs, int64_t nrhs,
+                  const std::function<Status(int64_t stripe)>& on_stripe);
+
+struct ResidualResult {
+  double a_norm_inf = 0;   // ||A||_inf
+  double r_norm_inf = 0;   // ||b - A x||_inf over all columns
+};
+
+// r = b - A x (n x nrhs, ld = n) from the original matrix read again by stripes.
+Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix& a,
+                                const double* b, const double* x, int64_t nrhs, double* r);
+
+}  // namespace stripesolve::scheduler

@@ -56,3 +56,18 @@ TEST(DaemonConfigTest, ParseMode) {
 
 }  // namespace
 }  // namespace stripesolve::daemon
+
+namespace stripesolve::daemon {
+namespace {
+
+TEST(DaemonConfigTest, ExampleFileParses) {
+  DaemonConfig c = load_daemon_config(STRIPESOLVE_EXAMPLE_CONFIG);
+  EXPECT_EQ(c.server.limits.max_connections, 256);
+  EXPECT_FALSE(c.engine_ram_budget_set);
+  resolve_defaults(c);
+  EXPECT_EQ(c.store.paths.size(), 1u);
+  EXPECT_GE(c.engine.ram_budget, 64 * kMiB);
+}
+
+}  // namespace
+}  // namespace stripesolve::daemon

@@ -68,6 +68,30 @@ TEST(DaemonIntegration, HandshakePingAndSocketModes) {
   EXPECT_EQ((*status)["socket"], d.socket());
 }
 
+TEST(DaemonIntegration, ReadinessIsNotifiedToSystemd) {
+  const std::string path = "/tmp/ss-notify-" + std::to_string(::getpid()) + ".sock";
+  ::unlink(path.c_str());
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  {
+    DaemonFixture d;
+    char buf[512] = {};
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ASSERT_GT(n, 0);
+    EXPECT_EQ(std::string(buf, n).rfind("READY=1\n", 0), 0u) << buf;
+    d.stop("drain");
+    const ssize_t m = ::recv(fd, buf, sizeof buf, 0);
+    EXPECT_EQ(std::string(buf, m), "STOPPING=1");
+  }
+  ::unsetenv("NOTIFY_SOCKET");
+  ::close(fd);
+  ::unlink(path.c_str());
+}
+
 TEST(DaemonIntegration, SecondDaemonOnTheSameSocketIsRefused) {
   DaemonFixture d;
   daemon::DaemonConfig config = daemon::parse_daemon_config("", "<test>");

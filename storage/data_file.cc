@@ -154,6 +154,27 @@ Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes)
   return out;
 }
 
+Result<std::string> read_whole_file_prefix(const std::string& path, uint64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::from_errno(errno, "open " + path);
+  std::string out(max_bytes, '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return Status::from_errno(err, "read " + path);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(done);
+  return out;
+}
+
 Status make_directory(const std::string& path) {
   if (::mkdir(path.c_str(), 0755) != 0) return Status::from_errno(errno, "mkdir " + path);
   return Status::ok();

@@ -81,6 +81,9 @@ Status write_file_atomically(const std::string& path, std::string_view content);
 // Reads a whole file of at most `max_bytes`.
 Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes);
 
+// Reads at most the first `max_bytes` of a file (less if it is shorter).
+Result<std::string> read_whole_file_prefix(const std::string& path, uint64_t max_bytes);
+
 Status make_directory(const std::string& path);  // one level; EEXIST is kAlreadyExists
 Status sync_directory(const std::string& path);
 // Removes a file or directory tree; a missing path is not an error.

@@ -34,6 +34,13 @@ namespace stripesolve::storage {
 
 struct StoreShared;
 
+struct ImportOptions {
+  int64_t stripe_rows = 0;    // 0 = config.stripe_rows
+  bool check_finite = true;   // refuse NaN and infinite values
+};
+
+struct DenseLayout;
+
 class MatrixStore {
  public:
   // Opens (creating where needed) the store over config.paths; selects the I/O engine.
@@ -50,6 +57,20 @@ class MatrixStore {
   // stripe_rows 0 = config.stripe_rows.
   Result<MatrixInfo> create_generated(std::string_view name, int64_t n, const GeneratorSpec& spec,
                                       int64_t stripe_rows = 0);
+
+  // Imports a square float64/float32 (widened) .npy file, v1-v3, C or Fortran order, streaming
+  // through config.import_buffer. Bad header, dtype, shape, size or (when checked) a non-finite
+  // value is kInvalidArgument naming the file (and row/column); nothing is left in the store.
+  Result<MatrixInfo> import_npy(std::string_view name, const std::string& path,
+                                const ImportOptions& options = {});
+  // Imports raw binary data described by a JSON sidecar:
+  //   {"n": 1000, "dtype": "float64" | "float32", "order": "C" | "F",
+  //    "endian": "little" | "big", "offset": 0}   (order, endian, offset optional)
+  Result<MatrixInfo> import_raw(std::string_view name, const std::string& data_path,
+                                const std::string& sidecar_path, const ImportOptions& options = {});
+  // Writes object `name` as a C-order float64 .npy file (v1 header), streaming; the file appears
+  // under `path` only when complete (written as a temporary, synced, renamed).
+  Status export_npy(std::string_view name, const std::string& path);
 
   Result<std::vector<MatrixInfo>> list() const;  // complete and being_factored objects, by name
   Result<MatrixInfo> info(std::string_view name) const;
@@ -75,7 +96,9 @@ class MatrixStore {
   explicit MatrixStore(std::shared_ptr<StoreShared> shared);
   Result<std::unique_ptr<StripedMatrix>> open_object(const std::string& name,
                                                      StripedMatrix::Mode mode) const;
-  Status check_free_space(const std::vector<uint64_t>& file_bytes) const;
+  Result<MatrixInfo> import_dense(const std::string& name, const std::string& path,
+                                  const DenseLayout& layout, const std::string& source,
+                                  const ImportOptions& options);
 
   std::shared_ptr<StoreShared> shared_;
 };

@@ -39,6 +39,11 @@ StripedMatrix::~StripedMatrix() {
   if (--store_->open_count[info_.name] == 0) store_->open_count.erase(info_.name);
 }
 
+std::vector<std::optional<uint32_t>> StripedMatrix::checksums() const {
+  std::lock_guard lock(mu_);
+  return manifest_.checksums;
+}
+
 std::string StripedMatrix::describe() const { return info_.kind + " '" + info_.name + "'"; }
 
 PartLayout StripedMatrix::part_layout(int64_t stripe, int64_t col_begin) const {

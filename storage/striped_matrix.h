@@ -60,6 +60,9 @@ class StripedMatrix {
   const StripeGeometry& geometry() const { return placement_.geometry(); }
   const Placement& placement() const { return placement_; }
   bool writable() const { return mode_ != Mode::kReadOnly; }
+  // For storage's own streaming (export): the open data files and the current segment checksums.
+  const std::vector<DataFile>& files() const { return files_; }
+  std::vector<std::optional<uint32_t>> checksums() const;
 
   PartLayout part_layout(int64_t stripe, int64_t col_begin) const;
   Status read_part(int64_t stripe, int64_t col_begin, std::byte* buffer);

@@ -1,0 +1,243 @@
+// MatrixStore import (.npy, raw + sidecar) and export (.npy): streaming with bounded memory.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "storage/matrix_store.h"
+#include "storage/npy.h"
+#include "storage/object_writer.h"
+#include "storage/pread_engine.h"
+#include "storage/store_shared.h"
+#include "storage/stripe_stream.h"
+
+namespace stripesolve::storage {
+namespace {
+
+// Columns c with r + c*h in [e0, e1): [first, last) (empty when first >= last).
+std::pair<int64_t, int64_t> row_columns(int64_t r, int64_t h, int64_t e0, int64_t e1) {
+  const int64_t first = e0 > r ? (e0 - r + h - 1) / h : 0;
+  const int64_t last = e1 > r ? (e1 - r + h - 1) / h : 0;
+  return {first, last};
+}
+
+double convert(const unsigned char* p, const DenseLayout& l) {
+  if (l.item_bytes == 8) {
+    uint64_t bits;
+    std::memcpy(&bits, p, 8);
+    if (l.big_endian) bits = __builtin_bswap64(bits);
+    return std::bit_cast<double>(bits);
+  }
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  if (l.big_endian) bits = __builtin_bswap32(bits);
+  return static_cast<double>(std::bit_cast<float>(bits));
+}
+
+// Reads elements of a dense n x n file into stripe order.
+class DenseReader {
+ public:
+  DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite)
+      : fd_(fd), path_(std::move(path)), l_(std::move(layout)), n_(n), check_(check_finite) {}
+
+  Status fill(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count, double* out) {
+    const int64_t h = g.rows(I), rb = g.row_begin(I), e1 = e0 + count;
+    if (l_.fortran_order) {
+      for (int64_t c = e0 / h; c <= (e1 - 1) / h; ++c) {
+        const int64_t lo = std::max<int64_t>(e0 - c * h, 0), hi = std::min<int64_t>(e1 - c * h, h);
+        STRIPESOLVE_RETURN_IF_ERROR(read(c * n_ + rb + lo, hi - lo));
+        for (int64_t r = lo; r < hi; ++r) {
+          STRIPESOLVE_RETURN_IF_ERROR(put(tmp_.data() + (r - lo) * l_.item_bytes, rb + r, c,
+                                          out[c * h + r - e0]));
+        }
+      }
+      return Status::ok();
+    }
+    for (int64_t r = 0; r < h; ++r) {
+      const auto [first, last] = row_columns(r, h, e0, e1);
+      if (first >= last) continue;
+      STRIPESOLVE_RETURN_IF_ERROR(read((rb + r) * n_ + first, last - first));
+      for (int64_t c = first; c < last; ++c) {
+        STRIPESOLVE_RETURN_IF_ERROR(put(tmp_.data() + (c - first) * l_.item_bytes, rb + r, c,
+                                        out[r + c * h - e0]));
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  Status read(int64_t element, int64_t count) {
+    tmp_.resize(static_cast<size_t>(count) * l_.item_bytes);
+    const IoRequest req{IoOp::kRead, fd_, &path_,
+                        l_.data_offset + static_cast<uint64_t>(element) * l_.item_bytes,
+                        tmp_.size(), reinterpret_cast<std::byte*>(tmp_.data())};
+    return engine_.run({&req, 1});
+  }
+  Status put(const unsigned char* p, int64_t row, int64_t col, double& out) {
+    out = convert(p, l_);
+    if (check_ && !std::isfinite(out)) {
+      return Status::invalid_argument(path_ + ": non-finite value " + std::to_string(out) +
+                                      " at row " + std::to_string(row) + ", column " +
+                                      std::to_string(col));
+    }
+    return Status::ok();
+  }
+
+  int fd_;
+  std::string path_;
+  DenseLayout l_;
+  int64_t n_;
+  bool check_;
+  std::vector<unsigned char> tmp_;
+  PreadEngine engine_;
+};
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, const std::string& path,
+                                             const DenseLayout& layout, const std::string& source,
+                                             const ImportOptions& options) {
+  if (layout.shape.size() != 2 || layout.shape[0] != layout.shape[1]) {
+    std::string shape;
+    for (int64_t d : layout.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    return Status::invalid_argument(path + ": expected a square matrix, got shape (" + shape + ")");
+  }
+  const int64_t n = layout.shape[0];
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      StripeGeometry g,
+      make_geometry(n, options.stripe_rows > 0 ? options.stripe_rows : shared_->config.stripe_rows));
+  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return Status::from_errno(errno, "open " + path);
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) return Status::from_errno(errno, "stat " + path);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const uint64_t data = static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * layout.item_bytes;
+  if (size < layout.data_offset + data) {
+    return Status::invalid_argument(
+        path + ": truncated: expected " + std::to_string(data) + " bytes of data after " +
+        std::to_string(layout.data_offset) + " header bytes, the file has " +
+        std::to_string(size > layout.data_offset ? size - layout.data_offset : 0));
+  }
+  if (size > layout.data_offset + data) {
+    return Status::invalid_argument(path + ": " + std::to_string(size - layout.data_offset - data) +
+                                    " bytes after the data of a " + std::to_string(n) + " x " +
+                                    std::to_string(n) + " matrix");
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(auto writer, ObjectWriter::begin(shared_, name, "matrix", source, g,
+                                                                placement_params(n)));
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
+                               AlignedBuffer::allocate(shared_->config.import_buffer));
+  DenseReader reader(file.fd, path, layout, n, options.check_finite);
+  StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
+  const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
+    return reader.fill(g, I, e0, count, out);
+  };
+  STRIPESOLVE_RETURN_IF_ERROR(write_stripes(stream, produce, writer->manifest().checksums));
+  return writer->finish();
+}
+
+Result<MatrixInfo> MatrixStore::import_npy(std::string_view name, const std::string& path,
+                                           const ImportOptions& options) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(std::string(name), "object name"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string head, read_whole_file_prefix(path, 12));
+  uint64_t header = npy_header_bytes(head);
+  if (header == 0) header = head.size();  // parse_npy_header reports what is wrong
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string text, read_whole_file_prefix(path, header));
+  STRIPESOLVE_ASSIGN_OR_RETURN(DenseLayout layout, parse_npy_header(text, path));
+  return import_dense(std::string(name), path, layout, "npy " + path, options);
+}
+
+Result<MatrixInfo> MatrixStore::import_raw(std::string_view name, const std::string& data_path,
+                                           const std::string& sidecar_path,
+                                           const ImportOptions& options) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(std::string(name), "object name"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string text, read_whole_file(sidecar_path, 1 << 16));
+  const auto bad = [&sidecar_path](const std::string& what) {
+    return Status::invalid_argument(sidecar_path + ": " + what);
+  };
+  const auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  DenseLayout layout;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "n" && value.is_number_integer()) {
+      layout.shape = {value.get<int64_t>(), value.get<int64_t>()};
+    } else if (key == "dtype" && (value == "float64" || value == "float32")) {
+      layout.item_bytes = value == "float64" ? 8 : 4;
+    } else if (key == "order" && (value == "C" || value == "F")) {
+      layout.fortran_order = value == "F";
+    } else if (key == "endian" && (value == "little" || value == "big")) {
+      layout.big_endian = value == "big";
+    } else if (key == "offset" && value.is_number_unsigned()) {
+      layout.data_offset = value.get<uint64_t>();
+    } else {
+      return bad("bad or unknown key '" + key + "': " + value.dump());
+    }
+  }
+  if (layout.shape.empty()) return bad("missing key 'n'");
+  if (!j.contains("dtype")) return bad("missing key 'dtype'");
+  return import_dense(std::string(name), data_path, layout, "raw " + data_path, options);
+}
+
+Status MatrixStore::export_npy(std::string_view name, const std::string& path) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(auto m, open_matrix(name));
+  const StripeGeometry& g = m->geometry();
+  const int64_t n = g.n;
+  const std::string header = make_npy_header({n, n});
+  const uint64_t total = header.size() + kElementBytes * static_cast<uint64_t>(n) * n;
+  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
+  STRIPESOLVE_ASSIGN_OR_RETURN(FreeSpace fs, free_space(dir.empty() ? "/" : dir));
+  if (fs.bytes < total) {
+    return Status::no_space("not enough free space for " + path + ": need " +
+                            std::to_string(total) + " bytes, available " + std::to_string(fs.bytes));
+  }
+  const std::string tmp = path + ".tmp-stripesolve";
+  Fd out{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  if (out.fd < 0) return Status::from_errno(errno, "create " + tmp);
+  PreadEngine io;
+  std::vector<double> row;
+  const auto write_at = [&](uint64_t offset, const void* p, uint64_t bytes) {
+    const IoRequest req{IoOp::kWrite, out.fd, &tmp, offset, bytes,
+                        static_cast<std::byte*>(const_cast<void*>(p))};
+    return io.run({&req, 1});
+  };
+  const auto consume = [&](int64_t I, int64_t e0, int64_t count, const double* in) {
+    const int64_t h = g.rows(I), rb = g.row_begin(I), e1 = e0 + count;
+    for (int64_t r = 0; r < h; ++r) {
+      const auto [first, last] = row_columns(r, h, e0, e1);
+      if (first >= last) continue;
+      row.resize(static_cast<size_t>(last - first));
+      for (int64_t c = first; c < last; ++c) row[c - first] = in[r + c * h - e0];
+      STRIPESOLVE_RETURN_IF_ERROR(
+          write_at(header.size() + kElementBytes * static_cast<uint64_t>((rb + r) * n + first),
+                   row.data(), row.size() * kElementBytes));
+    }
+    return Status::ok();
+  };
+  Status st = write_at(0, header.data(), header.size());
+  if (st.is_ok()) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
+                                 AlignedBuffer::allocate(shared_->config.import_buffer));
+    StripeStream stream{&m->placement(), m->files(), shared_->engine.get(), &buffer};
+    st = read_stripes(stream, consume, m->checksums(), shared_->config.verify_checksums);
+  }
+  if (st.is_ok() && ::fsync(out.fd) != 0) st = Status::from_errno(errno, "fsync " + tmp);
+  if (st.is_ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Status::from_errno(errno, "rename " + tmp + " to " + path);
+  }
+  if (!st.is_ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+}  // namespace stripesolve::storage

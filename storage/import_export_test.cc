@@ -1,0 +1,173 @@
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "storage/data_file.h"
+#include "storage/matrix_store.h"
+#include "storage/npy.h"
+#include "storage/store_test_support.h"
+
+namespace stripesolve::storage {
+namespace {
+
+const GeneratorSpec kSpec{"normal", 17};
+
+// Writes an .npy (or raw with header = "") file of generated values in the requested form.
+void write_matrix_file(const std::string& path, const std::string& header, int64_t n, bool fortran,
+                       bool f32, bool big_endian, int64_t drop_bytes = 0) {
+  std::string data;
+  for (int64_t a = 0; a < n; ++a) {
+    for (int64_t b = 0; b < n; ++b) {
+      const double v = fortran ? generated_value(kSpec, n, b, a) : generated_value(kSpec, n, a, b);
+      char bytes[8];
+      if (f32) {
+        uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(v));
+        if (big_endian) bits = __builtin_bswap32(bits);
+        std::memcpy(bytes, &bits, 4);
+        data.append(bytes, 4);
+      } else {
+        uint64_t bits = std::bit_cast<uint64_t>(v);
+        if (big_endian) bits = __builtin_bswap64(bits);
+        std::memcpy(bytes, &bits, 8);
+        data.append(bytes, 8);
+      }
+    }
+  }
+  data.resize(data.size() - drop_bytes);
+  std::ofstream(path, std::ios::binary) << header << data;
+}
+
+// A header of the given version with an arbitrary dict text.
+std::string header_v(int major, const std::string& dict) {
+  std::string d = dict;
+  const size_t prefix = major == 1 ? 10 : 12;
+  d.append((64 - (prefix + d.size() + 1) % 64) % 64, ' ');
+  d += '\n';
+  std::string h = "\x93NUMPY";
+  h += static_cast<char>(major);
+  h += '\0';
+  const uint32_t len = static_cast<uint32_t>(d.size());
+  for (size_t i = 0; i < (major == 1 ? 2u : 4u); ++i) h += static_cast<char>(len >> (8 * i) & 0xFF);
+  return h + d;
+}
+
+std::string dict(const std::string& descr, bool fortran, int64_t a, int64_t b) {
+  return "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+         ", 'shape': (" + std::to_string(a) + ", " + std::to_string(b) + "), }";
+}
+
+class ImportExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = temp_store_config("import", 2, "pread");
+    config_.import_buffer = 8192;  // many windows per stripe
+    store_ = std::move(MatrixStore::open(config_)).value();
+    dir_ = make_temp_dir("files");
+  }
+  void expect_values(const std::string& name, bool f32) {
+    auto m = store_->open_matrix(name);
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    const StripeGeometry& g = (*m)->geometry();
+    for (int64_t I = 0; I < g.stripes; ++I) {
+      auto v = read_part_values(**m, I, 0);
+      ASSERT_TRUE(v.is_ok());
+      for (int64_t c = 0; c < g.n; ++c) {
+        for (int64_t r = 0; r < g.rows(I); ++r) {
+          double want = generated_value(kSpec, g.n, g.row_begin(I) + r, c);
+          if (f32) want = static_cast<float>(want);
+          ASSERT_EQ((*v)[c * g.rows(I) + r], want) << "row " << g.row_begin(I) + r << " col " << c;
+        }
+      }
+    }
+  }
+  void expect_rejected(const std::string& file, const std::string& message) {
+    auto info = store_->import_npy("X", file);
+    EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(info.status().message(), message);
+    EXPECT_FALSE(std::filesystem::exists(config_.paths[0] + "/objects/X"));
+  }
+  StoreConfig config_;
+  std::unique_ptr<MatrixStore> store_;
+  std::string dir_;
+};
+
+TEST_F(ImportExportTest, COrderV1RoundTripsByteForByte) {
+  const std::string in = dir_ + "/a.npy", out = dir_ + "/b.npy";
+  write_matrix_file(in, make_npy_header({77, 77}), 77, false, false, false);
+  auto info = store_->import_npy("A", in);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  EXPECT_EQ(info->source, "npy " + in);
+  expect_values("A", false);
+  ASSERT_TRUE(store_->export_npy("A", out).is_ok());
+  EXPECT_EQ(*read_whole_file(out, 1 << 20), *read_whole_file(in, 1 << 20));
+  EXPECT_FALSE(std::filesystem::exists(out + ".tmp-stripesolve"));
+}
+
+TEST_F(ImportExportTest, FortranOrderV2Float32IsWidened) {
+  const std::string in = dir_ + "/f.npy";
+  write_matrix_file(in, header_v(2, dict("<f4", true, 131, 131)), 131, true, true, false);
+  ASSERT_TRUE(store_->import_npy("F", in).is_ok());
+  expect_values("F", true);
+}
+
+TEST_F(ImportExportTest, V3BigEndianSmallerThanStripe) {
+  const std::string in = dir_ + "/v3.npy";
+  write_matrix_file(in, header_v(3, dict(">f8", false, 5, 5)), 5, false, false, true);
+  ASSERT_TRUE(store_->import_npy("B", in).is_ok());
+  expect_values("B", false);
+}
+
+TEST_F(ImportExportTest, BadFilesAreRejectedWithReasons) {
+  const std::string f = dir_ + "/bad.npy";
+  write_matrix_file(f, header_v(1, dict("<i8", false, 4, 4)), 4, false, false, false);
+  expect_rejected(f, f + ": unsupported dtype '<i8' (expected float64 or float32)");
+  write_matrix_file(f, header_v(1, dict("<f8", false, 4, 5)), 4, false, false, false);
+  expect_rejected(f, f + ": expected a square matrix, got shape (4, 5)");
+  write_matrix_file(f, make_npy_header({9, 9}), 9, false, false, false, 8);
+  expect_rejected(f, f + ": truncated: expected 648 bytes of data after 128 header bytes, the "
+                         "file has 640");
+  write_matrix_file(f, "NOTNUMPY..", 2, false, false, false);
+  expect_rejected(f, f + ": not an .npy file (bad magic)");
+  write_matrix_file(f, header_v(1, "{'descr': '<f8', 'fortran_order': False, "), 2, false, false, false);
+  expect_rejected(f, f + ": malformed .npy header");
+}
+
+TEST_F(ImportExportTest, NonFiniteValueIsRejectedUnlessAllowed) {
+  const std::string f = dir_ + "/nan.npy";
+  std::string data(8 * 9, '\0');
+  const double nan = std::nan("");
+  std::memcpy(data.data() + 8 * 5, &nan, 8);  // row 1, column 2 in C order
+  std::ofstream(f, std::ios::binary) << make_npy_header({3, 3}) << data;
+  expect_rejected(f, f + ": non-finite value nan at row 1, column 2");
+  ImportOptions lax;
+  lax.check_finite = false;
+  EXPECT_TRUE(store_->import_npy("X", f, lax).is_ok());
+}
+
+TEST_F(ImportExportTest, RawWithSidecar) {
+  const std::string data = dir_ + "/m.bin", side = dir_ + "/m.json";
+  write_matrix_file(data, "", 70, true, true, false);
+  std::ofstream(side) << R"({"n": 70, "dtype": "float32", "order": "F"})";
+  auto info = store_->import_raw("R", data, side);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  expect_values("R", true);
+  std::ofstream(side) << R"({"n": 70, "dtype": "float16"})";
+  EXPECT_EQ(store_->import_raw("S", data, side).status().message(),
+            side + ": bad or unknown key 'dtype': \"float16\"");
+  std::ofstream(side) << R"({"n": 71, "dtype": "float32", "order": "F"})";
+  EXPECT_EQ(store_->import_raw("S", data, side).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->list()->size(), 1u);
+}
+
+TEST_F(ImportExportTest, ExportErrors) {
+  EXPECT_EQ(store_->export_npy("nothing", dir_ + "/x.npy").code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store_->create_generated("A", 10, kSpec).is_ok());
+  EXPECT_EQ(store_->export_npy("A", dir_ + "/missing/x.npy").code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace stripesolve::storage

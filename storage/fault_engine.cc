@@ -26,15 +26,15 @@ Status FaultEngine::spoil(const IoRequest& r) {
   return error;
 }
 
-Status FaultEngine::run(std::span<const IoRequest> requests) {
+Status FaultEngine::run(std::span<const IoRequest> requests, const IoCompletion& on_complete) {
   for (size_t i = 0; i < requests.size(); ++i) {
     if (plan_.writes_only && requests[i].op != IoOp::kWrite) continue;
     const int64_t k = seen_.fetch_add(1);
     if (k != plan_.request || fired_.exchange(true)) continue;
-    STRIPESOLVE_RETURN_IF_ERROR(inner_->run(requests.subspan(0, i)));
+    STRIPESOLVE_RETURN_IF_ERROR(inner_->run(requests.subspan(0, i), on_complete));
     return spoil(requests[i]);
   }
-  return inner_->run(requests);
+  return inner_->run(requests, on_complete);
 }
 
 }  // namespace stripesolve::storage

@@ -35,7 +35,8 @@ class FaultEngine final : public IoEngine {
   FaultEngine(std::shared_ptr<IoEngine> inner, FaultPlan plan)
       : inner_(std::move(inner)), plan_(plan) {}
   std::string_view name() const override { return "fault"; }
-  Status run(std::span<const IoRequest> requests) override;
+  using IoEngine::run;
+  Status run(std::span<const IoRequest> requests, const IoCompletion& on_complete) override;
 
   bool fired() const { return fired_.load(); }
   int64_t requests_seen() const { return seen_.load(); }

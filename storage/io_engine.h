@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,13 +41,19 @@ struct IoRequest {
   std::byte* buffer = nullptr;  // written for reads, only read for writes
 };
 
+// Called on the thread of run(), before run() returns, when request `index` has moved all its
+// bytes, while later requests may still be in flight: checksums computed here overlap the I/O.
+using IoCompletion = std::function<void(size_t index)>;
+
 class IoEngine {
  public:
   virtual ~IoEngine() = default;
   virtual std::string_view name() const = 0;
   // Performs all requests; on failure returns the first error after every request has finished
   // or been abandoned (requests after a failure may or may not have been performed).
-  virtual Status run(std::span<const IoRequest> requests) = 0;
+  // `on_complete` (may be empty) is called once per request that completed.
+  virtual Status run(std::span<const IoRequest> requests, const IoCompletion& on_complete) = 0;
+  Status run(std::span<const IoRequest> requests) { return run(requests, IoCompletion()); }
 };
 
 inline constexpr int kMaxRetries = 64;

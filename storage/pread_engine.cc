@@ -18,10 +18,11 @@ ssize_t PosixIo::pwrite(int fd, const void* buf, size_t count, off_t offset) {
 PreadEngine::PreadEngine(std::shared_ptr<PosixIo> io)
     : io_(io ? std::move(io) : std::make_shared<PosixIo>()) {}
 
-Status PreadEngine::run(std::span<const IoRequest> requests) {
+Status PreadEngine::run(std::span<const IoRequest> requests, const IoCompletion& on_complete) {
   // Linux moves at most 0x7ffff000 bytes per call; stay below with a 4 KiB-aligned cap.
   constexpr uint64_t kMaxCall = uint64_t{1} << 30;
-  for (const IoRequest& r : requests) {
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const IoRequest& r = requests[i];
     Transfer t{&r, r.offset, r.length, r.buffer};
     while (t.done < t.length) {
       const size_t count = std::min(kMaxCall, t.length - t.done);
@@ -32,6 +33,7 @@ Status PreadEngine::run(std::span<const IoRequest> requests) {
       Status error;
       if (apply_transfer_result(t, result, &error) == TransferStep::kFailed) return error;
     }
+    if (on_complete) on_complete(i);
   }
   return Status::ok();
 }

@@ -28,7 +28,8 @@ class PreadEngine final : public IoEngine {
   // `io` null means the real system calls.
   explicit PreadEngine(std::shared_ptr<PosixIo> io = nullptr);
   std::string_view name() const override { return "pread"; }
-  Status run(std::span<const IoRequest> requests) override;
+  using IoEngine::run;
+  Status run(std::span<const IoRequest> requests, const IoCompletion& on_complete) override;
 
  private:
   std::shared_ptr<PosixIo> io_;

@@ -40,7 +40,7 @@ Result<std::vector<double>> read_part_values(StripedMatrix& m, int64_t I, int64_
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::allocate(layout.buffer_bytes));
   STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
   std::vector<double> v(layout.data_bytes / 8);
-  std::memcpy(v.data(), buf.data() + layout.data_offset, layout.data_bytes);
+  if (layout.data_bytes > 0) std::memcpy(v.data(), buf.data() + layout.data_offset, layout.data_bytes);
   return v;
 }
 
@@ -48,7 +48,7 @@ Status write_part_values(StripedMatrix& m, int64_t I, int64_t c0, const std::vec
   const PartLayout layout = m.part_layout(I, c0);
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::allocate(layout.buffer_bytes));
   if (layout.data_offset > 0) STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
-  std::memcpy(buf.data() + layout.data_offset, v.data(), layout.data_bytes);
+  if (layout.data_bytes > 0) std::memcpy(buf.data() + layout.data_offset, v.data(), layout.data_bytes);
   return m.write_part(I, c0, buf.data());
 }
 

@@ -84,23 +84,25 @@ Status StripedMatrix::read_part(int64_t stripe, int64_t col_begin, std::byte* bu
   std::vector<IoPiece> pieces;
   std::vector<IoRequest> requests;
   part_requests(stripe, col_begin, IoOp::kRead, buffer, pieces, requests);
-  Status st = store_->engine->run(requests);
-  if (!st.is_ok()) return st.with_context(describe() + " stripe " + std::to_string(stripe));
-  if (!store_->config.verify_checksums) return Status::ok();
-  for (const IoPiece& p : pieces) {
-    if (!p.whole_segment) continue;
-    std::optional<uint32_t> stored;
-    {
-      std::lock_guard lock(mu_);
-      stored = manifest_.checksums[p.segment];
-    }
-    if (!stored) continue;
-    const uint32_t computed = crc32c_extend(0, buffer + p.buffer_offset, p.length);
-    if (computed != *stored) {
-      return checksum_mismatch(placement_, files_, p.segment, *stored, computed)
-          .with_context(describe());
+  std::vector<std::optional<uint32_t>> stored;
+  if (store_->config.verify_checksums) {
+    std::lock_guard lock(mu_);
+    for (const IoPiece& p : pieces) {
+      stored.push_back(p.whole_segment ? manifest_.checksums[p.segment] : std::nullopt);
     }
   }
+  // Verify each segment as soon as it has arrived, while the others are still in flight.
+  Status mismatch;
+  const auto verify = [&](size_t k) {
+    if (!stored[k] || !mismatch.is_ok()) return;
+    const uint32_t computed = crc32c_extend(0, buffer + pieces[k].buffer_offset, pieces[k].length);
+    if (computed != *stored[k]) {
+      mismatch = checksum_mismatch(placement_, files_, pieces[k].segment, *stored[k], computed);
+    }
+  };
+  Status st = store_->engine->run(requests, stored.empty() ? IoCompletion() : IoCompletion(verify));
+  if (!st.is_ok()) return st.with_context(describe() + " stripe " + std::to_string(stripe));
+  if (!mismatch.is_ok()) return mismatch.with_context(describe());
   return Status::ok();
 }
 
@@ -115,14 +117,14 @@ Status StripedMatrix::write_part(int64_t stripe, int64_t col_begin, const std::b
   std::vector<IoRequest> requests;
   // The engine only reads from write buffers; IoRequest has one pointer type for both directions.
   part_requests(stripe, col_begin, IoOp::kWrite, const_cast<std::byte*>(buffer), pieces, requests);
-  std::vector<std::optional<uint32_t>> sums;
-  sums.reserve(pieces.size());
-  for (const IoPiece& p : pieces) {
-    sums.push_back(p.whole_segment ? std::optional(crc32c_extend(0, buffer + p.buffer_offset,
-                                                                 p.length))
-                                   : std::nullopt);
-  }
-  Status st = store_->engine->run(requests);
+  // Checksums of whole segments, computed as each write completes (the buffer does not change).
+  std::vector<std::optional<uint32_t>> sums(pieces.size());
+  const auto record = [&](size_t k) {
+    if (pieces[k].whole_segment) {
+      sums[k] = crc32c_extend(0, buffer + pieces[k].buffer_offset, pieces[k].length);
+    }
+  };
+  Status st = store_->engine->run(requests, record);
   std::lock_guard lock(mu_);
   for (size_t k = 0; k < pieces.size(); ++k) {
     manifest_.checksums[pieces[k].segment] = st.is_ok() ? sums[k] : std::nullopt;
@@ -161,7 +163,7 @@ Result<std::vector<std::byte>> StripedMatrix::read_blob(std::string_view key) co
   const std::string path = store_->blob_path(info_.name, k);
   STRIPESOLVE_ASSIGN_OR_RETURN(std::string text, read_whole_file(path, entry.bytes));
   std::vector<std::byte> out(text.size());
-  std::memcpy(out.data(), text.data(), text.size());
+  if (!text.empty()) std::memcpy(out.data(), text.data(), text.size());
   if (out.size() != entry.bytes || crc32c(out) != entry.crc32c) {
     return Status::corruption("blob " + path + " does not match its manifest entry (" +
                               std::to_string(out.size()) + " of " + std::to_string(entry.bytes) +

@@ -81,8 +81,9 @@ void UringEngine::release(std::unique_ptr<Ring> ring) {
   idle_.push_back(std::move(ring));
 }
 
-Status UringEngine::run(std::span<const IoRequest> requests) {
+Status UringEngine::run(std::span<const IoRequest> requests, const IoCompletion& on_complete) {
   if (requests.empty()) return Status::ok();
+  std::vector<uint32_t> chunks_left(requests.size(), 0);
   // Chunks in the order chunk 0 of every request, chunk 1 of every request, ...
   std::vector<Transfer> chunks;
   for (uint64_t c = 0;; ++c) {
@@ -91,6 +92,7 @@ Status UringEngine::run(std::span<const IoRequest> requests) {
       const uint64_t off = c * request_bytes_;
       if (off >= r.length) continue;
       any = true;
+      ++chunks_left[&r - requests.data()];
       chunks.push_back(Transfer{&r, r.offset + off, std::min(request_bytes_, r.length - off),
                                 r.buffer + off});
     }
@@ -124,9 +126,12 @@ Status UringEngine::run(std::span<const IoRequest> requests) {
       Transfer& t = chunks[index];
       Status error;
       switch (apply_transfer_result(t, res, &error)) {
-        case TransferStep::kDone:
+        case TransferStep::kDone: {
           --in_flight;
+          const size_t request = t.request - requests.data();
+          if (--chunks_left[request] == 0 && on_complete) on_complete(request);
           break;
+        }
         case TransferStep::kContinue:
           prepare_sqe(io_uring_get_sqe(u), t, index);  // stays in flight
               break;

@@ -30,7 +30,8 @@ class UringEngine final : public IoEngine {
   static Status probe();
 
   std::string_view name() const override { return "io_uring"; }
-  Status run(std::span<const IoRequest> requests) override;
+  using IoEngine::run;
+  Status run(std::span<const IoRequest> requests, const IoCompletion& on_complete) override;
 
  private:
   struct Ring;

@@ -1,0 +1,209 @@
+// Storage throughput: whole stripe parts read and written through MatrixStore over 1..P paths,
+// beside the raw O_DIRECT sequential throughput of the same filesystem measured in the same run by
+// a plain pwrite/pread loop. Prints one JSON document with GB/s (1e9 bytes/s) and the ratios
+// store/raw (target >= 0.9, issue 3).
+//
+//   storage_bench --dir /tmp/ssbench --gib 4 --max-paths 3 --stripe-rows 1000
+//                 --engine io_uring --queue-depth 32 --request-mib 1 --reps 2   (one line)
+//
+// All paths are directories under --dir, so they share one disk: the figures say how close the
+// store's I/O path comes to the disk, not how it scales over several disks.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/units.h"
+#include "storage/data_file.h"
+#include "storage/matrix_store.h"
+#include "storage/checksum.h"
+
+using namespace stripesolve;
+using namespace stripesolve::storage;
+
+namespace {
+
+struct Options {
+  std::string dir = "/tmp/storage_bench";
+  double gib = 4;
+  int max_paths = 3;
+  int64_t stripe_rows = 1000;
+  std::string engine = "io_uring";
+  int64_t queue_depth = 32;
+  uint64_t request_mib = 1;
+  int reps = 2;
+  bool verify = true;
+};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+[[noreturn]] void die(const std::string& what) {
+  std::cerr << "storage_bench: " << what << "\n";
+  std::exit(1);
+}
+
+void check(const Status& st) {
+  if (!st.is_ok()) die(st.to_string());
+}
+
+// Plain O_DIRECT loop: 8 MiB pwrite/pread, one at a time, over a preallocated file.
+std::pair<double, double> raw_throughput(const std::string& path, uint64_t bytes) {
+  constexpr uint64_t kBlock = 8 * kMiB;
+  bytes = bytes / kBlock * kBlock;
+  auto buffer = AlignedBuffer::allocate(kBlock);
+  check(buffer.status());
+  std::memset(buffer->data(), 0x5a, kBlock);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+  if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
+  if (::posix_fallocate(fd, 0, static_cast<off_t>(bytes)) != 0) die("fallocate " + path);
+  double t0 = now();
+  for (uint64_t off = 0; off < bytes; off += kBlock) {
+    if (::pwrite(fd, buffer->data(), kBlock, static_cast<off_t>(off)) != static_cast<ssize_t>(kBlock)) {
+      die("raw pwrite failed: " + std::string(std::strerror(errno)));
+    }
+  }
+  const double write_s = now() - t0;
+  t0 = now();
+  for (uint64_t off = 0; off < bytes; off += kBlock) {
+    if (::pread(fd, buffer->data(), kBlock, static_cast<off_t>(off)) != static_cast<ssize_t>(kBlock)) {
+      die("raw pread failed: " + std::string(std::strerror(errno)));
+    }
+  }
+  const double read_s = now() - t0;
+  ::close(fd);
+  ::unlink(path.c_str());
+  return {bytes / write_s / 1e9, bytes / read_s / 1e9};
+}
+
+struct PartRun {
+  double gbps = 0;
+  uint64_t bytes = 0;
+};
+
+// Reads (or writes) stripe parts [I, from column c0 of each stripe) of every stripe.
+PartRun move_parts(StripedMatrix& m, int64_t c0_num, int64_t c0_den, bool write,
+                   AlignedBuffer& buffer) {
+  const StripeGeometry& g = m.geometry();
+  PartRun run;
+  const double t0 = now();
+  for (int64_t I = 0; I < g.stripes; ++I) {
+    const int64_t c0 = g.n * c0_num / c0_den;
+    const PartLayout layout = m.part_layout(I, c0);
+    check(write ? m.write_part(I, c0, buffer.data()) : m.read_part(I, c0, buffer.data()));
+    run.bytes += layout.buffer_bytes;
+  }
+  run.gbps = static_cast<double>(run.bytes) / (now() - t0) / 1e9;
+  return run;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die("missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "--dir") o.dir = next();
+    else if (a == "--gib") o.gib = std::stod(next());
+    else if (a == "--max-paths") o.max_paths = std::stoi(next());
+    else if (a == "--stripe-rows") o.stripe_rows = std::stoll(next());
+    else if (a == "--engine") o.engine = next();
+    else if (a == "--queue-depth") o.queue_depth = std::stoll(next());
+    else if (a == "--request-mib") o.request_mib = std::stoull(next());
+    else if (a == "--reps") o.reps = std::stoi(next());
+    else if (a == "--no-verify") o.verify = false;
+    else die("unknown argument " + a);
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  std::filesystem::remove_all(o.dir);
+  std::filesystem::create_directories(o.dir);
+  const auto n = static_cast<int64_t>(std::sqrt(o.gib * static_cast<double>(kGiB) / 8.0));
+  nlohmann::json out;
+  out["benchmark"] = "storage";
+  out["command"] = [&] {
+    std::string c;
+    for (int i = 0; i < argc; ++i) c += (i ? " " : "") + std::string(argv[i]);
+    return c;
+  }();
+  out["n"] = n;
+  out["stripe_rows"] = o.stripe_rows;
+  out["matrix_bytes"] = 8 * n * n;
+  out["engine"] = o.engine;
+  out["queue_depth"] = o.queue_depth;
+  out["request_bytes"] = o.request_mib * kMiB;
+  out["verify_checksums"] = o.verify;
+  out["crc32c_hardware"] = crc32c_uses_hardware();
+
+  nlohmann::json rows = nlohmann::json::array();
+  for (int paths = 1; paths <= o.max_paths; ++paths) {
+    StoreConfig config;
+    const std::string root = o.dir + "/store" + std::to_string(paths);
+    for (int p = 0; p < paths; ++p) config.paths.push_back(root + "/ssd" + std::to_string(p));
+    config.io_engine = o.engine;
+    config.queue_depth = o.queue_depth;
+    config.request_bytes = o.request_mib * kMiB;
+    config.stripe_rows = o.stripe_rows;
+    config.verify_checksums = o.verify;
+    config.import_buffer = 64 * kMiB;
+    auto store = MatrixStore::open(config);
+    check(store.status());
+    check((*store)->create_generated("A", n, {"uniform", 1}).status());
+    auto a = (*store)->open_matrix("A");
+    check(a.status());
+    auto f = (*store)->create_factor("F", **a);
+    check(f.status());
+    uint64_t largest = 0;  // stripe heights differ by one (002 Eq 3)
+    for (int64_t I = 0; I < (*a)->geometry().stripes; ++I) {
+      largest = std::max(largest, (*a)->part_layout(I, 0).buffer_bytes);
+    }
+    auto buffer = AlignedBuffer::allocate(largest);
+    check(buffer.status());
+    for (int rep = 0; rep < o.reps; ++rep) {
+      // Raw first, on the same filesystem, then the store: same disk state within one rep.
+      const auto [raw_w, raw_r] = raw_throughput(o.dir + "/raw.bin", 8 * n * n);
+      const PartRun w = move_parts(**f, 0, 1, true, *buffer);
+      const PartRun r = move_parts(**a, 0, 1, false, *buffer);
+      const PartRun rh = move_parts(**a, 1, 2, false, *buffer);  // parts from column n/2
+      rows.push_back({{"paths", paths},
+                      {"rep", rep},
+                      {"engine", (*store)->engine_name()},
+                      {"direct_io", (*f)->files()[0].direct()},
+                      {"raw_write_gbps", raw_w},
+                      {"raw_read_gbps", raw_r},
+                      {"part_write_gbps", w.gbps},
+                      {"part_read_gbps", r.gbps},
+                      {"half_part_read_gbps", rh.gbps},
+                      {"write_ratio", w.gbps / raw_w},
+                      {"read_ratio", r.gbps / raw_r},
+                      {"half_read_ratio", rh.gbps / raw_r}});
+      std::cerr << rows.back().dump() << "\n";
+    }
+    f->reset();
+    a->reset();
+    store->reset();
+    std::filesystem::remove_all(root);
+  }
+  out["runs"] = rows;
+  std::cout << out.dump(1) << "\n";
+  std::filesystem::remove_all(o.dir);
+  return 0;
+}

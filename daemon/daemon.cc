@@ -10,6 +10,7 @@
 #include "base/config.h"
 #include "base/logging.h"
 #include "base/units.h"
+#include "daemon/dense_jobs.h"
 #include "daemon/matrix_jobs.h"
 #include "daemon/sd_notify.h"
 
@@ -26,7 +27,11 @@ Daemon::~Daemon() {
   jobs_.reset();
 }
 
-void Daemon::register_builtin_jobs(JobRegistry& registry) { register_matrix_jobs(registry, *store_); }
+void Daemon::register_builtin_jobs(JobRegistry& registry) {
+  register_matrix_jobs(registry, *store_);
+  register_dense_jobs(registry, *store_, uploads_, config_.engine);
+  // Tridiagonal batch jobs join here as another lane-assigned type once their wire format exists.
+}
 
 Status Daemon::start() {
   const ServerConfig& s = config_.server;

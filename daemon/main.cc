@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/logging.h"
+#include "base/units.h"
 #include "daemon/daemon.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "YAML configuration file (docs/config.md); default: embedded defaults");
   app.add_flag("--check-config", check, "validate the configuration, print the effective values, exit");
   app.add_option("--socket", socket, "socket path (overrides daemon.socket and $STRIPESOLVE_SOCKET)");
+  std::string ram_budget;
+  app.add_option("--ram-budget", ram_budget, "RAM stripe cache size, e.g. 2GiB (overrides engine.ram_budget)");
   CLI11_PARSE(app, argc, argv);
 
   daemon::DaemonConfig config;
@@ -27,6 +30,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!socket.empty()) config.server.socket = socket;
+  if (!ram_budget.empty()) {
+    const auto bytes = parse_bytes(ram_budget);
+    if (!bytes || *bytes < 64 * kKiB) {
+      std::fprintf(stderr, "stripesolved: --ram-budget: expected a byte size such as 2GiB, got '%s'\n",
+                   ram_budget.c_str());
+      return 2;
+    }
+    config.engine.ram_budget = *bytes;
+    config.engine_ram_budget_set = true;
+  }
   daemon::resolve_defaults(config);
   if (check) {
     std::fputs(daemon::describe_config(config).c_str(), stdout);

@@ -58,7 +58,7 @@ DaemonFixture::DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak) {
   config.store.paths = {dir_ + "/store"};
   config.store.direct_io = false;
   config.store.free_space_reserve = 0;
-  config.engine.ram_budget = 64ull << 20;
+  config.engine.ram_budget = 16ull << 20;  // below the 1600-order test matrix (20 MB): out of core
   config.engine_ram_budget_set = true;
   if (tweak) tweak(config);
   socket_ = config.server.socket;

@@ -1,0 +1,166 @@
+#include "daemon/dense_jobs.h"
+
+#include <fmt/format.h>
+
+#include "base/units.h"
+#include "protocol/messages.h"
+#include "protocol/npy.h"
+#include "scheduler/dense_solve.h"
+
+namespace stripesolve::daemon {
+namespace {
+
+using protocol::get_int;
+using protocol::get_string;
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+nlohmann::json progress_json(const scheduler::Progress& p) {
+  return {{"phase", p.phase},
+          {"fraction", p.fraction},
+          {"gflops", p.gflops},
+          {"io_read_bytes", p.io_read_bytes},
+          {"io_written_bytes", p.io_written_bytes},
+          {"io_bytes_per_second", p.io_bytes_per_second},
+          {"cache_hits", p.cache_hits},
+          {"cache_misses", p.cache_misses},
+          {"eta_seconds", p.eta_seconds},
+          {"stripes_done", p.stripes_done},
+          {"stripes_total", p.stripes_total}};
+}
+
+struct SolveParams {
+  std::string matrix;
+  scheduler::DenseSolveOptions options;
+};
+
+Result<SolveParams> parse_params(const nlohmann::json& p) {
+  SolveParams s;
+  STRIPESOLVE_ASSIGN_OR_RETURN(s.matrix, get_string(p, "matrix"));
+  if (p.contains("pivot")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string pivot, get_string(p, "pivot"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(s.options.pivot, backend::parse_pivot_mode(pivot));
+  }
+  if (p.contains("strategy")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string strategy, get_string(p, "strategy"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(s.options.strategy, scheduler::parse_strategy(strategy));
+  }
+  if (p.contains("refinement")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(int64_t steps, get_int(p, "refinement", 0, 100));
+    s.options.refinement_steps = static_cast<int>(steps);
+  }
+  for (const char* key : {"in_place", "reuse"}) {
+    if (p.contains(key) && !p[key].is_boolean()) {
+      return Status::invalid_argument(fmt::format("field '{}' must be a boolean", key));
+    }
+  }
+  s.options.in_place = p.value("in_place", false);
+  s.options.reuse_factors = p.value("reuse", true);
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs, uint64_t seed) {
+  if (kind != "ones" && kind != "uniform") {
+    return Status::invalid_argument("rhs.generate must be 'ones' or 'uniform', got '" + kind + "'");
+  }
+  std::vector<double> b(static_cast<size_t>(n * nrhs), 1.0);
+  if (kind == "uniform") {
+    for (int64_t j = 0; j < nrhs; ++j) {
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t h = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(j) * 0x100000001b3ull + static_cast<uint64_t>(i)));
+        b[j * n + i] = static_cast<double>(h >> 11) * 0x1.0p-53 - 0.5;
+      }
+    }
+  }
+  return b;
+}
+
+void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
+                         const scheduler::EngineConfig& engine) {
+  registry.add("dense_solve", Lane::kDense, [&store, &uploads, &engine](JobContext& ctx) -> Result<nlohmann::json> {
+    STRIPESOLVE_ASSIGN_OR_RETURN(SolveParams params, parse_params(ctx.params()));
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(params.matrix));
+    const int64_t n = info.geometry.n;
+    const nlohmann::json rhs = ctx.params().value("rhs", nlohmann::json{{"generate", "ones"}});
+    std::vector<double> b;
+    int64_t nrhs = 1;
+    if (rhs.contains("upload")) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
+      STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, uploads.take(ctx.job().owner(), static_cast<uint64_t>(upload)));
+      int64_t rows = 0;
+      STRIPESOLVE_ASSIGN_OR_RETURN(b, protocol::npy_to_column_major(bytes, &rows, &nrhs));
+      if (rows != n) {
+        return Status::invalid_argument(fmt::format(
+            "the right-hand sides have {} rows but matrix '{}' has order {}", rows, params.matrix, n));
+      }
+    } else {
+      const std::string kind = rhs.value("generate", std::string("ones"));
+      STRIPESOLVE_ASSIGN_OR_RETURN(nrhs, get_int(rhs.contains("nrhs") ? rhs : nlohmann::json{{"nrhs", 1}}, "nrhs", 1, 1 << 20));
+      int64_t seed = 1;
+      if (rhs.contains("seed")) {
+        STRIPESOLVE_ASSIGN_OR_RETURN(seed, get_int(rhs, "seed", 0, INT64_MAX));
+      }
+      STRIPESOLVE_ASSIGN_OR_RETURN(b, generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
+    }
+    if (nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
+    STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
+    ctx.log(fmt::format("solving '{}' (n = {}, {} right-hand side(s), pivot {}, strategy {}, refinement {}{}{})",
+                        params.matrix, n, nrhs, backend::pivot_mode_name(params.options.pivot),
+                        scheduler::strategy_name(params.options.strategy), params.options.refinement_steps,
+                        params.options.in_place ? ", in place" : "", params.options.reuse_factors ? "" : ", no reuse"));
+
+    // The token outlives this call: a cancel hook may run after the solve returned.
+    auto token = std::make_shared<scheduler::CancelToken>();
+    ctx.job().on_cancel([token] { token->cancel(); });
+    std::atomic<int64_t> published{0};
+    Job& job = ctx.job();
+    scheduler::SolveCallbacks callbacks;
+    callbacks.on_progress = [&job](const scheduler::Progress& p) { job.set_progress(progress_json(p)); };
+    callbacks.on_solution_chunk = [&job, &published](int64_t row_begin, int64_t rows, const double* x) {
+      STRIPESOLVE_RETURN_IF_ERROR(job.publish_rows(row_begin, rows, x));
+      published += rows;
+      return Status::ok();
+    };
+    scheduler::TraceRecorder trace;
+    auto report = scheduler::solve_dense(store, params.matrix, b.data(), nrhs, params.options, engine,
+                                         *token, callbacks, &trace);
+    job.set_engine_trace(trace.to_json());
+    if (!report.is_ok()) return report.status();
+    if (published.load() == 0 && report->x.size() == static_cast<size_t>(n * nrhs)) {
+      // The engine handed X only at the end: publish it in one piece.
+      STRIPESOLVE_RETURN_IF_ERROR(job.publish_rows(0, n, report->x.data()));
+    } else if (published.load() != n) {
+      return Status::internal(fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
+    }
+    const auto& r = *report;
+    ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s, {:.2f} s, read {}, written {}{}", r.residual, r.gflops,
+                        r.seconds, format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
+                        r.reused_factors ? ", reused factors " + r.factor_name : ""));
+    return nlohmann::json{{"matrix", params.matrix},
+                          {"shape", {n, nrhs}},
+                          {"residual", r.residual},
+                          {"residual_history", r.residual_history},
+                          {"seconds", r.seconds},
+                          {"factor_seconds", r.factor_seconds},
+                          {"gflops", r.gflops},
+                          {"io_read_bytes", r.io_read_bytes},
+                          {"io_written_bytes", r.io_written_bytes},
+                          {"cache_hits", r.cache_hits},
+                          {"cache_misses", r.cache_misses},
+                          {"cache_peak_bytes", r.cache_peak_bytes},
+                          {"cache_budget", r.cache_budget},
+                          {"factor", r.factor_name},
+                          {"reused_factors", r.reused_factors},
+                          {"stripes", r.plan.stripes},
+                          {"stripe_rows", r.plan.stripe_rows}};
+  });
+}
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,146 @@
+// Integration: dense solves through the daemon (upload B as .npy, stream X back into an .npy)
+// checked against LAPACK dgesv; cancel in the middle of a solve.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "client/commands.h"
+#include "protocol/npy.h"
+#include "storage/generators.h"
+#include "stripe/dense_reference.h"
+#include "tests/integration/daemon_fixture.h"
+
+namespace stripesolve::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::MessageType;
+
+std::vector<double> regenerate(int64_t n, uint64_t seed) {
+  std::vector<double> a(static_cast<size_t>(n * n));
+  const storage::GeneratorSpec spec{"uniform", seed};
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t r = 0; r < n; ++r) a[c * n + r] = storage::generated_value(spec, n, r, c);
+  }
+  return a;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void create_matrix(client::Connection& c, const std::string& name, int64_t n, int64_t seed, int64_t stripe_rows) {
+  auto r = client::run_job(c, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"generator", "uniform"},
+                               {"seed", seed}, {"stripe_rows", stripe_rows}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ((*r)["state"], "COMPLETED") << r->dump();
+}
+
+class SolveIntegration : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SolveIntegration, RoundTripAgainstLapack) {
+  const std::string pivot = GetParam();
+  DaemonFixture d;
+  auto c = d.connect();
+  constexpr int64_t n = 360, nrhs = 2;
+  create_matrix(*c, "A", n, 11, 48);
+  // B as a C-ordered (n, 2) .npy, uploaded.
+  const std::vector<double> b = stripe::uniform_matrix(n, nrhs, 99);  // column-major
+  std::string npy = protocol::make_npy_header({n, nrhs}, false);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < nrhs; ++j) npy.append(reinterpret_cast<const char*>(&b[j * n + i]), 8);
+  }
+  const std::string rhs_path = d.dir() + "/b.npy";
+  std::ofstream(rhs_path, std::ios::binary) << npy;
+  client::SolveRequest req;
+  req.matrix = "A";
+  req.rhs_path = rhs_path;
+  req.pivot = pivot;
+  req.refinement = pivot == "local" ? 1 : 0;
+  auto job = client::build_solve_job(*c, req);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  auto id = client::submit_job(*c, *job);
+  ASSERT_TRUE(id.is_ok()) << id.status().to_string();
+  const std::string out = d.dir() + "/x.npy";
+  auto done = client::follow_job(*c, *id, out, nullptr);
+  ASSERT_TRUE(done.is_ok()) << done.status().to_string();
+  ASSERT_EQ((*done)["state"], "COMPLETED") << done->dump();
+
+  int64_t rows = 0, cols = 0;
+  auto x = protocol::npy_to_column_major(read_file(out), &rows, &cols);
+  ASSERT_TRUE(x.is_ok()) << x.status().to_string();
+  ASSERT_EQ(rows, n);
+  ASSERT_EQ(cols, nrhs);
+  const std::vector<double> a = regenerate(n, 11);
+  const double residual = stripe::scaled_residual(a.data(), n, x->data(), b.data(), nrhs);
+  EXPECT_LT(residual, 1e-13) << pivot;
+  EXPECT_GT(stripe::max_abs(*x), 0.0);
+  const std::vector<double> ref = stripe::lapack_solve(a, n, b, nrhs);
+  ASSERT_FALSE(ref.empty());
+  const double ref_residual = stripe::scaled_residual(a.data(), n, ref.data(), b.data(), nrhs);
+  EXPECT_LT(residual, 100 * std::max(ref_residual, 1e-16)) << "daemon " << residual << " vs dgesv " << ref_residual;
+  double diff = 0;
+  for (size_t k = 0; k < ref.size(); ++k) diff = std::max(diff, std::abs((*x)[k] - ref[k]));
+  EXPECT_LT(diff / stripe::max_abs(ref), 1e-8);
+  // The daemon's own residual matches.
+  EXPECT_LT((*done)["result"]["residual"].get<double>(), 1e-13);
+  // The trace holds the engine's roles.
+  auto trace = c->call(MessageType::kTrace, {{"job", *id}});
+  ASSERT_TRUE(trace.is_ok());
+  EXPECT_GT((*trace)["trace"]["traceEvents"].size(), 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pivots, SolveIntegration, ::testing::Values("row", "local"));
+
+TEST(SolveCancelIntegration, CancelMidSolveLeavesStoreConsistentAndDaemonHealthy) {
+  DaemonFixture d([](daemon::DaemonConfig& c) { c.engine.progress_interval_seconds = 0.01; });
+  auto c = d.connect();
+  constexpr int64_t n = 1600;
+  create_matrix(*c, "big", n, 3, 40);
+  client::SolveRequest req;
+  req.matrix = "big";
+  auto job = client::build_solve_job(*c, req);
+  auto id = client::submit_job(*c, *job);
+  ASSERT_TRUE(id.is_ok());
+  // Cancel as soon as the factorization has made progress.
+  bool cancelled = false;
+  for (int i = 0; i < 20000 && !cancelled; ++i) {
+    auto st = c->call(MessageType::kStatus, {{"job", *id}});
+    ASSERT_TRUE(st.is_ok());
+    const auto& p = (*st)["progress"];
+    if ((*st)["state"] != "RUNNING" && (*st)["state"] != "PENDING") break;
+    if (p.value("stripes_done", 0) >= 2) {
+      ASSERT_TRUE(c->call(MessageType::kCancel, {{"job", *id}}).is_ok());
+      cancelled = true;
+    } else {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  ASSERT_TRUE(cancelled) << "the solve ended before it could be cancelled";
+  auto done = client::follow_job(*c, *id, "", nullptr);
+  ASSERT_TRUE(done.is_ok());
+  EXPECT_EQ((*done)["state"], "CANCELLED") << done->dump();
+  // Consistent store: the matrix is intact and no half-made factor is visible.
+  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  ASSERT_TRUE(list.is_ok());
+  ASSERT_EQ((*list)["result"]["matrices"].size(), 1u) << list->dump();
+  EXPECT_EQ((*list)["result"]["matrices"][0]["name"], "big");
+  EXPECT_EQ((*list)["result"]["matrices"][0]["state"], "complete");
+  // Healthy: a smaller solve on a new matrix completes with a good residual.
+  create_matrix(*c, "small", 200, 4, 50);
+  req.matrix = "small";
+  auto job2 = client::build_solve_job(*c, req);
+  auto id2 = client::submit_job(*c, *job2);
+  auto done2 = client::follow_job(*c, *id2, "", nullptr);
+  ASSERT_TRUE(done2.is_ok());
+  EXPECT_EQ((*done2)["state"], "COMPLETED") << done2->dump();
+  EXPECT_LT((*done2)["result"]["residual"].get<double>(), 1e-13);
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

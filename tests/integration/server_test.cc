@@ -111,7 +111,7 @@ TEST(DaemonIntegration, UnknownJobAndBadRequestsAreClearErrors) {
   EXPECT_EQ(c->call(MessageType::kStatus, {{"job", "x"}}).status().message(),
             "field 'job' must be an integer, got string");
   EXPECT_EQ(c->call(MessageType::kSubmit, {{"job", {{"type", "nope"}}}}).status().message(),
-            "unknown job type 'nope' (known: echo, gated, matrix_create, matrix_delete, matrix_list, matrix_show, rows)");
+            "unknown job type 'nope' (known: dense_solve, echo, gated, matrix_create, matrix_delete, matrix_list, matrix_show, rows)");
   // The connection is still usable after request-level errors.
   EXPECT_TRUE(c->call(MessageType::kPing).is_ok());
 }

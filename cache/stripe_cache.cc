@@ -82,7 +82,9 @@ Result<Extent> StripeCache::allocate_locked(Lock& lock, int64_t stripe, uint64_t
       if (c.state == CellState::kWaitUpload || c.state == CellState::kUploading) {
         uploading += c.extent.bytes;
       }
-      in_flight = in_flight || is_in_flight(c.state);
+      // A DSR part is stuck only until its reader removes it: memory will come back.
+      in_flight = in_flight || is_in_flight(c.state) ||
+                  (c.state == CellState::kStuck && c.read_once);
     }
     // Enough memory is on its way back: wait for it before evicting more.
     if (uploading > 0 && arena_.free_bytes() + uploading >= want) {
@@ -120,6 +122,7 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
       c.view.elim_begin = req.elim_begin;
       c.view.elim_end = req.elim_end;
       if (req.target == CellState::kWaitElimI) c.count = req.count;
+      if (req.target == CellState::kStuck) c.read_once = true;
       if (c.state != req.target) transition_locked(req.stripe, req.target);
       return c.view;
     }
@@ -142,6 +145,7 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
   c.target = req.target;
   c.count = req.count;
   c.created = ++clock_;
+  c.read_once = req.target == CellState::kStuck;
   c.state = CellState::kAbsent;
   transition_locked(req.stripe, CellState::kWaitDownload);
   return c.view;
@@ -171,6 +175,17 @@ void StripeCache::finish_elim_i(int64_t stripe) {
 
 void StripeCache::release_use(int64_t stripe) {
   Lock lock(mu_);
+  release_use_locked(stripe);
+}
+
+void StripeCache::finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end) {
+  Lock lock(mu_);
+  cell_locked(stripe);
+  for (int64_t i = i_begin; i < i_end; ++i) release_use_locked(i);
+  transition_locked(stripe, CellState::kIdle);
+}
+
+void StripeCache::release_use_locked(int64_t stripe) {
   Cell& c = cell_locked(stripe);
   STRIPESOLVE_CHECK(c.state == CellState::kStuck && c.count > 0,
                     "cache: release of " + part_name(stripe) + " in state " +

@@ -101,6 +101,10 @@ class StripeCache {
   // One J stripe no longer needs eliminated stripe `stripe`: count -= 1; at 0 kStuck -> kIdle
   // (002 §8.3 path 1: the elim.J thread that finishes the last update unsticks it).
   void release_use(int64_t stripe);
+  // elim.J finished updating `stripe` by [i_begin, i_end): releases each I (as release_use) and
+  // moves the J cell kElimJ -> kIdle, atomically, so that nobody sees J idle while the I stripes
+  // it no longer needs still look stuck.
+  void finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end);
   // The master has read a DSR part: kStuck -> kAbsent without write-back.
   void remove(int64_t stripe);
 
@@ -132,6 +136,7 @@ class StripeCache {
     int64_t count = 0;
     uint64_t last_use = 0;
     uint64_t created = 0;                   // download order
+    bool read_once = false;                 // a DSR part: its reader will remove it
     Extent extent;
   };
   using Lock = std::unique_lock<std::mutex>;
@@ -139,6 +144,7 @@ class StripeCache {
   // The one place where a state changes. Deletes the cell (and frees its extent) on kAbsent.
   void transition_locked(int64_t stripe, CellState to);
   Cell& cell_locked(int64_t stripe);
+  void release_use_locked(int64_t stripe);
   Result<Extent> allocate_locked(Lock& lock, int64_t stripe, uint64_t bytes);
   // Eviction policy, in one place: the longest idle evictable cell; nullptr if none.
   Cell* choose_victim_locked();

@@ -200,3 +200,46 @@ TEST(StripeCacheTest, ConcurrentRequestsStayWithinBudgetAndKeepEveryUpdate) {
 
 }  // namespace
 }  // namespace stripesolve::cache
+
+namespace stripesolve::cache {
+namespace {
+
+TEST(StripeCacheTest, FinishElimJReleasesTheIStripesAndIdlesJTogether) {
+  StripeCache cache(4 * kPart);
+  FakeIo io(cache);
+  for (int64_t s : {0, 1}) {
+    ASSERT_TRUE(cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
+    ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimI).is_ok());
+    cache.transition(s, CellState::kElimI);
+    cache.finish_elim_i(s);
+  }
+  ASSERT_TRUE(cache.request(PartRequest{2, 0, kPart, CellState::kWaitElimJ, 0, 2, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(2, CellState::kWaitElimJ).is_ok());
+  cache.transition(2, CellState::kElimJ);
+  cache.finish_elim_j(2, 0, 2);
+  EXPECT_EQ(cache.state_of(0), CellState::kIdle);
+  EXPECT_EQ(cache.state_of(1), CellState::kIdle);
+  EXPECT_EQ(cache.state_of(2), CellState::kIdle);
+}
+
+// DSR parts are stuck only until their reader removes them: a request that does not fit waits
+// for the reader instead of failing.
+TEST(StripeCacheTest, DsrRequestWaitsForTheReaderToRemoveParts) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  std::thread dsr([&] {
+    for (int64_t s = 0; s < 6; ++s) {
+      EXPECT_TRUE(cache.request(PartRequest{s, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
+    }
+  });
+  for (int64_t s = 0; s < 6; ++s) {
+    ASSERT_TRUE(cache.wait_for(s, CellState::kStuck).is_ok());
+    cache.remove(s);
+  }
+  dsr.join();
+  EXPECT_LE(cache.stats().peak_bytes, 2 * kPart);
+  EXPECT_EQ(cache.stats().misses, 6u);
+}
+
+}  // namespace
+}  // namespace stripesolve::cache

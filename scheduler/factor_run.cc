@@ -158,8 +158,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
           }
           ctx.progress.add_flops(update_flops(g, t->stripe, ci.stripe));
         }
-        cache.transition(t->stripe, CellState::kIdle);
-        for (const CellView& ci : cis) cache.release_use(ci.stripe);
+        cache.finish_elim_j(t->stripe, t->i_begin, t->i_end);
       }
     });
   }

@@ -18,10 +18,12 @@ TEST(Crc32c, KnownVectors) {
 
 TEST(Crc32c, HardwareMatchesPortableAndExtends) {
   std::string s;
-  for (int i = 0; i < 10007; ++i) s.push_back(static_cast<char>(i * 131 + 7));
+  for (int i = 0; i < 100003; ++i) s.push_back(static_cast<char>(i * 131 + 7 + (i >> 9)));
   const uint32_t whole = crc32c_extend(0, s.data(), s.size());
   EXPECT_EQ(whole, crc32c_extend_portable(0, s.data(), s.size()));
-  for (size_t cut : {0u, 1u, 7u, 8u, 4096u, 10006u}) {
+  for (size_t cut : {0u, 1u, 7u, 8u, 4096u, 24576u, 24577u, 60000u, 100002u}) {
+    EXPECT_EQ(crc32c_extend(0, s.data() + cut, s.size() - cut),
+              crc32c_extend_portable(0, s.data() + cut, s.size() - cut));
     EXPECT_EQ(crc32c_extend(crc32c_extend(0, s.data(), cut), s.data() + cut, s.size() - cut), whole);
   }
 }

@@ -56,7 +56,9 @@ TEST_F(UringEngineTest, MatchesPreadOracleOnManyFiles) {
     reads.push_back({IoOp::kRead, files[f].fd(), &files[f].path(), off, len, in.data() + buf});
     buf += len;
   }
-  ASSERT_TRUE(engine_->run(writes).is_ok());
+  std::vector<int> completions(writes.size(), 0);
+  ASSERT_TRUE(engine_->run(writes, [&](size_t k) { ++completions[k]; }).is_ok());
+  EXPECT_EQ(completions, std::vector<int>(writes.size(), 1));
   ASSERT_TRUE(PreadEngine().run(reads).is_ok());
   EXPECT_EQ(std::memcmp(in.data(), out.data(), buf), 0);
   std::memset(in.data(), 0, buf);

@@ -203,6 +203,24 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(root);
   }
   out["runs"] = rows;
+  // Medians over the repetitions, per path count: the disk is shared, single runs are noisy.
+  nlohmann::json summary = nlohmann::json::array();
+  for (int paths = 1; paths <= o.max_paths; ++paths) {
+    nlohmann::json s = {{"paths", paths}};
+    for (const char* key : {"raw_write_gbps", "raw_read_gbps", "part_write_gbps", "part_read_gbps",
+                            "half_part_read_gbps", "write_ratio", "read_ratio",
+                            "half_read_ratio"}) {
+      std::vector<double> v;
+      for (const auto& r : rows) {
+        if (r["paths"] == paths) v.push_back(r[key].get<double>());
+      }
+      std::sort(v.begin(), v.end());
+      s[std::string("median_") + key] =
+          v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+    }
+    summary.push_back(s);
+  }
+  out["summary"] = summary;
   std::cout << out.dump(1) << "\n";
   std::filesystem::remove_all(o.dir);
   return 0;

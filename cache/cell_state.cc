@@ -34,7 +34,7 @@ bool is_legal_transition(CellState from, CellState to) {
       return to == S::kWaitElimI || to == S::kWaitElimJ || to == S::kStuck ||
              to == S::kWaitUpload || to == S::kAbsent;
     case S::kWaitUpload: return to == S::kUploading;
-    case S::kUploading: return to == S::kAbsent;
+    case S::kUploading: return to == S::kAbsent || to == S::kIdle;
   }
   return false;
 }

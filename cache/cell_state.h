@@ -11,6 +11,9 @@
 //   DSR (read only):    kAbsent -> ... -> kDownloading -> kStuck, or kIdle -> kStuck;
 //                       read by the master, then kStuck -> kAbsent (deleted).
 //   Eviction:           kIdle -> kWaitUpload -> kUploading -> kAbsent (dirty), kIdle -> kAbsent (clean).
+//   Write-back at the end of the triangulation (parts stay cached, clean, for the substitution):
+//                       kIdle -> kWaitUpload -> kUploading -> kIdle.
+//   DSR parts that stay cached after their read: kStuck -> kIdle.
 //
 // Thread-safety: plain enum and pure functions.
 #pragma once
@@ -51,7 +54,8 @@ enum class CellState {
   kIdle,
   // Chosen for eviction, dirty; the I/O role moves it to kUploading. Not evictable again.
   kWaitUpload,
-  // The I/O role is writing it back; it moves it to kAbsent (cell deleted, extent freed).
+  // The I/O role is writing it back; it moves it to kAbsent (evicted: cell deleted, extent
+  // freed) or, for an end-of-phase write-back, to kIdle (kept, now clean). Not evictable.
   kUploading,
 };
 

@@ -26,7 +26,8 @@ TEST(CellStateTest, ExactlyTheEdgesOfFig19) {
       {S::kStuck, S::kAbsent},            {S::kIdle, S::kWaitElimI},
       {S::kIdle, S::kWaitElimJ},          {S::kIdle, S::kStuck},
       {S::kIdle, S::kWaitUpload},         {S::kIdle, S::kAbsent},
-      {S::kWaitUpload, S::kUploading},    {S::kUploading, S::kAbsent}};
+      {S::kWaitUpload, S::kUploading},    {S::kUploading, S::kAbsent},
+      {S::kUploading, S::kIdle}};
   for (S from : kAll) {
     for (S to : kAll) {
       EXPECT_EQ(is_legal_transition(from, to), legal.count({from, to}) == 1)

@@ -32,6 +32,11 @@ void StripeCache::transition_locked(int64_t stripe, CellState to) {
   log->trace("stripe {}: {} -> {}", stripe, cell_state_name(from), cell_state_name(to));
   Cell& c = it->second;  // kAbsent is only a source for creation, where request() made the cell
   if (from == CellState::kElimI || from == CellState::kElimJ) c.view.dirty = true;
+  if (from == CellState::kUploading) {
+    c.view.dirty = false;
+    c.keep_after_upload = false;
+  }
+  if (from == CellState::kStuck && to == CellState::kIdle) c.read_once = false;
   if (to == CellState::kIdle || to == CellState::kStuck) c.last_use = ++clock_;
   if (to == CellState::kAbsent) {
     arena_.release(c.extent);
@@ -236,7 +241,8 @@ void StripeCache::finish_io(const IoWork& work, const Status& result) {
   if (work.kind == IoWork::Kind::kDownload) {
     transition_locked(work.cell.stripe, c.target);
   } else {
-    transition_locked(work.cell.stripe, CellState::kAbsent);
+    transition_locked(work.cell.stripe,
+                      c.keep_after_upload ? CellState::kIdle : CellState::kAbsent);
   }
 }
 
@@ -265,6 +271,42 @@ Status StripeCache::flush() {
     }
     changed_.wait(lock);
   }
+}
+
+Status StripeCache::write_back() {
+  Lock lock(mu_);
+  for (;;) {
+    if (!failure_.is_ok()) return failure_;
+    bool pending = false;
+    bool stuck_dirty = false;
+    for (auto& [s, c] : cells_) {
+      if (c.state == CellState::kIdle && c.view.dirty) {
+        c.keep_after_upload = true;
+        ++stats_.uploads;
+        transition_locked(s, CellState::kWaitUpload);
+        pending = true;
+      } else if (c.state == CellState::kWaitUpload || c.state == CellState::kUploading) {
+        pending = true;
+      } else if (c.view.dirty && !is_in_flight(c.state)) {
+        stuck_dirty = true;
+      } else if (is_in_flight(c.state)) {
+        pending = true;  // an operation still runs; its cell may become dirty
+      }
+    }
+    if (!pending) {
+      if (stuck_dirty) {
+        return Status::failed_precondition("cache: write-back with dirty stuck stripe parts");
+      }
+      return Status::ok();
+    }
+    changed_.wait(lock);
+  }
+}
+
+void StripeCache::release_read(int64_t stripe) {
+  Lock lock(mu_);
+  cell_locked(stripe);
+  transition_locked(stripe, CellState::kIdle);
 }
 
 void StripeCache::fail(Status status) {

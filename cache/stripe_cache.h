@@ -107,6 +107,8 @@ class StripeCache {
   void finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end);
   // The master has read a DSR part: kStuck -> kAbsent without write-back.
   void remove(int64_t stripe);
+  // The master has read a DSR part and keeps it cached (clean, evictable): kStuck -> kIdle.
+  void release_read(int64_t stripe);
 
   // I/O role: blocks until a cell waits for upload (served first: they free memory) or download,
   // moves it to kUploading/kDownloading and returns it; nullopt after shutdown() or fail().
@@ -118,6 +120,9 @@ class StripeCache {
   // Evicts every idle cell (dirty ones through the I/O role) and waits until the table is empty.
   // Fails if a cell is stuck or busy for good, or the cache failed.
   Status flush();
+  // Writes every dirty idle cell back through the I/O role and keeps it cached, clean; waits for
+  // the uploads. Fails if a dirty cell is stuck or busy for good, or the cache failed.
+  Status write_back();
 
   // Wakes every waiter; from now on every wait returns `status` (first failure wins).
   void fail(Status status);
@@ -137,6 +142,7 @@ class StripeCache {
     uint64_t last_use = 0;
     uint64_t created = 0;                   // download order
     bool read_once = false;                 // a DSR part: its reader will remove it
+    bool keep_after_upload = false;         // write_back(): kUploading -> kIdle
     Extent extent;
   };
   using Lock = std::unique_lock<std::mutex>;

@@ -243,3 +243,30 @@ TEST(StripeCacheTest, DsrRequestWaitsForTheReaderToRemoveParts) {
 
 }  // namespace
 }  // namespace stripesolve::cache
+
+namespace stripesolve::cache {
+namespace {
+
+TEST(StripeCacheTest, WriteBackKeepsPartsCachedAndClean) {
+  StripeCache cache(4 * kPart);
+  FakeIo io(cache);
+  update_once(cache, 0);
+  update_once(cache, 1);
+  ASSERT_TRUE(cache.write_back().is_ok());
+  EXPECT_EQ(io.uploads(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(io.disk(0), 1.0);
+  EXPECT_EQ(cache.state_of(0), CellState::kIdle);
+  EXPECT_EQ(cache.state_of(1), CellState::kIdle);
+  // A DSR read hits the kept cell and releases it back to idle.
+  ASSERT_TRUE(cache.request(PartRequest{0, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
+  EXPECT_EQ(cache.state_of(0), CellState::kStuck);
+  cache.release_read(0);
+  EXPECT_EQ(cache.state_of(0), CellState::kIdle);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  // Clean now: a flush drops them without uploading again.
+  ASSERT_TRUE(cache.flush().is_ok());
+  EXPECT_EQ(io.uploads().size(), 2u);
+}
+
+}  // namespace
+}  // namespace stripesolve::cache

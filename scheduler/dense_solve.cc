@@ -222,13 +222,17 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
   const bool stream_chunks = callbacks.on_solution_chunk && options.pivot != stripe::PivotMode::kRow &&
                              options.refinement_steps == 0;
   io.set_sources(factor.get(), nullptr);
+  const auto t_subst = Clock::now();
   STRIPESOLVE_RETURN_IF_ERROR(substitute(ctx, *factor, pivots, x, nrhs, [&](int64_t i) {
     return stream_chunks ? emit_chunk(callbacks, g, x, nrhs, i) : Status::ok();
   }));
+  const auto t_residual = Clock::now();
+  report.substitution_seconds = std::chrono::duration<double>(t_residual - t_subst).count();
   if (!options.in_place) {
     std::vector<double> r(static_cast<size_t>(n * nrhs));
     const double b_norm = norm_inf(b, n, nrhs);
     for (int step = 0;; ++step) {
+      STRIPESOLVE_RETURN_IF_ERROR(cache.flush());  // factor cells must not serve reads of A
       io.set_sources(a.get(), nullptr);
       STRIPESOLVE_ASSIGN_OR_RETURN(ResidualResult res, residual(ctx, *a, b, x, nrhs, r.data()));
       const double denom = res.a_norm_inf * norm_inf(x, n, nrhs) + b_norm;
@@ -239,6 +243,7 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
       for (int64_t k = 0; k < n * nrhs; ++k) x[k] += r[static_cast<size_t>(k)];
     }
     report.residual = report.residual_history.back();
+    report.residual_seconds = std::chrono::duration<double>(Clock::now() - t_residual).count();
   }
   if (callbacks.on_solution_chunk && !stream_chunks) {
     for (int64_t i = g.stripes - 1; i >= 0; --i) {

@@ -65,6 +65,8 @@ struct SolveReport {
   std::vector<double> residual_history;  // before each refinement step, then the final one
   double seconds = 0;
   double factor_seconds = 0;      // 0 when the factors were reused
+  double substitution_seconds = 0;  // the first forward + backward pass
+  double residual_seconds = 0;    // residual passes and refinement steps
   double gflops = 0;              // factorization flops / factor_seconds (0 when reused)
   uint64_t io_read_bytes = 0;
   uint64_t io_written_bytes = 0;

@@ -202,8 +202,9 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
   }
   STRIPESOLVE_RETURN_IF_ERROR(cache.failure());
   {
-    TraceRecorder::Span span(ctx.trace, "master", "flush");
-    STRIPESOLVE_RETURN_IF_ERROR(cache.flush());
+    // Dirty parts go to the factor object but stay cached (clean) for the substitution.
+    TraceRecorder::Span span(ctx.trace, "master", "write_back");
+    STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());
   }
   if (ctx.cancel.cancelled()) return cancelled_status();
   return pivots;

@@ -14,8 +14,8 @@
 //   elim.J x k: kWaitElimJ -> kElimJ -> kIdle, then release_use() on each I (count -= 1;
 //     the last one unsticks I).
 //   monitor: checks the cancel token and emits rate-limited progress.
-// At the end every dirty part is written back (cache flush); the caller stores the pivots and
-// commits the factor object.
+// At the end every dirty part is written back and stays cached, clean (cache write_back), so the
+// substitution finds them; the caller stores the pivots and commits the factor object.
 //
 // Errors: the first failure (numerical error naming the row, I/O error, cancellation) fails the
 // cache, which wakes every role; all threads are joined before returning.

@@ -8,7 +8,7 @@ namespace stripesolve::scheduler {
 using cache::CellState;
 
 Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
-                    const std::vector<PartOrder>& order, const std::string& phase,
+                    const std::vector<PartOrder>& order, const std::string& phase, bool keep,
                     const std::function<Status(int64_t, const stripe::StripePart&)>& use) {
   cache::StripeCache& cache = ctx.cache;
   Monitor monitor(ctx);
@@ -44,7 +44,11 @@ Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
       cache.fail(result);
       break;
     }
-    cache.remove(p.stripe);
+    if (keep) {
+      cache.release_read(p.stripe);
+    } else {
+      cache.remove(p.stripe);
+    }
     ctx.progress.add_stripe();
   }
   dsr.join();
@@ -64,7 +68,7 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
 
   ctx.progress.begin_phase("forward", stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
   const Status forward_status = stream_parts(
-      ctx, factor, forward, "forward", [&](int64_t i, const stripe::StripePart& part) {
+      ctx, factor, forward, "forward", true, [&](int64_t i, const stripe::StripePart& part) {
         STRIPESOLVE_RETURN_IF_ERROR(stripe::forward_substitute_stripe(
             ctx.backend, part, pivots[static_cast<size_t>(i)], rhs, g.n, nrhs));
         ctx.progress.add_flops(stripe_flops * static_cast<double>(g.row_end(i)) /
@@ -73,7 +77,7 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
       });
   STRIPESOLVE_RETURN_IF_ERROR(forward_status);
   ctx.progress.begin_phase("backward", stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
-  return stream_parts(ctx, factor, backward, "backward",
+  return stream_parts(ctx, factor, backward, "backward", true,
                       [&](int64_t i, const stripe::StripePart& part) {
                         STRIPESOLVE_RETURN_IF_ERROR(
                             stripe::backward_substitute_stripe(ctx.backend, part, rhs, g.n, nrhs));
@@ -97,7 +101,7 @@ Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix
                                            static_cast<double>(nrhs), g.stripes);
   std::vector<double> row_abs;
   const Status st = stream_parts(
-      ctx, a, order, "residual", [&](int64_t i, const stripe::StripePart& part) {
+      ctx, a, order, "residual", false, [&](int64_t i, const stripe::StripePart& part) {
         const int64_t h = part.rows;
         const int64_t r0 = part.row_begin;
         row_abs.assign(static_cast<size_t>(h), 0.0);

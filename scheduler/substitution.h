@@ -1,8 +1,11 @@
 // The read-only phases after the triangulation (002 §8.2): forward and backward substitution on
 // the stored factors and the residual (A x) on the original matrix. The DSR role ("download
 // stripes in a range") requests the parts in the order the master will use them, as kStuck cells
-// (never evicted); the master (calling thread) waits for each, uses it and deletes it from the
-// cache (002 §8.3 path 3). The cache budget bounds how far DSR runs ahead (backpressure).
+// (never evicted); the master (calling thread) waits for each, uses it and then deletes it from
+// the cache (002 §8.3 path 3) or, for the factors, keeps it as an idle clean cell so that the
+// next pass (backward after forward, the next refinement step) may hit it. The cache budget
+// bounds how far DSR runs ahead (backpressure). Cells are keyed by stripe only, so the cache must
+// be flushed when the phases switch objects (factor <-> A).
 //
 // Thread-safety: each function runs one phase; the I/O role's sources must be set for it.
 #pragma once
@@ -23,9 +26,10 @@ struct PartOrder {
 };
 
 // Streams the parts of `order` through the cache and calls `use` for each on the calling thread,
-// in order. Stops at the first error (of `use`, I/O, or cancellation).
+// in order; `keep`: release used parts as idle cells instead of deleting them. Stops at the first
+// error (of `use`, I/O, or cancellation).
 Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
-                    const std::vector<PartOrder>& order, const std::string& phase,
+                    const std::vector<PartOrder>& order, const std::string& phase, bool keep,
                     const std::function<Status(int64_t stripe, const stripe::StripePart&)>& use);
 
 // Forward then backward substitution of the n x nrhs block `rhs` (ld = n) in place, with the

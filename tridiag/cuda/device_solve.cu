@@ -26,7 +26,7 @@ std::size_t parts_of(std::size_t rows) { return (rows + kPartitionRows - 1) / kP
 // Bytes the SPIKE levels below a system of `rows` rows need (15 arrays of `parts` per level).
 std::size_t spike_level_bytes(std::size_t rows) {
   std::size_t total = 0;
-  while (rows > 1) {
+  while (rows > static_cast<std::size_t>(kPartitionRows)) {
     const std::size_t parts = parts_of(rows);
     total += 15 * round_up(parts * sizeof(double));
     rows = parts;
@@ -56,9 +56,9 @@ void ensure_shared_limits() {
 // Solves one level: pass 1, the reduced system (recursively), pass 2.
 Status spike_level(bool pivoting, const double* dl, const double* d, const double* du,
                    const double* f, double* x, LevelArgs args, Bump& ws, cudaStream_t stream) {
-  if (args.rows == 1) {
-    launch_single_row(d, f, x, args, stream);
-    return cuda_check(cudaGetLastError(), "single-row kernel launch");
+  if (args.rows <= static_cast<std::size_t>(kPartitionRows)) {
+    launch_small_system(pivoting, dl, d, du, f, x, args, stream);
+    return cuda_check(cudaGetLastError(), "small-system kernel launch");
   }
   const std::size_t parts = parts_of(args.rows);
   const std::size_t tiles = (parts + kPartitionsPerBlock - 1) / kPartitionsPerBlock;

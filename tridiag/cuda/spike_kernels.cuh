@@ -11,6 +11,10 @@ inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;
 inline constexpr int kSharedPitch = kPartitionsPerBlock + 1;  // odd pitch: no bank conflicts
 inline constexpr std::size_t kSharedBytes =
     std::size_t{kPartitionRows} * kSharedPitch * (4 * sizeof(double) + 1);
+// Pass 1 also holds the left spike: one more array, 8-byte aligned after the kind bytes.
+inline constexpr std::size_t kSharedBytesPass1 =
+    (4 * std::size_t{kPartitionRows} * kSharedPitch + (kPartitionRows * kSharedPitch + 7) / 8 +
+     std::size_t{kPartitionRows} * kSharedPitch) * sizeof(double);
 
 // flags[0]: smallest (original) row with a zero, tiny or non-finite pivot; flags[1]: smallest
 // row with a non-finite solution. ULLONG_MAX when none.
@@ -42,9 +46,10 @@ void launch_partition_solve(bool pivoting, const double* dl, const double* d, co
                             const double* f, double* x, std::size_t chunk_row0,
                             std::size_t tile0, std::size_t tiles, const double* rx,
                             const LevelArgs& args, void* stream);
-// x[0] = f[0] / d[0] for a 1-row system.
-void launch_single_row(const double* d, const double* f, double* x, const LevelArgs& args,
-                       void* stream);
+// A system of at most kPartitionRows rows solved directly by one thread (diagonal pivoting, or
+// Thomas when !pivoting).
+void launch_small_system(bool pivoting, const double* dl, const double* d, const double* du,
+                         const double* f, double* x, const LevelArgs& args, void* stream);
 // One thread per system of an interleaved batch, dynamic tiling (000 §III-B).
 void launch_interleaved(bool pivoting, const double* dl, const double* d, const double* du,
                         const double* f, double* x, std::size_t n, std::size_t count,

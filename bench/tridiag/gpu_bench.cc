@@ -1,0 +1,283 @@
+// GPU tridiagonal throughput beside cuSPARSE (gtsv2, gtsv2_nopivot, gtsv2StridedBatch,
+// gtsvInterleavedBatch) on the same data in one run, as unknowns/s and as a fraction of the HBM
+// roofline: 40 bytes per unknown (dl, d, du, f read, x written) / time / the bandwidth of a
+// device-to-device copy measured in the same run. Kernel times only (data resident on the
+// device), best of `reps`; each result's relative residual is checked on the host.
+// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5]  -> JSON on stdout.
+#include <cuda_runtime.h>
+#include <cusparse.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tridiag/cuda/device_solve.h"
+#include "tridiag/gallery.h"
+#include "tridiag/gpu.h"
+
+using namespace stripesolve::tridiag;
+using stripesolve::Status;
+using Clock = std::chrono::steady_clock;
+
+#define CHECK_CUDA(call)                                                                  \
+  do {                                                                                    \
+    cudaError_t e_ = (call);                                                              \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+#define CHECK_SPARSE(call)                                                                \
+  do {                                                                                    \
+    cusparseStatus_t s_ = (call);                                                         \
+    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                  \
+      std::fprintf(stderr, "%s:%d %s: cusparse status %d\n", __FILE__, __LINE__, #call, int(s_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+namespace {
+
+struct Dev {
+  double *dl = nullptr, *d = nullptr, *du = nullptr, *f = nullptr, *x = nullptr;
+  std::size_t rows = 0;
+  void alloc(std::size_t n) {
+    rows = n;
+    for (double** p : {&dl, &d, &du, &f, &x}) CHECK_CUDA(cudaMalloc(p, n * sizeof(double)));
+  }
+  void upload(const TridiagonalMatrix& m, const std::vector<double>& rhs) {
+    CHECK_CUDA(cudaMemcpy(dl, m.dl.data(), rows * 8, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(d, m.d.data(), rows * 8, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(du, m.du.data(), rows * 8, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(f, rhs.data(), rows * 8, cudaMemcpyHostToDevice));
+  }
+};
+
+// Best time in seconds of `reps` runs of body; setup runs before each, untimed.
+template <typename Setup, typename Body>
+double best_time(int reps, Setup&& setup, Body&& body) {
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  float best = 1e30f;
+  for (int r = 0; r < reps + 1; ++r) {  // first run warms up
+    setup();
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK_CUDA(cudaEventRecord(a));
+    body();
+    CHECK_CUDA(cudaEventRecord(b));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    if (r > 0) best = std::min(best, ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return best / 1000.0;
+}
+
+// Largest relative residual over the systems of size n (strided order) of the device result.
+double residual(const TridiagonalMatrix& m, const std::vector<double>& f, const double* dev_x,
+                std::size_t n, bool interleaved, std::size_t count) {
+  std::vector<double> x(f.size());
+  CHECK_CUDA(cudaMemcpy(x.data(), dev_x, x.size() * 8, cudaMemcpyDeviceToHost));
+  if (interleaved) {
+    std::vector<double> t(x.size());
+    for (std::size_t j = 0; j < count; ++j)
+      for (std::size_t i = 0; i < n; ++i) t[j * n + i] = x[i * count + j];
+    x.swap(t);
+  }
+  double worst = 0;
+  const std::size_t step = std::max<std::size_t>(1, (f.size() / n) / 64);  // sample 64 systems
+  for (std::size_t j = 0; j < f.size() / n; j += step) {
+    const std::size_t o = j * n;
+    worst = std::max(worst, relative_residual(&m.dl[o], &m.d[o], &m.du[o], &x[o], &f[o], n));
+  }
+  return worst;
+}
+
+TridiagonalMatrix interleave(const TridiagonalMatrix& m, std::size_t n, std::size_t count,
+                             std::vector<double>& f) {
+  TridiagonalMatrix t{std::vector<double>(m.d.size()), std::vector<double>(m.d.size()),
+                      std::vector<double>(m.d.size())};
+  std::vector<double> tf(f.size());
+  for (std::size_t j = 0; j < count; ++j)
+    for (std::size_t i = 0; i < n; ++i) {
+      t.dl[i * count + j] = i > 0 ? m.dl[j * n + i] : 0.0;
+      t.d[i * count + j] = m.d[j * n + i];
+      t.du[i * count + j] = i + 1 < n ? m.du[j * n + i] : 0.0;
+      tf[i * count + j] = f[j * n + i];
+    }
+  f.swap(tf);
+  return t;
+}
+
+// Zero couplings across system boundaries, as cuSPARSE requires.
+void zero_boundaries(TridiagonalMatrix& m, std::size_t n) {
+  for (std::size_t o = 0; o < m.d.size(); o += n) {
+    m.dl[o] = 0.0;
+    m.du[o + n - 1] = 0.0;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int log2_rows = argc > 1 ? std::atoi(argv[1]) : 26;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  const std::size_t rows = std::size_t{1} << log2_rows;
+  nlohmann::json out;
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  out["device"] = prop.name;
+  out["unknowns"] = rows;
+  // Roofline: device-to-device copy of 1 GiB, bytes read + written.
+  {
+    const std::size_t bytes = std::size_t{1} << 30;
+    void *a, *b;
+    CHECK_CUDA(cudaMalloc(&a, bytes));
+    CHECK_CUDA(cudaMalloc(&b, bytes));
+    CHECK_CUDA(cudaMemset(a, 1, bytes));
+    const double s = best_time(reps, [] {}, [&] { CHECK_CUDA(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+    out["copy_bandwidth_bytes_per_s"] = 2.0 * bytes / s;
+    cudaFree(a);
+    cudaFree(b);
+  }
+  const double bw = out["copy_bandwidth_bytes_per_s"];
+  cusparseHandle_t h;
+  CHECK_SPARSE(cusparseCreate(&h));
+  Dev dev;
+  dev.alloc(rows);
+  void* ws = nullptr;
+  std::size_t ws_size = 0;
+  auto ensure_ws = [&](std::size_t bytes) {
+    if (bytes <= ws_size) return;
+    if (ws) cudaFree(ws);
+    CHECK_CUDA(cudaMalloc(&ws, bytes));
+    ws_size = bytes;
+  };
+  auto record = [&](nlohmann::json& into, const std::string& name, double s, double res) {
+    nlohmann::json r;
+    r["seconds"] = s;
+    r["unknowns_per_s"] = rows / s;
+    r["roofline_fraction"] = 40.0 * rows / s / bw;
+    r["max_relative_residual"] = res;
+    into[name] = r;
+    std::fprintf(stderr, "%-40s %8.2f G unknowns/s  %5.1f%% roofline  residual %.2e\n",
+                 name.c_str(), rows / s / 1e9, 100.0 * 40.0 * rows / s / bw, res);
+  };
+  auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) {
+    const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
+    ensure_ws(bytes);
+    gpu::DeviceBatch b{dev.dl, dev.d, dev.du, dev.f, dev.x, rows,
+                       layout == BatchLayout::kStrided ? n : 0, count};
+    Status st;
+    const double s = best_time(reps, [] {}, [&] {
+      Status r = gpu::solve_device(alg, layout, b, ws, ws_size, 2.220446049250313e-16, nullptr);
+      if (!r.is_ok()) st = r;
+    });
+    if (!st.is_ok()) std::fprintf(stderr, "%s: %s\n", std::string(algorithm_name(alg)).c_str(), st.to_string().c_str());
+    return st.is_ok() ? s : NAN;
+  };
+  // 1. One random system, stable solvers.
+  {
+    nlohmann::json c;
+    TridiagonalMatrix m = stability_matrix(1, rows, 21);
+    std::vector<double> f = random_vector(rows, 22);
+    dev.upload(m, f);
+    double s = ours(Algorithm::kSpike, BatchLayout::kStrided, rows, 1);
+    record(c, "stripesolve spike", s, residual(m, f, dev.x, rows, false, 1));
+    s = ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1);
+    record(c, "stripesolve thomas (unpivoted)", s, residual(m, f, dev.x, rows, false, 1));
+    const int mi = static_cast<int>(rows);
+    std::size_t bsize = 0;
+    CHECK_SPARSE(cusparseDgtsv2_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
+    ensure_ws(bsize);
+    auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
+    s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
+    record(c, "cusparse gtsv2", s, residual(m, f, dev.x, rows, false, 1));
+    CHECK_SPARSE(cusparseDgtsv2_nopivot_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
+    ensure_ws(bsize);
+    s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2_nopivot(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
+    record(c, "cusparse gtsv2_nopivot", s, residual(m, f, dev.x, rows, false, 1));
+    out["one_random_system"] = c;
+  }
+  // 2. Strided batches, random (stable) and diagonally dominant (unpivoted).
+  nlohmann::json batches = nlohmann::json::array();
+  for (std::size_t n : {std::size_t{256}, std::size_t{1024}, std::size_t{4096}}) {
+    const std::size_t count = rows / n;
+    for (int dominant = 0; dominant < 2; ++dominant) {
+      nlohmann::json c;
+      c["n"] = n;
+      c["systems"] = count;
+      c["matrix"] = dominant ? "diagonally dominant" : "random U(-1,1)";
+      TridiagonalMatrix m = dominant ? diagonally_dominant_matrix(rows, 31) : stability_matrix(1, rows, 31);
+      zero_boundaries(m, n);
+      std::vector<double> f = random_vector(rows, 32);
+      dev.upload(m, f);
+      std::vector<Algorithm> algs = {Algorithm::kSpike, Algorithm::kThomas};
+      if (dominant && n <= gpu::kMaxSharedSystem) {
+        for (Algorithm a : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
+                            Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) algs.push_back(a);
+      }
+      for (Algorithm a : algs) {
+        const double s = ours(a, BatchLayout::kStrided, n, count);
+        record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided", s, residual(m, f, dev.x, n, false, count));
+      }
+      std::size_t bsize = 0;
+      const int ni = static_cast<int>(n), ci = static_cast<int>(count);
+      CHECK_SPARSE(cusparseDgtsv2StridedBatch_bufferSizeExt(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, &bsize));
+      ensure_ws(bsize);
+      auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
+      double s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2StridedBatch(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, ws)); });
+      record(c, "cusparse gtsv2StridedBatch", s, residual(m, f, dev.x, n, false, count));
+      // Interleaved layout: ours (one thread per system) and cuSPARSE's three algorithms.
+      std::vector<double> fi = f;
+      TridiagonalMatrix mi = interleave(m, n, count, fi);
+      dev.upload(mi, fi);
+      for (Algorithm a : {Algorithm::kSpike, Algorithm::kThomas}) {
+        s = ours(a, BatchLayout::kInterleaved, n, count);
+        record(c, "stripesolve " + std::string(algorithm_name(a)) + " interleaved", s, residual(m, f, dev.x, n, true, count));
+      }
+      for (int algo : {0, 1, 2}) {
+        CHECK_SPARSE(cusparseDgtsvInterleavedBatch_bufferSizeExt(h, algo, ni, dev.dl, dev.d, dev.du, dev.x, ci, &bsize));
+        ensure_ws(bsize);
+        auto reset_all = [&] {
+          dev.upload(mi, fi);
+          CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice));
+        };
+        s = best_time(reps, reset_all, [&] { CHECK_SPARSE(cusparseDgtsvInterleavedBatch(h, algo, ni, dev.dl, dev.d, dev.du, dev.x, ci, ws)); });
+        const char* names[3] = {"thomas", "lu_pivoting", "qr"};
+        record(c, std::string("cusparse gtsvInterleavedBatch ") + names[algo], s, residual(m, f, dev.x, n, true, count));
+      }
+      batches.push_back(c);
+    }
+  }
+  out["strided_batches"] = batches;
+  // 3. One system through a small device budget in chunks (000 §IV-B), transfers included.
+  {
+    const std::size_t n = rows;
+    TridiagonalMatrix m = stability_matrix(1, n, 41);
+    std::vector<double> f = random_vector(n, 42), x(n);
+    GpuOptions opt;
+    opt.device_memory_budget = std::size_t{1} << 30;
+    BatchShape shape{BatchLayout::kStrided, n, 1, {}};
+    const auto t0 = Clock::now();
+    auto r = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), x.data()}, opt);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    nlohmann::json c;
+    c["ok"] = r.is_ok();
+    c["notes"] = r.is_ok() ? nlohmann::json(r->notes) : nlohmann::json(r.status().to_string());
+    c["seconds_with_transfers"] = s;
+    c["unknowns_per_s"] = n / s;
+    c["relative_residual"] = relative_residual(m.dl.data(), m.d.data(), m.du.data(), x.data(), f.data(), n);
+    out["chunked_one_system_1GiB_budget"] = c;
+  }
+  std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}

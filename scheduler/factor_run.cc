@@ -131,7 +131,10 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
   for (int64_t w = 0; w < params.elim_j_workers; ++w) {
     elim_j.emplace_back([&, w] {
       const std::string role = "elim.J" + std::to_string(w);
-      while (auto t = j_queue.pop()) {
+      // 002 §8.1: the update that completes stripe J = I1 (the next to be eliminated) goes first,
+      // so elim.I can start on it while the other J updates by [I0, I1) still run. Any pop order
+      // is safe: the master queues an update of J only once J's previous update has finished.
+      while (auto t = j_queue.pop([](const Task& q) { return q.i_end == q.stripe; })) {
         if (ctx.cancel.cancelled()) cache.fail(cancelled_status());
         auto cj = cache.wait_for(t->stripe, CellState::kWaitElimJ);
         if (!cj.is_ok()) return;

@@ -11,8 +11,8 @@
 //     (backpressure); it never runs ahead of a stripe's own order.
 //   I/O role (io_role.h) downloads/uploads.
 //   elim.I: kWaitElimI -> kElimI -> kStuck (or kIdle for the last stripe).
-//   elim.J x k: kWaitElimJ -> kElimJ -> kIdle, then release_use() on each I (count -= 1;
-//     the last one unsticks I).
+//   elim.J x k: kWaitElimJ -> kElimJ -> kIdle, releasing each I (count -= 1; the last one
+//     unsticks I). Workers take the update that completes the next stripe to eliminate first.
 //   monitor: checks the cancel token and emits rate-limited progress.
 // At the end every dirty part is written back and stays cached, clean (cache write_back), so the
 // substitution finds them; the caller stores the pivots and commits the factor object.

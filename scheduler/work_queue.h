@@ -20,14 +20,26 @@ class WorkQueue {
     }
     ready_.notify_one();
   }
-  // Blocks until an item is available; nullopt once closed and drained.
-  std::optional<T> pop() {
+  // Blocks until an item is available; nullopt once closed and drained. Takes the first item
+  // for which `urgent` holds, else the oldest.
+  template <typename Pred>
+  std::optional<T> pop(Pred urgent) {
     std::unique_lock<std::mutex> lock(mu_);
     ready_.wait(lock, [&] { return !items_.empty() || closed_; });
     if (items_.empty()) return std::nullopt;
-    T item = std::move(items_.front());
-    items_.pop_front();
+    auto it = items_.begin();
+    for (auto u = items_.begin(); u != items_.end(); ++u) {
+      if (urgent(*u)) {
+        it = u;
+        break;
+      }
+    }
+    T item = std::move(*it);
+    items_.erase(it);
     return item;
+  }
+  std::optional<T> pop() {
+    return pop([](const T&) { return false; });
   }
   void close() {
     {

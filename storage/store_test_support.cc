@@ -6,10 +6,27 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 
 #include "storage/data_file.h"
 
 namespace stripesolve::storage {
+
+namespace {
+// Removes the test directories when the test binary exits.
+struct TempDirs {
+  std::mutex mu;
+  std::vector<std::string> dirs;
+  ~TempDirs() {
+    std::error_code ec;
+    for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+  }
+};
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+}  // namespace
 
 std::string make_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
@@ -17,6 +34,8 @@ std::string make_temp_dir(const std::string& tag) {
                           "." + std::to_string(counter++) + "." + tag;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  std::lock_guard lock(temp_dirs().mu);
+  temp_dirs().dirs.push_back(dir);
   return dir;
 }
 

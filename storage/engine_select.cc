@@ -16,20 +16,23 @@ Status io_uring_usable() {
 #endif
 }
 
-Result<std::shared_ptr<IoEngine>> make_io_engine(const StoreConfig& config) {
+Result<std::shared_ptr<IoEngine>> make_io_engine(const StoreConfig& config, Status (*probe)()) {
   if (config.io_engine == "pread") return std::shared_ptr<IoEngine>(std::make_shared<PreadEngine>());
   if (config.io_engine != "io_uring" && config.io_engine != "auto") {
     return Status::invalid_argument("unknown io_engine '" + config.io_engine +
                                     "' (expected auto, io_uring or pread)");
   }
-  Status usable = io_uring_usable();
+  Status usable = probe();
 #if STRIPESOLVE_HAVE_URING
   if (usable.is_ok()) {
     return std::shared_ptr<IoEngine>(std::make_shared<UringEngine>(
         static_cast<unsigned>(config.queue_depth), config.request_bytes));
   }
 #endif
-  if (config.io_engine == "io_uring") return usable;
+  if (config.io_engine == "io_uring") {
+    return Status::unavailable("io_engine io_uring was configured but is not usable: " +
+                               usable.message());
+  }
   logger("storage")->warn("io_uring is not usable ({}); using the pread engine", usable.message());
   return std::shared_ptr<IoEngine>(std::make_shared<PreadEngine>());
 }

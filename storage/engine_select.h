@@ -16,9 +16,11 @@
 
 namespace stripesolve::storage {
 
-Result<std::shared_ptr<IoEngine>> make_io_engine(const StoreConfig& config);
-
 // OK when an io_uring ring can be created in this process; else why not.
 Status io_uring_usable();
+
+// `probe` decides whether io_uring is usable (tests pass one that says no).
+Result<std::shared_ptr<IoEngine>> make_io_engine(const StoreConfig& config,
+                                                 Status (*probe)() = io_uring_usable);
 
 }  // namespace stripesolve::storage

@@ -100,5 +100,19 @@ TEST(EngineSelect, PreadOnRequestAndUnknownRejected) {
   EXPECT_EQ((*e)->name(), io_uring_usable().is_ok() ? "io_uring" : "pread");
 }
 
+TEST(EngineSelect, FallsBackToPreadWhenIoUringIsUnusable) {
+  const auto refused = []() { return Status::from_errno(EPERM, "io_uring_queue_init"); };
+  StoreConfig config;
+  config.io_engine = "auto";
+  auto e = make_io_engine(config, refused);
+  ASSERT_TRUE(e.is_ok());
+  EXPECT_EQ((*e)->name(), "pread");
+  config.io_engine = "io_uring";
+  EXPECT_EQ(make_io_engine(config, refused).status().message(),
+            std::string("io_engine io_uring was configured but is not usable: "
+                        "io_uring_queue_init: ") +
+                std::strerror(EPERM) + " (errno 1)");
+}
+
 }  // namespace
 }  // namespace stripesolve::storage

@@ -97,31 +97,15 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     p.meta_stripes = std::min(config.meta_stripes, p.stripes);
     p.notes.push_back("S^m pinned by engine.meta_stripes");
   } else {
-    // Eq 18: 2 S^m + 2 full stripes for peak performance bounds S^m. Within that bound take the
-    // smallest S^m whose predicted SSD reads are within 5% of the best: a larger meta-stripe only
-    // saves I/O, and it lengthens the chain of in-meta eliminations that the J workers cannot
-    // overlap (with the whole matrix cached, S^m = 1).
-    const int64_t peak = std::clamp<int64_t>(
-        parts_in_cache >= 4 ? static_cast<int64_t>((parts_in_cache - 2) / 2) : 1, 1, p.stripes);
-    std::vector<int64_t> candidates;
-    for (int64_t c = 1; c < peak; c *= 2) candidates.push_back(c);
-    candidates.push_back(peak);
-    const TrafficModel model{n, p.stripes,
-                             m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0};
-    std::vector<std::pair<int64_t, uint64_t>> reads;
-    uint64_t best = UINT64_MAX;
-    for (int64_t c : candidates) {
-      auto t = predict_traffic(make_tasks(Strategy::kMetaZigzag, p.stripes, c), model);
-      if (!t.is_ok()) continue;
-      reads.emplace_back(c, t->bytes_read);
-      best = std::min(best, t->bytes_read);
-    }
-    p.meta_stripes = peak;
-    for (const auto& [c, r] : reads) {
-      if (static_cast<double>(r) <= 1.05 * static_cast<double>(best)) {
-        p.meta_stripes = c;
-        break;
-      }
+    // The whole matrix fits: one meta-stripe, whose inner order is the basic strategy's with
+    // its full look-ahead (002 §8.1) and no zigzag sweep boundaries. Otherwise Eq 18: the
+    // largest S^m for which the cache holds 2 S^m + 2 full stripes (fewest SSD passes).
+    if (parts_in_cache >= static_cast<uint64_t>(p.stripes)) {
+      p.meta_stripes = p.stripes;
+    } else {
+      const int64_t peak =
+          parts_in_cache >= 4 ? static_cast<int64_t>((parts_in_cache - 2) / 2) : 1;
+      p.meta_stripes = std::clamp<int64_t>(peak, 1, p.stripes);
     }
   }
   if (parts_in_cache < static_cast<uint64_t>(p.meta_stripes) + 2 && p.stripes > 1) {

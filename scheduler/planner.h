@@ -5,12 +5,11 @@
 // parameters of Table 1: stripe height S, substripe height S', segment length S^s, meta-stripe size
 // S^m, round-robin levels N_RRlevel and the number k of elim.J workers. Every value can be pinned
 // in EngineConfig (non-zero = pinned); the others follow these rules:
-//   - S^m: at most the largest meta-stripe for which the cache holds 2 S^m + 2 full stripes
-//     ("peak performance", 002 §8.4.3, Eq 18), at least 1, at most N; among 1, 2, 4, ... and that
-//     bound, the smallest whose predicted SSD reads are within 5% of the least (a longer
-//     meta-stripe saves I/O but serialises more eliminations). If even S^m + 2 stripes do not
-//     fit (Eq 17), the plan says so: the solve still runs while S^m + 1 stripes fit (stuck I
-//     stripes plus one J) but it is I/O bound.
+//   - S^m: N when the cache holds the whole matrix (one meta-stripe: the basic order with its
+//     look-ahead, no sweep boundaries); else the largest meta-stripe for which the cache holds
+//     2 S^m + 2 full stripes ("peak performance", 002 §8.4.3, Eq 18), at least 1. If even
+//     S^m + 2 stripes do not fit (Eq 17), the plan says so: the solve still runs while S^m + 1
+//     stripes fit (stuck I stripes plus one J) but it is I/O bound.
 //   - S (for new matrices; a stored matrix keeps its own): 1024 on the CPU backend (GEMM inner
 //     dimension large enough for OpenBLAS, small enough that <II> stays cheap), reduced until the
 //     cache holds S^m + 2 = 4 full stripes.

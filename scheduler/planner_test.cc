@@ -45,11 +45,11 @@ TEST(PlannerTest, UnknownKeyIsAConfigError) {
 }
 
 TEST(PlannerTest, WholeMatrixInCacheGivesOneMetaStripe) {
-  // n = 4096, 128 MiB matrix, 1 GiB cache: S = 1024, N = 4; meta-stripes save no I/O: S^m = 1.
+  // n = 4096, 128 MiB matrix, 1 GiB cache: S = 1024, N = 4, one meta-stripe (S^m = N).
   Plan p = plan_dense(4096, 0, EngineConfig{}, cpu_machine(kGiB)).value();
   EXPECT_EQ(p.stripe_rows, 1024);
   EXPECT_EQ(p.stripes, 4);
-  EXPECT_EQ(p.meta_stripes, 1);
+  EXPECT_EQ(p.meta_stripes, 4);
   EXPECT_EQ(p.substripe_rows, 128);
   EXPECT_EQ(p.elim_j_workers, 2);
   EXPECT_EQ(p.segment_columns, 0);

@@ -7,8 +7,9 @@
 //   bench_dense_ooc [--n 8192] [--stripe-rows 512] [--cache 1,0.25] [--strategies all]
 //                   [--pivot row] [--dir /var/tmp/stripesolve-bench-ooc] [--paths 1]
 //                   [--peer-threads 0 (= cores)] [--worker-threads 1] [--elim-j-workers 0]
-//                   [--trace file.json]
+//                   [--trace file.json] [--reps 2]
 //
+// Each measurement is the best of --reps runs (the peer's too), which tames a shared machine.
 // OpenBLAS threads: the peer runs with --peer-threads; the engine's elim.J workers each call
 // dgemm, so they run with --worker-threads OpenBLAS threads each (openblas_set_num_threads).
 // The store uses O_DIRECT where the filesystem allows it, so reads do not hit the page cache.
@@ -54,7 +55,7 @@ std::vector<std::string> split(const std::string& s) {
                "usage: bench_dense_ooc [--n N] [--stripe-rows S] [--cache F,F..] "
                "[--strategies all|basic,zigzag,meta_zigzag] [--pivot row|local|none] [--dir D] "
                "[--paths P] [--peer-threads T] [--worker-threads T] [--elim-j-workers K] "
-               "[--trace FILE]\n");
+               "[--trace FILE] [--reps R]\n");
   std::exit(2);
 }
 
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   int worker_threads = 1;
   int64_t workers = 0;
   std::string trace_file;
+  int reps = 2;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) usage();
@@ -87,6 +89,7 @@ int main(int argc, char** argv) {
     else if (arg == "--worker-threads") worker_threads = std::stoi(v);
     else if (arg == "--elim-j-workers") workers = std::stoll(v);
     else if (arg == "--trace") trace_file = v;
+    else if (arg == "--reps") reps = std::max(1, std::stoi(v));
     else usage();
   }
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -135,10 +138,11 @@ int main(int argc, char** argv) {
   out["paths"] = paths;
   out["io_engine"] = std::string((*store)->engine_name());
   out["matrix_bytes"] = matrix_bytes;
+  out["reps"] = reps;
 
   // Peer: OpenBLAS dgetrf + dgetrs on the matrix in RAM.
   openblas_set_num_threads(peer_threads);
-  {
+  for (int rep = 0; rep < reps; ++rep) {
     std::vector<double> lu = a;
     std::vector<double> x = b;
     std::vector<lapack_int> ipiv(static_cast<size_t>(n));
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
       std::cerr << "dgetrf/dgetrs failed: info " << info << "\n";
       return 1;
     }
+    if (out.contains("openblas") && out["openblas"]["seconds"].get<double>() <= t) continue;
     out["openblas"] = {{"threads", peer_threads},
                        {"seconds", t},
                        {"gflops", flops / t * 1e-9},
@@ -178,6 +183,11 @@ int main(int argc, char** argv) {
       ss::scheduler::TraceRecorder trace;
       auto rep = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config, cancel,
                                             {}, trace_file.empty() ? nullptr : &trace);
+      for (int k = 1; k < reps && rep.is_ok(); ++k) {
+        auto again = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config,
+                                                cancel, {}, nullptr);
+        if (!again.is_ok() || again->seconds < rep->seconds) rep = std::move(again);
+      }
       nlohmann::json r = {{"cache_fraction", fraction},
                           {"cache_bytes", config.ram_budget},
                           {"strategy", std::string(ss::scheduler::strategy_name(strategy))}};

@@ -152,13 +152,13 @@ TEST(GpuTest, StabilitySuiteSpikeWithinTenTimesCpuSpike) {
 
 TEST(GpuTest, OneSystemLargerThanTheDeviceBudgetInChunks) {
   SKIP_WITHOUT_GPU();
-  const std::size_t n = 1'000'003;  // 40 MB of arrays through a 6 MB device budget
+  const std::size_t n = 1'000'003;  // 40 MB of arrays through a 12 MB device budget
   TridiagonalMatrix m = stability_matrix(1, n, 3);
   std::vector<double> f = random_vector(n, 4), xg(n), ref;
   ASSERT_EQ(lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), f.data(), n, ref), 0);
   const double rl = relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(), f.data(), n);
   GpuOptions gopt;
-  gopt.device_memory_budget = 6 << 20;
+  gopt.device_memory_budget = 12 << 20;
   BatchShape shape{BatchLayout::kStrided, n, 1, {}};
   auto r = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xg.data()}, gopt);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();

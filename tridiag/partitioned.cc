@@ -86,9 +86,11 @@ Status solve_spike(const SystemRef& sys, unsigned threads) {
     rf[j] = sys.f[s] - a * cur.yl - c * next.yf;
   }
   SystemRef reduced{rl.data(), rd.data(), ru.data(), rf.data(), rx.data(), parts};
-  STRIPESOLVE_RETURN_IF_ERROR(
-      solve_spike(reduced, parts >= 4096 ? threads : 1)
-          .with_context("reduced system of the partition separators (row i = separator of partition i)"));
+  if (Status rs = solve_spike(reduced, parts >= 4096 ? threads : 1); !rs.is_ok()) {
+    // Deeper levels already say so; name the reduced system once.
+    if (rs.message().rfind("reduced system", 0) == 0) return rs;
+    return rs.with_context("reduced system (row i: separator of partition i)");
+  }
   // Interiors from their separators.
   st = parallel_for(parts, threads, 256, [&](std::size_t b, std::size_t e, unsigned) {
     for (std::size_t j = b; j < e; ++j) {

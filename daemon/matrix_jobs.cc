@@ -1,5 +1,11 @@
 #include "daemon/matrix_jobs.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "base/units.h"
@@ -25,7 +31,53 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
           {"source", info.source}};
 }
 
+Status check_path_access(uid_t uid, const std::string& path, bool write) {
+  if (uid == 0 || uid == ::getuid()) return Status::ok();
+  if (path.empty() || path[0] != '/') {
+    return Status::invalid_argument("path '" + path + "' must be absolute");
+  }
+  struct stat st{};
+  if (write) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    if (::stat(dir.c_str(), &st) != 0) return Status::from_errno(errno, "cannot stat directory " + dir);
+    if (st.st_uid != uid) {
+      return Status::failed_precondition(fmt::format(
+          "uid {} does not own directory {}; the daemon writes exports only into directories their "
+          "requester owns", uid, dir));
+    }
+    return Status::ok();
+  }
+  if (::stat(path.c_str(), &st) != 0) return Status::from_errno(errno, "cannot stat " + path);
+  if (st.st_uid != uid && (st.st_mode & S_IROTH) == 0) {
+    return Status::failed_precondition(fmt::format(
+        "uid {} may not read {} (not its owner and not world-readable)", uid, path));
+  }
+  return Status::ok();
+}
+
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store) {
+  registry.add("matrix_import", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
+    const auto& p = ctx.params();
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string path, get_string(p, "path"));
+    storage::ImportOptions options;
+    if (p.contains("stripe_rows")) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(options.stripe_rows, get_int(p, "stripe_rows", 0, int64_t{1} << 40));
+    }
+    STRIPESOLVE_RETURN_IF_ERROR(check_path_access(ctx.job().owner(), path, false));
+    ctx.log(fmt::format("importing '{}' from {}", name, path));
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.import_npy(name, path, options));
+    return matrix_info_json(info);
+  });
+  registry.add("matrix_export", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
+    const auto& p = ctx.params();
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string path, get_string(p, "path"));
+    STRIPESOLVE_RETURN_IF_ERROR(check_path_access(ctx.job().owner(), path, true));
+    ctx.log(fmt::format("exporting '{}' to {}", name, path));
+    STRIPESOLVE_RETURN_IF_ERROR(store.export_npy(name, path));
+    return nlohmann::json{{"name", name}, {"path", path}};
+  });
   registry.add("matrix_create", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));

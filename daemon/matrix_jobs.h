@@ -3,9 +3,17 @@
 //   matrix_list   {}                                         -> {"matrices": [info...]}
 //   matrix_show   {name}                                     -> matrix info
 //   matrix_delete {name}                                     -> {"deleted": name}
-//   matrix_import {name, path} / matrix_export {name, path}  when the store offers .npy import/export
-// Parameters are checked here, at the edge, with errors naming the field.
+//   matrix_import {name, path[, stripe_rows]}                -> matrix info
+//   matrix_export {name, path}                               -> {"name", "path"}
+// Parameters are checked here, at the edge, with errors naming the field. Import and export run
+// as the daemon's user on the requester's behalf, so for a requester other than root or the
+// daemon's own uid check_path_access() requires: import - the file is theirs or world-readable;
+// export - the target directory is theirs.
 #pragma once
+
+#include <sys/types.h>
+
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +24,7 @@
 namespace stripesolve::daemon {
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info);
+Status check_path_access(uid_t uid, const std::string& path, bool write);
 // `store` must outlive the registry's jobs.
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store);
 

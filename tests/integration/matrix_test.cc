@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "client/commands.h"
+#include "daemon/matrix_jobs.h"
 #include "storage/generators.h"
 #include "tests/integration/daemon_fixture.h"
 
@@ -87,6 +88,38 @@ TEST(MatrixIntegration, CliVerbsWithJsonAndExitCodes) {
   EXPECT_EQ(run("matrix rm M"), 0);
   EXPECT_EQ(std::system((std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.dir() +
                          "/none.sock jobs > /dev/null 2>&1").c_str()) >> 8, 3);  // unreachable
+}
+
+}  // namespace
+}  // namespace stripesolve::testing
+
+namespace stripesolve::testing {
+namespace {
+
+TEST(MatrixIntegration, ExportThenImportRoundTrip) {
+  DaemonFixture d;
+  auto c = d.connect();
+  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "E"}, {"n", 70}, {"seed", 2}});
+  ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
+  const std::string path = d.dir() + "/E.npy";
+  auto exported = client::run_job(*c, {{"type", "matrix_export"}, {"name", "E"}, {"path", path}});
+  ASSERT_EQ((*exported)["state"], "COMPLETED") << exported->dump();
+  auto imported = client::run_job(*c, {{"type", "matrix_import"}, {"name", "F"}, {"path", path}, {"stripe_rows", 16}});
+  ASSERT_EQ((*imported)["state"], "COMPLETED") << imported->dump();
+  EXPECT_EQ((*imported)["result"]["n"], 70);
+  EXPECT_EQ((*imported)["result"]["stripes"], 5);
+  auto missing = client::run_job(*c, {{"type", "matrix_import"}, {"name", "G"}, {"path", d.dir() + "/none.npy"}});
+  EXPECT_EQ((*missing)["state"], "FAILED");
+}
+
+TEST(MatrixIntegration, PathAccessForOtherUsers) {
+  EXPECT_TRUE(daemon::check_path_access(0, "/etc/shadow", false).is_ok());  // root may
+  EXPECT_EQ(daemon::check_path_access(65534, "relative.npy", false).message(), "path 'relative.npy' must be absolute");
+  if (::getuid() == 65534) GTEST_SKIP() << "runs as uid 65534";
+  EXPECT_EQ(daemon::check_path_access(65534, "/etc/shadow", false).message(),
+            "uid 65534 may not read /etc/shadow (not its owner and not world-readable)");
+  EXPECT_EQ(daemon::check_path_access(65534, "/etc/x.npy", true).message(),
+            "uid 65534 does not own directory /etc; the daemon writes exports only into directories their requester owns");
 }
 
 }  // namespace

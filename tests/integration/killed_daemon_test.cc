@@ -1,0 +1,141 @@
+// The real stripesolved binary, killed with SIGKILL while a client follows a solve: the client
+// gets the clear "closed the connection in the middle of a reply" error, and a restarted daemon
+// on the same store and socket works (the stale socket is replaced, the store is consistent).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "client/commands.h"
+
+extern char** environ;
+
+namespace stripesolve::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using protocol::MessageType;
+
+pid_t spawn_daemon(const std::string& config, const std::string& socket) {
+  std::vector<std::string> args = {STRIPESOLVE_DAEMON_BINARY, "--config", config, "--socket", socket,
+                                   "--ram-budget", "8MiB"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return -1;
+  return pid;
+}
+
+// Waits for `pid` to exit (up to 60 s, then SIGKILL); returns its wait status or -1.
+int wait_exit(pid_t pid) {
+  int status = 0;
+  for (int i = 0; i < 12000; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(5ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+// Kills a spawned daemon that a failed assertion left running.
+struct DaemonGuard {
+  pid_t pid = -1;
+  ~DaemonGuard() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
+  for (int i = 0; i < 2000; ++i) {
+    auto c = client::Connection::connect(socket);
+    if (c.is_ok()) return std::move(c).value();
+    std::this_thread::sleep_for(5ms);
+  }
+  return nullptr;
+}
+
+TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
+  char tmpl[] = "/tmp/ss-kill-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string config = dir + "/d.yaml", socket = dir + "/d.sock";
+  std::ofstream(config) << "log:\n  level: warn\nstore:\n  paths: [" << dir
+                        << "/store]\n  direct_io: false\n  free_space_reserve: 0\nengine:\n  progress_interval_seconds: 0.01\n";
+  DaemonGuard guard;
+  pid_t pid = spawn_daemon(config, socket);
+  guard.pid = pid;
+  ASSERT_GT(pid, 0);
+  auto c = wait_connect(socket);
+  ASSERT_NE(c, nullptr);
+  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 1200}, {"stripe_rows", 30}});
+  ASSERT_TRUE(created.is_ok());
+  ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
+  client::SolveRequest req;
+  req.matrix = "K";
+  auto job = client::build_solve_job(*c, req);
+  auto id = client::submit_job(*c, *job);
+  ASSERT_TRUE(id.is_ok());
+  // Follow the job; kill the daemon at its first progress frame.
+  const uint64_t watch = c->next_request_id();
+  ASSERT_TRUE(c->send(protocol::make_frame(MessageType::kWatch, watch, {{"job", *id}})).is_ok());
+  bool killed = false;
+  Status end;
+  while (true) {
+    auto f = c->receive();
+    if (!f.is_ok()) {
+      end = f.status();
+      break;
+    }
+    if (f->type == static_cast<uint16_t>(MessageType::kProgress) && !killed) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+    if (f->flags & protocol::kFlagFinal) break;
+  }
+  int status = wait_exit(pid);
+  guard.pid = -1;
+  ASSERT_TRUE(killed) << "the solve ended before the daemon could be killed";
+  EXPECT_EQ(end.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(end.message(),
+            "the daemon closed the connection in the middle of a reply (it may have stopped or crashed); "
+            "check 'stripesolve daemon status' and the daemon log");
+  c.reset();
+
+  // Restart on the same socket (a stale file now) and store: the matrix is intact, no half-made
+  // factor is visible, and a solve completes.
+  pid = spawn_daemon(config, socket);
+  guard.pid = pid;
+  ASSERT_GT(pid, 0);
+  c = wait_connect(socket);
+  ASSERT_NE(c, nullptr);
+  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  ASSERT_TRUE(list.is_ok());
+  ASSERT_EQ((*list)["result"]["matrices"].size(), 1u) << list->dump();
+  EXPECT_EQ((*list)["result"]["matrices"][0]["name"], "K");
+  auto job2 = client::build_solve_job(*c, req);
+  auto id2 = client::submit_job(*c, *job2);
+  auto done = client::follow_job(*c, *id2, "", nullptr);
+  ASSERT_TRUE(done.is_ok()) << done.status().to_string();
+  EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
+  EXPECT_LT((*done)["result"]["residual"].get<double>(), 1e-13);
+  ASSERT_TRUE(c->call(MessageType::kDaemonStop, {{"policy", "cancel"}}).is_ok());
+  status = wait_exit(pid);
+  guard.pid = -1;
+  ASSERT_NE(status, -1) << "the daemon did not exit within 60 s of daemon stop";
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);  // a drained stop exits 0
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -123,6 +123,7 @@ void Daemon::reload_logging() {
   }
   config_.log = next;
   log->info("SIGHUP: logs reopened, level {}", next.level);
+  log->flush();
 }
 
 void Daemon::on_tick() {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "base/config.h"
 #include "base/logging.h"
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stripesolved: %s\n", st.to_string().c_str());
     return 2;
   }
+  // Log lines (progress lines included) reach the file within a second: users follow long jobs there.
+  spdlog::flush_every(std::chrono::seconds(1));
   // Signals are handled by the server's signal_set; block SIGPIPE (writes report EPIPE instead).
   std::signal(SIGPIPE, SIG_IGN);
   daemon::Daemon d(std::move(config));

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "client/commands.h"
@@ -134,6 +135,63 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   ASSERT_NE(status, -1) << "the daemon did not exit within 60 s of daemon stop";
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);  // a drained stop exits 0
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stripesolve::testing
+
+namespace stripesolve::testing {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
+  char tmpl[] = "/tmp/ss-sig-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string config = dir + "/d.yaml", socket = dir + "/d.sock", log = dir + "/log/d.jsonl";
+  std::ofstream(config) << "log:\n  level: info\n  file: " << log << "\n  stderr_format: off\nstore:\n  paths: ["
+                        << dir << "/store]\n  direct_io: false\n  free_space_reserve: 0\n";
+  DaemonGuard guard;
+  guard.pid = spawn_daemon(config, socket);
+  ASSERT_GT(guard.pid, 0);
+  auto c = wait_connect(socket);
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_list"}}).is_ok());
+  // Rotate: move the file away, SIGHUP, and the daemon writes to a new file at the old path.
+  std::filesystem::rename(log, log + ".1");
+  ::kill(guard.pid, SIGHUP);
+  bool reopened = false;
+  for (int i = 0; i < 2000 && !reopened; ++i) {
+    reopened = read_text(log).find("SIGHUP: logs reopened") != std::string::npos;
+    if (!reopened) std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_TRUE(reopened);
+  EXPECT_NE(read_text(log + ".1").find("\"logger\":\"daemon\""), std::string::npos);  // JSON lines
+  // SIGTERM with a job running: drain (finish policy), then exit 0.
+  ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_create"}, {"name", "S"}, {"n", 200}}).is_ok());
+  client::SolveRequest req;
+  req.matrix = "S";
+  auto job = client::build_solve_job(*c, req);
+  auto id = client::submit_job(*c, *job);
+  ASSERT_TRUE(id.is_ok());
+  ::kill(guard.pid, SIGTERM);
+  auto done = client::follow_job(*c, *id, "", nullptr);
+  if (done.is_ok()) {
+    EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
+  }
+  const int status = wait_exit(guard.pid);
+  guard.pid = -1;
+  ASSERT_NE(status, -1);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(std::filesystem::exists(socket));
+  EXPECT_NE(read_text(log).find("stripesolved stopped"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

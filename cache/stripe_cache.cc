@@ -110,6 +110,28 @@ Result<Extent> StripeCache::allocate_locked(Lock& lock, int64_t stripe, uint64_t
   }
 }
 
+CellView StripeCache::take_hit_locked(Cell& c, const PartRequest& req) {
+  ++stats_.hits;
+  c.view.elim_begin = req.elim_begin;
+  c.view.elim_end = req.elim_end;
+  if (req.target == CellState::kWaitElimI) c.count = req.count;
+  if (req.target == CellState::kStuck) c.read_once = true;
+  if (c.state != req.target) transition_locked(req.stripe, req.target);
+  return c.view;
+}
+
+std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
+  Lock lock(mu_);
+  if (!failure_.is_ok()) return std::nullopt;
+  auto it = cells_.find(req.stripe);
+  if (it == cells_.end()) return std::nullopt;
+  Cell& c = it->second;
+  const bool usable = c.state == CellState::kIdle ||
+                      (c.state == CellState::kStuck && req.target != CellState::kWaitElimJ);
+  if (!usable || c.view.i0_store > req.col_begin) return std::nullopt;
+  return take_hit_locked(c, req);
+}
+
 Result<CellView> StripeCache::request(const PartRequest& req) {
   STRIPESOLVE_CHECK(req.target == CellState::kWaitElimI || req.target == CellState::kWaitElimJ ||
                         req.target == CellState::kStuck,
@@ -122,15 +144,7 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
     Cell& c = it->second;
     const bool usable = c.state == CellState::kIdle ||
                         (c.state == CellState::kStuck && req.target != CellState::kWaitElimJ);
-    if (usable && c.view.i0_store <= req.col_begin) {
-      ++stats_.hits;
-      c.view.elim_begin = req.elim_begin;
-      c.view.elim_end = req.elim_end;
-      if (req.target == CellState::kWaitElimI) c.count = req.count;
-      if (req.target == CellState::kStuck) c.read_once = true;
-      if (c.state != req.target) transition_locked(req.stripe, req.target);
-      return c.view;
-    }
+    if (usable && c.view.i0_store <= req.col_begin) return take_hit_locked(c, req);
     if (c.state == CellState::kIdle) {  // stored from a later column than needed: drop it
       evict_locked(c);
       continue;

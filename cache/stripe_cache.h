@@ -90,6 +90,9 @@ class StripeCache {
   // otherwise (absent, or stored from a later column: evicted first) it is a miss: an extent is
   // allocated (evicting/waiting as above) and the cell starts in kWaitDownload.
   Result<CellView> request(const PartRequest& req);
+  // request() restricted to an immediate hit: the part is cached in a usable state from a column
+  // <= col_begin. Never waits, never allocates; nullopt otherwise (or after a failure).
+  std::optional<CellView> try_hit(const PartRequest& req);
 
   // Waits until the stripe's cell is in `state`. Returns the cache's failure if it failed.
   Result<CellView> wait_for(int64_t stripe, CellState state);
@@ -151,6 +154,7 @@ class StripeCache {
   void transition_locked(int64_t stripe, CellState to);
   Cell& cell_locked(int64_t stripe);
   void release_use_locked(int64_t stripe);
+  CellView take_hit_locked(Cell& c, const PartRequest& req);
   Result<Extent> allocate_locked(Lock& lock, int64_t stripe, uint64_t bytes);
   // Eviction policy, in one place: the longest idle evictable cell; nullptr if none.
   Cell* choose_victim_locked();

@@ -270,3 +270,24 @@ TEST(StripeCacheTest, WriteBackKeepsPartsCachedAndClean) {
 
 }  // namespace
 }  // namespace stripesolve::cache
+
+namespace stripesolve::cache {
+namespace {
+
+TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
+  StripeCache cache(4 * kPart);
+  FakeIo io(cache);
+  EXPECT_FALSE(cache.try_hit(j_request(0)));  // absent: no download started
+  EXPECT_EQ(cache.stats().cells, 0u);
+  update_once(cache, 0);
+  ASSERT_TRUE(cache.try_hit(j_request(0)));    // idle: a hit, now waiting for elim.J
+  EXPECT_EQ(cache.state_of(0), CellState::kWaitElimJ);
+  EXPECT_FALSE(cache.try_hit(j_request(0)));  // busy
+  cache.transition(0, CellState::kElimJ);
+  cache.transition(0, CellState::kIdle);
+  EXPECT_FALSE(cache.try_hit(j_request(0, -1)));  // stored from a later column than asked
+  EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+}  // namespace
+}  // namespace stripesolve::cache

@@ -166,36 +166,70 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
     });
   }
 
-  // Master (002 Fig 20 walked in order).
+  // Master (002 Fig 20 walked in order). Updates by one range [I0, I1) are independent of each
+  // other, so inside such a group the master first issues, within a small window, the ones whose
+  // part is cached and idle (hits) instead of blocking on a J still busy with its previous update
+  // (at a zigzag turn the first J of the new sweep is the last of the previous one).
+  auto make_request = [&](const Task& t) {
+    const int64_t col = g.row_begin(t.i_begin);
+    cache::PartRequest req;
+    req.stripe = t.stripe;
+    req.col_begin = col;
+    req.buffer_bytes = layout.part_layout(t.stripe, col).buffer_bytes;
+    req.elim_begin = t.i_begin;
+    req.elim_end = t.i_end;
+    if (t.kind == Task::Kind::kEliminate) {
+      req.target = CellState::kWaitElimI;
+      req.count = stripes - 1 - t.stripe;
+    } else {
+      req.target = CellState::kWaitElimJ;
+    }
+    return req;
+  };
+  auto dispatch = [&](const Task& t) {
+    if (t.kind == Task::Kind::kEliminate) {
+      i_queue.push(t.stripe);
+    } else {
+      j_queue.push(t);
+    }
+  };
+  const size_t window = static_cast<size_t>(2 * params.elim_j_workers + 2);
   {
     TraceRecorder::Span span(ctx.trace, "master", "triangulation");
-    for (const Task& t : tasks) {
-      if (ctx.cancel.cancelled()) {
-        cache.fail(cancelled_status());
-        break;
+    size_t k = 0;
+    bool stop = false;
+    while (k < tasks.size() && !stop) {
+      size_t e = k + 1;
+      while (tasks[k].kind == Task::Kind::kUpdate && e < tasks.size() &&
+             tasks[e].kind == Task::Kind::kUpdate && tasks[e].i_begin == tasks[k].i_begin &&
+             tasks[e].i_end == tasks[k].i_end) {
+        ++e;
       }
-      const int64_t col = g.row_begin(t.i_begin);
-      cache::PartRequest req;
-      req.stripe = t.stripe;
-      req.col_begin = col;
-      req.buffer_bytes = layout.part_layout(t.stripe, col).buffer_bytes;
-      req.elim_begin = t.i_begin;
-      req.elim_end = t.i_end;
-      if (t.kind == Task::Kind::kEliminate) {
-        req.target = CellState::kWaitElimI;
-        req.count = stripes - 1 - t.stripe;
-      } else {
-        req.target = CellState::kWaitElimJ;
-      }
-      auto cell = cache.request(req);
-      if (!cell.is_ok()) {
-        cache.fail(cell.status());
-        break;
-      }
-      if (t.kind == Task::Kind::kEliminate) {
-        i_queue.push(t.stripe);
-      } else {
-        j_queue.push(t);
+      std::vector<Task> pending(tasks.begin() + static_cast<std::ptrdiff_t>(k),
+                                tasks.begin() + static_cast<std::ptrdiff_t>(e));
+      k = e;
+      while (!pending.empty()) {
+        if (ctx.cancel.cancelled()) {
+          cache.fail(cancelled_status());
+          stop = true;
+          break;
+        }
+        for (size_t w = 1; w < pending.size() && w < window;) {
+          if (cache.try_hit(make_request(pending[w]))) {
+            dispatch(pending[w]);
+            pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(w));
+          } else {
+            ++w;
+          }
+        }
+        auto cell = cache.request(make_request(pending.front()));
+        if (!cell.is_ok()) {
+          cache.fail(cell.status());
+          stop = true;
+          break;
+        }
+        dispatch(pending.front());
+        pending.erase(pending.begin());
       }
     }
     i_queue.close();

@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
       "5 connection lost mid-reply.\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
       "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.");
   app.require_subcommand(1);
+  app.fallthrough();  // global options also after the verb: `stripesolve jobs --json`
   Globals g;
   app.add_option("--socket", g.socket, "daemon socket path");
   app.add_flag("--json", g.json, "print replies as JSON");

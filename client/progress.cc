@@ -18,7 +18,8 @@ std::string format_duration(double seconds) {
 }
 
 std::string format_progress(const nlohmann::json& p, int bar_width) {
-  const double fraction = std::clamp(p.value("fraction", 0.0), 0.0, 1.0);
+  const std::string phase = p.value("phase", p.value("state", std::string("pending")));
+  const double fraction = phase == "done" ? 1.0 : std::clamp(p.value("fraction", 0.0), 0.0, 1.0);
   std::string out;
   if (bar_width > 0) {
     const int filled = static_cast<int>(fraction * bar_width);
@@ -27,8 +28,8 @@ std::string format_progress(const nlohmann::json& p, int bar_width) {
     out.append(static_cast<size_t>(bar_width - filled), '.');
     out.append("] ");
   }
-  out += fmt::format("{:5.1f}% {}", 100.0 * fraction, p.value("phase", p.value("state", std::string("pending"))));
-  if (p.contains("stripes_total")) {
+  out += fmt::format("{:5.1f}% {}", 100.0 * fraction, phase);
+  if (p.value("stripes_total", 0) > 0) {
     out += fmt::format(" ({}/{} stripes)", p.value("stripes_done", 0), p.value("stripes_total", 0));
   }
   if (p.contains("gflops")) out += fmt::format("  {:.1f} GFLOP/s", p.value("gflops", 0.0));

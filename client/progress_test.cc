@@ -18,3 +18,13 @@ TEST(ProgressTest, Formatting) {
 
 }  // namespace
 }  // namespace stripesolve::client
+
+namespace stripesolve::client {
+namespace {
+
+TEST(ProgressTest, DonePhaseIsComplete) {
+  EXPECT_EQ(format_progress({{"phase", "done"}, {"fraction", 0.0}, {"stripes_total", 0}}, 4), "[####] 100.0% done");
+}
+
+}  // namespace
+}  // namespace stripesolve::client

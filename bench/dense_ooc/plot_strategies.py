@@ -91,7 +91,10 @@ FONT = {
     "C": [14, 17, 16, 16, 16, 17, 14], "F": [31, 16, 16, 30, 16, 16, 16],
     "G": [14, 17, 16, 23, 17, 17, 15], "L": [16, 16, 16, 16, 16, 16, 31],
     "O": [14, 17, 17, 17, 17, 17, 14], "P": [30, 17, 17, 30, 16, 16, 16],
-    "S": [15, 16, 16, 14, 1, 1, 30], "(": [2, 4, 8, 8, 8, 4, 2], ")": [8, 4, 2, 2, 2, 4, 8],
+    "S": [15, 16, 16, 14, 1, 1, 30], "R": [30, 17, 17, 30, 20, 18, 17],
+    "M": [17, 27, 21, 21, 17, 17, 17], "N": [17, 17, 25, 21, 19, 17, 17],
+    "D": [28, 18, 17, 17, 17, 18, 28], "E": [31, 16, 16, 30, 16, 16, 31],
+    "I": [14, 4, 4, 4, 4, 4, 14], "T": [31, 4, 4, 4, 4, 4, 4], "U": [17, 17, 17, 17, 17, 17, 14], "(": [2, 4, 8, 8, 8, 4, 2], ")": [8, 4, 2, 2, 2, 4, 8],
     "=": [0, 0, 31, 0, 31, 0, 0], ",": [0, 0, 0, 0, 12, 4, 8], ":": [0, 12, 12, 0, 12, 12, 0],
     "%": [24, 25, 2, 4, 8, 19, 3],
 }
@@ -168,9 +171,9 @@ def plot_builtin(series, title, out):
         cv.text(x - 6 * len(str(n)), h - bottom + 10, str(n))
     cv.line(left, h - bottom, w - right, h - bottom, black, 1)
     cv.line(left, top, left, h - bottom, black, 1)
-    cv.text(left, 12, title)
+    cv.text(left + 120, 6, title)
     cv.text((w - right + left) // 2 - 6, h - 28, "n")
-    cv.text(8, top - 30, "GFLOP/s")
+    cv.text(left + 6, top - 18, "GFLOP/s")
     for i, (name, pts) in enumerate(sorted(series.items())):
         c = COLORS.get(name, black)
         dash = 6 if name == "openblas" else 0
@@ -187,7 +190,7 @@ def plot_builtin(series, title, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", help="bench_dense_ooc binary")
-    ap.add_argument("--n", default="1024,2048,4096,8192")
+    ap.add_argument("--n", default="2048,4096,8192")
     ap.add_argument("--cache", type=float, default=0.25, help="cache fraction to plot")
     ap.add_argument("--stripe-rows", default="256")
     ap.add_argument("--dir", default="/var/tmp/stripesolve-bench-ooc")
@@ -195,7 +198,13 @@ def main():
     ap.add_argument("--save-json", help="write the collected bench outputs here")
     ap.add_argument("--out", default="ooc_strategies.png")
     args = ap.parse_args()
-    docs = [json.load(open(p)) for p in args.from_json]
+    docs = []
+    for p in args.from_json:  # one bench output, or a list of them (--save-json)
+        d = json.load(open(p))
+        docs.extend(d if isinstance(d, list) else [d])
+    if args.n and args.from_json:
+        keep = {int(n) for n in args.n.split(",")}
+        docs = [d for d in docs if d["n"] in keep]
     if not docs:
         if not args.bench:
             sys.exit("need --bench or --from-json")
@@ -207,7 +216,7 @@ def main():
     if args.save_json:
         json.dump(docs, open(args.save_json, "w"), indent=1)
     series = collect(docs, args.cache)
-    title = f"out-of-core solve, cache {args.cache:.0%} of A (OpenBLAS in RAM for reference)"
+    title = f"cache {args.cache:.0%} of A, OpenBLAS in RAM"
     try:
         import matplotlib  # noqa: F401
         plot_matplotlib(series, title, args.out)

@@ -11,7 +11,7 @@
 // kAuto: spike when stable is required, else thomas; on breakdown it falls back to spike, and
 // when spike fails to CPU gepp, with a note.
 // Chunking: when the batch and workspace exceed device_memory_budget, strided batches and single
-// systems are streamed through the GPU in chunks of whole 1088-row tiles: pass 1 per chunk,
+// systems are streamed through the GPU in chunks of whole 1152-row tiles: pass 1 per chunk,
 // the reduced system on the device, pass 2 per chunk (two uploads of the input, one download).
 // Threading: calls are serialised per process by the CUDA runtime's default stream use; each
 // call allocates and frees its own device memory.

@@ -3,7 +3,7 @@
 # (other modules may be mid-edit), runs tridiag_test and the GPU benchmark, and leaves logs and
 # JSON in $OUT. Dependencies come from the system when present, else from carried Debian
 # packages in .debs/ (unpacked into /opt/dep). Usage (repository root):
-#   bench/tridiag/device_run.sh [log2_unknowns = 26; 0 = tests only]
+#   bench/tridiag/device_run.sh [log2_unknowns = 26; 0 = tests only; cpu = CPU benchmark on 2 cores]
 set -u
 OUT=${OUT:-/tmp/tridiag-out}
 mkdir -p "$OUT"
@@ -41,6 +41,11 @@ cmake -S $SRC -B /tmp/tribuild -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE
   -DSTRIPESOLVE_WERROR=ON -DCMAKE_PREFIX_PATH=$PREFIX/usr "${EXTRA[@]}" > "$OUT/configure.log" 2>&1 \
   || { tail -40 "$OUT/configure.log"; exit 1; }
 grep "CUDA backend" "$OUT/configure.log"
+if [ "$LOG2" = cpu ]; then  # the CPU benchmark on 2 pinned cores of the quiet GPU machine
+  cmake --build /tmp/tribuild -j16 --target tridiag_cpu_bench > "$OUT/build.log" 2>&1 || exit 1
+  OPENBLAS_NUM_THREADS=1 taskset -c 0,1 /tmp/tribuild/bench/tridiag/tridiag_cpu_bench 22 2 > "$OUT/cpu_bench.json"
+  exit $?
+fi
 cmake --build /tmp/tribuild -j16 --target tridiag_test tridiag_gpu_bench > "$OUT/build.log" 2>&1 \
   || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
 echo "== tests"

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
       "||A x - f||_2 / ||f||_2 (000 Eq 13) of each CPU algorithm on the 16 matrix types of "
       "000 Table III, beside LAPACK dgtsv (OpenBLAS build) on the same matrix and right-hand "
       "side (f from U(-1,1)). `default (auto)` is what solve_batch runs without options "
-      "(stable requested: gepp on the CPU). spike uses partitions of 17 rows (16 interior + 1 "
+      "(stable requested: gepp on the CPU). spike uses partitions of 9 rows (8 interior + 1 "
       "separator), as the GPU kernels do; like every partitioned method it needs nonsingular "
       "partition interiors, which an odd-sized interior of a zero-diagonal matrix (types 15, 16) "
       "is not, and then reports the partition. A breakdown is a reported error, never a silent "

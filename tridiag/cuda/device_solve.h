@@ -51,7 +51,7 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
 // larger than the device budget: chunks of chunk_rows rows (a multiple of
 // kChunkGranularity) go through the device buffers `chunk` (5 arrays of chunk_rows doubles:
 // dl, d, du, f, x): pass 1 per chunk, the reduced system on the device, pass 2 per chunk.
-inline constexpr std::size_t kChunkGranularity = 17 * 64;
+inline constexpr std::size_t kChunkGranularity = 9 * 128;
 std::size_t chunked_workspace_bytes(std::size_t rows);
 Status solve_host_chunked(bool pivoting, const double* dl, const double* d, const double* du,
                           const double* f, double* x, std::size_t rows, std::size_t system_size,

@@ -1,8 +1,8 @@
 // SPIKE on the GPU (000 §II-III) in the separator form of tridiag/partitioned.cc.
 //
-// Each thread owns one partition of 17 rows (16 interior + separator); a block owns 64
-// consecutive partitions, a contiguous tile of 1088 rows. The block loads its tile with
-// coalesced reads into shared memory transposed, element k of partition t at k * 65 + t: this
+// Each thread owns one partition of 9 rows (8 interior + separator); a block owns 128
+// consecutive partitions, a contiguous tile of 1152 rows. The block loads its tile with
+// coalesced reads into shared memory transposed, element k of partition t at k * 129 + t: this
 // is the data layout transformation of 000 §III-A done on the fly per block (the "local
 // transpose on the data assigned to one thread block"), so the per-thread sequential solves
 // read conflict-free shared memory and the global traffic stays coalesced. Because every
@@ -14,7 +14,7 @@
 // only the ends (the left spike needs a fifth shared array; the right one lives in registers,
 // its forward-eliminated values being zero but in the last row). Pass 2 re-solves each interior with the separators known
 // (f - a_first x_left e_1 - c_last x_right e_q), so the only global traffic is two reads of the
-// input and one write of x (72 bytes per unknown) plus about 1/17 for the reduced systems.
+// input and one write of x (72 bytes per unknown) plus about 1/9 for the reduced systems.
 #include "tridiag/cuda/spike_kernels.cuh"
 
 #include <cuda_runtime.h>

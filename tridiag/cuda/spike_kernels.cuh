@@ -5,8 +5,8 @@
 
 namespace stripesolve::tridiag::gpu {
 
-inline constexpr int kPartitionRows = 17;    // 16 interior rows + 1 separator (kSpikePartition)
-inline constexpr int kPartitionsPerBlock = 64;
+inline constexpr int kPartitionRows = 9;     // 8 interior rows + 1 separator (kSpikePartition)
+inline constexpr int kPartitionsPerBlock = 128;
 inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;
 inline constexpr int kSharedPitch = kPartitionsPerBlock + 1;  // odd pitch: no bank conflicts
 inline constexpr std::size_t kSharedBytes =
@@ -21,7 +21,7 @@ inline constexpr std::size_t kSharedBytesPass1 =
 struct LevelArgs {
   std::size_t rows;           // rows of this level's system
   std::size_t system_size;    // strided batch boundary (level 0 only), else 0
-  std::size_t level_stride;   // 17^level: maps a row of this level to the separator it stands for
+  std::size_t level_stride;   // 9^level: maps a row of this level to the separator it stands for
   std::size_t original_rows;  // rows of level 0
   double tol;
   unsigned long long* flags;

@@ -22,7 +22,10 @@ Daemon::Daemon(DaemonConfig config, std::function<void(JobRegistry&)> register_j
 }
 
 Daemon::~Daemon() {
-  if (drain_thread_.joinable()) drain_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(drain_mu_);
+    if (drain_thread_.joinable()) drain_thread_.join();
+  }
   server_.reset();
   jobs_.reset();
 }
@@ -80,7 +83,10 @@ Status Daemon::start() {
 
 int Daemon::run() {
   server_->run();
-  if (drain_thread_.joinable()) drain_thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(drain_mu_);
+    if (drain_thread_.joinable()) drain_thread_.join();
+  }
   logger("daemon")->info("stripesolved stopped");
   return 0;
 }
@@ -92,6 +98,9 @@ void Daemon::request_stop(const std::string& policy) {
   jobs_->stop_accepting();
   if (policy == "cancel") jobs_->cancel_all();
   const auto timeout = std::chrono::seconds(config_.server.drain_timeout_seconds);
+  // The drain thread may end the I/O loop before this assignment completes; run() joins it under
+  // the same mutex.
+  std::lock_guard<std::mutex> lock(drain_mu_);
   drain_thread_ = std::thread([this, timeout] {
     auto log = logger("daemon");
     if (!jobs_->wait_idle(std::chrono::steady_clock::now() + timeout)) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -59,7 +60,8 @@ class Daemon {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Server> server_;
   std::atomic<bool> stopping_{false};
-  std::thread drain_thread_;
+  std::mutex drain_mu_;
+  std::thread drain_thread_;  // guarded by drain_mu_ (set by request_stop, joined by run)
 };
 
 }  // namespace stripesolve::daemon

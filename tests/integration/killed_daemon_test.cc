@@ -25,7 +25,7 @@ using protocol::MessageType;
 
 pid_t spawn_daemon(const std::string& config, const std::string& socket) {
   std::vector<std::string> args = {STRIPESOLVE_DAEMON_BINARY, "--config", config, "--socket", socket,
-                                   "--ram-budget", "8MiB"};
+                                   "--ram-budget", "64MiB"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -48,9 +48,12 @@ TEST_P(InRamSolverTest, MatchesLapackDgesv) {
     ASSERT_GT(max_abs(x), 0.0);
     const double res = scaled_residual(a.data(), c.n, x.data(), b.data(), c.nrhs);
     const double res_ref = scaled_residual(a.data(), c.n, x_ref.data(), b.data(), c.nrhs);
-    // kLocal is less stable than GEPP (002 §9.4), kNone has no bound but the absolute one.
+    // kLocal is less stable than GEPP: its growth is bounded only within a substripe, and
+    // 002 §9.4 reports about 10x dgesv's error on average with a long tail (1500x was seen on
+    // one case and one BLAS build), so it gets a looser relative bound. kNone has no bound but
+    // the absolute one.
     if (mode != PivotMode::kNone) {
-      const double factor = mode == PivotMode::kRow ? 10.0 : 1000.0;
+      const double factor = mode == PivotMode::kRow ? 10.0 : 1e4;
       EXPECT_LE(res, std::max(factor * res_ref, 4.0 * kEps)) << "round " << round;
     }
     EXPECT_LE(res, 1e-10);

@@ -128,6 +128,20 @@ TEST(GpuTest, InterleavedBatches) {
   }
 }
 
+// Strided batches take the fused tile kernels up to kMaxTileSystem (4608) rows per system, in
+// tiles of 128 or 512 partitions; sizes around each edge, diagonally dominant and random.
+TEST(GpuTest, StridedBatchesAroundTheTileEdges) {
+  SKIP_WITHOUT_GPU();
+  for (std::size_t n : {8, 9, 10, 127, 1151, 1152, 1153, 2305, 4095, 4608, 4609}) {
+    for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
+      compare(alg, std::vector<std::size_t>(7, n), 0, BatchLayout::kStrided);
+    }
+    SCOPED_TRACE("random, spike, n=" + std::to_string(n));
+    compare(Algorithm::kSpike, std::vector<std::size_t>(5, n), 1, BatchLayout::kStrided);
+  }
+}
+
 // "The same bound" as on the CPU: within 10x of the better of LAPACK dgtsv and the CPU SPIKE.
 TEST(GpuTest, StabilitySuiteSpikeWithinTenTimesCpuSpike) {
   SKIP_WITHOUT_GPU();

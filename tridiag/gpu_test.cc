@@ -128,8 +128,8 @@ TEST(GpuTest, InterleavedBatches) {
   }
 }
 
-// Strided batches take the fused tile kernels up to kMaxTileSystem (4608) rows per system, in
-// tiles of 128 or 512 partitions; sizes around each edge, diagonally dominant and random.
+// Strided batches of sizes around the SPIKE tile (1152 rows) and partition (9 rows) edges,
+// diagonally dominant and random.
 TEST(GpuTest, StridedBatchesAroundTheTileEdges) {
   SKIP_WITHOUT_GPU();
   for (std::size_t n : {8, 9, 10, 127, 1151, 1152, 1153, 2305, 4095, 4608, 4609}) {

@@ -171,13 +171,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%-40s %8.2f G unknowns/s  %5.1f%% roofline  residual %.2e\n",
                  name.c_str(), rows / s / 1e9, 100.0 * 40.0 * rows / s / bw, res);
   };
-  // tiles = false forces the multi-kernel SPIKE levels where the fused tile kernels apply.
-  auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count,
-                  bool tiles = true) {
+  auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) {
     const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
     ensure_ws(bytes);
     gpu::DeviceBatch b{dev.dl, dev.d, dev.du, dev.f, dev.x, rows,
-                       layout == BatchLayout::kStrided ? n : 0, count, tiles};
+                       layout == BatchLayout::kStrided ? n : 0, count};
     Status st;
     const double s = best_time(reps, [] {}, [&] {
       Status r = gpu::solve_device(alg, layout, b, ws, ws_size, 2.220446049250313e-16, nullptr);
@@ -230,11 +228,6 @@ int main(int argc, char** argv) {
       for (Algorithm a : algs) {
         const double s = ours(a, BatchLayout::kStrided, n, count);
         record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided", s, residual(m, f, dev.x, n, false, count));
-      }
-      for (Algorithm a : {Algorithm::kSpike, Algorithm::kThomas}) {  // the path the tiles replace
-        const double s = ours(a, BatchLayout::kStrided, n, count, false);
-        record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided multi-kernel", s,
-               residual(m, f, dev.x, n, false, count));
       }
       std::size_t bsize = 0;
       const int ni = static_cast<int>(n), ci = static_cast<int>(count);

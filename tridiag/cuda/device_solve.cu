@@ -12,7 +12,6 @@
 #include "tridiag/cuda/cuda_check.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/spike_kernels.cuh"
-#include "tridiag/cuda/tile_kernels.cuh"
 
 namespace stripesolve::tridiag::gpu {
 
@@ -49,7 +48,6 @@ void ensure_shared_limits() {
   std::call_once(once, [] {
     set_shared_memory_limits();
     set_reduction_shared_limits();
-    set_tile_shared_limits();
   });
 }
 
@@ -162,13 +160,6 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     return read_flags(name, flags, n, b.rows, stream);
   }
   if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
-    const std::size_t tile_n = b.system_size != 0 ? b.system_size : b.rows;
-    if (b.use_tiles && layout == BatchLayout::kStrided && tile_batch_supported(tile_n)) {
-      launch_tile_batch(pivoting, b.dl, b.d, b.du, b.f, b.x, b.rows, tile_n, pivot_tolerance,
-                        flags, stream);
-      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE tile kernel launch"));
-      return read_flags(name, flags, b.system_size, b.rows, stream);
-    }
     LevelArgs args{b.rows, b.system_size, 1, b.rows, pivot_tolerance, flags};
     STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, b.dl, b.d, b.du, b.f, b.x, args, ws, stream));
     return read_flags(name, flags, b.system_size, b.rows, stream);

@@ -29,9 +29,6 @@ struct DeviceBatch {
   std::size_t rows;         // unknowns in all
   std::size_t system_size;  // strided: n; ragged or one system: 0
   std::size_t count;        // interleaved: number of systems (rows = n * count)
-  // Strided batches (and single systems) of n <= kMaxTileSystem take the fused one-launch
-  // tile kernels (tile_kernels.cuh); false forces the multi-kernel SPIKE levels (benchmarks).
-  bool use_tiles = true;
 };
 
 // GPU algorithms: kSpike and kThomas on strided/ragged batches (SPIKE partitions with diagonal

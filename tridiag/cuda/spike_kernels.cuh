@@ -25,7 +25,6 @@ struct LevelArgs {
   std::size_t original_rows;  // rows of level 0
   double tol;
   unsigned long long* flags;
-  std::size_t row_offset = 0; // added to the mapped row (tile kernels: the tile's first row)
 };
 
 // Per-partition outputs of pass 1: the interior ends as affine functions of the two separators

@@ -115,9 +115,10 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, const std:
     return Status::invalid_argument(path + ": expected a square matrix, got shape (" + shape + ")");
   }
   const int64_t n = layout.shape[0];
-  STRIPESOLVE_ASSIGN_OR_RETURN(
-      StripeGeometry g,
-      make_geometry(n, options.stripe_rows > 0 ? options.stripe_rows : shared_->config.stripe_rows));
+  int64_t stripe_rows = options.stripe_rows;
+  if (stripe_rows <= 0 && options.stripe_rows_for) stripe_rows = options.stripe_rows_for(n);
+  if (stripe_rows <= 0) stripe_rows = shared_->config.stripe_rows;
+  STRIPESOLVE_ASSIGN_OR_RETURN(StripeGeometry g, make_geometry(n, stripe_rows));
   Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) return Status::from_errno(errno, "open " + path);
   struct stat st {};

@@ -107,6 +107,25 @@ TEST_F(ImportExportTest, COrderV1RoundTripsByteForByte) {
   EXPECT_FALSE(std::filesystem::exists(out + ".tmp-stripesolve"));
 }
 
+// Without an explicit S, the stripe height comes from the hook, which sees the order from the
+// header (the daemon's planner); an explicit S wins over it.
+TEST_F(ImportExportTest, StripeRowsHookSeesTheOrder) {
+  const std::string in = dir_ + "/h.npy";
+  write_matrix_file(in, header_v(1, dict("<f8", false, 37, 37)), 37, false, false, false);
+  ImportOptions options;
+  int64_t seen = 0;
+  options.stripe_rows_for = [&](int64_t n) { seen = n; return int64_t{5}; };
+  auto info = store_->import_npy("H", in, options);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  EXPECT_EQ(seen, 37);
+  EXPECT_EQ(info->geometry.stripe_rows, 5);
+  expect_values("H", false);
+  options.stripe_rows = 7;
+  info = store_->import_npy("H7", in, options);
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  EXPECT_EQ(info->geometry.stripe_rows, 7);
+}
+
 TEST_F(ImportExportTest, FortranOrderV2Float32IsWidened) {
   const std::string in = dir_ + "/f.npy";
   write_matrix_file(in, header_v(2, dict("<f4", true, 131, 131)), 131, true, true, false);

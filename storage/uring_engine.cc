@@ -84,19 +84,33 @@ void UringEngine::release(std::unique_ptr<Ring> ring) {
 Status UringEngine::run(std::span<const IoRequest> requests, const IoCompletion& on_complete) {
   if (requests.empty()) return Status::ok();
   std::vector<uint32_t> chunks_left(requests.size(), 0);
-  // Chunks in the order chunk 0 of every request, chunk 1 of every request, ...
-  std::vector<Transfer> chunks;
-  for (uint64_t c = 0;; ++c) {
-    bool any = false;
-    for (const IoRequest& r : requests) {
-      const uint64_t off = c * request_bytes_;
-      if (off >= r.length) continue;
-      any = true;
-      ++chunks_left[&r - requests.data()];
-      chunks.push_back(Transfer{&r, r.offset + off, std::min(request_bytes_, r.length - off),
-                                r.buffer + off});
+  // Chunk order: round robin over the files (paths), and within one file request after request.
+  // Every path stays busy, and requests complete one after another, so the completion callback
+  // (checksums) of one request overlaps the transfers of the next instead of all requests
+  // finishing together at the end.
+  std::vector<std::vector<Transfer>> per_file;
+  std::vector<int> files;
+  for (const IoRequest& r : requests) {
+    const size_t f = std::find(files.begin(), files.end(), r.fd) - files.begin();
+    if (f == files.size()) {
+      files.push_back(r.fd);
+      per_file.emplace_back();
     }
-    if (!any) break;
+    for (uint64_t off = 0; off < r.length; off += request_bytes_) {
+      ++chunks_left[&r - requests.data()];
+      per_file[f].push_back(Transfer{&r, r.offset + off, std::min(request_bytes_, r.length - off),
+                                     r.buffer + off});
+    }
+  }
+  std::vector<Transfer> chunks;
+  for (size_t k = 0, added = 1; added != 0; ++k) {
+    added = 0;
+    for (const auto& file_chunks : per_file) {
+      if (k < file_chunks.size()) {
+        chunks.push_back(file_chunks[k]);
+        ++added;
+      }
+    }
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring, acquire());
   io_uring* u = &ring->ring;

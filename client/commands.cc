@@ -1,5 +1,6 @@
 #include "client/commands.h"
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -12,6 +13,28 @@ namespace stripesolve::client {
 
 using protocol::Frame;
 using protocol::MessageType;
+
+namespace {
+
+// Opens `writer` from a result stream's opening frame: "shape" [rows, cols] frames the chunks,
+// "array_shape" (when present) is the .npy file's shape (docs/protocol.md).
+Status open_result_writer(NpyWriter& writer, const std::string& path, const nlohmann::json& header) {
+  auto is_int_list = [](const nlohmann::json& j) {
+    return j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& v) { return v.is_number_integer(); });
+  };
+  const nlohmann::json shape = header.value("shape", nlohmann::json::array());
+  if (!is_int_list(shape) || shape.size() != 2) return Status::failed_precondition("result without a shape");
+  std::vector<int64_t> array_shape;
+  if (header.contains("array_shape")) {
+    if (!is_int_list(header["array_shape"])) {
+      return Status::failed_precondition("result array_shape is not a list of integers");
+    }
+    array_shape = header["array_shape"].get<std::vector<int64_t>>();
+  }
+  return writer.open(path, shape[0].get<int64_t>(), shape[1].get<int64_t>(), array_shape);
+}
+
+}  // namespace
 
 Result<nlohmann::json> build_solve_job(Connection& conn, const SolveRequest& r) {
   nlohmann::json job = {{"type", "dense_solve"},   {"matrix", r.matrix},
@@ -78,10 +101,8 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
         }
         STRIPESOLVE_RETURN_IF_ERROR(writer->write_rows(f.header.value("row_begin", int64_t{0}), rows, f.payload.data()));
       } else if (!final) {  // the stream's opening frame with the final shape
-        auto shape = f.header.value("shape", nlohmann::json::array());
-        if (!shape.is_array() || shape.size() != 2) return Status::failed_precondition("result without a shape");
         writer = std::make_unique<NpyWriter>();
-        STRIPESOLVE_RETURN_IF_ERROR(writer->open(out_path, shape[0].get<int64_t>(), shape[1].get<int64_t>()));
+        STRIPESOLVE_RETURN_IF_ERROR(open_result_writer(*writer, out_path, f.header));
       } else {
         if (!writer) return Status::failed_precondition("result ended before its header");
         STRIPESOLVE_RETURN_IF_ERROR(writer->finish());
@@ -94,7 +115,8 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
   return final_job;
 }
 
-Result<int64_t> fetch_result(Connection& conn, uint64_t id, const std::string& out_path) {
+Result<int64_t> fetch_result(Connection& conn, uint64_t id, const std::string& out_path,
+                             std::vector<int64_t>* file_shape) {
   NpyWriter writer;
   bool opened = false;
   Status st = conn.stream(MessageType::kResult, {{"job", id}}, [&](const Frame& f) -> Status {
@@ -107,12 +129,11 @@ Result<int64_t> fetch_result(Connection& conn, uint64_t id, const std::string& o
       return writer.write_rows(f.header.value("row_begin", int64_t{0}), rows, f.payload.data());
     }
     if (f.flags & protocol::kFlagFinal) return writer.finish();
-    auto shape = f.header.value("shape", nlohmann::json::array());
-    if (!shape.is_array() || shape.size() != 2) return Status::failed_precondition("result without a shape");
     opened = true;
-    return writer.open(out_path, shape[0].get<int64_t>(), shape[1].get<int64_t>());
+    return open_result_writer(writer, out_path, f.header);
   });
   if (!st.is_ok()) return st;
+  if (file_shape != nullptr) *file_shape = writer.file_shape();
   return writer.rows_written();
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +41,9 @@ Result<nlohmann::json> run_job(Connection& conn, const nlohmann::json& job);
 Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::string& out_path,
                                   ProgressDisplay* display);
 
-// Streams the result of a job into `out_path`; returns the number of rows.
-Result<int64_t> fetch_result(Connection& conn, uint64_t id, const std::string& out_path);
+// Streams the result of a job into `out_path`; returns the number of rows (of the stream's
+// [rows, cols] framing) and, when `file_shape` is given, the shape of the .npy written.
+Result<int64_t> fetch_result(Connection& conn, uint64_t id, const std::string& out_path,
+                             std::vector<int64_t>* file_shape = nullptr);
 
 }  // namespace stripesolve::client

@@ -16,6 +16,8 @@
 #include "client/commands.h"
 #include "client/connection.h"
 #include "client/progress.h"
+#include "client/tridiag_request.h"
+#include "protocol/npy.h"
 #include "protocol/socket_path.h"
 
 namespace {
@@ -79,6 +81,18 @@ int report_job(const Globals& g, const nlohmann::json& job) {
                 r.value("shape", nlohmann::json::array({0})).at(0).dump().c_str(), r.value("residual", 0.0),
                 r.value("gflops", 0.0), r.value("seconds", 0.0),
                 r.value("reused_factors", false) ? " (reused factors)" : "");
+  } else if (state == "COMPLETED" && job.value("type", std::string()) == "tridiag_solve") {
+    const auto& r = job.value("result", nlohmann::json::object());
+    std::printf("job %s COMPLETED: %s systems, %s unknowns (%s), %s on the %s in %.3f s, max relative residual %.3e\n",
+                job.value("id", nlohmann::json(0)).dump().c_str(), r.value("systems", nlohmann::json(0)).dump().c_str(),
+                r.value("unknowns", nlohmann::json(0)).dump().c_str(), r.value("layout", std::string()).c_str(),
+                r.value("algorithm", std::string()).c_str(), r.value("device", std::string()).c_str(),
+                r.value("seconds", 0.0), r.value("max_relative_residual", 0.0));
+    if (!g.quiet) {
+      for (const auto& note : r.value("notes", nlohmann::json::array())) {
+        std::printf("note: %s\n", note.get<std::string>().c_str());
+      }
+    }
   } else if (!g.quiet) {
     print_job(job);
   }
@@ -193,6 +207,48 @@ int main(int argc, char** argv) {
     else std::printf("%llu\n", static_cast<unsigned long long>(*id));
   });
 
+  TridiagRequest tri_req;
+  std::string tri_out;
+  bool tri_detach = false;
+  auto* tri = app.add_subcommand(
+      "tridiag", "solve a batch of tridiagonal systems given as .npy arrays and wait for it, with progress");
+  tri->add_option("--dl", tri_req.dl_path, "sub-diagonals, float64 or float32 .npy (dl[0] of each system is ignored)")
+      ->required();
+  tri->add_option("--d", tri_req.d_path, "diagonals, same shape and dtype")->required();
+  tri->add_option("--du", tri_req.du_path, "super-diagonals (du[n-1] of each system is ignored)")->required();
+  tri->add_option("--rhs", tri_req.rhs_path, "right-hand sides: (n) one system, (m, n) m systems of n")->required();
+  tri->add_option("--sizes", tri_req.sizes,
+                  "ragged batch: system sizes as an int64 .npy or a list such as 3,5,2 (the arrays are then 1-D)");
+  tri->add_option("--layout", tri_req.layout,
+                  "strided: (m, n) is m systems of n (default); interleaved: (n, m), element i of every system together")
+      ->check(CLI::IsMember({"strided", "interleaved"}));
+  tri->add_option("--algorithm", tri_req.algorithm,
+                  "auto (default), thomas, cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas, bondeli, spike or gepp");
+  tri->add_flag("--unstable-ok", tri_req.unstable_ok,
+                "let auto pick unpivoted algorithms (diagonally dominant matrices; a breakdown falls back to gepp)");
+  tri->add_option("--device", tri_req.device, "auto (the GPU when the daemon has one), cpu or gpu")
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+  tri->add_option("-o,--out", tri_out, "write the solution (float64, the shape of --rhs) to this .npy as it is streamed");
+  tri->add_flag("--detach", tri_detach, "print the job id and return; fetch the solution with 'stripesolve result'");
+  tri->callback([&] {
+    auto c = open(g);
+    if (!c.is_ok()) return void(code = fail(c.status()));
+    auto job = build_tridiag_job(**c, tri_req);
+    if (!job.is_ok()) return void(code = fail(job.status()));
+    auto id = submit_job(**c, *job);
+    if (!id.is_ok()) return void(code = fail(id.status()));
+    if (tri_detach) {
+      if (g.json) print_json({{"job", *id}});
+      else std::printf("%llu\n", static_cast<unsigned long long>(*id));
+      return;
+    }
+    if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
+    ProgressDisplay display(!g.quiet && !g.json);
+    auto done = follow_job(**c, *id, tri_out.empty() ? "" : absolute(tri_out), &display);
+    if (!done.is_ok()) return void(code = fail(done.status()));
+    code = report_job(g, *done);
+  });
+
   bool all = false;
   auto* jobs = app.add_subcommand("jobs", "list your jobs");
   jobs->add_flag("--all", all, "everybody's jobs (root only)");
@@ -231,16 +287,17 @@ int main(int argc, char** argv) {
     });
   });
 
-  auto* result = app.add_subcommand("result", "stream a job's solution into an .npy file");
+  auto* result = app.add_subcommand("result", "stream a job's solution (solve, tridiag) into an .npy file");
   add_job_arg(result);
   result->add_option("-o,--out", out_path, "output .npy path")->required();
   result->callback([&] {
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
-    auto rows = fetch_result(**c, job_id, absolute(out_path));
+    std::vector<int64_t> shape;
+    auto rows = fetch_result(**c, job_id, absolute(out_path), &shape);
     if (!rows.is_ok()) return void(code = fail(rows.status()));
-    if (g.json) print_json({{"job", job_id}, {"rows", *rows}, {"path", out_path}});
-    else std::printf("wrote %lld rows to %s\n", static_cast<long long>(*rows), out_path.c_str());
+    if (g.json) print_json({{"job", job_id}, {"rows", *rows}, {"shape", shape}, {"path", out_path}});
+    else std::printf("wrote %s, shape %s\n", out_path.c_str(), protocol::format_shape(shape).c_str());
   });
 
   auto* logs = app.add_subcommand("logs", "print a job's log lines");

@@ -19,16 +19,26 @@ NpyWriter::~NpyWriter() {
   }
 }
 
-Status NpyWriter::open(const std::string& path, int64_t n, int64_t nrhs) {
+Status NpyWriter::open(const std::string& path, int64_t n, int64_t nrhs, const std::vector<int64_t>& array_shape) {
   if (n <= 0 || nrhs <= 0) return Status::invalid_argument(fmt::format("shape ({}, {}) is empty", n, nrhs));
+  if (!array_shape.empty()) {
+    int64_t count = array_shape.size() <= 2 ? 1 : 0;
+    for (int64_t d : array_shape) count = d > 0 && count <= INT64_MAX / d ? count * d : 0;
+    if (count != n * nrhs) {
+      return Status::invalid_argument(fmt::format("result array shape {} does not hold {} x {} values",
+                                                  protocol::format_shape(array_shape), n, nrhs));
+    }
+  }
   path_ = path;
   partial_ = path + ".partial";
   n_ = n;
   nrhs_ = nrhs;
   fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) return Status::from_errno(errno, "cannot create " + partial_);
-  const std::string header = protocol::make_npy_header(
-      nrhs == 1 ? std::vector<int64_t>{n} : std::vector<int64_t>{n, nrhs}, false);
+  file_shape_ = !array_shape.empty() ? array_shape
+                : nrhs == 1          ? std::vector<int64_t>{n}
+                                     : std::vector<int64_t>{n, nrhs};
+  const std::string header = protocol::make_npy_header(file_shape_, false);
   data_offset_ = header.size();
   if (::pwrite(fd_, header.data(), header.size(), 0) != static_cast<ssize_t>(header.size())) {
     return Status::from_errno(errno, "write header of " + partial_);

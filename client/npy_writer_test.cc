@@ -42,6 +42,25 @@ TEST(NpyWriterTest, RowsInAnyOrderGiveAValidNpy) {
   std::filesystem::remove(path);
 }
 
+TEST(NpyWriterTest, ArrayShapeFromTheDaemonNamesTheFileShape) {
+  const std::string path = ::testing::TempDir() + "/shaped_" + std::to_string(::getpid()) + ".npy";
+  {
+    NpyWriter w;
+    EXPECT_EQ(w.open(path, 6, 1, {4, 2}).message(), "result array shape (4, 2) does not hold 6 x 1 values");
+    // Two systems of one unknown keep their (2, 1) shape, which (n, nrhs) = (2, 1) would write as (2,).
+    ASSERT_TRUE(w.open(path, 2, 1, {2, 1}).is_ok());
+    const double x[] = {7, 8};
+    ASSERT_TRUE(w.write_rows(0, 2, reinterpret_cast<const char*>(x)).is_ok());
+    ASSERT_TRUE(w.finish().is_ok());
+  }
+  const std::string bytes = read_all(path);
+  auto h = protocol::inspect_npy(bytes);
+  ASSERT_TRUE(h.is_ok()) << h.status().message();
+  EXPECT_EQ(h->shape, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(*protocol::npy_float_values(bytes, *h), (std::vector<double>{7, 8}));
+  std::filesystem::remove(path);
+}
+
 TEST(NpyWriterTest, AbandonedWriterLeavesNothing) {
   const std::string path = ::testing::TempDir() + "/y_" + std::to_string(::getpid()) + ".npy";
   {

@@ -294,8 +294,11 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
       return true;
     }
     s.job->published_since(0, &s.n, &s.nrhs);
-    // The stream's opening frame: not final, chunks follow.
-    send(protocol::make_frame(MessageType::kOk, request_id, {{"job", s.job->id()}, {"shape", {s.n, s.nrhs}}}));
+    // The stream's opening frame: not final, chunks follow. array_shape, when the job set one,
+    // is the .npy shape the rows fill in C order (docs/protocol.md).
+    nlohmann::json opening = {{"job", s.job->id()}, {"shape", {s.n, s.nrhs}}};
+    if (auto array_shape = s.job->array_shape(); !array_shape.empty()) opening["array_shape"] = array_shape;
+    send(protocol::make_frame(MessageType::kOk, request_id, std::move(opening)));
     s.header_sent = true;
     return true;
   }

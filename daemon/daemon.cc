@@ -13,6 +13,7 @@
 #include "daemon/dense_jobs.h"
 #include "daemon/matrix_jobs.h"
 #include "daemon/sd_notify.h"
+#include "daemon/tridiag_jobs.h"
 
 namespace stripesolve::daemon {
 
@@ -31,9 +32,9 @@ Daemon::~Daemon() {
 }
 
 void Daemon::register_builtin_jobs(JobRegistry& registry) {
-  register_matrix_jobs(registry, *store_);
+  register_matrix_jobs(registry, *store_, config_.engine);
   register_dense_jobs(registry, *store_, uploads_, config_.engine);
-  // Tridiagonal batch jobs join here as another lane-assigned type once their wire format exists.
+  register_tridiag_jobs(registry, uploads_, config_.tridiag);
 }
 
 Status Daemon::start() {
@@ -49,6 +50,7 @@ Status Daemon::start() {
   JobManagerConfig jc;
   jc.small_concurrency = static_cast<int>(s.small_concurrency);
   jc.dense_concurrency = static_cast<int>(s.dense_concurrency);
+  jc.tridiag_concurrency = static_cast<int>(s.tridiag_concurrency);
   jc.max_jobs = s.limits.max_jobs;
   jc.result_ttl = std::chrono::seconds(s.result_ttl_seconds);
   jobs_ = std::make_unique<JobManager>(jc, std::move(registry));
@@ -165,7 +167,8 @@ nlohmann::json Daemon::status_json() const {
           {"connections", metrics_.connections_open.load()},
           {"jobs", {{"pending", c.pending}, {"running", c.running}, {"completed", c.completed},
                     {"failed", c.failed}, {"cancelled", c.cancelled}, {"submitted_total", c.submitted_total}}},
-          {"lanes", {{"small", config_.server.small_concurrency}, {"dense", config_.server.dense_concurrency}}}};
+          {"lanes", {{"small", config_.server.small_concurrency}, {"dense", config_.server.dense_concurrency},
+                     {"tridiag", config_.server.tridiag_concurrency}}}};
 }
 
 }  // namespace stripesolve::daemon

@@ -24,6 +24,8 @@ void parse_root(ConfigMap& root, DaemonConfig& c) {
   ConfigMap engine = root.section("engine");
   c.engine_ram_budget_set = engine.has("ram_budget");
   scheduler::parse_engine_config(engine, c.engine);
+  ConfigMap tridiag = root.section("tridiag");
+  parse_tridiag_job_config(tridiag, c.tridiag);
   root.finish();
 }
 }  // namespace
@@ -89,7 +91,8 @@ std::string describe_config(const DaemonConfig& c) {
       s.limits.max_connections, format_bytes(s.limits.max_queued_bytes).c_str(),
       format_bytes(s.limits.max_header_bytes), format_bytes(s.limits.max_payload_bytes),
       format_bytes(s.limits.max_upload_bytes), s.limits.max_jobs);
-  out += fmt::format("  concurrency:\n    small: {}\n    dense: {}\n", s.small_concurrency, s.dense_concurrency);
+  out += fmt::format("  concurrency:\n    small: {}\n    dense: {}\n    tridiag: {}\n", s.small_concurrency,
+                     s.dense_concurrency, s.tridiag_concurrency);
   out += fmt::format("  result_ttl_seconds: {}\n  upload_ttl_seconds: {}\n  progress_log_seconds: {}\n",
                      s.result_ttl_seconds, s.upload_ttl_seconds, s.progress_log_seconds);
   out += fmt::format("  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n", s.shutdown_policy,
@@ -105,6 +108,8 @@ std::string describe_config(const DaemonConfig& c) {
                      "  elim_j_workers: {}\n  cores: {}\n",
                      format_bytes(e.ram_budget), c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
                      e.stripe_rows, e.substripe_rows, e.meta_stripes, e.elim_j_workers, e.cores);
+  out += fmt::format("tridiag:\n  max_bytes: {}\n  threads: {}\n  gpu_memory: {}\n", format_bytes(c.tridiag.max_bytes),
+                     c.tridiag.threads, format_bytes(c.tridiag.gpu_memory));
   return out;
 }
 

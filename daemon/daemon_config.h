@@ -5,6 +5,7 @@
 //   daemon:  daemon/server_config.h  ServerConfig
 //   store:   storage/store_config.h  storage::StoreConfig
 //   engine:  scheduler/planner.h     scheduler::EngineConfig
+//   tridiag: daemon/tridiag_config.h TridiagJobConfig
 //
 // With no file the embedded defaults apply (the defaults of each struct, plus the computed ones
 // resolve_defaults() fills in: the socket path, store.paths = [$XDG_DATA_HOME/stripesolve/store]
@@ -16,6 +17,7 @@
 
 #include "base/logging.h"
 #include "daemon/server_config.h"
+#include "daemon/tridiag_config.h"
 #include "scheduler/planner.h"
 #include "storage/store_config.h"
 
@@ -26,6 +28,7 @@ struct DaemonConfig {
   ServerConfig server;
   storage::StoreConfig store;
   scheduler::EngineConfig engine;
+  TridiagJobConfig tridiag;
   bool engine_ram_budget_set = false;  // engine.ram_budget given explicitly
   std::string source = "<embedded defaults>";  // where it was read from
 };

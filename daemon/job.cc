@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/internal_error.h"
 
@@ -37,7 +38,14 @@ bool is_terminal(JobState s) {
   return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kCancelled;
 }
 
-std::string_view lane_name(Lane lane) { return lane == Lane::kDense ? "dense" : "small"; }
+std::string_view lane_name(Lane lane) {
+  switch (lane) {
+    case Lane::kSmall: return "small";
+    case Lane::kDense: return "dense";
+    case Lane::kTridiag: return "tridiag";
+  }
+  return "?";
+}
 
 bool may_access(uid_t requester, uid_t owner) { return requester == 0 || requester == owner; }
 
@@ -72,11 +80,12 @@ bool Job::try_transition(JobState next) {
   return true;
 }
 
-bool Job::cancel_if_pending() {
+bool Job::cancel_if_pending(Status reason) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (state_ != JobState::kPending) return false;
     state_ = JobState::kCancelled;
+    error_ = std::move(reason);
     finished_ = Clock::now();
   }
   notify();
@@ -224,6 +233,31 @@ Status Job::publish_rows(int64_t row_begin, int64_t rows, const double* x) {
   return Status::ok();
 }
 
+Status Job::set_solution(std::vector<int64_t> array_shape, std::vector<double> values) {
+  int64_t count = array_shape.empty() || array_shape.size() > 2 ? 0 : 1;
+  for (int64_t d : array_shape) count *= d;
+  if (count <= 0 || static_cast<size_t>(count) != values.size()) {
+    return Status::invalid_argument(fmt::format("solution of {} values does not fill an array of shape [{}]",
+                                                values.size(), fmt::join(array_shape, ", ")));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (solution_ != nullptr || fetched_) return Status::failed_precondition("solution already begun");
+    solution_ = std::make_shared<std::vector<double>>(std::move(values));
+    n_ = count;
+    nrhs_ = 1;
+    array_shape_ = std::move(array_shape);
+    published_.push_back({0, count});
+  }
+  notify();
+  return Status::ok();
+}
+
+std::vector<int64_t> Job::array_shape() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return array_shape_;
+}
+
 std::vector<Job::RowRange> Job::published_since(size_t from, int64_t* n, int64_t* nrhs) const {
   std::lock_guard<std::mutex> lock(mu_);
   *n = n_;
@@ -301,6 +335,7 @@ nlohmann::json Job::to_json() const {
     for (auto& p : published_) r += p.rows;
     return r;
   }()}, {"fetched", fetched_}};
+  if (!array_shape_.empty()) j["solution"]["array_shape"] = array_shape_;
   return j;
 }
 

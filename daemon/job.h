@@ -39,9 +39,12 @@ enum class JobState {
 std::string_view job_state_name(JobState s);
 bool is_terminal(JobState s);
 
-// Small jobs (matrix management, queries) and dense solves run in separate lanes so that a
-// long solve never blocks small jobs (ARCHITECTURE.md §10).
-enum class Lane { kSmall, kDense };
+// Small jobs (matrix management, queries), dense solves and tridiagonal batches run in separate
+// lanes so that a long solve never blocks small jobs (ARCHITECTURE.md §10). Tridiagonal batches
+// get a lane of their own rather than the small one: they take seconds of all cores (not the
+// milliseconds of a query), so a burst of them must not delay matrix management either, and
+// they must never queue behind an hours-long dense solve.
+enum class Lane { kSmall, kDense, kTridiag };
 std::string_view lane_name(Lane lane);
 
 // Who may see a job: its owner, and root.
@@ -74,9 +77,9 @@ class Job {
   // Like transition(), but returns false instead of aborting when the job is already terminal
   // or the edge is illegal (used by cancel races).
   bool try_transition(JobState next);
-  // PENDING -> CANCELLED atomically; false if the job already left PENDING (a running job is
-  // ended by its worker, never from outside).
-  bool cancel_if_pending();
+  // PENDING -> CANCELLED atomically, with `reason` as the job's error; false if the job already
+  // left PENDING (a running job is ended by its worker, never from outside).
+  bool cancel_if_pending(Status reason = Status::cancelled("cancelled while pending"));
 
   // Cancellation: sets the flag and runs the registered hooks (e.g. the engine's CancelToken).
   void request_cancel();
@@ -99,6 +102,14 @@ class Job {
   // rows [row_begin, row_begin + rows) from column-major `x` (ld = rows) and makes them visible.
   Status begin_solution(int64_t n, int64_t nrhs);
   Status publish_rows(int64_t row_begin, int64_t rows, const double* x);
+  // Installs a whole solution at once and publishes it: `values` in C order of an array of
+  // `array_shape` (1-D or 2-D). It streams as array_shape's element count rows of one value, so
+  // no single row outgrows a frame however wide the array is; the result header carries
+  // array_shape for the client's .npy (tridiagonal batches, whose solution has the rhs shape).
+  Status set_solution(std::vector<int64_t> array_shape, std::vector<double> values);
+  // The .npy shape set by set_solution(); empty for begin_solution() (the client then writes
+  // (n,) or (n, nrhs)).
+  std::vector<int64_t> array_shape() const;
   struct RowRange { int64_t row_begin; int64_t rows; };
   // Published ranges from index `from` on (in publication order) and the shape (0 if none).
   std::vector<RowRange> published_since(size_t from, int64_t* n, int64_t* nrhs) const;
@@ -146,6 +157,7 @@ class Job {
   // Solution (row-major n x nrhs). The vector is sized once in begin_solution().
   std::shared_ptr<std::vector<double>> solution_;          // pointer guarded by mu_
   int64_t n_ = 0, nrhs_ = 0;                               // guarded by mu_
+  std::vector<int64_t> array_shape_;                       // guarded by mu_
   std::vector<RowRange> published_;                        // guarded by mu_
   bool fetched_ = false;                                   // guarded by mu_
 };

@@ -47,6 +47,18 @@ JobManager::JobManager(JobManagerConfig config, JobRegistry registry)
   for (int i = 0; i < std::max(1, config_.dense_concurrency); ++i) {
     dense_.workers.emplace_back([this] { worker_loop(Lane::kDense); });
   }
+  for (int i = 0; i < std::max(1, config_.tridiag_concurrency); ++i) {
+    tridiag_.workers.emplace_back([this] { worker_loop(Lane::kTridiag); });
+  }
+}
+
+JobManager::LaneQueue& JobManager::lane_queue(Lane lane) {
+  switch (lane) {
+    case Lane::kSmall: return small_;
+    case Lane::kDense: return dense_;
+    case Lane::kTridiag: return tridiag_;
+  }
+  return small_;
 }
 
 JobManager::~JobManager() {
@@ -57,7 +69,7 @@ JobManager::~JobManager() {
     stopping_ = true;
   }
   cv_.notify_all();
-  for (auto* lane : {&small_, &dense_}) {
+  for (auto* lane : {&small_, &dense_, &tridiag_}) {
     for (auto& t : lane->workers) t.join();
   }
 }
@@ -87,7 +99,7 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
     }
     job = std::make_shared<Job>(next_id_++, owner, type, jt->lane, spec);
     jobs_[job->id()] = job;
-    (jt->lane == Lane::kDense ? dense_ : small_).queue.push_back(job);
+    lane_queue(jt->lane).queue.push_back(job);
     ++submitted_total_;
     ++active_;
   }
@@ -119,8 +131,9 @@ std::vector<std::shared_ptr<Job>> JobManager::list(uid_t requester, bool all) co
 Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
   STRIPESOLVE_ASSIGN_OR_RETURN(std::shared_ptr<Job> job, find(requester, id));
   job->request_cancel();
-  if (job->cancel_if_pending()) {  // it never runs
-    job->append_log(fmt::format("cancelled by uid {} while pending", requester));
+  const std::string reason = fmt::format("cancelled by uid {} while pending", requester);
+  if (job->cancel_if_pending(Status::cancelled(reason))) {  // it never runs
+    job->append_log(reason);
     std::lock_guard<std::mutex> lock(mu_);
     --active_;
     cv_.notify_all();
@@ -162,7 +175,7 @@ void JobManager::cancel_all() {
   }
   for (auto& job : live) {
     job->request_cancel();
-    if (job->cancel_if_pending()) {
+    if (job->cancel_if_pending(Status::cancelled("cancelled at daemon shutdown while pending"))) {
       job->append_log("cancelled at daemon shutdown while pending");
       std::lock_guard<std::mutex> lock(mu_);
       --active_;
@@ -202,7 +215,7 @@ std::vector<std::shared_ptr<Job>> JobManager::running_jobs() const {
 }
 
 void JobManager::worker_loop(Lane lane) {
-  LaneQueue& q = lane == Lane::kDense ? dense_ : small_;
+  LaneQueue& q = lane_queue(lane);
   while (true) {
     std::shared_ptr<Job> job;
     {

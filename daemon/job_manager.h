@@ -1,8 +1,8 @@
 // The job manager: admission, lanes of worker threads, ownership checks, cancellation, expiry.
 //
-// Each job type is registered with a lane and a runner. Each lane has its own FIFO queue and its
-// own worker threads (`concurrency`), so small jobs never wait behind a dense solve that holds the
-// dense lane for hours. A runner is called on a worker thread with a JobContext; it returns the
+// Each job type is registered with a lane and a runner. Each lane (small, dense, tridiag) has its
+// own FIFO queue and its own worker threads (`concurrency`), so small jobs and tridiagonal
+// batches never wait behind a dense solve that holds the dense lane for hours. A runner is called on a worker thread with a JobContext; it returns the
 // job's result JSON or an error; a job whose cancel was requested and whose runner returns an
 // error ends CANCELLED, otherwise FAILED.
 //
@@ -71,6 +71,7 @@ class JobRegistry {
 struct JobManagerConfig {
   int small_concurrency = 4;
   int dense_concurrency = 1;
+  int tridiag_concurrency = 2;
   int64_t max_jobs = 10000;  // records kept (pending + running + finished, not yet expired)
   std::chrono::seconds result_ttl{24 * 3600};
 };
@@ -111,6 +112,7 @@ class JobManager {
     std::vector<std::thread> workers;
   };
   void worker_loop(Lane lane);
+  LaneQueue& lane_queue(Lane lane);
   void run_job(const std::shared_ptr<Job>& job);
 
   const JobManagerConfig config_;
@@ -120,7 +122,7 @@ class JobManager {
   mutable std::mutex mu_;
   std::condition_variable cv_;       // queue changes, stop, job finished
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;  // guarded by mu_
-  LaneQueue small_, dense_;          // queues guarded by mu_; workers fixed after construction
+  LaneQueue small_, dense_, tridiag_;  // queues guarded by mu_; workers fixed after construction
   uint64_t next_id_ = 1;             // guarded by mu_
   uint64_t submitted_total_ = 0;     // guarded by mu_
   int64_t active_ = 0;               // pending + running, guarded by mu_

@@ -23,6 +23,16 @@ struct Gate {
   }
 };
 
+JobRunner gated_runner(Gate& gate) {
+  return [&gate](JobContext& ctx) -> Result<nlohmann::json> {
+    std::unique_lock<std::mutex> l(gate.mu);
+    ctx.job().on_cancel([&gate] { gate.cv.notify_all(); });
+    while (!gate.open && !ctx.cancelled()) gate.cv.wait_for(l, 10ms);
+    if (ctx.cancelled()) return Status::cancelled("stopped at the gate");
+    return nlohmann::json{{"released", true}};
+  };
+}
+
 JobRegistry registry_with(Gate& gate) {
   JobRegistry r;
   r.add("sum", Lane::kSmall, [](JobContext& ctx) -> Result<nlohmann::json> {
@@ -30,13 +40,7 @@ JobRegistry registry_with(Gate& gate) {
     for (auto& v : ctx.params().at("values")) s += v.get<int64_t>();
     return nlohmann::json{{"sum", s}};
   });
-  r.add("gated", Lane::kDense, [&gate](JobContext& ctx) -> Result<nlohmann::json> {
-    std::unique_lock<std::mutex> l(gate.mu);
-    ctx.job().on_cancel([&gate] { gate.cv.notify_all(); });
-    while (!gate.open && !ctx.cancelled()) gate.cv.wait_for(l, 10ms);
-    if (ctx.cancelled()) return Status::cancelled("stopped at the gate");
-    return nlohmann::json{{"released", true}};
-  });
+  r.add("gated", Lane::kDense, gated_runner(gate));
   r.add("fails", Lane::kSmall, [](JobContext&) -> Result<nlohmann::json> {
     return Status::numerical("zero pivot in row 7");
   });
@@ -106,6 +110,7 @@ TEST(JobManagerTest, SmallJobsDoNotWaitBehindDenseJobs) {
   // Cancelling a pending job ends it at once; it never runs.
   ASSERT_TRUE(m.cancel(1, (*dense2)->id()).is_ok());
   EXPECT_EQ((*dense2)->state(), JobState::kCancelled);
+  EXPECT_EQ((*dense2)->error().message(), "cancelled by uid 1 while pending");
   gate.release();
   wait_terminal(*dense1);
   EXPECT_EQ((*dense1)->state(), JobState::kCompleted);
@@ -114,6 +119,29 @@ TEST(JobManagerTest, SmallJobsDoNotWaitBehindDenseJobs) {
   EXPECT_EQ(c.completed, 21);
   EXPECT_EQ(c.cancelled, 1);
   EXPECT_EQ(c.submitted_total, 22u);
+}
+
+TEST(JobManagerTest, TridiagLaneRunsWhileTheOtherLanesAreBusy) {
+  Gate gate;
+  JobRegistry r = registry_with(gate);
+  r.add("small_gated", Lane::kSmall, gated_runner(gate));
+  r.add("batch", Lane::kTridiag, [](JobContext&) -> Result<nlohmann::json> {
+    return nlohmann::json{{"solved", true}};
+  });
+  JobManager m({.small_concurrency = 1, .dense_concurrency = 1, .tridiag_concurrency = 1}, std::move(r));
+  auto dense = *m.submit(1, {{"type", "gated"}});
+  auto small = *m.submit(1, {{"type", "small_gated"}});
+  while (dense->state() != JobState::kRunning || small->state() != JobState::kRunning) {
+    std::this_thread::sleep_for(1ms);
+  }
+  auto batch = *m.submit(1, {{"type", "batch"}});
+  wait_terminal(batch);
+  EXPECT_EQ(batch->state(), JobState::kCompleted);
+  EXPECT_EQ(batch->to_json()["lane"], "tridiag");
+  EXPECT_EQ(dense->state(), JobState::kRunning);  // still holding their lanes
+  EXPECT_EQ(small->state(), JobState::kRunning);
+  gate.release();
+  EXPECT_TRUE(m.wait_idle(std::chrono::steady_clock::now() + 10s));
 }
 
 TEST(JobManagerTest, CancelRunningAndShutdown) {

@@ -66,6 +66,28 @@ TEST(JobTest, PublishedRowsAreRowMajorAndNotifyListeners) {
   EXPECT_EQ(job.begin_solution(4, 2).message(), "solution already begun");
 }
 
+TEST(JobTest, SetSolutionPublishesAWholeArrayAsOneValueRows) {
+  Job job(5, 1000, "t", Lane::kTridiag, nlohmann::json::object());
+  int events = 0;
+  const uint64_t h = job.add_listener([&] { ++events; });
+  EXPECT_EQ(job.set_solution({2, 3}, {1, 2, 3, 4, 5}).message(),
+            "solution of 5 values does not fill an array of shape [2, 3]");
+  ASSERT_TRUE(job.set_solution({2, 3}, {1, 2, 3, 4, 5, 6}).is_ok());
+  EXPECT_EQ(events, 1);
+  int64_t n, nrhs;
+  auto ranges = job.published_since(0, &n, &nrhs);
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].rows, 6);
+  EXPECT_EQ(n, 6);
+  EXPECT_EQ(nrhs, 1);
+  EXPECT_EQ(job.array_shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ((*job.solution_buffer())[5], 6);
+  EXPECT_EQ(job.to_json()["solution"]["array_shape"], nlohmann::json({2, 3}));
+  EXPECT_EQ(job.to_json()["solution"]["rows_ready"], 6);
+  EXPECT_EQ(job.set_solution({6}, std::vector<double>(6)).message(), "solution already begun");
+  job.remove_listener(h);
+}
+
 TEST(JobTest, TraceIsChromeJson) {
   Job job(4, 1000, "t", Lane::kSmall, nlohmann::json::object());
   job.add_trace_span({"run t", "job", 10, 20, 0});

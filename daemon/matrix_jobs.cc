@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/logging.h"
 #include "base/units.h"
 #include "protocol/messages.h"
 
@@ -55,8 +56,21 @@ Status check_path_access(uid_t uid, const std::string& path, bool write) {
   return Status::ok();
 }
 
-void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store) {
-  registry.add("matrix_import", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
+int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
+                            const storage::MatrixStore& store) {
+  const auto paths = static_cast<int64_t>(store.config().paths.size());
+  auto plan = scheduler::plan_dense(n, 0, engine, scheduler::describe_machine(engine, paths));
+  if (!plan.is_ok()) {
+    logger("daemon")->warn("no planned stripe height for n={} ({}); using the store's default {}",
+                           n, plan.status().to_string(), store.config().stripe_rows);
+    return store.config().stripe_rows;
+  }
+  return plan->stripe_rows;
+}
+
+void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
+                          const scheduler::EngineConfig& engine) {
+  registry.add("matrix_import", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string path, get_string(p, "path"));
@@ -64,6 +78,7 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store) {
     if (p.contains("stripe_rows")) {
       STRIPESOLVE_ASSIGN_OR_RETURN(options.stripe_rows, get_int(p, "stripe_rows", 0, int64_t{1} << 40));
     }
+    options.stripe_rows_for = [&](int64_t n) { return planned_stripe_rows(n, engine, store); };
     STRIPESOLVE_RETURN_IF_ERROR(check_path_access(ctx.job().owner(), path, false));
     ctx.log(fmt::format("importing '{}' from {}", name, path));
     STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.import_npy(name, path, options));
@@ -78,7 +93,7 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store) {
     STRIPESOLVE_RETURN_IF_ERROR(store.export_npy(name, path));
     return nlohmann::json{{"name", name}, {"path", path}};
   });
-  registry.add("matrix_create", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
+  registry.add("matrix_create", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
     STRIPESOLVE_ASSIGN_OR_RETURN(int64_t n, get_int(p, "n", 1, int64_t{1} << 40));
@@ -93,6 +108,7 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store) {
       STRIPESOLVE_ASSIGN_OR_RETURN(stripe_rows, get_int(p, "stripe_rows", 0, n));
     }
     STRIPESOLVE_RETURN_IF_ERROR(storage::check_generator(spec));
+    if (stripe_rows == 0) stripe_rows = planned_stripe_rows(n, engine, store);
     ctx.log(fmt::format("creating matrix '{}' of order {} ({}, seed {}), {}", name, n, spec.name, spec.seed,
                         format_bytes(static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * 8)));
     ctx.job().set_progress({{"phase", "generate"}, {"fraction", 0.0}});

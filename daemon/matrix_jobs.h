@@ -1,5 +1,6 @@
 // Matrix-management job types (small lane), run against the daemon's storage::MatrixStore:
-//   matrix_create {name, n, generator, seed, stripe_rows}   -> matrix info
+//   matrix_create {name, n, generator, seed, stripe_rows}   -> matrix info (stripe_rows 0 or
+//                                                              absent: planned_stripe_rows)
 //   matrix_list   {}                                         -> {"matrices": [info...]}
 //   matrix_show   {name}                                     -> matrix info
 //   matrix_delete {name}                                     -> {"deleted": name}
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/job_manager.h"
+#include "scheduler/planner.h"
 #include "storage/manifest.h"
 #include "storage/matrix_store.h"
 
@@ -25,7 +27,13 @@ namespace stripesolve::daemon {
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info);
 Status check_path_access(uid_t uid, const std::string& path, bool write);
-// `store` must outlive the registry's jobs.
-void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store);
+// Stripe height S for a new matrix of order n when the request gives none: the planner's choice
+// for this daemon's engine configuration (RAM cache, cores, paths), so that the cache holds the
+// working set of a solve; the store's default when the planner finds no feasible S.
+int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
+                            const storage::MatrixStore& store);
+// `store` and `engine` must outlive the registry's jobs.
+void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
+                          const scheduler::EngineConfig& engine);
 
 }  // namespace stripesolve::daemon

@@ -37,6 +37,7 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
     ConfigMap c = map.section("concurrency");
     c.get("small", config.small_concurrency, 1, 1024);
     c.get("dense", config.dense_concurrency, 1, 64);
+    c.get("tridiag", config.tridiag_concurrency, 1, 64);
     c.finish();
   }
   map.get("result_ttl_seconds", config.result_ttl_seconds, 1, INT64_MAX / 1000000000);

@@ -29,6 +29,7 @@ struct ServerConfig {
   ServerLimits limits;
   int64_t small_concurrency = 4;       // workers of the small-job lane (matrix management, queries)
   int64_t dense_concurrency = 1;       // workers of the dense-solve lane (each solve uses the whole machine)
+  int64_t tridiag_concurrency = 2;     // workers of the tridiagonal-batch lane
   int64_t result_ttl_seconds = 86400;  // finished jobs and unfetched results are dropped after this
   int64_t upload_ttl_seconds = 3600;   // uploads not used by a job are dropped after this
   double progress_log_seconds = 5.0;   // a progress log line per running job this often

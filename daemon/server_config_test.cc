@@ -22,19 +22,27 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(d.server.socket_mode, "0600");
   EXPECT_EQ(d.server.limits.max_payload_bytes, 4 * kMiB);
   EXPECT_EQ(d.server.dense_concurrency, 1);
+  EXPECT_EQ(d.server.tridiag_concurrency, 2);
+  EXPECT_EQ(d.tridiag.max_bytes, 2 * kGiB);
   DaemonConfig c = parse_daemon_config(
       "log:\n  level: debug\ndaemon:\n  socket: /tmp/x.sock\n  socket_mode: \"0660\"\n"
       "  limits:\n    max_connections: 8\n    max_queued_bytes: 1MiB\n"
-      "  concurrency:\n    small: 3\n  shutdown:\n    policy: cancel\n", "t.yaml");
+      "  concurrency:\n    small: 3\n    tridiag: 5\n  shutdown:\n    policy: cancel\n"
+      "tridiag:\n  max_bytes: 64MiB\n  threads: 2\n", "t.yaml");
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_EQ(c.server.socket, "/tmp/x.sock");
   EXPECT_EQ(c.server.limits.max_connections, 8);
   EXPECT_EQ(c.server.limits.max_queued_bytes, kMiB);
   EXPECT_EQ(c.server.small_concurrency, 3);
+  EXPECT_EQ(c.server.tridiag_concurrency, 5);
+  EXPECT_EQ(c.tridiag.max_bytes, 64 * kMiB);
+  EXPECT_EQ(c.tridiag.threads, 2);
+  EXPECT_EQ(c.tridiag.gpu_memory, 0u);
   EXPECT_EQ(c.server.shutdown_policy, "cancel");
   resolve_defaults(c);
   EXPECT_EQ(c.server.socket, "/tmp/x.sock");
   EXPECT_NE(describe_config(c).find("max_connections: 8"), std::string::npos);
+  EXPECT_NE(describe_config(c).find("tridiag:\n  max_bytes: 64.00 MiB"), std::string::npos) << describe_config(c);
 }
 
 TEST(DaemonConfigTest, ErrorsNameFileLineAndKey) {
@@ -45,6 +53,8 @@ TEST(DaemonConfigTest, ErrorsNameFileLineAndKey) {
             std::string::npos);
   EXPECT_NE(error_of("daemon:\n  shutdown:\n    policy: later\n").find("daemon.shutdown.policy"),
             std::string::npos);
+  EXPECT_NE(error_of("tridiag:\n  max_bytez: 1GiB\n").find("tridiag.max_bytez: unknown key"), std::string::npos);
+  EXPECT_NE(error_of("tridiag:\n  max_bytes: 12\n").find("tridiag.max_bytes"), std::string::npos);
 }
 
 TEST(DaemonConfigTest, ParseMode) {

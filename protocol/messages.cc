@@ -125,6 +125,16 @@ Result<int64_t> get_int(const nlohmann::json& header, std::string_view key, int6
   return v;
 }
 
+Result<bool> get_bool(const nlohmann::json& header, std::string_view key, bool fallback) {
+  auto it = header.find(key);
+  if (it == header.end()) return fallback;
+  if (!it->is_boolean()) {
+    return Status::invalid_argument(
+        fmt::format("field '{}' must be a boolean, got {}", key, it->type_name()));
+  }
+  return it->get<bool>();
+}
+
 Result<uint64_t> get_job_id(const nlohmann::json& header) {
   STRIPESOLVE_ASSIGN_OR_RETURN(int64_t id, get_int(header, "job", 1, INT64_MAX));
   return static_cast<uint64_t>(id);

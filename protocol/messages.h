@@ -27,7 +27,7 @@ enum class MessageType : uint16_t {
   kStatus = 12,        // {"job": id} -> kOk {job}
   kWatch = 13,         // {"job": id} -> kProgress frames, final kOk {job} when it ends
   kCancel = 14,        // {"job": id} -> kOk {job}
-  kResult = 15,        // {"job": id} -> kOk {"shape": [n, nrhs], ...}, kResultChunk..., final kOk
+  kResult = 15,        // {"job": id} -> kOk {"shape": [n, nrhs][, "array_shape"]}, kResultChunk..., final kOk
   kLogs = 16,          // {"job": id} -> kOk {"lines": [...]}
   kTrace = 17,         // {"job": id} -> kOk {"trace": <Chrome trace JSON>}
   kMetrics = 18,       // {} -> kOk {"text": <Prometheus text format>}
@@ -67,6 +67,8 @@ Result<uint16_t> negotiate_version(const Frame& hello);
 // Typed access to header fields, with errors naming the field (used at the socket edge).
 Result<std::string> get_string(const nlohmann::json& header, std::string_view key);
 Result<int64_t> get_int(const nlohmann::json& header, std::string_view key, int64_t min, int64_t max);
+// An optional boolean: `fallback` when absent, an error when present and not a boolean.
+Result<bool> get_bool(const nlohmann::json& header, std::string_view key, bool fallback);
 Result<uint64_t> get_job_id(const nlohmann::json& header);
 
 }  // namespace stripesolve::protocol

@@ -1,9 +1,13 @@
 #include "protocol/npy.h"
 
+#include <algorithm>
+#include <bit>
+#include <cerrno>
 #include <cstring>
-#include <regex>
+#include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace stripesolve::protocol {
 namespace {
@@ -11,7 +15,7 @@ constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kNpyMagicLen = 6;
 }  // namespace
 
-std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_order) {
+std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_order, NpyDtype dtype) {
   std::string shape_text = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
     shape_text += std::to_string(shape[i]);
@@ -19,7 +23,11 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
     if (i + 1 < shape.size()) shape_text += " ";
   }
   shape_text += ")";
-  std::string dict = fmt::format("{{'descr': '<f8', 'fortran_order': {}, 'shape': {}, }}",
+  const char* descr = dtype == NpyDtype::kFloat64 ? "<f8"
+                      : dtype == NpyDtype::kFloat32 ? "<f4"
+                      : dtype == NpyDtype::kInt64   ? "<i8"
+                                                    : "<i4";
+  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': {}, }}", descr,
                                  fortran_order ? "True" : "False", shape_text);
   const bool v2 = dict.size() + 1 + 10 > 65535;
   const size_t prefix = kNpyMagicLen + 2 + (v2 ? 4 : 2);
@@ -41,13 +49,53 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
   return out;
 }
 
-Result<NpyHeader> parse_npy_header(std::string_view bytes) {
+namespace {
+
+// Element bytes are copied with memcpy; .npy data is little-endian.
+static_assert(std::endian::native == std::endian::little, "the .npy reader assumes a little-endian host");
+
+size_t dtype_bytes(NpyDtype dtype) {
+  return dtype == NpyDtype::kFloat64 || dtype == NpyDtype::kInt64 ? 8 : 4;
+}
+
+// '<f8', 'f8' and '=f8' (native is little-endian here) and the same for f4, i8, i4.
+std::optional<NpyDtype> parse_descr(std::string descr) {
+  if (!descr.empty() && (descr[0] == '<' || descr[0] == '=')) descr.erase(0, 1);
+  if (descr == "f8") return NpyDtype::kFloat64;
+  if (descr == "f4") return NpyDtype::kFloat32;
+  if (descr == "i8") return NpyDtype::kInt64;
+  if (descr == "i4") return NpyDtype::kInt32;
+  return std::nullopt;
+}
+
+// Where the value of 'key' (or "key") starts in a header dict such as
+// "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", or npos. A hand-written scan
+// rather than std::regex: the dict is a Python literal of three known keys, and GCC 12's
+// <regex> trips -Wmaybe-uninitialized under the sanitizers.
+size_t value_of(std::string_view dict, std::string_view key) {
+  for (const char quote : {'\'', '"'}) {
+    const std::string pattern = quote + std::string(key) + quote;
+    size_t p = dict.find(pattern);
+    if (p == std::string_view::npos) continue;
+    p += pattern.size();
+    while (p < dict.size() && dict[p] == ' ') ++p;
+    if (p >= dict.size() || dict[p] != ':') return std::string_view::npos;
+    ++p;
+    while (p < dict.size() && dict[p] == ' ') ++p;
+    return p < dict.size() ? p : std::string_view::npos;
+  }
+  return std::string_view::npos;
+}
+
+// Parses the header of any dtype parse_descr knows; `descr` receives the dtype text as written.
+Result<NpyHeader> parse_header(std::string_view bytes, std::string* descr) {
+  // The magic first, on what there is of it: a short text file is "not a .npy file".
+  if (!bytes.empty() && std::memcmp(bytes.data(), kNpyMagic, std::min(bytes.size(), kNpyMagicLen)) != 0) {
+    return Status::invalid_argument("npy: bad magic (not a .npy file)");
+  }
   if (bytes.size() < kNpyMagicLen + 4) {
     return Status::failed_precondition(fmt::format("npy: need at least {} bytes for the preamble",
                                                    kNpyMagicLen + 4));
-  }
-  if (std::memcmp(bytes.data(), kNpyMagic, kNpyMagicLen) != 0) {
-    return Status::invalid_argument("npy: bad magic (not a .npy file)");
   }
   const int major = static_cast<uint8_t>(bytes[6]);
   if (major < 1 || major > 3) return Status::invalid_argument(fmt::format("npy: unsupported version {}", major));
@@ -60,22 +108,29 @@ Result<NpyHeader> parse_npy_header(std::string_view bytes) {
   if (bytes.size() < data_offset) {
     return Status::failed_precondition(fmt::format("npy: need {} bytes for the header", data_offset));
   }
-  const std::string dict(bytes.substr(8 + len_bytes, hlen));
-  std::smatch m;
-  static const std::regex descr_re(R"('descr'\s*:\s*'([^']*)')");
-  static const std::regex order_re(R"('fortran_order'\s*:\s*(True|False))");
-  static const std::regex shape_re(R"('shape'\s*:\s*\(([^)]*)\))");
-  if (!std::regex_search(dict, m, descr_re)) return Status::invalid_argument("npy: header has no 'descr'");
-  if (m[1] != "<f8" && m[1] != "f8") {
-    return Status::invalid_argument(fmt::format("npy: dtype '{}' is not supported (need float64 '<f8')",
-                                                m[1].str()));
+  const std::string_view dict = bytes.substr(8 + len_bytes, hlen);
+  const size_t descr_at = value_of(dict, "descr");
+  if (descr_at == std::string_view::npos || (dict[descr_at] != '\'' && dict[descr_at] != '"')) {
+    return Status::invalid_argument("npy: header has no 'descr'");
   }
+  const size_t descr_end = dict.find(dict[descr_at], descr_at + 1);
+  if (descr_end == std::string_view::npos) return Status::invalid_argument("npy: header has no 'descr'");
+  *descr = std::string(dict.substr(descr_at + 1, descr_end - descr_at - 1));
   NpyHeader h;
   h.data_offset = data_offset;
-  if (!std::regex_search(dict, m, order_re)) return Status::invalid_argument("npy: header has no 'fortran_order'");
-  h.fortran_order = m[1] == "True";
-  if (!std::regex_search(dict, m, shape_re)) return Status::invalid_argument("npy: header has no 'shape'");
-  std::string dims = m[1];
+  h.dtype = parse_descr(*descr).value_or(NpyDtype::kFloat64);
+  const size_t order_at = value_of(dict, "fortran_order");
+  if (order_at != std::string_view::npos && dict.substr(order_at, 4) == "True") {
+    h.fortran_order = true;
+  } else if (order_at == std::string_view::npos || dict.substr(order_at, 5) != "False") {
+    return Status::invalid_argument("npy: header has no 'fortran_order'");
+  }
+  const size_t shape_at = value_of(dict, "shape");
+  const size_t shape_end = shape_at == std::string_view::npos ? shape_at : dict.find(')', shape_at);
+  if (shape_at == std::string_view::npos || dict[shape_at] != '(' || shape_end == std::string_view::npos) {
+    return Status::invalid_argument("npy: header has no 'shape'");
+  }
+  const std::string dims(dict.substr(shape_at + 1, shape_end - shape_at - 1));
   size_t pos = 0;
   while (pos < dims.size()) {
     size_t comma = dims.find(',', pos);
@@ -84,8 +139,11 @@ Result<NpyHeader> parse_npy_header(std::string_view bytes) {
     item.erase(item.find_last_not_of(' ') + 1);
     if (!item.empty()) {
       char* end = nullptr;
+      errno = 0;
       long long v = std::strtoll(item.c_str(), &end, 10);
-      if (*end != '\0' || v < 0) return Status::invalid_argument(fmt::format("npy: bad dimension '{}'", item));
+      if (*end != '\0' || v < 0 || errno == ERANGE) {
+        return Status::invalid_argument(fmt::format("npy: bad dimension '{}'", item));
+      }
       h.shape.push_back(v);
     }
     if (comma == std::string::npos) break;
@@ -95,6 +153,101 @@ Result<NpyHeader> parse_npy_header(std::string_view bytes) {
     return Status::invalid_argument(fmt::format("npy: {} dimensions, need 1 or 2", h.shape.size()));
   }
   return h;
+}
+
+// Reads element k of the data (k in file order).
+template <typename T>
+T load(const char* data, NpyDtype dtype, int64_t k) {
+  switch (dtype) {
+    case NpyDtype::kFloat64: { double v; std::memcpy(&v, data + 8 * k, 8); return static_cast<T>(v); }
+    case NpyDtype::kFloat32: { float v; std::memcpy(&v, data + 4 * k, 4); return static_cast<T>(v); }
+    case NpyDtype::kInt64: { int64_t v; std::memcpy(&v, data + 8 * k, 8); return static_cast<T>(v); }
+    case NpyDtype::kInt32: { int32_t v; std::memcpy(&v, data + 4 * k, 4); return static_cast<T>(v); }
+  }
+  return T{};
+}
+
+// The elements in C order (a Fortran-ordered 2-D array is transposed).
+template <typename T>
+std::vector<T> c_order_values(std::string_view bytes, const NpyHeader& h) {
+  const char* data = bytes.data() + h.data_offset;
+  const int64_t r = h.rows(), c = h.cols();
+  std::vector<T> out(static_cast<size_t>(r * c));
+  if (!h.fortran_order || h.shape.size() == 1) {
+    for (int64_t k = 0; k < r * c; ++k) out[k] = load<T>(data, h.dtype, k);
+  } else {
+    for (int64_t j = 0; j < c; ++j) {
+      for (int64_t i = 0; i < r; ++i) out[i * c + j] = load<T>(data, h.dtype, j * r + i);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view npy_dtype_name(NpyDtype dtype) {
+  switch (dtype) {
+    case NpyDtype::kFloat64: return "float64";
+    case NpyDtype::kFloat32: return "float32";
+    case NpyDtype::kInt64: return "int64";
+    case NpyDtype::kInt32: return "int32";
+  }
+  return "?";
+}
+
+bool is_float(NpyDtype dtype) { return dtype == NpyDtype::kFloat64 || dtype == NpyDtype::kFloat32; }
+
+std::string format_shape(const std::vector<int64_t>& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+Result<NpyHeader> parse_npy_header(std::string_view bytes) {
+  std::string descr;
+  STRIPESOLVE_ASSIGN_OR_RETURN(NpyHeader h, parse_header(bytes, &descr));
+  if (parse_descr(descr) != NpyDtype::kFloat64) {
+    return Status::invalid_argument(fmt::format("npy: dtype '{}' is not supported (need float64 '<f8')", descr));
+  }
+  return h;
+}
+
+Result<NpyHeader> inspect_npy(std::string_view bytes) {
+  std::string descr;
+  auto parsed = parse_header(bytes, &descr);
+  // A whole file whose header does not fit is malformed, not "send more bytes".
+  if (!parsed.is_ok()) return Status::invalid_argument(parsed.status().message());
+  NpyHeader h = std::move(parsed).value();
+  if (!parse_descr(descr).has_value()) {
+    return Status::invalid_argument(fmt::format(
+        "npy: dtype '{}' is not supported (need float64 '<f8', float32 '<f4', int64 '<i8' or int32 '<i4')",
+        descr));
+  }
+  const int64_t r = h.rows(), c = h.cols();
+  const int64_t item = static_cast<int64_t>(dtype_bytes(h.dtype));
+  if (r > 0 && c > INT64_MAX / item / r) return Status::invalid_argument("npy: shape overflows");
+  const size_t need = h.data_offset + static_cast<size_t>(r * c * item);
+  if (bytes.size() != need) {
+    return Status::invalid_argument(fmt::format("npy: shape {} of {} needs {} bytes, file has {}",
+                                                format_shape(h.shape), npy_dtype_name(h.dtype), need,
+                                                bytes.size()));
+  }
+  return h;
+}
+
+Result<std::vector<double>> npy_float_values(std::string_view bytes, const NpyHeader& header) {
+  if (!is_float(header.dtype)) {
+    return Status::invalid_argument(fmt::format(
+        "npy: dtype {} where a floating-point array (float64 or float32) is needed", npy_dtype_name(header.dtype)));
+  }
+  return c_order_values<double>(bytes, header);
+}
+
+Result<std::vector<int64_t>> npy_int_values(std::string_view bytes, const NpyHeader& header) {
+  if (is_float(header.dtype)) {
+    return Status::invalid_argument(fmt::format(
+        "npy: dtype {} where an integer array (int64 or int32) is needed", npy_dtype_name(header.dtype)));
+  }
+  return c_order_values<int64_t>(bytes, header);
 }
 
 Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t* rows, int64_t* cols) {

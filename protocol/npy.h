@@ -1,6 +1,8 @@
-// The .npy header (NumPy format v1-v3) for float64 arrays, as the client writes results and the
-// daemon reads uploaded right-hand sides. Only what the wire needs: little-endian float64 ('<f8'),
-// 1-D or 2-D, C or Fortran order. Pure functions, no I/O.
+// The .npy header (NumPy format v1-v3), as the client writes results and the daemon reads uploads.
+// Only what the wire needs: 1-D or 2-D, C or Fortran order, little-endian float64 ('<f8') for
+// results and dense right-hand sides; float32 ('<f4'), int64 ('<i8') and int32 ('<i4') are read
+// too (tridiagonal batches widen float32 inputs; ragged batch sizes are integers). Pure
+// functions, no I/O.
 #pragma once
 
 #include <cstdint>
@@ -12,17 +14,28 @@
 
 namespace stripesolve::protocol {
 
+enum class NpyDtype { kFloat64, kFloat32, kInt64, kInt32 };
+// "float64", "float32", "int64", "int32".
+std::string_view npy_dtype_name(NpyDtype dtype);
+bool is_float(NpyDtype dtype);
+
 struct NpyHeader {
   std::vector<int64_t> shape;  // 1 or 2 dimensions
   bool fortran_order = false;
   size_t data_offset = 0;      // bytes before the first element
+  NpyDtype dtype = NpyDtype::kFloat64;
   int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
   int64_t cols() const { return shape.size() < 2 ? 1 : shape[1]; }
+  int64_t elements() const { return rows() * cols(); }
 };
 
-// A v1.0 header (v2.0 if the dict does not fit 65535 bytes) for '<f8' with the given shape,
-// padded to a multiple of 64 bytes as NumPy writes it.
-std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_order);
+// "(5,)" or "(4, 2)", as NumPy prints a shape.
+std::string format_shape(const std::vector<int64_t>& shape);
+
+// A v1.0 header (v2.0 if the dict does not fit 65535 bytes) for '<f8' (or `dtype`) with the
+// given shape, padded to a multiple of 64 bytes as NumPy writes it.
+std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_order,
+                            NpyDtype dtype = NpyDtype::kFloat64);
 
 // Parses the header at the start of `bytes` (which may hold more than the header). Errors name
 // what is wrong (magic, version, dtype, shape) and are kInvalidArgument; a header that needs more
@@ -31,5 +44,15 @@ Result<NpyHeader> parse_npy_header(std::string_view bytes);
 
 // Converts a float64 .npy image (header + data) to column-major n x nrhs values.
 Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t* rows, int64_t* cols);
+
+// The header of a whole .npy image of any NpyDtype, checking that `bytes` holds exactly the
+// elements its shape needs ("npy: shape (3, 4) of float32 needs 176 bytes, file has 170").
+// Unsupported dtypes (big-endian, complex, ...) are kInvalidArgument naming the dtype.
+Result<NpyHeader> inspect_npy(std::string_view bytes);
+// The elements of an image inspect_npy accepted, in C (row-major) order: Fortran-ordered arrays
+// are transposed, float32 is widened exactly, int32 is widened. An integer image asked for as
+// floats (or the reverse) is kInvalidArgument naming both dtypes.
+Result<std::vector<double>> npy_float_values(std::string_view bytes, const NpyHeader& header);
+Result<std::vector<int64_t>> npy_int_values(std::string_view bytes, const NpyHeader& header);
 
 }  // namespace stripesolve::protocol

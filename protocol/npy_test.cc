@@ -47,5 +47,113 @@ TEST(NpyTest, Errors) {
   EXPECT_EQ(parse_npy_header(h.substr(0, 20)).status().code(), StatusCode::kFailedPrecondition);
 }
 
+// A v1.0 header with any descr and shape text, as NumPy would write it.
+std::string header(const std::string& descr, const std::string& shape, bool fortran) {
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                     ", 'shape': " + shape + ", }";
+  dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
+  dict.push_back('\n');
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(dict.size() & 0xff));
+  out.push_back(static_cast<char>(dict.size() >> 8));
+  return out + dict;
+}
+
+std::string image(const std::string& descr, const std::string& shape, bool fortran, std::string_view data) {
+  return header(descr, shape, fortran) + std::string(data);
+}
+
+template <typename T>
+std::string_view raw(const std::vector<T>& v) {
+  return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
+}
+
+TEST(NpyTest, InspectReadsEveryDtypeAndChecksTheLength) {
+  const std::vector<float> f32 = {1.5f, -2.0f, 0.1f, 4.0f, 5.0f, 6.0f};
+  const std::string img = image("<f4", "(2, 3)", false, raw(f32));
+  auto h = inspect_npy(img);
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  EXPECT_EQ(h->dtype, NpyDtype::kFloat32);
+  EXPECT_EQ(h->shape, (std::vector<int64_t>{2, 3}));
+  auto v = npy_float_values(img, *h);
+  ASSERT_TRUE(v.is_ok());
+  EXPECT_EQ((*v)[2], static_cast<double>(0.1f));  // widened exactly
+  EXPECT_EQ((*v)[5], 6.0);
+  EXPECT_EQ(npy_int_values(img, *h).status().message(),
+            "npy: dtype float32 where an integer array (int64 or int32) is needed");
+  const size_t need = header("<f4", "(2, 3)", false).size() + 24;
+  EXPECT_EQ(inspect_npy(img.substr(0, img.size() - 2)).status().message(),
+            "npy: shape (2, 3) of float32 needs " + std::to_string(need) + " bytes, file has " +
+                std::to_string(need - 2));
+
+  const std::vector<int64_t> i64 = {3, 5, 2};
+  const std::string ints = image("<i8", "(3,)", false, raw(i64));
+  auto hi = inspect_npy(ints);
+  ASSERT_TRUE(hi.is_ok());
+  EXPECT_EQ(*npy_int_values(ints, *hi), i64);
+  EXPECT_EQ(npy_float_values(ints, *hi).status().message(),
+            "npy: dtype int64 where a floating-point array (float64 or float32) is needed");
+  const std::vector<int32_t> i32 = {7, -1};
+  const std::string small = image("<i4", "(2,)", false, raw(i32));
+  EXPECT_EQ(*npy_int_values(small, *inspect_npy(small)), (std::vector<int64_t>{7, -1}));
+
+  EXPECT_EQ(inspect_npy(image(">f8", "(1,)", false, std::string(8, '\0'))).status().message(),
+            "npy: dtype '>f8' is not supported (need float64 '<f8', float32 '<f4', int64 '<i8' or int32 '<i4')");
+  EXPECT_EQ(inspect_npy(image("<f8", "()", false, std::string(8, '\0'))).status().message(),
+            "npy: 0 dimensions, need 1 or 2");
+  EXPECT_EQ(inspect_npy("1 2\n").status().message(), "npy: bad magic (not a .npy file)");
+  // A truncated whole file is malformed input, not a request for more bytes.
+  EXPECT_EQ(inspect_npy(img.substr(0, 20)).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(NpyTest, FortranOrderIsTransposedToCOrder) {
+  const std::vector<double> cols = {1, 4, 2, 5, 3, 6};  // (2, 3) column by column
+  const std::string img = image("<f8", "(2, 3)", true, raw(cols));
+  auto h = inspect_npy(img);
+  ASSERT_TRUE(h.is_ok());
+  EXPECT_EQ(*npy_float_values(img, *h), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(NpyTest, IntegerHeaderRoundTrip) {
+  const std::vector<int64_t> sizes = {4, 1, 9};
+  const std::string img = make_npy_header({3}, false, NpyDtype::kInt64) + std::string(raw(sizes));
+  auto h = inspect_npy(img);
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  EXPECT_EQ(h->dtype, NpyDtype::kInt64);
+  EXPECT_EQ(*npy_int_values(img, *h), sizes);
+}
+
+// A v1.0 image around any dict text.
+std::string with_dict(std::string dict, std::string_view data) {
+  dict.push_back('\n');
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(dict.size() & 0xff));
+  out.push_back(static_cast<char>(dict.size() >> 8));
+  return out + dict + std::string(data);
+}
+
+TEST(NpyTest, HeaderDictIsParsedByKey) {
+  const std::vector<double> v = {1, 2};
+  // Other writers: double quotes, other key order, no trailing comma.
+  auto h = inspect_npy(with_dict(R"({"shape": (2,), "fortran_order": False, "descr": "<f8"})", raw(v)));
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  EXPECT_EQ(h->shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(inspect_npy(with_dict("{'descr': '<f8', 'fortran_order': False}", raw(v))).status().message(),
+            "npy: header has no 'shape'");
+  EXPECT_EQ(inspect_npy(with_dict("{'descr': '<f8', 'shape': (2,)}", raw(v))).status().message(),
+            "npy: header has no 'fortran_order'");
+  EXPECT_EQ(inspect_npy(with_dict("{'descr': <f8, 'fortran_order': False, 'shape': (2,)}", raw(v)))
+                .status().message(),
+            "npy: header has no 'descr'");
+  EXPECT_EQ(inspect_npy(with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (2, x)}", raw(v)))
+                .status().message(),
+            "npy: bad dimension 'x'");
+}
+
+TEST(NpyTest, FormatShape) {
+  EXPECT_EQ(format_shape({5}), "(5,)");
+  EXPECT_EQ(format_shape({50, 257}), "(50, 257)");
+}
+
 }  // namespace
 }  // namespace stripesolve::protocol

@@ -15,7 +15,7 @@ void TestJobs::register_into(daemon::JobRegistry& r) {
   r.add("echo", daemon::Lane::kSmall, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
     return ctx.params();
   });
-  r.add("gated", daemon::Lane::kDense, [this](daemon::JobContext& ctx) -> Result<nlohmann::json> {
+  auto gated = [this](daemon::JobContext& ctx) -> Result<nlohmann::json> {
     gated_running++;
     int ticks = 0;
     while (!ctx.cancelled() && !release.load()) {
@@ -25,7 +25,9 @@ void TestJobs::register_into(daemon::JobRegistry& r) {
     gated_running--;
     if (ctx.cancelled()) return Status::cancelled("cancelled while waiting at the gate");
     return nlohmann::json{{"released", true}};
-  });
+  };
+  r.add("gated", daemon::Lane::kDense, gated);
+  r.add("gated_tridiag", daemon::Lane::kTridiag, gated);
   r.add("rows", daemon::Lane::kDense, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
     const int64_t n = ctx.params().value("n", int64_t{1000});
     const int64_t nrhs = ctx.params().value("nrhs", int64_t{1});

@@ -21,6 +21,7 @@ namespace stripesolve::testing {
 // Job types for the infrastructure tests (the matrix and solve types are the daemon's own):
 //   echo   (small): returns its params
 //   gated  (dense): waits until cancelled (or `release` is set), reports progress while waiting
+//   gated_tridiag (tridiag): the same in the tridiagonal-batch lane
 //   rows   (dense): produces an n x nrhs solution x[i][j] = i + 1000 j, published stripe by
 //                   stripe from the last stripe to the first (like back substitution)
 struct TestJobs {

@@ -1,0 +1,262 @@
+#include "daemon/tridiag_input.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/units.h"
+#include "protocol/messages.h"
+#include "tridiag/gallery.h"
+
+namespace stripesolve::daemon {
+
+using protocol::format_shape;
+using protocol::npy_dtype_name;
+
+namespace {
+
+// float64 bytes per unknown of the four inputs (dl, d, du, rhs) the cap counts.
+constexpr uint64_t kInputBytesPerUnknown = 4 * sizeof(double);
+
+Result<std::string> optional_string(const nlohmann::json& job, std::string_view key,
+                                    std::string fallback) {
+  if (!job.contains(key)) return fallback;
+  return protocol::get_string(job, key);
+}
+
+std::string describe_value(double v) {
+  if (std::isnan(v)) return "nan";
+  return v > 0 ? "inf" : "-inf";
+}
+
+}  // namespace
+
+std::string_view tridiag_device_name(TridiagDevice device) {
+  switch (device) {
+    case TridiagDevice::kAuto:
+      return "auto";
+    case TridiagDevice::kCpu:
+      return "cpu";
+    case TridiagDevice::kGpu:
+      return "gpu";
+  }
+  return "?";
+}
+
+Result<TridiagParams> parse_tridiag_params(const nlohmann::json& job) {
+  TridiagParams p;
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string algorithm, optional_string(job, "algorithm", "auto"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(p.algorithm, tridiag::parse_algorithm(algorithm));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string layout, optional_string(job, "layout", "strided"));
+  if (layout == "interleaved") {
+    p.layout = tridiag::BatchLayout::kInterleaved;
+  } else if (layout != "strided") {
+    return Status::invalid_argument("field 'layout' must be 'strided' or 'interleaved', got '" +
+                                    layout + "'");
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(p.unstable_ok, protocol::get_bool(job, "unstable_ok", false));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string device, optional_string(job, "device", "auto"));
+  if (device == "cpu") {
+    p.device = TridiagDevice::kCpu;
+  } else if (device == "gpu") {
+    p.device = TridiagDevice::kGpu;
+  } else if (device != "auto") {
+    return Status::invalid_argument("field 'device' must be 'auto', 'cpu' or 'gpu', got '" +
+                                    device + "'");
+  }
+  return p;
+}
+
+Result<std::vector<int64_t>> parse_inline_sizes(const nlohmann::json& sizes) {
+  if (!sizes.is_array()) {
+    return Status::invalid_argument(
+        fmt::format("field 'sizes' must be a list of integers or {{\"upload\": id}}, got {}",
+                    sizes.type_name()));
+  }
+  std::vector<int64_t> out;
+  out.reserve(sizes.size());
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    if (!sizes[j].is_number_integer()) {
+      return Status::invalid_argument(
+          fmt::format("sizes[{}] must be an integer, got {}", j, sizes[j].dump()));
+    }
+    out.push_back(sizes[j].is_number_unsigned() && sizes[j].get<uint64_t>() > INT64_MAX
+                      ? INT64_MAX
+                      : sizes[j].get<int64_t>());
+  }
+  return out;
+}
+
+tridiag::BatchShape TridiagPlan::shape() const {
+  tridiag::BatchShape s;
+  s.layout = layout;
+  s.n = n;
+  s.count = count;
+  s.sizes = sizes;
+  return s;
+}
+
+std::string TridiagPlan::describe() const {
+  if (layout == tridiag::BatchLayout::kRagged) {
+    const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+    return fmt::format("{} system{} of {}{} (ragged)", count, count == 1 ? "" : "s", *lo,
+                       *lo == *hi ? "" : fmt::format("..{}", *hi));
+  }
+  if (count == 1) return fmt::format("one system of {}", n);
+  return fmt::format("{} systems of {} ({})", count, n,
+                     layout == tridiag::BatchLayout::kInterleaved ? "interleaved" : "strided");
+}
+
+std::pair<std::size_t, std::size_t> TridiagPlan::locate(std::size_t flat) const {
+  switch (layout) {
+    case tridiag::BatchLayout::kStrided:
+      return {flat / n, flat % n};
+    case tridiag::BatchLayout::kInterleaved:
+      return {flat % count, flat / count};
+    case tridiag::BatchLayout::kRagged:
+      break;
+  }
+  std::size_t j = 0;
+  while (j + 1 < sizes.size() && flat >= sizes[j]) flat -= sizes[j++];
+  return {j, flat};
+}
+
+Result<TridiagPlan> check_tridiag_batch(const std::vector<NamedHeader>& arrays,
+                                        tridiag::BatchLayout layout,
+                                        const std::optional<std::vector<int64_t>>& sizes,
+                                        uint64_t max_bytes) {
+  if (arrays.empty()) return Status::internal("check_tridiag_batch: no arrays");
+  for (const NamedHeader& a : arrays) {
+    if (!protocol::is_float(a.header.dtype)) {
+      return Status::invalid_argument(
+          fmt::format("{} has dtype {}; the arrays must be float64 or float32", a.name,
+                      npy_dtype_name(a.header.dtype)));
+    }
+  }
+  // The rhs (last) is the reference: its shape is the solution's.
+  const NamedHeader& rhs = arrays.back();
+  for (const NamedHeader& a : arrays) {
+    if (a.header.shape != rhs.header.shape) {
+      return Status::invalid_argument(fmt::format(
+          "{} has shape {} but {} has shape {}; dl, d, du and rhs must all have the same shape",
+          a.name, format_shape(a.header.shape), rhs.name, format_shape(rhs.header.shape)));
+    }
+    if (a.header.dtype != rhs.header.dtype) {
+      return Status::invalid_argument(fmt::format(
+          "{} is {} but {} is {}; dl, d, du and rhs must all have the same dtype", a.name,
+          npy_dtype_name(a.header.dtype), rhs.name, npy_dtype_name(rhs.header.dtype)));
+    }
+  }
+  TridiagPlan plan;
+  plan.array_shape = rhs.header.shape;
+  plan.dtype = rhs.header.dtype;
+  const std::string shape_text = format_shape(plan.array_shape);
+  const bool two_d = plan.array_shape.size() == 2;
+  if (sizes.has_value()) {
+    if (layout == tridiag::BatchLayout::kInterleaved) {
+      return Status::invalid_argument(
+          "layout 'interleaved' cannot be combined with sizes (a ragged batch stores its systems "
+          "one after another)");
+    }
+    if (two_d) {
+      return Status::invalid_argument(fmt::format(
+          "with sizes the arrays must be 1-D (the systems one after another), {} has shape {}",
+          rhs.name, shape_text));
+    }
+    if (sizes->empty())
+      return Status::invalid_argument("sizes is empty (a ragged batch needs at least one system)");
+    const uint64_t length = static_cast<uint64_t>(plan.array_shape[0]);
+    uint64_t sum = 0;  // saturates at UINT64_MAX
+    for (std::size_t j = 0; j < sizes->size(); ++j) {
+      const int64_t s = (*sizes)[j];
+      if (s < 1) {
+        return Status::invalid_argument(
+            fmt::format("sizes[{}] is {}; every system needs at least one unknown", j, s));
+      }
+      sum =
+          static_cast<uint64_t>(s) > UINT64_MAX - sum ? UINT64_MAX : sum + static_cast<uint64_t>(s);
+    }
+    if (sum != length) {
+      return Status::invalid_argument(fmt::format(
+          "the sizes add up to {} unknowns but {} has {} elements",
+          sum == UINT64_MAX ? "more than 2^64" : std::to_string(sum), rhs.name, length));
+    }
+    plan.layout = tridiag::BatchLayout::kRagged;
+    plan.sizes.assign(sizes->begin(), sizes->end());
+    plan.count = plan.sizes.size();
+  } else if (!two_d) {
+    plan.n = static_cast<std::size_t>(plan.array_shape[0]);
+    plan.count = 1;
+  } else {
+    plan.layout = layout;
+    const bool interleaved = layout == tridiag::BatchLayout::kInterleaved;
+    plan.count = static_cast<std::size_t>(plan.array_shape[interleaved ? 1 : 0]);
+    plan.n = static_cast<std::size_t>(plan.array_shape[interleaved ? 0 : 1]);
+    if (plan.count == 0)
+      return Status::invalid_argument(
+          fmt::format("{} has shape {}: the batch has no systems", rhs.name, shape_text));
+  }
+  if (plan.layout != tridiag::BatchLayout::kRagged && plan.n == 0) {
+    return Status::invalid_argument(fmt::format(
+        "{} has shape {}: a system needs at least one unknown (n >= 1)", rhs.name, shape_text));
+  }
+  plan.unknowns = static_cast<std::size_t>(rhs.header.elements());
+  const uint64_t bytes = plan.unknowns * kInputBytesPerUnknown;
+  if (bytes > max_bytes) {
+    return Status::resource_exhausted(fmt::format(
+        "the batch has {} unknowns, {} as four float64 arrays, over tridiag.max_bytes ({}); "
+        "split it into smaller batches or raise tridiag.max_bytes",
+        plan.unknowns, format_bytes(bytes), format_bytes(max_bytes)));
+  }
+  return plan;
+}
+
+Status check_finite(std::string_view name, const std::vector<double>& values,
+                    const TridiagPlan& plan) {
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    if (std::isfinite(values[k])) continue;
+    std::string msg = fmt::format("{}[{}] is not finite ({})", name, k, describe_value(values[k]));
+    if (plan.count > 1) {
+      const auto [system, row] = plan.locate(k);
+      msg += fmt::format(": system {}, row {}", system, row);
+    }
+    return Status::invalid_argument(std::move(msg));
+  }
+  return Status::ok();
+}
+
+ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl, const double* d,
+                                      const double* du, const double* f, const double* x) {
+  ResidualSummary out;
+  auto record = [&](std::size_t j, double r) {
+    // A NaN residual must win too: std::max would keep the old value.
+    if (!(r <= out.max_relative)) {
+      out.max_relative = std::isnan(r) ? INFINITY : r;
+      out.worst_system = j;
+    }
+  };
+  if (plan.layout == tridiag::BatchLayout::kInterleaved) {
+    // Gather each system (stride count) into contiguous rows.
+    const std::size_t m = plan.count, n = plan.n;
+    std::vector<double> g(5 * n);
+    const double* src[5] = {dl, d, du, f, x};
+    for (std::size_t j = 0; j < m; ++j) {
+      for (int a = 0; a < 5; ++a) {
+        for (std::size_t i = 0; i < n; ++i) g[a * n + i] = src[a][i * m + j];
+      }
+      record(j, tridiag::relative_residual(&g[0], &g[n], &g[2 * n], &g[4 * n], &g[3 * n], n));
+    }
+    return out;
+  }
+  std::size_t offset = 0;
+  for (std::size_t j = 0; j < plan.count; ++j) {
+    const std::size_t n = plan.layout == tridiag::BatchLayout::kRagged ? plan.sizes[j] : plan.n;
+    record(j, tridiag::relative_residual(dl + offset, d + offset, du + offset, x + offset,
+                                         f + offset, n));
+    offset += n;
+  }
+  return out;
+}
+
+}  // namespace stripesolve::daemon

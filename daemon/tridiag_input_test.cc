@@ -1,0 +1,223 @@
+#include "daemon/tridiag_input.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace stripesolve::daemon {
+namespace {
+
+using protocol::NpyDtype;
+using protocol::NpyHeader;
+using tridiag::BatchLayout;
+
+NpyHeader header(std::vector<int64_t> shape, NpyDtype dtype = NpyDtype::kFloat64) {
+  NpyHeader h;
+  h.shape = std::move(shape);
+  h.dtype = dtype;
+  return h;
+}
+
+std::vector<NamedHeader> four(const std::vector<int64_t>& shape,
+                              NpyDtype dtype = NpyDtype::kFloat64) {
+  return {{"dl", header(shape, dtype)},
+          {"d", header(shape, dtype)},
+          {"du", header(shape, dtype)},
+          {"rhs", header(shape, dtype)}};
+}
+
+constexpr uint64_t kNoCap = UINT64_MAX;
+
+TEST(TridiagInputTest, ParamsDefaultsAndErrors) {
+  auto p = parse_tridiag_params(nlohmann::json::object());
+  ASSERT_TRUE(p.is_ok());
+  EXPECT_EQ(p->algorithm, tridiag::Algorithm::kAuto);
+  EXPECT_EQ(p->layout, BatchLayout::kStrided);
+  EXPECT_FALSE(p->unstable_ok);
+  EXPECT_EQ(p->device, TridiagDevice::kAuto);
+  auto q = parse_tridiag_params({{"algorithm", "pcr_thomas"},
+                                 {"layout", "interleaved"},
+                                 {"unstable_ok", true},
+                                 {"device", "cpu"}});
+  ASSERT_TRUE(q.is_ok());
+  EXPECT_EQ(q->algorithm, tridiag::Algorithm::kPcrThomas);
+  EXPECT_EQ(q->layout, BatchLayout::kInterleaved);
+  EXPECT_TRUE(q->unstable_ok);
+  EXPECT_EQ(q->device, TridiagDevice::kCpu);
+  EXPECT_EQ(
+      parse_tridiag_params({{"algorithm", "lu"}}).status().message(),
+      "unknown tridiagonal algorithm 'lu' (expected auto, thomas, cr, pcr, cr_pcr, pcr_thomas, "
+      "cr_pcr_thomas, bondeli, spike or gepp)");
+  EXPECT_EQ(parse_tridiag_params({{"layout", "ragged"}}).status().message(),
+            "field 'layout' must be 'strided' or 'interleaved', got 'ragged'");
+  EXPECT_EQ(parse_tridiag_params({{"device", "tpu"}}).status().message(),
+            "field 'device' must be 'auto', 'cpu' or 'gpu', got 'tpu'");
+  EXPECT_EQ(parse_tridiag_params({{"unstable_ok", "yes"}}).status().message(),
+            "field 'unstable_ok' must be a boolean, got string");
+  EXPECT_EQ(parse_tridiag_params({{"algorithm", 3}}).status().message(),
+            "field 'algorithm' must be a string, got number");
+}
+
+TEST(TridiagInputTest, InlineSizes) {
+  EXPECT_EQ(*parse_inline_sizes({3, 5, 2}), (std::vector<int64_t>{3, 5, 2}));
+  EXPECT_EQ(parse_inline_sizes({3, "x"}).status().message(),
+            "sizes[1] must be an integer, got \"x\"");
+  EXPECT_EQ(parse_inline_sizes("3,5").status().message(),
+            "field 'sizes' must be a list of integers or {\"upload\": id}, got string");
+}
+
+TEST(TridiagInputTest, StridedInterleavedAndSingleShapes) {
+  auto strided = check_tridiag_batch(four({50, 257}), BatchLayout::kStrided, std::nullopt, kNoCap);
+  ASSERT_TRUE(strided.is_ok()) << strided.status().to_string();
+  EXPECT_EQ(strided->layout, BatchLayout::kStrided);
+  EXPECT_EQ(strided->count, 50u);
+  EXPECT_EQ(strided->n, 257u);
+  EXPECT_EQ(strided->unknowns, 50u * 257u);
+  EXPECT_EQ(strided->describe(), "50 systems of 257 (strided)");
+  EXPECT_EQ(strided->locate(257 * 3 + 4), std::make_pair(std::size_t{3}, std::size_t{4}));
+
+  auto interleaved =
+      check_tridiag_batch(four({257, 50}), BatchLayout::kInterleaved, std::nullopt, kNoCap);
+  ASSERT_TRUE(interleaved.is_ok());
+  EXPECT_EQ(interleaved->count, 50u);
+  EXPECT_EQ(interleaved->n, 257u);
+  EXPECT_EQ(interleaved->shape().layout, BatchLayout::kInterleaved);
+  EXPECT_EQ(interleaved->locate(50 * 4 + 3), std::make_pair(std::size_t{3}, std::size_t{4}));
+
+  auto single = check_tridiag_batch(four({1000}, NpyDtype::kFloat32), BatchLayout::kStrided,
+                                    std::nullopt, kNoCap);
+  ASSERT_TRUE(single.is_ok());
+  EXPECT_EQ(single->count, 1u);
+  EXPECT_EQ(single->n, 1000u);
+  EXPECT_EQ(single->dtype, NpyDtype::kFloat32);
+  EXPECT_EQ(single->array_shape, (std::vector<int64_t>{1000}));
+  EXPECT_EQ(single->describe(), "one system of 1000");
+}
+
+TEST(TridiagInputTest, RaggedSizes) {
+  auto ragged =
+      check_tridiag_batch(four({10}), BatchLayout::kStrided, std::vector<int64_t>{3, 5, 2}, kNoCap);
+  ASSERT_TRUE(ragged.is_ok()) << ragged.status().to_string();
+  EXPECT_EQ(ragged->layout, BatchLayout::kRagged);
+  EXPECT_EQ(ragged->count, 3u);
+  EXPECT_EQ(ragged->shape().unknowns(), 10u);
+  EXPECT_EQ(ragged->describe(), "3 systems of 2..5 (ragged)");
+  EXPECT_EQ(ragged->locate(8), std::make_pair(std::size_t{2}, std::size_t{0}));
+  EXPECT_EQ(
+      check_tridiag_batch(four({12}), BatchLayout::kStrided, std::vector<int64_t>{3, 5, 2}, kNoCap)
+          .status()
+          .message(),
+      "the sizes add up to 10 unknowns but rhs has 12 elements");
+  EXPECT_EQ(check_tridiag_batch(four({12}), BatchLayout::kStrided,
+                                std::vector<int64_t>{3, INT64_MAX, 2}, kNoCap)
+                .status()
+                .message(),
+            "the sizes add up to 9223372036854775812 unknowns but rhs has 12 elements");
+  EXPECT_EQ(check_tridiag_batch(four({12}), BatchLayout::kStrided,
+                                std::vector<int64_t>{INT64_MAX, INT64_MAX, INT64_MAX}, kNoCap)
+                .status()
+                .message(),
+            "the sizes add up to more than 2^64 unknowns but rhs has 12 elements");
+  EXPECT_EQ(
+      check_tridiag_batch(four({10}), BatchLayout::kStrided, std::vector<int64_t>{3, 0, 7}, kNoCap)
+          .status()
+          .message(),
+      "sizes[1] is 0; every system needs at least one unknown");
+  EXPECT_EQ(check_tridiag_batch(four({10}), BatchLayout::kStrided, std::vector<int64_t>{}, kNoCap)
+                .status()
+                .message(),
+            "sizes is empty (a ragged batch needs at least one system)");
+  EXPECT_EQ(
+      check_tridiag_batch(four({5, 2}), BatchLayout::kStrided, std::vector<int64_t>{10}, kNoCap)
+          .status()
+          .message(),
+      "with sizes the arrays must be 1-D (the systems one after another), rhs has shape (5, 2)");
+  EXPECT_EQ(
+      check_tridiag_batch(four({10}), BatchLayout::kInterleaved, std::vector<int64_t>{10}, kNoCap)
+          .status()
+          .message(),
+      "layout 'interleaved' cannot be combined with sizes (a ragged batch stores its systems one "
+      "after "
+      "another)");
+}
+
+TEST(TridiagInputTest, MismatchedShapesDtypesAndEmptyArrays) {
+  auto arrays = four({50, 257});
+  arrays[1].header.shape = {50, 256};
+  EXPECT_EQ(
+      check_tridiag_batch(arrays, BatchLayout::kStrided, std::nullopt, kNoCap).status().message(),
+      "d has shape (50, 256) but rhs has shape (50, 257); dl, d, du and rhs must all have the same "
+      "shape");
+  arrays = four({257});
+  arrays[0].header.dtype = NpyDtype::kFloat32;
+  EXPECT_EQ(
+      check_tridiag_batch(arrays, BatchLayout::kStrided, std::nullopt, kNoCap).status().message(),
+      "dl is float32 but rhs is float64; dl, d, du and rhs must all have the same dtype");
+  arrays[2].header.dtype = NpyDtype::kInt64;
+  EXPECT_EQ(
+      check_tridiag_batch(arrays, BatchLayout::kStrided, std::nullopt, kNoCap).status().message(),
+      "du has dtype int64; the arrays must be float64 or float32");
+  EXPECT_EQ(check_tridiag_batch(four({0}), BatchLayout::kStrided, std::nullopt, kNoCap)
+                .status()
+                .message(),
+            "rhs has shape (0,): a system needs at least one unknown (n >= 1)");
+  EXPECT_EQ(check_tridiag_batch(four({4, 0}), BatchLayout::kStrided, std::nullopt, kNoCap)
+                .status()
+                .message(),
+            "rhs has shape (4, 0): a system needs at least one unknown (n >= 1)");
+  EXPECT_EQ(check_tridiag_batch(four({0, 4}), BatchLayout::kStrided, std::nullopt, kNoCap)
+                .status()
+                .message(),
+            "rhs has shape (0, 4): the batch has no systems");
+}
+
+TEST(TridiagInputTest, MemoryCap) {
+  // 1000 x 100 unknowns, four float64 arrays: 3.2 MB.
+  EXPECT_TRUE(
+      check_tridiag_batch(four({1000, 100}), BatchLayout::kStrided, std::nullopt, 3200000).is_ok());
+  auto over = check_tridiag_batch(four({1000, 100}), BatchLayout::kStrided, std::nullopt, 3199999);
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(over.status().message(),
+            "the batch has 100000 unknowns, 3.05 MiB as four float64 arrays, over "
+            "tridiag.max_bytes (3.05 MiB); "
+            "split it into smaller batches or raise tridiag.max_bytes");
+}
+
+TEST(TridiagInputTest, NonFiniteValuesNameArrayAndIndex) {
+  auto single = *check_tridiag_batch(four({20}), BatchLayout::kStrided, std::nullopt, kNoCap);
+  std::vector<double> v(20, 1.0);
+  EXPECT_TRUE(check_finite("d", v, single).is_ok());
+  v[17] = std::nan("");
+  EXPECT_EQ(check_finite("d", v, single).message(), "d[17] is not finite (nan)");
+  auto batch = *check_tridiag_batch(four({4, 5}), BatchLayout::kStrided, std::nullopt, kNoCap);
+  v = std::vector<double>(20, 1.0);
+  v[13] = -INFINITY;
+  EXPECT_EQ(check_finite("rhs", v, batch).message(),
+            "rhs[13] is not finite (-inf): system 2, row 3");
+  auto ragged =
+      *check_tridiag_batch(four({20}), BatchLayout::kStrided, std::vector<int64_t>{15, 5}, kNoCap);
+  v[13] = 1.0;
+  v[16] = INFINITY;
+  EXPECT_EQ(check_finite("du", v, ragged).message(), "du[16] is not finite (inf): system 1, row 1");
+}
+
+TEST(TridiagInputTest, MaxRelativeResidualFindsTheWorstSystem) {
+  // Two interleaved 3x3 systems: A = tridiag(1, 4, 1), x = (1, 1, 1) gives f = (5, 6, 5).
+  auto plan = *check_tridiag_batch(four({3, 2}), BatchLayout::kInterleaved, std::nullopt, kNoCap);
+  const std::vector<double> dl = {0, 0, 1, 1, 1, 1}, d(6, 4.0), du = {1, 1, 1, 1, 0, 0};
+  const std::vector<double> f = {5, 5, 6, 6, 5, 5};
+  std::vector<double> x(6, 1.0);
+  auto exact = max_relative_residual(plan, dl.data(), d.data(), du.data(), f.data(), x.data());
+  EXPECT_EQ(exact.max_relative, 0.0);
+  x[3] = 1.5;  // system 1, row 1: residual row 1 = 2, rows 0 and 2 = 0.5
+  auto off = max_relative_residual(plan, dl.data(), d.data(), du.data(), f.data(), x.data());
+  EXPECT_EQ(off.worst_system, 1u);
+  EXPECT_NEAR(off.max_relative, std::sqrt(4.5 / 86.0), 1e-15);
+  x[0] = std::nan("");
+  EXPECT_EQ(
+      max_relative_residual(plan, dl.data(), d.data(), du.data(), f.data(), x.data()).max_relative,
+      INFINITY);
+}
+
+}  // namespace
+}  // namespace stripesolve::daemon

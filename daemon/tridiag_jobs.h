@@ -1,0 +1,32 @@
+// The tridiag_solve job type (tridiag lane): a batch of tridiagonal systems through tridiag/
+// (papers 000, 001, 003), on the CPU or the GPU.
+//
+// Fields: dl, d, du, rhs = {"upload": id} (.npy the owner uploaded); optional sizes (a list of
+// integers or {"upload": id} of an int64 .npy: a ragged batch), layout (strided|interleaved),
+// algorithm (auto or a tridiag::parse_algorithm name), unstable_ok, device (auto|cpu|gpu).
+// Shapes, dtypes, sizes, the memory cap (tridiag.max_bytes) and non-finite values are checked
+// here, at the edge (daemon/tridiag_input.h), before anything is solved.
+//
+// The arrays live in the daemon's RAM for the job. The solve is one call into tridiag/, which
+// spreads the batch over all cores (or the GPU), so progress moves by phase (load, solve, check)
+// and a cancel is seen between phases; at the default cap a phase takes seconds at most. The
+// solution, shaped like rhs, is published whole and streams to `result` in chunks.
+// device auto: the GPU when tridiag::gpu_available(), and the CPU when the GPU cannot take the
+// batch (an algorithm it lacks, or over its memory); the choice is a note. Breakdown and singular
+// matrices (kNumerical from tridiag/) fail the job with tridiag's message.
+// Result: shape, systems, unknowns, layout, dtype, algorithm (that ran), requested_algorithm,
+// device, seconds (the solve), max_relative_residual and worst_system (computed here, O(n)),
+// notes (tridiag's choices and fallbacks, also in the job's log).
+#pragma once
+
+#include "daemon/job_manager.h"
+#include "daemon/tridiag_config.h"
+#include "daemon/uploads.h"
+
+namespace stripesolve::daemon {
+
+// `uploads` and `config` must outlive the registry's jobs.
+void register_tridiag_jobs(JobRegistry& registry, UploadStore& uploads,
+                           const TridiagJobConfig& config);
+
+}  // namespace stripesolve::daemon

@@ -1,0 +1,225 @@
+// Integration: tridiagonal batches through the daemon (upload dl, d, du, rhs as .npy, stream x
+// back into an .npy of the rhs's shape), every system checked against LAPACK dgtsv.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "client/commands.h"
+#include "tests/integration/daemon_fixture.h"
+#include "tests/integration/npy_files.h"
+#include "tests/integration/tridiag_batches.h"
+#include "tridiag/gallery.h"
+#include "tridiag/gpu.h"
+#include "tridiag/lapack_reference.h"
+
+namespace stripesolve::testing {
+namespace {
+
+// Submits the request, follows the job and streams the solution into `out`.
+nlohmann::json solve(client::Connection& c, const client::TridiagRequest& request,
+                     const std::string& out) {
+  auto job = client::build_tridiag_job(c, request);
+  EXPECT_TRUE(job.is_ok()) << job.status().to_string();
+  if (!job.is_ok()) return {};
+  auto id = client::submit_job(c, *job);
+  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
+  if (!id.is_ok()) return {};
+  auto done = client::follow_job(c, *id, out, nullptr);
+  EXPECT_TRUE(done.is_ok()) << done.status().to_string();
+  return done.is_ok() ? *done : nlohmann::json{};
+}
+
+// Checks every system of x (the daemon's solution, laid out like rhs) against LAPACK dgtsv:
+// a relative residual within 100x LAPACK's (and below 1e-12), and for well-conditioned batches
+// the same solution to 1e-12. Returns the largest relative residual.
+double expect_matches_lapack(const TridiagBatch& b, const std::vector<double>& x,
+                             bool well_conditioned) {
+  EXPECT_EQ(x.size(), b.rhs.size());
+  if (x.size() != b.rhs.size()) return INFINITY;
+  double worst = 0;
+  for (std::size_t j = 0; j < b.systems(); ++j) {
+    const std::size_t n = b.sizes[j];
+    const auto dl = b.gather(b.dl, j), d = b.gather(b.d, j), du = b.gather(b.du, j),
+               f = b.gather(b.rhs, j);
+    const auto xj = b.gather(x, j);
+    std::vector<double> ref;
+    EXPECT_EQ(tridiag::lapack_dgtsv(dl.data(), d.data(), du.data(), f.data(), n, ref), 0)
+        << "system " << j;
+    const double r =
+        tridiag::relative_residual(dl.data(), d.data(), du.data(), xj.data(), f.data(), n);
+    const double r_ref =
+        tridiag::relative_residual(dl.data(), d.data(), du.data(), ref.data(), f.data(), n);
+    EXPECT_LT(r, 1e-12) << "system " << j;
+    EXPECT_LE(r, 100 * std::max(r_ref, 1e-16))
+        << "system " << j << ": daemon " << r << " vs dgtsv " << r_ref;
+    double x_max = 0, diff = 0, ref_max = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      x_max = std::max(x_max, std::abs(xj[i]));
+      ref_max = std::max(ref_max, std::abs(ref[i]));
+      diff = std::max(diff, std::abs(xj[i] - ref[i]));
+    }
+    EXPECT_GT(x_max, 0.0) << "system " << j << " is trivially zero";
+    if (well_conditioned) {
+      EXPECT_LT(diff / ref_max, 1e-12) << "system " << j;
+    }
+    worst = std::max(worst, r);
+  }
+  return worst;
+}
+
+// What device auto picks on this machine, and the algorithm auto runs there (stable).
+std::string auto_device() {
+  return tridiag::gpu_available() ? "gpu" : "cpu";
+}
+std::string auto_stable_algorithm() {
+  return tridiag::gpu_available() ? "spike" : "gepp";
+}
+
+class TridiagRoundTrip : public ::testing::TestWithParam<MatrixKind> {};
+
+TEST_P(TridiagRoundTrip, StridedBatchMatchesLapack) {
+  const MatrixKind kind = GetParam();
+  const bool dominant = kind == MatrixKind::kDiagonallyDominant;
+  DaemonFixture d;
+  auto c = d.connect();
+  const TridiagBatch b = strided_batch(50, 257, kind, dominant ? 1 : 2);
+  const std::string out = d.dir() + "/x.npy";
+  nlohmann::json job = solve(*c, request_for(write_batch(d.dir(), "", b)), out);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  EXPECT_EQ(job["lane"], "tridiag");
+  const NpyArray x = read_npy(out);
+  ASSERT_EQ(x.shape, (std::vector<int64_t>{50, 257}));
+  EXPECT_EQ(x.dtype, protocol::NpyDtype::kFloat64);
+  const double worst = expect_matches_lapack(b, x.values, dominant);
+  const auto& r = job["result"];
+  EXPECT_EQ(r["shape"], nlohmann::json({50, 257}));
+  EXPECT_EQ(r["systems"], 50);
+  EXPECT_EQ(r["unknowns"], 50 * 257);
+  EXPECT_EQ(r["layout"], "strided");
+  EXPECT_EQ(r["dtype"], "float64");
+  EXPECT_EQ(r["requested_algorithm"], "auto");
+  EXPECT_EQ(r["algorithm"], auto_stable_algorithm());
+  EXPECT_EQ(r["device"], auto_device());
+  EXPECT_GE(r["seconds"].get<double>(), 0.0);
+  // The daemon's residual is computed on the same arrays with the same formula.
+  EXPECT_DOUBLE_EQ(r["max_relative_residual"].get<double>(), worst);
+  ASSERT_TRUE(r["notes"].is_array());
+  EXPECT_NE(r["notes"].dump().find("auto chose"), std::string::npos) << r["notes"].dump();
+
+  // The unpivoted choice on the same batch: thomas on the CPU, spike-thomas on the GPU; general
+  // matrices may break down on some systems and fall back to gepp (said in the notes).
+  client::TridiagRequest unstable = request_for(write_batch(d.dir(), "u", b));
+  unstable.unstable_ok = true;
+  unstable.device = "cpu";
+  const std::string out2 = d.dir() + "/x2.npy";
+  nlohmann::json job2 = solve(*c, unstable, out2);
+  ASSERT_EQ(job2["state"], "COMPLETED") << job2.dump();
+  EXPECT_EQ(job2["result"]["algorithm"], "thomas");
+  EXPECT_EQ(job2["result"]["device"], "cpu");
+  // Without pivoting a general matrix may lose digits without breaking down: only the
+  // diagonally dominant batch is held to LAPACK's accuracy.
+  if (dominant) expect_matches_lapack(b, read_npy(out2).values, true);
+}
+
+std::string matrix_kind_name(const ::testing::TestParamInfo<MatrixKind>& param) {
+  return param.param == MatrixKind::kDiagonallyDominant ? "DiagonallyDominant" : "General";
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrices, TridiagRoundTrip,
+                         ::testing::Values(MatrixKind::kDiagonallyDominant, MatrixKind::kGeneral),
+                         matrix_kind_name);
+
+TEST(TridiagIntegration, SingleSystemFromFloat32Arrays) {
+  DaemonFixture d;
+  auto c = d.connect();
+  TridiagBatch b = single_system(1000, MatrixKind::kGeneral, 3);
+  narrow_to_float(b);  // the reference sees exactly what the float32 files hold
+  const std::string out = d.dir() + "/x.npy";
+  nlohmann::json job = solve(*c, request_for(write_batch(d.dir(), "", b, /*float32=*/true)), out);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  EXPECT_EQ(job["result"]["dtype"], "float32");
+  EXPECT_EQ(job["result"]["systems"], 1);
+  const NpyArray x = read_npy(out);
+  ASSERT_EQ(x.shape, (std::vector<int64_t>{1000}));
+  EXPECT_EQ(x.dtype, protocol::NpyDtype::kFloat64);  // solutions are always float64
+  expect_matches_lapack(b, x.values, false);
+}
+
+TEST(TridiagIntegration, RaggedBatchFromAListAndFromAnNpy) {
+  DaemonFixture d;
+  auto c = d.connect();
+  const TridiagBatch small = ragged_batch({3, 5, 2}, MatrixKind::kGeneral, 4);
+  client::TridiagRequest req = request_for(write_batch(d.dir(), "s", small));
+  req.sizes = "3,5,2";
+  const std::string out = d.dir() + "/xs.npy";
+  nlohmann::json job = solve(*c, req, out);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  EXPECT_EQ(job["params"]["sizes"], nlohmann::json({3, 5, 2}));  // small lists travel inline
+  EXPECT_EQ(job["result"]["layout"], "ragged");
+  EXPECT_EQ(job["result"]["systems"], 3);
+  const NpyArray xs = read_npy(out);
+  ASSERT_EQ(xs.shape, (std::vector<int64_t>{10}));
+  expect_matches_lapack(small, xs.values, false);
+
+  // Sizes from 1 to 3000, n = 1 and n = 2 included, given as an int64 .npy.
+  const std::vector<std::size_t> sizes = {1, 2, 3000, 17, 256, 1, 999};
+  const TridiagBatch big = ragged_batch(sizes, MatrixKind::kDiagonallyDominant, 5);
+  client::TridiagRequest req2 = request_for(write_batch(d.dir(), "b", big));
+  req2.sizes = d.dir() + "/sizes.npy";
+  write_npy_i64(req2.sizes, std::vector<int64_t>(sizes.begin(), sizes.end()));
+  const std::string out2 = d.dir() + "/xb.npy";
+  nlohmann::json job2 = solve(*c, req2, out2);
+  ASSERT_EQ(job2["state"], "COMPLETED") << job2.dump();
+  EXPECT_TRUE(job2["params"]["sizes"].contains("upload"));
+  const NpyArray xb = read_npy(out2);
+  ASSERT_EQ(xb.shape, (std::vector<int64_t>{4276}));
+  expect_matches_lapack(big, xb.values, true);
+}
+
+TEST(TridiagIntegration, InterleavedLayout) {
+  DaemonFixture d;
+  auto c = d.connect();
+  const TridiagBatch b = interleaved_batch(257, 50, MatrixKind::kDiagonallyDominant, 6);
+  client::TridiagRequest req = request_for(write_batch(d.dir(), "", b));
+  req.layout = "interleaved";
+  req.algorithm = "thomas";
+  const std::string out = d.dir() + "/x.npy";
+  nlohmann::json job = solve(*c, req, out);
+  ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+  EXPECT_EQ(job["result"]["layout"], "interleaved");
+  EXPECT_EQ(job["result"]["algorithm"], "thomas");
+  EXPECT_EQ(job["result"]["systems"], 50);
+  const NpyArray x = read_npy(out);
+  ASSERT_EQ(x.shape, (std::vector<int64_t>{257, 50}));
+  expect_matches_lapack(b, x.values, true);
+}
+
+TEST(TridiagIntegration, ResultIsFetchedLaterAndWideRowsStream) {
+  // Two systems of 600000 unknowns: one row of the (2, 600000) solution is 4.8 MB, more than a
+  // frame's payload, so the stream must not be framed by the array's rows.
+  DaemonFixture d;
+  auto c = d.connect();
+  const TridiagBatch b = strided_batch(2, 600000, MatrixKind::kDiagonallyDominant, 7);
+  client::TridiagRequest req = request_for(write_batch(d.dir(), "", b));
+  req.device = "cpu";
+  auto job = client::build_tridiag_job(*c, req);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  auto id = client::submit_job(*c, *job);
+  ASSERT_TRUE(id.is_ok());
+  auto done = client::follow_job(*c, *id, "", nullptr);
+  ASSERT_TRUE(done.is_ok());
+  ASSERT_EQ((*done)["state"], "COMPLETED") << done->dump();
+  EXPECT_EQ((*done)["solution"]["array_shape"], nlohmann::json({2, 600000}));
+  const std::string out = d.dir() + "/x.npy";
+  std::vector<int64_t> shape;
+  auto rows = client::fetch_result(*c, *id, out, &shape);
+  ASSERT_TRUE(rows.is_ok()) << rows.status().to_string();
+  EXPECT_EQ(shape, (std::vector<int64_t>{2, 600000}));
+  const NpyArray x = read_npy(out);
+  ASSERT_EQ(x.shape, (std::vector<int64_t>{2, 600000}));
+  expect_matches_lapack(b, x.values, true);
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -1,0 +1,40 @@
+#!/bin/bash
+# Builds the whole tree with CUDA on the GPU machine and runs what needs it: the GPU tests of
+# tridiag/, the daemon's tridiagonal jobs end to end (with a GPU present the daemon solves them
+# there), and the storage benchmark on the machine's local NVMe disk. Logs and JSON go to $OUT.
+# Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
+# /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
+# liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
+# Usage (repository root): scripts/device-check.sh
+set -u
+OUT=${OUT:-/tmp/device-check}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/device_check.log") 2>&1
+{ head -2 /etc/os-release; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; }
+PREFIX=/opt/dep
+mkdir -p $PREFIX
+for f in .debs/*.deb; do dpkg -x "$f" $PREFIX; done
+L=$PREFIX/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
+export PKG_CONFIG_PATH=$L/pkgconfig:${PKG_CONFIG_PATH:-}
+sed -i "s|=/usr|=$PREFIX/usr|" $L/pkgconfig/liburing.pc  # the carried .pc names /usr
+BUILD=/tmp/ssbuild
+cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_WERROR=ON \
+  -DCMAKE_PREFIX_PATH=$PREFIX/usr -DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include \
+  -DLAPACKE_LIBRARY=$L/liblapacke.so > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+grep -E "CUDA backend|liburing" "$OUT/configure.log"
+cmake --build $BUILD -j16 --target tridiag_test storage_bench > "$OUT/build.log" 2>&1 \
+  || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+echo "== tridiag tests (GPU included)"
+$BUILD/tridiag/tridiag_test --gtest_filter='Gpu*' 2>&1 | grep -E "^\[ *(PASSED|FAILED|SKIPPED) *\]|Failure|rror" | head -30
+echo "== storage bench (local disk)"
+$BUILD/bench/storage/storage_bench --dir /tmp/storage_bench --gib 4 --max-paths 2 --reps 3 \
+  --queue-depth 32 --request-mib 1 > "$OUT/storage_bench.json" 2> "$OUT/storage_bench.err"
+python3 -c "
+import json; d = json.load(open('$OUT/storage_bench.json'))
+for s in d['summary']: print({k: round(v, 3) for k, v in s.items()})"
+echo "== daemon tridiagonal jobs on the GPU machine"
+cmake --build $BUILD -j16 --target integration_test >> "$OUT/build.log" 2>&1 \
+  || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+OPENBLAS_NUM_THREADS=1 $BUILD/tests/integration/integration_test --gtest_filter='*Tridiag*' 2>&1 \
+  | grep -E "^\[ *(PASSED|FAILED|SKIPPED|RUN) *\]|Failure|rror|device" | head -60

@@ -31,7 +31,7 @@ nlohmann::json solve(client::Connection& c, const client::TridiagRequest& reques
 }
 
 // Checks every system of x (the daemon's solution, laid out like rhs) against LAPACK dgtsv:
-// a relative residual within 100x LAPACK's (and below 1e-12), and for well-conditioned batches
+// a relative residual within 100x LAPACK's (and below 1e-9), and for well-conditioned batches
 // the same solution to 1e-12. Returns the largest relative residual.
 double expect_matches_lapack(const TridiagBatch& b, const std::vector<double>& x,
                              bool well_conditioned) {
@@ -50,7 +50,10 @@ double expect_matches_lapack(const TridiagBatch& b, const std::vector<double>& x
         tridiag::relative_residual(dl.data(), d.data(), du.data(), xj.data(), f.data(), n);
     const double r_ref =
         tridiag::relative_residual(dl.data(), d.data(), du.data(), ref.data(), f.data(), n);
-    EXPECT_LT(r, 1e-12) << "system " << j;
+    // The real bound is LAPACK's own residual (below); this one only catches garbage. A
+    // backward-stable solve's residual relative to ||f|| grows with the condition number, and
+    // the GPU's SPIKE reached above 1e-12 on these random systems (within 100x of dgtsv).
+    EXPECT_LT(r, 1e-9) << "system " << j;
     EXPECT_LE(r, 100 * std::max(r_ref, 1e-16))
         << "system " << j << ": daemon " << r << " vs dgtsv " << r_ref;
     double x_max = 0, diff = 0, ref_max = 0;

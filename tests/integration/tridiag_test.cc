@@ -30,9 +30,26 @@ nlohmann::json solve(client::Connection& c, const client::TridiagRequest& reques
   return done.is_ok() ? *done : nlohmann::json{};
 }
 
+// Normwise backward error ||A x - f||_inf / (||A||_inf ||x||_inf + ||f||_inf) of one system.
+double backward_error(const std::vector<double>& dl, const std::vector<double>& d,
+                      const std::vector<double>& du, const std::vector<double>& x,
+                      const std::vector<double>& f) {
+  const std::size_t n = d.size();
+  double r_max = 0, a_max = 0, x_max = 0, f_max = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double lo = i > 0 ? dl[i] : 0.0, up = i + 1 < n ? du[i] : 0.0;
+    const double ax = (i > 0 ? lo * x[i - 1] : 0.0) + d[i] * x[i] + (i + 1 < n ? up * x[i + 1] : 0.0);
+    r_max = std::max(r_max, std::abs(ax - f[i]));
+    a_max = std::max(a_max, std::abs(lo) + std::abs(d[i]) + std::abs(up));
+    x_max = std::max(x_max, std::abs(x[i]));
+    f_max = std::max(f_max, std::abs(f[i]));
+  }
+  return r_max / (a_max * x_max + f_max);
+}
+
 // Checks every system of x (the daemon's solution, laid out like rhs) against LAPACK dgtsv:
-// a relative residual within 100x LAPACK's (and below 1e-9), and for well-conditioned batches
-// the same solution to 1e-12. Returns the largest relative residual.
+// a normwise backward error within 10 n eps (and a relative residual below 1e-9), and for
+// well-conditioned batches the same solution to 1e-12. Returns the largest relative residual.
 double expect_matches_lapack(const TridiagBatch& b, const std::vector<double>& x,
                              bool well_conditioned) {
   EXPECT_EQ(x.size(), b.rhs.size());
@@ -50,12 +67,16 @@ double expect_matches_lapack(const TridiagBatch& b, const std::vector<double>& x
         tridiag::relative_residual(dl.data(), d.data(), du.data(), xj.data(), f.data(), n);
     const double r_ref =
         tridiag::relative_residual(dl.data(), d.data(), du.data(), ref.data(), f.data(), n);
-    // The real bound is LAPACK's own residual (below); this one only catches garbage. A
-    // backward-stable solve's residual relative to ||f|| grows with the condition number, and
-    // the GPU's SPIKE reached above 1e-12 on these random systems (within 100x of dgtsv).
+    // Beside dgtsv (GEPP) the bound is what a backward-stable solver guarantees: a normwise
+    // backward error within a small multiple of n eps. The daemon's default on a GPU machine is
+    // SPIKE with diagonal pivoting (000 §III), whose residual on random systems was seen at
+    // 133x dgtsv's (8.1e-14 vs 6.1e-16, n = 257: about 1.4 n eps as a relative residual), so "within 100x of dgtsv"
+    // would be a bound on GEPP, not on stability.
+    const double eta = backward_error(dl, d, du, xj, f);
+    EXPECT_LE(eta, 10.0 * static_cast<double>(n) * 2.220446049250313e-16)
+        << "system " << j << ": backward error " << eta << ", relative residual " << r
+        << " (dgtsv " << r_ref << ")";
     EXPECT_LT(r, 1e-9) << "system " << j;
-    EXPECT_LE(r, 100 * std::max(r_ref, 1e-16))
-        << "system " << j << ": daemon " << r << " vs dgtsv " << r_ref;
     double x_max = 0, diff = 0, ref_max = 0;
     for (std::size_t i = 0; i < n; ++i) {
       x_max = std::max(x_max, std::abs(xj[i]));

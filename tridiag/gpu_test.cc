@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
@@ -139,6 +141,67 @@ TEST(GpuTest, StridedBatchesAroundTheTileEdges) {
     }
     SCOPED_TRACE("random, spike, n=" + std::to_string(n));
     compare(Algorithm::kSpike, std::vector<std::size_t>(5, n), 1, BatchLayout::kStrided);
+  }
+}
+
+// The one-pass kernel (group_spike.cu) around its edges: systems packed 288 / n to a warp
+// (n <= 288), one system over several warps (289..4608), last block partly empty.
+TEST(GpuTest, OnePassGroupsAroundTheirEdges) {
+  SKIP_WITHOUT_GPU();
+  for (std::size_t n : {4, 7, 143, 144, 145, 287, 288, 289, 575, 576, 577, 1000, 2880, 4607}) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{11}}) {
+      for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
+        SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n) +
+                     " count=" + std::to_string(count));
+        compare(alg, std::vector<std::size_t>(count, n), 0, BatchLayout::kStrided);
+      }
+      SCOPED_TRACE("random, spike, n=" + std::to_string(n));
+      compare(Algorithm::kSpike, std::vector<std::size_t>(count, n), 1, BatchLayout::kStrided);
+    }
+  }
+}
+
+// Every stability type as a strided batch of 4 systems of n = 1000 (one pass, 4 warps each).
+TEST(GpuTest, OnePassStabilitySuiteBatches) {
+  SKIP_WITHOUT_GPU();
+  for (int type = 1; type <= kStabilityTypes; ++type) {
+    SCOPED_TRACE("type " + std::to_string(type));
+    const std::size_t n = 1000, count = 4;
+    Batch b = make_batch(std::vector<std::size_t>(count, n), type);
+    std::vector<double> xc(n * count), xg(n * count);
+    BatchShape shape{BatchLayout::kStrided, n, count, {}};
+    SolveOptions opt;
+    opt.algorithm = Algorithm::kSpike;
+    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+    if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
+    const double res_c = max_residual(b, std::vector<std::size_t>(count, n), xc);
+    if (!std::isfinite(res_c)) continue;
+    GpuOptions gopt;
+    gopt.solve = opt;
+    auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()}, gopt);
+    ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
+    const double res_g = max_residual(b, std::vector<std::size_t>(count, n), xg);
+    EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU spike " << res_c;
+  }
+}
+
+// A breakdown deep in a batch names its system and row, at each level of the one-pass kernel:
+// an interior row, a lane separator (row 8 of a lane) and a warp separator (row 287).
+TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 600, count = 5;
+  for (std::size_t bad_row : {std::size_t{3}, std::size_t{8}, std::size_t{287}, std::size_t{599}}) {
+    Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+    const std::size_t o = 3 * n + bad_row;
+    b.d[o] = std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> x(n * count);
+    BatchShape shape{BatchLayout::kStrided, n, count, {}};
+    GpuOptions gopt;
+    gopt.solve.algorithm = Algorithm::kThomas;
+    auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.status().message().find("system 3: thomas (GPU)"), std::string::npos)
+        << r.status().message();
   }
 }
 

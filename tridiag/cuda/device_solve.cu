@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tridiag/cuda/cuda_check.h"
+#include "tridiag/cuda/group_spike.cuh"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/spike_kernels.cuh"
 
@@ -158,6 +159,13 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                        pivot_tolerance, flags, stream);
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved kernel launch"));
     return read_flags(name, flags, n, b.rows, stream);
+  }
+  if ((algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) &&
+      layout == BatchLayout::kStrided && b.system_size != 0 && b.system_size <= kMaxGroupSystem) {
+    launch_group_spike(pivoting, b.dl, b.d, b.du, b.f, b.x, b.rows, b.system_size,
+                       pivot_tolerance, flags, stream);
+    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "one-pass SPIKE kernel launch"));
+    return read_flags(name, flags, b.system_size, b.rows, stream);
   }
   if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
     LevelArgs args{b.rows, b.system_size, 1, b.rows, pivot_tolerance, flags};

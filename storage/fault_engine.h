@@ -9,7 +9,8 @@
 //
 // Messages are those of the real engines (apply_transfer_result), naming path, offset and errno.
 // The fault fires once; afterwards everything passes through. Requests after the faulty one in the
-// same batch are not performed.
+// same batch are not performed. run_batches() is IoEngine's: one request at a time through run(),
+// so a stream of parts meets the fault at the same request count.
 //
 // Thread-safety: run() may be called concurrently (the request counter is atomic).
 #pragma once

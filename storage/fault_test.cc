@@ -114,6 +114,63 @@ TEST_P(FaultTest, ShortReadOfAPart) {
   expect_generated("A", {"uniform", 1});  // the fault fired once; the data is intact
 }
 
+// A stream of parts over the fault engine: the k-th request fails; the error names the stripe,
+// path, offset and errno, parts reported done are correct, and the stored matrix is untouched.
+TEST_P(FaultTest, FailedRequestInAStreamOfParts) {
+  for (const auto kind : {FaultPlan::Kind::kFail, FaultPlan::Kind::kShortTransfer}) {
+    open_with({kind, 5, EIO, /*writes_only=*/false});
+    if (IsSkipped()) return;
+    store_.reset();
+    {
+      auto clean = std::move(MatrixStore::open(config_)).value();
+      ASSERT_TRUE(clean->create_generated("A", 150, {"uniform", 1}).is_ok());
+    }
+    store_ = std::move(MatrixStore::open(config_, fault_)).value();
+    auto m = std::move(store_->open_matrix("A")).value();
+    const StripeGeometry& g = m->geometry();
+    std::vector<AlignedBuffer> buffers;
+    std::vector<PartRead> parts;
+    for (int rep = 0; rep < 2; ++rep) {
+      for (int64_t I = 0; I < g.stripes; ++I) {
+        buffers.push_back(std::move(AlignedBuffer::allocate(m->part_layout(I, 1).buffer_bytes)).value());
+        parts.push_back({I, 1, buffers.back().data()});
+      }
+    }
+    std::vector<int> done(parts.size(), 0);
+    const Status st = m->read_parts(parts, [&](size_t k) { ++done[k]; });
+    ASSERT_TRUE(fault_->fired());
+    ASSERT_FALSE(st.is_ok());
+    EXPECT_NE(st.message().find("matrix 'A' stripe "), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("/objects/A/data at offset "), std::string::npos) << st.message();
+    if (kind == FaultPlan::Kind::kFail) {
+      EXPECT_EQ(st.code(), StatusCode::kIoError);
+      EXPECT_NE(st.message().find("(errno 5)"), std::string::npos) << st.message();
+    } else {
+      EXPECT_EQ(st.code(), StatusCode::kCorruption);
+      EXPECT_NE(st.message().find("unexpected end of file after"), std::string::npos);
+    }
+    EXPECT_FALSE(st.data_lost());  // a failed read loses nothing
+    int reported = 0;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (done[k] == 0) continue;
+      ++reported;
+      EXPECT_EQ(done[k], 1);
+      const int64_t I = parts[k].stripe;
+      const PartLayout layout = m->part_layout(I, 1);
+      for (int64_t c = 1; c < g.n; ++c) {
+        for (int64_t r = 0; r < g.rows(I); ++r) {
+          double v = 0;
+          std::memcpy(&v, parts[k].buffer + layout.data_offset + 8 * ((c - 1) * g.rows(I) + r), 8);
+          ASSERT_EQ(v, generated_value({"uniform", 1}, g.n, g.row_begin(I) + r, c));
+        }
+      }
+    }
+    EXPECT_LT(reported, static_cast<int>(parts.size()));
+    m.reset();
+    expect_generated("A", {"uniform", 1});  // the fault fired once; the data is intact
+  }
+}
+
 TEST_P(FaultTest, TornWriteOfAFactorPartIsDataLossAndDiscarded) {
   open_with({FaultPlan::Kind::kTornWrite, 0, EIO, /*writes_only=*/true});
   if (IsSkipped()) return;

@@ -13,6 +13,18 @@ std::string describe_transfer(const Transfer& t) {
   return s;
 }
 
+Status IoEngine::run_batches(IoBatchSource& source) {
+  std::span<const IoRequest> batch;
+  for (size_t b = 0; source.next_batch(batch); ++b) {
+    // Requests finish one by one here, so an empty batch means the source waits for itself.
+    if (batch.empty()) return Status::internal("I/O batch source is waiting with nothing in flight");
+    for (size_t i = 0; i < batch.size(); ++i) {
+      STRIPESOLVE_RETURN_IF_ERROR(source.completed(b, i, run(batch.subspan(i, 1))));
+    }
+  }
+  return Status::ok();
+}
+
 TransferStep apply_transfer_result(Transfer& t, int64_t result, Status* error) {
   if (result < 0) {
     const int err = static_cast<int>(-result);

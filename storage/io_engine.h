@@ -16,7 +16,13 @@
 // (pread_engine.h, the fallback and test oracle), and a fault-injecting wrapper for tests
 // (fault_engine.h).
 //
-// Thread-safety: every engine's run() may be called from several threads at once.
+// run_batches() streams batches from an IoBatchSource: the engine asks for the next batch while
+// the current one is still in flight, so a sequence of stripe parts keeps the disk busy across part
+// boundaries instead of draining the queue after each (issue 3). The io_uring engine overlaps
+// batches; the base implementation runs them one request at a time, in order.
+//
+// Thread-safety: every engine's run() and run_batches() may be called from several threads at
+// once.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +51,22 @@ struct IoRequest {
 // bytes, while later requests may still be in flight: checksums computed here overlap the I/O.
 using IoCompletion = std::function<void(size_t index)>;
 
+// What IoEngine::run_batches() pulls its requests from. All calls come from the thread of
+// run_batches(), one at a time.
+class IoBatchSource {
+ public:
+  virtual ~IoBatchSource() = default;
+  // Returns false when there are no more batches. Otherwise sets `batch`: the next requests, or
+  // empty when none can be given before one of the requests in flight completes (the engine asks
+  // again after the next completion; empty with nothing in flight is a bug, reported as kInternal).
+  // The requests must stay valid until each has been passed to completed() or the run returned.
+  virtual bool next_batch(std::span<const IoRequest>& batch) = 0;
+  // Request `index` of batch `batch` (numbered from 0 in the order next_batch gave non-empty ones)
+  // has moved all its bytes (`result` ok), or failed with `result`. A non-ok return ends the run
+  // with that status, after what is in flight has completed (checksum mismatches, error context).
+  virtual Status completed(size_t batch, size_t index, Status result) = 0;
+};
+
 class IoEngine {
  public:
   virtual ~IoEngine() = default;
@@ -54,6 +76,10 @@ class IoEngine {
   // `on_complete` (may be empty) is called once per request that completed.
   virtual Status run(std::span<const IoRequest> requests, const IoCompletion& on_complete) = 0;
   Status run(std::span<const IoRequest> requests) { return run(requests, IoCompletion()); }
+  // Runs every batch `source` gives; returns the first non-ok status completed() returned (no
+  // request is in flight any more then). This base version runs one request at a time through
+  // run(), so a failure is attributed to its request; the io_uring engine overrides it.
+  virtual Status run_batches(IoBatchSource& source);
 };
 
 inline constexpr int kMaxRetries = 64;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <optional>
+#include <string>
 
 #include "base/logging.h"
 #include "storage/checksum.h"
@@ -79,31 +82,92 @@ void StripedMatrix::part_requests(int64_t stripe, int64_t col_begin, IoOp op, st
   }
 }
 
-Status StripedMatrix::read_part(int64_t stripe, int64_t col_begin, std::byte* buffer) {
-  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, col_begin));
-  std::vector<IoPiece> pieces;
-  std::vector<IoRequest> requests;
-  part_requests(stripe, col_begin, IoOp::kRead, buffer, pieces, requests);
-  std::vector<std::optional<uint32_t>> stored;
-  if (store_->config.verify_checksums) {
-    std::lock_guard lock(mu_);
-    for (const IoPiece& p : pieces) {
-      stored.push_back(p.whole_segment ? manifest_.checksums[p.segment] : std::nullopt);
+// Gives the engine one batch per part, in list order, and verifies each segment as its request
+// completes, while the other requests are still in flight.
+class StripedMatrix::PartSource final : public IoBatchSource {
+ public:
+  PartSource(StripedMatrix& m, std::span<const PartRead> parts, const PartDone& on_done)
+      : m_(m), parts_(parts), on_done_(on_done) {}
+
+  bool next_batch(std::span<const IoRequest>& batch) override {
+    batch = {};
+    while (next_ < parts_.size()) {
+      const PartRead& part = parts_[next_];
+      for (const Batch& b : open_) {
+        if (b.requests_left > 0 && parts_[b.part].buffer == part.buffer) return true;  // busy
+      }
+      const size_t index = next_++;
+      Batch& b = open_.emplace_back();
+      b.part = index;
+      m_.part_requests(part.stripe, part.col_begin, IoOp::kRead, part.buffer, b.pieces, b.requests);
+      if (b.requests.empty()) {  // a part of zero bytes, when 8 * h * n is a multiple of 4 KiB
+        open_.pop_back();
+        if (on_done_) on_done_(index);
+        continue;
+      }
+      b.requests_left = b.requests.size();
+      if (m_.store_->config.verify_checksums) {
+        std::lock_guard lock(m_.mu_);
+        for (const IoPiece& p : b.pieces) {
+          b.stored.push_back(p.whole_segment ? m_.manifest_.checksums[p.segment] : std::nullopt);
+        }
+      }
+      batch = b.requests;
+      return true;
     }
+    return false;
   }
-  // Verify each segment as soon as it has arrived, while the others are still in flight.
-  Status mismatch;
-  const auto verify = [&](size_t k) {
-    if (!stored[k] || !mismatch.is_ok()) return;
-    const uint32_t computed = crc32c_extend(0, buffer + pieces[k].buffer_offset, pieces[k].length);
-    if (computed != *stored[k]) {
-      mismatch = checksum_mismatch(placement_, files_, pieces[k].segment, *stored[k], computed);
+
+  Status completed(size_t batch, size_t index, Status result) override {
+    Batch& b = open_[batch - first_batch_];
+    const PartRead& part = parts_[b.part];
+    Status st = std::move(result);
+    if (!st.is_ok()) {
+      st = st.with_context(m_.describe() + " stripe " + std::to_string(part.stripe));
+    } else if (!b.stored.empty() && b.stored[index]) {
+      const IoPiece& p = b.pieces[index];
+      const uint32_t computed = crc32c_extend(0, part.buffer + p.buffer_offset, p.length);
+      if (computed != *b.stored[index]) {
+        st = checksum_mismatch(m_.placement_, m_.files_, p.segment, *b.stored[index], computed)
+                 .with_context(m_.describe());
+      }
     }
+    if (!st.is_ok()) b.failed = true;
+    if (--b.requests_left == 0 && !b.failed && on_done_) on_done_(b.part);
+    while (!open_.empty() && open_.front().requests_left == 0) {
+      open_.pop_front();
+      ++first_batch_;
+    }
+    return st;
+  }
+
+ private:
+  struct Batch {
+    size_t part = 0;
+    std::vector<IoPiece> pieces;
+    std::vector<IoRequest> requests;            // one per piece; stays put until completed
+    std::vector<std::optional<uint32_t>> stored;  // per piece when verifying
+    size_t requests_left = 0;
+    bool failed = false;
   };
-  Status st = store_->engine->run(requests, stored.empty() ? IoCompletion() : IoCompletion(verify));
-  if (!st.is_ok()) return st.with_context(describe() + " stripe " + std::to_string(stripe));
-  if (!mismatch.is_ok()) return mismatch.with_context(describe());
-  return Status::ok();
+
+  StripedMatrix& m_;
+  const std::span<const PartRead> parts_;
+  const PartDone& on_done_;
+  size_t next_ = 0;           // first part not started
+  std::deque<Batch> open_;    // batches first_batch_, first_batch_ + 1, ... (not all finished)
+  size_t first_batch_ = 0;
+};
+
+Status StripedMatrix::read_part(int64_t stripe, int64_t col_begin, std::byte* buffer) {
+  const PartRead part{stripe, col_begin, buffer};
+  return read_parts({&part, 1}, PartDone());
+}
+
+Status StripedMatrix::read_parts(std::span<const PartRead> parts, const PartDone& on_done) {
+  for (const PartRead& p : parts) STRIPESOLVE_RETURN_IF_ERROR(check_part(p.stripe, p.col_begin));
+  PartSource source(*this, parts, on_done);
+  return store_->engine->run_batches(source);
 }
 
 Status StripedMatrix::write_part(int64_t stripe, int64_t col_begin, const std::byte* buffer) {

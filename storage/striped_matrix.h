@@ -6,6 +6,10 @@
 // column-major with leading dimension h_I; the bytes before it are columns < c0 of the same stripe
 // (read from disk, written back unchanged), the bytes after it up to buffer_bytes are zero padding.
 //
+// read_parts() reads a list of parts as one stream over the engine (run_batches): the requests of
+// the next part are queued while the current part is in flight, so the disk does not idle between
+// parts (issue 3). read_part() is read_parts() of one part.
+//
 // Checksums: a read verifies every segment it covers entirely against the manifest's CRC32C (when
 // the store's verify_checksums is on and the CRC is known). A write records the CRC of every
 // segment it covers entirely and marks partly written ones unknown; commit() computes the unknown
@@ -22,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -45,6 +50,17 @@ struct PartLayout {
   uint64_t data_bytes = 0;    // 8 * h_I * (n - c0)
 };
 
+// One stripe part to read: stripe `stripe` from column `col_begin` into `buffer` (PartLayout).
+struct PartRead {
+  int64_t stripe = 0;
+  int64_t col_begin = 0;
+  std::byte* buffer = nullptr;
+};
+
+// Called on the thread of read_parts() when part `index` of the list has arrived and its checksums
+// are verified; the part's buffer is not touched by read_parts() again after this returns.
+using PartDone = std::function<void(size_t index)>;
+
 class StripedMatrix {
  public:
   enum class Mode { kReadOnly, kNewFactor, kInPlace };
@@ -66,6 +82,14 @@ class StripedMatrix {
 
   PartLayout part_layout(int64_t stripe, int64_t col_begin) const;
   Status read_part(int64_t stripe, int64_t col_begin, std::byte* buffer);
+  // Reads `parts` in list order as one stream, calling `on_done` (may be empty) as each arrives;
+  // with io_uring, parts complete in about list order but not necessarily in it. Entries may share
+  // a buffer (a ring of buffers): a part starts only after every earlier part with the same buffer
+  // is done and its on_done returned; buffers that are not the same must not overlap. Every part
+  // is checked before any I/O. Returns the first error (kCorruption on a checksum mismatch, the
+  // engine's error naming path, offset and errno otherwise); on_done is not called for a failed
+  // part, and parts after it may or may not have been read. Nothing is in flight on return.
+  Status read_parts(std::span<const PartRead> parts, const PartDone& on_done);
   Status write_part(int64_t stripe, int64_t col_begin, const std::byte* buffer);
 
   Status write_blob(std::string_view key, std::span<const std::byte> bytes);
@@ -76,6 +100,7 @@ class StripedMatrix {
   Status commit();
 
  private:
+  class PartSource;
   Status check_part(int64_t stripe, int64_t col_begin) const;
   void part_requests(int64_t stripe, int64_t col_begin, IoOp op, std::byte* buffer,
                      std::vector<IoPiece>& pieces, std::vector<IoRequest>& requests) const;

@@ -3,6 +3,10 @@
 // chunks of request_bytes and ordered chunk 0 of every request, then chunk 1, ..., which spreads
 // the queue over all paths (consecutive segments lie on consecutive paths).
 //
+// run_batches() takes the source's next batch whenever fewer than queue_depth chunks wait to be
+// submitted, so the chunks of the next stripe part are queued while the current one is still in
+// flight; chunks are submitted as soon as a completion frees a slot. run() is one batch.
+//
 // Plain request values become SQEs in one function (prepare_sqe); a chunk's state rides in
 // user_data (its index). Completions go through apply_transfer_result (io_engine.h) like the pread
 // engine: short transfers and -EAGAIN/-EINTR are resubmitted for the rest, other errors end the
@@ -13,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -32,9 +37,14 @@ class UringEngine final : public IoEngine {
   std::string_view name() const override { return "io_uring"; }
   using IoEngine::run;
   Status run(std::span<const IoRequest> requests, const IoCompletion& on_complete) override;
+  Status run_batches(IoBatchSource& source) override;
 
  private:
   struct Ring;
+  struct Chunk;
+  // Appends the chunks of one batch to `pending` in submission order; counts them per request.
+  void cut_batch(std::span<const IoRequest> requests, size_t batch,
+                 std::vector<uint32_t>& chunks_left, std::deque<Chunk>& pending) const;
   Result<std::unique_ptr<Ring>> acquire();
   void release(std::unique_ptr<Ring> ring);
 

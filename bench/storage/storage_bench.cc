@@ -1,7 +1,10 @@
-// Storage throughput: whole stripe parts read and written through MatrixStore over 1..P paths,
+// Storage throughput: whole stripe parts read and written through MatrixStore over 1..P paths
+// (read_part one call per part, and read_parts streaming all parts through a ring of buffers),
 // beside the raw O_DIRECT sequential throughput of the same filesystem measured in the same run by
 // a plain pwrite/pread loop. Prints one JSON document with GB/s (1e9 bytes/s) and the ratios
-// store/raw (target >= 0.9, issue 3).
+// store/raw (target >= 0.9, issue 3). It also times reads of one column (the smallest parts)
+// through read_part and as a plain pread of the store's data file: the difference is the fixed
+// cost of a read_part call.
 //
 //   storage_bench --dir /tmp/ssbench --gib 4 --max-paths 3 --stripe-rows 1000
 //                 --engine io_uring --queue-depth 32 --request-mib 1 --reps 2   (one line)
@@ -120,6 +123,44 @@ PartRun move_parts(StripedMatrix& m, int64_t c0_num, int64_t c0_den, bool write,
   return run;
 }
 
+// The same reads as move_parts(.., false, ..) as one read_parts stream over a ring of buffers.
+PartRun read_parts_pipelined(StripedMatrix& m, int64_t c0_num, int64_t c0_den,
+                             std::vector<AlignedBuffer>& ring) {
+  const StripeGeometry& g = m.geometry();
+  PartRun run;
+  std::vector<PartRead> parts;
+  for (int64_t I = 0; I < g.stripes; ++I) {
+    const int64_t c0 = g.n * c0_num / c0_den;
+    parts.push_back({I, c0, ring[I % ring.size()].data()});
+    run.bytes += m.part_layout(I, c0).buffer_bytes;
+  }
+  const double t0 = now();
+  check(m.read_parts(parts, PartDone()));
+  run.gbps = static_cast<double>(run.bytes) / (now() - t0) / 1e9;
+  return run;
+}
+
+// Mean microseconds per read of the last column of every stripe: through read_part, and as one
+// plain O_DIRECT pread of as many bytes from the store's first data file (the disk's latency).
+std::pair<double, double> small_read_us(StripedMatrix& m, AlignedBuffer& buffer, int calls) {
+  const StripeGeometry& g = m.geometry();
+  double t0 = now();
+  for (int k = 0; k < calls; ++k) check(m.read_part(k % g.stripes, g.n - 1, buffer.data()));
+  const double store_us = (now() - t0) / calls * 1e6;
+  const uint64_t length = m.part_layout(0, g.n - 1).buffer_bytes;
+  const uint64_t file_bytes = m.placement().file_bytes()[0];
+  const DataFile& f = m.files()[0];
+  t0 = now();
+  for (int k = 0; k < calls; ++k) {
+    const uint64_t off = (static_cast<uint64_t>(k) * kMiB) % (file_bytes - length) / 4096 * 4096;
+    if (::pread(f.fd(), buffer.data(), length, static_cast<off_t>(off)) !=
+        static_cast<ssize_t>(length)) {
+      die("raw pread of " + f.path() + " failed");
+    }
+  }
+  return {store_us, (now() - t0) / calls * 1e6};
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -189,6 +230,13 @@ int main(int argc, char** argv) {
     }
     auto buffer = AlignedBuffer::allocate(largest);
     check(buffer.status());
+    // Three buffers: a part may start while the two before it are still arriving.
+    std::vector<AlignedBuffer> ring;
+    for (int k = 0; k < 3; ++k) {
+      auto b = AlignedBuffer::allocate(largest);
+      check(b.status());
+      ring.push_back(std::move(b).value());
+    }
     for (int rep = 0; rep < o.reps; ++rep) {
       // Raw first, on the same filesystem, then the store: same disk state within one rep. The
       // ratios use the better of one and four requests in flight: what the disk can do.
@@ -198,6 +246,9 @@ int main(int argc, char** argv) {
       const PartRun w = move_parts(**f, 0, 1, true, *buffer);
       const PartRun r = move_parts(**a, 0, 1, false, *buffer);
       const PartRun rh = move_parts(**a, 1, 2, false, *buffer);  // parts from column n/2
+      const PartRun rp = read_parts_pipelined(**a, 0, 1, ring);
+      const PartRun rhp = read_parts_pipelined(**a, 1, 2, ring);
+      const auto [small_us, raw_small_us] = small_read_us(**a, *buffer, 200);
       rows.push_back({{"paths", paths},
                       {"rep", rep},
                       {"engine", (*store)->engine_name()},
@@ -211,9 +262,15 @@ int main(int argc, char** argv) {
                       {"part_write_gbps", w.gbps},
                       {"part_read_gbps", r.gbps},
                       {"half_part_read_gbps", rh.gbps},
+                      {"part_read_pipelined_gbps", rp.gbps},
+                      {"half_part_read_pipelined_gbps", rhp.gbps},
+                      {"small_read_us", small_us},
+                      {"raw_small_read_us", raw_small_us},
                       {"write_ratio", w.gbps / raw_w},
                       {"read_ratio", r.gbps / raw_r},
-                      {"half_read_ratio", rh.gbps / raw_r}});
+                      {"half_read_ratio", rh.gbps / raw_r},
+                      {"read_pipelined_ratio", rp.gbps / raw_r},
+                      {"half_read_pipelined_ratio", rhp.gbps / raw_r}});
       std::cerr << rows.back().dump() << "\n";
     }
     f->reset();
@@ -228,8 +285,10 @@ int main(int argc, char** argv) {
     nlohmann::json s = {{"paths", paths}};
     for (const char* key : {"raw_write_gbps", "raw_read_gbps", "raw_one_stream_read_gbps",
                             "raw_four_streams_read_gbps", "part_write_gbps", "part_read_gbps",
-                            "half_part_read_gbps", "write_ratio", "read_ratio",
-                            "half_read_ratio"}) {
+                            "half_part_read_gbps", "part_read_pipelined_gbps",
+                            "half_part_read_pipelined_gbps", "small_read_us", "raw_small_read_us",
+                            "write_ratio", "read_ratio", "half_read_ratio",
+                            "read_pipelined_ratio", "half_read_pipelined_ratio"}) {
       std::vector<double> v;
       for (const auto& r : rows) {
         if (r["paths"] == paths) v.push_back(r[key].get<double>());

@@ -1,0 +1,186 @@
+// StripedMatrix::read_parts: a stream of parts equals read_part part by part, with both engines,
+// one and several paths, odd n and n < S; rings of buffers; errors and checksum mismatches.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+
+#include "storage/data_file.h"
+#include "storage/engine_select.h"
+#include "storage/store_test_support.h"
+
+namespace stripesolve::storage {
+namespace {
+
+struct Case {
+  std::string engine;
+  int paths;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& c) {
+  std::string name = c.param.engine == "pread" ? "pread" : "uring";
+  name += std::to_string(c.param.paths);
+  return name;
+}
+
+class PartReadsTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    if (GetParam().engine == "io_uring") {
+      Status usable = io_uring_usable();
+      if (!usable.is_ok()) GTEST_SKIP() << "io_uring unavailable: " << usable.message();
+    }
+    config_ = temp_store_config("parts", GetParam().paths, GetParam().engine);
+    auto s = MatrixStore::open(config_);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+    store_ = std::move(s).value();
+  }
+
+  std::unique_ptr<StripedMatrix> make(int64_t n) {
+    const std::string name = std::string("A").append(std::to_string(n));
+    EXPECT_TRUE(store_->create_generated(name, n, spec_).is_ok());
+    auto m = store_->open_matrix(name);
+    EXPECT_TRUE(m.is_ok()) << m.status().to_string();
+    return m.is_ok() ? std::move(m).value() : nullptr;
+  }
+
+  // Whether `buffer` holds part (I, c0) of the generated matrix; counts the nonzero values so that
+  // a buffer left at zero cannot pass for the matrix.
+  bool holds_part(const StripedMatrix& m, int64_t I, int64_t c0, const std::byte* buffer) {
+    const StripeGeometry& g = m.geometry();
+    const PartLayout layout = m.part_layout(I, c0);
+    const int64_t h = g.rows(I);
+    std::vector<double> v(layout.data_bytes / 8);
+    if (!v.empty()) std::memcpy(v.data(), buffer + layout.data_offset, layout.data_bytes);
+    for (int64_t c = c0; c < g.n; ++c) {
+      for (int64_t r = 0; r < h; ++r) {
+        const double want = generated_value(spec_, g.n, g.row_begin(I) + r, c);
+        if (v[(c - c0) * h + r] != want) return false;
+        nonzero_ += want != 0;
+      }
+    }
+    return true;
+  }
+
+  // Every stripe from columns 0, 1, n/2, n-1 and n.
+  static std::vector<std::pair<int64_t, int64_t>> all_parts(const StripeGeometry& g) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (int64_t I = 0; I < g.stripes; ++I) {
+      for (int64_t c0 : {int64_t{0}, int64_t{1}, g.n / 2, g.n - 1, g.n}) out.emplace_back(I, c0);
+    }
+    return out;
+  }
+
+  const GeneratorSpec spec_{"uniform", 11};
+  StoreConfig config_;
+  std::unique_ptr<MatrixStore> store_;
+  int64_t nonzero_ = 0;
+};
+
+TEST_P(PartReadsTest, StreamEqualsTheGenerator) {
+  // n < S (S = 64), odd n over several stripes of unequal heights, and n with 8 * h * n a
+  // multiple of 4 KiB (parts from column n are then empty).
+  for (int64_t n : {7, 131, 301, 128}) {
+    auto m = make(n);
+    ASSERT_NE(m, nullptr);
+    const auto list = all_parts(m->geometry());
+    std::vector<AlignedBuffer> buffers;
+    std::vector<PartRead> parts;
+    for (const auto& [I, c0] : list) {
+      buffers.push_back(std::move(AlignedBuffer::allocate(m->part_layout(I, c0).buffer_bytes + 1)).value());
+      parts.push_back({I, c0, buffers.back().data()});
+    }
+    std::vector<int> done(parts.size(), 0);
+    ASSERT_TRUE(m->read_parts(parts, [&](size_t k) { ++done[k]; }).is_ok());
+    EXPECT_EQ(done, std::vector<int>(parts.size(), 1)) << "n = " << n;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      EXPECT_TRUE(holds_part(*m, parts[k].stripe, parts[k].col_begin, parts[k].buffer))
+          << "n = " << n << " stripe " << parts[k].stripe << " from column " << parts[k].col_begin;
+    }
+  }
+  EXPECT_GT(nonzero_, 0);
+}
+
+TEST_P(PartReadsTest, RingOfTwoBuffersIsNotOverwrittenBeforeItsPartIsDone) {
+  auto m = make(301);
+  ASSERT_NE(m, nullptr);
+  uint64_t largest = 0;
+  for (int64_t I = 0; I < m->geometry().stripes; ++I) {
+    largest = std::max(largest, m->part_layout(I, 0).buffer_bytes);
+  }
+  std::vector<AlignedBuffer> ring;
+  for (int k = 0; k < 2; ++k) ring.push_back(std::move(AlignedBuffer::allocate(largest)).value());
+  std::vector<PartRead> parts;
+  for (int rep = 0; rep < 3; ++rep) {
+    for (const auto& [I, c0] : all_parts(m->geometry())) {
+      parts.push_back({I, c0, ring[parts.size() % 2].data()});
+    }
+  }
+  // Checked inside on_done: a later part that shares the buffer must not have started yet.
+  std::vector<int> good(parts.size(), 0);
+  ASSERT_TRUE(m->read_parts(parts, [&](size_t k) {
+                 good[k] = holds_part(*m, parts[k].stripe, parts[k].col_begin, parts[k].buffer);
+               }).is_ok());
+  EXPECT_EQ(good, std::vector<int>(parts.size(), 1));
+  EXPECT_GT(nonzero_, 0);
+}
+
+TEST_P(PartReadsTest, InvalidPartReadsNothing) {
+  auto m = make(131);
+  ASSERT_NE(m, nullptr);
+  auto buffer = std::move(AlignedBuffer::allocate(m->part_layout(0, 0).buffer_bytes)).value();
+  std::memset(buffer.data(), 0x7f, buffer.size());
+  const std::vector<PartRead> parts{{0, 0, buffer.data()}, {3, 0, buffer.data()}};
+  int calls = 0;
+  const Status st = m->read_parts(parts, [&](size_t) { ++calls; });
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("stripe 3 from column 0 is outside 3 stripes"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(buffer.data()[0], std::byte{0x7f});  // checked before any I/O
+  EXPECT_TRUE(m->read_parts({}, [&](size_t) { ++calls; }).is_ok());
+  EXPECT_EQ(calls, 0);
+}
+
+TEST_P(PartReadsTest, ChecksumMismatchNamesTheSegmentAndSkipsThePart) {
+  auto m = make(200);
+  ASSERT_NE(m, nullptr);
+  const std::string data = config_.paths[0] + "/objects/A200/data";
+  {
+    const int fd = ::open(data.c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    char byte = 0;
+    ASSERT_EQ(::pread(fd, &byte, 1, 100), 1);
+    byte ^= 0x10;
+    ASSERT_EQ(::pwrite(fd, &byte, 1, 100), 1);
+    ::close(fd);
+  }
+  std::vector<AlignedBuffer> buffers;
+  std::vector<PartRead> parts;
+  for (int64_t I = 0; I < m->geometry().stripes; ++I) {
+    buffers.push_back(std::move(AlignedBuffer::allocate(m->part_layout(I, 0).buffer_bytes)).value());
+    parts.push_back({I, 0, buffers.back().data()});
+  }
+  std::map<size_t, int> done;
+  const Status st = m->read_parts(parts, [&](size_t k) { ++done[k]; });
+  ASSERT_EQ(st.code(), StatusCode::kCorruption);
+  EXPECT_NE(st.message().find("matrix 'A200': checksum mismatch in segment 0 (stripe 0, " + data +
+                              " at offset 0, "),
+            std::string::npos)
+      << st.message();
+  EXPECT_EQ(done.count(0), 0u);  // the damaged part is not reported as read
+  for (const auto& [k, calls] : done) {
+    EXPECT_EQ(calls, 1);
+    EXPECT_TRUE(holds_part(*m, parts[k].stripe, 0, parts[k].buffer));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EnginesAndPaths, PartReadsTest,
+                         ::testing::Values(Case{"pread", 1}, Case{"pread", 3},
+                                           Case{"io_uring", 1}, Case{"io_uring", 3}),
+                         case_name);
+
+}  // namespace
+}  // namespace stripesolve::storage

@@ -1,5 +1,6 @@
 #include "cache/stripe_cache.h"
 
+#include <algorithm>
 #include <string>
 
 #include "base/internal_error.h"
@@ -220,25 +221,36 @@ void StripeCache::remove(int64_t stripe) {
 }
 
 std::optional<IoWork> StripeCache::next_io_work() {
+  std::vector<IoWork> batch = next_io_batch(1);
+  if (batch.empty()) return std::nullopt;
+  return batch.front();
+}
+
+std::vector<IoWork> StripeCache::next_io_batch(size_t max) {
+  STRIPESOLVE_CHECK(max > 0, "cache: next_io_batch of no cells");
   Lock lock(mu_);
   for (;;) {
-    if (shut_down_ || !failure_.is_ok()) return std::nullopt;
-    Cell* upload = nullptr;
-    Cell* download = nullptr;
+    if (shut_down_ || !failure_.is_ok()) return {};
+    std::vector<Cell*> downloads;
     for (auto& [s, c] : cells_) {
-      if (c.state == CellState::kWaitUpload && upload == nullptr) upload = &c;
-      if (c.state == CellState::kWaitDownload &&
-          (download == nullptr || c.created < download->created)) {
-        download = &c;
+      if (c.state == CellState::kWaitUpload) {
+        transition_locked(s, CellState::kUploading);
+        return {IoWork{IoWork::Kind::kUpload, c.view}};
       }
+      if (c.state == CellState::kWaitDownload) downloads.push_back(&c);
     }
-    if (upload != nullptr) {
-      transition_locked(upload->view.stripe, CellState::kUploading);
-      return IoWork{IoWork::Kind::kUpload, upload->view};
-    }
-    if (download != nullptr) {
-      transition_locked(download->view.stripe, CellState::kDownloading);
-      return IoWork{IoWork::Kind::kDownload, download->view};
+    if (!downloads.empty()) {
+      // In request order: the master needs them in that order (and the disk streams them so).
+      std::sort(downloads.begin(), downloads.end(),
+                [](const Cell* a, const Cell* b) { return a->created < b->created; });
+      if (downloads.size() > max) downloads.resize(max);
+      std::vector<IoWork> batch;
+      batch.reserve(downloads.size());
+      for (Cell* c : downloads) {
+        transition_locked(c->view.stripe, CellState::kDownloading);
+        batch.push_back(IoWork{IoWork::Kind::kDownload, c->view});
+      }
+      return batch;
     }
     changed_.wait(lock);
   }
@@ -247,6 +259,7 @@ std::optional<IoWork> StripeCache::next_io_work() {
 void StripeCache::finish_io(const IoWork& work, const Status& result) {
   Lock lock(mu_);
   if (!result.is_ok()) {
+    ++stats_.failed_transfers;
     if (failure_.is_ok()) failure_ = result;
     changed_.notify_all();
     return;  // the cell stays in its transfer state; the job is over

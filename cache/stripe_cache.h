@@ -13,10 +13,14 @@
 // evicted. If nothing is in flight and nothing is evictable the request fails with
 // kResourceExhausted (the budget is too small for the working set; the planner prevents it).
 //
-// The cache does no I/O itself: the I/O role (scheduler/) takes work from next_io_work(), reads or
-// writes the cell buffer, and reports with finish_io().
+// The cache does no I/O itself: the I/O role (scheduler/) takes work from next_io_work() or
+// next_io_batch(), reads or writes the cell buffer, and reports each cell with finish_io(), exactly
+// once. A batch is either one upload or up to `max` downloads, oldest first: the role may stream
+// the downloads of a batch as one disk stream and report each as it arrives. Uploads are never
+// batched with downloads, so a download is never started ahead of an upload the role has taken.
 //
-// Ownership of cell buffers follows the state: kDownloading/kUploading -> the I/O role;
+// Ownership of cell buffers follows the state: kDownloading/kUploading -> the I/O role (every cell
+// of a batch, from next_io_batch() until its own finish_io());
 // kElimI -> elim.I; kElimJ -> the elim.J worker that moved it there; kStuck -> read-only for all;
 // other states -> nobody touches the values. The transitions (under the mutex) order the accesses.
 //
@@ -73,6 +77,7 @@ struct CacheStats {
   uint64_t misses = 0;        // requests that created a cell to download
   uint64_t evictions = 0;
   uint64_t uploads = 0;       // evictions that wrote a dirty cell back
+  uint64_t failed_transfers = 0;  // finish_io() reports with an error
   size_t cells = 0;
 };
 
@@ -116,8 +121,14 @@ class StripeCache {
   // I/O role: blocks until a cell waits for upload (served first: they free memory) or download,
   // moves it to kUploading/kDownloading and returns it; nullopt after shutdown() or fail().
   std::optional<IoWork> next_io_work();
-  // I/O role: a download moves the cell to its target state, an upload removes the cell.
-  // A failed transfer fails the whole cache with that status.
+  // I/O role: blocks like next_io_work(), then returns one upload if any waits (alone: uploads
+  // free memory and keep their queue position ahead of later downloads), else every waiting
+  // download up to `max`, oldest first, all moved to kDownloading. Empty after shutdown() or
+  // fail(). The caller owns every returned cell until it reports that cell with finish_io().
+  std::vector<IoWork> next_io_batch(size_t max);
+  // I/O role, once per cell taken: a download moves the cell to its target state, an upload
+  // removes the cell (or idles it after write_back()). A failed transfer fails the whole cache with
+  // that status (first failure wins) and leaves the cell in its transfer state.
   void finish_io(const IoWork& work, const Status& result);
 
   // Evicts every idle cell (dirty ones through the I/O role) and waits until the table is empty.
@@ -129,7 +140,7 @@ class StripeCache {
 
   // Wakes every waiter; from now on every wait returns `status` (first failure wins).
   void fail(Status status);
-  // Stops the I/O role (next_io_work returns nullopt).
+  // Stops the I/O role (next_io_work returns nullopt, next_io_batch an empty batch).
   void shutdown();
   Status failure() const;
 

@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <set>
 
+#include "storage/engine_select.h"
+#include "storage/fault_engine.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 
@@ -273,6 +276,55 @@ TEST_F(DenseSolveTest, CancelMidFactorizationLeavesTheStoreConsistent) {
   auto again = solve("A", b, 1, o, small_engine(64 << 20));
   ASSERT_TRUE(again.is_ok()) << again.status().to_string();
   expect_matches_lapack(a, n, b, 1, *again, 1e-13, "after cancel");
+}
+
+// The I/O role streams queued downloads through io_uring (read_parts overlaps the parts).
+TEST_F(DenseSolveTest, TinyCacheStreamsThroughIoUring) {
+  if (!storage::io_uring_usable().is_ok()) {
+    GTEST_SKIP() << "io_uring unavailable: " << storage::io_uring_usable().message();
+  }
+  storage::StoreConfig c = store_->config();
+  c.io_engine = "io_uring";
+  store_.reset();
+  store_ = storage::MatrixStore::open(c).value();
+  const int64_t n = 640, s = 64;
+  const auto a = generated("A", n, s, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 5);
+  for (Strategy st : {Strategy::kBasic, Strategy::kMetaZigzag}) {
+    DenseSolveOptions o;
+    o.strategy = st;
+    o.reuse_factors = false;
+    auto rep = solve("A", b, 1, o, small_engine(3 * 8 * s * n + 8 * 4096));
+    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, std::string(strategy_name(st)));
+  }
+}
+
+// A read that fails inside a stream of parts fails the solve with that error (no hang, no
+// internal error); the store stays usable.
+TEST_F(DenseSolveTest, ReadErrorMidFactorizationFailsTheSolve) {
+  const int64_t n = 640, s = 64;
+  const auto a = generated("A", n, s, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 5);
+  const storage::StoreConfig c = store_->config();
+  store_.reset();
+  {
+    // The cache holds the whole matrix: the factorization only reads until its write-back.
+    const storage::FaultPlan plan{storage::FaultPlan::Kind::kFail, 20, EIO};
+    auto fault = std::make_shared<storage::FaultEngine>(storage::make_io_engine(c).value(), plan);
+    store_ = storage::MatrixStore::open(c, fault).value();
+    auto rep = solve("A", b, 1, DenseSolveOptions{}, small_engine(64 << 20));
+    ASSERT_FALSE(rep.is_ok());
+    EXPECT_TRUE(fault->fired());
+    EXPECT_EQ(rep.status().code(), StatusCode::kIoError) << rep.status().to_string();
+    EXPECT_NE(rep.status().message().find("(errno 5)"), std::string::npos)
+        << rep.status().message();
+    store_.reset();
+  }
+  store_ = storage::MatrixStore::open(c).value();
+  auto again = solve("A", b, 1, DenseSolveOptions{}, small_engine(64 << 20));
+  ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+  expect_matches_lapack(a, n, b, 1, *again, 1e-13, "after a read error");
 }
 
 TEST_F(DenseSolveTest, SolutionChunksCoverEveryRowLastStripeFirst) {

@@ -1,10 +1,21 @@
 #include "scheduler/io_role.h"
 
+#include <algorithm>
 #include <string>
 
 #include "base/internal_error.h"
 
 namespace stripesolve::scheduler {
+
+namespace {
+
+TraceRecorder::Args part_args(const cache::IoWork& work, const storage::PartLayout& layout) {
+  return {{"stripe", std::to_string(work.cell.stripe)},
+          {"col", std::to_string(work.cell.i0_store)},
+          {"bytes", std::to_string(layout.data_bytes)}};
+}
+
+}  // namespace
 
 IoRole::IoRole(cache::StripeCache& cache, ProgressMeter& progress, TraceRecorder* trace)
     : cache_(cache), progress_(progress), trace_(trace), thread_([this] { run(); }) {}
@@ -21,43 +32,99 @@ void IoRole::set_sources(storage::StripedMatrix* original, storage::StripedMatri
   written_.assign(original == nullptr ? 0 : original->geometry().stripes, false);
 }
 
-Status IoRole::transfer(const cache::IoWork& work) {
+Status IoRole::upload(const cache::IoWork& work) {
   const int64_t s = work.cell.stripe;
   const int64_t c0 = work.cell.i0_store;
   storage::StripedMatrix* object = nullptr;
-  bool download = work.kind == cache::IoWork::Kind::kDownload;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (download) {
-      object = (factor_ != nullptr && written_[s]) ? factor_ : original_;
-    } else {
-      STRIPESOLVE_CHECK(factor_ != nullptr, "upload of stripe " + std::to_string(s) +
-                                                " in a read-only phase");
-      object = factor_;
-    }
+    object = factor_;
   }
-  STRIPESOLVE_CHECK(object != nullptr, "I/O role has no source for stripe " + std::to_string(s));
+  STRIPESOLVE_CHECK(object != nullptr,
+                    "upload of stripe " + std::to_string(s) + " in a read-only phase");
   const storage::PartLayout layout = object->part_layout(s, c0);
   STRIPESOLVE_CHECK(layout.buffer_bytes <= work.cell.bytes,
                     "cell of stripe " + std::to_string(s) + " smaller than its part");
-  TraceRecorder::Span span(trace_, "io", download ? "read" : "write",
-                           {{"stripe", std::to_string(s)}, {"col", std::to_string(c0)},
-                            {"bytes", std::to_string(layout.data_bytes)}});
-  if (download) {
-    STRIPESOLVE_RETURN_IF_ERROR(object->read_part(s, c0, work.cell.buffer));
-    progress_.add_io(layout.data_bytes, 0);
-  } else {
-    STRIPESOLVE_RETURN_IF_ERROR(object->write_part(s, c0, work.cell.buffer));
-    progress_.add_io(0, layout.data_bytes);
-    std::lock_guard<std::mutex> lock(mu_);
-    written_[s] = true;
-  }
+  TraceRecorder::Span span(trace_, "io", "write", part_args(work, layout));
+  STRIPESOLVE_RETURN_IF_ERROR(object->write_part(s, c0, work.cell.buffer));
+  progress_.add_io(0, layout.data_bytes);
+  std::lock_guard<std::mutex> lock(mu_);
+  written_[s] = true;
   return Status::ok();
 }
 
+void IoRole::download(std::span<const cache::IoWork> works) {
+  // The batch holds no upload, so the written flags cannot change while it is read.
+  std::vector<storage::StripedMatrix*> objects;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const cache::IoWork& w : works) {
+      const int64_t s = w.cell.stripe;
+      objects.push_back((factor_ != nullptr && written_[s]) ? factor_ : original_);
+      STRIPESOLVE_CHECK(objects.back() != nullptr,
+                        "I/O role has no source for stripe " + std::to_string(s));
+    }
+  }
+  size_t begin = 0;
+  while (begin < works.size()) {
+    size_t end = begin + 1;
+    while (end < works.size() && objects[end] == objects[begin]) ++end;
+    const Status st = read_stream(*objects[begin], works.subspan(begin, end - begin));
+    begin = end;
+    if (!st.is_ok()) {
+      // The cache has failed with `st`: the rest of the batch is not read, only reported.
+      for (; begin < works.size(); ++begin) cache_.finish_io(works[begin], st);
+    }
+  }
+}
+
+Status IoRole::read_stream(storage::StripedMatrix& object, std::span<const cache::IoWork> works) {
+  std::vector<storage::PartRead> parts;
+  std::vector<storage::PartLayout> layouts;
+  for (const cache::IoWork& w : works) {
+    const storage::PartLayout layout = object.part_layout(w.cell.stripe, w.cell.i0_store);
+    STRIPESOLVE_CHECK(layout.buffer_bytes <= w.cell.bytes,
+                      "cell of stripe " + std::to_string(w.cell.stripe) + " smaller than its part");
+    parts.push_back({w.cell.stripe, w.cell.i0_store, w.cell.buffer});
+    layouts.push_back(layout);
+  }
+  // Parts overlap on the disk, so each span runs from the previous arrival to its own: the io row
+  // of the trace shows when each part arrived without overlapping spans.
+  TraceRecorder::Clock::time_point last = TraceRecorder::Clock::now();
+  std::vector<bool> reported(works.size(), false);
+  const Status st = object.read_parts(parts, [&](size_t k) {
+    const TraceRecorder::Clock::time_point now = TraceRecorder::Clock::now();
+    if (trace_ != nullptr) trace_->record("io", "read", last, now, part_args(works[k], layouts[k]));
+    last = now;
+    progress_.add_io(layouts[k].data_bytes, 0);
+    reported[k] = true;
+    cache_.finish_io(works[k], Status::ok());
+  });
+  STRIPESOLVE_CHECK(
+      !st.is_ok() || std::find(reported.begin(), reported.end(), false) == reported.end(),
+      "read_parts succeeded without reporting every part");
+  const TraceRecorder::Clock::time_point now = TraceRecorder::Clock::now();
+  for (size_t k = 0; k < works.size(); ++k) {
+    if (reported[k]) continue;
+    if (trace_ != nullptr) {
+      TraceRecorder::Args args = part_args(works[k], layouts[k]);
+      args.emplace_back("failed", "1");
+      trace_->record("io", "read", last, now, std::move(args));
+    }
+    cache_.finish_io(works[k], st);
+  }
+  return st;
+}
+
 void IoRole::run() {
-  while (auto work = cache_.next_io_work()) {
-    cache_.finish_io(*work, transfer(*work));
+  for (;;) {
+    const std::vector<cache::IoWork> batch = cache_.next_io_batch(kMaxBatch);
+    if (batch.empty()) return;
+    if (batch.front().kind == cache::IoWork::Kind::kUpload) {
+      cache_.finish_io(batch.front(), upload(batch.front()));
+    } else {
+      download(batch);
+    }
   }
 }
 

@@ -1,6 +1,13 @@
 // The I/O role (002 §8.2 "SSDA thread"): one thread that serves the cache's transfer requests.
-// Downloads read a stripe part into its cell with StripedMatrix::read_part; uploads write an
+// Downloads read stripe parts into their cells with StripedMatrix::read_parts; uploads write an
 // evicted dirty cell back with write_part (storage fans each transfer out over all paths).
+//
+// Streaming (issue 3): the role takes every download already waiting (up to kMaxBatch, from
+// StripeCache::next_io_batch) and reads each run of consecutive parts from the same object as one
+// read_parts stream, so the disk does not idle between parts. Each part is reported to the cache
+// (finish_io) as soon as it has arrived, so compute starts on it while later parts are in flight.
+// On an error every part not yet reported gets finish_io with that error, each exactly once.
+// Uploads run one at a time and are never batched with downloads (the cache hands them out alone).
 //
 // Copy on first write (STORAGE_API.md): during a factorization the factor object starts empty;
 // a stripe is read from `original` until it has been written to `factor` once, then from
@@ -10,7 +17,9 @@
 // guards the sources and the written flags against the role's thread.
 #pragma once
 
+#include <cstddef>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -23,6 +32,9 @@ namespace stripesolve::scheduler {
 
 class IoRole {
  public:
+  // The most downloads in one stream: bounds how long a waiting upload (which frees memory) waits.
+  static constexpr size_t kMaxBatch = 16;
+
   IoRole(cache::StripeCache& cache, ProgressMeter& progress, TraceRecorder* trace);
   ~IoRole();  // shuts the cache's I/O queue down and joins
   IoRole(const IoRole&) = delete;
@@ -34,7 +46,12 @@ class IoRole {
 
  private:
   void run();
-  Status transfer(const cache::IoWork& work);
+  Status upload(const cache::IoWork& work);
+  // Splits `works` into runs of consecutive parts from the same object and streams each run.
+  void download(std::span<const cache::IoWork> works);
+  // Reads `works` from `object` as one stream; reports every part to the cache exactly once.
+  // Returns the stream's status.
+  Status read_stream(storage::StripedMatrix& object, std::span<const cache::IoWork> works);
 
   cache::StripeCache& cache_;
   ProgressMeter& progress_;

@@ -2,7 +2,8 @@
 # Builds the whole tree with CUDA on the GPU machine and runs what needs it: the GPU tests of
 # tridiag/ and the tridiagonal benchmark beside cuSPARSE, the daemon's tridiagonal jobs end to
 # end (with a GPU present the daemon solves them there), and the storage benchmark on the
-# machine's local NVMe disk (STORAGE_REPS repetitions, default 5). Logs and JSON go to $OUT.
+# machine's local NVMe disk (STORAGE_REPS repetitions, default 5; STORAGE_ONLY=1 runs only
+# that). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
@@ -24,6 +25,19 @@ cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_WERROR=ON
   -DCMAKE_PREFIX_PATH=$PREFIX/usr -DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include \
   -DLAPACKE_LIBRARY=$L/liblapacke.so > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -E "CUDA backend|liburing" "$OUT/configure.log"
+run_storage_bench() {
+  echo "== storage bench (local disk)"
+  $BUILD/bench/storage/storage_bench --dir /tmp/storage_bench --gib 2 --max-paths 2 --reps ${STORAGE_REPS:-5} \
+    --queue-depth 32 --request-mib 1 > "$OUT/storage_bench.json" 2> "$OUT/storage_bench.err"
+  python3 -c "import json; d = json.load(open('$OUT/storage_bench.json'))
+for s in d['summary']: print({k: round(v, 3) for k, v in s.items()})"
+}
+if [ "${STORAGE_ONLY:-0}" = 1 ]; then  # only the storage benchmark
+  cmake --build $BUILD -j16 --target storage_bench > "$OUT/build.log" 2>&1 \
+    || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+  run_storage_bench
+  exit 0
+fi
 cmake --build $BUILD -j16 --target tridiag_test storage_bench tridiag_gpu_bench > "$OUT/build.log" 2>&1 \
   || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
 echo "== tridiag tests (GPU included)"
@@ -31,12 +45,7 @@ $BUILD/tridiag/tridiag_test --gtest_filter='Gpu*' 2>&1 | grep -E "^\[ *(PASSED|F
 echo "== tridiag GPU benchmark (2^26 unknowns, best of 5)"
 $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 > "$OUT/gpu_bench.json" 2> "$OUT/gpu_bench.err"
 grep -E "stripesolve (spike|thomas)|cusparse gtsv2|lu_pivoting" "$OUT/gpu_bench.err"
-echo "== storage bench (local disk)"
-$BUILD/bench/storage/storage_bench --dir /tmp/storage_bench --gib 2 --max-paths 2 --reps ${STORAGE_REPS:-5} \
-  --queue-depth 32 --request-mib 1 > "$OUT/storage_bench.json" 2> "$OUT/storage_bench.err"
-python3 -c "
-import json; d = json.load(open('$OUT/storage_bench.json'))
-for s in d['summary']: print({k: round(v, 3) for k, v in s.items()})"
+run_storage_bench
 echo "== daemon tridiagonal jobs on the GPU machine"
 cmake --build $BUILD -j16 --target integration_test >> "$OUT/build.log" 2>&1 \
   || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }

@@ -102,6 +102,50 @@ std::pair<double, double> raw_throughput(const std::string& path, uint64_t bytes
   return {bytes / write_s / 1e9, bytes / read_s / 1e9};
 }
 
+// Plain O_DIRECT reads of the matrix's own data files (8 MiB preads, `streams` threads taking
+// blocks round robin over the files laid end to end): the same bytes from the same place on the
+// disk as the store's reads, so neither side gains from data just written (the fresh-file raw
+// loop above reads what it wrote a moment before, which an SSD may still hold in its fast cache).
+double raw_read_files(const std::vector<std::string>& paths, int streams) {
+  constexpr uint64_t kBlock = 8 * kMiB;
+  struct Block {
+    int fd;
+    uint64_t off;
+  };
+  std::vector<int> fds;
+  std::vector<Block> blocks;
+  for (const std::string& path : paths) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
+    if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
+    fds.push_back(fd);
+    const off_t size = ::lseek(fd, 0, SEEK_END);
+    for (uint64_t off = 0; off + kBlock <= static_cast<uint64_t>(size); off += kBlock) {
+      blocks.push_back({fd, off});
+    }
+  }
+  std::vector<AlignedBuffer> buffers;
+  for (int k = 0; k < streams; ++k) {
+    auto buffer = AlignedBuffer::allocate(kBlock);
+    check(buffer.status());
+    buffers.push_back(std::move(buffer).value());
+  }
+  const double t0 = now();
+  std::vector<std::thread> threads;
+  for (int k = 0; k < streams; ++k) {
+    threads.emplace_back([&, k] {
+      for (std::size_t b = k; b < blocks.size(); b += streams) {
+        const ssize_t got = ::pread(blocks[b].fd, buffers[k].data(), kBlock,
+                                    static_cast<off_t>(blocks[b].off));
+        if (got != static_cast<ssize_t>(kBlock)) die("raw pread of a data file failed");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double s = now() - t0;
+  for (int fd : fds) ::close(fd);
+  return static_cast<double>(blocks.size() * kBlock) / s / 1e9;
+}
+
 struct PartRun {
   double gbps = 0;
   uint64_t bytes = 0;
@@ -248,6 +292,10 @@ int main(int argc, char** argv) {
       const PartRun rh = move_parts(**a, 1, 2, false, *buffer);  // parts from column n/2
       const PartRun rp = read_parts_pipelined(**a, 0, 1, ring);
       const PartRun rhp = read_parts_pipelined(**a, 1, 2, ring);
+      std::vector<std::string> data_paths;
+      for (const auto& file : (*a)->files()) data_paths.push_back(file.path());
+      const double rawf1 = raw_read_files(data_paths, 1), rawf4 = raw_read_files(data_paths, 4);
+      const double raw_same = std::max(rawf1, rawf4);
       const auto [small_us, raw_small_us] = small_read_us(**a, *buffer, 200);
       rows.push_back({{"paths", paths},
                       {"rep", rep},
@@ -270,7 +318,12 @@ int main(int argc, char** argv) {
                       {"read_ratio", r.gbps / raw_r},
                       {"half_read_ratio", rh.gbps / raw_r},
                       {"read_pipelined_ratio", rp.gbps / raw_r},
-                      {"half_read_pipelined_ratio", rhp.gbps / raw_r}});
+                      {"half_read_pipelined_ratio", rhp.gbps / raw_r},
+                      {"raw_same_files_one_stream_read_gbps", rawf1},
+                      {"raw_same_files_four_streams_read_gbps", rawf4},
+                      {"read_pipelined_same_files_ratio", rp.gbps / raw_same},
+                      {"half_read_pipelined_same_files_ratio", rhp.gbps / raw_same},
+                      {"read_same_files_ratio", r.gbps / raw_same}});
       std::cerr << rows.back().dump() << "\n";
     }
     f->reset();
@@ -288,7 +341,11 @@ int main(int argc, char** argv) {
                             "half_part_read_gbps", "part_read_pipelined_gbps",
                             "half_part_read_pipelined_gbps", "small_read_us", "raw_small_read_us",
                             "write_ratio", "read_ratio", "half_read_ratio",
-                            "read_pipelined_ratio", "half_read_pipelined_ratio"}) {
+                            "read_pipelined_ratio", "half_read_pipelined_ratio",
+                            "raw_same_files_one_stream_read_gbps",
+                            "raw_same_files_four_streams_read_gbps",
+                            "read_pipelined_same_files_ratio",
+                            "half_read_pipelined_same_files_ratio", "read_same_files_ratio"}) {
       std::vector<double> v;
       for (const auto& r : rows) {
         if (r["paths"] == paths) v.push_back(r[key].get<double>());

@@ -32,6 +32,18 @@ class FaultTest : public ::testing::TestWithParam<std::string> {
     store_ = std::move(s).value();
   }
 
+  // Creates matrix `name` (uniform, seed 1, n = 150) through a clean engine, then reopens the
+  // store over the fault engine and opens the matrix: the plan's faults fire on its reads.
+  std::unique_ptr<StripedMatrix> create_then_open_faulty(const std::string& name) {
+    store_.reset();
+    {
+      auto clean = std::move(MatrixStore::open(config_)).value();
+      EXPECT_TRUE(clean->create_generated(name, 150, {"uniform", 1}).is_ok());
+    }
+    store_ = std::move(MatrixStore::open(config_, fault_)).value();
+    return std::move(store_->open_matrix(name)).value();
+  }
+
   // Nothing of `name` on any path.
   void expect_gone(const std::string& name) {
     for (const auto& p : config_.paths) {
@@ -96,14 +108,7 @@ TEST_P(FaultTest, TornWriteDuringCreateLeavesNothing) {
 TEST_P(FaultTest, ShortReadOfAPart) {
   open_with({FaultPlan::Kind::kShortTransfer, 0, EIO, /*writes_only=*/false});
   if (IsSkipped()) return;
-  store_.reset();
-  // Create with a clean engine, then reopen with the short-read plan.
-  {
-    auto clean = std::move(MatrixStore::open(config_)).value();
-    ASSERT_TRUE(clean->create_generated("A", 150, {"uniform", 1}).is_ok());
-  }
-  store_ = std::move(MatrixStore::open(config_, fault_)).value();
-  auto m = std::move(store_->open_matrix("A")).value();
+  auto m = create_then_open_faulty("A");
   auto v = read_part_values(*m, 0, 0);
   EXPECT_EQ(v.status().code(), StatusCode::kCorruption);
   EXPECT_NE(v.status().message().find("matrix 'A' stripe 0: read " + config_.paths[0]),
@@ -120,13 +125,7 @@ TEST_P(FaultTest, FailedRequestInAStreamOfParts) {
   for (const auto kind : {FaultPlan::Kind::kFail, FaultPlan::Kind::kShortTransfer}) {
     open_with({kind, 5, EIO, /*writes_only=*/false});
     if (IsSkipped()) return;
-    store_.reset();
-    {
-      auto clean = std::move(MatrixStore::open(config_)).value();
-      ASSERT_TRUE(clean->create_generated("A", 150, {"uniform", 1}).is_ok());
-    }
-    store_ = std::move(MatrixStore::open(config_, fault_)).value();
-    auto m = std::move(store_->open_matrix("A")).value();
+    auto m = create_then_open_faulty("A");
     const StripeGeometry& g = m->geometry();
     std::vector<AlignedBuffer> buffers;
     std::vector<PartRead> parts;

@@ -16,23 +16,9 @@
 namespace stripesolve::storage {
 namespace {
 
-struct Case {
-  std::string engine;
-  int paths;
-};
-
-class MatrixStoreTest : public ::testing::TestWithParam<Case> {
+class MatrixStoreTest : public StoreCaseTest {
  protected:
-  void SetUp() override {
-    if (GetParam().engine == "io_uring") {
-      Status usable = io_uring_usable();
-      if (!usable.is_ok()) GTEST_SKIP() << "io_uring unavailable: " << usable.message();
-    }
-    config_ = temp_store_config("store", GetParam().paths, GetParam().engine);
-    auto s = MatrixStore::open(config_);
-    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-    store_ = std::move(s).value();
-  }
+  void SetUp() override { open_store("store"); }
 
   // Every stripe from several columns equals the generator.
   void expect_generated(StripedMatrix& m, const GeneratorSpec& spec) {
@@ -54,8 +40,6 @@ class MatrixStoreTest : public ::testing::TestWithParam<Case> {
     }
   }
 
-  StoreConfig config_;
-  std::unique_ptr<MatrixStore> store_;
 };
 
 TEST_P(MatrixStoreTest, GeneratedMatricesRoundTrip) {
@@ -243,8 +227,8 @@ TEST_P(MatrixStoreTest, ConcurrentReadsOfDifferentStripes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, MatrixStoreTest,
-                         ::testing::Values(Case{"pread", 1}, Case{"pread", 3},
-                                           Case{"io_uring", 1}, Case{"io_uring", 3}),
+                         ::testing::Values(StoreCase{"pread", 1}, StoreCase{"pread", 3},
+                                           StoreCase{"io_uring", 1}, StoreCase{"io_uring", 3}),
                          [](const auto& p) {
                            return p.param.engine + "_" + std::to_string(p.param.paths) +
                                   "paths";

@@ -14,29 +14,9 @@
 namespace stripesolve::storage {
 namespace {
 
-struct Case {
-  std::string engine;
-  int paths;
-};
-
-std::string case_name(const ::testing::TestParamInfo<Case>& c) {
-  std::string name = c.param.engine == "pread" ? "pread" : "uring";
-  name += std::to_string(c.param.paths);
-  return name;
-}
-
-class PartReadsTest : public ::testing::TestWithParam<Case> {
+class PartReadsTest : public StoreCaseTest {
  protected:
-  void SetUp() override {
-    if (GetParam().engine == "io_uring") {
-      Status usable = io_uring_usable();
-      if (!usable.is_ok()) GTEST_SKIP() << "io_uring unavailable: " << usable.message();
-    }
-    config_ = temp_store_config("parts", GetParam().paths, GetParam().engine);
-    auto s = MatrixStore::open(config_);
-    ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-    store_ = std::move(s).value();
-  }
+  void SetUp() override { open_store("parts"); }
 
   std::unique_ptr<StripedMatrix> make(int64_t n) {
     const std::string name = std::string("A").append(std::to_string(n));
@@ -74,8 +54,6 @@ class PartReadsTest : public ::testing::TestWithParam<Case> {
   }
 
   const GeneratorSpec spec_{"uniform", 11};
-  StoreConfig config_;
-  std::unique_ptr<MatrixStore> store_;
   int64_t nonzero_ = 0;
 };
 
@@ -178,9 +156,9 @@ TEST_P(PartReadsTest, ChecksumMismatchNamesTheSegmentAndSkipsThePart) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EnginesAndPaths, PartReadsTest,
-                         ::testing::Values(Case{"pread", 1}, Case{"pread", 3},
-                                           Case{"io_uring", 1}, Case{"io_uring", 3}),
-                         case_name);
+                         ::testing::Values(StoreCase{"pread", 1}, StoreCase{"pread", 3},
+                                           StoreCase{"io_uring", 1}, StoreCase{"io_uring", 3}),
+                         store_case_name);
 
 }  // namespace
 }  // namespace stripesolve::storage

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "storage/data_file.h"
+#include "storage/engine_select.h"
 
 namespace stripesolve::storage {
 
@@ -69,6 +70,21 @@ Status write_part_values(StripedMatrix& m, int64_t I, int64_t c0, const std::vec
   if (layout.data_offset > 0) STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
   if (layout.data_bytes > 0) std::memcpy(buf.data() + layout.data_offset, v.data(), layout.data_bytes);
   return m.write_part(I, c0, buf.data());
+}
+
+std::string store_case_name(const ::testing::TestParamInfo<StoreCase>& info) {
+  return (info.param.engine == "pread" ? "pread" : "uring") + std::to_string(info.param.paths);
+}
+
+void StoreCaseTest::open_store(const std::string& tag) {
+  if (GetParam().engine == "io_uring") {
+    const Status usable = io_uring_usable();
+    if (!usable.is_ok()) GTEST_SKIP() << "io_uring unavailable: " << usable.message();
+  }
+  config_ = temp_store_config(tag, GetParam().paths, GetParam().engine);
+  auto s = MatrixStore::open(config_);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  store_ = std::move(s).value();
 }
 
 }  // namespace stripesolve::storage

@@ -1,6 +1,9 @@
 // Test support for storage tests: temporary stores and reading back stripe values.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,24 @@ std::string make_temp_dir(const std::string& tag);
 
 // A config with `paths` directories under a fresh temp dir, the given engine, small segments.
 StoreConfig temp_store_config(const std::string& tag, int paths, const std::string& engine);
+
+// One case of the parameterised store tests: the engine ("pread" or "io_uring") and the number
+// of store paths; store_case_name gives "pread1", "uring3", ...
+struct StoreCase {
+  std::string engine;
+  int paths;
+};
+std::string store_case_name(const ::testing::TestParamInfo<StoreCase>& info);
+
+// A fixture whose open_store(tag) opens a fresh store for its case (temp_store_config), or
+// skips the test, saying why, when the case asks for io_uring and it is unusable here.
+class StoreCaseTest : public ::testing::TestWithParam<StoreCase> {
+ protected:
+  void open_store(const std::string& tag);
+
+  StoreConfig config_;
+  std::unique_ptr<MatrixStore> store_;
+};
 
 // Reads stripe I from column c0 and returns its (h x (n - c0)) values, column-major.
 Result<std::vector<double>> read_part_values(StripedMatrix& m, int64_t I, int64_t c0);

@@ -167,15 +167,7 @@ TEST_P(MatrixStoreTest, NamesAndErrors) {
 TEST_P(MatrixStoreTest, CorruptSegmentIsDetected) {
   ASSERT_TRUE(store_->create_generated("A", 200, {"uniform", 5}).is_ok());
   const std::string data = config_.paths[0] + "/objects/A/data";
-  {
-    const int fd = ::open(data.c_str(), O_RDWR);
-    ASSERT_GE(fd, 0);
-    char byte = 0;
-    ASSERT_EQ(::pread(fd, &byte, 1, 100), 1);
-    byte ^= 0x10;
-    ASSERT_EQ(::pwrite(fd, &byte, 1, 100), 1);
-    ::close(fd);
-  }
+  ASSERT_TRUE(flip_bit(data, 100).is_ok());
   auto m = std::move(store_->open_matrix("A")).value();
   auto v = read_part_values(*m, 0, 0);
   ASSERT_EQ(v.status().code(), StatusCode::kCorruption);

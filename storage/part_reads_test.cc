@@ -126,15 +126,7 @@ TEST_P(PartReadsTest, ChecksumMismatchNamesTheSegmentAndSkipsThePart) {
   auto m = make(200);
   ASSERT_NE(m, nullptr);
   const std::string data = config_.paths[0] + "/objects/A200/data";
-  {
-    const int fd = ::open(data.c_str(), O_RDWR);
-    ASSERT_GE(fd, 0);
-    char byte = 0;
-    ASSERT_EQ(::pread(fd, &byte, 1, 100), 1);
-    byte ^= 0x10;
-    ASSERT_EQ(::pwrite(fd, &byte, 1, 100), 1);
-    ::close(fd);
-  }
+  ASSERT_TRUE(flip_bit(data, 100).is_ok());
   std::vector<AlignedBuffer> buffers;
   std::vector<PartRead> parts;
   for (int64_t I = 0; I < m->geometry().stripes; ++I) {

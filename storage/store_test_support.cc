@@ -1,5 +1,6 @@
 #include "storage/store_test_support.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -70,6 +71,17 @@ Status write_part_values(StripedMatrix& m, int64_t I, int64_t c0, const std::vec
   if (layout.data_offset > 0) STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
   if (layout.data_bytes > 0) std::memcpy(buf.data() + layout.data_offset, v.data(), layout.data_bytes);
   return m.write_part(I, c0, buf.data());
+}
+
+Status flip_bit(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  if (fd < 0) return Status::io_error("open " + path + ": " + std::strerror(errno));
+  char byte = 0;
+  bool ok = ::pread(fd, &byte, 1, static_cast<off_t>(offset)) == 1;
+  byte ^= 0x10;
+  ok = ok && ::pwrite(fd, &byte, 1, static_cast<off_t>(offset)) == 1;
+  ::close(fd);
+  return ok ? Status::ok() : Status::io_error("flipping a bit of " + path);
 }
 
 std::string store_case_name(const ::testing::TestParamInfo<StoreCase>& info) {

@@ -35,6 +35,9 @@ class StoreCaseTest : public ::testing::TestWithParam<StoreCase> {
   std::unique_ptr<MatrixStore> store_;
 };
 
+// Flips one bit of the byte at `offset` of file `path` (a corrupted segment for the checksums).
+Status flip_bit(const std::string& path, uint64_t offset);
+
 // Reads stripe I from column c0 and returns its (h x (n - c0)) values, column-major.
 Result<std::vector<double>> read_part_values(StripedMatrix& m, int64_t I, int64_t c0);
 

@@ -3,7 +3,8 @@
 # tridiag/ and the tridiagonal benchmark beside cuSPARSE, the daemon's tridiagonal jobs end to
 # end (with a GPU present the daemon solves them there), and the storage benchmark on the
 # machine's local NVMe disk (STORAGE_REPS repetitions, default 5; STORAGE_ONLY=1 runs only
-# that). Logs and JSON go to $OUT.
+# that). TRIDIAG_QUICK=1 runs only the tridiagonal GPU tests and the strided-batch part of the
+# benchmark (about a minute with the build, for iterating on kernels). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
@@ -36,6 +37,14 @@ if [ "${STORAGE_ONLY:-0}" = 1 ]; then  # only the storage benchmark
   cmake --build $BUILD -j16 --target storage_bench > "$OUT/build.log" 2>&1 \
     || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
   run_storage_bench
+  exit 0
+fi
+if [ "${TRIDIAG_QUICK:-0}" = 1 ]; then  # kernels only: GPU tests, strided batches
+  cmake --build $BUILD -j16 --target tridiag_test tridiag_gpu_bench > "$OUT/build.log" 2>&1 \
+    || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+  $BUILD/tridiag/tridiag_test --gtest_filter='Gpu*' 2>&1 | grep -E "^\[ *(PASSED|FAILED|SKIPPED) *\]|Failure|rror" | head -30
+  $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 quick > "$OUT/gpu_bench_quick.json" 2> "$OUT/gpu_bench.err"
+  cat "$OUT/gpu_bench.err"
   exit 0
 fi
 cmake --build $BUILD -j16 --target tridiag_test storage_bench tridiag_gpu_bench > "$OUT/build.log" 2>&1 \

@@ -3,7 +3,9 @@
 // roofline: 40 bytes per unknown (dl, d, du, f read, x written) / time / the bandwidth of a
 // device-to-device copy measured in the same run. Kernel times only (data resident on the
 // device), best of `reps`; each result's relative residual is checked on the host.
-// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5]  -> JSON on stdout.
+// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick]  -> JSON on stdout.
+// quick: only the strided batches, spike and thomas beside gtsv2StridedBatch (a few seconds, for
+// iterating on the kernels; the full run takes minutes).
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -130,6 +132,7 @@ void zero_boundaries(TridiagonalMatrix& m, std::size_t n) {
 int main(int argc, char** argv) {
   const int log2_rows = argc > 1 ? std::atoi(argv[1]) : 26;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
+  const bool quick = argc > 3 && std::string(argv[3]) == "quick";
   const std::size_t rows = std::size_t{1} << log2_rows;
   nlohmann::json out;
   cudaDeviceProp prop{};
@@ -185,7 +188,7 @@ int main(int argc, char** argv) {
     return st.is_ok() ? s : NAN;
   };
   // 1. One random system, stable solvers.
-  {
+  if (!quick) {
     nlohmann::json c;
     TridiagonalMatrix m = stability_matrix(1, rows, 21);
     std::vector<double> f = random_vector(rows, 22);
@@ -221,7 +224,7 @@ int main(int argc, char** argv) {
       std::vector<double> f = random_vector(rows, 32);
       dev.upload(m, f);
       std::vector<Algorithm> algs = {Algorithm::kSpike, Algorithm::kThomas};
-      if (dominant && n <= gpu::kMaxSharedSystem) {
+      if (dominant && n <= gpu::kMaxSharedSystem && !quick) {
         for (Algorithm a : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
                             Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) algs.push_back(a);
       }
@@ -236,6 +239,10 @@ int main(int argc, char** argv) {
       auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
       double s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2StridedBatch(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, ws)); });
       record(c, "cusparse gtsv2StridedBatch", s, residual(m, f, dev.x, n, false, count));
+      if (quick) {
+        batches.push_back(c);
+        continue;
+      }
       // Interleaved layout: ours (one thread per system) and cuSPARSE's three algorithms.
       std::vector<double> fi = f;
       TridiagonalMatrix mi = interleave(m, n, count, fi);
@@ -260,7 +267,7 @@ int main(int argc, char** argv) {
   }
   out["strided_batches"] = batches;
   // 3. One system through a small device budget in chunks (000 §IV-B), transfers included.
-  {
+  if (!quick) {
     const std::size_t n = rows;
     TridiagonalMatrix m = stability_matrix(1, n, 41);
     std::vector<double> f = random_vector(n, 42), x(n);

@@ -4,9 +4,10 @@
 
 #include <cstddef>
 
+#include "tridiag/cuda/small_solves.h"  // kLaneRows
+
 namespace stripesolve::tridiag::gpu {
 
-inline constexpr int kLaneRows = 9;                        // 8 interior rows + 1 separator
 inline constexpr int kWarpRows = 32 * kLaneRows;           // 288
 inline constexpr int kMaxGroupWarps = 16;                  // one block of 512 threads
 inline constexpr std::size_t kMaxGroupSystem = std::size_t{kWarpRows} * kMaxGroupWarps;  // 4608

@@ -1,0 +1,157 @@
+// The one-pass GPU kernel's serial solves (tridiag/cuda/small_solves.h) compiled for the host
+// and checked against LAPACK dgtsv: the arithmetic of the GPU path is tested on every machine,
+// with or without a GPU (the kernel around them is tested by gpu_test.cc on the GPU machine).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tridiag/cuda/small_solves.h"
+#include "tridiag/diagonal_pivoting.h"
+#include "tridiag/gallery.h"
+#include "tridiag/lapack_reference.h"
+
+namespace stripesolve::tridiag {
+namespace {
+
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+
+double residual(const TridiagonalMatrix& m, const std::vector<double>& x,
+                const std::vector<double>& f) {
+  return relative_residual(m.dl.data(), m.d.data(), m.du.data(), x.data(), f.data(), f.size());
+}
+
+// LAPACK's relative residual on the same system, or NaN when dgtsv fails.
+double lapack_residual(const TridiagonalMatrix& m, const std::vector<double>& f) {
+  std::vector<double> x;
+  if (lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), f.data(), f.size(), x) != 0) return NAN;
+  return residual(m, x, f);
+}
+
+TEST(CudaSolvesTest, ThomasMatchesLapackOnDominantSystems) {
+  for (int q = 1; q <= 32; ++q) {
+    SCOPED_TRACE("q = " + std::to_string(q));
+    const TridiagonalMatrix m = diagonally_dominant_matrix(q, 100 + q);
+    const std::vector<double> f = random_vector(q, 200 + q);
+    std::vector<double> z = f, cp(q);
+    EXPECT_EQ(gpu::thomas_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), cp.data(), q,
+                                kEps),
+              -1);
+    EXPECT_LE(residual(m, z, f), 10 * lapack_residual(m, f) + 4 * kEps);
+  }
+}
+
+// The CPU's diagonal pivoting (dp_factor, dp_solve: the same algorithm with divisions) on the
+// same system; NaN when it reports a zero pivot.
+double cpu_pivoting_residual(const TridiagonalMatrix& m, const std::vector<double>& f) {
+  const std::size_t q = f.size();
+  std::vector<double> piv(q), x = f;
+  std::vector<std::uint8_t> kinds(q);
+  if (!dp_factor(m.dl.data(), m.d.data(), m.du.data(), q, piv.data(), kinds.data()).is_ok()) {
+    return NAN;
+  }
+  dp_solve(m.dl.data(), m.du.data(), piv.data(), kinds.data(), q, x.data());
+  return residual(m, x, f);
+}
+
+// Random U(-1,1) systems need 2x2 pivots; every stability type of 000 Table III as well. The
+// bound is 10x the larger of LAPACK's (partial pivoting) and the CPU diagonal pivoting's residual,
+// and 100x where that reference is above 1e-10: on the ill-conditioned types (8-14 here) the
+// residuals of different elimination orders differ by more than rounding (type 14, diagonal 1e-8,
+// q = 7: 12x LAPACK's).
+TEST(CudaSolvesTest, DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting) {
+  int checked = 0;
+  for (int type = 1; type <= kStabilityTypes; ++type) {
+    for (int q : {2, 3, 7, 8, 31, 32}) {
+      SCOPED_TRACE("type " + std::to_string(type) + " q = " + std::to_string(q));
+      const TridiagonalMatrix m = stability_matrix(type, q, 300 + q);
+      const std::vector<double> f = random_vector(q, 400 + q);
+      const double lapack = lapack_residual(m, f);
+      if (!std::isfinite(lapack)) continue;  // singular for LAPACK too
+      const double cpu = cpu_pivoting_residual(m, f);
+      const double reference = std::isfinite(cpu) ? std::max(lapack, cpu) : lapack;
+      std::vector<double> z = f, piv(q), rinv(q);
+      const int bad = gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), piv.data(),
+                                       rinv.data(), q);
+      if (bad >= 0) continue;  // a zero pivot is reported, not solved through
+      const double factor = reference > 1e-10 ? 100.0 : 10.0;
+      EXPECT_LE(residual(m, z, f), factor * reference + 4 * kEps);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 80) << "of 96 systems; the rest are singular or break down";
+}
+
+TEST(CudaSolvesTest, ZeroDiagonalTakesTwoByTwoPivots) {
+  // [[0, 1, 0, 0], [1, 0, 2, 0], [0, 3, 0, 1], [0, 0, 1, 0]]: every 1x1 pivot would be zero.
+  TridiagonalMatrix m{{0, 1, 3, 1}, {0, 0, 0, 0}, {1, 2, 1, 0}};
+  const std::vector<double> f = {1, 2, 3, 4};
+  std::vector<double> z = f, piv(4), rinv(4);
+  ASSERT_EQ(gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), piv.data(),
+                             rinv.data(), 4),
+            -1);
+  EXPECT_LE(residual(m, z, f), 4 * kEps);
+}
+
+TEST(CudaSolvesTest, BreakdownsNameTheRow) {
+  TridiagonalMatrix m{{0, 1, 1}, {1, 1, 5}, {1, 1, 0}};  // second pivot of Thomas: 1 - 1 = 0
+  std::vector<double> z = {1, 1, 1}, cp(3), piv(3), rinv(3);
+  EXPECT_EQ(gpu::thomas_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), cp.data(), 3, kEps),
+            1);
+  TridiagonalMatrix singular{{0, 0, 0}, {1, 0, 1}, {0, 0, 0}};  // a zero row: no pivot helps
+  z = {1, 1, 1};
+  EXPECT_EQ(gpu::pivot_solve(singular.dl.data(), singular.d.data(), singular.du.data(), z.data(),
+                             piv.data(), rinv.data(), 3),
+            1);
+}
+
+// lane_solve: the 8 interior rows of a 9-row partition, solved for f and both spikes at once,
+// against LAPACK on the interior for the same three right-hand sides.
+// Returns whether the system was checked (false: a breakdown LAPACK shares, or one reported).
+template <bool kPivot>
+bool check_lane_solve(int type) {
+  const TridiagonalMatrix m = type == 0 ? diagonally_dominant_matrix(gpu::kLaneRows, 7)
+                                        : stability_matrix(type, gpu::kLaneRows, 7);
+  const std::vector<double> f = random_vector(gpu::kLaneRows, 8);
+  constexpr int q = gpu::kLaneQ;
+  TridiagonalMatrix interior{{m.dl.begin(), m.dl.begin() + q}, {m.d.begin(), m.d.begin() + q},
+                             {m.du.begin(), m.du.begin() + q}};
+  std::vector<double> rhs[3] = {{f.begin(), f.begin() + q}, std::vector<double>(q, 0.0),
+                                std::vector<double>(q, 0.0)};
+  rhs[1][0] = -m.dl[0];
+  rhs[2][q - 1] = -m.du[q - 1];
+  std::vector<double> a = m.dl, c = m.du;
+  double b[gpu::kLaneRows], y[gpu::kLaneRows], sl[q], sr[q];
+  for (int k = 0; k < gpu::kLaneRows; ++k) {
+    b[k] = m.d[k];
+    y[k] = f[k];
+  }
+  if (gpu::lane_solve<kPivot>(a.data(), b, c.data(), y, sl, sr, kEps) >= 0) return false;
+  const double* got[3] = {y, sl, sr};
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE("right-hand side " + std::to_string(r));
+    const std::vector<double> x(got[r], got[r] + q);
+    const double reference = lapack_residual(interior, rhs[r]);
+    if (!std::isfinite(reference)) return false;
+    EXPECT_LE(residual(interior, x, rhs[r]), 10 * reference + 8 * kEps);
+  }
+  EXPECT_EQ(y[q], f[q]) << "the separator row is not the lane solve's";
+  return true;
+}
+
+TEST(CudaSolvesTest, LaneSolveMatchesLapackOnTheInterior) {
+  EXPECT_TRUE(check_lane_solve<false>(0));
+  int checked = 0;
+  for (int type = 0; type <= kStabilityTypes; ++type) {
+    SCOPED_TRACE("type " + std::to_string(type));
+    checked += check_lane_solve<true>(type) ? 1 : 0;
+  }
+  EXPECT_GE(checked, 14) << "of 17 types";
+}
+
+}  // namespace
+}  // namespace stripesolve::tridiag

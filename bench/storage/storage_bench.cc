@@ -62,71 +62,22 @@ void check(const Status& st) {
   if (!st.is_ok()) die(st.to_string());
 }
 
-// Plain O_DIRECT loops over a preallocated file: 8 MiB pwrite/pread with `streams` threads,
-// thread k moving blocks k, k + streams, ... (streams = 1: one request at a time, as dd does;
-// 4: 32 MiB in flight, as deep as the store's default queue of 32 x 1 MiB).
-std::pair<double, double> raw_throughput(const std::string& path, uint64_t bytes, int streams) {
-  constexpr uint64_t kBlock = 8 * kMiB;
-  bytes = bytes / kBlock * kBlock;
-  std::vector<AlignedBuffer> buffers;
-  for (int k = 0; k < streams; ++k) {
-    auto buffer = AlignedBuffer::allocate(kBlock);
-    check(buffer.status());
-    std::memset(buffer->data(), 0x5a, kBlock);
-    buffers.push_back(std::move(buffer).value());
-  }
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
-  if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
-  if (::posix_fallocate(fd, 0, static_cast<off_t>(bytes)) != 0) die("fallocate " + path);
-  const auto pass = [&](bool write) {
-    std::vector<std::thread> threads;
-    for (int k = 0; k < streams; ++k) {
-      threads.emplace_back([&, k] {
-        for (uint64_t off = k * kBlock; off < bytes; off += streams * kBlock) {
-          const ssize_t got = write ? ::pwrite(fd, buffers[k].data(), kBlock, static_cast<off_t>(off))
-                                    : ::pread(fd, buffers[k].data(), kBlock, static_cast<off_t>(off));
-          if (got != static_cast<ssize_t>(kBlock)) die(std::string("raw ") + (write ? "pwrite" : "pread") + " failed");
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-  };
-  double t0 = now();
-  pass(true);
-  const double write_s = now() - t0;
-  t0 = now();
-  pass(false);
-  const double read_s = now() - t0;
-  ::close(fd);
-  ::unlink(path.c_str());
-  return {bytes / write_s / 1e9, bytes / read_s / 1e9};
-}
+// One 8 MiB block of a file, for the plain loops below.
+struct RawBlock {
+  int fd;
+  uint64_t offset;
+};
+constexpr uint64_t kRawBlock = 8 * kMiB;
 
-// Plain O_DIRECT reads of the matrix's own data files (8 MiB preads, `streams` threads taking
-// blocks round robin over the files laid end to end): the same bytes from the same place on the
-// disk as the store's reads, so neither side gains from data just written (the fresh-file raw
-// loop above reads what it wrote a moment before, which an SSD may still hold in its fast cache).
-double raw_read_files(const std::vector<std::string>& paths, int streams) {
-  constexpr uint64_t kBlock = 8 * kMiB;
-  struct Block {
-    int fd;
-    uint64_t off;
-  };
-  std::vector<int> fds;
-  std::vector<Block> blocks;
-  for (const std::string& path : paths) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
-    if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
-    fds.push_back(fd);
-    const off_t size = ::lseek(fd, 0, SEEK_END);
-    for (uint64_t off = 0; off + kBlock <= static_cast<uint64_t>(size); off += kBlock) {
-      blocks.push_back({fd, off});
-    }
-  }
+// Seconds to move `blocks` with plain O_DIRECT pwrite/pread, one block at a time per thread:
+// `streams` threads, thread k taking blocks k, k + streams, ... (streams = 1: one request at a
+// time, as dd does; 4: 32 MiB in flight, as deep as the store's default queue of 32 x 1 MiB).
+double move_raw_blocks(const std::vector<RawBlock>& blocks, int streams, bool write) {
   std::vector<AlignedBuffer> buffers;
   for (int k = 0; k < streams; ++k) {
-    auto buffer = AlignedBuffer::allocate(kBlock);
+    auto buffer = AlignedBuffer::allocate(kRawBlock);
     check(buffer.status());
+    std::memset(buffer->data(), 0x5a, kRawBlock);
     buffers.push_back(std::move(buffer).value());
   }
   const double t0 = now();
@@ -134,16 +85,52 @@ double raw_read_files(const std::vector<std::string>& paths, int streams) {
   for (int k = 0; k < streams; ++k) {
     threads.emplace_back([&, k] {
       for (std::size_t b = k; b < blocks.size(); b += streams) {
-        const ssize_t got = ::pread(blocks[b].fd, buffers[k].data(), kBlock,
-                                    static_cast<off_t>(blocks[b].off));
-        if (got != static_cast<ssize_t>(kBlock)) die("raw pread of a data file failed");
+        const auto off = static_cast<off_t>(blocks[b].offset);
+        const ssize_t got = write ? ::pwrite(blocks[b].fd, buffers[k].data(), kRawBlock, off)
+                                  : ::pread(blocks[b].fd, buffers[k].data(), kRawBlock, off);
+        if (got != static_cast<ssize_t>(kRawBlock)) {
+          die(std::string("raw ") + (write ? "pwrite" : "pread") + " failed");
+        }
       }
     });
   }
   for (auto& t : threads) t.join();
-  const double s = now() - t0;
+  return now() - t0;
+}
+
+// Write then read throughput (GB/s) of a fresh preallocated file of `bytes` on the same
+// filesystem as the store.
+std::pair<double, double> raw_throughput(const std::string& path, uint64_t bytes, int streams) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+  if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
+  std::vector<RawBlock> blocks;
+  for (uint64_t off = 0; off + kRawBlock <= bytes; off += kRawBlock) blocks.push_back({fd, off});
+  const uint64_t moved = blocks.size() * kRawBlock;
+  if (::posix_fallocate(fd, 0, static_cast<off_t>(moved)) != 0) die("fallocate " + path);
+  const double write_s = move_raw_blocks(blocks, streams, true);
+  const double read_s = move_raw_blocks(blocks, streams, false);
+  ::close(fd);
+  ::unlink(path.c_str());
+  return {moved / write_s / 1e9, moved / read_s / 1e9};
+}
+
+// Read throughput (GB/s) of the matrix's own data files, laid end to end: the same bytes from
+// the same place on the disk as the store's reads, so neither side gains from data just written
+// (the fresh-file loop reads what it wrote a moment before, which an SSD may still hold in its
+// fast cache).
+double raw_read_files(const std::vector<std::string>& paths, int streams) {
+  std::vector<int> fds;
+  std::vector<RawBlock> blocks;
+  for (const std::string& path : paths) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT);
+    if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
+    fds.push_back(fd);
+    const auto size = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
+    for (uint64_t off = 0; off + kRawBlock <= size; off += kRawBlock) blocks.push_back({fd, off});
+  }
+  const double s = move_raw_blocks(blocks, streams, false);
   for (int fd : fds) ::close(fd);
-  return static_cast<double>(blocks.size() * kBlock) / s / 1e9;
+  return static_cast<double>(blocks.size() * kRawBlock) / s / 1e9;
 }
 
 struct PartRun {

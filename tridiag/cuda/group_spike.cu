@@ -30,7 +30,6 @@
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
-#include <climits>
 
 namespace stripesolve::tridiag::gpu {
 

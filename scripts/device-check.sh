@@ -26,6 +26,15 @@ cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_WERROR=ON
   -DCMAKE_PREFIX_PATH=$PREFIX/usr -DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include \
   -DLAPACKE_LIBRARY=$L/liblapacke.so > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -E "CUDA backend|liburing" "$OUT/configure.log"
+# Builds the given targets into $BUILD (appending to build.log), or stops with the errors.
+build() {
+  cmake --build $BUILD -j16 --target "$@" >> "$OUT/build.log" 2>&1 \
+    || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+}
+run_tridiag_gpu_tests() {
+  echo "== tridiag tests (GPU included)"
+  $BUILD/tridiag/tridiag_test --gtest_filter='Gpu*' 2>&1 | grep -E "^\[ *(PASSED|FAILED|SKIPPED) *\]|Failure|rror" | head -30
+}
 run_storage_bench() {
   echo "== storage bench (local disk)"
   $BUILD/bench/storage/storage_bench --dir /tmp/storage_bench --gib 2 --max-paths 2 --reps ${STORAGE_REPS:-5} \
@@ -34,29 +43,24 @@ run_storage_bench() {
 for s in d['summary']: print({k: round(v, 3) for k, v in s.items()})"
 }
 if [ "${STORAGE_ONLY:-0}" = 1 ]; then  # only the storage benchmark
-  cmake --build $BUILD -j16 --target storage_bench > "$OUT/build.log" 2>&1 \
-    || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+  build storage_bench
   run_storage_bench
   exit 0
 fi
 if [ "${TRIDIAG_QUICK:-0}" = 1 ]; then  # kernels only: GPU tests, strided batches
-  cmake --build $BUILD -j16 --target tridiag_test tridiag_gpu_bench > "$OUT/build.log" 2>&1 \
-    || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
-  $BUILD/tridiag/tridiag_test --gtest_filter='Gpu*' 2>&1 | grep -E "^\[ *(PASSED|FAILED|SKIPPED) *\]|Failure|rror" | head -30
+  build tridiag_test tridiag_gpu_bench
+  run_tridiag_gpu_tests
   $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 quick > "$OUT/gpu_bench_quick.json" 2> "$OUT/gpu_bench.err"
   cat "$OUT/gpu_bench.err"
   exit 0
 fi
-cmake --build $BUILD -j16 --target tridiag_test storage_bench tridiag_gpu_bench > "$OUT/build.log" 2>&1 \
-  || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
-echo "== tridiag tests (GPU included)"
-$BUILD/tridiag/tridiag_test --gtest_filter='Gpu*' 2>&1 | grep -E "^\[ *(PASSED|FAILED|SKIPPED) *\]|Failure|rror" | head -30
+build tridiag_test storage_bench tridiag_gpu_bench
+run_tridiag_gpu_tests
 echo "== tridiag GPU benchmark (2^26 unknowns, best of 5)"
 $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 > "$OUT/gpu_bench.json" 2> "$OUT/gpu_bench.err"
 grep -E "stripesolve (spike|thomas)|cusparse gtsv2|lu_pivoting" "$OUT/gpu_bench.err"
 run_storage_bench
 echo "== daemon tridiagonal jobs on the GPU machine"
-cmake --build $BUILD -j16 --target integration_test >> "$OUT/build.log" 2>&1 \
-  || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+build integration_test
 OPENBLAS_NUM_THREADS=1 $BUILD/tests/integration/integration_test --gtest_filter='*Tridiag*' 2>&1 \
   | grep -E "^\[ *(PASSED|FAILED|SKIPPED|OK) *\]|Failure|Expected|actual|Which is" | head -60

@@ -9,12 +9,12 @@
 //     f and for the two spikes (the couplings to the separators left and right), fully
 //     unrolled so that every array stays in registers.
 //   Warp level: the 32 separators of a warp form a tridiagonal system whose first 31 rows are
-//     the warp's "interior" and whose last row separates it from the next warp. Lanes 0, 1 and 2
-//     solve that interior for its three right-hand sides (its own, and the couplings to the
-//     previous and to its own warp separator): the same factorisation, one column each, so
-//     three columns cost what one does. (Packing all the block's warp-level solves onto the
-//     lanes of one warp saves issue slots but lengthens the block's serial phase; measured
-//     slower below n = 4096.)
+//     the warp's "interior" and whose last row separates it from the next warp. That interior
+//     is solved for its three right-hand sides (its own, and the couplings to the previous and
+//     to its own warp separator) by SPIKE once more, 4 partitions of 7 rows on 12 lanes, with
+//     a backward-error check that redoes it whole where a partition was ill-conditioned
+//     (warp_solves.h). (Packing all the block's warp-level solves onto the lanes of one warp
+//     saves issue slots but lengthens the block's serial phase; measured slower.)
 //   Group level: one thread per group solves its W warp separators.
 // Then every level's solution is put together from the one above it, from registers and shared
 // memory, and x goes out coalesced through a shared staging buffer. Loads are coalesced too:
@@ -26,6 +26,7 @@
 // in a group; larger systems and ragged batches still go there.
 #include "tridiag/cuda/group_spike.cuh"
 #include "tridiag/cuda/small_solves.h"
+#include "tridiag/cuda/warp_solves.h"
 
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
@@ -41,9 +42,7 @@ constexpr int kBlockWarps = 4;  // warps per block when groups are smaller
 
 struct WarpShared {
   double in[4][kWarpRows];  // dl, d, du, f of the warp's rows; f's row is reused to stage x
-  double L[32], D[32], U[32];  // the warp-level system (one row per lane's separator)
-  double Z[3][32];             // its three right-hand sides, then solutions
-  double piv[3][32], rinv[3][32];
+  WarpSystem sys;              // the warp-level system (one row per lane's separator)
   double ends[4];              // lane 0's interior row 0 for f and the two spikes
 };
 
@@ -156,33 +155,31 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
   const double RD = b[Q] + as * sr[Q - 1] + cs * nl;
   const double RU = cs * nr;
   const double RG = y[Q] - as * y[Q - 1] - cs * ny;
-  ws.L[lane] = RL;
-  ws.D[lane] = RD;
-  ws.U[lane] = RU;
-  ws.Z[0][lane] = RG;
-  ws.Z[1][lane] = lane == 0 ? -RL : 0.0;
-  ws.Z[2][lane] = lane == 30 ? -RU : 0.0;
+  ws.sys.L[lane] = RL;
+  ws.sys.D[lane] = RD;
+  ws.sys.U[lane] = RU;
+  ws.sys.Z[0][lane] = RG;
+  ws.sys.Z[1][lane] = lane == 0 ? -RL : 0.0;
+  ws.sys.Z[2][lane] = lane == 30 ? -RU : 0.0;
   __syncwarp();
-  if (lane < 3) {  // this warp's system for right-hand side `lane`
-    const int bad =
-        kPivot
-            ? pivot_solve(ws.L, ws.D, ws.U, ws.Z[lane], ws.piv[lane], ws.rinv[lane], 31)
-            : thomas_solve(ws.L, ws.D, ws.U, ws.Z[lane], ws.piv[lane], 31, g.tol);
+  {
+    DeviceWarp warp;
+    const int bad = warp_level_solve<kPivot>(ws.sys, lane, g.tol, warp);
     const int row = warp_row0 + bad * kLaneRows + Q;
-    if (lane == 0 && bad >= 0 && row < group_rows) flag(&g.flags[0], group_row0 + row);
+    if (bad >= 0 && row < group_rows) flag(&g.flags[0], group_row0 + row);
   }
   __syncthreads();
   // Group level: warp separators (lane 31's row) with the warps' interiors substituted.
   if (lane == 31) {
     const bool last = w + 1 == g.warps;
     const WarpShared& next = warps[last ? wb : wb + 1];
-    const double n0 = last ? 0.0 : next.Z[0][0], n1 = last ? 0.0 : next.Z[1][0];
-    const double n2 = last ? 0.0 : next.Z[2][0];
+    const double n0 = last ? 0.0 : next.sys.Z[0][0], n1 = last ? 0.0 : next.sys.Z[1][0];
+    const double n2 = last ? 0.0 : next.sys.Z[2][0];
     GroupShared& gs = groups[gi];
-    gs.L[w] = RL * ws.Z[1][30];
-    gs.D[w] = RD + RL * ws.Z[2][30] + RU * n1;
+    gs.L[w] = RL * ws.sys.Z[1][30];
+    gs.D[w] = RD + RL * ws.sys.Z[2][30] + RU * n1;
     gs.U[w] = RU * n2;
-    gs.G[w] = RG - RL * ws.Z[0][30] - RU * n0;
+    gs.G[w] = RG - RL * ws.sys.Z[0][30] - RU * n0;
   }
   __syncthreads();
   if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
@@ -201,7 +198,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
   // Back down: warp separators, lane separators, interiors.
   const GroupShared& gs = groups[gi];
   const double xr = gs.G[w], xl = w > 0 ? gs.G[w - 1] : 0.0;
-  const double xs = lane < 31 ? ws.Z[0][lane] + ws.Z[1][lane] * xl + ws.Z[2][lane] * xr : xr;
+  const double xs = lane < 31 ? ws.sys.Z[0][lane] + ws.sys.Z[1][lane] * xl + ws.sys.Z[2][lane] * xr : xr;
   double xp = __shfl_up_sync(kFullMask, xs, 1);
   if (lane == 0) xp = xl;
   double* const out = ws.in[3];

@@ -4,7 +4,9 @@
 # end (with a GPU present the daemon solves them there), and the storage benchmark on the
 # machine's local NVMe disk (STORAGE_REPS repetitions, default 5; STORAGE_ONLY=1 runs only
 # that). TRIDIAG_QUICK=1 runs only the tridiagonal GPU tests and the strided-batch part of the
-# benchmark (about a minute with the build, for iterating on kernels). Logs and JSON go to $OUT.
+# benchmark (about a minute with the build, for iterating on kernels). TRIDIAG_PROFILE=1 builds
+# with line info and runs Nsight Compute on the one-pass kernel's launches of that benchmark
+# (scripts/ncu-summary.py prints where they stall). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
@@ -22,7 +24,9 @@ export LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
 export PKG_CONFIG_PATH=$L/pkgconfig:${PKG_CONFIG_PATH:-}
 sed -i "s|=/usr|=$PREFIX/usr|" $L/pkgconfig/liburing.pc  # the carried .pc names /usr
 BUILD=/tmp/ssbuild
-cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_WERROR=ON \
+EXTRA=()
+[ "${TRIDIAG_PROFILE:-0}" = 1 ] && EXTRA=(-DCMAKE_CUDA_FLAGS=-lineinfo)
+cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_WERROR=ON "${EXTRA[@]}" \
   -DCMAKE_PREFIX_PATH=$PREFIX/usr -DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include \
   -DLAPACKE_LIBRARY=$L/liblapacke.so > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -E "CUDA backend|liburing" "$OUT/configure.log"
@@ -52,6 +56,17 @@ if [ "${TRIDIAG_QUICK:-0}" = 1 ]; then  # kernels only: GPU tests, strided batch
   run_tridiag_gpu_tests
   $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 quick > "$OUT/gpu_bench_quick.json" 2> "$OUT/gpu_bench.err"
   cat "$OUT/gpu_bench.err"
+  exit 0
+fi
+if [ "${TRIDIAG_PROFILE:-0}" = 1 ]; then  # where the one-pass kernel spends its time
+  build tridiag_gpu_bench
+  NCU=$(ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  $NCU -k regex:group_spike --launch-count 24 --import-source yes \
+    --section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
+    --section InstructionStats --section SourceCounters --section LaunchStats \
+    -o "$OUT/group_spike" $BUILD/bench/tridiag/tridiag_gpu_bench 26 1 quick > /dev/null 2> "$OUT/ncu.err"
+  tail -3 "$OUT/ncu.err"
+  python3 scripts/ncu-summary.py "$NCU" "$OUT/group_spike.ncu-rep" "$OUT"
   exit 0
 fi
 build tridiag_test storage_bench tridiag_gpu_bench

@@ -15,7 +15,8 @@
 //     a backward-error check that redoes it whole where a partition was ill-conditioned
 //     (warp_solves.h). (Packing all the block's warp-level solves onto the lanes of one warp
 //     saves issue slots but lengthens the block's serial phase; measured slower.)
-//   Group level: one thread per group solves its W warp separators.
+//   Group level: one thread per group solves its W warp separators. Where a group is one warp,
+//     only warp barriers separate the levels.
 // Then every level's solution is put together from the one above it, from registers and shared
 // memory, and x goes out coalesced through a shared staging buffer. Loads are coalesced too:
 // 8-byte cp.async into shared memory, read back by each lane at a stride of 9 doubles (free of
@@ -40,11 +41,17 @@ constexpr int Q = kLaneQ;  // interior rows of a lane
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kBlockWarps = 4;  // warps per block when groups are smaller
 
+// dl, d and du are dead once the lane level has its rows, so the warp-level system takes their
+// place: 9.3 KB per warp, which lets 4 blocks of 4 warps share an SM (228 KB).
 struct WarpShared {
-  double in[4][kWarpRows];  // dl, d, du, f of the warp's rows; f's row is reused to stage x
-  WarpSystem sys;              // the warp-level system (one row per lane's separator)
-  double ends[4];              // lane 0's interior row 0 for f and the two spikes
+  union {
+    double in[3][kWarpRows];  // dl, d, du of the warp's rows, until the lane level has them
+    WarpSystem sys;           // then the warp-level system (one row per lane's separator)
+  };
+  double f[kWarpRows];  // f of the warp's rows; then x on its way out
+  double ends[4];       // lane 0's interior row 0 for f and the two spikes
 };
+static_assert(sizeof(WarpSystem) <= sizeof(double) * 3 * kWarpRows);
 
 struct GroupShared {
   double L[kMaxGroupWarps], D[kMaxGroupWarps], U[kMaxGroupWarps], G[kMaxGroupWarps];
@@ -84,9 +91,37 @@ __device__ std::size_t group_start(const GroupArgs& g, int gi, int& rows) {
   return row0;
 }
 
-// kPivot: diagonal pivoting at every level, else Thomas with the tiny-pivot test.
+// Solves group gi's system of warp separators (one thread).
 template <bool kPivot>
-__global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupArgs g) {
+__device__ void solve_group(const GroupArgs& g, GroupShared& gs, int gi) {
+  const int bad = kPivot ? pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, g.warps)
+                         : thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.tol);
+  if (bad >= 0) {
+    int rows = 0;
+    const std::size_t row0 = group_start(g, gi, rows);
+    const int row = bad * kWarpRows + kWarpRows - 1;
+    if (row < rows) flag(&g.flags[0], row0 + row);
+  }
+}
+
+// The barrier between levels: the block's, or only the warp's where every group is one warp
+// (n <= 288), so that a warp held up (by the warp level's fallback) holds up no other.
+__device__ void level_barrier(bool lone) {
+  if (lone) {
+    __syncwarp();
+  } else {
+    __syncthreads();
+  }
+}
+
+// kPivot: diagonal pivoting at every level, else Thomas with the tiny-pivot test.
+// kSmall: blocks of at most 128 threads, kSmallMinBlocks of them per SM; else one block of up
+// to 512 threads. 5 and 6 small blocks (96 and 80 registers, spilling) were measured slower:
+// spike at n = 256 fell from 42 to 30 and 24 G unknowns/s on the H100.
+constexpr int kSmallMinBlocks = 4;
+template <bool kPivot, bool kSmall>
+__global__ void __launch_bounds__(kSmall ? 128 : 32 * kMaxGroupWarps, kSmall ? kSmallMinBlocks : 1)
+    group_spike_kernel(GroupArgs g) {
   extern __shared__ double smem[];
   const int wb = threadIdx.x >> 5, lane = threadIdx.x & 31;
   WarpShared* const warps = reinterpret_cast<WarpShared*>(smem);
@@ -97,6 +132,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
   int group_rows = 0;
   const std::size_t group_row0 = group_start(g, gi, group_rows);
   const int warp_row0 = w * kWarpRows;
+  const bool lone = g.warps == 1;
   for (int i = lane; i < kWarpRows; i += 32) {
     const int r = warp_row0 + i;
     if (r < group_rows) {
@@ -104,12 +140,12 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
       __pipeline_memcpy_async(&ws.in[0][i], &g.dl[row], sizeof(double));
       __pipeline_memcpy_async(&ws.in[1][i], &g.d[row], sizeof(double));
       __pipeline_memcpy_async(&ws.in[2][i], &g.du[row], sizeof(double));
-      __pipeline_memcpy_async(&ws.in[3][i], &g.f[row], sizeof(double));
+      __pipeline_memcpy_async(&ws.f[i], &g.f[row], sizeof(double));
     } else {
       ws.in[0][i] = 0.0;
       ws.in[1][i] = 1.0;
       ws.in[2][i] = 0.0;
-      ws.in[3][i] = 0.0;
+      ws.f[i] = 0.0;
     }
   }
   __pipeline_commit();
@@ -127,7 +163,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     if (sys_row + 1 == g.n) c[k] = 0.0;
     if (++sys_row == g.n) sys_row = 0;
     b[k] = ws.in[1][r0 + k];
-    y[k] = ws.in[3][r0 + k];
+    y[k] = ws.f[r0 + k];
   }
   const int bad_lane = lane_solve<kPivot>(a, b, c, y, sl, sr, g.tol);
   if (bad_lane >= 0 && warp_row0 + r0 + bad_lane < group_rows) {
@@ -138,7 +174,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     ws.ends[1] = sl[0];
     ws.ends[2] = sr[0];
   }
-  __syncthreads();
+  level_barrier(lone);
 
   // Warp level: the lane's separator row with its interior ends substituted.
   double ny = __shfl_down_sync(kFullMask, y[0], 1);
@@ -155,6 +191,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
   const double RD = b[Q] + as * sr[Q - 1] + cs * nl;
   const double RU = cs * nr;
   const double RG = y[Q] - as * y[Q - 1] - cs * ny;
+  __syncwarp();  // every lane has read its a and c: the warp-level system may overwrite them
   ws.sys.L[lane] = RL;
   ws.sys.D[lane] = RD;
   ws.sys.U[lane] = RU;
@@ -168,7 +205,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     const int row = warp_row0 + bad * kLaneRows + Q;
     if (bad >= 0 && row < group_rows) flag(&g.flags[0], group_row0 + row);
   }
-  __syncthreads();
+  level_barrier(lone);
   // Group level: warp separators (lane 31's row) with the warps' interiors substituted.
   if (lane == 31) {
     const bool last = w + 1 == g.warps;
@@ -180,28 +217,22 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     gs.D[w] = RD + RL * ws.sys.Z[2][30] + RU * n1;
     gs.U[w] = RU * n2;
     gs.G[w] = RG - RL * ws.sys.Z[0][30] - RU * n0;
+    if (lone) solve_group<kPivot>(g, gs, gi);
   }
-  __syncthreads();
-  if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
-    GroupShared& gs = groups[threadIdx.x];
-    const int bad = kPivot
-                        ? pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, g.warps)
-                        : thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.tol);
-    if (bad >= 0) {
-      int rows = 0;
-      const std::size_t row0 = group_start(g, threadIdx.x, rows);
-      const int row = bad * kWarpRows + kWarpRows - 1;
-      if (row < rows) flag(&g.flags[0], row0 + row);
+  if (!lone) {
+    __syncthreads();
+    if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
+      solve_group<kPivot>(g, groups[threadIdx.x], threadIdx.x);
     }
   }
-  __syncthreads();
+  level_barrier(lone);
   // Back down: warp separators, lane separators, interiors.
   const GroupShared& gs = groups[gi];
   const double xr = gs.G[w], xl = w > 0 ? gs.G[w - 1] : 0.0;
   const double xs = lane < 31 ? ws.sys.Z[0][lane] + ws.sys.Z[1][lane] * xl + ws.sys.Z[2][lane] * xr : xr;
   double xp = __shfl_up_sync(kFullMask, xs, 1);
   if (lane == 0) xp = xl;
-  double* const out = ws.in[3];
+  double* const out = ws.f;
 #pragma unroll
   for (int k = 0; k < Q; ++k) out[r0 + k] = y[k] + sl[k] * xp + sr[k] * xs;
   out[r0 + Q] = xs;
@@ -223,8 +254,10 @@ void launch_group_spike(bool pivoting, const double* dl, const double* d, const 
   static const bool limits_set = [] {
     const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
     const auto attribute = cudaFuncAttributeMaxDynamicSharedMemorySize;
-    cudaFuncSetAttribute(group_spike_kernel<true>, attribute, most);
-    cudaFuncSetAttribute(group_spike_kernel<false>, attribute, most);
+    cudaFuncSetAttribute(group_spike_kernel<true, false>, attribute, most);
+    cudaFuncSetAttribute(group_spike_kernel<false, false>, attribute, most);
+    cudaFuncSetAttribute(group_spike_kernel<true, true>, attribute, most);
+    cudaFuncSetAttribute(group_spike_kernel<false, true>, attribute, most);
     return true;
   }();
   (void)limits_set;
@@ -241,10 +274,17 @@ void launch_group_spike(bool pivoting, const double* dl, const double* d, const 
   const unsigned threads = 32u * g.warps * g.groups_per_block;
   const std::size_t bytes = shared_bytes(g.warps, g.groups_per_block);
   auto st = static_cast<cudaStream_t>(stream);
-  if (pivoting) {
-    group_spike_kernel<true><<<static_cast<unsigned>(blocks), threads, bytes, st>>>(g);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (threads <= 128) {
+    if (pivoting) {
+      group_spike_kernel<true, true><<<grid, threads, bytes, st>>>(g);
+    } else {
+      group_spike_kernel<false, true><<<grid, threads, bytes, st>>>(g);
+    }
+  } else if (pivoting) {
+    group_spike_kernel<true, false><<<grid, threads, bytes, st>>>(g);
   } else {
-    group_spike_kernel<false><<<static_cast<unsigned>(blocks), threads, bytes, st>>>(g);
+    group_spike_kernel<false, false><<<grid, threads, bytes, st>>>(g);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <barrier>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
@@ -33,11 +34,15 @@ struct EmulatedWarp {
     sync();
     return m;
   }
+  template <int N>
+  void max_each(double (&v)[N]) {
+    for (double& x : v) x = max(x);
+  }
 };
 
-// Runs warp_level_solve on 32 threads; returns the smallest row any lane reported, or -1.
-template <bool kPivot>
-int solve_on_emulated_warp(gpu::WarpSystem& s) {
+// Runs solve(lane, warp) on 32 threads; returns the smallest row any lane reported, or -1.
+template <typename Solve>
+int run_on_emulated_warp(Solve&& solve) {
   std::barrier<> bar(32);
   double exchange[32];
   int bad[32];
@@ -45,7 +50,7 @@ int solve_on_emulated_warp(gpu::WarpSystem& s) {
   for (int lane = 0; lane < 32; ++lane) {
     lanes.emplace_back([&, lane] {
       EmulatedWarp warp{&bar, exchange, lane};
-      bad[lane] = gpu::warp_level_solve<kPivot>(s, lane, kEps, warp);
+      bad[lane] = solve(lane, warp);
     });
   }
   for (auto& t : lanes) t.join();
@@ -54,6 +59,12 @@ int solve_on_emulated_warp(gpu::WarpSystem& s) {
     if (b >= 0 && (first < 0 || b < first)) first = b;
   }
   return first;
+}
+
+template <bool kPivot>
+int solve_on_emulated_warp(gpu::WarpSystem& s) {
+  return run_on_emulated_warp(
+      [&](int lane, EmulatedWarp& warp) { return gpu::warp_level_solve<kPivot>(s, lane, kEps, warp); });
 }
 
 // A 31-row system (plus the outside couplings L[0], U[30]) with the kernel's right-hand sides.
@@ -129,6 +140,38 @@ TEST(WarpSolvesTest, PivotingOnRandomSystemsIsBackwardStable) {
   }
   EXPECT_LE(worst, 32 * kEps);
   EXPECT_GT(worst, 0.0);
+}
+
+// Why there are two splits: on random U(-1,1) systems, few even splits miss the check, and the
+// shifted split passes it for most of those, so the serial 31-row solve is rare.
+TEST(WarpSolvesTest, ShiftedSplitCatchesMostEvenSplitMisses) {
+  std::mt19937_64 gen(5);
+  const int trials = 400;
+  int even_missed = 0, both_missed = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const gpu::WarpSystem in = make_system(gen, false);
+    bool accurate[2];
+    for (int k = 0; k < 2; ++k) {
+      gpu::WarpSystem s = in;
+      for (int c = 0; c < 3; ++c) std::copy(s.Z[c], s.Z[c] + 32, s.rhs[c]);
+      run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {
+        if (k == 0) {
+          gpu::split_solve<true, gpu::EvenSplit>(s, lane, kEps, warp);
+        } else {
+          gpu::split_solve<true, gpu::ShiftedSplit>(s, lane, kEps, warp);
+        }
+        const bool ok = gpu::warp_level_accurate(s, lane, warp);
+        if (lane == 0) accurate[k] = ok;
+        return -1;
+      });
+    }
+    even_missed += !accurate[0];
+    both_missed += !accurate[0] && !accurate[1];
+  }
+  EXPECT_LE(even_missed, trials / 10);
+  EXPECT_LE(both_missed * 4, even_missed);
+  std::printf("even split missed the check on %d of %d systems, both splits on %d\n", even_missed,
+              trials, both_missed);
 }
 
 // A partition that is singular on its own (7 rows with a zero diagonal) inside a nonsingular

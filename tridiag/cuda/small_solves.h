@@ -8,9 +8,11 @@
 #if defined(__CUDACC__)
 #define STRIPESOLVE_HD __host__ __device__
 #define STRIPESOLVE_FORCEINLINE __forceinline__
+#define STRIPESOLVE_NOINLINE __noinline__
 #else
 #define STRIPESOLVE_HD
 #define STRIPESOLVE_FORCEINLINE inline
+#define STRIPESOLVE_NOINLINE
 #endif
 // Unrolling hints for the device pass only (host compilers do not know "#pragma unroll").
 #if defined(__CUDA_ARCH__)

@@ -86,6 +86,28 @@ TEST(CudaSolvesTest, DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting) {
   EXPECT_GE(checked, 80) << "of 96 systems; the rest are singular or break down";
 }
 
+// The register-held variant (pivot_solve<kMax>, q <= kMax) does the same arithmetic.
+TEST(CudaSolvesTest, RegisterHeldPivotingGivesTheSameBits) {
+  for (int type = 1; type <= kStabilityTypes; ++type) {
+    for (int q : {1, 2, 3, 7, 11, 15, 16}) {
+      SCOPED_TRACE("type " + std::to_string(type) + " q = " + std::to_string(q));
+      const TridiagonalMatrix m = stability_matrix(type, q, 500 + q);
+      const std::vector<double> f = random_vector(q, 600 + q);
+      std::vector<double> z = f, piv(q), rinv(q), z16 = f, piv16(q), rinv16(q);
+      const int bad = gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), piv.data(),
+                                       rinv.data(), q);
+      const int bad16 = gpu::pivot_solve<16>(m.dl.data(), m.d.data(), m.du.data(), z16.data(),
+                                             piv16.data(), rinv16.data(), q);
+      EXPECT_EQ(bad, bad16);
+      for (int i = 0; i < q; ++i) {
+        if (!std::isnan(z[i])) {
+          EXPECT_EQ(z[i], z16[i]) << "row " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaSolvesTest, ZeroDiagonalTakesTwoByTwoPivots) {
   // [[0, 1, 0, 0], [1, 0, 2, 0], [0, 3, 0, 1], [0, 0, 1, 0]]: every 1x1 pivot would be zero.
   TridiagonalMatrix m{{0, 1, 3, 1}, {0, 0, 0, 0}, {1, 2, 1, 0}};

@@ -23,20 +23,17 @@ constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 struct EmulatedWarp {
   std::barrier<>* bar;
-  double* exchange;  // 32 slots
+  unsigned* keys;  // 32 slots, for max_each
   int lane;
   void sync() { bar->arrive_and_wait(); }
-  double max(double v) {
-    exchange[lane] = v;
-    sync();
-    double m = v;
-    for (int k = 0; k < 32; ++k) m = gpu::nan_max(m, exchange[k]);
-    sync();
-    return m;
-  }
   template <int N>
-  void max_each(double (&v)[N]) {
-    for (double& x : v) x = max(x);
+  void max_each(unsigned (&v)[N]) {
+    for (unsigned& x : v) {
+      keys[lane] = x;
+      sync();
+      for (int k = 0; k < 32; ++k) x = std::max(x, keys[k]);
+      sync();
+    }
   }
 };
 
@@ -44,12 +41,12 @@ struct EmulatedWarp {
 template <typename Solve>
 int run_on_emulated_warp(Solve&& solve) {
   std::barrier<> bar(32);
-  double exchange[32];
+  unsigned keys[32];
   int bad[32];
   std::vector<std::thread> lanes;
   for (int lane = 0; lane < 32; ++lane) {
     lanes.emplace_back([&, lane] {
-      EmulatedWarp warp{&bar, exchange, lane};
+      EmulatedWarp warp{&bar, keys, lane};
       bad[lane] = solve(lane, warp);
     });
   }
@@ -140,6 +137,23 @@ TEST(WarpSolvesTest, PivotingOnRandomSystemsIsBackwardStable) {
   }
   EXPECT_LE(worst, 32 * kEps);
   EXPECT_GT(worst, 0.0);
+}
+
+// The check's norms go through the warp as the high words of their doubles.
+TEST(WarpSolvesTest, HighWordsOrderMagnitudesAndKeepNaN) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> ordered = {0.0, 1e-300, 1e-20, 0.5, 1.0, 1.0 + 1e-5, 3.0, 1e300, inf};
+  for (std::size_t i = 0; i + 1 < ordered.size(); ++i) {
+    EXPECT_LT(gpu::high_word(ordered[i]), gpu::high_word(ordered[i + 1])) << ordered[i];
+  }
+  EXPECT_GT(gpu::high_word(std::fabs(nan)), gpu::high_word(inf));
+  EXPECT_TRUE(std::isnan(gpu::from_high_word(gpu::high_word(std::fabs(nan)))));
+  for (double v : {1e-200, 0.3, 7.0, 123456.789, 1e250}) {
+    const double back = gpu::from_high_word(gpu::high_word(v));
+    EXPECT_LE(back, v);
+    EXPECT_GE(back, v * (1.0 - std::ldexp(1.0, -20)));
+  }
 }
 
 // Why there are two splits: on random U(-1,1) systems, few even splits miss the check, and the

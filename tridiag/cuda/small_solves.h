@@ -183,20 +183,28 @@ STRIPESOLVE_HD inline int thomas_solve(const double* __restrict__ L, const doubl
 }
 
 // Diagonal pivoting (as lane_solve, 000 §III) on the system (L, D, U) of q rows for z, in place,
-// branch-free: every row is a step of the loop, both
-// pivot kinds are computed and the right one selected, and one reciprocal per pivot serves both
-// sweeps. A regular loop lets the compiler overlap the shared-memory loads with the serial
-// chain; a loop with a data-dependent stride (1 or 2 rows) made this level three times
-// slower than Thomas. The 2x2 rows are bits of a register (q <= 32).
+// branch-free: every row is a step of the loop, both pivot kinds are computed and the right one
+// selected, and one reciprocal per pivot serves both sweeps. A regular loop lets the compiler
+// overlap the shared-memory loads with the serial chain; a loop with a data-dependent stride
+// (1 or 2 rows) made this level three times slower than Thomas. The 2x2 rows are bits of a
+// register (q <= 32). With kMax > 0 (q <= kMax), z is held in registers and the loops are
+// unrolled whole, so that the serial chain does not go through memory at every row.
+template <int kMax = 0>
 STRIPESOLVE_HD inline int pivot_solve(const double* __restrict__ L, const double* __restrict__ D,
-                                      const double* __restrict__ U, double* __restrict__ z,
+                                      const double* __restrict__ U, double* __restrict__ z_in,
                                       double* __restrict__ piv, double* __restrict__ rinv, int q) {
+  constexpr bool kFixed = kMax > 0;
+  double held[kFixed ? kMax + 1 : 1];  // z in registers (one spare: reads past q are guarded)
+  double* const z = kFixed ? held : z_in;
+  if constexpr (kFixed) {
+STRIPESOLVE_UNROLL
+    for (int i = 0; i <= kMax; ++i) held[i] = i < q ? z_in[i] : 0.0;
+  }
   unsigned two = 0;  // bit k: row k is the second row of a 2x2 pivot
   int bad = -1;
   double cur = D[0];
   bool skip = false;
-STRIPESOLVE_UNROLL_2
-  for (int k = 0; k < q - 1; ++k) {
+  auto eliminate = [&](int k) {
     const bool active = !skip;
     two |= skip ? 1u << k : 0u;
     const double a2 = L[k + 1], c1 = U[k], b2 = D[k + 1];
@@ -221,6 +229,16 @@ STRIPESOLVE_UNROLL_2
     }
     cur = next;
     skip = active && !one;
+  };
+  if constexpr (kFixed) {
+STRIPESOLVE_UNROLL
+    for (int k = 0; k < kMax - 1; ++k) {
+      if (k >= q - 1) break;
+      eliminate(k);
+    }
+  } else {
+STRIPESOLVE_UNROLL_2
+    for (int k = 0; k < q - 1; ++k) eliminate(k);
   }
   {
     const int k = q - 1;
@@ -231,8 +249,7 @@ STRIPESOLVE_UNROLL_2
     if (active && !pivot_ok(cur) && bad < 0) bad = k;
   }
   bool done = false;
-STRIPESOLVE_UNROLL_2
-  for (int j = q - 1; j >= 0; --j) {
+  auto substitute = [&](int j) {
     const bool act = !done;
     const bool pair = j > 0 && ((two >> j) & 1u);
     const double cj = j + 1 < q ? U[j] : 0.0;
@@ -248,6 +265,21 @@ STRIPESOLVE_UNROLL_2
       z[j] = (zj - cj * zn) * rinv[j];
     }
     done = act && pair;
+  };
+  if constexpr (kFixed) {
+STRIPESOLVE_UNROLL
+    for (int j = kMax - 1; j >= 0; --j) {
+      if (j < q) substitute(j);
+    }
+  } else {
+STRIPESOLVE_UNROLL_2
+    for (int j = q - 1; j >= 0; --j) substitute(j);
+  }
+  if constexpr (kFixed) {
+STRIPESOLVE_UNROLL
+    for (int i = 0; i < kMax; ++i) {
+      if (i < q) z_in[i] = held[i];
+    }
   }
   return bad;
 }

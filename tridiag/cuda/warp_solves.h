@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "tridiag/cuda/small_solves.h"
 
@@ -45,25 +47,47 @@ struct WarpSystem {
 // The larger of a and b, NaN when either is (fmax would drop a NaN).
 STRIPESOLVE_HD inline double nan_max(double a, double b) { return (a > b || a != a) ? a : b; }
 
+// The high 32 bits of a non-negative double: they order non-negative doubles, infinity and NaN
+// (above infinity) as the doubles themselves, to 20 bits of mantissa, and a warp takes their
+// maximum in one instruction (__reduce_max_sync) rather than ten shuffles for a double.
+STRIPESOLVE_HD inline unsigned high_word(double v) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned>(__double2hiint(v));
+#else
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return static_cast<unsigned>(bits >> 32);
+#endif
+}
+
+STRIPESOLVE_HD inline double from_high_word(unsigned h) {
+#if defined(__CUDA_ARCH__)
+  return __hiloint2double(static_cast<int>(h), 0);
+#else
+  const std::uint64_t bits = std::uint64_t{h} << 32;
+  double v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+#endif
+}
+
 #if defined(__CUDACC__)
 // The warp policy of the kernel.
 struct DeviceWarp {
   __device__ void sync() { __syncwarp(); }
-  // Every v[i] becomes its largest value over the warp; the N reductions interleave.
+  // Every v[i] becomes its largest value over the warp.
   template <int N>
-  __device__ void max_each(double (&v)[N]) {
-    for (int d = 16; d > 0; d /= 2) {
+  __device__ void max_each(unsigned (&v)[N]) {
 STRIPESOLVE_UNROLL
-      for (int i = 0; i < N; ++i) v[i] = nan_max(v[i], __shfl_xor_sync(0xffffffffu, v[i], d));
-    }
+    for (int i = 0; i < N; ++i) v[i] = __reduce_max_sync(0xffffffffu, v[i]);
   }
 };
 #endif
 
 // Whether x = s.Z solves the system for s.rhs to a normwise backward error of 2 eps in every
-// column, ||r||inf <= 2 eps (||A||inf ||x||inf + ||b||inf); false on NaN. Warp-uniform. The
-// ten norms are reduced together: one after another they cost the kernel about a tenth of its
-// speed (H100).
+// column, ||r||inf <= 2 eps (||A||inf ||x||inf + ||b||inf), each norm to 20 bits (high_word);
+// false on NaN. Warp-uniform. Reduced one after another by shuffles, the ten norms cost the
+// kernel about a tenth of its speed (H100).
 template <typename Warp>
 STRIPESOLVE_HD bool warp_level_accurate(const WarpSystem& s, int lane, Warp& warp) {
   const int r = lane;
@@ -81,11 +105,16 @@ STRIPESOLVE_UNROLL
       v[3 + 3 * c] = fabs(b);
     }
   }
-  warp.max_each(v);
+  unsigned h[10];
+STRIPESOLVE_UNROLL
+  for (int i = 0; i < 10; ++i) h[i] = high_word(v[i]);
+  warp.max_each(h);
   bool ok = true;
 STRIPESOLVE_UNROLL
   for (int c = 0; c < 3; ++c) {
-    ok &= v[1 + 3 * c] <= 2.0 * 2.220446049250313e-16 * (v[0] * v[2 + 3 * c] + v[3 + 3 * c]);
+    const double rmax = from_high_word(h[1 + 3 * c]), xmax = from_high_word(h[2 + 3 * c]);
+    const double amax = from_high_word(h[0]), bmax = from_high_word(h[3 + 3 * c]);
+    ok &= rmax <= 2.0 * 2.220446049250313e-16 * (amax * xmax + bmax);
   }
   return ok;
 }
@@ -114,8 +143,9 @@ STRIPESOLVE_HD int split_solve(WarpSystem& s, int lane, double tol, Warp& warp) 
                         : c == 1 ? (p == 0 ? s.Z[1] : s.WL)
                                  : (p == 3 ? s.Z[2] : s.WR);
     double* const piv = s.ppiv + kMaxPartition * lane;
-    const int b = kPivot ? pivot_solve(s.L + r0, s.D + r0, s.U + r0, col + r0, piv,
-                                       s.prinv + kMaxPartition * lane, q)
+    constexpr int kMaxRows = Sp::kEqual ? Sp::sep(0) : kMaxPartition;
+    const int b = kPivot ? pivot_solve<kMaxRows>(s.L + r0, s.D + r0, s.U + r0, col + r0, piv,
+                                                 s.prinv + kMaxPartition * lane, q)
                          : thomas_solve(s.L + r0, s.D + r0, s.U + r0, col + r0, piv, q, tol);
     if (b >= 0) bad = r0 + b;
     if (c == 0) s.partition_bad[p] = bad;
@@ -133,7 +163,7 @@ STRIPESOLVE_HD int split_solve(WarpSystem& s, int lane, double tol, Warp& warp) 
   warp.sync();
   if (lane < 3) {  // column `lane` of the separator system
     const int b = kPivot
-                      ? pivot_solve(s.SL, s.SD, s.SU, s.SG[lane], s.spiv[lane], s.srinv[lane], 3)
+                      ? pivot_solve<3>(s.SL, s.SD, s.SU, s.SG[lane], s.spiv[lane], s.srinv[lane], 3)
                       : thomas_solve(s.SL, s.SD, s.SU, s.SG[lane], s.spiv[lane], 3, tol);
     // A separator fails by itself only if every partition solved: after a partition's
     // breakdown the separators inherit its non-finite values, and the partition is the cause.
@@ -185,7 +215,7 @@ STRIPESOLVE_HD STRIPESOLVE_NOINLINE int redo_warp_level(WarpSystem& s, int lane,
 // the even split failed the check for 1 warp in 1000 and the shifted split for none; without
 // the check the worst residual was 8.4 eps against the whole solve's 0.8. Returns the calling
 // lane's first failing row or -1. Warp: sync() is __syncwarp, max_each(v) the largest of each
-// v[i] over the warp.
+// unsigned v[i] over the warp.
 template <bool kPivot, typename Warp>
 STRIPESOLVE_HD int warp_level_solve(WarpSystem& s, int lane, double tol, Warp& warp) {
   if constexpr (!kPivot) {

@@ -37,6 +37,24 @@ inline constexpr double kPivotKappa = 0.6180339887498949;  // 000 §III: (sqrt(5
 
 STRIPESOLVE_HD inline bool pivot_ok(double p) { return p != 0.0 && isfinite(p); }
 
+// 1 / d on the serial chains of the solves. On the device: the hardware's approximation and two
+// Newton steps, within an ulp or two of 1.0 / d and shorter than the correctly rounded division
+// that 1.0 / d compiles to. d = 0 or infinite gives NaN (a failed pivot either way: pivot_ok
+// rejects it), and magnitudes below 2^-1022 count as 0.
+#define STRIPESOLVE_FAST_RECIPROCAL 1
+STRIPESOLVE_HD inline double reciprocal(double d) {
+#if defined(__CUDA_ARCH__) && STRIPESOLVE_FAST_RECIPROCAL
+  double r;
+  asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(d));
+  double e = fma(-d, r, 1.0);
+  r = fma(r, e, r);
+  e = fma(-d, r, 1.0);
+  return fma(r, e, r);
+#else
+  return 1.0 / d;
+#endif
+}
+
 // Factors the interior (rows 0..Q-1) of a lane's partition and solves it in place for y and
 // the spikes sl (right-hand side -a_0 e_0) and sr (-c_last e_last). Returns the first interior
 // row with a failed pivot test, or -1. a and c are the lane's rows in shared memory (Thomas
@@ -67,7 +85,7 @@ STRIPESOLVE_UNROLL
       two[k] = skip;
       const bool active = !skip;
       if (k == Q - 1) {
-        rinv[k] = 1.0 / cur;
+        rinv[k] = reciprocal(cur);
         if (active && !pivot_ok(cur) && bad < 0) bad = k;
         b[k] = active ? cur : b[k];
         break;
@@ -77,7 +95,7 @@ STRIPESOLVE_UNROLL
       const double sigma = fmax(fmax(fabs(a2), fabs(a3)), fmax(fabs(b2), fmax(fabs(c1), fabs(c2))));
       const bool one = fabs(cur) * sigma >= kPivotKappa * fabs(a2 * c1);
       const double det = one ? cur : cur * b2 - a2 * c1;
-      const double r = 1.0 / det;
+      const double r = reciprocal(det);
       rinv[k] = r;
       if (active && !pivot_ok(det) && bad < 0) bad = k;
       const bool do1 = active && one, do2 = active && !one;
@@ -133,7 +151,7 @@ STRIPESOLVE_UNROLL
       const double piv = b[k] - lo * pc;
       const double scale = fmax(fabs(lo), fmax(fabs(b[k]), fabs(up)));
       if (!(fabs(piv) > tol * scale && isfinite(piv)) && bad < 0) bad = k;
-      const double inv = 1.0 / piv;
+      const double inv = reciprocal(piv);
       pc = up * inv;
       c[k] = pc;
       if (k > 0) {
@@ -169,7 +187,7 @@ STRIPESOLVE_HD inline int thomas_solve(const double* __restrict__ L, const doubl
     const double pv = dk - lo * pc;
     const double scale = fmax(fabs(lo), fmax(fabs(dk), fabs(up)));
     if (!(fabs(pv) > tol * scale && isfinite(pv)) && bad < 0) bad = k;
-    const double inv = 1.0 / pv;
+    const double inv = reciprocal(pv);
     pc = up * inv;
     cp[k] = pc;
     zp = (z[k] - lo * zp) * inv;
@@ -213,7 +231,7 @@ STRIPESOLVE_UNROLL
     const double sigma = fmax(fmax(fabs(a2), fabs(a3)), fmax(fabs(b2), fmax(fabs(c1), fabs(c2))));
     const bool one = fabs(cur) * sigma >= kPivotKappa * fabs(a2 * c1);
     const double det = one ? cur : cur * b2 - a2 * c1;
-    const double r = 1.0 / det;
+    const double r = reciprocal(det);
     if (active && !pivot_ok(det) && bad < 0) bad = k;
     const bool do1 = active && one, do2 = active && !one && more;
     rinv[k] = r;
@@ -244,7 +262,7 @@ STRIPESOLVE_UNROLL_2
     const int k = q - 1;
     const bool active = !skip;
     two |= skip ? 1u << k : 0u;
-    rinv[k] = 1.0 / cur;
+    rinv[k] = reciprocal(cur);
     piv[k] = active ? cur : D[k];
     if (active && !pivot_ok(cur) && bad < 0) bad = k;
   }

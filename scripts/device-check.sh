@@ -4,7 +4,8 @@
 # end (with a GPU present the daemon solves them there), and the storage benchmark on the
 # machine's local NVMe disk (STORAGE_REPS repetitions, default 5; STORAGE_ONLY=1 runs only
 # that). TRIDIAG_QUICK=1 runs only the tridiagonal GPU tests and the strided-batch part of the
-# benchmark (about a minute with the build, for iterating on kernels). TRIDIAG_PROFILE=1 builds
+# benchmark (about a minute with the build, for iterating on kernels). TRIDIAG_ONLY=1 runs all
+# but the storage benchmark. TRIDIAG_PROFILE=1 builds
 # with line info and runs Nsight Compute on the one-pass kernel's launches of that benchmark
 # (scripts/ncu-summary.py prints where they stall). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
@@ -74,7 +75,7 @@ run_tridiag_gpu_tests
 echo "== tridiag GPU benchmark (2^26 unknowns, best of 5)"
 $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 > "$OUT/gpu_bench.json" 2> "$OUT/gpu_bench.err"
 grep -E "stripesolve (spike|thomas)|cusparse gtsv2|lu_pivoting" "$OUT/gpu_bench.err"
-run_storage_bench
+[ "${TRIDIAG_ONLY:-0}" = 1 ] || run_storage_bench
 echo "== daemon tridiagonal jobs on the GPU machine"
 build integration_test
 OPENBLAS_NUM_THREADS=1 $BUILD/tests/integration/integration_test --gtest_filter='*Tridiag*' 2>&1 \

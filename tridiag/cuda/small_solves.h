@@ -37,19 +37,17 @@ inline constexpr double kPivotKappa = 0.6180339887498949;  // 000 §III: (sqrt(5
 
 STRIPESOLVE_HD inline bool pivot_ok(double p) { return p != 0.0 && isfinite(p); }
 
-// 1 / d on the serial chains of the solves. On the device: the hardware's approximation and two
-// Newton steps, within an ulp or two of 1.0 / d and shorter than the correctly rounded division
-// that 1.0 / d compiles to. d = 0 or infinite gives NaN (a failed pivot either way: pivot_ok
+// 1 / d on the serial chains of the solves. On the device: the hardware's approximation and a
+// third-order Newton step, within an ulp or two of 1.0 / d and shorter than the correctly
+// rounded division that 1.0 / d compiles to. d = 0 or infinite gives NaN (a failed pivot either way: pivot_ok
 // rejects it), and magnitudes below 2^-1022 count as 0.
 #define STRIPESOLVE_FAST_RECIPROCAL 1
 STRIPESOLVE_HD inline double reciprocal(double d) {
 #if defined(__CUDA_ARCH__) && STRIPESOLVE_FAST_RECIPROCAL
   double r;
   asm("rcp.approx.ftz.f64 %0, %1;" : "=d"(r) : "d"(d));
-  double e = fma(-d, r, 1.0);
-  r = fma(r, e, r);
-  e = fma(-d, r, 1.0);
-  return fma(r, e, r);
+  const double e = fma(-d, r, 1.0);  // r (1 + e + e^2): the error cubed, in one step
+  return fma(r, fma(e, e, e), r);
 #else
   return 1.0 / d;
 #endif

@@ -4,7 +4,8 @@
 //
 // The split took the kernel's warp level from a serial 31-row solve on 3 lanes to chains of 7
 // and 3 rows on 12 lanes: on the H100, spike batches went from 29.5 / 28.6 / 23.6 to
-// 34.9 / 37.1 / 27.1 G unknowns/s at n = 256 / 1024 / 4096 (docs/performance.md).
+// 34.9 / 37.1 / 27.1 G unknowns/s at n = 256 / 1024 / 4096, and with the later changes listed
+// in docs/performance.md to 53.9 / 48.8 / 36.3.
 #pragma once
 
 #include <cmath>
@@ -187,8 +188,9 @@ STRIPESOLVE_HD int split_solve(WarpSystem& s, int lane, double tol, Warp& warp) 
 }
 
 // The rare path of warp_level_solve with pivoting, for a result of the even split that failed
-// the check: the shifted split, and if that fails the check too, the 31 rows whole by 3 lanes. Out of line, so that the common path is compiled without it (inlined, its code
-// cost the kernel about a tenth of its speed on the H100 although it almost never ran).
+// the check: the shifted split, and if that fails the check too, the 31 rows whole by 3 lanes.
+// Out of line, so that the common path is compiled without it (inlined, it cost the kernel a
+// few percent on the H100 although it almost never runs).
 template <typename Warp>
 STRIPESOLVE_HD STRIPESOLVE_NOINLINE int redo_warp_level(WarpSystem& s, int lane, Warp& warp) {
   const int r = lane;

@@ -5,7 +5,7 @@
 # again, and puts the sources back. LIST is a bash file of lines
 #   variant NAME [sed args for group_spike.cu] [-- sed args for warp_solves.h]
 #   variant NAME CMD "shell command that edits the tree"
-# e.g.  variant minblocks5 -e 's/kSmallMinBlocks = 4/kSmallMinBlocks = 5/'
+# e.g.  variant fewer_warps -e 's/kBlockWarps = 4;/kBlockWarps = 2;/'
 # Usage (repository root, GPU machine): scripts/kernel-variants.sh LIST   (output under $OUT)
 set -u
 LIST=$1

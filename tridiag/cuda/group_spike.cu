@@ -117,13 +117,11 @@ __device__ void level_barrier(bool lone) {
   }
 }
 
-// kPivot: diagonal pivoting at every level, else Thomas with the tiny-pivot test.
-// kSmall: blocks of at most 128 threads, kSmallMinBlocks of them per SM; else one block of up
-// to 512 threads. 5 and 6 small blocks (96 and 80 registers, spilling) were measured slower:
-// spike at n = 256 fell from 42 to 30 and 24 G unknowns/s on the H100.
-constexpr int kSmallMinBlocks = 4;
-template <bool kPivot, bool kSmall>
-__global__ void __launch_bounds__(kSmall ? 128 : 32 * kMaxGroupWarps, kSmall ? kSmallMinBlocks : 1)
+// kPivot: diagonal pivoting at every level, else Thomas with the tiny-pivot test. Up to 128
+// registers a thread: 4 blocks of 4 warps per SM. Forcing 5 or 6 (96 and 80 registers,
+// spilling) was measured slower: spike at n = 256 fell from 42 to 30 and 24 G unknowns/s (H100).
+template <bool kPivot>
+__global__ void __launch_bounds__(32 * kMaxGroupWarps)
     group_spike_kernel(GroupArgs g) {
   extern __shared__ double smem[];
   const int wb = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -232,7 +230,8 @@ __global__ void __launch_bounds__(kSmall ? 128 : 32 * kMaxGroupWarps, kSmall ? k
   // Back down: warp separators, lane separators, interiors.
   const GroupShared& gs = groups[gi];
   const double xr = gs.G[w], xl = w > 0 ? gs.G[w - 1] : 0.0;
-  const double xs = lane < 31 ? ws.sys.Z[0][lane] + ws.sys.Z[1][lane] * xl + ws.sys.Z[2][lane] * xr : xr;
+  const double xs =
+      lane < 31 ? ws.sys.Z[0][lane] + ws.sys.Z[1][lane] * xl + ws.sys.Z[2][lane] * xr : xr;
   double xp = __shfl_up_sync(kFullMask, xs, 1);
   if (lane == 0) xp = xl;
   double* const out = ws.f;
@@ -257,10 +256,8 @@ void launch_group_spike(bool pivoting, const double* dl, const double* d, const 
   static const bool limits_set = [] {
     const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
     const auto attribute = cudaFuncAttributeMaxDynamicSharedMemorySize;
-    cudaFuncSetAttribute(group_spike_kernel<true, false>, attribute, most);
-    cudaFuncSetAttribute(group_spike_kernel<false, false>, attribute, most);
-    cudaFuncSetAttribute(group_spike_kernel<true, true>, attribute, most);
-    cudaFuncSetAttribute(group_spike_kernel<false, true>, attribute, most);
+    cudaFuncSetAttribute(group_spike_kernel<true>, attribute, most);
+    cudaFuncSetAttribute(group_spike_kernel<false>, attribute, most);
     return true;
   }();
   (void)limits_set;
@@ -278,16 +275,10 @@ void launch_group_spike(bool pivoting, const double* dl, const double* d, const 
   const std::size_t bytes = shared_bytes(g.warps, g.groups_per_block);
   auto st = static_cast<cudaStream_t>(stream);
   const unsigned grid = static_cast<unsigned>(blocks);
-  if (threads <= 128) {
-    if (pivoting) {
-      group_spike_kernel<true, true><<<grid, threads, bytes, st>>>(g);
-    } else {
-      group_spike_kernel<false, true><<<grid, threads, bytes, st>>>(g);
-    }
-  } else if (pivoting) {
-    group_spike_kernel<true, false><<<grid, threads, bytes, st>>>(g);
+  if (pivoting) {
+    group_spike_kernel<true><<<grid, threads, bytes, st>>>(g);
   } else {
-    group_spike_kernel<false, false><<<grid, threads, bytes, st>>>(g);
+    group_spike_kernel<false><<<grid, threads, bytes, st>>>(g);
   }
 }
 

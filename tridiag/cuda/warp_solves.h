@@ -45,9 +45,6 @@ struct WarpSystem {
   int partition_bad[4];  // each partition's first failing row, or -1
 };
 
-// The larger of a and b, NaN when either is (fmax would drop a NaN).
-STRIPESOLVE_HD inline double nan_max(double a, double b) { return (a > b || a != a) ? a : b; }
-
 // The high 32 bits of a non-negative double: they order non-negative doubles, infinity and NaN
 // (above infinity) as the doubles themselves, to 20 bits of mantissa, and a warp takes their
 // maximum in one instruction (__reduce_max_sync) rather than ten shuffles for a double.
@@ -121,7 +118,7 @@ STRIPESOLVE_UNROLL
 }
 
 // Solves rows 0..30 of s for its three right-hand sides, in place, by SPIKE once more, split
-// at sp: lanes 3p..3p+2 solve partition p for 3 columns at once: its part of Z[0]; of Z[1]
+// at Sp: lanes 3p..3p+2 solve partition p for 3 columns at once: its part of Z[0]; of Z[1]
 // (nonzero in partition 0 only, the coupling to the previous warp) or else its left spike; of
 // Z[2] (partition 3 only) or else its right spike. Lanes 0-2 then solve the 3-row separator
 // system, one column each, and every lane puts its own row together. Returns the calling lane's
@@ -193,20 +190,20 @@ STRIPESOLVE_HD int split_solve(WarpSystem& s, int lane, double tol, Warp& warp) 
 // few percent on the H100 although it almost never runs).
 template <typename Warp>
 STRIPESOLVE_HD STRIPESOLVE_NOINLINE int redo_warp_level(WarpSystem& s, int lane, Warp& warp) {
-  const int r = lane;
-  warp.sync();  // the check's reads of neighbouring rows are done
-  for (int c = 0; c < 3; ++c) s.Z[c][r] = s.rhs[c][r];
-  int bad = split_solve<true, ShiftedSplit>(s, lane, 0.0, warp);
+  auto restore_rhs = [&] {
+    warp.sync();  // every lane is done reading the rows it is about to overwrite
+    for (int c = 0; c < 3; ++c) s.Z[c][lane] = s.rhs[c][lane];
+  };
+  restore_rhs();
+  const int bad = split_solve<true, ShiftedSplit>(s, lane, 0.0, warp);
   if (warp_level_accurate(s, lane, warp)) return bad;
+  restore_rhs();
   warp.sync();
-  for (int c = 0; c < 3; ++c) s.Z[c][r] = s.rhs[c][r];
+  const int whole =
+      lane < 3 ? pivot_solve(s.L, s.D, s.U, s.Z[lane], s.ppiv + 32 * lane, s.prinv + 32 * lane, 31)
+               : -1;
   warp.sync();
-  bad = -1;
-  if (lane < 3) {
-    bad = pivot_solve(s.L, s.D, s.U, s.Z[lane], s.ppiv + 32 * lane, s.prinv + 32 * lane, 31);
-  }
-  warp.sync();
-  return bad;
+  return whole;
 }
 
 // Solves rows 0..30 of s for its three right-hand sides, in place: a serial chain of 7 + 3

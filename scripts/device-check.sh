@@ -7,7 +7,7 @@
 # benchmark (about a minute with the build, for iterating on kernels). TRIDIAG_ONLY=1 runs all
 # but the storage benchmark. TRIDIAG_PROFILE=1 builds
 # with line info and runs Nsight Compute on the one-pass kernel's launches of that benchmark
-# (scripts/ncu-summary.py prints where they stall). Logs and JSON go to $OUT.
+# (scripts/ncu-summary.py prints each launch's occupancy and stall reasons). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
@@ -67,7 +67,7 @@ if [ "${TRIDIAG_PROFILE:-0}" = 1 ]; then  # where the one-pass kernel spends its
     --section InstructionStats --section SourceCounters --section LaunchStats \
     -o "$OUT/group_spike" $BUILD/bench/tridiag/tridiag_gpu_bench 26 1 quick > /dev/null 2> "$OUT/ncu.err"
   tail -3 "$OUT/ncu.err"
-  python3 scripts/ncu-summary.py "$NCU" "$OUT/group_spike.ncu-rep" "$OUT"
+  python3 scripts/ncu-summary.py "$NCU" "$OUT/group_spike.ncu-rep"
   exit 0
 fi
 build tridiag_test storage_bench tridiag_gpu_bench

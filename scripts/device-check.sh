@@ -5,9 +5,9 @@
 # machine's local NVMe disk (STORAGE_REPS repetitions, default 5; STORAGE_ONLY=1 runs only
 # that). TRIDIAG_QUICK=1 runs only the tridiagonal GPU tests and the strided-batch part of the
 # benchmark (about a minute with the build, for iterating on kernels). TRIDIAG_ONLY=1 runs all
-# but the storage benchmark. TRIDIAG_PROFILE=1 builds
-# with line info and runs Nsight Compute on the one-pass kernel's launches of that benchmark
-# (scripts/ncu-summary.py prints each launch's occupancy and stall reasons). Logs and JSON go to $OUT.
+# but the storage benchmark. TRIDIAG_PROFILE=1 builds with line info and runs Nsight Compute on
+# the one-pass kernel's launches of that benchmark (scripts/ncu-summary.py prints each launch's
+# occupancy and stall reasons). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev.

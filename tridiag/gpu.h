@@ -4,12 +4,13 @@
 //
 // Algorithms on the GPU: spike (SPIKE + diagonal pivoting, the stable default) and thomas
 // (SPIKE partitions solved by Thomas, 000's "SPIKE-Thomas") for strided and ragged batches and
-// single systems of any size (strided batches of n <= 4608 in one pass, cuda/group_spike.cu;
-// the rest in two passes, cuda/spike_kernels.cu); spike and thomas for interleaved batches
-// (one thread per system, dynamic tiling); cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas for
-// strided batches of n <= 2048 (one block per system in shared memory). bondeli and gepp are
-// CPU-only (gepp's row interchanges are what diagonal pivoting avoids on the GPU; bondeli's
-// structure is SPIKE's).
+// single systems of any size (systems of n <= 4608 in one pass, larger ones in two passes of
+// the same kernel around the system of their 288-row warps' separators, cuda/group_spike.cu;
+// systems beyond the device budget in chunks, cuda/spike_kernels.cu); spike and thomas for
+// interleaved batches (one thread per system, dynamic tiling); cr, pcr, cr_pcr, pcr_thomas,
+// cr_pcr_thomas for strided batches of n <= 2048 (one block per system in shared memory).
+// bondeli and gepp are CPU-only (gepp's row interchanges are what diagonal pivoting avoids on
+// the GPU; bondeli's structure is SPIKE's).
 // kAuto: spike when stable is required, else thomas; on breakdown it falls back to spike, and
 // when spike fails to CPU gepp, with a note.
 // Chunking: when the batch and workspace exceed device_memory_budget, strided batches and single

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
@@ -161,36 +162,47 @@ TEST(GpuTest, OnePassGroupsAroundTheirEdges) {
   }
 }
 
-// Every stability type as a strided batch of 4 systems of n = 1000 (one pass, 4 warps each).
+// Every stability type as a strided batch of systems of n = 1000 (one pass, 4 warps in one
+// block each) and of n = 4096 (16 warps over a cluster of 4 blocks).
 TEST(GpuTest, OnePassStabilitySuiteBatches) {
   SKIP_WITHOUT_GPU();
-  for (int type = 1; type <= kStabilityTypes; ++type) {
-    SCOPED_TRACE("type " + std::to_string(type));
-    const std::size_t n = 1000, count = 4;
-    Batch b = make_batch(std::vector<std::size_t>(count, n), type);
-    std::vector<double> xc(n * count), xg(n * count);
-    BatchShape shape{BatchLayout::kStrided, n, count, {}};
-    SolveOptions opt;
-    opt.algorithm = Algorithm::kSpike;
-    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
-    if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
-    const double res_c = max_residual(b, std::vector<std::size_t>(count, n), xc);
-    if (!std::isfinite(res_c)) continue;
-    GpuOptions gopt;
-    gopt.solve = opt;
-    auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()}, gopt);
-    ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
-    const double res_g = max_residual(b, std::vector<std::size_t>(count, n), xg);
-    EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU spike " << res_c;
+  for (std::size_t n : {std::size_t{1000}, std::size_t{4096}}) {
+    for (int type = 1; type <= kStabilityTypes; ++type) {
+      SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
+      const std::size_t count = 4;
+      const std::vector<std::size_t> sizes(count, n);
+      Batch b = make_batch(sizes, type);
+      std::vector<double> xc(n * count), xg(n * count);
+      BatchShape shape{BatchLayout::kStrided, n, count, {}};
+      SolveOptions opt;
+      opt.algorithm = Algorithm::kSpike;
+      auto rc =
+          solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+      if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
+      const double res_c = max_residual(b, sizes, xc);
+      if (!std::isfinite(res_c)) continue;
+      GpuOptions gopt;
+      gopt.solve = opt;
+      auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()},
+                                gopt);
+      ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
+      const double res_g = max_residual(b, sizes, xg);
+      EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU spike " << res_c;
+    }
   }
 }
 
 // A breakdown deep in a batch names its system and row, at each level of the one-pass kernel:
-// an interior row, a lane separator (row 8 of a lane) and a warp separator (row 287).
+// an interior row, a lane separator (row 8 of a lane) and a warp separator (row 287); at
+// n = 3000 (12 warps over a cluster of 3 blocks), the warp separator where the first block
+// ends (row 1151), the next block's first row and the system's last.
 TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
   SKIP_WITHOUT_GPU();
-  const std::size_t n = 600, count = 5;
-  for (std::size_t bad_row : {std::size_t{3}, std::size_t{8}, std::size_t{287}, std::size_t{599}}) {
+  const std::size_t count = 5;
+  const std::pair<std::size_t, std::size_t> cases[] = {
+      {600, 3}, {600, 8}, {600, 287}, {600, 599}, {3000, 1151}, {3000, 1152}, {3000, 2999}};
+  for (auto [n, bad_row] : cases) {
+    SCOPED_TRACE("n=" + std::to_string(n) + " row " + std::to_string(bad_row));
     Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
     const std::size_t o = 3 * n + bad_row;
     b.d[o] = std::numeric_limits<double>::quiet_NaN();
@@ -202,6 +214,62 @@ TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
     ASSERT_FALSE(r.is_ok());
     EXPECT_NE(r.status().message().find("system 3: thomas (GPU)"), std::string::npos)
         << r.status().message();
+    EXPECT_TRUE(r.status().message().ends_with("pivot at row " + std::to_string(bad_row)))
+        << r.status().message();
+  }
+}
+
+// Systems larger than a group go through two passes of the kernel around the system of their
+// warp separators (288 rows a warp), which is solved the same way: one level below 1.3 M rows,
+// two above. Every stability type at n = 20000 as well.
+TEST(GpuTest, TwoPassesForSystemsLargerThanAGroup) {
+  SKIP_WITHOUT_GPU();
+  compare(Algorithm::kSpike, {1500007}, 1, BatchLayout::kStrided);
+  compare(Algorithm::kThomas, {1500007}, 0, BatchLayout::kStrided);
+  compare(Algorithm::kSpike, std::vector<std::size_t>(3, 9001), 1, BatchLayout::kStrided);
+  for (int type = 1; type <= kStabilityTypes; ++type) {
+    SCOPED_TRACE("type " + std::to_string(type));
+    const std::size_t n = 20000;
+    const std::vector<std::size_t> sizes = {n};
+    Batch b = make_batch(sizes, type);
+    std::vector<double> xc(n), xg(n);
+    BatchShape shape{BatchLayout::kStrided, n, 1, {}};
+    SolveOptions opt;
+    opt.algorithm = Algorithm::kSpike;
+    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+    if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
+    const double res_c = max_residual(b, sizes, xc);
+    if (!std::isfinite(res_c)) continue;
+    GpuOptions gopt;
+    gopt.solve = opt;
+    auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()},
+                              gopt);
+    ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
+    EXPECT_LE(max_residual(b, sizes, xg), 10 * res_c + 1e-15) << "CPU spike " << res_c;
+  }
+}
+
+// In two passes, a breakdown names its row too: an interior row, a warp separator (whose row
+// fails in the system of separators) and a row in the second level's separators' warps.
+TEST(GpuTest, TwoPassBreakdownNamesTheRow) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 1500007;
+  for (std::size_t bad_row : {std::size_t{100003}, std::size_t{288 * 10 + 287},
+                              std::size_t{288 * 288 * 3 - 1}, n - 1}) {
+    for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + " row " + std::to_string(bad_row));
+      Batch b = make_batch({n}, 0);
+      b.d[bad_row] = std::numeric_limits<double>::quiet_NaN();
+      std::vector<double> x(n);
+      BatchShape shape{BatchLayout::kStrided, n, 1, {}};
+      GpuOptions gopt;
+      gopt.solve.algorithm = alg;
+      auto r =
+          solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+      ASSERT_FALSE(r.is_ok());
+      EXPECT_TRUE(r.status().message().ends_with("pivot at row " + std::to_string(bad_row)))
+          << r.status().message();
+    }
   }
 }
 

@@ -4,8 +4,8 @@
 // device-to-device copy measured in the same run. Kernel times only (data resident on the
 // device), best of `reps`; each result's relative residual is checked on the host.
 // Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick]  -> JSON on stdout.
-// quick: only the strided batches, spike and thomas beside gtsv2StridedBatch (a few seconds, for
-// iterating on the kernels; the full run takes minutes).
+// quick: only ours on the one system, and the strided batches, spike and thomas beside
+// gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes minutes).
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -187,8 +187,8 @@ int main(int argc, char** argv) {
     if (!st.is_ok()) std::fprintf(stderr, "%s: %s\n", std::string(algorithm_name(alg)).c_str(), st.to_string().c_str());
     return st.is_ok() ? s : NAN;
   };
-  // 1. One random system, stable solvers.
-  if (!quick) {
+  // 1. One random system, stable solvers (quick: ours only).
+  {
     nlohmann::json c;
     TridiagonalMatrix m = stability_matrix(1, rows, 21);
     std::vector<double> f = random_vector(rows, 22);
@@ -197,17 +197,19 @@ int main(int argc, char** argv) {
     record(c, "stripesolve spike", s, residual(m, f, dev.x, rows, false, 1));
     s = ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1);
     record(c, "stripesolve thomas (unpivoted)", s, residual(m, f, dev.x, rows, false, 1));
-    const int mi = static_cast<int>(rows);
-    std::size_t bsize = 0;
-    CHECK_SPARSE(cusparseDgtsv2_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
-    ensure_ws(bsize);
-    auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
-    s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
-    record(c, "cusparse gtsv2", s, residual(m, f, dev.x, rows, false, 1));
-    CHECK_SPARSE(cusparseDgtsv2_nopivot_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
-    ensure_ws(bsize);
-    s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2_nopivot(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
-    record(c, "cusparse gtsv2_nopivot", s, residual(m, f, dev.x, rows, false, 1));
+    if (!quick) {
+      const int mi = static_cast<int>(rows);
+      std::size_t bsize = 0;
+      CHECK_SPARSE(cusparseDgtsv2_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
+      ensure_ws(bsize);
+      auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
+      s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
+      record(c, "cusparse gtsv2", s, residual(m, f, dev.x, rows, false, 1));
+      CHECK_SPARSE(cusparseDgtsv2_nopivot_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
+      ensure_ws(bsize);
+      s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2_nopivot(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
+      record(c, "cusparse gtsv2_nopivot", s, residual(m, f, dev.x, rows, false, 1));
+    }
     out["one_random_system"] = c;
   }
   // 2. Strided batches, random (stable) and diagonally dominant (unpivoted).

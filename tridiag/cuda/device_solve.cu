@@ -24,6 +24,18 @@ std::size_t round_up(std::size_t v) { return (v + 255) / 256 * 256; }
 
 std::size_t parts_of(std::size_t rows) { return (rows + kPartitionRows - 1) / kPartitionRows; }
 
+// Bytes the two passes over a system of `rows` rows need below it, per level 18 arrays of its
+// warp separators (13 from pass 1, 5 for their system), down to a system that fits a group.
+std::size_t two_pass_bytes(std::size_t rows) {
+  std::size_t total = 0;
+  while (rows > kMaxGroupSystem) {
+    const std::size_t m = separators(rows);
+    total += 18 * round_up(m * sizeof(double));
+    rows = m;
+  }
+  return total;
+}
+
 // Bytes the SPIKE levels below a system of `rows` rows need (15 arrays of `parts` per level).
 std::size_t spike_level_bytes(std::size_t rows) {
   std::size_t total = 0;
@@ -53,6 +65,38 @@ void ensure_shared_limits() {
 }
 
 }  // namespace
+
+// Breakdown flags in the workspace: kPivotFlag and kSolutionFlag as LevelArgs' flags[0] and [1];
+// kReducedFlag, pivots of the systems of separators, reported only where level 0 found none
+// (their failures are mostly another's consequence).
+enum FlagSlot { kPivotFlag = 0, kSolutionFlag = 1, kReducedFlag = 2, kFlagSlots = 3 };
+
+// Solves s with the one-pass kernel where its systems fit a group, else in two passes around
+// the system of warp separators, which is solved the same way.
+Status solve_in_passes(const OnePass& s, Bump& ws, unsigned long long* reduced_flag,
+                       cudaStream_t stream) {
+  if (s.n <= kMaxGroupSystem) {
+    launch_group_spike(s, stream);
+    return cuda_check(cudaGetLastError(), "one-pass SPIKE kernel launch");
+  }
+  const std::size_t m = separators(s.rows);
+  WarpEnds e{ws.take(m), ws.take(m), ws.take(m), ws.take(m), {}, {}, {}};
+  for (int k = 0; k < 3; ++k) {
+    e.z_last[k] = ws.take(m);
+    e.e_first[k] = ws.take(m);
+    e.z_first[k] = ws.take(m);
+  }
+  double *L = ws.take(m), *D = ws.take(m), *U = ws.take(m), *G = ws.take(m), *xs = ws.take(m);
+  launch_warp_ends(s, e, stream);
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 1 (warp ends) launch"));
+  launch_form_separators(e, m, L, D, U, G, stream);
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "warp separator system launch"));
+  const OnePass reduced{s.pivoting,   L,       D,     U, G, xs, m, m, s.tol,
+                        reduced_flag, nullptr, s.stride * kWarpRows};
+  STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(reduced, ws, reduced_flag, stream));
+  launch_warp_finish(s, xs, stream);
+  return cuda_check(cudaGetLastError(), "SPIKE pass 2 (warp finish) launch");
+}
 
 // Solves one level: pass 1, the reduced system (recursively), pass 2.
 Status spike_level(bool pivoting, const double* dl, const double* d, const double* du,
@@ -100,19 +144,19 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t
     return kFlagBytes + round_up(rows * sizeof(double)) + round_up(rows);
   }
   if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
-    return kFlagBytes + spike_level_bytes(rows);
+    return kFlagBytes + std::max(spike_level_bytes(rows), two_pass_bytes(rows));
   }
   return kFlagBytes;
 }
 
 Status read_flags(const char* name, const unsigned long long* dev_flags, std::size_t n_per_system,
                   std::size_t rows, cudaStream_t stream) {
-  unsigned long long flags[2];
+  unsigned long long flags[kFlagSlots];
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
       cudaMemcpyAsync(flags, dev_flags, sizeof flags, cudaMemcpyDeviceToHost, stream),
       "reading the breakdown flags"));
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaStreamSynchronize(stream), "tridiagonal solve on the GPU"));
-  for (int k = 0; k < 2; ++k) {
+  for (int k : {kPivotFlag, kReducedFlag, kSolutionFlag}) {
     if (flags[k] == ULLONG_MAX) continue;
     std::string where;
     if (n_per_system != 0 && n_per_system < rows) {
@@ -120,7 +164,7 @@ Status read_flags(const char* name, const unsigned long long* dev_flags, std::si
     }
     const std::size_t row = n_per_system != 0 ? flags[k] % n_per_system : flags[k];
     return Status::numerical(where + name +
-                             (k == 0 ? " (GPU): zero, tiny or non-finite pivot at row "
+                             (k != kSolutionFlag ? " (GPU): zero, tiny or non-finite pivot at row "
                                      : " (GPU): non-finite solution at row ") +
                              std::to_string(row));
   }
@@ -147,7 +191,7 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
   ensure_shared_limits();
   auto* flags = static_cast<unsigned long long*>(workspace);
   STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemsetAsync(flags, 0xFF, 2 * sizeof(unsigned long long), stream),
+      cuda_check(cudaMemsetAsync(flags, 0xFF, kFlagSlots * sizeof(unsigned long long), stream),
                  "clearing the breakdown flags"));
   Bump ws{static_cast<char*>(workspace) + kFlagBytes};
   const bool pivoting = algorithm == Algorithm::kSpike;
@@ -160,11 +204,15 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved kernel launch"));
     return read_flags(name, flags, n, b.rows, stream);
   }
+  // Strided and ragged batches and single systems (ragged ones have their couplings zeroed, so
+  // that they are one system to the kernels) but the smallest single systems, which the
+  // separator form does not suit (small_system_kernel).
   if ((algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) &&
-      layout == BatchLayout::kStrided && b.system_size != 0 && b.system_size <= kMaxGroupSystem) {
-    launch_group_spike(pivoting, b.dl, b.d, b.du, b.f, b.x, b.rows, b.system_size,
-                       pivot_tolerance, flags, stream);
-    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "one-pass SPIKE kernel launch"));
+      (b.system_size != 0 || b.rows > static_cast<std::size_t>(kPartitionRows))) {
+    const std::size_t n = b.system_size != 0 ? b.system_size : b.rows;
+    const OnePass s{pivoting, b.dl, b.d, b.du, b.f, b.x, b.rows, n, pivot_tolerance,
+                    flags + kPivotFlag, flags + kSolutionFlag, 1};
+    STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(s, ws, flags + kReducedFlag, stream));
     return read_flags(name, flags, b.system_size, b.rows, stream);
   }
   if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
@@ -195,7 +243,7 @@ Status solve_host_chunked(bool pivoting, const double* dl, const double* d, cons
   ensure_shared_limits();
   auto* flags = static_cast<unsigned long long*>(workspace);
   STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemsetAsync(flags, 0xFF, 2 * sizeof(unsigned long long), stream),
+      cuda_check(cudaMemsetAsync(flags, 0xFF, kFlagSlots * sizeof(unsigned long long), stream),
                  "clearing the breakdown flags"));
   Bump ws{static_cast<char*>(workspace) + kFlagBytes};
   const std::size_t parts = parts_of(rows);

@@ -1,5 +1,6 @@
 // One-pass SPIKE for strided batches (000 §II-III), three levels deep, every system read once
-// and written once (40 bytes per unknown).
+// and written once (40 bytes per unknown); and the same kernel as the first level of two passes
+// for larger systems.
 //
 // A group of W warps owns whole systems: one system of up to 288 W rows, or 288 / n systems of
 // n <= 288 rows (decoupled by zeroing dl and du at their boundaries); a block holds about 4
@@ -22,9 +23,10 @@
 // 8-byte cp.async into shared memory, read back by each lane at a stride of 9 doubles (free of
 // bank conflicts).
 //
-// This replaces the two passes over global memory and the reduced systems in global memory of
-// spike_kernels.cu (72 bytes per unknown plus about a third for the levels) where a system fits
-// in a group; larger systems and ragged batches still go there.
+// A system larger than a group is solved in two passes of lone warps (Pass::kEnds, then
+// Pass::kFinish after the caller has solved the system of warp separators): 72 bytes per
+// unknown, against the 72 plus about a third of spike_kernels.cu's 9-row levels, whose
+// reduced systems go through global memory level by level.
 #include "tridiag/cuda/group_spike.cuh"
 #include "tridiag/cuda/small_solves.h"
 #include "tridiag/cuda/warp_solves.h"
@@ -41,6 +43,9 @@ constexpr int Q = kLaneQ;  // interior rows of a lane
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kBlockWarps = 4;  // warps per block when groups are smaller
 
+// What a launch does: a whole solve, or pass 1 or 2 of a system larger than a group.
+enum class Pass { kWhole, kEnds, kFinish };
+
 // dl, d and du are dead once the lane level has its rows, so the warp-level system takes their
 // place: 9.3 KB per warp, which lets 4 blocks of 4 warps share an SM (228 KB).
 struct WarpShared {
@@ -49,25 +54,23 @@ struct WarpShared {
     WarpSystem sys;           // then the warp-level system (one row per lane's separator)
   };
   double f[kWarpRows];  // f of the warp's rows; then x on its way out
-  double ends[4];       // lane 0's interior row 0 for f and the two spikes
+  double ends[3];       // lane 0's interior row 0 for f and the two spikes
 };
 static_assert(sizeof(WarpSystem) <= sizeof(double) * 3 * kWarpRows);
 
 struct GroupShared {
   double L[kMaxGroupWarps], D[kMaxGroupWarps], U[kMaxGroupWarps], G[kMaxGroupWarps];
   double piv[kMaxGroupWarps], rinv[kMaxGroupWarps];
+  bool failed[kMaxGroupWarps];  // a row of the warp failed at the lane or warp level
 };
 
 struct GroupArgs {
-  const double *dl, *d, *du, *f;
-  double* x;
-  std::size_t rows;
-  int n;
-  int systems_per_group;
-  int warps;             // per group
+  OnePass s;
+  std::size_t group_capacity;  // rows a group holds (some may be identity rows past the end)
+  int warps;                   // per group
   int groups_per_block;
-  double tol;
-  unsigned long long* flags;
+  WarpEnds ends;               // Pass::kEnds: where each warp's separator data goes
+  const double* x_sep;         // Pass::kFinish: the separators' solution
 };
 
 std::size_t shared_bytes(int warps, int groups_per_block) {
@@ -75,40 +78,47 @@ std::size_t shared_bytes(int warps, int groups_per_block) {
          std::size_t(groups_per_block) * sizeof(GroupShared);
 }
 
-__device__ void flag(unsigned long long* f, std::size_t row) {
-  atomicMin(f, static_cast<unsigned long long>(row));
+__device__ void flag(const GroupArgs& g, unsigned long long* f, std::size_t row) {
+  atomicMin(f, static_cast<unsigned long long>((row + 1) * g.s.stride - 1));
 }
 
-// First row (in the batch) and number of real rows of group gi of this block.
-__device__ std::size_t group_start(const GroupArgs& g, int gi, int& rows) {
-  const std::size_t group = std::size_t{blockIdx.x} * g.groups_per_block + gi;
-  const std::size_t row0 = group * g.systems_per_group * std::size_t(g.n);
+// Index, first row and number of real rows of group gi of this block.
+__device__ std::size_t group_start(const GroupArgs& g, int gi, int& rows,
+                                   std::size_t& group) {
+  group = std::size_t{blockIdx.x} * g.groups_per_block + gi;
+  const std::size_t row0 = group * g.group_capacity;
   rows = 0;  // the rest of the group's 288 W rows are identity rows
-  if (row0 < g.rows) {
-    const std::size_t left = g.rows - row0, full = std::size_t(g.systems_per_group) * g.n;
-    rows = static_cast<int>(left < full ? left : full);
+  if (row0 < g.s.rows) {
+    const std::size_t left = g.s.rows - row0;
+    rows = static_cast<int>(left < g.group_capacity ? left : g.group_capacity);
   }
   return row0;
 }
 
-// Solves group gi's system of warp separators (one thread). Holding its solution in registers
-// (pivot_solve<16>) was measured slower: spike at n = 4096 fell from 34.1 to 32.3 G unknowns/s
-// (H100), the registers being crowded; at n <= 1152 (pivot_solve<4>) it made no difference.
+// Solves group gi's system of warp separators (one thread). A breakdown is reported only where
+// no warp of the group failed beneath: a warp's failure makes the separators next to it
+// non-finite, and the report names the row that caused it. Holding the solution in registers
+// (pivot_solve<16>) was measured slower: spike at n = 4096 fell from 34.1 to 32.3 G
+// unknowns/s (H100), the registers being crowded; at n <= 1152 it made no difference.
 template <bool kPivot>
 __device__ void solve_group(const GroupArgs& g, GroupShared& gs, int gi) {
   const int bad =
       kPivot ? pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, g.warps)
-             : thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.tol);
-  if (bad >= 0) {
+             : thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.s.tol);
+  bool beneath = false;
+  for (int k = 0; k < g.warps; ++k) beneath |= gs.failed[k];
+  if (bad >= 0 && !beneath) {
     int rows = 0;
-    const std::size_t row0 = group_start(g, gi, rows);
+    std::size_t group = 0;
+    const std::size_t row0 = group_start(g, gi, rows, group);
     const int row = bad * kWarpRows + kWarpRows - 1;
-    if (row < rows) flag(&g.flags[0], row0 + row);
+    if (row < rows) flag(g, g.s.pivot_flag, row0 + row);
   }
 }
 
 // The barrier between levels: the block's, or only the warp's where every group is one warp
-// (n <= 288), so that a warp held up (by the warp level's fallback) holds up no other.
+// (n <= 288, and both passes of larger systems), so that a warp held up (by the warp level's
+// fallback) holds up no other.
 __device__ void level_barrier(bool lone) {
   if (lone) {
     __syncwarp();
@@ -120,9 +130,10 @@ __device__ void level_barrier(bool lone) {
 // kPivot: diagonal pivoting at every level, else Thomas with the tiny-pivot test. Up to 128
 // registers a thread: 4 blocks of 4 warps per SM. Forcing 5 or 6 (96 and 80 registers,
 // spilling) was measured slower: spike at n = 256 fell from 42 to 30 and 24 G unknowns/s (H100).
-template <bool kPivot>
+template <bool kPivot, Pass kPass>
 __global__ void __launch_bounds__(32 * kMaxGroupWarps)
     group_spike_kernel(GroupArgs g) {
+  constexpr bool kFlagPivots = kPass != Pass::kFinish;  // pass 2 meets what pass 1 reported
   extern __shared__ double smem[];
   const int wb = threadIdx.x >> 5, lane = threadIdx.x & 31;
   WarpShared* const warps = reinterpret_cast<WarpShared*>(smem);
@@ -131,17 +142,25 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
   WarpShared& ws = warps[wb];
   const int gi = wb / g.warps, w = wb % g.warps;
   int group_rows = 0;
-  const std::size_t group_row0 = group_start(g, gi, group_rows);
+  std::size_t group = 0;
+  const std::size_t group_row0 = group_start(g, gi, group_rows, group);
   const int warp_row0 = w * kWarpRows;
   const bool lone = g.warps == 1;
+  double x_left = 0.0, x_right = 0.0;  // Pass::kFinish: the warp's separators, loaded early
+  if constexpr (kPass == Pass::kFinish) {
+    if (group_rows > 0) {
+      x_right = g.x_sep[group];
+      x_left = group > 0 ? g.x_sep[group - 1] : 0.0;
+    }
+  }
   for (int i = lane; i < kWarpRows; i += 32) {
     const int r = warp_row0 + i;
     if (r < group_rows) {
       const std::size_t row = group_row0 + r;
-      __pipeline_memcpy_async(&ws.in[0][i], &g.dl[row], sizeof(double));
-      __pipeline_memcpy_async(&ws.in[1][i], &g.d[row], sizeof(double));
-      __pipeline_memcpy_async(&ws.in[2][i], &g.du[row], sizeof(double));
-      __pipeline_memcpy_async(&ws.f[i], &g.f[row], sizeof(double));
+      __pipeline_memcpy_async(&ws.in[0][i], &g.s.dl[row], sizeof(double));
+      __pipeline_memcpy_async(&ws.in[1][i], &g.s.d[row], sizeof(double));
+      __pipeline_memcpy_async(&ws.in[2][i], &g.s.du[row], sizeof(double));
+      __pipeline_memcpy_async(&ws.f[i], &g.s.f[row], sizeof(double));
     } else {
       ws.in[0][i] = 0.0;
       ws.in[1][i] = 1.0;
@@ -157,41 +176,42 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
   double* const a = &ws.in[0][r0];
   double* const c = &ws.in[2][r0];
   double b[kLaneRows], y[kLaneRows], sl[Q], sr[Q];
-  int sys_row = (warp_row0 + r0) % g.n;
+  std::size_t sys_row = (group_row0 + warp_row0 + r0) % g.s.n;
 #pragma unroll
   for (int k = 0; k < kLaneRows; ++k) {
     if (sys_row == 0) a[k] = 0.0;
-    if (sys_row + 1 == g.n) c[k] = 0.0;
-    if (++sys_row == g.n) sys_row = 0;
+    if (sys_row + 1 == g.s.n) c[k] = 0.0;
+    if (++sys_row == g.s.n) sys_row = 0;
     b[k] = ws.in[1][r0 + k];
     y[k] = ws.f[r0 + k];
   }
-  const int bad_lane = lane_solve<kPivot>(a, b, c, y, sl, sr, g.tol);
-  if (bad_lane >= 0 && warp_row0 + r0 + bad_lane < group_rows) {
-    flag(&g.flags[0], group_row0 + warp_row0 + r0 + bad_lane);
+  const int bad_lane = lane_solve<kPivot>(a, b, c, y, sl, sr, g.s.tol);
+  const bool lane_failed = bad_lane >= 0 && warp_row0 + r0 + bad_lane < group_rows;
+  if (kFlagPivots && lane_failed) {
+    flag(g, g.s.pivot_flag, group_row0 + warp_row0 + r0 + bad_lane);
   }
+  bool failed = __any_sync(kFullMask, lane_failed);  // a row of this warp, so far
   if (lane == 0) {
     ws.ends[0] = y[0];
     ws.ends[1] = sl[0];
     ws.ends[2] = sr[0];
   }
-  level_barrier(lone);
 
-  // Warp level: the lane's separator row with its interior ends substituted.
-  double ny = __shfl_down_sync(kFullMask, y[0], 1);
-  double nl = __shfl_down_sync(kFullMask, sl[0], 1);
-  double nr = __shfl_down_sync(kFullMask, sr[0], 1);
-  if (lane == 31) {
-    const bool last = w + 1 == g.warps;
-    ny = last ? 0.0 : warps[wb + 1].ends[0];
-    nl = last ? 0.0 : warps[wb + 1].ends[1];
-    nr = last ? 0.0 : warps[wb + 1].ends[2];
-  }
+  // Warp level: the lane's separator row with its interior ends substituted, the right
+  // neighbour's by shuffle. Lane 31's row, the warp separator, belongs to the group level: it
+  // takes the next warp's ends there, after the barrier, so that no barrier is needed here.
+  const double ny = __shfl_down_sync(kFullMask, y[0], 1);
+  const double nl = __shfl_down_sync(kFullMask, sl[0], 1);
+  const double nr = __shfl_down_sync(kFullMask, sr[0], 1);
   const double as = a[Q], cs = c[Q];
   const double RL = as * sl[Q - 1];
-  const double RD = b[Q] + as * sr[Q - 1] + cs * nl;
-  const double RU = cs * nr;
-  const double RG = y[Q] - as * y[Q - 1] - cs * ny;
+  double RD = b[Q] + as * sr[Q - 1], RU = 0.0, RG = y[Q] - as * y[Q - 1];
+  auto couple = [&](double e0, double e1, double e2) {  // the right neighbour's interior ends
+    RD += cs * e1;
+    RU = cs * e2;
+    RG -= cs * e0;
+  };
+  if (lane < 31) couple(ny, nl, nr);
   __syncwarp();  // every lane has read its a and c: the warp-level system may overwrite them
   ws.sys.L[lane] = RL;
   ws.sys.D[lane] = RD;
@@ -202,34 +222,64 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
   __syncwarp();
   {
     DeviceWarp warp;
-    const int bad = warp_level_solve<kPivot>(ws.sys, lane, g.tol, warp);
+    const int bad = warp_level_solve<kPivot>(ws.sys, lane, g.s.tol, warp);
     const int row = warp_row0 + bad * kLaneRows + Q;
-    if (bad >= 0 && row < group_rows) flag(&g.flags[0], group_row0 + row);
+    const bool separator_failed = bad >= 0 && row < group_rows;
+    // A lane's failure makes the separators beside it non-finite: it is the cause to report.
+    if (kFlagPivots && separator_failed && !failed) flag(g, g.s.pivot_flag, group_row0 + row);
+    failed = __any_sync(kFullMask, failed || separator_failed);
   }
-  level_barrier(lone);
-  // Group level: warp separators (lane 31's row) with the warps' interiors substituted.
-  if (lane == 31) {
-    const bool last = w + 1 == g.warps;
-    const WarpShared& next = warps[last ? wb : wb + 1];
-    const double n0 = last ? 0.0 : next.sys.Z[0][0], n1 = last ? 0.0 : next.sys.Z[1][0];
-    const double n2 = last ? 0.0 : next.sys.Z[2][0];
-    GroupShared& gs = groups[gi];
-    gs.L[w] = RL * ws.sys.Z[1][30];
-    gs.D[w] = RD + RL * ws.sys.Z[2][30] + RU * n1;
-    gs.U[w] = RU * n2;
-    gs.G[w] = RG - RL * ws.sys.Z[0][30] - RU * n0;
-    if (lone) solve_group<kPivot>(g, gs, gi);
-  }
-  if (!lone) {
-    __syncthreads();
-    if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
-      solve_group<kPivot>(g, groups[threadIdx.x], threadIdx.x);
+  if constexpr (kPass == Pass::kEnds) {
+    // The warp's parts of the separator rows of the reduced system: its own (lane 31's row,
+    // whose next-warp terms launch_form_separators adds) and its first rows', which the
+    // previous warp's separator row takes.
+    if (group_rows == 0) return;
+    const WarpEnds& e = g.ends;
+    if (lane == 31) {
+      e.rl[group] = RL;
+      e.rd[group] = RD;
+      e.cs[group] = cs;
+      e.rg[group] = RG;
+      for (int k = 0; k < 3; ++k) e.z_last[k][group] = ws.sys.Z[k][30];
+    } else if (lane == 0) {
+      e.e_first[0][group] = y[0];
+      e.e_first[1][group] = sl[0];
+      e.e_first[2][group] = sr[0];
+      for (int k = 0; k < 3; ++k) e.z_first[k][group] = ws.sys.Z[k][0];
     }
+    return;
   }
-  level_barrier(lone);
+  double xl = x_left, xr = x_right;
+  if constexpr (kPass == Pass::kWhole) {
+    level_barrier(lone);  // every warp's ends and warp-level solution are in shared memory
+    // Group level: warp separators (lane 31's row) with the warps' interiors substituted.
+    GroupShared& gs = groups[gi];
+    if (lane == 31) {
+      const bool last = w + 1 == g.warps;
+      const WarpShared& next = warps[last ? wb : wb + 1];
+      const double e0 = last ? 0.0 : next.ends[0], e1 = last ? 0.0 : next.ends[1];
+      const double e2 = last ? 0.0 : next.ends[2];
+      const double n0 = last ? 0.0 : next.sys.Z[0][0], n1 = last ? 0.0 : next.sys.Z[1][0];
+      const double n2 = last ? 0.0 : next.sys.Z[2][0];
+      couple(e0, e1, e2);
+      gs.L[w] = RL * ws.sys.Z[1][30];
+      gs.D[w] = RD + RL * ws.sys.Z[2][30] + RU * n1;
+      gs.U[w] = RU * n2;
+      gs.G[w] = RG - RL * ws.sys.Z[0][30] - RU * n0;
+      gs.failed[w] = failed;
+      if (lone) solve_group<kPivot>(g, gs, gi);
+    }
+    if (!lone) {
+      __syncthreads();
+      if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
+        solve_group<kPivot>(g, groups[threadIdx.x], threadIdx.x);
+      }
+    }
+    level_barrier(lone);
+    xr = gs.G[w];
+    xl = w > 0 ? gs.G[w - 1] : 0.0;
+  }
   // Back down: warp separators, lane separators, interiors.
-  const GroupShared& gs = groups[gi];
-  const double xr = gs.G[w], xl = w > 0 ? gs.G[w - 1] : 0.0;
   const double xs =
       lane < 31 ? ws.sys.Z[0][lane] + ws.sys.Z[1][lane] * xl + ws.sys.Z[2][lane] * xr : xr;
   double xp = __shfl_up_sync(kFullMask, xs, 1);
@@ -243,43 +293,91 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
     const int r = warp_row0 + i;
     if (r >= group_rows) break;
     const double v = out[i];
-    if (!isfinite(v)) flag(&g.flags[1], group_row0 + r);
-    g.x[group_row0 + r] = v;
+    if (!isfinite(v) && g.s.x_flag != nullptr) flag(g, g.s.x_flag, group_row0 + r);
+    g.s.x[group_row0 + r] = v;
   }
+}
+
+// Row i of the system of warp separators from the parts pass 1 left: warp i's own and the
+// first rows of warp i + 1 (the same arithmetic as the group level of group_spike_kernel).
+__global__ void form_separators_kernel(WarpEnds e, std::size_t count, double* L, double* D,
+                                       double* U, double* G) {
+  const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (i >= count) return;
+  const bool last = i + 1 == count;
+  const double e0 = last ? 0.0 : e.e_first[0][i + 1], e1 = last ? 0.0 : e.e_first[1][i + 1];
+  const double e2 = last ? 0.0 : e.e_first[2][i + 1];
+  const double n0 = last ? 0.0 : e.z_first[0][i + 1], n1 = last ? 0.0 : e.z_first[1][i + 1];
+  const double n2 = last ? 0.0 : e.z_first[2][i + 1];
+  const double rl = e.rl[i], cs = e.cs[i];
+  const double rd = e.rd[i] + cs * e1, ru = cs * e2, rg = e.rg[i] - cs * e0;
+  L[i] = rl * e.z_last[1][i];
+  D[i] = rd + rl * e.z_last[2][i] + ru * n1;
+  U[i] = ru * n2;
+  G[i] = rg - rl * e.z_last[0][i] - ru * n0;
+}
+
+template <Pass kPass>
+void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes,
+            void* stream) {
+  static const bool limits_set = [] {
+    const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
+    const auto attribute = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    cudaFuncSetAttribute(group_spike_kernel<true, kPass>, attribute, most);
+    cudaFuncSetAttribute(group_spike_kernel<false, kPass>, attribute, most);
+    return true;
+  }();
+  (void)limits_set;
+  auto st = static_cast<cudaStream_t>(stream);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (g.s.pivoting) {
+    group_spike_kernel<true, kPass><<<grid, threads, bytes, st>>>(g);
+  } else {
+    group_spike_kernel<false, kPass><<<grid, threads, bytes, st>>>(g);
+  }
+}
+
+// Both passes: groups of one warp, 288 rows each, kBlockWarps to a block.
+template <Pass kPass>
+void launch_lone_warps(const OnePass& s, const WarpEnds& ends, const double* x_sep,
+                       void* stream) {
+  const GroupArgs g{s, kWarpRows, 1, kBlockWarps, ends, x_sep};
+  const std::size_t blocks = (separators(s.rows) + kBlockWarps - 1) / kBlockWarps;
+  launch<kPass>(g, blocks, 32 * kBlockWarps, shared_bytes(1, kBlockWarps), stream);
 }
 
 }  // namespace
 
-void launch_group_spike(bool pivoting, const double* dl, const double* d, const double* du,
-                        const double* f, double* x, std::size_t rows, std::size_t n, double tol,
-                        unsigned long long* flags, void* stream) {
-  static const bool limits_set = [] {
-    const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
-    const auto attribute = cudaFuncAttributeMaxDynamicSharedMemorySize;
-    cudaFuncSetAttribute(group_spike_kernel<true>, attribute, most);
-    cudaFuncSetAttribute(group_spike_kernel<false>, attribute, most);
-    return true;
-  }();
-  (void)limits_set;
-  GroupArgs g{dl, d, du, f, x, rows, static_cast<int>(n), 1, 1, 1, tol, flags};
-  if (n <= std::size_t{kWarpRows}) {
-    g.systems_per_group = static_cast<int>(kWarpRows / n);
+void launch_group_spike(const OnePass& s, void* stream) {
+  GroupArgs g{s, 0, 1, 1, {}, nullptr};
+  int systems_per_group = 1;
+  if (s.n <= std::size_t{kWarpRows}) {
+    systems_per_group = static_cast<int>(kWarpRows / s.n);
   } else {
-    g.warps = static_cast<int>((n + kWarpRows - 1) / kWarpRows);
+    g.warps = static_cast<int>((s.n + kWarpRows - 1) / kWarpRows);
   }
+  g.group_capacity = systems_per_group * s.n;
   g.groups_per_block = g.warps >= kBlockWarps ? 1 : kBlockWarps / g.warps;
-  const std::size_t systems = rows / n;
-  const std::size_t groups = (systems + g.systems_per_group - 1) / g.systems_per_group;
+  const std::size_t systems = s.rows / s.n;
+  const std::size_t groups = (systems + systems_per_group - 1) / systems_per_group;
   const std::size_t blocks = (groups + g.groups_per_block - 1) / g.groups_per_block;
-  const unsigned threads = 32u * g.warps * g.groups_per_block;
-  const std::size_t bytes = shared_bytes(g.warps, g.groups_per_block);
-  auto st = static_cast<cudaStream_t>(stream);
-  const unsigned grid = static_cast<unsigned>(blocks);
-  if (pivoting) {
-    group_spike_kernel<true><<<grid, threads, bytes, st>>>(g);
-  } else {
-    group_spike_kernel<false><<<grid, threads, bytes, st>>>(g);
-  }
+  launch<Pass::kWhole>(g, blocks, 32 * g.warps * g.groups_per_block,
+                       shared_bytes(g.warps, g.groups_per_block), stream);
+}
+
+void launch_warp_ends(const OnePass& s, const WarpEnds& ends, void* stream) {
+  launch_lone_warps<Pass::kEnds>(s, ends, nullptr, stream);
+}
+
+void launch_form_separators(const WarpEnds& ends, std::size_t count, double* rl, double* rd,
+                            double* ru, double* rf, void* stream) {
+  const unsigned blocks = static_cast<unsigned>((count + 255) / 256);
+  form_separators_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(ends, count, rl,
+                                                                               rd, ru, rf);
+}
+
+void launch_warp_finish(const OnePass& s, const double* x_sep, void* stream) {
+  launch_lone_warps<Pass::kFinish>(s, {}, x_sep, stream);
 }
 
 }  // namespace stripesolve::tridiag::gpu

@@ -1,5 +1,5 @@
-// One-pass SPIKE for strided batches of small and medium systems (n <= kMaxGroupSystem), internal
-// to tridiag/cuda/. See group_spike.cu.
+// One-pass SPIKE for strided batches of small and medium systems (n <= kMaxGroupSystem), and
+// its two passes for larger systems; internal to tridiag/cuda/. See group_spike.cu.
 #pragma once
 
 #include <cstddef>
@@ -12,11 +12,40 @@ inline constexpr int kWarpRows = 32 * kLaneRows;           // 288
 inline constexpr int kMaxGroupWarps = 16;                  // one block of 512 threads
 inline constexpr std::size_t kMaxGroupSystem = std::size_t{kWarpRows} * kMaxGroupWarps;  // 4608
 
-// Solves `rows / n` systems of n rows stored one after another, each read once and written
-// once. flags as in LevelArgs: [0] first row with a zero, tiny or non-finite pivot, [1] first
-// row with a non-finite solution (ULLONG_MAX when none).
-void launch_group_spike(bool pivoting, const double* dl, const double* d, const double* du,
-                        const double* f, double* x, std::size_t rows, std::size_t n, double tol,
-                        unsigned long long* flags, void* stream);
+// The rows of one solve by the kernel. Couplings (dl, du) are cut at every multiple of n, so
+// that a strided batch of systems of n rows, or one system (n = rows), is one solve. Breakdown
+// flags: pivot_flag gets the first row with a zero, tiny or non-finite pivot, x_flag (where not
+// null) the first row with a non-finite solution, each as the row of the original system that
+// row r stands for, (r + 1) * stride - 1 (a reduced system's row stands for a separator).
+struct OnePass {
+  bool pivoting;
+  const double *dl, *d, *du, *f;
+  double* x;
+  std::size_t rows, n;
+  double tol;
+  unsigned long long* pivot_flag;
+  unsigned long long* x_flag;
+  std::size_t stride;
+};
+
+// Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once.
+void launch_group_spike(const OnePass& s, void* stream);
+
+// A system of any size in two passes over it, every warp of 288 rows a partition of SPIKE
+// whose separator is its last row. Pass 1 leaves each warp's part of its separator's row of
+// the reduced system in WarpEnds (13 arrays of separators(rows)); launch_form_separators puts
+// the rows together; the caller solves that system (x_sep); pass 2 solves each warp again
+// with its two separators known and writes x.
+struct WarpEnds {
+  double *rl, *rd, *cs, *rg;  // the separator row with the warp's own interior substituted
+  double* z_last[3];          // the warp level's last row, for f and its two couplings
+  double* e_first[3];         // lane 0's first interior row, for f and its two spikes
+  double* z_first[3];         // the warp level's first row
+};
+inline std::size_t separators(std::size_t rows) { return (rows + kWarpRows - 1) / kWarpRows; }
+void launch_warp_ends(const OnePass& s, const WarpEnds& ends, void* stream);
+void launch_form_separators(const WarpEnds& ends, std::size_t count, double* rl, double* rd,
+                            double* ru, double* rf, void* stream);
+void launch_warp_finish(const OnePass& s, const double* x_sep, void* stream);
 
 }  // namespace stripesolve::tridiag::gpu

@@ -7,7 +7,8 @@
 # benchmark (about a minute with the build, for iterating on kernels). TRIDIAG_ONLY=1 runs all
 # but the storage benchmark. TRIDIAG_PROFILE=1 builds with line info and runs Nsight Compute on
 # the one-pass kernel's launches of that benchmark (scripts/ncu-summary.py prints each launch's
-# occupancy and stall reasons). Logs and JSON go to $OUT.
+# occupancy and stall reasons; PROFILE_N=n profiles only strided batches of n). Logs and JSON go
+# to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
@@ -65,7 +66,9 @@ if [ "${TRIDIAG_PROFILE:-0}" = 1 ]; then  # where the one-pass kernel spends its
   $NCU -k regex:group_spike --launch-count 24 --import-source yes \
     --section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
     --section InstructionStats --section SourceCounters --section LaunchStats \
-    -o "$OUT/group_spike" $BUILD/bench/tridiag/tridiag_gpu_bench 26 1 quick > /dev/null 2> "$OUT/ncu.err"
+    --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+    -o "$OUT/group_spike" $BUILD/bench/tridiag/tridiag_gpu_bench 26 1 quick ${PROFILE_N:-} \
+    > /dev/null 2> "$OUT/ncu.err"
   tail -3 "$OUT/ncu.err"
   python3 scripts/ncu-summary.py "$NCU" "$OUT/group_spike.ncu-rep"
   exit 0

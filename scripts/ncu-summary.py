@@ -57,6 +57,11 @@ def print_launch(i, m):
     total = sum(x for x, _ in stalls) or 1.0
     stalls.sort(reverse=True)
     print("     stalls: " + ", ".join(f"{k} {100 * x / total:.0f}%" for x, k in stalls[:8]))
+    memory = [f"{k} {v}" for k, v in sorted(m.items())
+              if any(p in k for p in ("dram__throughput.avg.pct", "l1tex__t_sector_hit_rate.pct",
+                                      "mem_local_op", "sm__throughput.avg.pct"))]
+    if memory:
+        print("     memory: " + ", ".join(memory))
 
 
 def main():

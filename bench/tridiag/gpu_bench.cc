@@ -3,9 +3,10 @@
 // roofline: 40 bytes per unknown (dl, d, du, f read, x written) / time / the bandwidth of a
 // device-to-device copy measured in the same run. Kernel times only (data resident on the
 // device), best of `reps`; each result's relative residual is checked on the host.
-// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick]  -> JSON on stdout.
+// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n]]  -> JSON on stdout.
 // quick: only ours on the one system, and the strided batches, spike and thomas beside
-// gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes minutes).
+// gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes minutes);
+// with n, only strided batches of n (for profiling one kernel configuration).
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   const int log2_rows = argc > 1 ? std::atoi(argv[1]) : 26;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
   const bool quick = argc > 3 && std::string(argv[3]) == "quick";
+  const std::size_t only_n = quick && argc > 4 ? std::stoull(argv[4]) : 0;
   const std::size_t rows = std::size_t{1} << log2_rows;
   nlohmann::json out;
   cudaDeviceProp prop{};
@@ -188,7 +190,7 @@ int main(int argc, char** argv) {
     return st.is_ok() ? s : NAN;
   };
   // 1. One random system, stable solvers (quick: ours only).
-  {
+  if (only_n == 0) {
     nlohmann::json c;
     TridiagonalMatrix m = stability_matrix(1, rows, 21);
     std::vector<double> f = random_vector(rows, 22);
@@ -214,7 +216,9 @@ int main(int argc, char** argv) {
   }
   // 2. Strided batches, random (stable) and diagonally dominant (unpivoted).
   nlohmann::json batches = nlohmann::json::array();
-  for (std::size_t n : {std::size_t{256}, std::size_t{1024}, std::size_t{4096}}) {
+  std::vector<std::size_t> sizes = {256, 1024, 4096};
+  if (only_n != 0) sizes = {only_n};
+  for (std::size_t n : sizes) {
     const std::size_t count = rows / n;
     for (int dominant = 0; dominant < 2; ++dominant) {
       nlohmann::json c;

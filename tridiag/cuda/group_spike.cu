@@ -42,6 +42,11 @@ namespace {
 constexpr int Q = kLaneQ;  // interior rows of a lane
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kBlockWarps = 4;  // warps per block when groups are smaller
+// With pivoting, the group level of a group of this many warps or more is solved by a warp
+// (solve_group_on_warp), else by one thread. H100, spike at n = 4096 (15 warps): 37.0-37.2 G
+// unknowns/s against 35.5 by one thread; at n = 1024 (4 warps) 40.1 against 46.3, and thomas
+// (whose serial solve is short) 51.3 against 56.6 at n = 4096.
+constexpr int kWarpGroupSolveFrom = 5;
 
 // What a launch does: a whole solve, or pass 1 or 2 of a system larger than a group.
 enum class Pass { kWhole, kEnds, kFinish };
@@ -73,9 +78,12 @@ struct GroupArgs {
   const double* x_sep;         // Pass::kFinish: the separators' solution
 };
 
+// Groups of kWarpGroupSolveFrom warps or more also have a WarpSystem, where the group level is
+// solved.
 std::size_t shared_bytes(int warps, int groups_per_block) {
   return std::size_t(warps) * groups_per_block * sizeof(WarpShared) +
-         std::size_t(groups_per_block) * sizeof(GroupShared);
+         std::size_t(groups_per_block) *
+             (sizeof(GroupShared) + (warps >= kWarpGroupSolveFrom ? sizeof(WarpSystem) : 0));
 }
 
 __device__ void flag(const GroupArgs& g, unsigned long long* f, std::size_t row) {
@@ -95,16 +103,10 @@ __device__ std::size_t group_start(const GroupArgs& g, int gi, int& rows,
   return row0;
 }
 
-// Solves group gi's system of warp separators (one thread). A breakdown is reported only where
-// no warp of the group failed beneath: a warp's failure makes the separators next to it
-// non-finite, and the report names the row that caused it. Holding the solution in registers
-// (pivot_solve<16>) was measured slower: spike at n = 4096 fell from 34.1 to 32.3 G
-// unknowns/s (H100), the registers being crowded; at n <= 1152 it made no difference.
-template <bool kPivot>
-__device__ void solve_group(const GroupArgs& g, GroupShared& gs, int gi) {
-  const int bad =
-      kPivot ? pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, g.warps)
-             : thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.s.tol);
+// Reports a breakdown of group gi's system of warp separators at its row `bad` (none: -1),
+// only where no warp of the group failed beneath: a warp's failure makes the separators next to
+// it non-finite, and the report names the row that caused it.
+__device__ void report_group(const GroupArgs& g, const GroupShared& gs, int gi, int bad) {
   bool beneath = false;
   for (int k = 0; k < g.warps; ++k) beneath |= gs.failed[k];
   if (bad >= 0 && !beneath) {
@@ -114,6 +116,38 @@ __device__ void solve_group(const GroupArgs& g, GroupShared& gs, int gi) {
     const int row = bad * kWarpRows + kWarpRows - 1;
     if (row < rows) flag(g, g.s.pivot_flag, row0 + row);
   }
+}
+
+// Solves group gi's system of warp separators by one thread.
+template <bool kPivot>
+__device__ void solve_group(const GroupArgs& g, GroupShared& gs, int gi) {
+  const int bad =
+      kPivot ? pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, g.warps)
+             : thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.s.tol);
+  report_group(g, gs, gi, bad);
+}
+
+// Solves group gi's system of warp separators on its first warp (group_level_solve). One
+// thread's serial solve cost spike at n = 4096 a fifth of its time (H100: skipping it ran 45.7
+// G unknowns/s against 36.6); the warp's solve wins back a fifth of that (see
+// kWarpGroupSolveFrom). Holding the serial solve's column in registers was slower (32.3
+// against 34.1 at the time; it crowds the registers), inline or out of line.
+template <bool kPivot>
+__device__ void solve_group_on_warp(const GroupArgs& g, GroupShared& gs, WarpSystem& s, int gi,
+                                    int lane) {
+  const int r = lane;
+  const bool real = r < g.warps;
+  s.L[r] = real ? gs.L[r] : 0.0;
+  s.D[r] = real ? gs.D[r] : 1.0;
+  s.U[r] = real ? gs.U[r] : 0.0;
+  s.Z[0][r] = real ? gs.G[r] : 0.0;
+  s.Z[1][r] = 0.0;
+  s.Z[2][r] = 0.0;
+  __syncwarp();
+  DeviceWarp warp;
+  const int bad = group_level_solve<kPivot>(s, lane, g.warps, g.s.tol, warp);
+  if (real) gs.G[r] = s.Z[0][r];
+  if (lane == 0) report_group(g, gs, gi, bad);
 }
 
 // The barrier between levels: the block's, or only the warp's where every group is one warp
@@ -130,7 +164,8 @@ __device__ void level_barrier(bool lone) {
 // kPivot: diagonal pivoting at every level, else Thomas with the tiny-pivot test. Up to 128
 // registers a thread: 4 blocks of 4 warps per SM. Forcing 5 or 6 (96 and 80 registers,
 // spilling) was measured slower: spike at n = 256 fell from 42 to 30 and 24 G unknowns/s (H100).
-template <bool kPivot, Pass kPass>
+// kLone: every group is one warp (g.warps == 1).
+template <bool kPivot, Pass kPass, bool kLone>
 __global__ void __launch_bounds__(32 * kMaxGroupWarps)
     group_spike_kernel(GroupArgs g) {
   constexpr bool kFlagPivots = kPass != Pass::kFinish;  // pass 2 meets what pass 1 reported
@@ -145,7 +180,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
   std::size_t group = 0;
   const std::size_t group_row0 = group_start(g, gi, group_rows, group);
   const int warp_row0 = w * kWarpRows;
-  const bool lone = g.warps == 1;
+  constexpr bool lone = kLone;
   double x_left = 0.0, x_right = 0.0;  // Pass::kFinish: the warp's separators, loaded early
   if constexpr (kPass == Pass::kFinish) {
     if (group_rows > 0) {
@@ -267,11 +302,14 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
       gs.U[w] = RU * n2;
       gs.G[w] = RG - RL * ws.sys.Z[0][30] - RU * n0;
       gs.failed[w] = failed;
-      if (lone) solve_group<kPivot>(g, gs, gi);
+      if constexpr (lone) solve_group<kPivot>(g, gs, gi);
     }
-    if (!lone) {
+    if constexpr (!lone) {
       __syncthreads();
-      if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
+      WarpSystem* const systems = reinterpret_cast<WarpSystem*>(groups + g.groups_per_block);
+      if (kPivot && g.warps >= kWarpGroupSolveFrom) {
+        if (w == 0) solve_group_on_warp<kPivot>(g, gs, systems[gi], gi, lane);
+      } else if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
         solve_group<kPivot>(g, groups[threadIdx.x], threadIdx.x);
       }
     }
@@ -317,24 +355,21 @@ __global__ void form_separators_kernel(WarpEnds e, std::size_t count, double* L,
   G[i] = rg - rl * e.z_last[0][i] - ru * n0;
 }
 
-template <Pass kPass>
+template <Pass kPass, bool kLone>
 void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes,
             void* stream) {
+  auto kernel = g.s.pivoting ? group_spike_kernel<true, kPass, kLone>
+                             : group_spike_kernel<false, kPass, kLone>;
   static const bool limits_set = [] {
     const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
-    const auto attribute = cudaFuncAttributeMaxDynamicSharedMemorySize;
-    cudaFuncSetAttribute(group_spike_kernel<true, kPass>, attribute, most);
-    cudaFuncSetAttribute(group_spike_kernel<false, kPass>, attribute, most);
+    for (auto k :
+         {group_spike_kernel<true, kPass, kLone>, group_spike_kernel<false, kPass, kLone>}) {
+      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+    }
     return true;
   }();
   (void)limits_set;
-  auto st = static_cast<cudaStream_t>(stream);
-  const unsigned grid = static_cast<unsigned>(blocks);
-  if (g.s.pivoting) {
-    group_spike_kernel<true, kPass><<<grid, threads, bytes, st>>>(g);
-  } else {
-    group_spike_kernel<false, kPass><<<grid, threads, bytes, st>>>(g);
-  }
+  kernel<<<static_cast<unsigned>(blocks), threads, bytes, static_cast<cudaStream_t>(stream)>>>(g);
 }
 
 // Both passes: groups of one warp, 288 rows each, kBlockWarps to a block.
@@ -343,7 +378,7 @@ void launch_lone_warps(const OnePass& s, const WarpEnds& ends, const double* x_s
                        void* stream) {
   const GroupArgs g{s, kWarpRows, 1, kBlockWarps, ends, x_sep};
   const std::size_t blocks = (separators(s.rows) + kBlockWarps - 1) / kBlockWarps;
-  launch<kPass>(g, blocks, 32 * kBlockWarps, shared_bytes(1, kBlockWarps), stream);
+  launch<kPass, true>(g, blocks, 32 * kBlockWarps, shared_bytes(1, kBlockWarps), stream);
 }
 
 }  // namespace
@@ -361,8 +396,13 @@ void launch_group_spike(const OnePass& s, void* stream) {
   const std::size_t systems = s.rows / s.n;
   const std::size_t groups = (systems + systems_per_group - 1) / systems_per_group;
   const std::size_t blocks = (groups + g.groups_per_block - 1) / g.groups_per_block;
-  launch<Pass::kWhole>(g, blocks, 32 * g.warps * g.groups_per_block,
-                       shared_bytes(g.warps, g.groups_per_block), stream);
+  const int threads = 32 * g.warps * g.groups_per_block;
+  const std::size_t bytes = shared_bytes(g.warps, g.groups_per_block);
+  if (g.warps == 1) {
+    launch<Pass::kWhole, true>(g, blocks, threads, bytes, stream);
+  } else {
+    launch<Pass::kWhole, false>(g, blocks, threads, bytes, stream);
+  }
 }
 
 void launch_warp_ends(const OnePass& s, const WarpEnds& ends, void* stream) {

@@ -108,6 +108,57 @@ TEST(CudaSolvesTest, RegisterHeldPivotingGivesTheSameBits) {
   }
 }
 
+// thomas_first_solve, the group level's solve: every stability type at q = 2..16 is within the
+// bound of DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting, whichever way it went; on
+// diagonally dominant systems it is Thomas's result bit for bit, on a zero diagonal (where
+// Thomas breaks down) and on a system whose unpivoted result fails the backward-error test it
+// is pivot_solve's, and a zero row is reported where pivot_solve reports it.
+TEST(CudaSolvesTest, ThomasFirstSolveFallsBackToPivoting) {
+  int checked = 0;
+  for (int type = 1; type <= kStabilityTypes; ++type) {
+    for (int q : {2, 3, 5, 8, 15, 16}) {
+      SCOPED_TRACE("type " + std::to_string(type) + " q = " + std::to_string(q));
+      const TridiagonalMatrix m = stability_matrix(type, q, 700 + q);
+      const std::vector<double> f = random_vector(q, 800 + q);
+      const double lapack = lapack_residual(m, f);
+      if (!std::isfinite(lapack)) continue;
+      const double cpu = cpu_pivoting_residual(m, f);
+      const double reference = std::isfinite(cpu) ? std::max(lapack, cpu) : lapack;
+      std::vector<double> z = f, z0(q), piv(q), rinv(q);
+      if (gpu::thomas_first_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), z0.data(),
+                                  piv.data(), rinv.data(), q) >= 0) {
+        continue;
+      }
+      EXPECT_LE(residual(m, z, f), (reference > 1e-10 ? 100.0 : 10.0) * reference + 4 * kEps);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 80) << "of 96 systems";
+  auto both = [](const TridiagonalMatrix& m, const std::vector<double>& f, bool thomas) {
+    const int q = static_cast<int>(f.size());
+    std::vector<double> z = f, z0(q), piv(q), rinv(q), ref = f, cp(q);
+    EXPECT_EQ(gpu::thomas_first_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), z0.data(),
+                                      piv.data(), rinv.data(), q),
+              -1);
+    if (thomas) {
+      gpu::thomas_solve(m.dl.data(), m.d.data(), m.du.data(), ref.data(), cp.data(), q, 0.0);
+    } else {
+      gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), ref.data(), piv.data(), rinv.data(),
+                       q);
+    }
+    for (int i = 0; i < q; ++i) EXPECT_EQ(z[i], ref[i]) << "row " << i;
+  };
+  both(diagonally_dominant_matrix(16, 9), random_vector(16, 10), true);
+  both(TridiagonalMatrix{{0, 1, 3, 1}, {0, 0, 0, 0}, {1, 2, 1, 0}}, {1, 2, 3, 4}, false);
+  // A tiny first pivot: Thomas does not break down, but its growth fails the test.
+  both(TridiagonalMatrix{{0, 1, 1}, {1e-10, 2, 1}, {1, 1, 0}}, {1, 1, 1}, false);
+  TridiagonalMatrix singular{{0, 0, 0}, {1, 0, 1}, {0, 0, 0}};
+  std::vector<double> z = {1, 1, 1}, z0(3), piv(3), rinv(3);
+  EXPECT_EQ(gpu::thomas_first_solve(singular.dl.data(), singular.d.data(), singular.du.data(),
+                                    z.data(), z0.data(), piv.data(), rinv.data(), 3),
+            1);
+}
+
 TEST(CudaSolvesTest, ZeroDiagonalTakesTwoByTwoPivots) {
   // [[0, 1, 0, 0], [1, 0, 2, 0], [0, 3, 0, 1], [0, 0, 1, 0]]: every 1x1 pivot would be zero.
   TridiagonalMatrix m{{0, 1, 3, 1}, {0, 0, 0, 0}, {1, 2, 1, 0}};

@@ -139,68 +139,6 @@ TEST(WarpSolvesTest, PivotingOnRandomSystemsIsBackwardStable) {
   EXPECT_GT(worst, 0.0);
 }
 
-// The group level's solve: q warp separators (q = 2..16) in rows 0..q-1, identity rows after
-// them, one right-hand side. Random U(-1,1) systems are solved backward stably (split, or where
-// the split misses the check, serially) and agree with LAPACK; a NaN pivot is reported at its
-// row, on every lane.
-TEST(WarpSolvesTest, GroupLevelSolveOfUpTo16Rows) {
-  std::mt19937_64 gen(5);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  double worst = 0, worst_lapack = 0;
-  for (int trial = 0; trial < 300; ++trial) {
-    const int q = 2 + trial % 15;
-    const bool dominant = trial % 3 == 0;
-    gpu::WarpSystem in{};
-    for (int r = 0; r < 32; ++r) {
-      const bool real = r < q;
-      in.L[r] = real && r > 0 ? u(gen) : 0.0;
-      in.U[r] = real && r + 1 < q ? u(gen) : 0.0;
-      in.D[r] = real ? (dominant ? 4.0 + u(gen) : u(gen)) : 1.0;
-      in.Z[0][r] = real ? u(gen) : 0.0;
-    }
-    for (bool pivot : {true, false}) {
-      if (!pivot && !dominant) continue;
-      gpu::WarpSystem s = in;
-      const int bad = run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {
-        return pivot ? gpu::group_level_solve<true>(s, lane, q, kEps, warp)
-                     : gpu::group_level_solve<false>(s, lane, q, kEps, warp);
-      });
-      ASSERT_EQ(bad, -1) << "q = " << q;
-      std::vector<double> dl(in.L, in.L + q), d(in.D, in.D + q), du(in.U, in.U + q), x;
-      std::vector<double> f(in.Z[0], in.Z[0] + q);
-      ASSERT_EQ(lapack_dgtsv(dl.data(), d.data(), du.data(), f.data(), q, x), 0);
-      double r = 0, a = 0, xn = 0, b = 0, diff = 0, scale = 0;
-      for (int i = 0; i < q; ++i) {
-        double v = in.D[i] * s.Z[0][i] - in.Z[0][i];
-        if (i > 0) v += in.L[i] * s.Z[0][i - 1];
-        if (i + 1 < q) v += in.U[i] * s.Z[0][i + 1];
-        r = std::max(r, std::fabs(v));
-        a = std::max(a, std::fabs(in.D[i]) + std::fabs(in.L[i]) + std::fabs(in.U[i]));
-        xn = std::max(xn, std::fabs(s.Z[0][i]));
-        b = std::max(b, std::fabs(in.Z[0][i]));
-        diff = std::max(diff, std::fabs(x[i] - s.Z[0][i]));
-        scale = std::max(scale, std::fabs(x[i]));
-      }
-      worst = std::max(worst, r / (a * xn + b));
-      if (dominant) worst_lapack = std::max(worst_lapack, diff / scale);
-    }
-  }
-  EXPECT_LE(worst, 32 * kEps);
-  EXPECT_GT(worst, 0.0);
-  EXPECT_LE(worst_lapack, 1e-13);
-  // A NaN on row 9's diagonal (a partition's row under GroupSplit) is reported there.
-  gpu::WarpSystem s{};
-  for (int r = 0; r < 32; ++r) s.D[r] = 2.0, s.L[r] = r > 0 && r < 12 ? 0.5 : 0.0;
-  for (int r = 0; r < 11; ++r) s.U[r] = 0.5;
-  s.D[9] = std::numeric_limits<double>::quiet_NaN();
-  std::vector<int> seen(32, -2);
-  run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {
-    seen[lane] = gpu::group_level_solve<false>(s, lane, 12, kEps, warp);
-    return -1;
-  });
-  for (int lane = 0; lane < 32; ++lane) EXPECT_EQ(seen[lane], 9) << "lane " << lane;
-}
-
 // The check's norms go through the warp as the high words of their doubles.
 TEST(WarpSolvesTest, HighWordsOrderMagnitudesAndKeepNaN) {
   const double inf = std::numeric_limits<double>::infinity();

@@ -16,8 +16,9 @@
 //     a backward-error check that redoes it whole where a partition was ill-conditioned
 //     (warp_solves.h). (Packing all the block's warp-level solves onto the lanes of one warp
 //     saves issue slots but lengthens the block's serial phase; measured slower.)
-//   Group level: one thread per group solves its W warp separators. Where a group is one warp,
-//     only warp barriers separate the levels.
+//   Group level: one thread per group solves its W warp separators, without pivoting first and
+//     again with it where that is not backward stable (thomas_first_solve). Where a group is
+//     one warp, only warp barriers separate the levels.
 // Then every level's solution is put together from the one above it, from registers and shared
 // memory, and x goes out coalesced through a shared staging buffer. Loads are coalesced too:
 // cp.async into shared memory (load_rows), read back by each lane at a stride of 9 doubles (free
@@ -44,11 +45,6 @@ namespace {
 constexpr int Q = kLaneQ;  // interior rows of a lane
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kBlockWarps = 4;  // warps per block when groups are smaller
-// With pivoting, the group level of a group of this many warps or more is solved by a warp
-// (solve_group_on_warp), else by one thread. H100, spike at n = 4096 (15 warps): 37.0-37.2 G
-// unknowns/s against 35.5 by one thread; at n = 1024 (4 warps) 40.1 against 46.3, and thomas
-// (whose serial solve is short) 51.3 against 56.6 at n = 4096.
-constexpr int kWarpGroupSolveFrom = 5;
 
 // What a launch does: a whole solve, or pass 1 or 2 of a system larger than a group.
 enum class Pass { kWhole, kEnds, kFinish };
@@ -68,6 +64,7 @@ static_assert(sizeof(WarpSystem) <= sizeof(double) * 3 * kWarpRows);
 struct GroupShared {
   double L[kMaxGroupWarps], D[kMaxGroupWarps], U[kMaxGroupWarps], G[kMaxGroupWarps];
   double piv[kMaxGroupWarps], rinv[kMaxGroupWarps];
+  double G0[kMaxGroupWarps];    // the right-hand side, kept for the check and a redo
   bool failed[kMaxGroupWarps];  // a row of the warp failed at the lane or warp level
 };
 
@@ -80,12 +77,9 @@ struct GroupArgs {
   const double* x_sep;         // Pass::kFinish: the separators' solution
 };
 
-// Groups of kWarpGroupSolveFrom warps or more also have a WarpSystem, where the group level is
-// solved.
 std::size_t shared_bytes(int warps, int groups_per_block) {
   return std::size_t(warps) * groups_per_block * sizeof(WarpShared) +
-         std::size_t(groups_per_block) *
-             (sizeof(GroupShared) + (warps >= kWarpGroupSolveFrom ? sizeof(WarpSystem) : 0));
+         std::size_t(groups_per_block) * sizeof(GroupShared);
 }
 
 __device__ void flag(const GroupArgs& g, unsigned long long* f, std::size_t row) {
@@ -120,36 +114,23 @@ __device__ void report_group(const GroupArgs& g, const GroupShared& gs, int gi, 
   }
 }
 
-// Solves group gi's system of warp separators by one thread.
+// Solves group gi's system of warp separators by one thread: where a group is one warp (one
+// row) with pivoting at once, else without pivoting first (thomas_first_solve). The pivoting
+// solve at once cost spike at n = 4096 a fifth of its time (H100: skipping it, timing only,
+// ran 45.7 G unknowns/s against 36.6). Also measured: its column held in registers, inline or
+// out of line, and a warp's SPIKE of the group system, on a data warp or on an extra warp with
+// free registers: none came near thomas_first_solve (docs/performance.md).
 template <bool kPivot>
 __device__ void solve_group(const GroupArgs& g, GroupShared& gs, int gi) {
-  const int bad =
-      kPivot ? pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, g.warps)
-             : thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.s.tol);
+  int bad;
+  if constexpr (!kPivot) {
+    bad = thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.s.tol);
+  } else if (g.warps == 1) {
+    bad = pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, 1);
+  } else {
+    bad = thomas_first_solve(gs.L, gs.D, gs.U, gs.G, gs.G0, gs.piv, gs.rinv, g.warps);
+  }
   report_group(g, gs, gi, bad);
-}
-
-// Solves group gi's system of warp separators on its first warp (group_level_solve). One
-// thread's serial solve cost spike at n = 4096 a fifth of its time (H100: skipping it ran 45.7
-// G unknowns/s against 36.6); the warp's solve wins back a fifth of that (see
-// kWarpGroupSolveFrom). Holding the serial solve's column in registers was slower (32.3
-// against 34.1 at the time; it crowds the registers), inline or out of line.
-template <bool kPivot>
-__device__ void solve_group_on_warp(const GroupArgs& g, GroupShared& gs, WarpSystem& s, int gi,
-                                    int lane) {
-  const int r = lane;
-  const bool real = r < g.warps;
-  s.L[r] = real ? gs.L[r] : 0.0;
-  s.D[r] = real ? gs.D[r] : 1.0;
-  s.U[r] = real ? gs.U[r] : 0.0;
-  s.Z[0][r] = real ? gs.G[r] : 0.0;
-  s.Z[1][r] = 0.0;
-  s.Z[2][r] = 0.0;
-  __syncwarp();
-  DeviceWarp warp;
-  const int bad = group_level_solve<kPivot>(s, lane, g.warps, g.s.tol, warp);
-  if (real) gs.G[r] = s.Z[0][r];
-  if (lane == 0) report_group(g, gs, gi, bad);
 }
 
 // Starts copying a warp's rows of dl, d, du and f into shared memory (identity rows past the
@@ -324,10 +305,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
     }
     if constexpr (!lone) {
       __syncthreads();
-      WarpSystem* const systems = reinterpret_cast<WarpSystem*>(groups + g.groups_per_block);
-      if (kPivot && g.warps >= kWarpGroupSolveFrom) {
-        if (w == 0) solve_group_on_warp<kPivot>(g, gs, systems[gi], gi, lane);
-      } else if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
+      if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
         solve_group<kPivot>(g, groups[threadIdx.x], threadIdx.x);
       }
     }

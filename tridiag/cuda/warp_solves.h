@@ -16,31 +16,19 @@
 
 namespace stripesolve::tridiag::gpu {
 
-// Where a split of a system of kRows rows (at most 31) puts its 3 separators; partition p is the
-// rows between separator p - 1 and separator p (rows 0 and kRows - 1 close the ends). For the
-// warp level (31 rows) the even split has 4 partitions of 7 rows; the shifted one (11, 7, 7 and
-// 3 rows) has every boundary 4 rows away from the even one's, so a partition that made the first
-// ill-conditioned is cut differently. The group level (up to 16 warp separators) is cut into
-// partitions of 3, 3, 3 and 4 rows.
-template <int kS0, int kS1, int kS2, int kRowsOf = 31>
+// Where a split of the warp-level system puts its 3 separators; partition p is the rows between
+// separator p - 1 and separator p (rows 0 and 30 close the ends). The even split has 4
+// partitions of 7 rows. The shifted one (11, 7, 7 and 3 rows) has every boundary 4 rows away
+// from the even one's, so a partition that made the first ill-conditioned is cut differently.
+template <int kS0, int kS1, int kS2>
 struct Split {
-  static constexpr int kRows = kRowsOf;
   static constexpr int sep(int j) { return j == 0 ? kS0 : j == 1 ? kS1 : kS2; }
-  static constexpr int size(int p) {
-    return (p == 3 ? kRows : sep(p)) - (p == 0 ? 0 : sep(p - 1) + 1);
-  }
   // Equal partitions: their size is a constant, and the solves' loops unroll for it.
-  static constexpr bool kEqual = size(0) == size(1) && size(0) == size(2) && size(0) == size(3);
-  static constexpr int largest() {
-    int most = 0;
-    for (int p = 0; p < 4; ++p) most = size(p) > most ? size(p) : most;
-    return most;
-  }
+  static constexpr bool kEqual = kS0 == kS1 - kS0 - 1 && kS0 == kS2 - kS1 - 1 && kS0 == 30 - kS2;
 };
 using EvenSplit = Split<7, 15, 23>;
 using ShiftedSplit = Split<11, 19, 27>;
-using GroupSplit = Split<3, 7, 11, 16>;
-inline constexpr int kMaxPartition = 11;  // rows, in any split
+inline constexpr int kMaxPartition = 11;  // rows, in either split
 
 // The warp-level system: row r (0..30) stands for lane r's separator; row 31 is the warp
 // separator, which the system does not include. L[0] and U[30] are couplings outside it.
@@ -94,22 +82,22 @@ STRIPESOLVE_UNROLL
 };
 #endif
 
-// Whether x = s.Z solves rows 0..kRows-1 of s for s.rhs to a normwise backward error of 2 eps in
-// every column, ||r||inf <= 2 eps (||A||inf ||x||inf + ||b||inf), each norm to 20 bits
-// (high_word); false on NaN. Warp-uniform. Reduced one after another by shuffles, the ten norms
-// cost the kernel about a tenth of its speed (H100).
-template <int kRows = 31, typename Warp>
+// Whether x = s.Z solves the system for s.rhs to a normwise backward error of 2 eps in every
+// column, ||r||inf <= 2 eps (||A||inf ||x||inf + ||b||inf), each norm to 20 bits (high_word);
+// false on NaN. Warp-uniform. Reduced one after another by shuffles, the ten norms cost the
+// kernel about a tenth of its speed (H100).
+template <typename Warp>
 STRIPESOLVE_HD bool warp_level_accurate(const WarpSystem& s, int lane, Warp& warp) {
   const int r = lane;
   double v[10] = {};  // ||A||, then per column ||r||, ||x||, ||b||: the lane's part of each
-  if (r < kRows) {
-    v[0] = fabs(s.D[r]) + (r > 0 ? fabs(s.L[r]) : 0.0) + (r < kRows - 1 ? fabs(s.U[r]) : 0.0);
+  if (r < 31) {
+    v[0] = fabs(s.D[r]) + (r > 0 ? fabs(s.L[r]) : 0.0) + (r < 30 ? fabs(s.U[r]) : 0.0);
 STRIPESOLVE_UNROLL
     for (int c = 0; c < 3; ++c) {
       const double x = s.Z[c][r], b = s.rhs[c][r];
       double res = s.D[r] * x - b;
       if (r > 0) res += s.L[r] * s.Z[c][r - 1];
-      if (r < kRows - 1) res += s.U[r] * s.Z[c][r + 1];
+      if (r < 30) res += s.U[r] * s.Z[c][r + 1];
       v[1 + 3 * c] = fabs(res);
       v[2 + 3 * c] = fabs(x);
       v[3 + 3 * c] = fabs(b);
@@ -129,8 +117,8 @@ STRIPESOLVE_UNROLL
   return ok;
 }
 
-// Solves rows 0..Sp::kRows-1 of s for its three right-hand sides, in place, by SPIKE once more,
-// split at Sp: lanes 3p..3p+2 solve partition p for 3 columns at once: its part of Z[0]; of Z[1]
+// Solves rows 0..30 of s for its three right-hand sides, in place, by SPIKE once more, split
+// at Sp: lanes 3p..3p+2 solve partition p for 3 columns at once: its part of Z[0]; of Z[1]
 // (nonzero in partition 0 only, the coupling to the previous warp) or else its left spike; of
 // Z[2] (partition 3 only) or else its right spike. Lanes 0-2 then solve the 3-row separator
 // system, one column each, and every lane puts its own row together. Returns the calling lane's
@@ -148,12 +136,12 @@ STRIPESOLVE_HD int split_solve(WarpSystem& s, int lane, double tol, Warp& warp) 
   if (lane < 12) {
     const int p = lane / 3, c = lane % 3;
     const int r0 = p == 0 ? 0 : Sp::sep(p - 1) + 1;
-    const int q = Sp::kEqual ? Sp::sep(0) : (p == 3 ? Sp::kRows : Sp::sep(p)) - r0;
+    const int q = Sp::kEqual ? Sp::sep(0) : (p == 3 ? 31 : Sp::sep(p)) - r0;
     double* const col = c == 0   ? s.Z[0]
                         : c == 1 ? (p == 0 ? s.Z[1] : s.WL)
                                  : (p == 3 ? s.Z[2] : s.WR);
     double* const piv = s.ppiv + kMaxPartition * lane;
-    constexpr int kMaxRows = Sp::largest();
+    constexpr int kMaxRows = Sp::kEqual ? Sp::sep(0) : kMaxPartition;
     const int b = kPivot ? pivot_solve<kMaxRows>(s.L + r0, s.D + r0, s.U + r0, col + r0, piv,
                                                  s.prinv + kMaxPartition * lane, q)
                          : thomas_solve(s.L + r0, s.D + r0, s.U + r0, col + r0, piv, q, tol);
@@ -182,7 +170,7 @@ STRIPESOLVE_HD int split_solve(WarpSystem& s, int lane, double tol, Warp& warp) 
     if (b >= 0 && partitions_ok && (bad < 0 || Sp::sep(b) < bad)) bad = Sp::sep(b);
   }
   warp.sync();
-  if (r < Sp::kRows) {
+  if (r < 31) {
     for (int c = 0; c < 3; ++c) {
       if (separator) {
         s.Z[c][r] = s.SG[c][part];
@@ -237,30 +225,6 @@ STRIPESOLVE_HD int warp_level_solve(WarpSystem& s, int lane, double tol, Warp& w
     if (warp_level_accurate(s, lane, warp)) return bad;
     return redo_warp_level(s, lane, warp);
   }
-}
-
-// Solves the group level's system of q <= 16 warp separators, rows 0..q-1 of s (identity rows
-// after them, the right-hand side in Z[0], Z[1] and Z[2] zero), on one warp: SPIKE at
-// GroupSplit, chains of 3 or 4 rows and 3 instead of q, where one thread's serial solve of q
-// rows cost a 15-warp block a fifth of its time. With pivoting, the warp level's backward-error
-// check follows, and a result that fails it is redone by one lane's serial solve. Returns the
-// first failing row, the same on every lane, or -1.
-template <bool kPivot, typename Warp>
-STRIPESOLVE_HD int group_level_solve(WarpSystem& s, int lane, int q, double tol, Warp& warp) {
-  if constexpr (kPivot) {
-    for (int c = 0; c < 3; ++c) s.rhs[c][lane] = s.Z[c][lane];
-  }
-  int bad = split_solve<kPivot, GroupSplit>(s, lane, tol, warp);
-  if (kPivot && !warp_level_accurate<GroupSplit::kRows>(s, lane, warp)) {
-    warp.sync();  // every lane is done reading the rows it is about to overwrite
-    s.Z[0][lane] = s.rhs[0][lane];
-    warp.sync();
-    bad = lane == 0 ? pivot_solve(s.L, s.D, s.U, s.Z[0], s.ppiv, s.prinv, q) : -1;
-    warp.sync();
-  }
-  unsigned first[1] = {bad < 0 ? 0u : ~static_cast<unsigned>(bad)};  // the largest is the first
-  warp.max_each(first);
-  return first[0] == 0 ? -1 : static_cast<int>(~first[0]);
 }
 
 }  // namespace stripesolve::tridiag::gpu

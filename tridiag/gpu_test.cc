@@ -183,8 +183,8 @@ TEST(GpuTest, OnePassStabilitySuiteBatches) {
       if (!std::isfinite(res_c)) continue;
       GpuOptions gopt;
       gopt.solve = opt;
-      auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()},
-                                gopt);
+      const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()};
+      auto rg = solve_batch_gpu(shape, arrays, gopt);
       ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
       const double res_g = max_residual(b, sizes, xg);
       EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU spike " << res_c;
@@ -236,14 +236,15 @@ TEST(GpuTest, TwoPassesForSystemsLargerThanAGroup) {
     BatchShape shape{BatchLayout::kStrided, n, 1, {}};
     SolveOptions opt;
     opt.algorithm = Algorithm::kSpike;
-    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()},
+                          opt);
     if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
     const double res_c = max_residual(b, sizes, xc);
     if (!std::isfinite(res_c)) continue;
     GpuOptions gopt;
     gopt.solve = opt;
-    auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()},
-                              gopt);
+    const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()};
+    auto rg = solve_batch_gpu(shape, arrays, gopt);
     ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
     EXPECT_LE(max_residual(b, sizes, xg), 10 * res_c + 1e-15) << "CPU spike " << res_c;
   }
@@ -264,8 +265,8 @@ TEST(GpuTest, TwoPassBreakdownNamesTheRow) {
       BatchShape shape{BatchLayout::kStrided, n, 1, {}};
       GpuOptions gopt;
       gopt.solve.algorithm = alg;
-      auto r =
-          solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+      const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()};
+      auto r = solve_batch_gpu(shape, arrays, gopt);
       ASSERT_FALSE(r.is_ok());
       EXPECT_TRUE(r.status().message().ends_with("pivot at row " + std::to_string(bad_row)))
           << r.status().message();

@@ -162,40 +162,43 @@ TEST(GpuTest, OnePassGroupsAroundTheirEdges) {
   }
 }
 
-// Every stability type as a strided batch of systems of n = 1000 (one pass, 4 warps in one
-// block each) and of n = 4096 (16 warps over a cluster of 4 blocks).
+// Every stability type as a strided batch of `count` systems of n: the GPU spike within 10x of
+// the CPU spike wherever the CPU spike succeeds.
+void expect_stability_suite_within_ten_times_cpu(std::size_t n, std::size_t count) {
+  for (int type = 1; type <= kStabilityTypes; ++type) {
+    SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
+    const std::vector<std::size_t> sizes(count, n);
+    Batch b = make_batch(sizes, type);
+    std::vector<double> xc(n * count), xg(n * count);
+    BatchShape shape{BatchLayout::kStrided, n, count, {}};
+    SolveOptions opt;
+    opt.algorithm = Algorithm::kSpike;
+    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()},
+                          opt);
+    if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
+    const double res_c = max_residual(b, sizes, xc);
+    if (!std::isfinite(res_c)) continue;
+    GpuOptions gopt;
+    gopt.solve = opt;
+    const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()};
+    auto rg = solve_batch_gpu(shape, arrays, gopt);
+    ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
+    EXPECT_LE(max_residual(b, sizes, xg), 10 * res_c + 1e-15) << "CPU spike " << res_c;
+  }
+}
+
+// The one-pass kernel: n = 1000 (4 warps in one block, several groups to a block) and n = 4096
+// (15 warps in one block).
 TEST(GpuTest, OnePassStabilitySuiteBatches) {
   SKIP_WITHOUT_GPU();
-  for (std::size_t n : {std::size_t{1000}, std::size_t{4096}}) {
-    for (int type = 1; type <= kStabilityTypes; ++type) {
-      SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
-      const std::size_t count = 4;
-      const std::vector<std::size_t> sizes(count, n);
-      Batch b = make_batch(sizes, type);
-      std::vector<double> xc(n * count), xg(n * count);
-      BatchShape shape{BatchLayout::kStrided, n, count, {}};
-      SolveOptions opt;
-      opt.algorithm = Algorithm::kSpike;
-      auto rc =
-          solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
-      if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
-      const double res_c = max_residual(b, sizes, xc);
-      if (!std::isfinite(res_c)) continue;
-      GpuOptions gopt;
-      gopt.solve = opt;
-      const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()};
-      auto rg = solve_batch_gpu(shape, arrays, gopt);
-      ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
-      const double res_g = max_residual(b, sizes, xg);
-      EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU spike " << res_c;
-    }
-  }
+  expect_stability_suite_within_ten_times_cpu(1000, 4);
+  expect_stability_suite_within_ten_times_cpu(4096, 4);
 }
 
 // A breakdown deep in a batch names its system and row, at each level of the one-pass kernel:
 // an interior row, a lane separator (row 8 of a lane) and a warp separator (row 287); at
-// n = 3000 (12 warps over a cluster of 3 blocks), the warp separator where the first block
-// ends (row 1151), the next block's first row and the system's last.
+// n = 3000 (11 warps), the fourth warp's separator (row 1151), the next warp's first row and
+// the system's last.
 TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
   SKIP_WITHOUT_GPU();
   const std::size_t count = 5;
@@ -227,27 +230,7 @@ TEST(GpuTest, TwoPassesForSystemsLargerThanAGroup) {
   compare(Algorithm::kSpike, {1500007}, 1, BatchLayout::kStrided);
   compare(Algorithm::kThomas, {1500007}, 0, BatchLayout::kStrided);
   compare(Algorithm::kSpike, std::vector<std::size_t>(3, 9001), 1, BatchLayout::kStrided);
-  for (int type = 1; type <= kStabilityTypes; ++type) {
-    SCOPED_TRACE("type " + std::to_string(type));
-    const std::size_t n = 20000;
-    const std::vector<std::size_t> sizes = {n};
-    Batch b = make_batch(sizes, type);
-    std::vector<double> xc(n), xg(n);
-    BatchShape shape{BatchLayout::kStrided, n, 1, {}};
-    SolveOptions opt;
-    opt.algorithm = Algorithm::kSpike;
-    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()},
-                          opt);
-    if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
-    const double res_c = max_residual(b, sizes, xc);
-    if (!std::isfinite(res_c)) continue;
-    GpuOptions gopt;
-    gopt.solve = opt;
-    const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()};
-    auto rg = solve_batch_gpu(shape, arrays, gopt);
-    ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
-    EXPECT_LE(max_residual(b, sizes, xg), 10 * res_c + 1e-15) << "CPU spike " << res_c;
-  }
+  expect_stability_suite_within_ten_times_cpu(20000, 1);
 }
 
 // In two passes, a breakdown names its row too: an interior row, a warp separator (whose row

@@ -33,10 +33,9 @@
 #include "tridiag/cuda/warp_solves.h"
 
 #include <cuda_pipeline.h>
-
-#include <cstdint>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 
 namespace stripesolve::tridiag::gpu {
 

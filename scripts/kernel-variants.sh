@@ -14,7 +14,7 @@ mkdir -p "$OUT"
 TRIDIAG_QUICK=1 OUT=$OUT scripts/device-check.sh > "$OUT/base.log" 2>&1
 grep -E "PASSED|FAILED|stripesolve" "$OUT/base.log"
 export LD_LIBRARY_PATH=/opt/dep/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-SOURCES="tridiag/cuda/group_spike.cu tridiag/cuda/warp_solves.h tridiag/cuda/small_solves.h"
+SOURCES="tridiag/cuda/group_spike.cu tridiag/cuda/group_spike.cuh tridiag/cuda/warp_solves.h tridiag/cuda/small_solves.h tridiag/cuda/group_solve.h"
 SAVED=$(mktemp -d)
 for f in $SOURCES; do cp "$f" "$SAVED/$(basename "$f")"; done
 restore() { for f in $SOURCES; do cp "$SAVED/$(basename "$f")" "$f"; done; }

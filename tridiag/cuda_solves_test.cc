@@ -1,4 +1,5 @@
-// The one-pass GPU kernel's serial solves (tridiag/cuda/small_solves.h) compiled for the host
+// The one-pass GPU kernel's serial solves (tridiag/cuda/small_solves.h) and its group level's
+// warp solve (group_solve.h, on an emulated warp) compiled for the host
 // and checked against LAPACK dgtsv: the arithmetic of the GPU path is tested on every machine,
 // with or without a GPU (the kernel around them is tested by gpu_test.cc on the GPU machine).
 #include <gtest/gtest.h>
@@ -10,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "tridiag/cuda/group_solve.h"
 #include "tridiag/cuda/small_solves.h"
 #include "tridiag/diagonal_pivoting.h"
+#include "tridiag/emulated_warp.h"
 #include "tridiag/gallery.h"
 #include "tridiag/lapack_reference.h"
 
@@ -114,12 +117,23 @@ TEST(CudaSolvesTest, RegisterHeldPivotingGivesTheSameBits) {
   }
 }
 
-// thomas_first_solve, the group level's solve: every stability type at q = 2..16 is within the
-// bound of DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting, whichever way it went; on
-// diagonally dominant systems it is Thomas's result bit for bit, on a zero diagonal (where
-// Thomas breaks down) and on a system whose unpivoted result fails the backward-error test it
-// is pivot_solve's, and a zero row is reported where pivot_solve reports it.
-TEST(CudaSolvesTest, ThomasFirstSolveFallsBackToPivoting) {
+// pcr_first_solve (the group level's solve, on an emulated warp): the solution of m for f in x;
+// returns its report.
+int pcr_first(const TridiagonalMatrix& m, const std::vector<double>& f, std::vector<double>& x) {
+  const int q = static_cast<int>(f.size());
+  gpu::GroupSystem s{};
+  const int bad = run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {
+    const bool row = lane < q;
+    return gpu::pcr_first_solve(s, q, lane, row ? m.dl[lane] : 0.0, row ? m.d[lane] : 1.0,
+                                row ? m.du[lane] : 0.0, row ? f[lane] : 0.0, warp);
+  });
+  x.assign(s.G, s.G + q);
+  return bad;
+}
+
+// Every stability type at q = 2..16 is within the bound of
+// DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting, whichever way the solve went.
+TEST(CudaSolvesTest, PcrFirstSolveWithinTenTimesLapackOrTheCpuPivoting) {
   int checked = 0;
   for (int type = 1; type <= kStabilityTypes; ++type) {
     for (int q : {2, 3, 5, 8, 15, 16}) {
@@ -128,39 +142,43 @@ TEST(CudaSolvesTest, ThomasFirstSolveFallsBackToPivoting) {
       const std::vector<double> f = random_vector(q, 800 + q);
       const double bound = pivoting_bound(m, f);
       if (!std::isfinite(bound)) continue;
-      std::vector<double> z = f, z0(q), piv(q), rinv(q);
-      if (gpu::thomas_first_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), z0.data(),
-                                  piv.data(), rinv.data(), q) >= 0) {
-        continue;
-      }
-      EXPECT_LE(residual(m, z, f), bound);
+      std::vector<double> x;
+      if (pcr_first(m, f, x) >= 0) continue;
+      EXPECT_LE(residual(m, x, f), bound);
       ++checked;
     }
   }
   EXPECT_GE(checked, 80) << "of 96 systems";
-  auto both = [](const TridiagonalMatrix& m, const std::vector<double>& f, bool thomas) {
+}
+
+// PCR's result stands where it is backward stable: on diagonally dominant systems of every q it
+// matches LAPACK; where PCR meets a zero pivot (a zero diagonal) or growth (a tiny first pivot)
+// the result is pivot_solve's bit for bit, and a zero row is reported where pivot_solve reports
+// it.
+TEST(CudaSolvesTest, PcrFirstSolveFallsBackToPivoting) {
+  for (int q = 1; q <= gpu::kMaxGroupRows; ++q) {
+    SCOPED_TRACE("q = " + std::to_string(q));
+    const TridiagonalMatrix m = diagonally_dominant_matrix(q, 9 + q);
+    const std::vector<double> f = random_vector(q, 10 + q);
+    std::vector<double> x, ref;
+    ASSERT_EQ(pcr_first(m, f, x), -1);
+    ASSERT_EQ(lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), f.data(), q, ref), 0);
+    for (int i = 0; i < q; ++i) EXPECT_NEAR(x[i], ref[i], 1e-14 * std::fabs(ref[i]) + 1e-300);
+    EXPECT_LE(residual(m, x, f), 4 * kEps);
+  }
+  auto pivoted = [](const TridiagonalMatrix& m, const std::vector<double>& f) {
     const int q = static_cast<int>(f.size());
-    std::vector<double> z = f, z0(q), piv(q), rinv(q), ref = f, cp(q);
-    EXPECT_EQ(gpu::thomas_first_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), z0.data(),
-                                      piv.data(), rinv.data(), q),
-              -1);
-    if (thomas) {
-      gpu::thomas_solve(m.dl.data(), m.d.data(), m.du.data(), ref.data(), cp.data(), q, 0.0);
-    } else {
-      gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), ref.data(), piv.data(), rinv.data(),
-                       q);
-    }
-    for (int i = 0; i < q; ++i) EXPECT_EQ(z[i], ref[i]) << "row " << i;
+    std::vector<double> x, ref = f, piv(q), rinv(q);
+    EXPECT_EQ(pcr_first(m, f, x), -1);
+    gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), ref.data(), piv.data(), rinv.data(), q);
+    for (int i = 0; i < q; ++i) EXPECT_EQ(x[i], ref[i]) << "row " << i;
+    EXPECT_LE(residual(m, x, f), 4 * kEps);
   };
-  both(diagonally_dominant_matrix(16, 9), random_vector(16, 10), true);
-  both(TridiagonalMatrix{{0, 1, 3, 1}, {0, 0, 0, 0}, {1, 2, 1, 0}}, {1, 2, 3, 4}, false);
-  // A tiny first pivot: Thomas does not break down, but its growth fails the test.
-  both(TridiagonalMatrix{{0, 1, 1}, {1e-10, 2, 1}, {1, 1, 0}}, {1, 1, 1}, false);
+  pivoted(TridiagonalMatrix{{0, 1, 3, 1}, {0, 0, 0, 0}, {1, 2, 1, 0}}, {1, 2, 3, 4});
+  pivoted(TridiagonalMatrix{{0, 1, 1}, {1e-10, 2, 1}, {1, 1, 0}}, {1, 1, 1});
   TridiagonalMatrix singular{{0, 0, 0}, {1, 0, 1}, {0, 0, 0}};
-  std::vector<double> z = {1, 1, 1}, z0(3), piv(3), rinv(3);
-  EXPECT_EQ(gpu::thomas_first_solve(singular.dl.data(), singular.d.data(), singular.du.data(),
-                                    z.data(), z0.data(), piv.data(), rinv.data(), 3),
-            1);
+  std::vector<double> x;
+  EXPECT_EQ(pcr_first(singular, {1, 1, 1}, x), 1);
 }
 
 TEST(CudaSolvesTest, ZeroDiagonalTakesTwoByTwoPivots) {

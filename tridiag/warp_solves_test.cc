@@ -1,62 +1,23 @@
-// tridiag/cuda/warp_solves.h on the CPU: the warp's 32 lanes are 32 threads, __syncwarp a
-// barrier, the warp maximum an exchange through memory between two barriers. Results are checked
-// against LAPACK dgtsv on the 31-row system for the kernel's three right-hand sides.
+// tridiag/cuda/warp_solves.h on the CPU, on an emulated warp (tridiag/emulated_warp.h). Results
+// are checked against LAPACK dgtsv on the 31-row system for the kernel's three right-hand sides.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tridiag/cuda/warp_solves.h"
+#include "tridiag/emulated_warp.h"
 #include "tridiag/lapack_reference.h"
 
 namespace stripesolve::tridiag {
 namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
-
-struct EmulatedWarp {
-  std::barrier<>* bar;
-  unsigned* keys;  // 32 slots, for max_each
-  int lane;
-  void sync() { bar->arrive_and_wait(); }
-  template <int N>
-  void max_each(unsigned (&v)[N]) {
-    for (unsigned& x : v) {
-      keys[lane] = x;
-      sync();
-      for (int k = 0; k < 32; ++k) x = std::max(x, keys[k]);
-      sync();
-    }
-  }
-};
-
-// Runs solve(lane, warp) on 32 threads; returns the smallest row any lane reported, or -1.
-template <typename Solve>
-int run_on_emulated_warp(Solve&& solve) {
-  std::barrier<> bar(32);
-  unsigned keys[32];
-  int bad[32];
-  std::vector<std::thread> lanes;
-  for (int lane = 0; lane < 32; ++lane) {
-    lanes.emplace_back([&, lane] {
-      EmulatedWarp warp{&bar, keys, lane};
-      bad[lane] = solve(lane, warp);
-    });
-  }
-  for (auto& t : lanes) t.join();
-  int first = -1;
-  for (int b : bad) {
-    if (b >= 0 && (first < 0 || b < first)) first = b;
-  }
-  return first;
-}
 
 template <bool kPivot>
 int solve_on_emulated_warp(gpu::WarpSystem& s) {

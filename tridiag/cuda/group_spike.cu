@@ -16,9 +16,9 @@
 //     a backward-error check that redoes it whole where a partition was ill-conditioned
 //     (warp_solves.h). (Packing all the block's warp-level solves onto the lanes of one warp
 //     saves issue slots but lengthens the block's serial phase; measured slower.)
-//   Group level: one thread per group solves its W warp separators, without pivoting first and
-//     again with it where that is not backward stable (thomas_first_solve). Where a group is
-//     one warp, only warp barriers separate the levels.
+//   Group level: the group's first warp solves its W warp separators, by PCR first and
+//     serially with pivoting where that is not backward stable (pcr_first_solve,
+//     group_solve.h). Where a group is one warp, only warp barriers separate the levels.
 // Then every level's solution is put together from the one above it, from registers and shared
 // memory, and x goes out coalesced through a shared staging buffer. Loads are coalesced too:
 // cp.async into shared memory (load_rows), read back by each lane at a stride of 9 doubles (free
@@ -29,6 +29,7 @@
 // unknown, against the 72 plus about a third of spike_kernels.cu's 9-row levels, whose
 // reduced systems go through global memory level by level.
 #include "tridiag/cuda/group_spike.cuh"
+#include "tridiag/cuda/group_solve.h"
 #include "tridiag/cuda/small_solves.h"
 #include "tridiag/cuda/warp_solves.h"
 
@@ -61,11 +62,12 @@ struct WarpShared {
 static_assert(sizeof(WarpSystem) <= sizeof(double) * 3 * kWarpRows);
 
 struct GroupShared {
-  double L[kMaxGroupWarps], D[kMaxGroupWarps], U[kMaxGroupWarps], G[kMaxGroupWarps];
-  double piv[kMaxGroupWarps], rinv[kMaxGroupWarps];
-  double G0[kMaxGroupWarps];    // the right-hand side, kept for the check and a redo
+  // Each warp's part of its separator's row (lane 31's RL, RD, cs, RG), for separator_row.
+  double RL[kMaxGroupWarps], RD[kMaxGroupWarps], CS[kMaxGroupWarps], RG[kMaxGroupWarps];
+  GroupSystem sys;              // the system of warp separators, then their solution
   bool failed[kMaxGroupWarps];  // a row of the warp failed at the lane or warp level
 };
+static_assert(kMaxGroupWarps <= kMaxGroupRows);
 
 struct GroupArgs {
   OnePass s;
@@ -113,22 +115,76 @@ __device__ void report_group(const GroupArgs& g, const GroupShared& gs, int gi, 
   }
 }
 
-// Solves group gi's system of warp separators by one thread: where a group is one warp (one
-// row) with pivoting at once, else without pivoting first (thomas_first_solve). The pivoting
-// solve at once cost spike at n = 4096 a fifth of its time (H100: skipping it, timing only,
-// ran 45.7 G unknowns/s against 36.6). Also measured: its column held in registers, inline or
-// out of line, and a warp's SPIKE of the group system, on a data warp or on an extra warp with
-// free registers: none came near thomas_first_solve (docs/performance.md).
+// Row k of the system of warp separators: warp k's separator row with its own interior
+// substituted (its part rl, rd, cs, rg and its warp level's last row z, from Pass::kEnds or
+// lane 31) and the next warp's (that warp's lane 0's first interior row e and its warp level's
+// first row n, for f and the two spikes; zeros after the last warp).
+struct SeparatorRow {
+  double l, d, u, g;
+};
+__device__ SeparatorRow separator_row(double rl, double rd, double cs, double rg,
+                                      const double (&z)[3], const double (&e)[3],
+                                      const double (&n)[3]) {
+  const double ru = cs * e[2];
+  rd += cs * e[1];
+  rg -= cs * e[0];
+  return {rl * z[1], rd + rl * z[2] + ru * n[1], ru * n[2], rg - rl * z[0] - ru * n[0]};
+}
+
+// Group gi's system of warp separators (W > 1 rows), solved by its first warp: lane k puts row k
+// together from shared memory; with pivoting, PCR first and diagonal pivoting where that is not
+// backward stable (pcr_first_solve), without, Thomas with the tiny-pivot test by lane 0. Before
+// the warp, one thread solved it serially (Thomas first, then pivoting where needed) with the
+// rest of the block waiting: see docs/performance.md.
 template <bool kPivot>
-__device__ void solve_group(const GroupArgs& g, GroupShared& gs, int gi) {
-  int bad;
-  if constexpr (!kPivot) {
-    bad = thomas_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, g.warps, g.s.tol);
-  } else if (g.warps == 1) {
-    bad = pivot_solve(gs.L, gs.D, gs.U, gs.G, gs.piv, gs.rinv, 1);
-  } else {
-    bad = thomas_first_solve(gs.L, gs.D, gs.U, gs.G, gs.G0, gs.piv, gs.rinv, g.warps);
+__device__ void solve_group(const GroupArgs& g, GroupShared& gs, const WarpShared* group_warps,
+                            int gi, int lane) {
+  const int q = g.warps;
+  SeparatorRow row{0.0, 1.0, 0.0, 0.0};
+  if (lane < q) {
+    const bool last = lane + 1 == q;
+    const WarpShared& own = group_warps[lane];
+    const WarpShared& next = group_warps[last ? lane : lane + 1];
+    double z[3], e[3], n[3];
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+      z[k] = own.sys.Z[k][30];
+      e[k] = last ? 0.0 : next.ends[k];
+      n[k] = last ? 0.0 : next.sys.Z[k][0];
+    }
+    row = separator_row(gs.RL[lane], gs.RD[lane], gs.CS[lane], gs.RG[lane], z, e, n);
   }
+  int bad = -1;
+  GroupSystem& s = gs.sys;
+  if constexpr (kPivot) {
+    DeviceWarp warp;
+    bad = pcr_first_solve(s, q, lane, row.l, row.d, row.u, row.g, warp);
+  } else {
+    if (lane < q) {
+      s.L[lane] = row.l;
+      s.D[lane] = row.d;
+      s.U[lane] = row.u;
+      s.G[lane] = row.g;
+    }
+    __syncwarp();
+    if (lane == 0) bad = thomas_solve(s.L, s.D, s.U, s.G, s.piv, q, g.s.tol);
+  }
+  if (lane == 0) report_group(g, gs, gi, bad);
+}
+
+// The system of a group of one warp: one row, which lane 31 holds (rl, rd, cs, rg).
+template <bool kPivot>
+__device__ void solve_lone_group(const GroupArgs& g, GroupShared& gs, int gi, double rl,
+                                 double rd, double cs, double rg, const WarpShared& ws) {
+  const double z[3] = {ws.sys.Z[0][30], ws.sys.Z[1][30], ws.sys.Z[2][30]}, none[3] = {};
+  const SeparatorRow r = separator_row(rl, rd, cs, rg, z, none, none);
+  GroupSystem& s = gs.sys;
+  s.L[0] = r.l;
+  s.D[0] = r.d;
+  s.U[0] = r.u;
+  s.G[0] = r.g;
+  const int bad = kPivot ? pivot_solve(s.L, s.D, s.U, s.G, s.piv, s.rinv, 1)
+                         : thomas_solve(s.L, s.D, s.U, s.G, s.piv, 1, g.s.tol);
   report_group(g, gs, gi, bad);
 }
 
@@ -239,12 +295,11 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
   const double as = a[Q], cs = c[Q];
   const double RL = as * sl[Q - 1];
   double RD = b[Q] + as * sr[Q - 1], RU = 0.0, RG = y[Q] - as * y[Q - 1];
-  auto couple = [&](double e0, double e1, double e2) {  // the right neighbour's interior ends
-    RD += cs * e1;
-    RU = cs * e2;
-    RG -= cs * e0;
-  };
-  if (lane < 31) couple(ny, nl, nr);
+  if (lane < 31) {  // the right neighbour's interior ends
+    RD += cs * nl;
+    RU = cs * nr;
+    RG -= cs * ny;
+  }
   __syncwarp();  // every lane has read its a and c: the warp-level system may overwrite them
   ws.sys.L[lane] = RL;
   ws.sys.D[lane] = RD;
@@ -284,33 +339,25 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
   }
   double xl = x_left, xr = x_right;
   if constexpr (kPass == Pass::kWhole) {
-    level_barrier(lone);  // every warp's ends and warp-level solution are in shared memory
-    // Group level: warp separators (lane 31's row) with the warps' interiors substituted.
     GroupShared& gs = groups[gi];
     if (lane == 31) {
-      const bool last = w + 1 == g.warps;
-      const WarpShared& next = warps[last ? wb : wb + 1];
-      const double e0 = last ? 0.0 : next.ends[0], e1 = last ? 0.0 : next.ends[1];
-      const double e2 = last ? 0.0 : next.ends[2];
-      const double n0 = last ? 0.0 : next.sys.Z[0][0], n1 = last ? 0.0 : next.sys.Z[1][0];
-      const double n2 = last ? 0.0 : next.sys.Z[2][0];
-      couple(e0, e1, e2);
-      gs.L[w] = RL * ws.sys.Z[1][30];
-      gs.D[w] = RD + RL * ws.sys.Z[2][30] + RU * n1;
-      gs.U[w] = RU * n2;
-      gs.G[w] = RG - RL * ws.sys.Z[0][30] - RU * n0;
       gs.failed[w] = failed;
-      if constexpr (lone) solve_group<kPivot>(g, gs, gi);
-    }
-    if constexpr (!lone) {
-      __syncthreads();
-      if (static_cast<int>(threadIdx.x) < g.groups_per_block) {
-        solve_group<kPivot>(g, groups[threadIdx.x], threadIdx.x);
+      if constexpr (lone) {
+        solve_lone_group<kPivot>(g, gs, gi, RL, RD, cs, RG, ws);
+      } else {  // the warp's part of its separator's row; the group's first warp adds the rest
+        gs.RL[w] = RL;
+        gs.RD[w] = RD;
+        gs.CS[w] = cs;
+        gs.RG[w] = RG;
       }
     }
-    level_barrier(lone);
-    xr = gs.G[w];
-    xl = w > 0 ? gs.G[w - 1] : 0.0;
+    level_barrier(lone);  // every warp's ends and warp-level solution are in shared memory
+    if constexpr (!lone) {
+      if (w == 0) solve_group<kPivot>(g, gs, warps + gi * g.warps, gi, lane);
+      __syncthreads();
+    }
+    xr = gs.sys.G[w];
+    xl = w > 0 ? gs.sys.G[w - 1] : 0.0;
   }
   // Back down: warp separators, lane separators, interiors.
   const double xs =
@@ -332,22 +379,24 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps)
 }
 
 // Row i of the system of warp separators from the parts pass 1 left: warp i's own and the
-// first rows of warp i + 1 (the same arithmetic as the group level of group_spike_kernel).
+// first rows of warp i + 1.
 __global__ void form_separators_kernel(WarpEnds e, std::size_t count, double* L, double* D,
                                        double* U, double* G) {
   const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (i >= count) return;
   const bool last = i + 1 == count;
-  const double e0 = last ? 0.0 : e.e_first[0][i + 1], e1 = last ? 0.0 : e.e_first[1][i + 1];
-  const double e2 = last ? 0.0 : e.e_first[2][i + 1];
-  const double n0 = last ? 0.0 : e.z_first[0][i + 1], n1 = last ? 0.0 : e.z_first[1][i + 1];
-  const double n2 = last ? 0.0 : e.z_first[2][i + 1];
-  const double rl = e.rl[i], cs = e.cs[i];
-  const double rd = e.rd[i] + cs * e1, ru = cs * e2, rg = e.rg[i] - cs * e0;
-  L[i] = rl * e.z_last[1][i];
-  D[i] = rd + rl * e.z_last[2][i] + ru * n1;
-  U[i] = ru * n2;
-  G[i] = rg - rl * e.z_last[0][i] - ru * n0;
+  double z[3], first[3], n[3];
+#pragma unroll
+  for (int k = 0; k < 3; ++k) {
+    z[k] = e.z_last[k][i];
+    first[k] = last ? 0.0 : e.e_first[k][i + 1];
+    n[k] = last ? 0.0 : e.z_first[k][i + 1];
+  }
+  const SeparatorRow r = separator_row(e.rl[i], e.rd[i], e.cs[i], e.rg[i], z, first, n);
+  L[i] = r.l;
+  D[i] = r.d;
+  U[i] = r.u;
+  G[i] = r.g;
 }
 
 template <Pass kPass, bool kLone>

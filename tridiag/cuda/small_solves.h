@@ -301,35 +301,4 @@ STRIPESOLVE_UNROLL
   return bad;
 }
 
-// Solves the system (L, D, U) of q rows for z in place, first without pivoting (thomas_solve, a
-// chain of a few operations a row), and where that meets a zero or non-finite pivot or leaves a
-// normwise backward error above 2 eps (||r||inf <= 2 eps (||A||inf ||x||inf + ||z||inf), the
-// warp level's test), again from z0 with diagonal pivoting (pivot_solve). z0 (q entries)
-// keeps the right-hand side; piv and rinv are scratch. Returns pivot_solve's first failing row,
-// or -1. On the GPU the group level's serial solve: against pivoting at once, spike batches of
-// n = 4096 ran 42.1 G unknowns/s instead of 38.6 and n = 1024 50.8 instead of 47.7 (H100).
-STRIPESOLVE_HD inline int thomas_first_solve(const double* __restrict__ L,
-                                             const double* __restrict__ D,
-                                             const double* __restrict__ U, double* __restrict__ z,
-                                             double* __restrict__ z0, double* __restrict__ piv,
-                                             double* __restrict__ rinv, int q) {
-  for (int k = 0; k < q; ++k) z0[k] = z[k];
-  if (thomas_solve(L, D, U, z, piv, q, 0.0) < 0) {
-    double r = 0.0, a = 0.0, x = 0.0, b = 0.0;
-    for (int k = 0; k < q; ++k) {
-      double v = D[k] * z[k] - z0[k];
-      double row = fabs(D[k]);
-      if (k > 0) v += L[k] * z[k - 1], row += fabs(L[k]);
-      if (k + 1 < q) v += U[k] * z[k + 1], row += fabs(U[k]);
-      r = fmax(r, fabs(v));
-      a = fmax(a, row);
-      x = fmax(x, fabs(z[k]));
-      b = fmax(b, fabs(z0[k]));
-    }
-    if (r <= 2.0 * 2.220446049250313e-16 * (a * x + b)) return -1;  // false on NaN
-  }
-  for (int k = 0; k < q; ++k) z[k] = z0[k];
-  return pivot_solve(L, D, U, z, piv, rinv, q);
-}
-
 }  // namespace stripesolve::tridiag::gpu

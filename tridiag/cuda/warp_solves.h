@@ -73,6 +73,8 @@ STRIPESOLVE_HD inline double from_high_word(unsigned h) {
 // The warp policy of the kernel.
 struct DeviceWarp {
   __device__ void sync() { __syncwarp(); }
+  __device__ double up(double v, int k) { return __shfl_up_sync(0xffffffffu, v, k); }
+  __device__ double down(double v, int k) { return __shfl_down_sync(0xffffffffu, v, k); }
   // Every v[i] becomes its largest value over the warp.
   template <int N>
   __device__ void max_each(unsigned (&v)[N]) {

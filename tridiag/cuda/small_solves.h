@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define STRIPESOLVE_HD __host__ __device__
@@ -36,6 +38,46 @@ inline constexpr int kLaneQ = kLaneRows - 1;      // its interior rows
 inline constexpr double kPivotKappa = 0.6180339887498949;  // 000 §III: (sqrt(5) - 1) / 2
 
 STRIPESOLVE_HD inline bool pivot_ok(double p) { return p != 0.0 && isfinite(p); }
+
+// The high 32 bits of a non-negative double: they order non-negative doubles, infinity and NaN
+// (above infinity) as the doubles themselves, to 20 bits of mantissa, and a warp takes their
+// maximum in one instruction (__reduce_max_sync) rather than ten shuffles for a double.
+STRIPESOLVE_HD inline unsigned high_word(double v) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<unsigned>(__double2hiint(v));
+#else
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return static_cast<unsigned>(bits >> 32);
+#endif
+}
+
+STRIPESOLVE_HD inline double from_high_word(unsigned h) {
+#if defined(__CUDA_ARCH__)
+  return __hiloint2double(static_cast<int>(h), 0);
+#else
+  const std::uint64_t bits = std::uint64_t{h} << 32;
+  double v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+#endif
+}
+
+// max(|v0|, ..., |v4|) to 20 bits of mantissa, rounded down, and infinity where one is NaN (so
+// that a NaN on the diagonal takes a 1x1 pivot before it and is reported at its own row): the
+// pivot test's sigma, on the high words by integer instructions rather than by four fmax on the
+// FP64 pipe. Spike on the H100, same session: 52.9 / 49.0 / 44.7 to 59.3 / 54.3 / 47.8
+// G unknowns/s at n = 256 / 1024 / 4096, one system 31.3 to 33.8.
+STRIPESOLVE_HD inline double largest_magnitude(double v0, double v1, double v2, double v3,
+                                               double v4) {
+  const double v[5] = {v0, v1, v2, v3, v4};
+  unsigned h = 0;
+  for (double x : v) {
+    const unsigned m = high_word(x) & 0x7fffffffu;
+    h = m > h ? m : h;
+  }
+  return from_high_word(h < 0x7ff00000u ? h : 0x7ff00000u);  // NaN: infinity
+}
 
 // 1 / d on the serial chains of the solves. On the device: the hardware's approximation and a
 // third-order Newton step, within an ulp or two of 1.0 / d and shorter than the correctly
@@ -91,7 +133,7 @@ STRIPESOLVE_UNROLL
       }
       const double a2 = a[k + 1], c1 = c[k], b2 = b[k + 1];
       const double a3 = k + 2 < Q ? a[k + 2] : 0.0, c2 = k + 2 < Q ? c[k + 1] : 0.0;
-      const double sigma = fmax(fmax(fabs(a2), fabs(a3)), fmax(fabs(b2), fmax(fabs(c1), fabs(c2))));
+      const double sigma = largest_magnitude(a2, a3, b2, c1, c2);
       const bool one = fabs(cur) * sigma >= kPivotKappa * fabs(a2 * c1);
       const double det = one ? cur : cur * b2 - a2 * c1;
       const double r = reciprocal(det);
@@ -227,7 +269,7 @@ STRIPESOLVE_UNROLL
     const double a2 = L[k + 1], c1 = U[k], b2 = D[k + 1];
     const bool more = k + 2 < q;
     const double a3 = more ? L[k + 2] : 0.0, c2 = more ? U[k + 1] : 0.0;
-    const double sigma = fmax(fmax(fabs(a2), fabs(a3)), fmax(fabs(b2), fmax(fabs(c1), fabs(c2))));
+    const double sigma = largest_magnitude(a2, a3, b2, c1, c2);
     const bool one = fabs(cur) * sigma >= kPivotKappa * fabs(a2 * c1);
     const double det = one ? cur : cur * b2 - a2 * c1;
     const double r = reciprocal(det);

@@ -9,8 +9,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 
 #include "tridiag/cuda/small_solves.h"
 
@@ -44,30 +42,6 @@ struct WarpSystem {
   double SL[4], SD[4], SU[4], SG[3][4], spiv[3][4], srinv[3][4];
   int partition_bad[4];  // each partition's first failing row, or -1
 };
-
-// The high 32 bits of a non-negative double: they order non-negative doubles, infinity and NaN
-// (above infinity) as the doubles themselves, to 20 bits of mantissa, and a warp takes their
-// maximum in one instruction (__reduce_max_sync) rather than ten shuffles for a double.
-STRIPESOLVE_HD inline unsigned high_word(double v) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<unsigned>(__double2hiint(v));
-#else
-  std::uint64_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return static_cast<unsigned>(bits >> 32);
-#endif
-}
-
-STRIPESOLVE_HD inline double from_high_word(unsigned h) {
-#if defined(__CUDA_ARCH__)
-  return __hiloint2double(static_cast<int>(h), 0);
-#else
-  const std::uint64_t bits = std::uint64_t{h} << 32;
-  double v;
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-#endif
-}
 
 #if defined(__CUDACC__)
 // The warp policy of the kernel.

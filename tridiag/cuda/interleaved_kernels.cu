@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "tridiag/cuda/spike_kernels.cuh"
+#include "tridiag/cuda/small_solves.h"
 
 namespace stripesolve::tridiag::gpu {
 
@@ -31,7 +32,7 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
     while (active && k < n && k < end) {
       const std::size_t row = k;
       bool ok = true;
-      const double scale = fmax(fabs(A(k)), fmax(fabs(d[at(k)]), fabs(C(k))));
+      const double scale = largest_magnitude(A(k), d[at(k)], C(k));
       const bool bad1 = kPivot ? (cur == 0.0 || !isfinite(cur)) : !(fabs(cur) > tol * scale && isfinite(cur));
       if (k + 1 == n) {
         piv[at(k)] = cur; kinds[at(k)] = 1; x[at(k)] = g;
@@ -42,7 +43,7 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
         const double a3 = k + 2 < n ? A(k + 2) : 0.0, c2 = k + 2 < n ? C(k + 1) : 0.0;
         bool one = true;
         if (kPivot) {
-          const double sigma = fmax(fmax(fabs(a2), fabs(a3)), fmax(fabs(b2), fmax(fabs(c1), fabs(c2))));
+          const double sigma = largest_magnitude(a2, a3, b2, c1, c2);
           one = fabs(cur) * sigma >= kKappa * fabs(a2 * c1);
         }
         if (one) {

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/small_solves.h"
 
 namespace stripesolve::tridiag::gpu {
 
@@ -33,7 +34,7 @@ __device__ void check(const Ctx& ctx, double p, double scale, int row) {
 }
 
 __device__ double scale_of(const Rows& t, int i) {
-  return fmax(fabs(t.a[i]), fmax(fabs(t.b[i]), fabs(t.c[i])));
+  return largest_magnitude(t.a[i], t.b[i], t.c[i]);
 }
 
 __device__ int cr_reduce(Rows t, int n, int limit, const Ctx& ctx) {

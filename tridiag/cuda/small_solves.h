@@ -29,7 +29,6 @@ namespace stripesolve::tridiag::gpu {
 
 #if !defined(__CUDACC__)
 using std::fabs;
-using std::fmax;
 using std::isfinite;
 #endif
 
@@ -63,14 +62,15 @@ STRIPESOLVE_HD inline double from_high_word(unsigned h) {
 #endif
 }
 
-// max(|v0|, ..., |v4|) to 20 bits of mantissa, rounded down, and infinity where one is NaN (so
-// that a NaN on the diagonal takes a 1x1 pivot before it and is reported at its own row): the
-// pivot test's sigma, on the high words by integer instructions rather than by four fmax on the
-// FP64 pipe. Spike on the H100, same session: 52.9 / 49.0 / 44.7 to 59.3 / 54.3 / 47.8
-// G unknowns/s at n = 256 / 1024 / 4096, one system 31.3 to 33.8.
-STRIPESOLVE_HD inline double largest_magnitude(double v0, double v1, double v2, double v3,
-                                               double v4) {
-  const double v[5] = {v0, v1, v2, v3, v4};
+// The largest magnitude of the values, to 20 bits of mantissa, rounded down, and infinity where
+// one is NaN (so that a NaN on the diagonal takes a 1x1 pivot before it and is reported at its
+// own row): the pivot test's sigma and the tiny-pivot test's scale, on the high words by integer
+// instructions rather than by fmax on the FP64 pipe. Spike on the H100, same session: 52.9 /
+// 49.0 / 44.7 to 59.3 / 54.3 / 47.8 G unknowns/s at n = 256 / 1024 / 4096, one system 31.3 to
+// 33.8 (sigma alone).
+template <typename... Ts>
+STRIPESOLVE_HD inline double largest_magnitude(Ts... values) {
+  const double v[] = {static_cast<double>(values)...};
   unsigned h = 0;
   for (double x : v) {
     const unsigned m = high_word(x) & 0x7fffffffu;
@@ -190,7 +190,7 @@ STRIPESOLVE_UNROLL
     for (int k = 0; k < Q; ++k) {
       const double lo = k > 0 ? a[k] : 0.0, up = k < Q - 1 ? c[k] : 0.0;
       const double piv = b[k] - lo * pc;
-      const double scale = fmax(fabs(lo), fmax(fabs(b[k]), fabs(up)));
+      const double scale = largest_magnitude(lo, b[k], up);
       if (!(fabs(piv) > tol * scale && isfinite(piv)) && bad < 0) bad = k;
       const double inv = reciprocal(piv);
       pc = up * inv;
@@ -226,7 +226,7 @@ STRIPESOLVE_HD inline int thomas_solve(const double* __restrict__ L, const doubl
     const double lo = k > 0 ? L[k] : 0.0, up = k < q - 1 ? U[k] : 0.0;
     const double dk = D[k];
     const double pv = dk - lo * pc;
-    const double scale = fmax(fabs(lo), fmax(fabs(dk), fabs(up)));
+    const double scale = largest_magnitude(lo, dk, up);
     if (!(fabs(pv) > tol * scale && isfinite(pv)) && bad < 0) bad = k;
     const double inv = reciprocal(pv);
     pc = up * inv;

@@ -23,6 +23,8 @@
 
 #include <climits>
 
+#include "tridiag/cuda/small_solves.h"
+
 namespace stripesolve::tridiag::gpu {
 
 namespace {
@@ -126,7 +128,7 @@ __device__ bool solve_interior(const Tile& s, int t, int q, std::size_t start, c
       }
       const double a2 = A(k + 1), c1 = C(k), b2 = s.d[at(k + 1)];
       const double a3 = k + 2 < q ? A(k + 2) : 0.0, c2 = k + 2 < q ? C(k + 1) : 0.0;
-      const double sigma = fmax(fmax(fabs(a2), fabs(a3)), fmax(fabs(b2), fmax(fabs(c1), fabs(c2))));
+      const double sigma = largest_magnitude(a2, a3, b2, c1, c2);
       s.d[at(k)] = cur;
       if (fabs(cur) * sigma >= kKappa * fabs(a2 * c1)) {
         s.kind[at(k)] = 1;
@@ -189,7 +191,7 @@ __device__ bool solve_interior(const Tile& s, int t, int q, std::size_t start, c
     for (int k = 0; k < q; ++k) {
       const double lo = A(k), up = C(k);
       const double piv = s.d[at(k)] - lo * pc;
-      const double scale = fmax(fabs(lo), fmax(fabs(s.d[at(k)]), fabs(up)));
+      const double scale = largest_magnitude(lo, s.d[at(k)], up);
       if (!(fabs(piv) > a.tol * scale && isfinite(piv))) { flag_row(&a.flags[0], start + k, a); return false; }
       const double inv = 1.0 / piv;
       pc = up * inv;
@@ -325,12 +327,12 @@ __global__ void small_system_kernel(const double* dl, const double* d, const dou
   bool ok = true;
   double cur = di[0];
   for (int k = 0; k < n && ok;) {
-    const double scale = fmax(fabs(lo[k]), fmax(fabs(di[k]), fabs(up[k])));
+    const double scale = largest_magnitude(lo[k], di[k], up[k]);
     const bool bad = kPivot ? (cur == 0.0 || !isfinite(cur)) : !(fabs(cur) > a.tol * scale && isfinite(cur));
     bool one = true;
     if (kPivot && k + 1 < n) {
       const double a3 = k + 2 < n ? lo[k + 2] : 0.0, c2 = k + 2 < n ? up[k + 1] : 0.0;
-      const double sigma = fmax(fmax(fabs(lo[k + 1]), fabs(a3)), fmax(fabs(di[k + 1]), fmax(fabs(up[k]), fabs(c2))));
+      const double sigma = largest_magnitude(lo[k + 1], a3, di[k + 1], up[k], c2);
       one = fabs(cur) * sigma >= kKappa * fabs(lo[k + 1] * up[k]);
     }
     if (one) {

@@ -74,7 +74,7 @@ TEST(GpuTest, StridedBatchesEveryGpuAlgorithm) {
   SKIP_WITHOUT_GPU();
   for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas, Algorithm::kCr, Algorithm::kPcr,
                         Algorithm::kCrPcr, Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
-    for (std::size_t n : {1, 2, 3, 5, 33, 34, 64, 100, 257, 1000, 2048}) {
+    for (std::size_t n : {1, 2, 3, 5, 33, 34, 64, 100, 257, 1000, 2048, 3000, 4096}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
       compare(alg, std::vector<std::size_t>(129, n), 0, BatchLayout::kStrided);
     }

@@ -3,10 +3,11 @@
 // roofline: 40 bytes per unknown (dl, d, du, f read, x written) / time / the bandwidth of a
 // device-to-device copy measured in the same run. Kernel times only (data resident on the
 // device), best of `reps`; each result's relative residual is checked on the host.
-// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n]]  -> JSON on stdout.
-// quick: only ours on the one system, and the strided batches, spike and thomas beside
+// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n] | reduction]  -> JSON on
+// stdout. quick: only ours on the one system, and the strided batches, spike and thomas beside
 // gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes minutes);
-// with n, only strided batches of n (for profiling one kernel configuration).
+// with n, only strided batches of n (for profiling one kernel configuration). reduction: the
+// quick run's diagonally dominant batches with cr, pcr and their hybrids.
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -133,7 +134,8 @@ void zero_boundaries(TridiagonalMatrix& m, std::size_t n) {
 int main(int argc, char** argv) {
   const int log2_rows = argc > 1 ? std::atoi(argv[1]) : 26;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
-  const bool quick = argc > 3 && std::string(argv[3]) == "quick";
+  const bool reduction = argc > 3 && std::string(argv[3]) == "reduction";
+  const bool quick = reduction || (argc > 3 && std::string(argv[3]) == "quick");
   const std::size_t only_n = quick && argc > 4 ? std::stoull(argv[4]) : 0;
   const std::size_t rows = std::size_t{1} << log2_rows;
   nlohmann::json out;
@@ -190,7 +192,7 @@ int main(int argc, char** argv) {
     return st.is_ok() ? s : NAN;
   };
   // 1. One random system, stable solvers (quick: ours only).
-  if (only_n == 0) {
+  if (only_n == 0 && !reduction) {
     nlohmann::json c;
     TridiagonalMatrix m = stability_matrix(1, rows, 21);
     std::vector<double> f = random_vector(rows, 22);
@@ -220,7 +222,7 @@ int main(int argc, char** argv) {
   if (only_n != 0) sizes = {only_n};
   for (std::size_t n : sizes) {
     const std::size_t count = rows / n;
-    for (int dominant = 0; dominant < 2; ++dominant) {
+    for (int dominant = reduction ? 1 : 0; dominant < 2; ++dominant) {
       nlohmann::json c;
       c["n"] = n;
       c["systems"] = count;
@@ -230,7 +232,7 @@ int main(int argc, char** argv) {
       std::vector<double> f = random_vector(rows, 32);
       dev.upload(m, f);
       std::vector<Algorithm> algs = {Algorithm::kSpike, Algorithm::kThomas};
-      if (dominant && n <= gpu::kMaxSharedSystem && !quick) {
+      if (dominant && n <= gpu::kMaxReductionSystem && (!quick || reduction)) {
         for (Algorithm a : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
                             Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) algs.push_back(a);
       }

@@ -133,7 +133,8 @@ bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n) {
     case Algorithm::kPcr:
     case Algorithm::kCrPcr:
     case Algorithm::kPcrThomas:
-    case Algorithm::kCrPcrThomas: return layout == BatchLayout::kStrided && n <= kMaxSharedSystem;
+    case Algorithm::kCrPcrThomas:
+      return layout == BatchLayout::kStrided && n <= kMaxReductionSystem;
     default: return false;
   }
 }
@@ -180,7 +181,7 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     return Status::unimplemented(std::string(algorithm_name(algorithm)) +
                                  " is not available on the GPU for this batch (GPU: spike and "
                                  "thomas for every layout; cr, pcr and their hybrids for strided "
-                                 "batches of n <= 2048)");
+                                 "batches of n <= 4096)");
   }
   if (workspace_size < workspace_bytes(algorithm, layout, b.rows)) {
     return Status::invalid_argument("GPU workspace of " + std::to_string(workspace_size) +
@@ -220,8 +221,8 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, b.dl, b.d, b.du, b.f, b.x, args, ws, stream));
     return read_flags(name, flags, b.system_size, b.rows, stream);
   }
-  launch_shared_system_solver(algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n,
-                              pivot_tolerance, flags, stream);
+  launch_reduction_solver(algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n,
+                          pivot_tolerance, flags, stream);
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), std::string(name) + " kernel launch"));
   return read_flags(name, flags, n, b.rows, stream);
 }

@@ -1,7 +1,27 @@
 // CR (001 §2.1, 003 Algorithm 5), PCR (003 Algorithm 6) and the hybrids CR-PCR, PCR-Thomas and
-// CR-PCR-Thomas (003 §2.3.6, §4.2.2) for strided batches: block j solves system j in shared
-// memory with the index scheme of tridiag/reduction.cc (active rows of level l are
-// 2^l - 1 + k 2^l; neighbours outside [0, n) contribute nothing), so any n works.
+// CR-PCR-Thomas (003 §2.3.6, §4.2.2) for strided batches of n <= kMaxReductionSystem: one block
+// per system, its rows in registers.
+//
+// A system of n rows is padded with identity rows to N = M T rows (a power of two, N >= 32),
+// and thread t of the T in the block holds rows r = s T + t for its M slots s (M = 8 from
+// N = 256 on): the loads and stores are coalesced without staging, and every level is one of
+// two kinds.
+//   Across threads (distance d < T): row r's partners r - d and r + d are rows of threads
+//     t - d and t + d in the same slot (or the next and previous slot where that wraps around).
+//     Within a warp they come by shuffle; across warps through shared memory (3 N doubles), for
+//     the warp's edge lanes only where d < 32.
+//   Within a thread (d >= T): the partners are slots s - d / T and s + d / T of the same thread.
+// Every row is kept divided by its diagonal (a, 1, c, f), so that a level exchanges three values
+// a row and takes one reciprocal, and the back-substitution and the end of PCR need none. Then:
+//   cr            CR levels up to one row, back-substitution;
+//   pcr           PCR steps until every row stands alone (x = f);
+//   pcr_thomas    PCR steps across threads (log2 T), which leave the T residue classes mod T as
+//                 independent systems, each one thread's slots: Thomas within the thread;
+//   cr_pcr        CR levels down to 64 rows, PCR on those, back-substitution;
+//   cr_pcr_thomas CR levels down to 64 rows, PCR steps across threads, Thomas within them,
+//                 back-substitution.
+// A pivot (a diagonal before the division) that is zero, tiny against its row or not finite is
+// reported at its row; the solution's non-finite entries likewise.
 #include "tridiag/cuda/reduction_kernels.cuh"
 
 #include <cuda_runtime.h>
@@ -13,205 +33,306 @@ namespace stripesolve::tridiag::gpu {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kSmall = 64;  // CR reduces to at most this many rows (kCrPcrSize)
-constexpr int kPcrThomasSteps = 3;
-
-struct Rows {
-  double *a, *b, *c, *f;
-};
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kLogSmallRows = 6;  // the hybrids stop CR at 64 rows
+constexpr int kMaxThreads = 512;  // kMaxReductionSystem / 8
 
 struct Ctx {
+  int n;                      // rows of the system (the rest of the N are identity rows)
+  int log_t;                  // log2 T
   double tol;
-  unsigned long long* flag;
-  std::size_t base;  // system * n
+  unsigned long long* flag;   // [0]: pivots, [1]: non-finite solutions
+  std::size_t base;           // system * n
+  double* buf;                // 3 N doubles of shared memory where T > 32
 };
 
-__device__ void check(const Ctx& ctx, double p, double scale, int row) {
-  if (!(fabs(p) > ctx.tol * scale && isfinite(p))) {
+// One thread's rows, each divided by its diagonal: row r = s T + t reads
+// a[s] x[r - 1] + x[r] + c[s] x[r + 1] = f[s] at first, and the couplings move to the partners
+// of each level as it goes.
+template <int M>
+struct Rows {
+  double a[M], c[M], f[M];
+};
+
+// Divides a row (a, b, c, f) by its pivot b, reporting row `row` where b fails the test.
+__device__ void divide(const Ctx& ctx, int row, double& a, double b, double& c, double& f) {
+  if (!(fabs(b) > ctx.tol * largest_magnitude(a, b, c) && isfinite(b)) && row < ctx.n) {
     atomicMin(ctx.flag, static_cast<unsigned long long>(ctx.base + row));
   }
+  const double r = reciprocal(b);
+  a *= r;
+  c *= r;
+  f *= r;
 }
 
-__device__ double scale_of(const Rows& t, int i) {
-  return largest_magnitude(t.a[i], t.b[i], t.c[i]);
+// Eliminates a target row's partners lo (row r - d) and hi (row r + d), both divided by their
+// diagonals: the row's new couplings reach r - 2d and r + 2d.
+__device__ void eliminate(const Ctx& ctx, int row, double& a, double& c, double& f,
+                          const double (&lo)[3], const double (&hi)[3]) {
+  const double b = 1.0 - a * lo[1] - c * hi[0];
+  double na = -a * lo[0], nc = -c * hi[1], nf = f - a * lo[2] - c * hi[2];
+  divide(ctx, row, na, b, nc, nf);
+  a = na;
+  c = nc;
+  f = nf;
 }
 
-__device__ int cr_reduce(Rows t, int n, int limit, const Ctx& ctx) {
-  int l = 0;
-  while ((n >> l) > limit && (n >> (l + 1)) >= 1) {
+// Row q's three values in the shared copy (zeros outside [0, N)).
+__device__ void shared_row(const Ctx& ctx, int q, int n_pad, double (&v)[3]) {
+  const bool in = q >= 0 && q < n_pad;
+#pragma unroll
+  for (int k = 0; k < 3; ++k) v[k] = in ? ctx.buf[k * n_pad + q] : 0.0;
+}
+
+// A level across threads at distance d < T: every row of a thread for which `target` holds is
+// eliminated against rows r - d and r + d (PCR step, or CR level where the targets are every
+// other row of the level); `source`: the thread's rows are partners at this level. All threads
+// of the block call it. Within a warp, a rotation of each slot by d lanes serves both the lanes
+// it reaches directly and, one slot on, the lanes that wrap around.
+template <int M>
+__device__ void across(const Ctx& ctx, Rows<M>& w, int d, bool target, bool source) {
+  const int T = blockDim.x, t = threadIdx.x, lane = t & 31, n_pad = M * T;
+  const bool warps = T > 32;
+  if (warps) {
+    if (source && (d >= 32 || lane < d || lane >= 32 - d)) {  // what other warps will read
+#pragma unroll
+      for (int s = 0; s < M; ++s) {
+        ctx.buf[s * T + t] = w.a[s];
+        ctx.buf[n_pad + s * T + t] = w.c[s];
+        ctx.buf[2 * n_pad + s * T + t] = w.f[s];
+      }
+    }
+    __syncthreads();
+  }
+  if (d < 32) {
+    const Rows<M> old = w;
+    auto rotate = [&](int s, int by, double (&v)[3]) {
+      v[0] = __shfl_sync(kFull, old.a[s], (lane + by) & 31);
+      v[1] = __shfl_sync(kFull, old.c[s], (lane + by) & 31);
+      v[2] = __shfl_sync(kFull, old.f[s], (lane + by) & 31);
+    };
+    double up_prev[3] = {0.0, 0.0, 0.0}, dn[3];  // rows < 0 contribute nothing
+    rotate(0, d, dn);
+#pragma unroll
+    for (int s = 0; s < M; ++s) {
+      double up[3], dn_next[3] = {0.0, 0.0, 0.0}, lo[3], hi[3];
+      rotate(s, -d, up);
+      if (s + 1 < M) rotate(s + 1, d, dn_next);
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        lo[k] = lane >= d ? up[k] : warps ? 0.0 : up_prev[k];
+        hi[k] = lane + d < 32 ? dn[k] : warps ? 0.0 : dn_next[k];
+      }
+      if (warps && lane < d) shared_row(ctx, s * T + t - d, n_pad, lo);
+      if (warps && lane + d >= 32) shared_row(ctx, s * T + t + d, n_pad, hi);
+      if (target) eliminate(ctx, s * T + t, w.a[s], w.c[s], w.f[s], lo, hi);
+#pragma unroll
+      for (int k = 0; k < 3; ++k) up_prev[k] = up[k], dn[k] = dn_next[k];
+    }
+  } else if (target) {
+#pragma unroll
+    for (int s = 0; s < M; ++s) {
+      double lo[3], hi[3];
+      shared_row(ctx, s * T + t - d, n_pad, lo);
+      shared_row(ctx, s * T + t + d, n_pad, hi);
+      eliminate(ctx, s * T + t, w.a[s], w.c[s], w.f[s], lo, hi);
+    }
+  }
+  if (warps) __syncthreads();  // the shared copy is read before the next level writes it
+}
+
+// A level within the thread at slot distance D (row distance D T): slot s is eliminated against
+// slots s - D and s + D where `target(s)` holds.
+template <int M, int D, typename Target>
+__device__ void within(const Ctx& ctx, Rows<M>& w, Target target) {
+  const Rows<M> old = w;
+  const int T = blockDim.x, t = threadIdx.x;
+#pragma unroll
+  for (int s = 0; s < M; ++s) {
+    if (!target(s)) continue;
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0};
+    if (s - D >= 0) lo[0] = old.a[s - D], lo[1] = old.c[s - D], lo[2] = old.f[s - D];
+    if (s + D < M) hi[0] = old.a[s + D], hi[1] = old.c[s + D], hi[2] = old.f[s + D];
+    eliminate(ctx, s * T + t, w.a[s], w.c[s], w.f[s], lo, hi);
+  }
+}
+
+// PCR steps within the thread at slot distances 1, 2, .., M / 2: every row stands alone after.
+template <int M, int D = 1>
+__device__ void pcr_within(const Ctx& ctx, Rows<M>& w) {
+  if constexpr (D < M) {
+    within<M, D>(ctx, w, [](int) { return true; });
+    pcr_within<M, 2 * D>(ctx, w);
+  }
+}
+
+// CR levels within thread T - 1 (row distances T, 2T, .., N / 2), then their back-substitution:
+// slot 2D - 1 mod 2D is eliminated against s +- D, and solved last from them.
+template <int M, int D = 1>
+__device__ void cr_within(const Ctx& ctx, Rows<M>& w) {
+  if constexpr (D < M) {
+    within<M, D>(ctx, w, [](int s) { return s % (2 * D) == 2 * D - 1; });
+    cr_within<M, 2 * D>(ctx, w);
+#pragma unroll
+    for (int s = D - 1; s < M; s += 2 * D) {  // x[s] = f - a x[s - D] - c x[s + D]
+      const double xl = s - D >= 0 ? w.f[s - D] : 0.0, xr = s + D < M ? w.f[s + D] : 0.0;
+      w.f[s] -= w.a[s] * xl + w.c[s] * xr;
+    }
+  }
+}
+
+// The back-substitution of a CR level across threads at distance h: rows whose thread is
+// h - 1 mod 2h take x = f - a x[r - h] - c x[r + h] from rows already solved (x kept in f).
+template <int M>
+__device__ void cr_back_across(const Ctx& ctx, Rows<M>& w, int h) {
+  const int T = blockDim.x, t = threadIdx.x, lane = t & 31, n_pad = M * T;
+  const bool warps = T > 32, solve = (t & (2 * h - 1)) == h - 1;
+  if (warps) {
+    if ((t & (2 * h - 1)) == 2 * h - 1) {
+#pragma unroll
+      for (int s = 0; s < M; ++s) ctx.buf[s * T + t] = w.f[s];
+    }
+    __syncthreads();
+  }
+  auto shared_x = [&](int q) { return q >= 0 && q < n_pad ? ctx.buf[q] : 0.0; };
+  if (h < 32) {
+    const Rows<M> old = w;
+    double up_prev = 0.0, dn = __shfl_sync(kFull, old.f[0], (lane + h) & 31);
+#pragma unroll
+    for (int s = 0; s < M; ++s) {
+      const double up = __shfl_sync(kFull, old.f[s], (lane - h) & 31);
+      const double dn_next = s + 1 < M ? __shfl_sync(kFull, old.f[s + 1], (lane + h) & 31) : 0.0;
+      const double xl = lane >= h ? up : warps ? shared_x(s * T + t - h) : up_prev;
+      const double xr = lane + h < 32 ? dn : warps ? shared_x(s * T + t + h) : dn_next;
+      if (solve) w.f[s] -= w.a[s] * xl + w.c[s] * xr;
+      up_prev = up;
+      dn = dn_next;
+    }
+  } else if (solve) {
+#pragma unroll
+    for (int s = 0; s < M; ++s) {
+      w.f[s] -= w.a[s] * shared_x(s * T + t - h) + w.c[s] * shared_x(s * T + t + h);
+    }
+  }
+  if (warps) __syncthreads();
+}
+
+// Thomas on the thread's own slots, an independent system once the couplings reach T rows away.
+template <int M>
+__device__ void thomas_within(const Ctx& ctx, Rows<M>& w) {
+  const int T = blockDim.x, t = threadIdx.x;
+  double cp[M];
+  double prev_c = 0.0, prev_f = 0.0;
+#pragma unroll
+  for (int s = 0; s < M; ++s) {
+    double a = w.a[s], c = s + 1 < M ? w.c[s] : 0.0, f = w.f[s] - a * prev_f;
+    const double b = 1.0 - a * prev_c;
+    divide(ctx, s * T + t, a, b, c, f);  // a: only for the pivot test's scale
+    cp[s] = c;
+    prev_c = c;
+    prev_f = f;
+    w.f[s] = f;
+  }
+#pragma unroll
+  for (int s = M - 2; s >= 0; --s) w.f[s] -= cp[s] * w.f[s + 1];
+}
+
+template <int M>
+__global__ void __launch_bounds__(kMaxThreads)
+    reduction_kernel(Algorithm alg, const double* dl, const double* d, const double* du,
+                     const double* f, double* x, int n, double tol, unsigned long long* flags) {
+  extern __shared__ double buf[];
+  const int T = blockDim.x, t = threadIdx.x;
+  Ctx ctx{n, 31 - __clz(T), tol, flags, blockIdx.x * std::size_t(n), buf};
+  Rows<M> w;
+#pragma unroll
+  for (int s = 0; s < M; ++s) {
+    const int r = s * T + t;
+    double a = 0.0, b = 1.0, c = 0.0, g = 0.0;
+    if (r < n) {
+      a = r > 0 ? dl[ctx.base + r] : 0.0;
+      b = d[ctx.base + r];
+      c = r + 1 < n ? du[ctx.base + r] : 0.0;
+      g = f[ctx.base + r];
+    }
+    divide(ctx, r, a, b, c, g);
+    w.a[s] = a;
+    w.c[s] = c;
+    w.f[s] = g;
+  }
+  // CR levels: h = 2^l, l < cr_levels.
+  const int log_n = ctx.log_t + (M == 8 ? 3 : M == 4 ? 2 : M == 2 ? 1 : 0);
+  const bool cr = alg == Algorithm::kCr;
+  const bool hybrid = alg == Algorithm::kCrPcr || alg == Algorithm::kCrPcrThomas;
+  int cr_levels = cr ? log_n : hybrid ? max(log_n - kLogSmallRows, 0) : 0;
+  if (!cr && cr_levels > ctx.log_t) cr_levels = ctx.log_t;
+  const int across_levels = min(cr_levels, ctx.log_t);
+  for (int l = 0; l < across_levels; ++l) {
     const int h = 1 << l;
-    for (int i = 2 * h - 1 + threadIdx.x * 2 * h; i < n; i += 2 * h * blockDim.x) {
-      const int left = i - h, right = i + h;
-      check(ctx, t.b[left], scale_of(t, left), left);
-      const double alpha = -t.a[i] / t.b[left];
-      double beta = 0.0, nb = t.b[i] + alpha * t.c[left], nf = t.f[i] + alpha * t.f[left];
-      if (right < n) {
-        check(ctx, t.b[right], scale_of(t, right), right);
-        beta = -t.c[i] / t.b[right];
-        nb += beta * t.a[right];
-        nf += beta * t.f[right];
-      }
-      t.b[i] = nb;
-      t.f[i] = nf;
-      t.a[i] = alpha * t.a[left];
-      t.c[i] = right < n ? beta * t.c[right] : 0.0;
-    }
-    __syncthreads();
-    ++l;
+    across(ctx, w, h, (t & (2 * h - 1)) == 2 * h - 1, (t & (2 * h - 1)) == h - 1);
   }
-  return l;
-}
-
-__device__ void cr_back(Rows t, double* x, int n, int level, const Ctx& ctx) {
-  for (int l = level - 1; l >= 0; --l) {
-    const int h = 1 << l;
-    for (int i = h - 1 + threadIdx.x * 2 * h; i < n; i += 2 * h * blockDim.x) {
-      check(ctx, t.b[i], scale_of(t, i), i);
-      double r = t.f[i] - (i >= h ? t.a[i] * x[i - h] : 0.0);
-      if (i + h < n) r -= t.c[i] * x[i + h];
-      x[i] = r / t.b[i];
-    }
-    __syncthreads();
-  }
-}
-
-// PCR steps on t (m rows) with u as the second buffer; returns the distance reached and leaves
-// the result in *t. rows_of maps a row of t to the row named in errors.
-__device__ int pcr_steps(Rows* t, Rows* u, int m, int steps, const Ctx& ctx, int row_mul,
-                         int row_add) {
-  int delta = 1;
-  for (int s = 0; s < steps && delta < m; ++s, delta *= 2) {
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-      double nb = t->b[i], nf = t->f[i], na = 0.0, nc = 0.0;
-      if (i >= delta) {
-        const int left = i - delta;
-        check(ctx, t->b[left], scale_of(*t, left), left * row_mul + row_add);
-        const double alpha = -t->a[i] / t->b[left];
-        nb += alpha * t->c[left];
-        nf += alpha * t->f[left];
-        na = alpha * t->a[left];
-      }
-      if (i + delta < m) {
-        const int right = i + delta;
-        check(ctx, t->b[right], scale_of(*t, right), right * row_mul + row_add);
-        const double beta = -t->c[i] / t->b[right];
-        nb += beta * t->a[right];
-        nf += beta * t->f[right];
-        nc = beta * t->c[right];
-      }
-      u->a[i] = na;
-      u->b[i] = nb;
-      u->c[i] = nc;
-      u->f[i] = nf;
-    }
-    __syncthreads();
-    Rows tmp = *t;
-    *t = *u;
-    *u = tmp;
-  }
-  return delta;
-}
-
-// Solves t (m rows) into x: full PCR, or PCR steps and Thomas per residue class (cp: scratch).
-__device__ void solve_small(Rows t, Rows u, double* x, double* cp, int m, bool pcr_only,
-                            const Ctx& ctx, int row_mul, int row_add) {
-  const int delta = pcr_steps(&t, &u, m, pcr_only ? 31 : kPcrThomasSteps, ctx, row_mul, row_add);
-  if (delta >= m) {
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-      check(ctx, t.b[i], fabs(t.b[i]), i * row_mul + row_add);
-      x[i] = t.f[i] / t.b[i];
-    }
-  } else if (threadIdx.x < delta) {
-    const int r = threadIdx.x;
-    double pc = 0.0, py = 0.0;
-    int last = r;
-    for (int i = r; i < m; i += delta) {
-      const double a = i >= delta ? t.a[i] : 0.0;
-      const double c = i + delta < m ? t.c[i] : 0.0;
-      const double p = t.b[i] - a * pc;
-      check(ctx, p, scale_of(t, i), i * row_mul + row_add);
-      pc = c / p;
-      py = (t.f[i] - a * py) / p;
-      cp[i] = pc;
-      x[i] = py;
-      last = i;
-    }
-    for (int i = last - delta; i >= 0; i -= delta) x[i] -= cp[i] * x[i + delta];
-  }
-  __syncthreads();
-}
-
-__global__ void shared_system_kernel(Algorithm alg, const double* dl, const double* d,
-                                     const double* du, const double* f, double* x, int n,
-                                     double tol, unsigned long long* flag) {
-  extern __shared__ double smem[];
-  __shared__ double small[9 * kSmall];
-  const std::size_t base = blockIdx.x * std::size_t(n);
-  const Ctx ctx{tol, flag, base};
-  Rows t{smem, smem + n, smem + 2 * n, smem + 3 * n};
-  double* xs = smem + 4 * n;
-  Rows u{smem + 5 * n, smem + 6 * n, smem + 7 * n, smem + 8 * n};
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    t.a[i] = i > 0 ? dl[base + i] : 0.0;
-    t.b[i] = d[base + i];
-    t.c[i] = i + 1 < n ? du[base + i] : 0.0;
-    t.f[i] = f[base + i];
-  }
-  __syncthreads();
-  if (alg == Algorithm::kPcr || alg == Algorithm::kPcrThomas) {
-    solve_small(t, u, xs, smem + 9 * n, n, alg == Algorithm::kPcr, ctx, 1, 0);
+  const int p = 1 << across_levels;  // rows p - 1 mod p remain
+  const bool kept = (t & (p - 1)) == p - 1;
+  if (cr) {
+    if (t == T - 1) cr_within(ctx, w);  // levels within the last thread, and back down
   } else {
-    const int limit = alg == Algorithm::kCr ? 1 : kSmall;
-    const int level = cr_reduce(t, n, limit, ctx);
-    const int h = 1 << level, m = n >> level;
-    if (alg == Algorithm::kCr) {
-      if (threadIdx.x == 0) {
-        const int top = h - 1;
-        check(ctx, t.b[top], scale_of(t, top), top);
-        xs[top] = t.f[top] / t.b[top];
-      }
-      __syncthreads();
-    } else {
-      Rows r{small, small + kSmall, small + 2 * kSmall, small + 3 * kSmall};
-      Rows v{small + 4 * kSmall, small + 5 * kSmall, small + 6 * kSmall, small + 7 * kSmall};
-      double* rx = small + 8 * kSmall;
-      for (int k = threadIdx.x; k < m; k += blockDim.x) {
-        const int i = h - 1 + k * h;
-        r.a[k] = t.a[i];
-        r.b[k] = t.b[i];
-        r.c[k] = t.c[i];
-        r.f[k] = t.f[i];
-      }
-      __syncthreads();
-      solve_small(r, v, rx, smem + 9 * n, m, alg == Algorithm::kCrPcr, ctx, h, h - 1);
-      for (int k = threadIdx.x; k < m; k += blockDim.x) xs[h - 1 + k * h] = rx[k];
-      __syncthreads();
+    for (int dist = p; dist < T; dist *= 2) across(ctx, w, dist, kept, kept);
+    if (alg == Algorithm::kPcrThomas || alg == Algorithm::kCrPcrThomas) {
+      if (kept) thomas_within(ctx, w);
+    } else if (kept) {
+      pcr_within(ctx, w);
     }
-    cr_back(t, xs, n, level, ctx);
   }
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const double v = xs[i];
-    if (!isfinite(v)) atomicMin(flag + 1, static_cast<unsigned long long>(base + i));
-    x[base + i] = v;
+  for (int l = across_levels - 1; l >= 0; --l) cr_back_across(ctx, w, 1 << l);
+#pragma unroll
+  for (int s = 0; s < M; ++s) {
+    const int r = s * T + t;
+    if (r >= n) continue;
+    const double v = w.f[s];
+    if (!isfinite(v)) atomicMin(flags + 1, static_cast<unsigned long long>(ctx.base + r));
+    x[ctx.base + r] = v;
   }
+}
+
+// N = M T: T = 32 and M = N / 32 up to N = 256, then M = 8 and T = N / 8.
+struct Shape {
+  int m, threads, n_pad;
+};
+Shape shape_of(std::size_t n) {
+  int n_pad = 32;
+  while (static_cast<std::size_t>(n_pad) < n) n_pad *= 2;
+  const int m = n_pad <= 256 ? n_pad / 32 : 8;
+  return {m, n_pad / m, n_pad};
+}
+
+template <int M>
+void launch(Algorithm algorithm, const double* dl, const double* d, const double* du,
+            const double* f, double* x, std::size_t n, std::size_t count, double tol,
+            unsigned long long* flags, const Shape& sh, cudaStream_t stream) {
+  const std::size_t bytes = sh.threads > 32 ? 3 * std::size_t(sh.n_pad) * sizeof(double) : 0;
+  reduction_kernel<M><<<static_cast<unsigned>(count), sh.threads, bytes, stream>>>(
+      algorithm, dl, d, du, f, x, static_cast<int>(n), tol, flags);
 }
 
 }  // namespace
 
-void launch_shared_system_solver(Algorithm algorithm, const double* dl, const double* d,
-                                 const double* du, const double* f, double* x, std::size_t n,
-                                 std::size_t count, double tol, unsigned long long* flags,
-                                 void* stream) {
-  const std::size_t bytes = 10 * n * sizeof(double);
-  shared_system_kernel<<<static_cast<unsigned>(count), kThreads, bytes,
-                         static_cast<cudaStream_t>(stream)>>>(
-      algorithm, dl, d, du, f, x, static_cast<int>(n), tol, flags);
+void launch_reduction_solver(Algorithm algorithm, const double* dl, const double* d,
+                             const double* du, const double* f, double* x, std::size_t n,
+                             std::size_t count, double tol, unsigned long long* flags,
+                             void* stream) {
+  const Shape sh = shape_of(n);
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (sh.m) {
+    case 1: return launch<1>(algorithm, dl, d, du, f, x, n, count, tol, flags, sh, s);
+    case 2: return launch<2>(algorithm, dl, d, du, f, x, n, count, tol, flags, sh, s);
+    case 4: return launch<4>(algorithm, dl, d, du, f, x, n, count, tol, flags, sh, s);
+    default: return launch<8>(algorithm, dl, d, du, f, x, n, count, tol, flags, sh, s);
+  }
 }
 
 void set_reduction_shared_limits() {
-  cudaFuncSetAttribute(shared_system_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       static_cast<int>(10 * kMaxSharedSystem * sizeof(double)));
+  cudaFuncSetAttribute(reduction_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       static_cast<int>(3 * kMaxReductionSystem * sizeof(double)));
 }
 
 }  // namespace stripesolve::tridiag::gpu

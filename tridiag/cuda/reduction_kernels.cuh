@@ -1,5 +1,5 @@
-// CR, PCR and the hybrids on the GPU (003 §4.2.2): one block per system of n <= 2048 rows held
-// in shared memory. Internal to tridiag/cuda/.
+// CR, PCR and the hybrids on the GPU (003 §4.2.2): one block per system of n <=
+// kMaxReductionSystem rows held in registers (reduction_kernels.cu). Internal to tridiag/cuda/.
 #pragma once
 
 #include <cstddef>
@@ -8,10 +8,10 @@
 
 namespace stripesolve::tridiag::gpu {
 
-void launch_shared_system_solver(Algorithm algorithm, const double* dl, const double* d,
-                                 const double* du, const double* f, double* x, std::size_t n,
-                                 std::size_t count, double tol, unsigned long long* flags,
-                                 void* stream);
+void launch_reduction_solver(Algorithm algorithm, const double* dl, const double* d,
+                             const double* du, const double* f, double* x, std::size_t n,
+                             std::size_t count, double tol, unsigned long long* flags,
+                             void* stream);
 void set_reduction_shared_limits();
 
 }  // namespace stripesolve::tridiag::gpu

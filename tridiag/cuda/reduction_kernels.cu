@@ -21,7 +21,8 @@
 //   cr_pcr_thomas CR levels down to 64 rows, PCR steps across threads, Thomas within them,
 //                 back-substitution.
 // A pivot (a diagonal before the division) that is zero, tiny against its row or not finite is
-// reported at its row; the solution's non-finite entries likewise.
+// reported at its row; the solution's non-finite entries likewise. Systems of up to 256 rows
+// take one warp each (kOneWarp): no shared memory and no block barriers.
 #include "tridiag/cuda/reduction_kernels.cuh"
 
 #include <cuda_runtime.h>
@@ -40,7 +41,7 @@ constexpr int kMaxThreads = 512;  // kMaxReductionSystem / 8
 struct Ctx {
   int n;                      // rows of the system (the rest of the N are identity rows)
   int log_t;                  // log2 T
-  double tol;
+  double inv_tol;             // 1 / the pivot tolerance
   unsigned long long* flag;   // [0]: pivots, [1]: non-finite solutions
   std::size_t base;           // system * n
   double* buf;                // 3 N doubles of shared memory where T > 32
@@ -54,15 +55,18 @@ struct Rows {
   double a[M], c[M], f[M];
 };
 
-// Divides a row (a, b, c, f) by its pivot b, reporting row `row` where b fails the test.
+// Divides a row (a, b, c, f) by its pivot b, reporting row `row` where b is zero, not finite or
+// tiny against the row, |b| <= tol max(|a|, |c|): after the division, max(|a|, |c|) >= 1 / tol,
+// or a NaN (the reciprocal of 0 or infinity is NaN). Tested after the division, the test takes
+// two comparisons (the ALU pipe was the busiest, H100).
 __device__ void divide(const Ctx& ctx, int row, double& a, double b, double& c, double& f) {
-  if (!(fabs(b) > ctx.tol * largest_magnitude(a, b, c) && isfinite(b)) && row < ctx.n) {
-    atomicMin(ctx.flag, static_cast<unsigned long long>(ctx.base + row));
-  }
   const double r = reciprocal(b);
   a *= r;
   c *= r;
   f *= r;
+  if (!(fabs(a) < ctx.inv_tol && fabs(c) < ctx.inv_tol && r != 0.0) && row < ctx.n) {
+    atomicMin(ctx.flag, static_cast<unsigned long long>(ctx.base + row));
+  }
 }
 
 // Eliminates a target row's partners lo (row r - d) and hi (row r + d), both divided by their
@@ -89,11 +93,11 @@ __device__ void shared_row(const Ctx& ctx, int q, int n_pad, double (&v)[3]) {
 // other row of the level); `source`: the thread's rows are partners at this level. All threads
 // of the block call it. Within a warp, a rotation of each slot by d lanes serves both the lanes
 // it reaches directly and, one slot on, the lanes that wrap around.
-template <int M>
+template <int M, bool kOneWarp>
 __device__ void across(const Ctx& ctx, Rows<M>& w, int d, bool target, bool source) {
   const int T = blockDim.x, t = threadIdx.x, lane = t & 31, n_pad = M * T;
-  const bool warps = T > 32;
-  if (warps) {
+  constexpr bool warps = !kOneWarp;
+  if constexpr (warps) {
     if (source && (d >= 32 || lane < d || lane >= 32 - d)) {  // what other warps will read
 #pragma unroll
       for (int s = 0; s < M; ++s) {
@@ -138,7 +142,7 @@ __device__ void across(const Ctx& ctx, Rows<M>& w, int d, bool target, bool sour
       eliminate(ctx, s * T + t, w.a[s], w.c[s], w.f[s], lo, hi);
     }
   }
-  if (warps) __syncthreads();  // the shared copy is read before the next level writes it
+  if constexpr (warps) __syncthreads();  // the shared copy is read before the next level writes it
 }
 
 // A level within the thread at slot distance D (row distance D T): slot s is eliminated against
@@ -183,11 +187,12 @@ __device__ void cr_within(const Ctx& ctx, Rows<M>& w) {
 
 // The back-substitution of a CR level across threads at distance h: rows whose thread is
 // h - 1 mod 2h take x = f - a x[r - h] - c x[r + h] from rows already solved (x kept in f).
-template <int M>
+template <int M, bool kOneWarp>
 __device__ void cr_back_across(const Ctx& ctx, Rows<M>& w, int h) {
   const int T = blockDim.x, t = threadIdx.x, lane = t & 31, n_pad = M * T;
-  const bool warps = T > 32, solve = (t & (2 * h - 1)) == h - 1;
-  if (warps) {
+  constexpr bool warps = !kOneWarp;
+  const bool solve = (t & (2 * h - 1)) == h - 1;
+  if constexpr (warps) {
     if ((t & (2 * h - 1)) == 2 * h - 1) {
 #pragma unroll
       for (int s = 0; s < M; ++s) ctx.buf[s * T + t] = w.f[s];
@@ -214,7 +219,7 @@ __device__ void cr_back_across(const Ctx& ctx, Rows<M>& w, int h) {
       w.f[s] -= w.a[s] * shared_x(s * T + t - h) + w.c[s] * shared_x(s * T + t + h);
     }
   }
-  if (warps) __syncthreads();
+  if constexpr (warps) __syncthreads();
 }
 
 // Thomas on the thread's own slots, an independent system once the couplings reach T rows away.
@@ -237,13 +242,13 @@ __device__ void thomas_within(const Ctx& ctx, Rows<M>& w) {
   for (int s = M - 2; s >= 0; --s) w.f[s] -= cp[s] * w.f[s + 1];
 }
 
-template <int M>
+template <int M, bool kOneWarp>
 __global__ void __launch_bounds__(kMaxThreads)
     reduction_kernel(Algorithm alg, const double* dl, const double* d, const double* du,
                      const double* f, double* x, int n, double tol, unsigned long long* flags) {
   extern __shared__ double buf[];
   const int T = blockDim.x, t = threadIdx.x;
-  Ctx ctx{n, 31 - __clz(T), tol, flags, blockIdx.x * std::size_t(n), buf};
+  Ctx ctx{n, 31 - __clz(T), 1.0 / tol, flags, blockIdx.x * std::size_t(n), buf};
   Rows<M> w;
 #pragma unroll
   for (int s = 0; s < M; ++s) {
@@ -269,21 +274,21 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int across_levels = min(cr_levels, ctx.log_t);
   for (int l = 0; l < across_levels; ++l) {
     const int h = 1 << l;
-    across(ctx, w, h, (t & (2 * h - 1)) == 2 * h - 1, (t & (2 * h - 1)) == h - 1);
+    across<M, kOneWarp>(ctx, w, h, (t & (2 * h - 1)) == 2 * h - 1, (t & (2 * h - 1)) == h - 1);
   }
   const int p = 1 << across_levels;  // rows p - 1 mod p remain
   const bool kept = (t & (p - 1)) == p - 1;
   if (cr) {
     if (t == T - 1) cr_within(ctx, w);  // levels within the last thread, and back down
   } else {
-    for (int dist = p; dist < T; dist *= 2) across(ctx, w, dist, kept, kept);
+    for (int dist = p; dist < T; dist *= 2) across<M, kOneWarp>(ctx, w, dist, kept, kept);
     if (alg == Algorithm::kPcrThomas || alg == Algorithm::kCrPcrThomas) {
       if (kept) thomas_within(ctx, w);
     } else if (kept) {
       pcr_within(ctx, w);
     }
   }
-  for (int l = across_levels - 1; l >= 0; --l) cr_back_across(ctx, w, 1 << l);
+  for (int l = across_levels - 1; l >= 0; --l) cr_back_across<M, kOneWarp>(ctx, w, 1 << l);
 #pragma unroll
   for (int s = 0; s < M; ++s) {
     const int r = s * T + t;
@@ -309,9 +314,15 @@ template <int M>
 void launch(Algorithm algorithm, const double* dl, const double* d, const double* du,
             const double* f, double* x, std::size_t n, std::size_t count, double tol,
             unsigned long long* flags, const Shape& sh, cudaStream_t stream) {
-  const std::size_t bytes = sh.threads > 32 ? 3 * std::size_t(sh.n_pad) * sizeof(double) : 0;
-  reduction_kernel<M><<<static_cast<unsigned>(count), sh.threads, bytes, stream>>>(
-      algorithm, dl, d, du, f, x, static_cast<int>(n), tol, flags);
+  const unsigned blocks = static_cast<unsigned>(count);
+  if (sh.threads == 32) {  // one warp: no shared memory, no block barriers
+    reduction_kernel<M, true><<<blocks, 32, 0, stream>>>(algorithm, dl, d, du, f, x,
+                                                          static_cast<int>(n), tol, flags);
+  } else if constexpr (M == 8) {
+    const std::size_t bytes = 3 * std::size_t(sh.n_pad) * sizeof(double);
+    reduction_kernel<M, false><<<blocks, sh.threads, bytes, stream>>>(
+        algorithm, dl, d, du, f, x, static_cast<int>(n), tol, flags);
+  }
 }
 
 }  // namespace
@@ -331,7 +342,7 @@ void launch_reduction_solver(Algorithm algorithm, const double* dl, const double
 }
 
 void set_reduction_shared_limits() {
-  cudaFuncSetAttribute(reduction_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  cudaFuncSetAttribute(reduction_kernel<8, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                        static_cast<int>(3 * kMaxReductionSystem * sizeof(double)));
 }
 

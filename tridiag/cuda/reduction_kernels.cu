@@ -37,6 +37,9 @@ namespace {
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kLogSmallRows = 6;  // the hybrids stop CR at 64 rows
 constexpr int kMaxThreads = 512;  // kMaxReductionSystem / 8
+// One-warp blocks an SM holds at once: 96 registers a thread, a few spilled. At 128 registers
+// (16 blocks) n = 256 ran 7-12% slower on the H100; at 24 blocks the spills grow to 0.5 KB.
+constexpr int kOneWarpBlocks = 20;
 
 struct Ctx {
   int n;                      // rows of the system (the rest of the N are identity rows)
@@ -243,7 +246,7 @@ __device__ void thomas_within(const Ctx& ctx, Rows<M>& w) {
 }
 
 template <int M, bool kOneWarp>
-__global__ void __launch_bounds__(kMaxThreads)
+__global__ void __launch_bounds__(kOneWarp ? 32 : kMaxThreads, kOneWarp ? kOneWarpBlocks : 1)
     reduction_kernel(Algorithm alg, const double* dl, const double* d, const double* du,
                      const double* f, double* x, int n, double tol, unsigned long long* flags) {
   extern __shared__ double buf[];

@@ -23,6 +23,9 @@
 // A pivot (a diagonal before the division) that is zero, tiny against its row or not finite is
 // reported at its row; the solution's non-finite entries likewise. Systems of up to 256 rows
 // take one warp each (kOneWarp): no shared memory and no block barriers.
+// Ownership: a block owns its system and each thread its M rows, which only it writes; the
+// shared copy of a level is written by the threads whose rows other warps read, then read after
+// a barrier, and a second barrier ends the level before the next one writes it.
 #include "tridiag/cuda/reduction_kernels.cuh"
 
 #include <cuda_runtime.h>

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
@@ -74,24 +75,41 @@ double pivoting_bound(const TridiagonalMatrix& m, const std::vector<double>& f) 
   return (reference > 1e-10 ? 100.0 : 10.0) * reference + 4 * kEps;
 }
 
-// Random U(-1,1) systems need 2x2 pivots; every stability type of 000 Table III as well.
-TEST(CudaSolvesTest, DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting) {
+// Solves every stability type of 000 Table III at each q (matrix seed seed + q, right-hand side
+// seed + 100 + q) by solve(m, f, x), which returns a reported breakdown row or -1, and expects
+// the result within pivoting_bound where LAPACK's is finite and nothing was reported. Returns
+// the number of systems checked.
+template <typename Solve>
+int expect_stability_types_within_bound(std::initializer_list<int> qs, std::uint64_t seed,
+                                        Solve&& solve) {
   int checked = 0;
   for (int type = 1; type <= kStabilityTypes; ++type) {
-    for (int q : {2, 3, 7, 8, 31, 32}) {
+    for (int q : qs) {
       SCOPED_TRACE("type " + std::to_string(type) + " q = " + std::to_string(q));
-      const TridiagonalMatrix m = stability_matrix(type, q, 300 + q);
-      const std::vector<double> f = random_vector(q, 400 + q);
+      const TridiagonalMatrix m = stability_matrix(type, q, seed + q);
+      const std::vector<double> f = random_vector(q, seed + 100 + q);
       const double bound = pivoting_bound(m, f);
       if (!std::isfinite(bound)) continue;  // singular for LAPACK too
-      std::vector<double> z = f, piv(q), rinv(q);
-      const int bad = gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), piv.data(),
-                                       rinv.data(), q);
-      if (bad >= 0) continue;  // a zero pivot is reported, not solved through
-      EXPECT_LE(residual(m, z, f), bound);
+      std::vector<double> x;
+      if (solve(m, f, x) >= 0) continue;  // a zero pivot is reported, not solved through
+      EXPECT_LE(residual(m, x, f), bound);
       ++checked;
     }
   }
+  return checked;
+}
+
+// Random U(-1,1) systems need 2x2 pivots; every stability type of 000 Table III as well.
+TEST(CudaSolvesTest, DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting) {
+  const int checked = expect_stability_types_within_bound(
+      {2, 3, 7, 8, 31, 32}, 300,
+      [](const TridiagonalMatrix& m, const std::vector<double>& f, std::vector<double>& x) {
+        const int q = static_cast<int>(f.size());
+        std::vector<double> piv(q), rinv(q);
+        x = f;
+        return gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), x.data(), piv.data(),
+                                rinv.data(), q);
+      });
   EXPECT_GE(checked, 80) << "of 96 systems; the rest are singular or break down";
 }
 
@@ -134,21 +152,8 @@ int pcr_first(const TridiagonalMatrix& m, const std::vector<double>& f, std::vec
 // Every stability type at q = 2..16 is within the bound of
 // DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting, whichever way the solve went.
 TEST(CudaSolvesTest, PcrFirstSolveWithinTenTimesLapackOrTheCpuPivoting) {
-  int checked = 0;
-  for (int type = 1; type <= kStabilityTypes; ++type) {
-    for (int q : {2, 3, 5, 8, 15, 16}) {
-      SCOPED_TRACE("type " + std::to_string(type) + " q = " + std::to_string(q));
-      const TridiagonalMatrix m = stability_matrix(type, q, 700 + q);
-      const std::vector<double> f = random_vector(q, 800 + q);
-      const double bound = pivoting_bound(m, f);
-      if (!std::isfinite(bound)) continue;
-      std::vector<double> x;
-      if (pcr_first(m, f, x) >= 0) continue;
-      EXPECT_LE(residual(m, x, f), bound);
-      ++checked;
-    }
-  }
-  EXPECT_GE(checked, 80) << "of 96 systems";
+  EXPECT_GE(expect_stability_types_within_bound({2, 3, 5, 8, 15, 16}, 700, pcr_first), 80)
+      << "of 96 systems";
 }
 
 // PCR's result stands where it is backward stable: on diagonally dominant systems of every q it

@@ -7,8 +7,9 @@
 # benchmark (about a minute with the build, for iterating on kernels). TRIDIAG_ONLY=1 runs all
 # but the storage benchmark. TRIDIAG_PROFILE=1 builds with line info and runs Nsight Compute on
 # the one-pass kernel's launches of that benchmark (scripts/ncu-summary.py prints each launch's
-# occupancy and stall reasons; PROFILE_N=n profiles only strided batches of n). Logs and JSON go
-# to $OUT.
+# occupancy and stall reasons; PROFILE_N=n profiles only strided batches of n;
+# PROFILE_KERNEL=regex and PROFILE_MODE=reduction profile another kernel and benchmark mode, e.g.
+# reduction_kernel). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
@@ -63,14 +64,15 @@ fi
 if [ "${TRIDIAG_PROFILE:-0}" = 1 ]; then  # where the one-pass kernel spends its time
   build tridiag_gpu_bench
   NCU=$(ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
-  $NCU -k regex:group_spike --launch-count 24 --import-source yes \
+  $NCU -k regex:${PROFILE_KERNEL:-group_spike} --launch-count 24 --import-source yes \
     --section SpeedOfLight --section Occupancy --section SchedulerStats --section WarpStateStats \
     --section InstructionStats --section SourceCounters --section LaunchStats \
+    --section ComputeWorkloadAnalysis \
     --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-    -o "$OUT/group_spike" $BUILD/bench/tridiag/tridiag_gpu_bench 26 1 quick ${PROFILE_N:-} \
-    > /dev/null 2> "$OUT/ncu.err"
+    -o "$OUT/profile" $BUILD/bench/tridiag/tridiag_gpu_bench 26 1 ${PROFILE_MODE:-quick} \
+    ${PROFILE_N:-} > /dev/null 2> "$OUT/ncu.err"
   tail -3 "$OUT/ncu.err"
-  python3 scripts/ncu-summary.py "$NCU" "$OUT/group_spike.ncu-rep"
+  python3 scripts/ncu-summary.py "$NCU" "$OUT/profile.ncu-rep"
   exit 0
 fi
 build tridiag_test storage_bench tridiag_gpu_bench

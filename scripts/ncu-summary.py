@@ -62,6 +62,14 @@ def print_launch(i, m):
                                       "mem_local_op", "sm__throughput.avg.pct"))]
     if memory:
         print("     memory: " + ", ".join(memory))
+    pipes = []
+    for k, v in m.items():
+        x = number(v.split(" ")[0])
+        if "pipe" in k and "pct_of_peak" in k and x is not None and x >= 5:
+            pipes.append((x, k))
+    pipes.sort(reverse=True)
+    if pipes:
+        print("     pipes: " + ", ".join(f"{k} {x:.0f}%" for x, k in pipes[:8]))
 
 
 def main():

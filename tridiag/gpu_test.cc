@@ -222,6 +222,44 @@ TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
   }
 }
 
+// CR, PCR and the hybrids report a NaN pivot and an infinite right-hand side at their rows (rows
+// in the middle and at both ends of a lane, a warp and the system), in one warp (n <= 256) and
+// in a block of several.
+TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t count = 4;
+  const std::pair<std::size_t, std::size_t> cases[] = {
+      {5, 0}, {100, 37}, {256, 7}, {256, 8}, {256, 255}, {1000, 511}, {4096, 4095}};
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
+                        Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+    for (auto [n, bad_row] : cases) {
+      for (bool pivot : {true, false}) {
+        SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n) + " row " +
+                     std::to_string(bad_row) + (pivot ? " (pivot)" : " (right-hand side)"));
+        Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+        const std::size_t o = 2 * n + bad_row;
+        if (pivot) {
+          b.d[o] = std::numeric_limits<double>::quiet_NaN();
+        } else {
+          b.f[o] = std::numeric_limits<double>::infinity();
+        }
+        std::vector<double> x(n * count);
+        BatchShape shape{BatchLayout::kStrided, n, count, {}};
+        GpuOptions gopt;
+        gopt.solve.algorithm = alg;
+        const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()};
+        auto r = solve_batch_gpu(shape, arrays, gopt);
+        ASSERT_FALSE(r.is_ok());
+        const std::string& m = r.status().message();
+        EXPECT_NE(m.find("system 2: " + std::string(algorithm_name(alg)) + " (GPU)"),
+                  std::string::npos) << m;
+        EXPECT_TRUE(m.ends_with("at row " + std::to_string(bad_row))) << m;
+        EXPECT_NE(m.find(pivot ? "pivot" : "non-finite solution"), std::string::npos) << m;
+      }
+    }
+  }
+}
+
 // Systems larger than a group go through two passes of the kernel around the system of their
 // warp separators (288 rows a warp), which is solved the same way: one level below 1.3 M rows,
 // two above. Every stability type at n = 20000 as well.

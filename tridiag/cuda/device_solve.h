@@ -34,8 +34,9 @@ struct DeviceBatch {
 // GPU algorithms: kSpike and kThomas on strided/ragged batches (SPIKE partitions with diagonal
 // pivoting, or with Thomas: 000 §II "SPIKE-Thomas"), kSpike and kThomas on interleaved batches
 // (one thread per system, dynamic tiling 000 §III-B), and kCr, kPcr, kCrPcr, kPcrThomas,
-// kCrPcrThomas on strided batches of n <= kMaxReductionSystem (one block per system, its rows in
-// registers: reduction_kernels.cu). Others: kUnimplemented.
+// kCrPcrThomas on strided batches of n <= kMaxReductionSystem (a warp a system up to 256 rows,
+// a block of n / 256 warps above, the rows in registers: warp_reduction.cu,
+// reduction_kernels.cu). Others: kUnimplemented.
 inline constexpr std::size_t kMaxReductionSystem = 4096;
 
 bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n);

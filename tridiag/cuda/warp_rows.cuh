@@ -1,0 +1,352 @@
+// CR, PCR and the hybrids (001 §2.1, 003 §2.3.6, §4.2.2) on one system of N = 32 M rows
+// (M = 1, 2, 4 or 8) held in the registers of a warp: the device code of warp_reduction.cu (a
+// warp a system) and reduction_kernels.cu (a block a system, a warp a class of its rows).
+// Internal to tridiag/cuda/.
+//
+// Lane t holds the M consecutive rows t M + s (the "consecutive" layout), each divided by its
+// diagonal: a x[r - d] + x[r] + c x[r + d] = f, with d the distance the level has reached.
+//   A level at a distance below M is register arithmetic, plus the few rows at the lane's ends
+//   that the neighbouring lanes hold (one shuffle by one lane each).
+//   A level at distance M g takes row r's partners from lanes t - g and t + g, same slot.
+// Rows outside the system have zero couplings: a partner that a shuffle wraps around from the
+// other end of the warp is multiplied by a zero coefficient, so no lane needs a select (the
+// callers keep every value finite: a non-finite input row is reported and zeroed).
+//   cr             CR levels within the lanes (targets slot 2h - 1 mod 2h), across them on the
+//                  lanes' last rows, then back-substitution; 12 eliminations a lane at M = 8.
+//   pcr            PCR at distances 1 .. 16 leave the 32 residue classes mod 32 independent; a
+//                  transpose through shared memory gives lane c the class c (rows c + 32 k,
+//                  the "class" layout), whose PCR steps are within the lane.
+//   pcr_thomas     the same, then Thomas on the lane's class.
+//   cr_pcr         CR levels down to 64 rows (kLogSmallRows), PCR on those across the lanes,
+//                  back-substitution.
+//   cr_pcr_thomas  CR levels down to 64 rows, PCR at their distances 1 .. 16, which leave pairs
+//                  of rows 32 apart (lanes t and t + 16), solved as 2 x 2 systems (Thomas on
+//                  two rows), back-substitution.
+// A pivot (a diagonal before the division) that is zero, tiny against its row or not finite is
+// reported at its row (the smallest such row of the lane, Ctx).
+#pragma once
+
+#include <climits>
+
+#include <cuda_runtime.h>
+
+#include "tridiag/cuda/small_solves.h"
+#include "tridiag/tridiag.h"
+
+namespace stripesolve::tridiag::gpu::warp {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kLogSmallRows = 6;    // the hybrids stop CR at 64 rows
+
+// Where row r of a warp's system lies in its shared-memory arrays (one double of padding
+// every 8 rows: lanes reading consecutive rows, 8 a lane, hit distinct banks).
+__device__ __forceinline__ int pad(int r) { return r + (r >> 3); }
+
+// What a lane reports, and where the rows of the warp's system are in the whole system: row q
+// of the warp's system is row q stride + offset (one warp a system: 1 and 0; a class of a
+// block's system: W and the warp).
+struct Ctx {
+  int n;
+  double inv_tol;  // 1 / the pivot tolerance
+  int stride, offset;
+  int bad = INT_MAX;    // the lane's smallest row with a failed pivot
+  int bad_x = INT_MAX;  // the lane's smallest row with a non-finite right-hand side or solution
+  __device__ int row(int q) const { return q * stride + offset; }
+};
+
+template <int M>
+struct Rows {
+  double a[M], c[M], f[M];
+};
+
+struct Row {
+  double a, c, f;
+};
+
+__device__ __forceinline__ Row shfl_up(double a, double c, double f, int by) {
+  return {__shfl_up_sync(kFull, a, by), __shfl_up_sync(kFull, c, by),
+          __shfl_up_sync(kFull, f, by)};
+}
+__device__ __forceinline__ Row shfl_down(double a, double c, double f, int by) {
+  return {__shfl_down_sync(kFull, a, by), __shfl_down_sync(kFull, c, by),
+          __shfl_down_sync(kFull, f, by)};
+}
+template <int M>
+__device__ __forceinline__ Row row_of(const Rows<M>& w, int s) {
+  return {w.a[s], w.c[s], w.f[s]};
+}
+
+// Divides a row (a, b, c, f) by its pivot b and tests it: b zero, not finite or tiny against
+// the row (|b| <= tol max(|a|, |c|)) leaves |a| or |c| >= 1 / tol, or a NaN (reciprocal() of 0
+// or infinity is NaN). Two comparisons after the division.
+__device__ __forceinline__ void divide(Ctx& ctx, int row, double& a, double b, double& c,
+                                       double& f) {
+  const double r = reciprocal(b);
+  a *= r;
+  c *= r;
+  f *= r;
+  if (!(fabs(a) < ctx.inv_tol && fabs(c) < ctx.inv_tol)) ctx.bad = min(ctx.bad, row);
+}
+
+// Eliminates slot s's partners lo (row r - d) and hi (row r + d): its couplings then reach
+// r - 2d and r + 2d.
+template <int M>
+__device__ __forceinline__ void eliminate(Ctx& ctx, int row, Rows<M>& w, int s, const Row& lo,
+                                          const Row& hi) {
+  const double a = w.a[s], c = w.c[s];
+  const double b = 1.0 - a * lo.c - c * hi.a;
+  double na = -a * lo.a, nc = -c * hi.c, nf = w.f[s] - a * lo.f - c * hi.f;
+  divide(ctx, row, na, b, nc, nf);
+  w.a[s] = na;
+  w.c[s] = nc;
+  w.f[s] = nf;
+}
+
+// ---- PCR on rows held S slots apart (slots k S + S - 1, k < R = M / S), consecutive layout.
+
+// A PCR step at distance D < R (in the rows held): within the lane, and the lane's D first and
+// last rows from the neighbouring lanes.
+template <int M, int S, int D>
+__device__ void pcr_step_within(Ctx& ctx, Rows<M>& w) {
+  constexpr int R = M / S;
+  const int t = threadIdx.x & 31;
+  if constexpr (2 * D == R) {  // pairs (k, k + D), one at a time: fewer registers live
+#pragma unroll
+    for (int k = 0; k < D; ++k) {
+      const int s = k * S + S - 1, u = s + D * S;
+      const Row lo = shfl_up(w.a[u], w.c[u], w.f[u], 1), hi = shfl_down(w.a[s], w.c[s], w.f[s], 1);
+      const Row own = row_of(w, s), up = row_of(w, u);
+      eliminate(ctx, ctx.row(t * M + s), w, s, lo, up);
+      eliminate(ctx, ctx.row(t * M + u), w, u, own, hi);
+    }
+  } else {
+    Row prev[D], next[D];
+#pragma unroll
+    for (int k = 0; k < D; ++k) {
+      const int sp = (R - D + k) * S + S - 1, sn = k * S + S - 1;
+      prev[k] = shfl_up(w.a[sp], w.c[sp], w.f[sp], 1);
+      next[k] = shfl_down(w.a[sn], w.c[sn], w.f[sn], 1);
+    }
+    const Rows<M> old = w;
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      const int s = k * S + S - 1;
+      const Row lo = k >= D ? row_of(old, s - D * S) : prev[k];
+      const Row hi = k + D < R ? row_of(old, s + D * S) : next[k + D - R];
+      eliminate(ctx, ctx.row(t * M + s), w, s, lo, hi);
+    }
+  }
+}
+
+// A PCR step at distance g lanes: partners in lanes t - g and t + g, same slot.
+template <int M, int S>
+__device__ void pcr_step_across(Ctx& ctx, Rows<M>& w, int g) {
+  const int t = threadIdx.x & 31;
+#pragma unroll
+  for (int s = S - 1; s < M; s += S) {
+    const Row lo = shfl_up(w.a[s], w.c[s], w.f[s], g);
+    const Row hi = shfl_down(w.a[s], w.c[s], w.f[s], g);
+    eliminate(ctx, ctx.row(t * M + s), w, s, lo, hi);
+  }
+}
+
+// PCR steps at distances 1 .. R / 2 within the lanes.
+template <int M, int S, int D = 1>
+__device__ void pcr_within_lanes(Ctx& ctx, Rows<M>& w) {
+  if constexpr (D < M / S) {
+    pcr_step_within<M, S, D>(ctx, w);
+    pcr_within_lanes<M, S, 2 * D>(ctx, w);
+  }
+}
+
+// ---- CR levels, consecutive layout.
+
+// CR level h = H (in slots) within the lanes: targets s = 2H - 1 mod 2H, partners s -+ H; the
+// last target's upper partner is the next lane's slot H - 1.
+template <int M, int H>
+__device__ void cr_down_within(Ctx& ctx, Rows<M>& w) {
+  const int t = threadIdx.x & 31;
+  const Row next = shfl_down(w.a[H - 1], w.c[H - 1], w.f[H - 1], 1);
+#pragma unroll
+  for (int s = 2 * H - 1; s < M; s += 2 * H) {
+    const Row hi = s + H < M ? row_of(w, s + H) : next;
+    eliminate(ctx, ctx.row(t * M + s), w, s, row_of(w, s - H), hi);
+  }
+}
+
+// Its back-substitution: slots s = H - 1 mod 2H take x = f - a x[s - H] - c x[s + H] (x kept
+// in f); slot -1 is the previous lane's last row, x_prev.
+template <int M, int H>
+__device__ void cr_up_within(Rows<M>& w, double x_prev) {
+#pragma unroll
+  for (int s = H - 1; s < M; s += 2 * H) {
+    const double xl = s >= H ? w.f[s - H] : x_prev;
+    w.f[s] -= w.a[s] * xl + w.c[s] * w.f[s + H];
+  }
+}
+
+// CR level at distance g lanes on the lanes' last rows: lanes t = 2g - 1 mod 2g eliminate.
+template <int M>
+__device__ void cr_down_across(Ctx& ctx, Rows<M>& w, int g) {
+  const int t = threadIdx.x & 31;
+  constexpr int s = M - 1;
+  const Row lo = shfl_up(w.a[s], w.c[s], w.f[s], g);
+  const Row hi = shfl_down(w.a[s], w.c[s], w.f[s], g);
+  if ((t & (2 * g - 1)) == 2 * g - 1) eliminate(ctx, ctx.row(t * M + s), w, s, lo, hi);
+}
+
+template <int M>
+__device__ void cr_up_across(Rows<M>& w, int g) {
+  const int t = threadIdx.x & 31;
+  constexpr int s = M - 1;
+  const double xl = __shfl_up_sync(kFull, w.f[s], g), xr = __shfl_down_sync(kFull, w.f[s], g);
+  if ((t & (2 * g - 1)) == g - 1) w.f[s] -= w.a[s] * xl + w.c[s] * xr;
+}
+
+// `Levels` CR levels within the lanes from slot distance H on, then `middle` on the rows left
+// (slots H' - 1 mod H', H' = H 2^Levels: it solves them, x in f), then the back-substitution.
+template <int M, int H, int Levels, typename Middle>
+__device__ void cr_within_lanes(Ctx& ctx, Rows<M>& w, Middle middle) {
+  if constexpr (Levels > 0) {
+    cr_down_within<M, H>(ctx, w);
+    cr_within_lanes<M, 2 * H, Levels - 1>(ctx, w, middle);
+    const double x_prev = __shfl_up_sync(kFull, w.f[M - 1], 1);
+    cr_up_within<M, H>(w, x_prev);
+  } else {
+    middle.template operator()<H>();
+  }
+}
+
+// ---- Class layout (lane c holds rows c + 32 k) and the transposes.
+
+// Moves v from the consecutive layout to the class layout (to_class) or back, through the
+// warp's transpose array.
+template <int M, bool to_class>
+__device__ void transpose(double* tmp, double (&v)[M]) {
+  const int t = threadIdx.x & 31;
+#pragma unroll
+  for (int s = 0; s < M; ++s) tmp[pad(to_class ? t * M + s : t + 32 * s)] = v[s];
+  __syncwarp();
+#pragma unroll
+  for (int s = 0; s < M; ++s) v[s] = tmp[pad(to_class ? t + 32 * s : t * M + s)];
+  __syncwarp();
+}
+
+// PCR steps at slot distances D .. M / 2 within the lane (class layout): each row alone after.
+template <int M, int D = 1>
+__device__ void pcr_in_class(Ctx& ctx, Rows<M>& w) {
+  if constexpr (D < M) {
+    const int t = threadIdx.x & 31;
+    const Rows<M> old = w;
+    const Row zero{0.0, 0.0, 0.0};
+#pragma unroll
+    for (int s = 0; s < M; ++s) {
+      eliminate(ctx, ctx.row(t + 32 * s), w, s, s >= D ? row_of(old, s - D) : zero,
+                s + D < M ? row_of(old, s + D) : zero);
+    }
+    pcr_in_class<M, 2 * D>(ctx, w);
+  }
+}
+
+// Thomas on the lane's class (its slots an independent system once the couplings reach 32
+// rows): x in f.
+template <int M>
+__device__ void thomas_in_class(Ctx& ctx, Rows<M>& w) {
+  const int t = threadIdx.x & 31;
+  double cp[M];
+  double prev_c = 0.0, prev_f = 0.0;
+#pragma unroll
+  for (int s = 0; s < M; ++s) {
+    double a = w.a[s], c = s + 1 < M ? w.c[s] : 0.0, f = w.f[s] - a * prev_f;
+    divide(ctx, ctx.row(t + 32 * s), a, 1.0 - a * prev_c, c, f);  // a: only for the test's scale
+    cp[s] = c;
+    prev_c = c;
+    prev_f = f;
+    w.f[s] = f;
+  }
+#pragma unroll
+  for (int s = M - 2; s >= 0; --s) w.f[s] -= cp[s] * w.f[s + 1];
+}
+
+// ---- The algorithms on one system in the registers of a warp; x left in f, in the class
+// layout (returns true) or the consecutive one (false).
+
+template <int M>
+__device__ void pcr_to_classes(Ctx& ctx, Rows<M>& w, double* tmp) {
+  pcr_within_lanes<M, 1>(ctx, w);             // distances 1 .. M / 2
+  for (int g = 1; g < 32 / M; g *= 2) pcr_step_across<M, 1>(ctx, w, g);  // M .. 16
+  if constexpr (M > 1) {
+    transpose<M, true>(tmp, w.a);
+    transpose<M, true>(tmp, w.c);
+    transpose<M, true>(tmp, w.f);
+  }
+}
+
+template <Algorithm A, int M>
+__device__ bool solve_system(Ctx& ctx, Rows<M>& w, double* tmp) {
+  constexpr int kLogM = M == 8 ? 3 : M == 4 ? 2 : M == 2 ? 1 : 0;
+  if constexpr (A == Algorithm::kPcr || A == Algorithm::kPcrThomas) {
+    pcr_to_classes(ctx, w, tmp);
+    if constexpr (A == Algorithm::kPcr) {
+      pcr_in_class(ctx, w);
+    } else {
+      thomas_in_class(ctx, w);
+    }
+    return true;
+  } else if constexpr (A == Algorithm::kCr) {
+    cr_within_lanes<M, 1, kLogM>(ctx, w, [&]<int H>() {
+      for (int g = 1; g < 32; g *= 2) cr_down_across(ctx, w, g);
+      for (int g = 16; g >= 1; g /= 2) cr_up_across(w, g);
+    });
+    return false;
+  } else {  // the hybrids: CR down to 64 rows (or none, N <= 64), then PCR on them
+    constexpr int kLevels = kLogM + 5 > kLogSmallRows ? kLogM + 5 - kLogSmallRows : 0;
+    cr_within_lanes<M, 1, kLevels>(ctx, w, [&]<int H>() {
+      // The rows left are slots H - 1 mod H, R = M / H of them a lane (consecutive rows of the
+      // reduced system of 32 R rows).
+      constexpr int R = M / H;
+      static_assert(R <= 2);
+      pcr_within_lanes<M, H>(ctx, w);  // distances 1 .. R / 2
+      if constexpr (A == Algorithm::kCrPcr) {
+        for (int g = 1; g < 32; g *= 2) pcr_step_across<M, H>(ctx, w, g);
+      } else {
+        // Distances up to 8 R (a quarter of the rows) leave pairs of rows 16 R apart, held by
+        // lanes t and t ^ 16 in the same slot: Thomas on each pair.
+        for (int g = 1; g < 16; g *= 2) pcr_step_across<M, H>(ctx, w, g);
+        {
+          const int t = threadIdx.x & 31;
+          const bool upper = t < 16;  // holds the pair's first row
+#pragma unroll
+          for (int s = H - 1; s < M; s += H) {
+            const double pa = __shfl_xor_sync(kFull, w.a[s], 16);
+            const double pc = __shfl_xor_sync(kFull, w.c[s], 16);
+            const double pf = __shfl_xor_sync(kFull, w.f[s], 16);
+            // Rows p (first) and q = p + 32 (second): x_p + c_p x_q = f_p,
+            // a_q x_p + x_q = f_q: x_q = (f_q - a_q f_p) / (1 - a_q c_p).
+            const double cp = upper ? w.c[s] : pc, fp = upper ? w.f[s] : pf;
+            const double aq = upper ? pa : w.a[s], fq = upper ? pf : w.f[s];
+            double a = aq, c = 0.0, xq = fq - aq * fp;
+            divide(ctx, ctx.row(t * M + s), a, 1.0 - aq * cp, c, xq);
+            w.f[s] = upper ? fp - cp * xq : xq;
+          }
+        }
+      }
+    });
+    return false;
+  }
+}
+
+// Calls f.template operator()<A>() with `alg`, one of the five, as the constant A (host code:
+// one kernel instantiation each).
+template <typename F>
+void with_algorithm(Algorithm alg, F f) {
+  switch (alg) {
+    case Algorithm::kCr: return f.template operator()<Algorithm::kCr>();
+    case Algorithm::kPcr: return f.template operator()<Algorithm::kPcr>();
+    case Algorithm::kCrPcr: return f.template operator()<Algorithm::kCrPcr>();
+    case Algorithm::kPcrThomas: return f.template operator()<Algorithm::kPcrThomas>();
+    default: return f.template operator()<Algorithm::kCrPcrThomas>();
+  }
+}
+
+}  // namespace stripesolve::tridiag::gpu::warp

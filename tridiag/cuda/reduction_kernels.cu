@@ -40,7 +40,24 @@ struct Block {
   static constexpr int P = N + 32;  // doubles an array takes: one of padding every 8 W rows
   // Row r's place in an array: lanes of a warp, 8 W rows apart, hit distinct banks.
   static __device__ int at(int r) { return r + (r >> (3 + kLogW)); }
-  static constexpr std::size_t bytes() { return 3 * P * sizeof(double); }
+  static constexpr std::size_t bytes(bool prefetch) {
+    return (3 * P + (prefetch ? 4 * N : 0)) * sizeof(double);
+  }
+};
+
+constexpr bool is_cr(Algorithm a) {
+  return a == Algorithm::kCr || a == Algorithm::kCrPcr || a == Algorithm::kCrPcrThomas;
+}
+
+// Where a block copies its next system while it solves one (4 N doubles more of shared memory,
+// so a block an SM at W = 16 and two at W = 8). H100, 2^26 unknowns: at W = 16, 38-50% of the
+// roofline without, 44-64% with; at W = 8, cr 57 -> 78%, pcr 58 -> 51% (its levels below W
+// already keep shared memory busy); at W <= 4 (4 blocks an SM without) slower.
+template <Algorithm A, int W>
+struct Plan {
+  static constexpr bool kPrefetch = W == 16 || (W == 8 && is_cr(A));
+  static constexpr int kBlocksPerSm = 16 / W;
+  static constexpr std::size_t kBytes = Block<W>::bytes(kPrefetch);
 };
 
 // Row q's values in the shared copy; rows outside [0, N) read a row at the edge, finite, whose
@@ -62,125 +79,174 @@ __device__ void store_row(double* s, int r, double a, double c, double f) {
   s[2 * B::P + p] = f;
 }
 
+// Row r of system `sys` from global memory into the shared input copy (rows < n), async.
+template <int W>
+__device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
+                         const double* f, std::size_t base, int n) {
+  constexpr int N = Block<W>::N;
+#pragma unroll
+  for (int k = 0; k < kRowsPerLane; ++k) {
+    const int r = threadIdx.x + k * 32 * W;
+    if (r < n) {
+      copy_async(in + r, dl + base + r);
+      copy_async(in + N + r, d + base + r);
+      copy_async(in + 2 * N + r, du + base + r);
+      copy_async(in + 3 * N + r, f + base + r);
+    }
+  }
+  commit_copies();
+}
+
+// A block a system, or with Plan::kPrefetch system after system (a grid of kBlocksPerSm an
+// SM), copying the next one into shared memory (4 N doubles after the 3 P of the rows) while it
+// solves the current one.
 template <Algorithm A, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     block_reduction_kernel(const double* __restrict__ dl, const double* __restrict__ d,
                            const double* __restrict__ du, const double* __restrict__ f,
-                           double* __restrict__ x, int n, double tol,
+                           double* __restrict__ x, int n, std::size_t count, double tol,
                            unsigned long long* flags) {
   using B = Block<W>;
   constexpr int T = 32 * W, M = kRowsPerLane;
-  constexpr bool kCr = A == Algorithm::kCr || A == Algorithm::kCrPcr ||
-                       A == Algorithm::kCrPcrThomas;
+  constexpr bool kCr = is_cr(A), kPrefetch = Plan<A, W>::kPrefetch;
   extern __shared__ double sm[];
+  double* in = sm + 3 * B::P;  // kPrefetch: the next system's dl, d, du, f
   const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
-  const std::size_t base = std::size_t(blockIdx.x) * n;
-  Ctx ctx{n, 1.0 / tol, W, c};
-  // Every row divided by its diagonal into the shared copy, coalesced.
-#pragma unroll
-  for (int k = 0; k < M; ++k) {
-    const int r = tid + k * T;
-    double a = 0.0, b = 1.0, cc = 0.0, g = 0.0;
-    if (r < n) {
-      a = r > 0 ? dl[base + r] : 0.0;
-      b = d[base + r];
-      cc = r + 1 < n ? du[base + r] : 0.0;
-      g = f[base + r];
-    }
-    divide(ctx, r, a, b, cc, g);
-    if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
-    if (!(isfinite(a) && isfinite(cc) && isfinite(g))) a = cc = g = 0.0;  // reported; no spread
-    store_row<W>(sm, r, a, cc, g);
-  }
-  __syncthreads();
-  Rows<M> w;  // row ctx.row(8 t + s) in slot s
-#pragma unroll
-  for (int s = 0; s < M; ++s) {
-    const Row v = shared_row<W>(sm, ctx.row(8 * t + s));
-    w.a[s] = v.a;
-    w.c[s] = v.c;
-    w.f[s] = v.f;
-  }
-  // The levels below W: PCR steps (every class), or CR levels (classes 2h - 1 mod 2h).
-#pragma unroll
-  for (int l = 0; l < B::kLogW; ++l) {
-    const int h = 1 << l;
-    const bool target = !kCr || (c & (2 * h - 1)) == 2 * h - 1;
-    if (target) {
-#pragma unroll
-      for (int s = 0; s < M; ++s) {
-        const int r = ctx.row(8 * t + s);
-        eliminate(ctx, r, w, s, shared_row<W>(sm, r - h), shared_row<W>(sm, r + h));
-      }
-    }
-    __syncthreads();  // the level's partners are read
-    if (l + 1 < B::kLogW) {
-      if (target) {
-#pragma unroll
-        for (int s = 0; s < M; ++s) store_row<W>(sm, ctx.row(8 * t + s), w.a[s], w.c[s], w.f[s]);
-      }
+  std::size_t sys = blockIdx.x;
+  if constexpr (kPrefetch) prefetch<W>(in, dl, d, du, f, sys * n, n);
+  for (; sys < count; sys += gridDim.x) {
+    const std::size_t base = sys * n;
+    Ctx ctx{n, 1.0 / tol, W, c};
+    if constexpr (kPrefetch) {
+      wait_copies();
       __syncthreads();
     }
-  }
-  // The classes: warp c's system in its registers; its transpose array in the shared copy's
-  // first two arrays, free now.
-  double* tmp = sm + c * 288;
-  double* xs = sm + 2 * B::P;  // the solution, over the copy's third array
-  if constexpr (!kCr) {
-    solve_system<A, M>(ctx, w, tmp);  // x in the class layout: rows row(t + 32 k)
+    // Every row divided by its diagonal into the shared copy, coalesced.
 #pragma unroll
-    for (int k = 0; k < M; ++k) xs[B::at(ctx.row(t + 32 * k))] = w.f[k];
-    __syncthreads();
-  } else {
-    if (c == W - 1) {
-      solve_system<A, M>(ctx, w, tmp);  // x in the consecutive layout
-#pragma unroll
-      for (int s = 0; s < M; ++s) xs[B::at(ctx.row(8 * t + s))] = w.f[s];
+    for (int k = 0; k < M; ++k) {
+      const int r = tid + k * T;
+      double a = 0.0, b = 1.0, cc = 0.0, g = 0.0;
+      if (r < n) {
+        if constexpr (kPrefetch) {
+          a = r > 0 ? in[r] : 0.0;
+          b = in[B::N + r];
+          cc = r + 1 < n ? in[2 * B::N + r] : 0.0;
+          g = in[3 * B::N + r];
+        } else {
+          a = r > 0 ? dl[base + r] : 0.0;
+          b = d[base + r];
+          cc = r + 1 < n ? du[base + r] : 0.0;
+          g = f[base + r];
+        }
+      }
+      divide(ctx, r, a, b, cc, g);
+      if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
+      if (!(isfinite(a) && isfinite(cc) && isfinite(g))) a = cc = g = 0.0;  // reported
+      store_row<W>(sm, r, a, cc, g);
     }
     __syncthreads();
-    // Back-substitution of the levels below W: classes h - 1 mod 2h.
+    if constexpr (kPrefetch) {
+      if (sys + gridDim.x < count) prefetch<W>(in, dl, d, du, f, (sys + gridDim.x) * n, n);
+    }
+    Rows<M> w;  // row ctx.row(8 t + s) in slot s
 #pragma unroll
-    for (int l = B::kLogW - 1; l >= 0; --l) {
+    for (int s = 0; s < M; ++s) {
+      const Row v = shared_row<W>(sm, ctx.row(8 * t + s));
+      w.a[s] = v.a;
+      w.c[s] = v.c;
+      w.f[s] = v.f;
+    }
+    // The levels below W: PCR steps (every class), or CR levels (classes 2h - 1 mod 2h).
+#pragma unroll
+    for (int l = 0; l < B::kLogW; ++l) {
       const int h = 1 << l;
-      if ((c & (2 * h - 1)) == h - 1) {
+      const bool target = !kCr || (c & (2 * h - 1)) == 2 * h - 1;
+      if (target) {
 #pragma unroll
         for (int s = 0; s < M; ++s) {
           const int r = ctx.row(8 * t + s);
-          const double xl = xs[B::at(r - h < 0 ? 0 : r - h)];
-          const double xr = xs[B::at(r + h >= B::N ? B::N - 1 : r + h)];
-          xs[B::at(r)] = w.f[s] - w.a[s] * xl - w.c[s] * xr;
+          eliminate(ctx, r, w, s, shared_row<W>(sm, r - h), shared_row<W>(sm, r + h));
         }
       }
-      __syncthreads();
-    }
-  }
+      __syncthreads();  // the level's partners are read
+      if (l + 1 < B::kLogW) {
+        if (target) {
 #pragma unroll
-  for (int k = 0; k < M; ++k) {
-    const int r = tid + k * T;
-    if (r >= n) continue;
-    const double v = xs[B::at(r)];
-    if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
-    x[base + r] = v;
+          for (int s = 0; s < M; ++s) {
+            store_row<W>(sm, ctx.row(8 * t + s), w.a[s], w.c[s], w.f[s]);
+          }
+        }
+        __syncthreads();
+      }
+    }
+    // The classes: warp c's system in its registers; its transpose array in the shared
+    // copy's first two arrays, free now.
+    double* tmp = sm + c * 288;
+    double* xs = sm + 2 * B::P;  // the solution, over the copy's third array
+    if constexpr (!kCr) {
+      solve_system<A, M>(ctx, w, tmp);  // x in the class layout: rows row(t + 32 k)
+#pragma unroll
+      for (int k = 0; k < M; ++k) xs[B::at(ctx.row(t + 32 * k))] = w.f[k];
+      __syncthreads();
+    } else {
+      if (c == W - 1) {
+        solve_system<A, M>(ctx, w, tmp);  // x in the consecutive layout
+#pragma unroll
+        for (int s = 0; s < M; ++s) xs[B::at(ctx.row(8 * t + s))] = w.f[s];
+      }
+      __syncthreads();
+      // Back-substitution of the levels below W: classes h - 1 mod 2h.
+#pragma unroll
+      for (int l = B::kLogW - 1; l >= 0; --l) {
+        const int h = 1 << l;
+        if ((c & (2 * h - 1)) == h - 1) {
+#pragma unroll
+          for (int s = 0; s < M; ++s) {
+            const int r = ctx.row(8 * t + s);
+            const double xl = xs[B::at(r - h < 0 ? 0 : r - h)];
+            const double xr = xs[B::at(r + h >= B::N ? B::N - 1 : r + h)];
+            xs[B::at(r)] = w.f[s] - w.a[s] * xl - w.c[s] * xr;
+          }
+        }
+        __syncthreads();
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < M; ++k) {
+      const int r = tid + k * T;
+      if (r >= n) continue;
+      const double v = xs[B::at(r)];
+      if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
+      x[base + r] = v;
+    }
+    if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
+    if (ctx.bad_x != INT_MAX) {
+      atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
+    }
+    if constexpr (!kPrefetch) break;  // a block a system
+    __syncthreads();  // the solution is read before the next system's rows overwrite it
   }
-  if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
-  if (ctx.bad_x != INT_MAX) atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
 }
 
 template <Algorithm A, int W>
 void launch(const double* dl, const double* d, const double* du, const double* f, double* x,
             int n, std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
-  block_reduction_kernel<A, W><<<static_cast<unsigned>(count), 32 * W, Block<W>::bytes(), s>>>(
-      dl, d, du, f, x, n, tol, flags);
+  using P = Plan<A, W>;
+  const std::size_t most =
+      P::kPrefetch ? std::size_t(multiprocessors()) * P::kBlocksPerSm : count;
+  const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
+  block_reduction_kernel<A, W><<<blocks, 32 * W, P::kBytes, s>>>(dl, d, du, f, x, n, count, tol,
+                                                                flags);
 }
 
 template <int W>
 void set_limits() {
-  const int bytes = static_cast<int>(Block<W>::bytes());
   for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
                         Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
     with_algorithm(alg, [&]<Algorithm A>() {
       cudaFuncSetAttribute(block_reduction_kernel<A, W>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(Plan<A, W>::kBytes));
     });
   }
 }

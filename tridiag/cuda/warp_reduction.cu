@@ -23,11 +23,6 @@ constexpr int kArrays = 5;       // dl, d, du, f, and one for the transposes
 
 // ---- Loads and stores.
 
-__device__ __forceinline__ void copy_async(double* dst, const double* src) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(src) : "memory");
-}
-
 // Starts copying system `sys` into the warp's buffer (rows < n).
 __device__ void prefetch(double* buf, const double* dl, const double* d, const double* du,
                          const double* f, std::size_t base, int n) {
@@ -37,7 +32,7 @@ __device__ void prefetch(double* buf, const double* dl, const double* d, const d
     copy_async(buf + 2 * kPad + pad(r), du + base + r);
     copy_async(buf + 3 * kPad + pad(r), f + base + r);
   }
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  commit_copies();
 }
 
 template <int M>
@@ -78,7 +73,7 @@ __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
   if (sys < count) prefetch(buf, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += stride) {
     Ctx ctx{n, 1.0 / tol, 1, 0};
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    wait_copies();
     __syncwarp();
     Rows<M> w;
     load_rows(ctx, buf, w);
@@ -108,12 +103,7 @@ template <Algorithm A, int M>
 void launch(const double* dl, const double* d, const double* du, const double* f, double* x,
             int n, std::size_t count, double tol, unsigned long long* flags,
             cudaStream_t stream) {
-  static const int sms = [] {
-    int dev = 0, v = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
-    return v > 0 ? v : 1;
-  }();
+  const int sms = multiprocessors();
   const std::size_t want = (count + kWarps - 1) / kWarps;
   const unsigned blocks =
       static_cast<unsigned>(want < std::size_t(sms) * kBlocksPerSm ? want : sms * kBlocksPerSm);

@@ -336,6 +336,28 @@ __device__ bool solve_system(Ctx& ctx, Rows<M>& w, double* tmp) {
   }
 }
 
+// The device's multiprocessors (persistent kernels size their grids by it).
+inline int multiprocessors() {
+  static const int sms = [] {
+    int dev = 0, v = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev);
+    return v > 0 ? v : 1;
+  }();
+  return sms;
+}
+
+// Copies 8 bytes from global to shared memory asynchronously (cp.async; wait_copies waits
+// for the thread's copies, and a barrier then makes them visible to the others).
+__device__ __forceinline__ void copy_async(double* dst, const double* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void commit_copies() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
 // Calls f.template operator()<A>() with `alg`, one of the five, as the constant A (host code:
 // one kernel instantiation each).
 template <typename F>

@@ -156,7 +156,9 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
       w.c[s] = v.c;
       w.f[s] = v.f;
     }
-    // The levels below W: PCR steps (every class), or CR levels (classes 2h - 1 mod 2h).
+    // The levels below W: PCR steps (every class), or CR levels (classes 2h - 1 mod 2h). A CR
+    // level writes rows that no one reads at that level (its targets), so one barrier, after
+    // the writes, serves; the last one needs none (only warp W - 1 goes on with the copy).
 #pragma unroll
     for (int l = 0; l < B::kLogW; ++l) {
       const int h = 1 << l;
@@ -168,7 +170,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
           eliminate(ctx, r, w, s, shared_row<W>(sm, r - h), shared_row<W>(sm, r + h));
         }
       }
-      __syncthreads();  // the level's partners are read
+      if (!kCr) __syncthreads();  // the level's partners are read
       if (l + 1 < B::kLogW) {
         if (target) {
 #pragma unroll

@@ -38,6 +38,7 @@ struct Block {
   static constexpr int kLogW = W == 2 ? 1 : W == 4 ? 2 : W == 8 ? 3 : 4;
   static constexpr int N = 256 * W;
   static constexpr int P = N + 32;  // doubles an array takes: one of padding every 8 W rows
+  static_assert(W * kWarpArray <= 2 * P);  // the warps' transpose arrays fit two arrays
   // Row r's place in an array: lanes of a warp, 8 W rows apart, hit distinct banks.
   static __device__ int at(int r) { return r + (r >> (3 + kLogW)); }
   static constexpr std::size_t bytes(bool prefetch) {
@@ -183,7 +184,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
     }
     // The classes: warp c's system in its registers; its transpose array in the shared
     // copy's first two arrays, free now.
-    double* tmp = sm + c * 288;
+    double* tmp = sm + c * kWarpArray;
     double* xs = sm + 2 * B::P;  // the solution, over the copy's third array
     if constexpr (!kCr) {
       solve_system<A, M>(ctx, w, tmp);  // x in the class layout: rows row(t + 32 k)

@@ -18,7 +18,6 @@ using namespace warp;
 
 constexpr int kWarps = 4;        // warps a block, each on its own systems
 constexpr int kBlocksPerSm = 4;  // 16 warps an SM: 4 blocks of 46 KB of shared memory
-constexpr int kPad = 256 + 32;   // doubles an array of a system takes in shared memory
 constexpr int kArrays = 5;       // dl, d, du, f, and one for the transposes
 
 // ---- Loads and stores.
@@ -28,9 +27,9 @@ __device__ void prefetch(double* buf, const double* dl, const double* d, const d
                          const double* f, std::size_t base, int n) {
   for (int r = threadIdx.x & 31; r < n; r += 32) {
     copy_async(buf + pad(r), dl + base + r);
-    copy_async(buf + kPad + pad(r), d + base + r);
-    copy_async(buf + 2 * kPad + pad(r), du + base + r);
-    copy_async(buf + 3 * kPad + pad(r), f + base + r);
+    copy_async(buf + kWarpArray + pad(r), d + base + r);
+    copy_async(buf + 2 * kWarpArray + pad(r), du + base + r);
+    copy_async(buf + 3 * kWarpArray + pad(r), f + base + r);
   }
   commit_copies();
 }
@@ -44,9 +43,9 @@ __device__ void load_rows(Ctx& ctx, const double* buf, Rows<M>& w) {
     double a = 0.0, b = 1.0, c = 0.0, g = 0.0;
     if (r < ctx.n) {
       a = r > 0 ? buf[p] : 0.0;
-      b = buf[kPad + p];
-      c = r + 1 < ctx.n ? buf[2 * kPad + p] : 0.0;
-      g = buf[3 * kPad + p];
+      b = buf[kWarpArray + p];
+      c = r + 1 < ctx.n ? buf[2 * kWarpArray + p] : 0.0;
+      g = buf[3 * kWarpArray + p];
     }
     divide(ctx, r, a, b, c, g);
     if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
@@ -66,8 +65,8 @@ __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
                           unsigned long long* flags) {
   extern __shared__ double smem[];
   const int warp = threadIdx.x >> 5, t = threadIdx.x & 31;
-  double* buf = smem + warp * kArrays * kPad;
-  double* tmp = buf + 4 * kPad;
+  double* buf = smem + warp * kArrays * kWarpArray;
+  double* tmp = buf + 4 * kWarpArray;
   const std::size_t stride = std::size_t(gridDim.x) * kWarps;
   std::size_t sys = std::size_t(blockIdx.x) * kWarps + warp;
   if (sys < count) prefetch(buf, dl, d, du, f, sys * n, n);
@@ -107,7 +106,7 @@ void launch(const double* dl, const double* d, const double* du, const double* f
   const std::size_t want = (count + kWarps - 1) / kWarps;
   const unsigned blocks =
       static_cast<unsigned>(want < std::size_t(sms) * kBlocksPerSm ? want : sms * kBlocksPerSm);
-  const std::size_t bytes = std::size_t(kWarps) * kArrays * kPad * sizeof(double);
+  const std::size_t bytes = std::size_t(kWarps) * kArrays * kWarpArray * sizeof(double);
   warp_reduction_kernel<A, M><<<blocks, 32 * kWarps, bytes, stream>>>(dl, d, du, f, x, n, count,
                                                                      tol, flags);
 }

@@ -41,6 +41,7 @@ constexpr int kLogSmallRows = 6;    // the hybrids stop CR at 64 rows
 // Where row r of a warp's system lies in its shared-memory arrays (one double of padding
 // every 8 rows: lanes reading consecutive rows, 8 a lane, hit distinct banks).
 __device__ __forceinline__ int pad(int r) { return r + (r >> 3); }
+constexpr int kWarpArray = 256 + 32;  // doubles such an array takes (pad(255) + 1, rounded)
 
 // What a lane reports, and where the rows of the warp's system are in the whole system: row q
 // of the warp's system is row q stride + offset (one warp a system: 1 and 0; a class of a

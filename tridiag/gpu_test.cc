@@ -81,6 +81,19 @@ TEST(GpuTest, StridedBatchesEveryGpuAlgorithm) {
   }
 }
 
+// More systems than the blocks that loop over them (several a block for n > 1024, where each
+// copies its next system while it solves one).
+TEST(GpuTest, ReductionBlocksLoopingOverSystems) {
+  SKIP_WITHOUT_GPU();
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
+                        Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+    for (std::size_t n : {1500, 2048, 3000, 4096}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
+      compare(alg, std::vector<std::size_t>(700, n), 0, BatchLayout::kStrided);
+    }
+  }
+}
+
 TEST(GpuTest, SpikeOnRandomMatricesAndRaggedBatches) {
   SKIP_WITHOUT_GPU();
   compare(Algorithm::kSpike, std::vector<std::size_t>(64, 1000), 1, BatchLayout::kStrided);

@@ -121,9 +121,10 @@ TridiagonalMatrix interleave(const TridiagonalMatrix& m, std::size_t n, std::siz
   return t;
 }
 
-// Zero couplings across system boundaries, as cuSPARSE requires.
+// Zero couplings across system boundaries, as cuSPARSE requires (whole systems only: where n
+// does not divide the rows, the rest belongs to none).
 void zero_boundaries(TridiagonalMatrix& m, std::size_t n) {
-  for (std::size_t o = 0; o < m.d.size(); o += n) {
+  for (std::size_t o = 0; o + n <= m.d.size(); o += n) {
     m.dl[o] = 0.0;
     m.du[o + n - 1] = 0.0;
   }

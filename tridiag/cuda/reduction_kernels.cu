@@ -51,12 +51,13 @@ constexpr bool is_cr(Algorithm a) {
 }
 
 // Where a block copies its next system while it solves one (4 N doubles more of shared memory,
-// so a block an SM at W = 16 and two at W = 8). H100, 2^26 unknowns: at W = 16, 38-50% of the
-// roofline without, 44-64% with; at W = 8, cr 57 -> 78%, pcr 58 -> 51% (its levels below W
-// already keep shared memory busy); at W <= 4 (4 blocks an SM without) slower.
+// so a block an SM at W = 16 and two at W = 8). H100, 2^26 unknowns, cr / cr_pcr /
+// cr_pcr_thomas: at W = 16 48 / 49 / 50% of the roofline without, 65 / 58 / 59% with; at W = 8
+// 57 / 69 / 69% without, 78 / 72 / 72% with; at W <= 4 (4 blocks an SM without) slower. pcr
+// and pcr_thomas take pcr_blocks.cu from W = 8 on.
 template <Algorithm A, int W>
 struct Plan {
-  static constexpr bool kPrefetch = W == 16 || (W == 8 && is_cr(A));
+  static constexpr bool kPrefetch = W >= 8;
   static constexpr int kBlocksPerSm = 16 / W;
   static constexpr std::size_t kBytes = Block<W>::bytes(kPrefetch);
 };
@@ -247,14 +248,18 @@ void set_limits() {
   for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
                         Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
     with_algorithm(alg, [&]<Algorithm A>() {
-      cudaFuncSetAttribute(block_reduction_kernel<A, W>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(Plan<A, W>::kBytes));
+      if constexpr (is_cr(A) || W <= 4) {
+        cudaFuncSetAttribute(block_reduction_kernel<A, W>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(Plan<A, W>::kBytes));
+      }
     });
   }
 }
 
 }  // namespace
+
+void set_pcr_block_limits();  // pcr_blocks.cu
 
 void launch_reduction_solver(Algorithm algorithm, const double* dl, const double* d,
                              const double* du, const double* f, double* x, std::size_t n,
@@ -268,8 +273,12 @@ void launch_reduction_solver(Algorithm algorithm, const double* dl, const double
   with_algorithm(algorithm, [&]<Algorithm A>() {
     if (n <= 512) return launch<A, 2>(dl, d, du, f, x, ni, count, tol, flags, s);
     if (n <= 1024) return launch<A, 4>(dl, d, du, f, x, ni, count, tol, flags, s);
-    if (n <= 2048) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
-    return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
+    if constexpr (is_cr(A)) {
+      if (n <= 2048) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+      return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
+    } else {
+      return launch_pcr_blocks(A, dl, d, du, f, x, n, count, tol, flags, stream);
+    }
   });
 }
 
@@ -278,6 +287,7 @@ void set_reduction_shared_limits() {
   set_limits<4>();
   set_limits<8>();
   set_limits<16>();
+  set_pcr_block_limits();
 }
 
 }  // namespace stripesolve::tridiag::gpu

@@ -1,0 +1,227 @@
+// pcr and pcr_thomas for strided batches of 2048 < n <= 4096 rows (and 1024 < n <= 2048): a
+// block of W = 16 (8) warps a system, blocks looping over systems and copying the next one
+// into shared memory by cp.async while they solve the current one.
+//
+// The PCR steps at distances 1 .. W / 2 run with lane t of the block's warp c holding the 8
+// consecutive rows 8 (32 c + t) + s, as in a warp's system (warp_rows.cuh): a step takes its
+// partners from the lane's own rows and, by one shuffle, from the neighbouring lanes; lanes 0
+// and 31 take those of the neighbouring warps from a small shared array of the warps' edge
+// rows instead (one block barrier a step). The steps leave the W residue classes mod W
+// independent; a transpose through shared memory (one array at a time) gives warp c the
+// class c (rows W q + c, its lane t rows q = 8 t + s), which it solves by the warp's pcr or
+// pcr_thomas. Against reduction_kernels.cu, whose steps below W read both partners of every
+// row from a shared copy and write the row back (72 bytes a row a step), shared memory here
+// carries 48 bytes a row for the transpose and the edge rows.
+// Ownership: a block owns its system; lanes own their rows in registers; shared memory is the
+// next system's copy (cp.async by every thread, read after a barrier), the edge rows (written
+// by lanes 0 and 31 of each warp, one array a step's parity), and one array for the
+// transposes and the solution, written and read between barriers (each warp's transpose array
+// of its class's solve lies in it too, between the same barriers).
+#include "tridiag/cuda/reduction_kernels.cuh"
+
+#include <cuda_runtime.h>
+
+#include "tridiag/cuda/warp_rows.cuh"
+
+namespace stripesolve::tridiag::gpu {
+
+namespace {
+
+using namespace warp;
+
+template <int W>
+struct Layout {
+  static constexpr int kLogW = W == 8 ? 3 : 4;
+  static constexpr int N = 256 * W;
+  static constexpr int kIn = N + N / 8;                // an input array (pad(r))
+  static constexpr int kOne = N + N / 8 + N / (8 * W) + 8;  // the transpose array (at(r))
+  static constexpr int kEdge = 3 * 2 * W * 8;          // a step's edge rows: a, c, f
+  static constexpr std::size_t kBytes = (4 * kIn + kOne + 2 * kEdge) * sizeof(double);
+  // Row r in the transpose array: lanes reading 8 consecutive rows each, or rows 8 W apart
+  // (a class's consecutive layout), hit distinct banks.
+  static __device__ int at(int r) { return r + (r >> 3) + (r >> (3 + kLogW)); }
+  static_assert(W * kWarpArray <= kOne);  // the warps' own transpose arrays fit in it
+};
+
+template <int W>
+__device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
+                         const double* f, std::size_t base, int n) {
+  constexpr int kIn = Layout<W>::kIn;
+  for (int r = threadIdx.x; r < n; r += 32 * W) {
+    copy_async(in + pad(r), dl + base + r);
+    copy_async(in + kIn + pad(r), d + base + r);
+    copy_async(in + 2 * kIn + pad(r), du + base + r);
+    copy_async(in + 3 * kIn + pad(r), f + base + r);
+  }
+  commit_copies();
+}
+
+// A PCR step at distance D (1 .. 8) on the block's consecutive layout; `edge`: this step's
+// array of the warps' edge rows (slot s of warp c's lane 0 at (2 c) 8 + s, lane 31 at
+// (2 c + 1) 8 + s).
+template <int W, int D>
+__device__ void pcr_step(Ctx& ctx, Rows<8>& w, double* edge) {
+  constexpr int E = 2 * W * 8;
+  const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
+  if (t == 0 || t == 31) {
+    const int side = t == 31;
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      if (side ? s >= 8 - D : s < D) {
+        const int e = (2 * c + side) * 8 + s;
+        edge[e] = w.a[s];
+        edge[E + e] = w.c[s];
+        edge[2 * E + e] = w.f[s];
+      }
+    }
+  }
+  __syncthreads();
+  auto edge_row = [&](int warp, int side, int s) {
+    const int e = (2 * warp + side) * 8 + s;
+    return Row{edge[e], edge[E + e], edge[2 * E + e]};
+  };
+  const Rows<8> old = w;
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    Row lo, hi;
+    if (s - D >= 0) {
+      lo = row_of(old, s - D);
+    } else {  // the previous lane's slot u
+      const int u = s - D + 8;
+      lo = shfl_up(old.a[u], old.c[u], old.f[u], 1);
+      if (t == 0 && c > 0) lo = edge_row(c - 1, 1, u);
+    }
+    if (s + D < 8) {
+      hi = row_of(old, s + D);
+    } else {  // the next lane's slot u
+      const int u = s + D - 8;
+      hi = shfl_down(old.a[u], old.c[u], old.f[u], 1);
+      if (t == 31 && c < W - 1) hi = edge_row(c + 1, 0, u);
+    }
+    eliminate(ctx, 8 * tid + s, w, s, lo, hi);
+  }
+}
+
+template <int W, int D = 1>
+__device__ void pcr_steps(Ctx& ctx, Rows<8>& w, double* edges) {
+  if constexpr (D < W) {
+    constexpr int kEdge = Layout<W>::kEdge;
+    pcr_step<W, D>(ctx, w, edges + (D == 1 || D == 4 || D == 16 ? 0 : kEdge));
+    pcr_steps<W, 2 * D>(ctx, w, edges);
+  }
+}
+
+template <Algorithm A, int W>
+__global__ void __launch_bounds__(32 * W, 16 / W)
+    pcr_block_kernel(const double* __restrict__ dl, const double* __restrict__ d,
+                     const double* __restrict__ du, const double* __restrict__ f,
+                     double* __restrict__ x, int n, std::size_t count, double tol,
+                     unsigned long long* flags) {
+  using L = Layout<W>;
+  constexpr int T = 32 * W;
+  extern __shared__ double sm[];
+  double* in = sm;                   // the next system: dl, d, du, f
+  double* one = in + 4 * L::kIn;     // transposes and the solution
+  double* edges = one + L::kOne;     // two steps' edge rows
+  const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
+  std::size_t sys = blockIdx.x;
+  prefetch<W>(in, dl, d, du, f, sys * n, n);
+  for (; sys < count; sys += gridDim.x) {
+    const std::size_t base = sys * n;
+    Ctx ctx{n, 1.0 / tol, W, c};
+    wait_copies();
+    __syncthreads();
+    Rows<8> w;  // row 8 tid + s in slot s, divided by its diagonal
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const int r = 8 * tid + s, p = pad(r);
+      double a = 0.0, b = 1.0, cc = 0.0, g = 0.0;
+      if (r < n) {
+        a = r > 0 ? in[p] : 0.0;
+        b = in[L::kIn + p];
+        cc = r + 1 < n ? in[2 * L::kIn + p] : 0.0;
+        g = in[3 * L::kIn + p];
+      }
+      divide(ctx, r, a, b, cc, g);
+      if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
+      if (!(isfinite(a) && isfinite(cc) && isfinite(g))) a = cc = g = 0.0;  // reported
+      w.a[s] = a;
+      w.c[s] = cc;
+      w.f[s] = g;
+    }
+    __syncthreads();  // the copy is read
+    if (sys + gridDim.x < count) prefetch<W>(in, dl, d, du, f, (sys + gridDim.x) * n, n);
+    pcr_steps<W>(ctx, w, edges);
+    // To the classes, one array at a time: warp c gets rows W (8 t + s) + c.
+    auto to_class = [&](double (&v)[8]) {
+#pragma unroll
+      for (int s = 0; s < 8; ++s) one[L::at(8 * tid + s)] = v[s];
+      __syncthreads();
+#pragma unroll
+      for (int s = 0; s < 8; ++s) v[s] = one[L::at(W * (8 * t + s) + c)];
+      __syncthreads();
+    };
+    to_class(w.a);
+    to_class(w.c);
+    to_class(w.f);
+    solve_system<A, 8>(ctx, w, one + c * kWarpArray);  // x in the class layout
+    __syncthreads();  // the warps' transpose arrays are free
+#pragma unroll
+    for (int k = 0; k < 8; ++k) one[L::at(W * (t + 32 * k) + c)] = w.f[k];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const int r = tid + k * T;
+      if (r >= n) continue;
+      const double v = one[L::at(r)];
+      if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
+      x[base + r] = v;
+    }
+    if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
+    if (ctx.bad_x != INT_MAX) {
+      atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
+    }
+    __syncthreads();  // the solution is read before the next system's transposes
+  }
+}
+
+template <Algorithm A, int W>
+void launch(const double* dl, const double* d, const double* du, const double* f, double* x,
+            int n, std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
+  const std::size_t most = std::size_t(multiprocessors()) * (16 / W);
+  const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
+  pcr_block_kernel<A, W><<<blocks, 32 * W, Layout<W>::kBytes, s>>>(dl, d, du, f, x, n, count,
+                                                                  tol, flags);
+}
+
+template <int W>
+void set_limits() {
+  const int bytes = static_cast<int>(Layout<W>::kBytes);
+  cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcr, W>,
+                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcrThomas, W>,
+                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+}  // namespace
+
+void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d,
+                       const double* du, const double* f, double* x, std::size_t n,
+                       std::size_t count, double tol, unsigned long long* flags,
+                       void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  const int ni = static_cast<int>(n);
+  auto go = [&]<Algorithm A>() {
+    if (n <= 2048) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+    return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
+  };
+  if (algorithm == Algorithm::kPcr) return go.template operator()<Algorithm::kPcr>();
+  return go.template operator()<Algorithm::kPcrThomas>();
+}
+
+void set_pcr_block_limits() {
+  set_limits<8>();
+  set_limits<16>();
+}
+
+}  // namespace stripesolve::tridiag::gpu

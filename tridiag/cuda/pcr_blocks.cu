@@ -60,7 +60,7 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
 // array of the warps' edge rows (slot s of warp c's lane 0 at (2 c) 8 + s, lane 31 at
 // (2 c + 1) 8 + s).
 template <int W, int D>
-__device__ void pcr_step(Ctx& ctx, Rows<8>& w, double* edge) {
+__device__ void pcr_step(auto& ctx, Rows<8>& w, double* edge) {
   constexpr int E = 2 * W * 8;
   const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
   if (t == 0 || t == 31) {
@@ -103,7 +103,7 @@ __device__ void pcr_step(Ctx& ctx, Rows<8>& w, double* edge) {
 }
 
 template <int W, int D = 1>
-__device__ void pcr_steps(Ctx& ctx, Rows<8>& w, double* edges) {
+__device__ void pcr_steps(auto& ctx, Rows<8>& w, double* edges) {
   if constexpr (D < W) {
     constexpr int kEdge = Layout<W>::kEdge;
     pcr_step<W, D>(ctx, w, edges + (D == 1 || D == 4 || D == 16 ? 0 : kEdge));
@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   prefetch<W>(in, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += gridDim.x) {
     const std::size_t base = sys * n;
-    Ctx ctx{n, 1.0 / tol, W, c};
+    Ctx<> ctx{n, 1.0 / tol, W, c};
     wait_copies();
     __syncthreads();
     Rows<8> w;  // row 8 tid + s in slot s, divided by its diagonal

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   if constexpr (kPrefetch) prefetch<W>(in, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += gridDim.x) {
     const std::size_t base = sys * n;
-    Ctx ctx{n, 1.0 / tol, W, c};
+    Ctx<kCr && W == 16> ctx{n, 1.0 / tol, W, c};
     if constexpr (kPrefetch) {
       wait_copies();
       __syncthreads();

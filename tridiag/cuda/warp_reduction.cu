@@ -35,7 +35,7 @@ __device__ void prefetch(double* buf, const double* dl, const double* d, const d
 }
 
 template <int M>
-__device__ void load_rows(Ctx& ctx, const double* buf, Rows<M>& w) {
+__device__ void load_rows(auto& ctx, const double* buf, Rows<M>& w) {
   const int t = threadIdx.x & 31;
 #pragma unroll
   for (int s = 0; s < M; ++s) {
@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
   std::size_t sys = std::size_t(blockIdx.x) * kWarps + warp;
   if (sys < count) prefetch(buf, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += stride) {
-    Ctx ctx{n, 1.0 / tol, 1, 0};
+    Ctx<> ctx{n, 1.0 / tol, 1, 0};
     wait_copies();
     __syncwarp();
     Rows<M> w;

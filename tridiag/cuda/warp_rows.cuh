@@ -27,6 +27,7 @@
 #pragma once
 
 #include <climits>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -46,7 +47,16 @@ constexpr int kWarpArray = 256 + 32;  // doubles such an array takes (pad(255) +
 // What a lane reports, and where the rows of the warp's system are in the whole system: row q
 // of the warp's system is row q stride + offset (one warp a system: 1 and 0; a class of a
 // block's system: W and the warp).
+// kIntegerTest: the pivot test compares high words (1 / tol to 20 bits of mantissa) by
+// integer instructions instead of FP64 comparisons. H100, 2^26 unknowns, in every kernel:
+// cr_pcr and cr_pcr_thomas at n = 4096 (16-warp blocks) 59.5% of the roofline -> 63.9%, but
+// at n = 1024 78% -> 64% and pcr at 256 83% -> 78% (other registers and schedules); so only
+// the CR family's 16-warp blocks take it (62.9% and 63.1% then). Keep the test inline in
+// divide(): as a member function returning bool it cost the warp kernels 10% more
+// instructions (selects and byte permutes instead of one integer minimum).
+template <bool kIntegerTest = false>
 struct Ctx {
+  static constexpr bool kInteger = kIntegerTest;
   int n;
   double inv_tol;  // 1 / the pivot tolerance
   int stride, offset;
@@ -79,20 +89,27 @@ __device__ __forceinline__ Row row_of(const Rows<M>& w, int s) {
 
 // Divides a row (a, b, c, f) by its pivot b and tests it: b zero, not finite or tiny against
 // the row (|b| <= tol max(|a|, |c|)) leaves |a| or |c| >= 1 / tol, or a NaN (reciprocal() of 0
-// or infinity is NaN). Two comparisons after the division.
-__device__ __forceinline__ void divide(Ctx& ctx, int row, double& a, double b, double& c,
+// or infinity is NaN): two comparisons after the division (Ctx::kInteger: of high words).
+__device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, double& c,
                                        double& f) {
   const double r = reciprocal(b);
   a *= r;
   c *= r;
   f *= r;
-  if (!(fabs(a) < ctx.inv_tol && fabs(c) < ctx.inv_tol)) ctx.bad = min(ctx.bad, row);
+  if constexpr (std::remove_cvref_t<decltype(ctx)>::kInteger) {
+    const unsigned ha = high_word(a) & 0x7fffffffu, hc = high_word(c) & 0x7fffffffu;
+    if ((ha > hc ? ha : hc) >= (high_word(ctx.inv_tol) & 0x7fffffffu)) {
+      ctx.bad = min(ctx.bad, row);
+    }
+  } else if (!(fabs(a) < ctx.inv_tol && fabs(c) < ctx.inv_tol)) {
+    ctx.bad = min(ctx.bad, row);
+  }
 }
 
 // Eliminates slot s's partners lo (row r - d) and hi (row r + d): its couplings then reach
 // r - 2d and r + 2d.
 template <int M>
-__device__ __forceinline__ void eliminate(Ctx& ctx, int row, Rows<M>& w, int s, const Row& lo,
+__device__ __forceinline__ void eliminate(auto& ctx, int row, Rows<M>& w, int s, const Row& lo,
                                           const Row& hi) {
   const double a = w.a[s], c = w.c[s];
   const double b = 1.0 - a * lo.c - c * hi.a;
@@ -108,7 +125,7 @@ __device__ __forceinline__ void eliminate(Ctx& ctx, int row, Rows<M>& w, int s, 
 // A PCR step at distance D < R (in the rows held): within the lane, and the lane's D first and
 // last rows from the neighbouring lanes.
 template <int M, int S, int D>
-__device__ void pcr_step_within(Ctx& ctx, Rows<M>& w) {
+__device__ void pcr_step_within(auto& ctx, Rows<M>& w) {
   constexpr int R = M / S;
   const int t = threadIdx.x & 31;
   if constexpr (2 * D == R) {  // pairs (k, k + D), one at a time: fewer registers live
@@ -141,7 +158,7 @@ __device__ void pcr_step_within(Ctx& ctx, Rows<M>& w) {
 
 // A PCR step at distance g lanes: partners in lanes t - g and t + g, same slot.
 template <int M, int S>
-__device__ void pcr_step_across(Ctx& ctx, Rows<M>& w, int g) {
+__device__ void pcr_step_across(auto& ctx, Rows<M>& w, int g) {
   const int t = threadIdx.x & 31;
 #pragma unroll
   for (int s = S - 1; s < M; s += S) {
@@ -153,7 +170,7 @@ __device__ void pcr_step_across(Ctx& ctx, Rows<M>& w, int g) {
 
 // PCR steps at distances 1 .. R / 2 within the lanes.
 template <int M, int S, int D = 1>
-__device__ void pcr_within_lanes(Ctx& ctx, Rows<M>& w) {
+__device__ void pcr_within_lanes(auto& ctx, Rows<M>& w) {
   if constexpr (D < M / S) {
     pcr_step_within<M, S, D>(ctx, w);
     pcr_within_lanes<M, S, 2 * D>(ctx, w);
@@ -165,7 +182,7 @@ __device__ void pcr_within_lanes(Ctx& ctx, Rows<M>& w) {
 // CR level h = H (in slots) within the lanes: targets s = 2H - 1 mod 2H, partners s -+ H; the
 // last target's upper partner is the next lane's slot H - 1.
 template <int M, int H>
-__device__ void cr_down_within(Ctx& ctx, Rows<M>& w) {
+__device__ void cr_down_within(auto& ctx, Rows<M>& w) {
   const int t = threadIdx.x & 31;
   const Row next = shfl_down(w.a[H - 1], w.c[H - 1], w.f[H - 1], 1);
 #pragma unroll
@@ -188,7 +205,7 @@ __device__ void cr_up_within(Rows<M>& w, double x_prev) {
 
 // CR level at distance g lanes on the lanes' last rows: lanes t = 2g - 1 mod 2g eliminate.
 template <int M>
-__device__ void cr_down_across(Ctx& ctx, Rows<M>& w, int g) {
+__device__ void cr_down_across(auto& ctx, Rows<M>& w, int g) {
   const int t = threadIdx.x & 31;
   constexpr int s = M - 1;
   const Row lo = shfl_up(w.a[s], w.c[s], w.f[s], g);
@@ -207,7 +224,7 @@ __device__ void cr_up_across(Rows<M>& w, int g) {
 // `Levels` CR levels within the lanes from slot distance H on, then `middle` on the rows left
 // (slots H' - 1 mod H', H' = H 2^Levels: it solves them, x in f), then the back-substitution.
 template <int M, int H, int Levels, typename Middle>
-__device__ void cr_within_lanes(Ctx& ctx, Rows<M>& w, Middle middle) {
+__device__ void cr_within_lanes(auto& ctx, Rows<M>& w, Middle middle) {
   if constexpr (Levels > 0) {
     cr_down_within<M, H>(ctx, w);
     cr_within_lanes<M, 2 * H, Levels - 1>(ctx, w, middle);
@@ -235,7 +252,7 @@ __device__ void transpose(double* tmp, double (&v)[M]) {
 
 // PCR steps at slot distances D .. M / 2 within the lane (class layout): each row alone after.
 template <int M, int D = 1>
-__device__ void pcr_in_class(Ctx& ctx, Rows<M>& w) {
+__device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
   if constexpr (D < M) {
     const int t = threadIdx.x & 31;
     const Rows<M> old = w;
@@ -252,7 +269,7 @@ __device__ void pcr_in_class(Ctx& ctx, Rows<M>& w) {
 // Thomas on the lane's class (its slots an independent system once the couplings reach 32
 // rows): x in f.
 template <int M>
-__device__ void thomas_in_class(Ctx& ctx, Rows<M>& w) {
+__device__ void thomas_in_class(auto& ctx, Rows<M>& w) {
   const int t = threadIdx.x & 31;
   double cp[M];
   double prev_c = 0.0, prev_f = 0.0;
@@ -273,7 +290,7 @@ __device__ void thomas_in_class(Ctx& ctx, Rows<M>& w) {
 // layout (returns true) or the consecutive one (false).
 
 template <int M>
-__device__ void pcr_to_classes(Ctx& ctx, Rows<M>& w, double* tmp) {
+__device__ void pcr_to_classes(auto& ctx, Rows<M>& w, double* tmp) {
   pcr_within_lanes<M, 1>(ctx, w);             // distances 1 .. M / 2
   for (int g = 1; g < 32 / M; g *= 2) pcr_step_across<M, 1>(ctx, w, g);  // M .. 16
   if constexpr (M > 1) {
@@ -284,7 +301,7 @@ __device__ void pcr_to_classes(Ctx& ctx, Rows<M>& w, double* tmp) {
 }
 
 template <Algorithm A, int M>
-__device__ bool solve_system(Ctx& ctx, Rows<M>& w, double* tmp) {
+__device__ bool solve_system(auto& ctx, Rows<M>& w, double* tmp) {
   constexpr int kLogM = M == 8 ? 3 : M == 4 ? 2 : M == 2 ? 1 : 0;
   if constexpr (A == Algorithm::kPcr || A == Algorithm::kPcrThomas) {
     pcr_to_classes(ctx, w, tmp);

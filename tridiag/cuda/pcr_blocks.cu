@@ -7,16 +7,16 @@
 // partners from the lane's own rows and, by one shuffle, from the neighbouring lanes; lanes 0
 // and 31 take those of the neighbouring warps from a small shared array of the warps' edge
 // rows instead (one block barrier a step). The steps leave the W residue classes mod W
-// independent; a transpose through shared memory (one array at a time) gives warp c the
-// class c (rows W q + c, its lane t rows q = 8 t + s), which it solves by the warp's pcr or
-// pcr_thomas. Against reduction_kernels.cu, whose steps below W read both partners of every
-// row from a shared copy and write the row back (72 bytes a row a step), shared memory here
-// carries 48 bytes a row for the transpose and the edge rows.
+// independent; a transpose through shared memory (the space of the input's copy, whose next
+// copy starts after it) gives warp c the class c (rows W q + c, its lane t rows q = 8 t + s),
+// which it solves by the warp's pcr or pcr_thomas. Against reduction_kernels.cu, whose steps
+// below W read both partners of every row from a shared copy and write the row back (72 bytes
+// a row a step), shared memory here carries 48 bytes a row for the transpose and the edges.
 // Ownership: a block owns its system; lanes own their rows in registers; shared memory is the
-// next system's copy (cp.async by every thread, read after a barrier), the edge rows (written
-// by lanes 0 and 31 of each warp, one array a step's parity), and one array for the
-// transposes and the solution, written and read between barriers (each warp's transpose array
-// of its class's solve lies in it too, between the same barriers).
+// next system's copy (cp.async by every thread, read after a barrier; between its reads and
+// the next copy, the transpose to the classes), the edge rows (written by lanes 0 and 31 of
+// each warp, one array a step's parity), and one array holding each warp's transpose array
+// for its class's solve, then the solution, written and read between barriers.
 #include "tridiag/cuda/reduction_kernels.cuh"
 
 #include <cuda_runtime.h>
@@ -41,6 +41,7 @@ struct Layout {
   // (a class's consecutive layout), hit distinct banks.
   static __device__ int at(int r) { return r + (r >> 3) + (r >> (3 + kLogW)); }
   static_assert(W * kWarpArray <= kOne);  // the warps' own transpose arrays fit in it
+  static_assert(3 * kOne <= 4 * kIn);     // the transpose to the classes fits the copy's space
 };
 
 template <int W>
@@ -121,7 +122,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   constexpr int T = 32 * W;
   extern __shared__ double sm[];
   double* in = sm;                   // the next system: dl, d, du, f
-  double* one = in + 4 * L::kIn;     // transposes and the solution
+  double* one = in + 4 * L::kIn;     // the warps' transpose arrays, then the solution
   double* edges = one + L::kOne;     // two steps' edge rows
   const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
   std::size_t sys = blockIdx.x;
@@ -149,21 +150,25 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
       w.c[s] = cc;
       w.f[s] = g;
     }
-    __syncthreads();  // the copy is read
+    pcr_steps<W>(ctx, w, edges);  // its barriers also end the reads of the copy
+    // To the classes through the copy's space: warp c gets rows W (8 t + s) + c.
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const int p = L::at(8 * tid + s);
+      in[p] = w.a[s];
+      in[L::kOne + p] = w.c[s];
+      in[2 * L::kOne + p] = w.f[s];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < 8; ++s) {
+      const int p = L::at(W * (8 * t + s) + c);
+      w.a[s] = in[p];
+      w.c[s] = in[L::kOne + p];
+      w.f[s] = in[2 * L::kOne + p];
+    }
+    __syncthreads();  // read before the next system's copy overwrites it
     if (sys + gridDim.x < count) prefetch<W>(in, dl, d, du, f, (sys + gridDim.x) * n, n);
-    pcr_steps<W>(ctx, w, edges);
-    // To the classes, one array at a time: warp c gets rows W (8 t + s) + c.
-    auto to_class = [&](double (&v)[8]) {
-#pragma unroll
-      for (int s = 0; s < 8; ++s) one[L::at(8 * tid + s)] = v[s];
-      __syncthreads();
-#pragma unroll
-      for (int s = 0; s < 8; ++s) v[s] = one[L::at(W * (8 * t + s) + c)];
-      __syncthreads();
-    };
-    to_class(w.a);
-    to_class(w.c);
-    to_class(w.f);
     solve_system<A, 8>(ctx, w, one + c * kWarpArray);  // x in the class layout
     __syncthreads();  // the warps' transpose arrays are free
 #pragma unroll
@@ -181,7 +186,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
     if (ctx.bad_x != INT_MAX) {
       atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
     }
-    __syncthreads();  // the solution is read before the next system's transposes
+    // The next system's barriers come before anyone writes `one` again.
   }
 }
 

@@ -112,8 +112,9 @@ template <int M>
 __device__ __forceinline__ void eliminate(auto& ctx, int row, Rows<M>& w, int s, const Row& lo,
                                           const Row& hi) {
   const double a = w.a[s], c = w.c[s];
-  const double b = 1.0 - a * lo.c - c * hi.a;
-  double na = -a * lo.a, nc = -c * hi.c, nf = w.f[s] - a * lo.f - c * hi.f;
+  // Fused, with the signs on the operands: no separate negations or subtractions.
+  const double b = fma(-c, hi.a, fma(-a, lo.c, 1.0));
+  double na = (-a) * lo.a, nc = (-c) * hi.c, nf = fma(-c, hi.f, fma(-a, lo.f, w.f[s]));
   divide(ctx, row, na, b, nc, nf);
   w.a[s] = na;
   w.c[s] = nc;

@@ -5,15 +5,16 @@
 // The levels below W split a block's system into its W residue classes mod W, each a
 // tridiagonal system of 256 rows that one warp then solves in its registers (warp_rows.cuh):
 //   pcr, pcr_thomas  PCR steps at distances 1 .. W / 2 over the whole system, then warp c
-//                    solves class c (rows W q + c) by the warp's pcr or pcr_thomas;
+//                    solves class c (rows W q + c) by the warp's pcr or pcr_thomas (here for
+//                    W <= 4; from W = 8 on, pcr_blocks.cu, whose steps below W use shuffles);
 //   cr, cr_pcr, cr_pcr_thomas
 //                    CR levels 1 .. W / 2 leave the class W - 1, which warp W - 1 solves by the
 //                    warp's cr, cr_pcr or cr_pcr_thomas (CR down to 64 rows holds for the
 //                    whole system), then the back-substitution of the levels below W.
 // Warp c holds rows W (8 t + s) + c in lane t (the class's consecutive layout) from the start.
 // The levels below W take their partners from a shared copy of the rows (a, c, f, each divided
-// by its diagonal), with two block barriers a level; the solution goes back through the same
-// memory, so that loads and stores are coalesced.
+// by its diagonal), with two block barriers a PCR step and one a CR level; the solution goes
+// back through the same memory, so that loads and stores are coalesced.
 // Ownership: a block owns its system, each warp its class's rows in registers (only its lanes
 // write them, and their copies in shared memory); shared memory is written between barriers by
 // the threads whose rows it holds, or by the warp that uses a part as its transpose array.

@@ -178,14 +178,9 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
     for (int k = 0; k < 8; ++k) {
       const int r = tid + k * T;
       if (r >= n) continue;
-      const double v = one[L::at(r)];
-      if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
-      x[base + r] = v;
+      store_x(ctx, x, base, r, one[L::at(r)]);
     }
-    if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
-    if (ctx.bad_x != INT_MAX) {
-      atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
-    }
+    report(ctx, flags, base);
     // The next system's barriers come before anyone writes `one` again.
   }
 }

@@ -87,14 +87,9 @@ __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
     for (int s = 0; s < M; ++s) {
       const int r = t + 32 * s;
       if (r >= n) continue;
-      const double v = w.f[s];
-      if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
-      x[base + r] = v;
+      store_x(ctx, x, base, r, w.f[s]);
     }
-    if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
-    if (ctx.bad_x != INT_MAX) {
-      atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
-    }
+    report(ctx, flags, base);
   }
 }
 

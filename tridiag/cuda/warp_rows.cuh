@@ -106,6 +106,23 @@ __device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, 
   }
 }
 
+// Stores the solution's row r of the system at `base`, noting a non-finite value.
+__device__ __forceinline__ void store_x(auto& ctx, double* x, std::size_t base, int r,
+                                        double v) {
+  if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
+  x[base + r] = v;
+}
+
+// Reports the lane's smallest failed rows of the system at `base`: pivots in flags[0],
+// non-finite values in flags[1].
+__device__ __forceinline__ void report(const auto& ctx, unsigned long long* flags,
+                                       std::size_t base) {
+  if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
+  if (ctx.bad_x != INT_MAX) {
+    atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
+  }
+}
+
 // Eliminates slot s's partners lo (row r - d) and hi (row r + d): its couplings then reach
 // r - 2d and r + 2d.
 template <int M>

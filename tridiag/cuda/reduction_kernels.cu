@@ -42,26 +42,19 @@ struct Block {
   static_assert(W * kWarpArray <= 2 * P);  // the warps' transpose arrays fit two arrays
   // Row r's place in an array: lanes of a warp, 8 W rows apart, hit distinct banks.
   static __device__ int at(int r) { return r + (r >> (3 + kLogW)); }
-  static constexpr std::size_t bytes(bool prefetch) {
-    return (3 * P + (prefetch ? 4 * N : 0)) * sizeof(double);
-  }
+  // From W = 8 on (only the CR family: pcr and pcr_thomas take pcr_blocks.cu there), a block
+  // copies its next system while it solves one: 4 N doubles more of shared memory, so a block
+  // an SM at W = 16 and two at W = 8. H100, 2^26 unknowns, cr / cr_pcr / cr_pcr_thomas: at
+  // W = 16 48 / 49 / 50% of the roofline without, 65 / 58 / 59% with; at W = 8 57 / 69 / 69%
+  // without, 78 / 72 / 72% with; at W <= 4 (4 blocks an SM without) slower.
+  static constexpr bool kPrefetch = W >= 8;
+  static constexpr int kBlocksPerSm = 16 / W;
+  static constexpr std::size_t kBytes = (3 * P + (kPrefetch ? 4 * N : 0)) * sizeof(double);
 };
 
 constexpr bool is_cr(Algorithm a) {
   return a == Algorithm::kCr || a == Algorithm::kCrPcr || a == Algorithm::kCrPcrThomas;
 }
-
-// Where a block copies its next system while it solves one (4 N doubles more of shared memory,
-// so a block an SM at W = 16 and two at W = 8). H100, 2^26 unknowns, cr / cr_pcr /
-// cr_pcr_thomas: at W = 16 48 / 49 / 50% of the roofline without, 65 / 58 / 59% with; at W = 8
-// 57 / 69 / 69% without, 78 / 72 / 72% with; at W <= 4 (4 blocks an SM without) slower. pcr
-// and pcr_thomas take pcr_blocks.cu from W = 8 on.
-template <Algorithm A, int W>
-struct Plan {
-  static constexpr bool kPrefetch = W >= 8;
-  static constexpr int kBlocksPerSm = 16 / W;
-  static constexpr std::size_t kBytes = Block<W>::bytes(kPrefetch);
-};
 
 // Row q's values in the shared copy; rows outside [0, N) read a row at the edge, finite, whose
 // coefficient in the caller is zero.
@@ -100,7 +93,7 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
   commit_copies();
 }
 
-// A block a system, or with Plan::kPrefetch system after system (a grid of kBlocksPerSm an
+// A block a system, or with Block::kPrefetch system after system (a grid of kBlocksPerSm an
 // SM), copying the next one into shared memory (4 N doubles after the 3 P of the rows) while it
 // solves the current one.
 template <Algorithm A, int W>
@@ -111,7 +104,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
                            unsigned long long* flags) {
   using B = Block<W>;
   constexpr int T = 32 * W, M = kRowsPerLane;
-  constexpr bool kCr = is_cr(A), kPrefetch = Plan<A, W>::kPrefetch;
+  constexpr bool kCr = is_cr(A), kPrefetch = B::kPrefetch;
   extern __shared__ double sm[];
   double* in = sm + 3 * B::P;  // kPrefetch: the next system's dl, d, du, f
   const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
@@ -231,7 +224,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 template <Algorithm A, int W>
 void launch(const double* dl, const double* d, const double* du, const double* f, double* x,
             int n, std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
-  using P = Plan<A, W>;
+  using P = Block<W>;
   const std::size_t most =
       P::kPrefetch ? std::size_t(multiprocessors()) * P::kBlocksPerSm : count;
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
@@ -247,7 +240,7 @@ void set_limits() {
       if constexpr (is_cr(A) || W <= 4) {
         cudaFuncSetAttribute(block_reduction_kernel<A, W>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(Plan<A, W>::kBytes));
+                             static_cast<int>(Block<W>::kBytes));
       }
     });
   }

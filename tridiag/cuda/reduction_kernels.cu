@@ -56,7 +56,7 @@ constexpr bool is_cr(Algorithm a) {
   return a == Algorithm::kCr || a == Algorithm::kCrPcr || a == Algorithm::kCrPcrThomas;
 }
 
-// Row q's values in the shared copy; rows outside [0, N) read a row at the edge, finite, whose
+// Row r's values in the shared copy; rows outside [0, N) read a row at the edge, finite, whose
 // coefficient in the caller is zero.
 template <int W>
 __device__ Row shared_row(const double* s, int r) {
@@ -75,7 +75,8 @@ __device__ void store_row(double* s, int r, double a, double c, double f) {
   s[2 * B::P + p] = f;
 }
 
-// Row r of system `sys` from global memory into the shared input copy (rows < n), async.
+// Every row of the system at `base` from global memory into the shared input copy (rows < n),
+// asynchronously.
 template <int W>
 __device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
                          const double* f, std::size_t base, int n) {

@@ -22,7 +22,7 @@ constexpr int kArrays = 5;       // dl, d, du, f, and one for the transposes
 
 // ---- Loads and stores.
 
-// Starts copying system `sys` into the warp's buffer (rows < n).
+// Starts copying the system at `base` into the warp's buffer (rows < n).
 __device__ void prefetch(double* buf, const double* dl, const double* d, const double* du,
                          const double* f, std::size_t base, int n) {
   for (int r = threadIdx.x & 31; r < n; r += 32) {

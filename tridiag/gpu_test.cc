@@ -87,7 +87,7 @@ TEST(GpuTest, ReductionBlocksLoopingOverSystems) {
   SKIP_WITHOUT_GPU();
   for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
                         Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
-    for (std::size_t n : {1500, 2048, 3000, 4096}) {
+    for (std::size_t n : {1500, 2048, 3000, 3001, 4096}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
       compare(alg, std::vector<std::size_t>(700, n), 0, BatchLayout::kStrided);
     }
@@ -242,7 +242,8 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
   SKIP_WITHOUT_GPU();
   const std::size_t count = 4;
   const std::pair<std::size_t, std::size_t> cases[] = {
-      {5, 0}, {100, 37}, {256, 7}, {256, 8}, {256, 255}, {1000, 511}, {4096, 4095}};
+      {5, 0},      {100, 37},   {256, 7},    {256, 8},    {256, 255},
+      {1000, 511}, {3001, 1234}, {3001, 3000}, {4096, 0}, {4096, 2303}, {4096, 4095}};
   for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
                         Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
     for (auto [n, bad_row] : cases) {

@@ -250,6 +250,7 @@ void set_limits() {
 }  // namespace
 
 void set_pcr_block_limits();  // pcr_blocks.cu
+void set_pcr_4096_limits();   // pcr_4096.cu
 
 void launch_reduction_solver(Algorithm algorithm, const double* dl, const double* d,
                              const double* du, const double* f, double* x, std::size_t n,
@@ -266,8 +267,10 @@ void launch_reduction_solver(Algorithm algorithm, const double* dl, const double
     if constexpr (is_cr(A)) {
       if (n <= 2048) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
       return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
-    } else {
+    } else if (n <= 2048) {
       return launch_pcr_blocks(A, dl, d, du, f, x, n, count, tol, flags, stream);
+    } else {
+      return launch_pcr_4096(A, dl, d, du, f, x, n, count, tol, flags, stream);
     }
   });
 }
@@ -278,6 +281,7 @@ void set_reduction_shared_limits() {
   set_limits<8>();
   set_limits<16>();
   set_pcr_block_limits();
+  set_pcr_4096_limits();
 }
 
 }  // namespace stripesolve::tridiag::gpu

@@ -16,6 +16,10 @@
 // Two transposes through shared memory change the layouts. Against pcr_blocks.cu (8 rows a
 // thread, 16 warps), shared memory and shuffles carry about 250 bytes a row instead of 400,
 // the pipe that limited it. The solution is in the class layout, whose stores coalesce.
+// The rows hold their couplings negated: x[r] = f + A x[r - d] + C x[r + d], A = -a and C = -c,
+// so that an elimination negates each of A and C once, which FP64 instructions take as an operand
+// modifier. (With a and c, nvcc computed -a and -c once for their three uses each, by DADD on
+// the FP64 pipe: 232 of pcr's 3150 FP64 instructions a thread.)
 // Ownership: a block owns its system; threads own their rows in registers; shared memory is the
 // next system's copy (cp.async by every thread, read after a barrier, refilled after the first
 // level's barrier), the edge rows (written by lanes 0 and 31 of each warp, one array a level's
@@ -111,6 +115,8 @@ __device__ void load_rows(auto& ctx, const double* in, Rows<M>& w) {
         c = r + 1 < n ? (h ? c2.y : c2.x) : 0.0;
         g = h ? f2.y : f2.x;
       }
+      a = -a;
+      c = -c;
       divide(ctx, r, a, b, c, g);
       if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
       if (!(isfinite(a) && isfinite(c) && isfinite(g))) a = c = g = 0.0;  // reported
@@ -119,6 +125,77 @@ __device__ void load_rows(auto& ctx, const double* in, Rows<M>& w) {
       w.f[s] = g;
     }
   }
+}
+
+// Eliminates slot s's partners lo (row r - d) and hi (row r + d), negated couplings: its
+// couplings then reach r - 2d and r + 2d. kLo, kHi: whether the partner is in the system (else
+// the slot's coupling to it is zero, and so is its part).
+template <bool kLo = true, bool kHi = true>
+__device__ __forceinline__ void eliminate_negated(auto& ctx, int row, Rows<M>& w, int s,
+                                                  const Row& lo, const Row& hi) {
+  const double A = w.a[s], C = w.c[s];
+  double b = 1.0, na = 0.0, nc = 0.0, nf = w.f[s];
+  if constexpr (kHi) {
+    b = fma(-C, hi.a, b);
+    nc = C * hi.c;
+    nf = fma(C, hi.f, nf);
+  }
+  if constexpr (kLo) {
+    b = fma(-A, lo.c, b);
+    na = A * lo.a;
+    nf = fma(A, lo.f, nf);
+  }
+  const double r = reciprocal(b);
+  na = kLo ? na * r : 0.0;
+  nc = kHi ? nc * r : 0.0;
+  nf *= r;
+  // divide()'s pivot test (warp_rows.cuh); a zero pivot leaves r and so nc or na NaN.
+  if (!(fabs(na) < ctx.inv_tol && fabs(nc) < ctx.inv_tol)) ctx.bad = min(ctx.bad, row);
+  w.a[s] = na;
+  w.c[s] = nc;
+  w.f[s] = nf;
+}
+
+// PCR levels at slot distances 1 .. 8 on the class layout (slots 256 rows apart): partners
+// beyond the slots are outside the system. Each row alone after them.
+template <int D = 1>
+__device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
+  if constexpr (D < M) {
+    const Rows<M> old = w;
+#pragma unroll
+    for (int s = 0; s < M; ++s) {
+      const Row lo = s >= D ? row_of(old, s - D) : Row{};
+      const Row hi = s + D < M ? row_of(old, s + D) : Row{};
+      const int row = ClassRow{}(s);
+      if (s < D) {
+        eliminate_negated<false, true>(ctx, row, w, s, lo, hi);
+      } else if (s + D >= M) {
+        eliminate_negated<true, false>(ctx, row, w, s, lo, hi);
+      } else {
+        eliminate_negated(ctx, row, w, s, lo, hi);
+      }
+    }
+    pcr_in_class<2 * D>(ctx, w);
+  }
+}
+
+// Thomas on the class (its slots an independent system after 8 levels), negated couplings:
+// x[s] = f + A x[s - 1] + C x[s + 1]. x in f.
+__device__ void thomas_in_class(auto& ctx, Rows<M>& w) {
+  double cp[M];  // C / the pivot
+  double prev_c = 0.0, prev_f = 0.0;
+#pragma unroll
+  for (int s = 0; s < M; ++s) {
+    const double A = w.a[s];
+    double a = A, c = s + 1 < M ? w.c[s] : 0.0, f = fma(A, prev_f, w.f[s]);
+    divide(ctx, ClassRow{}(s), a, fma(-A, prev_c, 1.0), c, f);  // a: only for the test's scale
+    cp[s] = c;
+    prev_c = c;
+    prev_f = f;
+    w.f[s] = f;
+  }
+#pragma unroll
+  for (int s = M - 2; s >= 0; --s) w.f[s] = fma(cp[s], w.f[s + 1], w.f[s]);
 }
 
 // A PCR level at a distance of D slots, the slots holding rows at unit distance in the level's
@@ -163,7 +240,7 @@ __device__ void pcr_level(auto& ctx, Rows<M>& w, double* edge, auto row) {
     for (int s = k; s < M; s += D) {
       const Row own = row_of(w, s);
       const Row hi = s + D < M ? row_of(w, s + D) : next;
-      eliminate(ctx, row(s), w, s, lo, hi);
+      eliminate_negated(ctx, row(s), w, s, lo, hi);
       lo = own;
     }
   }
@@ -235,9 +312,9 @@ __global__ void __launch_bounds__(T, 1)
     pcr_levels<false>(ctx, w, edges, MiddleRow{});
     transpose(w, one, one + kOne, MiddleRow{}, ClassRow{});
     if constexpr (A == Algorithm::kPcr) {
-      pcr_in_class(ctx, w, ClassRow{});
+      pcr_in_class(ctx, w);
     } else {
-      thomas_in_class(ctx, w, ClassRow{});
+      thomas_in_class(ctx, w);
     }
 #pragma unroll
     for (int s = 0; s < M; ++s) {

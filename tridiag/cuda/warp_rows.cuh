@@ -268,53 +268,40 @@ __device__ void transpose(double* tmp, double (&v)[M]) {
   __syncwarp();
 }
 
-// PCR steps at slot distances D .. kEnd / 2 within the lane (class layout): each row alone
-// after them all (kEnd = M), else the slots k mod kEnd. `row(s)`: the row slot s holds.
-template <int M, int D = 1, int kEnd = M>
-__device__ void pcr_in_class(auto& ctx, Rows<M>& w, auto row) {
-  if constexpr (D < kEnd) {
+// PCR steps at slot distances D .. M / 2 within the lane (class layout): each row alone after.
+template <int M, int D = 1>
+__device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
+  if constexpr (D < M) {
+    const int t = threadIdx.x & 31;
     const Rows<M> old = w;
     const Row zero{0.0, 0.0, 0.0};
 #pragma unroll
     for (int s = 0; s < M; ++s) {
-      eliminate(ctx, row(s), w, s, s >= D ? row_of(old, s - D) : zero,
+      eliminate(ctx, ctx.row(t + 32 * s), w, s, s >= D ? row_of(old, s - D) : zero,
                 s + D < M ? row_of(old, s + D) : zero);
     }
-    pcr_in_class<M, 2 * D, kEnd>(ctx, w, row);
+    pcr_in_class<M, 2 * D>(ctx, w);
   }
-}
-template <int M>
-__device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
-  const int t = threadIdx.x & 31;
-  pcr_in_class<M>(ctx, w, [&](int s) { return ctx.row(t + 32 * s); });
 }
 
 // Thomas on the lane's class (its slots an independent system once the couplings reach 32
-// rows), or with K > 1 on the K chains of slots k mod K (independent once the couplings reach
-// K slots), side by side: x in f. `row(s)`: the row slot s holds.
-template <int M, int K = 1>
-__device__ void thomas_in_class(auto& ctx, Rows<M>& w, auto row) {
-  double cp[M];
-  double prev_c[K], prev_f[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) prev_c[k] = prev_f[k] = 0.0;
-#pragma unroll
-  for (int s = 0; s < M; ++s) {
-    const int k = s % K;
-    double a = w.a[s], c = s + K < M ? w.c[s] : 0.0, f = w.f[s] - a * prev_f[k];
-    divide(ctx, row(s), a, 1.0 - a * prev_c[k], c, f);  // a: only for the test's scale
-    cp[s] = c;
-    prev_c[k] = c;
-    prev_f[k] = f;
-    w.f[s] = f;
-  }
-#pragma unroll
-  for (int s = M - 1 - K; s >= 0; --s) w.f[s] -= cp[s] * w.f[s + K];
-}
+// rows): x in f.
 template <int M>
 __device__ void thomas_in_class(auto& ctx, Rows<M>& w) {
   const int t = threadIdx.x & 31;
-  thomas_in_class<M>(ctx, w, [&](int s) { return ctx.row(t + 32 * s); });
+  double cp[M];
+  double prev_c = 0.0, prev_f = 0.0;
+#pragma unroll
+  for (int s = 0; s < M; ++s) {
+    double a = w.a[s], c = s + 1 < M ? w.c[s] : 0.0, f = w.f[s] - a * prev_f;
+    divide(ctx, ctx.row(t + 32 * s), a, 1.0 - a * prev_c, c, f);  // a: only for the test's scale
+    cp[s] = c;
+    prev_c = c;
+    prev_f = f;
+    w.f[s] = f;
+  }
+#pragma unroll
+  for (int s = M - 2; s >= 0; --s) w.f[s] -= cp[s] * w.f[s + 1];
 }
 
 // ---- The algorithms on one system in the registers of a warp; x left in f, in the class

@@ -1,6 +1,7 @@
-// pcr and pcr_thomas for strided batches of 2048 < n <= 4096 rows (and 1024 < n <= 2048): a
-// block of W = 16 (8) warps a system, blocks looping over systems and copying the next one
-// into shared memory by cp.async while they solve the current one.
+// pcr and pcr_thomas for strided batches of 1024 < n <= 2048 rows: a block of W = 8 warps a
+// system, blocks looping over systems and copying the next one into shared memory by cp.async
+// while they solve the current one. (The code takes W = 16 too, which solved 2048 < n <= 4096
+// at 50% of the H100's copy roofline for pcr; pcr_4096.cu, at 62%, has taken those sizes.)
 //
 // The PCR steps at distances 1 .. W / 2 run with lane t of the block's warp c holding the 8
 // consecutive rows 8 (32 c + t) + s, as in a warp's system (warp_rows.cuh): a step takes its
@@ -211,17 +212,14 @@ void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d,
                        void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const int ni = static_cast<int>(n);
-  auto go = [&]<Algorithm A>() {
-    if (n <= 2048) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
-    return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
-  };
-  if (algorithm == Algorithm::kPcr) return go.template operator()<Algorithm::kPcr>();
-  return go.template operator()<Algorithm::kPcrThomas>();
+  if (algorithm == Algorithm::kPcr) {
+    return launch<Algorithm::kPcr, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+  }
+  launch<Algorithm::kPcrThomas, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
 }
 
 void set_pcr_block_limits() {
   set_limits<8>();
-  set_limits<16>();
 }
 
 }  // namespace stripesolve::tridiag::gpu

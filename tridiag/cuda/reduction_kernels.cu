@@ -6,7 +6,8 @@
 // tridiagonal system of 256 rows that one warp then solves in its registers (warp_rows.cuh):
 //   pcr, pcr_thomas  PCR steps at distances 1 .. W / 2 over the whole system, then warp c
 //                    solves class c (rows W q + c) by the warp's pcr or pcr_thomas (here for
-//                    W <= 4; from W = 8 on, pcr_blocks.cu, whose steps below W use shuffles);
+//                    W <= 4; at W = 8, pcr_blocks.cu, whose steps below W use shuffles; above
+//                    2048 rows, pcr_4096.cu, 16 rows a thread);
 //   cr, cr_pcr, cr_pcr_thomas
 //                    CR levels 1 .. W / 2 leave the class W - 1, which warp W - 1 solves by the
 //                    warp's cr, cr_pcr or cr_pcr_thomas (CR down to 64 rows holds for the
@@ -42,7 +43,7 @@ struct Block {
   static_assert(W * kWarpArray <= 2 * P);  // the warps' transpose arrays fit two arrays
   // Row r's place in an array: lanes of a warp, 8 W rows apart, hit distinct banks.
   static __device__ int at(int r) { return r + (r >> (3 + kLogW)); }
-  // From W = 8 on (only the CR family: pcr and pcr_thomas take pcr_blocks.cu there), a block
+  // From W = 8 on (only the CR family: pcr and pcr_thomas take pcr_blocks.cu, pcr_4096.cu), a block
   // copies its next system while it solves one: 4 N doubles more of shared memory, so a block
   // an SM at W = 16 and two at W = 8. H100, 2^26 unknowns, cr / cr_pcr / cr_pcr_thomas: at
   // W = 16 48 / 49 / 50% of the roofline without, 65 / 58 / 59% with; at W = 8 57 / 69 / 69%

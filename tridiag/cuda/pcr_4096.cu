@@ -94,8 +94,8 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
   commit_copies();
 }
 
-// Loads the thread's 16 consecutive rows from the copy, each divided by its diagonal; rows
-// from n on are identity rows.
+// Loads the thread's 16 consecutive rows from the copy, each divided by its diagonal, couplings
+// negated; rows from n on are identity rows.
 __device__ void load_rows(auto& ctx, const double* in, Rows<M>& w) {
   const int n = ctx.n;
 #pragma unroll

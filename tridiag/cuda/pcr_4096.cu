@@ -71,7 +71,7 @@ __device__ __forceinline__ void copy16_async(double* dst, const double* src) {
 }
 
 // Copies the system at `base` (n rows) into `in` (dl, d, du, f): 16 bytes at a time where the
-// rows pair up on 16-byte boundaries (`wide`), else 8.
+// rows pair up on 16-byte boundaries (`wide`), else 8 (pcr).
 __device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
                          const double* f, std::size_t base, int n, bool wide) {
   if (wide) {
@@ -92,6 +92,38 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
     }
   }
   commit_copies();
+}
+
+// The same in parts (pcr_thomas): parts P0 .. P1 - 1 of 4, committed with the last, each
+// thread's copies unrolled from one base address at constant offsets.
+template <int P0, int P1>
+__device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
+                         const double* f, std::size_t base, int n, bool wide) {
+  const int t = threadIdx.x;
+  if (wide) {
+    constexpr int K = N / (2 * T) / 4;  // pairs of rows a thread a part
+#pragma unroll
+    for (int k = P0 * K; k < P1 * K; ++k) {
+      const int r = 2 * t + 2 * T * k, p = in_at(2 * t) + in_at(2 * T) * k;
+      if (r >= n) break;
+      copy16_async(in + p, dl + base + r);
+      copy16_async(in + kIn + p, d + base + r);
+      copy16_async(in + 2 * kIn + p, du + base + r);
+      copy16_async(in + 3 * kIn + p, f + base + r);
+    }
+  } else {
+    constexpr int K = N / T / 4;
+#pragma unroll
+    for (int k = P0 * K; k < P1 * K; ++k) {
+      const int r = t + T * k, p = in_at(r);
+      if (r >= n) break;
+      copy_async(in + p, dl + base + r);
+      copy_async(in + kIn + p, d + base + r);
+      copy_async(in + 2 * kIn + p, du + base + r);
+      copy_async(in + 3 * kIn + p, f + base + r);
+    }
+  }
+  if constexpr (P1 == 4) commit_copies();
 }
 
 // Loads the thread's 16 consecutive rows from the copy, each divided by its diagonal, couplings
@@ -293,7 +325,11 @@ __global__ void __launch_bounds__(T, 1)
   auto aligned = [](const double* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0; };
   const bool wide = n % 2 == 0 && aligned(dl) && aligned(d) && aligned(du) && aligned(f);
   std::size_t sys = blockIdx.x;
-  prefetch(in, dl, d, du, f, sys * n, n, wide);
+  if constexpr (A == Algorithm::kPcrThomas) {
+    prefetch<0, 4>(in, dl, d, du, f, sys * n, n, wide);
+  } else {
+    prefetch(in, dl, d, du, f, sys * n, n, wide);
+  }
   for (; sys < count; sys += gridDim.x) {
     const std::size_t base = sys * n;
     Ctx<> ctx{n, 1.0 / tol, 1, 0};
@@ -301,13 +337,30 @@ __global__ void __launch_bounds__(T, 1)
     __syncthreads();
     Rows<M> w;
     load_rows(ctx, in, w);
-    pcr_level<1, true>(ctx, w, edges, ConsecutiveRow{});  // its barrier ends the copy's reads
-    if (sys + gridDim.x < count) {
-      prefetch(in, dl, d, du, f, (sys + gridDim.x) * n, n, wide);
+    // The first level's barrier ends the copy's reads. The next system's copy goes out after
+    // it; for pcr_thomas in four parts after the first four levels, so that the copies' issue
+    // (8,192 an SM a system, whose operands the load/store unit takes in turn) overlaps
+    // arithmetic. H100, n = 4096, same runs: pcr_thomas 63-65% of the roofline -> 67-69%;
+    // pcr 62-63% -> 61-62%, so it keeps one copy loop. (Which copy code a kernel takes also
+    // moves its registers: pcr_thomas with the loop for its first system spilled and ran at
+    // 59%.)
+    const bool more = sys + gridDim.x < count;
+    const std::size_t next = (sys + gridDim.x) * n;
+    constexpr bool kParts = A == Algorithm::kPcrThomas;
+    pcr_level<1, true>(ctx, w, edges, ConsecutiveRow{});
+    if (more) {
+      if constexpr (kParts) {
+        prefetch<0, 1>(in, dl, d, du, f, next, n, wide);
+      } else {
+        prefetch(in, dl, d, du, f, next, n, wide);
+      }
     }
     pcr_level<2, true>(ctx, w, edges + kEdge, ConsecutiveRow{});
+    if (kParts && more) prefetch<1, 2>(in, dl, d, du, f, next, n, wide);
     pcr_level<4, true>(ctx, w, edges, ConsecutiveRow{});
+    if (kParts && more) prefetch<2, 3>(in, dl, d, du, f, next, n, wide);
     pcr_level<8, true>(ctx, w, edges + kEdge, ConsecutiveRow{});
+    if (kParts && more) prefetch<3, 4>(in, dl, d, du, f, next, n, wide);
     transpose(w, one, one + kOne, ConsecutiveRow{}, MiddleRow{});
     pcr_levels<false>(ctx, w, edges, MiddleRow{});
     transpose(w, one, one + kOne, MiddleRow{}, ClassRow{});

@@ -70,6 +70,21 @@ __device__ __forceinline__ void copy16_async(double* dst, const double* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
 }
 
+// Copies rows i of dl, d, du and f (B = 8 bytes: one row; 16: two) to place p of the copy.
+template <int B>
+__device__ __forceinline__ void copy_rows(double* in, int p, const double* dl, const double* d,
+                                          const double* du, const double* f, std::size_t i) {
+  const double* src[4] = {dl, d, du, f};
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    if constexpr (B == 16) {
+      copy16_async(in + a * kIn + p, src[a] + i);
+    } else {
+      copy_async(in + a * kIn + p, src[a] + i);
+    }
+  }
+}
+
 // Copies the system at `base` (n rows) into `in` (dl, d, du, f): 16 bytes at a time where the
 // rows pair up on 16-byte boundaries (`wide`), else 8 (pcr).
 __device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
@@ -77,18 +92,12 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
   if (wide) {
     for (int r = 2 * threadIdx.x; r < n; r += 2 * T) {
       const int p = in_at(r);
-      copy16_async(in + p, dl + base + r);
-      copy16_async(in + kIn + p, d + base + r);
-      copy16_async(in + 2 * kIn + p, du + base + r);
-      copy16_async(in + 3 * kIn + p, f + base + r);
+      copy_rows<16>(in, p, dl, d, du, f, base + r);
     }
   } else {
     for (int r = threadIdx.x; r < n; r += T) {
       const int p = in_at(r);
-      copy_async(in + p, dl + base + r);
-      copy_async(in + kIn + p, d + base + r);
-      copy_async(in + 2 * kIn + p, du + base + r);
-      copy_async(in + 3 * kIn + p, f + base + r);
+      copy_rows<8>(in, p, dl, d, du, f, base + r);
     }
   }
   commit_copies();
@@ -106,10 +115,7 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
     for (int k = P0 * K; k < P1 * K; ++k) {
       const int r = 2 * t + 2 * T * k, p = in_at(2 * t) + in_at(2 * T) * k;
       if (r >= n) break;
-      copy16_async(in + p, dl + base + r);
-      copy16_async(in + kIn + p, d + base + r);
-      copy16_async(in + 2 * kIn + p, du + base + r);
-      copy16_async(in + 3 * kIn + p, f + base + r);
+      copy_rows<16>(in, p, dl, d, du, f, base + r);
     }
   } else {
     constexpr int K = N / T / 4;
@@ -117,10 +123,7 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
     for (int k = P0 * K; k < P1 * K; ++k) {
       const int r = t + T * k, p = in_at(r);
       if (r >= n) break;
-      copy_async(in + p, dl + base + r);
-      copy_async(in + kIn + p, d + base + r);
-      copy_async(in + 2 * kIn + p, du + base + r);
-      copy_async(in + 3 * kIn + p, f + base + r);
+      copy_rows<8>(in, p, dl, d, du, f, base + r);
     }
   }
   if constexpr (P1 == 4) commit_copies();

@@ -1,0 +1,44 @@
+#include <gtest/gtest.h>
+
+#include "gpu/devices.h"
+
+namespace stripesolve::gpu {
+namespace {
+
+TEST(DeviceBudget, ReservationsAddUpAndRelease) {
+  DeviceBudget budget;
+  budget.set_limit(1000);
+  auto a = budget.reserve(600, "dense solve");
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(budget.reserved(), 600u);
+  auto b = budget.reserve(500, "tridiagonal batch");
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(b.status().message().find("tridiagonal batch"), std::string::npos);
+  {
+    auto c = budget.reserve(400, "small");
+    ASSERT_TRUE(c.is_ok());
+    EXPECT_EQ(budget.reserved(), 1000u);
+  }
+  EXPECT_EQ(budget.reserved(), 600u);
+  DeviceBudget::Reservation moved = std::move(*a);
+  EXPECT_EQ(moved.bytes(), 600u);
+  EXPECT_EQ(budget.reserved(), 600u);
+}
+
+TEST(DeviceBudget, NoLimitAcceptsAnything) {
+  DeviceBudget budget;
+  auto a = budget.reserve(uint64_t{1} << 50, "huge");
+  EXPECT_TRUE(a.is_ok());
+}
+
+TEST(Devices, ListMatchesCount) {
+  const auto devices = list_devices();
+  EXPECT_EQ(static_cast<int>(devices.size()), device_count());
+  if (devices.empty()) GTEST_SKIP() << "no CUDA device on this host: nothing more to check";
+  EXPECT_GT(devices[0].total_memory, 0u);
+  EXPECT_FALSE(describe(devices[0]).empty());
+}
+
+}  // namespace
+}  // namespace stripesolve::gpu

@@ -1,0 +1,88 @@
+// The GPUs of this host, as the dense and tridiagonal engines see them, and the one device-memory
+// budget they share.
+//
+// No CUDA type appears here: in a build without CUDA (or on a host without a device)
+// device_count() is 0 and list_devices() is empty. Everything that calls the CUDA runtime lives
+// in gpu/cuda/ (check.h, device_buffer.h) and is included only by .cu / CUDA-enabled .cc files.
+//
+// DeviceBudget: every job that allocates device memory (a dense solve's GPU tier, a tridiagonal
+// batch) first reserves its bytes from the process-wide budget of that device, so that two jobs
+// running at once never ask the device for more than the configured budget together; a job that
+// does not fit waits or fails with kResourceExhausted naming both figures.
+//
+// Thread-safety: all functions and DeviceBudget's methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace stripesolve::gpu {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;             // "NVIDIA H100 80GB HBM3"
+  uint64_t total_memory = 0;    // bytes
+  uint64_t free_memory = 0;     // bytes, when listed
+  int multiprocessors = 0;
+  int compute_major = 0;
+  int compute_minor = 0;
+};
+
+// Whether this build has CUDA support at all.
+bool built_with_cuda();
+
+// Devices the CUDA runtime sees (0 without CUDA, without a driver or without a device).
+int device_count();
+
+// Properties of every device; empty when device_count() is 0.
+std::vector<DeviceInfo> list_devices();
+
+// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB, 78.2 GiB free)".
+std::string describe(const DeviceInfo& device);
+
+// The bytes of one device that jobs may hold at once. A reservation is released by its
+// destructor. The budget of device d is set once at daemon start (set_limit), before any job.
+class DeviceBudget {
+ public:
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(Reservation&& other) noexcept;
+    Reservation& operator=(Reservation&& other) noexcept;
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    ~Reservation();
+    uint64_t bytes() const { return bytes_; }
+
+   private:
+    friend class DeviceBudget;
+    Reservation(DeviceBudget* owner, uint64_t bytes) : owner_(owner), bytes_(bytes) {}
+    DeviceBudget* owner_ = nullptr;
+    uint64_t bytes_ = 0;
+  };
+
+  // The budget of device `device` (process-wide, created on first use with no limit set).
+  static DeviceBudget& of(int device);
+
+  // 0 = no limit of our own (the device's free memory is then the only bound).
+  void set_limit(uint64_t bytes);
+  uint64_t limit() const;
+  uint64_t reserved() const;
+
+  // Reserves `bytes` now or fails with kResourceExhausted ("<what>: needs X of device memory,
+  // Y of the Z budget are held by other jobs").
+  Result<Reservation> reserve(uint64_t bytes, const std::string& what);
+
+ private:
+  void release(uint64_t bytes);
+
+  mutable std::mutex mu_;
+  uint64_t limit_ = 0;     // guarded by mu_
+  uint64_t reserved_ = 0;  // guarded by mu_
+};
+
+}  // namespace stripesolve::gpu

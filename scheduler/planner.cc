@@ -9,10 +9,54 @@
 
 #include "base/config.h"
 #include "base/units.h"
+#include "gpu/devices.h"
 
 namespace stripesolve::scheduler {
 
+std::string_view compute_backend_name(ComputeBackend b) {
+  switch (b) {
+    case ComputeBackend::kAuto: return "auto";
+    case ComputeBackend::kCpu: return "cpu";
+    case ComputeBackend::kCuda: return "cuda";
+  }
+  return "?";
+}
+
+Result<ComputeBackend> parse_compute_backend(std::string_view name) {
+  for (ComputeBackend b : {ComputeBackend::kAuto, ComputeBackend::kCpu, ComputeBackend::kCuda}) {
+    if (compute_backend_name(b) == name) return b;
+  }
+  return Status::invalid_argument("unknown backend '" + std::string(name) +
+                                  "' (expected auto, cpu or cuda)");
+}
+
+Result<ComputeBackend> resolve_backend(const EngineConfig& c, std::vector<std::string>* warnings) {
+  const int devices = gpu::device_count();
+  if (c.backend == ComputeBackend::kCuda && devices == 0) {
+    return Status::failed_precondition(
+        gpu::built_with_cuda()
+            ? "engine.backend is cuda but no CUDA device is visible (driver, CUDA_VISIBLE_DEVICES?)"
+            : "engine.backend is cuda but this build has no CUDA support (STRIPESOLVE_HAVE_CUDA "
+              "off); use auto or cpu");
+  }
+  const ComputeBackend chosen =
+      c.backend == ComputeBackend::kAuto ? (devices > 0 ? ComputeBackend::kCuda : ComputeBackend::kCpu)
+                                         : c.backend;
+  if (warnings != nullptr && chosen == ComputeBackend::kCpu && (c.gpu_memory > 0 || c.gpus > 0)) {
+    warnings->push_back(devices == 0 ? "engine.gpus / engine.gpu_memory are set but this host has "
+                                       "no CUDA device: they are ignored, the CPU backend runs"
+                                     : "engine.gpus / engine.gpu_memory are set but engine.backend "
+                                       "is cpu: they are ignored");
+  }
+  return chosen;
+}
+
 void parse_engine_config(ConfigMap& map, EngineConfig& c) {
+  std::string backend(compute_backend_name(c.backend));
+  map.get("backend", backend);
+  auto parsed = parse_compute_backend(backend);
+  if (!parsed.is_ok()) throw ConfigError("engine.backend: " + parsed.status().message());
+  c.backend = *parsed;
   map.get_bytes("ram_budget", c.ram_budget, 64 * kKiB);
   map.get("stripe_rows", c.stripe_rows, 0, 1 << 20);
   map.get("substripe_rows", c.substripe_rows, 0, 1 << 20);
@@ -36,7 +80,10 @@ Machine describe_machine(const EngineConfig& c, int64_t paths) {
   m.cores = c.cores > 0 ? c.cores : std::max<int64_t>(1, std::thread::hardware_concurrency());
   m.gpu_memory = c.gpu_memory;
   m.gpus = c.gpu_memory > 0 ? std::max<int64_t>(1, c.gpus) : 0;
-  m.gflops = c.assumed_gflops > 0 ? c.assumed_gflops : 15.0 * static_cast<double>(m.cores);
+  // A GPU tier runs at about the device's DGEMM rate (55-63 TFLOP/s FP64 on an H100).
+  m.gflops = c.assumed_gflops > 0 ? c.assumed_gflops
+             : m.gpus > 0         ? 50e3 * static_cast<double>(m.gpus)
+                                  : 15.0 * static_cast<double>(m.cores);
   m.ssd_bytes_per_second =
       c.ssd_bytes_per_second > 0 ? c.ssd_bytes_per_second : 1e9 * static_cast<double>(m.paths);
   return m;
@@ -45,6 +92,14 @@ Machine describe_machine(const EngineConfig& c, int64_t paths) {
 namespace {
 
 int64_t stripe_count(int64_t n, int64_t s) { return (n + s - 1) / s; }
+
+// Device bytes of the GPU tier's working set (8b): the meta-stripe's U block and its stripes, a J
+// part per elim.J worker plus one, elim.I's transposed stripe and solver workspace (~2 stripes).
+uint64_t device_bytes_needed(const Plan& p, int64_t meta_stripes, int64_t workers) {
+  const uint64_t block = 8ull * static_cast<uint64_t>(meta_stripes * p.stripe_rows) *
+                         static_cast<uint64_t>(p.n);
+  return block + static_cast<uint64_t>(meta_stripes + workers + 1 + 2) * p.stripe_bytes;
+}
 uint64_t full_stripe_bytes(int64_t n, int64_t s) { return 8ull * static_cast<uint64_t>(s) * n; }
 
 }  // namespace
@@ -108,6 +163,32 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
       p.meta_stripes = std::clamp<int64_t>(peak, 1, p.stripes);
     }
   }
+  if (m.gpus > 0 && config.meta_stripes == 0) {
+    // 8b: a J update by K = S^m S eliminated rows moves 8 bytes each way per 2K flops per
+    // element; K of about 8192 keeps the device at its DGEMM rate while J streams over PCIe.
+    // The device must hold the meta-stripe's U block (K x n), its stripes, a J part per
+    // elim.J worker plus one, and elim.I's transposed stripe and solver workspace.
+    int64_t dev = std::max<int64_t>(1, (8192 + p.stripe_rows - 1) / p.stripe_rows);
+    while (dev > 1 && device_bytes_needed(p, dev, std::max<int64_t>(1, p.elim_j_workers)) >
+                          m.gpu_memory) {
+      --dev;
+    }
+    if (dev < p.meta_stripes) {
+      p.meta_stripes = dev;
+      p.notes.push_back(fmt::format("S^m = {} from the device budget (K = {} rows)", dev,
+                                    dev * p.stripe_rows));
+    }
+  }
+  if (m.gpus > 0) {
+    const uint64_t need = device_bytes_needed(p, p.meta_stripes, std::max<int64_t>(1, p.elim_j_workers));
+    p.device_bytes_needed = need;
+    p.device_resident = need + static_cast<uint64_t>(p.stripes) * p.stripe_bytes <= m.gpu_memory;
+    p.gpu_memory = m.gpu_memory;
+    if (need > m.gpu_memory) {
+      p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",
+                                    format_bytes(m.gpu_memory), format_bytes(need)));
+    }
+  }
   if (parts_in_cache < static_cast<uint64_t>(p.meta_stripes) + 2 && p.stripes > 1) {
     p.notes.push_back(fmt::format(
         "cache holds {} full stripes, fewer than S^m + 2 = {} (002 Eq 17): I/O bound",
@@ -117,10 +198,11 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   if (config.segment_columns > 0) {
     p.segment_columns = config.segment_columns;
     p.notes.push_back("S^s pinned by engine.segment_columns");
-  } else if (m.gpus > 0) {  // Eq 15
+  } else if (m.gpus > 0) {  // Eq 15, at most 8192 columns so that copies overlap the GEMMs
     p.segment_columns = static_cast<int64_t>(m.gpu_memory / 8 /
                                              static_cast<uint64_t>(1 + 2 * p.elim_j_workers) /
                                              static_cast<uint64_t>(p.stripe_rows));
+    p.segment_columns = std::clamp<int64_t>(p.segment_columns, 1024, 8192);
   }
 
   if (config.round_robin_levels > 0) {
@@ -158,6 +240,13 @@ std::string plan_to_text(const Plan& p) {
       p.meta_stripes, p.round_robin_levels, p.elim_j_workers, format_bytes(p.stripe_bytes),
       format_bytes(p.ram_budget),
       static_cast<double>(p.ram_budget) / static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
+  if (p.gpu_memory > 0) {
+    out += fmt::format("  GPU tier: device budget {}, working set {} ({}), J segments of {} columns\n",
+                       format_bytes(p.gpu_memory), format_bytes(p.device_bytes_needed),
+                       p.device_resident ? "the whole matrix stays on the device"
+                                         : "J stripes stream through the device",
+                       p.segment_columns);
+  }
   for (const auto& f : p.forecasts) {
     if (!f.feasible) {
       out += fmt::format("  {:<12} infeasible: cache too small for the working set\n",
@@ -187,6 +276,9 @@ std::string plan_to_json(const Plan& p) {
                       {"stripe_bytes", p.stripe_bytes},
                       {"ram_budget", p.ram_budget},
                       {"flops", p.flops},
+                      {"gpu_memory", p.gpu_memory},
+                      {"device_bytes_needed", p.device_bytes_needed},
+                      {"device_resident", p.device_resident},
                       {"notes", p.notes}};
   nlohmann::json fs = nlohmann::json::array();
   for (const auto& f : p.forecasts) {

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -38,7 +39,15 @@ class ConfigMap;
 
 namespace stripesolve::scheduler {
 
+// Where the dense arithmetic runs (`engine.backend`): kAuto = the GPU tier when a CUDA device is
+// present, else the CPU; kCuda without a device is a start-up error (check_engine_backend).
+enum class ComputeBackend { kAuto, kCpu, kCuda };
+
+std::string_view compute_backend_name(ComputeBackend b);  // "auto", "cpu", "cuda"
+Result<ComputeBackend> parse_compute_backend(std::string_view name);
+
 struct EngineConfig {
+  ComputeBackend backend = ComputeBackend::kAuto;
   uint64_t ram_budget = 4ull << 30;   // bytes of the stripe cache arena (NV_LPC)
   int64_t stripe_rows = 0;            // S for new matrices; 0 = planner
   int64_t substripe_rows = 0;         // S'; 0 = planner
@@ -47,14 +56,14 @@ struct EngineConfig {
   int64_t round_robin_levels = 0;     // N_RRlevel for new matrices; 0 = planner
   int64_t elim_j_workers = 0;         // k; 0 = planner
   int64_t cores = 0;                  // 0 = std::thread::hardware_concurrency()
-  uint64_t gpu_memory = 0;            // bytes per GPU the engine may use; 0 = no GPU
-  int64_t gpus = 0;
+  uint64_t gpu_memory = 0;            // device bytes per GPU a dense solve may use; 0 = 90% of free
+  int64_t gpus = 0;                   // GPUs a dense solve may use; 0 = all (one is used today)
   double assumed_gflops = 0;          // for the time bound; 0 = 15 GFLOP/s per core (CPU)
   double ssd_bytes_per_second = 0;    // for the time bound; 0 = 1 GB/s per path
   double progress_interval_seconds = 0.5;  // rate limit of the progress callback
 };
 
-// Reads an `engine:` section: ram_budget, stripe_rows, substripe_rows, segment_columns,
+// Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, cores, gpu_memory, gpus, assumed_gflops,
 // ssd_bytes_per_second, progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
@@ -69,8 +78,15 @@ struct Machine {
   double ssd_bytes_per_second = 0;   // of all paths together
 };
 
-// The machine as the config describes it, filling the unset values from the host.
+// The machine as the config describes it, filling the unset values from the host. With a
+// resolved GPU backend (gpus > 0, gpu_memory the device budget) the rate is the device's.
 Machine describe_machine(const EngineConfig& config, int64_t paths);
+
+// The backend a solve will use on this host: kCpu or kCuda. kCuda asked for on a host without a
+// device is kFailedPrecondition ("engine.backend is cuda but ..."). `warnings` (optional) gets
+// what the caller should log: GPU keys set on a host that will not use a GPU.
+Result<ComputeBackend> resolve_backend(const EngineConfig& config,
+                                       std::vector<std::string>* warnings = nullptr);
 
 struct StrategyForecast {
   Strategy strategy = Strategy::kMetaZigzag;
@@ -91,6 +107,9 @@ struct Plan {
   uint64_t stripe_bytes = 0;      // one full stripe, 8 S n
   uint64_t ram_budget = 0;
   double flops = 0;               // 2/3 n^3
+  uint64_t gpu_memory = 0;        // device budget of the GPU tier (0: CPU backend)
+  uint64_t device_bytes_needed = 0;  // the GPU tier's working set (8b)
+  bool device_resident = false;   // the whole matrix fits the device budget beside it
   std::vector<std::string> notes; // what was pinned, what limits the plan
   std::vector<StrategyForecast> forecasts;  // basic, zigzag, meta_zigzag
 };

@@ -5,6 +5,7 @@
 
 #include "base/config.h"
 #include "base/units.h"
+#include "gpu/devices.h"
 
 namespace stripesolve::scheduler {
 namespace {
@@ -101,7 +102,49 @@ TEST(PlannerTest, GpuSegmentLengthFollowsEq15) {
   Plan p = plan_dense(100000, 0, c, describe_machine(c, 4)).value();
   EXPECT_EQ(p.stripe_rows, 2048);
   EXPECT_EQ(p.elim_j_workers, 2);
-  EXPECT_EQ(p.segment_columns, static_cast<int64_t>(40 * kGiB / 8 / 5 / 2048));
+  // Eq 15 gives 524288 columns; copies overlap GEMMs only with several segments: at most 8192.
+  EXPECT_EQ(p.segment_columns, 8192);
+  // 8b: K = S^m S of about 8192 rows for the J updates, and the working set fits 40 GiB.
+  EXPECT_EQ(p.meta_stripes, 4);
+  EXPECT_LE(p.device_bytes_needed, 40 * kGiB);
+  EXPECT_FALSE(p.device_resident);  // 80 GB of matrix
+}
+
+TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
+  EngineConfig c;
+  c.ram_budget = 64 * kGiB;
+  c.gpu_memory = 12 * kGiB;
+  c.cores = 16;
+  // n = 57344, S = 2048: the U block of K = 8192 rows is 3.5 GiB, a stripe 0.9 GiB.
+  Plan p = plan_dense(57344, 0, c, describe_machine(c, 1)).value();
+  EXPECT_GE(p.meta_stripes, 2);
+  EXPECT_LE(p.device_bytes_needed, 12 * kGiB);
+  EXPECT_FALSE(p.device_resident);
+  EXPECT_NE(plan_to_text(p).find("J stripes stream through the device"), std::string::npos);
+  c.gpu_memory = 70 * kGiB;
+  Plan q = plan_dense(32768, 0, c, describe_machine(c, 1)).value();
+  EXPECT_TRUE(q.device_resident);
+  EXPECT_NE(plan_to_text(q).find("the whole matrix stays on the device"), std::string::npos);
+}
+
+TEST(PlannerTest, BackendNamesAndResolution) {
+  EXPECT_EQ(parse_compute_backend("cuda").value(), ComputeBackend::kCuda);
+  EXPECT_FALSE(parse_compute_backend("gpu").is_ok());
+  EngineConfig c;
+  c.backend = ComputeBackend::kCpu;
+  c.gpu_memory = kGiB;
+  std::vector<std::string> warnings;
+  EXPECT_EQ(resolve_backend(c, &warnings).value(), ComputeBackend::kCpu);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("ignored"), std::string::npos);
+  if (!gpu::device_count()) {
+    c.backend = ComputeBackend::kCuda;
+    auto r = resolve_backend(c);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.status().message().find("engine.backend is cuda"), std::string::npos);
+    c.backend = ComputeBackend::kAuto;
+    EXPECT_EQ(resolve_backend(c).value(), ComputeBackend::kCpu);
+  }
 }
 
 TEST(PlannerTest, TinyCacheShrinksTheStripeAndSaysItIsIoBound) {

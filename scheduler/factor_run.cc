@@ -16,7 +16,12 @@ using cache::CellView;
 
 namespace {
 
-double elim_flops(const storage::StripeGeometry& g, int64_t i) {
+Status cancelled_status() { return Status::cancelled("dense solve cancelled"); }
+
+
+}  // namespace
+
+double elimination_flops(const storage::StripeGeometry& g, int64_t i) {
   const double h = static_cast<double>(g.rows(i));
   const double m = static_cast<double>(g.n - g.row_begin(i));
   return h * h * m - h * h * h / 3.0;
@@ -28,18 +33,10 @@ double update_flops(const storage::StripeGeometry& g, int64_t j, int64_t i) {
   return hj * hi * hi + 2.0 * hj * hi * static_cast<double>(g.n - g.row_end(i));
 }
 
-Status cancelled_status() { return Status::cancelled("dense solve cancelled"); }
-
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-
-}  // namespace
-
 double factorization_flops(const storage::StripeGeometry& g) {
   double total = 0;
   for (int64_t i = 0; i < g.stripes; ++i) {
-    total += elim_flops(g, i);
+    total += elimination_flops(g, i);
     for (int64_t j = i + 1; j < g.stripes; ++j) total += update_flops(g, j, i);
   }
   return total;
@@ -72,32 +69,69 @@ Monitor::~Monitor() {
   thread_.join();
 }
 
-Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
-                                                            const storage::StripedMatrix& layout,
-                                                            const FactorParams& params) {
+Result<std::unique_ptr<CpuElimination>> CpuElimination::create(
+    EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params) {
   const storage::StripeGeometry& g = layout.geometry();
-  const int64_t stripes = g.stripes;
-  const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes);
-  std::vector<stripe::StripePivots> pivots(static_cast<size_t>(stripes));
-  cache::StripeCache& cache = ctx.cache;
-
+  std::unique_ptr<CpuElimination> e(new CpuElimination(ctx, layout, params));
   // elim.I's workspace, sized for the widest stripe (stripe 0 from column 0); outside the cache
   // budget (a substripe_rows / S fraction of one stripe for kRow).
   backend::WorkspaceSize need;
-  for (int64_t i = 0; i < stripes; ++i) {
+  for (int64_t i = 0; i < g.stripes; ++i) {
     stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), g.row_begin(i), g.n};
     const auto s = stripe::eliminate_workspace_size(ctx.backend, probe, params.pivot,
                                                     params.substripe_rows);
     need.host_bytes = std::max(need.host_bytes, s.host_bytes);
   }
-  const uint64_t ws_bytes = (need.host_bytes + 63) / 64 * 64;
-  std::unique_ptr<std::byte, FreeDeleter> ws(
-      ws_bytes == 0 ? nullptr : static_cast<std::byte*>(std::aligned_alloc(64, ws_bytes)));
-  if (ws_bytes > 0 && !ws) {
-    return Status::resource_exhausted("elim.I workspace of " + std::to_string(ws_bytes) +
-                                      " bytes");
+  e->workspace_bytes_ = (need.host_bytes + 63) / 64 * 64;
+  if (e->workspace_bytes_ > 0) {
+    e->workspace_ = static_cast<std::byte*>(std::aligned_alloc(64, e->workspace_bytes_));
+    if (e->workspace_ == nullptr) {
+      return Status::resource_exhausted("elim.I workspace of " +
+                                        std::to_string(e->workspace_bytes_) + " bytes");
+    }
   }
-  const backend::Workspace workspace{ws.get(), ws_bytes, nullptr, 0};
+  return e;
+}
+
+CpuElimination::~CpuElimination() { std::free(workspace_); }
+
+Status CpuElimination::eliminate(int64_t i, const CellView& cell, stripe::StripePivots* pivots) {
+  const backend::Workspace workspace{workspace_, workspace_bytes_, nullptr, 0};
+  TraceRecorder::Span span(ctx_.trace, "elim.I", "eliminate", {{"stripe", std::to_string(i)}});
+  return stripe::eliminate_stripe(ctx_.backend, cell_part(layout_, cell), params_.pivot,
+                                  params_.substripe_rows, workspace, pivots);
+}
+
+Status CpuElimination::update(int worker, const Task& t, const CellView& j,
+                              const std::vector<CellView>& is,
+                              const std::vector<stripe::StripePivots>& pivots,
+                              bool* keep_on_device) {
+  *keep_on_device = false;
+  const std::string role = "elim.J" + std::to_string(worker);
+  const stripe::StripePart pj = cell_part(layout_, j);
+  for (const CellView& ci : is) {
+    TraceRecorder::Span span(ctx_.trace, role, "update",
+                             {{"J", std::to_string(t.stripe)}, {"I", std::to_string(ci.stripe)}});
+    STRIPESOLVE_RETURN_IF_ERROR(stripe::update_stripe(
+        ctx_.backend, cell_part(layout_, ci), pivots[static_cast<size_t>(ci.stripe)], pj));
+  }
+  return Status::ok();
+}
+
+Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
+                                                            const storage::StripedMatrix& layout,
+                                                            const FactorParams& params,
+                                                            Elimination* elimination) {
+  const storage::StripeGeometry& g = layout.geometry();
+  const int64_t stripes = g.stripes;
+  const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes);
+  std::vector<stripe::StripePivots> pivots(static_cast<size_t>(stripes));
+  cache::StripeCache& cache = ctx.cache;
+  std::unique_ptr<CpuElimination> cpu;
+  if (elimination == nullptr) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(cpu, CpuElimination::create(ctx, layout, params));
+    elimination = cpu.get();
+  }
 
   WorkQueue<int64_t> i_queue;
   WorkQueue<Task> j_queue;
@@ -109,19 +143,12 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
       auto cell = cache.wait_for(*i, CellState::kWaitElimI);
       if (!cell.is_ok()) return;
       cache.transition(*i, CellState::kElimI);
-      Status st;
-      {
-        TraceRecorder::Span span(ctx.trace, "elim.I", "eliminate",
-                                 {{"stripe", std::to_string(*i)}});
-        st = stripe::eliminate_stripe(ctx.backend, cell_part(layout, *cell), params.pivot,
-                                      params.substripe_rows, workspace,
-                                      &pivots[static_cast<size_t>(*i)]);
-      }
+      const Status st = elimination->eliminate(*i, *cell, &pivots[static_cast<size_t>(*i)]);
       if (!st.is_ok()) {
         cache.fail(st);
         return;
       }
-      ctx.progress.add_flops(elim_flops(g, *i));
+      ctx.progress.add_flops(elimination_flops(g, *i));
       ctx.progress.add_stripe();
       cache.finish_elim_i(*i);
     }
@@ -130,7 +157,6 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
   std::vector<std::thread> elim_j;
   for (int64_t w = 0; w < params.elim_j_workers; ++w) {
     elim_j.emplace_back([&, w] {
-      const std::string role = "elim.J" + std::to_string(w);
       // 002 §8.1: the update that completes stripe J = I1 (the next to be eliminated) goes first,
       // so elim.I can start on it while the other J updates by [I0, I1) still run. Any pop order
       // is safe: the master queues an update of J only once J's previous update has finished.
@@ -145,23 +171,16 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
           cis.push_back(*ci);
         }
         cache.transition(t->stripe, CellState::kElimJ);
-        const stripe::StripePart pj = cell_part(layout, *cj);
+        bool on_device = false;
+        const Status st = elimination->update(static_cast<int>(w), *t, *cj, cis, pivots, &on_device);
+        if (!st.is_ok()) {
+          cache.fail(st);
+          return;
+        }
         for (const CellView& ci : cis) {
-          Status st;
-          {
-            TraceRecorder::Span span(ctx.trace, role, "update",
-                                     {{"J", std::to_string(t->stripe)},
-                                      {"I", std::to_string(ci.stripe)}});
-            st = stripe::update_stripe(ctx.backend, cell_part(layout, ci),
-                                       pivots[static_cast<size_t>(ci.stripe)], pj);
-          }
-          if (!st.is_ok()) {
-            cache.fail(st);
-            return;
-          }
           ctx.progress.add_flops(update_flops(g, t->stripe, ci.stripe));
         }
-        cache.finish_elim_j(t->stripe, t->i_begin, t->i_end);
+        cache.finish_elim_j(t->stripe, t->i_begin, t->i_end, on_device);
       }
     });
   }
@@ -238,7 +257,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
     for (auto& th : elim_j) th.join();
   }
   STRIPESOLVE_RETURN_IF_ERROR(cache.failure());
-  {
+  if (params.write_back) {
     // Dirty parts go to the factor object but stay cached (clean) for the substitution.
     TraceRecorder::Span span(ctx.trace, "master", "write_back");
     STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());

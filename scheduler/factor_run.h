@@ -21,6 +21,7 @@
 // cache, which wakes every role; all threads are joined before returning.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "backend/backend.h"
@@ -48,16 +49,66 @@ struct FactorParams {
   int64_t meta_stripes = 1;
   int64_t substripe_rows = 64;
   int64_t elim_j_workers = 1;
+  // Write every dirty part back to the factor object at the end (kept cached, clean). Off when
+  // the factors are not persisted (DenseSolveOptions::store_factors).
+  bool write_back = true;
 };
 
 // Flops of the triangulation (the formulas of stripe/stripe_ops.h summed over all stripes).
 double factorization_flops(const storage::StripeGeometry& g);
 
+// What the elim.I and elim.J roles do with a task once its cells are theirs (kElimI / kElimJ,
+// the I stripes kStuck): the arithmetic, on the CPU backend (CpuElimination) or on the GPU tier
+// (scheduler/gpu_elimination.h). The threads, the cell states and the master are
+// run_factorization's; an Elimination only computes.
+class Elimination {
+ public:
+  virtual ~Elimination() = default;
+  // elim.I (one thread): eliminates stripe `i` in its cell; fills *pivots.
+  virtual Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) = 0;
+  // elim.J worker `worker` (of params.elim_j_workers): updates J = t.stripe by the eliminated
+  // stripes [t.i_begin, t.i_end) (`is`, in order; pivots[I] final). *keep_on_device: J's values
+  // stay newer on the device (its cell goes to kOnDevice instead of kIdle).
+  virtual Status update(int worker, const Task& t, const cache::CellView& j,
+                        const std::vector<cache::CellView>& is,
+                        const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) = 0;
+};
+
+// The CPU backend's elimination (stripe/stripe_ops.h on the cells in RAM).
+class CpuElimination final : public Elimination {
+ public:
+  // Allocates elim.I's workspace for the widest stripe of `layout`.
+  static Result<std::unique_ptr<CpuElimination>> create(EngineContext& ctx,
+                                                        const storage::StripedMatrix& layout,
+                                                        const FactorParams& params);
+  ~CpuElimination() override;
+  Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
+  Status update(int worker, const Task& t, const cache::CellView& j,
+                const std::vector<cache::CellView>& is,
+                const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+
+ private:
+  CpuElimination(EngineContext& ctx, const storage::StripedMatrix& layout,
+                 const FactorParams& params)
+      : ctx_(ctx), layout_(layout), params_(params) {}
+  EngineContext& ctx_;
+  const storage::StripedMatrix& layout_;
+  FactorParams params_;
+  std::byte* workspace_ = nullptr;
+  uint64_t workspace_bytes_ = 0;
+};
+
 // `layout`: the object whose part_layout() describes the cells (A or the factor: same geometry
 // and placement). The I/O role's sources must be set (A -> factor) and the cache empty.
+// `elimination` null: the CPU backend's.
 Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
                                                             const storage::StripedMatrix& layout,
-                                                            const FactorParams& params);
+                                                            const FactorParams& params,
+                                                            Elimination* elimination = nullptr);
+
+// Flops of one elimination and one update (stripe/stripe_ops.h's formulas).
+double elimination_flops(const storage::StripeGeometry& g, int64_t i);
+double update_flops(const storage::StripeGeometry& g, int64_t j, int64_t i);
 
 // The stripe part a cell holds.
 stripe::StripePart cell_part(const storage::StripedMatrix& layout, const cache::CellView& cell);

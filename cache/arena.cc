@@ -15,6 +15,11 @@ Arena::Arena(uint64_t capacity) : capacity_(capacity / kExtentAlignment * kExten
   holes_.emplace(0, capacity_);
 }
 
+Arena::Arena(uint64_t capacity, OffsetsOnly)
+    : capacity_(capacity / kExtentAlignment * kExtentAlignment) {
+  if (capacity_ > 0) holes_.emplace(0, capacity_);
+}
+
 Arena::~Arena() { std::free(base_); }
 
 uint64_t Arena::largest_hole() const {

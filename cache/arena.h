@@ -32,6 +32,10 @@ class Arena {
   // `capacity` is rounded down to a multiple of 4 KiB. Aborts (internal error) if the OS refuses
   // the block: the budget comes from validated configuration.
   explicit Arena(uint64_t capacity);
+  // Offsets only: carves [0, capacity) without a host block (base() is null). The GPU tier's
+  // device pool uses it.
+  struct OffsetsOnly {};
+  Arena(uint64_t capacity, OffsetsOnly);
   ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;

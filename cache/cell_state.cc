@@ -13,6 +13,7 @@ std::string_view cell_state_name(CellState s) {
     case CellState::kElimJ: return "elim_j";
     case CellState::kStuck: return "stuck";
     case CellState::kIdle: return "idle";
+    case CellState::kOnDevice: return "on_device";
     case CellState::kWaitUpload: return "wait_upload";
     case CellState::kUploading: return "uploading";
   }
@@ -28,7 +29,8 @@ bool is_legal_transition(CellState from, CellState to) {
     case S::kWaitElimI: return to == S::kElimI;
     case S::kElimI: return to == S::kStuck || to == S::kIdle;
     case S::kWaitElimJ: return to == S::kElimJ;
-    case S::kElimJ: return to == S::kIdle;
+    case S::kElimJ: return to == S::kIdle || to == S::kOnDevice;
+    case S::kOnDevice: return to == S::kWaitElimI || to == S::kWaitElimJ;
     case S::kStuck: return to == S::kIdle || to == S::kWaitElimI || to == S::kAbsent;
     case S::kIdle:
       return to == S::kWaitElimI || to == S::kWaitElimJ || to == S::kStuck ||

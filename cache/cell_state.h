@@ -14,6 +14,10 @@
 //   Write-back at the end of the triangulation (parts stay cached, clean, for the substitution):
 //                       kIdle -> kWaitUpload -> kUploading -> kIdle.
 //   DSR parts that stay cached after their read: kStuck -> kIdle.
+//   GPU tier (8b): kElimJ -> kOnDevice when the elim.J worker keeps J's updated values on the
+//                       device instead of copying them back; kOnDevice -> kWaitElimI / kWaitElimJ
+//                       when the master requests the part again (a hit: the device instance is
+//                       used, no copy).
 //
 // Thread-safety: plain enum and pure functions.
 #pragma once
@@ -52,6 +56,11 @@ enum class CellState {
   // (-> kWaitElimI, kWaitElimJ), by DSR (-> kStuck) or by the evictor (-> kWaitUpload if dirty,
   // -> kAbsent if clean).
   kIdle,
+  // The part's values are newer on the device than in RAM (the GPU tier kept J resident after
+  // its update); the RAM extent stays reserved for when they come back. Moved on by the master
+  // only (-> kWaitElimI, kWaitElimJ); the elim role then works on the device instance and copies
+  // the values back when it gives the part up. Not evictable: the RAM values are stale.
+  kOnDevice,
   // Chosen for eviction, dirty; the I/O role moves it to kUploading. Not evictable again.
   kWaitUpload,
   // The I/O role is writing it back; it moves it to kAbsent (evicted: cell deleted, extent

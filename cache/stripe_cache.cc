@@ -9,6 +9,14 @@
 namespace stripesolve::cache {
 
 namespace {
+
+// Whether a cell in `state` serves a request for `target` without a download: idle parts
+// always, eliminated (stuck) parts for everything but a J update, and parts whose values are on
+// the device for the elim roles (which use the device instance).
+bool usable_for(CellState state, CellState target) {
+  return state == CellState::kIdle || (state == CellState::kStuck && target != CellState::kWaitElimJ) ||
+         (state == CellState::kOnDevice && target != CellState::kStuck);
+}
 std::string part_name(int64_t stripe) { return "stripe " + std::to_string(stripe); }
 }  // namespace
 
@@ -127,9 +135,7 @@ std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
   auto it = cells_.find(req.stripe);
   if (it == cells_.end()) return std::nullopt;
   Cell& c = it->second;
-  const bool usable = c.state == CellState::kIdle ||
-                      (c.state == CellState::kStuck && req.target != CellState::kWaitElimJ);
-  if (!usable || c.view.i0_store > req.col_begin) return std::nullopt;
+  if (!usable_for(c.state, req.target) || c.view.i0_store > req.col_begin) return std::nullopt;
   return take_hit_locked(c, req);
 }
 
@@ -143,9 +149,9 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
     auto it = cells_.find(req.stripe);
     if (it == cells_.end()) break;
     Cell& c = it->second;
-    const bool usable = c.state == CellState::kIdle ||
-                        (c.state == CellState::kStuck && req.target != CellState::kWaitElimJ);
-    if (usable && c.view.i0_store <= req.col_begin) return take_hit_locked(c, req);
+    if (usable_for(c.state, req.target) && c.view.i0_store <= req.col_begin) {
+      return take_hit_locked(c, req);
+    }
     if (c.state == CellState::kIdle) {  // stored from a later column than needed: drop it
       evict_locked(c);
       continue;
@@ -198,11 +204,29 @@ void StripeCache::release_use(int64_t stripe) {
   release_use_locked(stripe);
 }
 
-void StripeCache::finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end) {
+void StripeCache::finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, bool on_device) {
   Lock lock(mu_);
   cell_locked(stripe);
   for (int64_t i = i_begin; i < i_end; ++i) release_use_locked(i);
-  transition_locked(stripe, CellState::kIdle);
+  transition_locked(stripe, on_device ? CellState::kOnDevice : CellState::kIdle);
+}
+
+void StripeCache::discard_idle() {
+  Lock lock(mu_);
+  std::vector<int64_t> idle;
+  for (const auto& [stripe, c] : cells_) {
+    if (c.state == CellState::kIdle) idle.push_back(stripe);
+  }
+  for (int64_t stripe : idle) transition_locked(stripe, CellState::kAbsent);
+}
+
+uint64_t StripeCache::on_device_bytes() const {
+  Lock lock(mu_);
+  uint64_t bytes = 0;
+  for (const auto& [stripe, c] : cells_) {
+    if (c.state == CellState::kOnDevice) bytes += c.extent.bytes;
+  }
+  return bytes;
 }
 
 void StripeCache::release_use_locked(int64_t stripe) {

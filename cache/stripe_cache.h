@@ -112,7 +112,10 @@ class StripeCache {
   // elim.J finished updating `stripe` by [i_begin, i_end): releases each I (as release_use) and
   // moves the J cell kElimJ -> kIdle, atomically, so that nobody sees J idle while the I stripes
   // it no longer needs still look stuck.
-  void finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end);
+  // With on_device (the GPU tier kept J's newer values on the device) J moves to kOnDevice.
+  void finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, bool on_device = false);
+  // RAM bytes of cells in kOnDevice (not evictable while there).
+  uint64_t on_device_bytes() const;
   // The master has read a DSR part: kStuck -> kAbsent without write-back.
   void remove(int64_t stripe);
   // The master has read a DSR part and keeps it cached (clean, evictable): kStuck -> kIdle.
@@ -137,6 +140,10 @@ class StripeCache {
   // Writes every dirty idle cell back through the I/O role and keeps it cached, clean; waits for
   // the uploads. Fails if a dirty cell is stuck or busy for good, or the cache failed.
   Status write_back();
+
+  // Drops every idle cell without writing it back, dirty or not (values no longer wanted: the
+  // factors of a solve that does not persist them). Cells in other states stay.
+  void discard_idle();
 
   // Wakes every waiter; from now on every wait returns `status` (first failure wins).
   void fail(Status status);

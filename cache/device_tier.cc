@@ -1,0 +1,148 @@
+#include "cache/device_tier.h"
+
+#include <string>
+
+#include "base/internal_error.h"
+#include "base/units.h"
+
+namespace stripesolve::cache {
+
+DeviceTier::DeviceTier(uint64_t pool_bytes) : pool_(pool_bytes, Arena::OffsetsOnly{}) {}
+
+uint64_t DeviceTier::capacity() const {
+  Lock lock(mu_);
+  return pool_.capacity();
+}
+
+uint64_t DeviceTier::used() const {
+  Lock lock(mu_);
+  return pool_.used();
+}
+
+uint64_t DeviceTier::peak() const {
+  Lock lock(mu_);
+  return peak_;
+}
+
+std::optional<DeviceInstance> DeviceTier::find(int64_t stripe) const {
+  Lock lock(mu_);
+  auto it = parts_.find(stripe);
+  if (it == parts_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<Extent> DeviceTier::allocate_locked(Lock& lock, uint64_t bytes, const std::string& what) {
+  for (;;) {
+    if (!failure_.is_ok()) return failure_;
+    if (auto e = pool_.allocate(bytes)) {
+      peak_ = std::max(peak_, pool_.used());
+      return *e;
+    }
+    // Someone else is working and will free memory (a J part after its update, a block after
+    // its last update), unless we are the only one.
+    if (working_ <= 1) {
+      return Status::resource_exhausted(
+          "GPU tier: " + what + " needs " + format_bytes(bytes) + " of device memory; the pool of " +
+          format_bytes(pool_.capacity()) + " has " + format_bytes(pool_.largest_hole()) +
+          " free in one piece (raise engine.gpu_memory or lower engine.meta_stripes)");
+    }
+    changed_.wait(lock);
+  }
+}
+
+Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, uint64_t bytes) {
+  Lock lock(mu_);
+  STRIPESOLVE_CHECK(parts_.find(stripe) == parts_.end(),
+                    "GPU tier: stripe " + std::to_string(stripe) + " allocated twice");
+  STRIPESOLVE_ASSIGN_OR_RETURN(Extent e,
+                               allocate_locked(lock, bytes, "stripe " + std::to_string(stripe)));
+  DeviceInstance inst{stripe, i0_store, e.offset, e.bytes, false, 0};
+  parts_[stripe] = inst;
+  return inst;
+}
+
+void DeviceTier::set_newer(int64_t stripe, bool newer) {
+  Lock lock(mu_);
+  auto it = parts_.find(stripe);
+  STRIPESOLVE_CHECK(it != parts_.end(), "GPU tier: no instance of stripe " + std::to_string(stripe));
+  it->second.newer = newer;
+}
+
+void DeviceTier::set_uses(int64_t stripe, int64_t uses) {
+  Lock lock(mu_);
+  auto it = parts_.find(stripe);
+  STRIPESOLVE_CHECK(it != parts_.end(), "GPU tier: no instance of stripe " + std::to_string(stripe));
+  it->second.uses = uses;
+}
+
+bool DeviceTier::release_use(int64_t stripe) {
+  Lock lock(mu_);
+  auto it = parts_.find(stripe);
+  if (it == parts_.end()) return false;
+  return --it->second.uses <= 0;
+}
+
+void DeviceTier::free(int64_t stripe) {
+  Lock lock(mu_);
+  auto it = parts_.find(stripe);
+  if (it == parts_.end()) return;
+  pool_.release(Extent{it->second.offset, it->second.bytes});
+  parts_.erase(it);
+  changed_.notify_all();
+}
+
+Result<DeviceTier::Block> DeviceTier::acquire_block(int64_t i0, int64_t i1, uint64_t bytes,
+                                                    int64_t uses) {
+  Lock lock(mu_);
+  const auto key = std::make_pair(i0, i1);
+  for (;;) {
+    if (!failure_.is_ok()) return failure_;
+    auto it = blocks_.find(key);
+    if (it == blocks_.end()) break;
+    if (it->second.ready) return Block{it->second.extent.offset, false};
+    changed_.wait(lock);  // another worker is assembling it
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      Extent e, allocate_locked(lock, bytes,
+                                "the U block of stripes [" + std::to_string(i0) + ", " +
+                                    std::to_string(i1) + ")"));
+  blocks_[key] = BlockEntry{e, uses, false};
+  return Block{e.offset, true};
+}
+
+void DeviceTier::block_ready(int64_t i0, int64_t i1) {
+  Lock lock(mu_);
+  auto it = blocks_.find({i0, i1});
+  STRIPESOLVE_CHECK(it != blocks_.end(), "GPU tier: no block to mark ready");
+  it->second.ready = true;
+  changed_.notify_all();
+}
+
+void DeviceTier::release_block(int64_t i0, int64_t i1) {
+  Lock lock(mu_);
+  auto it = blocks_.find({i0, i1});
+  if (it == blocks_.end()) return;
+  if (--it->second.uses > 0) return;
+  pool_.release(it->second.extent);
+  blocks_.erase(it);
+  changed_.notify_all();
+}
+
+void DeviceTier::begin_work() {
+  Lock lock(mu_);
+  ++working_;
+}
+
+void DeviceTier::end_work() {
+  Lock lock(mu_);
+  --working_;
+  changed_.notify_all();
+}
+
+void DeviceTier::fail(Status status) {
+  Lock lock(mu_);
+  if (failure_.is_ok()) failure_ = std::move(status);
+  changed_.notify_all();
+}
+
+}  // namespace stripesolve::cache

@@ -1,0 +1,102 @@
+// The GPU tier of the stripe cache (8b of ../shared/design/ARCHITECTURE.md): which stripe parts
+// and meta-stripe U blocks have an instance on the device, where in the device pool they are,
+// and whether a part's device values are newer than its RAM cell (the RAM cell is then in
+// kOnDevice, cell_state.h). Pure bookkeeping: the pool is device memory the caller allocated
+// once (backend/device_engine.h); this class carves it with the RAM arena's first-fit allocator
+// and never touches the memory.
+//
+// Lifetimes (decided by the GPU roles, scheduler/gpu_factor_run.h):
+//   - a part instance is created by the first role that needs the part on the device (elim.I, or
+//     elim.J copying J in) and freed when the role gives it up: J after its update unless it is
+//     kept (newer), an eliminated stripe I when no update needs it any more (use count 0), or,
+//     when the whole matrix is resident, at the end of the solve;
+//   - a U block of a range [I0, I1) is created by the first J update by that range and freed
+//     when the range's last update finishes.
+// allocate() waits while the pool is full and some other role may still free memory, and fails
+// with kResourceExhausted when nothing can (the planner sizes the budget to avoid it).
+//
+// Thread-safety: all methods are thread-safe (one mutex); offsets never move while allocated.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "base/status.h"
+#include "cache/arena.h"
+
+namespace stripesolve::cache {
+
+struct DeviceInstance {
+  int64_t stripe = -1;
+  int64_t i0_store = 0;   // the instance holds columns [i0_store, n), like its RAM cell
+  uint64_t offset = 0;    // in the device pool
+  uint64_t bytes = 0;
+  bool newer = false;     // device values newer than RAM (RAM cell in kOnDevice)
+  int64_t uses = 0;       // eliminated stripe: updates that still read it
+};
+
+class DeviceTier {
+ public:
+  explicit DeviceTier(uint64_t pool_bytes);
+  DeviceTier(const DeviceTier&) = delete;
+  DeviceTier& operator=(const DeviceTier&) = delete;
+
+  uint64_t capacity() const;
+  uint64_t used() const;
+  uint64_t peak() const;
+
+  // The stripe's instance, if it has one.
+  std::optional<DeviceInstance> find(int64_t stripe) const;
+
+  // Creates the stripe's instance (none may exist) of `bytes`, waiting for room; fails when the
+  // pool cannot hold it even after every other holder has finished (`in_flight` = 0).
+  Result<DeviceInstance> allocate(int64_t stripe, int64_t i0_store, uint64_t bytes);
+  void set_newer(int64_t stripe, bool newer);
+  void set_uses(int64_t stripe, int64_t uses);
+  // One update no longer reads eliminated stripe `stripe`; true when that was the last.
+  bool release_use(int64_t stripe);
+  void free(int64_t stripe);
+
+  // The U block of range [i0, i1): the existing one (created = false) or a new one of `bytes`
+  // (created = true: the caller fills it, then calls block_ready). Others asking meanwhile wait.
+  struct Block {
+    uint64_t offset = 0;
+    bool created = false;
+  };
+  Result<Block> acquire_block(int64_t i0, int64_t i1, uint64_t bytes, int64_t uses);
+  void block_ready(int64_t i0, int64_t i1);
+  // One update by [i0, i1) finished; frees the block after its last one.
+  void release_block(int64_t i0, int64_t i1);
+
+  // Roles call these around work that may free memory, so that allocate() can tell waiting
+  // from a dead end.
+  void begin_work();
+  void end_work();
+  // Wakes every waiter; later waits fail with `status`.
+  void fail(Status status);
+
+ private:
+  using Lock = std::unique_lock<std::mutex>;
+  Result<Extent> allocate_locked(Lock& lock, uint64_t bytes, const std::string& what);
+
+  struct BlockEntry {
+    Extent extent;
+    int64_t uses = 0;
+    bool ready = false;
+  };
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  Arena pool_;                                          // offsets only (no host memory)
+  std::map<int64_t, DeviceInstance> parts_;             // guarded by mu_
+  std::map<std::pair<int64_t, int64_t>, BlockEntry> blocks_;  // guarded by mu_
+  int64_t working_ = 0;                                 // guarded by mu_
+  uint64_t peak_ = 0;                                   // guarded by mu_
+  Status failure_;                                      // guarded by mu_
+};
+
+}  // namespace stripesolve::cache

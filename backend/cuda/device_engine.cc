@@ -1,0 +1,532 @@
+// backend/device_engine.h on CUDA (host code, built by the C++ compiler): cuBLAS (dtrsm, dgemm,
+// dgeam), cuSOLVER (dgetrf) and the kernels of kernels.cuh. See the header for the contract.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "backend/cuda/kernels.cuh"
+#include "backend/device_engine.h"
+#include "gpu/cuda/check.h"
+#include "gpu/devices.h"
+
+namespace stripesolve::backend {
+namespace {
+
+using gpu::cuda_check;
+
+Status cublas_check(cublasStatus_t st, const std::string& what) {
+  if (st == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  const std::string msg = what + ": " + cublasGetStatusName(st) + ": " + cublasGetStatusString(st);
+  if (st == CUBLAS_STATUS_ALLOC_FAILED) return Status::resource_exhausted(msg);
+  return Status::internal(msg);
+}
+
+Status cusolver_check(cusolverStatus_t st, const std::string& what) {
+  if (st == CUSOLVER_STATUS_SUCCESS) return Status::ok();
+  const std::string msg = what + ": cuSOLVER status " + std::to_string(static_cast<int>(st));
+  if (st == CUSOLVER_STATUS_ALLOC_FAILED) return Status::resource_exhausted(msg);
+  return Status::internal(msg);
+}
+
+#define RETURN_CUDA(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cuda_check((expr), (what)))
+#define RETURN_CUBLAS(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cublas_check((expr), (what)))
+#define RETURN_CUSOLVER(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cusolver_check((expr), (what)))
+
+uint64_t align_up(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Bytes of one column range [c0, c1) of a part with `rows` rows.
+size_t column_bytes(int64_t rows, int64_t c0, int64_t c1) {
+  return sizeof(double) * static_cast<size_t>(rows) * static_cast<size_t>(c1 - c0);
+}
+
+class CudaLane final : public DeviceLane {
+ public:
+  CudaLane(int device, int64_t rows, int64_t cols, PivotMode mode, int64_t j_rows, int64_t k_rows)
+      : device_(device), rows_(rows), cols_(cols), mode_(mode), j_rows_(j_rows), k_rows_(k_rows) {}
+
+  ~CudaLane() override {
+    (void)cudaSetDevice(device_);
+    for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+    if (solver_ != nullptr) (void)cusolverDnDestroy(solver_);
+    if (blas_ != nullptr) (void)cublasDestroy(blas_);
+    for (cudaStream_t s : {compute_, in_, out_}) {
+      if (s != nullptr) (void)cudaStreamDestroy(s);
+    }
+  }
+
+  Status init(bool high_priority, void* workspace) {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    int least = 0, greatest = 0;
+    RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
+    const int prio = high_priority ? greatest : least;
+    RETURN_CUDA(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, prio), "stream");
+    RETURN_CUDA(cudaStreamCreateWithPriority(&in_, cudaStreamNonBlocking, prio), "stream");
+    RETURN_CUDA(cudaStreamCreateWithPriority(&out_, cudaStreamNonBlocking, prio), "stream");
+    RETURN_CUBLAS(cublasCreate(&blas_), "cublasCreate");
+    RETURN_CUBLAS(cublasSetStream(blas_, compute_), "cublasSetStream");
+    RETURN_CUSOLVER(cusolverDnCreate(&solver_), "cusolverDnCreate");
+    RETURN_CUSOLVER(cusolverDnSetStream(solver_, compute_), "cusolverDnSetStream");
+    auto* p = static_cast<char*>(workspace);
+    Layout l = layout();
+    transposed_ = reinterpret_cast<double*>(p + l.transposed);
+    solver_work_ = reinterpret_cast<double*>(p + l.solver);
+    ipiv_ = reinterpret_cast<int32_t*>(p + l.ipiv);
+    info_ = reinterpret_cast<int32_t*>(p + l.info);
+    gather_ = reinterpret_cast<double*>(p + l.gather);
+    solver_lwork_ = l.lwork;
+    return Status::ok();
+  }
+
+  struct Layout {
+    uint64_t transposed = 0, solver = 0, ipiv = 0, info = 0, gather = 0, total = 0;
+    int lwork = 0;
+  };
+
+  // The workspace's parts; queries cuSOLVER for its buffer (needs a current device).
+  Layout layout() const {
+    Layout l;
+    uint64_t at = 0;
+    auto take = [&at](uint64_t bytes) {
+      const uint64_t here = at;
+      at += align_up(bytes);
+      return here;
+    };
+    if (rows_ > 0) {
+      cusolverDnHandle_t h = solver_;
+      bool own = false;
+      if (h == nullptr && cusolverDnCreate(&h) == CUSOLVER_STATUS_SUCCESS) own = true;
+      int lwork = 0;
+      const int64_t m = cols_;
+      if (mode_ == PivotMode::kRow) {
+        (void)cusolverDnDgetrf_bufferSize(h, static_cast<int>(m), static_cast<int>(rows_), nullptr,
+                                          static_cast<int>(m), &lwork);
+      } else {
+        (void)cusolverDnDgetrf_bufferSize(h, static_cast<int>(rows_), static_cast<int>(m), nullptr,
+                                          static_cast<int>(rows_), &lwork);
+      }
+      if (own) (void)cusolverDnDestroy(h);
+      l.lwork = lwork;
+      l.transposed = take(mode_ == PivotMode::kRow ? column_bytes(rows_, 0, cols_) : 0);
+      l.solver = take(sizeof(double) * static_cast<uint64_t>(std::max(lwork, 1)));
+    }
+    l.ipiv = take(sizeof(int32_t) * static_cast<uint64_t>(std::max<int64_t>(rows_, 1)));
+    l.info = take(sizeof(int32_t) * 2);
+    // Permutations of one stripe's swaps touch at most 2 S columns.
+    l.gather = take(column_bytes(std::max(j_rows_, rows_), 0, 2 * std::max(k_rows_, rows_)));
+    l.total = at;
+    return l;
+  }
+
+  Status upload(const double* host, const DeviceBlock& dst, int64_t c0, int64_t c1) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    RETURN_CUDA(cudaMemcpyAsync(dst.data + c0 * dst.ld, host + c0 * dst.ld,
+                                column_bytes(dst.ld, c0, c1), cudaMemcpyHostToDevice, in_),
+                "copy of a stripe part to the device");
+    RETURN_CUDA(cudaStreamSynchronize(in_), "copy of a stripe part to the device");
+    return Status::ok();
+  }
+
+  Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    RETURN_CUDA(cudaMemcpyAsync(host + c0 * src.ld, src.data + c0 * src.ld,
+                                column_bytes(src.ld, c0, c1), cudaMemcpyDeviceToHost, out_),
+                "copy of a stripe part from the device");
+    RETURN_CUDA(cudaStreamSynchronize(out_), "copy of a stripe part from the device");
+    return Status::ok();
+  }
+
+  Status eliminate(const DeviceBlock& part, int64_t block_col, PivotMode mode,
+                   int64_t substripe_rows, int64_t global_row, int64_t* host_swaps,
+                   int32_t* device_raw, int32_t* device_perm, int64_t* perm_count) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    const int64_t h = part.rows;
+    const int64_t m = part.cols - block_col;
+    if (h > rows_ || m > cols_ || mode != mode_ || h > m) {
+      return Status::invalid_argument(fmt::format(
+          "device elimination of a {} x {} stripe: the lane was made for {} x {} ({})", h, m,
+          rows_, cols_, pivot_mode_name(mode_)));
+    }
+    double* region = part.data + block_col * part.ld;
+    std::vector<int32_t> ipiv(static_cast<size_t>(h));
+    int32_t first_zero = 0;
+    if (mode == PivotMode::kRow) {
+      // GEPP on the transposed stripe = column interchanges (backend.h kRow).
+      const double one = 1.0, zero = 0.0;
+      RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
+                                static_cast<int>(h), &one, region, static_cast<int>(part.ld), &zero,
+                                transposed_, static_cast<int>(m), transposed_, static_cast<int>(m)),
+                    "transpose of the stripe");
+      RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(m), static_cast<int>(h),
+                                       transposed_, static_cast<int>(m), solver_work_, ipiv_,
+                                       info_),
+                      "cusolverDnDgetrf of the transposed stripe");
+      RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(h),
+                                static_cast<int>(m), &one, transposed_, static_cast<int>(m), &zero,
+                                region, static_cast<int>(part.ld), region, static_cast<int>(part.ld)),
+                    "transpose back of the stripe");
+      cuda::launch_doolittle(region, part.ld, h, m, compute_);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("doolittle kernel"));
+      cuda::launch_pivots_from_ipiv(ipiv_, h, 0, device_raw, compute_);
+      RETURN_CUDA(cudaMemcpyAsync(ipiv.data(), ipiv_, sizeof(int32_t) * h, cudaMemcpyDeviceToHost,
+                                  compute_), "pivots to the host");
+      RETURN_CUDA(cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                  compute_), "info to the host");
+    } else if (mode == PivotMode::kNone) {
+      RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(h), static_cast<int>(m), region,
+                                       static_cast<int>(part.ld), solver_work_, nullptr, info_),
+                      "cusolverDnDgetrf of the stripe (no pivoting)");
+      RETURN_CUDA(cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                  compute_), "info to the host");
+    } else {
+      STRIPESOLVE_RETURN_IF_ERROR(eliminate_local(part, block_col, substripe_rows, ipiv.data(),
+                                                  device_raw, &first_zero));
+    }
+    int32_t bad_row = INT32_MAX;
+    RETURN_CUDA(cudaMemcpyAsync(info_ + 1, &bad_row, sizeof(int32_t), cudaMemcpyHostToDevice,
+                                compute_), "flag to the device");
+    cuda::launch_first_non_finite(region, part.ld, h, m, info_ + 1, compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("non-finite scan"));
+    RETURN_CUDA(cudaMemcpyAsync(&bad_row, info_ + 1, sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                compute_), "flag to the host");
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "device elimination");
+    if (first_zero > 0) {
+      return Status::numerical(fmt::format("zero pivot at row {}", global_row + first_zero - 1));
+    }
+    if (bad_row != INT32_MAX) {
+      return Status::numerical(
+          fmt::format("non-finite value in row {} after elimination", global_row + bad_row));
+    }
+    if (mode == PivotMode::kRow) {
+      std::vector<int32_t> raw(static_cast<size_t>(h));
+      for (int64_t k = 0; k < h; ++k) {
+        raw[k] = ipiv[k] - 1;
+        host_swaps[k] = block_col + raw[k];
+      }
+      const std::vector<int32_t> pairs = permutation_pairs(raw);
+      *perm_count = static_cast<int64_t>(pairs.size() / 2);
+      if (!pairs.empty()) {
+        RETURN_CUDA(cudaMemcpyAsync(device_perm, pairs.data(), sizeof(int32_t) * pairs.size(),
+                                    cudaMemcpyHostToDevice, compute_), "permutation to the device");
+        RETURN_CUDA(cudaStreamSynchronize(compute_), "permutation to the device");
+      }
+    } else if (mode == PivotMode::kLocal) {
+      for (int64_t k = 0; k < h; ++k) host_swaps[k] = ipiv[k];
+    }
+    return Status::ok();
+  }
+
+  Status update(const DeviceUpdate& op) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    const DeviceBlock& j = op.j;
+    const int64_t k = op.u.rows;
+    const int64_t c0 = op.j_col;
+    const int64_t c_end = j.cols;
+    if (op.u.cols != c_end - c0 || k > c_end - c0 || j.rows > j_rows_) {
+      return Status::invalid_argument(fmt::format(
+          "device update: J of {} x {} from column {} by U of {} x {} (lane for J of {} rows)",
+          j.rows, j.cols, c0, op.u.rows, op.u.cols, j_rows_));
+    }
+    const int64_t seg = std::max<int64_t>(op.segment_columns, 256);
+    // Segments: [c0, c0 + k) for the multipliers, then GEMM segments of `seg` columns.
+    struct Segment {
+      int64_t a, b;
+    };
+    std::vector<Segment> segs;
+    segs.push_back(Segment{c0, c0 + k});
+    for (int64_t c = c0 + k; c < c_end; c += seg) segs.push_back(Segment{c, std::min(c_end, c + seg)});
+    STRIPESOLVE_RETURN_IF_ERROR(ensure_events(2 * segs.size() + 1));
+    const bool whole_first = op.host_in != nullptr && !op.permutations.empty();
+    if (op.host_in != nullptr) {
+      if (whole_first) {
+        RETURN_CUDA(cudaMemcpyAsync(j.data + c0 * j.ld, op.host_in + c0 * j.ld,
+                                    column_bytes(j.ld, c0, c_end), cudaMemcpyHostToDevice, in_),
+                    "copy of J to the device");
+        RETURN_CUDA(cudaEventRecord(events_[0], in_), "event");
+        RETURN_CUDA(cudaStreamWaitEvent(compute_, events_[0]), "event wait");
+      }
+    }
+    for (const ColumnPermutation& p : op.permutations) {
+      if (p.count == 0) continue;
+      cuda::launch_permute_columns(j.data, j.ld, j.rows, c0 + p.first, p.pairs, p.count, gather_,
+                                   compute_);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("column permutation"));
+    }
+    const double one = 1.0, minus_one = -1.0;
+    double* multipliers = j.data + c0 * j.ld;
+    for (size_t s = 0; s < segs.size(); ++s) {
+      const int64_t a = segs[s].a;
+      const int64_t b = segs[s].b;
+      if (op.host_in != nullptr && !whole_first) {
+        RETURN_CUDA(cudaMemcpyAsync(j.data + a * j.ld, op.host_in + a * j.ld,
+                                    column_bytes(j.ld, a, b), cudaMemcpyHostToDevice, in_),
+                    "copy of a J segment to the device");
+        RETURN_CUDA(cudaEventRecord(events_[1 + 2 * s], in_), "event");
+        RETURN_CUDA(cudaStreamWaitEvent(compute_, events_[1 + 2 * s]), "event wait");
+      }
+      if (s == 0) {
+        RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                  CUBLAS_DIAG_NON_UNIT, static_cast<int>(j.rows),
+                                  static_cast<int>(k), &one, op.u.data, static_cast<int>(op.u.ld),
+                                  multipliers, static_cast<int>(j.ld)),
+                      "dtrsm of the J multipliers");
+      } else {
+        RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
+                                  static_cast<int>(b - a), static_cast<int>(k), &minus_one,
+                                  multipliers, static_cast<int>(j.ld),
+                                  op.u.data + (a - c0) * op.u.ld, static_cast<int>(op.u.ld), &one,
+                                  j.data + a * j.ld, static_cast<int>(j.ld)),
+                      "dgemm of the J update");
+      }
+      if (op.host_out != nullptr) {
+        RETURN_CUDA(cudaEventRecord(events_[2 + 2 * s], compute_), "event");
+        RETURN_CUDA(cudaStreamWaitEvent(out_, events_[2 + 2 * s]), "event wait");
+        RETURN_CUDA(cudaMemcpyAsync(op.host_out + a * j.ld, j.data + a * j.ld,
+                                    column_bytes(j.ld, a, b), cudaMemcpyDeviceToHost, out_),
+                    "copy of a J segment from the device");
+      }
+    }
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "device update");
+    RETURN_CUDA(cudaStreamSynchronize(in_), "device update");
+    RETURN_CUDA(cudaStreamSynchronize(out_), "device update");
+    return Status::ok();
+  }
+
+  Status copy_rows(const DeviceBlock& dst, int64_t dst_row, const DeviceBlock& src) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    RETURN_CUDA(cudaMemcpy2DAsync(dst.data + dst_row, sizeof(double) * dst.ld, src.data,
+                                  sizeof(double) * src.ld, sizeof(double) * src.rows, src.cols,
+                                  cudaMemcpyDeviceToDevice, compute_),
+                "copy of stripe rows into a meta-stripe block");
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "copy of stripe rows");
+    return Status::ok();
+  }
+
+  Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    if (perm.count == 0 || target.rows == 0) return Status::ok();
+    if (target.rows > std::max(j_rows_, rows_) || perm.count > 2 * std::max(k_rows_, rows_)) {
+      return Status::invalid_argument("column permutation larger than the lane's gather buffer");
+    }
+    cuda::launch_permute_columns(target.data, target.ld, target.rows, perm.first, perm.pairs,
+                                 perm.count, gather_, compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("column permutation"));
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "column permutation");
+    return Status::ok();
+  }
+
+  Status forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                 const DeviceBlock& rhs) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    const double one = 1.0, minus_one = -1.0;
+    const int h = static_cast<int>(part.rows);
+    const int nrhs = static_cast<int>(rhs.cols);
+    double* z = rhs.data + row_begin;
+    if (row_begin > 0) {
+      RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs,
+                                static_cast<int>(row_begin), &minus_one, part.data,
+                                static_cast<int>(part.ld), rhs.data, static_cast<int>(rhs.ld), &one,
+                                z, static_cast<int>(rhs.ld)),
+                    "dgemm of the forward substitution");
+    }
+    if (device_raw != nullptr) {
+      cuda::launch_rhs_row_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, h, compute_);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of the right-hand side"));
+    }
+    RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                              CUBLAS_DIAG_UNIT, h, nrhs, &one, part.data + row_begin * part.ld,
+                              static_cast<int>(part.ld), z, static_cast<int>(rhs.ld)),
+                  "dtrsm of the forward substitution");
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "forward substitution");
+    return Status::ok();
+  }
+
+  Status backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                  const DeviceBlock& rhs) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    const double one = 1.0, minus_one = -1.0;
+    const int h = static_cast<int>(part.rows);
+    const int nrhs = static_cast<int>(rhs.cols);
+    const int64_t right = rhs.rows - row_begin - part.rows;
+    double* x = rhs.data + row_begin;
+    const double* diag = part.data + row_begin * part.ld;
+    if (right > 0) {
+      RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, static_cast<int>(right),
+                                &minus_one, diag + part.rows * part.ld, static_cast<int>(part.ld),
+                                x + part.rows, static_cast<int>(rhs.ld), &one, x,
+                                static_cast<int>(rhs.ld)),
+                    "dgemm of the backward substitution");
+    }
+    RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                              CUBLAS_DIAG_NON_UNIT, h, nrhs, &one, diag, static_cast<int>(part.ld),
+                              x, static_cast<int>(rhs.ld)),
+                  "dtrsm of the backward substitution");
+    if (device_raw != nullptr) {
+      cuda::launch_solution_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, h, compute_);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("solution swaps"));
+    }
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "backward substitution");
+    return Status::ok();
+  }
+
+ private:
+  // kLocal (002 §5, Fig 11): per substripe, dgetrf of its rows from its diagonal column (row
+  // search inside the substripe), its swaps carried over the substripe's earlier multipliers,
+  // then dtrsm + dgemm for the stripe's rows below it.
+  Status eliminate_local(const DeviceBlock& part, int64_t block_col, int64_t substripe_rows,
+                         int32_t* host_ipiv, int32_t* device_raw, int32_t* first_zero) {
+    const int64_t h = part.rows;
+    const int64_t cols = part.cols;
+    const int64_t count = (h + substripe_rows - 1) / substripe_rows;
+    const double one = 1.0, minus_one = -1.0;
+    std::vector<int32_t> infos(static_cast<size_t>(count), 0);
+    for (int64_t q = 0; q < count; ++q) {
+      const int64_t pr = q * h / count;
+      const int64_t ps = (q + 1) * h / count - pr;
+      const int64_t dc = block_col + pr;
+      double* panel = part.data + pr + dc * part.ld;
+      RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(ps), static_cast<int>(cols - dc),
+                                       panel, static_cast<int>(part.ld), solver_work_, ipiv_ + pr,
+                                       info_),
+                      "cusolverDnDgetrf of a substripe");
+      RETURN_CUDA(cudaMemcpyAsync(&infos[q], info_, sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                  compute_), "info to the host");
+      if (pr > 0) {
+        cuda::launch_row_swaps(part.data + pr + block_col * part.ld, part.ld, pr, ipiv_ + pr, ps,
+                               compute_);
+        STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of earlier multipliers"));
+      }
+      cuda::launch_pivots_from_ipiv(ipiv_ + pr, ps, static_cast<int32_t>(pr), device_raw + pr,
+                                    compute_);
+      if (pr + ps < h) {
+        double* t = part.data + (pr + ps) + dc * part.ld;
+        RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                  CUBLAS_DIAG_NON_UNIT, static_cast<int>(h - pr - ps),
+                                  static_cast<int>(ps), &one, panel, static_cast<int>(part.ld), t,
+                                  static_cast<int>(part.ld)),
+                      "dtrsm of a substripe's multipliers");
+        if (cols - dc - ps > 0) {
+          RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h - pr - ps),
+                                    static_cast<int>(cols - dc - ps), static_cast<int>(ps),
+                                    &minus_one, t, static_cast<int>(part.ld),
+                                    panel + ps * part.ld, static_cast<int>(part.ld), &one,
+                                    t + ps * part.ld, static_cast<int>(part.ld)),
+                        "dgemm of a substripe's trailing update");
+        }
+      }
+    }
+    std::vector<int32_t> raw(static_cast<size_t>(h));
+    RETURN_CUDA(cudaMemcpyAsync(raw.data(), device_raw, sizeof(int32_t) * h, cudaMemcpyDeviceToHost,
+                                compute_), "pivots to the host");
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "device elimination");
+    for (int64_t q = 0; q < count; ++q) {
+      if (infos[q] > 0 && *first_zero == 0) *first_zero = static_cast<int32_t>(q * h / count) + infos[q];
+    }
+    std::copy(raw.begin(), raw.end(), host_ipiv);
+    return Status::ok();
+  }
+
+  Status ensure_events(size_t count) {
+    while (events_.size() < count) {
+      cudaEvent_t e = nullptr;
+      RETURN_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+      events_.push_back(e);
+    }
+    return Status::ok();
+  }
+
+  const int device_;
+  const int64_t rows_, cols_;
+  const PivotMode mode_;
+  const int64_t j_rows_, k_rows_;
+  cudaStream_t compute_ = nullptr, in_ = nullptr, out_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  cusolverDnHandle_t solver_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+  double* transposed_ = nullptr;
+  double* solver_work_ = nullptr;
+  int32_t* ipiv_ = nullptr;
+  int32_t* info_ = nullptr;
+  double* gather_ = nullptr;
+  int solver_lwork_ = 0;
+};
+
+class CudaEngine final : public DeviceEngine {
+ public:
+  explicit CudaEngine(int device) : device_(device) {}
+
+  std::string description() const override {
+    for (const auto& d : gpu::list_devices()) {
+      if (d.index == device_) return gpu::describe(d);
+    }
+    return "device " + std::to_string(device_);
+  }
+  int device() const override { return device_; }
+  uint64_t free_memory() const override {
+    size_t free_bytes = 0, total = 0;
+    if (cudaSetDevice(device_) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+      return 0;
+    }
+    return free_bytes;
+  }
+
+  Result<void*> allocate(uint64_t bytes, const std::string& what) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    void* p = nullptr;
+    RETURN_CUDA(cudaMalloc(&p, std::max<uint64_t>(bytes, 1)),
+                "cudaMalloc of " + std::to_string(bytes) + " bytes for " + what);
+    return p;
+  }
+  void release(void* data) override {
+    if (data == nullptr) return;
+    (void)cudaSetDevice(device_);
+    (void)cudaFree(data);
+  }
+  Status register_host(void* data, uint64_t bytes) override {
+    if (data == nullptr || bytes == 0) return Status::ok();
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    RETURN_CUDA(cudaHostRegister(data, bytes, cudaHostRegisterPortable),
+                "cudaHostRegister of the RAM cache (" + std::to_string(bytes) + " bytes)");
+    return Status::ok();
+  }
+  void unregister_host(void* data) override {
+    if (data == nullptr) return;
+    (void)cudaSetDevice(device_);
+    (void)cudaHostUnregister(data);
+  }
+
+  Result<uint64_t> lane_workspace_bytes(int64_t rows, int64_t cols, PivotMode mode,
+                                        int64_t j_rows, int64_t k_rows) const override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    CudaLane probe(device_, rows, cols, mode, j_rows, k_rows);
+    return probe.layout().total;
+  }
+
+  Result<std::unique_ptr<DeviceLane>> make_lane(bool high_priority, int64_t rows, int64_t cols,
+                                                PivotMode mode, int64_t j_rows, int64_t k_rows,
+                                                void* workspace) override {
+    auto lane = std::make_unique<CudaLane>(device_, rows, cols, mode, j_rows, k_rows);
+    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, workspace));
+    return std::unique_ptr<DeviceLane>(std::move(lane));
+  }
+
+ private:
+  const int device_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device) {
+  const int count = gpu::device_count();
+  if (device < 0 || device >= count) {
+    return Status::unavailable(fmt::format("no CUDA device {} ({} visible)", device, count));
+  }
+  RETURN_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  return std::unique_ptr<DeviceEngine>(std::make_unique<CudaEngine>(device));
+}
+
+}  // namespace stripesolve::backend

@@ -1,0 +1,139 @@
+#include <climits>
+
+#include "backend/cuda/kernels.cuh"
+
+namespace stripesolve::backend::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+__global__ void gather_columns(const double* a, int64_t ld, int64_t rows, int64_t first,
+                               const int32_t* pairs, double* tmp) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t p = blockIdx.y;
+  if (r < rows) tmp[r + p * rows] = a[r + (first + pairs[2 * p + 1]) * ld];
+}
+
+__global__ void scatter_columns(double* a, int64_t ld, int64_t rows, int64_t first,
+                                const int32_t* pairs, const double* tmp) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t p = blockIdx.y;
+  if (r < rows) a[r + (first + pairs[2 * p]) * ld] = tmp[r + p * rows];
+}
+
+__global__ void doolittle(double* a, int64_t ld, int64_t h, int64_t m) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (r >= h) return;
+  for (int64_t c = blockIdx.y; c < m; c += gridDim.y) {
+    if (c == r) continue;
+    double& v = a[r + c * ld];
+    if (c < r) {
+      v /= a[c + c * ld];  // diagonal elements are never written: race-free
+    } else {
+      v *= a[r + r * ld];
+    }
+  }
+}
+
+__global__ void first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,
+                                 int32_t* result) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (r >= rows) return;
+  for (int64_t c = blockIdx.y; c < cols; c += gridDim.y) {
+    if (!isfinite(a[r + c * ld])) {
+      atomicMin(result, static_cast<int32_t>(r));
+      return;
+    }
+  }
+}
+
+__global__ void row_swaps(double* a, int64_t ld, int64_t cols, const int32_t* ipiv, int64_t count) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= cols) return;
+  double* col = a + c * ld;
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t other = ipiv[k] - 1;
+    if (other != k) {
+      const double t = col[k];
+      col[k] = col[other];
+      col[other] = t;
+    }
+  }
+}
+
+__global__ void pivots_from_ipiv(const int32_t* ipiv, int64_t count, int32_t offset, int32_t* raw) {
+  const int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (k < count) raw[k] = ipiv[k] - 1 + offset;
+}
+
+__global__ void rhs_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, const int32_t* raw,
+                          int64_t count, bool reverse) {
+  const int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (j >= nrhs) return;
+  double* col = rhs + j * ld + row0;
+  for (int64_t s = 0; s < count; ++s) {
+    const int64_t k = reverse ? count - 1 - s : s;
+    const int64_t other = raw[k];
+    if (other != k) {
+      const double t = col[k];
+      col[k] = col[other];
+      col[other] = t;
+    }
+  }
+}
+
+}  // namespace
+
+void launch_permute_columns(double* a, int64_t ld, int64_t rows, int64_t first,
+                            const int32_t* pairs, int64_t count, double* tmp, cudaStream_t stream) {
+  // gridDim.y is at most 65535: the permutations here have at most 4 S pairs.
+  for (int64_t p0 = 0; p0 < count; p0 += 65535) {
+    const int64_t chunk = count - p0 < 65535 ? count - p0 : 65535;
+    const dim3 grid(blocks_for(rows), static_cast<unsigned>(chunk));
+    gather_columns<<<grid, kThreads, 0, stream>>>(a, ld, rows, first, pairs + 2 * p0,
+                                                  tmp + p0 * rows);
+  }
+  for (int64_t p0 = 0; p0 < count; p0 += 65535) {
+    const int64_t chunk = count - p0 < 65535 ? count - p0 : 65535;
+    const dim3 grid(blocks_for(rows), static_cast<unsigned>(chunk));
+    scatter_columns<<<grid, kThreads, 0, stream>>>(a, ld, rows, first, pairs + 2 * p0,
+                                                   tmp + p0 * rows);
+  }
+}
+
+void launch_doolittle(double* region, int64_t ld, int64_t h, int64_t m, cudaStream_t stream) {
+  const dim3 grid(blocks_for(h), static_cast<unsigned>(m < 4096 ? m : 4096));
+  doolittle<<<grid, kThreads, 0, stream>>>(region, ld, h, m);
+}
+
+void launch_first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,
+                             int32_t* result, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  const dim3 grid(blocks_for(rows), static_cast<unsigned>(cols < 4096 ? cols : 4096));
+  first_non_finite<<<grid, kThreads, 0, stream>>>(a, ld, rows, cols, result);
+}
+
+void launch_row_swaps(double* a, int64_t ld, int64_t cols, const int32_t* ipiv, int64_t count,
+                      cudaStream_t stream) {
+  if (cols == 0) return;
+  row_swaps<<<blocks_for(cols), kThreads, 0, stream>>>(a, ld, cols, ipiv, count);
+}
+
+void launch_pivots_from_ipiv(const int32_t* ipiv, int64_t count, int32_t offset, int32_t* raw,
+                             cudaStream_t stream) {
+  pivots_from_ipiv<<<blocks_for(count), kThreads, 0, stream>>>(ipiv, count, offset, raw);
+}
+
+void launch_solution_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0,
+                           const int32_t* raw, int64_t count, cudaStream_t stream) {
+  rhs_swaps<<<blocks_for(nrhs), kThreads, 0, stream>>>(rhs, ld, nrhs, row0, raw, count, true);
+}
+
+void launch_rhs_row_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, const int32_t* raw,
+                          int64_t count, cudaStream_t stream) {
+  rhs_swaps<<<blocks_for(nrhs), kThreads, 0, stream>>>(rhs, ld, nrhs, row0, raw, count, false);
+}
+
+}  // namespace stripesolve::backend::cuda

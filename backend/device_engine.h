@@ -1,0 +1,141 @@
+// The GPU tier's compute (8b of ../shared/design/ARCHITECTURE.md): stripe parts in device memory
+// and the operations the elim.I / elim.J / substitution roles run on them. No CUDA type here; the
+// implementation is backend/cuda/ (cuBLAS, cuSOLVER and a few kernels). In a build without CUDA,
+// DeviceEngine::open() returns kUnavailable.
+//
+// What lives where: the scheduler's GPU roles (scheduler/gpu_factor_run.h) decide which stripe
+// parts are resident (cache/device_tier.h keeps that table and carves the device pool); a lane
+// only computes on the blocks it is given. Parts on the device have the layout of their RAM cell
+// (rows x cols, column-major, ld = rows), so a column range is one contiguous copy.
+//
+// Lanes: each worker thread owns one DeviceLane (its streams, cuBLAS and cuSOLVER handles, events
+// and workspace). Every lane operation has finished when it returns (the lane synchronises its
+// streams), so the caller's cell transitions order all accesses as on the CPU. Operations of
+// different lanes run concurrently on the device: that is how elim.I (a high-priority lane) hides
+// under the J updates, and how one J's copies overlap another J's GEMMs.
+//
+// Pivots on the device (kRow): an eliminated stripe's swaps are kept twice: raw (step k swaps
+// columns i0+k and i0+raw[k], for the substitution) and as a column permutation (pairs dst <- src,
+// relative to i0), which the update applies to a J part in one gather instead of S sequential
+// swaps.
+//
+// Errors: kNumerical "zero pivot at row R" / "non-finite value in row R after elimination"
+// (global R, as the CPU backend), kResourceExhausted for device memory, kInternal for CUDA errors
+// (naming the call).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "base/status.h"
+
+namespace stripesolve::backend {
+
+// A column-major block in device memory: element (r, c) at data[r + c * ld].
+struct DeviceBlock {
+  double* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t ld = 0;
+
+  // Columns [c0, cols) as a block of their own.
+  DeviceBlock from_column(int64_t c0) const { return {data + c0 * ld, rows, cols - c0, ld}; }
+};
+
+// A permutation of columns: for p < count, column first + pairs[2p] receives (old) column
+// first + pairs[2p + 1]. `pairs` is in device memory.
+struct ColumnPermutation {
+  const int32_t* pairs = nullptr;
+  int64_t count = 0;
+  int64_t first = 0;
+};
+
+// The net column permutation of the sequential swaps "step k exchanges columns k and swaps[k]"
+// (swaps[k] >= k, k = 0 .. size-1), as (dst, src) pairs; empty for the identity.
+std::vector<int32_t> permutation_pairs(const std::vector<int32_t>& swaps);
+
+// J <- update by U (002 <JI>, <JK>, with K eliminated rows, possibly a whole meta-stripe):
+//   J[:, j_col : j_col+K]   <- J[:, j_col : j_col+K] * triu(U[:, 0:K])^-1     (dtrsm)
+//   J[:, j_col+K : ]        -= J[:, j_col : j_col+K] * U[:, K:]              (dgemm by segments)
+// after the column permutations (kRow, in order; their `first` is relative to column j_col).
+// U is K x (J.cols - j_col). With host_in, J's columns [j_col, cols) are first copied in from
+// that pinned host part (same layout as J), by segments overlapped with the update where no
+// permutation needs the whole part; with host_out they are copied back segment by segment as
+// their GEMM finishes.
+struct DeviceUpdate {
+  DeviceBlock j;
+  int64_t j_col = 0;
+  DeviceBlock u;
+  std::vector<ColumnPermutation> permutations;
+  int64_t segment_columns = 8192;
+  const double* host_in = nullptr;
+  double* host_out = nullptr;
+};
+
+class DeviceLane {
+ public:
+  virtual ~DeviceLane() = default;
+
+  // Columns [c0, c1) of a part between pinned host memory and the device (same layout).
+  virtual Status upload(const double* host, const DeviceBlock& dst, int64_t c0, int64_t c1) = 0;
+  virtual Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) = 0;
+
+  // stripe::eliminate_stripe on the device: the part's diagonal block starts at local column
+  // block_col. Fills host_swaps (rows entries, as eliminate_stripe's local indices: kRow local
+  // columns, kLocal local rows, kNone untouched) and, for kRow/kLocal, device_raw (rows int32,
+  // relative to block_col / row 0) and, for kRow, device_perm (permutation pairs of the swaps,
+  // 4 * rows int32 at most) with *perm_count set.
+  virtual Status eliminate(const DeviceBlock& part, int64_t block_col, PivotMode mode,
+                           int64_t substripe_rows, int64_t global_row, int64_t* host_swaps,
+                           int32_t* device_raw, int32_t* device_perm, int64_t* perm_count) = 0;
+
+  virtual Status update(const DeviceUpdate& op) = 0;
+
+  // dst[dst_row + r, c] = src[r, c] for the src block (meta-stripe U blocks).
+  virtual Status copy_rows(const DeviceBlock& dst, int64_t dst_row, const DeviceBlock& src) = 0;
+  // Applies a permutation to rows [0, rows) of `target`.
+  virtual Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) = 0;
+
+  // Substitution with a resident factor stripe of rows [row_begin, row_begin + rows) (part from
+  // column 0, h x n) on the n x nrhs block `rhs` in device memory (backend.h's Lower/Upper
+  // Substitution). forward: kLocal's raw row swaps (nullable). backward: afterwards applies
+  // kRow's raw column swaps to the solution (stripe::apply_solution_swaps), when given.
+  virtual Status forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                         const DeviceBlock& rhs) = 0;
+  virtual Status backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                          const DeviceBlock& rhs) = 0;
+};
+
+class DeviceEngine {
+ public:
+  // Opens device `device` (kUnavailable without CUDA or without that device).
+  static Result<std::unique_ptr<DeviceEngine>> open(int device);
+  virtual ~DeviceEngine() = default;
+
+  virtual std::string description() const = 0;
+  virtual int device() const = 0;
+  virtual uint64_t free_memory() const = 0;
+
+  // cudaMalloc / cudaFree of the pool the device tier carves.
+  virtual Result<void*> allocate(uint64_t bytes, const std::string& what) = 0;
+  virtual void release(void* data) = 0;
+  // Pins (cudaHostRegister) / unpins an existing host block: the RAM cache's arena.
+  virtual Status register_host(void* data, uint64_t bytes) = 0;
+  virtual void unregister_host(void* data) = 0;
+
+  // Device bytes of a lane that eliminates stripes of up to `rows` x `cols` with `mode`
+  // (transposed stripe + solver workspace), or of an update lane (rows = 0) whose J parts have
+  // up to `j_rows` rows and whose ranges up to `k_rows` rows (the permutation gather's buffer).
+  virtual Result<uint64_t> lane_workspace_bytes(int64_t rows, int64_t cols, PivotMode mode,
+                                                int64_t j_rows, int64_t k_rows) const = 0;
+  // A lane with its workspace at `workspace` (lane_workspace_bytes of the same arguments).
+  virtual Result<std::unique_ptr<DeviceLane>> make_lane(bool high_priority, int64_t rows,
+                                                        int64_t cols, PivotMode mode,
+                                                        int64_t j_rows, int64_t k_rows,
+                                                        void* workspace) = 0;
+};
+
+}  // namespace stripesolve::backend

@@ -7,9 +7,13 @@
 #include <memory>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device_engine.h"
 #include "base/logging.h"
+#include "base/units.h"
 #include "cache/stripe_cache.h"
+#include "gpu/devices.h"
 #include "scheduler/factor_run.h"
+#include "scheduler/gpu_elimination.h"
 #include "scheduler/io_role.h"
 #include "scheduler/substitution.h"
 
@@ -91,6 +95,59 @@ Status emit_chunk(const SolveCallbacks& cb, const storage::StripeGeometry& g, co
   return cb.on_solution_chunk(r0, h, chunk.data());
 }
 
+Status check_finite(const double* x, int64_t n, int64_t nrhs) {
+  for (int64_t j = 0; j < nrhs; ++j) {
+    for (int64_t r = 0; r < n; ++r) {
+      if (!std::isfinite(x[r + j * n])) {
+        return Status::numerical("non-finite solution at row " + std::to_string(r));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The state of one solve between its phases (factor, substitute, refine).
+struct Solve {
+  storage::MatrixStore& store;
+  std::string name;
+  const DenseSolveOptions& options;
+  storage::StripeGeometry g;
+  SolveReport report;
+  std::string origin;
+  // Declared before the roles so that they outlive every transfer (destroyed after IoRole).
+  std::unique_ptr<storage::StripedMatrix> a;
+  std::unique_ptr<storage::StripedMatrix> writable;  // the factor being made (or not persisted)
+  std::unique_ptr<storage::StripedMatrix> factor;    // the committed factor
+  std::vector<stripe::StripePivots> pivots;
+};
+
+// Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
+// factorization starts with the matrix in (pinned) RAM: the GPU tier's "host-resident A".
+Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget) {
+  const storage::StripeGeometry& g = a.geometry();
+  uint64_t total = 0;
+  std::vector<PartOrder> order;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    total += cache::Arena::round_up(a.part_layout(i, 0).buffer_bytes);
+    order.push_back({i, 0});
+  }
+  if (total > budget) return Status::ok();
+  return stream_parts(ctx, a, order, "load", true,
+                      [](int64_t, const stripe::StripePart&) { return Status::ok(); });
+}
+
+// The device budget of a dense solve: engine.gpu_memory (capped at 95% of the free memory) or
+// 90% of the free memory.
+uint64_t device_budget(const EngineConfig& config, uint64_t free_bytes) {
+  const uint64_t cap = free_bytes / 20 * 19;
+  if (config.gpu_memory > 0) return std::min(config.gpu_memory, cap);
+  return free_bytes / 10 * 9;
+}
+
 }  // namespace
 
 std::string factor_name_for(std::string_view matrix_name, const DenseSolveOptions& options) {
@@ -98,20 +155,13 @@ std::string factor_name_for(std::string_view matrix_name, const DenseSolveOption
   return std::string(matrix_name) + ".lu." + std::string(backend::pivot_mode_name(options.pivot));
 }
 
-Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view matrix_name,
-                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
-                                const EngineConfig& config, CancelToken& cancel,
-                                const SolveCallbacks& callbacks, TraceRecorder* trace) {
-  auto backend = backend::make_cpu_backend();
-  return solve_dense(*backend, store, matrix_name, b, nrhs, options, config, cancel, callbacks,
-                     trace);
-}
+namespace {
 
-Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore& store,
-                                std::string_view matrix_name, const double* b, int64_t nrhs,
-                                const DenseSolveOptions& options, const EngineConfig& config,
-                                CancelToken& cancel, const SolveCallbacks& callbacks,
-                                TraceRecorder* trace) {
+Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine* engine,
+                               storage::MatrixStore& store, std::string_view matrix_name,
+                               const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                               const EngineConfig& config_in, CancelToken& cancel,
+                               const SolveCallbacks& callbacks, TraceRecorder* trace) {
   const auto start = Clock::now();
   const std::string name(matrix_name);
   if (nrhs < 1 || b == nullptr) {
@@ -122,27 +172,41 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
     return Status::invalid_argument("dense solve of '" + name +
                                     "': refinement needs the original matrix, which in_place overwrites");
   }
+  if (options.in_place && !options.store_factors) {
+    return Status::invalid_argument("dense solve of '" + name +
+                                    "': in_place turns the matrix into its factors, which are then stored");
+  }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-  const storage::StripeGeometry g = info.geometry;
+  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, {}};
+  const storage::StripeGeometry& g = sv.g;
   const int64_t n = g.n;
+  SolveReport& report = sv.report;
 
-  SolveReport report;
+  EngineConfig config = config_in;
+  gpu::DeviceBudget::Reservation device_reservation;
+  report.backend = engine != nullptr ? "cuda" : "cpu";
+  if (engine != nullptr) {
+    report.device = engine->description();
+    config.gpus = 1;
+    config.gpu_memory = device_budget(config_in, engine->free_memory());
+    STRIPESOLVE_ASSIGN_OR_RETURN(device_reservation,
+                                 gpu::DeviceBudget::of(engine->device())
+                                     .reserve(config.gpu_memory, "dense solve of '" + name + "'"));
+  } else {
+    config.gpus = 0;
+    config.gpu_memory = 0;
+  }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       report.plan, plan_dense(n, g.stripe_rows, config, describe_machine(config, info.path_count)));
   const Plan& plan = report.plan;
   static const auto log = logger("scheduler");
-  log->info("dense solve of '{}' ({} pivoting, {} strategy): {}", name,
+  log->info("dense solve of '{}' ({} pivoting, {} strategy, {} backend{}{}): {}", name,
             backend::pivot_mode_name(options.pivot), strategy_name(options.strategy),
+            report.backend, report.device.empty() ? "" : " on ", report.device,
             plan_to_text(plan));
   report.factor_name = factor_name_for(name, options);
-  const std::string origin = info.created + "|" + info.source + "|" +
-                             std::string(backend::pivot_mode_name(options.pivot));
-
-  // Declared before the roles so that they outlive every transfer (destroyed after IoRole).
-  std::unique_ptr<storage::StripedMatrix> a;
-  std::unique_ptr<storage::StripedMatrix> writable;
-  std::unique_ptr<storage::StripedMatrix> factor;
-  std::vector<stripe::StripePivots> pivots;
+  sv.origin = info.created + "|" + info.source + "|" +
+              std::string(backend::pivot_mode_name(options.pivot));
 
   if (options.in_place) {
     if (info.kind == "factor") {
@@ -150,17 +214,17 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
         return Status::failed_precondition("matrix '" + name +
                                            "' was factored in place; its original values are gone");
       }
-      STRIPESOLVE_ASSIGN_OR_RETURN(factor, store.open_factor(name));
+      STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor, store.open_factor(name));
     }
   } else {
-    STRIPESOLVE_ASSIGN_OR_RETURN(a, store.open_matrix(name));
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.a, store.open_matrix(name));
     auto existing = store.open_factor(report.factor_name);
     if (existing.is_ok()) {
       auto blob = (*existing)->read_blob(kOriginBlob);
       const bool same = blob.is_ok() && std::string(reinterpret_cast<const char*>(blob->data()),
-                                                    blob->size()) == origin;
+                                                    blob->size()) == sv.origin;
       if (options.reuse_factors && same) {
-        factor = std::move(*existing);
+        sv.factor = std::move(*existing);
       } else {
         existing->reset();
         STRIPESOLVE_RETURN_IF_ERROR(store.remove(report.factor_name));
@@ -169,13 +233,13 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
       return existing.status();
     }
   }
-  if (factor) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(auto blob, factor->read_blob(kPivotsBlob));
-    STRIPESOLVE_ASSIGN_OR_RETURN(pivots, parse_all(blob, g.stripes, report.factor_name));
-    if (!pivots.empty() && pivots[0].mode != options.pivot) {
+  if (sv.factor) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(auto blob, sv.factor->read_blob(kPivotsBlob));
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots, parse_all(blob, g.stripes, report.factor_name));
+    if (!sv.pivots.empty() && sv.pivots[0].mode != options.pivot) {
       return Status::failed_precondition(
           "factor '" + report.factor_name + "' was made with " +
-          std::string(backend::pivot_mode_name(pivots[0].mode)) + " pivoting, not " +
+          std::string(backend::pivot_mode_name(sv.pivots[0].mode)) + " pivoting, not " +
           std::string(backend::pivot_mode_name(options.pivot)));
     }
     report.reused_factors = true;
@@ -190,56 +254,104 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
   });
   IoRole io(cache, progress, trace);
   EngineContext ctx{backend, cache, progress, cancel, trace, config.progress_interval_seconds};
+  std::unique_ptr<GpuElimination> gpu_elim;
 
-  if (!factor) {
+  // Phase 1: factor (load A into RAM for the GPU tier, triangulate, persist).
+  if (!sv.factor) {
     if (options.in_place) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(writable, store.open_for_in_place(name));
-      io.set_sources(writable.get(), writable.get());
+      STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, store.open_for_in_place(name));
+      io.set_sources(sv.writable.get(), sv.writable.get());
     } else {
-      STRIPESOLVE_ASSIGN_OR_RETURN(writable, store.create_factor(report.factor_name, *a));
-      io.set_sources(a.get(), writable.get());
+      STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, store.create_factor(report.factor_name, *sv.a));
+      io.set_sources(sv.a.get(), sv.writable.get());
+    }
+    // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
+    FactorParams params{options.pivot,       options.strategy,    plan.meta_stripes,
+                        plan.substripe_rows, plan.elim_j_workers, false};
+    if (engine != nullptr) {
+      const auto t_load = Clock::now();
+      STRIPESOLVE_ASSIGN_OR_RETURN(gpu_elim, GpuElimination::create(ctx, *engine, *sv.writable,
+                                                                     params, plan));
+      if (!options.in_place) {
+        progress.begin_phase("load", 0, g.stripes);
+        STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx, *sv.a, config.ram_budget));
+      }
+      report.load_seconds = seconds_since(t_load);
     }
     const double flops = factorization_flops(g);
     progress.begin_phase("factor", flops, g.stripes);
     const auto t0 = Clock::now();
-    FactorParams params{options.pivot, options.strategy, plan.meta_stripes, plan.substripe_rows,
-                        plan.elim_j_workers};
-    STRIPESOLVE_ASSIGN_OR_RETURN(pivots, run_factorization(ctx, *writable, params));
-    STRIPESOLVE_RETURN_IF_ERROR(writable->write_blob(kPivotsBlob, serialize_all(pivots)));
-    STRIPESOLVE_RETURN_IF_ERROR(writable->write_blob(kOriginBlob, to_bytes(origin)));
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots,
+                                 run_factorization(ctx, *sv.writable, params, gpu_elim.get()));
     if (cancel.cancelled()) return Status::cancelled("dense solve cancelled");
-    STRIPESOLVE_RETURN_IF_ERROR(writable->commit());
-    report.factor_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    report.factor_seconds = seconds_since(t0);
     report.gflops = report.factor_seconds > 0 ? flops / report.factor_seconds / 1e9 : 0.0;
-    io.set_sources(nullptr, nullptr);
-    writable.reset();
-    STRIPESOLVE_ASSIGN_OR_RETURN(factor, store.open_factor(report.factor_name));
+    if (options.store_factors) {
+      const auto t_persist = Clock::now();
+      {
+        // Dirty parts go to the factor object but stay cached (clean) for the substitution.
+        TraceRecorder::Span span(trace, "master", "write_back");
+        STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());
+      }
+      STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kPivotsBlob, serialize_all(sv.pivots)));
+      STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kOriginBlob, to_bytes(sv.origin)));
+      STRIPESOLVE_RETURN_IF_ERROR(sv.writable->commit());
+      io.set_sources(nullptr, nullptr);
+      sv.writable.reset();
+      STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor, store.open_factor(report.factor_name));
+      report.persist_seconds = seconds_since(t_persist);
+    }
   }
+  storage::StripedMatrix& factor = sv.factor ? *sv.factor : *sv.writable;
+  auto factor_sources = [&] {
+    if (sv.factor) {
+      io.set_sources(sv.factor.get(), nullptr);
+    } else {
+      io.set_sources(sv.writable.get(), sv.writable.get());  // not persisted: dirty parts stay
+    }
+  };
+  const bool on_device = gpu_elim && gpu_elim->factors_resident();
+  auto substitute_into = [&](double* v, const std::function<Status(int64_t)>& on_stripe) -> Status {
+    if (on_device) {
+      STRIPESOLVE_RETURN_IF_ERROR(gpu_elim->substitute(v, nrhs));
+      return check_finite(v, n, nrhs);
+    }
+    factor_sources();
+    return substitute(ctx, factor, sv.pivots, v, nrhs, on_stripe);
+  };
 
-  // Substitution, then residual and refinement.
+  // Phase 2: substitute.
   report.x.assign(b, b + n * nrhs);
   double* x = report.x.data();
-  const bool stream_chunks = callbacks.on_solution_chunk && options.pivot != stripe::PivotMode::kRow &&
+  const bool stream_chunks = callbacks.on_solution_chunk && !on_device &&
+                             options.pivot != stripe::PivotMode::kRow &&
                              options.refinement_steps == 0;
-  io.set_sources(factor.get(), nullptr);
+  if (on_device) progress.begin_phase("substitute", 4.0 * static_cast<double>(n) * n * nrhs, g.stripes);
   const auto t_subst = Clock::now();
-  STRIPESOLVE_RETURN_IF_ERROR(substitute(ctx, *factor, pivots, x, nrhs, [&](int64_t i) {
+  STRIPESOLVE_RETURN_IF_ERROR(substitute_into(x, [&](int64_t i) {
     return stream_chunks ? emit_chunk(callbacks, g, x, nrhs, i) : Status::ok();
   }));
   const auto t_residual = Clock::now();
   report.substitution_seconds = std::chrono::duration<double>(t_residual - t_subst).count();
+
+  // Phase 3: residual and refinement (x += A^-1 (b - A x)).
   if (!options.in_place) {
     std::vector<double> r(static_cast<size_t>(n * nrhs));
     const double b_norm = norm_inf(b, n, nrhs);
+    if (!sv.factor && (on_device || options.refinement_steps == 0)) {
+      cache.discard_idle();  // factors not persisted and not needed from RAM any more
+    } else if (!sv.factor) {
+      STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());  // refinement reads them again
+    }
     for (int step = 0;; ++step) {
       STRIPESOLVE_RETURN_IF_ERROR(cache.flush());  // factor cells must not serve reads of A
-      io.set_sources(a.get(), nullptr);
-      STRIPESOLVE_ASSIGN_OR_RETURN(ResidualResult res, residual(ctx, *a, b, x, nrhs, r.data()));
+      io.set_sources(sv.a.get(), nullptr);
+      STRIPESOLVE_ASSIGN_OR_RETURN(ResidualResult res, residual(ctx, *sv.a, b, x, nrhs, r.data()));
       const double denom = res.a_norm_inf * norm_inf(x, n, nrhs) + b_norm;
       report.residual_history.push_back(denom > 0 ? res.r_norm_inf / denom : res.r_norm_inf);
       if (step == options.refinement_steps) break;
-      io.set_sources(factor.get(), nullptr);
-      STRIPESOLVE_RETURN_IF_ERROR(substitute(ctx, *factor, pivots, r.data(), nrhs, nullptr));
+      STRIPESOLVE_RETURN_IF_ERROR(cache.flush());
+      STRIPESOLVE_RETURN_IF_ERROR(substitute_into(r.data(), nullptr));
       for (int64_t k = 0; k < n * nrhs; ++k) x[k] += r[static_cast<size_t>(k)];
     }
     report.residual = report.residual_history.back();
@@ -258,13 +370,44 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
   report.cache_budget = cs.budget;
   report.io_read_bytes = progress.io_read_bytes();
   report.io_written_bytes = progress.io_written_bytes();
-  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  log->info("dense solve of '{}' done in {:.3f} s: residual {:.3g}, factor {:.2f} GFLOP/s{}, SSD "
-            "read {} written {}",
-            name, report.seconds, report.residual, report.gflops,
-            report.reused_factors ? " (reused factors)" : "", report.io_read_bytes,
-            report.io_written_bytes);
+  report.seconds = seconds_since(start);
+  log->info("dense solve of '{}' done in {:.3f} s on {}: residual {:.3g}, factor {:.2f} GFLOP/s "
+            "({:.3f} s){}, substitution {:.3f} s{}, SSD read {} written {}",
+            name, report.seconds, report.device.empty() ? report.backend : report.device,
+            report.residual, report.gflops, report.factor_seconds,
+            report.reused_factors ? " (reused factors)" : "", report.substitution_seconds,
+            on_device ? " (device)" : "", format_bytes(report.io_read_bytes),
+            format_bytes(report.io_written_bytes));
+  if (gpu_elim) gpu_elim->release_factors();
   return report;
+}
+
+}  // namespace
+
+Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view matrix_name,
+                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                                const EngineConfig& config, CancelToken& cancel,
+                                const SolveCallbacks& callbacks, TraceRecorder* trace) {
+  std::vector<std::string> warnings;
+  STRIPESOLVE_ASSIGN_OR_RETURN(ComputeBackend which, resolve_backend(config, &warnings));
+  static const auto log = logger("scheduler");
+  for (const auto& w : warnings) log->warn("{}", w);
+  auto cpu = backend::make_cpu_backend();
+  std::unique_ptr<backend::DeviceEngine> engine;
+  if (which == ComputeBackend::kCuda) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(engine, backend::DeviceEngine::open(0));
+  }
+  return solve_with(*cpu, engine.get(), store, matrix_name, b, nrhs, options, config, cancel,
+                    callbacks, trace);
+}
+
+Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore& store,
+                                std::string_view matrix_name, const double* b, int64_t nrhs,
+                                const DenseSolveOptions& options, const EngineConfig& config,
+                                CancelToken& cancel, const SolveCallbacks& callbacks,
+                                TraceRecorder* trace) {
+  return solve_with(backend, nullptr, store, matrix_name, b, nrhs, options, config, cancel,
+                    callbacks, trace);
 }
 
 }  // namespace stripesolve::scheduler

@@ -48,6 +48,9 @@ struct DenseSolveOptions {
   int refinement_steps = 0;
   bool in_place = false;
   bool reuse_factors = true;
+  // false: the factors live only for this solve (in the RAM and GPU tiers, spilled to an
+  // uncommitted object only if they do not fit) and are not persisted; nothing to reuse later.
+  bool store_factors = true;
 };
 
 struct SolveCallbacks {
@@ -64,7 +67,11 @@ struct SolveReport {
   double residual = -1;           // scaled residual of the final x; -1 when not computed (in_place)
   std::vector<double> residual_history;  // before each refinement step, then the final one
   double seconds = 0;
-  double factor_seconds = 0;      // 0 when the factors were reused
+  double load_seconds = 0;        // A read from the SSDs into the RAM cache before the
+                                  // factorization (only when the cache holds all of A)
+  double factor_seconds = 0;      // the triangulation, factors in RAM / on the device; 0 when
+                                  // the factors were reused
+  double persist_seconds = 0;     // writing the factors back to the store and committing them
   double substitution_seconds = 0;  // the first forward + backward pass
   double residual_seconds = 0;    // residual passes and refinement steps
   double gflops = 0;              // factorization flops / factor_seconds (0 when reused)
@@ -74,6 +81,8 @@ struct SolveReport {
   uint64_t cache_misses = 0;
   uint64_t cache_peak_bytes = 0;  // never above the budget
   uint64_t cache_budget = 0;
+  std::string backend;            // "cpu" or "cuda"
+  std::string device;             // the GPU's description with the cuda backend
   std::string factor_name;
   bool reused_factors = false;
   Plan plan;

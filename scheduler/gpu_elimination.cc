@@ -1,0 +1,342 @@
+#include "scheduler/gpu_elimination.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "base/logging.h"
+#include "base/units.h"
+
+namespace stripesolve::scheduler {
+
+using backend::DeviceBlock;
+using cache::CellView;
+using cache::DeviceInstance;
+
+namespace {
+
+// cuBLAS / cuSOLVER keep some device memory of their own per handle: left out of the pool.
+uint64_t library_slack(uint64_t budget) { return std::min<uint64_t>(256ull << 20, budget / 8); }
+
+uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0_store) {
+  return 8ull * static_cast<uint64_t>(g.rows(stripe)) * static_cast<uint64_t>(g.n - i0_store);
+}
+
+}  // namespace
+
+GpuElimination::GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
+                               const storage::StripedMatrix& layout, const FactorParams& params,
+                               const Plan& plan)
+    : ctx_(ctx), engine_(engine), layout_(layout), params_(params), plan_(plan) {}
+
+Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ctx,
+                                                               backend::DeviceEngine& engine,
+                                                               const storage::StripedMatrix& layout,
+                                                               const FactorParams& params,
+                                                               const Plan& plan) {
+  std::unique_ptr<GpuElimination> e(new GpuElimination(ctx, engine, layout, params, plan));
+  STRIPESOLVE_RETURN_IF_ERROR(e->open());
+  return e;
+}
+
+Status GpuElimination::open() {
+  const storage::StripeGeometry& g = layout_.geometry();
+  const int64_t s_max = (g.n + g.stripes - 1) / g.stripes;
+  const int64_t k_max = s_max;  // permutations are per stripe
+  // Use counts from the task list.
+  stripe_uses_.assign(static_cast<size_t>(g.stripes), 0);
+  std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
+  for (const Task& t : make_tasks(params_.strategy, g.stripes, params_.meta_stripes)) {
+    if (t.kind != Task::Kind::kUpdate) continue;
+    for (int64_t i = t.i_begin; i < t.i_end; ++i) ++stripe_uses_[static_cast<size_t>(i)];
+    if (t.i_end - t.i_begin > 1) ++ranges[{t.i_begin, t.i_end}];
+  }
+  range_uses_.assign(ranges.begin(), ranges.end());
+  perm_count_.assign(static_cast<size_t>(g.stripes), 0);
+
+  STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_i, engine_.lane_workspace_bytes(s_max, g.n, params_.pivot,
+                                                                           s_max, k_max));
+  STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_j, engine_.lane_workspace_bytes(0, 0, params_.pivot,
+                                                                           s_max, k_max));
+  const int64_t workers = std::max<int64_t>(1, params_.elim_j_workers);
+  const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers);
+  const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
+  const uint64_t slack = library_slack(plan_.gpu_memory);
+  if (plan_.gpu_memory <= lanes + pivots + slack) {
+    return Status::resource_exhausted(fmt::format(
+        "GPU tier: the device budget {} does not cover the lanes' workspaces ({})",
+        format_bytes(plan_.gpu_memory), format_bytes(lanes + pivots + slack)));
+  }
+  pool_bytes_ = plan_.gpu_memory - lanes - pivots - slack;
+  STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
+  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_);
+  char* p = static_cast<char*>(lane_memory_);
+  STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_, engine_.make_lane(true, s_max, g.n, params_.pivot, s_max,
+                                                          k_max, p));
+  p += ws_i;
+  for (int64_t w = 0; w < workers; ++w) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(auto lane, engine_.make_lane(false, 0, 0, params_.pivot, s_max,
+                                                              k_max, p));
+    lanes_j_.push_back(std::move(lane));
+    p += ws_j;
+  }
+  device_raw_ = reinterpret_cast<int32_t*>(p);
+  device_perm_ = device_raw_ + g.n;
+  // Pinned RAM: the cells' copies run at full PCIe speed.
+  cache::Arena& arena = ctx_.cache.arena();
+  STRIPESOLVE_RETURN_IF_ERROR(engine_.register_host(arena.base(), arena.capacity()));
+  pinned_ = true;
+  static const auto log = logger("scheduler");
+  log->info("GPU tier on {}: pool {}, lanes {}, {} elim.J workers, S^m = {}, segments of {} "
+            "columns{}",
+            engine_.description(), format_bytes(pool_bytes_), format_bytes(lanes), workers,
+            params_.meta_stripes, plan_.segment_columns,
+            plan_.device_resident ? ", the whole matrix stays on the device" : "");
+  return Status::ok();
+}
+
+GpuElimination::~GpuElimination() {
+  lanes_j_.clear();
+  lane_i_.reset();
+  if (pinned_) engine_.unregister_host(ctx_.cache.arena().base());
+  engine_.release(pool_);
+  engine_.release(lane_memory_);
+}
+
+DeviceBlock GpuElimination::instance_block(const DeviceInstance& inst) const {
+  const storage::StripeGeometry& g = layout_.geometry();
+  const int64_t rows = g.rows(inst.stripe);
+  return DeviceBlock{device_at(inst.offset), rows, g.n - inst.i0_store, rows};
+}
+
+Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, bool copy_in,
+                                                    backend::DeviceLane& lane, bool* created) {
+  const storage::StripeGeometry& g = layout_.geometry();
+  if (auto inst = tier_->find(cell.stripe)) {
+    if (inst->i0_store != cell.i0_store) {
+      return Status::internal(fmt::format(
+          "GPU tier: stripe {} is on the device from column {} but in RAM from column {}",
+          cell.stripe, inst->i0_store, cell.i0_store));
+    }
+    *created = false;
+    return *inst;
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      DeviceInstance inst,
+      tier_->allocate(cell.stripe, cell.i0_store, part_bytes(g, cell.stripe, cell.i0_store)));
+  *created = true;
+  if (copy_in) {
+    const stripe::StripePart part = cell_part(layout_, cell);
+    const DeviceBlock b = instance_block(inst);
+    const Status st = lane.upload(part.data, b, 0, b.cols);
+    if (!st.is_ok()) {
+      tier_->free(cell.stripe);
+      return st;
+    }
+  }
+  return inst;
+}
+
+Status GpuElimination::eliminate(int64_t i, const CellView& cell, stripe::StripePivots* pivots) {
+  const storage::StripeGeometry& g = layout_.geometry();
+  TraceRecorder::Span span(ctx_.trace, "elim.I", "eliminate", {{"stripe", std::to_string(i)}});
+  tier_->begin_work();
+  struct EndWork {
+    cache::DeviceTier* t;
+    ~EndWork() { t->end_work(); }
+  } end_work{tier_.get()};
+  bool created = false;
+  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst, instance_for(cell, true, *lane_i_, &created));
+  const bool was_newer = !created && inst.newer;
+  const stripe::StripePart part = cell_part(layout_, cell);
+  const DeviceBlock b = instance_block(inst);
+  const int64_t h = g.rows(i);
+  const int64_t r0 = g.row_begin(i);
+  const int64_t block_col = r0 - cell.i0_store;
+  std::vector<int64_t> local(static_cast<size_t>(h), 0);
+  int64_t perm_count = 0;
+  Status st = lane_i_->eliminate(b, block_col, params_.pivot, params_.substripe_rows, r0,
+                                 local.data(), device_raw_ + r0, device_perm_ + 4 * r0, &perm_count);
+  // The stripe is final: RAM gets it (from its diagonal on, or all of it if updates left newer
+  // multipliers on the device).
+  if (st.is_ok()) st = lane_i_->download(b, part.data, was_newer ? 0 : block_col, b.cols);
+  if (!st.is_ok()) {
+    tier_->free(i);
+    return st;
+  }
+  tier_->set_newer(i, false);
+  perm_count_[static_cast<size_t>(i)] = perm_count;
+  pivots->mode = params_.pivot;
+  pivots->row_begin = r0;
+  pivots->swaps.clear();
+  if (params_.pivot == stripe::PivotMode::kRow) {
+    pivots->swaps.resize(static_cast<size_t>(h));
+    for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = cell.i0_store + local[k];
+  } else if (params_.pivot == stripe::PivotMode::kLocal) {
+    pivots->swaps.resize(static_cast<size_t>(h));
+    for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = r0 + local[k];
+  }
+  const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
+  if (uses == 0 && !plan_.device_resident) {
+    tier_->free(i);
+  } else {
+    tier_->set_uses(i, uses);
+  }
+  return Status::ok();
+}
+
+backend::ColumnPermutation GpuElimination::permutation_of(int64_t i, int64_t first) const {
+  const storage::StripeGeometry& g = layout_.geometry();
+  return backend::ColumnPermutation{device_perm_ + 4 * g.row_begin(i),
+                                    perm_count_[static_cast<size_t>(i)], first};
+}
+
+Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const Task& t) {
+  const storage::StripeGeometry& g = layout_.geometry();
+  const int64_t i0r = g.row_begin(t.i_begin);
+  const int64_t k = g.row_end(t.i_end - 1) - i0r;
+  const DeviceBlock whole_rows{nullptr, k, g.n - i0r, k};
+  if (t.i_end - t.i_begin == 1) {
+    auto inst = tier_->find(t.i_begin);
+    if (!inst) return Status::internal(fmt::format("GPU tier: stripe {} left the device early", t.i_begin));
+    return instance_block(*inst).from_column(i0r - inst->i0_store);
+  }
+  int64_t uses = 0;
+  for (const auto& [range, count] : range_uses_) {
+    if (range.first == t.i_begin && range.second == t.i_end) uses = count;
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      cache::DeviceTier::Block blk,
+      tier_->acquire_block(t.i_begin, t.i_end, 8ull * static_cast<uint64_t>(k * whole_rows.cols), uses));
+  DeviceBlock block = whole_rows;
+  block.data = device_at(blk.offset);
+  if (!blk.created) return block;
+  TraceRecorder::Span span(ctx_.trace, "elim.J", "assemble U",
+                           {{"I0", std::to_string(t.i_begin)}, {"I1", std::to_string(t.i_end)}});
+  for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+    auto inst = tier_->find(i);
+    if (!inst) return Status::internal(fmt::format("GPU tier: stripe {} left the device early", i));
+    STRIPESOLVE_RETURN_IF_ERROR(lane.copy_rows(block, g.row_begin(i) - i0r,
+                                               instance_block(*inst).from_column(i0r - inst->i0_store)));
+  }
+  if (params_.pivot == stripe::PivotMode::kRow) {
+    // Stripe a's U is in the coordinates after its own swaps; J will see the swaps of every
+    // stripe of the range first, so the earlier stripes' rows get the later swaps (in order).
+    for (int64_t b = t.i_begin + 1; b < t.i_end; ++b) {
+      DeviceBlock earlier = block;
+      earlier.rows = g.row_begin(b) - i0r;
+      STRIPESOLVE_RETURN_IF_ERROR(
+          lane.permute_columns(earlier, permutation_of(b, g.row_begin(b) - i0r)));
+    }
+  }
+  tier_->block_ready(t.i_begin, t.i_end);
+  return block;
+}
+
+bool GpuElimination::keep_j(const CellView&) const { return plan_.device_resident; }
+
+Status GpuElimination::update(int worker, const Task& t, const CellView& j,
+                              const std::vector<CellView>& is,
+                              const std::vector<stripe::StripePivots>&, bool* keep_on_device) {
+  const storage::StripeGeometry& g = layout_.geometry();
+  backend::DeviceLane& lane = *lanes_j_[static_cast<size_t>(worker)];
+  const std::string role = "elim.J" + std::to_string(worker);
+  TraceRecorder::Span span(ctx_.trace, role, "update",
+                           {{"J", std::to_string(t.stripe)},
+                            {"I", fmt::format("[{}, {})", t.i_begin, t.i_end)}});
+  tier_->begin_work();
+  struct EndWork {
+    cache::DeviceTier* t;
+    ~EndWork() { t->end_work(); }
+  } end_work{tier_.get()};
+  const int64_t i0r = g.row_begin(t.i_begin);
+  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceBlock u, range_block(lane, t));
+  bool created = false;
+  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst, instance_for(j, false, lane, &created));
+  const stripe::StripePart part = cell_part(layout_, j);
+  const bool keep = keep_j(j);
+  backend::DeviceUpdate op;
+  op.j = instance_block(inst);
+  op.j_col = i0r - j.i0_store;
+  op.u = u;
+  if (params_.pivot == stripe::PivotMode::kRow) {
+    for (const CellView& ci : is) {
+      op.permutations.push_back(permutation_of(ci.stripe, g.row_begin(ci.stripe) - i0r));
+    }
+  }
+  op.segment_columns = plan_.segment_columns > 0 ? plan_.segment_columns : 8192;
+  if (created && keep && op.j_col > 0) {
+    // A kept part must be whole on the device: the update below copies only its columns.
+    const Status up = lane.upload(part.data, op.j, 0, op.j_col);
+    if (!up.is_ok()) {
+      tier_->free(j.stripe);
+      return up;
+    }
+  }
+  op.host_in = created ? part.data : nullptr;
+  op.host_out = keep ? nullptr : part.data;
+  Status st = lane.update(op);
+  // A J that was newer on the device and is not kept any more still has newer columns left of
+  // this update's range (multipliers of earlier updates): copy them back too.
+  if (st.is_ok() && !keep && !created && inst.newer && op.j_col > 0) {
+    st = lane.download(op.j, part.data, 0, op.j_col);
+  }
+  if (!st.is_ok()) {
+    tier_->free(j.stripe);
+    return st;
+  }
+  if (keep) {
+    tier_->set_newer(j.stripe, true);
+  } else {
+    tier_->free(j.stripe);
+  }
+  *keep_on_device = keep;
+  for (const CellView& ci : is) {
+    if (tier_->release_use(ci.stripe) && !plan_.device_resident) tier_->free(ci.stripe);
+  }
+  if (t.i_end - t.i_begin > 1) tier_->release_block(t.i_begin, t.i_end);
+  return Status::ok();
+}
+
+bool GpuElimination::factors_resident() const {
+  const storage::StripeGeometry& g = layout_.geometry();
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    auto inst = tier_->find(i);
+    if (!inst || inst->i0_store != 0 || inst->newer) return false;
+  }
+  return true;
+}
+
+Status GpuElimination::substitute(double* x, int64_t nrhs) {
+  const storage::StripeGeometry& g = layout_.geometry();
+  const uint64_t bytes = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(nrhs);
+  // The right-hand sides take the place of the first free piece of the pool.
+  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance rhs_inst, tier_->allocate(-1, 0, bytes));
+  const DeviceBlock rhs{device_at(rhs_inst.offset), g.n, nrhs, g.n};
+  backend::DeviceLane& lane = *lane_i_;
+  Status st = lane.upload(x, rhs, 0, nrhs);
+  const bool local = params_.pivot == stripe::PivotMode::kLocal;
+  const bool row = params_.pivot == stripe::PivotMode::kRow;
+  for (int64_t i = 0; i < g.stripes && st.is_ok(); ++i) {
+    TraceRecorder::Span span(ctx_.trace, "master", "forward (device)", {{"stripe", std::to_string(i)}});
+    st = lane.forward(instance_block(*tier_->find(i)), g.row_begin(i),
+                      local ? device_raw_ + g.row_begin(i) : nullptr, rhs);
+  }
+  for (int64_t i = g.stripes - 1; i >= 0 && st.is_ok(); --i) {
+    TraceRecorder::Span span(ctx_.trace, "master", "backward (device)", {{"stripe", std::to_string(i)}});
+    st = lane.backward(instance_block(*tier_->find(i)), g.row_begin(i),
+                       row ? device_raw_ + g.row_begin(i) : nullptr, rhs);
+  }
+  if (st.is_ok()) st = lane.download(rhs, x, 0, nrhs);
+  tier_->free(-1);
+  return st;
+}
+
+void GpuElimination::release_factors() {
+  const storage::StripeGeometry& g = layout_.geometry();
+  for (int64_t i = 0; i < g.stripes; ++i) tier_->free(i);
+}
+
+}  // namespace stripesolve::scheduler

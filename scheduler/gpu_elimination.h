@@ -1,0 +1,101 @@
+// The GPU tier's elim.I and elim.J (8b of ../shared/design/ARCHITECTURE.md; 002 §7-9 with L_GPU):
+// the arithmetic of the triangulation on one device, behind run_factorization's roles.
+//
+//   elim.I (a high-priority lane): the stripe's device instance (copied in from its pinned RAM
+//     cell unless J's newer values are already there), eliminated on the device (cuSOLVER dgetrf
+//     on the transposed stripe for `row` pivoting, backend/device_engine.h), copied back to RAM
+//     (final), and kept on the device while updates still read it.
+//   elim.J worker w (its own lane: copy-in, compute and copy-out streams): J copied in by column
+//     segments unless resident, permuted by the range's column swaps (kRow), updated by the
+//     range's U in one dtrsm + segment GEMMs with K = all rows of the range (a meta-stripe of
+//     S^m stripes: the K/4 flops per byte of 8b), and copied back segment by segment, or kept on
+//     the device (its RAM cell goes to kOnDevice) when the plan keeps the whole matrix there.
+//   The U block of a range of several stripes is assembled once on the device from the
+//     stripes' instances (with the later stripes' column swaps applied to the earlier ones, so
+//     that one update by the whole range equals the updates by each stripe in turn) and freed
+//     after the range's last update.
+// Device memory: one pool of the planner's device budget (cache/device_tier.h carves it), plus
+// the lanes' workspaces, reserved from gpu::DeviceBudget for the job.
+//
+// After the factorization, substitute() runs the forward and backward substitution on the
+// device when every factor stripe is still resident from column 0 (the whole-matrix case),
+// which is where it is fastest; otherwise it says so and the CPU substitution runs.
+//
+// Thread-safety: eliminate() from the one elim.I thread, update(w, ...) from worker w only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/device_engine.h"
+#include "cache/device_tier.h"
+#include "scheduler/factor_run.h"
+#include "scheduler/planner.h"
+
+namespace stripesolve::scheduler {
+
+class GpuElimination final : public Elimination {
+ public:
+  // Opens the device tier for a factorization of `layout` with `plan` (pool of plan.gpu_memory
+  // minus the lanes' workspaces) and pins the RAM cache's arena. `tasks`: the strategy's list
+  // (the use counts of stripes and ranges come from it).
+  static Result<std::unique_ptr<GpuElimination>> create(EngineContext& ctx,
+                                                        backend::DeviceEngine& engine,
+                                                        const storage::StripedMatrix& layout,
+                                                        const FactorParams& params,
+                                                        const Plan& plan);
+  ~GpuElimination() override;
+
+  Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
+  Status update(int worker, const Task& t, const cache::CellView& j,
+                const std::vector<cache::CellView>& is,
+                const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+
+  // Whether every stripe's factor is resident from column 0 (device substitution possible).
+  bool factors_resident() const;
+  // x (n x nrhs, ld n, host) <- A^-1 x with the resident factors (forward, backward, kRow swaps).
+  Status substitute(double* x, int64_t nrhs);
+  // Frees every device instance (the factors) once the caller is done with them.
+  void release_factors();
+
+  uint64_t pool_bytes() const { return pool_bytes_; }
+  uint64_t peak_bytes() const { return tier_->peak(); }
+
+ private:
+  GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
+                 const storage::StripedMatrix& layout, const FactorParams& params,
+                 const Plan& plan);
+  Status open();
+  backend::DeviceBlock instance_block(const cache::DeviceInstance& inst) const;
+  double* device_at(uint64_t offset) const {
+    return reinterpret_cast<double*>(static_cast<char*>(pool_) + offset);
+  }
+  // The instance of the cell's stripe on the device: the existing one or a new one (copied in
+  // when copy_in). *created tells which.
+  Result<cache::DeviceInstance> instance_for(const cache::CellView& cell, bool copy_in,
+                                             backend::DeviceLane& lane, bool* created);
+  Result<backend::DeviceBlock> range_block(backend::DeviceLane& lane, const Task& t);
+  backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
+  bool keep_j(const cache::CellView& j) const;
+
+  EngineContext& ctx_;
+  backend::DeviceEngine& engine_;
+  const storage::StripedMatrix& layout_;
+  FactorParams params_;
+  Plan plan_;
+  std::vector<int64_t> stripe_uses_;        // update tasks reading each eliminated stripe
+  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> range_uses_;  // tasks per range
+  std::unique_ptr<cache::DeviceTier> tier_;
+  void* pool_ = nullptr;
+  uint64_t pool_bytes_ = 0;
+  void* lane_memory_ = nullptr;
+  int32_t* device_raw_ = nullptr;           // n entries: stripe I's raw swaps at row_begin(I)
+  int32_t* device_perm_ = nullptr;          // 4n entries: stripe I's pairs at 4 row_begin(I)
+  std::vector<int64_t> perm_count_;         // per stripe
+  std::unique_ptr<backend::DeviceLane> lane_i_;
+  std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
+  bool pinned_ = false;
+};
+
+}  // namespace stripesolve::scheduler

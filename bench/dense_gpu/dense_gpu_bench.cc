@@ -1,0 +1,1129 @@
+// The dense solve on the GPU tier (scheduler/dense_solve.h, engine.backend cuda) beside its peers
+// on the same matrices, in one process: cuSOLVER getrf + getrs with A already on the device,
+// cuBLAS DGEMM at the J update's shape (m = S, k = K = S^m S, n = n - K), at k = 8192 and square
+// 8192^3, and, for the SSD tier, the raw O_DIRECT bandwidth of the store's disk. JSON on stdout,
+// progress on stderr (bench/dense_gpu/README.md).
+//
+//   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
+//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--reps 2] [--dgemm-reps 5]
+//                   [--persist-factors] [--stripe-rows 0] [--dir /var/tmp/stripesolve-bench-gpu]
+//                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
+//                   [--skip engine,cusolver,dgemm,disk]
+//
+// Modes (issue 16's targets): fits = RAM budget 1.25 x the matrix, device budget the engine's
+// default (90% of free); ram = the same with --gpu-memory 12GiB unless given, so J stripes stream
+// through the device; ssd = --ram-budget 4GiB --gpu-memory 8GiB unless given, plus the disk's raw
+// bandwidth and the SSD traffic against the planner's meta_zigzag forecast.
+//
+// The engine: best of --reps solves (by factor + substitution seconds), factors not persisted
+// unless --persist-factors. TFLOP/s use 2/3 n^3 (factor) and 2/3 n^3 + 2 n^2 nrhs (factor +
+// solve). cuSOLVER: A copied to the device before each rep (untimed), getrf + getrs timed with
+// events, best of --reps after a small warm-up. Both solutions' scaled residuals
+// ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf) are computed again on the device by the same
+// routine (dgemv), beside the engine's own. Without a CUDA device the run prints a note and a JSON
+// document with "skipped": true and exits 0 (unless --backend cpu: then the engine runs alone).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/units.h"
+#include "scheduler/dense_solve.h"
+#include "scheduler/planner.h"
+#include "storage/generators.h"
+#include "stripe/dense_reference.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+namespace ss = stripesolve;
+namespace sch = stripesolve::scheduler;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+const Clock::time_point g_start = Clock::now();
+
+// Progress on stderr, stamped with seconds since start.
+template <typename... Args>
+void note(const char* fmt, Args... args) {
+  std::fprintf(stderr, "[%8.1f s] ", seconds_since(g_start));
+  if constexpr (sizeof...(Args) == 0) {
+    std::fputs(fmt, stderr);
+  } else {
+    std::fprintf(stderr, fmt, args...);
+  }
+  std::fputc('\n', stderr);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arguments
+
+struct Args {
+  std::string mode = "fits";
+  std::vector<int64_t> ns{32768, 57344};
+  int64_t nrhs = 1;
+  std::string pivot = "row";
+  std::optional<uint64_t> ram_budget;  // unset: 1.25 x the matrix (fits, ram) or 4 GiB (ssd)
+  std::optional<uint64_t> gpu_memory;  // unset: 0 = engine default (fits), 12 GiB (ram), 8 GiB (ssd)
+  int reps = 2;
+  int dgemm_reps = 5;
+  bool persist_factors = false;
+  int64_t stripe_rows = 0;             // 0 = the planner's S for the run's config
+  std::string dir = "/var/tmp/stripesolve-bench-gpu";
+  std::string backend = "cuda";
+  std::string cusolver_api = "legacy";
+  std::optional<uint64_t> disk_bytes;  // unset: 4 GiB in ssd mode, no disk test otherwise
+  std::set<std::string> skip;          // engine, cusolver, dgemm, disk
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  if (!why.empty()) std::fprintf(stderr, "bench_dense_gpu: %s\n", why.c_str());
+  std::fprintf(stderr,
+               "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
+               "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--reps R] "
+               "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--dir D] "
+               "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
+               "[--skip engine,cusolver,dgemm,disk]\n"
+               "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
+  std::exit(2);
+}
+
+int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  try {
+    size_t used = 0;
+    const long long x = std::stoll(v, &used);
+    if (used == v.size() && x >= lo && x <= hi) return x;
+  } catch (const std::exception&) {
+  }
+  usage(flag + " wants an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+        "], got '" + v + "'");
+}
+
+uint64_t parse_size(const std::string& flag, const std::string& v) {
+  auto b = ss::parse_bytes(v);
+  if (!b) usage(flag + " wants a byte size (4096, 12GiB, 1.5GiB, 500MB), got '" + v + "'");
+  return *b;
+}
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") usage("");
+    if (arg == "--persist-factors") {
+      a.persist_factors = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage(arg + " needs a value");
+    const std::string v = argv[++i];
+    if (arg == "--mode") {
+      if (v != "fits" && v != "ram" && v != "ssd") usage("--mode is fits, ram or ssd");
+      a.mode = v;
+    } else if (arg == "--n") {
+      a.ns.clear();
+      for (const auto& s : split(v)) a.ns.push_back(parse_int("--n", s, 1, int64_t{1} << 30));
+      if (a.ns.empty()) usage("--n wants a list of orders");
+    } else if (arg == "--nrhs") {
+      a.nrhs = parse_int(arg, v, 1, 1 << 20);
+    } else if (arg == "--pivot") {
+      if (v != "row" && v != "local" && v != "none") usage("--pivot is row, local or none");
+      a.pivot = v;
+    } else if (arg == "--ram-budget") {
+      a.ram_budget = parse_size(arg, v);
+    } else if (arg == "--gpu-memory") {
+      a.gpu_memory = parse_size(arg, v);
+    } else if (arg == "--reps") {
+      a.reps = static_cast<int>(parse_int(arg, v, 1, 1000));
+    } else if (arg == "--dgemm-reps") {
+      a.dgemm_reps = static_cast<int>(parse_int(arg, v, 1, 1000));
+    } else if (arg == "--stripe-rows") {
+      a.stripe_rows = parse_int(arg, v, 0, 1 << 20);
+    } else if (arg == "--dir") {
+      if (v.empty() || v == "/") usage("--dir must name a directory other than /");
+      a.dir = v;
+    } else if (arg == "--backend") {
+      if (v != "cuda" && v != "auto" && v != "cpu") usage("--backend is cuda, auto or cpu");
+      a.backend = v;
+    } else if (arg == "--cusolver-api") {
+      if (v != "legacy" && v != "64") usage("--cusolver-api is legacy or 64");
+      a.cusolver_api = v;
+    } else if (arg == "--disk-bytes") {
+      a.disk_bytes = parse_size(arg, v);
+    } else if (arg == "--skip") {
+      for (const auto& s : split(v)) {
+        if (s != "engine" && s != "cusolver" && s != "dgemm" && s != "disk") {
+          usage("--skip takes engine, cusolver, dgemm, disk");
+        }
+        a.skip.insert(s);
+      }
+    } else {
+      usage("unknown argument " + arg);
+    }
+  }
+  if (a.mode == "ram" && !a.gpu_memory) a.gpu_memory = 12 * ss::kGiB;
+  if (a.mode == "ssd") {
+    if (!a.ram_budget) a.ram_budget = 4 * ss::kGiB;
+    if (!a.gpu_memory) a.gpu_memory = 8 * ss::kGiB;
+    if (!a.disk_bytes) a.disk_bytes = 4 * ss::kGiB;
+  }
+  return a;
+}
+
+json args_json(const Args& a) {
+  json j = {{"mode", a.mode},
+            {"n", a.ns},
+            {"nrhs", a.nrhs},
+            {"pivot", a.pivot},
+            {"reps", a.reps},
+            {"dgemm_reps", a.dgemm_reps},
+            {"persist_factors", a.persist_factors},
+            {"stripe_rows", a.stripe_rows},
+            {"dir", a.dir},
+            {"backend", a.backend},
+            {"cusolver_api", a.cusolver_api},
+            {"skip", a.skip}};
+  j["ram_budget"] = a.ram_budget ? json(*a.ram_budget) : json("1.25 x matrix");
+  j["gpu_memory"] = a.gpu_memory ? json(*a.gpu_memory) : json("engine default");
+  j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
+  return j;
+}
+
+json host_json() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) name[0] = 0;
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  return {{"hostname", std::string(name)},
+          {"nproc", sysconf(_SC_NPROCESSORS_ONLN)},
+          {"hardware_concurrency", std::thread::hardware_concurrency()},
+          {"ram_bytes", pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0}};
+}
+
+int host_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
+// Runs body(begin, end) on [0, count) split over the host's threads.
+void parallel_for(int64_t count, const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t t = std::min<int64_t>(host_threads(), std::max<int64_t>(1, count));
+  std::vector<std::thread> pool;
+  for (int64_t k = 0; k < t; ++k) {
+    pool.emplace_back([&, k] { body(count * k / t, count * (k + 1) / t); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+// ---------------------------------------------------------------------------------------------
+// CUDA helpers: errors throw, so that one failing peer leaves the others' results in the JSON.
+
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw CudaError(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    throw CudaError(std::string(what) + ": " + cublasGetStatusString(s));
+  }
+}
+void check(cusolverStatus_t s, const char* what) {
+  if (s != CUSOLVER_STATUS_SUCCESS) {
+    throw CudaError(std::string(what) + ": cusolver status " + std::to_string(int(s)));
+  }
+}
+#define CK(call) check((call), #call)
+
+template <typename T>
+struct DeviceArray {
+  T* p = nullptr;
+  size_t count = 0;
+  DeviceArray() = default;
+  explicit DeviceArray(size_t n) : count(n) {
+    CK(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(1, n) * sizeof(T)));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() {
+    if (p != nullptr) cudaFree(p);
+  }
+  size_t bytes() const { return count * sizeof(T); }
+};
+
+struct Cuda {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  cusolverDnHandle_t solver = nullptr;
+  cusolverDnParams_t params = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr, e2 = nullptr;
+
+  Cuda() {
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CK(cublasCreate(&blas));
+    CK(cublasSetStream(blas, stream));
+    CK(cusolverDnCreate(&solver));
+    CK(cusolverDnSetStream(solver, stream));
+    CK(cusolverDnCreateParams(&params));
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaEventCreate(&e2));
+  }
+  Cuda(const Cuda&) = delete;
+  Cuda& operator=(const Cuda&) = delete;
+  ~Cuda() {
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaEventDestroy(e2);
+    cusolverDnDestroyParams(params);
+    cusolverDnDestroy(solver);
+    cublasDestroy(blas);
+    cudaStreamDestroy(stream);
+  }
+  void sync() { CK(cudaStreamSynchronize(stream)); }
+  double elapsed(cudaEvent_t a, cudaEvent_t b) {
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    return ms * 1e-3;
+  }
+};
+
+uint64_t device_free_bytes() {
+  size_t free_b = 0, total_b = 0;
+  CK(cudaMemGetInfo(&free_b, &total_b));
+  return free_b;
+}
+
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / double(ss::kGiB));
+  return buf;
+}
+
+// Fills `count` device doubles with uniform values on [-0.5, 0.5] (a 32 MiB host pattern copied
+// repeatedly): DGEMM on zeros would run at a higher clock than on real data.
+void fill_device_random(double* d, size_t count, uint64_t seed) {
+  const size_t chunk = std::min<size_t>(count, size_t{4} << 20);
+  std::vector<double> h(chunk);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> dist(-0.5, 0.5);
+  for (auto& v : h) v = dist(gen);
+  for (size_t off = 0; off < count; off += chunk) {
+    CK(cudaMemcpy(d + off, h.data(), std::min(chunk, count - off) * sizeof(double),
+                  cudaMemcpyHostToDevice));
+  }
+}
+
+json device_json() {
+  int dev = 0;
+  CK(cudaGetDevice(&dev));
+  cudaDeviceProp p{};
+  CK(cudaGetDeviceProperties(&p, dev));
+  size_t free_b = 0, total_b = 0;
+  CK(cudaMemGetInfo(&free_b, &total_b));
+  int runtime = 0, driver = 0, cublas_v = 0, cusolver_v = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+  cusolverGetVersion(&cusolver_v);
+  cublasHandle_t h = nullptr;
+  if (cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
+    cublasGetVersion(h, &cublas_v);
+    cublasDestroy(h);
+  }
+  return {{"index", dev},
+          {"name", std::string(p.name)},
+          {"compute_capability", std::to_string(p.major) + "." + std::to_string(p.minor)},
+          {"multiprocessors", p.multiProcessorCount},
+          {"memory_bytes", uint64_t(p.totalGlobalMem)},
+          {"free_bytes_at_start", uint64_t(free_b)},
+          {"cuda_runtime", runtime},
+          {"cuda_driver", driver},
+          {"cublas", cublas_v},
+          {"cusolver", cusolver_v}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peers
+
+double factor_flops(int64_t n) { return 2.0 / 3.0 * double(n) * double(n) * double(n); }
+double solve_flops(int64_t n, int64_t nrhs) {
+  return factor_flops(n) + 2.0 * double(n) * double(n) * double(nrhs);
+}
+
+// ||A||_inf of the column-major n x n matrix, rows split over the host's threads.
+double norm_inf(const std::vector<double>& a, int64_t n) {
+  std::vector<double> sums(static_cast<size_t>(n), 0.0);
+  parallel_for(n, [&](int64_t r0, int64_t r1) {
+    for (int64_t c = 0; c < n; ++c) {
+      const double* col = a.data() + c * n;
+      for (int64_t i = r0; i < r1; ++i) sums[i] += std::abs(col[i]);
+    }
+  });
+  return *std::max_element(sums.begin(), sums.end());
+}
+
+// The scaled residual ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf) (largest over the
+// columns, as stripe::scaled_residual and the engine compute it), with A x - b on the device.
+// d_a holds A; d_x and d_r hold n x nrhs doubles each and are overwritten.
+double device_residual(Cuda& cu, const double* d_a, int64_t n, const std::vector<double>& x,
+                       const std::vector<double>& b, int64_t nrhs, double norm_a, double* d_x,
+                       double* d_r) {
+  const size_t bytes = static_cast<size_t>(n * nrhs) * sizeof(double);
+  CK(cudaMemcpyAsync(d_x, x.data(), bytes, cudaMemcpyHostToDevice, cu.stream));
+  CK(cudaMemcpyAsync(d_r, b.data(), bytes, cudaMemcpyHostToDevice, cu.stream));
+  const double one = 1.0, minus_one = -1.0;
+  double worst = 0;
+  for (int64_t j = 0; j < nrhs; ++j) {
+    CK(cublasDgemv_64(cu.blas, CUBLAS_OP_N, n, n, &one, d_a, n, d_x + j * n, 1, &minus_one,
+                      d_r + j * n, 1));
+    int64_t idx = 0;
+    CK(cublasIdamax_64(cu.blas, n, d_r + j * n, 1, &idx));  // host pointer mode: synchronous
+    double rmax = 0;
+    CK(cudaMemcpy(&rmax, d_r + j * n + (idx - 1), sizeof(double), cudaMemcpyDeviceToHost));
+    double xn = 0, bn = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      xn = std::max(xn, std::abs(x[static_cast<size_t>(i + j * n)]));
+      bn = std::max(bn, std::abs(b[static_cast<size_t>(i + j * n)]));
+    }
+    worst = std::max(worst, std::abs(rmax) / (norm_a * xn + bn));
+  }
+  return worst;
+}
+
+// cuSOLVER getrf + getrs with A on the device (copied before each rep, untimed). Adds the
+// residual of the engine's solution (engine_x, if not empty) computed by the same routine.
+json run_cusolver(Cuda& cu, const std::vector<double>& a, int64_t n, const std::vector<double>& b,
+                  int64_t nrhs, int reps, const std::string& api, double norm_a,
+                  const std::vector<double>& engine_x) {
+  const bool legacy = api == "legacy";
+  const uint64_t nn = uint64_t(n) * uint64_t(n);
+  const uint64_t a_bytes = 8 * nn;
+  const uint64_t side_bytes = 2 * 8 * uint64_t(n) * uint64_t(nrhs) + 8 * uint64_t(n) + 64;
+  const uint64_t free_b = device_free_bytes();
+  json out = {{"api", legacy ? "cusolverDnDgetrf + cusolverDnDgetrs"
+                             : "cusolverDnXgetrf + cusolverDnXgetrs (64-bit)"},
+              {"device_free_bytes", free_b}};
+  if (legacy && n > INT32_MAX) {
+    out["skipped"] = "n above the legacy API's int range; use --cusolver-api 64";
+    return out;
+  }
+  // 256 MiB for cuSOLVER's workspace (tens of MiB at these orders) and the library's own needs.
+  if (a_bytes + side_bytes + 256 * ss::kMiB > free_b) {
+    out["skipped"] = "A (" + gib(double(a_bytes)) + ") does not fit the device's free memory (" +
+                     gib(double(free_b)) + ")";
+    return out;
+  }
+  DeviceArray<double> d_a(nn);
+  DeviceArray<double> d_x(static_cast<size_t>(n * nrhs));
+  DeviceArray<double> d_r(static_cast<size_t>(n * nrhs));
+  DeviceArray<int> d_info(2);
+  DeviceArray<int> d_ipiv32(legacy ? static_cast<size_t>(n) : 0);
+  DeviceArray<int64_t> d_ipiv64(legacy ? 0 : static_cast<size_t>(n));
+  size_t work_bytes = 0, host_work_bytes = 0;
+  if (legacy) {
+    int lwork = 0;
+    CK(cusolverDnDgetrf_bufferSize(cu.solver, int(n), int(n), d_a.p, int(n), &lwork));
+    work_bytes = size_t(lwork) * sizeof(double);
+  } else {
+    CK(cusolverDnXgetrf_bufferSize(cu.solver, cu.params, n, n, CUDA_R_64F, d_a.p, n, CUDA_R_64F,
+                                   &work_bytes, &host_work_bytes));
+  }
+  DeviceArray<char> d_work(work_bytes);
+  std::vector<char> h_work(host_work_bytes);
+  out["workspace_bytes"] = work_bytes;
+
+  auto getrf = [&](int64_t order) {
+    if (legacy) {
+      CK(cusolverDnDgetrf(cu.solver, int(order), int(order), d_a.p, int(n),
+                          reinterpret_cast<double*>(d_work.p), d_ipiv32.p, d_info.p));
+    } else {
+      CK(cusolverDnXgetrf(cu.solver, cu.params, order, order, CUDA_R_64F, d_a.p, n, d_ipiv64.p,
+                          CUDA_R_64F, d_work.p, work_bytes, h_work.data(), host_work_bytes,
+                          d_info.p));
+    }
+  };
+  auto getrs = [&](int64_t order) {
+    if (legacy) {
+      CK(cusolverDnDgetrs(cu.solver, CUBLAS_OP_N, int(order), int(nrhs), d_a.p, int(n),
+                          d_ipiv32.p, d_x.p, int(n), d_info.p + 1));
+    } else {
+      CK(cusolverDnXgetrs(cu.solver, cu.params, CUBLAS_OP_N, order, nrhs, CUDA_R_64F, d_a.p, n,
+                          d_ipiv64.p, CUDA_R_64F, d_x.p, n, d_info.p + 1));
+    }
+  };
+  auto upload = [&] {
+    CK(cudaMemcpy(d_a.p, a.data(), a_bytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_x.p, b.data(), d_x.bytes(), cudaMemcpyHostToDevice));
+  };
+
+  // Warm-up (library initialisation, kernel loading) on the leading block of A.
+  upload();
+  const int64_t warm = std::min<int64_t>(n, 2048);
+  getrf(warm);
+  getrs(warm);
+  cu.sync();
+
+  double best = 1e300, best_getrf = 0;
+  json times = json::array();
+  for (int rep = 0; rep < reps; ++rep) {
+    upload();
+    CK(cudaDeviceSynchronize());
+    CK(cudaEventRecord(cu.e0, cu.stream));
+    getrf(n);
+    CK(cudaEventRecord(cu.e1, cu.stream));
+    getrs(n);
+    CK(cudaEventRecord(cu.e2, cu.stream));
+    CK(cudaEventSynchronize(cu.e2));
+    int info[2] = {0, 0};
+    CK(cudaMemcpy(info, d_info.p, sizeof(info), cudaMemcpyDeviceToHost));
+    if (info[0] != 0 || info[1] != 0) {
+      out["error"] = "getrf info " + std::to_string(info[0]) + ", getrs info " +
+                     std::to_string(info[1]);
+      return out;
+    }
+    const double t = cu.elapsed(cu.e0, cu.e2);
+    const double t_getrf = cu.elapsed(cu.e0, cu.e1);
+    times.push_back({{"seconds", t}, {"getrf_seconds", t_getrf}});
+    note("  cusolver rep %d: getrf + getrs %.3f s (getrf %.3f s, %.2f TFLOP/s)", rep + 1, t,
+         t_getrf, factor_flops(n) / t_getrf * 1e-12);
+    if (t < best) {
+      best = t;
+      best_getrf = t_getrf;
+    }
+  }
+  std::vector<double> x(static_cast<size_t>(n * nrhs));
+  CK(cudaMemcpy(x.data(), d_x.p, d_x.bytes(), cudaMemcpyDeviceToHost));
+  out["reps"] = times;
+  out["seconds"] = best;
+  out["getrf_seconds"] = best_getrf;
+  out["getrs_seconds"] = best - best_getrf;
+  out["tflops"] = solve_flops(n, nrhs) / best * 1e-12;
+  out["getrf_tflops"] = factor_flops(n) / best_getrf * 1e-12;
+
+  // Residuals on the device against the original A.
+  CK(cudaMemcpy(d_a.p, a.data(), a_bytes, cudaMemcpyHostToDevice));
+  out["residual"] = device_residual(cu, d_a.p, n, x, b, nrhs, norm_a, d_x.p, d_r.p);
+  if (!engine_x.empty()) {
+    out["stripesolve_residual_same_routine"] =
+        device_residual(cu, d_a.p, n, engine_x, b, nrhs, norm_a, d_x.p, d_r.p);
+  }
+  return out;
+}
+
+// cuBLAS DGEMM C(m x nc) -= A(m x k) B(k x nc), best of reps after one warm-up.
+json run_dgemm(Cuda& cu, const std::string& role, int64_t m, int64_t nc, int64_t k, int reps) {
+  json out = {{"role", role}, {"m", m}, {"n", nc}, {"k", k}};
+  if (m <= 0 || nc <= 0 || k <= 0) {
+    out["skipped"] = "empty shape";
+    return out;
+  }
+  const uint64_t bytes = 8 * (uint64_t(m) * uint64_t(k) + uint64_t(k) * uint64_t(nc) +
+                              uint64_t(m) * uint64_t(nc));
+  if (bytes + 256 * ss::kMiB > device_free_bytes()) {
+    out["skipped"] = "operands (" + gib(double(bytes)) + ") do not fit the device";
+    return out;
+  }
+  DeviceArray<double> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * nc)),
+      c(static_cast<size_t>(m * nc));
+  fill_device_random(a.p, a.count, 1);
+  fill_device_random(b.p, b.count, 2);
+  fill_device_random(c.p, c.count, 3);
+  const double alpha = -1.0, beta = 1.0;
+  auto gemm = [&] {
+    CK(cublasDgemm_64(cu.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, nc, k, &alpha, a.p, m, b.p, k, &beta,
+                      c.p, m));
+  };
+  gemm();
+  cu.sync();
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(cu.e0, cu.stream));
+    gemm();
+    CK(cudaEventRecord(cu.e1, cu.stream));
+    CK(cudaEventSynchronize(cu.e1));
+    best = std::min(best, cu.elapsed(cu.e0, cu.e1));
+  }
+  out["seconds"] = best;
+  out["tflops"] = 2.0 * double(m) * double(nc) * double(k) / best * 1e-12;
+  note("  dgemm %-12s m %lld n %lld k %lld: %.2f TFLOP/s", role.c_str(), (long long)m,
+       (long long)nc, (long long)k, out["tflops"].get<double>());
+  return out;
+}
+
+json dgemm_or_error(Cuda* cu, const std::string& role, int64_t m, int64_t nc, int64_t k,
+                    int reps) {
+  try {
+    return run_dgemm(*cu, role, m, nc, k, reps);
+  } catch (const CudaError& e) {
+    return {{"role", role}, {"m", m}, {"n", nc}, {"k", k}, {"error", e.what()}};
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw disk bandwidth of `dir`: write a file with O_DIRECT and read it back with O_DIRECT,
+// `threads` threads each with one `request`-byte transfer in flight. The best of two reads.
+
+json disk_bandwidth(const std::string& dir, uint64_t total) {
+  const uint64_t request = 16 * ss::kMiB;
+  const int threads = 8;
+  total = std::max<uint64_t>(request, total / request * request);
+  const std::string path = dir + "/disk_bandwidth.tmp";
+  json out = {{"path", path},
+              {"bytes", total},
+              {"request_bytes", request},
+              {"threads", threads}};
+  bool direct = true;
+  int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_DIRECT, 0600);
+  if (fd < 0 && errno == EINVAL) {
+    direct = false;
+    fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  }
+  if (fd < 0) {
+    out["error"] = "open " + path + ": " + std::strerror(errno);
+    return out;
+  }
+  out["direct_io"] = direct;
+  const uint64_t chunks = total / request;
+  std::vector<void*> buffers(threads, nullptr);
+  for (auto& p : buffers) {
+    if (posix_memalign(&p, 4096, request) != 0) {
+      ::close(fd);
+      out["error"] = "posix_memalign failed";
+      return out;
+    }
+    std::mt19937_64 gen(reinterpret_cast<uintptr_t>(p));
+    auto* w = static_cast<uint64_t*>(p);
+    for (uint64_t i = 0; i < request / 8; ++i) w[i] = gen();
+  }
+  std::atomic<bool> failed{false};
+  std::atomic<int> failed_errno{0};
+  auto pass = [&](int file, bool write) {
+    std::atomic<uint64_t> next{0};
+    std::vector<std::thread> pool;
+    const auto t0 = Clock::now();
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        for (uint64_t c = next++; c < chunks && !failed; c = next++) {
+          const off_t off = static_cast<off_t>(c * request);
+          const ssize_t r = write ? ::pwrite(file, buffers[t], request, off)
+                                  : ::pread(file, buffers[t], request, off);
+          if (r != static_cast<ssize_t>(request)) {
+            failed_errno = r < 0 ? errno : EIO;  // a short transfer counts as an I/O error
+            failed = true;
+          }
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    if (write && ::fdatasync(file) != 0) {
+      failed_errno = errno;
+      failed = true;
+    }
+    return double(total) / seconds_since(t0);
+  };
+  const double write_bw = pass(fd, true);
+  ::close(fd);
+  if (failed) {
+    out["error"] = std::string("write failed: ") + std::strerror(failed_errno);
+  } else {
+    out["write_bytes_per_second"] = write_bw;
+    fd = ::open(path.c_str(), O_RDONLY | (direct ? O_DIRECT : 0));
+    if (fd < 0) {
+      out["error"] = "reopen " + path + ": " + std::strerror(errno);
+    } else {
+      if (!direct) posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      double read_bw = 0;
+      json passes = json::array();
+      for (int k = 0; k < 2 && !failed; ++k) {
+        const double bw = pass(fd, false);
+        passes.push_back(bw);
+        read_bw = std::max(read_bw, bw);
+      }
+      ::close(fd);
+      if (failed) {
+        out["error"] = std::string("read failed: ") + std::strerror(failed_errno);
+      } else {
+        out["read_bytes_per_second"] = read_bw;
+        out["read_passes_bytes_per_second"] = passes;
+      }
+    }
+  }
+  for (auto* p : buffers) std::free(p);
+  std::filesystem::remove(path);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine
+
+sch::ComputeBackend backend_of(const std::string& name) {
+  if (name == "cpu") return sch::ComputeBackend::kCpu;
+  if (name == "auto") return sch::ComputeBackend::kAuto;
+  return sch::ComputeBackend::kCuda;
+}
+
+json plan_summary(const sch::Plan& p) {
+  json forecasts = json::array();
+  for (const auto& f : p.forecasts) {
+    forecasts.push_back({{"strategy", std::string(sch::strategy_name(f.strategy))},
+                         {"feasible", f.feasible},
+                         {"bytes_read", f.traffic.bytes_read},
+                         {"bytes_written", f.traffic.bytes_written},
+                         {"time_bound_seconds", f.time_bound_seconds}});
+  }
+  return {{"stripe_rows", p.stripe_rows},
+          {"stripes", p.stripes},
+          {"substripe_rows", p.substripe_rows},
+          {"segment_columns", p.segment_columns},
+          {"meta_stripes", p.meta_stripes},
+          {"update_k", p.meta_stripes * p.stripe_rows},
+          {"elim_j_workers", p.elim_j_workers},
+          {"ram_budget", p.ram_budget},
+          {"gpu_memory", p.gpu_memory},
+          {"device_bytes_needed", p.device_bytes_needed},
+          {"device_resident", p.device_resident},
+          {"notes", p.notes},
+          {"forecasts", forecasts}};
+}
+
+json report_json(const sch::SolveReport& r, int64_t n, int64_t nrhs) {
+  const double fs = r.factor_seconds + r.substitution_seconds;
+  json j = {{"backend", r.backend},
+            {"device", r.device},
+            {"seconds", r.seconds},
+            {"load_seconds", r.load_seconds},
+            {"factor_seconds", r.factor_seconds},
+            {"persist_seconds", r.persist_seconds},
+            {"substitution_seconds", r.substitution_seconds},
+            {"residual_seconds", r.residual_seconds},
+            {"factor_and_substitution_seconds", fs},
+            {"tflops_factor", r.factor_seconds > 0 ? factor_flops(n) / r.factor_seconds * 1e-12 : 0},
+            {"tflops_factor_solve", fs > 0 ? solve_flops(n, nrhs) / fs * 1e-12 : 0},
+            {"residual", r.residual},
+            {"io_read_bytes", r.io_read_bytes},
+            {"io_written_bytes", r.io_written_bytes},
+            {"cache_hits", r.cache_hits},
+            {"cache_misses", r.cache_misses},
+            {"cache_peak_bytes", r.cache_peak_bytes},
+            {"cache_budget", r.cache_budget},
+            {"factor_name", r.factor_name},
+            {"plan", plan_summary(r.plan)}};
+  return j;
+}
+
+// SSD bytes per phase of one solve from the progress snapshots: the bytes at a phase's first
+// snapshot start it; the report's totals end the last one.
+class PhaseIo {
+ public:
+  void record(const sch::Progress& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!starts_.empty() && starts_.back().phase == p.phase) return;
+    starts_.push_back({p.phase, p.io_read_bytes, p.io_written_bytes});
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    starts_.clear();
+  }
+  // {"factor": {"read": R, "written": W}, "forward": ..., ..., "factorization": {...}} where
+  // "factorization" is everything before the substitution starts (load, factor, flush, persist).
+  json to_json(uint64_t total_read, uint64_t total_written) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    json out = json::object();
+    for (size_t i = 0; i < starts_.size(); ++i) {
+      const uint64_t r1 = i + 1 < starts_.size() ? starts_[i + 1].read : total_read;
+      const uint64_t w1 = i + 1 < starts_.size() ? starts_[i + 1].written : total_written;
+      json& slot = out[starts_[i].phase];
+      if (slot.is_null()) slot = {{"read", uint64_t{0}}, {"written", uint64_t{0}}};
+      slot["read"] = slot["read"].get<uint64_t>() + (r1 - std::min(r1, starts_[i].read));
+      slot["written"] = slot["written"].get<uint64_t>() + (w1 - std::min(w1, starts_[i].written));
+    }
+    for (const auto& st : starts_) {
+      if (st.phase == "forward" || st.phase == "backward" || st.phase == "residual" ||
+          st.phase == "done") {
+        out["factorization"] = {{"read", st.read}, {"written", st.written}};
+        break;
+      }
+    }
+    return out;
+  }
+
+ private:
+  struct Start {
+    std::string phase;
+    uint64_t read = 0, written = 0;
+  };
+  mutable std::mutex mu_;
+  std::vector<Start> starts_;
+};
+
+void remove_objects(ss::storage::MatrixStore& store, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (!store.info(name).is_ok()) continue;
+    const auto st = store.remove(name);
+    if (!st.is_ok()) note("  could not remove %s: %s", name.c_str(), st.to_string().c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args = parse_args(argc, argv);
+  json out;
+  out["benchmark"] = "dense_gpu";
+  out["mode"] = args.mode;
+  out["args"] = args_json(args);
+  out["host"] = host_json();
+
+  int devices = 0;
+  const cudaError_t dev_err = cudaGetDeviceCount(&devices);
+  const bool have_device = dev_err == cudaSuccess && devices > 0;
+  if (!have_device) {
+    const std::string why =
+        std::string("no CUDA device (cudaGetDeviceCount: ") +
+        (dev_err == cudaSuccess ? "0 devices" : cudaGetErrorString(dev_err)) + ")";
+    if (args.backend != "cpu") {
+      std::fprintf(stderr, "bench_dense_gpu: %s: skipped (--backend cpu runs the engine alone)\n",
+                   why.c_str());
+      out["skipped"] = true;
+      out["reason"] = why;
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    note("%s: the engine runs on the CPU, the peers are skipped", why.c_str());
+    out["device"] = {{"skipped", why}};
+  }
+  out["skipped"] = false;
+
+  std::unique_ptr<Cuda> cu;
+  if (have_device) {
+    try {
+      CK(cudaSetDevice(0));
+      out["device"] = device_json();
+      cu = std::make_unique<Cuda>();
+    } catch (const CudaError& e) {
+      std::fprintf(stderr, "bench_dense_gpu: CUDA initialisation failed: %s\n", e.what());
+      out["skipped"] = true;
+      out["reason"] = std::string("CUDA initialisation failed: ") + e.what();
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    note("device: %s", out["device"]["name"].get<std::string>().c_str());
+  }
+  const bool peers = cu != nullptr;
+  const auto pivot_mode = ss::backend::parse_pivot_mode(args.pivot);
+  if (!pivot_mode.is_ok()) usage("--pivot: " + pivot_mode.status().to_string());
+
+  // Raw disk bandwidth of the store's directory (the SSD tier's bound).
+  std::filesystem::create_directories(args.dir);
+  double disk_read_bw = 0;
+  if (args.disk_bytes && *args.disk_bytes > 0 && !args.skip.count("disk")) {
+    note("disk: writing and reading %s in %s with O_DIRECT", gib(double(*args.disk_bytes)).c_str(),
+         args.dir.c_str());
+    out["disk"] = disk_bandwidth(args.dir, *args.disk_bytes);
+    if (out["disk"].contains("read_bytes_per_second")) {
+      disk_read_bw = out["disk"]["read_bytes_per_second"].get<double>();
+      note("disk: read %.2f GB/s, write %.2f GB/s", disk_read_bw * 1e-9,
+           out["disk"]["write_bytes_per_second"].get<double>() * 1e-9);
+    } else {
+      note("disk: %s", out["disk"].value("error", std::string("?")).c_str());
+    }
+  }
+
+  // The square DGEMM line, once.
+  if (peers && !args.skip.count("dgemm")) {
+    out["dgemm_square"] = dgemm_or_error(cu.get(), "square", 8192, 8192, 8192, args.dgemm_reps);
+  }
+
+  // The store (one path under --dir, O_DIRECT where the filesystem allows it).
+  const std::string store_dir = args.dir + "/store";
+  std::filesystem::remove_all(store_dir);
+  std::unique_ptr<ss::storage::MatrixStore> store;
+  if (!args.skip.count("engine")) {
+    ss::storage::StoreConfig sc;
+    sc.paths = {store_dir + "/ssd0"};
+    sc.free_space_reserve = 0;
+    auto opened = ss::storage::MatrixStore::open(sc);
+    if (!opened.is_ok()) {
+      std::fprintf(stderr, "bench_dense_gpu: store: %s\n", opened.status().to_string().c_str());
+      return 1;
+    }
+    store = std::move(*opened);
+    out["io_engine"] = std::string(store->engine_name());
+  }
+
+  const ss::storage::GeneratorSpec spec{"uniform", 42};
+  json runs = json::array();
+  for (const int64_t n : args.ns) {
+    const int64_t nrhs = args.nrhs;
+    const double matrix_bytes = 8.0 * double(n) * double(n);
+    json run = {{"n", n},
+                {"nrhs", nrhs},
+                {"matrix_bytes", matrix_bytes},
+                {"flops_factor", factor_flops(n)},
+                {"flops_factor_solve", solve_flops(n, nrhs)}};
+    note("n = %lld (A %s)", (long long)n, gib(matrix_bytes).c_str());
+
+    sch::EngineConfig config;
+    config.backend = backend_of(args.backend);
+    config.ram_budget = args.ram_budget
+                            ? *args.ram_budget
+                            : (static_cast<uint64_t>(1.25 * matrix_bytes) / ss::kMiB + 1) * ss::kMiB;
+    config.gpu_memory = args.gpu_memory.value_or(0);
+    config.progress_interval_seconds = 10;
+    run["ram_budget"] = config.ram_budget;
+    run["gpu_memory"] = config.gpu_memory;
+
+    // S: pinned, else the planner's for this config (the daemon's rule for new matrices), with
+    // the engine's default device budget (90% of free) standing in for gpu_memory 0.
+    sch::EngineConfig planning = config;
+    if (peers && planning.gpu_memory == 0 && config.backend != sch::ComputeBackend::kCpu) {
+      planning.gpu_memory = static_cast<uint64_t>(0.9 * double(device_free_bytes()));
+    }
+    int64_t stripe_rows = args.stripe_rows;
+    std::optional<sch::Plan> pre_plan;
+    {
+      auto p = sch::plan_dense(n, args.stripe_rows, planning, sch::describe_machine(planning, 1));
+      if (p.is_ok()) pre_plan = *p;
+      if (stripe_rows == 0) stripe_rows = pre_plan ? pre_plan->stripe_rows : 2048;
+    }
+    run["stripe_rows"] = stripe_rows;
+
+    // 1. stripesolve through the real engine.
+    std::vector<double> b = ss::stripe::uniform_matrix(n, nrhs, 43);
+    std::vector<double> engine_x;
+    std::optional<sch::Plan> plan;
+    double engine_fs = 0, engine_tflops_factor = 0, engine_residual = -1;
+    if (store) {
+      json eng;
+      const auto t_create = Clock::now();
+      auto created = store->create_generated("A", n, spec, stripe_rows);
+      if (!created.is_ok()) {
+        eng["error"] = "create A: " + created.status().to_string();
+      } else {
+        eng["create_seconds"] = seconds_since(t_create);
+        note("  created A (S = %lld) in %.1f s", (long long)stripe_rows, seconds_since(t_create));
+        sch::DenseSolveOptions options;
+        options.pivot = *pivot_mode;
+        options.reuse_factors = false;
+        options.store_factors = args.persist_factors;
+        // Every phase change emits a snapshot, so the SSD bytes at the first snapshot of each phase
+        // split the solve's traffic by phase (the planner's forecast covers the factorization).
+        PhaseIo phase_io;
+        sch::SolveCallbacks callbacks;
+        callbacks.on_progress = [&phase_io](const sch::Progress& p) {
+          phase_io.record(p);
+          if (p.fraction <= 0) return;  // the start of a phase: nothing to say yet
+          note("    %-9s %5.1f%%  %8.1f GFLOP/s  read %s  written %s", p.phase.c_str(),
+               100 * p.fraction, p.gflops, gib(double(p.io_read_bytes)).c_str(),
+               gib(double(p.io_written_bytes)).c_str());
+        };
+        json reps = json::array();
+        std::optional<sch::SolveReport> best;
+        json best_phase_io;
+        for (int rep = 0; rep < args.reps; ++rep) {
+          sch::CancelToken cancel;
+          phase_io.clear();
+          auto r = sch::solve_dense(*store, "A", b.data(), nrhs, options, config, cancel, callbacks,
+                                    nullptr);
+          if (!r.is_ok()) {
+            reps.push_back({{"error", r.status().to_string()}});
+            note("  stripesolve rep %d: %s", rep + 1, r.status().to_string().c_str());
+            continue;
+          }
+          const double fs = r->factor_seconds + r->substitution_seconds;
+          reps.push_back({{"seconds", r->seconds},
+                          {"load_seconds", r->load_seconds},
+                          {"factor_seconds", r->factor_seconds},
+                          {"persist_seconds", r->persist_seconds},
+                          {"substitution_seconds", r->substitution_seconds},
+                          {"residual_seconds", r->residual_seconds},
+                          {"io_read_bytes", r->io_read_bytes},
+                          {"io_written_bytes", r->io_written_bytes}});
+          note("  stripesolve rep %d (%s): factor %.3f s (%.2f TFLOP/s) + substitution %.3f s, "
+               "load %.3f s, total %.3f s, residual %.2e",
+               rep + 1, r->backend.c_str(), r->factor_seconds,
+               factor_flops(n) / std::max(1e-30, r->factor_seconds) * 1e-12,
+               r->substitution_seconds, r->load_seconds, r->seconds, r->residual);
+          reps.back()["io_by_phase"] = phase_io.to_json(r->io_read_bytes, r->io_written_bytes);
+          if (!best || fs < best->factor_seconds + best->substitution_seconds) {
+            best_phase_io = reps.back()["io_by_phase"];
+            best = std::move(*r);
+          }
+        }
+        if (best) {
+          eng.update(report_json(*best, n, nrhs));
+          eng["io_by_phase"] = best_phase_io;
+          engine_fs = best->factor_seconds + best->substitution_seconds;
+          engine_tflops_factor = eng["tflops_factor"].get<double>();
+          engine_residual = best->residual;
+          engine_x = std::move(best->x);
+          plan = best->plan;
+        } else {
+          eng["error"] = "every rep failed";
+        }
+        eng["reps"] = reps;
+        remove_objects(*store, {"A", sch::factor_name_for("A", options), best ? best->factor_name : ""});
+      }
+      run["stripesolve"] = eng;
+    } else {
+      run["stripesolve"] = {{"skipped", "--skip engine"}};
+    }
+    if (!plan && pre_plan) run["plan_without_engine"] = plan_summary(*pre_plan);
+    const sch::Plan* shape = plan ? &*plan : (pre_plan ? &*pre_plan : nullptr);
+
+    // 2. Peers: cuSOLVER with A on the device, DGEMM at the J update's shape.
+    json cmp = json::object();
+    if (peers && !args.skip.count("cusolver")) {
+      note("  cusolver: generating A on the host");
+      std::vector<double> a(static_cast<size_t>(n * n));
+      parallel_for(n, [&](int64_t c0, int64_t c1) {
+        ss::storage::fill_generated(spec, n, 0, n, c0 * n, (c1 - c0) * n, a.data() + c0 * n);
+      });
+      const double norm_a = norm_inf(a, n);
+      json cs;
+      try {
+        cs = run_cusolver(*cu, a, n, b, nrhs, args.reps, args.cusolver_api, norm_a, engine_x);
+      } catch (const CudaError& e) {
+        cs["error"] = e.what();
+        (void)cudaGetLastError();
+      }
+      run["cusolver"] = cs;
+      if (cs.contains("seconds") && engine_fs > 0) {
+        cmp["stripesolve_speedup"] = cs["seconds"].get<double>() / engine_fs;
+      }
+      if (cs.contains("residual") && engine_residual >= 0) {
+        cmp["residual_ratio_to_cusolver"] = engine_residual / cs["residual"].get<double>();
+      }
+      if (cs.contains("stripesolve_residual_same_routine")) {
+        cmp["residual_ratio_to_cusolver_same_routine"] =
+            cs["stripesolve_residual_same_routine"].get<double>() / cs["residual"].get<double>();
+      }
+    } else {
+      run["cusolver"] = {{"skipped", peers ? "--skip cusolver" : "no CUDA device"}};
+    }
+
+    double dgemm_rate = 0;  // FLOP/s at the update shape
+    if (peers && !args.skip.count("dgemm")) {
+      const int64_t s = shape ? shape->stripe_rows : stripe_rows;
+      const int64_t k = shape ? shape->meta_stripes * shape->stripe_rows : 8192;
+      json lines = json::array();
+      if (k < n) {
+        lines.push_back(dgemm_or_error(cu.get(), "update_shape", s, n - k, k, args.dgemm_reps));
+      } else {
+        lines.push_back({{"role", "update_shape"}, {"m", s}, {"k", k},
+                         {"skipped", "K = S^m S covers the matrix: no J update"}});
+      }
+      if (k != 8192 && 8192 < n) {
+        lines.push_back(dgemm_or_error(cu.get(), "k8192", s, n - 8192, 8192, args.dgemm_reps));
+      }
+      // The update shape's rate; k = 8192's when the plan has no J update (K covers the matrix).
+      std::string rate_role;
+      for (const auto& l : lines) {
+        if (l.contains("tflops") && dgemm_rate == 0) {
+          dgemm_rate = l["tflops"].get<double>() * 1e12;
+          rate_role = l["role"].get<std::string>();
+        }
+      }
+      run["dgemm"] = lines;
+      if (dgemm_rate > 0) {
+        cmp["dgemm_tflops_at_update_shape"] = dgemm_rate * 1e-12;
+        cmp["dgemm_rate_from"] = rate_role;
+        if (engine_tflops_factor > 0) cmp["ratio_to_dgemm"] = engine_tflops_factor * 1e12 / dgemm_rate;
+      }
+    }
+    run["comparison"] = cmp;
+
+    // 3. The SSD tier: traffic against the planner's meta_zigzag forecast, time against the bound.
+    if (plan && run["stripesolve"].contains("io_read_bytes") &&
+        (args.mode == "ssd" || disk_read_bw > 0)) {
+      const auto& eng = run["stripesolve"];
+      const double ssd_bytes =
+          eng["io_read_bytes"].get<double>() + eng["io_written_bytes"].get<double>();
+      json ssd = {{"ssd_bytes", ssd_bytes}, {"ssd_bytes_over_matrix", ssd_bytes / matrix_bytes}};
+      // The forecast covers the factorization (with its final flush); the solve's total adds the
+      // substitution's reads of the factors and the residual's read of A.
+      double factorization_bytes = -1;
+      if (eng.contains("io_by_phase") && eng["io_by_phase"].contains("factorization")) {
+        const auto& f = eng["io_by_phase"]["factorization"];
+        factorization_bytes = f["read"].get<double>() + f["written"].get<double>();
+        ssd["factorization_ssd_bytes"] = factorization_bytes;
+      }
+      for (const auto& f : plan->forecasts) {
+        if (f.strategy != sch::Strategy::kMetaZigzag) continue;
+        const double predicted = double(f.traffic.bytes_read) + double(f.traffic.bytes_written);
+        ssd["predicted_meta_zigzag_bytes"] = predicted;
+        ssd["predicted_feasible"] = f.feasible;
+        if (predicted > 0) {
+          ssd["ssd_bytes_over_predicted"] = ssd_bytes / predicted;
+          if (factorization_bytes >= 0) {
+            ssd["factorization_ssd_bytes_over_predicted"] = factorization_bytes / predicted;
+          }
+        }
+      }
+      if (dgemm_rate > 0 && disk_read_bw > 0) {
+        const double compute_bound = solve_flops(n, nrhs) / dgemm_rate;
+        const double io_bound = ssd_bytes / disk_read_bw;
+        const double bound = std::max(compute_bound, io_bound);
+        const double t = eng["seconds"].get<double>();
+        ssd["compute_bound_seconds"] = compute_bound;
+        ssd["io_bound_seconds"] = io_bound;
+        ssd["time_bound_seconds"] = bound;
+        ssd["time_seconds"] = t;  // the whole solve, whose SSD bytes are all counted above
+        ssd["time_over_bound"] = t / bound;
+        if (factorization_bytes >= 0) {  // the factorization alone against its own bound
+          const double fbound =
+              std::max(factor_flops(n) / dgemm_rate, factorization_bytes / disk_read_bw);
+          const double ft = eng["factor_seconds"].get<double>() + eng["load_seconds"].get<double>() +
+                            eng["persist_seconds"].get<double>();
+          ssd["factorization_time_bound_seconds"] = fbound;
+          ssd["factorization_seconds"] = ft;
+          ssd["factorization_time_over_bound"] = ft / fbound;
+        }
+      }
+      run["ssd"] = ssd;
+    }
+    std::cerr << run["comparison"].dump() << "\n";
+    runs.push_back(run);
+  }
+  out["runs"] = runs;
+  std::cout << out.dump(2) << "\n";
+  store.reset();
+  std::filesystem::remove_all(store_dir);
+  return 0;
+}

@@ -1,5 +1,6 @@
 #include "cache/device_tier.h"
 
+#include <chrono>
 #include <string>
 
 #include "base/internal_error.h"
@@ -7,7 +8,22 @@
 
 namespace stripesolve::cache {
 
-DeviceTier::DeviceTier(uint64_t pool_bytes) : pool_(pool_bytes, Arena::OffsetsOnly{}) {}
+DeviceTier::DeviceTier(uint64_t pool_bytes, std::function<Status()> abandon)
+    : pool_(pool_bytes, Arena::OffsetsOnly{}), abandon_(std::move(abandon)) {}
+
+Status DeviceTier::wait_locked(Lock& lock) {
+  changed_.wait_for(lock, std::chrono::milliseconds(50));
+  if (!failure_.is_ok()) return failure_;
+  if (abandon_) {
+    Status st = abandon_();
+    if (!st.is_ok()) {
+      failure_ = st;
+      changed_.notify_all();
+      return st;
+    }
+  }
+  return Status::ok();
+}
 
 uint64_t DeviceTier::capacity() const {
   Lock lock(mu_);
@@ -46,7 +62,7 @@ Result<Extent> DeviceTier::allocate_locked(Lock& lock, uint64_t bytes, const std
           format_bytes(pool_.capacity()) + " has " + format_bytes(pool_.largest_hole()) +
           " free in one piece (raise engine.gpu_memory or lower engine.meta_stripes)");
     }
-    changed_.wait(lock);
+    STRIPESOLVE_RETURN_IF_ERROR(wait_locked(lock));
   }
 }
 
@@ -100,7 +116,7 @@ Result<DeviceTier::Block> DeviceTier::acquire_block(int64_t i0, int64_t i1, uint
     auto it = blocks_.find(key);
     if (it == blocks_.end()) break;
     if (it->second.ready) return Block{it->second.extent.offset, false};
-    changed_.wait(lock);  // another worker is assembling it
+    STRIPESOLVE_RETURN_IF_ERROR(wait_locked(lock));  // another worker is assembling it
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       Extent e, allocate_locked(lock, bytes,

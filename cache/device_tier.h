@@ -20,6 +20,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -41,7 +42,9 @@ struct DeviceInstance {
 
 class DeviceTier {
  public:
-  explicit DeviceTier(uint64_t pool_bytes);
+  // `abandon`: polled while waiting (every 50 ms); a non-ok status ends the wait with it (the
+  // cache's failure: another role failed or the job was cancelled).
+  DeviceTier(uint64_t pool_bytes, std::function<Status()> abandon);
   DeviceTier(const DeviceTier&) = delete;
   DeviceTier& operator=(const DeviceTier&) = delete;
 
@@ -82,6 +85,8 @@ class DeviceTier {
  private:
   using Lock = std::unique_lock<std::mutex>;
   Result<Extent> allocate_locked(Lock& lock, uint64_t bytes, const std::string& what);
+  // Waits for a change (or 50 ms); the failure to return, if any.
+  Status wait_locked(Lock& lock);
 
   struct BlockEntry {
     Extent extent;
@@ -92,6 +97,7 @@ class DeviceTier {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   Arena pool_;                                          // offsets only (no host memory)
+  std::function<Status()> abandon_;
   std::map<int64_t, DeviceInstance> parts_;             // guarded by mu_
   std::map<std::pair<int64_t, int64_t>, BlockEntry> blocks_;  // guarded by mu_
   int64_t working_ = 0;                                 // guarded by mu_

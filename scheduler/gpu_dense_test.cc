@@ -90,7 +90,7 @@ class GpuDenseTest : public ::testing::Test {
     c.ram_budget = 16 * kMiB;
     c.elim_j_workers = 2;
     c.meta_stripes = 3;
-    c.gpu_memory = streaming ? 6 * kMiB : 256 * kMiB;
+    c.gpu_memory = streaming ? 5 * kMiB : 256 * kMiB;
     c.segment_columns = streaming ? 128 : 0;
     c.progress_interval_seconds = 0.01;
     return c;

@@ -71,7 +71,8 @@ Status GpuElimination::open() {
   pool_bytes_ = plan_.gpu_memory - lanes - pivots - slack;
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
-  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_);
+  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_,
+                                               [this] { return ctx_.cache.failure(); });
   char* p = static_cast<char*>(lane_memory_);
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_, engine_.make_lane(true, s_max, g.n, params_.pivot, s_max,
                                                           k_max, p));
@@ -140,6 +141,13 @@ Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, bool c
 }
 
 Status GpuElimination::eliminate(int64_t i, const CellView& cell, stripe::StripePivots* pivots) {
+  Status st = eliminate_on_device(i, cell, pivots);
+  if (!st.is_ok()) tier_->fail(st);  // wakes roles waiting on the tier
+  return st;
+}
+
+Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
+                                           stripe::StripePivots* pivots) {
   const storage::StripeGeometry& g = layout_.geometry();
   TraceRecorder::Span span(ctx_.trace, "elim.I", "eliminate", {{"stripe", std::to_string(i)}});
   tier_->begin_work();
@@ -239,7 +247,17 @@ bool GpuElimination::keep_j(const CellView&) const { return plan_.device_residen
 
 Status GpuElimination::update(int worker, const Task& t, const CellView& j,
                               const std::vector<CellView>& is,
-                              const std::vector<stripe::StripePivots>&, bool* keep_on_device) {
+                              const std::vector<stripe::StripePivots>& pivots,
+                              bool* keep_on_device) {
+  Status st = update_on_device(worker, t, j, is, pivots, keep_on_device);
+  if (!st.is_ok()) tier_->fail(st);
+  return st;
+}
+
+Status GpuElimination::update_on_device(int worker, const Task& t, const CellView& j,
+                                        const std::vector<CellView>& is,
+                                        const std::vector<stripe::StripePivots>&,
+                                        bool* keep_on_device) {
   const storage::StripeGeometry& g = layout_.geometry();
   backend::DeviceLane& lane = *lanes_j_[static_cast<size_t>(worker)];
   const std::string role = "elim.J" + std::to_string(worker);

@@ -67,6 +67,10 @@ class GpuElimination final : public Elimination {
                  const storage::StripedMatrix& layout, const FactorParams& params,
                  const Plan& plan);
   Status open();
+  Status eliminate_on_device(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots);
+  Status update_on_device(int worker, const Task& t, const cache::CellView& j,
+                          const std::vector<cache::CellView>& is,
+                          const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device);
   backend::DeviceBlock instance_block(const cache::DeviceInstance& inst) const;
   double* device_at(uint64_t offset) const {
     return reinterpret_cast<double*>(static_cast<char*>(pool_) + offset);

@@ -309,12 +309,17 @@ class CudaLane final : public DeviceLane {
   Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) override {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     if (perm.count == 0 || target.rows == 0) return Status::ok();
-    if (target.rows > std::max(j_rows_, rows_) || perm.count > 2 * std::max(k_rows_, rows_)) {
+    const int64_t chunk = std::max(j_rows_, rows_);
+    if (perm.count > 2 * std::max(k_rows_, rows_)) {
       return Status::invalid_argument("column permutation larger than the lane's gather buffer");
     }
-    cuda::launch_permute_columns(target.data, target.ld, target.rows, perm.first, perm.pairs,
-                                 perm.count, gather_, compute_);
-    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("column permutation"));
+    // The gather buffer holds `chunk` rows of every moved column: taller blocks (a meta-stripe's
+    // earlier stripes) go through in slices of rows.
+    for (int64_t r = 0; r < target.rows; r += chunk) {
+      cuda::launch_permute_columns(target.data + r, target.ld, std::min(chunk, target.rows - r),
+                                   perm.first, perm.pairs, perm.count, gather_, compute_);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("column permutation"));
+    }
     RETURN_CUDA(cudaStreamSynchronize(compute_), "column permutation");
     return Status::ok();
   }

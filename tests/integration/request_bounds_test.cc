@@ -6,6 +6,7 @@
 #include <string>
 
 #include "client/commands.h"
+#include "protocol/npy.h"
 #include "tests/integration/daemon_fixture.h"
 
 namespace stripesolve::testing {
@@ -54,6 +55,59 @@ TEST(RequestBounds, FieldsOfAnUnexpectedTypeAreErrorsNotCrashes) {
             "field 'wait' must be a boolean, got number");
   EXPECT_EQ(c->call(MessageType::kDaemonStop, {{"policy", 3}}).status().message(),
             "field 'policy' must be a string, got number");
+  expect_alive(d);
+}
+
+void create_matrix(client::Connection& c, const std::string& name, int64_t n) {
+  auto r = client::run_job(c, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"seed", 5},
+                               {"stripe_rows", 32}});
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ((*r)["state"], "COMPLETED") << r->dump();
+}
+
+// Issue 15 point 3: `solve M --nrhs 1048576` on n = 8192 allocated 64 GiB and std::bad_alloc
+// ended the daemon. Here n = 64 with 2^22 columns (2 GiB) against the default limit of 1 GiB.
+TEST(RequestBounds, GeneratedRightHandSidesAreBoundedBeforeAllocation) {
+  DaemonFixture d;
+  auto c = d.connect();
+  create_matrix(*c, "M", 64);
+  auto huge = client::run_job(*c, {{"type", "dense_solve"}, {"matrix", "M"},
+                                   {"rhs", {{"generate", "ones"}, {"nrhs", int64_t{1} << 22}}}});
+  ASSERT_TRUE(huge.is_ok()) << huge.status().to_string();
+  EXPECT_EQ((*huge)["state"], "FAILED");
+  EXPECT_EQ((*huge)["error"]["code"], "ResourceExhausted");
+  EXPECT_EQ((*huge)["error"]["message"],
+            "right-hand sides of 64 x 4194304 float64 (2.00 GiB) exceed daemon.limits.max_rhs_bytes "
+            "(1.00 GiB); solve fewer columns at a time");
+  auto fine = client::run_job(*c, {{"type", "dense_solve"}, {"matrix", "M"},
+                                   {"rhs", {{"generate", "ones"}, {"nrhs", 3}}}});
+  ASSERT_TRUE(fine.is_ok()) << fine.status().to_string();
+  EXPECT_EQ((*fine)["state"], "COMPLETED") << fine->dump();
+  expect_alive(d);
+}
+
+TEST(RequestBounds, UploadedRightHandSidesAreBoundedBeforeConversion) {
+  DaemonFixture d([](daemon::DaemonConfig& c) { c.server.limits.max_rhs_bytes = 1 << 20; });
+  auto c = d.connect();
+  create_matrix(*c, "M", 64);
+  const auto upload_ones = [&](int64_t cols) {
+    std::string npy = protocol::make_npy_header({64, cols}, false);
+    npy.append(static_cast<size_t>(64 * cols * 8), '\0');
+    auto id = c->upload(npy);
+    EXPECT_TRUE(id.is_ok()) << id.status().to_string();
+    return id.is_ok() ? *id : 0;
+  };
+  auto wide = client::run_job(*c, {{"type", "dense_solve"}, {"matrix", "M"},
+                                   {"rhs", {{"upload", upload_ones(4096)}}}});
+  ASSERT_TRUE(wide.is_ok()) << wide.status().to_string();
+  EXPECT_EQ((*wide)["state"], "FAILED");
+  EXPECT_EQ((*wide)["error"]["message"],
+            "right-hand sides of 64 x 4096 float64 (2.00 MiB) exceed daemon.limits.max_rhs_bytes "
+            "(1.00 MiB); solve fewer columns at a time");
+  auto fine = client::run_job(*c, {{"type", "dense_solve"}, {"matrix", "M"},
+                                   {"rhs", {{"upload", upload_ones(2)}}}});
+  ASSERT_TRUE(fine.is_ok()) << fine.status().to_string();
+  EXPECT_EQ((*fine)["state"], "COMPLETED") << fine->dump();
   expect_alive(d);
 }
 

@@ -58,14 +58,11 @@ Status check_path_access(uid_t uid, const std::string& path, bool write) {
 
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store) {
+  // Only S, not a whole plan: its forecasts take time and memory in proportion to N^2, and the
+  // request has not been checked against the free space yet (issue 15).
+  if (n < 1) return store.config().stripe_rows;
   const auto paths = static_cast<int64_t>(store.config().paths.size());
-  auto plan = scheduler::plan_dense(n, 0, engine, scheduler::describe_machine(engine, paths));
-  if (!plan.is_ok()) {
-    logger("daemon")->warn("no planned stripe height for n={} ({}); using the store's default {}",
-                           n, plan.status().to_string(), store.config().stripe_rows);
-    return store.config().stripe_rows;
-  }
-  return plan->stripe_rows;
+  return scheduler::new_matrix_stripe_rows(n, engine, scheduler::describe_machine(engine, paths));
 }
 
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,

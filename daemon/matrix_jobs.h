@@ -29,7 +29,7 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info);
 Status check_path_access(uid_t uid, const std::string& path, bool write);
 // Stripe height S for a new matrix of order n when the request gives none: the planner's choice
 // for this daemon's engine configuration (RAM cache, cores, paths), so that the cache holds the
-// working set of a solve; the store's default when the planner finds no feasible S.
+// working set of a solve; the store's default for n < 1. Cheap (no plan, no forecasts).
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store);
 // `store` and `engine` must outlive the registry's jobs.

@@ -18,18 +18,23 @@ using protocol::get_int;
 using protocol::get_string;
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
-  return {{"name", info.name},
-          {"n", info.geometry.n},
-          {"stripe_rows", info.geometry.stripe_rows},
-          {"stripes", info.geometry.stripes},
-          {"kind", info.kind},
-          {"state", std::string(storage::object_state_name(info.state))},
-          {"dtype", info.dtype},
-          {"stored_bytes", info.stored_bytes},
-          {"stored", format_bytes(info.stored_bytes)},
-          {"paths", info.path_count},
-          {"created", info.created},
-          {"source", info.source}};
+  nlohmann::json j = {{"name", info.name},
+                      {"id", info.id},
+                      {"n", info.geometry.n},
+                      {"stripe_rows", info.geometry.stripe_rows},
+                      {"stripes", info.geometry.stripes},
+                      {"kind", info.kind},
+                      {"state", std::string(storage::object_state_name(info.state))},
+                      {"dtype", info.dtype},
+                      {"stored_bytes", info.stored_bytes},
+                      {"stored", format_bytes(info.stored_bytes)},
+                      {"paths", info.path_count},
+                      {"created", info.created},
+                      {"source", info.source}};
+  if (info.factor_of) {
+    j["factor_of"] = {{"id", info.factor_of->matrix_id}, {"n", info.factor_of->n}};
+  }
+  return j;
 }
 
 Status check_path_access(uid_t uid, const std::string& path, bool write) {

@@ -19,7 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::string_view kPivotsBlob = "pivots";
-constexpr std::string_view kOriginBlob = "origin";
 
 void put_u64(std::vector<std::byte>& out, uint64_t v) {
   for (int k = 0; k < 8; ++k) out.push_back(static_cast<std::byte>((v >> (8 * k)) & 0xff));
@@ -65,12 +64,6 @@ Result<std::vector<stripe::StripePivots>> parse_all(std::span<const std::byte> i
     out.push_back(std::move(p));
     pos += len;
   }
-  return out;
-}
-
-std::vector<std::byte> to_bytes(const std::string& s) {
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
   return out;
 }
 
@@ -135,8 +128,6 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
             backend::pivot_mode_name(options.pivot), strategy_name(options.strategy),
             plan_to_text(plan));
   report.factor_name = factor_name_for(name, options);
-  const std::string origin = info.created + "|" + info.source + "|" +
-                             std::string(backend::pivot_mode_name(options.pivot));
 
   // Declared before the roles so that they outlive every transfer (destroyed after IoRole).
   std::unique_ptr<storage::StripedMatrix> a;
@@ -156,9 +147,9 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
     STRIPESOLVE_ASSIGN_OR_RETURN(a, store.open_matrix(name));
     auto existing = store.open_factor(report.factor_name);
     if (existing.is_ok()) {
-      auto blob = (*existing)->read_blob(kOriginBlob);
-      const bool same = blob.is_ok() && std::string(reinterpret_cast<const char*>(blob->data()),
-                                                    blob->size()) == origin;
+      // Only the factor of this very matrix: its id (made at creation, so a matrix removed and
+      // made again under its name never matches), order and data checksums (issue 15).
+      const bool same = storage::is_factor_of((*existing)->info(), a->info());
       if (options.reuse_factors && same) {
         factor = std::move(*existing);
       } else {
@@ -206,7 +197,6 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
                         plan.elim_j_workers};
     STRIPESOLVE_ASSIGN_OR_RETURN(pivots, run_factorization(ctx, *writable, params));
     STRIPESOLVE_RETURN_IF_ERROR(writable->write_blob(kPivotsBlob, serialize_all(pivots)));
-    STRIPESOLVE_RETURN_IF_ERROR(writable->write_blob(kOriginBlob, to_bytes(origin)));
     if (cancel.cancelled()) return Status::cancelled("dense solve cancelled");
     STRIPESOLVE_RETURN_IF_ERROR(writable->commit());
     report.factor_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

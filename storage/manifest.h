@@ -30,9 +30,20 @@ struct BlobEntry {
   friend bool operator==(const BlobEntry&, const BlobEntry&) = default;
 };
 
+// What a factor factors (issue 15): reuse requires all three to match the matrix.
+struct FactorOf {
+  std::string matrix_id;          // MatrixInfo::id of the matrix
+  int64_t n = 0;                  // its order
+  uint32_t checksum_summary = 0;  // its MatrixInfo::checksum_summary when factored
+  friend bool operator==(const FactorOf&, const FactorOf&) = default;
+};
+
 // What list()/info() report about an object.
 struct MatrixInfo {
   std::string name;
+  // Unique id made at creation (32 hex digits, 128 random bits): a matrix removed and created
+  // again under its name is another object. Empty for objects made before ids existed.
+  std::string id;
   StripeGeometry geometry;
   std::string kind;  // "matrix" | "factor"
   ObjectState state = ObjectState::kIncomplete;
@@ -42,6 +53,9 @@ struct MatrixInfo {
   PlacementParams placement;
   std::string created;  // UTC time, ISO 8601
   std::string source;   // "generator uniform seed 7", "npy /data/a.npy", "factor of A"
+  // checksum_summary() of the segment checksums: derived on read, not stored.
+  uint32_t checksum_summary = 0;
+  std::optional<FactorOf> factor_of;  // factors (and matrices factored in place)
 };
 
 struct Manifest {
@@ -59,5 +73,13 @@ Result<Manifest> manifest_from_json(std::string_view text, const std::string& wh
 
 // Current UTC time as "2026-11-22T05:01:02Z".
 std::string utc_now();
+
+// A new object id: 32 lowercase hex digits from std::random_device.
+std::string new_object_id();
+// CRC32C over the segment checksums in order, each as a little-endian u32 (an unknown one as 0).
+uint32_t checksum_summary(const std::vector<std::optional<uint32_t>>& checksums);
+// True when `factor` records `matrix` as what it factors: same id (never empty), order and
+// checksum summary.
+bool is_factor_of(const MatrixInfo& factor, const MatrixInfo& matrix);
 
 }  // namespace stripesolve::storage

@@ -281,6 +281,9 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::create_factor(std::string_vi
       auto writer, ObjectWriter::begin(shared_, std::string(name), "factor",
                                        "factor of " + like.info().name, like.geometry(),
                                        like.info().placement));
+  // Published with the factor at commit(): what it factors, for reuse checks (is_factor_of).
+  writer->manifest().info.factor_of =
+      FactorOf{like.info().id, like.geometry().n, checksum_summary(like.checksums())};
   return writer->into_factor();
 }
 

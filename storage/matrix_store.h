@@ -84,7 +84,8 @@ class MatrixStore {
   Result<std::unique_ptr<StripedMatrix>> open_matrix(std::string_view name) const;
   Result<std::unique_ptr<StripedMatrix>> open_factor(std::string_view name) const;
   // A new writable factor object with the geometry and placement of `like`, state "incomplete"
-  // (invisible until commit(); deleted if destroyed uncommitted). Its data starts as zeros.
+  // (invisible until commit(); deleted if destroyed uncommitted). Its data starts as zeros. It
+  // records `like`'s id, order and checksum summary (MatrixInfo::factor_of, is_factor_of()).
   Result<std::unique_ptr<StripedMatrix>> create_factor(std::string_view name,
                                                        const StripedMatrix& like);
   // Opens matrix `name` writable for an in-place factorization: its manifest says

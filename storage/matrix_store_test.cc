@@ -110,6 +110,37 @@ TEST_P(MatrixStoreTest, FactorLifecycle) {
   EXPECT_EQ(store_->open_factor("A").status().message(), "object 'A' is a matrix, not a factor");
 }
 
+TEST_P(MatrixStoreTest, FactorsRecordTheIdentityOfTheirMatrix) {
+  ASSERT_TRUE(store_->create_generated("A", 100, {"uniform", 1}, 30).is_ok());
+  auto a = std::move(store_->open_matrix("A")).value();
+  EXPECT_EQ(a->info().id.size(), 32u);
+  EXPECT_EQ(a->info().checksum_summary, checksum_summary(a->checksums()));
+  auto f = std::move(store_->create_factor("A.lu.row", *a)).value();
+  ASSERT_TRUE(f->commit().is_ok());
+  f.reset();
+  auto factor = *store_->info("A.lu.row");
+  EXPECT_NE(factor.id, a->info().id);
+  ASSERT_TRUE(factor.factor_of.has_value());
+  EXPECT_EQ(*factor.factor_of, (FactorOf{a->info().id, 100, a->info().checksum_summary}));
+  EXPECT_TRUE(is_factor_of(factor, a->info()));
+  const MatrixInfo old = a->info();
+  a.reset();
+
+  // The same name, source and creation second, another object: the factor does not match it.
+  ASSERT_TRUE(store_->remove("A").is_ok());
+  auto again = store_->create_generated("A", 100, {"uniform", 1}, 30);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_NE(again->id, old.id);
+  EXPECT_EQ(again->checksum_summary, old.checksum_summary);  // the same data
+  EXPECT_FALSE(is_factor_of(factor, *again));
+  MatrixInfo other_data = old;
+  other_data.checksum_summary ^= 1;
+  EXPECT_FALSE(is_factor_of(factor, other_data));
+  MatrixInfo no_id = old;
+  no_id.id.clear();
+  EXPECT_FALSE(is_factor_of(factor, no_id));
+}
+
 TEST_P(MatrixStoreTest, UncommittedFactorLeavesNothing) {
   ASSERT_TRUE(store_->create_generated("A", 100, {"uniform", 1}).is_ok());
   auto a = std::move(store_->open_matrix("A")).value();

@@ -94,6 +94,7 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreS
 
   Manifest& m = w->manifest_;
   m.info.name = name;
+  m.info.id = new_object_id();
   m.info.kind = kind;
   m.info.state = ObjectState::kIncomplete;
   m.info.geometry = geometry;
@@ -132,6 +133,7 @@ Result<MatrixInfo> ObjectWriter::finish() {
   for (const DataFile& f : files_) STRIPESOLVE_RETURN_IF_ERROR(f.sync());
   Manifest m = manifest_;
   m.info.state = ObjectState::kComplete;
+  m.info.checksum_summary = checksum_summary(m.checksums);
   STRIPESOLVE_RETURN_IF_ERROR(store_->write_manifest(m));
   done_ = true;
   logger("storage")->info("created {} '{}' (n={}, S={}, {} on {} paths)", m.info.kind, m.info.name,

@@ -136,6 +136,11 @@ int run_matrix_job(const Globals& g, nlohmann::json job) {
                   m.value("n", nlohmann::json(0)).dump().c_str(), m.value("stripe_rows", nlohmann::json(0)).dump().c_str(),
                   m.value("stripes", nlohmann::json(0)).dump().c_str(), m.value("kind", std::string()).c_str());
     }
+  } else if (result.contains("deleted")) {
+    std::printf("deleted %s\n", result.value("deleted", std::string()).c_str());
+    for (const auto& f : result.value("factors_deleted", nlohmann::json::array())) {
+      std::printf("deleted its factor %s\n", f.is_string() ? f.get<std::string>().c_str() : f.dump().c_str());
+    }
   } else {
     print_json(result);
   }

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/logging.h"
 #include "base/units.h"
@@ -131,9 +132,11 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
   });
   registry.add("matrix_delete", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
-    STRIPESOLVE_RETURN_IF_ERROR(store.remove(name));
-    ctx.log("deleted matrix '" + name + "'");
-    return nlohmann::json{{"deleted", name}};
+    // Its factors go too: each is as large as the matrix and useless without it (issue 15).
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<std::string> factors, store.remove_with_factors(name));
+    ctx.log(factors.empty() ? fmt::format("deleted '{}'", name)
+                            : fmt::format("deleted '{}' and its factors {}", name, fmt::join(factors, ", ")));
+    return nlohmann::json{{"deleted", name}, {"factors_deleted", factors}};
   });
 }
 

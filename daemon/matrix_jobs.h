@@ -3,7 +3,8 @@
 //                                                              absent: planned_stripe_rows)
 //   matrix_list   {}                                         -> {"matrices": [info...]}
 //   matrix_show   {name}                                     -> matrix info
-//   matrix_delete {name}                                     -> {"deleted": name}
+//   matrix_delete {name}                                     -> {"deleted": name, "factors_deleted":
+//                                                              [the matrix's factors, removed too]}
 //   matrix_import {name, path[, stripe_rows]}                -> matrix info
 //   matrix_export {name, path}                               -> {"name", "path"}
 // Parameters are checked here, at the edge, with errors naming the field. Import and export run

@@ -225,6 +225,43 @@ Status MatrixStore::remove(std::string_view name) {
   return Status::ok();
 }
 
+Result<std::vector<std::string>> MatrixStore::factors_of(std::string_view name) const {
+  STRIPESOLVE_ASSIGN_OR_RETURN(MatrixInfo matrix, info(name));
+  std::vector<std::string> out;
+  if (matrix.kind != "matrix") return out;
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<MatrixInfo> all, list());
+  const std::string legacy_prefix = matrix.name + ".lu.";
+  for (const MatrixInfo& i : all) {
+    if (i.kind != "factor" || i.state != ObjectState::kComplete || i.name == matrix.name) continue;
+    const bool by_id = i.factor_of && !matrix.id.empty() && i.factor_of->matrix_id == matrix.id;
+    const bool legacy = !i.factor_of && i.name.rfind(legacy_prefix, 0) == 0 &&
+                        i.source == "factor of " + matrix.name;
+    if (by_id || legacy) out.push_back(i.name);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> MatrixStore::remove_with_factors(std::string_view name) {
+  std::vector<std::string> factors;
+  auto found = factors_of(name);
+  if (found.is_ok()) {
+    factors = std::move(found).value();
+  } else if (found.status().code() != StatusCode::kCorruption) {
+    return found.status();
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(remove(name));
+  std::vector<std::string> removed;
+  for (const std::string& f : factors) {
+    Status st = remove(f);
+    if (st.is_ok()) {
+      removed.push_back(f);
+    } else if (st.code() != StatusCode::kNotFound) {  // removed meanwhile: fine
+      return st.with_context("'" + std::string(name) + "' was removed, its factor '" + f + "' not");
+    }
+  }
+  return removed;
+}
+
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_object(const std::string& name,
                                                                 StripedMatrix::Mode mode) const {
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(name, "object name"));

@@ -79,6 +79,13 @@ class MatrixStore {
   Result<MatrixInfo> info(std::string_view name) const;
   // Fails with kFailedPrecondition while the object is open.
   Status remove(std::string_view name);
+  // The complete factors of matrix `name`: those recording its id (MatrixInfo::factor_of), and
+  // factors made before ids existed that are named NAME.lu.* with source "factor of NAME".
+  Result<std::vector<std::string>> factors_of(std::string_view name) const;
+  // remove(name), then, for a matrix, its factors (factors_of, found before the matrix goes);
+  // returns the factors removed. The matrix is removed first so that an open matrix (a solve
+  // running) leaves everything in place.
+  Result<std::vector<std::string>> remove_with_factors(std::string_view name);
 
   // Read-only views of complete objects (matrix or factor); open_factor requires kind "factor".
   Result<std::unique_ptr<StripedMatrix>> open_matrix(std::string_view name) const;

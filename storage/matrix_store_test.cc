@@ -123,6 +123,7 @@ TEST_P(MatrixStoreTest, FactorsRecordTheIdentityOfTheirMatrix) {
   ASSERT_TRUE(factor.factor_of.has_value());
   EXPECT_EQ(*factor.factor_of, (FactorOf{a->info().id, 100, a->info().checksum_summary}));
   EXPECT_TRUE(is_factor_of(factor, a->info()));
+  EXPECT_EQ(*store_->factors_of("A"), std::vector<std::string>{"A.lu.row"});
   const MatrixInfo old = a->info();
   a.reset();
 
@@ -133,12 +134,41 @@ TEST_P(MatrixStoreTest, FactorsRecordTheIdentityOfTheirMatrix) {
   EXPECT_NE(again->id, old.id);
   EXPECT_EQ(again->checksum_summary, old.checksum_summary);  // the same data
   EXPECT_FALSE(is_factor_of(factor, *again));
+  EXPECT_TRUE(store_->factors_of("A")->empty());
   MatrixInfo other_data = old;
   other_data.checksum_summary ^= 1;
   EXPECT_FALSE(is_factor_of(factor, other_data));
   MatrixInfo no_id = old;
   no_id.id.clear();
   EXPECT_FALSE(is_factor_of(factor, no_id));
+}
+
+TEST_P(MatrixStoreTest, RemovingAMatrixRemovesItsFactors) {
+  ASSERT_TRUE(store_->create_generated("A", 50, {"uniform", 1}).is_ok());
+  ASSERT_TRUE(store_->create_generated("B", 50, {"uniform", 1}).is_ok());
+  for (const char* name : {"A.lu.row", "A.lu.none"}) {
+    auto a = std::move(store_->open_matrix("A")).value();
+    ASSERT_TRUE(std::move(store_->create_factor(name, *a)).value()->commit().is_ok());
+  }
+  {
+    auto b = std::move(store_->open_matrix("B")).value();
+    ASSERT_TRUE(std::move(store_->create_factor("B.lu.row", *b)).value()->commit().is_ok());
+  }
+  {  // An open matrix (a solve running) keeps everything.
+    auto a = std::move(store_->open_matrix("A")).value();
+    EXPECT_EQ(store_->remove_with_factors("A").status().message(),
+              "object 'A' is open and cannot be removed");
+  }
+  auto removed = store_->remove_with_factors("A");
+  ASSERT_TRUE(removed.is_ok()) << removed.status().to_string();
+  EXPECT_EQ(*removed, (std::vector<std::string>{"A.lu.none", "A.lu.row"}));
+  auto left = store_->list();
+  ASSERT_EQ(left->size(), 2u);
+  EXPECT_EQ((*left)[0].name, "B");
+  EXPECT_EQ((*left)[1].name, "B.lu.row");
+  // A factor alone goes alone.
+  EXPECT_TRUE(store_->remove_with_factors("B.lu.row")->empty());
+  EXPECT_EQ(store_->list()->size(), 1u);
 }
 
 TEST_P(MatrixStoreTest, UncommittedFactorLeavesNothing) {

@@ -1,8 +1,12 @@
 // Integration (issue 15, point 4): stored objects have identities. A factor is reused only for
-// the matrix it was made from.
+// the matrix it was made from, and `matrix rm` takes the matrix's factors with it.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -24,6 +28,40 @@ nlohmann::json solve(client::Connection& c, const std::string& name) {
   return run(c, {{"type", "dense_solve"}, {"matrix", name}, {"rhs", {{"generate", "uniform"}, {"nrhs", 2}}}});
 }
 
+std::vector<std::string> names(client::Connection& c) {
+  std::vector<std::string> out;
+  const nlohmann::json list = run(c, {{"type", "matrix_list"}});
+  for (const auto& m : list["result"]["matrices"]) out.push_back(m["name"]);
+  return out;
+}
+
+// Issue 15 point 4: `matrix rm S` left S.lu.* behind, and a matrix created again under the same
+// name from the same source within the same second reused the old factors (wrong answers, or
+// a pivots-size mismatch when the order changed).
+TEST(ObjectIdentity, RemovingAMatrixRemovesItsFactorsAndANewOneIsFactoredAgain) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "S", 100)["state"], "COMPLETED");
+  const auto first = solve(*c, "S");
+  ASSERT_EQ(first["state"], "COMPLETED") << first.dump();
+  EXPECT_EQ(first["result"]["factor"], "S.lu.row");
+  EXPECT_EQ(names(*c), (std::vector<std::string>{"S", "S.lu.row"}));
+
+  const auto rm = run(*c, {{"type", "matrix_delete"}, {"name", "S"}});
+  ASSERT_EQ(rm["state"], "COMPLETED") << rm.dump();
+  EXPECT_EQ(rm["result"]["factors_deleted"], nlohmann::json::array({"S.lu.row"}));
+  EXPECT_TRUE(names(*c).empty());
+
+  // The same generator and seed, another order, at once.
+  ASSERT_EQ(create(*c, "S", 120)["state"], "COMPLETED");
+  const auto second = solve(*c, "S");
+  ASSERT_EQ(second["state"], "COMPLETED") << second.dump();
+  EXPECT_EQ(second["result"]["reused_factors"], false);
+  EXPECT_LT(second["result"]["residual"].get<double>(), 1e-12);
+  const auto third = solve(*c, "S");
+  EXPECT_EQ(third["result"]["reused_factors"], true);  // its own factor is reused
+}
+
 TEST(ObjectIdentity, AStaleFactorOfTheSameNameIsNotReused) {
   DaemonFixture d;
   auto c = d.connect();
@@ -39,6 +77,19 @@ TEST(ObjectIdentity, AStaleFactorOfTheSameNameIsNotReused) {
   const auto show = run(*c, {{"type", "matrix_show"}, {"name", "S.lu.row"}});
   const auto matrix = run(*c, {{"type", "matrix_show"}, {"name", "S"}});
   EXPECT_EQ(show["result"]["factor_of"]["id"], matrix["result"]["id"]);
+}
+
+TEST(ObjectIdentity, TheCliSaysWhichFactorsWentWithTheMatrix) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "M", 60)["state"], "COMPLETED");
+  ASSERT_EQ(solve(*c, "M")["state"], "COMPLETED");
+  const std::string out = d.dir() + "/rm.txt";
+  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
+  ASSERT_EQ(std::system((cli + " matrix rm M > " + out + " 2>&1").c_str()), 0);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "deleted M\ndeleted its factor M.lu.row\n");
 }
 
 }  // namespace

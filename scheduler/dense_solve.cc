@@ -134,6 +134,7 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
   std::unique_ptr<storage::StripedMatrix> writable;
   std::unique_ptr<storage::StripedMatrix> factor;
   std::vector<stripe::StripePivots> pivots;
+  storage::ObjectNameLock factor_lock;
 
   if (options.in_place) {
     if (info.kind == "factor") {
@@ -145,6 +146,10 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
     }
   } else {
     STRIPESOLVE_ASSIGN_OR_RETURN(a, store.open_matrix(name));
+    // Concurrent first solves of one matrix make one factor: the later ones wait here until it
+    // is committed (or given up), then reuse it (issue 15).
+    STRIPESOLVE_ASSIGN_OR_RETURN(factor_lock, store.lock_name(report.factor_name,
+                                                              [&cancel] { return cancel.cancelled(); }));
     auto existing = store.open_factor(report.factor_name);
     if (existing.is_ok()) {
       // Only the factor of this very matrix: its id (made at creation, so a matrix removed and
@@ -205,6 +210,7 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
     writable.reset();
     STRIPESOLVE_ASSIGN_OR_RETURN(factor, store.open_factor(report.factor_name));
   }
+  factor_lock.release();  // the factor is committed and open: the next solve may reuse it
 
   // Substitution, then residual and refinement.
   report.x.assign(b, b + n * nrhs);

@@ -21,8 +21,9 @@
 // kNumerical ("zero pivot at row R", ... from stripe/), kCancelled, kIoError, kResourceExhausted
 // (cache budget below one stripe beside the stuck ones).
 //
-// Thread-safety: one call per matrix at a time (the store refuses concurrent in-place opens);
-// callbacks run on engine threads.
+// Thread-safety: concurrent calls on one matrix share its factor: the first makes it while the
+// others wait (MatrixStore::lock_name) and then reuse it. In-place solves of one matrix cannot run
+// concurrently (the store refuses a second in-place open). Callbacks run on engine threads.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <random>
 
@@ -260,6 +261,46 @@ Result<std::vector<std::string>> MatrixStore::remove_with_factors(std::string_vi
     }
   }
   return removed;
+}
+
+ObjectNameLock::ObjectNameLock(ObjectNameLock&& other) noexcept
+    : store_(std::move(other.store_)), name_(std::move(other.name_)) {
+  other.store_.reset();
+}
+
+ObjectNameLock& ObjectNameLock::operator=(ObjectNameLock&& other) noexcept {
+  if (this != &other) {
+    release();
+    store_ = std::move(other.store_);
+    name_ = std::move(other.name_);
+    other.store_.reset();
+  }
+  return *this;
+}
+
+void ObjectNameLock::release() {
+  if (!store_) return;
+  {
+    std::lock_guard lock(store_->mu);
+    store_->locked_names.erase(name_);
+  }
+  store_->name_unlocked.notify_all();
+  store_.reset();
+}
+
+Result<ObjectNameLock> MatrixStore::lock_name(std::string_view name,
+                                              const std::function<bool()>& cancelled) {
+  const std::string n(name);
+  std::unique_lock lock(shared_->mu);
+  while (shared_->locked_names.count(n) != 0) {
+    // Polled: the canceller has no handle on this condition variable.
+    shared_->name_unlocked.wait_for(lock, std::chrono::milliseconds(50));
+    if (cancelled && cancelled()) {
+      return Status::cancelled("cancelled while waiting for another job's work on '" + n + "'");
+    }
+  }
+  shared_->locked_names.insert(n);
+  return ObjectNameLock(shared_, n);
 }
 
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_object(const std::string& name,

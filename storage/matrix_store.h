@@ -44,6 +44,24 @@ struct ImportOptions {
 
 struct DenseLayout;
 
+// Holds one object name of a store for its owner (MatrixStore::lock_name); released on
+// destruction or release(). Movable; an empty lock holds nothing.
+class ObjectNameLock {
+ public:
+  ObjectNameLock() = default;
+  ObjectNameLock(ObjectNameLock&& other) noexcept;
+  ObjectNameLock& operator=(ObjectNameLock&& other) noexcept;
+  ~ObjectNameLock() { release(); }
+  void release();
+
+ private:
+  friend class MatrixStore;
+  ObjectNameLock(std::shared_ptr<StoreShared> store, std::string name)
+      : store_(std::move(store)), name_(std::move(name)) {}
+  std::shared_ptr<StoreShared> store_;
+  std::string name_;
+};
+
 class MatrixStore {
  public:
   // Opens (creating where needed) the store over config.paths; selects the I/O engine.
@@ -86,6 +104,12 @@ class MatrixStore {
   // returns the factors removed. The matrix is removed first so that an open matrix (a solve
   // running) leaves everything in place.
   Result<std::vector<std::string>> remove_with_factors(std::string_view name);
+
+  // Waits until no other holder in this process has `name` locked, then locks it. `cancelled`
+  // (may be empty) is polled while waiting: kCancelled when it returns true. Serializes those who
+  // may create the same object, so that concurrent first solves of one matrix make one factor,
+  // the later ones waiting and then reusing it (issue 15).
+  Result<ObjectNameLock> lock_name(std::string_view name, const std::function<bool()>& cancelled);
 
   // Read-only views of complete objects (matrix or factor); open_factor requires kind "factor".
   Result<std::unique_ptr<StripedMatrix>> open_matrix(std::string_view name) const;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "storage/data_file.h"
@@ -169,6 +171,32 @@ TEST_P(MatrixStoreTest, RemovingAMatrixRemovesItsFactors) {
   // A factor alone goes alone.
   EXPECT_TRUE(store_->remove_with_factors("B.lu.row")->empty());
   EXPECT_EQ(store_->list()->size(), 1u);
+}
+
+TEST_P(MatrixStoreTest, NameLocksSerializeTheirHolders) {
+  auto first = store_->lock_name("A.lu.row", {});
+  ASSERT_TRUE(first.is_ok());
+  ASSERT_TRUE(store_->lock_name("B.lu.row", {}).is_ok());  // other names are free
+  std::atomic<bool> second_holds{false};
+  std::thread waiter([&] {
+    auto second = store_->lock_name("A.lu.row", {});
+    EXPECT_TRUE(second.is_ok());
+    second_holds = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(second_holds.load());
+  first->release();
+  waiter.join();
+  EXPECT_TRUE(second_holds.load());
+  // A waiter that is cancelled stops waiting.
+  auto held = std::move(store_->lock_name("A.lu.row", {})).value();
+  std::atomic<bool> cancel{false};
+  std::thread cancelled([&] {
+    EXPECT_EQ(store_->lock_name("A.lu.row", [&] { return cancel.load(); }).status().code(),
+              StatusCode::kCancelled);
+  });
+  cancel = true;
+  cancelled.join();
 }
 
 TEST_P(MatrixStoreTest, UncommittedFactorLeavesNothing) {

@@ -1,5 +1,6 @@
 // Integration (issue 15, point 4): stored objects have identities. A factor is reused only for
-// the matrix it was made from, and `matrix rm` takes the matrix's factors with it.
+// the matrix it was made from, `matrix rm` takes the matrix's factors with it, and concurrent
+// first solves of one matrix share one factorization.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -90,6 +91,30 @@ TEST(ObjectIdentity, TheCliSaysWhichFactorsWentWithTheMatrix) {
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "deleted M\ndeleted its factor M.lu.row\n");
+}
+
+// Issue 15 point 10: with concurrency.dense 2, two first solves of one matrix both tried to make
+// M.lu.row and the second failed on "'M.lu.row' already exists". Now the second waits for the
+// first one's factor and reuses it.
+TEST(ObjectIdentity, ConcurrentFirstSolvesShareOneFactorization) {
+  DaemonFixture d([](daemon::DaemonConfig& c) { c.server.dense_concurrency = 2; });
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "M", 480)["state"], "COMPLETED");
+  const nlohmann::json job = {{"type", "dense_solve"}, {"matrix", "M"},
+                              {"rhs", {{"generate", "uniform"}, {"nrhs", 1}}}};
+  auto a = client::submit_job(*c, job);
+  auto b = client::submit_job(*c, job);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  auto ja = client::follow_job(*c, *a, "", nullptr);
+  auto jb = client::follow_job(*c, *b, "", nullptr);
+  ASSERT_TRUE(ja.is_ok() && jb.is_ok());
+  ASSERT_EQ((*ja)["state"], "COMPLETED") << ja->dump();
+  ASSERT_EQ((*jb)["state"], "COMPLETED") << jb->dump();
+  const bool reused_a = (*ja)["result"]["reused_factors"], reused_b = (*jb)["result"]["reused_factors"];
+  EXPECT_NE(reused_a, reused_b) << "exactly one of them factors";
+  EXPECT_LT((*ja)["result"]["residual"].get<double>(), 1e-12);
+  EXPECT_LT((*jb)["result"]["residual"].get<double>(), 1e-12);
+  EXPECT_EQ(names(*c), (std::vector<std::string>{"M", "M.lu.row"}));
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ using protocol::get_int;
 using protocol::get_string;
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
+  if (info.state == storage::ObjectState::kCorrupt) {
+    return {{"name", info.name}, {"kind", info.kind}, {"state", "corrupt"}, {"problem", info.problem}};
+  }
   nlohmann::json j = {{"name", info.name},
                       {"id", info.id},
                       {"n", info.geometry.n},

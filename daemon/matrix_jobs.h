@@ -1,7 +1,9 @@
 // Matrix-management job types (small lane), run against the daemon's storage::MatrixStore:
 //   matrix_create {name, n, generator, seed, stripe_rows}   -> matrix info (stripe_rows 0 or
 //                                                              absent: planned_stripe_rows)
-//   matrix_list   {}                                         -> {"matrices": [info...]}
+//   matrix_list   {}                                         -> {"matrices": [info...]} (an object
+//                                                              whose manifest is unreadable: state
+//                                                              "corrupt" and the problem)
 //   matrix_show   {name}                                     -> matrix info
 //   matrix_delete {name}                                     -> {"deleted": name, "factors_deleted":
 //                                                              [the matrix's factors, removed too]}

@@ -42,6 +42,7 @@ std::string_view object_state_name(ObjectState state) {
     case ObjectState::kIncomplete: return "incomplete";
     case ObjectState::kComplete: return "complete";
     case ObjectState::kBeingFactored: return "being_factored";
+    case ObjectState::kCorrupt: return "corrupt";
   }
   return "?";
 }

@@ -20,8 +20,10 @@ namespace stripesolve::storage {
 
 // Life of an object. Only kComplete objects are listed and opened; kIncomplete ones are being
 // created (removed if their creator fails or dies); kBeingFactored marks a matrix opened for an
-// in-place factorization, whose data is neither A nor its factors until commit.
-enum class ObjectState { kIncomplete, kComplete, kBeingFactored };
+// in-place factorization, whose data is neither A nor its factors until commit. kCorrupt is never
+// written: list() reports an object whose manifest cannot be read with it, so that it can be
+// seen and removed.
+enum class ObjectState { kIncomplete, kComplete, kBeingFactored, kCorrupt };
 std::string_view object_state_name(ObjectState state);
 
 struct BlobEntry {
@@ -56,6 +58,7 @@ struct MatrixInfo {
   // checksum_summary() of the segment checksums: derived on read, not stored.
   uint32_t checksum_summary = 0;
   std::optional<FactorOf> factor_of;  // factors (and matrices factored in place)
+  std::string problem;  // kCorrupt: why the manifest cannot be read
 };
 
 struct Manifest {

@@ -193,9 +193,16 @@ Result<std::vector<MatrixInfo>> MatrixStore::list() const {
     if (!check_object_name(name, "object").is_ok()) continue;
     auto m = shared_->read_manifest(name);
     if (!m.is_ok()) {
-      if (m.status().code() != StatusCode::kNotFound) {
-        logger("storage")->warn("skipping object '{}': {}", name, m.status().to_string());
-      }
+      if (m.status().code() == StatusCode::kNotFound) continue;  // being created or removed
+      // Listed rather than hidden: it holds space, and its name can neither be used nor freed
+      // unless its owner sees it (issue 15).
+      logger("storage")->warn("object '{}' is unreadable: {}", name, m.status().to_string());
+      MatrixInfo corrupt;
+      corrupt.name = name;
+      corrupt.kind = "unknown";
+      corrupt.state = ObjectState::kCorrupt;
+      corrupt.problem = m.status().message();
+      out.push_back(std::move(corrupt));
       continue;
     }
     if (m->info.state != ObjectState::kIncomplete) out.push_back(m->info);
@@ -216,13 +223,20 @@ Result<MatrixInfo> MatrixStore::info(std::string_view name) const {
 Status MatrixStore::remove(std::string_view name) {
   const std::string n(name);
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(n, "object name"));
-  STRIPESOLVE_ASSIGN_OR_RETURN(MatrixInfo i, info(n));
+  auto i = info(n);
+  // A corrupt manifest must not make its object impossible to remove (issue 15).
+  const bool corrupt = !i.is_ok() && i.status().code() == StatusCode::kCorruption;
+  if (!i.is_ok() && !corrupt) return i.status();
   std::lock_guard lock(shared_->mu);
   if (shared_->open_count.count(n) != 0) {
     return Status::failed_precondition("object '" + n + "' is open and cannot be removed");
   }
   STRIPESOLVE_RETURN_IF_ERROR(shared_->remove_object_files(n));
-  logger("storage")->info("removed {} '{}'", i.kind, n);
+  if (corrupt) {
+    logger("storage")->warn("removed corrupt object '{}' ({})", n, i.status().message());
+  } else {
+    logger("storage")->info("removed {} '{}'", i->kind, n);
+  }
   return Status::ok();
 }
 

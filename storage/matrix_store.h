@@ -93,9 +93,12 @@ class MatrixStore {
   // under `path` only when complete (written as a temporary, synced, renamed).
   Status export_npy(std::string_view name, const std::string& path);
 
-  Result<std::vector<MatrixInfo>> list() const;  // complete and being_factored objects, by name
+  // Complete and being_factored objects, by name, and objects whose manifest cannot be read
+  // (state kCorrupt, kind "unknown", `problem` says why) so that they can be seen and removed.
+  Result<std::vector<MatrixInfo>> list() const;
   Result<MatrixInfo> info(std::string_view name) const;
-  // Fails with kFailedPrecondition while the object is open.
+  // Fails with kFailedPrecondition while the object is open. An object whose manifest is corrupt
+  // is removed too (nothing of it can be used).
   Status remove(std::string_view name);
   // The complete factors of matrix `name`: those recording its id (MatrixInfo::factor_of), and
   // factors made before ids existed that are named NAME.lu.* with source "factor of NAME".

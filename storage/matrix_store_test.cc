@@ -277,9 +277,17 @@ TEST_P(MatrixStoreTest, CorruptManifestIsDetected) {
   EXPECT_EQ(store_->info("A").status().message(),
             "manifest " + manifest + ": checksum mismatch (the file was altered)");
   EXPECT_EQ(store_->open_matrix("A").status().code(), StatusCode::kCorruption);
-  auto list = store_->list();  // the damaged one is skipped, the rest listed
-  ASSERT_EQ(list->size(), 1u);
-  EXPECT_EQ((*list)[0].name, "B");
+  auto list = store_->list();  // the damaged one is listed as such, so that it can be removed
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "A");
+  EXPECT_EQ((*list)[0].state, ObjectState::kCorrupt);
+  EXPECT_EQ((*list)[0].problem, "manifest " + manifest + ": checksum mismatch (the file was altered)");
+  EXPECT_EQ((*list)[1].name, "B");
+  EXPECT_EQ((*list)[1].state, ObjectState::kComplete);
+  ASSERT_TRUE(store_->remove("A").is_ok());
+  for (const auto& p : config_.paths) EXPECT_FALSE(std::filesystem::exists(p + "/objects/A"));
+  EXPECT_EQ(store_->list()->size(), 1u);
+  EXPECT_TRUE(store_->create_generated("A", 20, {"uniform", 5}).is_ok());
 }
 
 TEST_P(MatrixStoreTest, TruncatedDataFileIsDetected) {

@@ -1,0 +1,42 @@
+// Integration (issue 15, point 10): small things that used to be accepted and then failed later,
+// or silently, now fail at once with a clear error: objects with a corrupt manifest.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "client/commands.h"
+#include "tests/integration/daemon_fixture.h"
+
+namespace stripesolve::testing {
+namespace {
+
+nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
+  auto r = client::run_job(c, job);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  return r.is_ok() ? *r : nlohmann::json::object();
+}
+
+// An object whose manifest cannot be read was hidden from `ls` and could not be removed.
+TEST(ConfigChecks, AnObjectWithACorruptManifestIsListedAndRemovable) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
+  const std::string manifest = d.dir() + "/store/objects/M/manifest.json";
+  std::ofstream(manifest) << "{\"format\": \"stripesolve-object\", truncated";
+  auto list = run(*c, {{"type", "matrix_list"}});
+  ASSERT_EQ(list["result"]["matrices"].size(), 1u) << list.dump();
+  const auto& m = list["result"]["matrices"][0];
+  EXPECT_EQ(m["name"], "M");
+  EXPECT_EQ(m["state"], "corrupt");
+  EXPECT_EQ(m["problem"], "manifest " + manifest + ": not valid JSON");
+  auto show = run(*c, {{"type", "matrix_show"}, {"name", "M"}});
+  EXPECT_EQ(show["error"]["code"], "Corruption");
+  auto rm = run(*c, {{"type", "matrix_delete"}, {"name", "M"}});
+  EXPECT_EQ(rm["state"], "COMPLETED") << rm.dump();
+  EXPECT_TRUE(run(*c, {{"type", "matrix_list"}})["result"]["matrices"].empty());
+  EXPECT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

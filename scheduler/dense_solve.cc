@@ -86,6 +86,9 @@ Status emit_chunk(const SolveCallbacks& cb, const storage::StripeGeometry& g, co
 
 }  // namespace
 
+// The longest factor suffix, ".lu.local", fits in what the store keeps free in matrix names.
+static_assert(std::string_view(".lu.local").size() <= storage::kDerivedNameReserve);
+
 std::string factor_name_for(std::string_view matrix_name, const DenseSolveOptions& options) {
   if (options.in_place) return std::string(matrix_name);
   return std::string(matrix_name) + ".lu." + std::string(backend::pivot_mode_name(options.pivot));

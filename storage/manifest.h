@@ -5,6 +5,7 @@
 // Thread-safety: plain values and pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,6 +32,13 @@ struct BlobEntry {
   uint32_t crc32c = 0;
   friend bool operator==(const BlobEntry&, const BlobEntry&) = default;
 };
+
+// Object names: 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-'.
+inline constexpr size_t kMaxObjectNameLength = 128;
+// Names of new matrices leave this many characters for the names derived from them (factors
+// "NAME.lu.<pivot>", scheduler/dense_solve.h), so that a matrix that can be created can be solved.
+inline constexpr size_t kDerivedNameReserve = 9;
+inline constexpr size_t kMaxMatrixNameLength = kMaxObjectNameLength - kDerivedNameReserve;
 
 // What a factor factors (issue 15): reuse requires all three to match the matrix.
 struct FactorOf {

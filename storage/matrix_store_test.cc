@@ -243,6 +243,17 @@ TEST_P(MatrixStoreTest, NamesAndErrors) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->create_generated("B", 0, {"uniform", 1}).status().message(),
             "matrix order n=0 out of range [1, 1073741824]");
+  // Matrix names leave room for their factors' names: 119 characters, factors up to 128.
+  const std::string longest(kMaxMatrixNameLength, 'm');
+  ASSERT_TRUE(store_->create_generated(longest, 10, {"uniform", 1}).is_ok());
+  EXPECT_EQ(store_->create_generated(longest + "x", 10, {"uniform", 1}).status().message(),
+            "matrix name '" + longest + "x' has 120 characters; matrix names have at most 119, so "
+            "that the names of their factors (NAME.lu.<pivot>) fit in 128");
+  {
+    auto m = std::move(store_->open_matrix(longest)).value();
+    EXPECT_TRUE(store_->create_factor(longest + ".lu.local", *m).is_ok());
+  }
+  ASSERT_TRUE(store_->remove(longest).is_ok());
   EXPECT_EQ(store_->info("B").status().message(), "no object named 'B' in the store");
   auto a = std::move(store_->open_matrix("A")).value();
   EXPECT_EQ(a->read_part(1, 0, nullptr).message(),

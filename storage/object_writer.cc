@@ -74,7 +74,8 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreS
                                                           const std::string& source,
                                                           const StripeGeometry& geometry,
                                                           const PlacementParams& params) {
-  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(name, "object name"));
+  STRIPESOLVE_RETURN_IF_ERROR(kind == "matrix" ? check_matrix_name(name)
+                                                : check_object_name(name, "object name"));
   if (params.path_count > static_cast<int>(store->config.paths.size())) {
     return Status::invalid_argument("object '" + name + "' needs " +
                                     std::to_string(params.path_count) + " paths, the store has " +

@@ -56,5 +56,7 @@ struct StoreShared {
 
 // Object names and blob keys: 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-'.
 Status check_object_name(const std::string& name, const char* what);
+// check_object_name() and at most kMaxMatrixNameLength characters (manifest.h).
+Status check_matrix_name(const std::string& name);
 
 }  // namespace stripesolve::storage

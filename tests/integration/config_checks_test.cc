@@ -1,5 +1,6 @@
 // Integration (issue 15, point 10): small things that used to be accepted and then failed later,
-// or silently, now fail at once with a clear error: objects with a corrupt manifest.
+// or silently, now fail at once with a clear error: names too long to be solved, and objects
+// with a corrupt manifest.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -15,6 +16,25 @@ nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
   auto r = client::run_job(c, job);
   EXPECT_TRUE(r.is_ok()) << r.status().to_string();
   return r.is_ok() ? *r : nlohmann::json::object();
+}
+
+// Names of 122-128 characters could be created but never solved: "NAME.lu.row" did not fit.
+TEST(ConfigChecks, MatrixNamesLeaveRoomForTheirFactors) {
+  DaemonFixture d;
+  auto c = d.connect();
+  const std::string longest(119, 'n');
+  auto too_long = run(*c, {{"type", "matrix_create"}, {"name", longest + "x"}, {"n", 10}});
+  EXPECT_EQ(too_long["state"], "FAILED");
+  EXPECT_EQ(too_long["error"]["message"],
+            "matrix name '" + longest + "x' has 120 characters; matrix names have at most 119, so "
+            "that the names of their factors (NAME.lu.<pivot>) fit in 128");
+  ASSERT_EQ(run(*c, {{"type", "matrix_create"}, {"name", longest}, {"n", 40}, {"seed", 3}})["state"],
+            "COMPLETED");
+  for (const char* pivot : {"row", "local", "none"}) {
+    auto solved = run(*c, {{"type", "dense_solve"}, {"matrix", longest}, {"pivot", pivot},
+                           {"rhs", {{"generate", "ones"}, {"nrhs", 1}}}});
+    EXPECT_EQ(solved["state"], "COMPLETED") << pivot << ": " << solved.dump();
+  }
 }
 
 // An object whose manifest cannot be read was hidden from `ls` and could not be removed.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -42,15 +43,35 @@ std::vector<std::string> list_dir(const std::string& dir) {
   return names;
 }
 
-// Checks or writes the marker of every path; returns the store id.
-Result<std::string> check_markers(const StoreConfig& config) {
-  std::string id;
-  std::vector<int> fresh;
+// Refuses a path list naming one directory twice (through links or mounts: parse_store_config
+// catches the spellings), before any marker is read or written.
+Status check_distinct_paths(const StoreConfig& config) {
+  std::map<std::pair<dev_t, ino_t>, size_t> seen;
   for (size_t p = 0; p < config.paths.size(); ++p) {
     const std::string& dir = config.paths[p];
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Status::from_errno(ec.value(), "create store path " + dir);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return Status::from_errno(errno, "stat store path " + dir);
+    auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), p);
+    if (!fresh) {
+      return Status::invalid_argument("store paths " + std::to_string(it->second) + " and " +
+                                      std::to_string(p) + " ('" + config.paths[it->second] +
+                                      "' and '" + dir + "') are the same directory; list each "
+                                      "directory once in store.paths");
+    }
+  }
+  return Status::ok();
+}
+
+// Checks or writes the marker of every path; returns the store id.
+Result<std::string> check_markers(const StoreConfig& config) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_distinct_paths(config));
+  std::string id;
+  std::vector<int> fresh;
+  for (size_t p = 0; p < config.paths.size(); ++p) {
+    const std::string& dir = config.paths[p];
     const std::string marker = dir + "/" + kMarker;
     auto text = read_whole_file(marker, 1 << 16);
     if (!text.is_ok()) {

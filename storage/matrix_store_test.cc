@@ -354,6 +354,17 @@ TEST(MatrixStore, ReopenKeepsDataAndChecksPaths) {
             "order of paths matters");
 }
 
+TEST(MatrixStore, OneDirectoryListedTwiceIsRefused) {
+  StoreConfig config = temp_store_config("twice", 2, "pread");
+  std::filesystem::create_directories(config.paths[0]);
+  std::filesystem::remove_all(config.paths[1]);
+  std::filesystem::create_directory_symlink(config.paths[0], config.paths[1]);
+  EXPECT_EQ(MatrixStore::open(config).status().message(),
+            "store paths 0 and 1 ('" + config.paths[0] + "' and '" + config.paths[1] +
+                "') are the same directory; list each directory once in store.paths");
+  EXPECT_FALSE(std::filesystem::exists(config.paths[0] + "/stripesolve-store.json"));
+}
+
 TEST(MatrixStore, NoSpaceLeavesNothing) {
   StoreConfig config = temp_store_config("nospace", 2, "pread");
   config.free_space_reserve = uint64_t{1} << 62;

@@ -1,9 +1,12 @@
 // Integration (issue 15, point 10): small things that used to be accepted and then failed later,
-// or silently, now fail at once with a clear error: names too long to be solved, and objects
-// with a corrupt manifest.
+// or silently, now fail at once with a clear error: names too long to be solved, a store path
+// listed twice, and objects with a corrupt manifest.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "client/commands.h"
@@ -11,6 +14,20 @@
 
 namespace stripesolve::testing {
 namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `stripesolved --config <yaml> --check-config`; returns its exit code and stderr + stdout.
+std::pair<int, std::string> check_config(const std::string& dir, const std::string& yaml) {
+  const std::string file = dir + "/check.yaml", out = dir + "/check.out";
+  std::ofstream(file) << yaml;
+  const int st = std::system((std::string(STRIPESOLVE_DAEMON_BINARY) + " --config " + file +
+                              " --check-config > " + out + " 2>&1").c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_text(out)};
+}
 
 nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
   auto r = client::run_job(c, job);
@@ -35,6 +52,18 @@ TEST(ConfigChecks, MatrixNamesLeaveRoomForTheirFactors) {
                            {"rhs", {{"generate", "ones"}, {"nrhs", 1}}}});
     EXPECT_EQ(solved["state"], "COMPLETED") << pivot << ": " << solved.dump();
   }
+}
+
+TEST(ConfigChecks, AStorePathListedTwiceFailsTheConfigCheck) {
+  DaemonFixture d;
+  auto [code, text] = check_config(d.dir(), "store:\n  paths:\n    - " + d.dir() + "/s0\n    - " +
+                                                d.dir() + "/s1\n    - " + d.dir() + "/s0/\n");
+  EXPECT_EQ(code, 2) << text;
+  EXPECT_NE(text.find(d.dir() + "/check.yaml:2: store.paths: entries 0 and 2 ('" + d.dir() +
+                      "/s0' and '" + d.dir() + "/s0/') name the same directory; list each "
+                      "directory once"), std::string::npos) << text;
+  auto [fine, fine_text] = check_config(d.dir(), "store:\n  paths: [" + d.dir() + "/s0, " + d.dir() + "/s1]\n");
+  EXPECT_EQ(fine, 0) << fine_text;
 }
 
 // An object whose manifest cannot be read was hidden from `ls` and could not be removed.

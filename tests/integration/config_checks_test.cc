@@ -1,6 +1,6 @@
 // Integration (issue 15, point 10): small things that used to be accepted and then failed later,
 // or silently, now fail at once with a clear error: names too long to be solved, a store path
-// listed twice, and objects with a corrupt manifest.
+// listed twice, a duplicated YAML key, and objects with a corrupt manifest.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -64,6 +64,15 @@ TEST(ConfigChecks, AStorePathListedTwiceFailsTheConfigCheck) {
                       "directory once"), std::string::npos) << text;
   auto [fine, fine_text] = check_config(d.dir(), "store:\n  paths: [" + d.dir() + "/s0, " + d.dir() + "/s1]\n");
   EXPECT_EQ(fine, 0) << fine_text;
+}
+
+TEST(ConfigChecks, ADuplicatedYamlKeyFailsTheConfigCheck) {
+  DaemonFixture d;
+  auto [code, text] = check_config(d.dir(), "daemon:\n  socket_mode: \"0600\"\n  limits:\n"
+                                            "    max_jobs: 10\n  socket_mode: \"0660\"\n");
+  EXPECT_EQ(code, 2) << text;
+  EXPECT_NE(text.find(d.dir() + "/check.yaml:5: daemon.socket_mode: duplicate key (also set at "
+                      "line 2); set each key once"), std::string::npos) << text;
 }
 
 // An object whose manifest cannot be read was hidden from `ls` and could not be removed.

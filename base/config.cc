@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -25,6 +26,33 @@ namespace {
 
 std::string join_path(const std::string& path, std::string_view key) {
   return path.empty() ? std::string(key) : path + "." + std::string(key);
+}
+
+// yaml-cpp keeps both entries of a duplicated key and lookups find the first, so a file that
+// sets a key twice would silently run on one of its values (issue 15). Refused instead, naming
+// the key and both lines, at any depth.
+void check_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& source) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      check_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", source);
+    }
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) continue;
+    const std::string key = kv.first.Scalar();
+    const int line = kv.first.Mark().line + 1;
+    const std::string key_path = join_path(path, key);
+    auto [it, fresh] = first_line.emplace(key, line);
+    if (!fresh) {
+      throw ConfigError(source + ":" + std::to_string(line) + ": " + key_path +
+                        ": duplicate key (also set at line " + std::to_string(it->second) +
+                        "); set each key once");
+    }
+    check_duplicate_keys(kv.second, key_path, source);
+  }
 }
 
 std::string scalar_text(const YAML::Node& node) {
@@ -50,6 +78,7 @@ ConfigMap ConfigMap::parse(std::string_view text, std::string source_name) {
     throw ConfigError(impl->source + ":" + std::to_string(e.mark.line + 1) +
                       ": YAML syntax error: " + e.msg);
   }
+  check_duplicate_keys(impl->node, "", impl->source);
   if (impl->node.IsNull()) {
     impl->node = YAML::Node(YAML::NodeType::Map);
   } else if (!impl->node.IsMap()) {

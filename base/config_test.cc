@@ -131,6 +131,16 @@ TEST(Config, OutOfRangeNamesPathAndLine) {
             "critical, off");
 }
 
+TEST(Config, DuplicateKeyNamesKeyAndBothLines) {
+  EXPECT_EQ(error_of("cache:\n  io_threads: 2\n  ram_budget: 1GiB\n  io_threads: 4\n"),
+            "test.yaml:4: cache.io_threads: duplicate key (also set at line 2); set each key once");
+  EXPECT_EQ(error_of("log:\n  level: info\ncache:\n  io_threads: 2\nlog:\n  level: debug\n"),
+            "test.yaml:5: log: duplicate key (also set at line 1); set each key once");
+  // Inside a sequence, too.
+  EXPECT_EQ(error_of("cache:\n  paths:\n    - {a: 1, a: 2}\n"),
+            "test.yaml:3: cache.paths[0].a: duplicate key (also set at line 3); set each key once");
+}
+
 TEST(Config, SyntaxErrorNamesLine) {
   EXPECT_EQ(error_of("cache:\n  paths: [a, b\n"),
             "test.yaml:3: YAML syntax error: end of sequence flow not found");

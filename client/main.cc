@@ -132,9 +132,21 @@ int run_matrix_job(const Globals& g, nlohmann::json job) {
   } else if (result.contains("matrices")) {
     std::printf("%-24s %10s %10s %8s %s\n", "NAME", "N", "STRIPE", "STRIPES", "KIND");
     for (const auto& m : result["matrices"]) {
-      std::printf("%-24s %10s %10s %8s %s\n", m.value("name", std::string()).c_str(),
-                  m.value("n", nlohmann::json(0)).dump().c_str(), m.value("stripe_rows", nlohmann::json(0)).dump().c_str(),
-                  m.value("stripes", nlohmann::json(0)).dump().c_str(), m.value("kind", std::string()).c_str());
+      std::string kind = m.value("kind", std::string());
+      const std::string object_state = m.value("state", std::string("complete"));
+      if (object_state == "corrupt") {
+        kind = "CORRUPT (" + m.value("problem", std::string()) + "; 'matrix rm' removes it)";
+      } else if (object_state != "complete") {
+        kind += " (" + object_state + ")";
+      }
+      const auto field = [&m](const char* key) { return m.contains(key) ? m[key].dump() : std::string("-"); };
+      std::printf("%-24s %10s %10s %8s %s\n", m.value("name", std::string()).c_str(), field("n").c_str(),
+                  field("stripe_rows").c_str(), field("stripes").c_str(), kind.c_str());
+    }
+  } else if (result.contains("deleted")) {
+    std::printf("deleted %s\n", result.value("deleted", std::string()).c_str());
+    for (const auto& f : result.value("factors_deleted", nlohmann::json::array())) {
+      std::printf("deleted its factor %s\n", f.is_string() ? f.get<std::string>().c_str() : f.dump().c_str());
     }
   } else {
     print_json(result);

@@ -122,7 +122,16 @@ void Connection::on_frame(Frame frame) {
     return;
   }
   env_.metrics.requests_total++;
-  handle_request(frame);
+  const uint64_t rid = frame.request_id;
+  try {
+    handle_request(frame);
+  } catch (const std::exception& e) {
+    // A request the handlers did not foresee must cost its sender an error reply, never the
+    // daemon: an exception leaving an Asio handler would end the I/O loop (issue 15).
+    log_->error("request {} ({}) of uid {} pid {} failed: {}", rid, protocol::message_type_name(frame.type),
+                uid_, pid_, e.what());
+    send_error(rid, Status::internal(fmt::format("the daemon could not handle this request: {}", e.what())));
+  }
 }
 
 void Connection::handle_request(Frame& frame) {
@@ -139,8 +148,10 @@ void Connection::handle_request(Frame& frame) {
       handle_submit(frame);
       return;
     case MessageType::kJobs: {
+      auto all = protocol::get_bool(h, "all", false);
+      if (!all.is_ok()) return send_error(rid, all.status());
       nlohmann::json list = nlohmann::json::array();
-      for (auto& job : env_.jobs.list(uid_, h.value("all", false))) list.push_back(job->to_json());
+      for (auto& job : env_.jobs.list(uid_, *all)) list.push_back(job->to_json());
       reply(rid, {{"jobs", std::move(list)}});
       return;
     }
@@ -182,7 +193,10 @@ void Connection::handle_request(Frame& frame) {
             "uid {} may not stop a daemon run by uid {}", uid_, ::getuid())),
             "ask the daemon's owner or root");
       }
-      std::string policy = h.value("policy", std::string("drain"));
+      auto field = h.contains("policy") ? protocol::get_string(h, "policy")
+                                        : Result<std::string>(std::string("drain"));
+      if (!field.is_ok()) return send_error(rid, field.status());
+      const std::string policy = *field;
       if (policy != "drain" && policy != "cancel") {
         return send_error(rid, Status::invalid_argument("policy must be 'drain' or 'cancel', got '" + policy + "'"));
       }
@@ -216,9 +230,11 @@ void Connection::handle_submit(Frame& frame) {
   if (it == frame.header.end()) {
     return send_error(frame.request_id, Status::invalid_argument("submit needs a 'job' object"));
   }
+  auto wait = protocol::get_bool(frame.header, "wait", false);
+  if (!wait.is_ok()) return send_error(frame.request_id, wait.status());
   auto job = env_.jobs.submit(uid_, *it);
   if (!job.is_ok()) return send_error(frame.request_id, job.status());
-  if (frame.header.value("wait", false)) return start_watch(frame.request_id, *job, false);
+  if (*wait) return start_watch(frame.request_id, *job, false);
   reply(frame.request_id, {{"job", (*job)->id()}, {"state", job_state_name((*job)->state())}});
 }
 

@@ -33,7 +33,8 @@ Daemon::~Daemon() {
 
 void Daemon::register_builtin_jobs(JobRegistry& registry) {
   register_matrix_jobs(registry, *store_, config_.engine);
-  register_dense_jobs(registry, *store_, uploads_, config_.engine);
+  register_dense_jobs(registry, *store_, uploads_, config_.engine,
+                      DenseJobLimits{config_.server.limits.max_rhs_bytes, available_memory_bytes});
   register_tridiag_jobs(registry, uploads_, config_.tridiag);
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/dense_jobs.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/units.h"
@@ -66,6 +68,28 @@ Result<SolveParams> parse_params(const nlohmann::json& p) {
 
 }  // namespace
 
+Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits) {
+  // n <= 2^30 (storage geometry) and nrhs >= 1 come checked; the product may still overflow.
+  const auto values = static_cast<unsigned __int128>(n) * static_cast<unsigned __int128>(nrhs);
+  const unsigned __int128 bytes = values * 8;
+  const auto shown = [](unsigned __int128 b) {
+    return format_bytes(b > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(b));
+  };
+  if (bytes > limits.max_rhs_bytes) {
+    return Status::resource_exhausted(fmt::format(
+        "right-hand sides of {} x {} float64 ({}) exceed daemon.limits.max_rhs_bytes ({}); "
+        "solve fewer columns at a time", n, nrhs, shown(bytes), format_bytes(limits.max_rhs_bytes)));
+  }
+  const uint64_t available = limits.available_memory ? limits.available_memory() : 0;
+  if (available > 0 && bytes * kRhsCopiesInFlight > available) {
+    return Status::resource_exhausted(fmt::format(
+        "right-hand sides of {} x {} float64 ({}) need about {} while solved, more than the {} of "
+        "memory available now; solve fewer columns at a time", n, nrhs, shown(bytes),
+        shown(bytes * kRhsCopiesInFlight), format_bytes(available))).set_retryable();
+  }
+  return Status::ok();
+}
+
 Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs, uint64_t seed) {
   if (kind != "ones" && kind != "uniform") {
     return Status::invalid_argument("rhs.generate must be 'ones' or 'uniform', got '" + kind + "'");
@@ -83,8 +107,8 @@ Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int
 }
 
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
-                         const scheduler::EngineConfig& engine) {
-  registry.add("dense_solve", Lane::kDense, [&store, &uploads, &engine](JobContext& ctx) -> Result<nlohmann::json> {
+                         const scheduler::EngineConfig& engine, DenseJobLimits limits) {
+  registry.add("dense_solve", Lane::kDense, [&store, &uploads, &engine, limits](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(SolveParams params, parse_params(ctx.params()));
     STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(params.matrix));
     const int64_t n = info.geometry.n;
@@ -94,6 +118,8 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
     if (rhs.contains("upload")) {
       STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
       STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, uploads.take(ctx.job().owner(), static_cast<uint64_t>(upload)));
+      STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header, protocol::parse_npy_header(bytes));
+      STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(header.rows(), std::max<int64_t>(1, header.cols()), limits));
       int64_t rows = 0;
       STRIPESOLVE_ASSIGN_OR_RETURN(b, protocol::npy_to_column_major(bytes, &rows, &nrhs));
       if (rows != n) {
@@ -102,7 +128,8 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
       }
     } else {
       const std::string kind = rhs.value("generate", std::string("ones"));
-      STRIPESOLVE_ASSIGN_OR_RETURN(nrhs, get_int(rhs.contains("nrhs") ? rhs : nlohmann::json{{"nrhs", 1}}, "nrhs", 1, 1 << 20));
+      STRIPESOLVE_ASSIGN_OR_RETURN(nrhs, get_int(rhs.contains("nrhs") ? rhs : nlohmann::json{{"nrhs", 1}}, "nrhs", 1, INT64_MAX));
+      STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(n, nrhs, limits));
       int64_t seed = 1;
       if (rhs.contains("seed")) {
         STRIPESOLVE_ASSIGN_OR_RETURN(seed, get_int(rhs, "seed", 0, INT64_MAX));

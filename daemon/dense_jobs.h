@@ -2,13 +2,19 @@
 // scheduler::solve_dense (paper 002 end to end).
 //
 // Parameters (checked here, at the edge): matrix; rhs = {"upload": id} (an .npy the owner
-// uploaded: (n) or (n, k) float64) or {"generate": "ones"|"uniform", "nrhs": k, "seed": s};
+// uploaded: (n) or (n, k) float64) or {"generate": "ones"|"uniform", "nrhs": k, "seed": s}, both
+// bounded by check_rhs_size() before they are allocated;
 // pivot (row|local|none), strategy (basic|zigzag|meta_zigzag), refinement (steps), in_place,
 // reuse. Progress goes to the job (and so to watchers, metrics and the progress log); solution
 // rows are published to the job as the engine finalizes them, so `result` streams them while the
 // solve runs; cancel reaches the engine's CancelToken at once. The engine's Chrome trace becomes
 // the job's trace. Result: residual, GFLOP/s, seconds, I/O and cache figures, factor name.
 #pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,11 +25,26 @@
 
 namespace stripesolve::daemon {
 
+struct DenseJobLimits {
+  uint64_t max_rhs_bytes = 1ull << 30;  // daemon.limits.max_rhs_bytes
+  // Memory the daemon may still take (MemAvailable); 0 = unknown, not checked.
+  std::function<uint64_t()> available_memory;
+};
+
+// A solve holds about this many n x nrhs float64 arrays at once: B, X, the residual and the
+// solution the job streams (scheduler/dense_solve.h, "Memory").
+inline constexpr uint64_t kRhsCopiesInFlight = 4;
+
+// Checked before anything of that size is allocated, for generated and uploaded right-hand sides
+// alike: n x nrhs float64 must stay within limits.max_rhs_bytes, and kRhsCopiesInFlight copies
+// within the available memory. kResourceExhausted naming the limit otherwise.
+Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits);
+
 // The generated right-hand sides: "ones", or "uniform" on [-0.5, 0.5) from (seed, row, col).
 Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs, uint64_t seed);
 
 // `store`, `uploads` and `engine` must outlive the registry's jobs.
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
-                         const scheduler::EngineConfig& engine);
+                         const scheduler::EngineConfig& engine, DenseJobLimits limits);
 
 }  // namespace stripesolve::daemon

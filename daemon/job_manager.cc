@@ -1,5 +1,8 @@
 #include "daemon/job_manager.h"
 
+#include <exception>
+#include <new>
+
 #include <fmt/format.h>
 
 #include "base/logging.h"
@@ -8,6 +11,23 @@ namespace stripesolve::daemon {
 namespace {
 double micros_since(Clock::time_point origin, Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - origin).count();
+}
+
+// Runs a job's runner so that nothing it throws leaves the worker thread: an exception escaping
+// a std::thread ends the process, and with it every other user's jobs (issue 15). Runners report
+// errors as values; an exception here is a runner bug or an allocation the request's bounds did
+// not foresee, and the job fails with what it was.
+Result<nlohmann::json> run_guarded(const JobType& type, JobContext& ctx) {
+  try {
+    return type.run(ctx);
+  } catch (const std::bad_alloc&) {
+    return Status::resource_exhausted("the daemon ran out of memory while running this job "
+                                      "(std::bad_alloc); try a smaller request");
+  } catch (const std::exception& e) {
+    return Status::internal(fmt::format("the job stopped on an unexpected error: {}", e.what()));
+  } catch (...) {
+    return Status::internal("the job stopped on an unexpected error of unknown type");
+  }
 }
 }  // namespace
 
@@ -245,7 +265,7 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
   if (job->cancel_requested()) {
     result = Status::cancelled("cancelled before it started");
   } else {
-    result = jt->run(ctx);
+    result = run_guarded(*jt, ctx);
   }
   const auto end = Clock::now();
   job->add_trace_span({"run " + job->type(), "job", micros_since(job->created(), start),

@@ -4,7 +4,8 @@
 // own FIFO queue and its own worker threads (`concurrency`), so small jobs and tridiagonal
 // batches never wait behind a dense solve that holds the dense lane for hours. A runner is called on a worker thread with a JobContext; it returns the
 // job's result JSON or an error; a job whose cancel was requested and whose runner returns an
-// error ends CANCELLED, otherwise FAILED.
+// error ends CANCELLED, otherwise FAILED. A runner that throws (std::bad_alloc included) fails
+// its job with the exception's message; no job can end the worker thread or the process.
 //
 // Ownership: every lookup takes the requesting uid; a job is visible to its owner and to root
 // only (may_access); other users get "job N not found", exactly as for a job that never existed.

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/logging.h"
 #include "base/units.h"
@@ -18,18 +19,26 @@ using protocol::get_int;
 using protocol::get_string;
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
-  return {{"name", info.name},
-          {"n", info.geometry.n},
-          {"stripe_rows", info.geometry.stripe_rows},
-          {"stripes", info.geometry.stripes},
-          {"kind", info.kind},
-          {"state", std::string(storage::object_state_name(info.state))},
-          {"dtype", info.dtype},
-          {"stored_bytes", info.stored_bytes},
-          {"stored", format_bytes(info.stored_bytes)},
-          {"paths", info.path_count},
-          {"created", info.created},
-          {"source", info.source}};
+  if (info.state == storage::ObjectState::kCorrupt) {
+    return {{"name", info.name}, {"kind", info.kind}, {"state", "corrupt"}, {"problem", info.problem}};
+  }
+  nlohmann::json j = {{"name", info.name},
+                      {"id", info.id},
+                      {"n", info.geometry.n},
+                      {"stripe_rows", info.geometry.stripe_rows},
+                      {"stripes", info.geometry.stripes},
+                      {"kind", info.kind},
+                      {"state", std::string(storage::object_state_name(info.state))},
+                      {"dtype", info.dtype},
+                      {"stored_bytes", info.stored_bytes},
+                      {"stored", format_bytes(info.stored_bytes)},
+                      {"paths", info.path_count},
+                      {"created", info.created},
+                      {"source", info.source}};
+  if (info.factor_of) {
+    j["factor_of"] = {{"id", info.factor_of->matrix_id}, {"n", info.factor_of->n}};
+  }
+  return j;
 }
 
 Status check_path_access(uid_t uid, const std::string& path, bool write) {
@@ -58,14 +67,11 @@ Status check_path_access(uid_t uid, const std::string& path, bool write) {
 
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store) {
+  // Only S, not a whole plan: its forecasts take time and memory in proportion to N^2, and the
+  // request has not been checked against the free space yet (issue 15).
+  if (n < 1) return store.config().stripe_rows;
   const auto paths = static_cast<int64_t>(store.config().paths.size());
-  auto plan = scheduler::plan_dense(n, 0, engine, scheduler::describe_machine(engine, paths));
-  if (!plan.is_ok()) {
-    logger("daemon")->warn("no planned stripe height for n={} ({}); using the store's default {}",
-                           n, plan.status().to_string(), store.config().stripe_rows);
-    return store.config().stripe_rows;
-  }
-  return plan->stripe_rows;
+  return scheduler::new_matrix_stripe_rows(n, engine, scheduler::describe_machine(engine, paths));
 }
 
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
@@ -129,9 +135,11 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
   });
   registry.add("matrix_delete", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
-    STRIPESOLVE_RETURN_IF_ERROR(store.remove(name));
-    ctx.log("deleted matrix '" + name + "'");
-    return nlohmann::json{{"deleted", name}};
+    // Its factors go too: each is as large as the matrix and useless without it (issue 15).
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<std::string> factors, store.remove_with_factors(name));
+    ctx.log(factors.empty() ? fmt::format("deleted '{}'", name)
+                            : fmt::format("deleted '{}' and its factors {}", name, fmt::join(factors, ", ")));
+    return nlohmann::json{{"deleted", name}, {"factors_deleted", factors}};
   });
 }
 

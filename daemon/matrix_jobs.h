@@ -1,9 +1,12 @@
 // Matrix-management job types (small lane), run against the daemon's storage::MatrixStore:
 //   matrix_create {name, n, generator, seed, stripe_rows}   -> matrix info (stripe_rows 0 or
 //                                                              absent: planned_stripe_rows)
-//   matrix_list   {}                                         -> {"matrices": [info...]}
+//   matrix_list   {}                                         -> {"matrices": [info...]} (an object
+//                                                              whose manifest is unreadable: state
+//                                                              "corrupt" and the problem)
 //   matrix_show   {name}                                     -> matrix info
-//   matrix_delete {name}                                     -> {"deleted": name}
+//   matrix_delete {name}                                     -> {"deleted": name, "factors_deleted":
+//                                                              [the matrix's factors, removed too]}
 //   matrix_import {name, path[, stripe_rows]}                -> matrix info
 //   matrix_export {name, path}                               -> {"name", "path"}
 // Parameters are checked here, at the edge, with errors naming the field. Import and export run
@@ -29,7 +32,7 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info);
 Status check_path_access(uid_t uid, const std::string& path, bool write);
 // Stripe height S for a new matrix of order n when the request gives none: the planner's choice
 // for this daemon's engine configuration (RAM cache, cores, paths), so that the cache holds the
-// working set of a solve; the store's default when the planner finds no feasible S.
+// working set of a solve; the store's default for n < 1. Cheap (no plan, no forecasts).
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store);
 // `store` and `engine` must outlive the registry's jobs.

@@ -23,7 +23,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::string_view kPivotsBlob = "pivots";
-constexpr std::string_view kOriginBlob = "origin";
 
 void put_u64(std::vector<std::byte>& out, uint64_t v) {
   for (int k = 0; k < 8; ++k) out.push_back(static_cast<std::byte>((v >> (8 * k)) & 0xff));
@@ -72,12 +71,6 @@ Result<std::vector<stripe::StripePivots>> parse_all(std::span<const std::byte> i
   return out;
 }
 
-std::vector<std::byte> to_bytes(const std::string& s) {
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
-  return out;
-}
-
 double norm_inf(const double* v, int64_t n, int64_t nrhs) {
   double m = 0;
   for (int64_t k = 0; k < n * nrhs; ++k) m = std::max(m, std::fabs(v[k]));
@@ -117,7 +110,6 @@ struct Solve {
   const DenseSolveOptions& options;
   storage::StripeGeometry g;
   SolveReport report;
-  std::string origin;
   // Declared before the roles so that they outlive every transfer (destroyed after IoRole).
   std::unique_ptr<storage::StripedMatrix> a;
   std::unique_ptr<storage::StripedMatrix> writable;  // the factor being made (or not persisted)
@@ -150,6 +142,9 @@ uint64_t device_budget(const EngineConfig& config, uint64_t free_bytes) {
 
 }  // namespace
 
+// The longest factor suffix, ".lu.local", fits in what the store keeps free in matrix names.
+static_assert(std::string_view(".lu.local").size() <= storage::kDerivedNameReserve);
+
 std::string factor_name_for(std::string_view matrix_name, const DenseSolveOptions& options) {
   if (options.in_place) return std::string(matrix_name);
   return std::string(matrix_name) + ".lu." + std::string(backend::pivot_mode_name(options.pivot));
@@ -177,7 +172,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
                                     "': in_place turns the matrix into its factors, which are then stored");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, {}};
+  Solve sv{store, name, options, info.geometry, {}, nullptr, nullptr, nullptr, {}};
   const storage::StripeGeometry& g = sv.g;
   const int64_t n = g.n;
   SolveReport& report = sv.report;
@@ -205,8 +200,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
             report.backend, report.device.empty() ? "" : " on ", report.device,
             plan_to_text(plan));
   report.factor_name = factor_name_for(name, options);
-  sv.origin = info.created + "|" + info.source + "|" +
-              std::string(backend::pivot_mode_name(options.pivot));
+  storage::ObjectNameLock factor_lock;
 
   if (options.in_place) {
     if (info.kind == "factor") {
@@ -218,11 +212,15 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
     }
   } else {
     STRIPESOLVE_ASSIGN_OR_RETURN(sv.a, store.open_matrix(name));
+    // Concurrent first solves of one matrix make one factor: the later ones wait here until it
+    // is committed (or given up), then reuse it (issue 15).
+    STRIPESOLVE_ASSIGN_OR_RETURN(factor_lock, store.lock_name(report.factor_name,
+                                                              [&cancel] { return cancel.cancelled(); }));
     auto existing = store.open_factor(report.factor_name);
     if (existing.is_ok()) {
-      auto blob = (*existing)->read_blob(kOriginBlob);
-      const bool same = blob.is_ok() && std::string(reinterpret_cast<const char*>(blob->data()),
-                                                    blob->size()) == sv.origin;
+      // Only the factor of this very matrix: its id (made at creation, so a matrix removed and
+      // made again under its name never matches), order and data checksums (issue 15).
+      const bool same = storage::is_factor_of((*existing)->info(), sv.a->info());
       if (options.reuse_factors && same) {
         sv.factor = std::move(*existing);
       } else {
@@ -294,7 +292,6 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
         STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());
       }
       STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kPivotsBlob, serialize_all(sv.pivots)));
-      STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kOriginBlob, to_bytes(sv.origin)));
       STRIPESOLVE_RETURN_IF_ERROR(sv.writable->commit());
       io.set_sources(nullptr, nullptr);
       sv.writable.reset();
@@ -302,6 +299,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
       report.persist_seconds = seconds_since(t_persist);
     }
   }
+  if (sv.factor) factor_lock.release();  // committed and open: the next solve may reuse it
   storage::StripedMatrix& factor = sv.factor ? *sv.factor : *sv.writable;
   auto factor_sources = [&] {
     if (sv.factor) {

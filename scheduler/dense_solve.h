@@ -3,9 +3,9 @@
 // solve_dense():
 //   1. plans the parameters (planner.h) from the stored geometry and the EngineConfig;
 //   2. factors A into the factor object "<matrix>.lu.<pivot>" (A stays intact), or reuses that
-//      object when it is committed, was made from the same A (creation time and source) and
-//      reuse_factors is set; with in_place the matrix itself becomes its factor (A is gone, so no
-//      residual and no refinement). Pivots are stored as the blob "pivots". A failed or cancelled
+//      object when it is committed, records this A as what it factors (storage::is_factor_of:
+//      object id, order, checksum summary) and reuse_factors is set; with in_place the matrix
+//      itself becomes its factor (A is gone, so no residual and no refinement). Pivots are stored as the blob "pivots". A failed or cancelled
 //      factorization leaves no factor object (storage deletes an uncommitted one);
 //   3. forward + backward substitution with the stored factors, streaming the stripes through the
 //      cache (DSR role);
@@ -21,8 +21,9 @@
 // kNumerical ("zero pivot at row R", ... from stripe/), kCancelled, kIoError, kResourceExhausted
 // (cache budget below one stripe beside the stuck ones).
 //
-// Thread-safety: one call per matrix at a time (the store refuses concurrent in-place opens);
-// callbacks run on engine threads.
+// Thread-safety: concurrent calls on one matrix share its factor: the first makes it while the
+// others wait (MatrixStore::lock_name) and then reuse it. In-place solves of one matrix cannot run
+// concurrently (the store refuses a second in-place open). Callbacks run on engine threads.
 #pragma once
 
 #include <cstdint>

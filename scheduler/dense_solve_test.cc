@@ -203,6 +203,16 @@ TEST_F(DenseSolveTest, StoredFactorsAreReusedAndStaleOnesReplaced) {
   ASSERT_TRUE(third.is_ok()) << third.status().to_string();
   EXPECT_FALSE(third->reused_factors);
   expect_matches_lapack(a2, n, b2, 1, *third, 1e-13, "after replacement");
+  // Replaced again by the same generator and seed (the same "source") at another order, within
+  // the same second: a check on creation time and source reused the stale factor (issue 15); the
+  // factor records the id of the matrix it factors.
+  ASSERT_TRUE(store_->remove("A").is_ok());
+  const auto a3 = generated("A", n + 20, 64, "uniform", 1234);
+  const auto b3 = stripe::uniform_matrix(n + 20, 1, 3);
+  auto fourth = solve("A", b3, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(fourth.is_ok()) << fourth.status().to_string();
+  EXPECT_FALSE(fourth->reused_factors);
+  expect_matches_lapack(a3, n + 20, b3, 1, *fourth, 1e-13, "same source, another order");
 }
 
 TEST_F(DenseSolveTest, RefinementImprovesLocalPivoting) {

@@ -104,6 +104,15 @@ uint64_t full_stripe_bytes(int64_t n, int64_t s) { return 8ull * static_cast<uin
 
 }  // namespace
 
+int64_t new_matrix_stripe_rows(int64_t n, const EngineConfig& config, const Machine& m) {
+  int64_t s = config.stripe_rows;
+  if (s <= 0) {
+    s = m.gpus > 0 ? 2048 : 1024;
+    while (s > 64 && 4 * full_stripe_bytes(n, s) > m.ram_budget) s /= 2;
+  }
+  return std::clamp<int64_t>(s, 1, std::max<int64_t>(1, n));
+}
+
 Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,
                         const Machine& m) {
   if (n < 1) return Status::invalid_argument("plan: matrix order must be >= 1, got " + std::to_string(n));
@@ -114,18 +123,12 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
 
   // S: the stored matrix decides; else pinned; else 1024 reduced until 4 stripes fit (Eq 17, S^m=2).
   if (stored_stripe_rows > 0) {
-    p.stripe_rows = stored_stripe_rows;
+    p.stripe_rows = std::min(stored_stripe_rows, n);
     p.notes.push_back("S taken from the stored matrix");
-  } else if (config.stripe_rows > 0) {
-    p.stripe_rows = config.stripe_rows;
-    p.notes.push_back("S pinned by engine.stripe_rows");
   } else {
-    p.stripe_rows = m.gpus > 0 ? 2048 : 1024;
-    while (p.stripe_rows > 64 && 4 * full_stripe_bytes(n, p.stripe_rows) > m.ram_budget) {
-      p.stripe_rows /= 2;
-    }
+    p.stripe_rows = new_matrix_stripe_rows(n, config, m);
+    if (config.stripe_rows > 0) p.notes.push_back("S pinned by engine.stripe_rows");
   }
-  p.stripe_rows = std::min(p.stripe_rows, n);
   p.stripes = stripe_count(n, p.stripe_rows);
   // Stripe heights are n/N rounded (002 Eq 3): the largest is ceil(n/N).
   const int64_t max_rows = (n + p.stripes - 1) / p.stripes;
@@ -220,7 +223,7 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;
-    auto t = predict_traffic(make_tasks(s, p.stripes, p.meta_stripes), model);
+    auto t = predict_traffic(s, p.meta_stripes, model);
     if (t.is_ok()) {
       f.feasible = true;
       f.traffic = *t;

@@ -114,9 +114,15 @@ struct Plan {
   std::vector<StrategyForecast> forecasts;  // basic, zigzag, meta_zigzag
 };
 
-// `stored_stripe_rows`: S of the stored matrix (0 = choose one for a new matrix).
+// `stored_stripe_rows`: S of the stored matrix (0 = choose one for a new matrix). Memory O(N):
+// the forecasts replay each strategy's tasks as they are generated; time O(N^2) tasks.
 Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,
                         const Machine& machine);
+
+// S of plan_dense() for a new matrix of order n (>= 1), alone: engine.stripe_rows when pinned,
+// else the rule above. O(log S) time, no allocation, so that a request can be checked (free
+// space, geometry) before anything in proportion to its size is planned.
+int64_t new_matrix_stripe_rows(int64_t n, const EngineConfig& config, const Machine& machine);
 
 std::string plan_to_text(const Plan& plan);
 std::string plan_to_json(const Plan& plan);

@@ -49,50 +49,62 @@ int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes) {
 
 namespace {
 
+using TaskVisitor = std::function<Status(const Task&)>;
+
 // 002 Fig 20, basic and zigzag: after eliminating I, update every J > I by I; zigzag scans the J
 // stripes downward for even I and upward for odd I so that the stripes at either end are likely to
 // get two updates while still cached (002 §8.4.2).
-void single_stripe_order(std::vector<Task>& out, int64_t stripes, bool zigzag) {
+Status single_stripe_order(const TaskVisitor& visit, int64_t stripes, bool zigzag) {
   for (int64_t i = 0; i < stripes; ++i) {
-    out.push_back(Task::eliminate(i));
+    STRIPESOLVE_RETURN_IF_ERROR(visit(Task::eliminate(i)));
     if (!zigzag || i % 2 == 0) {
-      for (int64_t j = i + 1; j < stripes; ++j) out.push_back(Task::update(j, i, i + 1));
+      for (int64_t j = i + 1; j < stripes; ++j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
     } else {
-      for (int64_t j = stripes - 1; j > i; --j) out.push_back(Task::update(j, i, i + 1));
+      for (int64_t j = stripes - 1; j > i; --j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
     }
   }
+  return Status::ok();
 }
 
 // 002 Fig 20, meta-stripes zigzag (002 §8.4.3, Eqs 9-11): inside meta-stripe [I0, I1) the stripes
 // are eliminated and update each other one I at a time; every later J is then updated by the whole
 // range [I0, I1) in one task, scanned downward for even I^m and upward for odd I^m.
-void meta_zigzag_order(std::vector<Task>& out, int64_t stripes, int64_t meta_stripes) {
+Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta_stripes) {
   const int64_t nm = meta_stripe_count(stripes, meta_stripes);
   for (int64_t im = 0; im < nm; ++im) {
     const int64_t i0 = im * stripes / nm;
     const int64_t i1 = (im + 1) * stripes / nm;
     for (int64_t i = i0; i < i1; ++i) {
-      out.push_back(Task::eliminate(i));
-      for (int64_t j = i + 1; j < i1; ++j) out.push_back(Task::update(j, i, i + 1));
+      STRIPESOLVE_RETURN_IF_ERROR(visit(Task::eliminate(i)));
+      for (int64_t j = i + 1; j < i1; ++j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
     }
     if (im == nm - 1) continue;
     if (im % 2 == 0) {
-      for (int64_t j = i1; j < stripes; ++j) out.push_back(Task::update(j, i0, i1));
+      for (int64_t j = i1; j < stripes; ++j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
     } else {
-      for (int64_t j = stripes - 1; j >= i1; --j) out.push_back(Task::update(j, i0, i1));
+      for (int64_t j = stripes - 1; j >= i1; --j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
     }
   }
+  return Status::ok();
 }
 
 }  // namespace
 
+Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes, const TaskVisitor& visit) {
+  switch (strategy) {
+    case Strategy::kBasic: return single_stripe_order(visit, stripes, false);
+    case Strategy::kZigzag: return single_stripe_order(visit, stripes, true);
+    case Strategy::kMetaZigzag: return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes));
+  }
+  return Status::ok();
+}
+
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes) {
   std::vector<Task> out;
-  switch (strategy) {
-    case Strategy::kBasic: single_stripe_order(out, stripes, false); break;
-    case Strategy::kZigzag: single_stripe_order(out, stripes, true); break;
-    case Strategy::kMetaZigzag: meta_zigzag_order(out, stripes, std::max<int64_t>(1, meta_stripes)); break;
-  }
+  (void)for_each_task(strategy, stripes, meta_stripes, [&out](const Task& t) {
+    out.push_back(t);
+    return Status::ok();
+  });
   return out;
 }
 
@@ -204,9 +216,30 @@ class CacheModel {
   uint64_t clock_ = 0;
 };
 
-}  // namespace
+// One task of the replay against the cache model.
+Status replay_task(const Task& task, const TrafficModel& model, CacheModel& cache,
+                   std::vector<int64_t>& pinned) {
+  const int64_t col = cache.row_begin(task.i_begin);
+  pinned.clear();
+  for (int64_t i = task.i_begin; i < task.i_end; ++i) pinned.push_back(i);
+  pinned.push_back(task.stripe);
+  if (task.kind == Task::Kind::kEliminate) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
+    cell->dirty = true;
+    cell->count = model.stripes - 1 - task.stripe;
+    return Status::ok();
+  }
+  for (int64_t i = task.i_begin; i < task.i_end; ++i) {
+    if (!cache.has(i)) return Status::internal("stuck stripe " + std::to_string(i) + " left the cache model");
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
+  cell->dirty = true;
+  for (int64_t i = task.i_begin; i < task.i_end; ++i) --cache.cell(i).count;
+  return Status::ok();
+}
 
-Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficModel& model) {
+Result<Traffic> replay(const TrafficModel& model,
+                       const std::function<Status(const std::function<Status(const Task&)>&)>& tasks) {
   if (model.n < 1 || model.stripes < 1 || model.stripes > model.n) {
     return Status::invalid_argument("traffic model needs 1 <= stripes <= n, got n=" +
                                     std::to_string(model.n) + " stripes=" +
@@ -215,26 +248,25 @@ Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficMod
   Traffic t;
   t.matrix_bytes = 8ull * static_cast<uint64_t>(model.n) * static_cast<uint64_t>(model.n);
   CacheModel cache(model, t);
-  for (const Task& task : tasks) {
-    const int64_t col = cache.row_begin(task.i_begin);
-    std::vector<int64_t> pinned;
-    for (int64_t i = task.i_begin; i < task.i_end; ++i) pinned.push_back(i);
-    pinned.push_back(task.stripe);
-    if (task.kind == Task::Kind::kEliminate) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
-      cell->dirty = true;
-      cell->count = model.stripes - 1 - task.stripe;
-      continue;
-    }
-    for (int64_t i = task.i_begin; i < task.i_end; ++i) {
-      if (!cache.has(i)) return Status::internal("stuck stripe " + std::to_string(i) + " left the cache model");
-    }
-    STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
-    cell->dirty = true;
-    for (int64_t i = task.i_begin; i < task.i_end; ++i) --cache.cell(i).count;
-  }
+  std::vector<int64_t> pinned;
+  STRIPESOLVE_RETURN_IF_ERROR(tasks([&](const Task& task) { return replay_task(task, model, cache, pinned); }));
   cache.flush();
   return t;
+}
+
+}  // namespace
+
+Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficModel& model) {
+  return replay(model, [&tasks](const TaskVisitor& visit) {
+    for (const Task& task : tasks) STRIPESOLVE_RETURN_IF_ERROR(visit(task));
+    return Status::ok();
+  });
+}
+
+Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model) {
+  return replay(model, [&](const TaskVisitor& visit) {
+    return for_each_task(strategy, model.stripes, meta_stripes, visit);
+  });
 }
 
 }  // namespace stripesolve::scheduler

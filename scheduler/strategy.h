@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,8 +53,12 @@ std::string to_string(const std::vector<Task>& tasks);
 int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes);
 
 // The task list of `strategy` for `stripes` >= 1 stripes; `meta_stripes` (S^m >= 1) is used by
-// kMetaZigzag only (S^m = 1 gives the zigzag order).
+// kMetaZigzag only (S^m = 1 gives the zigzag order). The list has about N^2 / 2 tasks.
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes);
+// The same tasks in the same order, handed to `visit` one at a time instead of stored (memory
+// O(1)); stops at the first error `visit` returns and returns it.
+Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
+                     const std::function<Status(const Task&)>& visit);
 
 // Checks the properties above; returns an internal error naming the first violated one.
 Status check_tasks(const std::vector<Task>& tasks, int64_t stripes);
@@ -76,5 +81,8 @@ struct Traffic {
 // kResourceExhausted when the budget cannot hold the stripes a task needs at once (the stuck I
 // stripes of its range plus the J stripe): the real engine would stall.
 Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficModel& model);
+// The same for the tasks of make_tasks(strategy, model.stripes, meta_stripes), generated as they
+// are replayed: memory O(N) (the cache model), not O(N^2) (the planner's forecasts, issue 15).
+Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model);
 
 }  // namespace stripesolve::scheduler

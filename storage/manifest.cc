@@ -1,6 +1,10 @@
 #include "storage/manifest.h"
 
+#include <algorithm>
 #include <ctime>
+#include <random>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +22,12 @@ uint32_t text_crc(const json& j) {
   return crc32c_extend(0, text.data(), text.size());
 }
 
+bool is_object_id(const std::string& id) {
+  return id.size() == 32 && std::all_of(id.begin(), id.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 std::optional<ObjectState> state_from_name(const std::string& s) {
   if (s == "incomplete") return ObjectState::kIncomplete;
   if (s == "complete") return ObjectState::kComplete;
@@ -32,6 +42,7 @@ std::string_view object_state_name(ObjectState state) {
     case ObjectState::kIncomplete: return "incomplete";
     case ObjectState::kComplete: return "complete";
     case ObjectState::kBeingFactored: return "being_factored";
+    case ObjectState::kCorrupt: return "corrupt";
   }
   return "?";
 }
@@ -45,12 +56,36 @@ std::string utc_now() {
   return buf;
 }
 
+std::string new_object_id() {
+  std::random_device rd;
+  std::string out;
+  for (int k = 0; k < 4; ++k) out += fmt::format("{:08x}", static_cast<uint32_t>(rd()));
+  return out;
+}
+
+uint32_t checksum_summary(const std::vector<std::optional<uint32_t>>& checksums) {
+  uint32_t crc = 0;
+  for (const auto& c : checksums) {
+    const uint32_t v = c.value_or(0);
+    const unsigned char bytes[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
+                                    static_cast<unsigned char>(v >> 16), static_cast<unsigned char>(v >> 24)};
+    crc = crc32c_extend(crc, bytes, sizeof bytes);
+  }
+  return crc;
+}
+
+bool is_factor_of(const MatrixInfo& factor, const MatrixInfo& matrix) {
+  return !matrix.id.empty() && factor.factor_of.has_value() &&
+         *factor.factor_of == FactorOf{matrix.id, matrix.geometry.n, matrix.checksum_summary};
+}
+
 std::string manifest_to_json(const Manifest& m) {
   const MatrixInfo& i = m.info;
   json j;
   j["format"] = "stripesolve-object";
   j["version"] = kVersion;
   j["name"] = i.name;
+  if (!i.id.empty()) j["id"] = i.id;
   j["kind"] = i.kind;
   j["state"] = std::string(object_state_name(i.state));
   j["dtype"] = i.dtype;
@@ -60,6 +95,11 @@ std::string manifest_to_json(const Manifest& m) {
   j["layout"] = "row-stripes-column-major";
   j["store_id"] = m.store_id;
   j["created"] = {{"time", i.created}, {"source", i.source}};
+  if (i.factor_of) {
+    j["factor_of"] = {{"id", i.factor_of->matrix_id},
+                      {"n", i.factor_of->n},
+                      {"checksum_summary", i.factor_of->checksum_summary}};
+  }
   j["placement"] = {{"paths", i.placement.path_count},
                     {"levels", i.placement.levels},
                     {"segment_bytes", i.placement.segment_bytes},
@@ -95,6 +135,10 @@ Result<Manifest> manifest_from_json(std::string_view text, const std::string& wh
     Manifest m;
     MatrixInfo& i = m.info;
     i.name = j.at("name").get<std::string>();
+    if (j.contains("id")) {
+      i.id = j.at("id").get<std::string>();
+      if (!is_object_id(i.id)) return bad("malformed id '" + i.id + "'");
+    }
     i.kind = j.at("kind").get<std::string>();
     if (i.kind != "matrix" && i.kind != "factor") return bad("unknown kind '" + i.kind + "'");
     const auto state = state_from_name(j.at("state").get<std::string>());
@@ -109,6 +153,12 @@ Result<Manifest> manifest_from_json(std::string_view text, const std::string& wh
     m.store_id = j.at("store_id").get<std::string>();
     i.created = j.at("created").at("time").get<std::string>();
     i.source = j.at("created").at("source").get<std::string>();
+    if (j.contains("factor_of")) {
+      const json& f = j.at("factor_of");
+      i.factor_of = FactorOf{f.at("id").get<std::string>(), f.at("n").get<int64_t>(),
+                             f.at("checksum_summary").get<uint32_t>()};
+      if (!is_object_id(i.factor_of->matrix_id)) return bad("malformed factor_of.id");
+    }
     const json& p = j.at("placement");
     i.placement.path_count = p.at("paths").get<int>();
     i.placement.levels = p.at("levels").get<int64_t>();
@@ -127,6 +177,7 @@ Result<Manifest> manifest_from_json(std::string_view text, const std::string& wh
     for (const json& c : sums) {
       m.checksums.push_back(c.is_null() ? std::nullopt : std::optional<uint32_t>(c.get<uint32_t>()));
     }
+    i.checksum_summary = checksum_summary(m.checksums);
     for (const auto& [key, b] : j.at("blobs").items()) {
       m.blobs[key] = BlobEntry{b.at("bytes").get<uint64_t>(), b.at("crc32c").get<uint32_t>()};
     }

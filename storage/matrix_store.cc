@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -41,15 +43,35 @@ std::vector<std::string> list_dir(const std::string& dir) {
   return names;
 }
 
-// Checks or writes the marker of every path; returns the store id.
-Result<std::string> check_markers(const StoreConfig& config) {
-  std::string id;
-  std::vector<int> fresh;
+// Refuses a path list naming one directory twice (through links or mounts: parse_store_config
+// catches the spellings), before any marker is read or written.
+Status check_distinct_paths(const StoreConfig& config) {
+  std::map<std::pair<dev_t, ino_t>, size_t> seen;
   for (size_t p = 0; p < config.paths.size(); ++p) {
     const std::string& dir = config.paths[p];
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return Status::from_errno(ec.value(), "create store path " + dir);
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return Status::from_errno(errno, "stat store path " + dir);
+    auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), p);
+    if (!fresh) {
+      return Status::invalid_argument("store paths " + std::to_string(it->second) + " and " +
+                                      std::to_string(p) + " ('" + config.paths[it->second] +
+                                      "' and '" + dir + "') are the same directory; list each "
+                                      "directory once in store.paths");
+    }
+  }
+  return Status::ok();
+}
+
+// Checks or writes the marker of every path; returns the store id.
+Result<std::string> check_markers(const StoreConfig& config) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_distinct_paths(config));
+  std::string id;
+  std::vector<int> fresh;
+  for (size_t p = 0; p < config.paths.size(); ++p) {
+    const std::string& dir = config.paths[p];
     const std::string marker = dir + "/" + kMarker;
     auto text = read_whole_file(marker, 1 << 16);
     if (!text.is_ok()) {
@@ -192,9 +214,16 @@ Result<std::vector<MatrixInfo>> MatrixStore::list() const {
     if (!check_object_name(name, "object").is_ok()) continue;
     auto m = shared_->read_manifest(name);
     if (!m.is_ok()) {
-      if (m.status().code() != StatusCode::kNotFound) {
-        logger("storage")->warn("skipping object '{}': {}", name, m.status().to_string());
-      }
+      if (m.status().code() == StatusCode::kNotFound) continue;  // being created or removed
+      // Listed rather than hidden: it holds space, and its name can neither be used nor freed
+      // unless its owner sees it (issue 15).
+      logger("storage")->warn("object '{}' is unreadable: {}", name, m.status().to_string());
+      MatrixInfo corrupt;
+      corrupt.name = name;
+      corrupt.kind = "unknown";
+      corrupt.state = ObjectState::kCorrupt;
+      corrupt.problem = m.status().message();
+      out.push_back(std::move(corrupt));
       continue;
     }
     if (m->info.state != ObjectState::kIncomplete) out.push_back(m->info);
@@ -215,14 +244,98 @@ Result<MatrixInfo> MatrixStore::info(std::string_view name) const {
 Status MatrixStore::remove(std::string_view name) {
   const std::string n(name);
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(n, "object name"));
-  STRIPESOLVE_ASSIGN_OR_RETURN(MatrixInfo i, info(n));
+  auto i = info(n);
+  // A corrupt manifest must not make its object impossible to remove (issue 15).
+  const bool corrupt = !i.is_ok() && i.status().code() == StatusCode::kCorruption;
+  if (!i.is_ok() && !corrupt) return i.status();
   std::lock_guard lock(shared_->mu);
   if (shared_->open_count.count(n) != 0) {
     return Status::failed_precondition("object '" + n + "' is open and cannot be removed");
   }
   STRIPESOLVE_RETURN_IF_ERROR(shared_->remove_object_files(n));
-  logger("storage")->info("removed {} '{}'", i.kind, n);
+  if (corrupt) {
+    logger("storage")->warn("removed corrupt object '{}' ({})", n, i.status().message());
+  } else {
+    logger("storage")->info("removed {} '{}'", i->kind, n);
+  }
   return Status::ok();
+}
+
+Result<std::vector<std::string>> MatrixStore::factors_of(std::string_view name) const {
+  STRIPESOLVE_ASSIGN_OR_RETURN(MatrixInfo matrix, info(name));
+  std::vector<std::string> out;
+  if (matrix.kind != "matrix") return out;
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<MatrixInfo> all, list());
+  const std::string legacy_prefix = matrix.name + ".lu.";
+  for (const MatrixInfo& i : all) {
+    if (i.kind != "factor" || i.state != ObjectState::kComplete || i.name == matrix.name) continue;
+    const bool by_id = i.factor_of && !matrix.id.empty() && i.factor_of->matrix_id == matrix.id;
+    const bool legacy = !i.factor_of && i.name.rfind(legacy_prefix, 0) == 0 &&
+                        i.source == "factor of " + matrix.name;
+    if (by_id || legacy) out.push_back(i.name);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> MatrixStore::remove_with_factors(std::string_view name) {
+  std::vector<std::string> factors;
+  auto found = factors_of(name);
+  if (found.is_ok()) {
+    factors = std::move(found).value();
+  } else if (found.status().code() != StatusCode::kCorruption) {
+    return found.status();
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(remove(name));
+  std::vector<std::string> removed;
+  for (const std::string& f : factors) {
+    Status st = remove(f);
+    if (st.is_ok()) {
+      removed.push_back(f);
+    } else if (st.code() != StatusCode::kNotFound) {  // removed meanwhile: fine
+      return st.with_context("'" + std::string(name) + "' was removed, its factor '" + f + "' not");
+    }
+  }
+  return removed;
+}
+
+ObjectNameLock::ObjectNameLock(ObjectNameLock&& other) noexcept
+    : store_(std::move(other.store_)), name_(std::move(other.name_)) {
+  other.store_.reset();
+}
+
+ObjectNameLock& ObjectNameLock::operator=(ObjectNameLock&& other) noexcept {
+  if (this != &other) {
+    release();
+    store_ = std::move(other.store_);
+    name_ = std::move(other.name_);
+    other.store_.reset();
+  }
+  return *this;
+}
+
+void ObjectNameLock::release() {
+  if (!store_) return;
+  {
+    std::lock_guard lock(store_->mu);
+    store_->locked_names.erase(name_);
+  }
+  store_->name_unlocked.notify_all();
+  store_.reset();
+}
+
+Result<ObjectNameLock> MatrixStore::lock_name(std::string_view name,
+                                              const std::function<bool()>& cancelled) {
+  const std::string n(name);
+  std::unique_lock lock(shared_->mu);
+  while (shared_->locked_names.count(n) != 0) {
+    // Polled: the canceller has no handle on this condition variable.
+    shared_->name_unlocked.wait_for(lock, std::chrono::milliseconds(50));
+    if (cancelled && cancelled()) {
+      return Status::cancelled("cancelled while waiting for another job's work on '" + n + "'");
+    }
+  }
+  shared_->locked_names.insert(n);
+  return ObjectNameLock(shared_, n);
 }
 
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_object(const std::string& name,
@@ -281,6 +394,9 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::create_factor(std::string_vi
       auto writer, ObjectWriter::begin(shared_, std::string(name), "factor",
                                        "factor of " + like.info().name, like.geometry(),
                                        like.info().placement));
+  // Published with the factor at commit(): what it factors, for reuse checks (is_factor_of).
+  writer->manifest().info.factor_of =
+      FactorOf{like.info().id, like.geometry().n, checksum_summary(like.checksums())};
   return writer->into_factor();
 }
 

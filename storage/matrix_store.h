@@ -44,6 +44,24 @@ struct ImportOptions {
 
 struct DenseLayout;
 
+// Holds one object name of a store for its owner (MatrixStore::lock_name); released on
+// destruction or release(). Movable; an empty lock holds nothing.
+class ObjectNameLock {
+ public:
+  ObjectNameLock() = default;
+  ObjectNameLock(ObjectNameLock&& other) noexcept;
+  ObjectNameLock& operator=(ObjectNameLock&& other) noexcept;
+  ~ObjectNameLock() { release(); }
+  void release();
+
+ private:
+  friend class MatrixStore;
+  ObjectNameLock(std::shared_ptr<StoreShared> store, std::string name)
+      : store_(std::move(store)), name_(std::move(name)) {}
+  std::shared_ptr<StoreShared> store_;
+  std::string name_;
+};
+
 class MatrixStore {
  public:
   // Opens (creating where needed) the store over config.paths; selects the I/O engine.
@@ -75,16 +93,33 @@ class MatrixStore {
   // under `path` only when complete (written as a temporary, synced, renamed).
   Status export_npy(std::string_view name, const std::string& path);
 
-  Result<std::vector<MatrixInfo>> list() const;  // complete and being_factored objects, by name
+  // Complete and being_factored objects, by name, and objects whose manifest cannot be read
+  // (state kCorrupt, kind "unknown", `problem` says why) so that they can be seen and removed.
+  Result<std::vector<MatrixInfo>> list() const;
   Result<MatrixInfo> info(std::string_view name) const;
-  // Fails with kFailedPrecondition while the object is open.
+  // Fails with kFailedPrecondition while the object is open. An object whose manifest is corrupt
+  // is removed too (nothing of it can be used).
   Status remove(std::string_view name);
+  // The complete factors of matrix `name`: those recording its id (MatrixInfo::factor_of), and
+  // factors made before ids existed that are named NAME.lu.* with source "factor of NAME".
+  Result<std::vector<std::string>> factors_of(std::string_view name) const;
+  // remove(name), then, for a matrix, its factors (factors_of, found before the matrix goes);
+  // returns the factors removed. The matrix is removed first so that an open matrix (a solve
+  // running) leaves everything in place.
+  Result<std::vector<std::string>> remove_with_factors(std::string_view name);
+
+  // Waits until no other holder in this process has `name` locked, then locks it. `cancelled`
+  // (may be empty) is polled while waiting: kCancelled when it returns true. Serializes those who
+  // may create the same object, so that concurrent first solves of one matrix make one factor,
+  // the later ones waiting and then reusing it (issue 15).
+  Result<ObjectNameLock> lock_name(std::string_view name, const std::function<bool()>& cancelled);
 
   // Read-only views of complete objects (matrix or factor); open_factor requires kind "factor".
   Result<std::unique_ptr<StripedMatrix>> open_matrix(std::string_view name) const;
   Result<std::unique_ptr<StripedMatrix>> open_factor(std::string_view name) const;
   // A new writable factor object with the geometry and placement of `like`, state "incomplete"
-  // (invisible until commit(); deleted if destroyed uncommitted). Its data starts as zeros.
+  // (invisible until commit(); deleted if destroyed uncommitted). Its data starts as zeros. It
+  // records `like`'s id, order and checksum summary (MatrixInfo::factor_of, is_factor_of()).
   Result<std::unique_ptr<StripedMatrix>> create_factor(std::string_view name,
                                                        const StripedMatrix& like);
   // Opens matrix `name` writable for an in-place factorization: its manifest says

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "storage/data_file.h"
@@ -110,6 +112,93 @@ TEST_P(MatrixStoreTest, FactorLifecycle) {
   EXPECT_EQ(store_->open_factor("A").status().message(), "object 'A' is a matrix, not a factor");
 }
 
+TEST_P(MatrixStoreTest, FactorsRecordTheIdentityOfTheirMatrix) {
+  ASSERT_TRUE(store_->create_generated("A", 100, {"uniform", 1}, 30).is_ok());
+  auto a = std::move(store_->open_matrix("A")).value();
+  EXPECT_EQ(a->info().id.size(), 32u);
+  EXPECT_EQ(a->info().checksum_summary, checksum_summary(a->checksums()));
+  auto f = std::move(store_->create_factor("A.lu.row", *a)).value();
+  ASSERT_TRUE(f->commit().is_ok());
+  f.reset();
+  auto factor = *store_->info("A.lu.row");
+  EXPECT_NE(factor.id, a->info().id);
+  ASSERT_TRUE(factor.factor_of.has_value());
+  EXPECT_EQ(*factor.factor_of, (FactorOf{a->info().id, 100, a->info().checksum_summary}));
+  EXPECT_TRUE(is_factor_of(factor, a->info()));
+  EXPECT_EQ(*store_->factors_of("A"), std::vector<std::string>{"A.lu.row"});
+  const MatrixInfo old = a->info();
+  a.reset();
+
+  // The same name, source and creation second, another object: the factor does not match it.
+  ASSERT_TRUE(store_->remove("A").is_ok());
+  auto again = store_->create_generated("A", 100, {"uniform", 1}, 30);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_NE(again->id, old.id);
+  EXPECT_EQ(again->checksum_summary, old.checksum_summary);  // the same data
+  EXPECT_FALSE(is_factor_of(factor, *again));
+  EXPECT_TRUE(store_->factors_of("A")->empty());
+  MatrixInfo other_data = old;
+  other_data.checksum_summary ^= 1;
+  EXPECT_FALSE(is_factor_of(factor, other_data));
+  MatrixInfo no_id = old;
+  no_id.id.clear();
+  EXPECT_FALSE(is_factor_of(factor, no_id));
+}
+
+TEST_P(MatrixStoreTest, RemovingAMatrixRemovesItsFactors) {
+  ASSERT_TRUE(store_->create_generated("A", 50, {"uniform", 1}).is_ok());
+  ASSERT_TRUE(store_->create_generated("B", 50, {"uniform", 1}).is_ok());
+  for (const char* name : {"A.lu.row", "A.lu.none"}) {
+    auto a = std::move(store_->open_matrix("A")).value();
+    ASSERT_TRUE(std::move(store_->create_factor(name, *a)).value()->commit().is_ok());
+  }
+  {
+    auto b = std::move(store_->open_matrix("B")).value();
+    ASSERT_TRUE(std::move(store_->create_factor("B.lu.row", *b)).value()->commit().is_ok());
+  }
+  {  // An open matrix (a solve running) keeps everything.
+    auto a = std::move(store_->open_matrix("A")).value();
+    EXPECT_EQ(store_->remove_with_factors("A").status().message(),
+              "object 'A' is open and cannot be removed");
+  }
+  auto removed = store_->remove_with_factors("A");
+  ASSERT_TRUE(removed.is_ok()) << removed.status().to_string();
+  EXPECT_EQ(*removed, (std::vector<std::string>{"A.lu.none", "A.lu.row"}));
+  auto left = store_->list();
+  ASSERT_EQ(left->size(), 2u);
+  EXPECT_EQ((*left)[0].name, "B");
+  EXPECT_EQ((*left)[1].name, "B.lu.row");
+  // A factor alone goes alone.
+  EXPECT_TRUE(store_->remove_with_factors("B.lu.row")->empty());
+  EXPECT_EQ(store_->list()->size(), 1u);
+}
+
+TEST_P(MatrixStoreTest, NameLocksSerializeTheirHolders) {
+  auto first = store_->lock_name("A.lu.row", {});
+  ASSERT_TRUE(first.is_ok());
+  ASSERT_TRUE(store_->lock_name("B.lu.row", {}).is_ok());  // other names are free
+  std::atomic<bool> second_holds{false};
+  std::thread waiter([&] {
+    auto second = store_->lock_name("A.lu.row", {});
+    EXPECT_TRUE(second.is_ok());
+    second_holds = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(second_holds.load());
+  first->release();
+  waiter.join();
+  EXPECT_TRUE(second_holds.load());
+  // A waiter that is cancelled stops waiting.
+  auto held = std::move(store_->lock_name("A.lu.row", {})).value();
+  std::atomic<bool> cancel{false};
+  std::thread cancelled([&] {
+    EXPECT_EQ(store_->lock_name("A.lu.row", [&] { return cancel.load(); }).status().code(),
+              StatusCode::kCancelled);
+  });
+  cancel = true;
+  cancelled.join();
+}
+
 TEST_P(MatrixStoreTest, UncommittedFactorLeavesNothing) {
   ASSERT_TRUE(store_->create_generated("A", 100, {"uniform", 1}).is_ok());
   auto a = std::move(store_->open_matrix("A")).value();
@@ -154,6 +243,17 @@ TEST_P(MatrixStoreTest, NamesAndErrors) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->create_generated("B", 0, {"uniform", 1}).status().message(),
             "matrix order n=0 out of range [1, 1073741824]");
+  // Matrix names leave room for their factors' names: 119 characters, factors up to 128.
+  const std::string longest(kMaxMatrixNameLength, 'm');
+  ASSERT_TRUE(store_->create_generated(longest, 10, {"uniform", 1}).is_ok());
+  EXPECT_EQ(store_->create_generated(longest + "x", 10, {"uniform", 1}).status().message(),
+            "matrix name '" + longest + "x' has 120 characters; matrix names have at most 119, so "
+            "that the names of their factors (NAME.lu.<pivot>) fit in 128");
+  {
+    auto m = std::move(store_->open_matrix(longest)).value();
+    EXPECT_TRUE(store_->create_factor(longest + ".lu.local", *m).is_ok());
+  }
+  ASSERT_TRUE(store_->remove(longest).is_ok());
   EXPECT_EQ(store_->info("B").status().message(), "no object named 'B' in the store");
   auto a = std::move(store_->open_matrix("A")).value();
   EXPECT_EQ(a->read_part(1, 0, nullptr).message(),
@@ -188,9 +288,17 @@ TEST_P(MatrixStoreTest, CorruptManifestIsDetected) {
   EXPECT_EQ(store_->info("A").status().message(),
             "manifest " + manifest + ": checksum mismatch (the file was altered)");
   EXPECT_EQ(store_->open_matrix("A").status().code(), StatusCode::kCorruption);
-  auto list = store_->list();  // the damaged one is skipped, the rest listed
-  ASSERT_EQ(list->size(), 1u);
-  EXPECT_EQ((*list)[0].name, "B");
+  auto list = store_->list();  // the damaged one is listed as such, so that it can be removed
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].name, "A");
+  EXPECT_EQ((*list)[0].state, ObjectState::kCorrupt);
+  EXPECT_EQ((*list)[0].problem, "manifest " + manifest + ": checksum mismatch (the file was altered)");
+  EXPECT_EQ((*list)[1].name, "B");
+  EXPECT_EQ((*list)[1].state, ObjectState::kComplete);
+  ASSERT_TRUE(store_->remove("A").is_ok());
+  for (const auto& p : config_.paths) EXPECT_FALSE(std::filesystem::exists(p + "/objects/A"));
+  EXPECT_EQ(store_->list()->size(), 1u);
+  EXPECT_TRUE(store_->create_generated("A", 20, {"uniform", 5}).is_ok());
 }
 
 TEST_P(MatrixStoreTest, TruncatedDataFileIsDetected) {
@@ -244,6 +352,17 @@ TEST(MatrixStore, ReopenKeepsDataAndChecksPaths) {
   EXPECT_EQ(MatrixStore::open(config).status().message(),
             "store path " + config.paths[0] + " is path 1 of its store but listed as 0; the "
             "order of paths matters");
+}
+
+TEST(MatrixStore, OneDirectoryListedTwiceIsRefused) {
+  StoreConfig config = temp_store_config("twice", 2, "pread");
+  std::filesystem::create_directories(config.paths[0]);
+  std::filesystem::remove_all(config.paths[1]);
+  std::filesystem::create_directory_symlink(config.paths[0], config.paths[1]);
+  EXPECT_EQ(MatrixStore::open(config).status().message(),
+            "store paths 0 and 1 ('" + config.paths[0] + "' and '" + config.paths[1] +
+                "') are the same directory; list each directory once in store.paths");
+  EXPECT_FALSE(std::filesystem::exists(config.paths[0] + "/stripesolve-store.json"));
 }
 
 TEST(MatrixStore, NoSpaceLeavesNothing) {

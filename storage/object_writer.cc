@@ -24,7 +24,7 @@ Status check_free_space(const StoreShared& store, const std::vector<uint64_t>& f
     if (need.path.empty()) need.path = store.config.paths[p];
   }
   for (const auto& [device, need] : by_device) {
-    if (need.bytes + store.config.free_space_reserve > need.available) {
+    if (need.bytes > need.available || need.available - need.bytes < store.config.free_space_reserve) {
       return Status::no_space("not enough free space on the filesystem of " + need.path +
                               ": need " + format_bytes(need.bytes) + " plus a reserve of " +
                               format_bytes(store.config.free_space_reserve) + ", available " +
@@ -34,20 +34,56 @@ Status check_free_space(const StoreShared& store, const std::vector<uint64_t>& f
   return Status::ok();
 }
 
+Status check_free_space_for(const StoreShared& store, const StripeGeometry& geometry,
+                            const PlacementParams& params) {
+  if (params.path_count < 1 || params.path_count > static_cast<int>(store.config.paths.size())) {
+    return Status::invalid_argument("an object on " + std::to_string(params.path_count) +
+                                    " paths does not fit a store of " +
+                                    std::to_string(store.config.paths.size()));
+  }
+  // Necessary condition, whatever the placement: every filesystem keeps its reserve.
+  std::map<uint64_t, uint64_t> usable_by_device;
+  for (int p = 0; p < params.path_count; ++p) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(FreeSpace fs, free_space(store.config.paths[p]));
+    usable_by_device[fs.device] =
+        fs.bytes > store.config.free_space_reserve ? fs.bytes - store.config.free_space_reserve : 0;
+  }
+  unsigned __int128 usable = 0;
+  for (const auto& [device, bytes] : usable_by_device) usable += bytes;
+  const unsigned __int128 data = static_cast<unsigned __int128>(kElementBytes) *
+                                 static_cast<uint64_t>(geometry.n) * static_cast<uint64_t>(geometry.n);
+  if (data > usable) {
+    const auto bytes = [](unsigned __int128 b) {
+      return format_bytes(b > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(b));
+    };
+    return Status::no_space("not enough free space for an object of order " +
+                            std::to_string(geometry.n) + ": it needs " + bytes(data) + ", the " +
+                            std::to_string(usable_by_device.size()) +
+                            " filesystem(s) of the store paths have " + bytes(usable) +
+                            " beyond the reserve of " +
+                            format_bytes(store.config.free_space_reserve) + " each");
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<uint64_t> file_bytes,
+                               placement_file_bytes(geometry, params));
+  return check_free_space(store, file_bytes);
+}
+
 Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreShared> store,
                                                           const std::string& name,
                                                           const std::string& kind,
                                                           const std::string& source,
                                                           const StripeGeometry& geometry,
                                                           const PlacementParams& params) {
-  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(name, "object name"));
+  STRIPESOLVE_RETURN_IF_ERROR(kind == "matrix" ? check_matrix_name(name)
+                                                : check_object_name(name, "object name"));
   if (params.path_count > static_cast<int>(store->config.paths.size())) {
     return Status::invalid_argument("object '" + name + "' needs " +
                                     std::to_string(params.path_count) + " paths, the store has " +
                                     std::to_string(store->config.paths.size()));
   }
+  // Space first: the placement holds a record per segment, as many as the object is large.
+  STRIPESOLVE_RETURN_IF_ERROR(check_free_space_for(*store, geometry, params));
   STRIPESOLVE_ASSIGN_OR_RETURN(Placement placement, Placement::make(geometry, params));
-  STRIPESOLVE_RETURN_IF_ERROR(check_free_space(*store, placement.file_bytes()));
   std::unique_ptr<ObjectWriter> w(new ObjectWriter(store, std::move(placement)));
 
   Status st = make_directory(store->object_dir(0, name));
@@ -59,6 +95,7 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreS
 
   Manifest& m = w->manifest_;
   m.info.name = name;
+  m.info.id = new_object_id();
   m.info.kind = kind;
   m.info.state = ObjectState::kIncomplete;
   m.info.geometry = geometry;
@@ -97,6 +134,7 @@ Result<MatrixInfo> ObjectWriter::finish() {
   for (const DataFile& f : files_) STRIPESOLVE_RETURN_IF_ERROR(f.sync());
   Manifest m = manifest_;
   m.info.state = ObjectState::kComplete;
+  m.info.checksum_summary = checksum_summary(m.checksums);
   STRIPESOLVE_RETURN_IF_ERROR(store_->write_manifest(m));
   done_ = true;
   logger("storage")->info("created {} '{}' (n={}, S={}, {} on {} paths)", m.info.kind, m.info.name,

@@ -13,7 +13,9 @@ int64_t round_robin_levels(int64_t n, uint64_t cache_bytes, double q) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::min(levels, 1e6)));
 }
 
-Result<Placement> Placement::make(const StripeGeometry& geometry, const PlacementParams& params) {
+namespace {
+
+Status check_params(const StripeGeometry& geometry, const PlacementParams& params) {
   if (params.path_count < 1) {
     return Status::invalid_argument("placement needs at least one path, got " +
                                     std::to_string(params.path_count));
@@ -28,7 +30,43 @@ Result<Placement> Placement::make(const StripeGeometry& geometry, const Placemen
                                     std::to_string(params.min_segment_bytes));
   }
   if (geometry.stripes < 1) return Status::invalid_argument("placement of an empty geometry");
+  return Status::ok();
+}
 
+// Segment length of a stripe whose padded run has `stored` bytes.
+uint64_t segment_length(uint64_t stored, const PlacementParams& params) {
+  uint64_t seg = params.segment_bytes;
+  if (seg == 0) {
+    const uint64_t parts = static_cast<uint64_t>(params.levels) * static_cast<uint64_t>(params.path_count);
+    seg = std::max(params.min_segment_bytes, align_up((stored + parts - 1) / parts));
+  }
+  return std::max(seg, kAlignment);
+}
+
+}  // namespace
+
+Result<std::vector<uint64_t>> placement_file_bytes(const StripeGeometry& geometry,
+                                                   const PlacementParams& params) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_params(geometry, params));
+  const auto paths = static_cast<uint64_t>(params.path_count);
+  std::vector<uint64_t> bytes(paths, 0);
+  for (int64_t I = 0; I < geometry.stripes; ++I) {
+    const uint64_t stored = align_up(geometry.stripe_bytes(I));
+    if (stored == 0) continue;
+    const uint64_t seg = segment_length(stored, params);
+    const uint64_t count = (stored + seg - 1) / seg;
+    // Segment k goes to path (I + k) mod P (as in make()); all have length seg but the last.
+    for (uint64_t r = 0; r < std::min(paths, count); ++r) {
+      const uint64_t on_path = count / paths + (r < count % paths ? 1 : 0);
+      bytes[(static_cast<uint64_t>(I) + r) % paths] += on_path * seg;
+    }
+    bytes[(static_cast<uint64_t>(I) + count - 1) % paths] -= count * seg - stored;
+  }
+  return bytes;
+}
+
+Result<Placement> Placement::make(const StripeGeometry& geometry, const PlacementParams& params) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_params(geometry, params));
   Placement p;
   p.geometry_ = geometry;
   p.params_ = params;
@@ -38,12 +76,7 @@ Result<Placement> Placement::make(const StripeGeometry& geometry, const Placemen
   for (int64_t I = 0; I < geometry.stripes; ++I) {
     p.first_segment_.push_back(static_cast<int64_t>(p.segments_.size()));
     const uint64_t stored = p.stored_bytes(I);
-    uint64_t seg = params.segment_bytes;
-    if (seg == 0) {
-      const uint64_t parts = static_cast<uint64_t>(params.levels) * paths;
-      seg = std::max(params.min_segment_bytes, align_up((stored + parts - 1) / parts));
-    }
-    seg = std::max(seg, kAlignment);
+    const uint64_t seg = segment_length(stored, params);
     uint64_t k = 0;
     for (uint64_t off = 0; off < stored; off += seg, ++k) {
       Segment s;

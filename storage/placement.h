@@ -37,6 +37,11 @@ struct PlacementParams {
   friend bool operator==(const PlacementParams&, const PlacementParams&) = default;
 };
 
+// Placement::make(geometry, params).file_bytes() without making the segments: O(N P) time, O(P)
+// memory, for checks that must come before anything in proportion to the object is allocated.
+Result<std::vector<uint64_t>> placement_file_bytes(const StripeGeometry& geometry,
+                                                   const PlacementParams& params);
+
 // 002 Eq 20: levels = Q * n / sqrt(NV_LPC), NV_LPC = RAM cache size in float64 values; at least 1
 // (and at least Eq 19's bound n / sqrt(NV_LPC) since Q >= 1).
 int64_t round_robin_levels(int64_t n, uint64_t cache_bytes, double q);

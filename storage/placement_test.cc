@@ -128,5 +128,22 @@ TEST(Placement, RejectsBadParams) {
             "round-robin levels must be at least 1, got 0");
 }
 
+TEST(Placement, FileBytesWithoutSegmentsMatchTheFullPlacement) {
+  for (int paths : {1, 2, 3, 5}) {
+    for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 1}, {100, 7}, {1000, 64}, {3000, 1000}, {4097, 513}}) {
+      for (PlacementParams params : {PlacementParams{paths, 8, 0, 4096}, PlacementParams{paths, 3, 0, 1 << 20},
+                                     PlacementParams{paths, 1, 8192, 4096}}) {
+        const Placement p = must_place(n, s, params);
+        auto bytes = placement_file_bytes(p.geometry(), params);
+        ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+        EXPECT_EQ(*bytes, p.file_bytes()) << "n=" << n << " S=" << s << " P=" << paths;
+      }
+    }
+  }
+  auto g = make_geometry(10, 3);
+  EXPECT_EQ(placement_file_bytes(*g, PlacementParams{0, 8, 0, 4096}).status().message(),
+            "placement needs at least one path, got 0");
+}
+
 }  // namespace
 }  // namespace stripesolve::storage

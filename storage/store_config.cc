@@ -1,8 +1,23 @@
 #include "storage/store_config.h"
 
+#include <filesystem>
+#include <string>
+
 #include "base/config.h"
 
 namespace stripesolve::storage {
+namespace {
+
+bool same_directory_name(const std::string& a, const std::string& b) {
+  const auto normal = [](const std::string& p) {
+    std::string s = std::filesystem::path(p).lexically_normal().string();
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    return s;
+  };
+  return normal(a) == normal(b);
+}
+
+}  // namespace
 
 void parse_store_config(ConfigMap& map, StoreConfig& config) {
   map.get("paths", config.paths);
@@ -27,6 +42,18 @@ void parse_store_config(ConfigMap& map, StoreConfig& config) {
   check_4k("request_bytes", config.request_bytes);
   if (map.has("paths") && config.paths.empty()) {
     throw ConfigError(map.where("paths") + ": needs at least one directory");
+  }
+  // A directory listed twice would get two path indices in one marker, and every create would
+  // then fail (issue 15). Spelling differences ("/a/b/", "/a/./b") are caught here; links to one
+  // directory when the store is opened (MatrixStore::open).
+  for (size_t i = 0; i < config.paths.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (same_directory_name(config.paths[i], config.paths[j])) {
+        throw ConfigError(map.where("paths") + ": entries " + std::to_string(j) + " and " +
+                          std::to_string(i) + " ('" + config.paths[j] + "' and '" + config.paths[i] +
+                          "') name the same directory; list each directory once");
+      }
+    }
   }
   map.finish();
 }

@@ -50,5 +50,20 @@ TEST(StoreConfig, RejectsBadValues) {
   EXPECT_THROW(parse_store_config(engine, c), ConfigError);
 }
 
+TEST(StoreConfig, RejectsADirectoryListedTwice) {
+  for (const char* again : {"/ssd0/store", "/ssd0/store/", "/ssd0/./store", "/ssd0//store"}) {
+    auto map = ConfigMap::parse(std::string("paths: [/ssd0/store, /ssd1/store, ") + again + "]\n",
+                                "store.yaml");
+    StoreConfig c;
+    try {
+      parse_store_config(map, c);
+      ADD_FAILURE() << again << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("store.yaml:1: paths: entries 0 and 2 ('/ssd0/store' and '") +
+                                           again + "') name the same directory; list each directory once");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stripesolve::storage

@@ -60,12 +60,25 @@ Status check_object_name(const std::string& name, const char* what) {
   const auto bad = [&](const std::string& why) {
     return Status::invalid_argument(std::string(what) + " '" + name + "' " + why);
   };
-  if (name.empty() || name.size() > 128) return bad("must have 1 to 128 characters");
+  if (name.empty() || name.size() > kMaxObjectNameLength) {
+    return bad("must have 1 to " + std::to_string(kMaxObjectNameLength) + " characters");
+  }
   if (name[0] == '.' || name[0] == '-') return bad("must not start with '.' or '-'");
   for (char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '.' || c == '-';
     if (!ok) return bad("may only contain letters, digits, '_', '.' and '-'");
+  }
+  return Status::ok();
+}
+
+Status check_matrix_name(const std::string& name) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(name, "object name"));
+  if (name.size() > kMaxMatrixNameLength) {
+    return Status::invalid_argument(
+        "matrix name '" + name + "' has " + std::to_string(name.size()) + " characters; matrix names " +
+        "have at most " + std::to_string(kMaxMatrixNameLength) + ", so that the names of their " +
+        "factors (NAME.lu.<pivot>) fit in " + std::to_string(kMaxObjectNameLength));
   }
   return Status::ok();
 }

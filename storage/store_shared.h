@@ -3,13 +3,15 @@
 // On-disk names (docs/storage-format.md): <path>/objects/<name>/data on every path of an
 // object's placement; manifest.json and blob.<key> beside the data file on path 0.
 //
-// Thread-safety: config, paths, store_id and engine are immutable after open; `open_count` is
-// guarded by `mu`.
+// Thread-safety: config, paths, store_id and engine are immutable after open; `open_count` and
+// `locked_names` are guarded by `mu`.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,8 @@ struct StoreShared {
 
   std::mutex mu;
   std::map<std::string, int> open_count;  // GUARDED_BY(mu): open StripedMatrix objects per name
+  std::set<std::string> locked_names;     // GUARDED_BY(mu): names held by an ObjectNameLock
+  std::condition_variable name_unlocked;  // a name left locked_names
 
   ~StoreShared();
 
@@ -52,5 +56,7 @@ struct StoreShared {
 
 // Object names and blob keys: 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-'.
 Status check_object_name(const std::string& name, const char* what);
+// check_object_name() and at most kMaxMatrixNameLength characters (manifest.h).
+Status check_matrix_name(const std::string& name);
 
 }  // namespace stripesolve::storage

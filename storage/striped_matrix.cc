@@ -260,6 +260,11 @@ Status StripedMatrix::commit() {
   Manifest next = manifest_;
   next.info.kind = "factor";
   next.info.state = ObjectState::kComplete;
+  // In place, the matrix becomes its own factor: it records what it was.
+  if (mode_ == Mode::kInPlace && !next.info.factor_of) {
+    next.info.factor_of = FactorOf{info_.id, info_.geometry.n, info_.checksum_summary};
+  }
+  next.info.checksum_summary = checksum_summary(next.checksums);
   STRIPESOLVE_RETURN_IF_ERROR(store_->write_manifest(next));
   manifest_ = std::move(next);
   committed_ = true;

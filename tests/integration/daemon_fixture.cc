@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <new>
+#include <stdexcept>
 #include <vector>
 
 namespace stripesolve::testing {
@@ -14,6 +16,10 @@ double expected_row_value(int64_t row, int64_t col) { return static_cast<double>
 void TestJobs::register_into(daemon::JobRegistry& r) {
   r.add("echo", daemon::Lane::kSmall, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
     return ctx.params();
+  });
+  r.add("throw", daemon::Lane::kSmall, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
+    if (ctx.params().value("what", std::string()) == "bad_alloc") throw std::bad_alloc();
+    throw std::runtime_error("thrown on purpose");
   });
   auto gated = [this](daemon::JobContext& ctx) -> Result<nlohmann::json> {
     gated_running++;

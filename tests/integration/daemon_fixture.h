@@ -24,6 +24,7 @@ namespace stripesolve::testing {
 //   gated_tridiag (tridiag): the same in the tridiagonal-batch lane
 //   rows   (dense): produces an n x nrhs solution x[i][j] = i + 1000 j, published stripe by
 //                   stripe from the last stripe to the first (like back substitution)
+//   throw  (small): throws std::bad_alloc ({"what": "bad_alloc"}) or std::runtime_error
 struct TestJobs {
   std::atomic<bool> release{false};
   std::atomic<int> gated_running{0};

@@ -1,0 +1,100 @@
+// Integration (issue 15, point 10): small things that used to be accepted and then failed later,
+// or silently, now fail at once with a clear error: names too long to be solved, a store path
+// listed twice, a duplicated YAML key, and objects with a corrupt manifest.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "client/commands.h"
+#include "tests/integration/daemon_fixture.h"
+
+namespace stripesolve::testing {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `stripesolved --config <yaml> --check-config`; returns its exit code and stderr + stdout.
+std::pair<int, std::string> check_config(const std::string& dir, const std::string& yaml) {
+  const std::string file = dir + "/check.yaml", out = dir + "/check.out";
+  std::ofstream(file) << yaml;
+  const int st = std::system((std::string(STRIPESOLVE_DAEMON_BINARY) + " --config " + file +
+                              " --check-config > " + out + " 2>&1").c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_text(out)};
+}
+
+nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
+  auto r = client::run_job(c, job);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  return r.is_ok() ? *r : nlohmann::json::object();
+}
+
+// Names of 122-128 characters could be created but never solved: "NAME.lu.row" did not fit.
+TEST(ConfigChecks, MatrixNamesLeaveRoomForTheirFactors) {
+  DaemonFixture d;
+  auto c = d.connect();
+  const std::string longest(119, 'n');
+  auto too_long = run(*c, {{"type", "matrix_create"}, {"name", longest + "x"}, {"n", 10}});
+  EXPECT_EQ(too_long["state"], "FAILED");
+  EXPECT_EQ(too_long["error"]["message"],
+            "matrix name '" + longest + "x' has 120 characters; matrix names have at most 119, so "
+            "that the names of their factors (NAME.lu.<pivot>) fit in 128");
+  ASSERT_EQ(run(*c, {{"type", "matrix_create"}, {"name", longest}, {"n", 40}, {"seed", 3}})["state"],
+            "COMPLETED");
+  for (const char* pivot : {"row", "local", "none"}) {
+    auto solved = run(*c, {{"type", "dense_solve"}, {"matrix", longest}, {"pivot", pivot},
+                           {"rhs", {{"generate", "ones"}, {"nrhs", 1}}}});
+    EXPECT_EQ(solved["state"], "COMPLETED") << pivot << ": " << solved.dump();
+  }
+}
+
+TEST(ConfigChecks, AStorePathListedTwiceFailsTheConfigCheck) {
+  DaemonFixture d;
+  auto [code, text] = check_config(d.dir(), "store:\n  paths:\n    - " + d.dir() + "/s0\n    - " +
+                                                d.dir() + "/s1\n    - " + d.dir() + "/s0/\n");
+  EXPECT_EQ(code, 2) << text;
+  EXPECT_NE(text.find(d.dir() + "/check.yaml:2: store.paths: entries 0 and 2 ('" + d.dir() +
+                      "/s0' and '" + d.dir() + "/s0/') name the same directory; list each "
+                      "directory once"), std::string::npos) << text;
+  auto [fine, fine_text] = check_config(d.dir(), "store:\n  paths: [" + d.dir() + "/s0, " + d.dir() + "/s1]\n");
+  EXPECT_EQ(fine, 0) << fine_text;
+}
+
+TEST(ConfigChecks, ADuplicatedYamlKeyFailsTheConfigCheck) {
+  DaemonFixture d;
+  auto [code, text] = check_config(d.dir(), "daemon:\n  socket_mode: \"0600\"\n  limits:\n"
+                                            "    max_jobs: 10\n  socket_mode: \"0660\"\n");
+  EXPECT_EQ(code, 2) << text;
+  EXPECT_NE(text.find(d.dir() + "/check.yaml:5: daemon.socket_mode: duplicate key (also set at "
+                      "line 2); set each key once"), std::string::npos) << text;
+}
+
+// An object whose manifest cannot be read was hidden from `ls` and could not be removed.
+TEST(ConfigChecks, AnObjectWithACorruptManifestIsListedAndRemovable) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
+  const std::string manifest = d.dir() + "/store/objects/M/manifest.json";
+  std::ofstream(manifest) << "{\"format\": \"stripesolve-object\", truncated";
+  auto list = run(*c, {{"type", "matrix_list"}});
+  ASSERT_EQ(list["result"]["matrices"].size(), 1u) << list.dump();
+  const auto& m = list["result"]["matrices"][0];
+  EXPECT_EQ(m["name"], "M");
+  EXPECT_EQ(m["state"], "corrupt");
+  EXPECT_EQ(m["problem"], "manifest " + manifest + ": not valid JSON");
+  auto show = run(*c, {{"type", "matrix_show"}, {"name", "M"}});
+  EXPECT_EQ(show["error"]["code"], "Corruption");
+  auto rm = run(*c, {{"type", "matrix_delete"}, {"name", "M"}});
+  EXPECT_EQ(rm["state"], "COMPLETED") << rm.dump();
+  EXPECT_TRUE(run(*c, {{"type", "matrix_list"}})["result"]["matrices"].empty());
+  EXPECT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -1,0 +1,121 @@
+// Integration (issue 15, point 4): stored objects have identities. A factor is reused only for
+// the matrix it was made from, `matrix rm` takes the matrix's factors with it, and concurrent
+// first solves of one matrix share one factorization.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "client/commands.h"
+#include "tests/integration/daemon_fixture.h"
+
+namespace stripesolve::testing {
+namespace {
+
+nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
+  auto r = client::run_job(c, job);
+  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
+  return r.is_ok() ? *r : nlohmann::json::object();
+}
+
+nlohmann::json create(client::Connection& c, const std::string& name, int64_t n) {
+  return run(c, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"seed", 7}, {"stripe_rows", 48}});
+}
+
+nlohmann::json solve(client::Connection& c, const std::string& name) {
+  return run(c, {{"type", "dense_solve"}, {"matrix", name}, {"rhs", {{"generate", "uniform"}, {"nrhs", 2}}}});
+}
+
+std::vector<std::string> names(client::Connection& c) {
+  std::vector<std::string> out;
+  const nlohmann::json list = run(c, {{"type", "matrix_list"}});
+  for (const auto& m : list["result"]["matrices"]) out.push_back(m["name"]);
+  return out;
+}
+
+// Issue 15 point 4: `matrix rm S` left S.lu.* behind, and a matrix created again under the same
+// name from the same source within the same second reused the old factors (wrong answers, or
+// a pivots-size mismatch when the order changed).
+TEST(ObjectIdentity, RemovingAMatrixRemovesItsFactorsAndANewOneIsFactoredAgain) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "S", 100)["state"], "COMPLETED");
+  const auto first = solve(*c, "S");
+  ASSERT_EQ(first["state"], "COMPLETED") << first.dump();
+  EXPECT_EQ(first["result"]["factor"], "S.lu.row");
+  EXPECT_EQ(names(*c), (std::vector<std::string>{"S", "S.lu.row"}));
+
+  const auto rm = run(*c, {{"type", "matrix_delete"}, {"name", "S"}});
+  ASSERT_EQ(rm["state"], "COMPLETED") << rm.dump();
+  EXPECT_EQ(rm["result"]["factors_deleted"], nlohmann::json::array({"S.lu.row"}));
+  EXPECT_TRUE(names(*c).empty());
+
+  // The same generator and seed, another order, at once.
+  ASSERT_EQ(create(*c, "S", 120)["state"], "COMPLETED");
+  const auto second = solve(*c, "S");
+  ASSERT_EQ(second["state"], "COMPLETED") << second.dump();
+  EXPECT_EQ(second["result"]["reused_factors"], false);
+  EXPECT_LT(second["result"]["residual"].get<double>(), 1e-12);
+  const auto third = solve(*c, "S");
+  EXPECT_EQ(third["result"]["reused_factors"], true);  // its own factor is reused
+}
+
+TEST(ObjectIdentity, AStaleFactorOfTheSameNameIsNotReused) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "S", 100)["state"], "COMPLETED");
+  ASSERT_EQ(solve(*c, "S")["state"], "COMPLETED");
+  // Remove the matrix alone, then make S again from the same source, at once.
+  ASSERT_TRUE(d.daemon().store().remove("S").is_ok());
+  ASSERT_EQ(create(*c, "S", 120)["state"], "COMPLETED");
+  const auto again = solve(*c, "S");
+  ASSERT_EQ(again["state"], "COMPLETED") << again.dump();
+  EXPECT_EQ(again["result"]["reused_factors"], false);
+  EXPECT_LT(again["result"]["residual"].get<double>(), 1e-12);
+  const auto show = run(*c, {{"type", "matrix_show"}, {"name", "S.lu.row"}});
+  const auto matrix = run(*c, {{"type", "matrix_show"}, {"name", "S"}});
+  EXPECT_EQ(show["result"]["factor_of"]["id"], matrix["result"]["id"]);
+}
+
+TEST(ObjectIdentity, TheCliSaysWhichFactorsWentWithTheMatrix) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "M", 60)["state"], "COMPLETED");
+  ASSERT_EQ(solve(*c, "M")["state"], "COMPLETED");
+  const std::string out = d.dir() + "/rm.txt";
+  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
+  ASSERT_EQ(std::system((cli + " matrix rm M > " + out + " 2>&1").c_str()), 0);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "deleted M\ndeleted its factor M.lu.row\n");
+}
+
+// Issue 15 point 10: with concurrency.dense 2, two first solves of one matrix both tried to make
+// M.lu.row and the second failed on "'M.lu.row' already exists". Now the second waits for the
+// first one's factor and reuses it.
+TEST(ObjectIdentity, ConcurrentFirstSolvesShareOneFactorization) {
+  DaemonFixture d([](daemon::DaemonConfig& c) { c.server.dense_concurrency = 2; });
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "M", 480)["state"], "COMPLETED");
+  const nlohmann::json job = {{"type", "dense_solve"}, {"matrix", "M"},
+                              {"rhs", {{"generate", "uniform"}, {"nrhs", 1}}}};
+  auto a = client::submit_job(*c, job);
+  auto b = client::submit_job(*c, job);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  auto ja = client::follow_job(*c, *a, "", nullptr);
+  auto jb = client::follow_job(*c, *b, "", nullptr);
+  ASSERT_TRUE(ja.is_ok() && jb.is_ok());
+  ASSERT_EQ((*ja)["state"], "COMPLETED") << ja->dump();
+  ASSERT_EQ((*jb)["state"], "COMPLETED") << jb->dump();
+  const bool reused_a = (*ja)["result"]["reused_factors"], reused_b = (*jb)["result"]["reused_factors"];
+  EXPECT_NE(reused_a, reused_b) << "exactly one of them factors";
+  EXPECT_LT((*ja)["result"]["residual"].get<double>(), 1e-12);
+  EXPECT_LT((*jb)["result"]["residual"].get<double>(), 1e-12);
+  EXPECT_EQ(names(*c), (std::vector<std::string>{"M", "M.lu.row"}));
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -53,6 +53,13 @@ Status GpuElimination::open() {
     if (t.i_end - t.i_begin > 1) ++ranges[{t.i_begin, t.i_end}];
   }
   range_uses_.assign(ranges.begin(), ranges.end());
+  meta_of_.assign(static_cast<size_t>(g.stripes), 0);
+  const int64_t metas = meta_stripe_count(g.stripes, std::max<int64_t>(1, params_.meta_stripes));
+  for (int64_t im = 0; im < metas; ++im) {
+    for (int64_t i = im * g.stripes / metas; i < (im + 1) * g.stripes / metas; ++i) {
+      meta_of_[static_cast<size_t>(i)] = im;
+    }
+  }
   perm_count_.assign(static_cast<size_t>(g.stripes), 0);
 
   STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_i, engine_.lane_workspace_bytes(s_max, g.n, params_.pivot,
@@ -60,7 +67,7 @@ Status GpuElimination::open() {
   STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_j, engine_.lane_workspace_bytes(0, 0, params_.pivot,
                                                                            s_max, k_max));
   const int64_t workers = std::max<int64_t>(1, params_.elim_j_workers);
-  const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers);
+  const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers + 1);  // + the prefetcher
   const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
   const uint64_t slack = library_slack(plan_.gpu_memory);
   if (plan_.gpu_memory <= lanes + pivots + slack) {
@@ -83,6 +90,9 @@ Status GpuElimination::open() {
     lanes_j_.push_back(std::move(lane));
     p += ws_j;
   }
+  STRIPESOLVE_ASSIGN_OR_RETURN(lane_prefetch_, engine_.make_lane(false, 0, 0, params_.pivot,
+                                                                 s_max, k_max, p));
+  p += ws_j;
   device_raw_ = reinterpret_cast<int32_t*>(p);
   device_perm_ = device_raw_ + g.n;
   // Pinned RAM: the cells' copies run at full PCIe speed.
@@ -99,7 +109,9 @@ Status GpuElimination::open() {
 }
 
 GpuElimination::~GpuElimination() {
+  stop_prefetch();
   lanes_j_.clear();
+  lane_prefetch_.reset();
   lane_i_.reset();
   if (pinned_) engine_.unregister_host(ctx_.cache.arena().base());
   engine_.release(pool_);
@@ -115,7 +127,8 @@ DeviceBlock GpuElimination::instance_block(const DeviceInstance& inst) const {
 Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, bool copy_in,
                                                     backend::DeviceLane& lane, bool* created) {
   const storage::StripeGeometry& g = layout_.geometry();
-  if (auto inst = tier_->find(cell.stripe)) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<DeviceInstance> found, tier_->find_ready(cell.stripe));
+  if (auto inst = found) {
     if (inst->i0_store != cell.i0_store) {
       return Status::internal(fmt::format(
           "GPU tier: stripe {} is on the device from column {} but in RAM from column {}",
@@ -240,10 +253,65 @@ Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const
     }
   }
   tier_->block_ready(t.i_begin, t.i_end);
+  if (!plan_.device_resident) {
+    // The block holds every row the range's updates read: the stripes' own copies can go (their
+    // final values are in RAM since their elimination).
+    for (int64_t i = t.i_begin; i < t.i_end; ++i) tier_->free(i);
+  }
   return block;
 }
 
-bool GpuElimination::keep_j(const CellView&) const { return plan_.device_resident; }
+// J stays on the device when the whole matrix does, and otherwise when it belongs to the
+// meta-stripe being eliminated or to the next one (it is an I stripe soon: its elimination and the
+// updates inside its meta-stripe then need no copies), while the device keeps room for the J
+// parts in flight and a U block, and RAM for the planner's working set.
+bool GpuElimination::keep_j(const Task& t, const CellView& j) const {
+  if (plan_.device_resident) return true;
+  const int64_t mj = meta_of_[static_cast<size_t>(j.stripe)];
+  const int64_t mi = meta_of_[static_cast<size_t>(t.i_begin)];
+  if (mj > mi + 1) return false;
+  const storage::StripeGeometry& g = layout_.geometry();
+  const uint64_t part = part_bytes(g, j.stripe, j.i0_store);
+  const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
+  const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n);
+  const uint64_t device_reserve =
+      block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
+  if (tier_->free_bytes() < device_reserve) return false;
+  const uint64_t ram_reserve = static_cast<uint64_t>(params_.meta_stripes + 2) * plan_.stripe_bytes;
+  return ctx_.cache.on_device_bytes() + part + ram_reserve <= plan_.ram_budget;
+}
+
+void GpuElimination::start_prefetch() {
+  if (!plan_.device_resident || prefetcher_.joinable()) return;
+  stop_prefetch_ = false;
+  prefetcher_ = std::thread([this] { prefetch(); });
+}
+
+void GpuElimination::stop_prefetch() {
+  stop_prefetch_ = true;
+  if (prefetcher_.joinable()) prefetcher_.join();
+}
+
+void GpuElimination::prefetch() {
+  const storage::StripeGeometry& g = layout_.geometry();
+  for (int64_t i = 0; i < g.stripes && !stop_prefetch_; ++i) {
+    if (!ctx_.cache.failure().is_ok()) return;
+    const std::optional<CellView> cell = ctx_.cache.view_if_idle(i);
+    if (!cell) continue;  // already taken by a role (which copies it itself) or not loaded
+    const uint64_t bytes = part_bytes(g, i, cell->i0_store);
+    auto inst = tier_->try_prefetch(i, cell->i0_store, bytes,
+                                    static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes);
+    if (!inst) continue;
+    TraceRecorder::Span span(ctx_.trace, "prefetch", "copy in", {{"stripe", std::to_string(i)}});
+    const DeviceBlock b = instance_block(*inst);
+    const Status st = lane_prefetch_->upload(cell_part(layout_, *cell).data, b, 0, b.cols);
+    if (!st.is_ok()) {
+      tier_->fail(st);
+      return;
+    }
+    tier_->set_ready(i);
+  }
+}
 
 Status GpuElimination::update(int worker, const Task& t, const CellView& j,
                               const std::vector<CellView>& is,
@@ -274,7 +342,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   bool created = false;
   STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst, instance_for(j, false, lane, &created));
   const stripe::StripePart part = cell_part(layout_, j);
-  const bool keep = keep_j(j);
+  const bool keep = keep_j(t, j);
   backend::DeviceUpdate op;
   op.j = instance_block(inst);
   op.j_col = i0r - j.i0_store;

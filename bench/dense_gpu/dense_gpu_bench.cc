@@ -6,7 +6,7 @@
 //
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--reps 2] [--dgemm-reps 5]
-//                   [--persist-factors] [--stripe-rows 0] [--dir /var/tmp/stripesolve-bench-gpu]
+//                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0] [--dir /var/tmp/stripesolve-bench-gpu]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
 //
@@ -107,6 +107,8 @@ struct Args {
   int dgemm_reps = 5;
   bool persist_factors = false;
   int64_t stripe_rows = 0;             // 0 = the planner's S for the run's config
+  int64_t meta_stripes = 0;            // S^m; 0 = the planner's
+  int64_t elim_j_workers = 0;          // k; 0 = the planner's
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";
   std::string cusolver_api = "legacy";
@@ -119,7 +121,7 @@ struct Args {
   std::fprintf(stderr,
                "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
                "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--reps R] "
-               "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--dir D] "
+               "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--meta-stripes M] [--elim-j-workers K] [--dir D] "
                "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
                "[--skip engine,cusolver,dgemm,disk]\n"
                "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
@@ -174,6 +176,10 @@ Args parse_args(int argc, char** argv) {
       a.reps = static_cast<int>(parse_int(arg, v, 1, 1000));
     } else if (arg == "--dgemm-reps") {
       a.dgemm_reps = static_cast<int>(parse_int(arg, v, 1, 1000));
+    } else if (arg == "--meta-stripes") {
+      a.meta_stripes = parse_int(arg, v, 0, 1 << 20);
+    } else if (arg == "--elim-j-workers") {
+      a.elim_j_workers = parse_int(arg, v, 0, 64);
     } else if (arg == "--stripe-rows") {
       a.stripe_rows = parse_int(arg, v, 0, 1 << 20);
     } else if (arg == "--dir") {
@@ -905,6 +911,8 @@ int main(int argc, char** argv) {
                             ? *args.ram_budget
                             : (static_cast<uint64_t>(1.25 * matrix_bytes) / ss::kMiB + 1) * ss::kMiB;
     config.gpu_memory = args.gpu_memory.value_or(0);
+    config.meta_stripes = args.meta_stripes;
+    config.elim_j_workers = args.elim_j_workers;
     config.progress_interval_seconds = 10;
     run["ram_budget"] = config.ram_budget;
     run["gpu_memory"] = config.gpu_memory;

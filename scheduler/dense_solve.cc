@@ -180,7 +180,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
 
   EngineConfig config = config_in;
   gpu::DeviceBudget::Reservation device_reservation;
-  report.backend = engine != nullptr ? "cuda" : "cpu";
+  report.backend = engine == nullptr ? "cpu" : engine->device() >= 0 ? "cuda" : "host";
   if (engine != nullptr) {
     report.device = engine->description();
     config.gpus = 1;
@@ -409,6 +409,15 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
                                 CancelToken& cancel, const SolveCallbacks& callbacks,
                                 TraceRecorder* trace) {
   return solve_with(backend, nullptr, store, matrix_name, b, nrhs, options, config, cancel,
+                    callbacks, trace);
+}
+
+Result<SolveReport> solve_dense(backend::Backend& backend, backend::DeviceEngine* engine,
+                                storage::MatrixStore& store, std::string_view matrix_name,
+                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                                const EngineConfig& config, CancelToken& cancel,
+                                const SolveCallbacks& callbacks, TraceRecorder* trace) {
+  return solve_with(backend, engine, store, matrix_name, b, nrhs, options, config, cancel,
                     callbacks, trace);
 }
 

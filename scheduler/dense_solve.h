@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/device_engine.h"
 #include "base/status.h"
 #include "scheduler/planner.h"
 #include "scheduler/progress.h"
@@ -101,6 +102,14 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
                                 const DenseSolveOptions& options, const EngineConfig& config,
                                 CancelToken& cancel, const SolveCallbacks& callbacks,
                                 TraceRecorder* trace);
+
+// The same with an explicit backend and GPU-tier engine (null: the CPU path). Tests run the GPU
+// tier's roles without a GPU through backend/host_device_engine.h.
+Result<SolveReport> solve_dense(backend::Backend& backend, backend::DeviceEngine* engine,
+                                storage::MatrixStore& store, std::string_view matrix_name,
+                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                                const EngineConfig& config, CancelToken& cancel,
+                                const SolveCallbacks& callbacks, TraceRecorder* trace);
 
 // "<matrix>.lu.<pivot>" (or the matrix itself in place).
 std::string factor_name_for(std::string_view matrix_name, const DenseSolveOptions& options);

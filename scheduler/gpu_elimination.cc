@@ -28,7 +28,12 @@ uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0
 GpuElimination::GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
                                const storage::StripedMatrix& layout, const FactorParams& params,
                                const Plan& plan)
-    : ctx_(ctx), engine_(engine), layout_(layout), params_(params), plan_(plan) {}
+    : ctx_(ctx),
+      engine_(engine),
+      layout_(layout),
+      geometry_(layout.geometry()),
+      params_(params),
+      plan_(plan) {}
 
 Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ctx,
                                                                backend::DeviceEngine& engine,
@@ -41,7 +46,7 @@ Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ct
 }
 
 Status GpuElimination::open() {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   const int64_t s_max = (g.n + g.stripes - 1) / g.stripes;
   const int64_t k_max = s_max;  // permutations are per stripe
   // Use counts from the task list.
@@ -119,14 +124,14 @@ GpuElimination::~GpuElimination() {
 }
 
 DeviceBlock GpuElimination::instance_block(const DeviceInstance& inst) const {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   const int64_t rows = g.rows(inst.stripe);
   return DeviceBlock{device_at(inst.offset), rows, g.n - inst.i0_store, rows};
 }
 
 Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, bool copy_in,
                                                     backend::DeviceLane& lane, bool* created) {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<DeviceInstance> found, tier_->find_ready(cell.stripe));
   if (auto inst = found) {
     if (inst->i0_store != cell.i0_store) {
@@ -161,7 +166,7 @@ Status GpuElimination::eliminate(int64_t i, const CellView& cell, stripe::Stripe
 
 Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
                                            stripe::StripePivots* pivots) {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   TraceRecorder::Span span(ctx_.trace, "elim.I", "eliminate", {{"stripe", std::to_string(i)}});
   tier_->begin_work();
   struct EndWork {
@@ -209,13 +214,13 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
 }
 
 backend::ColumnPermutation GpuElimination::permutation_of(int64_t i, int64_t first) const {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   return backend::ColumnPermutation{device_perm_ + 4 * g.row_begin(i),
                                     perm_count_[static_cast<size_t>(i)], first};
 }
 
 Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const Task& t) {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   const int64_t i0r = g.row_begin(t.i_begin);
   const int64_t k = g.row_end(t.i_end - 1) - i0r;
   const DeviceBlock whole_rows{nullptr, k, g.n - i0r, k};
@@ -270,7 +275,7 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) const {
   const int64_t mj = meta_of_[static_cast<size_t>(j.stripe)];
   const int64_t mi = meta_of_[static_cast<size_t>(t.i_begin)];
   if (mj > mi + 1) return false;
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   const uint64_t part = part_bytes(g, j.stripe, j.i0_store);
   const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
   const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n);
@@ -293,7 +298,7 @@ void GpuElimination::stop_prefetch() {
 }
 
 void GpuElimination::prefetch() {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   for (int64_t i = 0; i < g.stripes && !stop_prefetch_; ++i) {
     if (!ctx_.cache.failure().is_ok()) return;
     const std::optional<CellView> cell = ctx_.cache.view_if_idle(i);
@@ -326,7 +331,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
                                         const std::vector<CellView>& is,
                                         const std::vector<stripe::StripePivots>&,
                                         bool* keep_on_device) {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   backend::DeviceLane& lane = *lanes_j_[static_cast<size_t>(worker)];
   const std::string role = "elim.J" + std::to_string(worker);
   TraceRecorder::Span span(ctx_.trace, role, "update",
@@ -387,7 +392,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
 }
 
 bool GpuElimination::factors_resident() const {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   for (int64_t i = 0; i < g.stripes; ++i) {
     auto inst = tier_->find(i);
     if (!inst || inst->i0_store != 0 || inst->newer) return false;
@@ -396,7 +401,7 @@ bool GpuElimination::factors_resident() const {
 }
 
 Status GpuElimination::substitute(double* x, int64_t nrhs) {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   const uint64_t bytes = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(nrhs);
   // The right-hand sides take the place of the first free piece of the pool.
   STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance rhs_inst, tier_->allocate(-1, 0, bytes));
@@ -421,7 +426,7 @@ Status GpuElimination::substitute(double* x, int64_t nrhs) {
 }
 
 void GpuElimination::release_factors() {
-  const storage::StripeGeometry& g = layout_.geometry();
+  const storage::StripeGeometry& g = geometry_;
   for (int64_t i = 0; i < g.stripes; ++i) tier_->free(i);
 }
 

@@ -94,7 +94,10 @@ class GpuElimination final : public Elimination {
 
   EngineContext& ctx_;
   backend::DeviceEngine& engine_;
+  // The factor object: its part layouts are read during the factorization only (the solve may
+  // close it afterwards); the geometry is kept by value for the substitution.
   const storage::StripedMatrix& layout_;
+  const storage::StripeGeometry geometry_;
   FactorParams params_;
   Plan plan_;
   std::vector<int64_t> stripe_uses_;        // update tasks reading each eliminated stripe

@@ -1,0 +1,214 @@
+#include "backend/host_device_engine.h"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+
+namespace stripesolve::backend {
+namespace {
+
+size_t column_bytes(int64_t ld, int64_t c0, int64_t c1) {
+  return sizeof(double) * static_cast<size_t>(ld) * static_cast<size_t>(c1 - c0);
+}
+
+void permute(double* a, int64_t ld, int64_t rows, const ColumnPermutation& p) {
+  std::vector<double> tmp(static_cast<size_t>(rows * p.count));
+  for (int64_t q = 0; q < p.count; ++q) {
+    std::memcpy(tmp.data() + q * rows, a + (p.first + p.pairs[2 * q + 1]) * ld,
+                sizeof(double) * static_cast<size_t>(rows));
+  }
+  for (int64_t q = 0; q < p.count; ++q) {
+    std::memcpy(a + (p.first + p.pairs[2 * q]) * ld, tmp.data() + q * rows,
+                sizeof(double) * static_cast<size_t>(rows));
+  }
+}
+
+class HostLane final : public DeviceLane {
+ public:
+  Status upload(const double* host, const DeviceBlock& dst, int64_t c0, int64_t c1) override {
+    std::memcpy(dst.data + c0 * dst.ld, host + c0 * dst.ld, column_bytes(dst.ld, c0, c1));
+    return Status::ok();
+  }
+  Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) override {
+    std::memcpy(host + c0 * src.ld, src.data + c0 * src.ld, column_bytes(src.ld, c0, c1));
+    return Status::ok();
+  }
+
+  Status eliminate(const DeviceBlock& part, int64_t block_col, PivotMode mode,
+                   int64_t substripe_rows, int64_t global_row, int64_t* host_swaps,
+                   int32_t* device_raw, int32_t* device_perm, int64_t* perm_count) override {
+    const int64_t h = part.rows;
+    const int64_t count = (h + substripe_rows - 1) / substripe_rows;
+    std::vector<int64_t> local(static_cast<size_t>(h), 0);
+    for (int64_t q = 0; q < count; ++q) {
+      const int64_t pr = q * h / count;
+      const int64_t ps = (q + 1) * h / count - pr;
+      PanelFactor op;
+      op.part = part.data;
+      op.ld = part.ld;
+      op.rows = h;
+      op.cols = part.cols;
+      op.block_col = block_col;
+      op.panel_row = pr;
+      op.panel_rows = ps;
+      op.mode = mode;
+      op.swaps = local.data() + pr;
+      op.global_row = global_row;
+      const WorkspaceSize need = cpu_.workspace_size(op);
+      workspace_.resize(std::max<size_t>(workspace_.size(), need.host_bytes / sizeof(double) + 1));
+      STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(
+          op, Workspace{reinterpret_cast<std::byte*>(workspace_.data()),
+                        workspace_.size() * sizeof(double), nullptr, 0}));
+      if (pr + ps < h) {
+        const int64_t dc = block_col + pr;
+        BlockUpdate up;
+        up.u = part.data + pr + dc * part.ld;
+        up.ld_u = part.ld;
+        up.k = ps;
+        up.cols = part.cols - dc;
+        up.t = part.data + (pr + ps) + dc * part.ld;
+        up.ld_t = part.ld;
+        up.t_rows = h - pr - ps;
+        STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(up, {}));
+      }
+    }
+    for (int64_t c = block_col; c < part.cols; ++c) {
+      for (int64_t r = 0; r < h; ++r) {
+        if (!std::isfinite(part.data[r + c * part.ld])) {
+          return Status::numerical(
+              fmt::format("non-finite value in row {} after elimination", global_row + r));
+        }
+      }
+    }
+    if (mode == PivotMode::kNone) return Status::ok();
+    std::vector<int32_t> raw(static_cast<size_t>(h));
+    for (int64_t k = 0; k < h; ++k) {
+      host_swaps[k] = local[k];
+      raw[k] = static_cast<int32_t>(mode == PivotMode::kRow ? local[k] - block_col : local[k]);
+    }
+    std::copy(raw.begin(), raw.end(), device_raw);
+    if (mode == PivotMode::kRow) {
+      const std::vector<int32_t> pairs = permutation_pairs(raw);
+      std::copy(pairs.begin(), pairs.end(), device_perm);
+      *perm_count = static_cast<int64_t>(pairs.size() / 2);
+    }
+    return Status::ok();
+  }
+
+  Status update(const DeviceUpdate& op) override {
+    const DeviceBlock& j = op.j;
+    const int64_t k = op.u.rows;
+    const int64_t c0 = op.j_col;
+    if (op.u.cols != j.cols - c0 || k > j.cols - c0) {
+      return Status::invalid_argument(fmt::format(
+          "device update: J of {} x {} from column {} by U of {} x {}", j.rows, j.cols, c0,
+          op.u.rows, op.u.cols));
+    }
+    if (op.host_in != nullptr) STRIPESOLVE_RETURN_IF_ERROR(upload(op.host_in, j, c0, j.cols));
+    for (const ColumnPermutation& p : op.permutations) {
+      ColumnPermutation shifted = p;
+      shifted.first += c0;
+      permute(j.data, j.ld, j.rows, shifted);
+    }
+    double* t = j.data + c0 * j.ld;
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+                static_cast<int>(j.rows), static_cast<int>(k), 1.0, op.u.data,
+                static_cast<int>(op.u.ld), t, static_cast<int>(j.ld));
+    if (j.cols - c0 > k) {
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(j.rows),
+                  static_cast<int>(j.cols - c0 - k), static_cast<int>(k), -1.0, t,
+                  static_cast<int>(j.ld), op.u.data + k * op.u.ld, static_cast<int>(op.u.ld), 1.0,
+                  t + k * j.ld, static_cast<int>(j.ld));
+    }
+    if (op.host_out != nullptr) STRIPESOLVE_RETURN_IF_ERROR(download(j, op.host_out, c0, j.cols));
+    return Status::ok();
+  }
+
+  Status copy_rows(const DeviceBlock& dst, int64_t dst_row, const DeviceBlock& src) override {
+    for (int64_t c = 0; c < src.cols; ++c) {
+      std::memcpy(dst.data + dst_row + c * dst.ld, src.data + c * src.ld,
+                  sizeof(double) * static_cast<size_t>(src.rows));
+    }
+    return Status::ok();
+  }
+
+  Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) override {
+    permute(target.data, target.ld, target.rows, perm);
+    return Status::ok();
+  }
+
+  Status forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                 const DeviceBlock& rhs) override {
+    LowerSubstitution op;
+    std::vector<int64_t> swaps;
+    if (device_raw != nullptr) swaps.assign(device_raw, device_raw + part.rows);
+    op.part = part.data;
+    op.ld = part.ld;
+    op.rows = part.rows;
+    op.row_begin = row_begin;
+    op.row_swaps = swaps.empty() ? nullptr : swaps.data();
+    op.rhs = rhs.data;
+    op.ld_rhs = rhs.ld;
+    op.nrhs = rhs.cols;
+    return cpu_.run(op, {});
+  }
+
+  Status backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                  const DeviceBlock& rhs) override {
+    UpperSubstitution op;
+    op.part = part.data + row_begin * part.ld;
+    op.ld = part.ld;
+    op.rows = part.rows;
+    op.cols = rhs.rows - row_begin;
+    op.rhs = rhs.data + row_begin;
+    op.ld_rhs = rhs.ld;
+    op.nrhs = rhs.cols;
+    STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(op, {}));
+    if (device_raw != nullptr) {
+      for (int64_t c = 0; c < rhs.cols; ++c) {
+        double* x = rhs.data + c * rhs.ld + row_begin;
+        for (int64_t k = part.rows - 1; k >= 0; --k) std::swap(x[k], x[device_raw[k]]);
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  CpuBackend cpu_;
+  std::vector<double> workspace_;
+};
+
+class HostEngine final : public DeviceEngine {
+ public:
+  std::string description() const override { return "host memory (the GPU tier's test engine)"; }
+  int device() const override { return -1; }
+  uint64_t free_memory() const override { return 1ull << 30; }
+  Result<void*> allocate(uint64_t bytes, const std::string& what) override {
+    void* p = std::aligned_alloc(256, (std::max<uint64_t>(bytes, 1) + 255) / 256 * 256);
+    if (p == nullptr) return Status::resource_exhausted("host allocation for " + what);
+    return p;
+  }
+  void release(void* data) override { std::free(data); }
+  Status register_host(void*, uint64_t) override { return Status::ok(); }
+  void unregister_host(void*) override {}
+  Result<uint64_t> lane_workspace_bytes(int64_t, int64_t, PivotMode, int64_t, int64_t) const override {
+    return uint64_t{256};
+  }
+  Result<std::unique_ptr<DeviceLane>> make_lane(bool, int64_t, int64_t, PivotMode, int64_t,
+                                                int64_t, void*) override {
+    return std::unique_ptr<DeviceLane>(std::make_unique<HostLane>());
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceEngine> make_host_device_engine() { return std::make_unique<HostEngine>(); }
+
+}  // namespace stripesolve::backend

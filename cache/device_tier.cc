@@ -72,39 +72,9 @@ Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, ui
                     "GPU tier: stripe " + std::to_string(stripe) + " allocated twice");
   STRIPESOLVE_ASSIGN_OR_RETURN(Extent e,
                                allocate_locked(lock, bytes, "stripe " + std::to_string(stripe)));
-  DeviceInstance inst{stripe, i0_store, e.offset, e.bytes, false, 0, true};
+  DeviceInstance inst{stripe, i0_store, e.offset, e.bytes, false, 0};
   parts_[stripe] = inst;
   return inst;
-}
-
-std::optional<DeviceInstance> DeviceTier::try_prefetch(int64_t stripe, int64_t i0_store,
-                                                      uint64_t bytes, uint64_t reserve) {
-  Lock lock(mu_);
-  if (!failure_.is_ok() || parts_.count(stripe) > 0) return std::nullopt;
-  if (pool_.free_bytes() < bytes + reserve) return std::nullopt;
-  auto e = pool_.allocate(bytes);
-  if (!e) return std::nullopt;
-  peak_ = std::max(peak_, pool_.used());
-  DeviceInstance inst{stripe, i0_store, e->offset, e->bytes, false, 0, false};
-  parts_[stripe] = inst;
-  return inst;
-}
-
-void DeviceTier::set_ready(int64_t stripe) {
-  Lock lock(mu_);
-  auto it = parts_.find(stripe);
-  if (it != parts_.end()) it->second.ready = true;
-  changed_.notify_all();
-}
-
-Result<std::optional<DeviceInstance>> DeviceTier::find_ready(int64_t stripe) {
-  Lock lock(mu_);
-  for (;;) {
-    auto it = parts_.find(stripe);
-    if (it == parts_.end()) return std::optional<DeviceInstance>();
-    if (it->second.ready) return std::optional<DeviceInstance>(it->second);
-    STRIPESOLVE_RETURN_IF_ERROR(wait_locked(lock));
-  }
 }
 
 uint64_t DeviceTier::free_bytes() const {

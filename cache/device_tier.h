@@ -38,7 +38,6 @@ struct DeviceInstance {
   uint64_t bytes = 0;
   bool newer = false;     // device values newer than RAM (RAM cell in kOnDevice)
   int64_t uses = 0;       // eliminated stripe: updates that still read it
-  bool ready = true;      // false while a prefetch copies it in (users wait)
 };
 
 class DeviceTier {
@@ -59,14 +58,6 @@ class DeviceTier {
   // Creates the stripe's instance (none may exist) of `bytes`, waiting for room; fails when the
   // pool cannot hold it even after every other holder has finished (`in_flight` = 0).
   Result<DeviceInstance> allocate(int64_t stripe, int64_t i0_store, uint64_t bytes);
-  // The prefetcher's allocation: nullopt (no wait, no error) when the stripe already has an
-  // instance or the pool has no room now beyond `reserve` bytes. The instance is not ready
-  // until set_ready().
-  std::optional<DeviceInstance> try_prefetch(int64_t stripe, int64_t i0_store, uint64_t bytes,
-                                             uint64_t reserve);
-  void set_ready(int64_t stripe);
-  // Waits until the stripe's instance (if any) is ready; returns it.
-  Result<std::optional<DeviceInstance>> find_ready(int64_t stripe);
   uint64_t free_bytes() const;
   void set_newer(int64_t stripe, bool newer);
   void set_uses(int64_t stripe, int64_t uses);

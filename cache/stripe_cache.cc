@@ -220,13 +220,6 @@ void StripeCache::discard_idle() {
   for (int64_t stripe : idle) transition_locked(stripe, CellState::kAbsent);
 }
 
-std::optional<CellView> StripeCache::view_if_idle(int64_t stripe) const {
-  Lock lock(mu_);
-  auto it = cells_.find(stripe);
-  if (it == cells_.end() || it->second.state != CellState::kIdle) return std::nullopt;
-  return it->second.view;
-}
-
 uint64_t StripeCache::on_device_bytes() const {
   Lock lock(mu_);
   uint64_t bytes = 0;

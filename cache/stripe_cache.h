@@ -114,9 +114,6 @@ class StripeCache {
   // it no longer needs still look stuck.
   // With on_device (the GPU tier kept J's newer values on the device) J moves to kOnDevice.
   void finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, bool on_device = false);
-  // The stripe's cell if it is idle now (a read-only peek: the GPU tier's prefetch copies such
-  // a part to the device while the cache holds all of A and nothing is evicted).
-  std::optional<CellView> view_if_idle(int64_t stripe) const;
   // RAM bytes of cells in kOnDevice (not evictable while there).
   uint64_t on_device_bytes() const;
   // The master has read a DSR part: kStuck -> kAbsent without write-back.

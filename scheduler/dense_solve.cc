@@ -119,7 +119,7 @@ struct Solve {
 
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
 // factorization starts with the matrix in (pinned) RAM: the GPU tier's "host-resident A".
-Result<bool> load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget) {
+Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget) {
   const storage::StripeGeometry& g = a.geometry();
   uint64_t total = 0;
   std::vector<PartOrder> order;
@@ -127,10 +127,9 @@ Result<bool> load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, ui
     total += cache::Arena::round_up(a.part_layout(i, 0).buffer_bytes);
     order.push_back({i, 0});
   }
-  if (total > budget) return false;
-  STRIPESOLVE_RETURN_IF_ERROR(stream_parts(ctx, a, order, "load", true,
-                                           [](int64_t, const stripe::StripePart&) { return Status::ok(); }));
-  return true;
+  if (total > budget) return Status::ok();
+  return stream_parts(ctx, a, order, "load", true,
+                      [](int64_t, const stripe::StripePart&) { return Status::ok(); });
 }
 
 // The device budget of a dense solve: engine.gpu_memory (capped at 95% of the free memory) or
@@ -267,24 +266,21 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
     // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
     FactorParams params{options.pivot,       options.strategy,    plan.meta_stripes,
                         plan.substripe_rows, plan.elim_j_workers, false};
-    bool a_loaded = false;
     if (engine != nullptr) {
       const auto t_load = Clock::now();
       STRIPESOLVE_ASSIGN_OR_RETURN(gpu_elim, GpuElimination::create(ctx, *engine, *sv.writable,
                                                                      params, plan));
       if (!options.in_place) {
         progress.begin_phase("load", 0, g.stripes);
-        STRIPESOLVE_ASSIGN_OR_RETURN(a_loaded, load_matrix(ctx, *sv.a, config.ram_budget));
+        STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx, *sv.a, config.ram_budget));
       }
       report.load_seconds = seconds_since(t_load);
     }
     const double flops = factorization_flops(g);
     progress.begin_phase("factor", flops, g.stripes);
     const auto t0 = Clock::now();
-    if (gpu_elim && a_loaded) gpu_elim->start_prefetch();
     STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots,
                                  run_factorization(ctx, *sv.writable, params, gpu_elim.get()));
-    if (gpu_elim) gpu_elim->stop_prefetch();
     if (cancel.cancelled()) return Status::cancelled("dense solve cancelled");
     report.factor_seconds = seconds_since(t0);
     report.gflops = report.factor_seconds > 0 ? flops / report.factor_seconds / 1e9 : 0.0;

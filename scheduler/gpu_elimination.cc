@@ -72,7 +72,7 @@ Status GpuElimination::open() {
   STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_j, engine_.lane_workspace_bytes(0, 0, params_.pivot,
                                                                            s_max, k_max));
   const int64_t workers = std::max<int64_t>(1, params_.elim_j_workers);
-  const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers + 1);  // + the prefetcher
+  const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers);
   const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
   const uint64_t slack = library_slack(plan_.gpu_memory);
   if (plan_.gpu_memory <= lanes + pivots + slack) {
@@ -95,9 +95,6 @@ Status GpuElimination::open() {
     lanes_j_.push_back(std::move(lane));
     p += ws_j;
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(lane_prefetch_, engine_.make_lane(false, 0, 0, params_.pivot,
-                                                                 s_max, k_max, p));
-  p += ws_j;
   device_raw_ = reinterpret_cast<int32_t*>(p);
   device_perm_ = device_raw_ + g.n;
   // Pinned RAM: the cells' copies run at full PCIe speed.
@@ -114,9 +111,7 @@ Status GpuElimination::open() {
 }
 
 GpuElimination::~GpuElimination() {
-  stop_prefetch();
   lanes_j_.clear();
-  lane_prefetch_.reset();
   lane_i_.reset();
   if (pinned_) engine_.unregister_host(ctx_.cache.arena().base());
   engine_.release(pool_);
@@ -132,8 +127,7 @@ DeviceBlock GpuElimination::instance_block(const DeviceInstance& inst) const {
 Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, bool copy_in,
                                                     backend::DeviceLane& lane, bool* created) {
   const storage::StripeGeometry& g = geometry_;
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<DeviceInstance> found, tier_->find_ready(cell.stripe));
-  if (auto inst = found) {
+  if (auto inst = tier_->find(cell.stripe)) {
     if (inst->i0_store != cell.i0_store) {
       return Status::internal(fmt::format(
           "GPU tier: stripe {} is on the device from column {} but in RAM from column {}",
@@ -284,38 +278,6 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) const {
   if (tier_->free_bytes() < device_reserve) return false;
   const uint64_t ram_reserve = static_cast<uint64_t>(params_.meta_stripes + 2) * plan_.stripe_bytes;
   return ctx_.cache.on_device_bytes() + part + ram_reserve <= plan_.ram_budget;
-}
-
-void GpuElimination::start_prefetch() {
-  if (!plan_.device_resident || prefetcher_.joinable()) return;
-  stop_prefetch_ = false;
-  prefetcher_ = std::thread([this] { prefetch(); });
-}
-
-void GpuElimination::stop_prefetch() {
-  stop_prefetch_ = true;
-  if (prefetcher_.joinable()) prefetcher_.join();
-}
-
-void GpuElimination::prefetch() {
-  const storage::StripeGeometry& g = geometry_;
-  for (int64_t i = 0; i < g.stripes && !stop_prefetch_; ++i) {
-    if (!ctx_.cache.failure().is_ok()) return;
-    const std::optional<CellView> cell = ctx_.cache.view_if_idle(i);
-    if (!cell) continue;  // already taken by a role (which copies it itself) or not loaded
-    const uint64_t bytes = part_bytes(g, i, cell->i0_store);
-    auto inst = tier_->try_prefetch(i, cell->i0_store, bytes,
-                                    static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes);
-    if (!inst) continue;
-    TraceRecorder::Span span(ctx_.trace, "prefetch", "copy in", {{"stripe", std::to_string(i)}});
-    const DeviceBlock b = instance_block(*inst);
-    const Status st = lane_prefetch_->upload(cell_part(layout_, *cell).data, b, 0, b.cols);
-    if (!st.is_ok()) {
-      tier_->fail(st);
-      return;
-    }
-    tier_->set_ready(i);
-  }
 }
 
 Status GpuElimination::update(int worker, const Task& t, const CellView& j,

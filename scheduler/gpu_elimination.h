@@ -25,9 +25,7 @@
 #pragma once
 
 #include <cstdint>
-#include <atomic>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "backend/device_engine.h"
@@ -53,12 +51,6 @@ class GpuElimination final : public Elimination {
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
-
-  // Whole-matrix case, to be called only with all of A loaded in RAM (no evictions): copies the stripes to the device in task order on
-  // a lane of its own while the factorization starts, so the upload of A hides under the first
-  // eliminations and updates. Stopped by stop_prefetch() or the destructor.
-  void start_prefetch();
-  void stop_prefetch();
 
   // Whether every stripe's factor is resident from column 0 (device substitution possible).
   bool factors_resident() const;
@@ -90,7 +82,6 @@ class GpuElimination final : public Elimination {
   Result<backend::DeviceBlock> range_block(backend::DeviceLane& lane, const Task& t);
   backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
   bool keep_j(const Task& t, const cache::CellView& j) const;
-  void prefetch();
 
   EngineContext& ctx_;
   backend::DeviceEngine& engine_;
@@ -113,9 +104,6 @@ class GpuElimination final : public Elimination {
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   bool pinned_ = false;
   std::vector<int64_t> meta_of_;            // meta-stripe index of each stripe
-  std::unique_ptr<backend::DeviceLane> lane_prefetch_;
-  std::thread prefetcher_;
-  std::atomic<bool> stop_prefetch_{false};
 };
 
 }  // namespace stripesolve::scheduler

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Builds the whole tree with CUDA on the GPU machine and runs what needs it: the GPU tests of
+# Builds the whole tree with CUDA on the GPU machine and runs what needs it: the dense GPU tier's
+# tests and its benchmark beside cuSOLVER (DENSE_GPU_ONLY=1 runs only those), the GPU tests of
 # tridiag/ and the tridiagonal benchmark beside cuSPARSE, the daemon's tridiagonal jobs end to
 # end (with a GPU present the daemon solves them there), and the storage benchmark on the
 # machine's local NVMe disk (STORAGE_REPS repetitions, default 5; STORAGE_ONLY=1 runs only
@@ -49,6 +50,19 @@ run_storage_bench() {
   python3 -c "import json; d = json.load(open('$OUT/storage_bench.json'))
 for s in d['summary']: print({k: round(v, 3) for k, v in s.items()})"
 }
+run_dense_gpu() {  # the GPU tier's tests (device and host engine) and its benchmark, fits mode
+  echo "== dense GPU tier tests"
+  OPENBLAS_NUM_THREADS=4 $BUILD/scheduler/gpu_dense_test 2>&1 | grep -E "^\[ *(OK|PASSED|FAILED|SKIPPED) *\]|Failure" | head -30
+  echo "== dense GPU benchmark (fits the device; DENSE_GPU_ARGS to change)"
+  OPENBLAS_NUM_THREADS=16 $BUILD/bench/dense_gpu/bench_dense_gpu ${DENSE_GPU_ARGS:---mode fits --n 32768 --reps 1} \
+    > "$OUT/dense_gpu.json" 2> "$OUT/dense_gpu.err"
+  grep -E "stripesolve rep|cusolver rep|dgemm" "$OUT/dense_gpu.err"
+}
+if [ "${DENSE_GPU_ONLY:-0}" = 1 ]; then  # only the dense GPU tier
+  build gpu_dense_test bench_dense_gpu
+  run_dense_gpu
+  exit 0
+fi
 if [ "${STORAGE_ONLY:-0}" = 1 ]; then  # only the storage benchmark
   build storage_bench
   run_storage_bench
@@ -75,7 +89,8 @@ if [ "${TRIDIAG_PROFILE:-0}" = 1 ]; then  # where the one-pass kernel spends its
   python3 scripts/ncu-summary.py "$NCU" "$OUT/profile.ncu-rep"
   exit 0
 fi
-build tridiag_test storage_bench tridiag_gpu_bench
+build tridiag_test storage_bench tridiag_gpu_bench gpu_dense_test bench_dense_gpu
+run_dense_gpu
 run_tridiag_gpu_tests
 echo "== tridiag GPU benchmark (2^26 unknowns, best of 5)"
 $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 > "$OUT/gpu_bench.json" 2> "$OUT/gpu_bench.err"

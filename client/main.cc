@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "base/units.h"
 #include "client/commands.h"
 #include "client/connection.h"
 #include "client/progress.h"
@@ -384,6 +385,17 @@ int main(int argc, char** argv) {
                   r.value("pid", nlohmann::json(0)).dump().c_str(),
                   format_duration(r.value("uptime_seconds", 0.0)).c_str(), r.value("socket", std::string()).c_str(),
                   r.value("jobs", nlohmann::json::object()).dump().c_str());
+      std::printf("dense backend: %s, RAM cache %s\n", r.value("backend", std::string("cpu")).c_str(),
+                  format_bytes(r.value("ram_budget", uint64_t{0})).c_str());
+      for (const auto& d : r.value("devices", nlohmann::json::array())) {
+        const uint64_t dense = d.value("dense_gpu_memory", uint64_t{0});
+        std::printf("GPU %d: %s, %s (%s free), dense solves may use %s, %s held by jobs now\n",
+                    d.value("index", 0), d.value("name", std::string()).c_str(),
+                    format_bytes(d.value("total_memory", uint64_t{0})).c_str(),
+                    format_bytes(d.value("free_memory", uint64_t{0})).c_str(),
+                    dense > 0 ? format_bytes(dense).c_str() : "90% of the free memory",
+                    format_bytes(d.value("reserved_by_jobs", uint64_t{0})).c_str());
+      }
     });
   });
   bool stop_cancel = false;

@@ -14,6 +14,8 @@
 #include "daemon/matrix_jobs.h"
 #include "daemon/sd_notify.h"
 #include "daemon/tridiag_jobs.h"
+#include "gpu/devices.h"
+#include "scheduler/planner.h"
 
 namespace stripesolve::daemon {
 
@@ -40,6 +42,16 @@ void Daemon::register_builtin_jobs(JobRegistry& registry) {
 
 Status Daemon::start() {
   const ServerConfig& s = config_.server;
+  // engine.backend: cuda without a device is a start-up error; GPU keys on a CPU host a warning.
+  std::vector<std::string> warnings;
+  auto backend = scheduler::resolve_backend(config_.engine, &warnings);
+  if (!backend.is_ok()) return backend.status();
+  for (const auto& w : warnings) logger("daemon")->warn("{}", w);
+  backend_ = std::string(scheduler::compute_backend_name(*backend));
+  for (const auto& d : gpu::list_devices()) {
+    logger("daemon")->info("GPU {}: {}{}", d.index, gpu::describe(d),
+                           backend_ == "cuda" && d.index == 0 ? " (dense solves)" : "");
+  }
   auto store = storage::MatrixStore::open(config_.store);
   if (!store.is_ok()) return store.status().with_context("cannot open the matrix store (store.paths)");
   store_ = std::move(store).value();
@@ -169,7 +181,24 @@ nlohmann::json Daemon::status_json() const {
           {"jobs", {{"pending", c.pending}, {"running", c.running}, {"completed", c.completed},
                     {"failed", c.failed}, {"cancelled", c.cancelled}, {"submitted_total", c.submitted_total}}},
           {"lanes", {{"small", config_.server.small_concurrency}, {"dense", config_.server.dense_concurrency},
-                     {"tridiag", config_.server.tridiag_concurrency}}}};
+                     {"tridiag", config_.server.tridiag_concurrency}}},
+          {"backend", backend_},
+          {"ram_budget", config_.engine.ram_budget},
+          {"devices", devices_json()}};
+}
+
+nlohmann::json Daemon::devices_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& d : gpu::list_devices()) {
+    const gpu::DeviceBudget& budget = gpu::DeviceBudget::of(d.index);
+    out.push_back({{"index", d.index},
+                   {"name", d.name},
+                   {"total_memory", d.total_memory},
+                   {"free_memory", d.free_memory},
+                   {"dense_gpu_memory", config_.engine.gpu_memory},  // 0: 90% of the free memory
+                   {"reserved_by_jobs", budget.reserved()}});
+  }
+  return out;
 }
 
 }  // namespace stripesolve::daemon

@@ -46,12 +46,14 @@ class Daemon {
   storage::MatrixStore& store() { return *store_; }
   Metrics& metrics() { return metrics_; }
   nlohmann::json status_json() const;
+  nlohmann::json devices_json() const;
 
  private:
   void on_tick();
   void register_builtin_jobs(JobRegistry& registry);
 
   DaemonConfig config_;
+  std::string backend_ = "cpu";  // the dense engine's resolved backend (set by start())
   std::function<void(JobRegistry&)> register_jobs_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Metrics metrics_;

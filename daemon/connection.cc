@@ -17,16 +17,23 @@ using protocol::MessageType;
 
 namespace {
 constexpr std::string_view kJobsHint = "list your jobs with 'stripesolve jobs'";
+// Unfinished uploads one connection may hold at once (a client sends one at a time).
+constexpr size_t kMaxUnfinishedUploads = 16;
+std::atomic<uint64_t> next_connection_id{1};
 }
 
 Connection::Connection(asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid, ConnectionEnv env)
     : socket_(std::move(socket)), uid_(uid), pid_(pid), env_(env), log_(logger("server")),
       parser_({static_cast<uint32_t>(env.config.limits.max_header_bytes),
-               static_cast<uint32_t>(env.config.limits.max_payload_bytes)}) {
+               static_cast<uint32_t>(env.config.limits.max_payload_bytes)}),
+      id_(next_connection_id++) {
   env_.metrics.connections_open++;
 }
 
-Connection::~Connection() { env_.metrics.connections_open--; }
+Connection::~Connection() {
+  free_uploads();
+  env_.metrics.connections_open--;
+}
 
 void Connection::start() {
   log_->debug("connection from uid {} pid {}", uid_, pid_);
@@ -46,6 +53,7 @@ void Connection::close() {
   for (auto& [id, s] : streams_) s.job->remove_listener(s.listener);
   watches_.clear();
   streams_.clear();
+  free_uploads();
   boost::system::error_code ec;
   socket_.shutdown(asio::socket_base::shutdown_both, ec);
   socket_.close(ec);
@@ -210,19 +218,49 @@ void Connection::handle_request(Frame& frame) {
 }
 
 void Connection::handle_upload(Frame& frame) {
-  std::string& buf = uploads_[frame.request_id];
-  if (buf.size() + frame.payload.size() > env_.config.limits.max_upload_bytes) {
-    uploads_.erase(frame.request_id);
-    return send_error(frame.request_id, Status::resource_exhausted(fmt::format(
-        "upload exceeds daemon.limits.max_upload_bytes ({} bytes)", env_.config.limits.max_upload_bytes)));
+  const uint64_t rid = frame.request_id;
+  if (uploads_.count(rid) == 0 && uploads_.size() >= kMaxUnfinishedUploads) {
+    return send_error(rid, Status::resource_exhausted(fmt::format(
+        "more than {} unfinished uploads on one connection; finish one first", kMaxUnfinishedUploads)));
   }
+  // Bounded before it is held: this connection's unfinished uploads together by one upload's
+  // limit, every upload of the daemon by max_upload_total (issue 15).
+  const uint64_t piece = frame.payload.size();
+  if (unfinished_upload_bytes_ + piece > env_.config.limits.max_upload_bytes) {
+    drop_upload(rid);
+    return send_error(rid, Status::resource_exhausted(fmt::format(
+        "upload exceeds daemon.limits.max_upload_bytes ({} bytes, for the unfinished uploads of a "
+        "connection together)", env_.config.limits.max_upload_bytes)));
+  }
+  if (Status st = env_.uploads.reserve(piece); !st.is_ok()) {
+    drop_upload(rid);
+    return send_error(rid, st);
+  }
+  unfinished_upload_bytes_ += piece;
+  std::string& buf = uploads_[rid];
   buf += frame.payload;
   if ((frame.flags & protocol::kFlagFinal) == 0) return;
   std::string bytes = std::move(buf);
-  uploads_.erase(frame.request_id);
+  uploads_.erase(rid);
+  unfinished_upload_bytes_ -= bytes.size();
   const size_t n = bytes.size();
-  const uint64_t id = env_.uploads.put(uid_, std::move(bytes));
-  reply(frame.request_id, {{"upload", id}, {"bytes", n}});
+  const uint64_t id = env_.uploads.put(uid_, std::move(bytes), id_);  // stays reserved
+  reply(rid, {{"upload", id}, {"bytes", n}});
+}
+
+void Connection::drop_upload(uint64_t request_id) {
+  auto it = uploads_.find(request_id);
+  if (it == uploads_.end()) return;
+  unfinished_upload_bytes_ -= it->second.size();
+  env_.uploads.release(it->second.size());
+  uploads_.erase(it);
+}
+
+void Connection::free_uploads() {
+  env_.uploads.release(unfinished_upload_bytes_);
+  unfinished_upload_bytes_ = 0;
+  uploads_.clear();
+  env_.uploads.drop_connection(id_);
 }
 
 void Connection::handle_submit(Frame& frame) {
@@ -234,6 +272,7 @@ void Connection::handle_submit(Frame& frame) {
   if (!wait.is_ok()) return send_error(frame.request_id, wait.status());
   auto job = env_.jobs.submit(uid_, *it);
   if (!job.is_ok()) return send_error(frame.request_id, job.status());
+  env_.uploads.claim_named(uid_, *it);  // they outlive this connection now
   if (*wait) return start_watch(frame.request_id, *job, false);
   reply(frame.request_id, {{"job", (*job)->id()}, {"state", job_state_name((*job)->state())}});
 }

@@ -74,6 +74,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_frame(protocol::Frame frame);
   void handle_request(protocol::Frame& frame);
   void handle_upload(protocol::Frame& frame);
+  void drop_upload(uint64_t request_id);
+  // Frees the unfinished uploads and the unclaimed finished ones of this connection.
+  void free_uploads();
   void handle_submit(protocol::Frame& frame);
   void start_watch(uint64_t request_id, std::shared_ptr<Job> job, bool progress);
   void start_result(uint64_t request_id, std::shared_ptr<Job> job);
@@ -117,7 +120,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t queued_bytes_ = 0;
   std::map<uint64_t, Watch> watches_;          // by request id
   std::map<uint64_t, ResultStream> streams_;   // by request id
-  std::map<uint64_t, std::string> uploads_;    // partial uploads by request id
+  // Unfinished uploads by request id: at most kMaxUnfinishedUploads, together at most
+  // max_upload_bytes, every byte reserve()d in env_.uploads (issue 15).
+  std::map<uint64_t, std::string> uploads_;
+  uint64_t unfinished_upload_bytes_ = 0;
+  const uint64_t id_;  // unique per connection: who sent an upload
   std::atomic<bool> wake_pending_{false};
   std::function<void(Connection*)> on_close_;
 };

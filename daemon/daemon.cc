@@ -20,7 +20,8 @@
 namespace stripesolve::daemon {
 
 Daemon::Daemon(DaemonConfig config, std::function<void(JobRegistry&)> register_jobs)
-    : config_(std::move(config)), register_jobs_(std::move(register_jobs)) {
+    : config_(std::move(config)), register_jobs_(std::move(register_jobs)),
+      uploads_(config_.server.limits.max_upload_total) {
   resolve_defaults(config_);
 }
 

@@ -45,6 +45,7 @@ class Daemon {
   JobManager& jobs() { return *jobs_; }
   storage::MatrixStore& store() { return *store_; }
   Metrics& metrics() { return metrics_; }
+  UploadStore& uploads() { return uploads_; }
   nlohmann::json status_json() const;
   nlohmann::json devices_json() const;
 

@@ -87,10 +87,12 @@ std::string describe_config(const DaemonConfig& c) {
                      s.socket, s.socket_mode, s.socket_group);
   out += fmt::format(
       "  limits:\n    max_connections: {}\n    max_queued_bytes: {}\n    max_header_bytes: {}\n"
-      "    max_payload_bytes: {}\n    max_upload_bytes: {}\n    max_rhs_bytes: {}\n    max_jobs: {}\n",
+      "    max_payload_bytes: {}\n    max_upload_bytes: {}\n    max_upload_total: {}\n"
+      "    max_rhs_bytes: {}\n    max_jobs: {}\n",
       s.limits.max_connections, format_bytes(s.limits.max_queued_bytes).c_str(),
       format_bytes(s.limits.max_header_bytes), format_bytes(s.limits.max_payload_bytes),
-      format_bytes(s.limits.max_upload_bytes), format_bytes(s.limits.max_rhs_bytes), s.limits.max_jobs);
+      format_bytes(s.limits.max_upload_bytes), format_bytes(s.limits.max_upload_total),
+      format_bytes(s.limits.max_rhs_bytes), s.limits.max_jobs);
   out += fmt::format("  concurrency:\n    small: {}\n    dense: {}\n    tridiag: {}\n", s.small_concurrency,
                      s.dense_concurrency, s.tridiag_concurrency);
   out += fmt::format("  result_ttl_seconds: {}\n  upload_ttl_seconds: {}\n  progress_log_seconds: {}\n",

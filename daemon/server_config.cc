@@ -30,6 +30,7 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
     limits.get_bytes("max_header_bytes", l.max_header_bytes, 1 * kKiB, 16 * kMiB);
     limits.get_bytes("max_payload_bytes", l.max_payload_bytes, 64 * kKiB, 4 * kMiB);
     limits.get_bytes("max_upload_bytes", l.max_upload_bytes, 1 * kKiB);
+    limits.get_bytes("max_upload_total", l.max_upload_total, 1 * kKiB);
     limits.get_bytes("max_rhs_bytes", l.max_rhs_bytes, 8);
     limits.get("max_jobs", l.max_jobs, 1, 100000000);
     limits.finish();

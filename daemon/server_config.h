@@ -19,6 +19,7 @@ struct ServerLimits {
   uint64_t max_header_bytes = 64 * kKiB;         // JSON header of one frame
   uint64_t max_payload_bytes = 4 * kMiB;         // binary payload of one frame (at most 4 MiB)
   uint64_t max_upload_bytes = 4 * kGiB;          // one uploaded .npy (right-hand sides)
+  uint64_t max_upload_total = 8 * kGiB;          // every upload held by the daemon, unfinished or not
   uint64_t max_rhs_bytes = 1 * kGiB;             // n x nrhs float64 of one dense solve (it holds ~4 copies)
   int64_t max_jobs = 10000;                      // job records kept until they expire
 };

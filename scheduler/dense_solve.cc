@@ -110,6 +110,10 @@ struct Solve {
   const DenseSolveOptions& options;
   storage::StripeGeometry g;
   SolveReport report;
+  // Held while this solve may make the factor. Declared before `writable`, so that it is
+  // released after an uncommitted factor is gone (a factor not persisted, or a factorization
+  // that failed): a waiting solve must never meet one, or its create fails "already exists".
+  storage::ObjectNameLock factor_lock;
   // Declared before the roles so that they outlive every transfer (destroyed after IoRole).
   std::unique_ptr<storage::StripedMatrix> a;
   std::unique_ptr<storage::StripedMatrix> writable;  // the factor being made (or not persisted)
@@ -172,7 +176,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
                                     "': in_place turns the matrix into its factors, which are then stored");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-  Solve sv{store, name, options, info.geometry, {}, nullptr, nullptr, nullptr, {}};
+  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, {}};
   const storage::StripeGeometry& g = sv.g;
   const int64_t n = g.n;
   SolveReport& report = sv.report;
@@ -200,7 +204,6 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
             report.backend, report.device.empty() ? "" : " on ", report.device,
             plan_to_text(plan));
   report.factor_name = factor_name_for(name, options);
-  storage::ObjectNameLock factor_lock;
 
   if (options.in_place) {
     if (info.kind == "factor") {
@@ -214,8 +217,8 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
     STRIPESOLVE_ASSIGN_OR_RETURN(sv.a, store.open_matrix(name));
     // Concurrent first solves of one matrix make one factor: the later ones wait here until it
     // is committed (or given up), then reuse it (issue 15).
-    STRIPESOLVE_ASSIGN_OR_RETURN(factor_lock, store.lock_name(report.factor_name,
-                                                              [&cancel] { return cancel.cancelled(); }));
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor_lock, store.lock_name(report.factor_name,
+                                                                 [&cancel] { return cancel.cancelled(); }));
     auto existing = store.open_factor(report.factor_name);
     if (existing.is_ok()) {
       // Only the factor of this very matrix: its id (made at creation, so a matrix removed and
@@ -299,7 +302,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
       report.persist_seconds = seconds_since(t_persist);
     }
   }
-  if (sv.factor) factor_lock.release();  // committed and open: the next solve may reuse it
+  if (sv.factor) sv.factor_lock.release();  // committed and open: the next solve may reuse it
   storage::StripedMatrix& factor = sv.factor ? *sv.factor : *sv.writable;
   auto factor_sources = [&] {
     if (sv.factor) {

@@ -5,8 +5,9 @@
 //   2. factors A into the factor object "<matrix>.lu.<pivot>" (A stays intact), or reuses that
 //      object when it is committed, records this A as what it factors (storage::is_factor_of:
 //      object id, order, checksum summary) and reuse_factors is set; with in_place the matrix
-//      itself becomes its factor (A is gone, so no residual and no refinement). Pivots are stored as the blob "pivots". A failed or cancelled
-//      factorization leaves no factor object (storage deletes an uncommitted one);
+//      itself becomes its factor (A is gone, so no residual and no refinement). Pivots are
+//      stored as the blob "pivots". A failed or cancelled factorization leaves no factor object
+//      (storage deletes an uncommitted one);
 //   3. forward + backward substitution with the stored factors, streaming the stripes through the
 //      cache (DSR role);
 //   4. the residual ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf) from the original A read

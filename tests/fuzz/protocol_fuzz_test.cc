@@ -1,0 +1,627 @@
+// Fuzz test of the socket protocol (issue 15): random and mutated valid frames against a real
+// stripesolved (the built binary, spawned with its own configuration, store and socket in a
+// temporary directory).
+//
+// Each session connects, says hello, sends a burst of frames, then a ping, and reads until the
+// ping is answered or the daemon closes the connection. The frames are templates of every request
+// (jobs of every type with plausible and implausible fields, uploads, queries), mutated in their
+// JSON (values of other types, huge numbers, deep nesting, missing and extra keys), in their frame
+// fields (type, flags, request id) or in their bytes (flips, truncation, lengths), or plain random
+// bytes. A mirror of the daemon's frame parser tells whether the stream ends inside a frame; then
+// the session half-closes, and the daemon must close. Checked throughout:
+//   - every connection is answered or closed (a session waiting 20 s for either fails);
+//   - the daemon stays alive, and its peak RSS (VmHWM) stays below a bound;
+//   - at the end a plain client is still served, and SIGTERM stops the daemon with exit code 0
+//     (no crash; under ASan, no leak and no memory error).
+// daemon_stop (type 20) is never sent: the fuzzer runs as the daemon's uid, which may stop it.
+// Nor are matrix_import / matrix_export: they name files of the machine.
+//
+// Environment (all optional):
+//   STRIPESOLVE_FUZZ_FRAMES       frames to send (default 100000, what CI runs in release; 30000
+//                                 under sanitizers, where a frame costs about 15 times as much)
+//   STRIPESOLVE_FUZZ_SEED         seed of the first session thread (default 1; printed)
+//   STRIPESOLVE_FUZZ_THREADS      sessions in parallel (default 4)
+//   STRIPESOLVE_FUZZ_MAX_RSS_MIB  bound on the daemon's peak RSS (default 512, 1536 under ASan)
+// The long run (docs/protocol.md, "Fuzz test"), about 10^7 frames:
+//   STRIPESOLVE_FUZZ_FRAMES=10000000 build/release/tests/fuzz/protocol_fuzz_test
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/frame.h"
+#include "protocol/messages.h"
+#include "protocol/npy.h"
+
+namespace stripesolve::testing {
+namespace {
+
+using protocol::MessageType;
+using Clock = std::chrono::steady_clock;
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr uint64_t kDefaultMaxRssMiB = 1536;
+#else
+constexpr uint64_t kDefaultMaxRssMiB = 512;
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr uint64_t kDefaultFrames = 30000;
+#else
+constexpr uint64_t kDefaultFrames = 100000;
+#endif
+constexpr uint64_t kPingIdBase = uint64_t{1} << 62;  // burst request ids stay below this
+constexpr auto kSessionTimeout = std::chrono::seconds(20);
+
+uint64_t env_u64(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : g_(seed) {}
+  uint64_t next() { return g_(); }
+  uint64_t below(uint64_t n) { return n == 0 ? 0 : g_() % n; }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(g_) < p; }
+  template <typename T>
+  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+
+ private:
+  std::mt19937_64 g_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The daemon under test.
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+uint64_t status_kib(pid_t pid, const char* key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::strtoull(line.c_str() + std::strlen(key), nullptr, 10);
+  }
+  return 0;
+}
+
+class DaemonProcess {
+ public:
+  DaemonProcess() {
+    char tmpl[] = "/tmp/ss-fuzz-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    socket_ = dir_ + "/run/stripesolved.sock";
+    log_ = dir_ + "/daemon.log";
+  }
+  ~DaemonProcess() {
+    if (pid_ > 0 && alive()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Small limits, so that what the fuzzer can make the daemon hold stays small; creates only of
+  // matrices up to a few hundred MiB fit the free space.
+  bool start() {
+    std::filesystem::create_directories(dir_ + "/store");
+    struct statvfs vfs {};
+    ::statvfs(dir_.c_str(), &vfs);
+    const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    const uint64_t reserve = avail > (256ull << 20) ? avail - (256ull << 20) : 0;
+    const std::string config = dir_ + "/stripesolved.yaml";
+    std::ofstream(config) << "log:\n  level: error\n"
+                          << "daemon:\n  socket: " << socket_ << "\n"
+                          << "  limits:\n    max_connections: 64\n    max_queued_bytes: 2MiB\n"
+                          << "    max_upload_bytes: 4MiB\n    max_upload_total: 32MiB\n"
+                          << "    max_rhs_bytes: 8MiB\n    max_jobs: 200\n"
+                          << "  concurrency:\n    small: 2\n    dense: 1\n    tridiag: 1\n"
+                          << "  result_ttl_seconds: 2\n  upload_ttl_seconds: 5\n"
+                          << "  progress_log_seconds: 0.5\n"
+                          << "  shutdown:\n    policy: cancel\n    drain_timeout_seconds: 20\n"
+                          << "store:\n  paths: [" << dir_ << "/store]\n  direct_io: false\n"
+                          << "  import_buffer: 4MiB\n  free_space_reserve: " << reserve << "\n"
+                          << "engine:\n  ram_budget: 32MiB\n  cores: 1\n"
+                          << "tridiag:\n  max_bytes: 16MiB\n  threads: 1\n";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::execl(STRIPESOLVE_DAEMON_BINARY, "stripesolved", "--config", config.c_str(), nullptr);
+      ::_exit(127);
+    }
+    for (int i = 0; i < 1000; ++i) {  // up to 20 s for the socket (sanitizers start slowly)
+      if (!alive()) return false;
+      const int fd = connect_socket();
+      if (fd >= 0) {
+        ::close(fd);
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  int connect_socket() const {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket_.c_str(), sizeof(addr.sun_path) - 1);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
+  // Only the main thread reaps.
+  bool alive() {
+    if (exited_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      status_ = status;
+      return false;
+    }
+    return true;
+  }
+  // SIGTERM, then the exit status (waits up to 60 s).
+  int stop() {
+    if (!exited_) {
+      ::kill(pid_, SIGTERM);
+      for (int i = 0; i < 600 && alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return exited_ ? status_ : -1;
+  }
+  pid_t pid() const { return pid_; }
+  std::string log_tail() const {
+    const std::string text = read_text(log_);
+    return text.size() > 6000 ? text.substr(text.size() - 6000) : text;
+  }
+
+ private:
+  std::string dir_, socket_, log_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int status_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Frames.
+
+// Encodes without any limit check, so that oversized headers and payloads reach the daemon.
+std::string raw_frame(uint16_t type, uint32_t flags, uint64_t request_id, const std::string& json,
+                      const std::string& payload) {
+  std::string out(protocol::kFixedHeaderBytes, '\0');
+  const auto put = [&out](size_t at, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  put(0, protocol::kMagic, 4);
+  put(4, protocol::kProtocolVersion, 2);
+  put(6, type, 2);
+  put(8, flags, 4);
+  put(12, json.size(), 4);
+  put(16, request_id, 8);
+  put(24, payload.size(), 4);
+  return out + json + payload;
+}
+
+const std::vector<std::string> kNames = {"f0", "f1", "f2", "f3", "f0.lu.row", "", "x", "-bad",
+                                         "a/b", std::string(130, 'n'), std::string(119, 'm')};
+const std::vector<std::string> kWords = {
+    "matrix_create", "matrix_list", "matrix_show", "matrix_delete", "dense_solve", "tridiag_solve",
+    "uniform", "diag_dominant", "normal", "identity", "hilbert", "gepp_growth", "ones", "row",
+    "local", "none", "basic", "zigzag", "meta_zigzag", "strided", "interleaved", "auto", "cpu",
+    "gpu", "thomas", "pcr", "spike", "gepp", "drain", "cancel", "\xff\xfe", "\u00e9\u4e2d", "null"};
+
+// `deep`: may nest past the parser's limit of 32 levels (a protocol error: the connection ends).
+nlohmann::json random_value(Rng& r, bool deep, int depth = 0) {
+  switch (r.below(depth > 3 ? 9 : deep ? 12 : 11)) {
+    case 0: return nullptr;
+    case 1: return r.chance(0.5);
+    case 2: return static_cast<int64_t>(r.below(2000)) - 5;
+    case 3: return r.pick(std::vector<int64_t>{0, -1, 1, 2, 1 << 20, int64_t{1} << 30, int64_t{1} << 40,
+                                               INT64_MAX, INT64_MIN, 4194304, 1000000});
+    case 4: return UINT64_MAX - r.below(3);
+    case 5: return r.pick(std::vector<double>{0.5, -0.0, 1e308, -1e308, 3.7, 1e-320});
+    case 6: return r.pick(kWords);
+    case 7: return r.pick(kNames);
+    case 8: {
+      std::string s(r.below(40), ' ');
+      for (char& c : s) c = static_cast<char>(r.below(256));
+      return s;
+    }
+    case 9: {
+      nlohmann::json a = nlohmann::json::array();
+      for (uint64_t k = r.below(4); k > 0; --k) a.push_back(random_value(r, deep, depth + 1));
+      return a;
+    }
+    case 10: {
+      nlohmann::json o = nlohmann::json::object();
+      for (uint64_t k = r.below(4); k > 0; --k) o[r.pick(kWords)] = random_value(r, deep, depth + 1);
+      return o;
+    }
+    default: {  // deep nesting, around the parser's limit of 32 levels
+      nlohmann::json v = 1;
+      for (uint64_t k = 25 + r.below(15); k > 0; --k) v = nlohmann::json::array({v});
+      return v;
+    }
+  }
+}
+
+std::string small_npy(Rng& r, int64_t rows, int64_t cols) {
+  std::string out = protocol::make_npy_header(cols > 0 ? std::vector<int64_t>{rows, cols}
+                                                       : std::vector<int64_t>{rows}, false);
+  for (int64_t k = 0; k < rows * std::max<int64_t>(1, cols); ++k) {
+    const double v = 4.0 + static_cast<double>(r.below(1000)) / 1000.0;
+    out.append(reinterpret_cast<const char*>(&v), 8);
+  }
+  return out;
+}
+
+struct Template {
+  MessageType type = MessageType::kPing;
+  nlohmann::json header = nlohmann::json::object();
+  std::string payload;
+  uint32_t flags = 0;
+};
+
+// A valid request of any kind (its fields plausible, or on their limits).
+Template make_template(Rng& r, uint64_t upload_guess) {
+  Template t;
+  const auto job_id = [&] { return static_cast<int64_t>(1 + r.below(300)); };
+  const auto upload_id = [&] { return static_cast<int64_t>(upload_guess > 4 ? upload_guess - r.below(4) : 1 + r.below(5)); };
+  const auto submit = [&](nlohmann::json job) {
+    t.type = MessageType::kSubmit;
+    t.header = {{"job", std::move(job)}};
+    if (r.chance(0.2)) t.header["wait"] = true;
+  };
+  switch (r.below(16)) {
+    case 0: t.type = MessageType::kPing; break;
+    case 1: t.type = MessageType::kJobs; if (r.chance(0.5)) t.header = {{"all", r.chance(0.5)}}; break;
+    case 2: t.type = r.pick(std::vector<MessageType>{MessageType::kStatus, MessageType::kWatch, MessageType::kCancel,
+                                                     MessageType::kResult, MessageType::kLogs, MessageType::kTrace});
+            t.header = {{"job", job_id()}};
+            break;
+    case 3: t.type = r.chance(0.5) ? MessageType::kMetrics : MessageType::kDaemonStatus; break;
+    case 4: {  // one piece of an upload, often a whole small .npy
+      t.type = MessageType::kUpload;
+      if (r.chance(0.6)) {
+        t.payload = small_npy(r, 1 + static_cast<int64_t>(r.below(64)), r.chance(0.3) ? 2 : 0);
+        t.flags = protocol::kFlagFinal;
+      } else {
+        t.payload.assign(r.chance(0.1) ? r.below(2u << 20) : r.below(4096), 'u');
+        t.flags = r.chance(0.5) ? protocol::kFlagFinal : 0;
+      }
+      break;
+    }
+    case 5: case 6:
+      submit({{"type", "matrix_create"}, {"name", r.pick(kNames)},
+              {"n", r.chance(0.9) ? static_cast<int64_t>(1 + r.below(200)) : r.pick(std::vector<int64_t>{1000000, int64_t{1} << 30, 100000})},
+              {"seed", static_cast<int64_t>(r.below(10))}, {"generator", r.pick(std::vector<std::string>{"uniform", "diag_dominant", "identity", "hilbert", "nope"})},
+              {"stripe_rows", static_cast<int64_t>(r.below(80))}});
+      break;
+    case 7: submit({{"type", "matrix_list"}}); break;
+    case 8: submit({{"type", r.chance(0.5) ? "matrix_show" : "matrix_delete"}, {"name", r.pick(kNames)}}); break;
+    case 9: case 10: {
+      nlohmann::json job = {{"type", "dense_solve"}, {"matrix", r.pick(kNames)},
+                            {"pivot", r.pick(std::vector<std::string>{"row", "local", "none"})},
+                            {"strategy", r.pick(std::vector<std::string>{"basic", "zigzag", "meta_zigzag"})},
+                            {"refinement", static_cast<int64_t>(r.below(3))}, {"in_place", r.chance(0.1)},
+                            {"reuse", r.chance(0.8)}};
+      if (r.chance(0.7)) {
+        job["rhs"] = {{"generate", r.chance(0.5) ? "ones" : "uniform"},
+                      {"nrhs", r.chance(0.9) ? static_cast<int64_t>(1 + r.below(4)) : int64_t{1} << 22},
+                      {"seed", static_cast<int64_t>(r.below(5))}};
+      } else {
+        job["rhs"] = {{"upload", upload_id()}};
+      }
+      submit(std::move(job));
+      break;
+    }
+    case 11: {
+      nlohmann::json job = {{"type", "tridiag_solve"}};
+      for (const char* a : {"dl", "d", "du", "rhs"}) job[a] = {{"upload", upload_id()}};
+      if (r.chance(0.3)) job["sizes"] = nlohmann::json::array({1, 2, 3});
+      if (r.chance(0.5)) job["algorithm"] = r.pick(std::vector<std::string>{"auto", "thomas", "pcr", "spike", "gepp"});
+      if (r.chance(0.3)) job["device"] = "cpu";
+      submit(std::move(job));
+      break;
+    }
+    case 12: t.type = MessageType::kHello; t.header = protocol::make_hello("fuzz-again").header; break;
+    default: t.type = MessageType::kPing; break;
+  }
+  return t;
+}
+
+// Every node of a JSON document, for picking one to change.
+void collect(nlohmann::json& j, std::vector<nlohmann::json*>& out) {
+  out.push_back(&j);
+  if (j.is_structured()) {
+    for (auto& child : j) collect(child, out);
+  }
+}
+
+// Changes one node of `header`; `gentle` keeps it an object nesting within the parser's limit.
+void mutate_json(nlohmann::json& header, Rng& r, bool gentle) {
+  std::vector<nlohmann::json*> nodes;
+  collect(header, nodes);
+  nlohmann::json& node = *nodes[r.below(nodes.size())];
+  if (&node == &header && header.is_object() && r.chance(0.7)) {  // mostly keep an object on top
+    if (!header.empty() && r.chance(0.5)) {
+      auto it = header.begin();
+      std::advance(it, static_cast<long>(r.below(header.size())));
+      header.erase(it);
+    } else {
+      header[r.pick(kWords)] = random_value(r, !gentle);
+    }
+    return;
+  }
+  if (&node == &header && gentle) {
+    header = {{r.pick(kWords), random_value(r, false)}};
+    return;
+  }
+  if (node.is_object() && r.chance(0.5)) {
+    if (!node.empty() && r.chance(0.5)) {
+      auto it = node.begin();
+      std::advance(it, static_cast<long>(r.below(node.size())));
+      node.erase(it);
+    } else {
+      node[r.pick(kWords)] = random_value(r, !gentle);
+    }
+    return;
+  }
+  node = random_value(r, !gentle);
+}
+
+void mutate_bytes(std::string& bytes, Rng& r) {
+  for (uint64_t k = 1 + r.below(4); k > 0 && !bytes.empty(); --k) {
+    const size_t at = r.below(bytes.size());
+    switch (r.below(7)) {
+      case 0: bytes[at] = static_cast<char>(bytes[at] ^ (1 << r.below(8))); break;
+      case 1: bytes[at] = static_cast<char>(r.below(256)); break;
+      case 2: bytes.resize(at); break;  // truncated
+      case 3: bytes.insert(at, std::string(1 + r.below(16), static_cast<char>(r.below(256)))); break;
+      case 4: bytes.erase(at, 1 + r.below(16)); break;
+      default: {  // a length field of the fixed header
+        if (bytes.size() < protocol::kFixedHeaderBytes) break;
+        const size_t field = r.chance(0.5) ? 12 : 24;
+        const uint32_t v = r.chance(0.5) ? static_cast<uint32_t>(r.next()) : static_cast<uint32_t>(r.below(80000));
+        for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+        break;
+      }
+    }
+  }
+  // Never daemon_stop: the fuzzer may stop its daemon (same uid).
+  if (bytes.size() >= 8 && static_cast<uint8_t>(bytes[6]) == 20 && bytes[7] == 0) bytes[6] = 2;
+}
+
+// One frame of a burst, as bytes. A `gentle` frame is well framed and not a second hello: only
+// its JSON is mutated, so that the daemon processes every frame of a gentle burst; the others
+// also change frame fields and bytes, which mostly end the connection.
+std::string fuzz_frame(Rng& r, uint64_t upload_guess, bool gentle) {
+  if (!gentle && r.chance(0.04)) {  // plain noise
+    std::string noise(1 + r.below(200), '\0');
+    for (char& c : noise) c = static_cast<char>(r.below(256));
+    return noise;
+  }
+  Template t = make_template(r, upload_guess);
+  while (gentle && t.type == MessageType::kHello) t = make_template(r, upload_guess);
+  uint64_t request_id = 1 + r.below(64);
+  uint16_t type = static_cast<uint16_t>(t.type);
+  uint32_t flags = t.flags;
+  const double p = static_cast<double>(r.below(1000)) / 1000.0;
+  if (p < 0.35) {
+    mutate_json(t.header, r, gentle);
+    if (r.chance(0.3)) mutate_json(t.header, r, gentle);
+  } else if (p < 0.45 && !gentle) {
+    switch (r.below(4)) {
+      case 0: type = static_cast<uint16_t>(r.below(30)); break;
+      case 1: type = static_cast<uint16_t>(r.next()); break;
+      case 2: flags = static_cast<uint32_t>(r.next()); break;
+      default: request_id = r.next() % kPingIdBase; break;
+    }
+    if (type == static_cast<uint16_t>(MessageType::kDaemonStop)) type = static_cast<uint16_t>(MessageType::kPing);
+  }
+  std::string json = t.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!gentle && r.chance(0.01)) json = "{\"a\": \"" + std::string(70000, 'a') + "\"}";  // too large
+  std::string bytes = raw_frame(type, flags, request_id, json, t.payload);
+  if (!gentle && p >= 0.45 && p < 0.6) mutate_bytes(bytes, r);
+  return bytes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions.
+
+struct Counters {
+  std::atomic<uint64_t> frames{0}, sessions{0}, answered{0}, closed{0}, half_closed{0};
+  std::atomic<uint64_t> upload_guess{1};  // highest upload id seen in a reply
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::string failure;  // guarded by mu
+  void fail(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!failed.exchange(true)) failure = why;
+  }
+};
+
+// Runs one session; false (with counters.fail) when the daemon neither answered nor closed.
+bool run_session(const DaemonProcess& daemon, Rng& r, Counters& counters, uint64_t ping_id,
+                 bool clean = false) {
+  const int fd = daemon.connect_socket();
+  if (fd < 0) {
+    // The daemon refuses nobody below max_connections; a failed connect is a daemon gone.
+    counters.fail("connect failed: " + std::string(std::strerror(errno)));
+    return false;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  std::string out;
+  uint64_t frames = 0;
+  const protocol::Frame hello = protocol::make_hello("fuzz");
+  std::string hello_bytes = raw_frame(hello.type, 0, 0, hello.header.dump(), "");
+  if (!clean && r.chance(0.05)) mutate_bytes(hello_bytes, r);
+  out += hello_bytes;
+  ++frames;
+  if (!clean) {
+    const uint64_t guess = counters.upload_guess.load();
+    const bool gentle = r.chance(0.6);
+    for (uint64_t k = 1 + r.below(48); k > 0; --k, ++frames) out += fuzz_frame(r, guess, gentle);
+  }
+  out += raw_frame(static_cast<uint16_t>(MessageType::kPing), 0, ping_id, "{}", "");
+  ++frames;
+  counters.frames += frames;
+  // Mirror of the daemon's parser: does the stream end inside a frame?
+  protocol::FrameParser mirror;
+  const bool mirror_ok = mirror.feed(out).is_ok();
+  const bool ends_inside = mirror_ok && !mirror.at_frame_boundary();
+
+  protocol::FrameParser in({16u << 20, protocol::kDefaultMaxPayloadBytes});
+  size_t sent = 0;
+  bool answered = false, closed = false, half_closed = false;
+  const auto deadline = Clock::now() + kSessionTimeout;
+  char buf[65536];
+  while (!answered && !closed && Clock::now() < deadline) {
+    if (sent == out.size() && ends_inside && !half_closed) {
+      ::shutdown(fd, SHUT_WR);  // the daemon waits for the rest of a frame: end the stream
+      half_closed = true;
+    }
+    pollfd p{fd, static_cast<short>(POLLIN | (sent < out.size() ? POLLOUT : 0)), 0};
+    if (::poll(&p, 1, 100) < 0 && errno != EINTR) break;
+    if ((p.revents & POLLOUT) != 0 && sent < out.size()) {
+      const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+      if (n > 0) sent += static_cast<size_t>(n);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) sent = out.size();  // EPIPE: it closed
+    }
+    if ((p.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        closed = true;
+        break;
+      }
+      if (n > 0) {
+        if (!in.feed(std::string_view(buf, static_cast<size_t>(n))).is_ok()) {
+          counters.fail("the daemon sent a malformed frame: " + in.error().message());
+          ::close(fd);
+          return false;
+        }
+        while (auto f = in.next()) {
+          if (f->request_id == ping_id && f->type == static_cast<uint16_t>(MessageType::kOk)) answered = true;
+          if (f->type == static_cast<uint16_t>(MessageType::kOk) && f->header.contains("upload") &&
+              f->header["upload"].is_number_unsigned()) {
+            const uint64_t id = f->header["upload"].get<uint64_t>();
+            uint64_t seen = counters.upload_guess.load();
+            while (id > seen && !counters.upload_guess.compare_exchange_weak(seen, id)) {
+            }
+          }
+        }
+      }
+    }
+  }
+  ::close(fd);
+  counters.sessions++;
+  if (answered) counters.answered++;
+  if (closed) counters.closed++;
+  if (half_closed) counters.half_closed++;
+  if (!answered && !closed) {
+    counters.fail("a connection was neither answered nor closed within 20 s (sent " +
+                  std::to_string(sent) + " of " + std::to_string(out.size()) + " bytes, " +
+                  (half_closed ? "half-closed" : "open") + ")");
+    return false;
+  }
+  if (clean && !answered) {
+    counters.fail("a plain client's ping was not answered");
+    return false;
+  }
+  return true;
+}
+
+TEST(ProtocolFuzz, RandomAndMutatedFramesNeverHangKillOrBloatTheDaemon) {
+  const uint64_t frames = env_u64("STRIPESOLVE_FUZZ_FRAMES", kDefaultFrames);
+  const uint64_t seed = env_u64("STRIPESOLVE_FUZZ_SEED", 1);
+  const uint64_t threads = std::max<uint64_t>(1, env_u64("STRIPESOLVE_FUZZ_THREADS", 4));
+  const uint64_t max_rss = env_u64("STRIPESOLVE_FUZZ_MAX_RSS_MIB", kDefaultMaxRssMiB) << 20;
+  std::printf("protocol fuzz: %llu frames, seed %llu, %llu threads, RSS bound %llu MiB\n",
+              static_cast<unsigned long long>(frames), static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(threads), static_cast<unsigned long long>(max_rss >> 20));
+  std::fflush(stdout);
+  DaemonProcess daemon;
+  ASSERT_TRUE(daemon.start()) << "the daemon did not start:\n" << daemon.log_tail();
+  const uint64_t rss_start = status_kib(daemon.pid(), "VmRSS:") << 10;
+  Counters counters;
+  std::atomic<uint64_t> next_ping{kPingIdBase};
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (uint64_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      Rng r(seed + 7919 * t);
+      while (!counters.failed.load() && counters.frames.load() < frames) {
+        run_session(daemon, r, counters, next_ping++);
+      }
+    });
+  }
+  uint64_t last_report = 0;
+  while (counters.frames.load() < frames && !counters.failed.load()) {
+    if (!daemon.alive()) counters.fail("the daemon exited");
+    const uint64_t rss = status_kib(daemon.pid(), "VmRSS:") << 10;
+    if (rss > max_rss) counters.fail("the daemon's RSS reached " + std::to_string(rss >> 20) + " MiB");
+    if (counters.frames.load() >= last_report + std::max<uint64_t>(frames / 10, 100000)) {
+      last_report = counters.frames.load();
+      std::printf("  %llu frames, RSS %llu MiB\n", static_cast<unsigned long long>(last_report),
+                  static_cast<unsigned long long>(rss >> 20));
+      std::fflush(stdout);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (auto& w : workers) w.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_FALSE(counters.failed.load()) << counters.failure << "\ndaemon log:\n" << daemon.log_tail();
+  ASSERT_TRUE(daemon.alive()) << "the daemon exited\n" << daemon.log_tail();
+  // Still serving a plain client.
+  Rng r(seed);
+  EXPECT_TRUE(run_session(daemon, r, counters, next_ping++, /*clean=*/true)) << counters.failure;
+  const uint64_t peak = status_kib(daemon.pid(), "VmHWM:") << 10;
+  const uint64_t rss_end = status_kib(daemon.pid(), "VmRSS:") << 10;
+  std::printf("protocol fuzz: %llu frames in %llu sessions (%llu answered, %llu closed by the daemon, "
+              "%llu half-closed first) in %.1f s (%.0f frames/s); daemon RSS %llu MiB at start, "
+              "peak %llu MiB, %llu MiB at the end\n",
+              static_cast<unsigned long long>(counters.frames.load()),
+              static_cast<unsigned long long>(counters.sessions.load()),
+              static_cast<unsigned long long>(counters.answered.load()),
+              static_cast<unsigned long long>(counters.closed.load()),
+              static_cast<unsigned long long>(counters.half_closed.load()), seconds,
+              static_cast<double>(counters.frames.load()) / seconds,
+              static_cast<unsigned long long>(rss_start >> 20), static_cast<unsigned long long>(peak >> 20),
+              static_cast<unsigned long long>(rss_end >> 20));
+  EXPECT_LT(peak, max_rss);
+  const int status = daemon.stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the daemon did not stop cleanly on SIGTERM (status " << status << ")\n" << daemon.log_tail();
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "protocol/descriptors.h"
+
 namespace stripesolve::client {
 
 using protocol::Frame;
@@ -57,22 +59,23 @@ Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status Connection::send(const Frame& frame) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, protocol::encode_frame(frame));
-  size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EPIPE || errno == ECONNRESET) {
-        return Status::unavailable(
-            "the daemon closed the connection (it may have stopped or crashed); check "
-            "'stripesolve daemon status' and the daemon log");
-      }
-      return Status::from_errno(errno, "send to " + path_);
-    }
-    off += static_cast<size_t>(n);
+Status Connection::send(const Frame& frame, std::span<const int> fds) {
+  Result<std::string> bytes = Status::internal("not encoded");
+  if (fds.empty()) {
+    bytes = protocol::encode_frame(frame);
+  } else {
+    Frame with_fds = frame;
+    with_fds.header["fds"] = fds.size();
+    bytes = protocol::encode_frame(with_fds);
   }
+  if (!bytes.is_ok()) return bytes.status();
+  Status st = protocol::send_with_descriptors(fd_, *bytes, fds);
+  if (st.code() == StatusCode::kUnavailable) {
+    return Status::unavailable(
+        "the daemon closed the connection (it may have stopped or crashed); check "
+        "'stripesolve daemon status' and the daemon log");
+  }
+  if (!st.is_ok()) return st.with_context("send to " + path_);
   return Status::ok();
 }
 
@@ -105,21 +108,23 @@ Status Connection::error_from(const Frame& frame) const {
   return out;
 }
 
-Result<nlohmann::json> Connection::call(MessageType type, nlohmann::json header) {
+Result<nlohmann::json> Connection::call(MessageType type, nlohmann::json header,
+                                        std::span<const int> fds) {
   nlohmann::json reply;
   Status st = stream(type, std::move(header), [&](const Frame& f) -> Status {
     if (f.type != static_cast<uint16_t>(MessageType::kOk)) return Status::ok();
     STRIPESOLVE_ASSIGN_OR_RETURN(reply, protocol::reply_body(f));
     return Status::ok();
-  });
+  }, fds);
   if (!st.is_ok()) return st;
   return reply;
 }
 
 Status Connection::stream(MessageType type, nlohmann::json header,
-                          const std::function<Status(const Frame&)>& on_frame) {
+                          const std::function<Status(const Frame&)>& on_frame,
+                          std::span<const int> fds) {
   const uint64_t id = next_request_id();
-  STRIPESOLVE_RETURN_IF_ERROR(send(protocol::make_frame(type, id, std::move(header))));
+  STRIPESOLVE_RETURN_IF_ERROR(send(protocol::make_frame(type, id, std::move(header)), fds));
   while (true) {
     STRIPESOLVE_ASSIGN_OR_RETURN(Frame f, receive());
     if (f.request_id != id && f.request_id != 0) continue;  // a stale reply of an abandoned request

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -36,16 +37,20 @@ class Connection {
   const nlohmann::json& welcome() const { return welcome_; }
   const std::string& socket_path() const { return path_; }
 
-  Result<nlohmann::json> call(protocol::MessageType type, nlohmann::json header = nlohmann::json::object());
+  // `fds` travel with the request (protocol/descriptors.h); its header then says how many.
+  Result<nlohmann::json> call(protocol::MessageType type, nlohmann::json header = nlohmann::json::object(),
+                              std::span<const int> fds = {});
   // `on_frame` sees every reply frame (also the final kOk); returning an error stops reading.
   Status stream(protocol::MessageType type, nlohmann::json header,
-                const std::function<Status(const protocol::Frame&)>& on_frame);
+                const std::function<Status(const protocol::Frame&)>& on_frame,
+                std::span<const int> fds = {});
   // Uploads bytes (an .npy image) in pieces of at most the payload limit; returns the upload id.
   Result<uint64_t> upload(std::string_view bytes);
 
   // Low level.
   uint64_t next_request_id() { return ++last_request_id_; }
-  Status send(const protocol::Frame& frame);
+  // Sends a frame, with `fds` attached (SCM_RIGHTS) and counted in its header's "fds".
+  Status send(const protocol::Frame& frame, std::span<const int> fds = {});
   Result<protocol::Frame> receive();
   int fd() const { return fd_; }
 

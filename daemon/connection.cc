@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/logging.h"
+#include "daemon/job_files.h"
 #include "protocol/messages.h"
 
 namespace stripesolve::daemon {
@@ -66,32 +67,54 @@ uint64_t Connection::listen_to(const std::shared_ptr<Job>& job) {
 }
 
 void Connection::read() {
-  socket_.async_read_some(asio::buffer(read_buf_), [self = shared_from_this()](
-                                                        boost::system::error_code ec, size_t n) {
-    if (self->closed_) return;
-    if (ec) {  // EOF or reset: the client went away
-      if (!self->parser_.at_frame_boundary() && ec == asio::error::eof) {
-        self->log_->debug("uid {} closed mid-frame", self->uid_);
-      }
-      self->close();
-      return;
-    }
-    self->env_.metrics.bytes_in += n;
-    Status st = self->parser_.feed(std::string_view(self->read_buf_.data(), n));
-    while (auto frame = self->parser_.next()) {
-      if (self->closing_ || self->closed_) break;
-      self->env_.metrics.frames_in++;
-      self->on_frame(std::move(*frame));
-    }
-    if (!st.is_ok()) {
-      self->fail_protocol(st);
-      return;
-    }
-    if (!self->closing_ && !self->closed_) self->read();
-  });
+  // Asio reads no ancillary data: wait for readability, then recvmsg() (read_available), which
+  // also takes the descriptors a request passes (protocol/descriptors.h).
+  socket_.async_wait(asio::socket_base::wait_read,
+                     [self = shared_from_this()](boost::system::error_code ec) {
+                       if (self->closed_) return;
+                       if (ec) {
+                         self->close();
+                         return;
+                       }
+                       self->read_available();
+                     });
+}
+
+void Connection::read_available() {
+  std::vector<UniqueFd> fds;
+  auto got = protocol::receive_with_descriptors(socket_.native_handle(), read_buf_.data(),
+                                                read_buf_.size(), /*nonblocking=*/true, &fds);
+  if (!got.is_ok()) {
+    if (got.status().code() == StatusCode::kInvalidArgument) return fail_protocol(got.status());
+    close();  // reset or another socket error: the client went away
+    return;
+  }
+  if (got->would_block) return read();
+  if (got->bytes == 0) {  // EOF: the client went away
+    if (!parser_.at_frame_boundary()) log_->debug("uid {} closed mid-frame", uid_);
+    close();
+    return;
+  }
+  env_.metrics.bytes_in += got->bytes;
+  Status st = descriptors_.add(std::move(fds));
+  if (st.is_ok()) st = parser_.feed(std::string_view(read_buf_.data(), got->bytes));
+  while (auto frame = parser_.next()) {
+    if (closing_ || closed_) break;
+    env_.metrics.frames_in++;
+    auto count = protocol::declared_descriptors(frame->header);
+    auto files = count.is_ok() ? descriptors_.take(*count)
+                               : Result<std::vector<UniqueFd>>(count.status());
+    if (!files.is_ok()) return fail_protocol(files.status());
+    on_frame(std::move(*frame), std::move(files).value());
+  }
+  if (closing_ || closed_) return;
+  if (st.is_ok()) st = descriptors_.check(parser_.at_frame_boundary());
+  if (!st.is_ok()) return fail_protocol(st);
+  read();
 }
 
 void Connection::fail_protocol(const Status& status) {
+  descriptors_.clear();
   env_.metrics.protocol_errors++;
   log_->warn("closing connection of uid {} pid {}: malformed input: {}", uid_, pid_, status.message());
   send_error(0, status, "the client and daemon may be different versions; reinstall stripesolve");
@@ -99,8 +122,12 @@ void Connection::fail_protocol(const Status& status) {
   write_next();
 }
 
-void Connection::on_frame(Frame frame) {
+void Connection::on_frame(Frame frame, std::vector<UniqueFd> files) {
   if (!handshaken_) {
+    if (!files.empty()) {
+      fail_protocol(Status::invalid_argument("the hello frame carries no descriptors"));
+      return;
+    }
     auto version = protocol::negotiate_version(frame);
     if (!version.is_ok()) {
       fail_protocol(version.status());
@@ -124,6 +151,16 @@ void Connection::on_frame(Frame frame) {
   env_.metrics.requests_total++;
   const uint64_t rid = frame.request_id;
   try {
+    if (frame.type == static_cast<uint16_t>(MessageType::kSubmit)) {
+      handle_submit(frame, std::move(files));
+      return;
+    }
+    if (!files.empty()) {  // closed when `files` goes out of scope
+      send_error(rid, Status::invalid_argument(fmt::format(
+          "a {} request takes no descriptors ({} passed)", protocol::message_type_name(frame.type),
+          files.size())));
+      return;
+    }
     handle_request(frame);
   } catch (const std::exception& e) {
     // A request the handlers did not foresee must cost its sender an error reply, never the
@@ -143,9 +180,6 @@ void Connection::handle_request(Frame& frame) {
       return;
     case MessageType::kUpload:
       handle_upload(frame);
-      return;
-    case MessageType::kSubmit:
-      handle_submit(frame);
       return;
     case MessageType::kJobs: {
       auto all = protocol::get_bool(h, "all", false);
@@ -225,14 +259,15 @@ void Connection::handle_upload(Frame& frame) {
   reply(frame.request_id, {{"upload", id}, {"bytes", n}});
 }
 
-void Connection::handle_submit(Frame& frame) {
+void Connection::handle_submit(Frame& frame, std::vector<UniqueFd> files) {
   auto it = frame.header.find("job");
   if (it == frame.header.end()) {
     return send_error(frame.request_id, Status::invalid_argument("submit needs a 'job' object"));
   }
   auto wait = protocol::get_bool(frame.header, "wait", false);
   if (!wait.is_ok()) return send_error(frame.request_id, wait.status());
-  auto job = env_.jobs.submit(uid_, *it);
+  if (Status st = check_passed_files(*it, files); !st.is_ok()) return send_error(frame.request_id, st);
+  auto job = env_.jobs.submit(uid_, *it, std::move(files));
   if (!job.is_ok()) return send_error(frame.request_id, job.status());
   if (*wait) return start_watch(frame.request_id, *job, false);
   reply(frame.request_id, {{"job", (*job)->id()}, {"state", job_state_name((*job)->state())}});

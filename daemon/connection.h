@@ -26,6 +26,7 @@
 #include "daemon/server.h"
 #include "daemon/server_config.h"
 #include "daemon/uploads.h"
+#include "protocol/descriptors.h"
 #include "protocol/frame.h"
 
 namespace stripesolve::daemon {
@@ -71,10 +72,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
 
   void read();
-  void on_frame(protocol::Frame frame);
+  // Reads what the socket holds (recvmsg: bytes and passed descriptors) and handles the frames.
+  void read_available();
+  void on_frame(protocol::Frame frame, std::vector<UniqueFd> files);
   void handle_request(protocol::Frame& frame);
   void handle_upload(protocol::Frame& frame);
-  void handle_submit(protocol::Frame& frame);
+  void handle_submit(protocol::Frame& frame, std::vector<UniqueFd> files);
   void start_watch(uint64_t request_id, std::shared_ptr<Job> job, bool progress);
   void start_result(uint64_t request_id, std::shared_ptr<Job> job);
   void on_wake();
@@ -98,6 +101,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ConnectionEnv env_;
   std::shared_ptr<spdlog::logger> log_;
   protocol::FrameParser parser_;
+  protocol::DescriptorQueue descriptors_;  // passed descriptors waiting for their frame
   std::array<char, 64 * 1024> read_buf_{};
   bool handshaken_ = false;
   bool closing_ = false;   // stop reading; close once the queue is written

@@ -202,17 +202,24 @@ Result<TridiagPlan> check_tridiag_batch(const std::vector<NamedHeader>& arrays,
         "{} has shape {}: a system needs at least one unknown (n >= 1)", rhs.name, shape_text));
   }
   plan.unknowns = static_cast<std::size_t>(rhs.header.elements());
-  const uint64_t bytes = plan.unknowns * kInputBytesPerUnknown;
-  if (bytes > max_bytes) {
-    return Status::resource_exhausted(fmt::format(
-        "the batch has {} unknowns, {} as four float64 arrays, over tridiag.max_bytes ({}); "
-        "split it into smaller batches or raise tridiag.max_bytes",
-        plan.unknowns, format_bytes(bytes), format_bytes(max_bytes)));
-  }
+  STRIPESOLVE_RETURN_IF_ERROR(check_batch_bytes(plan.unknowns, max_bytes));
   return plan;
 }
 
-Status check_finite(std::string_view name, const std::vector<double>& values,
+Status check_batch_bytes(uint64_t unknowns, uint64_t max_bytes) {
+  if (unknowns > max_bytes / kInputBytesPerUnknown) {
+    const uint64_t bytes = unknowns > UINT64_MAX / kInputBytesPerUnknown
+                               ? UINT64_MAX
+                               : unknowns * kInputBytesPerUnknown;
+    return Status::resource_exhausted(fmt::format(
+        "the batch has {} unknowns, {} as four float64 arrays, over tridiag.max_bytes ({}); "
+        "split it into smaller batches or raise tridiag.max_bytes",
+        unknowns, format_bytes(bytes), format_bytes(max_bytes)));
+  }
+  return Status::ok();
+}
+
+Status check_finite(std::string_view name, std::span<const double> values,
                     const TridiagPlan& plan) {
   for (std::size_t k = 0; k < values.size(); ++k) {
     if (std::isfinite(values[k])) continue;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,8 +77,12 @@ Result<TridiagPlan> check_tridiag_batch(const std::vector<NamedHeader>& arrays,
 
 // The first non-finite value of an array: "d[17] is not finite (nan)", with ": system 2, row 16"
 // for a batch of several systems.
-Status check_finite(std::string_view name, const std::vector<double>& values,
+Status check_finite(std::string_view name, std::span<const double> values,
                     const TridiagPlan& plan);
+
+// The memory cap alone: `unknowns` as four float64 arrays against `max_bytes`
+// (check_tridiag_batch applies it too; callers check it before reading a sizes file).
+Status check_batch_bytes(uint64_t unknowns, uint64_t max_bytes);
 
 // max over the systems of ||A_j x_j - f_j||_2 / ||f_j||_2 (tridiag::relative_residual, 000
 // Eq 13; +inf for a non-finite x) and the system where it is largest. O(unknowns).

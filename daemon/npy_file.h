@@ -38,6 +38,7 @@ class NpyOutput {
   // Writes `count` values at flat (C-order) element `first`.
   Status write(uint64_t first, const double* values, uint64_t count) const;
   uint64_t file_bytes() const { return data_offset_ + 8 * elements_; }
+  uint64_t data_offset() const { return data_offset_; }
 
  private:
   int fd_ = -1;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/client_mapping.h"
 #include "daemon/job_files.h"
 #include "daemon/npy_file.h"
 #include "daemon/tridiag_input.h"
@@ -148,25 +149,92 @@ Result<Inputs> take_inputs(const JobContext& ctx, UploadStore& uploads, uint64_t
   return in;
 }
 
-// One float64 array of the batch, not zero-filled: a read or the solver fills every value.
+// One float64 array of the batch: the client's file mapped in place (daemon/client_mapping.h),
+// or values of the daemon's own, not zero-filled (a read or the solver fills every one).
 struct Array {
-  std::unique_ptr<double[]> values;
+  std::unique_ptr<double[]> owned;
+  ClientMapping mapping;
+  double* values = nullptr;
   std::size_t size = 0;
-  double* data() const { return values.get(); }
-  std::span<const double> span() const { return {values.get(), size}; }
-};
 
-Result<Array> load_array(Source& source, std::size_t count) {
-  Array a{std::make_unique_for_overwrite<double[]>(count), count};
-  if (source.fd >= 0) {
-    STRIPESOLVE_RETURN_IF_ERROR(read_npy_floats(source.fd, source.header, a.data()));
+  static Array own(std::size_t count) {
+    Array a;
+    a.owned = std::make_unique_for_overwrite<double[]>(count);
+    a.values = a.owned.get();
+    a.size = count;
     return a;
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> values,
-                               protocol::npy_float_values(source.bytes, source.header));
+  double* data() const { return values; }
+  std::span<const double> span() const { return {values, size}; }
+  bool truncated() const { return mapping.truncated(); }
+};
+
+// A passed float64 file in C order is mapped and used where it lies; anything else (float32,
+// Fortran order, an odd data offset, an upload, no mapping slot left) is converted into an
+// array of the daemon's own.
+Result<Array> load_array(Source& source, std::size_t count) {
+  const protocol::NpyHeader& h = source.header;
+  if (source.fd >= 0 && h.dtype == protocol::NpyDtype::kFloat64 &&
+      (!h.fortran_order || h.shape.size() == 1) && h.data_offset % alignof(double) == 0) {
+    auto mapping = ClientMapping::map(source.fd, h.data_offset + 8 * count, /*writable=*/false);
+    if (mapping.is_ok()) {
+      Array a;
+      a.mapping = std::move(mapping).value();
+      a.values = reinterpret_cast<double*>(a.mapping.data() + h.data_offset);
+      a.size = count;
+      return a;
+    }
+  }
+  Array a = Array::own(count);
+  if (source.fd >= 0) {
+    STRIPESOLVE_RETURN_IF_ERROR(read_npy_floats(source.fd, h, a.data()));
+    return a;
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> values, protocol::npy_float_values(source.bytes, h));
   std::string().swap(source.bytes);
   std::copy(values.begin(), values.end(), a.data());
   return a;
+}
+
+// The solution's array: with an output file, the file itself (sized, header written, mapped
+// shared, so the solver writes the .npy's data directly); else, or where the file cannot be
+// mapped (opened write-only), an array of the daemon's own.
+struct Solution {
+  std::optional<NpyOutput> out;
+  Array x;
+};
+
+Result<Solution> solution_array(int out_fd, const TridiagPlan& plan) {
+  Solution s;
+  if (out_fd >= 0) {
+    auto out = NpyOutput::begin(out_fd, plan.array_shape);
+    if (!out.is_ok()) return out.status().with_context("out");
+    s.out = *out;
+    auto mapping = ClientMapping::map(out_fd, out->file_bytes(), /*writable=*/true);
+    if (mapping.is_ok()) {
+      s.x.mapping = std::move(mapping).value();
+      s.x.values = reinterpret_cast<double*>(s.x.mapping.data() + out->data_offset());
+      s.x.size = plan.unknowns;
+      return s;
+    }
+  }
+  s.x = Array::own(plan.unknowns);
+  return s;
+}
+
+// A client that truncated one of its files while the job ran gets an error, not what the
+// daemon read or wrote past the new end.
+Status check_not_truncated(const std::array<Array, 4>& a, const Array& x) {
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k].truncated()) {
+      return Status::invalid_argument(fmt::format(
+          "{}: the file was truncated while the daemon read it", kArrayNames[k]));
+    }
+  }
+  if (x.truncated()) {
+    return Status::invalid_argument("out: the file was truncated while the daemon wrote it");
+  }
+  return Status::ok();
 }
 
 double micros_since(Clock::time_point origin, Clock::time_point t) {
@@ -213,8 +281,9 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
                         micros_since(start, Clock::now()), 0});
   };
 
-  // Load: a passed file is read straight into its array (float32 widens); an upload is
-  // converted and dropped before the next, so the peak holds one array twice at most.
+  // Load: a passed float64 file is mapped where it lies (no copy), other files are read and
+  // converted (float32 widens); an upload is converted and dropped before the next, so the
+  // peak holds one array twice at most.
   const auto load_start = Clock::now();
   progress("load", 0.0);
   std::array<Array, 4> a;
@@ -225,10 +294,12 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
     STRIPESOLVE_RETURN_IF_ERROR(check_finite(kArrayNames[k], a[k].span(), plan));
     progress("load", 0.1 * static_cast<double>(k + 1) / 4);
   }
+  STRIPESOLVE_ASSIGN_OR_RETURN(Solution solution, solution_array(out_fd, plan));
+  Array& x = solution.x;
   span("load", load_start);
+  STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
   if (ctx.cancelled()) return Status::cancelled("cancelled before the solve");
 
-  Array x{std::make_unique_for_overwrite<double[]>(plan.unknowns), plan.unknowns};
   const tridiag::BatchShape shape = plan.shape();
   const tridiag::BatchArrays arrays{a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data()};
   tridiag::SolveOptions options;
@@ -271,6 +342,7 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   const ResidualSummary residual =
       max_relative_residual(plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data());
   span("check", check_start);
+  STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
   for (auto& a_k : a) a_k = Array{};
   notes.insert(notes.end(), report->notes.begin(), report->notes.end());
   for (const std::string& note : notes) ctx.log("note: " + note);
@@ -298,14 +370,15 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
       {"max_relative_residual", residual.max_relative},
       {"worst_system", residual.worst_system},
       {"notes", notes}};
-  if (out_fd >= 0) {
-    progress("write", 0.95);
-    const auto write_start = Clock::now();
-    auto out = NpyOutput::begin(out_fd, plan.array_shape);
-    Status st = out.is_ok() ? out->write(0, x.data(), x.size) : out.status();
-    if (!st.is_ok()) return st.with_context("writing the solution into the client's file (out)");
-    span("write", write_start);
-    result["output"] = {{"bytes", out->file_bytes()}};
+  if (solution.out) {
+    if (x.mapping.data() == nullptr) {  // not mapped: write what the solver produced
+      progress("write", 0.95);
+      const auto write_start = Clock::now();
+      Status st = solution.out->write(0, x.data(), x.size);
+      if (!st.is_ok()) return st.with_context("writing the solution into the client's file (out)");
+      span("write", write_start);
+    }
+    result["output"] = {{"bytes", solution.out->file_bytes()}, {"mapped", x.mapping.data() != nullptr}};
   } else {
     STRIPESOLVE_RETURN_IF_ERROR(
         job.set_solution(plan.array_shape, std::vector<double>(x.data(), x.data() + x.size)));

@@ -124,7 +124,14 @@ Status Connection::stream(MessageType type, nlohmann::json header,
                           const std::function<Status(const Frame&)>& on_frame,
                           std::span<const int> fds) {
   const uint64_t id = next_request_id();
-  STRIPESOLVE_RETURN_IF_ERROR(send(protocol::make_frame(type, id, std::move(header)), fds));
+  if (Status sent = send(protocol::make_frame(type, id, std::move(header)), fds); !sent.is_ok()) {
+    // A daemon that closed the connection may have said why first (an idle or handshake timeout).
+    if (sent.code() == StatusCode::kUnavailable) {
+      auto last = receive();
+      if (last.is_ok() && last->type == static_cast<uint16_t>(MessageType::kError)) return error_from(*last);
+    }
+    return sent;
+  }
   while (true) {
     STRIPESOLVE_ASSIGN_OR_RETURN(Frame f, receive());
     if (f.request_id != id && f.request_id != 0) continue;  // a stale reply of an abandoned request

@@ -23,7 +23,8 @@ constexpr std::string_view kJobsHint = "list your jobs with 'stripesolve jobs'";
 Connection::Connection(asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid, ConnectionEnv env)
     : socket_(std::move(socket)), uid_(uid), pid_(pid), env_(env), log_(logger("server")),
       parser_({static_cast<uint32_t>(env.config.limits.max_header_bytes),
-               static_cast<uint32_t>(env.config.limits.max_payload_bytes)}) {
+               static_cast<uint32_t>(env.config.limits.max_payload_bytes)}),
+      timer_(env.io), last_activity_(std::chrono::steady_clock::now()) {
   env_.metrics.connections_open++;
 }
 
@@ -31,18 +32,62 @@ Connection::~Connection() { env_.metrics.connections_open--; }
 
 void Connection::start() {
   log_->debug("connection from uid {} pid {}", uid_, pid_);
+  arm_timer(env_.config.limits.handshake_timeout_seconds);
   read();
 }
 
-void Connection::refuse(const Status& status) {
+void Connection::refuse(const Status& status, std::string_view hint) {
   log_->warn("refusing connection from uid {} pid {}: {}", uid_, pid_, status.message());
-  send_error(0, status, "wait for other clients to finish, or raise daemon.limits.max_connections");
+  send_error(0, status, hint);
   closing_ = true;
+}
+
+void Connection::arm_timer(double seconds) {
+  if (seconds <= 0) return;
+  timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds)));
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (ec) return;  // cancelled: re-armed or closed
+    if (auto self = weak.lock()) self->on_timer();
+  });
+}
+
+bool Connection::busy() const {
+  return !watches_.empty() || !streams_.empty() || writing_ || !queue_.empty();
+}
+
+void Connection::on_timer() {
+  if (closed_ || closing_) return;
+  const ServerLimits& limits = env_.config.limits;
+  if (!handshaken_) {
+    env_.metrics.connections_timed_out++;
+    log_->warn("closing connection of uid {} pid {}: no hello within {} s", uid_, pid_,
+               limits.handshake_timeout_seconds);
+    send_error(0, Status::unavailable(fmt::format(
+        "no hello within {} s (daemon.limits.handshake_timeout_seconds)", limits.handshake_timeout_seconds)));
+    closing_ = true;
+    write_next();
+    return;
+  }
+  const double idle = limits.idle_timeout_seconds;
+  if (idle <= 0) return;
+  const double quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_activity_).count();
+  if (busy() || quiet < idle) {
+    arm_timer(busy() ? idle : idle - quiet);
+    return;
+  }
+  env_.metrics.connections_timed_out++;
+  log_->info("closing connection of uid {} pid {}: idle for {:.0f} s", uid_, pid_, quiet);
+  send_error(0, Status::unavailable(fmt::format(
+      "closed after {} s without a request (daemon.limits.idle_timeout_seconds)", idle)));
+  closing_ = true;
+  write_next();
 }
 
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  timer_.cancel();
   for (auto& [id, w] : watches_) w.job->remove_listener(w.listener);
   for (auto& [id, s] : streams_) s.job->remove_listener(s.listener);
   watches_.clear();
@@ -101,6 +146,7 @@ void Connection::read_available() {
   while (auto frame = parser_.next()) {
     if (closing_ || closed_) break;
     env_.metrics.frames_in++;
+    last_activity_ = std::chrono::steady_clock::now();
     auto count = protocol::declared_descriptors(frame->header);
     auto files = count.is_ok() ? descriptors_.take(*count)
                                : Result<std::vector<UniqueFd>>(count.status());
@@ -134,6 +180,8 @@ void Connection::on_frame(Frame frame, std::vector<UniqueFd> files) {
       return;
     }
     handshaken_ = true;
+    timer_.cancel();
+    arm_timer(env_.config.limits.idle_timeout_seconds);
     send(protocol::make_frame(
         MessageType::kWelcome, frame.request_id,
         {{"version", *version}, {"daemon", "stripesolved 0.1.0"}, {"uid", uid_}, {"pid", ::getpid()},

@@ -45,9 +45,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(boost::asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid, ConnectionEnv env);
   ~Connection();
 
+  // Starts reading, with the handshake timeout running.
   void start();
-  // Sends one error frame and closes (the connection limit was reached).
-  void refuse(const Status& status);
+  // Sends one error frame and closes (a connection limit was reached).
+  void refuse(const Status& status, std::string_view hint);
+  uid_t uid() const { return uid_; }
   void close();
   void set_on_close(std::function<void(Connection*)> fn) { on_close_ = std::move(fn); }
   // Any thread: something changed in a job this connection follows.
@@ -71,6 +73,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool header_sent = false;
   };
 
+  // The handshake and idle timeouts (daemon.limits): one timer, re-armed as needed.
+  void arm_timer(double seconds);
+  void on_timer();
+  // Following a job (watch, result stream) or writing: not idle, however quiet the client.
+  bool busy() const;
   void read();
   // Reads what the socket holds (recvmsg: bytes and passed descriptors) and handles the frames.
   void read_available();
@@ -103,6 +110,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   protocol::FrameParser parser_;
   protocol::DescriptorQueue descriptors_;  // passed descriptors waiting for their frame
   std::array<char, 64 * 1024> read_buf_{};
+  boost::asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point last_activity_;  // last frame received
   bool handshaken_ = false;
   bool closing_ = false;   // stop reading; close once the queue is written
   bool closed_ = false;

@@ -53,6 +53,7 @@ Status Daemon::start() {
   jc.dense_concurrency = static_cast<int>(s.dense_concurrency);
   jc.tridiag_concurrency = static_cast<int>(s.tridiag_concurrency);
   jc.max_jobs = s.limits.max_jobs;
+  jc.max_files_per_uid = s.limits.max_job_files_per_uid;
   jc.result_ttl = std::chrono::seconds(s.result_ttl_seconds);
   jobs_ = std::make_unique<JobManager>(jc, std::move(registry));
 

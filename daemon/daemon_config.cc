@@ -91,6 +91,11 @@ std::string describe_config(const DaemonConfig& c) {
       s.limits.max_connections, format_bytes(s.limits.max_queued_bytes).c_str(),
       format_bytes(s.limits.max_header_bytes), format_bytes(s.limits.max_payload_bytes),
       format_bytes(s.limits.max_upload_bytes), format_bytes(s.limits.max_rhs_bytes), s.limits.max_jobs);
+  out += fmt::format(
+      "    max_connections_per_uid: {}\n    handshake_timeout_seconds: {}\n"
+      "    idle_timeout_seconds: {}\n    max_job_files_per_uid: {}\n",
+      s.limits.max_connections_per_uid, s.limits.handshake_timeout_seconds,
+      s.limits.idle_timeout_seconds, s.limits.max_job_files_per_uid);
   out += fmt::format("  concurrency:\n    small: {}\n    dense: {}\n    tridiag: {}\n", s.small_concurrency,
                      s.dense_concurrency, s.tridiag_concurrency);
   out += fmt::format("  result_ttl_seconds: {}\n  upload_ttl_seconds: {}\n  progress_log_seconds: {}\n",

@@ -35,6 +35,7 @@ struct Server::Impl {
   asio::signal_set signals{io};
   asio::steady_timer tick{io};
   std::map<Connection*, std::weak_ptr<Connection>> connections;  // I/O thread only
+  std::map<uid_t, int64_t> per_uid;  // open connections by uid (I/O thread only)
   std::shared_ptr<spdlog::logger> log = logger("server");
   bool accepting = false;
 
@@ -66,11 +67,30 @@ struct Server::Impl {
     if (static_cast<int64_t>(connections.size()) >= config.limits.max_connections) {
       metrics.connections_refused++;
       conn->refuse(Status::resource_exhausted(fmt::format(
-          "too many connections ({}, limit daemon.limits.max_connections)", connections.size())).set_retryable());
+          "too many connections ({}, limit daemon.limits.max_connections)", connections.size())).set_retryable(),
+          "wait for other clients to finish, or raise daemon.limits.max_connections");
+      return;
+    }
+    // One user may not take every slot (issue 15 point 7). Root and the daemon's own uid are
+    // trusted (they may stop the daemon anyway) and not counted.
+    const bool counted = cred.uid != 0 && cred.uid != ::getuid();
+    if (counted && per_uid[cred.uid] >= config.limits.max_connections_per_uid) {
+      metrics.connections_refused++;
+      conn->refuse(Status::resource_exhausted(fmt::format(
+          "too many connections from uid {} ({}, limit daemon.limits.max_connections_per_uid)",
+          cred.uid, per_uid[cred.uid])).set_retryable(),
+          "close other stripesolve connections of this user, or raise daemon.limits.max_connections_per_uid");
       return;
     }
     connections[conn.get()] = conn;
-    conn->set_on_close([this](Connection* c) { connections.erase(c); });
+    if (counted) per_uid[cred.uid]++;
+    conn->set_on_close([this, counted](Connection* c) {
+      if (counted) {
+        auto it = per_uid.find(c->uid());
+        if (it != per_uid.end() && --it->second <= 0) per_uid.erase(it);
+      }
+      connections.erase(c);
+    });
     conn->start();
   }
 

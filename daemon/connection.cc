@@ -56,6 +56,23 @@ bool Connection::busy() const {
   return !watches_.empty() || !streams_.empty() || writing_ || !queue_.empty();
 }
 
+bool Connection::delivering() const {
+  if (closed_) return false;
+  if (busy()) return true;
+  for (const auto& [id, job] : unreported_) {
+    if (job->state() != JobState::kCancelled) return true;
+  }
+  return false;
+}
+
+void Connection::reported(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_unsigned()) return;
+  const std::string state = j.value("state", std::string());
+  if (state == "COMPLETED" || state == "FAILED" || state == "CANCELLED") {
+    unreported_.erase(j["id"].get<uint64_t>());
+  }
+}
+
 void Connection::on_timer() {
   if (closed_ || closing_) return;
   const ServerLimits& limits = env_.config.limits;
@@ -92,6 +109,7 @@ void Connection::close() {
   for (auto& [id, s] : streams_) s.job->remove_listener(s.listener);
   watches_.clear();
   streams_.clear();
+  unreported_.clear();
   boost::system::error_code ec;
   socket_.shutdown(asio::socket_base::shutdown_both, ec);
   socket_.close(ec);
@@ -258,9 +276,12 @@ void Connection::handle_request(Frame& frame) {
         case MessageType::kTrace:
           reply(rid, {{"job", *id}, {"trace", nlohmann::json::parse((*job)->trace_json())}});
           return;
-        default:
-          reply(rid, (*job)->to_json());
+        default: {  // status, cancel
+          nlohmann::json j = (*job)->to_json();
+          reported(j);
+          reply(rid, std::move(j));
           return;
+        }
       }
     }
     case MessageType::kMetrics:
@@ -292,6 +313,10 @@ void Connection::handle_request(Frame& frame) {
 }
 
 void Connection::handle_upload(Frame& frame) {
+  if (env_.draining.load()) {
+    uploads_.erase(frame.request_id);
+    return send_error(frame.request_id, Status::unavailable(std::string(kDrainingMessage)));
+  }
   std::string& buf = uploads_[frame.request_id];
   if (buf.size() + frame.payload.size() > env_.config.limits.max_upload_bytes) {
     uploads_.erase(frame.request_id);
@@ -318,6 +343,7 @@ void Connection::handle_submit(Frame& frame, std::vector<UniqueFd> files) {
   auto job = env_.jobs.submit(uid_, *it, std::move(files));
   if (!job.is_ok()) return send_error(frame.request_id, job.status());
   if (*wait) return start_watch(frame.request_id, *job, false);
+  unreported_[(*job)->id()] = *job;
   reply(frame.request_id, {{"job", (*job)->id()}, {"state", job_state_name((*job)->state())}});
 }
 
@@ -364,6 +390,7 @@ void Connection::update_watches() {
     if (is_terminal(state)) {
       w.job->remove_listener(w.listener);
       nlohmann::json j = w.job->to_json();
+      reported(j);
       if (!w.progress) j["job"] = w.job->id();  // submit-with-wait replies like submit
       reply(it->first, std::move(j));
       it = watches_.erase(it);
@@ -434,7 +461,9 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
   *finished = true;
   if (state == JobState::kCompleted && s.rows_sent == s.n) {
     s.job->mark_fetched();
-    reply(request_id, {{"rows", s.rows_sent}, {"job", s.job->to_json()}});
+    nlohmann::json j = s.job->to_json();
+    reported(j);
+    reply(request_id, {{"rows", s.rows_sent}, {"job", std::move(j)}});
   } else {
     send_error(request_id, Status(StatusCode::kFailedPrecondition, fmt::format(
         "job {} ended {} after {} of {} solution rows: {}", s.job->id(), job_state_name(state),

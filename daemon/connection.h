@@ -38,6 +38,7 @@ struct ConnectionEnv {
   Metrics& metrics;
   const ServerHooks& hooks;
   boost::asio::io_context& io;
+  const std::atomic<bool>& draining;  // uploads and submits are refused (Server::drain)
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -50,6 +51,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Sends one error frame and closes (a connection limit was reached).
   void refuse(const Status& status, std::string_view hint);
   uid_t uid() const { return uid_; }
+  // Still receiving something a drain must wait for: a watch or result stream, bytes to write,
+  // or a job submitted here whose end this connection was not yet told (cancelled ones aside).
+  bool delivering() const;
   void close();
   void set_on_close(std::function<void(Connection*)> fn) { on_close_ = std::move(fn); }
   // Any thread: something changed in a job this connection follows.
@@ -101,6 +105,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void write_next();
   void fail_protocol(const Status& status);
   uint64_t listen_to(const std::shared_ptr<Job>& job);
+  // This connection was told that job `j` ended (its terminal state went out in a reply).
+  void reported(const nlohmann::json& j);
 
   boost::asio::local::stream_protocol::socket socket_;
   const uid_t uid_;
@@ -131,6 +137,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::map<uint64_t, Watch> watches_;          // by request id
   std::map<uint64_t, ResultStream> streams_;   // by request id
   std::map<uint64_t, std::string> uploads_;    // partial uploads by request id
+  std::map<uint64_t, std::shared_ptr<Job>> unreported_;  // submitted here, end not yet told, by id
   std::atomic<bool> wake_pending_{false};
   std::function<void(Connection*)> on_close_;
 };

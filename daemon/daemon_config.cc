@@ -100,8 +100,8 @@ std::string describe_config(const DaemonConfig& c) {
                      s.dense_concurrency, s.tridiag_concurrency);
   out += fmt::format("  result_ttl_seconds: {}\n  upload_ttl_seconds: {}\n  progress_log_seconds: {}\n",
                      s.result_ttl_seconds, s.upload_ttl_seconds, s.progress_log_seconds);
-  out += fmt::format("  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n", s.shutdown_policy,
-                     s.drain_timeout_seconds);
+  out += fmt::format("  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n    delivery_timeout_seconds: {}\n",
+                     s.shutdown_policy, s.drain_timeout_seconds, s.delivery_timeout_seconds);
   out += fmt::format("  ram_budget_fraction: {}\n", s.ram_budget_fraction);
   const storage::StoreConfig& st = c.store;
   out += "store:\n  paths:\n";

@@ -111,7 +111,7 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) {
-      return Status::unavailable("the daemon is shutting down and accepts no new jobs");
+      return Status::unavailable(std::string(kDrainingMessage));
     }
     const auto nfiles = static_cast<int64_t>(files.size());
     if (nfiles > 0 && files_held_[owner] + nfiles > config_.max_files_per_uid) {

@@ -57,6 +57,11 @@ class JobContext {
 
 using JobRunner = std::function<Result<nlohmann::json>(JobContext&)>;
 
+// What a submit (or an upload) gets while the daemon drains.
+inline constexpr std::string_view kDrainingMessage =
+    "the daemon is draining (it stops once its jobs have ended) and accepts no new work; status, "
+    "watch, result and cancel still work";
+
 struct JobType {
   Lane lane = Lane::kSmall;
   JobRunner run;

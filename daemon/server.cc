@@ -34,6 +34,8 @@ struct Server::Impl {
   std::unique_ptr<local::acceptor> acceptor;
   asio::signal_set signals{io};
   asio::steady_timer tick{io};
+  asio::steady_timer delivery{io};  // polls finish_when_delivered()
+  std::atomic<bool> draining{false};
   std::map<Connection*, std::weak_ptr<Connection>> connections;  // I/O thread only
   std::map<uid_t, int64_t> per_uid;  // open connections by uid (I/O thread only)
   std::shared_ptr<spdlog::logger> log = logger("server");
@@ -62,7 +64,7 @@ struct Server::Impl {
       return;
     }
     metrics.connections_total++;
-    ConnectionEnv env{config, jobs, uploads, metrics, hooks, io};
+    ConnectionEnv env{config, jobs, uploads, metrics, hooks, io, draining};
     auto conn = std::make_shared<Connection>(std::move(socket), cred.uid, cred.pid, env);
     if (static_cast<int64_t>(connections.size()) >= config.limits.max_connections) {
       metrics.connections_refused++;
@@ -92,6 +94,43 @@ struct Server::Impl {
       connections.erase(c);
     });
     conn->start();
+  }
+
+  void poll_delivered(std::chrono::steady_clock::time_point deadline) {
+    int64_t receiving = 0;
+    for (auto& [ptr, weak] : connections) {
+      if (auto c = weak.lock(); c && c->delivering()) ++receiving;
+    }
+    if (receiving == 0 || std::chrono::steady_clock::now() >= deadline) {
+      if (receiving > 0) {
+        log->warn("delivery timeout (daemon.shutdown.delivery_timeout_seconds): closing {} "
+                  "connection(s) still receiving results", receiving);
+      }
+      close_everything();
+      return;
+    }
+    delivery.expires_after(std::chrono::milliseconds(20));
+    delivery.async_wait([this, deadline](boost::system::error_code ec) {
+      if (!ec) poll_delivered(deadline);
+    });
+  }
+
+  void close_everything() {
+    if (accepting) {
+      accepting = false;
+      boost::system::error_code ec;
+      acceptor->close(ec);
+      ::unlink(path.c_str());
+    }
+    auto conns = connections;
+    for (auto& [ptr, weak] : conns) {
+      if (auto c = weak.lock()) c->close();
+    }
+    connections.clear();
+    signals.cancel();
+    tick.cancel();
+    delivery.cancel();
+    io.stop();
   }
 
   void schedule_tick() {
@@ -185,34 +224,18 @@ void Server::run() { impl_->io.run(); }
 
 void Server::post(std::function<void()> fn) { asio::post(impl_->io, std::move(fn)); }
 
-void Server::stop_accepting() {
-  asio::post(impl_->io, [s = impl_.get()] {
-    if (!s->accepting) return;
-    s->accepting = false;
-    boost::system::error_code ec;
-    s->acceptor->close(ec);
-    ::unlink(s->path.c_str());
-    s->log->info("stopped accepting connections on {}", s->path);
-  });
+void Server::drain() {
+  impl_->draining = true;
+  impl_->log->info("draining: {} stays open for status, watch, result and cancel; new work is refused",
+                   impl_->path);
+}
+
+void Server::finish_when_delivered(std::chrono::steady_clock::time_point deadline) {
+  asio::post(impl_->io, [s = impl_.get(), deadline] { s->poll_delivered(deadline); });
 }
 
 void Server::shutdown() {
-  asio::post(impl_->io, [s = impl_.get()] {
-    if (s->accepting) {
-      s->accepting = false;
-      boost::system::error_code ec;
-      s->acceptor->close(ec);
-      ::unlink(s->path.c_str());
-    }
-    auto conns = s->connections;
-    for (auto& [ptr, weak] : conns) {
-      if (auto c = weak.lock()) c->close();
-    }
-    s->connections.clear();
-    s->signals.cancel();
-    s->tick.cancel();
-    s->io.stop();
-  });
+  asio::post(impl_->io, [s = impl_.get()] { s->close_everything(); });
 }
 
 int64_t Server::open_connections() const { return impl_->metrics.connections_open.load(); }

@@ -53,6 +53,7 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
     ConfigMap s = map.section("shutdown");
     s.get_choice("policy", config.shutdown_policy, {"finish", "cancel"});
     s.get("drain_timeout_seconds", config.drain_timeout_seconds, 0, 30 * 86400);
+    s.get("delivery_timeout_seconds", config.delivery_timeout_seconds, 0, 86400);
     s.finish();
   }
   map.finish();

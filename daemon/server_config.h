@@ -44,6 +44,9 @@ struct ServerConfig {
   double progress_log_seconds = 5.0;   // a progress log line per running job this often
   std::string shutdown_policy = "finish";  // on SIGTERM: "finish" queued and running jobs, or "cancel" them
   int64_t drain_timeout_seconds = 600;     // after this, what is still running is cancelled
+  // Once the jobs have ended, how long the daemon still waits for clients to receive their
+  // results (a slow reader, a client about to ask) before it closes the connections left.
+  int64_t delivery_timeout_seconds = 60;
   double ram_budget_fraction = 0.5;        // engine.ram_budget default: this fraction of MemAvailable
 };
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -24,8 +25,25 @@ std::string daemon_unreachable_message(const std::string& path, int err) {
       path, std::strerror(err));
 }
 
+Result<std::optional<uid_t>> daemon_uid_from_environment() {
+  const char* text = std::getenv("STRIPESOLVE_DAEMON_UID");
+  if (text == nullptr || *text == '\0') return std::optional<uid_t>();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (*end != '\0' || errno == ERANGE || v > 0xfffffffeul || text[0] == '-') {
+    return Status::invalid_argument(
+        fmt::format("STRIPESOLVE_DAEMON_UID must be a uid (a number), got '{}'", text));
+  }
+  return std::optional<uid_t>(static_cast<uid_t>(v));
+}
+
 Result<std::unique_ptr<Connection>> Connection::connect(const std::string& socket_path,
-                                                        std::string_view client_name) {
+                                                        std::string_view client_name,
+                                                        std::optional<uid_t> daemon_uid) {
+  if (!daemon_uid) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(daemon_uid, daemon_uid_from_environment());
+  }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(addr.sun_path)) {
@@ -40,6 +58,19 @@ Result<std::unique_ptr<Connection>> Connection::connect(const std::string& socke
     return Status::unavailable(daemon_unreachable_message(socket_path, err));
   }
   std::unique_ptr<Connection> c(new Connection(fd, socket_path));
+  // Who serves this socket? Anyone who could create it could otherwise receive our requests
+  // (and the descriptors they carry). Checked before the first byte is sent.
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return Status::from_errno(errno, "SO_PEERCRED on " + socket_path);
+  }
+  if (cred.uid != 0 && cred.uid != ::getuid() && !(daemon_uid && cred.uid == *daemon_uid)) {
+    return Status::failed_precondition(fmt::format(
+        "refusing the daemon at {}: the socket is served by uid {}, which is neither root nor you "
+        "(uid {}); if uid {} runs your daemon, set STRIPESOLVE_DAEMON_UID={} or pass --daemon-uid {}",
+        socket_path, cred.uid, ::getuid(), cred.uid, cred.uid, cred.uid));
+  }
   // A daemon that refuses the connection (limit reached) has already sent an error frame and
   // closed: the hello may fail with EPIPE, but the error is still there to read.
   const Status sent = c->send(protocol::make_hello(client_name));

@@ -11,7 +11,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <sys/types.h>
+
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,9 +30,12 @@ namespace stripesolve::client {
 class Connection {
  public:
   // Connects to `socket_path` and says hello. A missing daemon gives an error that says how to
-  // start one.
+  // start one. Before anything is sent the peer's uid (SO_PEERCRED) must be root, the user's
+  // own, or `daemon_uid` (default: $STRIPESOLVE_DAEMON_UID when set): a socket served by anyone
+  // else is refused (issue 15 point 9).
   static Result<std::unique_ptr<Connection>> connect(const std::string& socket_path,
-                                                     std::string_view client_name = "stripesolve");
+                                                     std::string_view client_name = "stripesolve",
+                                                     std::optional<uid_t> daemon_uid = std::nullopt);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -65,6 +71,9 @@ class Connection {
   uint64_t last_request_id_ = 0;
   std::string read_buf_;
 };
+
+// The uid a daemon may run as besides root and the user: $STRIPESOLVE_DAEMON_UID, if set.
+Result<std::optional<uid_t>> daemon_uid_from_environment();
 
 // The message for a daemon that cannot be reached at `path` (errno `err`).
 std::string daemon_unreachable_message(const std::string& path, int err);

@@ -31,6 +31,7 @@ constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitUnreachable = 3,
 
 struct Globals {
   std::string socket;
+  int64_t daemon_uid = -1;  // --daemon-uid; -1: $STRIPESOLVE_DAEMON_UID or none
   bool json = false;
   bool quiet = false;
 };
@@ -45,7 +46,9 @@ int fail(const Status& st) {
 }
 
 Result<std::unique_ptr<Connection>> open(const Globals& g) {
-  auto c = Connection::connect(protocol::resolve_socket_path(g.socket));
+  std::optional<uid_t> daemon_uid;
+  if (g.daemon_uid >= 0) daemon_uid = static_cast<uid_t>(g.daemon_uid);
+  auto c = Connection::connect(protocol::resolve_socket_path(g.socket), "stripesolve", daemon_uid);
   if (c.is_ok()) connected_once = true;
   return c;
 }
@@ -191,11 +194,16 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 ok, 1 error or job FAILED, 2 usage, 3 daemon not reachable, 4 job CANCELLED, "
       "5 connection lost mid-reply.\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
-      "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.");
+      "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.\n"
+      "The client talks only to a daemon run by root or by you, or by the uid in --daemon-uid / "
+      "$STRIPESOLVE_DAEMON_UID.");
   app.require_subcommand(1);
   app.fallthrough();  // global options also after the verb: `stripesolve jobs --json`
   Globals g;
   app.add_option("--socket", g.socket, "daemon socket path");
+  app.add_option("--daemon-uid", g.daemon_uid,
+                 "accept a daemon run by this uid (besides root and you; default $STRIPESOLVE_DAEMON_UID)")
+      ->check(CLI::Range(int64_t{0}, int64_t{0xfffffffe}));
   app.add_flag("--json", g.json, "print replies as JSON");
   app.add_flag("-q,--quiet", g.quiet, "no progress output");
   int code = kExitOk;

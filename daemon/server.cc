@@ -152,6 +152,31 @@ struct Server::Impl {
   }
 };
 
+Status check_socket_directory(const std::string& dir) {
+  struct stat st{};
+  if (::lstat(dir.c_str(), &st) != 0) return Status::from_errno(errno, "stat socket directory " + dir);
+  if (S_ISLNK(st.st_mode)) {
+    return Status::failed_precondition(fmt::format(
+        "socket directory {} is a symbolic link; give daemon.socket a path in a real directory", dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::failed_precondition(fmt::format("socket directory {} is not a directory", dir));
+  }
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return Status::failed_precondition(fmt::format(
+        "socket directory {} belongs to uid {}, not to this daemon (uid {}) or root, so that user "
+        "could replace the socket; remove the directory or choose another daemon.socket",
+        dir, st.st_uid, ::geteuid()));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status::failed_precondition(fmt::format(
+        "socket directory {} has mode {:04o}: other users may write in it and replace the socket; "
+        "make it writable by its owner only (chmod go-w) or choose another daemon.socket",
+        dir, st.st_mode & 07777));
+  }
+  return Status::ok();
+}
+
 Server::Server(ServerConfig config, std::string socket_path, JobManager& jobs, UploadStore& uploads,
                Metrics& metrics, ServerHooks hooks)
     : impl_(std::make_unique<Impl>(std::move(config), std::move(socket_path), jobs, uploads, metrics,
@@ -172,6 +197,7 @@ Status Server::listen() {
       if (ec) return Status::io_error(fmt::format("cannot create socket directory {}: {}", dir.string(), ec.message()));
       if (::chmod(dir.c_str(), 0700) != 0) return Status::from_errno(errno, "chmod 0700 " + dir.string());
     }
+    STRIPESOLVE_RETURN_IF_ERROR(check_socket_directory(dir.string()));
   }
   if (s.path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     return Status::invalid_argument(fmt::format("socket path {} is longer than {} bytes", s.path,

@@ -1,7 +1,9 @@
 // The socket server: Boost.Asio on a Unix-domain stream socket (docs/protocol.md).
 //
-// Guarantees: the socket's directory is created 0700 (if missing) and the socket gets the
-// configured mode (0600 by default); a stale socket file (nobody listening) is replaced, a live one
+// Guarantees: the socket's directory is created 0700 (if missing), and refused unless it is a
+// real directory owned by the daemon's uid (or root) that nobody else may write (another user
+// could otherwise replace the socket and receive the next client's hello; issue 15 point 9). The
+// socket gets the configured mode (0600 by default); a stale socket file (nobody listening) is replaced, a live one
 // is an error. Each connection's peer uid comes from SO_PEERCRED and every request acts as that
 // uid. One write is in flight per connection; result chunks are produced only when the previous
 // write completed (pull), other frames queue up to limits.max_queued_bytes. Malformed input gets
@@ -73,6 +75,9 @@ class Server {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The socket directory's check (see above); errors say what is wrong and what to do.
+Status check_socket_directory(const std::string& dir);
 
 // Whether `uid` may stop a daemon running as `daemon_uid`.
 inline bool may_stop_daemon(uid_t uid, uid_t daemon_uid) { return uid == 0 || uid == daemon_uid; }

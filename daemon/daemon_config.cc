@@ -106,8 +106,8 @@ std::string describe_config(const DaemonConfig& c) {
   const storage::StoreConfig& st = c.store;
   out += "store:\n  paths:\n";
   for (const auto& p : st.paths) out += fmt::format("    - \"{}\"\n", p);
-  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  io_engine: {}\n  direct_io: {}\n",
-                     st.stripe_rows, st.round_robin_levels, st.io_engine, st.direct_io);
+  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  io_engine: {}\n  direct_io: {}\n  group: \"{}\"\n",
+                     st.stripe_rows, st.round_robin_levels, st.io_engine, st.direct_io, st.group);
   const scheduler::EngineConfig& e = c.engine;
   out += fmt::format("engine:\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n  meta_stripes: {}\n"
                      "  elim_j_workers: {}\n  cores: {}\n",

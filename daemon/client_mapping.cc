@@ -89,8 +89,12 @@ Result<ClientMapping> ClientMapping::map(int fd, uint64_t length, bool writable)
     return Status::resource_exhausted(
         fmt::format("{} client files are mapped already", kMaxClientMappings));
   }
+  // Inputs are populated up front (their pages are in the page cache: one call maps them all);
+  // an output is not, as populating a shared mapping maps its pages read-only and every first
+  // write would fault again.
   const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-  void* p = ::mmap(nullptr, m.mapped_, prot, (writable ? MAP_SHARED : MAP_PRIVATE) | MAP_POPULATE, fd, 0);
+  const int flags = writable ? MAP_SHARED : MAP_PRIVATE | MAP_POPULATE;
+  void* p = ::mmap(nullptr, m.mapped_, prot, flags, fd, 0);
   if (p == MAP_FAILED) {
     const int err = errno;
     m.release();

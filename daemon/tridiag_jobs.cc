@@ -281,6 +281,7 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
                         micros_since(start, Clock::now()), 0});
   };
 
+  const auto threads = static_cast<unsigned>(config.threads);
   // Load: a passed float64 file is mapped where it lies (no copy), other files are read and
   // converted (float32 widens); an upload is converted and dropped before the next, so the
   // peak holds one array twice at most.
@@ -291,7 +292,7 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
     auto values = load_array(in.arrays[k], plan.unknowns);
     if (!values.is_ok()) return values.status().with_context(kArrayNames[k]);
     a[k] = std::move(values).value();
-    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kArrayNames[k], a[k].span(), plan));
+    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kArrayNames[k], a[k].span(), plan, threads));
     progress("load", 0.1 * static_cast<double>(k + 1) / 4);
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(Solution solution, solution_array(out_fd, plan));
@@ -305,7 +306,7 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   tridiag::SolveOptions options;
   options.algorithm = params.algorithm;
   options.require_stable = !params.unstable_ok;
-  options.threads = static_cast<unsigned>(config.threads);
+  options.threads = threads;
   std::vector<std::string> notes;
   if (params.device == TridiagDevice::kAuto) {
     notes.push_back(have_gpu ? "device auto chose the GPU"
@@ -340,7 +341,8 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   progress("check", 0.9);
   const auto check_start = Clock::now();
   const ResidualSummary residual =
-      max_relative_residual(plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data());
+      max_relative_residual(plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data(),
+                            threads);
   span("check", check_start);
   STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
   for (auto& a_k : a) a_k = Array{};

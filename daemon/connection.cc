@@ -205,7 +205,8 @@ void Connection::on_frame(Frame frame, std::vector<UniqueFd> files) {
         {{"version", *version}, {"daemon", "stripesolved 0.1.0"}, {"uid", uid_}, {"pid", ::getpid()},
          {"limits", {{"max_payload_bytes", env_.config.limits.max_payload_bytes},
                      {"max_header_bytes", env_.config.limits.max_header_bytes},
-                     {"max_upload_bytes", env_.config.limits.max_upload_bytes}}}},
+                     {"max_upload_bytes", env_.config.limits.max_upload_bytes},
+                     {"max_frame_descriptors", protocol::kMaxFrameDescriptors}}}},
         protocol::kFlagFinal));
     return;
   }

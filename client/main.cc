@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -353,7 +352,14 @@ int main(int argc, char** argv) {
     if (out_path.empty()) {
       std::printf("%s\n", text.c_str());
     } else {
-      std::ofstream(out_path) << text << "\n";
+      // Like every output: a new temporary beside the target, renamed once complete.
+      auto out = OutputFile::create(out_path, "--out");
+      if (!out.is_ok()) return void(code = fail(out.status()));
+      const std::string line = text + "\n";
+      if (::write(out->fd(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        return void(code = fail(Status::from_errno(errno, "write " + out->temporary())));
+      }
+      if (Status st = out->commit(); !st.is_ok()) return void(code = fail(st));
     }
   });
 

@@ -1,9 +1,10 @@
 #include "client/commands.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -36,31 +37,103 @@ Status open_result_writer(NpyWriter& writer, const std::string& path, const nloh
 
 }  // namespace
 
-Result<nlohmann::json> build_solve_job(Connection& conn, const SolveRequest& r) {
-  nlohmann::json job = {{"type", "dense_solve"},   {"matrix", r.matrix},
-                        {"pivot", r.pivot},        {"strategy", r.strategy},
-                        {"refinement", r.refinement}, {"in_place", r.in_place},
-                        {"reuse", r.reuse}};
-  if (!r.rhs_path.empty()) {
-    std::ifstream in(r.rhs_path, std::ios::binary);
-    if (!in) return Status::not_found("cannot read right-hand sides " + r.rhs_path);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t upload, conn.upload(ss.str()));
-    job["rhs"] = {{"upload", upload}};
-  } else {
-    job["rhs"] = {{"generate", r.generate}, {"nrhs", r.nrhs}, {"seed", r.seed}};
-  }
-  return job;
+nlohmann::json JobRequest::pass(UniqueFd fd) {
+  files.push_back(std::move(fd));
+  return {{"fd", files.size() - 1}};
 }
+
+Result<nlohmann::json> JobRequest::pass_output(const std::string& path, std::string_view option) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(path, option));
+  // The daemon gets a descriptor of its own (the client keeps the one it commits through).
+  UniqueFd dup(::fcntl(out.fd(), F_DUPFD_CLOEXEC, 0));
+  if (!dup.valid()) return Status::from_errno(errno, "dup " + out.temporary());
+  output = std::move(out);
+  return pass(std::move(dup));
+}
+
+Result<JobRequest> build_solve_job(const SolveRequest& r) {
+  JobRequest req;
+  req.job = {{"type", "dense_solve"},   {"matrix", r.matrix},
+             {"pivot", r.pivot},        {"strategy", r.strategy},
+             {"refinement", r.refinement}, {"in_place", r.in_place},
+             {"reuse", r.reuse}};
+  if (!r.rhs_path.empty()) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, open_input(r.rhs_path, "--rhs"));
+    req.job["rhs"] = req.pass(std::move(fd));
+  } else {
+    req.job["rhs"] = {{"generate", r.generate}, {"nrhs", r.nrhs}, {"seed", r.seed}};
+  }
+  if (!r.out_path.empty()) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(req.job["out"], req.pass_output(r.out_path, "--out"));
+  }
+  return req;
+}
+
+Result<JobRequest> build_import_job(const std::string& name, const std::string& path, int64_t stripe_rows) {
+  JobRequest req;
+  STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, open_input(path, "matrix"));
+  req.job = {{"type", "matrix_import"}, {"name", name}, {"label", path}};
+  if (stripe_rows > 0) req.job["stripe_rows"] = stripe_rows;
+  req.job["file"] = req.pass(std::move(fd));
+  return req;
+}
+
+Result<JobRequest> build_export_job(const std::string& name, const std::string& path) {
+  JobRequest req;
+  req.job = {{"type", "matrix_export"}, {"name", name}, {"label", path}};
+  STRIPESOLVE_ASSIGN_OR_RETURN(req.job["file"], req.pass_output(path, "output"));
+  return req;
+}
+
+namespace {
+
+std::vector<int> raw_fds(const JobRequest& request) {
+  std::vector<int> fds;
+  for (const UniqueFd& f : request.files) fds.push_back(f.get());
+  return fds;
+}
+
+}  // namespace
 
 Result<uint64_t> submit_job(Connection& conn, const nlohmann::json& job) {
   STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, conn.call(MessageType::kSubmit, {{"job", job}}));
   return reply.value("job", uint64_t{0});
 }
 
+Result<uint64_t> submit_request(Connection& conn, const JobRequest& request) {
+  const std::vector<int> fds = raw_fds(request);
+  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply,
+                               conn.call(MessageType::kSubmit, {{"job", request.job}}, fds));
+  return reply.value("job", uint64_t{0});
+}
+
 Result<nlohmann::json> run_job(Connection& conn, const nlohmann::json& job) {
   return conn.call(MessageType::kSubmit, {{"job", job}, {"wait", true}});
+}
+
+Result<nlohmann::json> wait_request(Connection& conn, const JobRequest& request) {
+  const std::vector<int> fds = raw_fds(request);
+  return conn.call(MessageType::kSubmit, {{"job", request.job}, {"wait", true}}, fds);
+}
+
+Status finish_output(JobRequest& request, const nlohmann::json& final_job) {
+  if (!request.output) return Status::ok();
+  if (final_job.value("state", std::string()) != "COMPLETED") {
+    request.output->discard();
+    return Status::ok();
+  }
+  return request.output->commit();
+}
+
+Result<nlohmann::json> run_request(Connection& conn, JobRequest& request, ProgressDisplay* display,
+                                   uint64_t* id) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t job_id, submit_request(conn, request));
+  if (id != nullptr) *id = job_id;
+  // The daemon holds its own descriptors now; ours close with the request.
+  request.files.clear();
+  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json done, follow_job(conn, job_id, "", display));
+  STRIPESOLVE_RETURN_IF_ERROR(finish_output(request, done));
+  return done;
 }
 
 Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::string& out_path,

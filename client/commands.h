@@ -1,22 +1,46 @@
 // Client operations shared by the CLI, the integration tests and the benchmarks: building job
 // specs, following a job (progress and result streaming on one connection), fetching results.
+//
+// Files a command names never reach the daemon as paths: the client opens them (and creates the
+// output's temporary) with the user's own rights and passes the descriptors with the submit
+// (JobRequest, client/local_files.h, docs/protocol.md "Descriptor passing").
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "client/connection.h"
+#include "client/local_files.h"
 #include "client/progress.h"
 
 namespace stripesolve::client {
 
+// A job spec with the files it names: a field {"fd": i} of `job` is files[i]. `output`, when
+// set, is the temporary the daemon writes the result into; finish_output() renames it over its
+// target once the job COMPLETED and removes it otherwise.
+struct JobRequest {
+  JobRequest() = default;
+  explicit JobRequest(nlohmann::json spec) : job(std::move(spec)) {}
+
+  nlohmann::json job;
+  std::vector<UniqueFd> files;
+  std::optional<OutputFile> output;
+  // Adds `fd` to the files; returns the field value that names it.
+  nlohmann::json pass(UniqueFd fd);
+  // Creates the output's temporary next to `path` and returns the field value that names it.
+  Result<nlohmann::json> pass_output(const std::string& path, std::string_view option);
+};
+
 struct SolveRequest {
   std::string matrix;
-  std::string rhs_path;             // an .npy file to upload; empty: generate
+  std::string rhs_path;             // an .npy file to pass; empty: generate
+  std::string out_path;             // the solution's .npy, written by the daemon; empty: none
   std::string generate = "ones";    // "ones" or "uniform" (with seed)
   int64_t nrhs = 1;
   int64_t seed = 1;
@@ -27,13 +51,24 @@ struct SolveRequest {
   bool reuse = true;
 };
 
-// Uploads the right-hand sides if a file is given and returns the dense_solve job spec.
-Result<nlohmann::json> build_solve_job(Connection& conn, const SolveRequest& request);
+// The dense_solve job: opens the right-hand sides and creates the output (when given) before
+// anything is sent, so a missing input or an unwritable --out costs nothing.
+Result<JobRequest> build_solve_job(const SolveRequest& request);
+// matrix_import of the .npy at `path`; matrix_export into `path`.
+Result<JobRequest> build_import_job(const std::string& name, const std::string& path, int64_t stripe_rows);
+Result<JobRequest> build_export_job(const std::string& name, const std::string& path);
 
 // Submits `job` and returns its id.
 Result<uint64_t> submit_job(Connection& conn, const nlohmann::json& job);
+Result<uint64_t> submit_request(Connection& conn, const JobRequest& request);
 // Submits `job` with wait and returns the finished job (any terminal state).
 Result<nlohmann::json> run_job(Connection& conn, const nlohmann::json& job);
+Result<nlohmann::json> wait_request(Connection& conn, const JobRequest& request);
+// Renames the request's output over its target when `final_job` COMPLETED, removes it otherwise.
+Status finish_output(JobRequest& request, const nlohmann::json& final_job);
+// submit_request + follow_job (progress only) + finish_output; `id` receives the job id.
+Result<nlohmann::json> run_request(Connection& conn, JobRequest& request, ProgressDisplay* display,
+                                   uint64_t* id = nullptr);
 
 // Follows job `id` until it ends: progress goes to `display` (may be null); when `out_path` is
 // not empty the solution is streamed into that .npy as it is produced. Returns the final job.

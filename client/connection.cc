@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
+
+#include "protocol/descriptors.h"
 
 namespace stripesolve::client {
 
@@ -22,8 +25,25 @@ std::string daemon_unreachable_message(const std::string& path, int err) {
       path, std::strerror(err));
 }
 
+Result<std::optional<uid_t>> daemon_uid_from_environment() {
+  const char* text = std::getenv("STRIPESOLVE_DAEMON_UID");
+  if (text == nullptr || *text == '\0') return std::optional<uid_t>();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (*end != '\0' || errno == ERANGE || v > 0xfffffffeul || text[0] == '-') {
+    return Status::invalid_argument(
+        fmt::format("STRIPESOLVE_DAEMON_UID must be a uid (a number), got '{}'", text));
+  }
+  return std::optional<uid_t>(static_cast<uid_t>(v));
+}
+
 Result<std::unique_ptr<Connection>> Connection::connect(const std::string& socket_path,
-                                                        std::string_view client_name) {
+                                                        std::string_view client_name,
+                                                        std::optional<uid_t> daemon_uid) {
+  if (!daemon_uid) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(daemon_uid, daemon_uid_from_environment());
+  }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.size() >= sizeof(addr.sun_path)) {
@@ -38,6 +58,19 @@ Result<std::unique_ptr<Connection>> Connection::connect(const std::string& socke
     return Status::unavailable(daemon_unreachable_message(socket_path, err));
   }
   std::unique_ptr<Connection> c(new Connection(fd, socket_path));
+  // Who serves this socket? Anyone who could create it could otherwise receive our requests
+  // (and the descriptors they carry). Checked before the first byte is sent.
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return Status::from_errno(errno, "SO_PEERCRED on " + socket_path);
+  }
+  if (cred.uid != 0 && cred.uid != ::getuid() && !(daemon_uid && cred.uid == *daemon_uid)) {
+    return Status::failed_precondition(fmt::format(
+        "refusing the daemon at {}: the socket is served by uid {}, which is neither root nor you "
+        "(uid {}); if uid {} runs your daemon, set STRIPESOLVE_DAEMON_UID={} or pass --daemon-uid {}",
+        socket_path, cred.uid, ::getuid(), cred.uid, cred.uid, cred.uid));
+  }
   // A daemon that refuses the connection (limit reached) has already sent an error frame and
   // closed: the hello may fail with EPIPE, but the error is still there to read.
   const Status sent = c->send(protocol::make_hello(client_name));
@@ -57,22 +90,23 @@ Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status Connection::send(const Frame& frame) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, protocol::encode_frame(frame));
-  size_t off = 0;
-  while (off < bytes.size()) {
-    const ssize_t n = ::send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EPIPE || errno == ECONNRESET) {
-        return Status::unavailable(
-            "the daemon closed the connection (it may have stopped or crashed); check "
-            "'stripesolve daemon status' and the daemon log");
-      }
-      return Status::from_errno(errno, "send to " + path_);
-    }
-    off += static_cast<size_t>(n);
+Status Connection::send(const Frame& frame, std::span<const int> fds) {
+  Result<std::string> bytes = Status::internal("not encoded");
+  if (fds.empty()) {
+    bytes = protocol::encode_frame(frame);
+  } else {
+    Frame with_fds = frame;
+    with_fds.header["fds"] = fds.size();
+    bytes = protocol::encode_frame(with_fds);
   }
+  if (!bytes.is_ok()) return bytes.status();
+  Status st = protocol::send_with_descriptors(fd_, *bytes, fds);
+  if (st.code() == StatusCode::kUnavailable) {
+    return Status::unavailable(
+        "the daemon closed the connection (it may have stopped or crashed); check "
+        "'stripesolve daemon status' and the daemon log");
+  }
+  if (!st.is_ok()) return st.with_context("send to " + path_);
   return Status::ok();
 }
 
@@ -105,21 +139,30 @@ Status Connection::error_from(const Frame& frame) const {
   return out;
 }
 
-Result<nlohmann::json> Connection::call(MessageType type, nlohmann::json header) {
+Result<nlohmann::json> Connection::call(MessageType type, nlohmann::json header,
+                                        std::span<const int> fds) {
   nlohmann::json reply;
   Status st = stream(type, std::move(header), [&](const Frame& f) -> Status {
     if (f.type != static_cast<uint16_t>(MessageType::kOk)) return Status::ok();
     STRIPESOLVE_ASSIGN_OR_RETURN(reply, protocol::reply_body(f));
     return Status::ok();
-  });
+  }, fds);
   if (!st.is_ok()) return st;
   return reply;
 }
 
 Status Connection::stream(MessageType type, nlohmann::json header,
-                          const std::function<Status(const Frame&)>& on_frame) {
+                          const std::function<Status(const Frame&)>& on_frame,
+                          std::span<const int> fds) {
   const uint64_t id = next_request_id();
-  STRIPESOLVE_RETURN_IF_ERROR(send(protocol::make_frame(type, id, std::move(header))));
+  if (Status sent = send(protocol::make_frame(type, id, std::move(header)), fds); !sent.is_ok()) {
+    // A daemon that closed the connection may have said why first (an idle or handshake timeout).
+    if (sent.code() == StatusCode::kUnavailable) {
+      auto last = receive();
+      if (last.is_ok() && last->type == static_cast<uint16_t>(MessageType::kError)) return error_from(*last);
+    }
+    return sent;
+  }
   while (true) {
     STRIPESOLVE_ASSIGN_OR_RETURN(Frame f, receive());
     if (f.request_id != id && f.request_id != 0) continue;  // a stale reply of an abandoned request

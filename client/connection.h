@@ -11,7 +11,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <sys/types.h>
+
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,9 +30,12 @@ namespace stripesolve::client {
 class Connection {
  public:
   // Connects to `socket_path` and says hello. A missing daemon gives an error that says how to
-  // start one.
+  // start one. Before anything is sent the peer's uid (SO_PEERCRED) must be root, the user's
+  // own, or `daemon_uid` (default: $STRIPESOLVE_DAEMON_UID when set): a socket served by anyone
+  // else is refused (issue 15 point 9).
   static Result<std::unique_ptr<Connection>> connect(const std::string& socket_path,
-                                                     std::string_view client_name = "stripesolve");
+                                                     std::string_view client_name = "stripesolve",
+                                                     std::optional<uid_t> daemon_uid = std::nullopt);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -36,16 +43,20 @@ class Connection {
   const nlohmann::json& welcome() const { return welcome_; }
   const std::string& socket_path() const { return path_; }
 
-  Result<nlohmann::json> call(protocol::MessageType type, nlohmann::json header = nlohmann::json::object());
+  // `fds` travel with the request (protocol/descriptors.h); its header then says how many.
+  Result<nlohmann::json> call(protocol::MessageType type, nlohmann::json header = nlohmann::json::object(),
+                              std::span<const int> fds = {});
   // `on_frame` sees every reply frame (also the final kOk); returning an error stops reading.
   Status stream(protocol::MessageType type, nlohmann::json header,
-                const std::function<Status(const protocol::Frame&)>& on_frame);
+                const std::function<Status(const protocol::Frame&)>& on_frame,
+                std::span<const int> fds = {});
   // Uploads bytes (an .npy image) in pieces of at most the payload limit; returns the upload id.
   Result<uint64_t> upload(std::string_view bytes);
 
   // Low level.
   uint64_t next_request_id() { return ++last_request_id_; }
-  Status send(const protocol::Frame& frame);
+  // Sends a frame, with `fds` attached (SCM_RIGHTS) and counted in its header's "fds".
+  Status send(const protocol::Frame& frame, std::span<const int> fds = {});
   Result<protocol::Frame> receive();
   int fd() const { return fd_; }
 
@@ -60,6 +71,9 @@ class Connection {
   uint64_t last_request_id_ = 0;
   std::string read_buf_;
 };
+
+// The uid a daemon may run as besides root and the user: $STRIPESOLVE_DAEMON_UID, if set.
+Result<std::optional<uid_t>> daemon_uid_from_environment();
 
 // The message for a daemon that cannot be reached at `path` (errno `err`).
 std::string daemon_unreachable_message(const std::string& path, int err);

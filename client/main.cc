@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -32,6 +31,7 @@ constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitUnreachable = 3,
 
 struct Globals {
   std::string socket;
+  int64_t daemon_uid = -1;  // --daemon-uid; -1: $STRIPESOLVE_DAEMON_UID or none
   bool json = false;
   bool quiet = false;
 };
@@ -46,7 +46,9 @@ int fail(const Status& st) {
 }
 
 Result<std::unique_ptr<Connection>> open(const Globals& g) {
-  auto c = Connection::connect(protocol::resolve_socket_path(g.socket));
+  std::optional<uid_t> daemon_uid;
+  if (g.daemon_uid >= 0) daemon_uid = static_cast<uid_t>(g.daemon_uid);
+  auto c = Connection::connect(protocol::resolve_socket_path(g.socket), "stripesolve", daemon_uid);
   if (c.is_ok()) connected_once = true;
   return c;
 }
@@ -120,11 +122,12 @@ int simple_call(const Globals& g, MessageType type, nlohmann::json header,
   return kExitOk;
 }
 
-int run_matrix_job(const Globals& g, nlohmann::json job) {
+int run_matrix_job(const Globals& g, JobRequest request) {
   auto c = open(g);
   if (!c.is_ok()) return fail(c.status());
-  auto r = run_job(**c, job);
+  auto r = wait_request(**c, request);
   if (!r.is_ok()) return fail(r.status());
+  if (Status st = finish_output(request, *r); !st.is_ok()) return fail(st);
   const std::string state = r->value("state", std::string());
   if (state != "COMPLETED") return report_job(g, *r);
   const auto& result = r->value("result", nlohmann::json::object());
@@ -155,6 +158,19 @@ int run_matrix_job(const Globals& g, nlohmann::json job) {
   return kExitOk;
 }
 
+// Runs a job to its end with progress, puts its output in place, and reports it.
+int run_and_report(const Globals& g, Connection& c, JobRequest& request) {
+  auto id = submit_request(c, request);
+  if (!id.is_ok()) return fail(id.status());
+  request.files.clear();  // the daemon holds its own descriptors now
+  if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
+  ProgressDisplay display(!g.quiet && !g.json);
+  auto done = follow_job(c, *id, "", &display);
+  if (!done.is_ok()) return fail(done.status());
+  if (Status st = finish_output(request, *done); !st.is_ok()) return fail(st);
+  return report_job(g, *done);
+}
+
 void add_solve_options(CLI::App* cmd, SolveRequest& r) {
   cmd->add_option("matrix", r.matrix, "name of a stored matrix")->required();
   cmd->add_option("--rhs", r.rhs_path, "right-hand sides as a float64 .npy (n) or (n, k); default: generated");
@@ -178,11 +194,16 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 ok, 1 error or job FAILED, 2 usage, 3 daemon not reachable, 4 job CANCELLED, "
       "5 connection lost mid-reply.\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
-      "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.");
+      "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.\n"
+      "The client talks only to a daemon run by root or by you, or by the uid in --daemon-uid / "
+      "$STRIPESOLVE_DAEMON_UID.");
   app.require_subcommand(1);
   app.fallthrough();  // global options also after the verb: `stripesolve jobs --json`
   Globals g;
   app.add_option("--socket", g.socket, "daemon socket path");
+  app.add_option("--daemon-uid", g.daemon_uid,
+                 "accept a daemon run by this uid (besides root and you; default $STRIPESOLVE_DAEMON_UID)")
+      ->check(CLI::Range(int64_t{0}, int64_t{0xfffffffe}));
   app.add_flag("--json", g.json, "print replies as JSON");
   app.add_flag("-q,--quiet", g.quiet, "no progress output");
   int code = kExitOk;
@@ -193,28 +214,24 @@ int main(int argc, char** argv) {
   add_solve_options(solve, solve_req);
   solve->add_option("-o,--out", solve_out, "write the solution X to this .npy as it is streamed");
   solve->callback([&] {
+    solve_req.out_path = solve_out;
+    // Files first: a missing --rhs or an unwritable --out fails before anything is sent.
+    auto request = build_solve_job(solve_req);
+    if (!request.is_ok()) return void(code = fail(request.status()));
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
-    auto job = build_solve_job(**c, solve_req);
-    if (!job.is_ok()) return void(code = fail(job.status()));
-    auto id = submit_job(**c, *job);
-    if (!id.is_ok()) return void(code = fail(id.status()));
-    if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
-    ProgressDisplay display(!g.quiet && !g.json);
-    auto done = follow_job(**c, *id, solve_out.empty() ? "" : absolute(solve_out), &display);
-    if (!done.is_ok()) return void(code = fail(done.status()));
-    code = report_job(g, *done);
+    code = run_and_report(g, **c, *request);
   });
 
   SolveRequest submit_req;
   auto* submit = app.add_subcommand("submit", "submit a dense solve and print its job id");
   add_solve_options(submit, submit_req);
   submit->callback([&] {
+    auto job = build_solve_job(submit_req);
+    if (!job.is_ok()) return void(code = fail(job.status()));
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
-    auto job = build_solve_job(**c, submit_req);
-    if (!job.is_ok()) return void(code = fail(job.status()));
-    auto id = submit_job(**c, *job);
+    auto id = submit_request(**c, *job);
     if (!id.is_ok()) return void(code = fail(id.status()));
     if (g.json) print_json({{"job", *id}});
     else std::printf("%llu\n", static_cast<unsigned long long>(*id));
@@ -244,22 +261,25 @@ int main(int argc, char** argv) {
   tri->add_option("-o,--out", tri_out, "write the solution (float64, the shape of --rhs) to this .npy as it is streamed");
   tri->add_flag("--detach", tri_detach, "print the job id and return; fetch the solution with 'stripesolve result'");
   tri->callback([&] {
+    if (tri_detach && !tri_out.empty()) {
+      std::fprintf(stderr, "stripesolve: --out cannot be combined with --detach; fetch the solution "
+                           "later with 'stripesolve result JOB -o FILE'\n");
+      return void(code = kExitUsage);
+    }
+    tri_req.out_path = tri_out;
+    // Files first: a missing array or an unwritable --out fails before anything is sent.
+    auto request = build_tridiag_job(tri_req);
+    if (!request.is_ok()) return void(code = fail(request.status()));
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
-    auto job = build_tridiag_job(**c, tri_req);
-    if (!job.is_ok()) return void(code = fail(job.status()));
-    auto id = submit_job(**c, *job);
-    if (!id.is_ok()) return void(code = fail(id.status()));
     if (tri_detach) {
+      auto id = submit_request(**c, *request);
+      if (!id.is_ok()) return void(code = fail(id.status()));
       if (g.json) print_json({{"job", *id}});
       else std::printf("%llu\n", static_cast<unsigned long long>(*id));
       return;
     }
-    if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
-    ProgressDisplay display(!g.quiet && !g.json);
-    auto done = follow_job(**c, *id, tri_out.empty() ? "" : absolute(tri_out), &display);
-    if (!done.is_ok()) return void(code = fail(done.status()));
-    code = report_job(g, *done);
+    code = run_and_report(g, **c, *request);
   });
 
   bool all = false;
@@ -333,7 +353,14 @@ int main(int argc, char** argv) {
     if (out_path.empty()) {
       std::printf("%s\n", text.c_str());
     } else {
-      std::ofstream(out_path) << text << "\n";
+      // Like every output: a new temporary beside the target, renamed once complete.
+      auto out = OutputFile::create(out_path, "--out");
+      if (!out.is_ok()) return void(code = fail(out.status()));
+      const std::string line = text + "\n";
+      if (::write(out->fd(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+        return void(code = fail(Status::from_errno(errno, "write " + out->temporary())));
+      }
+      if (Status st = out->commit(); !st.is_ok()) return void(code = fail(st));
     }
   });
 
@@ -356,25 +383,35 @@ int main(int argc, char** argv) {
   mcreate->add_option("--seed", seed, "generator seed");
   mcreate->add_option("--stripe-rows", stripe_rows, "stripe height (0: planner default)");
   mcreate->callback([&] {
-    code = run_matrix_job(g, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"generator", generator},
-                              {"seed", seed}, {"stripe_rows", stripe_rows}});
+    code = run_matrix_job(g, JobRequest({{"type", "matrix_create"}, {"name", name}, {"n", n},
+                                            {"generator", generator}, {"seed", seed},
+                                            {"stripe_rows", stripe_rows}}));
   });
-  auto* mimport = matrix->add_subcommand("import", "import a .npy file (read by the daemon)");
+  auto* mimport = matrix->add_subcommand(
+      "import", "import a .npy file (this command opens it; the daemon reads it through the descriptor)");
   mimport->add_option("name", name)->required();
   mimport->add_option("file", path)->required();
-  mimport->callback([&] { code = run_matrix_job(g, {{"type", "matrix_import"}, {"name", name}, {"path", absolute(path)}}); });
-  auto* mexport = matrix->add_subcommand("export", "export a matrix to a .npy file (written by the daemon)");
+  mimport->add_option("--stripe-rows", stripe_rows, "stripe height (0: planner default)");
+  mimport->callback([&] {
+    auto request = build_import_job(name, path, stripe_rows);
+    code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
+  });
+  auto* mexport = matrix->add_subcommand(
+      "export", "export a matrix to a .npy file (the daemon writes it through a file this command creates)");
   mexport->add_option("name", name)->required();
   mexport->add_option("file", path)->required();
-  mexport->callback([&] { code = run_matrix_job(g, {{"type", "matrix_export"}, {"name", name}, {"path", absolute(path)}}); });
+  mexport->callback([&] {
+    auto request = build_export_job(name, path);
+    code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
+  });
   auto* mls = matrix->add_subcommand("ls", "list stored matrices");
-  mls->callback([&] { code = run_matrix_job(g, {{"type", "matrix_list"}}); });
+  mls->callback([&] { code = run_matrix_job(g, JobRequest(nlohmann::json{{"type", "matrix_list"}})); });
   auto* mshow = matrix->add_subcommand("show", "show one matrix");
   mshow->add_option("name", name)->required();
-  mshow->callback([&] { code = run_matrix_job(g, {{"type", "matrix_show"}, {"name", name}}); });
+  mshow->callback([&] { code = run_matrix_job(g, JobRequest({{"type", "matrix_show"}, {"name", name}})); });
   auto* mrm = matrix->add_subcommand("rm", "delete a matrix");
   mrm->add_option("name", name)->required();
-  mrm->callback([&] { code = run_matrix_job(g, {{"type", "matrix_delete"}, {"name", name}}); });
+  mrm->callback([&] { code = run_matrix_job(g, JobRequest({{"type", "matrix_delete"}, {"name", name}})); });
 
   auto* daemon = app.add_subcommand("daemon", "the daemon itself");
   daemon->require_subcommand(1);

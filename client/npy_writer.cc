@@ -12,13 +12,6 @@
 
 namespace stripesolve::client {
 
-NpyWriter::~NpyWriter() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(partial_.c_str());
-  }
-}
-
 Status NpyWriter::open(const std::string& path, int64_t n, int64_t nrhs, const std::vector<int64_t>& array_shape) {
   if (n <= 0 || nrhs <= 0) return Status::invalid_argument(fmt::format("shape ({}, {}) is empty", n, nrhs));
   if (!array_shape.empty()) {
@@ -30,27 +23,29 @@ Status NpyWriter::open(const std::string& path, int64_t n, int64_t nrhs, const s
     }
   }
   path_ = path;
-  partial_ = path + ".partial";
   n_ = n;
   nrhs_ = nrhs;
-  fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) return Status::from_errno(errno, "cannot create " + partial_);
+  STRIPESOLVE_ASSIGN_OR_RETURN(out_, OutputFile::create(path, "--out"));
+  const int fd = out_.fd();
+  const std::string& temp = out_.temporary();
   file_shape_ = !array_shape.empty() ? array_shape
                 : nrhs == 1          ? std::vector<int64_t>{n}
                                      : std::vector<int64_t>{n, nrhs};
   const std::string header = protocol::make_npy_header(file_shape_, false);
   data_offset_ = header.size();
-  if (::pwrite(fd_, header.data(), header.size(), 0) != static_cast<ssize_t>(header.size())) {
-    return Status::from_errno(errno, "write header of " + partial_);
+  if (::pwrite(fd, header.data(), header.size(), 0) != static_cast<ssize_t>(header.size())) {
+    return Status::from_errno(errno, "write header of " + temp);
   }
-  if (::ftruncate(fd_, static_cast<off_t>(data_offset_ + 8 * n * nrhs)) != 0) {
-    return Status::from_errno(errno, "size " + partial_);
+  if (::ftruncate(fd, static_cast<off_t>(data_offset_ + 8 * n * nrhs)) != 0) {
+    return Status::from_errno(errno, "size " + temp);
   }
   return Status::ok();
 }
 
 Status NpyWriter::write_rows(int64_t row_begin, int64_t rows, const char* data) {
-  if (fd_ < 0) return Status::failed_precondition("npy writer is not open");
+  const int fd = out_.fd();
+  const std::string& temp = out_.temporary();
+  if (fd < 0) return Status::failed_precondition("npy writer is not open");
   if (row_begin < 0 || rows <= 0 || row_begin + rows > n_) {
     return Status::invalid_argument(fmt::format("rows [{}, {}) outside [0, {}) of {}", row_begin,
                                                 row_begin + rows, n_, path_));
@@ -59,10 +54,10 @@ Status NpyWriter::write_rows(int64_t row_begin, int64_t rows, const char* data) 
   off_t off = static_cast<off_t>(data_offset_ + 8 * row_begin * nrhs_);
   size_t done = 0;
   while (done < bytes) {
-    const ssize_t w = ::pwrite(fd_, data + done, bytes - done, off + static_cast<off_t>(done));
+    const ssize_t w = ::pwrite(fd, data + done, bytes - done, off + static_cast<off_t>(done));
     if (w < 0) {
       if (errno == EINTR) continue;
-      return Status::from_errno(errno, fmt::format("write {} at offset {}", partial_, off + done));
+      return Status::from_errno(errno, fmt::format("write {} at offset {}", temp, off + done));
     }
     done += static_cast<size_t>(w);
   }
@@ -90,20 +85,12 @@ Status NpyWriter::write_rows(int64_t row_begin, int64_t rows, const char* data) 
 }
 
 Status NpyWriter::finish() {
-  if (fd_ < 0) return Status::failed_precondition("npy writer is not open");
+  if (out_.fd() < 0) return Status::failed_precondition("npy writer is not open");
   if (rows_written_ != n_) {
     return Status::failed_precondition(fmt::format("only {} of {} rows of {} were received", rows_written_,
                                                    n_, path_));
   }
-  if (::fsync(fd_) != 0) return Status::from_errno(errno, "fsync " + partial_);
-  ::close(fd_);
-  fd_ = -1;
-  if (std::rename(partial_.c_str(), path_.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(partial_.c_str());
-    return Status::from_errno(err, "rename " + partial_ + " to " + path_);
-  }
-  return Status::ok();
+  return out_.commit();
 }
 
 }  // namespace stripesolve::client

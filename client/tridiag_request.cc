@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstdio>
 #include <filesystem>
 
 #include "protocol/npy.h"
@@ -11,23 +13,26 @@
 namespace stripesolve::client {
 namespace {
 
-// Longer inline lists travel as an uploaded int64 .npy: the JSON header of a frame is limited
+// Longer inline lists travel as an int64 .npy file: the JSON header of a frame is limited
 // (64 KiB by default) and a list this long is at most ~20 KiB of JSON.
 constexpr std::size_t kMaxInlineSizes = 2048;
 
-Result<std::string> read_file(const std::string& path, std::string_view option) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    return Status::from_errno(errno, fmt::format("cannot read {} file '{}'", option, path));
-  std::string bytes;
-  char buf[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) bytes.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  if (failed) return Status::from_errno(err, fmt::format("cannot read {} file '{}'", option, path));
-  return bytes;
+// A long --sizes list as an int64 .npy in an anonymous file (memfd: a regular file that only
+// this process and the daemon ever see), passed like a --sizes file.
+Result<UniqueFd> sizes_file(const std::vector<int64_t>& sizes) {
+  UniqueFd fd(::memfd_create("stripesolve-sizes", MFD_CLOEXEC));
+  if (!fd.valid()) return Status::from_errno(errno, "memfd_create for --sizes");
+  std::string image = protocol::make_npy_header({static_cast<int64_t>(sizes.size())}, false,
+                                                protocol::NpyDtype::kInt64);
+  image.append(reinterpret_cast<const char*>(sizes.data()), sizes.size() * sizeof(int64_t));
+  size_t done = 0;
+  while (done < image.size()) {
+    const ssize_t n = ::write(fd.get(), image.data() + done, image.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::from_errno(errno, "write --sizes list");
+    done += static_cast<size_t>(n);
+  }
+  return fd;
 }
 
 bool looks_like_list(std::string_view text) {
@@ -56,47 +61,38 @@ Result<std::vector<int64_t>> parse_sizes_list(std::string_view text) {
   return out;
 }
 
-Result<nlohmann::json> build_tridiag_job(Connection& conn, const TridiagRequest& r) {
+Result<JobRequest> build_tridiag_job(const TridiagRequest& r) {
+  JobRequest req;
+  req.job = {{"type", "tridiag_solve"},
+             {"layout", r.layout},
+             {"algorithm", r.algorithm},
+             {"unstable_ok", r.unstable_ok},
+             {"device", r.device}};
   const std::pair<const char*, const std::string*> arrays[] = {
       {"dl", &r.dl_path}, {"d", &r.d_path}, {"du", &r.du_path}, {"rhs", &r.rhs_path}};
-  std::vector<std::string> images;
   for (const auto& [name, path] : arrays) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, read_file(*path, std::string("--") + name));
-    images.push_back(std::move(bytes));
+    STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, open_input(*path, std::string("--") + name));
+    req.job[name] = req.pass(std::move(fd));
   }
-  // --sizes: an existing file is read as .npy, else the text must be a list.
-  std::string sizes_image;
-  std::vector<int64_t> sizes_list;
+  // --sizes: an existing file is passed as .npy, else the text must be a list.
   if (!r.sizes.empty()) {
     if (std::filesystem::exists(r.sizes) || !looks_like_list(r.sizes)) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(sizes_image, read_file(r.sizes, "--sizes"));
+      STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, open_input(r.sizes, "--sizes"));
+      req.job["sizes"] = req.pass(std::move(fd));
     } else {
-      STRIPESOLVE_ASSIGN_OR_RETURN(sizes_list, parse_sizes_list(r.sizes));
-      if (sizes_list.size() > kMaxInlineSizes) {
-        sizes_image = protocol::make_npy_header({static_cast<int64_t>(sizes_list.size())}, false,
-                                                protocol::NpyDtype::kInt64);
-        sizes_image.append(reinterpret_cast<const char*>(sizes_list.data()),
-                           sizes_list.size() * sizeof(int64_t));
+      STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, parse_sizes_list(r.sizes));
+      if (sizes.size() > kMaxInlineSizes) {
+        STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, sizes_file(sizes));
+        req.job["sizes"] = req.pass(std::move(fd));
+      } else {
+        req.job["sizes"] = sizes;
       }
     }
   }
-  nlohmann::json job = {{"type", "tridiag_solve"},
-                        {"layout", r.layout},
-                        {"algorithm", r.algorithm},
-                        {"unstable_ok", r.unstable_ok},
-                        {"device", r.device}};
-  for (std::size_t k = 0; k < images.size(); ++k) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t upload, conn.upload(images[k]));
-    std::string().swap(images[k]);
-    job[arrays[k].first] = {{"upload", upload}};
+  if (!r.out_path.empty()) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(req.job["out"], req.pass_output(r.out_path, "--out"));
   }
-  if (!sizes_image.empty()) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t upload, conn.upload(sizes_image));
-    job["sizes"] = {{"upload", upload}};
-  } else if (!sizes_list.empty()) {
-    job["sizes"] = sizes_list;
-  }
-  return job;
+  return req;
 }
 
 }  // namespace stripesolve::client

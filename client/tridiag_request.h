@@ -1,7 +1,9 @@
-// The client side of tridiag_solve jobs (daemon/tridiag_jobs.h, docs/protocol.md): reads the
-// four .npy arrays (and ragged sizes) named on the command line, uploads them and builds the job
-// spec. Every file is read before anything is uploaded, so a missing file costs no upload.
-// Shapes, dtypes and values are the daemon's to check (it names the array and index).
+// The client side of tridiag_solve jobs (daemon/tridiag_jobs.h, docs/protocol.md): opens the
+// four .npy arrays (and ragged sizes) named on the command line and creates the output's
+// temporary, all before anything is sent (a missing file or an unwritable --out costs nothing),
+// and builds the job spec naming their descriptors. The daemon reads the arrays and writes the
+// solution through them. Shapes, dtypes and values are the daemon's to check (it names the
+// array and index).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "client/connection.h"
+#include "client/commands.h"
 
 namespace stripesolve::client {
 
@@ -23,12 +25,13 @@ struct TridiagRequest {
   std::string algorithm = "auto";
   bool unstable_ok = false;
   std::string device = "auto";  // auto, cpu or gpu
+  std::string out_path;         // the solution's .npy, written by the daemon; empty: kept for `result`
 };
 
 // "3,5,2" -> {3, 5, 2}. Errors name the bad item: "--sizes: '0' is not a positive integer".
 Result<std::vector<int64_t>> parse_sizes_list(std::string_view text);
 
-// Uploads the arrays and returns the tridiag_solve job spec.
-Result<nlohmann::json> build_tridiag_job(Connection& conn, const TridiagRequest& request);
+// The tridiag_solve job with its files.
+Result<JobRequest> build_tridiag_job(const TridiagRequest& request);
 
 }  // namespace stripesolve::client

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/logging.h"
+#include "daemon/job_files.h"
 #include "protocol/messages.h"
 
 namespace stripesolve::daemon {
@@ -26,7 +27,7 @@ Connection::Connection(asio::local::stream_protocol::socket socket, uid_t uid, p
     : socket_(std::move(socket)), uid_(uid), pid_(pid), env_(env), log_(logger("server")),
       parser_({static_cast<uint32_t>(env.config.limits.max_header_bytes),
                static_cast<uint32_t>(env.config.limits.max_payload_bytes)}),
-      id_(next_connection_id++) {
+      timer_(env.io), last_activity_(std::chrono::steady_clock::now()), id_(next_connection_id++) {
   env_.metrics.connections_open++;
 }
 
@@ -37,23 +38,85 @@ Connection::~Connection() {
 
 void Connection::start() {
   log_->debug("connection from uid {} pid {}", uid_, pid_);
+  arm_timer(env_.config.limits.handshake_timeout_seconds);
   read();
 }
 
-void Connection::refuse(const Status& status) {
+void Connection::refuse(const Status& status, std::string_view hint) {
   log_->warn("refusing connection from uid {} pid {}: {}", uid_, pid_, status.message());
-  send_error(0, status, "wait for other clients to finish, or raise daemon.limits.max_connections");
+  send_error(0, status, hint);
   closing_ = true;
+}
+
+void Connection::arm_timer(double seconds) {
+  if (seconds <= 0) return;
+  timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds)));
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (ec) return;  // cancelled: re-armed or closed
+    if (auto self = weak.lock()) self->on_timer();
+  });
+}
+
+bool Connection::busy() const {
+  return !watches_.empty() || !streams_.empty() || writing_ || !queue_.empty();
+}
+
+bool Connection::delivering() const {
+  if (closed_) return false;
+  if (busy()) return true;
+  for (const auto& [id, job] : unreported_) {
+    if (job->state() != JobState::kCancelled) return true;
+  }
+  return false;
+}
+
+void Connection::reported(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_number_unsigned()) return;
+  const std::string state = j.value("state", std::string());
+  if (state == "COMPLETED" || state == "FAILED" || state == "CANCELLED") {
+    unreported_.erase(j["id"].get<uint64_t>());
+  }
+}
+
+void Connection::on_timer() {
+  if (closed_ || closing_) return;
+  const ServerLimits& limits = env_.config.limits;
+  if (!handshaken_) {
+    env_.metrics.connections_timed_out++;
+    log_->warn("closing connection of uid {} pid {}: no hello within {} s", uid_, pid_,
+               limits.handshake_timeout_seconds);
+    send_error(0, Status::unavailable(fmt::format(
+        "no hello within {} s (daemon.limits.handshake_timeout_seconds)", limits.handshake_timeout_seconds)));
+    closing_ = true;
+    write_next();
+    return;
+  }
+  const double idle = limits.idle_timeout_seconds;
+  if (idle <= 0) return;
+  const double quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_activity_).count();
+  if (busy() || quiet < idle) {
+    arm_timer(busy() ? idle : idle - quiet);
+    return;
+  }
+  env_.metrics.connections_timed_out++;
+  log_->info("closing connection of uid {} pid {}: idle for {:.0f} s", uid_, pid_, quiet);
+  send_error(0, Status::unavailable(fmt::format(
+      "closed after {} s without a request (daemon.limits.idle_timeout_seconds)", idle)));
+  closing_ = true;
+  write_next();
 }
 
 void Connection::close() {
   if (closed_) return;
   closed_ = true;
+  timer_.cancel();
   for (auto& [id, w] : watches_) w.job->remove_listener(w.listener);
   for (auto& [id, s] : streams_) s.job->remove_listener(s.listener);
   watches_.clear();
   streams_.clear();
   free_uploads();
+  unreported_.clear();
   boost::system::error_code ec;
   socket_.shutdown(asio::socket_base::shutdown_both, ec);
   socket_.close(ec);
@@ -74,32 +137,55 @@ uint64_t Connection::listen_to(const std::shared_ptr<Job>& job) {
 }
 
 void Connection::read() {
-  socket_.async_read_some(asio::buffer(read_buf_), [self = shared_from_this()](
-                                                        boost::system::error_code ec, size_t n) {
-    if (self->closed_) return;
-    if (ec) {  // EOF or reset: the client went away
-      if (!self->parser_.at_frame_boundary() && ec == asio::error::eof) {
-        self->log_->debug("uid {} closed mid-frame", self->uid_);
-      }
-      self->close();
-      return;
-    }
-    self->env_.metrics.bytes_in += n;
-    Status st = self->parser_.feed(std::string_view(self->read_buf_.data(), n));
-    while (auto frame = self->parser_.next()) {
-      if (self->closing_ || self->closed_) break;
-      self->env_.metrics.frames_in++;
-      self->on_frame(std::move(*frame));
-    }
-    if (!st.is_ok()) {
-      self->fail_protocol(st);
-      return;
-    }
-    if (!self->closing_ && !self->closed_) self->read();
-  });
+  // Asio reads no ancillary data: wait for readability, then recvmsg() (read_available), which
+  // also takes the descriptors a request passes (protocol/descriptors.h).
+  socket_.async_wait(asio::socket_base::wait_read,
+                     [self = shared_from_this()](boost::system::error_code ec) {
+                       if (self->closed_) return;
+                       if (ec) {
+                         self->close();
+                         return;
+                       }
+                       self->read_available();
+                     });
+}
+
+void Connection::read_available() {
+  std::vector<UniqueFd> fds;
+  auto got = protocol::receive_with_descriptors(socket_.native_handle(), read_buf_.data(),
+                                                read_buf_.size(), /*nonblocking=*/true, &fds);
+  if (!got.is_ok()) {
+    if (got.status().code() == StatusCode::kInvalidArgument) return fail_protocol(got.status());
+    close();  // reset or another socket error: the client went away
+    return;
+  }
+  if (got->would_block) return read();
+  if (got->bytes == 0) {  // EOF: the client went away
+    if (!parser_.at_frame_boundary()) log_->debug("uid {} closed mid-frame", uid_);
+    close();
+    return;
+  }
+  env_.metrics.bytes_in += got->bytes;
+  Status st = descriptors_.add(std::move(fds));
+  if (st.is_ok()) st = parser_.feed(std::string_view(read_buf_.data(), got->bytes));
+  while (auto frame = parser_.next()) {
+    if (closing_ || closed_) break;
+    env_.metrics.frames_in++;
+    last_activity_ = std::chrono::steady_clock::now();
+    auto count = protocol::declared_descriptors(frame->header);
+    auto files = count.is_ok() ? descriptors_.take(*count)
+                               : Result<std::vector<UniqueFd>>(count.status());
+    if (!files.is_ok()) return fail_protocol(files.status());
+    on_frame(std::move(*frame), std::move(files).value());
+  }
+  if (closing_ || closed_) return;
+  if (st.is_ok()) st = descriptors_.check(parser_.at_frame_boundary());
+  if (!st.is_ok()) return fail_protocol(st);
+  read();
 }
 
 void Connection::fail_protocol(const Status& status) {
+  descriptors_.clear();
   env_.metrics.protocol_errors++;
   log_->warn("closing connection of uid {} pid {}: malformed input: {}", uid_, pid_, status.message());
   send_error(0, status, "the client and daemon may be different versions; reinstall stripesolve");
@@ -107,20 +193,27 @@ void Connection::fail_protocol(const Status& status) {
   write_next();
 }
 
-void Connection::on_frame(Frame frame) {
+void Connection::on_frame(Frame frame, std::vector<UniqueFd> files) {
   if (!handshaken_) {
+    if (!files.empty()) {
+      fail_protocol(Status::invalid_argument("the hello frame carries no descriptors"));
+      return;
+    }
     auto version = protocol::negotiate_version(frame);
     if (!version.is_ok()) {
       fail_protocol(version.status());
       return;
     }
     handshaken_ = true;
+    timer_.cancel();
+    arm_timer(env_.config.limits.idle_timeout_seconds);
     send(protocol::make_frame(
         MessageType::kWelcome, frame.request_id,
         {{"version", *version}, {"daemon", "stripesolved 0.1.0"}, {"uid", uid_}, {"pid", ::getpid()},
          {"limits", {{"max_payload_bytes", env_.config.limits.max_payload_bytes},
                      {"max_header_bytes", env_.config.limits.max_header_bytes},
-                     {"max_upload_bytes", env_.config.limits.max_upload_bytes}}}},
+                     {"max_upload_bytes", env_.config.limits.max_upload_bytes},
+                     {"max_frame_descriptors", protocol::kMaxFrameDescriptors}}}},
         protocol::kFlagFinal));
     return;
   }
@@ -132,6 +225,16 @@ void Connection::on_frame(Frame frame) {
   env_.metrics.requests_total++;
   const uint64_t rid = frame.request_id;
   try {
+    if (frame.type == static_cast<uint16_t>(MessageType::kSubmit)) {
+      handle_submit(frame, std::move(files));
+      return;
+    }
+    if (!files.empty()) {  // closed when `files` goes out of scope
+      send_error(rid, Status::invalid_argument(fmt::format(
+          "a {} request takes no descriptors ({} passed)", protocol::message_type_name(frame.type),
+          files.size())));
+      return;
+    }
     handle_request(frame);
   } catch (const std::exception& e) {
     // A request the handlers did not foresee must cost its sender an error reply, never the
@@ -151,9 +254,6 @@ void Connection::handle_request(Frame& frame) {
       return;
     case MessageType::kUpload:
       handle_upload(frame);
-      return;
-    case MessageType::kSubmit:
-      handle_submit(frame);
       return;
     case MessageType::kJobs: {
       auto all = protocol::get_bool(h, "all", false);
@@ -184,9 +284,12 @@ void Connection::handle_request(Frame& frame) {
         case MessageType::kTrace:
           reply(rid, {{"job", *id}, {"trace", nlohmann::json::parse((*job)->trace_json())}});
           return;
-        default:
-          reply(rid, (*job)->to_json());
+        default: {  // status, cancel
+          nlohmann::json j = (*job)->to_json();
+          reported(j);
+          reply(rid, std::move(j));
           return;
+        }
       }
     }
     case MessageType::kMetrics:
@@ -219,6 +322,10 @@ void Connection::handle_request(Frame& frame) {
 
 void Connection::handle_upload(Frame& frame) {
   const uint64_t rid = frame.request_id;
+  if (env_.draining.load()) {
+    drop_upload(rid);
+    return send_error(rid, Status::unavailable(std::string(kDrainingMessage)));
+  }
   if (uploads_.count(rid) == 0 && uploads_.size() >= kMaxUnfinishedUploads) {
     return send_error(rid, Status::resource_exhausted(fmt::format(
         "more than {} unfinished uploads on one connection; finish one first", kMaxUnfinishedUploads)));
@@ -263,17 +370,19 @@ void Connection::free_uploads() {
   env_.uploads.drop_connection(id_);
 }
 
-void Connection::handle_submit(Frame& frame) {
+void Connection::handle_submit(Frame& frame, std::vector<UniqueFd> files) {
   auto it = frame.header.find("job");
   if (it == frame.header.end()) {
     return send_error(frame.request_id, Status::invalid_argument("submit needs a 'job' object"));
   }
   auto wait = protocol::get_bool(frame.header, "wait", false);
   if (!wait.is_ok()) return send_error(frame.request_id, wait.status());
-  auto job = env_.jobs.submit(uid_, *it);
+  if (Status st = check_passed_files(*it, files); !st.is_ok()) return send_error(frame.request_id, st);
+  auto job = env_.jobs.submit(uid_, *it, std::move(files));
   if (!job.is_ok()) return send_error(frame.request_id, job.status());
   env_.uploads.claim_named(uid_, *it);  // they outlive this connection now
   if (*wait) return start_watch(frame.request_id, *job, false);
+  unreported_[(*job)->id()] = *job;
   reply(frame.request_id, {{"job", (*job)->id()}, {"state", job_state_name((*job)->state())}});
 }
 
@@ -320,6 +429,7 @@ void Connection::update_watches() {
     if (is_terminal(state)) {
       w.job->remove_listener(w.listener);
       nlohmann::json j = w.job->to_json();
+      reported(j);
       if (!w.progress) j["job"] = w.job->id();  // submit-with-wait replies like submit
       reply(it->first, std::move(j));
       it = watches_.erase(it);
@@ -390,7 +500,9 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
   *finished = true;
   if (state == JobState::kCompleted && s.rows_sent == s.n) {
     s.job->mark_fetched();
-    reply(request_id, {{"rows", s.rows_sent}, {"job", s.job->to_json()}});
+    nlohmann::json j = s.job->to_json();
+    reported(j);
+    reply(request_id, {{"rows", s.rows_sent}, {"job", std::move(j)}});
   } else {
     send_error(request_id, Status(StatusCode::kFailedPrecondition, fmt::format(
         "job {} ended {} after {} of {} solution rows: {}", s.job->id(), job_state_name(state),

@@ -26,6 +26,7 @@
 #include "daemon/server.h"
 #include "daemon/server_config.h"
 #include "daemon/uploads.h"
+#include "protocol/descriptors.h"
 #include "protocol/frame.h"
 
 namespace stripesolve::daemon {
@@ -37,6 +38,7 @@ struct ConnectionEnv {
   Metrics& metrics;
   const ServerHooks& hooks;
   boost::asio::io_context& io;
+  const std::atomic<bool>& draining;  // uploads and submits are refused (Server::drain)
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -44,9 +46,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Connection(boost::asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid, ConnectionEnv env);
   ~Connection();
 
+  // Starts reading, with the handshake timeout running.
   void start();
-  // Sends one error frame and closes (the connection limit was reached).
-  void refuse(const Status& status);
+  // Sends one error frame and closes (a connection limit was reached).
+  void refuse(const Status& status, std::string_view hint);
+  uid_t uid() const { return uid_; }
+  // Still receiving something a drain must wait for: a watch or result stream, bytes to write,
+  // or a job submitted here whose end this connection was not yet told (cancelled ones aside).
+  bool delivering() const;
   void close();
   void set_on_close(std::function<void(Connection*)> fn) { on_close_ = std::move(fn); }
   // Any thread: something changed in a job this connection follows.
@@ -70,14 +77,21 @@ class Connection : public std::enable_shared_from_this<Connection> {
     bool header_sent = false;
   };
 
+  // The handshake and idle timeouts (daemon.limits): one timer, re-armed as needed.
+  void arm_timer(double seconds);
+  void on_timer();
+  // Following a job (watch, result stream) or writing: not idle, however quiet the client.
+  bool busy() const;
   void read();
-  void on_frame(protocol::Frame frame);
+  // Reads what the socket holds (recvmsg: bytes and passed descriptors) and handles the frames.
+  void read_available();
+  void on_frame(protocol::Frame frame, std::vector<UniqueFd> files);
   void handle_request(protocol::Frame& frame);
   void handle_upload(protocol::Frame& frame);
   void drop_upload(uint64_t request_id);
   // Frees the unfinished uploads and the unclaimed finished ones of this connection.
   void free_uploads();
-  void handle_submit(protocol::Frame& frame);
+  void handle_submit(protocol::Frame& frame, std::vector<UniqueFd> files);
   void start_watch(uint64_t request_id, std::shared_ptr<Job> job, bool progress);
   void start_result(uint64_t request_id, std::shared_ptr<Job> job);
   void on_wake();
@@ -94,6 +108,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void write_next();
   void fail_protocol(const Status& status);
   uint64_t listen_to(const std::shared_ptr<Job>& job);
+  // This connection was told that job `j` ended (its terminal state went out in a reply).
+  void reported(const nlohmann::json& j);
 
   boost::asio::local::stream_protocol::socket socket_;
   const uid_t uid_;
@@ -101,7 +117,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ConnectionEnv env_;
   std::shared_ptr<spdlog::logger> log_;
   protocol::FrameParser parser_;
+  protocol::DescriptorQueue descriptors_;  // passed descriptors waiting for their frame
   std::array<char, 64 * 1024> read_buf_{};
+  boost::asio::steady_timer timer_;
+  std::chrono::steady_clock::time_point last_activity_;  // last frame received
   bool handshaken_ = false;
   bool closing_ = false;   // stop reading; close once the queue is written
   bool closed_ = false;
@@ -125,6 +144,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::map<uint64_t, std::string> uploads_;
   uint64_t unfinished_upload_bytes_ = 0;
   const uint64_t id_;  // unique per connection: who sent an upload
+  std::map<uint64_t, std::shared_ptr<Job>> unreported_;  // submitted here, end not yet told, by id
   std::atomic<bool> wake_pending_{false};
   std::function<void(Connection*)> on_close_;
 };

@@ -66,6 +66,7 @@ Status Daemon::start() {
   jc.dense_concurrency = static_cast<int>(s.dense_concurrency);
   jc.tridiag_concurrency = static_cast<int>(s.tridiag_concurrency);
   jc.max_jobs = s.limits.max_jobs;
+  jc.max_files_per_uid = s.limits.max_job_files_per_uid;
   jc.result_ttl = std::chrono::seconds(s.result_ttl_seconds);
   jobs_ = std::make_unique<JobManager>(jc, std::move(registry));
 
@@ -110,23 +111,27 @@ int Daemon::run() {
 void Daemon::request_stop(const std::string& policy) {
   if (stopping_.exchange(true)) return;
   (void)sd_notify("STOPPING=1");
-  server_->stop_accepting();
+  // The socket stays open through the drain (issue 15 point 8): clients follow, fetch and cancel
+  // their jobs; only new work is refused.
+  server_->drain();
   jobs_->stop_accepting();
   if (policy == "cancel") jobs_->cancel_all();
   const auto timeout = std::chrono::seconds(config_.server.drain_timeout_seconds);
+  const auto delivery = std::chrono::seconds(config_.server.delivery_timeout_seconds);
   // The drain thread may end the I/O loop before this assignment completes; run() joins it under
   // the same mutex.
   std::lock_guard<std::mutex> lock(drain_mu_);
-  drain_thread_ = std::thread([this, timeout] {
+  drain_thread_ = std::thread([this, timeout, delivery] {
     auto log = logger("daemon");
     if (!jobs_->wait_idle(std::chrono::steady_clock::now() + timeout)) {
       log->warn("drain timeout ({} s) passed; cancelling the jobs still running", timeout.count());
       jobs_->cancel_all();
       jobs_->wait_idle(std::chrono::steady_clock::time_point::max());
     }
-    log->info("all jobs finished; closing connections");
+    log->info("all jobs ended; closing once their results are delivered (at most {} s)",
+              delivery.count());
     spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& l) { l->flush(); });
-    server_->shutdown();
+    server_->finish_when_delivered(std::chrono::steady_clock::now() + delivery);
   });
 }
 

@@ -93,18 +93,23 @@ std::string describe_config(const DaemonConfig& c) {
       format_bytes(s.limits.max_header_bytes), format_bytes(s.limits.max_payload_bytes),
       format_bytes(s.limits.max_upload_bytes), format_bytes(s.limits.max_upload_total),
       format_bytes(s.limits.max_rhs_bytes), s.limits.max_jobs);
+  out += fmt::format(
+      "    max_connections_per_uid: {}\n    handshake_timeout_seconds: {}\n"
+      "    idle_timeout_seconds: {}\n    max_job_files_per_uid: {}\n",
+      s.limits.max_connections_per_uid, s.limits.handshake_timeout_seconds,
+      s.limits.idle_timeout_seconds, s.limits.max_job_files_per_uid);
   out += fmt::format("  concurrency:\n    small: {}\n    dense: {}\n    tridiag: {}\n", s.small_concurrency,
                      s.dense_concurrency, s.tridiag_concurrency);
   out += fmt::format("  result_ttl_seconds: {}\n  upload_ttl_seconds: {}\n  progress_log_seconds: {}\n",
                      s.result_ttl_seconds, s.upload_ttl_seconds, s.progress_log_seconds);
-  out += fmt::format("  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n", s.shutdown_policy,
-                     s.drain_timeout_seconds);
+  out += fmt::format("  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n    delivery_timeout_seconds: {}\n",
+                     s.shutdown_policy, s.drain_timeout_seconds, s.delivery_timeout_seconds);
   out += fmt::format("  ram_budget_fraction: {}\n", s.ram_budget_fraction);
   const storage::StoreConfig& st = c.store;
   out += "store:\n  paths:\n";
   for (const auto& p : st.paths) out += fmt::format("    - \"{}\"\n", p);
-  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  io_engine: {}\n  direct_io: {}\n",
-                     st.stripe_rows, st.round_robin_levels, st.io_engine, st.direct_io);
+  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  io_engine: {}\n  direct_io: {}\n  group: \"{}\"\n",
+                     st.stripe_rows, st.round_robin_levels, st.io_engine, st.direct_io, st.group);
   const scheduler::EngineConfig& e = c.engine;
   out += fmt::format("engine:\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n  meta_stripes: {}\n"
                      "  elim_j_workers: {}\n  cores: {}\n",

@@ -4,7 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "base/units.h"
+#include "daemon/job_files.h"
+#include "daemon/npy_file.h"
 #include "protocol/messages.h"
 #include "protocol/npy.h"
 #include "scheduler/dense_solve.h"
@@ -66,6 +70,43 @@ Result<SolveParams> parse_params(const nlohmann::json& p) {
   return s;
 }
 
+// Right-hand sides from the file the client passed: (n) or (n, k) float64 (float32 widens), in
+// either order; column-major out. The size is checked (check_rhs_size) before the data is read:
+// the file's length is the client's to choose.
+Result<std::vector<double>> read_rhs_file(const JobContext& ctx, int64_t n,
+                                          const DenseJobLimits& limits, int64_t* nrhs) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(int fd, job_input_file(ctx, "rhs"));
+  auto header = read_npy_header(fd);
+  if (!header.is_ok()) return header.status().with_context("rhs");
+  const int64_t rows = header->rows(), cols = header->cols();
+  if (rows != n) {
+    return Status::invalid_argument(fmt::format(
+        "the right-hand sides have {} rows but matrix '{}' has order {}", rows,
+        ctx.params().value("matrix", std::string()), n));
+  }
+  if (cols <= 0) return Status::invalid_argument("the right-hand sides have no columns");
+  STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(rows, cols, limits));
+  std::vector<double> c_order(static_cast<size_t>(n * cols));
+  if (Status st = read_npy_floats(fd, *header, c_order.data()); !st.is_ok()) return st.with_context("rhs");
+  *nrhs = cols;
+  if (cols == 1) return c_order;
+  std::vector<double> b(c_order.size());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < cols; ++j) b[j * n + i] = c_order[i * cols + j];
+  }
+  return b;
+}
+
+// Writes solution rows (column-major, ld = rows) into the client's file, row-major.
+Status write_rows(const NpyOutput& out, int64_t row_begin, int64_t rows, int64_t nrhs, const double* x) {
+  if (nrhs == 1) return out.write(static_cast<uint64_t>(row_begin), x, static_cast<uint64_t>(rows));
+  std::vector<double> row_major(static_cast<size_t>(rows * nrhs));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < nrhs; ++j) row_major[i * nrhs + j] = x[j * rows + i];
+  }
+  return out.write(static_cast<uint64_t>(row_begin * nrhs), row_major.data(), row_major.size());
+}
+
 }  // namespace
 
 Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits) {
@@ -115,7 +156,9 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
     const nlohmann::json rhs = ctx.params().value("rhs", nlohmann::json{{"generate", "ones"}});
     std::vector<double> b;
     int64_t nrhs = 1;
-    if (rhs.contains("upload")) {
+    if (names_file(ctx.params(), "rhs")) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(b, read_rhs_file(ctx, n, limits, &nrhs));
+    } else if (rhs.contains("upload")) {
       STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
       STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, uploads.take(ctx.job().owner(), static_cast<uint64_t>(upload)));
       STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header, protocol::parse_npy_header(bytes));
@@ -137,7 +180,18 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
       STRIPESOLVE_ASSIGN_OR_RETURN(b, generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
     }
     if (nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
-    STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
+    // The solution goes into the client's file when it passed one ("out"), rows as the engine
+    // finalizes them; else it is kept for `result` to stream.
+    std::optional<NpyOutput> out;
+    if (names_file(ctx.params(), "out")) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(int out_fd, job_output_file(ctx, "out"));
+      auto begun = NpyOutput::begin(out_fd, nrhs == 1 ? std::vector<int64_t>{n}
+                                                      : std::vector<int64_t>{n, nrhs});
+      if (!begun.is_ok()) return begun.status().with_context("out");
+      out = *begun;
+    } else {
+      STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
+    }
     ctx.log(fmt::format("solving '{}' (n = {}, {} right-hand side(s), pivot {}, strategy {}, refinement {}{}{})",
                         params.matrix, n, nrhs, backend::pivot_mode_name(params.options.pivot),
                         scheduler::strategy_name(params.options.strategy), params.options.refinement_steps,
@@ -150,8 +204,13 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
     Job& job = ctx.job();
     scheduler::SolveCallbacks callbacks;
     callbacks.on_progress = [&job](const scheduler::Progress& p) { job.set_progress(progress_json(p)); };
-    callbacks.on_solution_chunk = [&job, &published](int64_t row_begin, int64_t rows, const double* x) {
-      STRIPESOLVE_RETURN_IF_ERROR(job.publish_rows(row_begin, rows, x));
+    const auto publish = [&job, &out, nrhs](int64_t row_begin, int64_t rows, const double* x) {
+      if (!out) return job.publish_rows(row_begin, rows, x);
+      Status st = write_rows(*out, row_begin, rows, nrhs, x);
+      return st.is_ok() ? st : st.with_context("writing the solution into the client's file (out)");
+    };
+    callbacks.on_solution_chunk = [&publish, &published](int64_t row_begin, int64_t rows, const double* x) {
+      STRIPESOLVE_RETURN_IF_ERROR(publish(row_begin, rows, x));
       published += rows;
       return Status::ok();
     };
@@ -162,7 +221,7 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
     if (!report.is_ok()) return report.status();
     if (published.load() == 0 && report->x.size() == static_cast<size_t>(n * nrhs)) {
       // The engine handed X only at the end: publish it in one piece.
-      STRIPESOLVE_RETURN_IF_ERROR(job.publish_rows(0, n, report->x.data()));
+      STRIPESOLVE_RETURN_IF_ERROR(publish(0, n, report->x.data()));
     } else if (published.load() != n) {
       return Status::internal(fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
     }
@@ -170,7 +229,7 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
     ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s, {:.2f} s, read {}, written {}{}", r.residual, r.gflops,
                         r.seconds, format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
                         r.reused_factors ? ", reused factors " + r.factor_name : ""));
-    return nlohmann::json{{"matrix", params.matrix},
+    nlohmann::json result{{"matrix", params.matrix},
                           {"shape", {n, nrhs}},
                           {"residual", r.residual},
                           {"residual_history", r.residual_history},
@@ -187,6 +246,8 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
                           {"reused_factors", r.reused_factors},
                           {"stripes", r.plan.stripes},
                           {"stripe_rows", r.plan.stripe_rows}};
+    if (out) result["output"] = {{"bytes", out->file_bytes()}};
+    return result;
   });
 }
 

@@ -1,9 +1,12 @@
 // The dense_solve job type (dense lane): A X = B on a stored matrix through
 // scheduler::solve_dense (paper 002 end to end).
 //
-// Parameters (checked here, at the edge): matrix; rhs = {"upload": id} (an .npy the owner
-// uploaded: (n) or (n, k) float64) or {"generate": "ones"|"uniform", "nrhs": k, "seed": s}, both
-// bounded by check_rhs_size() before they are allocated;
+// Parameters (checked here, at the edge): matrix; rhs = {"fd": i} (an .npy file the client
+// passed: (n) or (n, k), float64 or float32), {"upload": id} (an .npy the owner uploaded, float64)
+// or {"generate": "ones"|"uniform", "nrhs": k, "seed": s}, each bounded by check_rhs_size()
+// before it is allocated; out = {"fd": i} (optional: the client's temporary, which receives the
+// solution as an .npy of shape (n) or (n, k) row by row as it is finalized; without it the
+// solution is kept for `result` to stream);
 // pivot (row|local|none), strategy (basic|zigzag|meta_zigzag), refinement (steps), in_place,
 // reuse. Progress goes to the job (and so to watchers, metrics and the progress log); solution
 // rows are published to the job as the engine finalizes them, so `result` streams them while the

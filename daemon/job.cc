@@ -49,9 +49,31 @@ std::string_view lane_name(Lane lane) {
 
 bool may_access(uid_t requester, uid_t owner) { return requester == 0 || requester == owner; }
 
-Job::Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json params)
+Job::Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json params,
+         std::vector<UniqueFd> files)
     : id_(id), owner_(owner), type_(std::move(type)), lane_(lane), params_(std::move(params)),
-      created_(Clock::now()) {}
+      created_(Clock::now()), files_(std::move(files)) {}
+
+int Job::file(size_t index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index < files_.size() ? files_[index].get() : -1;
+}
+
+size_t Job::file_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return files_.size();
+}
+
+size_t Job::release_files() {
+  std::vector<UniqueFd> files;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    files.swap(files_);
+  }
+  size_t held = 0;
+  for (const UniqueFd& f : files) held += f.valid() ? 1 : 0;
+  return held;  // closed here, outside the lock
+}
 
 JobState Job::state() const {
   std::lock_guard<std::mutex> lock(mu_);

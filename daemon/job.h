@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace stripesolve::daemon {
 
@@ -63,7 +64,10 @@ struct TraceSpan {
 
 class Job {
  public:
-  Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json params);
+  // `files`: the descriptors the client passed with the submit; a field {"fd": i} of `params`
+  // names files[i] (daemon/job_files.h).
+  Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json params,
+      std::vector<UniqueFd> files = {});
 
   uint64_t id() const { return id_; }
   uid_t owner() const { return owner_; }
@@ -130,6 +134,14 @@ class Job {
 
   nlohmann::json to_json() const;
 
+  // The passed files: descriptor i, or -1 once released. The worker running the job may use them
+  // until the job manager releases them (when the runner returns, or when a pending job is
+  // cancelled); releasing closes them.
+  int file(size_t index) const;
+  size_t file_count() const;
+  // Closes the files; returns how many were held.
+  size_t release_files();
+
  private:
   bool legal_edge(JobState from, JobState to) const;
   void notify();
@@ -160,6 +172,7 @@ class Job {
   std::vector<int64_t> array_shape_;                       // guarded by mu_
   std::vector<RowRange> published_;                        // guarded by mu_
   bool fetched_ = false;                                   // guarded by mu_
+  std::vector<UniqueFd> files_;                            // guarded by mu_
 };
 
 }  // namespace stripesolve::daemon

@@ -94,7 +94,8 @@ JobManager::~JobManager() {
   }
 }
 
-Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::json& spec) {
+Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::json& spec,
+                                                std::vector<UniqueFd> files) {
   if (!spec.is_object()) return Status::invalid_argument("job must be an object");
   auto type_it = spec.find("type");
   if (type_it == spec.end() || !type_it->is_string()) {
@@ -110,14 +111,22 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) {
-      return Status::unavailable("the daemon is shutting down and accepts no new jobs");
+      return Status::unavailable(std::string(kDrainingMessage));
+    }
+    const auto nfiles = static_cast<int64_t>(files.size());
+    if (nfiles > 0 && files_held_[owner] + nfiles > config_.max_files_per_uid) {
+      return Status::resource_exhausted(fmt::format(
+          "the jobs of uid {} already hold {} files (limit daemon.limits.max_job_files_per_uid = "
+          "{}); wait for some to end", owner, files_held_[owner], config_.max_files_per_uid))
+          .set_retryable();
     }
     if (static_cast<int64_t>(jobs_.size()) >= config_.max_jobs) {
       return Status::resource_exhausted(fmt::format(
           "too many jobs kept ({}, limit daemon.limits.max_jobs); fetch or wait for results to expire",
           jobs_.size())).set_retryable();
     }
-    job = std::make_shared<Job>(next_id_++, owner, type, jt->lane, spec);
+    job = std::make_shared<Job>(next_id_++, owner, type, jt->lane, spec, std::move(files));
+    files_held_[owner] += nfiles;
     jobs_[job->id()] = job;
     lane_queue(jt->lane).queue.push_back(job);
     ++submitted_total_;
@@ -154,6 +163,7 @@ Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
   const std::string reason = fmt::format("cancelled by uid {} while pending", requester);
   if (job->cancel_if_pending(Status::cancelled(reason))) {  // it never runs
     job->append_log(reason);
+    release_files(*job);
     std::lock_guard<std::mutex> lock(mu_);
     --active_;
     cv_.notify_all();
@@ -197,6 +207,7 @@ void JobManager::cancel_all() {
     job->request_cancel();
     if (job->cancel_if_pending(Status::cancelled("cancelled at daemon shutdown while pending"))) {
       job->append_log("cancelled at daemon shutdown while pending");
+      release_files(*job);
       std::lock_guard<std::mutex> lock(mu_);
       --active_;
     }
@@ -234,6 +245,16 @@ std::vector<std::shared_ptr<Job>> JobManager::running_jobs() const {
   return out;
 }
 
+void JobManager::release_files(Job& job) {
+  const auto closed = static_cast<int64_t>(job.release_files());
+  if (closed == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = files_held_.find(job.owner());
+  if (it == files_held_.end()) return;
+  it->second -= closed;
+  if (it->second <= 0) files_held_.erase(it);
+}
+
 void JobManager::worker_loop(Lane lane) {
   LaneQueue& q = lane_queue(lane);
   while (true) {
@@ -267,6 +288,9 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
   } else {
     result = run_guarded(*jt, ctx);
   }
+  // The runner is done with the passed files: close them before the job reports its end, so a
+  // client that renames its output on COMPLETED finds no descriptor of the daemon still open.
+  release_files(*job);
   const auto end = Clock::now();
   job->add_trace_span({"run " + job->type(), "job", micros_since(job->created(), start),
                        micros_since(start, end), 0});

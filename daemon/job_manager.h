@@ -41,8 +41,11 @@ class JobContext {
   JobContext(std::shared_ptr<Job> job, std::shared_ptr<spdlog::logger> log)
       : job_(std::move(job)), log_(std::move(log)) {}
   Job& job() { return *job_; }
+  uid_t owner() const { return job_->owner(); }
   const nlohmann::json& params() const { return job_->params(); }
   bool cancelled() const { return job_->cancel_requested(); }
+  // Descriptor i passed with the submit (daemon/job_files.h has the checked accessors).
+  int file(size_t index) const { return job_->file(index); }
   // Logs to the daemon log (with the job id) and to the job's own log.
   void log(std::string_view message);
   void warn(std::string_view message);
@@ -53,6 +56,11 @@ class JobContext {
 };
 
 using JobRunner = std::function<Result<nlohmann::json>(JobContext&)>;
+
+// What a submit (or an upload) gets while the daemon drains.
+inline constexpr std::string_view kDrainingMessage =
+    "the daemon is draining (it stops once its jobs have ended) and accepts no new work; status, "
+    "watch, result and cancel still work";
 
 struct JobType {
   Lane lane = Lane::kSmall;
@@ -74,6 +82,9 @@ struct JobManagerConfig {
   int dense_concurrency = 1;
   int tridiag_concurrency = 2;
   int64_t max_jobs = 10000;  // records kept (pending + running + finished, not yet expired)
+  // Passed files one uid's pending and running jobs may hold (each job closes its files when it
+  // ends): a bound on the descriptors a user can make the daemon keep open.
+  int64_t max_files_per_uid = 256;
   std::chrono::seconds result_ttl{24 * 3600};
 };
 
@@ -84,8 +95,10 @@ class JobManager {
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
 
-  // `spec` is {"type": ..., fields...}. Errors: unknown type, stopped, too many jobs.
-  Result<std::shared_ptr<Job>> submit(uid_t owner, const nlohmann::json& spec);
+  // `spec` is {"type": ..., fields...}; `files` the descriptors passed with it, which the job
+  // holds until it ends. Errors: unknown type, stopped, too many jobs, too many files held.
+  Result<std::shared_ptr<Job>> submit(uid_t owner, const nlohmann::json& spec,
+                                      std::vector<UniqueFd> files = {});
   Result<std::shared_ptr<Job>> find(uid_t requester, uint64_t id) const;
   // The requester's jobs (root with all = true: everybody's), oldest first.
   std::vector<std::shared_ptr<Job>> list(uid_t requester, bool all) const;
@@ -115,6 +128,8 @@ class JobManager {
   void worker_loop(Lane lane);
   LaneQueue& lane_queue(Lane lane);
   void run_job(const std::shared_ptr<Job>& job);
+  // Closes the job's files and forgets them in files_held_.
+  void release_files(Job& job);
 
   const JobManagerConfig config_;
   const JobRegistry registry_;
@@ -129,6 +144,7 @@ class JobManager {
   int64_t active_ = 0;               // pending + running, guarded by mu_
   bool accepting_ = true;            // guarded by mu_
   bool stopping_ = false;            // guarded by mu_
+  std::map<uid_t, int64_t> files_held_;  // by owner, files of pending and running jobs; guarded by mu_
 };
 
 }  // namespace stripesolve::daemon

@@ -156,7 +156,7 @@ TEST(JobManagerTest, CancelRunningAndShutdown) {
   EXPECT_EQ(running->error().code(), StatusCode::kCancelled);
   m.stop_accepting();
   EXPECT_EQ(m.submit(1, {{"type", "sum"}, {"values", {1}}}).status().message(),
-            "the daemon is shutting down and accepts no new jobs");
+            std::string(kDrainingMessage));
 }
 
 TEST(JobManagerTest, ExpiryDropsFinishedJobs) {

@@ -1,22 +1,29 @@
 #include "daemon/matrix_jobs.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "base/logging.h"
 #include "base/units.h"
+#include "daemon/job_files.h"
 #include "protocol/messages.h"
 
 namespace stripesolve::daemon {
 
 using protocol::get_int;
 using protocol::get_string;
+
+namespace {
+
+// The client's name for a passed file, for messages only (never opened).
+Result<std::string> file_label(const nlohmann::json& p) {
+  if (!p.contains("label")) return std::string("(passed file)");
+  return get_string(p, "label");
+}
+
+}  // namespace
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
   if (info.state == storage::ObjectState::kCorrupt) {
@@ -41,30 +48,6 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
   return j;
 }
 
-Status check_path_access(uid_t uid, const std::string& path, bool write) {
-  if (uid == 0 || uid == ::getuid()) return Status::ok();
-  if (path.empty() || path[0] != '/') {
-    return Status::invalid_argument("path '" + path + "' must be absolute");
-  }
-  struct stat st{};
-  if (write) {
-    const std::string dir = std::filesystem::path(path).parent_path().string();
-    if (::stat(dir.c_str(), &st) != 0) return Status::from_errno(errno, "cannot stat directory " + dir);
-    if (st.st_uid != uid) {
-      return Status::failed_precondition(fmt::format(
-          "uid {} does not own directory {}; the daemon writes exports only into directories their "
-          "requester owns", uid, dir));
-    }
-    return Status::ok();
-  }
-  if (::stat(path.c_str(), &st) != 0) return Status::from_errno(errno, "cannot stat " + path);
-  if (st.st_uid != uid && (st.st_mode & S_IROTH) == 0) {
-    return Status::failed_precondition(fmt::format(
-        "uid {} may not read {} (not its owner and not world-readable)", uid, path));
-  }
-  return Status::ok();
-}
-
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store) {
   // Only S, not a whole plan: its forecasts take time and memory in proportion to N^2, and the
@@ -79,25 +62,27 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
   registry.add("matrix_import", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::string path, get_string(p, "path"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string label, file_label(p));
+    STRIPESOLVE_ASSIGN_OR_RETURN(int fd, job_input_file(ctx, "file"));
     storage::ImportOptions options;
     if (p.contains("stripe_rows")) {
       STRIPESOLVE_ASSIGN_OR_RETURN(options.stripe_rows, get_int(p, "stripe_rows", 0, int64_t{1} << 40));
     }
     options.stripe_rows_for = [&](int64_t n) { return planned_stripe_rows(n, engine, store); };
-    STRIPESOLVE_RETURN_IF_ERROR(check_path_access(ctx.job().owner(), path, false));
-    ctx.log(fmt::format("importing '{}' from {}", name, path));
-    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.import_npy(name, path, options));
+    ctx.log(fmt::format("importing '{}' from the client's file {}", name, label));
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.import_npy(name, fd, label, options));
     return matrix_info_json(info);
   });
   registry.add("matrix_export", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::string path, get_string(p, "path"));
-    STRIPESOLVE_RETURN_IF_ERROR(check_path_access(ctx.job().owner(), path, true));
-    ctx.log(fmt::format("exporting '{}' to {}", name, path));
-    STRIPESOLVE_RETURN_IF_ERROR(store.export_npy(name, path));
-    return nlohmann::json{{"name", name}, {"path", path}};
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string label, file_label(p));
+    STRIPESOLVE_ASSIGN_OR_RETURN(int fd, job_output_file(ctx, "file"));
+    ctx.log(fmt::format("exporting '{}' into the client's file {}", name, label));
+    STRIPESOLVE_RETURN_IF_ERROR(store.export_npy(name, fd, label));
+    struct stat st{};
+    const int64_t bytes = ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
+    return nlohmann::json{{"name", name}, {"label", label}, {"bytes", bytes}};
   });
   registry.add("matrix_create", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();

@@ -7,12 +7,13 @@
 //   matrix_show   {name}                                     -> matrix info
 //   matrix_delete {name}                                     -> {"deleted": name, "factors_deleted":
 //                                                              [the matrix's factors, removed too]}
-//   matrix_import {name, path[, stripe_rows]}                -> matrix info
-//   matrix_export {name, path}                               -> {"name", "path"}
-// Parameters are checked here, at the edge, with errors naming the field. Import and export run
-// as the daemon's user on the requester's behalf, so for a requester other than root or the
-// daemon's own uid check_path_access() requires: import - the file is theirs or world-readable;
-// export - the target directory is theirs.
+//   matrix_import {name, file: {"fd": i}[, label][, stripe_rows]}  -> matrix info
+//   matrix_export {name, file: {"fd": i}[, label]}                 -> {"name", "label", "bytes"}
+// Parameters are checked here, at the edge, with errors naming the field. Import and export go
+// through the descriptor the client passed (daemon/job_files.h): the client opened the file to
+// import, or created the temporary to export into, with its own rights, so the daemon never
+// opens a path a client names. `label` (the client's name for the file) only appears in
+// messages and in the matrix's source; it is never opened.
 #pragma once
 
 #include <sys/types.h>
@@ -29,7 +30,6 @@
 namespace stripesolve::daemon {
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info);
-Status check_path_access(uid_t uid, const std::string& path, bool write);
 // Stripe height S for a new matrix of order n when the request gives none: the planner's choice
 // for this daemon's engine configuration (RAM cache, cores, paths), so that the cache holds the
 // working set of a solve; the store's default for n < 1. Cheap (no plan, no forecasts).

@@ -17,6 +17,7 @@ std::string Metrics::render(const JobManager& jobs, double uptime_seconds, uint6
   metric(out, "stripesolve_connections_total", "counter", "Connections accepted.", static_cast<double>(connections_total.load()));
   metric(out, "stripesolve_connections_open", "gauge", "Connections open now.", static_cast<double>(connections_open.load()));
   metric(out, "stripesolve_connections_refused_total", "counter", "Connections refused at the limit.", static_cast<double>(connections_refused.load()));
+  metric(out, "stripesolve_connections_timed_out_total", "counter", "Connections closed for sending no hello in time or for being idle.", static_cast<double>(connections_timed_out.load()));
   metric(out, "stripesolve_frames_received_total", "counter", "Frames received.", static_cast<double>(frames_in.load()));
   metric(out, "stripesolve_frames_sent_total", "counter", "Frames sent.", static_cast<double>(frames_out.load()));
   metric(out, "stripesolve_bytes_received_total", "counter", "Bytes received on the socket.", static_cast<double>(bytes_in.load()));

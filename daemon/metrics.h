@@ -14,6 +14,7 @@ struct Metrics {
   std::atomic<uint64_t> connections_total{0};
   std::atomic<int64_t> connections_open{0};
   std::atomic<uint64_t> connections_refused{0};
+  std::atomic<uint64_t> connections_timed_out{0};  // no hello in time, or idle too long
   std::atomic<uint64_t> frames_in{0};
   std::atomic<uint64_t> frames_out{0};
   std::atomic<uint64_t> bytes_in{0};

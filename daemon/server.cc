@@ -34,7 +34,10 @@ struct Server::Impl {
   std::unique_ptr<local::acceptor> acceptor;
   asio::signal_set signals{io};
   asio::steady_timer tick{io};
+  asio::steady_timer delivery{io};  // polls finish_when_delivered()
+  std::atomic<bool> draining{false};
   std::map<Connection*, std::weak_ptr<Connection>> connections;  // I/O thread only
+  std::map<uid_t, int64_t> per_uid;  // open connections by uid (I/O thread only)
   std::shared_ptr<spdlog::logger> log = logger("server");
   bool accepting = false;
 
@@ -61,17 +64,73 @@ struct Server::Impl {
       return;
     }
     metrics.connections_total++;
-    ConnectionEnv env{config, jobs, uploads, metrics, hooks, io};
+    ConnectionEnv env{config, jobs, uploads, metrics, hooks, io, draining};
     auto conn = std::make_shared<Connection>(std::move(socket), cred.uid, cred.pid, env);
     if (static_cast<int64_t>(connections.size()) >= config.limits.max_connections) {
       metrics.connections_refused++;
       conn->refuse(Status::resource_exhausted(fmt::format(
-          "too many connections ({}, limit daemon.limits.max_connections)", connections.size())).set_retryable());
+          "too many connections ({}, limit daemon.limits.max_connections)", connections.size())).set_retryable(),
+          "wait for other clients to finish, or raise daemon.limits.max_connections");
+      return;
+    }
+    // One user may not take every slot (issue 15 point 7). Root and the daemon's own uid are
+    // trusted (they may stop the daemon anyway) and not counted.
+    const bool counted = cred.uid != 0 && cred.uid != ::getuid();
+    if (counted && per_uid[cred.uid] >= config.limits.max_connections_per_uid) {
+      metrics.connections_refused++;
+      conn->refuse(Status::resource_exhausted(fmt::format(
+          "too many connections from uid {} ({}, limit daemon.limits.max_connections_per_uid)",
+          cred.uid, per_uid[cred.uid])).set_retryable(),
+          "close other stripesolve connections of this user, or raise daemon.limits.max_connections_per_uid");
       return;
     }
     connections[conn.get()] = conn;
-    conn->set_on_close([this](Connection* c) { connections.erase(c); });
+    if (counted) per_uid[cred.uid]++;
+    conn->set_on_close([this, counted](Connection* c) {
+      if (counted) {
+        auto it = per_uid.find(c->uid());
+        if (it != per_uid.end() && --it->second <= 0) per_uid.erase(it);
+      }
+      connections.erase(c);
+    });
     conn->start();
+  }
+
+  void poll_delivered(std::chrono::steady_clock::time_point deadline) {
+    int64_t receiving = 0;
+    for (auto& [ptr, weak] : connections) {
+      if (auto c = weak.lock(); c && c->delivering()) ++receiving;
+    }
+    if (receiving == 0 || std::chrono::steady_clock::now() >= deadline) {
+      if (receiving > 0) {
+        log->warn("delivery timeout (daemon.shutdown.delivery_timeout_seconds): closing {} "
+                  "connection(s) still receiving results", receiving);
+      }
+      close_everything();
+      return;
+    }
+    delivery.expires_after(std::chrono::milliseconds(20));
+    delivery.async_wait([this, deadline](boost::system::error_code ec) {
+      if (!ec) poll_delivered(deadline);
+    });
+  }
+
+  void close_everything() {
+    if (accepting) {
+      accepting = false;
+      boost::system::error_code ec;
+      acceptor->close(ec);
+      ::unlink(path.c_str());
+    }
+    auto conns = connections;
+    for (auto& [ptr, weak] : conns) {
+      if (auto c = weak.lock()) c->close();
+    }
+    connections.clear();
+    signals.cancel();
+    tick.cancel();
+    delivery.cancel();
+    io.stop();
   }
 
   void schedule_tick() {
@@ -93,6 +152,31 @@ struct Server::Impl {
   }
 };
 
+Status check_socket_directory(const std::string& dir) {
+  struct stat st{};
+  if (::lstat(dir.c_str(), &st) != 0) return Status::from_errno(errno, "stat socket directory " + dir);
+  if (S_ISLNK(st.st_mode)) {
+    return Status::failed_precondition(fmt::format(
+        "socket directory {} is a symbolic link; give daemon.socket a path in a real directory", dir));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::failed_precondition(fmt::format("socket directory {} is not a directory", dir));
+  }
+  if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+    return Status::failed_precondition(fmt::format(
+        "socket directory {} belongs to uid {}, not to this daemon (uid {}) or root, so that user "
+        "could replace the socket; remove the directory or choose another daemon.socket",
+        dir, st.st_uid, ::geteuid()));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status::failed_precondition(fmt::format(
+        "socket directory {} has mode {:04o}: other users may write in it and replace the socket; "
+        "make it writable by its owner only (chmod go-w) or choose another daemon.socket",
+        dir, st.st_mode & 07777));
+  }
+  return Status::ok();
+}
+
 Server::Server(ServerConfig config, std::string socket_path, JobManager& jobs, UploadStore& uploads,
                Metrics& metrics, ServerHooks hooks)
     : impl_(std::make_unique<Impl>(std::move(config), std::move(socket_path), jobs, uploads, metrics,
@@ -113,6 +197,7 @@ Status Server::listen() {
       if (ec) return Status::io_error(fmt::format("cannot create socket directory {}: {}", dir.string(), ec.message()));
       if (::chmod(dir.c_str(), 0700) != 0) return Status::from_errno(errno, "chmod 0700 " + dir.string());
     }
+    STRIPESOLVE_RETURN_IF_ERROR(check_socket_directory(dir.string()));
   }
   if (s.path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     return Status::invalid_argument(fmt::format("socket path {} is longer than {} bytes", s.path,
@@ -165,34 +250,18 @@ void Server::run() { impl_->io.run(); }
 
 void Server::post(std::function<void()> fn) { asio::post(impl_->io, std::move(fn)); }
 
-void Server::stop_accepting() {
-  asio::post(impl_->io, [s = impl_.get()] {
-    if (!s->accepting) return;
-    s->accepting = false;
-    boost::system::error_code ec;
-    s->acceptor->close(ec);
-    ::unlink(s->path.c_str());
-    s->log->info("stopped accepting connections on {}", s->path);
-  });
+void Server::drain() {
+  impl_->draining = true;
+  impl_->log->info("draining: {} stays open for status, watch, result and cancel; new work is refused",
+                   impl_->path);
+}
+
+void Server::finish_when_delivered(std::chrono::steady_clock::time_point deadline) {
+  asio::post(impl_->io, [s = impl_.get(), deadline] { s->poll_delivered(deadline); });
 }
 
 void Server::shutdown() {
-  asio::post(impl_->io, [s = impl_.get()] {
-    if (s->accepting) {
-      s->accepting = false;
-      boost::system::error_code ec;
-      s->acceptor->close(ec);
-      ::unlink(s->path.c_str());
-    }
-    auto conns = s->connections;
-    for (auto& [ptr, weak] : conns) {
-      if (auto c = weak.lock()) c->close();
-    }
-    s->connections.clear();
-    s->signals.cancel();
-    s->tick.cancel();
-    s->io.stop();
-  });
+  asio::post(impl_->io, [s = impl_.get()] { s->close_everything(); });
 }
 
 int64_t Server::open_connections() const { return impl_->metrics.connections_open.load(); }

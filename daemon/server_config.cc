@@ -26,6 +26,10 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
     ConfigMap limits = map.section("limits");
     ServerLimits& l = config.limits;
     limits.get("max_connections", l.max_connections, 1, 1 << 20);
+    limits.get("max_connections_per_uid", l.max_connections_per_uid, 1, 1 << 20);
+    limits.get("handshake_timeout_seconds", l.handshake_timeout_seconds, 0.01, 3600.0);
+    limits.get("idle_timeout_seconds", l.idle_timeout_seconds, 0.0, 30.0 * 86400);
+    limits.get("max_job_files_per_uid", l.max_job_files_per_uid, 1, 1 << 20);
     limits.get_bytes("max_queued_bytes", l.max_queued_bytes, 64 * kKiB);
     limits.get_bytes("max_header_bytes", l.max_header_bytes, 1 * kKiB, 16 * kMiB);
     limits.get_bytes("max_payload_bytes", l.max_payload_bytes, 64 * kKiB, 4 * kMiB);
@@ -50,6 +54,7 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
     ConfigMap s = map.section("shutdown");
     s.get_choice("policy", config.shutdown_policy, {"finish", "cancel"});
     s.get("drain_timeout_seconds", config.drain_timeout_seconds, 0, 30 * 86400);
+    s.get("delivery_timeout_seconds", config.delivery_timeout_seconds, 0, 86400);
     s.finish();
   }
   map.finish();

@@ -15,6 +15,14 @@ namespace stripesolve::daemon {
 
 struct ServerLimits {
   int64_t max_connections = 256;                 // further connections get an error frame and are closed
+  // Connections one uid may hold (root and the daemon's own uid are not counted), so that one
+  // user cannot take every slot.
+  int64_t max_connections_per_uid = 32;
+  double handshake_timeout_seconds = 10;         // a connection that sends no hello by then is closed
+  // A connection that follows no job (no watch, no result stream, nothing being written) and
+  // sends nothing for this long is closed; 0: never.
+  double idle_timeout_seconds = 600;
+  int64_t max_job_files_per_uid = 256;           // passed files one uid's pending and running jobs hold
   uint64_t max_queued_bytes = 64 * kMiB;         // per connection, replies and progress waiting to be written
   uint64_t max_header_bytes = 64 * kKiB;         // JSON header of one frame
   uint64_t max_payload_bytes = 4 * kMiB;         // binary payload of one frame (at most 4 MiB)
@@ -37,6 +45,9 @@ struct ServerConfig {
   double progress_log_seconds = 5.0;   // a progress log line per running job this often
   std::string shutdown_policy = "finish";  // on SIGTERM: "finish" queued and running jobs, or "cancel" them
   int64_t drain_timeout_seconds = 600;     // after this, what is still running is cancelled
+  // Once the jobs have ended, how long the daemon still waits for clients to receive their
+  // results (a slow reader, a client about to ask) before it closes the connections left.
+  int64_t delivery_timeout_seconds = 60;
   double ram_budget_fraction = 0.5;        // engine.ram_budget default: this fraction of MemAvailable
 };
 

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 #include <cmath>
 
 #include "base/units.h"
 #include "protocol/messages.h"
 #include "tridiag/gallery.h"
+#include "tridiag/parallel_for.h"
 
 namespace stripesolve::daemon {
 
@@ -202,59 +204,96 @@ Result<TridiagPlan> check_tridiag_batch(const std::vector<NamedHeader>& arrays,
         "{} has shape {}: a system needs at least one unknown (n >= 1)", rhs.name, shape_text));
   }
   plan.unknowns = static_cast<std::size_t>(rhs.header.elements());
-  const uint64_t bytes = plan.unknowns * kInputBytesPerUnknown;
-  if (bytes > max_bytes) {
-    return Status::resource_exhausted(fmt::format(
-        "the batch has {} unknowns, {} as four float64 arrays, over tridiag.max_bytes ({}); "
-        "split it into smaller batches or raise tridiag.max_bytes",
-        plan.unknowns, format_bytes(bytes), format_bytes(max_bytes)));
-  }
+  STRIPESOLVE_RETURN_IF_ERROR(check_batch_bytes(plan.unknowns, max_bytes));
   return plan;
 }
 
-Status check_finite(std::string_view name, const std::vector<double>& values,
-                    const TridiagPlan& plan) {
-  for (std::size_t k = 0; k < values.size(); ++k) {
-    if (std::isfinite(values[k])) continue;
-    std::string msg = fmt::format("{}[{}] is not finite ({})", name, k, describe_value(values[k]));
-    if (plan.count > 1) {
-      const auto [system, row] = plan.locate(k);
-      msg += fmt::format(": system {}, row {}", system, row);
-    }
-    return Status::invalid_argument(std::move(msg));
+Status check_batch_bytes(uint64_t unknowns, uint64_t max_bytes) {
+  if (unknowns > max_bytes / kInputBytesPerUnknown) {
+    const uint64_t bytes = unknowns > UINT64_MAX / kInputBytesPerUnknown
+                               ? UINT64_MAX
+                               : unknowns * kInputBytesPerUnknown;
+    return Status::resource_exhausted(fmt::format(
+        "the batch has {} unknowns, {} as four float64 arrays, over tridiag.max_bytes ({}); "
+        "split it into smaller batches or raise tridiag.max_bytes",
+        unknowns, format_bytes(bytes), format_bytes(max_bytes)));
   }
   return Status::ok();
 }
 
+Status check_finite(std::string_view name, std::span<const double> values,
+                    const TridiagPlan& plan, unsigned threads) {
+  // parallel_for returns the error of the lowest failing chunk: the first value, as in order.
+  return tridiag::parallel_for(
+      values.size(), threads, std::size_t{1} << 20,
+      [&](std::size_t begin, std::size_t end, unsigned) -> Status {
+        for (std::size_t k = begin; k < end; ++k) {
+          if (std::isfinite(values[k])) continue;
+          std::string msg =
+              fmt::format("{}[{}] is not finite ({})", name, k, describe_value(values[k]));
+          if (plan.count > 1) {
+            const auto [system, row] = plan.locate(k);
+            msg += fmt::format(": system {}, row {}", system, row);
+          }
+          return Status::invalid_argument(std::move(msg));
+        }
+        return Status::ok();
+      });
+}
+
 ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl, const double* d,
-                                      const double* du, const double* f, const double* x) {
-  ResidualSummary out;
-  auto record = [&](std::size_t j, double r) {
+                                      const double* du, const double* f, const double* x,
+                                      unsigned threads) {
+  // Each chunk of systems keeps its own maximum; merged in system order, so the result does not
+  // depend on the threads.
+  // About 64 Ki unknowns a chunk.
+  const std::size_t per_system = std::max<std::size_t>(1, plan.unknowns / std::max<std::size_t>(1, plan.count));
+  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / per_system);
+  const std::size_t chunks = (plan.count + grain - 1) / grain;
+  std::vector<ResidualSummary> partial(chunks);
+  auto record = [](ResidualSummary& out, std::size_t j, double r) {
     // A NaN residual must win too: std::max would keep the old value.
     if (!(r <= out.max_relative)) {
       out.max_relative = std::isnan(r) ? INFINITY : r;
       out.worst_system = j;
     }
   };
-  if (plan.layout == tridiag::BatchLayout::kInterleaved) {
-    // Gather each system (stride count) into contiguous rows.
-    const std::size_t m = plan.count, n = plan.n;
-    std::vector<double> g(5 * n);
-    const double* src[5] = {dl, d, du, f, x};
-    for (std::size_t j = 0; j < m; ++j) {
-      for (int a = 0; a < 5; ++a) {
-        for (std::size_t i = 0; i < n; ++i) g[a * n + i] = src[a][i * m + j];
-      }
-      record(j, tridiag::relative_residual(&g[0], &g[n], &g[2 * n], &g[4 * n], &g[3 * n], n));
+  std::vector<std::size_t> offsets;  // ragged: where each system starts
+  if (plan.layout == tridiag::BatchLayout::kRagged) {
+    offsets.resize(plan.count);
+    std::size_t o = 0;
+    for (std::size_t j = 0; j < plan.count; ++j) {
+      offsets[j] = o;
+      o += plan.sizes[j];
     }
-    return out;
   }
-  std::size_t offset = 0;
-  for (std::size_t j = 0; j < plan.count; ++j) {
-    const std::size_t n = plan.layout == tridiag::BatchLayout::kRagged ? plan.sizes[j] : plan.n;
-    record(j, tridiag::relative_residual(dl + offset, d + offset, du + offset, x + offset,
-                                         f + offset, n));
-    offset += n;
+  (void)tridiag::parallel_for(plan.count, threads, grain, [&](std::size_t begin, std::size_t end, unsigned) {
+    ResidualSummary& out = partial[begin / grain];
+    if (plan.layout == tridiag::BatchLayout::kInterleaved) {
+      // Gather each system (stride count) into contiguous rows.
+      const std::size_t m = plan.count, n = plan.n;
+      std::vector<double> g(5 * n);
+      const double* src[5] = {dl, d, du, f, x};
+      for (std::size_t j = begin; j < end; ++j) {
+        for (int a = 0; a < 5; ++a) {
+          for (std::size_t i = 0; i < n; ++i) g[a * n + i] = src[a][i * m + j];
+        }
+        record(out, j, tridiag::relative_residual(&g[0], &g[n], &g[2 * n], &g[4 * n], &g[3 * n], n));
+      }
+      return Status::ok();
+    }
+    for (std::size_t j = begin; j < end; ++j) {
+      const bool ragged = plan.layout == tridiag::BatchLayout::kRagged;
+      const std::size_t n = ragged ? plan.sizes[j] : plan.n;
+      const std::size_t offset = ragged ? offsets[j] : j * plan.n;
+      record(out, j, tridiag::relative_residual(dl + offset, d + offset, du + offset, x + offset,
+                                                f + offset, n));
+    }
+    return Status::ok();
+  });
+  ResidualSummary out;
+  for (const ResidualSummary& p : partial) {
+    if (!(p.max_relative <= out.max_relative)) out = p;
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,17 +76,24 @@ Result<TridiagPlan> check_tridiag_batch(const std::vector<NamedHeader>& arrays,
                                         uint64_t max_bytes);
 
 // The first non-finite value of an array: "d[17] is not finite (nan)", with ": system 2, row 16"
-// for a batch of several systems.
-Status check_finite(std::string_view name, const std::vector<double>& values,
-                    const TridiagPlan& plan);
+// for a batch of several systems. `threads` scan it in parallel (tridiag/parallel_for.h; 0: all
+// cores); the value reported is the first whatever the threads.
+Status check_finite(std::string_view name, std::span<const double> values,
+                    const TridiagPlan& plan, unsigned threads = 1);
+
+// The memory cap alone: `unknowns` as four float64 arrays against `max_bytes`
+// (check_tridiag_batch applies it too; callers check it before reading a sizes file).
+Status check_batch_bytes(uint64_t unknowns, uint64_t max_bytes);
 
 // max over the systems of ||A_j x_j - f_j||_2 / ||f_j||_2 (tridiag::relative_residual, 000
-// Eq 13; +inf for a non-finite x) and the system where it is largest. O(unknowns).
+// Eq 13; +inf for a non-finite x) and the system where it is largest (the first of equals).
+// O(unknowns), split over `threads` (0: all cores).
 struct ResidualSummary {
   double max_relative = 0;
   std::size_t worst_system = 0;
 };
 ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl, const double* d,
-                                      const double* du, const double* f, const double* x);
+                                      const double* du, const double* f, const double* x,
+                                      unsigned threads = 1);
 
 }  // namespace stripesolve::daemon

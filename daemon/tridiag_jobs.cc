@@ -3,10 +3,15 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "daemon/client_mapping.h"
+#include "daemon/job_files.h"
+#include "daemon/npy_file.h"
 #include "daemon/tridiag_input.h"
 #include "protocol/messages.h"
 #include "protocol/npy.h"
@@ -21,22 +26,29 @@ constexpr std::array<std::string_view, 4> kArrayNames = {"dl", "d", "du", "rhs"}
 // reasonably conditioned system is near 1e-16).
 constexpr double kInaccurateResidual = 1e-6;
 
-// The uploaded arrays of a job, their headers and the ragged sizes.
+// One input array of a job: an upload's image, or a file the client passed (read in place).
+struct Source {
+  std::string bytes;  // the upload, or empty
+  int fd = -1;        // the passed file, or -1
+  protocol::NpyHeader header;
+};
+
+// The input arrays of a job, their headers and the ragged sizes.
 struct Inputs {
-  std::array<std::string, 4> bytes;
-  std::array<protocol::NpyHeader, 4> headers;
+  std::array<Source, 4> arrays;
   std::optional<std::vector<int64_t>> sizes;
 };
 
 Result<int64_t> upload_id(const nlohmann::json& job, std::string_view field) {
   auto it = job.find(field);
   if (it == job.end()) {
-    return Status::invalid_argument(
-        fmt::format("missing field '{}' (an uploaded .npy: {{\"upload\": id}})", field));
+    return Status::invalid_argument(fmt::format(
+        "missing field '{}' (an .npy file: {{\"fd\": i}}, or an upload: {{\"upload\": id}})",
+        field));
   }
   if (!it->is_object() || !it->contains("upload")) {
-    return Status::invalid_argument(
-        fmt::format("field '{}' must be {{\"upload\": id}}, got {}", field, it->dump()));
+    return Status::invalid_argument(fmt::format(
+        "field '{}' must be {{\"fd\": i}} or {{\"upload\": id}}, got {}", field, it->dump()));
   }
   auto id = protocol::get_int(*it, "upload", 1, INT64_MAX);
   if (!id.is_ok()) return id.status().with_context(field);
@@ -51,50 +63,178 @@ Result<std::string> take_upload(UploadStore& uploads, uid_t owner, const nlohman
   return std::move(bytes).value();
 }
 
-Result<std::vector<int64_t>> read_sizes(UploadStore& uploads, uid_t owner,
-                                        const nlohmann::json& job) {
-  const nlohmann::json& field = job["sizes"];
+// The sizes of a ragged batch: inline, an upload or a passed file. A file's entries are
+// bounded before they are read: no more than rhs has elements (every system has an unknown),
+// and rhs within tridiag.max_bytes.
+Result<std::vector<int64_t>> read_sizes(const JobContext& ctx, const std::string& upload,
+                                        const protocol::NpyHeader& rhs, uint64_t max_bytes) {
+  const nlohmann::json& field = ctx.params()["sizes"];
   if (!field.is_object()) return parse_inline_sizes(field);
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, take_upload(uploads, owner, job, "sizes"));
-  auto header = protocol::inspect_npy(bytes);
+  auto header = Result<protocol::NpyHeader>(Status::internal("no sizes header"));
+  int fd = -1;
+  if (names_file(ctx.params(), "sizes")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(fd, job_input_file(ctx, "sizes"));
+    header = read_npy_header(fd);
+  } else {
+    header = protocol::inspect_npy(upload);
+  }
   if (!header.is_ok()) return header.status().with_context("sizes");
   if (header->shape.size() != 1) {
     return Status::invalid_argument(
         fmt::format("sizes has shape {}; it must be 1-D", protocol::format_shape(header->shape)));
   }
-  auto values = protocol::npy_int_values(bytes, *header);
+  if (fd < 0) {
+    auto values = protocol::npy_int_values(upload, *header);
+    if (!values.is_ok()) return values.status().with_context("sizes");
+    return std::move(values).value();
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(check_batch_bytes(static_cast<uint64_t>(rhs.elements()), max_bytes));
+  if (header->elements() > rhs.elements()) {
+    return Status::invalid_argument(fmt::format(
+        "sizes has {} entries but rhs has {} elements (every system needs at least one unknown)",
+        header->elements(), rhs.elements()));
+  }
+  auto values = read_npy_ints(fd, *header);
   if (!values.is_ok()) return values.status().with_context("sizes");
   return std::move(values).value();
 }
 
 // Takes every upload the job names before checking any of them, so that none is left behind in
-// the store (holding memory until it expires) when the job fails.
-Result<Inputs> take_inputs(UploadStore& uploads, uid_t owner, const nlohmann::json& job) {
+// the store (holding memory until it expires) when the job fails. Passed files are only looked
+// at here (their headers); their data is read in the load phase.
+Result<Inputs> take_inputs(const JobContext& ctx, UploadStore& uploads, uint64_t max_bytes) {
+  const nlohmann::json& job = ctx.params();
+  const uid_t owner = ctx.owner();
   Inputs in;
   Status first_error;
+  auto keep_first = [&](const Status& st) {
+    if (first_error.is_ok()) first_error = st;
+  };
   for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
+    if (names_file(job, kArrayNames[k])) continue;
     auto bytes = take_upload(uploads, owner, job, kArrayNames[k]);
     if (bytes.is_ok()) {
-      in.bytes[k] = std::move(bytes).value();
-    } else if (first_error.is_ok()) {
-      first_error = bytes.status();
+      in.arrays[k].bytes = std::move(bytes).value();
+    } else {
+      keep_first(bytes.status());
     }
   }
-  if (job.contains("sizes")) {
-    auto sizes = read_sizes(uploads, owner, job);
-    if (sizes.is_ok()) {
-      in.sizes = std::move(sizes).value();
-    } else if (first_error.is_ok()) {
-      first_error = sizes.status();
+  std::string sizes_upload;
+  if (job.contains("sizes") && job["sizes"].is_object() && !names_file(job, "sizes")) {
+    auto bytes = take_upload(uploads, owner, job, "sizes");
+    if (bytes.is_ok()) {
+      sizes_upload = std::move(bytes).value();
+    } else {
+      keep_first(bytes.status());
     }
   }
   STRIPESOLVE_RETURN_IF_ERROR(first_error);
   for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
-    auto header = protocol::inspect_npy(in.bytes[k]);
+    Source& a = in.arrays[k];
+    Result<protocol::NpyHeader> header = Status::internal("no header");
+    if (names_file(job, kArrayNames[k])) {
+      auto fd = job_input_file(ctx, kArrayNames[k]);
+      if (!fd.is_ok()) return fd.status();
+      a.fd = *fd;
+      header = read_npy_header(a.fd);
+    } else {
+      header = protocol::inspect_npy(a.bytes);
+    }
     if (!header.is_ok()) return header.status().with_context(kArrayNames[k]);
-    in.headers[k] = *header;
+    a.header = *header;
+  }
+  if (job.contains("sizes")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(in.sizes, read_sizes(ctx, sizes_upload, in.arrays[3].header, max_bytes));
   }
   return in;
+}
+
+// One float64 array of the batch: the client's file mapped in place (daemon/client_mapping.h),
+// or values of the daemon's own, not zero-filled (a read or the solver fills every one).
+struct Array {
+  std::unique_ptr<double[]> owned;
+  ClientMapping mapping;
+  double* values = nullptr;
+  std::size_t size = 0;
+
+  static Array own(std::size_t count) {
+    Array a;
+    a.owned = std::make_unique_for_overwrite<double[]>(count);
+    a.values = a.owned.get();
+    a.size = count;
+    return a;
+  }
+  double* data() const { return values; }
+  std::span<const double> span() const { return {values, size}; }
+  bool truncated() const { return mapping.truncated(); }
+};
+
+// A passed float64 file in C order is mapped and used where it lies; anything else (float32,
+// Fortran order, an odd data offset, an upload, no mapping slot left) is converted into an
+// array of the daemon's own.
+Result<Array> load_array(Source& source, std::size_t count) {
+  const protocol::NpyHeader& h = source.header;
+  if (source.fd >= 0 && h.dtype == protocol::NpyDtype::kFloat64 &&
+      (!h.fortran_order || h.shape.size() == 1) && h.data_offset % alignof(double) == 0) {
+    auto mapping = ClientMapping::map(source.fd, h.data_offset + 8 * count, /*writable=*/false);
+    if (mapping.is_ok()) {
+      Array a;
+      a.mapping = std::move(mapping).value();
+      a.values = reinterpret_cast<double*>(a.mapping.data() + h.data_offset);
+      a.size = count;
+      return a;
+    }
+  }
+  Array a = Array::own(count);
+  if (source.fd >= 0) {
+    STRIPESOLVE_RETURN_IF_ERROR(read_npy_floats(source.fd, h, a.data()));
+    return a;
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> values, protocol::npy_float_values(source.bytes, h));
+  std::string().swap(source.bytes);
+  std::copy(values.begin(), values.end(), a.data());
+  return a;
+}
+
+// The solution's array: with an output file, the file itself (sized, header written, mapped
+// shared, so the solver writes the .npy's data directly); else, or where the file cannot be
+// mapped (opened write-only), an array of the daemon's own.
+struct Solution {
+  std::optional<NpyOutput> out;
+  Array x;
+};
+
+Result<Solution> solution_array(int out_fd, const TridiagPlan& plan) {
+  Solution s;
+  if (out_fd >= 0) {
+    auto out = NpyOutput::begin(out_fd, plan.array_shape);
+    if (!out.is_ok()) return out.status().with_context("out");
+    s.out = *out;
+    auto mapping = ClientMapping::map(out_fd, out->file_bytes(), /*writable=*/true);
+    if (mapping.is_ok()) {
+      s.x.mapping = std::move(mapping).value();
+      s.x.values = reinterpret_cast<double*>(s.x.mapping.data() + out->data_offset());
+      s.x.size = plan.unknowns;
+      return s;
+    }
+  }
+  s.x = Array::own(plan.unknowns);
+  return s;
+}
+
+// A client that truncated one of its files while the job ran gets an error, not what the
+// daemon read or wrote past the new end.
+Status check_not_truncated(const std::array<Array, 4>& a, const Array& x) {
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k].truncated()) {
+      return Status::invalid_argument(fmt::format(
+          "{}: the file was truncated while the daemon read it", kArrayNames[k]));
+    }
+  }
+  if (x.truncated()) {
+    return Status::invalid_argument("out: the file was truncated while the daemon wrote it");
+  }
+  return Status::ok();
 }
 
 double micros_since(Clock::time_point origin, Clock::time_point t) {
@@ -104,7 +244,7 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
 Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
                                    const TridiagJobConfig& config) {
   Job& job = ctx.job();
-  STRIPESOLVE_ASSIGN_OR_RETURN(Inputs in, take_inputs(uploads, job.owner(), ctx.params()));
+  STRIPESOLVE_ASSIGN_OR_RETURN(Inputs in, take_inputs(ctx, uploads, config.max_bytes));
   STRIPESOLVE_ASSIGN_OR_RETURN(TridiagParams params, parse_tridiag_params(ctx.params()));
   const bool have_gpu = tridiag::gpu_available();
   if (params.device == TridiagDevice::kGpu && !have_gpu) {
@@ -114,9 +254,15 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   }
   std::vector<NamedHeader> named;
   for (std::size_t k = 0; k < kArrayNames.size(); ++k)
-    named.push_back({kArrayNames[k], in.headers[k]});
+    named.push_back({kArrayNames[k], in.arrays[k].header});
   STRIPESOLVE_ASSIGN_OR_RETURN(
       TridiagPlan plan, check_tridiag_batch(named, params.layout, in.sizes, config.max_bytes));
+  // The solution goes into the client's file when it passed one ("out"), else it is kept for
+  // `result` to stream. The output is checked before the inputs are read.
+  int out_fd = -1;
+  if (names_file(ctx.params(), "out")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(out_fd, job_output_file(ctx, "out"));
+  }
   bool use_gpu =
       params.device == TridiagDevice::kGpu || (params.device == TridiagDevice::kAuto && have_gpu);
   ctx.log(fmt::format("tridiagonal batch: {}, {} unknowns, {}; algorithm {}{}, device {}",
@@ -135,29 +281,32 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
                         micros_since(start, Clock::now()), 0});
   };
 
-  // Load: convert each array (float32 widens) and drop its upload before the next, so the peak
-  // holds one array twice at most.
+  const auto threads = static_cast<unsigned>(config.threads);
+  // Load: a passed float64 file is mapped where it lies (no copy), other files are read and
+  // converted (float32 widens); an upload is converted and dropped before the next, so the
+  // peak holds one array twice at most.
   const auto load_start = Clock::now();
   progress("load", 0.0);
-  std::array<std::vector<double>, 4> a;
+  std::array<Array, 4> a;
   for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
-    auto values = protocol::npy_float_values(in.bytes[k], in.headers[k]);
+    auto values = load_array(in.arrays[k], plan.unknowns);
     if (!values.is_ok()) return values.status().with_context(kArrayNames[k]);
-    std::string().swap(in.bytes[k]);
     a[k] = std::move(values).value();
-    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kArrayNames[k], a[k], plan));
+    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kArrayNames[k], a[k].span(), plan, threads));
     progress("load", 0.1 * static_cast<double>(k + 1) / 4);
   }
+  STRIPESOLVE_ASSIGN_OR_RETURN(Solution solution, solution_array(out_fd, plan));
+  Array& x = solution.x;
   span("load", load_start);
+  STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
   if (ctx.cancelled()) return Status::cancelled("cancelled before the solve");
 
-  std::vector<double> x(plan.unknowns);
   const tridiag::BatchShape shape = plan.shape();
   const tridiag::BatchArrays arrays{a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data()};
   tridiag::SolveOptions options;
   options.algorithm = params.algorithm;
   options.require_stable = !params.unstable_ok;
-  options.threads = static_cast<unsigned>(config.threads);
+  options.threads = threads;
   std::vector<std::string> notes;
   if (params.device == TridiagDevice::kAuto) {
     notes.push_back(have_gpu ? "device auto chose the GPU"
@@ -192,9 +341,11 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   progress("check", 0.9);
   const auto check_start = Clock::now();
   const ResidualSummary residual =
-      max_relative_residual(plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data());
+      max_relative_residual(plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data(),
+                            threads);
   span("check", check_start);
-  for (auto& a_k : a) std::vector<double>().swap(a_k);
+  STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
+  for (auto& a_k : a) a_k = Array{};
   notes.insert(notes.end(), report->notes.begin(), report->notes.end());
   for (const std::string& note : notes) ctx.log("note: " + note);
   const std::string algorithm(tridiag::algorithm_name(report->algorithm));
@@ -221,7 +372,19 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
       {"max_relative_residual", residual.max_relative},
       {"worst_system", residual.worst_system},
       {"notes", notes}};
-  STRIPESOLVE_RETURN_IF_ERROR(job.set_solution(plan.array_shape, std::move(x)));
+  if (solution.out) {
+    if (x.mapping.data() == nullptr) {  // not mapped: write what the solver produced
+      progress("write", 0.95);
+      const auto write_start = Clock::now();
+      Status st = solution.out->write(0, x.data(), x.size);
+      if (!st.is_ok()) return st.with_context("writing the solution into the client's file (out)");
+      span("write", write_start);
+    }
+    result["output"] = {{"bytes", solution.out->file_bytes()}, {"mapped", x.mapping.data() != nullptr}};
+  } else {
+    STRIPESOLVE_RETURN_IF_ERROR(
+        job.set_solution(plan.array_shape, std::vector<double>(x.data(), x.data() + x.size)));
+  }
   progress("done", 1.0);
   return result;
 }

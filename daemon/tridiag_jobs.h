@@ -1,16 +1,21 @@
 // The tridiag_solve job type (tridiag lane): a batch of tridiagonal systems through tridiag/
 // (papers 000, 001, 003), on the CPU or the GPU.
 //
-// Fields: dl, d, du, rhs = {"upload": id} (.npy the owner uploaded); optional sizes (a list of
-// integers or {"upload": id} of an int64 .npy: a ragged batch), layout (strided|interleaved),
-// algorithm (auto or a tridiag::parse_algorithm name), unstable_ok, device (auto|cpu|gpu).
-// Shapes, dtypes, sizes, the memory cap (tridiag.max_bytes) and non-finite values are checked
-// here, at the edge (daemon/tridiag_input.h), before anything is solved.
+// Fields: dl, d, du, rhs = {"fd": i} (an .npy file the client passed, read in place) or
+// {"upload": id} (an .npy the owner uploaded); optional sizes (a list of integers, or an int64
+// .npy as {"fd": i} or {"upload": id}: a ragged batch), out = {"fd": i} (optional: the client's
+// temporary for the solution), layout (strided|interleaved), algorithm (auto or a
+// tridiag::parse_algorithm name), unstable_ok, device (auto|cpu|gpu). Shapes, dtypes, sizes, the
+// memory cap (tridiag.max_bytes) and non-finite values are checked here, at the edge
+// (daemon/tridiag_input.h), from the headers before any data is read.
 //
-// The arrays live in the daemon's RAM for the job. The solve is one call into tridiag/, which
-// spreads the batch over all cores (or the GPU), so progress moves by phase (load, solve, check)
-// and a cancel is seen between phases; at the default cap a phase takes seconds at most. The
-// solution, shaped like rhs, is published whole and streams to `result` in chunks.
+// The arrays live in the daemon's RAM for the job: a passed file is read straight into its
+// array (daemon/npy_file.h: one copy from the page cache). The solve is one call into tridiag/,
+// which spreads the batch over all cores (or the GPU), so progress moves by phase (load, solve,
+// check, write) and a cancel is seen between phases; at the default cap a phase takes seconds at
+// most. With `out` the solution, shaped like rhs, is written into the client's file (header and
+// data, pwrite) and the job keeps nothing; without it the solution is published whole and
+// streams to `result` in chunks.
 // device auto: the GPU when tridiag::gpu_available(), and the CPU when the GPU cannot take the
 // batch (an algorithm it lacks, or over its memory); the choice is a note. Breakdown and singular
 // matrices (kNumerical from tridiag/) fail the job with tridiag's message.

@@ -211,11 +211,21 @@ Result<NpyHeader> parse_npy_header(std::string_view bytes) {
   return h;
 }
 
-Result<NpyHeader> inspect_npy(std::string_view bytes) {
+Result<NpyHeader> inspect_npy(std::string_view bytes) { return inspect_npy_header(bytes, bytes.size()); }
+
+size_t npy_dtype_bytes(NpyDtype dtype) { return dtype_bytes(dtype); }
+
+Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size) {
   std::string descr;
-  auto parsed = parse_header(bytes, &descr);
-  // A whole file whose header does not fit is malformed, not "send more bytes".
-  if (!parsed.is_ok()) return Status::invalid_argument(parsed.status().message());
+  auto parsed = parse_header(prefix, &descr);
+  if (!parsed.is_ok()) {
+    // More of the file may hold the header; a whole file whose header does not fit is
+    // malformed, not "read more bytes".
+    if (parsed.status().code() == StatusCode::kFailedPrecondition && prefix.size() < file_size) {
+      return parsed.status();
+    }
+    return Status::invalid_argument(parsed.status().message());
+  }
   NpyHeader h = std::move(parsed).value();
   if (!parse_descr(descr).has_value()) {
     return Status::invalid_argument(fmt::format(
@@ -225,11 +235,11 @@ Result<NpyHeader> inspect_npy(std::string_view bytes) {
   const int64_t r = h.rows(), c = h.cols();
   const int64_t item = static_cast<int64_t>(dtype_bytes(h.dtype));
   if (r > 0 && c > INT64_MAX / item / r) return Status::invalid_argument("npy: shape overflows");
-  const size_t need = h.data_offset + static_cast<size_t>(r * c * item);
-  if (bytes.size() != need) {
+  const uint64_t need = h.data_offset + static_cast<uint64_t>(r * c * item);
+  if (file_size != need) {
     return Status::invalid_argument(fmt::format("npy: shape {} of {} needs {} bytes, file has {}",
                                                 format_shape(h.shape), npy_dtype_name(h.dtype), need,
-                                                bytes.size()));
+                                                file_size));
   }
   return h;
 }

@@ -49,6 +49,12 @@ Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t*
 // elements its shape needs ("npy: shape (3, 4) of float32 needs 176 bytes, file has 170").
 // Unsupported dtypes (big-endian, complex, ...) are kInvalidArgument naming the dtype.
 Result<NpyHeader> inspect_npy(std::string_view bytes);
+// The same for a file of `file_size` bytes of which `prefix` are the first: the header must lie
+// in `prefix`, else kFailedPrecondition "npy: need N bytes for the header" when the file has
+// more to read (kInvalidArgument when it has not). inspect_npy(b) is inspect_npy_header(b, b.size()).
+Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size);
+// Bytes of one element of `dtype` (8 or 4).
+size_t npy_dtype_bytes(NpyDtype dtype);
 // The elements of an image inspect_npy accepted, in C (row-major) order: Fortran-ordered arrays
 // are transposed, float32 is widened exactly, int32 is widened. An integer image asked for as
 // floats (or the reverse) is kInvalidArgument naming both dtypes.

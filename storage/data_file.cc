@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "base/logging.h"
 #include "storage/placement.h"
 
@@ -54,22 +56,40 @@ Status DataFile::sync() const {
   return Status::ok();
 }
 
+namespace {
+
+// The umask may have taken bits `mode` asks for (a group's read bit).
+Status set_mode(int fd, const std::string& path, mode_t mode) {
+  if ((mode & 077) != 0 && ::fchmod(fd, mode) != 0) {
+    return Status::from_errno(errno, fmt::format("chmod {:o} {}", mode, path));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<DataFile> open_data_file(const std::string& path, int flags, bool want_direct,
-                                OpenCall call) {
+                                OpenCall call, mode_t mode) {
   if (call == nullptr) call = [](const char* p, int f, mode_t m) { return ::open(p, f, m); };
   flags |= O_CLOEXEC;
   if (want_direct) {
-    const int fd = call(path.c_str(), flags | O_DIRECT, 0644);
-    if (fd >= 0) return DataFile(fd, path, true);
+    const int fd = call(path.c_str(), flags | O_DIRECT, mode);
+    if (fd >= 0) {
+      DataFile f(fd, path, true);
+      if ((flags & O_CREAT) != 0) STRIPESOLVE_RETURN_IF_ERROR(set_mode(fd, path, mode));
+      return f;
+    }
     if (errno != EINVAL) return Status::from_errno(errno, "open " + path);
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) {
       logger("storage")->warn("the filesystem of {} refuses O_DIRECT; using buffered I/O", path);
     }
   }
-  const int fd = call(path.c_str(), flags, 0644);
+  const int fd = call(path.c_str(), flags, mode);
   if (fd < 0) return Status::from_errno(errno, "open " + path);
-  return DataFile(fd, path, false);
+  DataFile f(fd, path, false);
+  if ((flags & O_CREAT) != 0) STRIPESOLVE_RETURN_IF_ERROR(set_mode(fd, path, mode));
+  return f;
 }
 
 Status preallocate(const DataFile& file, uint64_t bytes) {
@@ -105,11 +125,11 @@ Status sync_directory(const std::string& path) {
   return Status::ok();
 }
 
-Status write_file_atomically(const std::string& path, std::string_view content) {
+Status write_file_atomically(const std::string& path, std::string_view content, mode_t mode) {
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return Status::from_errno(errno, "create " + tmp);
-  Status st;
+  Status st = set_mode(fd, tmp, mode);
   size_t done = 0;
   while (st.is_ok() && done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
@@ -175,8 +195,11 @@ Result<std::string> read_whole_file_prefix(const std::string& path, uint64_t max
   return out;
 }
 
-Status make_directory(const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) != 0) return Status::from_errno(errno, "mkdir " + path);
+Status make_directory(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0) return Status::from_errno(errno, "mkdir " + path);
+  if ((mode & 077) != 0 && ::chmod(path.c_str(), mode) != 0) {
+    return Status::from_errno(errno, fmt::format("chmod {:o} {}", mode, path));
+  }
   return Status::ok();
 }
 

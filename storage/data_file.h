@@ -61,8 +61,10 @@ using OpenCall = int (*)(const char* path, int flags, mode_t mode);
 // Opens `path` with `flags` (O_RDONLY / O_RDWR, O_CREAT...), adding O_DIRECT when `want_direct`.
 // If the filesystem refuses O_DIRECT (EINVAL, as tmpfs did before Linux 6.6), logs a warning once
 // per process and opens without it: the data is then correct but goes through the page cache.
+// A file it creates gets `mode` (the store's file mode, StoreShared::file_mode), whatever the
+// umask.
 Result<DataFile> open_data_file(const std::string& path, int flags, bool want_direct,
-                                OpenCall call = nullptr);
+                                OpenCall call = nullptr, mode_t mode = 0600);
 
 // Reserves `bytes` for the file (fallocate; ftruncate where the filesystem cannot preallocate).
 Status preallocate(const DataFile& file, uint64_t bytes);
@@ -75,8 +77,8 @@ struct FreeSpace {
 Result<FreeSpace> free_space(const std::string& dir);
 
 // Writes `content` to `path` atomically: `path`.tmp, fsync, rename, fsync of the directory.
-// On failure the temporary file is removed and `path` is unchanged.
-Status write_file_atomically(const std::string& path, std::string_view content);
+// On failure the temporary file is removed and `path` is unchanged. The file gets `mode`.
+Status write_file_atomically(const std::string& path, std::string_view content, mode_t mode = 0600);
 
 // Reads a whole file of at most `max_bytes`.
 Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes);
@@ -84,7 +86,8 @@ Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes)
 // Reads at most the first `max_bytes` of a file (less if it is shorter).
 Result<std::string> read_whole_file_prefix(const std::string& path, uint64_t max_bytes);
 
-Status make_directory(const std::string& path);  // one level; EEXIST is kAlreadyExists
+// One level, with `mode` whatever the umask; EEXIST is kAlreadyExists.
+Status make_directory(const std::string& path, mode_t mode = 0700);
 Status sync_directory(const std::string& path);
 // Removes a file or directory tree; a missing path is not an error.
 Status remove_tree(const std::string& path);

@@ -1,7 +1,11 @@
 // MatrixStore import (.npy, raw + sidecar) and export (.npy): streaming with bounded memory.
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <bit>
 #include <cmath>
@@ -106,7 +110,26 @@ struct Fd {
 
 }  // namespace
 
-Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, const std::string& path,
+namespace {
+
+// Reads up to `bytes` from the start of the file (fewer if it is shorter).
+Result<std::string> read_prefix(int fd, const std::string& label, uint64_t bytes) {
+  std::string out(static_cast<size_t>(bytes), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::from_errno(errno, "read " + label);
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+}  // namespace
+
+Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd, const std::string& path,
                                              const DenseLayout& layout, const std::string& source,
                                              const ImportOptions& options) {
   if (layout.shape.size() != 2 || layout.shape[0] != layout.shape[1]) {
@@ -119,10 +142,9 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, const std:
   if (stripe_rows <= 0 && options.stripe_rows_for) stripe_rows = options.stripe_rows_for(n);
   if (stripe_rows <= 0) stripe_rows = shared_->config.stripe_rows;
   STRIPESOLVE_ASSIGN_OR_RETURN(StripeGeometry g, make_geometry(n, stripe_rows));
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) return Status::from_errno(errno, "open " + path);
   struct stat st {};
-  if (::fstat(file.fd, &st) != 0) return Status::from_errno(errno, "stat " + path);
+  if (::fstat(fd, &st) != 0) return Status::from_errno(errno, "stat " + path);
+  if (!S_ISREG(st.st_mode)) return Status::invalid_argument(path + ": not a regular file");
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   const uint64_t data = static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * layout.item_bytes;
   if (size < layout.data_offset + data) {
@@ -140,7 +162,7 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, const std:
                                                                 placement_params(n)));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
                                AlignedBuffer::allocate(shared_->config.import_buffer));
-  DenseReader reader(file.fd, path, layout, n, options.check_finite);
+  DenseReader reader(fd, path, layout, n, options.check_finite);
   StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
   const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
     return reader.fill(g, I, e0, count, out);
@@ -152,12 +174,20 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, const std:
 Result<MatrixInfo> MatrixStore::import_npy(std::string_view name, const std::string& path,
                                            const ImportOptions& options) {
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(std::string(name), "object name"));
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::string head, read_whole_file_prefix(path, 12));
+  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return Status::from_errno(errno, "open " + path);
+  return import_npy(name, file.fd, path, options);
+}
+
+Result<MatrixInfo> MatrixStore::import_npy(std::string_view name, int fd, const std::string& label,
+                                           const ImportOptions& options) {
+  STRIPESOLVE_RETURN_IF_ERROR(check_object_name(std::string(name), "object name"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string head, read_prefix(fd, label, 12));
   uint64_t header = npy_header_bytes(head);
   if (header == 0) header = head.size();  // parse_npy_header reports what is wrong
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::string text, read_whole_file_prefix(path, header));
-  STRIPESOLVE_ASSIGN_OR_RETURN(DenseLayout layout, parse_npy_header(text, path));
-  return import_dense(std::string(name), path, layout, "npy " + path, options);
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string text, read_prefix(fd, label, header));
+  STRIPESOLVE_ASSIGN_OR_RETURN(DenseLayout layout, parse_npy_header(text, label));
+  return import_dense(std::string(name), fd, label, layout, "npy " + label, options);
 }
 
 Result<MatrixInfo> MatrixStore::import_raw(std::string_view name, const std::string& data_path,
@@ -188,28 +218,46 @@ Result<MatrixInfo> MatrixStore::import_raw(std::string_view name, const std::str
   }
   if (layout.shape.empty()) return bad("missing key 'n'");
   if (!j.contains("dtype")) return bad("missing key 'dtype'");
-  return import_dense(std::string(name), data_path, layout, "raw " + data_path, options);
+  Fd file{::open(data_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return Status::from_errno(errno, "open " + data_path);
+  return import_dense(std::string(name), file.fd, data_path, layout, "raw " + data_path, options);
 }
 
 Status MatrixStore::export_npy(std::string_view name, const std::string& path) {
+  // A new temporary beside the target: O_EXCL, so never an existing file or a planted symlink.
+  std::string tmp = path + ".XXXXXX";
+  Fd out{::mkostemp(tmp.data(), O_CLOEXEC)};
+  if (out.fd < 0) return Status::from_errno(errno, "create a temporary for " + path);
+  Status st = export_npy(name, out.fd, tmp);
+  if (st.is_ok() && ::fsync(out.fd) != 0) st = Status::from_errno(errno, "fsync " + tmp);
+  if (st.is_ok() && ::fchmod(out.fd, 0644) != 0) st = Status::from_errno(errno, "chmod " + tmp);
+  if (st.is_ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Status::from_errno(errno, "rename " + tmp + " to " + path);
+  }
+  if (!st.is_ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+Status MatrixStore::export_npy(std::string_view name, int fd, const std::string& label) {
   STRIPESOLVE_ASSIGN_OR_RETURN(auto m, open_matrix(name));
   const StripeGeometry& g = m->geometry();
   const int64_t n = g.n;
   const std::string header = make_npy_header({n, n});
   const uint64_t total = header.size() + kElementBytes * static_cast<uint64_t>(n) * n;
-  const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
-  STRIPESOLVE_ASSIGN_OR_RETURN(FreeSpace fs, free_space(dir.empty() ? "/" : dir));
-  if (fs.bytes < total) {
-    return Status::no_space("not enough free space for " + path + ": need " +
-                            std::to_string(total) + " bytes, available " + std::to_string(fs.bytes));
+  struct statvfs vfs {};
+  if (::fstatvfs(fd, &vfs) != 0) return Status::from_errno(errno, "statvfs " + label);
+  const uint64_t available = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (available < total) {
+    return Status::no_space("not enough free space for " + label + ": need " +
+                            std::to_string(total) + " bytes, available " + std::to_string(available));
   }
-  const std::string tmp = path + ".tmp-stripesolve";
-  Fd out{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-  if (out.fd < 0) return Status::from_errno(errno, "create " + tmp);
+  if (::ftruncate(fd, static_cast<off_t>(total)) != 0) {
+    return Status::from_errno(errno, "size " + label + " to " + std::to_string(total) + " bytes");
+  }
   PreadEngine io;
   std::vector<double> row;
   const auto write_at = [&](uint64_t offset, const void* p, uint64_t bytes) {
-    const IoRequest req{IoOp::kWrite, out.fd, &tmp, offset, bytes,
+    const IoRequest req{IoOp::kWrite, fd, &label, offset, bytes,
                         static_cast<std::byte*>(const_cast<void*>(p))};
     return io.run({&req, 1});
   };
@@ -226,19 +274,11 @@ Status MatrixStore::export_npy(std::string_view name, const std::string& path) {
     }
     return Status::ok();
   };
-  Status st = write_at(0, header.data(), header.size());
-  if (st.is_ok()) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
-                                 AlignedBuffer::allocate(shared_->config.import_buffer));
-    StripeStream stream{&m->placement(), m->files(), shared_->engine.get(), &buffer};
-    st = read_stripes(stream, consume, m->checksums(), shared_->config.verify_checksums);
-  }
-  if (st.is_ok() && ::fsync(out.fd) != 0) st = Status::from_errno(errno, "fsync " + tmp);
-  if (st.is_ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    st = Status::from_errno(errno, "rename " + tmp + " to " + path);
-  }
-  if (!st.is_ok()) ::unlink(tmp.c_str());
-  return st;
+  STRIPESOLVE_RETURN_IF_ERROR(write_at(0, header.data(), header.size()));
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
+                               AlignedBuffer::allocate(shared_->config.import_buffer));
+  StripeStream stream{&m->placement(), m->files(), shared_->engine.get(), &buffer};
+  return read_stripes(stream, consume, m->checksums(), shared_->config.verify_checksums);
 }
 
 }  // namespace stripesolve::storage

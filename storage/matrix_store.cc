@@ -1,6 +1,7 @@
 #include "storage/matrix_store.h"
 
 #include <dirent.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -43,6 +44,18 @@ std::vector<std::string> list_dir(const std::string& dir) {
   return names;
 }
 
+// A store folder (a path, or its objects/) gets the store's mode, and its group when one is
+// configured (`gid`, else -1), before anything is created in it. This also closes stores made
+// before files were private (0644 inside folders of 0755): their files cannot be reached by
+// others any more.
+Status restrict_folder(const StoreShared& store, const std::string& dir, gid_t gid) {
+  if (gid != static_cast<gid_t>(-1) && ::chown(dir.c_str(), static_cast<uid_t>(-1), gid) != 0) {
+    return Status::from_errno(errno, "chown :" + store.config.group + " " + dir);
+  }
+  if (::chmod(dir.c_str(), store.dir_mode()) != 0) return Status::from_errno(errno, "chmod " + dir);
+  return Status::ok();
+}
+
 // Refuses a path list naming one directory twice (through links or mounts: parse_store_config
 // catches the spellings), before any marker is read or written.
 Status check_distinct_paths(const StoreConfig& config) {
@@ -66,12 +79,20 @@ Status check_distinct_paths(const StoreConfig& config) {
 }
 
 // Checks or writes the marker of every path; returns the store id.
-Result<std::string> check_markers(const StoreConfig& config) {
+Result<std::string> check_markers(const StoreShared& store) {
+  const StoreConfig& config = store.config;
   STRIPESOLVE_RETURN_IF_ERROR(check_distinct_paths(config));
+  gid_t gid = static_cast<gid_t>(-1);
+  if (!config.group.empty()) {
+    const group* g = ::getgrnam(config.group.c_str());
+    if (g == nullptr) return Status::not_found("store.group '" + config.group + "' does not exist");
+    gid = g->gr_gid;
+  }
   std::string id;
   std::vector<int> fresh;
   for (size_t p = 0; p < config.paths.size(); ++p) {
     const std::string& dir = config.paths[p];
+    STRIPESOLVE_RETURN_IF_ERROR(restrict_folder(store, dir, gid));
     const std::string marker = dir + "/" + kMarker;
     auto text = read_whole_file(marker, 1 << 16);
     if (!text.is_ok()) {
@@ -106,11 +127,12 @@ Result<std::string> check_markers(const StoreConfig& config) {
     nlohmann::json j = {{"format", "stripesolve-store"}, {"version", 1}, {"store_id", id},
                         {"path_index", p}};
     STRIPESOLVE_RETURN_IF_ERROR(
-        write_file_atomically(config.paths[p] + "/" + kMarker, j.dump(1) + "\n"));
+        write_file_atomically(config.paths[p] + "/" + kMarker, j.dump(1) + "\n", store.file_mode()));
   }
   for (const auto& dir : config.paths) {
-    Status st = make_directory(dir + "/objects");
+    Status st = make_directory(dir + "/objects", store.dir_mode());
     if (!st.is_ok() && st.code() != StatusCode::kAlreadyExists) return st;
+    STRIPESOLVE_RETURN_IF_ERROR(restrict_folder(store, dir + "/objects", gid));
   }
   return id;
 }
@@ -155,9 +177,9 @@ Result<std::unique_ptr<MatrixStore>> MatrixStore::open(const StoreConfig& config
   if (config.paths.empty()) return Status::invalid_argument("the store needs at least one path");
   auto shared = std::make_shared<StoreShared>();
   shared->config = config;
-  STRIPESOLVE_ASSIGN_OR_RETURN(shared->store_id, check_markers(config));
+  STRIPESOLVE_ASSIGN_OR_RETURN(shared->store_id, check_markers(*shared));
   const std::string lock = config.paths[0] + "/lock";
-  shared->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  shared->lock_fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, shared->file_mode());
   if (shared->lock_fd < 0) return Status::from_errno(errno, "open " + lock);
   if (::flock(shared->lock_fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
@@ -362,7 +384,8 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_object(const std::strin
   const int flags = mode == StripedMatrix::Mode::kReadOnly ? O_RDONLY : O_RDWR;
   for (int p = 0; p < m.info.path_count; ++p) {
     STRIPESOLVE_ASSIGN_OR_RETURN(
-        DataFile f, open_data_file(shared_->data_path(p, name), flags, shared_->config.direct_io));
+        DataFile f, open_data_file(shared_->data_path(p, name), flags, shared_->config.direct_io,
+                                   nullptr, shared_->file_mode()));
     struct stat st {};
     if (::fstat(f.fd(), &st) != 0) return Status::from_errno(errno, "stat " + f.path());
     if (static_cast<uint64_t>(st.st_size) < m.file_bytes[p]) {

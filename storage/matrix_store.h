@@ -84,14 +84,23 @@ class MatrixStore {
   // value is kInvalidArgument naming the file (and row/column); nothing is left in the store.
   Result<MatrixInfo> import_npy(std::string_view name, const std::string& path,
                                 const ImportOptions& options = {});
+  // The same from an open file (the daemon's imports: a descriptor the client passed, never a
+  // path it named). `label` names the file in errors and in the object's source.
+  Result<MatrixInfo> import_npy(std::string_view name, int fd, const std::string& label,
+                                const ImportOptions& options = {});
   // Imports raw binary data described by a JSON sidecar:
   //   {"n": 1000, "dtype": "float64" | "float32", "order": "C" | "F",
   //    "endian": "little" | "big", "offset": 0}   (order, endian, offset optional)
   Result<MatrixInfo> import_raw(std::string_view name, const std::string& data_path,
                                 const std::string& sidecar_path, const ImportOptions& options = {});
   // Writes object `name` as a C-order float64 .npy file (v1 header), streaming; the file appears
-  // under `path` only when complete (written as a temporary, synced, renamed).
+  // under `path` only when complete (written as a new temporary created with O_EXCL, synced,
+  // renamed).
   Status export_npy(std::string_view name, const std::string& path);
+  // The same into an open file, which is sized to the array and written from offset 0 (the
+  // daemon's exports: a temporary the client created and renames once the job COMPLETED).
+  // `label` names the file in errors.
+  Status export_npy(std::string_view name, int fd, const std::string& label);
 
   // Complete and being_factored objects, by name, and objects whose manifest cannot be read
   // (state kCorrupt, kind "unknown", `problem` says why) so that they can be seen and removed.
@@ -134,7 +143,7 @@ class MatrixStore {
   explicit MatrixStore(std::shared_ptr<StoreShared> shared);
   Result<std::unique_ptr<StripedMatrix>> open_object(const std::string& name,
                                                      StripedMatrix::Mode mode) const;
-  Result<MatrixInfo> import_dense(const std::string& name, const std::string& path,
+  Result<MatrixInfo> import_dense(const std::string& name, int fd, const std::string& path,
                                   const DenseLayout& layout, const std::string& source,
                                   const ImportOptions& options);
 

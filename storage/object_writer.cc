@@ -86,7 +86,7 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreS
   STRIPESOLVE_ASSIGN_OR_RETURN(Placement placement, Placement::make(geometry, params));
   std::unique_ptr<ObjectWriter> w(new ObjectWriter(store, std::move(placement)));
 
-  Status st = make_directory(store->object_dir(0, name));
+  Status st = make_directory(store->object_dir(0, name), store->dir_mode());
   if (st.code() == StatusCode::kAlreadyExists) {
     return Status::already_exists("an object named '" + name + "' already exists");
   }
@@ -110,10 +110,10 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreS
   STRIPESOLVE_RETURN_IF_ERROR(store->write_manifest(m));
 
   for (int p = 0; p < params.path_count; ++p) {
-    if (p > 0) STRIPESOLVE_RETURN_IF_ERROR(make_directory(store->object_dir(p, name)));
+    if (p > 0) STRIPESOLVE_RETURN_IF_ERROR(make_directory(store->object_dir(p, name), store->dir_mode()));
     STRIPESOLVE_ASSIGN_OR_RETURN(
         DataFile f, open_data_file(store->data_path(p, name), O_RDWR | O_CREAT | O_EXCL,
-                                   store->config.direct_io));
+                                   store->config.direct_io, nullptr, store->file_mode()));
     STRIPESOLVE_RETURN_IF_ERROR(preallocate(f, m.file_bytes[p]));
     w->files_.push_back(std::move(f));
   }

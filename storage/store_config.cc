@@ -34,6 +34,7 @@ void parse_store_config(ConfigMap& map, StoreConfig& config) {
   map.get("verify_checksums", config.verify_checksums);
   map.get_bytes("import_buffer", config.import_buffer, kMiB);
   map.get_bytes("free_space_reserve", config.free_space_reserve);
+  map.get("group", config.group);
   const auto check_4k = [&map](const char* key, uint64_t value) {
     if (value % (4 * kKiB) != 0) throw ConfigError(map.where(key) + ": must be a multiple of 4KiB");
   };

@@ -15,6 +15,8 @@
 //     verify_checksums: true     # check segment CRC32C on reads of whole segments
 //     import_buffer: 256MiB      # memory bound of create/import/export streaming
 //     free_space_reserve: 1GiB   # space create/import leave free on each filesystem
+//     group: ""                  # a group that may read the store (files 0640, folders 2750);
+//                                # empty: the store is private (files 0600, folders 0700)
 //
 // Thread-safety: a plain value.
 #pragma once
@@ -46,6 +48,7 @@ struct StoreConfig {
   bool verify_checksums = true;
   uint64_t import_buffer = 256 * kMiB;
   uint64_t free_space_reserve = 1 * kGiB;
+  std::string group;
 };
 
 // Reads the keys above from `map` (throws ConfigError, see base/config.h). Calls map.finish().

@@ -16,7 +16,8 @@ StoreShared::~StoreShared() {
 }
 
 Status StoreShared::write_manifest(const Manifest& manifest) const {
-  return write_file_atomically(manifest_path(manifest.info.name), manifest_to_json(manifest));
+  return write_file_atomically(manifest_path(manifest.info.name), manifest_to_json(manifest),
+                               file_mode());
 }
 
 Result<Manifest> StoreShared::read_manifest(const std::string& name) const {

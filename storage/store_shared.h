@@ -7,6 +7,8 @@
 // `locked_names` are guarded by `mu`.
 #pragma once
 
+#include <sys/types.h>
+
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -24,6 +26,10 @@ namespace stripesolve::storage {
 
 struct StoreShared {
   StoreConfig config;
+  // Store files are 0600 and folders 0700; with config.group, 0640 and 2750 (setgid: what is
+  // created inside inherits the group), so that the store is never readable by all.
+  mode_t file_mode() const { return config.group.empty() ? 0600 : 0640; }
+  mode_t dir_mode() const { return config.group.empty() ? 0700 : 02750; }
   std::string store_id;
   std::shared_ptr<IoEngine> engine;
   int lock_fd = -1;

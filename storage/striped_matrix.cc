@@ -207,7 +207,8 @@ Status StripedMatrix::write_blob(std::string_view key, std::span<const std::byte
   if (committed_) return Status::failed_precondition(describe() + " is already committed");
   STRIPESOLVE_RETURN_IF_ERROR(write_file_atomically(
       store_->blob_path(info_.name, k),
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+      store_->file_mode()));
   manifest_.blobs[k] = BlobEntry{bytes.size(), crc32c(bytes)};
   return Status::ok();
 }

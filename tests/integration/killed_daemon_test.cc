@@ -83,8 +83,8 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
   client::SolveRequest req;
   req.matrix = "K";
-  auto job = client::build_solve_job(*c, req);
-  auto id = client::submit_job(*c, *job);
+  auto job = client::build_solve_job(req);
+  auto id = client::submit_request(*c, *job);
   ASSERT_TRUE(id.is_ok());
   // Follow the job; kill the daemon at its first progress frame.
   const uint64_t watch = c->next_request_id();
@@ -123,8 +123,8 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   ASSERT_TRUE(list.is_ok());
   ASSERT_EQ((*list)["result"]["matrices"].size(), 1u) << list->dump();
   EXPECT_EQ((*list)["result"]["matrices"][0]["name"], "K");
-  auto job2 = client::build_solve_job(*c, req);
-  auto id2 = client::submit_job(*c, *job2);
+  auto job2 = client::build_solve_job(req);
+  auto id2 = client::submit_request(*c, *job2);
   auto done = client::follow_job(*c, *id2, "", nullptr);
   ASSERT_TRUE(done.is_ok()) << done.status().to_string();
   EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
@@ -177,8 +177,8 @@ TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_create"}, {"name", "S"}, {"n", 200}}).is_ok());
   client::SolveRequest req;
   req.matrix = "S";
-  auto job = client::build_solve_job(*c, req);
-  auto id = client::submit_job(*c, *job);
+  auto job = client::build_solve_job(req);
+  auto id = client::submit_request(*c, *job);
   ASSERT_TRUE(id.is_ok());
   ::kill(guard.pid, SIGTERM);
   auto done = client::follow_job(*c, *id, "", nullptr);

@@ -102,24 +102,25 @@ TEST(MatrixIntegration, ExportThenImportRoundTrip) {
   auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "E"}, {"n", 70}, {"seed", 2}});
   ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
   const std::string path = d.dir() + "/E.npy";
-  auto exported = client::run_job(*c, {{"type", "matrix_export"}, {"name", "E"}, {"path", path}});
+  auto export_request = client::build_export_job("E", path);
+  ASSERT_TRUE(export_request.is_ok()) << export_request.status().to_string();
+  auto exported = client::wait_request(*c, *export_request);
   ASSERT_EQ((*exported)["state"], "COMPLETED") << exported->dump();
-  auto imported = client::run_job(*c, {{"type", "matrix_import"}, {"name", "F"}, {"path", path}, {"stripe_rows", 16}});
+  ASSERT_TRUE(client::finish_output(*export_request, *exported).is_ok());
+  EXPECT_EQ((*exported)["result"]["bytes"], 128 + 70 * 70 * 8);
+  auto import_request = client::build_import_job("F", path, 16);
+  ASSERT_TRUE(import_request.is_ok());
+  auto imported = client::wait_request(*c, *import_request);
   ASSERT_EQ((*imported)["state"], "COMPLETED") << imported->dump();
   EXPECT_EQ((*imported)["result"]["n"], 70);
   EXPECT_EQ((*imported)["result"]["stripes"], 5);
-  auto missing = client::run_job(*c, {{"type", "matrix_import"}, {"name", "G"}, {"path", d.dir() + "/none.npy"}});
-  EXPECT_EQ((*missing)["state"], "FAILED");
-}
-
-TEST(MatrixIntegration, PathAccessForOtherUsers) {
-  EXPECT_TRUE(daemon::check_path_access(0, "/etc/shadow", false).is_ok());  // root may
-  EXPECT_EQ(daemon::check_path_access(65534, "relative.npy", false).message(), "path 'relative.npy' must be absolute");
-  if (::getuid() == 65534) GTEST_SKIP() << "runs as uid 65534";
-  EXPECT_EQ(daemon::check_path_access(65534, "/etc/shadow", false).message(),
-            "uid 65534 may not read /etc/shadow (not its owner and not world-readable)");
-  EXPECT_EQ(daemon::check_path_access(65534, "/etc/x.npy", true).message(),
-            "uid 65534 does not own directory /etc; the daemon writes exports only into directories their requester owns");
+  EXPECT_EQ((*imported)["result"]["source"], "npy " + path);
+  EXPECT_EQ(client::build_import_job("G", d.dir() + "/none.npy", 0).status().message(),
+            "cannot read matrix file '" + d.dir() + "/none.npy': No such file or directory (errno 2)");
+  // The daemon takes no path: an import or export without a passed file is refused.
+  auto by_path = client::run_job(*c, {{"type", "matrix_import"}, {"name", "H"}, {"path", path}});
+  EXPECT_EQ((*by_path)["state"], "FAILED");
+  EXPECT_EQ((*by_path)["error"]["message"], "field 'file' must be {\"fd\": i}");
 }
 
 }  // namespace

@@ -11,43 +11,13 @@
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/integration/other_user.h"
 
 namespace stripesolve::testing {
 namespace {
 
-constexpr uid_t kOtherUid = 65534;  // nobody
-
-// Runs the client as `uid`; returns exit code and stdout+stderr.
-std::pair<int, std::string> run_client_as(uid_t uid, const std::vector<std::string>& args) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return {-1, "pipe failed"};
-  std::vector<std::string> argv_s = {STRIPESOLVE_CLIENT_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    ::dup2(pipefd[1], 1);
-    ::dup2(pipefd[1], 2);
-    ::close(pipefd[0]);
-    if (::setgid(uid) != 0 || ::setuid(uid) != 0) ::_exit(99);
-    ::execv(argv[0], argv.data());
-    ::_exit(98);
-  }
-  ::close(pipefd[1]);
-  std::string out;
-  std::array<char, 4096> buf{};
-  ssize_t n;
-  while ((n = ::read(pipefd[0], buf.data(), buf.size())) > 0) out.append(buf.data(), n);
-  ::close(pipefd[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 TEST(OwnershipIntegration, AnotherUserCannotSeeOrCancelMyJob) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client as a second uid";
+  if (!can_switch_uid()) GTEST_SKIP() << kNeedsRoot;
   char tmpl[] = "/tmp/ss-own-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   ::chmod(dir.c_str(), 0755);

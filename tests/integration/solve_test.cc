@@ -1,8 +1,9 @@
-// Integration: dense solves through the daemon (upload B as .npy, stream X back into an .npy)
+// Integration: dense solves through the daemon (B passed as an .npy file descriptor, X written into the client's .npy)
 // checked against LAPACK dgesv; cancel in the middle of a solve.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -49,7 +50,7 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
   auto c = d.connect();
   constexpr int64_t n = 360, nrhs = 2;
   create_matrix(*c, "A", n, 11, 48);
-  // B as a C-ordered (n, 2) .npy, uploaded.
+  // B as a C-ordered (n, 2) .npy, passed as a descriptor.
   const std::vector<double> b = stripe::uniform_matrix(n, nrhs, 99);  // column-major
   std::string npy = protocol::make_npy_header({n, nrhs}, false);
   for (int64_t i = 0; i < n; ++i) {
@@ -62,13 +63,15 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
   req.rhs_path = rhs_path;
   req.pivot = pivot;
   req.refinement = pivot == "local" ? 1 : 0;
-  auto job = client::build_solve_job(*c, req);
-  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
-  auto id = client::submit_job(*c, *job);
-  ASSERT_TRUE(id.is_ok()) << id.status().to_string();
+  // The solution goes into the .npy through the descriptor of the client's temporary.
   const std::string out = d.dir() + "/x.npy";
-  auto done = client::follow_job(*c, *id, out, nullptr);
+  req.out_path = out;
+  auto job = client::build_solve_job(req);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  uint64_t job_id = 0;
+  auto done = client::run_request(*c, *job, nullptr, &job_id);
   ASSERT_TRUE(done.is_ok()) << done.status().to_string();
+  auto id = std::optional<uint64_t>(job_id);
   ASSERT_EQ((*done)["state"], "COMPLETED") << done->dump();
 
   int64_t rows = 0, cols = 0;
@@ -104,8 +107,8 @@ TEST(SolveCancelIntegration, CancelMidSolveLeavesStoreConsistentAndDaemonHealthy
   create_matrix(*c, "big", n, 3, 40);
   client::SolveRequest req;
   req.matrix = "big";
-  auto job = client::build_solve_job(*c, req);
-  auto id = client::submit_job(*c, *job);
+  auto job = client::build_solve_job(req);
+  auto id = client::submit_request(*c, *job);
   ASSERT_TRUE(id.is_ok());
   // Cancel as soon as the factorization has made progress.
   bool cancelled = false;
@@ -134,8 +137,8 @@ TEST(SolveCancelIntegration, CancelMidSolveLeavesStoreConsistentAndDaemonHealthy
   // Healthy: a smaller solve on a new matrix completes with a good residual.
   create_matrix(*c, "small", 200, 4, 50);
   req.matrix = "small";
-  auto job2 = client::build_solve_job(*c, req);
-  auto id2 = client::submit_job(*c, *job2);
+  auto job2 = client::build_solve_job(req);
+  auto id2 = client::submit_request(*c, *job2);
   auto done2 = client::follow_job(*c, *id2, "", nullptr);
   ASSERT_TRUE(done2.is_ok());
   EXPECT_EQ((*done2)["state"], "COMPLETED") << done2->dump();

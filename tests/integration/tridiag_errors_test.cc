@@ -23,10 +23,10 @@ using protocol::MessageType;
 
 // Runs a request to its end; returns the final job.
 nlohmann::json run(client::Connection& c, const client::TridiagRequest& request) {
-  auto job = client::build_tridiag_job(c, request);
+  auto job = client::build_tridiag_job(request);
   EXPECT_TRUE(job.is_ok()) << job.status().to_string();
   if (!job.is_ok()) return {};
-  auto done = client::run_job(c, *job);
+  auto done = client::wait_request(c, *job);
   EXPECT_TRUE(done.is_ok()) << done.status().to_string();
   return done.is_ok() ? *done : nlohmann::json{};
 }
@@ -109,7 +109,7 @@ TEST(TridiagErrors, MissingFileUploadsNothing) {
   client::TridiagRequest req =
       request_for(write_batch(d.dir(), "", single_system(10, MatrixKind::kGeneral, 1)));
   req.du_path = d.dir() + "/none.npy";
-  auto job = client::build_tridiag_job(*c, req);
+  auto job = client::build_tridiag_job(req);
   EXPECT_EQ(job.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(job.status().message(), "cannot read --du file '" + d.dir() +
                                         "/none.npy': No such file or directory (errno 2)");
@@ -202,9 +202,9 @@ TEST(TridiagErrors, JobsAreListedCancelledAndRunBesideADenseSolve) {
   auto holder = client::submit_job(*c, {{"type", "gated_tridiag"}});
   ASSERT_TRUE(holder.is_ok());
   while (d.jobs().gated_running.load() < 2) std::this_thread::sleep_for(1ms);
-  auto spec = client::build_tridiag_job(*c, request_for(files));
+  auto spec = client::build_tridiag_job(request_for(files));
   ASSERT_TRUE(spec.is_ok());
-  auto id = client::submit_job(*c, *spec);
+  auto id = client::submit_request(*c, *spec);
   ASSERT_TRUE(id.is_ok());
   auto list = c->call(MessageType::kJobs);
   ASSERT_TRUE(list.is_ok());

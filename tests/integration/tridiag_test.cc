@@ -1,5 +1,6 @@
-// Integration: tridiagonal batches through the daemon (upload dl, d, du, rhs as .npy, stream x
-// back into an .npy of the rhs's shape), every system checked against LAPACK dgtsv.
+// Integration: tridiagonal batches through the daemon (dl, d, du, rhs passed as .npy file
+// descriptors, x written into the client's .npy of the rhs's shape, or streamed by `result`),
+// every system checked against LAPACK dgtsv.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,16 +17,14 @@
 namespace stripesolve::testing {
 namespace {
 
-// Submits the request, follows the job and streams the solution into `out`.
-nlohmann::json solve(client::Connection& c, const client::TridiagRequest& request,
-                     const std::string& out) {
-  auto job = client::build_tridiag_job(c, request);
+// Submits the request with `out` as its output (the daemon writes the solution through the
+// descriptor of the client's temporary) and follows the job to its end.
+nlohmann::json solve(client::Connection& c, client::TridiagRequest request, const std::string& out) {
+  request.out_path = out;
+  auto job = client::build_tridiag_job(request);
   EXPECT_TRUE(job.is_ok()) << job.status().to_string();
   if (!job.is_ok()) return {};
-  auto id = client::submit_job(c, *job);
-  EXPECT_TRUE(id.is_ok()) << id.status().to_string();
-  if (!id.is_ok()) return {};
-  auto done = client::follow_job(c, *id, out, nullptr);
+  auto done = client::run_request(c, *job, nullptr);
   EXPECT_TRUE(done.is_ok()) << done.status().to_string();
   return done.is_ok() ? *done : nlohmann::json{};
 }
@@ -195,7 +194,7 @@ TEST(TridiagIntegration, RaggedBatchFromAListAndFromAnNpy) {
   const std::string out2 = d.dir() + "/xb.npy";
   nlohmann::json job2 = solve(*c, req2, out2);
   ASSERT_EQ(job2["state"], "COMPLETED") << job2.dump();
-  EXPECT_TRUE(job2["params"]["sizes"].contains("upload"));
+  EXPECT_TRUE(job2["params"]["sizes"].contains("fd"));
   const NpyArray xb = read_npy(out2);
   ASSERT_EQ(xb.shape, (std::vector<int64_t>{4276}));
   expect_matches_lapack(big, xb.values, true);
@@ -227,9 +226,9 @@ TEST(TridiagIntegration, ResultIsFetchedLaterAndWideRowsStream) {
   const TridiagBatch b = strided_batch(2, 600000, MatrixKind::kDiagonallyDominant, 7);
   client::TridiagRequest req = request_for(write_batch(d.dir(), "", b));
   req.device = "cpu";
-  auto job = client::build_tridiag_job(*c, req);
+  auto job = client::build_tridiag_job(req);
   ASSERT_TRUE(job.is_ok()) << job.status().to_string();
-  auto id = client::submit_job(*c, *job);
+  auto id = client::submit_request(*c, *job);
   ASSERT_TRUE(id.is_ok());
   auto done = client::follow_job(*c, *id, "", nullptr);
   ASSERT_TRUE(done.is_ok());

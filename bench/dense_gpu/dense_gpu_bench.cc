@@ -6,7 +6,7 @@
 //
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--reps 2] [--dgemm-reps 5]
-//                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0] [--dir /var/tmp/stripesolve-bench-gpu]
+//                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0] [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
 //
@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -53,6 +54,7 @@
 #include <vector>
 
 #include "base/units.h"
+#include "bench/dense_gpu/trace_summary.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/planner.h"
 #include "storage/generators.h"
@@ -114,6 +116,7 @@ struct Args {
   std::string cusolver_api = "legacy";
   std::optional<uint64_t> disk_bytes;  // unset: 4 GiB in ssd mode, no disk test otherwise
   std::set<std::string> skip;          // engine, cusolver, dgemm, disk
+  std::string trace;                   // prefix of Chrome traces of the best reps ("" = none)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -123,7 +126,7 @@ struct Args {
                "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--reps R] "
                "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--meta-stripes M] [--elim-j-workers K] [--dir D] "
                "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
-               "[--skip engine,cusolver,dgemm,disk]\n"
+               "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
                "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
   std::exit(2);
 }
@@ -191,6 +194,8 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--cusolver-api") {
       if (v != "legacy" && v != "64") usage("--cusolver-api is legacy or 64");
       a.cusolver_api = v;
+    } else if (arg == "--trace") {
+      a.trace = v;
     } else if (arg == "--disk-bytes") {
       a.disk_bytes = parse_size(arg, v);
     } else if (arg == "--skip") {
@@ -964,11 +969,14 @@ int main(int argc, char** argv) {
         json reps = json::array();
         std::optional<sch::SolveReport> best;
         json best_phase_io;
+        std::string best_trace;
         for (int rep = 0; rep < args.reps; ++rep) {
           sch::CancelToken cancel;
           phase_io.clear();
+          std::optional<sch::TraceRecorder> trace;
+          if (!args.trace.empty()) trace.emplace();
           auto r = sch::solve_dense(*store, "A", b.data(), nrhs, options, config, cancel, callbacks,
-                                    nullptr);
+                                    trace ? &*trace : nullptr);
           if (!r.is_ok()) {
             reps.push_back({{"error", r.status().to_string()}});
             note("  stripesolve rep %d: %s", rep + 1, r.status().to_string().c_str());
@@ -991,12 +999,20 @@ int main(int argc, char** argv) {
           reps.back()["io_by_phase"] = phase_io.to_json(r->io_read_bytes, r->io_written_bytes);
           if (!best || fs < best->factor_seconds + best->substitution_seconds) {
             best_phase_io = reps.back()["io_by_phase"];
+            if (trace) best_trace = trace->to_json();
             best = std::move(*r);
           }
         }
         if (best) {
           eng.update(report_json(*best, n, nrhs));
           eng["io_by_phase"] = best_phase_io;
+          if (!best_trace.empty()) {
+            const std::string path = args.trace + "_n" + std::to_string(n) + ".json";
+            std::ofstream(path) << best_trace;
+            eng["trace"] = stripesolve::bench::summarize_trace(best_trace);
+            eng["trace"]["file"] = path;
+            note("%s", stripesolve::bench::format_trace_summary(eng["trace"]).c_str());
+          }
           engine_fs = best->factor_seconds + best->substitution_seconds;
           engine_tflops_factor = eng["tflops_factor"].get<double>();
           engine_residual = best->residual;

@@ -82,6 +82,14 @@ class DeviceLane {
   // Columns [c0, c1) of a part between pinned host memory and the device (same layout).
   virtual Status upload(const double* host, const DeviceBlock& dst, int64_t c0, int64_t c1) = 0;
   virtual Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) = 0;
+  // download() without waiting: the copy is queued behind the lane's work so far, on its
+  // copy-out stream. Until wait(ticket) has returned (from any thread), neither the host memory
+  // may be read nor the device block written or reused. Ticket 0 means nothing to wait for.
+  virtual Result<uint64_t> download_later(const DeviceBlock& src, double* host, int64_t c0,
+                                          int64_t c1) = 0;
+  virtual Status wait(uint64_t ticket) = 0;
+  // Waits for everything the lane has queued (before its memory or the host's goes away).
+  virtual Status synchronize() = 0;
 
   // stripe::eliminate_stripe on the device: the part's diagonal block starts at local column
   // block_col. Fills host_swaps (rows entries, as eliminate_stripe's local indices: kRow local

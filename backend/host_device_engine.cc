@@ -40,6 +40,13 @@ class HostLane final : public DeviceLane {
     std::memcpy(host + c0 * src.ld, src.data + c0 * src.ld, column_bytes(src.ld, c0, c1));
     return Status::ok();
   }
+  Result<uint64_t> download_later(const DeviceBlock& src, double* host, int64_t c0,
+                                  int64_t c1) override {
+    STRIPESOLVE_RETURN_IF_ERROR(download(src, host, c0, c1));
+    return uint64_t{0};
+  }
+  Status wait(uint64_t) override { return Status::ok(); }
+  Status synchronize() override { return Status::ok(); }
 
   Status eliminate(const DeviceBlock& part, int64_t block_col, PivotMode mode,
                    int64_t substripe_rows, int64_t global_row, int64_t* host_swaps,

@@ -270,6 +270,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
     FactorParams params{options.pivot,       options.strategy,    plan.meta_stripes,
                         plan.substripe_rows, plan.elim_j_workers, false};
     if (engine != nullptr) {
+      params.lookahead_workers = plan.lookahead_workers;
       const auto t_load = Clock::now();
       STRIPESOLVE_ASSIGN_OR_RETURN(gpu_elim, GpuElimination::create(ctx, *engine, *sv.writable,
                                                                      params, plan));

@@ -155,12 +155,24 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
   });
 
   std::vector<std::thread> elim_j;
-  for (int64_t w = 0; w < params.elim_j_workers; ++w) {
+  // 002 §8.1: an update of a J in the meta-stripe eliminated next is on the critical path (elim.I
+  // waits for it); those go first, in the order of the eliminations they wait for and then of J
+  // (the order elim.I needs them), the sweep's other updates after them in their order. Any pop
+  // order is safe: the master queues an update of J only once J's previous update has finished.
+  const std::vector<int64_t> meta_of = meta_stripe_of(params.strategy, stripes, params.meta_stripes);
+  auto critical = [&meta_of](const Task& q) {
+    return meta_of[static_cast<size_t>(q.stripe)] == meta_of[static_cast<size_t>(q.i_end)];
+  };
+  auto rank = [&critical, stripes](const Task& q) {
+    return critical(q) ? q.i_end * stripes + q.stripe : stripes * stripes;
+  };
+  const int64_t lookahead = std::max<int64_t>(0, params.lookahead_workers);
+  for (int64_t w = 0; w < std::max<int64_t>(1, params.elim_j_workers) + lookahead; ++w) {
     elim_j.emplace_back([&, w] {
-      // 002 §8.1: the update that completes stripe J = I1 (the next to be eliminated) goes first,
-      // so elim.I can start on it while the other J updates by [I0, I1) still run. Any pop order
-      // is safe: the master queues an update of J only once J's previous update has finished.
-      while (auto t = j_queue.pop([](const Task& q) { return q.i_end == q.stripe; })) {
+      auto eligible = [&critical, w, lookahead](const Task& q) {
+        return w >= lookahead || critical(q);
+      };
+      while (auto t = j_queue.pop(eligible, rank)) {
         if (ctx.cancel.cancelled()) cache.fail(cancelled_status());
         auto cj = cache.wait_for(t->stripe, CellState::kWaitElimJ);
         if (!cj.is_ok()) return;

@@ -12,7 +12,9 @@
 //   I/O role (io_role.h) downloads/uploads.
 //   elim.I: kWaitElimI -> kElimI -> kStuck (or kIdle for the last stripe).
 //   elim.J x k: kWaitElimJ -> kElimJ -> kIdle, releasing each I (count -= 1; the last one
-//     unsticks I). Workers take the update that completes the next stripe to eliminate first.
+//     unsticks I). Workers take the updates on the critical path first: those of a J in the
+//     meta-stripe eliminated next, lowest J first (002 §8.1); then the oldest. Look-ahead
+//     workers (FactorParams::lookahead_workers) take only those.
 //   monitor: checks the cancel token and emits rate-limited progress.
 // At the end every dirty part is written back and stays cached, clean (cache write_back), so the
 // substitution finds them; the caller stores the pivots and commits the factor object.
@@ -49,6 +51,10 @@ struct FactorParams {
   int64_t meta_stripes = 1;
   int64_t substripe_rows = 64;
   int64_t elim_j_workers = 1;
+  // Further elim.J workers that take only updates on the critical path: those of a J in the
+  // meta-stripe eliminated next (the look-ahead of the GPU tier, whose lanes run at high
+  // priority beside the sweep's).
+  int64_t lookahead_workers = 0;
   // Write every dirty part back to the factor object at the end (kept cached, clean). Off when
   // the factors are not persisted (DenseSolveOptions::store_factors).
   bool write_back = true;

@@ -66,12 +66,15 @@ Status GpuElimination::open() {
     }
   }
   perm_count_.assign(static_cast<size_t>(g.stripes), 0);
+  download_ticket_.assign(static_cast<size_t>(g.stripes), 0);
 
   STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_i, engine_.lane_workspace_bytes(s_max, g.n, params_.pivot,
                                                                            s_max, k_max));
   STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_j, engine_.lane_workspace_bytes(0, 0, params_.pivot,
                                                                            s_max, k_max));
-  const int64_t workers = std::max<int64_t>(1, params_.elim_j_workers);
+  // Look-ahead lanes first (factor_run's worker numbers), at high priority like elim.I's.
+  const int64_t lookahead = std::max<int64_t>(0, params_.lookahead_workers);
+  const int64_t workers = std::max<int64_t>(1, params_.elim_j_workers) + lookahead;
   const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers);
   const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
   const uint64_t slack = library_slack(plan_.gpu_memory);
@@ -90,8 +93,8 @@ Status GpuElimination::open() {
                                                           k_max, p));
   p += ws_i;
   for (int64_t w = 0; w < workers; ++w) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(auto lane, engine_.make_lane(false, 0, 0, params_.pivot, s_max,
-                                                              k_max, p));
+    STRIPESOLVE_ASSIGN_OR_RETURN(auto lane, engine_.make_lane(w < lookahead, 0, 0, params_.pivot,
+                                                              s_max, k_max, p));
     lanes_j_.push_back(std::move(lane));
     p += ws_j;
   }
@@ -102,15 +105,16 @@ Status GpuElimination::open() {
   STRIPESOLVE_RETURN_IF_ERROR(engine_.register_host(arena.base(), arena.capacity()));
   pinned_ = true;
   static const auto log = logger("scheduler");
-  log->info("GPU tier on {}: pool {}, lanes {}, {} elim.J workers, S^m = {}, segments of {} "
-            "columns{}",
-            engine_.description(), format_bytes(pool_bytes_), format_bytes(lanes), workers,
+  log->info("GPU tier on {}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
+            "segments of {} columns{}",
+            engine_.description(), format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead,
             params_.meta_stripes, plan_.segment_columns,
             plan_.device_resident ? ", the whole matrix stays on the device" : "");
   return Status::ok();
 }
 
 GpuElimination::~GpuElimination() {
+  // Copies into the pinned arena end before it is unpinned (lane destructors synchronise).
   lanes_j_.clear();
   lane_i_.reset();
   if (pinned_) engine_.unregister_host(ctx_.cache.arena().base());
@@ -180,9 +184,21 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
   Status st = lane_i_->eliminate(b, block_col, params_.pivot, params_.substripe_rows, r0,
                                  local.data(), device_raw_ + r0, device_perm_ + 4 * r0, &perm_count);
   // The stripe is final: RAM gets it (from its diagonal on, or all of it if updates left newer
-  // multipliers on the device).
-  if (st.is_ok()) st = lane_i_->download(b, part.data, was_newer ? 0 : block_col, b.cols);
+  // multipliers on the device). The copy runs beside the next elimination; the cell stays stuck
+  // until its last update, which waits for it (wait_download), as does freeing the instance.
+  // Nothing reads a stuck cell's RAM in the meantime; a stripe no update reads waits now.
+  const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
+  if (st.is_ok()) {
+    auto ticket = lane_i_->download_later(b, part.data, was_newer ? 0 : block_col, b.cols);
+    st = ticket.status();
+    if (st.is_ok()) {
+      std::lock_guard<std::mutex> lock(downloads_mu_);
+      download_ticket_[static_cast<size_t>(i)] = *ticket;
+    }
+    if (st.is_ok() && uses == 0) st = wait_download(i);
+  }
   if (!st.is_ok()) {
+    (void)lane_i_->synchronize();
     tier_->free(i);
     return st;
   }
@@ -198,13 +214,21 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
     pivots->swaps.resize(static_cast<size_t>(h));
     for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = r0 + local[k];
   }
-  const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
   if (uses == 0 && !plan_.device_resident) {
     tier_->free(i);
   } else {
     tier_->set_uses(i, uses);
   }
   return Status::ok();
+}
+
+Status GpuElimination::wait_download(int64_t stripe) {
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(downloads_mu_);
+    std::swap(ticket, download_ticket_[static_cast<size_t>(stripe)]);
+  }
+  return lane_i_->wait(ticket);
 }
 
 backend::ColumnPermutation GpuElimination::permutation_of(int64_t i, int64_t first) const {
@@ -254,8 +278,11 @@ Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const
   tier_->block_ready(t.i_begin, t.i_end);
   if (!plan_.device_resident) {
     // The block holds every row the range's updates read: the stripes' own copies can go (their
-    // final values are in RAM since their elimination).
-    for (int64_t i = t.i_begin; i < t.i_end; ++i) tier_->free(i);
+    // final values are in RAM once their copies from the elimination have landed).
+    for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+      STRIPESOLVE_RETURN_IF_ERROR(wait_download(i));
+      tier_->free(i);
+    }
   }
   return block;
 }
@@ -274,7 +301,8 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) const {
   const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
   const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n);
   const uint64_t device_reserve =
-      block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
+      block + static_cast<uint64_t>(params_.elim_j_workers + params_.lookahead_workers + 1) *
+                  plan_.stripe_bytes;
   if (tier_->free_bytes() < device_reserve) return false;
   const uint64_t ram_reserve = static_cast<uint64_t>(params_.meta_stripes + 2) * plan_.stripe_bytes;
   return ctx_.cache.on_device_bytes() + part + ram_reserve <= plan_.ram_budget;
@@ -347,7 +375,11 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   }
   *keep_on_device = keep;
   for (const CellView& ci : is) {
-    if (tier_->release_use(ci.stripe) && !plan_.device_resident) tier_->free(ci.stripe);
+    if (tier_->release_use(ci.stripe)) {
+      // The last update by I: its cell leaves kStuck after this (and may then be evicted).
+      STRIPESOLVE_RETURN_IF_ERROR(wait_download(ci.stripe));
+      if (!plan_.device_resident) tier_->free(ci.stripe);
+    }
   }
   if (t.i_end - t.i_begin > 1) tier_->release_block(t.i_begin, t.i_end);
   return Status::ok();

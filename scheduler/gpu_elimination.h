@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "backend/device_engine.h"
@@ -82,6 +83,8 @@ class GpuElimination final : public Elimination {
   Result<backend::DeviceBlock> range_block(backend::DeviceLane& lane, const Task& t);
   backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
   bool keep_j(const Task& t, const cache::CellView& j) const;
+  // Waits for the copy to RAM of eliminated stripe `stripe` (if one is pending).
+  Status wait_download(int64_t stripe);
 
   EngineContext& ctx_;
   backend::DeviceEngine& engine_;
@@ -104,6 +107,8 @@ class GpuElimination final : public Elimination {
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   bool pinned_ = false;
   std::vector<int64_t> meta_of_;            // meta-stripe index of each stripe
+  std::mutex downloads_mu_;                 // guards download_ticket_
+  std::vector<uint64_t> download_ticket_;   // per stripe: its copy to RAM not yet waited for
 };
 
 }  // namespace stripesolve::scheduler

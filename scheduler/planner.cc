@@ -166,13 +166,16 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
       p.meta_stripes = std::clamp<int64_t>(peak, 1, p.stripes);
     }
   }
+  // The GPU tier adds one look-ahead lane: the next meta-stripe's updates run beside the sweep.
+  p.lookahead_workers = m.gpus > 0 ? 1 : 0;
+  const int64_t device_workers = std::max<int64_t>(1, p.elim_j_workers) + p.lookahead_workers;
   if (m.gpus > 0 && config.meta_stripes == 0) {
     // 8b: a J update by K = S^m S eliminated rows moves 8 bytes each way per 2K flops per
     // element; K of about 8192 keeps the device at its DGEMM rate while J streams over PCIe.
     // The device must hold the meta-stripe's U block (K x n), its stripes, a J part per
     // elim.J worker plus one, and elim.I's transposed stripe and solver workspace.
     int64_t dev = std::max<int64_t>(1, (8192 + p.stripe_rows - 1) / p.stripe_rows);
-    while (dev > 1 && device_bytes_needed(p, dev, std::max<int64_t>(1, p.elim_j_workers)) >
+    while (dev > 1 && device_bytes_needed(p, dev, device_workers) >
                           m.gpu_memory) {
       --dev;
     }
@@ -183,7 +186,7 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     }
   }
   if (m.gpus > 0) {
-    const uint64_t need = device_bytes_needed(p, p.meta_stripes, std::max<int64_t>(1, p.elim_j_workers));
+    const uint64_t need = device_bytes_needed(p, p.meta_stripes, device_workers);
     p.device_bytes_needed = need;
     p.device_resident = need + static_cast<uint64_t>(p.stripes) * p.stripe_bytes <= m.gpu_memory;
     p.gpu_memory = m.gpu_memory;
@@ -244,11 +247,12 @@ std::string plan_to_text(const Plan& p) {
       format_bytes(p.ram_budget),
       static_cast<double>(p.ram_budget) / static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
   if (p.gpu_memory > 0) {
-    out += fmt::format("  GPU tier: device budget {}, working set {} ({}), J segments of {} columns\n",
+    out += fmt::format("  GPU tier: device budget {}, working set {} ({}), J segments of {} columns, "
+                       "{} look-ahead lane\n",
                        format_bytes(p.gpu_memory), format_bytes(p.device_bytes_needed),
                        p.device_resident ? "the whole matrix stays on the device"
                                          : "J stripes stream through the device",
-                       p.segment_columns);
+                       p.segment_columns, p.lookahead_workers);
   }
   for (const auto& f : p.forecasts) {
     if (!f.feasible) {
@@ -276,6 +280,7 @@ std::string plan_to_json(const Plan& p) {
                       {"meta_stripes", p.meta_stripes},
                       {"round_robin_levels", p.round_robin_levels},
                       {"elim_j_workers", p.elim_j_workers},
+                      {"lookahead_workers", p.lookahead_workers},
                       {"stripe_bytes", p.stripe_bytes},
                       {"ram_budget", p.ram_budget},
                       {"flops", p.flops},

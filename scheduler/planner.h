@@ -104,6 +104,7 @@ struct Plan {
   int64_t meta_stripes = 0;       // S^m
   int64_t round_robin_levels = 0; // N_RRlevel
   int64_t elim_j_workers = 0;     // k
+  int64_t lookahead_workers = 0;  // elim.J lanes for the critical path only (GPU tier: 1)
   uint64_t stripe_bytes = 0;      // one full stripe, 8 S n
   uint64_t ram_budget = 0;
   double flops = 0;               // 2/3 n^3

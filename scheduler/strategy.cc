@@ -47,6 +47,16 @@ int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes) {
   return (stripes + meta_stripes - 1) / meta_stripes;
 }
 
+std::vector<int64_t> meta_stripe_of(Strategy strategy, int64_t stripes, int64_t meta_stripes) {
+  std::vector<int64_t> of(static_cast<size_t>(stripes));
+  const int64_t sm = strategy == Strategy::kMetaZigzag ? std::max<int64_t>(1, meta_stripes) : 1;
+  const int64_t nm = meta_stripe_count(stripes, sm);
+  for (int64_t im = 0; im < nm; ++im) {
+    for (int64_t i = im * stripes / nm; i < (im + 1) * stripes / nm; ++i) of[static_cast<size_t>(i)] = im;
+  }
+  return of;
+}
+
 namespace {
 
 using TaskVisitor = std::function<Status(const Task&)>;

@@ -51,6 +51,8 @@ std::string to_string(const std::vector<Task>& tasks);
 
 // 002 Eq 9: N^m = ceil(N / S^m); meta-stripe I^m holds stripes [I^m*N/N^m, (I^m+1)*N/N^m).
 int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes);
+// The meta-stripe of every stripe under `strategy` (each stripe its own for basic and zigzag).
+std::vector<int64_t> meta_stripe_of(Strategy strategy, int64_t stripes, int64_t meta_stripes);
 
 // The task list of `strategy` for `stripes` >= 1 stripes; `meta_stripes` (S^m >= 1) is used by
 // kMetaZigzag only (S^m = 1 gives the zigzag order). The list has about N^2 / 2 tasks.

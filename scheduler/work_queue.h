@@ -18,28 +18,28 @@ class WorkQueue {
       std::lock_guard<std::mutex> lock(mu_);
       items_.push_back(std::move(item));
     }
-    ready_.notify_one();
+    ready_.notify_all();  // consumers may be waiting for different items (pop's `eligible`)
   }
-  // Blocks until an item is available; nullopt once closed and drained. Takes the first item
-  // for which `urgent` holds, else the oldest.
-  template <typename Pred>
-  std::optional<T> pop(Pred urgent) {
+  // Blocks until an item for which `eligible` holds is available; nullopt once closed with none
+  // left. Among the eligible items takes the one of lowest rank(item), the oldest on ties.
+  template <typename Eligible, typename Rank>
+  std::optional<T> pop(Eligible eligible, Rank rank) {
     std::unique_lock<std::mutex> lock(mu_);
-    ready_.wait(lock, [&] { return !items_.empty() || closed_; });
-    if (items_.empty()) return std::nullopt;
-    auto it = items_.begin();
-    for (auto u = items_.begin(); u != items_.end(); ++u) {
-      if (urgent(*u)) {
-        it = u;
-        break;
+    auto best = items_.end();
+    ready_.wait(lock, [&] {
+      best = items_.end();
+      for (auto it = items_.begin(); it != items_.end(); ++it) {
+        if (eligible(*it) && (best == items_.end() || rank(*it) < rank(*best))) best = it;
       }
-    }
-    T item = std::move(*it);
-    items_.erase(it);
+      return best != items_.end() || closed_;
+    });
+    if (best == items_.end()) return std::nullopt;
+    T item = std::move(*best);
+    items_.erase(best);
     return item;
   }
   std::optional<T> pop() {
-    return pop([](const T&) { return false; });
+    return pop([](const T&) { return true; }, [](const T&) { return 0; });
   }
   void close() {
     {

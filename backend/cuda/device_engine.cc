@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "backend/cuda/kernels.cuh"
@@ -51,7 +53,14 @@ class CudaLane final : public DeviceLane {
 
   ~CudaLane() override {
     (void)cudaSetDevice(device_);
+    for (cudaStream_t s : {compute_, in_, out_}) {
+      if (s != nullptr) (void)cudaStreamSynchronize(s);  // copies into host memory end first
+    }
     for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+    for (auto& [t, e] : tickets_) {
+      (void)cudaEventSynchronize(e);
+      (void)cudaEventDestroy(e);
+    }
     if (solver_ != nullptr) (void)cusolverDnDestroy(solver_);
     if (blas_ != nullptr) (void)cublasDestroy(blas_);
     for (cudaStream_t s : {compute_, in_, out_}) {
@@ -138,6 +147,62 @@ class CudaLane final : public DeviceLane {
                 "copy of a stripe part from the device");
     RETURN_CUDA(cudaStreamSynchronize(out_), "copy of a stripe part from the device");
     return Status::ok();
+  }
+
+  Result<uint64_t> download_later(const DeviceBlock& src, double* host, int64_t c0,
+                                  int64_t c1) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    cudaEvent_t done = nullptr;
+    RETURN_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "event");
+    // Behind the lane's compute (the elimination that produced the block), on the copy-out stream.
+    cudaEvent_t computed = nullptr;
+    Status st = cuda_check(cudaEventCreateWithFlags(&computed, cudaEventDisableTiming), "event");
+    if (st.is_ok()) st = cuda_check(cudaEventRecord(computed, compute_), "event");
+    if (st.is_ok()) st = cuda_check(cudaStreamWaitEvent(out_, computed), "event wait");
+    if (st.is_ok()) {
+      st = cuda_check(cudaMemcpyAsync(host + c0 * src.ld, src.data + c0 * src.ld,
+                                      column_bytes(src.ld, c0, c1), cudaMemcpyDeviceToHost, out_),
+                      "copy of a stripe part from the device");
+    }
+    if (st.is_ok()) st = cuda_check(cudaEventRecord(done, out_), "event");
+    if (computed != nullptr) (void)cudaEventDestroy(computed);
+    if (!st.is_ok()) {
+      (void)cudaEventDestroy(done);
+      return st;
+    }
+    std::lock_guard<std::mutex> lock(tickets_mu_);
+    const uint64_t ticket = ++last_ticket_;
+    tickets_.emplace(ticket, done);
+    return ticket;
+  }
+
+  Status wait(uint64_t ticket) override {
+    if (ticket == 0) return Status::ok();
+    cudaEvent_t done = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(tickets_mu_);
+      auto it = tickets_.find(ticket);
+      if (it == tickets_.end()) return Status::ok();  // waited for already
+      done = it->second;
+      tickets_.erase(it);
+    }
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    const Status st = cuda_check(cudaEventSynchronize(done), "copy of a stripe part from the device");
+    (void)cudaEventDestroy(done);
+    return st;
+  }
+
+  Status synchronize() override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    Status st = Status::ok();
+    for (cudaStream_t s : {compute_, in_, out_}) {
+      const Status one = cuda_check(cudaStreamSynchronize(s), "lane synchronize");
+      if (st.is_ok()) st = one;
+    }
+    std::lock_guard<std::mutex> lock(tickets_mu_);
+    for (auto& [t, e] : tickets_) (void)cudaEventDestroy(e);
+    tickets_.clear();
+    return st;
   }
 
   Status eliminate(const DeviceBlock& part, int64_t block_col, PivotMode mode,
@@ -452,6 +517,10 @@ class CudaLane final : public DeviceLane {
   cublasHandle_t blas_ = nullptr;
   cusolverDnHandle_t solver_ = nullptr;
   std::vector<cudaEvent_t> events_;
+  // download_later's copies not yet waited for, by ticket (waited for from other threads).
+  std::mutex tickets_mu_;
+  std::map<uint64_t, cudaEvent_t> tickets_;
+  uint64_t last_ticket_ = 0;
   double* transposed_ = nullptr;
   double* solver_work_ = nullptr;
   int32_t* ipiv_ = nullptr;

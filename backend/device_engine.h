@@ -65,10 +65,17 @@ std::vector<int32_t> permutation_pairs(const std::vector<int32_t>& swaps);
 // that pinned host part (same layout as J), by segments overlapped with the update where no
 // permutation needs the whole part; with host_out they are copied back segment by segment as
 // their GEMM finishes.
+//
+// u_inverse (optional): the inverses of U's nb x nb diagonal blocks (invert_diagonal_blocks, nb =
+// u_inverse.cols). The multipliers then come from GEMMs only - block column p of J is reduced by
+// the earlier ones and multiplied by block p's inverse, the blocked triangular solve with
+// inverted diagonal blocks of MAGMA's trsm - instead of one dtrsm by the K x K triangle, which
+// runs at a fraction of the GEMM rate.
 struct DeviceUpdate {
   DeviceBlock j;
   int64_t j_col = 0;
   DeviceBlock u;
+  DeviceBlock u_inverse;
   std::vector<ColumnPermutation> permutations;
   int64_t segment_columns = 8192;
   const double* host_in = nullptr;
@@ -104,6 +111,11 @@ class DeviceLane {
 
   // dst[dst_row + r, c] = src[r, c] for the src block (meta-stripe U blocks).
   virtual Status copy_rows(const DeviceBlock& dst, int64_t dst_row, const DeviceBlock& src) = 0;
+  // inverse (K x nb, ld K) <- the inverses of the nb x nb diagonal blocks of the upper triangle
+  // of u's first K columns (K = u.rows; the last block may be smaller), block p in rows
+  // [p nb, p nb + b), columns [0, b). The blocks are inverted by triangular solves against the
+  // identity (a b^3 / 3-flop step per block, once per U).
+  virtual Status invert_diagonal_blocks(const DeviceBlock& u, const DeviceBlock& inverse) = 0;
   // Applies a permutation to rows [0, rows) of `target`.
   virtual Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) = 0;
 

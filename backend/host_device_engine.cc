@@ -125,9 +125,13 @@ class HostLane final : public DeviceLane {
       permute(j.data, j.ld, j.rows, shifted);
     }
     double* t = j.data + c0 * j.ld;
-    cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
-                static_cast<int>(j.rows), static_cast<int>(k), 1.0, op.u.data,
-                static_cast<int>(op.u.ld), t, static_cast<int>(j.ld));
+    if (op.u_inverse.data != nullptr) {
+      multipliers_by_inverses(op, t);
+    } else {
+      cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+                  static_cast<int>(j.rows), static_cast<int>(k), 1.0, op.u.data,
+                  static_cast<int>(op.u.ld), t, static_cast<int>(j.ld));
+    }
     if (j.cols - c0 > k) {
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(j.rows),
                   static_cast<int>(j.cols - c0 - k), static_cast<int>(k), -1.0, t,
@@ -136,6 +140,49 @@ class HostLane final : public DeviceLane {
     }
     if (op.host_out != nullptr) STRIPESOLVE_RETURN_IF_ERROR(download(j, op.host_out, c0, j.cols));
     return Status::ok();
+  }
+
+  Status invert_diagonal_blocks(const DeviceBlock& u, const DeviceBlock& inverse) override {
+    const int64_t k = u.rows;
+    const int64_t nb = inverse.cols;
+    if (inverse.rows != k || inverse.ld < k || nb < 1 || u.cols < k) {
+      return Status::invalid_argument("inverses of U's diagonal blocks: shapes do not match");
+    }
+    for (int64_t c = 0; c < nb; ++c) {
+      for (int64_t r = 0; r < k; ++r) inverse.data[r + c * inverse.ld] = (r % nb == c) ? 1.0 : 0.0;
+    }
+    for (int64_t c = 0; c < k; c += nb) {
+      const int64_t b = std::min(nb, k - c);
+      cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit,
+                  static_cast<int>(b), static_cast<int>(b), 1.0, u.data + c + c * u.ld,
+                  static_cast<int>(u.ld), inverse.data + c, static_cast<int>(inverse.ld));
+    }
+    return Status::ok();
+  }
+
+  // The CUDA lane's blocked solve with inverted diagonal blocks, step for step.
+  void multipliers_by_inverses(const DeviceUpdate& op, double* x) {
+    const int64_t m = op.j.rows;
+    const int64_t k = op.u.rows;
+    const int64_t nb = op.u_inverse.cols;
+    const int ldj = static_cast<int>(op.j.ld);
+    std::vector<double> tmp(static_cast<size_t>(m * nb));
+    for (int64_t c = 0; c < k; c += nb) {
+      const int64_t b = std::min(nb, k - c);
+      double* xp = x + c * op.j.ld;
+      if (c > 0) {
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
+                    static_cast<int>(b), static_cast<int>(c), -1.0, x, ldj,
+                    op.u.data + c * op.u.ld, static_cast<int>(op.u.ld), 1.0, xp, ldj);
+      }
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
+                  static_cast<int>(b), static_cast<int>(b), 1.0, xp, ldj,
+                  op.u_inverse.data + c, static_cast<int>(op.u_inverse.ld), 0.0, tmp.data(),
+                  static_cast<int>(m));
+      for (int64_t q = 0; q < b; ++q) {
+        std::memcpy(xp + q * op.j.ld, tmp.data() + q * m, sizeof(double) * static_cast<size_t>(m));
+      }
+    }
   }
 
   Status copy_rows(const DeviceBlock& dst, int64_t dst_row, const DeviceBlock& src) override {

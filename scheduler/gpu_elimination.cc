@@ -237,7 +237,8 @@ backend::ColumnPermutation GpuElimination::permutation_of(int64_t i, int64_t fir
                                     perm_count_[static_cast<size_t>(i)], first};
 }
 
-Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const Task& t) {
+Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& lane,
+                                                            const Task& t) {
   const storage::StripeGeometry& g = geometry_;
   const int64_t i0r = g.row_begin(t.i_begin);
   const int64_t k = g.row_end(t.i_end - 1) - i0r;
@@ -245,18 +246,22 @@ Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const
   if (t.i_end - t.i_begin == 1) {
     auto inst = tier_->find(t.i_begin);
     if (!inst) return Status::internal(fmt::format("GPU tier: stripe {} left the device early", t.i_begin));
-    return instance_block(*inst).from_column(i0r - inst->i0_store);
+    return RangeU{instance_block(*inst).from_column(i0r - inst->i0_store), {}};
   }
+  // The block: U (k x cols) and then the inverses of its diagonal blocks (k x nb).
+  const int64_t nb = std::min<int64_t>({kInverseBlockRows, k, 2 * ((g.n + g.stripes - 1) / g.stripes)});
+  const uint64_t u_bytes = 8ull * static_cast<uint64_t>(k * whole_rows.cols);
   int64_t uses = 0;
   for (const auto& [range, count] : range_uses_) {
     if (range.first == t.i_begin && range.second == t.i_end) uses = count;
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       cache::DeviceTier::Block blk,
-      tier_->acquire_block(t.i_begin, t.i_end, 8ull * static_cast<uint64_t>(k * whole_rows.cols), uses));
+      tier_->acquire_block(t.i_begin, t.i_end, u_bytes + 8ull * static_cast<uint64_t>(k * nb), uses));
   DeviceBlock block = whole_rows;
   block.data = device_at(blk.offset);
-  if (!blk.created) return block;
+  const DeviceBlock inverse{device_at(blk.offset + u_bytes), k, nb, k};
+  if (!blk.created) return RangeU{block, inverse};
   TraceRecorder::Span span(ctx_.trace, "elim.J", "assemble U",
                            {{"I0", std::to_string(t.i_begin)}, {"I1", std::to_string(t.i_end)}});
   for (int64_t i = t.i_begin; i < t.i_end; ++i) {
@@ -275,6 +280,7 @@ Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const
           lane.permute_columns(earlier, permutation_of(b, g.row_begin(b) - i0r)));
     }
   }
+  STRIPESOLVE_RETURN_IF_ERROR(lane.invert_diagonal_blocks(block, inverse));
   tier_->block_ready(t.i_begin, t.i_end);
   if (!plan_.device_resident) {
     // The block holds every row the range's updates read: the stripes' own copies can go (their
@@ -284,7 +290,7 @@ Result<DeviceBlock> GpuElimination::range_block(backend::DeviceLane& lane, const
       tier_->free(i);
     }
   }
-  return block;
+  return RangeU{block, inverse};
 }
 
 // J stays on the device when the whole matrix does, and otherwise when it belongs to the
@@ -299,7 +305,7 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) const {
   const storage::StripeGeometry& g = geometry_;
   const uint64_t part = part_bytes(g, j.stripe, j.i0_store);
   const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
-  const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n);
+  const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
   const uint64_t device_reserve =
       block + static_cast<uint64_t>(params_.elim_j_workers + params_.lookahead_workers + 1) *
                   plan_.stripe_bytes;
@@ -333,7 +339,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
     ~EndWork() { t->end_work(); }
   } end_work{tier_.get()};
   const int64_t i0r = g.row_begin(t.i_begin);
-  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceBlock u, range_block(lane, t));
+  STRIPESOLVE_ASSIGN_OR_RETURN(RangeU u, range_block(lane, t));
   bool created = false;
   STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst, instance_for(j, false, lane, &created));
   const stripe::StripePart part = cell_part(layout_, j);
@@ -341,7 +347,8 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   backend::DeviceUpdate op;
   op.j = instance_block(inst);
   op.j_col = i0r - j.i0_store;
-  op.u = u;
+  op.u = u.u;
+  op.u_inverse = u.inverse;
   if (params_.pivot == stripe::PivotMode::kRow) {
     for (const CellView& ci : is) {
       op.permutations.push_back(permutation_of(ci.stripe, g.row_begin(ci.stripe) - i0r));

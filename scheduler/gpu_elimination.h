@@ -80,7 +80,16 @@ class GpuElimination final : public Elimination {
   // when copy_in). *created tells which.
   Result<cache::DeviceInstance> instance_for(const cache::CellView& cell, bool copy_in,
                                              backend::DeviceLane& lane, bool* created);
-  Result<backend::DeviceBlock> range_block(backend::DeviceLane& lane, const Task& t);
+  // Rows of the diagonal blocks of a range's U that are inverted once for all its updates
+  // (backend::DeviceUpdate::u_inverse).
+  static constexpr int64_t kInverseBlockRows = 512;
+  struct RangeU {
+    backend::DeviceBlock u;
+    backend::DeviceBlock inverse;  // empty for a single stripe (its updates use dtrsm)
+  };
+  // The U of range [t.i_begin, t.i_end): a stripe's instance, or the range's block assembled on
+  // first use (with its inverted diagonal blocks).
+  Result<RangeU> range_block(backend::DeviceLane& lane, const Task& t);
   backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
   bool keep_j(const Task& t, const cache::CellView& j) const;
   // Waits for the copy to RAM of eliminated stripe `stripe` (if one is pending).

@@ -96,8 +96,9 @@ int64_t stripe_count(int64_t n, int64_t s) { return (n + s - 1) / s; }
 // Device bytes of the GPU tier's working set (8b): the meta-stripe's U block and its stripes, a J
 // part per elim.J worker plus one, elim.I's transposed stripe and solver workspace (~2 stripes).
 uint64_t device_bytes_needed(const Plan& p, int64_t meta_stripes, int64_t workers) {
+  // The range's U block and the inverses of its 512-row diagonal blocks.
   const uint64_t block = 8ull * static_cast<uint64_t>(meta_stripes * p.stripe_rows) *
-                         static_cast<uint64_t>(p.n);
+                         static_cast<uint64_t>(p.n + 512);
   return block + static_cast<uint64_t>(meta_stripes + workers + 1 + 2) * p.stripe_bytes;
 }
 uint64_t full_stripe_bytes(int64_t n, int64_t s) { return 8ull * static_cast<uint64_t>(s) * n; }

@@ -87,6 +87,7 @@ class CudaLane final : public DeviceLane {
     ipiv_ = reinterpret_cast<int32_t*>(p + l.ipiv);
     info_ = reinterpret_cast<int32_t*>(p + l.info);
     gather_ = reinterpret_cast<double*>(p + l.gather);
+    gather_bytes_ = l.total - l.gather;
     solver_lwork_ = l.lwork;
     return Status::ok();
   }
@@ -333,7 +334,9 @@ class CudaLane final : public DeviceLane {
         RETURN_CUDA(cudaEventRecord(events_[1 + 2 * s], in_), "event");
         RETURN_CUDA(cudaStreamWaitEvent(compute_, events_[1 + 2 * s]), "event wait");
       }
-      if (s == 0) {
+      if (s == 0 && op.u_inverse.data != nullptr) {
+        STRIPESOLVE_RETURN_IF_ERROR(multipliers_by_inverses(op, multipliers));
+      } else if (s == 0) {
         RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
                                   CUBLAS_DIAG_NON_UNIT, static_cast<int>(j.rows),
                                   static_cast<int>(k), &one, op.u.data, static_cast<int>(op.u.ld),
@@ -361,6 +364,30 @@ class CudaLane final : public DeviceLane {
     return Status::ok();
   }
 
+  Status invert_diagonal_blocks(const DeviceBlock& u, const DeviceBlock& inverse) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    const int64_t k = u.rows;
+    const int64_t nb = inverse.cols;
+    if (inverse.rows != k || inverse.ld < k || nb < 1 || u.cols < k) {
+      return Status::invalid_argument(fmt::format(
+          "inverses of the diagonal blocks of a {} x {} U into a {} x {} block", u.rows, u.cols,
+          inverse.rows, inverse.cols));
+    }
+    cuda::launch_identity_blocks(inverse.data, inverse.ld, k, nb, compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("identity blocks"));
+    const double one = 1.0;
+    for (int64_t c = 0; c < k; c += nb) {
+      const int64_t b = std::min(nb, k - c);
+      RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                CUBLAS_DIAG_NON_UNIT, static_cast<int>(b), static_cast<int>(b),
+                                &one, u.data + c + c * u.ld, static_cast<int>(u.ld),
+                                inverse.data + c, static_cast<int>(inverse.ld)),
+                    "dtrsm inverting a diagonal block of U");
+    }
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "inverses of U's diagonal blocks");
+    return Status::ok();
+  }
+
   Status copy_rows(const DeviceBlock& dst, int64_t dst_row, const DeviceBlock& src) override {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     RETURN_CUDA(cudaMemcpy2DAsync(dst.data + dst_row, sizeof(double) * dst.ld, src.data,
@@ -368,6 +395,40 @@ class CudaLane final : public DeviceLane {
                                   cudaMemcpyDeviceToDevice, compute_),
                 "copy of stripe rows into a meta-stripe block");
     RETURN_CUDA(cudaStreamSynchronize(compute_), "copy of stripe rows");
+    return Status::ok();
+  }
+
+  // x (J's K multiplier columns) <- x triu(U)^-1 by block columns of nb: x_p -= x_<p U_<p,p,
+  // then x_p <- x_p inv(U_pp) through the gather buffer (queued on the compute stream).
+  Status multipliers_by_inverses(const DeviceUpdate& op, double* x) {
+    const int64_t m = op.j.rows;
+    const int64_t k = op.u.rows;
+    const int64_t nb = op.u_inverse.cols;
+    if (column_bytes(m, 0, nb) > gather_bytes_ || op.u_inverse.rows != k) {
+      return Status::invalid_argument(fmt::format(
+          "device update: inverses of {} x {} blocks for J of {} rows and U of {} rows (the "
+          "lane's buffer holds {} bytes)", nb, nb, m, k, gather_bytes_));
+    }
+    const double one = 1.0, zero = 0.0, minus_one = -1.0;
+    const int ldj = static_cast<int>(op.j.ld);
+    for (int64_t c = 0; c < k; c += nb) {
+      const int64_t b = std::min(nb, k - c);
+      double* xp = x + c * op.j.ld;
+      if (c > 0) {
+        RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m),
+                                  static_cast<int>(b), static_cast<int>(c), &minus_one, x, ldj,
+                                  op.u.data + c * op.u.ld, static_cast<int>(op.u.ld), &one, xp, ldj),
+                      "dgemm of the J multipliers");
+      }
+      RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m),
+                                static_cast<int>(b), static_cast<int>(b), &one, xp, ldj,
+                                op.u_inverse.data + c, static_cast<int>(op.u_inverse.ld), &zero,
+                                gather_, static_cast<int>(m)),
+                    "dgemm by an inverted diagonal block");
+      RETURN_CUDA(cudaMemcpy2DAsync(xp, sizeof(double) * op.j.ld, gather_, sizeof(double) * m,
+                                    sizeof(double) * m, b, cudaMemcpyDeviceToDevice, compute_),
+                  "copy of J multipliers");
+    }
     return Status::ok();
   }
 
@@ -526,6 +587,7 @@ class CudaLane final : public DeviceLane {
   int32_t* ipiv_ = nullptr;
   int32_t* info_ = nullptr;
   double* gather_ = nullptr;
+  uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;
 };
 

@@ -68,6 +68,12 @@ __global__ void pivots_from_ipiv(const int32_t* ipiv, int64_t count, int32_t off
   if (k < count) raw[k] = ipiv[k] - 1 + offset;
 }
 
+__global__ void identity_blocks(double* a, int64_t ld, int64_t rows, int64_t nb) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t c = blockIdx.y;
+  if (r < rows) a[r + c * ld] = (r % nb == c) ? 1.0 : 0.0;
+}
+
 __global__ void rhs_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, const int32_t* raw,
                           int64_t count, bool reverse) {
   const int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -124,6 +130,10 @@ void launch_row_swaps(double* a, int64_t ld, int64_t cols, const int32_t* ipiv, 
 void launch_pivots_from_ipiv(const int32_t* ipiv, int64_t count, int32_t offset, int32_t* raw,
                              cudaStream_t stream) {
   pivots_from_ipiv<<<blocks_for(count), kThreads, 0, stream>>>(ipiv, count, offset, raw);
+}
+
+void launch_identity_blocks(double* a, int64_t ld, int64_t rows, int64_t nb, cudaStream_t stream) {
+  identity_blocks<<<dim3(blocks_for(rows), static_cast<unsigned>(nb)), kThreads, 0, stream>>>(a, ld, rows, nb);
 }
 
 void launch_solution_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0,

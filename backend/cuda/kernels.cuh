@@ -26,6 +26,9 @@ void launch_first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t 
 void launch_row_swaps(double* a, int64_t ld, int64_t cols, const int32_t* ipiv, int64_t count,
                       cudaStream_t stream);
 
+// The rows x nb block a (ld) as a stack of nb x nb identities: a[r, c] = (r mod nb == c).
+void launch_identity_blocks(double* a, int64_t ld, int64_t rows, int64_t nb, cudaStream_t stream);
+
 // raw[k] = ipiv[k] - 1 + offset.
 void launch_pivots_from_ipiv(const int32_t* ipiv, int64_t count, int32_t offset, int32_t* raw,
                              cudaStream_t stream);

@@ -267,10 +267,14 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
       io.set_sources(sv.a.get(), sv.writable.get());
     }
     // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
-    FactorParams params{options.pivot,       options.strategy,    plan.meta_stripes,
-                        plan.substripe_rows, plan.elim_j_workers, false};
+    FactorParams params{.pivot = options.pivot,
+                        .strategy = options.strategy,
+                        .meta_stripes = plan.meta_stripes,
+                        .substripe_rows = plan.substripe_rows,
+                        .elim_j_workers = plan.elim_j_workers,
+                        .lookahead_workers = engine != nullptr ? plan.lookahead_workers : 0,
+                        .write_back = false};
     if (engine != nullptr) {
-      params.lookahead_workers = plan.lookahead_workers;
       const auto t_load = Clock::now();
       STRIPESOLVE_ASSIGN_OR_RETURN(gpu_elim, GpuElimination::create(ctx, *engine, *sv.writable,
                                                                      params, plan));

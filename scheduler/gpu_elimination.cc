@@ -307,8 +307,7 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) const {
   const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
   const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
   const uint64_t device_reserve =
-      block + static_cast<uint64_t>(params_.elim_j_workers + params_.lookahead_workers + 1) *
-                  plan_.stripe_bytes;
+      block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
   if (tier_->free_bytes() < device_reserve) return false;
   const uint64_t ram_reserve = static_cast<uint64_t>(params_.meta_stripes + 2) * plan_.stripe_bytes;
   return ctx_.cache.on_device_bytes() + part + ram_reserve <= plan_.ram_budget;

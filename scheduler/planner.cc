@@ -168,8 +168,10 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     }
   }
   // The GPU tier adds one look-ahead lane: the next meta-stripe's updates run beside the sweep.
+  // Its J parts are that meta-stripe's stripes, which the device keeps anyway (the S^m term of
+  // device_bytes_needed): it needs no J slot of its own.
   p.lookahead_workers = m.gpus > 0 ? 1 : 0;
-  const int64_t device_workers = std::max<int64_t>(1, p.elim_j_workers) + p.lookahead_workers;
+  const int64_t device_workers = std::max<int64_t>(1, p.elim_j_workers);
   if (m.gpus > 0 && config.meta_stripes == 0) {
     // 8b: a J update by K = S^m S eliminated rows moves 8 bytes each way per 2K flops per
     // element; K of about 8192 keeps the device at its DGEMM rate while J streams over PCIe.

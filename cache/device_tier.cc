@@ -121,14 +121,26 @@ Result<DeviceTier::Block> DeviceTier::acquire_block(int64_t i0, int64_t i1, uint
     auto it = blocks_.find(key);
     if (it == blocks_.end()) break;
     if (it->second.ready) return Block{it->second.extent.offset, false};
-    STRIPESOLVE_RETURN_IF_ERROR(wait_locked(lock));  // another worker is assembling it
+    // Another worker is allocating or assembling it. Waiting here frees nothing: not working
+    // meanwhile, so that allocate_locked can still tell a dead end.
+    --working_;
+    const Status st = wait_locked(lock);
+    ++working_;
+    STRIPESOLVE_RETURN_IF_ERROR(st);
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(
-      Extent e, allocate_locked(lock, bytes,
-                                "the U block of stripes [" + std::to_string(i0) + ", " +
-                                    std::to_string(i1) + ")"));
-  blocks_[key] = BlockEntry{e, uses, false};
-  return Block{e.offset, true};
+  // The entry goes in before the allocation, which may wait (unlocked) for room: whoever asks
+  // meanwhile waits for this block instead of making a second one.
+  blocks_[key] = BlockEntry{Extent{}, uses, false};
+  Result<Extent> e = allocate_locked(
+      lock, bytes,
+      "the U block of stripes [" + std::to_string(i0) + ", " + std::to_string(i1) + ")");
+  if (!e.is_ok()) {
+    blocks_.erase(key);
+    changed_.notify_all();
+    return e.status();
+  }
+  blocks_[key].extent = *e;
+  return Block{e->offset, true};
 }
 
 void DeviceTier::block_ready(int64_t i0, int64_t i1) {

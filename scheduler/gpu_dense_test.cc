@@ -160,6 +160,29 @@ TEST_P(GpuDenseTest, EveryStrategyAndPivotModeMatchesLapack) {
   }
 }
 
+// The H100 RAM tier's shape in small (n = 57344 with 12 GiB: the device holds the U block, S^m + 3
+// stripes and keeps what room allows of the next meta-stripe): 28 stripes, S^m = 4, two sweep
+// lanes and the look-ahead lane.
+TEST_P(GpuDenseTest, RamTierShapeKeepsWhatRoomAllows) {
+  const int64_t n = 28 * 64;
+  const auto a = generated("A", n, "uniform", 21);
+  const auto b = random_rhs(n, 1);
+  for (uint64_t budget : {14 * kMiB, 18 * kMiB, 22 * kMiB}) {
+    EngineConfig c = gpu_engine(true);
+    c.ram_budget = 64 * kMiB;
+    c.meta_stripes = 4;
+    c.segment_columns = 512;
+    c.gpu_memory = budget;
+    DenseSolveOptions o;
+    o.reuse_factors = false;
+    o.store_factors = false;
+    auto rep = solve("A", b, 1, o, c);
+    ASSERT_TRUE(rep.is_ok()) << format_bytes(budget) << ": " << rep.status().to_string();
+    EXPECT_FALSE(rep->plan.device_resident);
+    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, format_bytes(budget));
+  }
+}
+
 TEST_P(GpuDenseTest, FactorsEqualTheCpuBackendsAndAreReused) {
   const int64_t n = 450;
   const auto a = generated("A", n, "uniform", 11);

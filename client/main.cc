@@ -79,10 +79,12 @@ int report_job(const Globals& g, const nlohmann::json& job) {
     print_json(job);
   } else if (state == "COMPLETED" && job.value("type", std::string()) == "dense_solve") {
     const auto& r = job.value("result", nlohmann::json::object());
-    std::printf("job %s COMPLETED: n = %s, residual = %.3e, %.2f GFLOP/s, %.2f s%s\n",
+    const std::string where = r.value("device", r.value("backend", std::string()));
+    std::printf("job %s COMPLETED: n = %s, residual = %.3e, %s, %.2f s%s%s\n",
                 job.value("id", nlohmann::json(0)).dump().c_str(),
                 r.value("shape", nlohmann::json::array({0})).at(0).dump().c_str(), r.value("residual", 0.0),
-                r.value("gflops", 0.0), r.value("seconds", 0.0),
+                client::format_flop_rate(r.value("gflops", 0.0)).c_str(), r.value("seconds", 0.0),
+                where.empty() ? "" : (" on " + where).c_str(),
                 r.value("reused_factors", false) ? " (reused factors)" : "");
   } else if (state == "COMPLETED" && job.value("type", std::string()) == "tridiag_solve") {
     const auto& r = job.value("result", nlohmann::json::object());

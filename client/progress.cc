@@ -17,6 +17,11 @@ std::string format_duration(double seconds) {
   return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
 }
 
+std::string format_flop_rate(double gflops) {
+  if (gflops >= 1000.0) return fmt::format("{:.2f} TFLOP/s", gflops / 1000.0);
+  return fmt::format("{:.1f} GFLOP/s", gflops);
+}
+
 std::string format_progress(const nlohmann::json& p, int bar_width) {
   const std::string phase = p.value("phase", p.value("state", std::string("pending")));
   const double fraction = phase == "done" ? 1.0 : std::clamp(p.value("fraction", 0.0), 0.0, 1.0);
@@ -32,7 +37,8 @@ std::string format_progress(const nlohmann::json& p, int bar_width) {
   if (p.value("stripes_total", 0) > 0) {
     out += fmt::format(" ({}/{} stripes)", p.value("stripes_done", 0), p.value("stripes_total", 0));
   }
-  if (p.contains("gflops")) out += fmt::format("  {:.1f} GFLOP/s", p.value("gflops", 0.0));
+  if (p.contains("gflops")) out += "  " + format_flop_rate(p.value("gflops", 0.0));
+  if (p.contains("device")) out += " on " + p.value("device", std::string());
   if (p.contains("io_bytes_per_second")) {
     out += fmt::format("  I/O {:.2f} GB/s", p.value("io_bytes_per_second", 0.0) / 1e9);
   }

@@ -14,6 +14,8 @@ namespace stripesolve::client {
 // `bar_width` > 0).
 std::string format_progress(const nlohmann::json& progress, int bar_width);
 std::string format_duration(double seconds);  // "45s", "1m05s", "2h03m"
+// "312.4 GFLOP/s", or "33.51 TFLOP/s" from 1000 GFLOP/s on (the GPU tier's rates).
+std::string format_flop_rate(double gflops);
 
 class ProgressDisplay {
  public:

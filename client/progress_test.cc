@@ -28,3 +28,16 @@ TEST(ProgressTest, DonePhaseIsComplete) {
 
 }  // namespace
 }  // namespace stripesolve::client
+
+namespace stripesolve::client {
+namespace {
+
+TEST(ProgressTest, RatesFromOneThousandGflopsAreInTflops) {
+  EXPECT_EQ(format_flop_rate(312.44), "312.4 GFLOP/s");
+  EXPECT_EQ(format_flop_rate(33510.0), "33.51 TFLOP/s");
+  EXPECT_EQ(format_progress({{"phase", "factor"}, {"fraction", 0.5}, {"gflops", 40850.0}}, 0),
+            " 50.0% factor  40.85 TFLOP/s");
+}
+
+}  // namespace
+}  // namespace stripesolve::client

@@ -226,8 +226,9 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
       return Status::internal(fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
     }
     const auto& r = *report;
-    ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s, {:.2f} s, read {}, written {}{}", r.residual, r.gflops,
-                        r.seconds, format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
+    ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}", r.residual,
+                        r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
+                        format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
                         r.reused_factors ? ", reused factors " + r.factor_name : ""));
     nlohmann::json result{{"matrix", params.matrix},
                           {"shape", {n, nrhs}},
@@ -236,6 +237,7 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
                           {"seconds", r.seconds},
                           {"factor_seconds", r.factor_seconds},
                           {"gflops", r.gflops},
+                          {"backend", r.backend},
                           {"io_read_bytes", r.io_read_bytes},
                           {"io_written_bytes", r.io_written_bytes},
                           {"cache_hits", r.cache_hits},
@@ -246,6 +248,7 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
                           {"reused_factors", r.reused_factors},
                           {"stripes", r.plan.stripes},
                           {"stripe_rows", r.plan.stripe_rows}};
+    if (!r.device.empty()) result["device"] = r.device;
     if (out) result["output"] = {{"bytes", out->file_bytes()}};
     return result;
   });

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # The main job: installs dependencies, builds the release preset, starts stripesolved on its
-# embedded defaults (store under $XDG_DATA_HOME/stripesolve, CPU backend) with a RAM stripe cache
-# a quarter of the matrix, creates a random dense matrix (002 §9.1: uniform on [-0.5, 0.5]),
-# solves it out of core through the client with a progress bar, prints the residual and GFLOP/s,
+# embedded defaults (store under $XDG_DATA_HOME/stripesolve; the GPU tier when a CUDA device is
+# present, else the CPU backend) with a RAM stripe cache a quarter of the matrix, creates a
+# random dense matrix (002 §9.1: uniform on [-0.5, 0.5]), solves it out of core through the
+# client with a progress bar, prints the residual, the rate (GFLOP/s or TFLOP/s) and the device,
 # removes the matrix and its factors, and stops the daemon.
 #
 # Knobs (environment): STRIPESOLVE_MAIN_N (order, default 8192 = 512 MiB of float64),
-# STRIPESOLVE_MAIN_CACHE (RAM cache, default 128MiB), STRIPESOLVE_JOBS (build parallelism).
+# STRIPESOLVE_MAIN_CACHE (RAM cache, default 128MiB), STRIPESOLVE_JOBS (build parallelism),
+# STRIPESOLVE_SKIP_INSTALL=1 (dependencies already there, e.g. the GPU host without network)
+# and STRIPESOLVE_CONFIGURE_ARGS (extra cmake arguments, e.g. -DCMAKE_PREFIX_PATH=...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 n=${STRIPESOLVE_MAIN_N:-8192}
 cache=${STRIPESOLVE_MAIN_CACHE:-128MiB}
 
-scripts/install-deps.sh
-cmake --preset release >/dev/null
+[ "${STRIPESOLVE_SKIP_INSTALL:-0}" = 1 ] || scripts/install-deps.sh
+# shellcheck disable=SC2086  # the extra arguments are words on purpose
+cmake --preset release ${STRIPESOLVE_CONFIGURE_ARGS:-} >/dev/null
 cmake --build --preset release -j "${STRIPESOLVE_JOBS:-$(nproc)}"
 
 bin=build/release

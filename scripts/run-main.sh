@@ -19,7 +19,8 @@ cache=${STRIPESOLVE_MAIN_CACHE:-128MiB}
 [ "${STRIPESOLVE_SKIP_INSTALL:-0}" = 1 ] || scripts/install-deps.sh
 # shellcheck disable=SC2086  # the extra arguments are words on purpose
 cmake --preset release ${STRIPESOLVE_CONFIGURE_ARGS:-} >/dev/null
-cmake --build --preset release -j "${STRIPESOLVE_JOBS:-$(nproc)}"
+# The daemon and the client only (the tests and benchmarks are scripts/test.sh's).
+cmake --build --preset release -j "${STRIPESOLVE_JOBS:-$(nproc)}" --target stripesolved stripesolve
 
 bin=build/release
 run_dir=$(mktemp -d /tmp/stripesolve-main.XXXXXX)

@@ -57,8 +57,12 @@ Status Daemon::start() {
   for (const auto& w : warnings) logger("daemon")->warn("{}", w);
   backend_ = std::string(scheduler::compute_backend_name(*backend));
   for (const auto& d : gpu::list_devices()) {
-    logger("daemon")->info("GPU {}: {}{}", d.index, gpu::describe(d),
-                           backend_ == "cuda" && d.index == 0 ? " (dense solves)" : "");
+    // The device memory the daemon's GPU jobs (dense solves, tridiagonal batches) hold together:
+    // 90% of what is free at start; a job that would pass it fails or falls back to the CPU.
+    gpu::DeviceBudget::of(d.index).set_limit(d.free_memory / 10 * 9);
+    logger("daemon")->info("GPU {}: {}{}, jobs' budget {}", d.index, gpu::describe(d),
+                           backend_ == "cuda" && d.index == 0 ? " (dense solves)" : "",
+                           format_bytes(d.free_memory / 10 * 9));
   }
   auto store = storage::MatrixStore::open(config_.store);
   if (!store.is_ok()) return store.status().with_context("cannot open the matrix store (store.paths)");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "daemon/job_files.h"
 #include "daemon/npy_file.h"
 #include "daemon/tridiag_input.h"
+#include "gpu/devices.h"
 #include "protocol/messages.h"
 #include "protocol/npy.h"
 #include "tridiag/gpu.h"
@@ -318,8 +320,24 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   if (use_gpu) {
     tridiag::GpuOptions gpu;
     gpu.solve = options;
-    gpu.device_memory_budget = config.gpu_memory;
-    report = tridiag::solve_batch_gpu(shape, arrays, gpu);
+    // The job's device memory comes from the budget the daemon's GPU jobs share (a dense solve's
+    // GPU tier holds its own from it): what the batch needs (its five arrays and about as much
+    // workspace), at most tridiag.gpu_memory or 90% of the free memory. When the budget cannot
+    // give it, `auto` solves on the CPU and `gpu` fails naming both figures.
+    uint64_t cap = config.gpu_memory;
+    if (cap == 0) {
+      const auto devices = gpu::list_devices();
+      cap = devices.empty() ? 0 : devices.front().free_memory / 10 * 9;
+    }
+    const uint64_t need = std::min<uint64_t>(cap, 2 * 5 * 8 * static_cast<uint64_t>(plan.unknowns));
+    Result<gpu::DeviceBudget::Reservation> held =
+        gpu::DeviceBudget::of(0).reserve(need, "tridiagonal batch on the GPU");
+    if (held.is_ok()) {
+      gpu.device_memory_budget = need;
+      report = tridiag::solve_batch_gpu(shape, arrays, gpu);
+    } else {
+      report = held.status();
+    }
     const StatusCode code = report.is_ok() ? StatusCode::kOk : report.status().code();
     if (params.device == TridiagDevice::kAuto &&
         (code == StatusCode::kUnimplemented || code == StatusCode::kResourceExhausted)) {

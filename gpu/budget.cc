@@ -30,6 +30,12 @@ uint64_t DeviceBudget::reserved() const {
   return reserved_;
 }
 
+uint64_t DeviceBudget::available() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (limit_ == 0) return UINT64_MAX;
+  return limit_ > reserved_ ? limit_ - reserved_ : 0;
+}
+
 Result<DeviceBudget::Reservation> DeviceBudget::reserve(uint64_t bytes, const std::string& what) {
   std::lock_guard<std::mutex> lock(mu_);
   if (limit_ > 0 && (bytes > limit_ || reserved_ > limit_ - bytes)) {

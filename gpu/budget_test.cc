@@ -26,6 +26,15 @@ TEST(DeviceBudget, ReservationsAddUpAndRelease) {
   EXPECT_EQ(budget.reserved(), 600u);
 }
 
+TEST(DeviceBudget, AvailableIsWhatTheOthersLeave) {
+  DeviceBudget budget;
+  EXPECT_EQ(budget.available(), UINT64_MAX);
+  budget.set_limit(1000);
+  auto a = budget.reserve(700, "dense solve");
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_EQ(budget.available(), 300u);
+}
+
 TEST(DeviceBudget, NoLimitAcceptsAnything) {
   DeviceBudget budget;
   auto a = budget.reserve(uint64_t{1} << 50, "huge");

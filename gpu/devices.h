@@ -72,6 +72,8 @@ class DeviceBudget {
   void set_limit(uint64_t bytes);
   uint64_t limit() const;
   uint64_t reserved() const;
+  // What a reservation may still take: limit - reserved, or UINT64_MAX without a limit.
+  uint64_t available() const;
 
   // Reserves `bytes` now or fails with kResourceExhausted ("<what>: needs X of device memory,
   // Y of the Z budget are held by other jobs").

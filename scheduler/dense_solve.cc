@@ -187,10 +187,13 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
   if (engine != nullptr) {
     report.device = engine->description();
     config.gpus = 1;
+    // Within what the daemon's other GPU jobs leave of the shared budget (a default budget
+    // shrinks to it; an engine.gpu_memory it cannot give fails naming both figures).
+    gpu::DeviceBudget& shared = gpu::DeviceBudget::of(engine->device());
     config.gpu_memory = device_budget(config_in, engine->free_memory());
+    if (config_in.gpu_memory == 0) config.gpu_memory = std::min(config.gpu_memory, shared.available());
     STRIPESOLVE_ASSIGN_OR_RETURN(device_reservation,
-                                 gpu::DeviceBudget::of(engine->device())
-                                     .reserve(config.gpu_memory, "dense solve of '" + name + "'"));
+                                 shared.reserve(config.gpu_memory, "dense solve of '" + name + "'"));
   } else {
     config.gpus = 0;
     config.gpu_memory = 0;

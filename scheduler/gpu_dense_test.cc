@@ -183,6 +183,37 @@ TEST_P(GpuDenseTest, RamTierShapeKeepsWhatRoomAllows) {
   }
 }
 
+// The daemon's GPU jobs share one budget per device (gpu::DeviceBudget): a solve on the default
+// budget takes what the others leave, and an engine.gpu_memory the budget cannot give fails
+// naming both figures.
+TEST_P(GpuDenseTest, ADefaultDeviceBudgetTakesWhatOtherJobsLeave) {
+  const int64_t n = 256;
+  const auto a = generated("A", n, "uniform", 31);
+  const auto b = random_rhs(n, 1);
+  gpu::DeviceBudget& shared = gpu::DeviceBudget::of(engine_->device());
+  shared.set_limit(64 * kMiB);
+  struct Unlimit {
+    gpu::DeviceBudget& b;
+    ~Unlimit() { b.set_limit(0); }
+  } unlimit{shared};
+  auto other_job = shared.reserve(56 * kMiB, "another job");
+  ASSERT_TRUE(other_job.is_ok());
+  DenseSolveOptions o;
+  o.store_factors = false;
+  EngineConfig c = gpu_engine(false);
+  c.gpu_memory = 0;  // the engine's default: 90% of the free memory, within the shared budget
+  auto rep = solve("A", b, 1, o, c);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_LE(rep->plan.gpu_memory, 8 * kMiB);
+  expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "within what the other job leaves");
+  c.gpu_memory = 16 * kMiB;
+  auto refused = solve("A", b, 1, o, c);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find("held by other jobs"), std::string::npos)
+      << refused.status().to_string();
+}
+
 TEST_P(GpuDenseTest, FactorsEqualTheCpuBackendsAndAreReused) {
   const int64_t n = 450;
   const auto a = generated("A", n, "uniform", 11);

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "base/logging.h"
-#include "scheduler/work_queue.h"
+#include "scheduler/roles.h"
 
 namespace stripesolve::scheduler {
 
@@ -133,140 +133,11 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
     elimination = cpu.get();
   }
 
-  WorkQueue<int64_t> i_queue;
-  WorkQueue<Task> j_queue;
   Monitor monitor(ctx);
-
-  std::thread elim_i([&] {
-    while (auto i = i_queue.pop()) {
-      if (ctx.cancel.cancelled()) cache.fail(cancelled_status());
-      auto cell = cache.wait_for(*i, CellState::kWaitElimI);
-      if (!cell.is_ok()) return;
-      cache.transition(*i, CellState::kElimI);
-      const Status st = elimination->eliminate(*i, *cell, &pivots[static_cast<size_t>(*i)]);
-      if (!st.is_ok()) {
-        cache.fail(st);
-        return;
-      }
-      ctx.progress.add_flops(elimination_flops(g, *i));
-      ctx.progress.add_stripe();
-      cache.finish_elim_i(*i);
-    }
-  });
-
-  std::vector<std::thread> elim_j;
-  // 002 §8.1: an update of a J in the meta-stripe eliminated next is on the critical path (elim.I
-  // waits for it); those go first, in the order of the eliminations they wait for and then of J
-  // (the order elim.I needs them), the sweep's other updates after them in their order. Any pop
-  // order is safe: the master queues an update of J only once J's previous update has finished.
-  const std::vector<int64_t> meta_of = meta_stripe_of(params.strategy, stripes, params.meta_stripes);
-  auto critical = [&meta_of](const Task& q) {
-    return meta_of[static_cast<size_t>(q.stripe)] == meta_of[static_cast<size_t>(q.i_end)];
-  };
-  auto rank = [&critical, stripes](const Task& q) {
-    return critical(q) ? q.i_end * stripes + q.stripe : stripes * stripes;
-  };
-  const int64_t lookahead = std::max<int64_t>(0, params.lookahead_workers);
-  for (int64_t w = 0; w < std::max<int64_t>(1, params.elim_j_workers) + lookahead; ++w) {
-    elim_j.emplace_back([&, w] {
-      auto eligible = [&critical, w, lookahead](const Task& q) {
-        return w >= lookahead || critical(q);
-      };
-      while (auto t = j_queue.pop(eligible, rank)) {
-        if (ctx.cancel.cancelled()) cache.fail(cancelled_status());
-        auto cj = cache.wait_for(t->stripe, CellState::kWaitElimJ);
-        if (!cj.is_ok()) return;
-        std::vector<CellView> cis;
-        for (int64_t i = t->i_begin; i < t->i_end; ++i) {
-          auto ci = cache.wait_for(i, CellState::kStuck);  // eliminated, held for us
-          if (!ci.is_ok()) return;
-          cis.push_back(*ci);
-        }
-        cache.transition(t->stripe, CellState::kElimJ);
-        bool on_device = false;
-        const Status st = elimination->update(static_cast<int>(w), *t, *cj, cis, pivots, &on_device);
-        if (!st.is_ok()) {
-          cache.fail(st);
-          return;
-        }
-        for (const CellView& ci : cis) {
-          ctx.progress.add_flops(update_flops(g, t->stripe, ci.stripe));
-        }
-        cache.finish_elim_j(t->stripe, t->i_begin, t->i_end, on_device);
-      }
-    });
-  }
-
-  // Master (002 Fig 20 walked in order). Updates by one range [I0, I1) are independent of each
-  // other, so inside such a group the master first issues, within a small window, the ones whose
-  // part is cached and idle (hits) instead of blocking on a J still busy with its previous update
-  // (at a zigzag turn the first J of the new sweep is the last of the previous one).
-  auto make_request = [&](const Task& t) {
-    const int64_t col = g.row_begin(t.i_begin);
-    cache::PartRequest req;
-    req.stripe = t.stripe;
-    req.col_begin = col;
-    req.buffer_bytes = layout.part_layout(t.stripe, col).buffer_bytes;
-    req.elim_begin = t.i_begin;
-    req.elim_end = t.i_end;
-    if (t.kind == Task::Kind::kEliminate) {
-      req.target = CellState::kWaitElimI;
-      req.count = stripes - 1 - t.stripe;
-    } else {
-      req.target = CellState::kWaitElimJ;
-    }
-    return req;
-  };
-  auto dispatch = [&](const Task& t) {
-    if (t.kind == Task::Kind::kEliminate) {
-      i_queue.push(t.stripe);
-    } else {
-      j_queue.push(t);
-    }
-  };
-  const size_t window = static_cast<size_t>(2 * params.elim_j_workers + 2);
   {
-    TraceRecorder::Span span(ctx.trace, "master", "triangulation");
-    size_t k = 0;
-    bool stop = false;
-    while (k < tasks.size() && !stop) {
-      size_t e = k + 1;
-      while (tasks[k].kind == Task::Kind::kUpdate && e < tasks.size() &&
-             tasks[e].kind == Task::Kind::kUpdate && tasks[e].i_begin == tasks[k].i_begin &&
-             tasks[e].i_end == tasks[k].i_end) {
-        ++e;
-      }
-      std::vector<Task> pending(tasks.begin() + static_cast<std::ptrdiff_t>(k),
-                                tasks.begin() + static_cast<std::ptrdiff_t>(e));
-      k = e;
-      while (!pending.empty()) {
-        if (ctx.cancel.cancelled()) {
-          cache.fail(cancelled_status());
-          stop = true;
-          break;
-        }
-        for (size_t w = 1; w < pending.size() && w < window;) {
-          if (cache.try_hit(make_request(pending[w]))) {
-            dispatch(pending[w]);
-            pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(w));
-          } else {
-            ++w;
-          }
-        }
-        auto cell = cache.request(make_request(pending.front()));
-        if (!cell.is_ok()) {
-          cache.fail(cell.status());
-          stop = true;
-          break;
-        }
-        dispatch(pending.front());
-        pending.erase(pending.begin());
-      }
-    }
-    i_queue.close();
-    j_queue.close();
-    elim_i.join();
-    for (auto& th : elim_j) th.join();
+    ElimIRole elim_i(ctx, g, *elimination, pivots);
+    ElimJRole elim_j(ctx, g, params, *elimination, pivots);
+    MasterRole(ctx, layout, params, elim_i, elim_j).run(tasks);
   }
   STRIPESOLVE_RETURN_IF_ERROR(cache.failure());
   if (params.write_back) {

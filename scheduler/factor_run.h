@@ -4,7 +4,7 @@
 // soon as J's part is downloaded and every I in the range is eliminated (its cell "stuck"), and
 // elim.I starts stripe I+1 as soon as its cell is idle after its update by I (002 §8.1).
 //
-// Roles and what they move (cache/cell_state.h):
+// Roles and what they move (cache/cell_state.h; the classes are in roles.h):
 //   master (calling thread) walks the tasks in order; per task it requests the part
 //     (hit: kIdle/kStuck -> kWaitElimI/kWaitElimJ; miss: -> kWaitDownload) and queues the task.
 //     It blocks while the part's cell is busy with its previous task and on memory

@@ -1,7 +1,6 @@
 #include "scheduler/substitution.h"
 
 #include <cmath>
-#include <thread>
 
 namespace stripesolve::scheduler {
 
@@ -12,20 +11,7 @@ Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
                     const std::function<Status(int64_t, const stripe::StripePart&)>& use) {
   cache::StripeCache& cache = ctx.cache;
   Monitor monitor(ctx);
-  std::thread dsr([&] {
-    for (const PartOrder& p : order) {
-      cache::PartRequest req;
-      req.stripe = p.stripe;
-      req.col_begin = p.col_begin;
-      req.buffer_bytes = layout.part_layout(p.stripe, p.col_begin).buffer_bytes;
-      req.target = CellState::kStuck;
-      auto cell = cache.request(req);
-      if (!cell.is_ok()) {
-        cache.fail(cell.status());
-        return;
-      }
-    }
-  });
+  DsrRole dsr(cache, layout, order);
   Status result;
   for (const PartOrder& p : order) {
     if (ctx.cancel.cancelled()) {
@@ -51,9 +37,9 @@ Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
     }
     ctx.progress.add_stripe();
   }
+  if (!result.is_ok()) cache.fail(result);  // stops DSR if it still waits for room
   dsr.join();
-  if (result.is_ok()) result = cache.failure();
-  return result;
+  return result.is_ok() ? cache.failure() : result;
 }
 
 Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,

@@ -1,7 +1,7 @@
 // The read-only phases after the triangulation (002 §8.2): forward and backward substitution on
 // the stored factors and the residual (A x) on the original matrix. The DSR role ("download
-// stripes in a range") requests the parts in the order the master will use them, as kStuck cells
-// (never evicted); the master (calling thread) waits for each, uses it and then deletes it from
+// stripes in a range", roles.h) requests the parts in the order the master will use them, as
+// kStuck cells (never evicted); the master (calling thread) waits for each, uses it and then deletes it from
 // the cache (002 §8.3 path 3) or, for the factors, keeps it as an idle clean cell so that the
 // next pass (backward after forward, the next refinement step) may hit it. The cache budget
 // bounds how far DSR runs ahead (backpressure). Cells are keyed by stripe only, so the cache must
@@ -17,13 +17,9 @@
 #include <vector>
 
 #include "scheduler/factor_run.h"
+#include "scheduler/roles.h"
 
 namespace stripesolve::scheduler {
-
-struct PartOrder {
-  int64_t stripe = 0;
-  int64_t col_begin = 0;
-};
 
 // Streams the parts of `order` through the cache and calls `use` for each on the calling thread,
 // in order; `keep`: release used parts as idle cells instead of deleting them. Stops at the first

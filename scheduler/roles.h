@@ -1,0 +1,122 @@
+// The compute roles of the triangulation and the DSR role of the read-only phases (002 §8.2,
+// Fig 18), as classes beside IoRole (io_role.h). Each owns its thread(s) and its queue; the
+// cells they work on move through the Fig 19 states of the cache (cache/cell_state.h), which is
+// the one place that orders them.
+//
+//   ElimIRole   one thread: eliminates the stripes pushed to it, in order, once each cell is
+//               kWaitElimI (kElimI while it runs, then kStuck, or kIdle for the last stripe).
+//   ElimJRole   k workers plus the look-ahead workers (FactorParams): updates J by [I0, I1)
+//               once J is kWaitElimJ and every I of the range kStuck. Critical-path updates
+//               (a J of the meta-stripe eliminated next) go first, in the order elim.I needs
+//               them; look-ahead workers take only those.
+//   MasterRole  the calling thread: walks the strategy's task list in order, requests each
+//               task's part from the cache (002 §8.2 "master") and hands the task to elim.I or
+//               elim.J. It never runs ahead of a stripe's own order.
+//   DsrRole     one thread: requests the parts of a read-only phase in the order they will be
+//               used, as kStuck cells; the cache budget bounds how far it runs ahead.
+//
+// Ownership: pivots[I] is written by elim.I before its cell leaves kElimI and read by elim.J only
+// after it has seen the cell kStuck (the cache's mutex orders the two). The queues are
+// WorkQueues (thread-safe). The first failure of any role fails the cache, which wakes every
+// other role; each role's destructor closes its queue and joins its threads.
+#pragma once
+
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#include "scheduler/factor_run.h"
+#include "scheduler/work_queue.h"
+
+namespace stripesolve::scheduler {
+
+class ElimIRole {
+ public:
+  ElimIRole(EngineContext& ctx, const storage::StripeGeometry& g, Elimination& elimination,
+            std::vector<stripe::StripePivots>& pivots);
+  ~ElimIRole();  // close_and_join()
+  ElimIRole(const ElimIRole&) = delete;
+  ElimIRole& operator=(const ElimIRole&) = delete;
+
+  void push(int64_t stripe) { queue_.push(stripe); }
+  // No more stripes: the thread ends once the queued ones are done (or the cache failed).
+  void close_and_join();
+
+ private:
+  void run();
+
+  EngineContext& ctx_;
+  const storage::StripeGeometry& g_;
+  Elimination& elimination_;
+  std::vector<stripe::StripePivots>& pivots_;
+  WorkQueue<int64_t> queue_;
+  std::thread thread_;
+};
+
+class ElimJRole {
+ public:
+  ElimJRole(EngineContext& ctx, const storage::StripeGeometry& g, const FactorParams& params,
+            Elimination& elimination, const std::vector<stripe::StripePivots>& pivots);
+  ~ElimJRole();  // close_and_join()
+  ElimJRole(const ElimJRole&) = delete;
+  ElimJRole& operator=(const ElimJRole&) = delete;
+
+  void push(const Task& t) { queue_.push(t); }
+  void close_and_join();
+
+ private:
+  void run(int64_t worker);
+  // An update of a J in the meta-stripe eliminated next: elim.I waits for it.
+  bool critical(const Task& t) const;
+
+  EngineContext& ctx_;
+  const storage::StripeGeometry& g_;
+  Elimination& elimination_;
+  const std::vector<stripe::StripePivots>& pivots_;
+  const std::vector<int64_t> meta_of_;  // meta-stripe of each stripe
+  const int64_t lookahead_;             // workers [0, lookahead_) take critical updates only
+  WorkQueue<Task> queue_;
+  std::vector<std::thread> threads_;
+};
+
+class MasterRole {
+ public:
+  MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
+             ElimIRole& elim_i, ElimJRole& elim_j);
+  // Walks `tasks` (002 Fig 20) to the end or to the first failure (which it records in the
+  // cache), then closes both compute roles' queues and waits for them.
+  void run(const std::vector<Task>& tasks);
+
+ private:
+  cache::PartRequest request_for(const Task& t) const;
+  void dispatch(const Task& t);
+
+  EngineContext& ctx_;
+  const storage::StripedMatrix& layout_;
+  const FactorParams& params_;
+  ElimIRole& elim_i_;
+  ElimJRole& elim_j_;
+};
+
+struct PartOrder {
+  int64_t stripe = 0;
+  int64_t col_begin = 0;
+};
+
+class DsrRole {
+ public:
+  // Starts requesting the parts of `order` (of `layout`) as kStuck cells.
+  DsrRole(cache::StripeCache& cache, const storage::StripedMatrix& layout,
+          const std::vector<PartOrder>& order);
+  ~DsrRole();  // join()
+  DsrRole(const DsrRole&) = delete;
+  DsrRole& operator=(const DsrRole&) = delete;
+  // Waits for the thread: it ends once every part was requested or the cache failed (the caller
+  // fails the cache first to stop it early).
+  void join();
+
+ private:
+  std::thread thread_;
+};
+
+}  // namespace stripesolve::scheduler

@@ -1,6 +1,7 @@
 #include "daemon/dense_jobs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -74,11 +75,13 @@ Result<SolveParams> parse_params(const nlohmann::json& p) {
 // either order; column-major out. The size is checked (check_rhs_size) before the data is read:
 // the file's length is the client's to choose.
 Result<std::vector<double>> read_rhs_file(const JobContext& ctx, int64_t n,
-                                          const DenseJobLimits& limits, int64_t* nrhs) {
+                                          const DenseJobLimits& limits, int64_t* nrhs,
+                                          bool* two_d) {
   STRIPESOLVE_ASSIGN_OR_RETURN(int fd, job_input_file(ctx, "rhs"));
   auto header = read_npy_header(fd);
   if (!header.is_ok()) return header.status().with_context("rhs");
   const int64_t rows = header->rows(), cols = header->cols();
+  *two_d = header->shape.size() == 2;
   if (rows != n) {
     return Status::invalid_argument(fmt::format(
         "the right-hand sides have {} rows but matrix '{}' has order {}", rows,
@@ -95,6 +98,20 @@ Result<std::vector<double>> read_rhs_file(const JobContext& ctx, int64_t n,
     for (int64_t j = 0; j < cols; ++j) b[j * n + i] = c_order[i * cols + j];
   }
   return b;
+}
+
+// The first NaN or Inf of the right-hand sides (column-major, n rows), named by row and column:
+// a solve of it would only spread it through the solution.
+Status check_rhs_finite(const std::vector<double>& b, int64_t n) {
+  for (size_t k = 0; k < b.size(); ++k) {
+    if (!std::isfinite(b[k])) {
+      const auto r = static_cast<int64_t>(k) % n, c = static_cast<int64_t>(k) / n;
+      return Status::invalid_argument(fmt::format(
+          "the right-hand sides hold a non-finite value ({}) at row {}, column {}",
+          std::isnan(b[k]) ? "NaN" : (b[k] > 0 ? "+Inf" : "-Inf"), r, c));
+    }
+  }
+  return Status::ok();
 }
 
 // Writes solution rows (column-major, ld = rows) into the client's file, row-major.
@@ -156,13 +173,15 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
     const nlohmann::json rhs = ctx.params().value("rhs", nlohmann::json{{"generate", "ones"}});
     std::vector<double> b;
     int64_t nrhs = 1;
+    bool two_d = false;  // the solution has the right-hand sides' shape: (n) or (n, k)
     if (names_file(ctx.params(), "rhs")) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(b, read_rhs_file(ctx, n, limits, &nrhs));
+      STRIPESOLVE_ASSIGN_OR_RETURN(b, read_rhs_file(ctx, n, limits, &nrhs, &two_d));
     } else if (rhs.contains("upload")) {
       STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
       STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, uploads.take(ctx.job().owner(), static_cast<uint64_t>(upload)));
       STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header, protocol::parse_npy_header(bytes));
       STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(header.rows(), std::max<int64_t>(1, header.cols()), limits));
+      two_d = header.shape.size() == 2;
       int64_t rows = 0;
       STRIPESOLVE_ASSIGN_OR_RETURN(b, protocol::npy_to_column_major(bytes, &rows, &nrhs));
       if (rows != n) {
@@ -180,13 +199,15 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
       STRIPESOLVE_ASSIGN_OR_RETURN(b, generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
     }
     if (nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
+    two_d = two_d || nrhs > 1;
+    STRIPESOLVE_RETURN_IF_ERROR(check_rhs_finite(b, n));
     // The solution goes into the client's file when it passed one ("out"), rows as the engine
     // finalizes them; else it is kept for `result` to stream.
     std::optional<NpyOutput> out;
     if (names_file(ctx.params(), "out")) {
       STRIPESOLVE_ASSIGN_OR_RETURN(int out_fd, job_output_file(ctx, "out"));
-      auto begun = NpyOutput::begin(out_fd, nrhs == 1 ? std::vector<int64_t>{n}
-                                                      : std::vector<int64_t>{n, nrhs});
+      auto begun = NpyOutput::begin(out_fd, two_d ? std::vector<int64_t>{n, nrhs}
+                                                  : std::vector<int64_t>{n});
       if (!begun.is_ok()) return begun.status().with_context("out");
       out = *begun;
     } else {

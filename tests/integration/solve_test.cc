@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/integration/npy_files.h"
 
 namespace stripesolve::testing {
 namespace {
@@ -26,13 +28,6 @@ std::vector<double> regenerate(int64_t n, uint64_t seed) {
     for (int64_t r = 0; r < n; ++r) a[c * n + r] = storage::generated_value(spec, n, r, c);
   }
   return a;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 void create_matrix(client::Connection& c, const std::string& name, int64_t n, int64_t seed, int64_t stripe_rows) {
@@ -99,6 +94,60 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pivots, SolveIntegration, ::testing::Values("row", "local"));
+
+// Solves `rhs_shape` right-hand sides (C-order `values`) of matrix A through the CLI's request
+// into x.npy; the finished job.
+nlohmann::json solve_file(DaemonFixture& d, client::Connection& c, const std::vector<int64_t>& rhs_shape,
+                          const std::vector<double>& values) {
+  const std::string rhs_path = d.dir() + "/b.npy";
+  write_npy(rhs_path, rhs_shape, values);
+  client::SolveRequest req;
+  req.matrix = "A";
+  req.rhs_path = rhs_path;
+  req.out_path = d.dir() + "/x.npy";
+  auto job = client::build_solve_job(req);
+  EXPECT_TRUE(job.is_ok()) << job.status().to_string();
+  if (!job.is_ok()) return {};
+  auto done = client::run_request(c, *job, nullptr, nullptr);
+  EXPECT_TRUE(done.is_ok()) << done.status().to_string();
+  return done.is_ok() ? *done : nlohmann::json{};
+}
+
+// Issue 17, right-hand sides: NaN or Inf is refused naming its row and column (a solve would
+// spread it through the solution), and the solution has the right-hand sides' shape.
+TEST(SolveRightHandSides, NonFiniteValuesAreRefusedNamingRowAndColumn) {
+  DaemonFixture d;
+  auto c = d.connect();
+  constexpr int64_t n = 64;
+  create_matrix(*c, "A", n, 5, 16);
+  std::vector<double> b(static_cast<size_t>(n * 2), 1.0);  // C order (n, 2)
+  b[7 * 2 + 1] = std::numeric_limits<double>::quiet_NaN();
+  nlohmann::json done = solve_file(d, *c, {n, 2}, b);
+  EXPECT_EQ(done["state"], "FAILED") << done.dump();
+  EXPECT_EQ(done["error"]["message"],
+            "the right-hand sides hold a non-finite value (NaN) at row 7, column 1");
+  std::vector<double> v(static_cast<size_t>(n), 2.0);
+  v[63] = -std::numeric_limits<double>::infinity();
+  done = solve_file(d, *c, {n}, v);
+  EXPECT_EQ(done["state"], "FAILED") << done.dump();
+  EXPECT_EQ(done["error"]["message"],
+            "the right-hand sides hold a non-finite value (-Inf) at row 63, column 0");
+}
+
+TEST(SolveRightHandSides, TheSolutionHasTheRightHandSidesShape) {
+  DaemonFixture d;
+  auto c = d.connect();
+  constexpr int64_t n = 64;
+  create_matrix(*c, "A", n, 5, 16);
+  const std::vector<double> b(static_cast<size_t>(n), 1.0);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{n, 1}, std::vector<int64_t>{n}}) {
+    nlohmann::json done = solve_file(d, *c, shape, b);
+    ASSERT_EQ(done["state"], "COMPLETED") << done.dump();
+    const NpyArray x = read_npy(d.dir() + "/x.npy");
+    EXPECT_EQ(x.shape, shape);
+    EXPECT_GT(stripe::max_abs(x.values), 0.0);
+  }
+}
 
 TEST(SolveCancelIntegration, CancelMidSolveLeavesStoreConsistentAndDaemonHealthy) {
   DaemonFixture d([](daemon::DaemonConfig& c) { c.engine.progress_interval_seconds = 0.01; });

@@ -6,7 +6,22 @@
 namespace stripesolve::storage {
 namespace {
 
-enum class Kind { kUniform, kDiagDominant, kNormal, kIdentity, kHilbert, kGeppGrowth, kUnknown };
+enum class Kind {
+  kUniform,
+  kDiagDominant,
+  kNormal,
+  kIdentity,
+  kHilbert,
+  kGeppGrowth,
+  kWilkinsonT,
+  kGraded,
+  kNearSingular,
+  kUnknown
+};
+
+// graded: the leading block's rows and columns, and their scale.
+constexpr int64_t kGradedBlock = 64;
+constexpr double kGradedScale = 1e-14;
 
 Kind kind_of(const std::string& name) {
   if (name == "uniform") return Kind::kUniform;
@@ -14,7 +29,10 @@ Kind kind_of(const std::string& name) {
   if (name == "normal") return Kind::kNormal;
   if (name == "identity") return Kind::kIdentity;
   if (name == "hilbert") return Kind::kHilbert;
-  if (name == "gepp_growth") return Kind::kGeppGrowth;
+  if (name == "gepp_growth" || name == "wilkinson") return Kind::kGeppGrowth;
+  if (name == "wilkinson_t") return Kind::kWilkinsonT;
+  if (name == "graded") return Kind::kGraded;
+  if (name == "near_singular") return Kind::kNearSingular;
   return Kind::kUnknown;
 }
 
@@ -54,6 +72,20 @@ double value_of(Kind kind, uint64_t seed, int64_t n, int64_t row, int64_t col) {
     case Kind::kGeppGrowth:
       if (row == col || col == n - 1) return 1.0;
       return row > col ? -1.0 : 0.0;
+    case Kind::kWilkinsonT:
+      if (row == col || row == n - 1) return 1.0;
+      return col > row ? -1.0 : 0.0;
+    case Kind::kGraded: {
+      const double v = unit(element_bits(seed, row, col, 0)) - 0.5;
+      return row < kGradedBlock && col < kGradedBlock ? kGradedScale * v : v;
+    }
+    case Kind::kNearSingular: {
+      // The last row repeats the first, perturbed far below the rounding of its values: singular
+      // to working precision (rcond at rounding level or below), though no pivot need be zero.
+      const int64_t r = n > 1 && row == n - 1 ? 0 : row;
+      const double v = unit(element_bits(seed, r, col, 0)) - 0.5;
+      return r == row ? v : v + 1e-20 * (unit(element_bits(seed, row, col, 3)) - 0.5);
+    }
     case Kind::kUnknown:
       break;
   }
@@ -63,8 +95,9 @@ double value_of(Kind kind, uint64_t seed, int64_t n, int64_t row, int64_t col) {
 }  // namespace
 
 const std::vector<std::string>& generator_names() {
-  static const std::vector<std::string> names = {"uniform",  "diag_dominant", "normal",
-                                                 "identity", "hilbert",       "gepp_growth"};
+  static const std::vector<std::string> names = {
+      "uniform",   "diag_dominant", "normal", "identity",     "hilbert",
+      "gepp_growth", "wilkinson",   "wilkinson_t", "graded", "near_singular"};
   return names;
 }
 

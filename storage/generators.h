@@ -8,8 +8,13 @@
 //   normal         independent standard normal values (Box-Muller).
 //   identity       I.
 //   hilbert        1 / (row + col + 1): symmetric positive definite and badly conditioned.
-//   gepp_growth    Wilkinson's matrix: 1 on the diagonal and in the last column, -1 below the
-//                  diagonal; partial pivoting grows entries by 2^(n-1).
+//   gepp_growth    Wilkinson's matrix (also named `wilkinson`): 1 on the diagonal and in the last
+//                  column, -1 below the diagonal; partial pivoting grows entries by 2^(n-1).
+//   wilkinson_t    its transpose: 1 on the diagonal and in the last row, -1 above the diagonal.
+//                  `row` pivoting (GEPP on A^T) meets the growth of 2^(n-1) here (issue 17).
+//   graded         uniform, with the leading 64 x 64 block scaled by 1e-14 (hard for `local`).
+//   near_singular  uniform, with the last row a copy of the first perturbed by 1e-20: singular
+//                  to working precision (issue 17's "x of size 1e15").
 //
 // Thread-safety: pure functions.
 #pragma once

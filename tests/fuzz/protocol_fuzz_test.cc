@@ -449,7 +449,7 @@ std::string fuzz_frame(Rng& r, uint64_t upload_guess, bool gentle) {
     if (type == static_cast<uint16_t>(MessageType::kDaemonStop)) type = static_cast<uint16_t>(MessageType::kPing);
   }
   std::string json = t.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (!gentle && r.chance(0.01)) json = "{\"a\": \"" + std::string(70000, 'a') + "\"}";  // too large
+  if (!gentle && r.chance(0.01)) json = std::string("{\"a\": \"").append(70000, 'a') + "\"}";  // too large
   std::string bytes = raw_frame(type, flags, request_id, json, t.payload);
   if (!gentle && p >= 0.45 && p < 0.6) mutate_bytes(bytes, r);
   return bytes;
@@ -476,7 +476,7 @@ bool run_session(const DaemonProcess& daemon, Rng& r, Counters& counters, uint64
   const int fd = daemon.connect_socket();
   if (fd < 0) {
     // The daemon refuses nobody below max_connections; a failed connect is a daemon gone.
-    counters.fail("connect failed: " + std::string(std::strerror(errno)));
+    counters.fail(std::string("connect failed: ") + std::strerror(errno));
     return false;
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);

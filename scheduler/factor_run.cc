@@ -14,12 +14,7 @@ namespace stripesolve::scheduler {
 using cache::CellState;
 using cache::CellView;
 
-namespace {
-
 Status cancelled_status() { return Status::cancelled("dense solve cancelled"); }
-
-
-}  // namespace
 
 double elimination_flops(const storage::StripeGeometry& g, int64_t i) {
   const double h = static_cast<double>(g.rows(i));

@@ -112,6 +112,9 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
                                                             const FactorParams& params,
                                                             Elimination* elimination = nullptr);
 
+// The status every role fails the cache with when the job's CancelToken is set.
+Status cancelled_status();
+
 // Flops of one elimination and one update (stripe/stripe_ops.h's formulas).
 double elimination_flops(const storage::StripeGeometry& g, int64_t i);
 double update_flops(const storage::StripeGeometry& g, int64_t j, int64_t i);

@@ -8,12 +8,6 @@ namespace stripesolve::scheduler {
 using cache::CellState;
 using cache::CellView;
 
-namespace {
-
-Status cancelled_status() { return Status::cancelled("dense solve cancelled"); }
-
-}  // namespace
-
 ElimIRole::ElimIRole(EngineContext& ctx, const storage::StripeGeometry& g, Elimination& elimination,
                      std::vector<stripe::StripePivots>& pivots)
     : ctx_(ctx), g_(g), elimination_(elimination), pivots_(pivots), thread_([this] { run(); }) {}

@@ -15,7 +15,7 @@ Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
   Status result;
   for (const PartOrder& p : order) {
     if (ctx.cancel.cancelled()) {
-      cache.fail(Status::cancelled("dense solve cancelled"));
+      cache.fail(cancelled_status());
     }
     auto cell = cache.wait_for(p.stripe, CellState::kStuck);
     if (!cell.is_ok()) {

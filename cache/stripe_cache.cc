@@ -54,6 +54,7 @@ void StripeCache::transition_locked(int64_t stripe, CellState to) {
   } else {
     c.state = to;
   }
+  ++changes_;
   changed_.notify_all();
 }
 
@@ -363,7 +364,19 @@ void StripeCache::release_read(int64_t stripe) {
 void StripeCache::fail(Status status) {
   Lock lock(mu_);
   if (failure_.is_ok() && !status.is_ok()) failure_ = std::move(status);
+  ++changes_;
   changed_.notify_all();
+}
+
+uint64_t StripeCache::changes() const {
+  Lock lock(mu_);
+  return changes_;
+}
+
+Status StripeCache::wait_change(uint64_t seen) {
+  Lock lock(mu_);
+  changed_.wait(lock, [&] { return changes_ != seen || !failure_.is_ok(); });
+  return failure_;
 }
 
 void StripeCache::shutdown() {

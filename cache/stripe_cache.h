@@ -102,6 +102,13 @@ class StripeCache {
   // Waits until the stripe's cell is in `state`. Returns the cache's failure if it failed.
   Result<CellView> wait_for(int64_t stripe, CellState state);
 
+  // How many times any cell changed state (or the cache failed): a master that tried parts with
+  // try_hit() after reading it waits for the next change with wait_change(seen) instead of
+  // blocking on one part (no change between the read and the wait is lost).
+  uint64_t changes() const;
+  // Waits until changes() != seen. Returns the cache's failure if it failed.
+  Status wait_change(uint64_t seen);
+
   // Moves the stripe's cell along a legal edge (internal error otherwise, or if it has no cell).
   void transition(int64_t stripe, CellState to);
   // elim.I finished: kElimI -> kStuck if count > 0, else kIdle.
@@ -183,6 +190,7 @@ class StripeCache {
   Arena arena_;                       // guarded by mu_
   std::map<int64_t, Cell> cells_;     // guarded by mu_
   uint64_t clock_ = 0;                // guarded by mu_; logical time for last_use
+  uint64_t changes_ = 0;              // guarded by mu_; see changes()
   CacheStats stats_;                  // guarded by mu_
   Status failure_;                    // guarded by mu_
   bool shut_down_ = false;            // guarded by mu_

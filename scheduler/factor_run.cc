@@ -132,7 +132,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
   {
     ElimIRole elim_i(ctx, g, *elimination, pivots);
     ElimJRole elim_j(ctx, g, params, *elimination, pivots);
-    MasterRole(ctx, layout, params, elim_i, elim_j).run(tasks);
+    MasterRole(ctx, layout, params, elim_i, elim_j, elimination->sweeps_may_overlap()).run(tasks);
   }
   STRIPESOLVE_RETURN_IF_ERROR(cache.failure());
   if (params.write_back) {

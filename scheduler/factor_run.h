@@ -78,6 +78,10 @@ class Elimination {
   virtual Status update(int worker, const Task& t, const cache::CellView& j,
                         const std::vector<cache::CellView>& is,
                         const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) = 0;
+  // Whether the sweep by a range of several stripes may start before the previous range's sweep
+  // has finished (its critical updates then run beside the previous sweep's last ones). The GPU
+  // tier allows it only when its pool holds two ranges' U blocks beside the parts in flight.
+  virtual bool sweeps_may_overlap() const { return true; }
 };
 
 // The CPU backend's elimination (stripe/stripe_ops.h on the cells in RAM).

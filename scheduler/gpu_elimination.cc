@@ -86,6 +86,13 @@ Status GpuElimination::open() {
   pool_bytes_ = plan_.gpu_memory - lanes - pivots - slack;
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
+  {
+    const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
+    const uint64_t block = 8ull * static_cast<uint64_t>(sm * s_max) *
+                           static_cast<uint64_t>(g.n + kInverseBlockRows);
+    const uint64_t stripe = 8ull * static_cast<uint64_t>(s_max) * static_cast<uint64_t>(g.n);
+    overlap_ = pool_bytes_ >= 2 * block + static_cast<uint64_t>(workers + sm) * stripe;
+  }
   tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_,
                                                [this] { return ctx_.cache.failure(); });
   char* p = static_cast<char*>(lane_memory_);
@@ -106,10 +113,11 @@ Status GpuElimination::open() {
   pinned_ = true;
   static const auto log = logger("scheduler");
   log->info("GPU tier on {}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
-            "segments of {} columns{}",
+            "segments of {} columns{}{}",
             engine_.description(), format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead,
             params_.meta_stripes, plan_.segment_columns,
-            plan_.device_resident ? ", the whole matrix stays on the device" : "");
+            plan_.device_resident ? ", the whole matrix stays on the device" : "",
+            overlap_ ? ", sweeps overlap" : "");
   return Status::ok();
 }
 

@@ -53,6 +53,10 @@ class GpuElimination final : public Elimination {
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
 
+  // When the pool holds two ranges' U blocks beside a stripe per elim.J lane and a meta-stripe's
+  // stripes for elim.I (the working set of two sweeps, the master's gates bound it so).
+  bool sweeps_may_overlap() const override { return overlap_; }
+
   // Whether every stripe's factor is resident from column 0 (device substitution possible).
   bool factors_resident() const;
   // x (n x nrhs, ld n, host) <- A^-1 x with the resident factors (forward, backward, kRow swaps).
@@ -115,6 +119,7 @@ class GpuElimination final : public Elimination {
   std::unique_ptr<backend::DeviceLane> lane_i_;
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   bool pinned_ = false;
+  bool overlap_ = false;
   std::vector<int64_t> meta_of_;            // meta-stripe index of each stripe
   std::mutex downloads_mu_;                 // guards download_ticket_
   std::vector<uint64_t> download_ticket_;   // per stripe: its copy to RAM not yet waited for

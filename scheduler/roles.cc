@@ -97,8 +97,14 @@ void ElimJRole::run(int64_t worker) {
 }
 
 MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
-                       const FactorParams& params, ElimIRole& elim_i, ElimJRole& elim_j)
-    : ctx_(ctx), layout_(layout), params_(params), elim_i_(elim_i), elim_j_(elim_j) {}
+                       const FactorParams& params, ElimIRole& elim_i, ElimJRole& elim_j,
+                       bool overlap_sweeps)
+    : ctx_(ctx),
+      layout_(layout),
+      params_(params),
+      elim_i_(elim_i),
+      elim_j_(elim_j),
+      overlap_sweeps_(overlap_sweeps) {}
 
 cache::PartRequest MasterRole::request_for(const Task& t) const {
   const storage::StripeGeometry& g = layout_.geometry();
@@ -127,48 +133,94 @@ void MasterRole::dispatch(const Task& t) {
 }
 
 void MasterRole::run(const std::vector<Task>& tasks) {
-  // Updates by one range [I0, I1) are independent of each other, so inside such a group the
-  // master first issues, within a small window, the ones whose part is cached and idle (hits)
-  // instead of blocking on a J still busy with its previous update (at a zigzag turn the first J
-  // of the new sweep is the last of the previous one).
+  // 002 §8.1, no global barrier: the master hands out every task whose part is cached and free
+  // as soon as its stripe's earlier tasks and the eliminations it reads have been handed out, up
+  // to a window ahead of the first task not yet handed out (the front). So elim.I can start the
+  // next meta-stripe while the J stripes at the far end of the sweep still wait for their
+  // previous update. A task is handed out only after all it depends on, so whatever has been
+  // handed out can finish without the master. When nothing can go without waiting the master
+  // downloads the front's part (a miss) or waits for the next change of any cell.
+  // Two gates bound the working set (RAM cells, the GPU tier's U blocks) as the in-order walk
+  // did: elim.I runs at most one meta-stripe ahead of the sweeps (a stripe of meta-stripe m is
+  // eliminated once every update by meta-stripe m - 2 has finished, i.e. its last stripe has
+  // left kStuck), and, unless the elimination says they may overlap, a sweep by a range of
+  // several stripes starts once the previous one has finished. The workers take the critical
+  // updates first (ElimJRole), so the next meta-stripe's updates then run beside the end of
+  // the previous sweep.
   cache::StripeCache& cache = ctx_.cache;
-  const size_t window = static_cast<size_t>(2 * params_.elim_j_workers + 2);
+  const storage::StripeGeometry& g = layout_.geometry();
+  const size_t window = static_cast<size_t>(g.stripes + 2 * params_.elim_j_workers + 2);
   TraceRecorder::Span span(ctx_.trace, "master", "triangulation");
-  size_t k = 0;
-  bool stop = false;
-  while (k < tasks.size() && !stop) {
-    size_t e = k + 1;
-    while (tasks[k].kind == Task::Kind::kUpdate && e < tasks.size() &&
-           tasks[e].kind == Task::Kind::kUpdate && tasks[e].i_begin == tasks[k].i_begin &&
-           tasks[e].i_end == tasks[k].i_end) {
-      ++e;
+  const std::vector<int64_t> meta_of = meta_stripe_of(params_.strategy, g.stripes, params_.meta_stripes);
+  std::vector<int64_t> meta_last(static_cast<size_t>(meta_of.back() + 1), 0);
+  for (int64_t i = 0; i < g.stripes; ++i) meta_last[static_cast<size_t>(meta_of[static_cast<size_t>(i)])] = i;
+  std::vector<bool> handed_out(tasks.size(), false);
+  std::vector<bool> eliminated(static_cast<size_t>(g.stripes), false);  // E handed out
+  std::vector<bool> swept(meta_last.size(), false);  // every update by the meta-stripe finished
+  std::vector<bool> waits(static_cast<size_t>(g.stripes), false);       // scratch per scan
+  auto hand_out = [&](size_t k) {
+    dispatch(tasks[k]);
+    handed_out[k] = true;
+    if (tasks[k].kind == Task::Kind::kEliminate) eliminated[static_cast<size_t>(tasks[k].stripe)] = true;
+  };
+  auto swept_by = [&](int64_t m) -> bool {
+    if (m < 0 || swept[static_cast<size_t>(m)]) return true;
+    const int64_t last = meta_last[static_cast<size_t>(m)];
+    if (!eliminated[static_cast<size_t>(last)]) return false;
+    const cache::CellState st = cache.state_of(last);
+    swept[static_cast<size_t>(m)] = st == cache::CellState::kIdle || st == cache::CellState::kAbsent ||
+                                     st == cache::CellState::kWaitUpload ||
+                                     st == cache::CellState::kUploading;
+    return swept[static_cast<size_t>(m)];
+  };
+  auto reads_ready = [&](const Task& t) -> bool {
+    if (t.kind == Task::Kind::kEliminate) return swept_by(meta_of[static_cast<size_t>(t.stripe)] - 2);
+    for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+      if (!eliminated[static_cast<size_t>(i)]) return false;
     }
-    std::vector<Task> pending(tasks.begin() + static_cast<std::ptrdiff_t>(k),
-                              tasks.begin() + static_cast<std::ptrdiff_t>(e));
-    k = e;
-    while (!pending.empty()) {
-      if (ctx_.cancel.cancelled()) {
-        cache.fail(cancelled_status());
-        stop = true;
-        break;
+    // Unless they may overlap, one sweep by a range of several stripes at a time.
+    return overlap_sweeps_ || t.i_end - t.i_begin == 1 ||
+           swept_by(meta_of[static_cast<size_t>(t.i_begin)] - 1);
+  };
+  size_t front = 0;
+  while (front < tasks.size()) {
+    if (ctx_.cancel.cancelled()) {
+      cache.fail(cancelled_status());
+      break;
+    }
+    const uint64_t seen = cache.changes();
+    bool progressed = false;
+    std::fill(waits.begin(), waits.end(), false);
+    for (size_t k = front; k < tasks.size() && k < front + window; ++k) {
+      if (handed_out[k]) continue;
+      const Task& t = tasks[k];
+      const size_t s = static_cast<size_t>(t.stripe);
+      if (waits[s]) continue;  // an earlier task of this stripe goes first
+      waits[s] = true;
+      if (reads_ready(t) && cache.try_hit(request_for(t))) {
+        hand_out(k);
+        progressed = true;
       }
-      for (size_t w = 1; w < pending.size() && w < window;) {
-        if (cache.try_hit(request_for(pending[w]))) {
-          dispatch(pending[w]);
-          pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(w));
-        } else {
-          ++w;
-        }
-      }
-      auto cell = cache.request(request_for(pending.front()));
+    }
+    while (front < tasks.size() && handed_out[front]) ++front;
+    if (progressed || front == tasks.size()) continue;
+    const Task& t = tasks[front];
+    const cache::CellState state = cache.state_of(t.stripe);
+    if (reads_ready(t) &&
+        (state == cache::CellState::kAbsent || state == cache::CellState::kIdle)) {
+      // A miss (or a part cached from a later column than needed): the cache downloads it,
+      // waiting for memory.
+      auto cell = cache.request(request_for(t));
       if (!cell.is_ok()) {
         cache.fail(cell.status());
-        stop = true;
         break;
       }
-      dispatch(pending.front());
-      pending.erase(pending.begin());
+      hand_out(front);
+      continue;
     }
+    // The front's part is busy with its previous task (or on its way in), or its elimination
+    // waits for the sweeps: wait for any change.
+    if (!cache.wait_change(seen).is_ok()) break;
   }
   elim_i_.close_and_join();
   elim_j_.close_and_join();

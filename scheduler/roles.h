@@ -9,9 +9,10 @@
 //               once J is kWaitElimJ and every I of the range kStuck. Critical-path updates
 //               (a J of the meta-stripe eliminated next) go first, in the order elim.I needs
 //               them; look-ahead workers take only those.
-//   MasterRole  the calling thread: walks the strategy's task list in order, requests each
-//               task's part from the cache (002 §8.2 "master") and hands the task to elim.I or
-//               elim.J. It never runs ahead of a stripe's own order.
+//   MasterRole  the calling thread: walks the strategy's task list, requests each task's part
+//               from the cache (002 §8.2 "master") and hands the task to elim.I or elim.J:
+//               misses in the list's order, hits as soon as everything the task depends on
+//               has been handed out. It never runs ahead of a stripe's own order.
 //   DsrRole     one thread: requests the parts of a read-only phase in the order they will be
 //               used, as kStuck cells; the cache budget bounds how far it runs ahead.
 //
@@ -81,8 +82,9 @@ class ElimJRole {
 
 class MasterRole {
  public:
+  // overlap_sweeps: Elimination::sweeps_may_overlap().
   MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
-             ElimIRole& elim_i, ElimJRole& elim_j);
+             ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps);
   // Walks `tasks` (002 Fig 20) to the end or to the first failure (which it records in the
   // cache), then closes both compute roles' queues and waits for them.
   void run(const std::vector<Task>& tasks);
@@ -96,6 +98,7 @@ class MasterRole {
   const FactorParams& params_;
   ElimIRole& elim_i_;
   ElimJRole& elim_j_;
+  const bool overlap_sweeps_;
 };
 
 struct PartOrder {

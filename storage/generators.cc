@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 namespace stripesolve::storage {
 namespace {
@@ -118,6 +119,20 @@ void fill_generated(const GeneratorSpec& spec, int64_t n, int64_t row0, int64_t 
   const Kind kind = kind_of(spec.name);
   int64_t r = e0 % rows;
   int64_t c = e0 / rows;
+  if (kind == Kind::kUniform) {
+    // element_bits with the two inner mixes (seed, row) hoisted out of the loop: one per row.
+    std::vector<uint64_t> row_bits(static_cast<size_t>(rows));
+    const uint64_t s0 = mix(spec.seed);
+    for (int64_t i = 0; i < rows; ++i) row_bits[i] = mix(s0 ^ static_cast<uint64_t>(row0 + i));
+    for (int64_t k = 0; k < count; ++k) {
+      out[k] = unit(mix(row_bits[r] ^ static_cast<uint64_t>(c))) - 0.5;
+      if (++r == rows) {
+        r = 0;
+        ++c;
+      }
+    }
+    return;
+  }
   for (int64_t k = 0; k < count; ++k) {
     out[k] = value_of(kind, spec.seed, n, row0 + r, c);
     if (++r == rows) {

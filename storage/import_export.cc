@@ -19,6 +19,7 @@
 #include "storage/pread_engine.h"
 #include "storage/store_shared.h"
 #include "storage/stripe_stream.h"
+#include "storage/transpose.h"
 
 namespace stripesolve::storage {
 namespace {
@@ -43,53 +44,106 @@ double convert(const unsigned char* p, const DenseLayout& l) {
   return static_cast<double>(std::bit_cast<float>(bits));
 }
 
-// Reads elements of a dense n x n file into stripe order.
+// The columns [first, last) of a window [e0, e1) of a stripe of h rows that the window holds
+// whole (empty when first >= last); the window's other elements belong to at most two partial
+// columns at its ends.
+std::pair<int64_t, int64_t> whole_columns(int64_t h, int64_t e0, int64_t e1) {
+  return {(e0 + h - 1) / h, e1 / h};
+}
+
+// Reads elements of a dense n x n file into stripe order. C order: the whole columns of a window
+// are h row segments read in one batch (one read when they are whole rows) and transposed in
+// tiles over the cores (storage/transpose.h); Fortran order: one read per column segment.
 class DenseReader {
  public:
   DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite)
       : fd_(fd), path_(std::move(path)), l_(std::move(layout)), n_(n), check_(check_finite) {}
 
   Status fill(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count, double* out) {
-    const int64_t h = g.rows(I), rb = g.row_begin(I), e1 = e0 + count;
+    const int64_t h = g.rows(I), e1 = e0 + count;
+    const auto [cf, cl] = whole_columns(h, e0, e1);
     if (l_.fortran_order) {
-      for (int64_t c = e0 / h; c <= (e1 - 1) / h; ++c) {
-        const int64_t lo = std::max<int64_t>(e0 - c * h, 0), hi = std::min<int64_t>(e1 - c * h, h);
-        STRIPESOLVE_RETURN_IF_ERROR(read(c * n_ + rb + lo, hi - lo));
-        for (int64_t r = lo; r < hi; ++r) {
-          STRIPESOLVE_RETURN_IF_ERROR(put(tmp_.data() + (r - lo) * l_.item_bytes, rb + r, c,
-                                          out[c * h + r - e0]));
-        }
-      }
-      return Status::ok();
+      STRIPESOLVE_RETURN_IF_ERROR(fill_columns(g, I, e0, e1, out));
+    } else if (cf >= cl) {
+      STRIPESOLVE_RETURN_IF_ERROR(fill_rows(g, I, e0, e1, out));
+    } else {
+      STRIPESOLVE_RETURN_IF_ERROR(fill_rows(g, I, e0, cf * h, out));
+      STRIPESOLVE_RETURN_IF_ERROR(fill_block(g, I, cf, cl, out + (cf * h - e0)));
+      STRIPESOLVE_RETURN_IF_ERROR(fill_rows(g, I, cl * h, e1, out + (cl * h - e0)));
     }
-    for (int64_t r = 0; r < h; ++r) {
+    return check_ ? check_finite(g, I, e0, count, out) : Status::ok();
+  }
+
+ private:
+  // Whole columns [cf, cl) of stripe I, C order: out[r + (c - cf) h].
+  Status fill_block(const StripeGeometry& g, int64_t I, int64_t cf, int64_t cl, double* out) {
+    const int64_t h = g.rows(I), rb = g.row_begin(I), w = cl - cf;
+    const uint64_t item = static_cast<uint64_t>(l_.item_bytes);
+    tmp_.resize(static_cast<size_t>(h * w) * item);
+    std::vector<IoRequest> reqs;
+    if (w == n_) {  // whole rows: one contiguous run of the file
+      reqs.push_back(request(static_cast<uint64_t>(rb * n_), tmp_.size(), tmp_.data()));
+    } else {
+      for (int64_t r = 0; r < h; ++r) {
+        reqs.push_back(request(static_cast<uint64_t>((rb + r) * n_ + cf), w * item,
+                               tmp_.data() + static_cast<uint64_t>(r * w) * item));
+      }
+    }
+    STRIPESOLVE_RETURN_IF_ERROR(engine_.run(reqs));
+    rows_to_columns(tmp_.data(), h, w, ElementEncoding{l_.item_bytes, l_.big_endian}, out, h);
+    return Status::ok();
+  }
+
+  // Elements [e0, e1) of stripe I, C order, one read per row (the partial columns of a window).
+  Status fill_rows(const StripeGeometry& g, int64_t I, int64_t e0, int64_t e1, double* out) {
+    const int64_t h = g.rows(I), rb = g.row_begin(I);
+    for (int64_t r = 0; r < h && e0 < e1; ++r) {
       const auto [first, last] = row_columns(r, h, e0, e1);
       if (first >= last) continue;
       STRIPESOLVE_RETURN_IF_ERROR(read((rb + r) * n_ + first, last - first));
       for (int64_t c = first; c < last; ++c) {
-        STRIPESOLVE_RETURN_IF_ERROR(put(tmp_.data() + (c - first) * l_.item_bytes, rb + r, c,
-                                        out[r + c * h - e0]));
+        out[r + c * h - e0] = convert(tmp_.data() + (c - first) * l_.item_bytes, l_);
       }
     }
     return Status::ok();
   }
 
- private:
-  Status read(int64_t element, int64_t count) {
-    tmp_.resize(static_cast<size_t>(count) * l_.item_bytes);
-    const IoRequest req{IoOp::kRead, fd_, &path_,
-                        l_.data_offset + static_cast<uint64_t>(element) * l_.item_bytes,
-                        tmp_.size(), reinterpret_cast<std::byte*>(tmp_.data())};
-    return engine_.run({&req, 1});
-  }
-  Status put(const unsigned char* p, int64_t row, int64_t col, double& out) {
-    out = convert(p, l_);
-    if (check_ && !std::isfinite(out)) {
-      return Status::invalid_argument(path_ + ": non-finite value " + std::to_string(out) +
-                                      " at row " + std::to_string(row) + ", column " +
-                                      std::to_string(col));
+  // Elements [e0, e1) of stripe I, Fortran order: each column's segment is contiguous.
+  Status fill_columns(const StripeGeometry& g, int64_t I, int64_t e0, int64_t e1, double* out) {
+    const int64_t h = g.rows(I), rb = g.row_begin(I);
+    for (int64_t c = e0 / h; c <= (e1 - 1) / h; ++c) {
+      const int64_t lo = std::max<int64_t>(e0 - c * h, 0), hi = std::min<int64_t>(e1 - c * h, h);
+      STRIPESOLVE_RETURN_IF_ERROR(read(c * n_ + rb + lo, hi - lo));
+      for (int64_t r = lo; r < hi; ++r) {
+        out[c * h + r - e0] = convert(tmp_.data() + (r - lo) * l_.item_bytes, l_);
+      }
     }
     return Status::ok();
+  }
+
+  // The first non-finite value of the window, named by its row and column.
+  Status check_finite(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count,
+                      const double* out) const {
+    for (int64_t k = 0; k < count; ++k) {
+      if (!std::isfinite(out[k])) {
+        const int64_t e = e0 + k, h = g.rows(I);
+        return Status::invalid_argument(path_ + ": non-finite value " + std::to_string(out[k]) +
+                                        " at row " + std::to_string(g.row_begin(I) + e % h) +
+                                        ", column " + std::to_string(e / h));
+      }
+    }
+    return Status::ok();
+  }
+
+  IoRequest request(uint64_t element, uint64_t bytes, unsigned char* into) const {
+    return IoRequest{IoOp::kRead, fd_, &path_, l_.data_offset + element * l_.item_bytes, bytes,
+                     reinterpret_cast<std::byte*>(into)};
+  }
+
+  Status read(int64_t element, int64_t count) {
+    tmp_.resize(static_cast<size_t>(count) * l_.item_bytes);
+    const IoRequest req = request(static_cast<uint64_t>(element), tmp_.size(), tmp_.data());
+    return engine_.run({&req, 1});
   }
 
   int fd_;
@@ -261,18 +315,41 @@ Status MatrixStore::export_npy(std::string_view name, int fd, const std::string&
                         static_cast<std::byte*>(const_cast<void*>(p))};
     return io.run({&req, 1});
   };
-  const auto consume = [&](int64_t I, int64_t e0, int64_t count, const double* in) {
-    const int64_t h = g.rows(I), rb = g.row_begin(I), e1 = e0 + count;
-    for (int64_t r = 0; r < h; ++r) {
+  // Whole columns of a window go through a row-major staging block (transposed in tiles over
+  // the cores) as h row segments in one batch, or one write when they are whole rows; the
+  // partial columns at the window's ends one segment per row.
+  std::vector<double> block;
+  const auto file_offset = [&](int64_t element) {
+    return header.size() + kElementBytes * static_cast<uint64_t>(element);
+  };
+  const auto write_rows = [&](int64_t I, int64_t e0, int64_t e1, const double* in) {
+    const int64_t h = g.rows(I), rb = g.row_begin(I);
+    for (int64_t r = 0; r < h && e0 < e1; ++r) {
       const auto [first, last] = row_columns(r, h, e0, e1);
       if (first >= last) continue;
       row.resize(static_cast<size_t>(last - first));
       for (int64_t c = first; c < last; ++c) row[c - first] = in[r + c * h - e0];
       STRIPESOLVE_RETURN_IF_ERROR(
-          write_at(header.size() + kElementBytes * static_cast<uint64_t>((rb + r) * n + first),
-                   row.data(), row.size() * kElementBytes));
+          write_at(file_offset((rb + r) * n + first), row.data(), row.size() * kElementBytes));
     }
     return Status::ok();
+  };
+  const auto consume = [&](int64_t I, int64_t e0, int64_t count, const double* in) {
+    const int64_t h = g.rows(I), rb = g.row_begin(I), e1 = e0 + count;
+    const auto [cf, cl] = whole_columns(h, e0, e1);
+    if (cf >= cl) return write_rows(I, e0, e1, in);
+    STRIPESOLVE_RETURN_IF_ERROR(write_rows(I, e0, cf * h, in));
+    const int64_t w = cl - cf;
+    block.resize(static_cast<size_t>(h * w));
+    columns_to_rows(in + (cf * h - e0), h, h, w, block.data());
+    std::vector<IoRequest> reqs;
+    for (int64_t r = 0; r < h; r += (w == n ? h : 1)) {
+      const uint64_t bytes = kElementBytes * static_cast<uint64_t>(w == n ? h * n : w);
+      reqs.push_back(IoRequest{IoOp::kWrite, fd, &label, file_offset((rb + r) * n + cf), bytes,
+                               reinterpret_cast<std::byte*>(block.data() + r * w)});
+    }
+    STRIPESOLVE_RETURN_IF_ERROR(io.run(reqs));
+    return write_rows(I, cl * h, e1, in + (cl * h - e0));
   };
   STRIPESOLVE_RETURN_IF_ERROR(write_at(0, header.data(), header.size()));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,

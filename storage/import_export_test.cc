@@ -140,6 +140,30 @@ TEST_F(ImportExportTest, V3BigEndianSmallerThanStripe) {
   expect_values("B", false);
 }
 
+// Windows that hold whole rows of the file (one read, one write per window) and windows that
+// split columns (the partial columns at their ends), for float64 and big-endian float32.
+TEST_F(ImportExportTest, WholeRowWindowsAndSplitColumnsRoundTrip) {
+  const int64_t n = 150;
+  for (uint64_t buffer : {uint64_t{1} << 20, uint64_t{3} * 4096}) {
+    store_.reset();
+    config_.import_buffer = buffer;
+    store_ = std::move(MatrixStore::open(config_)).value();
+    ImportOptions options;
+    options.stripe_rows = 7;
+    const std::string tag = std::to_string(buffer);
+    const std::string in = dir_ + "/w" + tag + ".npy", out = dir_ + "/w" + tag + "_out.npy";
+    write_matrix_file(in, make_npy_header({n, n}), n, false, false, false);
+    ASSERT_TRUE(store_->import_npy("W" + tag, in, options).is_ok());
+    expect_values("W" + tag, false);
+    ASSERT_TRUE(store_->export_npy("W" + tag, out).is_ok());
+    EXPECT_EQ(*read_whole_file(out, 1 << 20), *read_whole_file(in, 1 << 20)) << tag;
+    const std::string f32 = dir_ + "/s" + tag + ".npy";
+    write_matrix_file(f32, header_v(1, dict(">f4", false, n, n)), n, false, true, true);
+    ASSERT_TRUE(store_->import_npy("S" + tag, f32, options).is_ok());
+    expect_values("S" + tag, true);
+  }
+}
+
 TEST_F(ImportExportTest, BadFilesAreRejectedWithReasons) {
   const std::string f = dir_ + "/bad.npy";
   write_matrix_file(f, header_v(1, dict("<i8", false, 4, 4)), 4, false, false, false);

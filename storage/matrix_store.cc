@@ -21,6 +21,7 @@
 #include "storage/object_writer.h"
 #include "storage/store_shared.h"
 #include "storage/stripe_stream.h"
+#include "storage/transpose.h"
 
 namespace stripesolve::storage {
 namespace {
@@ -224,7 +225,9 @@ Result<MatrixInfo> MatrixStore::create_generated(std::string_view name, int64_t 
                                AlignedBuffer::allocate(shared_->config.import_buffer));
   StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
   const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
-    fill_generated(spec, n, g.row_begin(I), g.rows(I), e0, count, out);
+    parallel_for(count, 64 * 1024, [&](int64_t b, int64_t e) {
+      fill_generated(spec, n, g.row_begin(I), g.rows(I), e0 + b, e - b, out + b);
+    });
     return Status::ok();
   };
   STRIPESOLVE_RETURN_IF_ERROR(write_stripes(stream, produce, writer->manifest().checksums));

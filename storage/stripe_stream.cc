@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <future>
 
 #include "storage/checksum.h"
 
@@ -15,16 +16,59 @@ std::string hex32(uint32_t v) {
   return buf;
 }
 
-// Requests for window [begin, end) of stripe I; `pieces` is filled alongside.
+// Requests for window [begin, end) of stripe I held at `base`; `pieces` is filled alongside.
 void make_requests(const StripeStream& s, int64_t I, uint64_t begin, uint64_t end, IoOp op,
-                   std::vector<IoPiece>& pieces, std::vector<IoRequest>& requests) {
+                   std::byte* base, std::vector<IoPiece>& pieces, std::vector<IoRequest>& requests) {
   pieces.clear();
   requests.clear();
   s.placement->pieces(I, begin, end, pieces);
   for (const IoPiece& p : pieces) {
     requests.push_back(IoRequest{op, s.files[p.path].fd(), &s.files[p.path].path(), p.file_offset,
-                                 p.length, s.buffer->data() + p.buffer_offset});
+                                 p.length, base + p.buffer_offset});
   }
+}
+
+// One window of a stripe: bytes [begin, end) of its stored part.
+struct Window {
+  int64_t stripe = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  bool last_of_stripe = false;
+};
+
+std::vector<Window> windows_of(const Placement& pl, uint64_t window) {
+  std::vector<Window> out;
+  for (int64_t I = 0; I < pl.geometry().stripes; ++I) {
+    const uint64_t stored = pl.stored_bytes(I);
+    for (uint64_t w = 0; w < stored; w += window) {
+      const uint64_t end = std::min(stored, w + window);
+      out.push_back(Window{I, w, end, end == stored});
+    }
+  }
+  return out;
+}
+
+// The buffer as two halves (4 KiB aligned), so that the I/O of one window overlaps the
+// production or consumption of the next; one half when the buffer is too small to split.
+struct Halves {
+  std::byte* base[2] = {nullptr, nullptr};
+  uint64_t window = 0;
+  int count = 1;
+};
+
+Halves halves_of(const AlignedBuffer& buffer) {
+  Halves h;
+  const uint64_t half = buffer.size() / 2 / 4096 * 4096;
+  if (half == 0) {
+    h.base[0] = h.base[1] = buffer.data();
+    h.window = buffer.size();
+    return h;
+  }
+  h.base[0] = buffer.data();
+  h.base[1] = buffer.data() + half;
+  h.window = half;
+  h.count = 2;
+  return h;
 }
 
 }  // namespace
@@ -41,65 +85,98 @@ Status checksum_mismatch(const Placement& placement, std::span<const DataFile> f
 
 Status write_stripes(const StripeStream& s, const ElementProducer& produce,
                      std::vector<std::optional<uint32_t>>& checksums) {
+  // The calling thread produces window k + 1 in one half while a writer task checksums and
+  // writes window k from the other; one write is in flight at a time, in window order, so the
+  // running checksums extend in order.
   const Placement& pl = *s.placement;
   checksums.assign(pl.segment_count(), std::nullopt);
-  std::vector<IoPiece> pieces;
-  std::vector<IoRequest> requests;
-  const uint64_t window = s.buffer->size();
-  for (int64_t I = 0; I < pl.geometry().stripes; ++I) {
-    const uint64_t data = pl.geometry().stripe_bytes(I);
-    const uint64_t stored = pl.stored_bytes(I);
-    std::vector<uint32_t> running(pl.segments(I).size(), 0);
-    for (uint64_t w = 0; w < stored; w += window) {
-      const uint64_t end = std::min(stored, w + window);
-      const uint64_t data_end = std::min(data, end);
-      auto* values = reinterpret_cast<double*>(s.buffer->data());
-      const auto count = static_cast<int64_t>((data_end - w) / kElementBytes);
-      STRIPESOLVE_RETURN_IF_ERROR(produce(I, static_cast<int64_t>(w / kElementBytes), count, values));
-      std::memset(s.buffer->data() + (data_end - w), 0, end - data_end);  // 4 KiB tail padding
-      make_requests(s, I, w, end, IoOp::kWrite, pieces, requests);
+  const Halves halves = halves_of(*s.buffer);
+  std::vector<uint32_t> running;  // the current stripe's segments; owned by the writer task
+  std::future<Status> in_flight;
+  auto wait = [&in_flight]() -> Status { return in_flight.valid() ? in_flight.get() : Status::ok(); };
+  const std::vector<Window> windows = windows_of(pl, halves.window);
+  for (size_t k = 0; k < windows.size(); ++k) {
+    const Window win = windows[k];
+    std::byte* base = halves.base[k % 2];
+    if (halves.count == 1) STRIPESOLVE_RETURN_IF_ERROR(wait());
+    const uint64_t data = pl.geometry().stripe_bytes(win.stripe);
+    const uint64_t data_end = std::min(data, win.end);
+    const auto count = static_cast<int64_t>((data_end - win.begin) / kElementBytes);
+    Status produced = produce(win.stripe, static_cast<int64_t>(win.begin / kElementBytes), count,
+                              reinterpret_cast<double*>(base));
+    const Status written = wait();
+    STRIPESOLVE_RETURN_IF_ERROR(produced);
+    STRIPESOLVE_RETURN_IF_ERROR(written);
+    std::memset(base + (data_end - win.begin), 0, win.end - data_end);  // 4 KiB tail padding
+    in_flight = std::async(std::launch::async, [&s, &pl, &running, &checksums, win, base] {
+      std::vector<IoPiece> pieces;
+      std::vector<IoRequest> requests;
+      make_requests(s, win.stripe, win.begin, win.end, IoOp::kWrite, base, pieces, requests);
+      if (win.begin == 0) running.assign(pl.segments(win.stripe).size(), 0);
       for (const IoPiece& p : pieces) {
-        uint32_t& crc = running[p.segment - pl.first_segment(I)];
-        crc = crc32c_extend(crc, s.buffer->data() + p.buffer_offset, p.length);
+        uint32_t& crc = running[p.segment - pl.first_segment(win.stripe)];
+        crc = crc32c_extend(crc, base + p.buffer_offset, p.length);
       }
       STRIPESOLVE_RETURN_IF_ERROR(s.engine->run(requests));
-    }
-    for (size_t k = 0; k < running.size(); ++k) checksums[pl.first_segment(I) + k] = running[k];
+      if (win.last_of_stripe) {
+        for (size_t i = 0; i < running.size(); ++i) checksums[pl.first_segment(win.stripe) + i] = running[i];
+      }
+      return Status::ok();
+    });
   }
-  return Status::ok();
+  return wait();
 }
 
 Status read_stripes(const StripeStream& s, const ElementConsumer& consume,
                     const std::vector<std::optional<uint32_t>>& checksums, bool verify) {
+  // A reader task fills window k + 1 in one half while the calling thread verifies and consumes
+  // window k from the other.
   const Placement& pl = *s.placement;
+  const Halves halves = halves_of(*s.buffer);
+  const std::vector<Window> windows = windows_of(pl, halves.window);
+  auto read = [&s, &halves](const Window& win, int slot) {
+    return std::async(std::launch::async, [&s, win, base = halves.base[slot]] {
+      std::vector<IoPiece> pieces;
+      std::vector<IoRequest> requests;
+      make_requests(s, win.stripe, win.begin, win.end, IoOp::kRead, base, pieces, requests);
+      return s.engine->run(requests);
+    });
+  };
+  std::future<Status> next;
+  if (!windows.empty()) next = read(windows[0], 0);
+  std::vector<uint32_t> running;
   std::vector<IoPiece> pieces;
-  std::vector<IoRequest> requests;
-  const uint64_t window = s.buffer->size();
-  for (int64_t I = 0; I < pl.geometry().stripes; ++I) {
-    const uint64_t data = pl.geometry().stripe_bytes(I);
-    const uint64_t stored = pl.stored_bytes(I);
-    std::vector<uint32_t> running(pl.segments(I).size(), 0);
-    for (uint64_t w = 0; w < stored; w += window) {
-      const uint64_t end = std::min(stored, w + window);
-      make_requests(s, I, w, end, IoOp::kRead, pieces, requests);
-      STRIPESOLVE_RETURN_IF_ERROR(s.engine->run(requests));
-      for (const IoPiece& p : pieces) {
-        const int64_t k = p.segment - pl.first_segment(I);
-        running[k] = crc32c_extend(running[k], s.buffer->data() + p.buffer_offset, p.length);
-        const Segment& seg = pl.segment(p.segment);
-        const bool segment_done = p.file_offset + p.length == seg.file_offset + seg.length;
-        const auto& stored_crc = checksums[p.segment];
-        if (verify && segment_done && stored_crc && *stored_crc != running[k]) {
-          return checksum_mismatch(pl, s.files, p.segment, *stored_crc, running[k]);
-        }
-      }
-      if (w < data) {
-        const uint64_t data_end = std::min(data, end);
-        STRIPESOLVE_RETURN_IF_ERROR(consume(I, static_cast<int64_t>(w / kElementBytes),
-                                            static_cast<int64_t>((data_end - w) / kElementBytes),
-                                            reinterpret_cast<const double*>(s.buffer->data())));
+  for (size_t k = 0; k < windows.size(); ++k) {
+    const Window win = windows[k];
+    std::byte* base = halves.base[k % 2];
+    STRIPESOLVE_RETURN_IF_ERROR(next.get());
+    if (k + 1 < windows.size() && halves.count == 2) next = read(windows[k + 1], static_cast<int>((k + 1) % 2));
+    if (win.begin == 0) running.assign(pl.segments(win.stripe).size(), 0);
+    pieces.clear();
+    pl.pieces(win.stripe, win.begin, win.end, pieces);
+    for (const IoPiece& p : pieces) {
+      const int64_t i = p.segment - pl.first_segment(win.stripe);
+      running[i] = crc32c_extend(running[i], base + p.buffer_offset, p.length);
+      const Segment& seg = pl.segment(p.segment);
+      const bool segment_done = p.file_offset + p.length == seg.file_offset + seg.length;
+      const auto& stored_crc = checksums[p.segment];
+      if (verify && segment_done && stored_crc && *stored_crc != running[i]) {
+        if (next.valid()) (void)next.get();
+        return checksum_mismatch(pl, s.files, p.segment, *stored_crc, running[i]);
       }
     }
+    const uint64_t data = pl.geometry().stripe_bytes(win.stripe);
+    if (win.begin < data) {
+      const uint64_t data_end = std::min(data, win.end);
+      Status st = consume(win.stripe, static_cast<int64_t>(win.begin / kElementBytes),
+                          static_cast<int64_t>((data_end - win.begin) / kElementBytes),
+                          reinterpret_cast<const double*>(base));
+      if (!st.is_ok()) {
+        if (next.valid()) (void)next.get();
+        return st;
+      }
+    }
+    if (k + 1 < windows.size() && halves.count == 1) next = read(windows[k + 1], 0);
   }
   return Status::ok();
 }

@@ -1,12 +1,15 @@
 // Streaming whole stripes of an object through one bounded, 4 KiB-aligned buffer: used by create
 // (generators), import and export, so their memory is the configured buffer, not the matrix.
 //
-// A stripe is moved as consecutive byte windows of the buffer's size; each window's elements are
-// produced (or consumed) as a run of the stripe's column-major elements, then written (read) over
-// the segments. Segment CRC32Cs are accumulated window by window, so writing yields every checksum
-// and reading verifies every segment (when `verify`), with no second pass.
+// A stripe is moved as consecutive byte windows of half the buffer's size; each window's elements
+// are produced (or consumed) as a run of the stripe's column-major elements, then written (read)
+// over the segments. The halves alternate: one window's disk I/O (on a task of its own) overlaps
+// the production or consumption of the next on the calling thread. Segment CRC32Cs are
+// accumulated window by window, so writing yields every checksum and reading verifies every
+// segment (when `verify`), with no second pass.
 //
-// Thread-safety: one call uses its buffer alone; callers serialize use of a buffer.
+// Thread-safety: one call uses its buffer alone; callers serialize use of a buffer. The producer
+// and consumer run on the calling thread only; the engine is called from the I/O task.
 #pragma once
 
 #include <cstdint>

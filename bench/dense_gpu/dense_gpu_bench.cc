@@ -54,7 +54,7 @@
 #include <vector>
 
 #include "base/units.h"
-#include "bench/dense_gpu/disk_bandwidth.h"
+#include "bench/common/disk_bandwidth.h"
 #include "bench/dense_gpu/trace_summary.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/planner.h"

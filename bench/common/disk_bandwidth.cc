@@ -1,4 +1,4 @@
-#include "bench/dense_gpu/disk_bandwidth.h"
+#include "bench/common/disk_bandwidth.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,6 +1,7 @@
-// The SSD tier's peer in bench_dense_gpu: the raw bandwidth of a folder's disk. A file of `total`
-// bytes is written with O_DIRECT (plain I/O where the file system refuses it) and read back twice,
-// 8 threads each with one 16 MiB transfer in flight; the better read counts. The file is removed.
+// The disk bound of the benchmarks (bench_dense_gpu's SSD tier, storage's transfer_bench): the
+// raw bandwidth of a folder's disk. A file of `total` bytes is written with O_DIRECT (plain I/O
+// where the file system refuses it) and read back twice, 8 threads each with one 16 MiB transfer
+// in flight; the better read counts. The file is removed.
 #pragma once
 
 #include <nlohmann/json.hpp>

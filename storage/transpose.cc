@@ -1,0 +1,91 @@
+#include "storage/transpose.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace stripesolve::storage {
+namespace {
+
+constexpr int64_t kTile = 32;  // 32 x 32 doubles: 8 KiB, two tiles fit L1
+
+double decode(const unsigned char* p, ElementEncoding e) {
+  if (e.item_bytes == 8) {
+    uint64_t bits;
+    std::memcpy(&bits, p, 8);
+    if (e.big_endian) bits = __builtin_bswap64(bits);
+    return std::bit_cast<double>(bits);
+  }
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  if (e.big_endian) bits = __builtin_bswap32(bits);
+  return static_cast<double>(std::bit_cast<float>(bits));
+}
+
+template <int kItem, bool kBig>
+void rows_to_columns_tiled(const unsigned char* src, int64_t r0, int64_t r1, int64_t cols,
+                           double* dst, int64_t ld) {
+  const ElementEncoding e{kItem, kBig};
+  for (int64_t rt = r0; rt < r1; rt += kTile) {
+    const int64_t re = std::min(r1, rt + kTile);
+    for (int64_t ct = 0; ct < cols; ct += kTile) {
+      const int64_t ce = std::min(cols, ct + kTile);
+      for (int64_t c = ct; c < ce; ++c) {
+        double* d = dst + c * ld;
+        const unsigned char* s = src + (c * kItem);
+        for (int64_t r = rt; r < re; ++r) d[r] = decode(s + r * cols * kItem, e);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t cores = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 8);
+  grain = std::max<int64_t>(1, grain);
+  const int64_t chunks = std::min(cores, (count + grain - 1) / grain);
+  if (chunks <= 1) {
+    if (count > 0) fn(0, count);
+    return;
+  }
+  const int64_t per = (count / chunks + grain - 1) / grain * grain;
+  std::vector<std::thread> threads;
+  for (int64_t b = per; b < count; b += per) {
+    threads.emplace_back([&fn, b, per, count] { fn(b, std::min(count, b + per)); });
+  }
+  fn(0, std::min(count, per));
+  for (auto& t : threads) t.join();
+}
+
+void rows_to_columns(const unsigned char* src, int64_t rows, int64_t cols, ElementEncoding e,
+                     double* dst, int64_t ld) {
+  parallel_for(rows, kTile, [&](int64_t r0, int64_t r1) {
+    if (e.item_bytes == 8) {
+      e.big_endian ? rows_to_columns_tiled<8, true>(src, r0, r1, cols, dst, ld)
+                   : rows_to_columns_tiled<8, false>(src, r0, r1, cols, dst, ld);
+    } else {
+      e.big_endian ? rows_to_columns_tiled<4, true>(src, r0, r1, cols, dst, ld)
+                   : rows_to_columns_tiled<4, false>(src, r0, r1, cols, dst, ld);
+    }
+  });
+}
+
+void columns_to_rows(const double* src, int64_t ld, int64_t rows, int64_t cols, double* dst) {
+  parallel_for(rows, kTile, [&](int64_t r0, int64_t r1) {
+    for (int64_t rt = r0; rt < r1; rt += kTile) {
+      const int64_t re = std::min(r1, rt + kTile);
+      for (int64_t ct = 0; ct < cols; ct += kTile) {
+        const int64_t ce = std::min(cols, ct + kTile);
+        for (int64_t r = rt; r < re; ++r) {
+          double* d = dst + r * cols;
+          for (int64_t c = ct; c < ce; ++c) d[c] = src[r + c * ld];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace stripesolve::storage

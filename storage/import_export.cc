@@ -108,16 +108,22 @@ class DenseReader {
     return Status::ok();
   }
 
-  // Elements [e0, e1) of stripe I, Fortran order: each column's segment is contiguous.
+  // Elements [e0, e1) of stripe I, Fortran order: each column's segment is contiguous, read in
+  // one batch for the window and decoded over the cores.
   Status fill_columns(const StripeGeometry& g, int64_t I, int64_t e0, int64_t e1, double* out) {
     const int64_t h = g.rows(I), rb = g.row_begin(I);
+    const uint64_t item = static_cast<uint64_t>(l_.item_bytes);
+    tmp_.resize(static_cast<size_t>(e1 - e0) * item);
+    std::vector<IoRequest> reqs;
     for (int64_t c = e0 / h; c <= (e1 - 1) / h; ++c) {
       const int64_t lo = std::max<int64_t>(e0 - c * h, 0), hi = std::min<int64_t>(e1 - c * h, h);
-      STRIPESOLVE_RETURN_IF_ERROR(read(c * n_ + rb + lo, hi - lo));
-      for (int64_t r = lo; r < hi; ++r) {
-        out[c * h + r - e0] = convert(tmp_.data() + (r - lo) * l_.item_bytes, l_);
-      }
+      reqs.push_back(request(static_cast<uint64_t>(c * n_ + rb + lo), (hi - lo) * item,
+                             tmp_.data() + static_cast<uint64_t>(c * h + lo - e0) * item));
     }
+    STRIPESOLVE_RETURN_IF_ERROR(engine_.run(reqs));
+    parallel_for(e1 - e0, 64 * 1024, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) out[k] = convert(tmp_.data() + k * item, l_);
+    });
     return Status::ok();
   }
 

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "base/build_info.h"
 #include "base/units.h"
 #include "client/commands.h"
 #include "client/connection.h"
@@ -199,6 +200,11 @@ int main(int argc, char** argv) {
       "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.\n"
       "The client talks only to a daemon run by root or by you, or by the uid in --daemon-uid / "
       "$STRIPESOLVE_DAEMON_UID.");
+  app.set_version_flag("--version",
+                       std::string("stripesolve ") + stripesolve::kVersion + " (commit " +
+                           stripesolve::kGitCommit + ", " + stripesolve::kBuildType +
+                           ")\nThe daemon's: stripesolve daemon status",
+                       "print the version and git commit, exit");
   app.require_subcommand(1);
   app.fallthrough();  // global options also after the verb: `stripesolve jobs --json`
   Globals g;

@@ -6,10 +6,31 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "base/build_info.h"
 #include "base/config.h"
 #include "base/logging.h"
 #include "base/units.h"
 #include "daemon/daemon.h"
+#include "gpu/devices.h"
+
+namespace {
+
+// `stripesolved --version`: the build and the GPUs this host shows the daemon.
+std::string version_text() {
+  using namespace stripesolve;
+  std::string out = std::string("stripesolved ") + kVersion + " (commit " + kGitCommit + ", " +
+                    kBuildType + ")\n";
+  out += std::string("CUDA backend: ") + (gpu::built_with_cuda() ? "built in" : "not built") + "\n";
+  const auto devices = gpu::list_devices();
+  if (devices.empty()) out += "GPUs: none found (dense and tridiagonal jobs run on the CPU)";
+  for (size_t i = 0; i < devices.size(); ++i) {
+    out += (i == 0 ? "GPUs: " : "\n      ") + std::to_string(devices[i].index) + ": " +
+           gpu::describe(devices[i]);
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace stripesolve;
@@ -21,6 +42,7 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket, "socket path (overrides daemon.socket and $STRIPESOLVE_SOCKET)");
   std::string ram_budget;
   app.add_option("--ram-budget", ram_budget, "RAM stripe cache size, e.g. 2GiB (overrides engine.ram_budget)");
+  app.set_version_flag("--version", version_text, "print the version, git commit, CUDA support and GPUs, exit");
   CLI11_PARSE(app, argc, argv);
 
   daemon::DaemonConfig config;

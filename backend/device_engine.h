@@ -89,6 +89,8 @@ class DeviceLane {
   // Columns [c0, c1) of a part between pinned host memory and the device (same layout).
   virtual Status upload(const double* host, const DeviceBlock& dst, int64_t c0, int64_t c1) = 0;
   virtual Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) = 0;
+  // values (host, any memory) to `device` (int32 entries): a column permutation made elsewhere.
+  virtual Status upload_ints(const std::vector<int32_t>& values, int32_t* device) = 0;
   // download() without waiting: the copy is queued behind the lane's work so far, on its
   // copy-out stream. Until wait(ticket) has returned (from any thread), neither the host memory
   // may be read nor the device block written or reused. Ticket 0 means nothing to wait for.

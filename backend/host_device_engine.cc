@@ -40,6 +40,10 @@ class HostLane final : public DeviceLane {
     std::memcpy(host + c0 * src.ld, src.data + c0 * src.ld, column_bytes(src.ld, c0, c1));
     return Status::ok();
   }
+  Status upload_ints(const std::vector<int32_t>& values, int32_t* device) override {
+    std::copy(values.begin(), values.end(), device);
+    return Status::ok();
+  }
   Result<uint64_t> download_later(const DeviceBlock& src, double* host, int64_t c0,
                                   int64_t c1) override {
     STRIPESOLVE_RETURN_IF_ERROR(download(src, host, c0, c1));

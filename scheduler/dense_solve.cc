@@ -13,7 +13,7 @@
 #include "cache/stripe_cache.h"
 #include "gpu/devices.h"
 #include "scheduler/factor_run.h"
-#include "scheduler/gpu_elimination.h"
+#include "scheduler/multi_gpu_elimination.h"
 #include "scheduler/io_role.h"
 #include "scheduler/substitution.h"
 
@@ -156,7 +156,8 @@ std::string factor_name_for(std::string_view matrix_name, const DenseSolveOption
 
 namespace {
 
-Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine* engine,
+Result<SolveReport> solve_with(backend::Backend& backend,
+                               const std::vector<backend::DeviceEngine*>& engines,
                                storage::MatrixStore& store, std::string_view matrix_name,
                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
                                const EngineConfig& config_in, CancelToken& cancel,
@@ -182,18 +183,29 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
   SolveReport& report = sv.report;
 
   EngineConfig config = config_in;
-  gpu::DeviceBudget::Reservation device_reservation;
+  std::vector<gpu::DeviceBudget::Reservation> device_reservations;
+  const backend::DeviceEngine* engine = engines.empty() ? nullptr : engines.front();
   report.backend = engine == nullptr ? "cpu" : engine->device() >= 0 ? "cuda" : "host";
   if (engine != nullptr) {
-    report.device = engine->description();
-    config.gpus = 1;
-    // Within what the daemon's other GPU jobs leave of the shared budget (a default budget
-    // shrinks to it; an engine.gpu_memory it cannot give fails naming both figures).
-    gpu::DeviceBudget& shared = gpu::DeviceBudget::of(engine->device());
-    config.gpu_memory = device_budget(config_in, engine->free_memory());
-    if (config_in.gpu_memory == 0) config.gpu_memory = std::min(config.gpu_memory, shared.available());
-    STRIPESOLVE_ASSIGN_OR_RETURN(device_reservation,
-                                 shared.reserve(config.gpu_memory, "dense solve of '" + name + "'"));
+    report.device = engines.size() == 1 ? engine->description()
+                                        : std::to_string(engines.size()) + " devices: " +
+                                              engine->description() + ", ...";
+    config.gpus = static_cast<int64_t>(engines.size());
+    // Each device's budget within what the daemon's other GPU jobs leave of its shared budget
+    // (a default budget shrinks to it; an engine.gpu_memory it cannot give fails naming both
+    // figures). The plan takes the smallest.
+    config.gpu_memory = 0;
+    for (const backend::DeviceEngine* e : engines) {
+      gpu::DeviceBudget& shared = gpu::DeviceBudget::of(e->device());
+      uint64_t budget = device_budget(config_in, e->free_memory());
+      if (config_in.gpu_memory == 0) budget = std::min(budget, shared.available());
+      config.gpu_memory = config.gpu_memory == 0 ? budget : std::min(config.gpu_memory, budget);
+    }
+    for (const backend::DeviceEngine* e : engines) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(auto r, gpu::DeviceBudget::of(e->device())
+                                               .reserve(config.gpu_memory, "dense solve of '" + name + "'"));
+      device_reservations.push_back(std::move(r));
+    }
   } else {
     config.gpus = 0;
     config.gpu_memory = 0;
@@ -258,7 +270,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
   });
   IoRole io(cache, progress, trace);
   EngineContext ctx{backend, cache, progress, cancel, trace, config.progress_interval_seconds};
-  std::unique_ptr<GpuElimination> gpu_elim;
+  std::unique_ptr<MultiGpuElimination> gpu_elim;
 
   // Phase 1: factor (load A into RAM for the GPU tier, triangulate, persist).
   if (!sv.factor) {
@@ -279,8 +291,8 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
                         .write_back = false};
     if (engine != nullptr) {
       const auto t_load = Clock::now();
-      STRIPESOLVE_ASSIGN_OR_RETURN(gpu_elim, GpuElimination::create(ctx, *engine, *sv.writable,
-                                                                     params, plan));
+      STRIPESOLVE_ASSIGN_OR_RETURN(gpu_elim, MultiGpuElimination::create(ctx, engines, *sv.writable,
+                                                                          params, plan));
       if (!options.in_place) {
         progress.begin_phase("load", 0, g.stripes);
         STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx, *sv.a, config.ram_budget));
@@ -402,11 +414,19 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
   static const auto log = logger("scheduler");
   for (const auto& w : warnings) log->warn("{}", w);
   auto cpu = backend::make_cpu_backend();
-  std::unique_ptr<backend::DeviceEngine> engine;
+  // engine.gpus devices (0: every device the host has), device 0 first.
+  std::vector<std::unique_ptr<backend::DeviceEngine>> owned;
+  std::vector<backend::DeviceEngine*> engines;
   if (which == ComputeBackend::kCuda) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(engine, backend::DeviceEngine::open(0));
+    const int64_t available = std::max(1, gpu::device_count());
+    const int64_t count = config.gpus > 0 ? std::min(config.gpus, available) : available;
+    for (int64_t d = 0; d < count; ++d) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(auto engine, backend::DeviceEngine::open(static_cast<int>(d)));
+      engines.push_back(engine.get());
+      owned.push_back(std::move(engine));
+    }
   }
-  return solve_with(*cpu, engine.get(), store, matrix_name, b, nrhs, options, config, cancel,
+  return solve_with(*cpu, engines, store, matrix_name, b, nrhs, options, config, cancel,
                     callbacks, trace);
 }
 
@@ -415,7 +435,7 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
                                 const DenseSolveOptions& options, const EngineConfig& config,
                                 CancelToken& cancel, const SolveCallbacks& callbacks,
                                 TraceRecorder* trace) {
-  return solve_with(backend, nullptr, store, matrix_name, b, nrhs, options, config, cancel,
+  return solve_with(backend, {}, store, matrix_name, b, nrhs, options, config, cancel,
                     callbacks, trace);
 }
 
@@ -424,7 +444,19 @@ Result<SolveReport> solve_dense(backend::Backend& backend, backend::DeviceEngine
                                 const double* b, int64_t nrhs, const DenseSolveOptions& options,
                                 const EngineConfig& config, CancelToken& cancel,
                                 const SolveCallbacks& callbacks, TraceRecorder* trace) {
-  return solve_with(backend, engine, store, matrix_name, b, nrhs, options, config, cancel,
+  std::vector<backend::DeviceEngine*> engines;
+  if (engine != nullptr) engines.push_back(engine);
+  return solve_with(backend, engines, store, matrix_name, b, nrhs, options, config, cancel,
+                    callbacks, trace);
+}
+
+Result<SolveReport> solve_dense(backend::Backend& backend,
+                                const std::vector<backend::DeviceEngine*>& engines,
+                                storage::MatrixStore& store, std::string_view matrix_name,
+                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                                const EngineConfig& config, CancelToken& cancel,
+                                const SolveCallbacks& callbacks, TraceRecorder* trace) {
+  return solve_with(backend, engines, store, matrix_name, b, nrhs, options, config, cancel,
                     callbacks, trace);
 }
 

@@ -112,6 +112,14 @@ Result<SolveReport> solve_dense(backend::Backend& backend, backend::DeviceEngine
                                 const EngineConfig& config, CancelToken& cancel,
                                 const SolveCallbacks& callbacks, TraceRecorder* trace);
 
+// The same on several devices (engines[d] is device d; scheduler/multi_gpu_elimination.h).
+Result<SolveReport> solve_dense(backend::Backend& backend,
+                                const std::vector<backend::DeviceEngine*>& engines,
+                                storage::MatrixStore& store, std::string_view matrix_name,
+                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                                const EngineConfig& config, CancelToken& cancel,
+                                const SolveCallbacks& callbacks, TraceRecorder* trace);
+
 // "<matrix>.lu.<pivot>" (or the matrix itself in place).
 std::string factor_name_for(std::string_view matrix_name, const DenseSolveOptions& options);
 

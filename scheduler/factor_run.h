@@ -82,6 +82,13 @@ class Elimination {
   // has finished (its critical updates then run beside the previous sweep's last ones). The GPU
   // tier allows it only when its pool holds two ranges' U blocks beside the parts in flight.
   virtual bool sweeps_may_overlap() const { return true; }
+  // Whether elim.J worker `worker` may take update `t` (several GPUs: each worker serves one
+  // device, and a J's updates run on its device).
+  virtual bool accepts(int64_t worker, const Task& t) const {
+    (void)worker;
+    (void)t;
+    return true;
+  }
 };
 
 // The CPU backend's elimination (stripe/stripe_ops.h on the cells in RAM).

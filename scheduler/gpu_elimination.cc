@@ -27,20 +27,22 @@ uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0
 
 GpuElimination::GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
                                const storage::StripedMatrix& layout, const FactorParams& params,
-                               const Plan& plan)
+                               const Plan& plan, DeviceShare share)
     : ctx_(ctx),
       engine_(engine),
       layout_(layout),
       geometry_(layout.geometry()),
       params_(params),
-      plan_(plan) {}
+      plan_(plan),
+      share_(share) {}
 
 Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ctx,
                                                                backend::DeviceEngine& engine,
                                                                const storage::StripedMatrix& layout,
                                                                const FactorParams& params,
-                                                               const Plan& plan) {
-  std::unique_ptr<GpuElimination> e(new GpuElimination(ctx, engine, layout, params, plan));
+                                                               const Plan& plan,
+                                                               DeviceShare share) {
+  std::unique_ptr<GpuElimination> e(new GpuElimination(ctx, engine, layout, params, plan, share));
   STRIPESOLVE_RETURN_IF_ERROR(e->open());
   return e;
 }
@@ -49,11 +51,11 @@ Status GpuElimination::open() {
   const storage::StripeGeometry& g = geometry_;
   const int64_t s_max = (g.n + g.stripes - 1) / g.stripes;
   const int64_t k_max = s_max;  // permutations are per stripe
-  // Use counts from the task list.
+  // Use counts from the task list: the updates of this device's J stripes.
   stripe_uses_.assign(static_cast<size_t>(g.stripes), 0);
   std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
   for (const Task& t : make_tasks(params_.strategy, g.stripes, params_.meta_stripes)) {
-    if (t.kind != Task::Kind::kUpdate) continue;
+    if (t.kind != Task::Kind::kUpdate || !share_.owns(t.stripe)) continue;
     for (int64_t i = t.i_begin; i < t.i_end; ++i) ++stripe_uses_[static_cast<size_t>(i)];
     if (t.i_end - t.i_begin > 1) ++ranges[{t.i_begin, t.i_end}];
   }
@@ -67,6 +69,8 @@ Status GpuElimination::open() {
   }
   perm_count_.assign(static_cast<size_t>(g.stripes), 0);
   download_ticket_.assign(static_cast<size_t>(g.stripes), 0);
+  download_wait_mu_ = std::make_unique<std::mutex[]>(static_cast<size_t>(g.stripes));
+  adopted_.assign(static_cast<size_t>(g.stripes), false);
 
   STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_i, engine_.lane_workspace_bytes(s_max, g.n, params_.pivot,
                                                                            s_max, k_max));
@@ -74,7 +78,9 @@ Status GpuElimination::open() {
                                                                            s_max, k_max));
   // Look-ahead lanes first (factor_run's worker numbers), at high priority like elim.I's.
   const int64_t lookahead = std::max<int64_t>(0, params_.lookahead_workers);
-  const int64_t workers = std::max<int64_t>(1, params_.elim_j_workers) + lookahead;
+  const int64_t all_workers = std::max<int64_t>(1, params_.elim_j_workers) + lookahead;
+  int64_t workers = 0;  // the workers this device serves (DeviceShare::serves)
+  for (int64_t w = 0; w < all_workers; ++w) workers += share_.serves(w) ? 1 : 0;
   const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers);
   const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
   const uint64_t slack = library_slack(plan_.gpu_memory);
@@ -99,7 +105,7 @@ Status GpuElimination::open() {
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_, engine_.make_lane(true, s_max, g.n, params_.pivot, s_max,
                                                           k_max, p));
   p += ws_i;
-  for (int64_t w = 0; w < workers; ++w) {
+  for (int64_t w = share_.index; w < all_workers; w += share_.count) {
     STRIPESOLVE_ASSIGN_OR_RETURN(auto lane, engine_.make_lane(w < lookahead, 0, 0, params_.pivot,
                                                               s_max, k_max, p));
     lanes_j_.push_back(std::move(lane));
@@ -107,14 +113,19 @@ Status GpuElimination::open() {
   }
   device_raw_ = reinterpret_cast<int32_t*>(p);
   device_perm_ = device_raw_ + g.n;
-  // Pinned RAM: the cells' copies run at full PCIe speed.
-  cache::Arena& arena = ctx_.cache.arena();
-  STRIPESOLVE_RETURN_IF_ERROR(engine_.register_host(arena.base(), arena.capacity()));
-  pinned_ = true;
+  // Pinned RAM: the cells' copies run at full PCIe speed. Registered once, by device 0, for
+  // every device (the registration is portable).
+  if (share_.index == 0) {
+    cache::Arena& arena = ctx_.cache.arena();
+    STRIPESOLVE_RETURN_IF_ERROR(engine_.register_host(arena.base(), arena.capacity()));
+    pinned_ = true;
+  }
   static const auto log = logger("scheduler");
-  log->info("GPU tier on {}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
+  log->info("GPU tier on {}{}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
             "segments of {} columns{}{}",
-            engine_.description(), format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead,
+            engine_.description(),
+            share_.count > 1 ? fmt::format(" (device {} of {})", share_.index + 1, share_.count) : "",
+            format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead,
             params_.meta_stripes, plan_.segment_columns,
             plan_.device_resident ? ", the whole matrix stays on the device" : "",
             overlap_ ? ", sweeps overlap" : "");
@@ -222,7 +233,7 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
     pivots->swaps.resize(static_cast<size_t>(h));
     for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = r0 + local[k];
   }
-  if (uses == 0 && !plan_.device_resident) {
+  if (uses == 0 && !keeps(i)) {
     tier_->free(i);
   } else {
     tier_->set_uses(i, uses);
@@ -231,12 +242,63 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
 }
 
 Status GpuElimination::wait_download(int64_t stripe) {
+  std::lock_guard<std::mutex> waiting(download_wait_mu_[static_cast<size_t>(stripe)]);
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(downloads_mu_);
-    std::swap(ticket, download_ticket_[static_cast<size_t>(stripe)]);
+    ticket = download_ticket_[static_cast<size_t>(stripe)];
   }
-  return lane_i_->wait(ticket);
+  STRIPESOLVE_RETURN_IF_ERROR(lane_i_->wait(ticket));
+  std::lock_guard<std::mutex> lock(downloads_mu_);
+  if (download_ticket_[static_cast<size_t>(stripe)] == ticket) download_ticket_[static_cast<size_t>(stripe)] = 0;
+  return Status::ok();
+}
+
+Status GpuElimination::adopt(int worker, const CellView& cell, const stripe::StripePivots& pivots,
+                             GpuElimination& owner) {
+  const storage::StripeGeometry& g = geometry_;
+  const int64_t i = cell.stripe;
+  std::lock_guard<std::mutex> lock(adopt_mu_);
+  if (adopted_[static_cast<size_t>(i)]) return Status::ok();
+  adopted_[static_cast<size_t>(i)] = true;
+  const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
+  if (uses == 0) return Status::ok();
+  TraceRecorder::Span span(ctx_.trace, "elim.J" + std::to_string(worker), "adopt",
+                           {{"stripe", std::to_string(i)}});
+  // The updates here read the stripe from the first column of its meta-stripe on (its U rows
+  // and, inside the meta-stripe, the multipliers the U block carries along).
+  int64_t first_stripe = i;
+  while (first_stripe > 0 && meta_of_[static_cast<size_t>(first_stripe - 1)] == meta_of_[static_cast<size_t>(i)]) {
+    --first_stripe;
+  }
+  const int64_t first = g.row_begin(first_stripe);
+  const int64_t from = std::max(first, cell.i0_store);
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      DeviceInstance inst,
+      tier_->allocate(i, from, 8ull * static_cast<uint64_t>(g.rows(i)) * static_cast<uint64_t>(g.n - from)));
+  backend::DeviceLane& lane = lane_of(worker);
+  Status st = owner.wait_download(i);
+  const stripe::StripePart part = cell_part(layout_, cell);
+  if (st.is_ok()) {
+    const DeviceBlock b = instance_block(inst);
+    st = lane.upload(part.data + (from - cell.i0_store) * g.rows(i), b, 0, b.cols);
+  }
+  if (st.is_ok() && params_.pivot == stripe::PivotMode::kRow) {
+    // The permutation the owner made on its device, from the swaps (relative to the diagonal).
+    std::vector<int32_t> raw(pivots.swaps.size());
+    for (size_t k = 0; k < raw.size(); ++k) {
+      raw[k] = static_cast<int32_t>(pivots.swaps[k] - g.row_begin(i));
+    }
+    const std::vector<int32_t> pairs = backend::permutation_pairs(raw);
+    perm_count_[static_cast<size_t>(i)] = static_cast<int64_t>(pairs.size() / 2);
+    st = lane.upload_ints(pairs, device_perm_ + 4 * g.row_begin(i));
+  }
+  if (!st.is_ok()) {
+    tier_->free(i);
+    return st;
+  }
+  tier_->set_uses(i, uses);
+  return Status::ok();
 }
 
 backend::ColumnPermutation GpuElimination::permutation_of(int64_t i, int64_t first) const {
@@ -290,13 +352,12 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
   }
   STRIPESOLVE_RETURN_IF_ERROR(lane.invert_diagonal_blocks(block, inverse));
   tier_->block_ready(t.i_begin, t.i_end);
-  if (!plan_.device_resident) {
-    // The block holds every row the range's updates read: the stripes' own copies can go (their
-    // final values are in RAM once their copies from the elimination have landed).
-    for (int64_t i = t.i_begin; i < t.i_end; ++i) {
-      STRIPESOLVE_RETURN_IF_ERROR(wait_download(i));
-      tier_->free(i);
-    }
+  // The block holds every row the range's updates read: the stripes' own copies can go (their
+  // final values are in RAM once their copies from the elimination have landed).
+  for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+    if (keeps(i)) continue;
+    STRIPESOLVE_RETURN_IF_ERROR(wait_download(i));
+    tier_->free(i);
   }
   return RangeU{block, inverse};
 }
@@ -335,7 +396,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
                                         const std::vector<stripe::StripePivots>&,
                                         bool* keep_on_device) {
   const storage::StripeGeometry& g = geometry_;
-  backend::DeviceLane& lane = *lanes_j_[static_cast<size_t>(worker)];
+  backend::DeviceLane& lane = lane_of(worker);
   const std::string role = "elim.J" + std::to_string(worker);
   TraceRecorder::Span span(ctx_.trace, role, "update",
                            {{"J", std::to_string(t.stripe)},
@@ -391,8 +452,8 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   for (const CellView& ci : is) {
     if (tier_->release_use(ci.stripe)) {
       // The last update by I: its cell leaves kStuck after this (and may then be evicted).
-      STRIPESOLVE_RETURN_IF_ERROR(wait_download(ci.stripe));
-      if (!plan_.device_resident) tier_->free(ci.stripe);
+      if (share_.owns(ci.stripe)) STRIPESOLVE_RETURN_IF_ERROR(wait_download(ci.stripe));
+      if (!keeps(ci.stripe)) tier_->free(ci.stripe);
     }
   }
   if (t.i_end - t.i_begin > 1) tier_->release_block(t.i_begin, t.i_end);

@@ -21,7 +21,14 @@
 // device when every factor stripe is still resident from column 0 (the whole-matrix case),
 // which is where it is fastest; otherwise it says so and the CPU substitution runs.
 //
-// Thread-safety: eliminate() from the one elim.I thread, update(w, ...) from worker w only.
+// Several devices (scheduler/multi_gpu_elimination.h): each has a GpuElimination with its share
+// (device d of D). Stripe j belongs to device j mod D: its J updates and its elimination run
+// there, so a J kept on a device is eliminated where it is. An eliminated stripe that updates
+// on another device need is adopted there: uploaded from its RAM cell once the owner's copy to
+// RAM has landed, with its column permutation.
+//
+// Thread-safety: eliminate() from the one elim.I thread, update(w, ...) and adopt() from worker
+// w only (each worker has its lane on one device).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +43,15 @@
 
 namespace stripesolve::scheduler {
 
+// Which of several devices an elimination runs on (device `index` of `count`).
+struct DeviceShare {
+  int index = 0;
+  int count = 1;
+  bool owns(int64_t stripe) const { return stripe % count == index; }
+  // Workers w with w mod count == index serve this device, on its lane w / count.
+  bool serves(int64_t worker) const { return worker % count == index; }
+};
+
 class GpuElimination final : public Elimination {
  public:
   // Opens the device tier for a factorization of `layout` with `plan` (pool of plan.gpu_memory
@@ -45,13 +61,22 @@ class GpuElimination final : public Elimination {
                                                         backend::DeviceEngine& engine,
                                                         const storage::StripedMatrix& layout,
                                                         const FactorParams& params,
-                                                        const Plan& plan);
+                                                        const Plan& plan,
+                                                        DeviceShare share = {});
   ~GpuElimination() override;
 
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+  // Another device's eliminated stripe `i` (its cell kStuck, final in RAM once `owner` has
+  // copied it back) on this device, for the updates here that read it; once (later calls
+  // return at once), and not at all when none do. From the worker `worker` of this device.
+  Status adopt(int worker, const cache::CellView& cell, const stripe::StripePivots& pivots,
+               GpuElimination& owner);
+  // Waits for the copy to RAM of eliminated stripe `stripe` (if one is pending); from any thread.
+  Status wait_download(int64_t stripe);
+  const DeviceShare& share() const { return share_; }
 
   // When the pool holds two ranges' U blocks beside a stripe per elim.J lane and a meta-stripe's
   // stripes for elim.I (the working set of two sweeps, the master's gates bound it so).
@@ -70,7 +95,7 @@ class GpuElimination final : public Elimination {
  private:
   GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
                  const storage::StripedMatrix& layout, const FactorParams& params,
-                 const Plan& plan);
+                 const Plan& plan, DeviceShare share);
   Status open();
   Status eliminate_on_device(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots);
   Status update_on_device(int worker, const Task& t, const cache::CellView& j,
@@ -96,8 +121,10 @@ class GpuElimination final : public Elimination {
   Result<RangeU> range_block(backend::DeviceLane& lane, const Task& t);
   backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
   bool keep_j(const Task& t, const cache::CellView& j) const;
-  // Waits for the copy to RAM of eliminated stripe `stripe` (if one is pending).
-  Status wait_download(int64_t stripe);
+  // Whether stripe i's instance stays on this device to the end (the whole matrix resident,
+  // and i this device's own).
+  bool keeps(int64_t i) const { return plan_.device_resident && share_.owns(i); }
+  backend::DeviceLane& lane_of(int worker) { return *lanes_j_[static_cast<size_t>(worker / share_.count)]; }
 
   EngineContext& ctx_;
   backend::DeviceEngine& engine_;
@@ -107,6 +134,7 @@ class GpuElimination final : public Elimination {
   const storage::StripeGeometry geometry_;
   FactorParams params_;
   Plan plan_;
+  DeviceShare share_;
   std::vector<int64_t> stripe_uses_;        // update tasks reading each eliminated stripe
   std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> range_uses_;  // tasks per range
   std::unique_ptr<cache::DeviceTier> tier_;
@@ -123,6 +151,11 @@ class GpuElimination final : public Elimination {
   std::vector<int64_t> meta_of_;            // meta-stripe index of each stripe
   std::mutex downloads_mu_;                 // guards download_ticket_
   std::vector<uint64_t> download_ticket_;   // per stripe: its copy to RAM not yet waited for
+  // Per stripe: held while a thread waits for its copy to RAM, so a second waiter returns only
+  // once the copy has landed.
+  std::unique_ptr<std::mutex[]> download_wait_mu_;
+  std::mutex adopt_mu_;                     // guards adopted_; held during an adoption
+  std::vector<bool> adopted_;
 };
 
 }  // namespace stripesolve::scheduler

@@ -170,8 +170,9 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   // The GPU tier adds one look-ahead lane: the next meta-stripe's updates run beside the sweep.
   // Its J parts are that meta-stripe's stripes, which the device keeps anyway (the S^m term of
   // device_bytes_needed): it needs no J slot of its own.
-  p.lookahead_workers = m.gpus > 0 ? 1 : 0;
-  const int64_t device_workers = std::max<int64_t>(1, p.elim_j_workers);
+  p.lookahead_workers = m.gpus > 0 ? m.gpus : 0;  // one per device
+  const int64_t per_device = std::max<int64_t>(1, m.gpus);
+  const int64_t device_workers = std::max<int64_t>(1, (p.elim_j_workers + per_device - 1) / per_device);
   if (m.gpus > 0 && config.meta_stripes == 0) {
     // 8b: a J update by K = S^m S eliminated rows moves 8 bytes each way per 2K flops per
     // element; K of about 8192 keeps the device at its DGEMM rate while J streams over PCIe.
@@ -191,7 +192,9 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   if (m.gpus > 0) {
     const uint64_t need = device_bytes_needed(p, p.meta_stripes, device_workers);
     p.device_bytes_needed = need;
-    p.device_resident = need + static_cast<uint64_t>(p.stripes) * p.stripe_bytes <= m.gpu_memory;
+    // Each device keeps its own stripes (stripe j on device j mod gpus).
+    const uint64_t own = static_cast<uint64_t>((p.stripes + per_device - 1) / per_device);
+    p.device_resident = need + own * p.stripe_bytes <= m.gpu_memory;
     p.gpu_memory = m.gpu_memory;
     if (need > m.gpu_memory) {
       p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",

@@ -71,7 +71,9 @@ void ElimJRole::run(int64_t worker) {
   auto rank = [this, stripes](const Task& q) {
     return critical(q) ? q.i_end * stripes + q.stripe : stripes * stripes;
   };
-  auto eligible = [this, worker](const Task& q) { return worker >= lookahead_ || critical(q); };
+  auto eligible = [this, worker](const Task& q) {
+    return (worker >= lookahead_ || critical(q)) && elimination_.accepts(worker, q);
+  };
   cache::StripeCache& cache = ctx_.cache;
   while (auto t = queue_.pop(eligible, rank)) {
     if (ctx_.cancel.cancelled()) cache.fail(cancelled_status());

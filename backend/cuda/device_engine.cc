@@ -141,6 +141,16 @@ class CudaLane final : public DeviceLane {
     return Status::ok();
   }
 
+  Status upload_ints(const std::vector<int32_t>& values, int32_t* device) override {
+    if (values.empty()) return Status::ok();
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    RETURN_CUDA(cudaMemcpyAsync(device, values.data(), sizeof(int32_t) * values.size(),
+                                cudaMemcpyHostToDevice, in_),
+                "copy of a permutation to the device");
+    RETURN_CUDA(cudaStreamSynchronize(in_), "copy of a permutation to the device");
+    return Status::ok();
+  }
+
   Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) override {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     RETURN_CUDA(cudaMemcpyAsync(host + c0 * src.ld, src.data + c0 * src.ld,

@@ -1,0 +1,66 @@
+#include "scheduler/multi_gpu_elimination.h"
+
+namespace stripesolve::scheduler {
+
+Result<std::unique_ptr<MultiGpuElimination>> MultiGpuElimination::create(
+    EngineContext& ctx, const std::vector<backend::DeviceEngine*>& engines,
+    const storage::StripedMatrix& layout, const FactorParams& params, const Plan& plan) {
+  if (engines.empty()) return Status::invalid_argument("GPU tier: no device");
+  std::unique_ptr<MultiGpuElimination> m(new MultiGpuElimination());
+  const int count = static_cast<int>(engines.size());
+  for (int d = 0; d < count; ++d) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(auto e, GpuElimination::create(ctx, *engines[static_cast<size_t>(d)],
+                                                                layout, params, plan,
+                                                                DeviceShare{d, count}));
+    m->devices_.push_back(std::move(e));
+  }
+  return m;
+}
+
+MultiGpuElimination::~MultiGpuElimination() {
+  while (!devices_.empty()) devices_.pop_back();
+}
+
+Status MultiGpuElimination::eliminate(int64_t i, const cache::CellView& cell,
+                                      stripe::StripePivots* pivots) {
+  return owner_of(i).eliminate(i, cell, pivots);
+}
+
+Status MultiGpuElimination::update(int worker, const Task& t, const cache::CellView& j,
+                                   const std::vector<cache::CellView>& is,
+                                   const std::vector<stripe::StripePivots>& pivots,
+                                   bool* keep_on_device) {
+  GpuElimination& here = owner_of(t.stripe);
+  for (const cache::CellView& ci : is) {
+    GpuElimination& owner = owner_of(ci.stripe);
+    if (&owner == &here) continue;
+    STRIPESOLVE_RETURN_IF_ERROR(
+        here.adopt(worker, ci, pivots[static_cast<size_t>(ci.stripe)], owner));
+  }
+  return here.update(worker, t, j, is, pivots, keep_on_device);
+}
+
+bool MultiGpuElimination::sweeps_may_overlap() const {
+  for (const auto& d : devices_) {
+    if (!d->sweeps_may_overlap()) return false;
+  }
+  return true;
+}
+
+bool MultiGpuElimination::accepts(int64_t worker, const Task& t) const {
+  return devices_.size() == 1 || worker % devices() == t.stripe % devices();
+}
+
+bool MultiGpuElimination::factors_resident() const {
+  return devices_.size() == 1 && devices_[0]->factors_resident();
+}
+
+Status MultiGpuElimination::substitute(double* x, int64_t nrhs) {
+  return devices_[0]->substitute(x, nrhs);
+}
+
+void MultiGpuElimination::release_factors() {
+  for (auto& d : devices_) d->release_factors();
+}
+
+}  // namespace stripesolve::scheduler

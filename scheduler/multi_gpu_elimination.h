@@ -1,0 +1,52 @@
+// The GPU tier on every device of a dense solve (002 §8.2: one elim.I and k elim.J per device):
+// one GpuElimination per device, stripe j belonging to device j mod D (DeviceShare). elim.I
+// eliminates each stripe on its device; the elim.J workers are dealt to the devices (worker w
+// serves device w mod D, the first D are the look-ahead workers, one per device) and take only
+// the updates of their device's J stripes (Elimination::accepts). Before an update reads an
+// eliminated stripe of another device, the updating device adopts it (GpuElimination::adopt:
+// from the stripe's RAM cell, final once its owner's copy back has landed).
+//
+// With one device this is the single-GPU tier unchanged. With several, the device substitution
+// (factors resident on one device) is off: the CPU substitution runs, reading the factors from
+// RAM or the store.
+//
+// Thread-safety: as Elimination: eliminate() from the elim.I thread, update(w, ...) from worker w.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "scheduler/gpu_elimination.h"
+
+namespace stripesolve::scheduler {
+
+class MultiGpuElimination final : public Elimination {
+ public:
+  // One GpuElimination per engine (engines[d] is device d), each with `plan`'s per-device budget.
+  static Result<std::unique_ptr<MultiGpuElimination>> create(
+      EngineContext& ctx, const std::vector<backend::DeviceEngine*>& engines,
+      const storage::StripedMatrix& layout, const FactorParams& params, const Plan& plan);
+  ~MultiGpuElimination() override;
+
+  Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
+  Status update(int worker, const Task& t, const cache::CellView& j,
+                const std::vector<cache::CellView>& is,
+                const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+  bool sweeps_may_overlap() const override;
+  bool accepts(int64_t worker, const Task& t) const override;
+
+  // Device substitution (one device, factors resident there).
+  bool factors_resident() const;
+  Status substitute(double* x, int64_t nrhs);
+  void release_factors();
+  int devices() const { return static_cast<int>(devices_.size()); }
+
+ private:
+  MultiGpuElimination() = default;
+  GpuElimination& owner_of(int64_t stripe) { return *devices_[static_cast<size_t>(stripe % devices())]; }
+
+  // Device d's; destroyed last to first, so device 0 (which pinned the RAM arena) goes last.
+  std::vector<std::unique_ptr<GpuElimination>> devices_;
+};
+
+}  // namespace stripesolve::scheduler

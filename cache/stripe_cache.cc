@@ -111,10 +111,16 @@ Result<Extent> StripeCache::allocate_locked(Lock& lock, int64_t stripe, uint64_t
       continue;
     }
     if (!in_flight) {
+      std::string held;
+      for (const auto& [s, c] : cells_) {
+        held += (held.empty() ? "" : ", ") + std::to_string(s) + " " +
+                std::string(cell_state_name(c.state));
+      }
       return Status::resource_exhausted(
           "cache: " + part_name(stripe) + " needs " + std::to_string(want) +
           " bytes but the budget of " + std::to_string(arena_.capacity()) + " bytes holds " +
-          std::to_string(arena_.used()) + " bytes of stuck stripe parts and nothing can be evicted");
+          std::to_string(arena_.used()) + " bytes of parts none of which can be evicted (" +
+          held + ")");
     }
     changed_.wait(lock);  // backpressure: in-flight work will return memory
   }

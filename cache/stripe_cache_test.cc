@@ -128,7 +128,7 @@ TEST(StripeCacheTest, StuckPartsAreNeverEvictedAndAFullStuckCacheFails) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().message(),
             "cache: stripe 2 needs 8192 bytes but the budget of 16384 bytes holds 16384 bytes of "
-            "stuck stripe parts and nothing can be evicted");
+            "parts none of which can be evicted (0 stuck, 1 stuck)");
   cache.release_use(0);  // count 1 -> 0: unstuck
   EXPECT_EQ(cache.state_of(0), CellState::kIdle);
   EXPECT_TRUE(cache.request(j_request(2)).is_ok());

@@ -264,6 +264,36 @@ TEST_P(GpuDenseTest, TwoDevicesMatchLapackAndTheOneDeviceFactors) {
   }
 }
 
+// The SSD tier's shape with a roomy device: the RAM cache holds only S^m + 3 stripes while the
+// device could keep the whole matrix (bench_dense_gpu's smoke run), on one and on two devices.
+TEST_P(GpuDenseTest, ASmallRamCacheBesideARoomyDevice) {
+  const int64_t n = 512;  // 8 stripes of 64 rows (256 KiB each)
+  const auto a = generated("A", n, "uniform", 41);
+  const auto b = random_rhs(n, 1);
+  std::vector<std::unique_ptr<backend::DeviceEngine>> second;
+  std::vector<backend::DeviceEngine*> engines{engine_.get()};
+  if (GetParam() == "host") {
+    second.push_back(backend::make_host_device_engine());
+    engines.push_back(second.back().get());
+  } else if (gpu::device_count() >= 2) {
+    second.push_back(backend::DeviceEngine::open(1).value());
+    engines.push_back(second.back().get());
+  }
+  for (size_t count = 1; count <= engines.size(); ++count) {
+    EngineConfig c = gpu_engine(false);
+    c.ram_budget = 1 * kMiB;
+    c.meta_stripes = 1;
+    c.elim_j_workers = 0;
+    DenseSolveOptions o;
+    o.reuse_factors = false;
+    CancelToken cancel;
+    const std::vector<backend::DeviceEngine*> use(engines.begin(), engines.begin() + count);
+    auto rep = solve_dense(cpu_, use, *store_, "A", b.data(), 1, o, c, cancel, {}, nullptr);
+    ASSERT_TRUE(rep.is_ok()) << count << " device(s): " << rep.status().to_string();
+    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, std::to_string(count) + " device(s)");
+  }
+}
+
 // The daemon's GPU jobs share one budget per device (gpu::DeviceBudget): a solve on the default
 // budget takes what the others leave, and an engine.gpu_memory the budget cannot give fails
 // naming both figures.

@@ -27,22 +27,26 @@ uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0
 
 GpuElimination::GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
                                const storage::StripedMatrix& layout, const FactorParams& params,
-                               const Plan& plan, DeviceShare share)
+                               const Plan& plan, DeviceShare share,
+                               std::shared_ptr<KeepLedger> kept)
     : ctx_(ctx),
       engine_(engine),
       layout_(layout),
       geometry_(layout.geometry()),
       params_(params),
       plan_(plan),
-      share_(share) {}
+      share_(share),
+      kept_(kept ? std::move(kept) : std::make_shared<KeepLedger>()) {}
 
 Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ctx,
                                                                backend::DeviceEngine& engine,
                                                                const storage::StripedMatrix& layout,
                                                                const FactorParams& params,
                                                                const Plan& plan,
-                                                               DeviceShare share) {
-  std::unique_ptr<GpuElimination> e(new GpuElimination(ctx, engine, layout, params, plan, share));
+                                                               DeviceShare share,
+                                                               std::shared_ptr<KeepLedger> kept) {
+  std::unique_ptr<GpuElimination> e(
+      new GpuElimination(ctx, engine, layout, params, plan, share, std::move(kept)));
   STRIPESOLVE_RETURN_IF_ERROR(e->open());
   return e;
 }
@@ -71,6 +75,10 @@ Status GpuElimination::open() {
   download_ticket_.assign(static_cast<size_t>(g.stripes), 0);
   download_wait_mu_ = std::make_unique<std::mutex[]>(static_cast<size_t>(g.stripes));
   adopted_.assign(static_cast<size_t>(g.stripes), false);
+  {
+    std::lock_guard<std::mutex> lock(kept_->mu);
+    kept_->of_stripe.assign(static_cast<size_t>(g.stripes), 0);
+  }
 
   STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_i, engine_.lane_workspace_bytes(s_max, g.n, params_.pivot,
                                                                            s_max, k_max));
@@ -222,6 +230,11 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
     return st;
   }
   tier_->set_newer(i, false);
+  {
+    std::lock_guard<std::mutex> lock(kept_->mu);  // its RAM cell is final now, no longer kept
+    kept_->bytes -= kept_->of_stripe[static_cast<size_t>(i)];
+    kept_->of_stripe[static_cast<size_t>(i)] = 0;
+  }
   perm_count_[static_cast<size_t>(i)] = perm_count;
   pivots->mode = params_.pivot;
   pivots->row_begin = r0;
@@ -366,20 +379,35 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
 // meta-stripe being eliminated or to the next one (it is an I stripe soon: its elimination and the
 // updates inside its meta-stripe then need no copies), while the device keeps room for the J
 // parts in flight and a U block, and RAM for the planner's working set.
-bool GpuElimination::keep_j(const Task& t, const CellView& j) const {
-  if (plan_.device_resident) return true;
-  const int64_t mj = meta_of_[static_cast<size_t>(j.stripe)];
-  const int64_t mi = meta_of_[static_cast<size_t>(t.i_begin)];
-  if (mj > mi + 1) return false;
+bool GpuElimination::keep_j(const Task& t, const CellView& j) {
   const storage::StripeGeometry& g = geometry_;
   const uint64_t part = part_bytes(g, j.stripe, j.i0_store);
-  const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
-  const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
-  const uint64_t device_reserve =
-      block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
-  if (tier_->free_bytes() < device_reserve) return false;
-  const uint64_t ram_reserve = static_cast<uint64_t>(params_.meta_stripes + 2) * plan_.stripe_bytes;
-  return ctx_.cache.on_device_bytes() + part + ram_reserve <= plan_.ram_budget;
+  std::lock_guard<std::mutex> lock(kept_->mu);
+  const uint64_t before = kept_->of_stripe[static_cast<size_t>(j.stripe)];
+  const bool keep = [&] {
+    // A kept J's RAM cell stays reserved (kOnDevice). Unless RAM holds the whole matrix, it
+    // keeps room beside the kept parts for the working set: 2 S^m + 2 stripes (002 Eq 17) and
+    // a J per elim.J worker.
+    const uint64_t matrix = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(g.n);
+    if (plan_.ram_budget < matrix + plan_.stripe_bytes) {
+      const uint64_t reserve = static_cast<uint64_t>(2 * params_.meta_stripes + 2 +
+                                                     params_.elim_j_workers + params_.lookahead_workers) *
+                               plan_.stripe_bytes;
+      if (kept_->bytes - before + part + reserve > plan_.ram_budget) return false;
+    }
+    if (plan_.device_resident) return true;
+    const int64_t mj = meta_of_[static_cast<size_t>(j.stripe)];
+    const int64_t mi = meta_of_[static_cast<size_t>(t.i_begin)];
+    if (mj > mi + 1) return false;
+    const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
+    const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
+    const uint64_t device_reserve =
+        block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
+    return tier_->free_bytes() >= device_reserve;
+  }();
+  kept_->bytes = kept_->bytes - before + (keep ? part : 0);
+  kept_->of_stripe[static_cast<size_t>(j.stripe)] = keep ? part : 0;
+  return keep;
 }
 
 Status GpuElimination::update(int worker, const Task& t, const CellView& j,

@@ -52,6 +52,14 @@ struct DeviceShare {
   bool serves(int64_t worker) const { return worker % count == index; }
 };
 
+// The RAM bytes of the cells whose J values are kept on a device (kOnDevice), shared by the
+// devices of a solve (they share the RAM cache). Thread-safe through `mu`.
+struct KeepLedger {
+  std::mutex mu;
+  uint64_t bytes = 0;               // guarded by mu
+  std::vector<uint64_t> of_stripe;  // guarded by mu; per stripe
+};
+
 class GpuElimination final : public Elimination {
  public:
   // Opens the device tier for a factorization of `layout` with `plan` (pool of plan.gpu_memory
@@ -62,7 +70,8 @@ class GpuElimination final : public Elimination {
                                                         const storage::StripedMatrix& layout,
                                                         const FactorParams& params,
                                                         const Plan& plan,
-                                                        DeviceShare share = {});
+                                                        DeviceShare share = {},
+                                                        std::shared_ptr<KeepLedger> kept = nullptr);
   ~GpuElimination() override;
 
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
@@ -95,7 +104,7 @@ class GpuElimination final : public Elimination {
  private:
   GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
                  const storage::StripedMatrix& layout, const FactorParams& params,
-                 const Plan& plan, DeviceShare share);
+                 const Plan& plan, DeviceShare share, std::shared_ptr<KeepLedger> kept);
   Status open();
   Status eliminate_on_device(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots);
   Status update_on_device(int worker, const Task& t, const cache::CellView& j,
@@ -120,7 +129,8 @@ class GpuElimination final : public Elimination {
   // first use (with its inverted diagonal blocks).
   Result<RangeU> range_block(backend::DeviceLane& lane, const Task& t);
   backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
-  bool keep_j(const Task& t, const cache::CellView& j) const;
+  // Decides whether J stays on the device after this update, and accounts its RAM cell.
+  bool keep_j(const Task& t, const cache::CellView& j);
   // Whether stripe i's instance stays on this device to the end (the whole matrix resident,
   // and i this device's own).
   bool keeps(int64_t i) const { return plan_.device_resident && share_.owns(i); }
@@ -154,6 +164,7 @@ class GpuElimination final : public Elimination {
   // Per stripe: held while a thread waits for its copy to RAM, so a second waiter returns only
   // once the copy has landed.
   std::unique_ptr<std::mutex[]> download_wait_mu_;
+  std::shared_ptr<KeepLedger> kept_;
   std::mutex adopt_mu_;                     // guards adopted_; held during an adoption
   std::vector<bool> adopted_;
 };

@@ -8,10 +8,11 @@ Result<std::unique_ptr<MultiGpuElimination>> MultiGpuElimination::create(
   if (engines.empty()) return Status::invalid_argument("GPU tier: no device");
   std::unique_ptr<MultiGpuElimination> m(new MultiGpuElimination());
   const int count = static_cast<int>(engines.size());
+  auto kept = std::make_shared<KeepLedger>();  // one RAM cache for all devices
   for (int d = 0; d < count; ++d) {
     STRIPESOLVE_ASSIGN_OR_RETURN(auto e, GpuElimination::create(ctx, *engines[static_cast<size_t>(d)],
                                                                 layout, params, plan,
-                                                                DeviceShare{d, count}));
+                                                                DeviceShare{d, count}, kept));
     m->devices_.push_back(std::move(e));
   }
   return m;

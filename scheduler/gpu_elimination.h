@@ -22,10 +22,10 @@
 // which is where it is fastest; otherwise it says so and the CPU substitution runs.
 //
 // Several devices (scheduler/multi_gpu_elimination.h): each has a GpuElimination with its share
-// (device d of D). Stripe j belongs to device j mod D: its J updates and its elimination run
-// there, so a J kept on a device is eliminated where it is. An eliminated stripe that updates
-// on another device need is adopted there: uploaded from its RAM cell once the owner's copy to
-// RAM has landed, with its column permutation.
+// (device d of D). Each stripe belongs to one device (DeviceShare::owner): its J updates and its
+// elimination run there, so a J kept on a device is eliminated where it is. An eliminated stripe
+// that updates on another device need is adopted there: uploaded from its RAM cell once the
+// owner's copy to RAM has landed, with its column permutation.
 //
 // Thread-safety: eliminate() from the one elim.I thread, update(w, ...) and adopt() from worker
 // w only (each worker has its lane on one device).
@@ -43,11 +43,15 @@
 
 namespace stripesolve::scheduler {
 
-// Which of several devices an elimination runs on (device `index` of `count`).
+// Which of several devices an elimination runs on (device `index` of `count`), and which
+// device each stripe belongs to (`owner`; empty with one device).
 struct DeviceShare {
   int index = 0;
   int count = 1;
-  bool owns(int64_t stripe) const { return stripe % count == index; }
+  std::vector<int> owner;
+  bool owns(int64_t stripe) const {
+    return count == 1 || owner[static_cast<size_t>(stripe)] == index;
+  }
   // Workers w with w mod count == index serve this device, on its lane w / count.
   bool serves(int64_t worker) const { return worker % count == index; }
 };

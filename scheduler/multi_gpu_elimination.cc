@@ -8,11 +8,15 @@ Result<std::unique_ptr<MultiGpuElimination>> MultiGpuElimination::create(
   if (engines.empty()) return Status::invalid_argument("GPU tier: no device");
   std::unique_ptr<MultiGpuElimination> m(new MultiGpuElimination());
   const int count = static_cast<int>(engines.size());
+  const std::vector<int64_t> meta =
+      meta_stripe_of(params.strategy, layout.geometry().stripes, params.meta_stripes);
+  for (int64_t im : meta) m->owner_.push_back(static_cast<int>(im % count));
   auto kept = std::make_shared<KeepLedger>();  // one RAM cache for all devices
   for (int d = 0; d < count; ++d) {
+    DeviceShare share{d, count, count > 1 ? m->owner_ : std::vector<int>{}};
     STRIPESOLVE_ASSIGN_OR_RETURN(auto e, GpuElimination::create(ctx, *engines[static_cast<size_t>(d)],
                                                                 layout, params, plan,
-                                                                DeviceShare{d, count}, kept));
+                                                                std::move(share), kept));
     m->devices_.push_back(std::move(e));
   }
   return m;
@@ -49,7 +53,7 @@ bool MultiGpuElimination::sweeps_may_overlap() const {
 }
 
 bool MultiGpuElimination::accepts(int64_t worker, const Task& t) const {
-  return devices_.size() == 1 || worker % devices() == t.stripe % devices();
+  return devices_.size() == 1 || worker % devices() == device_of(t.stripe);
 }
 
 bool MultiGpuElimination::factors_resident() const {

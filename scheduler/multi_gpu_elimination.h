@@ -1,5 +1,8 @@
 // The GPU tier on every device of a dense solve (002 §8.2: one elim.I and k elim.J per device):
-// one GpuElimination per device, stripe j belonging to device j mod D (DeviceShare). elim.I
+// one GpuElimination per device. The meta-stripes are dealt to the devices in turn (meta-stripe
+// m to device m mod D, DeviceShare::owner), so the eliminations and updates inside a
+// meta-stripe, the critical path, need no copy between devices; the other device adopts a
+// meta-stripe's stripes once, for its share of the sweep. elim.I
 // eliminates each stripe on its device; the elim.J workers are dealt to the devices (worker w
 // serves device w mod D, the first D are the look-ahead workers, one per device) and take only
 // the updates of their device's J stripes (Elimination::accepts). Before an update reads an
@@ -43,10 +46,12 @@ class MultiGpuElimination final : public Elimination {
 
  private:
   MultiGpuElimination() = default;
-  GpuElimination& owner_of(int64_t stripe) { return *devices_[static_cast<size_t>(stripe % devices())]; }
+  int device_of(int64_t stripe) const { return owner_[static_cast<size_t>(stripe)]; }
+  GpuElimination& owner_of(int64_t stripe) { return *devices_[static_cast<size_t>(device_of(stripe))]; }
 
   // Device d's; destroyed last to first, so device 0 (which pinned the RAM arena) goes last.
   std::vector<std::unique_ptr<GpuElimination>> devices_;
+  std::vector<int> owner_;  // per stripe: its device
 };
 
 }  // namespace stripesolve::scheduler

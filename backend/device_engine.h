@@ -89,6 +89,9 @@ class DeviceLane {
   // Columns [c0, c1) of a part between pinned host memory and the device (same layout).
   virtual Status upload(const double* host, const DeviceBlock& dst, int64_t c0, int64_t c1) = 0;
   virtual Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) = 0;
+  // `bytes` from `src` in the memory of device `src_device` to `dst` on this lane's device
+  // (cudaMemcpyPeer: over NVLink where the devices have it, else staged by the driver).
+  virtual Status copy_from_peer(double* dst, const double* src, int src_device, uint64_t bytes) = 0;
   // values (host, any memory) to `device` (int32 entries): a column permutation made elsewhere.
   virtual Status upload_ints(const std::vector<int32_t>& values, int32_t* device) = 0;
   // download() without waiting: the copy is queued behind the lane's work so far, on its
@@ -144,6 +147,9 @@ class DeviceEngine {
   // cudaMalloc / cudaFree of the pool the device tier carves.
   virtual Result<void*> allocate(uint64_t bytes, const std::string& what) = 0;
   virtual void release(void* data) = 0;
+  // Lets this device read and write the memory of device `peer` directly (NVLink / PCIe peer
+  // access), where the hardware allows; where not, copy_from_peer still works, staged.
+  virtual Status enable_peer_access(int peer) = 0;
   // Pins (cudaHostRegister) / unpins an existing host block: the RAM cache's arena.
   virtual Status register_host(void* data, uint64_t bytes) = 0;
   virtual void unregister_host(void* data) = 0;

@@ -40,6 +40,10 @@ class HostLane final : public DeviceLane {
     std::memcpy(host + c0 * src.ld, src.data + c0 * src.ld, column_bytes(src.ld, c0, c1));
     return Status::ok();
   }
+  Status copy_from_peer(double* dst, const double* src, int, uint64_t bytes) override {
+    std::memcpy(dst, src, bytes);
+    return Status::ok();
+  }
   Status upload_ints(const std::vector<int32_t>& values, int32_t* device) override {
     std::copy(values.begin(), values.end(), device);
     return Status::ok();
@@ -254,6 +258,7 @@ class HostEngine final : public DeviceEngine {
     return p;
   }
   void release(void* data) override { std::free(data); }
+  Status enable_peer_access(int) override { return Status::ok(); }
   Status register_host(void*, uint64_t) override { return Status::ok(); }
   void unregister_host(void*) override {}
   Result<uint64_t> lane_workspace_bytes(int64_t, int64_t, PivotMode, int64_t, int64_t) const override {

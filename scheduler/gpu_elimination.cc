@@ -55,11 +55,19 @@ Status GpuElimination::open() {
   const storage::StripeGeometry& g = geometry_;
   const int64_t s_max = (g.n + g.stripes - 1) / g.stripes;
   const int64_t k_max = s_max;  // permutations are per stripe
-  // Use counts from the task list: the updates of this device's J stripes.
+  // Use counts from the task list: the updates of this device's J stripes, and for each own
+  // stripe the other devices that will adopt it (those with updates that read it).
   stripe_uses_.assign(static_cast<size_t>(g.stripes), 0);
+  std::vector<uint64_t> adopters(static_cast<size_t>(g.stripes), 0);  // device bit masks
   std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
   for (const Task& t : make_tasks(params_.strategy, g.stripes, params_.meta_stripes)) {
-    if (t.kind != Task::Kind::kUpdate || !share_.owns(t.stripe)) continue;
+    if (t.kind != Task::Kind::kUpdate) continue;
+    if (!share_.owns(t.stripe)) {
+      for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+        if (share_.owns(i)) adopters[static_cast<size_t>(i)] |= 1ull << share_.owner[static_cast<size_t>(t.stripe)];
+      }
+      continue;
+    }
     for (int64_t i = t.i_begin; i < t.i_end; ++i) ++stripe_uses_[static_cast<size_t>(i)];
     if (t.i_end - t.i_begin > 1) ++ranges[{t.i_begin, t.i_end}];
   }
@@ -74,6 +82,9 @@ Status GpuElimination::open() {
   perm_count_.assign(static_cast<size_t>(g.stripes), 0);
   download_ticket_.assign(static_cast<size_t>(g.stripes), 0);
   download_wait_mu_ = std::make_unique<std::mutex[]>(static_cast<size_t>(g.stripes));
+  peer_uses_.assign(static_cast<size_t>(g.stripes), 0);
+  for (size_t i = 0; i < adopters.size(); ++i) peer_uses_[i] = __builtin_popcountll(adopters[i]);
+  free_pending_.assign(static_cast<size_t>(g.stripes), false);
   adopted_.assign(static_cast<size_t>(g.stripes), false);
   {
     std::lock_guard<std::mutex> lock(kept_->mu);
@@ -246,12 +257,42 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
     pivots->swaps.resize(static_cast<size_t>(h));
     for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = r0 + local[k];
   }
-  if (uses == 0 && !keeps(i)) {
-    tier_->free(i);
+  if (uses == 0) {
+    drop_instance(i);
   } else {
     tier_->set_uses(i, uses);
   }
   return Status::ok();
+}
+
+void GpuElimination::drop_instance(int64_t i) {
+  if (keeps(i)) return;
+  {
+    std::lock_guard<std::mutex> lock(peer_mu_);
+    if (peer_uses_[static_cast<size_t>(i)] > 0) {
+      free_pending_[static_cast<size_t>(i)] = true;
+      return;
+    }
+  }
+  tier_->free(i);
+}
+
+Result<const double*> GpuElimination::peer_source(int64_t i, int64_t from) const {
+  auto inst = tier_->find(i);
+  if (!inst || inst->i0_store > from) {
+    return Status::internal(fmt::format("GPU tier: stripe {} left device {} before another adopted it",
+                                        i, share_.index));
+  }
+  return device_at(inst->offset) + (from - inst->i0_store) * geometry_.rows(i);
+}
+
+void GpuElimination::release_peer_use(int64_t i) {
+  {
+    std::lock_guard<std::mutex> lock(peer_mu_);
+    if (--peer_uses_[static_cast<size_t>(i)] > 0 || !free_pending_[static_cast<size_t>(i)]) return;
+    free_pending_[static_cast<size_t>(i)] = false;
+  }
+  if (!keeps(i)) tier_->free(i);
 }
 
 Status GpuElimination::wait_download(int64_t stripe) {
@@ -290,11 +331,16 @@ Status GpuElimination::adopt(int worker, const CellView& cell, const stripe::Str
       DeviceInstance inst,
       tier_->allocate(i, from, 8ull * static_cast<uint64_t>(g.rows(i)) * static_cast<uint64_t>(g.n - from)));
   backend::DeviceLane& lane = lane_of(worker);
-  Status st = owner.wait_download(i);
-  const stripe::StripePart part = cell_part(layout_, cell);
-  if (st.is_ok()) {
+  // Straight from the owner's instance (final: the cell is kStuck once its elimination has
+  // returned), which waits for this copy before it goes.
+  Status st = Status::ok();
+  {
+    auto src = owner.peer_source(i, from);
     const DeviceBlock b = instance_block(inst);
-    st = lane.upload(part.data + (from - cell.i0_store) * g.rows(i), b, 0, b.cols);
+    st = src.is_ok() ? lane.copy_from_peer(b.data, *src, owner.device(),
+                                           8ull * static_cast<uint64_t>(b.rows * b.cols))
+                     : src.status();
+    owner.release_peer_use(i);
   }
   if (st.is_ok() && params_.pivot == stripe::PivotMode::kRow) {
     // The permutation the owner made on its device, from the swaps (relative to the diagonal).
@@ -370,7 +416,7 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
   for (int64_t i = t.i_begin; i < t.i_end; ++i) {
     if (keeps(i)) continue;
     STRIPESOLVE_RETURN_IF_ERROR(wait_download(i));
-    tier_->free(i);
+    drop_instance(i);
   }
   return RangeU{block, inverse};
 }
@@ -481,7 +527,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
     if (tier_->release_use(ci.stripe)) {
       // The last update by I: its cell leaves kStuck after this (and may then be evicted).
       if (share_.owns(ci.stripe)) STRIPESOLVE_RETURN_IF_ERROR(wait_download(ci.stripe));
-      if (!keeps(ci.stripe)) tier_->free(ci.stripe);
+      drop_instance(ci.stripe);
     }
   }
   if (t.i_end - t.i_begin > 1) tier_->release_block(t.i_begin, t.i_end);

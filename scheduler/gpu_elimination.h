@@ -89,6 +89,12 @@ class GpuElimination final : public Elimination {
                GpuElimination& owner);
   // Waits for the copy to RAM of eliminated stripe `stripe` (if one is pending); from any thread.
   Status wait_download(int64_t stripe);
+  // For a device adopting eliminated stripe `i` (this device's): its values on this device from
+  // column `from` on, and the release once copied (the instance stays until every adopter has
+  // copied it).
+  Result<const double*> peer_source(int64_t i, int64_t from) const;
+  void release_peer_use(int64_t i);
+  int device() const { return engine_.device(); }
   const DeviceShare& share() const { return share_; }
 
   // When the pool holds two ranges' U blocks beside a stripe per elim.J lane and a meta-stripe's
@@ -129,6 +135,9 @@ class GpuElimination final : public Elimination {
     backend::DeviceBlock u;
     backend::DeviceBlock inverse;  // empty for a single stripe (its updates use dtrsm)
   };
+  // Frees stripe i's instance, unless it stays to the end (keeps) or other devices still have
+  // to copy it (then the last of them frees it).
+  void drop_instance(int64_t i);
   // The U of range [t.i_begin, t.i_end): a stripe's instance, or the range's block assembled on
   // first use (with its inverted diagonal blocks).
   Result<RangeU> range_block(backend::DeviceLane& lane, const Task& t);
@@ -169,6 +178,9 @@ class GpuElimination final : public Elimination {
   // once the copy has landed.
   std::unique_ptr<std::mutex[]> download_wait_mu_;
   std::shared_ptr<KeepLedger> kept_;
+  std::mutex peer_mu_;                      // guards peer_uses_, free_pending_
+  std::vector<int> peer_uses_;              // per own stripe: devices yet to adopt it
+  std::vector<bool> free_pending_;          // per own stripe: dropped while peers had to copy it
   std::mutex adopt_mu_;                     // guards adopted_; held during an adoption
   std::vector<bool> adopted_;
 };

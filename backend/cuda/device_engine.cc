@@ -141,6 +141,14 @@ class CudaLane final : public DeviceLane {
     return Status::ok();
   }
 
+  Status copy_from_peer(double* dst, const double* src, int src_device, uint64_t bytes) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    RETURN_CUDA(cudaMemcpyPeerAsync(dst, device_, src, src_device, bytes, in_),
+                "copy of a stripe part from device " + std::to_string(src_device));
+    RETURN_CUDA(cudaStreamSynchronize(in_), "copy of a stripe part from another device");
+    return Status::ok();
+  }
+
   Status upload_ints(const std::vector<int32_t>& values, int32_t* device) override {
     if (values.empty()) return Status::ok();
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
@@ -632,6 +640,20 @@ class CudaEngine final : public DeviceEngine {
     (void)cudaSetDevice(device_);
     (void)cudaFree(data);
   }
+  Status enable_peer_access(int peer) override {
+    int can = 0;
+    RETURN_CUDA(cudaDeviceCanAccessPeer(&can, device_, peer), "cudaDeviceCanAccessPeer");
+    if (!can) return Status::ok();  // copies between the two are staged by the driver
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();
+      return Status::ok();
+    }
+    RETURN_CUDA(e, "cudaDeviceEnablePeerAccess");
+    return Status::ok();
+  }
+
   Status register_host(void* data, uint64_t bytes) override {
     if (data == nullptr || bytes == 0) return Status::ok();
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");

@@ -1,12 +1,16 @@
 #include "base/logging.h"
 
+#include <fmt/format.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
@@ -17,6 +21,36 @@
 
 namespace stripesolve {
 namespace {
+
+thread_local int64_t t_log_job = 0;
+
+// "2026-11-22T05:01:02" + fraction digits of the record's time, UTC, with a Z.
+std::string utc_timestamp(const spdlog::details::log_msg& msg, int digits) {
+  using namespace std::chrono;
+  const auto since_epoch = msg.time.time_since_epoch();
+  const auto secs = duration_cast<seconds>(since_epoch);
+  const auto micros = duration_cast<microseconds>(since_epoch - secs).count();
+  const std::time_t t = secs.count();
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char ts[48];
+  const long long fraction = digits == 3 ? micros / 1000 : micros;
+  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%0*lldZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, digits, fraction);
+  return ts;
+}
+
+// The syslog priority of a level (sd-daemon(3)'s "<N>" prefixes).
+int journal_priority(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+    case spdlog::level::debug: return 7;
+    case spdlog::level::info: return 6;
+    case spdlog::level::warn: return 4;
+    case spdlog::level::err: return 3;
+    default: return 2;
+  }
+}
 
 // A file sink that can be reopened in place after rotation (spdlog's basic_file_sink cannot).
 class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
@@ -71,7 +105,7 @@ Sinks& sinks() {
   static Sinks* s = [] {
     auto* p = new Sinks;
     auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    err->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v");
+    err->set_formatter(std::make_unique<TextLineFormatter>(stderr_is_journal()));
     p->sinks.push_back(err);
     return p;
   }();
@@ -119,7 +153,7 @@ Status set_up_logging(const LogConfig& config) {
     if (config.stderr_format == "json") {
       err->set_formatter(std::make_unique<JsonLineFormatter>());
     } else {
-      err->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v");
+      err->set_formatter(std::make_unique<TextLineFormatter>(stderr_is_journal()));
     }
     err->set_level(level);
     next.push_back(err);
@@ -167,19 +201,60 @@ std::shared_ptr<spdlog::logger> logger(std::string_view name) {
   return l;
 }
 
-void JsonLineFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
-  using namespace std::chrono;
-  const auto since_epoch = msg.time.time_since_epoch();
-  const auto secs = duration_cast<seconds>(since_epoch);
-  const auto micros = duration_cast<microseconds>(since_epoch - secs).count();
-  const std::time_t t = secs.count();
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char ts[48];
-  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(micros));
+LogJobScope::LogJobScope(int64_t job) : previous_(t_log_job) { t_log_job = job; }
+LogJobScope::~LogJobScope() { t_log_job = previous_; }
+int64_t current_log_job() { return t_log_job; }
 
+bool stderr_is_journal() {
+  const char* stream = std::getenv("JOURNAL_STREAM");
+  if (stream == nullptr) return false;
+  unsigned long long dev = 0, ino = 0;
+  if (std::sscanf(stream, "%llu:%llu", &dev, &ino) != 2) return false;
+  struct stat st {};
+  if (::fstat(2, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == dev &&
+         static_cast<unsigned long long>(st.st_ino) == ino;
+}
+
+void TextLineFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+  std::string prefix;
+  size_t color_begin = 0, color_end = 0;
+  if (journal_) {
+    prefix = fmt::format("<{}>", journal_priority(msg.level));
+  } else {
+    prefix = utc_timestamp(msg, 3) + " ";
+    color_begin = prefix.size();
+    const auto name = spdlog::level::to_string_view(msg.level);
+    prefix.append(name.data(), name.size());
+    color_end = prefix.size();
+    prefix.append(name.size() < 5 ? 5 - name.size() : 0, ' ');
+  }
+  prefix += " [";
+  prefix.append(msg.logger_name.data(), msg.logger_name.size());
+  prefix += "] ";
+  if (t_log_job != 0) prefix += fmt::format("job {}: ", t_log_job);
+  const std::string_view payload(msg.payload.data(), msg.payload.size());
+  size_t begin = 0;
+  do {
+    size_t end = payload.find('\n', begin);
+    if (end == std::string_view::npos) end = payload.size();
+    if (begin == 0) {  // the color codes of a terminal go around the first line's level
+      msg.color_range_start = dest.size() + color_begin;
+      msg.color_range_end = dest.size() + color_end;
+    }
+    dest.append(prefix.data(), prefix.data() + prefix.size());
+    dest.append(payload.data() + begin, payload.data() + end);
+    dest.push_back('\n');
+    begin = end + 1;
+  } while (begin < payload.size());
+}
+
+std::unique_ptr<spdlog::formatter> TextLineFormatter::clone() const {
+  return std::make_unique<TextLineFormatter>(journal_);
+}
+
+void JsonLineFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
+  const std::string ts = utc_timestamp(msg, 6);
   std::string line;
   line.reserve(96 + msg.payload.size());
   line += "{\"ts\":\"";
@@ -191,6 +266,10 @@ void JsonLineFormatter::format(const spdlog::details::log_msg& msg, spdlog::memo
   append_json_escaped(line, std::string_view(msg.logger_name.data(), msg.logger_name.size()));
   line += "\",\"thread\":";
   line += std::to_string(msg.thread_id);
+  if (t_log_job != 0) {
+    line += ",\"job\":";
+    line += std::to_string(t_log_job);
+  }
   line += ",\"msg\":\"";
   append_json_escaped(line, std::string_view(msg.payload.data(), msg.payload.size()));
   line += "\"}\n";

@@ -48,6 +48,62 @@ TEST(JsonLineFormatter, EscapesHostileText) {
   EXPECT_EQ(j["level"], "warning");
 }
 
+std::string format_text(std::string_view payload, spdlog::level::level_enum level, bool journal) {
+  spdlog::details::log_msg msg(spdlog::source_loc{}, "scheduler", level,
+                               spdlog::string_view_t(payload.data(), payload.size()));
+  spdlog::memory_buf_t buf;
+  TextLineFormatter(journal).format(msg, buf);
+  return std::string(buf.data(), buf.size());
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t end = text.find('\n', begin);
+    out.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
+
+// One line per line of the message, each with the UTC timestamp (with its zone), level, logger
+// and job: grep for a job or a time finds every line of a multi-line event.
+TEST(TextLineFormatter, EveryLineCarriesTheFullPrefix) {
+  LogJobScope job(42);
+  const auto lines = lines_of(format_text("plan:\n  S = 2048\n  S^m = 4", spdlog::level::info, false));
+  ASSERT_EQ(lines.size(), 3u);
+  for (const std::string& line : lines) {
+    ASSERT_GE(line.size(), 24u) << line;
+    EXPECT_EQ(line[10], 'T') << line;
+    EXPECT_EQ(line[23], 'Z') << line;  // 2026-11-22T05:01:02.123Z
+    EXPECT_NE(line.find(" info  [scheduler] job 42: "), std::string::npos) << line;
+  }
+  EXPECT_NE(lines[2].find("S^m = 4"), std::string::npos);
+}
+
+// Under systemd: the journal's priority prefix, no timestamp of our own.
+TEST(TextLineFormatter, JournalLinesCarryThePriority) {
+  EXPECT_EQ(format_text("disk full", spdlog::level::err, true), "<3> [scheduler] disk full\n");
+  EXPECT_EQ(format_text("a\nb", spdlog::level::warn, true), "<4> [scheduler] a\n<4> [scheduler] b\n");
+  EXPECT_EQ(format_text("x", spdlog::level::info, true), "<6> [scheduler] x\n");
+}
+
+TEST(JsonLineFormatter, NamesTheJobOfItsScope) {
+  EXPECT_FALSE(nlohmann::json::parse(format_json("before", spdlog::level::info)).contains("job"));
+  {
+    LogJobScope outer(7);
+    EXPECT_EQ(nlohmann::json::parse(format_json("in 7", spdlog::level::info))["job"], 7);
+    {
+      LogJobScope inner(8);
+      EXPECT_EQ(current_log_job(), 8);
+    }
+    EXPECT_EQ(current_log_job(), 7);
+  }
+  EXPECT_EQ(current_log_job(), 0);
+  std::thread([] { EXPECT_EQ(current_log_job(), 0); }).join();  // per thread
+}
+
 TEST(Logging, WritesJsonFileAndReopens) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / "stripesolve_logging_test";
   std::filesystem::remove_all(dir);

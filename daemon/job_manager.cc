@@ -31,13 +31,16 @@ Result<nlohmann::json> run_guarded(const JobType& type, JobContext& ctx) {
 }
 }  // namespace
 
+// The job goes into the line's prefix ("job N: ") or JSON field ("job"), from any thread.
 void JobContext::log(std::string_view message) {
-  log_->info("job {} {}: {}", job_->id(), job_->type(), message);
+  LogJobScope scope(static_cast<int64_t>(job_->id()));
+  log_->info("{}: {}", job_->type(), message);
   job_->append_log(std::string(message));
 }
 
 void JobContext::warn(std::string_view message) {
-  log_->warn("job {} {}: {}", job_->id(), job_->type(), message);
+  LogJobScope scope(static_cast<int64_t>(job_->id()));
+  log_->warn("{}: {}", job_->type(), message);
   job_->append_log("warning: " + std::string(message));
 }
 
@@ -277,6 +280,8 @@ void JobManager::worker_loop(Lane lane) {
 }
 
 void JobManager::run_job(const std::shared_ptr<Job>& job) {
+  // Whatever the runner logs on this thread (the engine's plan, the store) names the job.
+  LogJobScope scope(static_cast<int64_t>(job->id()));
   const auto start = Clock::now();
   job->add_trace_span({"queued", "job", 0, micros_since(job->created(), start), 0});
   JobContext ctx(job, log_);

@@ -34,12 +34,29 @@ int64_t first_argmax_abs(const std::vector<double>& v) {
 
 }  // namespace
 
+std::vector<double> estimator_fixed_vectors(int64_t n) {
+  std::vector<double> v(static_cast<size_t>(2 * std::max<int64_t>(n, 0)));
+  for (int64_t k = 0; k < n; ++k) {
+    v[static_cast<size_t>(k)] = 1.0 / static_cast<double>(n);
+    const double alt = n > 1 ? 1.0 + static_cast<double>(k) / static_cast<double>(n - 1) : 1.0;
+    v[static_cast<size_t>(n + k)] = k % 2 == 0 ? alt : -alt;
+  }
+  return v;
+}
+
 Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
-                                       const VectorSolve& solve_transposed) {
+                                       const VectorSolve& solve_transposed,
+                                       const double* solved_fixed) {
   if (n < 1) return 0.0;
   const size_t un = static_cast<size_t>(n);
-  std::vector<double> x(un, 1.0 / static_cast<double>(n));
-  STRIPESOLVE_RETURN_IF_ERROR(solve(x.data()));
+  std::vector<double> fixed;
+  if (solved_fixed == nullptr) {
+    fixed = estimator_fixed_vectors(n);
+    STRIPESOLVE_RETURN_IF_ERROR(solve(fixed.data()));
+    STRIPESOLVE_RETURN_IF_ERROR(solve(fixed.data() + n));
+    solved_fixed = fixed.data();
+  }
+  std::vector<double> x(solved_fixed, solved_fixed + n);
   if (n == 1) return std::fabs(x[0]);
   double est = norm_1(x);
   std::vector<double> sign(un);
@@ -72,11 +89,7 @@ Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
     }
   }
   // The alternating vector guards against the rare matrices that fool the iteration.
-  for (int64_t k = 0; k < n; ++k) {
-    const double alt = 1.0 + static_cast<double>(k) / static_cast<double>(n - 1);
-    x[static_cast<size_t>(k)] = k % 2 == 0 ? alt : -alt;
-  }
-  STRIPESOLVE_RETURN_IF_ERROR(solve(x.data()));
+  x.assign(solved_fixed + n, solved_fixed + 2 * n);
   return std::max(est, 2.0 * norm_1(x) / (3.0 * static_cast<double>(n)));
 }
 

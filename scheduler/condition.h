@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "stripe/stripe_ops.h"
@@ -21,9 +22,17 @@ namespace stripesolve::scheduler {
 // A solve with one right-hand side of n values, in place.
 using VectorSolve = std::function<Status(double* v)>;
 
+// The two vectors the estimator solves with whatever the matrix (n x 2, column-major): the
+// start (1/n, ..., 1/n) and the alternating (-1)^k (1 + k / (n - 1)) it ends with. A caller may
+// solve them beside its own right-hand sides (same passes over the factors) and pass the result.
+std::vector<double> estimator_fixed_vectors(int64_t n);
+
 // Estimates ||A^-1||_1 from `solve` (v <- A^-1 v) and `solve_transposed` (v <- A^-T v).
+// `solved_fixed`: A^-1 times estimator_fixed_vectors(n) (n x 2), or null to solve them here.
+// Usually 1 transposed solve and 1 solve beyond the fixed ones, at most 5 of each.
 Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
-                                       const VectorSolve& solve_transposed);
+                                       const VectorSolve& solve_transposed,
+                                       const double* solved_fixed = nullptr);
 
 // The normwise backward error a solve should reach: max(2, log2(n) / 2) eps (3.8 eps at n = 200,
 // 6 eps at 4096, 10 eps at 10^6). A backward-stable solve (GEPP, LAPACK dgesv) lands at about eps

@@ -349,33 +349,45 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
   auto substitute_into = [&](double* v, const std::function<Status(int64_t)>& on_stripe) {
     return substitute_columns(v, nrhs, on_stripe, "");
   };
+  // The condition estimate needs the factors in RAM or the store, and ||A||_1 (from the residual
+  // pass) and so A: not in place.
+  const bool factors_on_host = !on_device || sv.factor != nullptr;
+  const bool estimate_condition = options.check_quality && !options.in_place && factors_on_host;
 
-  // Phase 2: substitute.
+  // Phase 2: substitute. The estimator's two fixed vectors ride along as columns nrhs and
+  // nrhs + 1 (the same passes over the factors), which saves it two of its usual six solves.
+  const int64_t extra = estimate_condition ? 2 : 0;
   report.x.assign(b, b + n * nrhs);
+  if (extra > 0) {
+    const std::vector<double> fixed = estimator_fixed_vectors(n);
+    report.x.insert(report.x.end(), fixed.begin(), fixed.end());
+  }
   double* x = report.x.data();
   const bool stream_chunks = callbacks.on_solution_chunk && !on_device &&
                              options.pivot != stripe::PivotMode::kRow &&
                              options.refinement_steps == 0;
   if (on_device) progress.begin_phase("substitute", 4.0 * static_cast<double>(n) * n * nrhs, g.stripes);
   const auto t_subst = Clock::now();
-  STRIPESOLVE_RETURN_IF_ERROR(substitute_into(x, [&](int64_t i) {
+  STRIPESOLVE_RETURN_IF_ERROR(substitute_columns(x, nrhs + extra, [&](int64_t i) {
     return stream_chunks ? emit_chunk(callbacks, g, x, nrhs, i) : Status::ok();
-  }));
+  }, ""));
   report.substitution_seconds = seconds_since(t_subst);
+  const std::vector<double> solved_fixed(report.x.begin() + n * nrhs, report.x.end());
+  report.x.resize(static_cast<size_t>(n * nrhs));
+  x = report.x.data();
 
-  // The condition estimate, while the factors are still cached from the substitution (002's
-  // zigzag: each pass starts where the previous one ended). It needs ||A||_1 (from the residual
-  // pass below) and so A: not in place.
-  const bool factors_on_host = !on_device || sv.factor != nullptr;
+  // The rest of the condition estimate, while the factors are still cached from the
+  // substitution (002's zigzag: each pass starts where the previous one ended).
   double inverse_norm_1 = -1;
-  if (options.check_quality && !options.in_place && factors_on_host) {
+  if (estimate_condition) {
     const auto t_condition = Clock::now();
     auto estimate = estimate_inverse_norm_1(
         n, [&](double* v) { return substitute_columns(v, 1, nullptr, "condition"); },
         [&](double* v) {
           factor_sources();
           return substitute_transposed(ctx, factor, sv.pivots, v);
-        });
+        },
+        solved_fixed.data());
     // A numerical error here (an overflow in a solve with a unit vector) has failed the cache,
     // so it ends the solve like one of the main substitution would.
     STRIPESOLVE_RETURN_IF_ERROR(estimate.status());

@@ -20,9 +20,10 @@
 //
 // Quality (issue 17): the report carries the backward error, the rcond estimate, the pivot
 // growth and, when the solve misses the tolerance or A is singular to working precision, a
-// warning (scheduler/condition.h). The condition estimate costs 4-5 solves with one right-hand
-// side (forward + backward, or their transposes) after the substitution, while the factors are
-// still cached; the growth costs a read of U's rows of each stripe while it is in RAM.
+// warning (scheduler/condition.h). The condition estimate solves two fixed vectors as extra
+// columns of the substitution, then usually one transposed solve and one solve with one
+// right-hand side (at most five of each), while the factors are still cached; the growth costs a
+// read of U's rows of each stripe while it is in RAM.
 //
 // Errors: kInvalidArgument (bad b/nrhs, refinement with in_place), kNotFound (matrix),
 // kNumerical ("zero pivot at row R", ... from stripe/), kCancelled, kIoError, kResourceExhausted

@@ -14,7 +14,6 @@ namespace stripesolve::scheduler {
 namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon() / 2;  // LAPACK's dlamch('E')
-constexpr int kMaxIterations = 5;  // dlacn2's ITMAX
 
 double norm_1(const std::vector<double>& v) {
   double s = 0;
@@ -46,7 +45,7 @@ std::vector<double> estimator_fixed_vectors(int64_t n) {
 
 Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
                                        const VectorSolve& solve_transposed,
-                                       const double* solved_fixed) {
+                                       const double* solved_fixed, int max_unit_solves) {
   if (n < 1) return 0.0;
   const size_t un = static_cast<size_t>(n);
   std::vector<double> fixed;
@@ -74,7 +73,7 @@ Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
     for (size_t k = 0; k < un && same_signs; ++k) {
       same_signs = (x[k] >= 0 ? 1.0 : -1.0) == sign[k];
     }
-    if (same_signs || est <= est_old) {
+    if (same_signs || est <= est_old || iter - 1 >= max_unit_solves) {
       est = std::max(est, est_old);
       break;
     }
@@ -83,8 +82,7 @@ Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
     STRIPESOLVE_RETURN_IF_ERROR(solve_transposed(x.data()));
     const int64_t j_last = j;
     j = first_argmax_abs(x);
-    if (x[static_cast<size_t>(j_last)] == std::fabs(x[static_cast<size_t>(j)]) ||
-        iter >= kMaxIterations) {
+    if (x[static_cast<size_t>(j_last)] == std::fabs(x[static_cast<size_t>(j)])) {
       break;
     }
   }

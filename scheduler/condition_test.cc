@@ -16,7 +16,7 @@ namespace stripesolve::scheduler {
 namespace {
 
 // ||A^-1||_1 estimated with LAPACK's LU of A for the two solves.
-double estimate(const std::vector<double>& a, int64_t n) {
+double estimate(const std::vector<double>& a, int64_t n, int max_unit_solves = 4) {
   std::vector<double> lu = a;
   std::vector<lapack_int> ipiv(static_cast<size_t>(n));
   const auto ln = static_cast<lapack_int>(n);
@@ -27,7 +27,7 @@ double estimate(const std::vector<double>& a, int64_t n) {
       return Status::ok();
     };
   };
-  auto est = estimate_inverse_norm_1(n, with('N'), with('T'));
+  auto est = estimate_inverse_norm_1(n, with('N'), with('T'), nullptr, max_unit_solves);
   EXPECT_TRUE(est.is_ok());
   return est.is_ok() ? *est : -1;
 }
@@ -36,9 +36,11 @@ TEST(ConditionEstimate, WithinAFactorTenOfTheExactInverseNorm) {
   for (int64_t n : {1, 2, 17, 120}) {
     std::vector<double> a = stripe::uniform_matrix(n, n, static_cast<uint64_t>(n));
     const double exact = stripe::inverse_norm_1(a, n);
-    const double est = estimate(a, n);
-    EXPECT_LE(est, exact * (1 + 1e-10)) << n;  // a lower bound
-    EXPECT_GT(est, exact / 10) << n;
+    for (int unit_solves : {4, 1}) {
+      const double est = estimate(a, n, unit_solves);
+      EXPECT_LE(est, exact * (1 + 1e-10)) << n;  // a lower bound
+      EXPECT_GT(est, exact / 10) << n << " with " << unit_solves << " unit solves";
+    }
   }
   // Graded rows: condition 1e12.
   const int64_t n = 80;
@@ -48,6 +50,7 @@ TEST(ConditionEstimate, WithinAFactorTenOfTheExactInverseNorm) {
   }
   const double exact = stripe::inverse_norm_1(a, n);
   EXPECT_GT(estimate(a, n), exact / 10);
+  EXPECT_GT(estimate(a, n, 1), exact / 10);
 }
 
 TEST(QualityWarning, NamesTheCause) {

@@ -25,6 +25,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::string_view kPivotsBlob = "pivots";
+// One step of Hager's iteration after the fixed vectors: a transposed solve and a solve with a
+// unit vector, 4 passes over the factors (dlacn2's usual 2 steps would double the estimate's
+// I/O for a better bound on few matrices; scheduler/condition.h).
+constexpr int kConditionUnitSolves = 1;
 // max|U| of the factorization (8 bytes, little-endian double), for the growth of later solves
 // that reuse the factor.
 constexpr std::string_view kMaxAbsUBlob = "max_abs_u";
@@ -387,7 +391,7 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
           factor_sources();
           return substitute_transposed(ctx, factor, sv.pivots, v);
         },
-        solved_fixed.data());
+        solved_fixed.data(), kConditionUnitSolves);
     // A numerical error here (an overflow in a solve with a unit vector) has failed the cache,
     // so it ends the solve like one of the main substitution would.
     STRIPESOLVE_RETURN_IF_ERROR(estimate.status());

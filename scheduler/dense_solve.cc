@@ -403,8 +403,12 @@ Result<SolveReport> solve_with(backend::Backend& backend, backend::DeviceEngine*
   const auto t_residual = Clock::now();
   report.tolerance = backward_error_tolerance(n);
   if (!options.in_place) {
+    // Factors neither stored nor resident on the device would have to be written out before
+    // the residual pass just in case: auto refinement leaves them alone (explicit steps still
+    // write them), and a solve above the tolerance then ends with its warning.
+    const bool factors_kept = sv.factor != nullptr || on_device;
     const bool refine_auto = options.refinement_steps == DenseSolveOptions::kRefineAuto &&
-                             options.check_quality;
+                             options.check_quality && factors_kept;
     const int max_steps = refine_auto ? DenseSolveOptions::kMaxAutoRefinement
                                       : std::max(0, options.refinement_steps);
     std::vector<double> r(static_cast<size_t>(n * nrhs));

@@ -56,7 +56,9 @@ struct DenseSolveOptions {
   // refinement_steps: kRefineAuto refines while the backward error is above
   // backward_error_tolerance(n) (scheduler/condition.h), until it reaches eps, stagnates (a step
   // does not halve it; x keeps the better of the last two) or kMaxAutoRefinement steps; N >= 0
-  // makes exactly N steps.
+  // makes exactly N steps. Auto makes none when the factors are neither stored (store_factors)
+  // nor resident on the device: keeping them for a refinement that is rarely needed would cost
+  // a write of all of them.
   static constexpr int kRefineAuto = -1;
   static constexpr int kMaxAutoRefinement = 10;
 

@@ -55,7 +55,9 @@ Result<JobRequest> build_solve_job(const SolveRequest& r) {
   JobRequest req;
   req.job = {{"type", "dense_solve"},   {"matrix", r.matrix},
              {"pivot", r.pivot},        {"strategy", r.strategy},
-             {"refinement", r.refinement}, {"in_place", r.in_place},
+             {"refinement", r.refinement == "auto" ? nlohmann::json("auto")
+                                                   : nlohmann::json(std::stoll(r.refinement))},
+             {"in_place", r.in_place},
              {"reuse", r.reuse}};
   if (!r.rhs_path.empty()) {
     STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, open_input(r.rhs_path, "--rhs"));
@@ -118,7 +120,9 @@ Result<nlohmann::json> wait_request(Connection& conn, const JobRequest& request)
 
 Status finish_output(JobRequest& request, const nlohmann::json& final_job) {
   if (!request.output) return Status::ok();
-  if (final_job.value("state", std::string()) != "COMPLETED") {
+  const std::string state = final_job.value("state", std::string());
+  // A solution with a warning is still the solution (as LAPACK's x with info = n + 1): kept.
+  if (state != "COMPLETED" && state != "COMPLETED_WITH_WARNING") {
     request.output->discard();
     return Status::ok();
   }
@@ -184,7 +188,10 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
     }
   }
   if (display != nullptr) display->finish();
-  if (final_job.value("state", std::string()) == "COMPLETED" && !result_error.is_ok()) return result_error;
+  const std::string state = final_job.value("state", std::string());
+  if ((state == "COMPLETED" || state == "COMPLETED_WITH_WARNING") && !result_error.is_ok()) {
+    return result_error;
+  }
   return final_job;
 }
 

@@ -46,7 +46,7 @@ struct SolveRequest {
   int64_t seed = 1;
   std::string pivot = "row";        // row, local, none
   std::string strategy = "meta_zigzag";
-  int64_t refinement = 0;
+  std::string refinement = "auto";  // "auto" or a number of steps (checked by the CLI)
   bool in_place = false;
   bool reuse = true;
 };

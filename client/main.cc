@@ -28,7 +28,7 @@ using namespace stripesolve::client;
 using protocol::MessageType;
 
 constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitUnreachable = 3, kExitCancelled = 4,
-              kExitLost = 5;
+              kExitLost = 5, kExitWarning = 6;
 
 struct Globals {
   std::string socket;
@@ -78,15 +78,27 @@ int report_job(const Globals& g, const nlohmann::json& job) {
   const std::string state = job.value("state", std::string());
   if (g.json) {
     print_json(job);
-  } else if (state == "COMPLETED" && job.value("type", std::string()) == "dense_solve") {
+  } else if ((state == "COMPLETED" || state == "COMPLETED_WITH_WARNING") &&
+             job.value("type", std::string()) == "dense_solve") {
     const auto& r = job.value("result", nlohmann::json::object());
     const std::string where = r.value("device", r.value("backend", std::string()));
-    std::printf("job %s COMPLETED: n = %s, residual = %.3e, %s, %.2f s%s%s\n",
-                job.value("id", nlohmann::json(0)).dump().c_str(),
+    std::printf("job %s %s: n = %s, residual = %.3e, %s, %.2f s%s%s\n",
+                job.value("id", nlohmann::json(0)).dump().c_str(), state.c_str(),
                 r.value("shape", nlohmann::json::array({0})).at(0).dump().c_str(), r.value("residual", 0.0),
                 client::format_flop_rate(r.value("gflops", 0.0)).c_str(), r.value("seconds", 0.0),
                 where.empty() ? "" : (" on " + where).c_str(),
                 r.value("reused_factors", false) ? " (reused factors)" : "");
+    // -1: not computed / estimated / tracked (docs/protocol.md says when).
+    auto figure = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v); };
+    std::printf("backward error %s (tolerance %s, %s refinement step(s)), rcond estimate %s, "
+                "pivot growth %s\n",
+                figure(r.value("backward_error", -1.0)).c_str(), figure(r.value("tolerance", -1.0)).c_str(),
+                r.value("refinement_steps", nlohmann::json(0)).dump().c_str(),
+                figure(r.value("rcond", -1.0)).c_str(), figure(r.value("growth", -1.0)).c_str());
+    if (job.contains("warning")) {
+      std::fprintf(stderr, "stripesolve: warning: job %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
+                   job.value("warning", std::string()).c_str());
+    }
   } else if (state == "COMPLETED" && job.value("type", std::string()) == "tridiag_solve") {
     const auto& r = job.value("result", nlohmann::json::object());
     std::printf("job %s COMPLETED: %s systems, %s unknowns (%s), %s on the %s in %.3f s, max relative residual %.3e\n",
@@ -103,6 +115,13 @@ int report_job(const Globals& g, const nlohmann::json& job) {
     print_job(job);
   }
   if (state == "COMPLETED") return kExitOk;
+  if (state == "COMPLETED_WITH_WARNING") {
+    if (!g.json && job.value("type", std::string()) != "dense_solve") {
+      std::fprintf(stderr, "stripesolve: warning: job %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
+                   job.value("warning", std::string()).c_str());
+    }
+    return kExitWarning;
+  }
   if (state == "CANCELLED") return kExitCancelled;
   if (!g.json && job.contains("error")) {
     std::fprintf(stderr, "stripesolve: job %s %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
@@ -185,7 +204,10 @@ void add_solve_options(CLI::App* cmd, SolveRequest& r) {
       ->check(CLI::IsMember({"row", "local", "none"}));
   cmd->add_option("--strategy", r.strategy, "elimination order: basic, zigzag, meta_zigzag")
       ->check(CLI::IsMember({"basic", "zigzag", "meta_zigzag"}));
-  cmd->add_option("--refine", r.refinement, "iterative refinement steps")->check(CLI::Range(0, 100));
+  cmd->add_option("--refine", r.refinement,
+                  "iterative refinement: auto (default: while the backward error is above its "
+                  "tolerance) or a number of steps 0-100")
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(0, 100));
   cmd->add_flag("--in-place", r.in_place, "overwrite the matrix with its factors (half the disk)");
   cmd->add_flag("!--no-reuse", r.reuse, "factor again even if stored factors exist");
 }
@@ -196,7 +218,7 @@ int main(int argc, char** argv) {
   CLI::App app{"stripesolve: client of the stripesolved solver daemon"};
   app.footer(
       "Exit codes: 0 ok, 1 error or job FAILED, 2 usage, 3 daemon not reachable, 4 job CANCELLED, "
-      "5 connection lost mid-reply.\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
+      "5 connection lost mid-reply, 6 job COMPLETED_WITH_WARNING (the result's warning says why).\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
       "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.\n"
       "The client talks only to a daemon run by root or by you, or by the uid in --daemon-uid / "
       "$STRIPESOLVE_DAEMON_UID.");

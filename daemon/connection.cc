@@ -74,7 +74,8 @@ bool Connection::delivering() const {
 void Connection::reported(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("id") || !j["id"].is_number_unsigned()) return;
   const std::string state = j.value("state", std::string());
-  if (state == "COMPLETED" || state == "FAILED" || state == "CANCELLED") {
+  if (state == "COMPLETED" || state == "COMPLETED_WITH_WARNING" || state == "FAILED" ||
+      state == "CANCELLED") {
     unreported_.erase(j["id"].get<uint64_t>());
   }
 }
@@ -447,7 +448,7 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
     if (s.buffer == nullptr) {
       if (!is_terminal(state)) return false;  // wait for the solution to begin
       *finished = true;
-      if (state == JobState::kCompleted) {
+      if (has_result(state)) {
         send_error(request_id, Status::failed_precondition(fmt::format(
             "job {} ({}) has no solution to stream{}", s.job->id(), s.job->type(),
             s.job->fetched() ? " (already fetched)" : "")), "see 'stripesolve status'");
@@ -498,7 +499,7 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
   }
   if (!is_terminal(state)) return false;
   *finished = true;
-  if (state == JobState::kCompleted && s.rows_sent == s.n) {
+  if (has_result(state) && s.rows_sent == s.n) {
     s.job->mark_fetched();
     nlohmann::json j = s.job->to_json();
     reported(j);

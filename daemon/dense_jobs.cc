@@ -57,7 +57,8 @@ Result<SolveParams> parse_params(const nlohmann::json& p) {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string strategy, get_string(p, "strategy"));
     STRIPESOLVE_ASSIGN_OR_RETURN(s.options.strategy, scheduler::parse_strategy(strategy));
   }
-  if (p.contains("refinement")) {
+  // "auto" (the default) or a number of steps.
+  if (p.contains("refinement") && !(p["refinement"].is_string() && p["refinement"] == "auto")) {
     STRIPESOLVE_ASSIGN_OR_RETURN(int64_t steps, get_int(p, "refinement", 0, 100));
     s.options.refinement_steps = static_cast<int>(steps);
   }
@@ -213,9 +214,11 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
     } else {
       STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
     }
+    const int steps = params.options.refinement_steps;
     ctx.log(fmt::format("solving '{}' (n = {}, {} right-hand side(s), pivot {}, strategy {}, refinement {}{}{})",
                         params.matrix, n, nrhs, backend::pivot_mode_name(params.options.pivot),
-                        scheduler::strategy_name(params.options.strategy), params.options.refinement_steps,
+                        scheduler::strategy_name(params.options.strategy),
+                        steps == scheduler::DenseSolveOptions::kRefineAuto ? std::string("auto") : std::to_string(steps),
                         params.options.in_place ? ", in place" : "", params.options.reuse_factors ? "" : ", no reuse"));
 
     // The token outlives this call: a cancel hook may run after the solve returned.
@@ -247,6 +250,9 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
       return Status::internal(fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
     }
     const auto& r = *report;
+    ctx.log(fmt::format("backward error {:.3e} (tolerance {:.3e}, {} refinement steps), rcond estimate {:.3e}, "
+                        "pivot growth {:.3e}", r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
+                        r.rcond, r.growth));
     ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}", r.residual,
                         r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
                         format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
@@ -255,6 +261,11 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
                           {"shape", {n, nrhs}},
                           {"residual", r.residual},
                           {"residual_history", r.residual_history},
+                          {"backward_error", r.residual},
+                          {"tolerance", r.tolerance},
+                          {"refinement_steps", r.residual_history.empty() ? 0 : r.residual_history.size() - 1},
+                          {"rcond", r.rcond},
+                          {"growth", r.growth},
                           {"seconds", r.seconds},
                           {"factor_seconds", r.factor_seconds},
                           {"gflops", r.gflops},
@@ -270,6 +281,8 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
                           {"stripes", r.plan.stripes},
                           {"stripe_rows", r.plan.stripe_rows}};
     if (!r.device.empty()) result["device"] = r.device;
+    // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
+    if (!r.warning.empty()) result["warning"] = r.warning;
     if (out) result["output"] = {{"bytes", out->file_bytes()}};
     return result;
   });

@@ -28,6 +28,7 @@ std::string_view job_state_name(JobState s) {
     case JobState::kPending: return "PENDING";
     case JobState::kRunning: return "RUNNING";
     case JobState::kCompleted: return "COMPLETED";
+    case JobState::kCompletedWithWarning: return "COMPLETED_WITH_WARNING";
     case JobState::kFailed: return "FAILED";
     case JobState::kCancelled: return "CANCELLED";
   }
@@ -35,7 +36,11 @@ std::string_view job_state_name(JobState s) {
 }
 
 bool is_terminal(JobState s) {
-  return s == JobState::kCompleted || s == JobState::kFailed || s == JobState::kCancelled;
+  return has_result(s) || s == JobState::kFailed || s == JobState::kCancelled;
+}
+
+bool has_result(JobState s) {
+  return s == JobState::kCompleted || s == JobState::kCompletedWithWarning;
 }
 
 std::string_view lane_name(Lane lane) {
@@ -84,7 +89,7 @@ bool Job::legal_edge(JobState from, JobState to) const {
   switch (from) {
     case JobState::kPending: return to == JobState::kRunning || to == JobState::kCancelled;
     case JobState::kRunning:
-      return to == JobState::kCompleted || to == JobState::kFailed || to == JobState::kCancelled;
+      return has_result(to) || to == JobState::kFailed || to == JobState::kCancelled;
     default: return false;
   }
 }
@@ -348,6 +353,10 @@ nlohmann::json Job::to_json() const {
                       {"params", params_},
                       {"progress", progress_}};
   if (!result_.is_null()) j["result"] = result_;
+  if (state_ == JobState::kCompletedWithWarning && result_.is_object() &&
+      result_.contains("warning")) {
+    j["warning"] = result_["warning"];
+  }
   if (!error_.is_ok()) {
     j["error"] = {{"code", std::string(status_code_name(error_.code()))},
                   {"message", error_.message()}};

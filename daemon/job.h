@@ -1,6 +1,7 @@
 // A job of the daemon: its state machine, owner, progress, logs, result and streamed solution.
 //
-// States: PENDING -> RUNNING -> COMPLETED | FAILED | CANCELLED, and PENDING -> CANCELLED.
+// States: PENDING -> RUNNING -> COMPLETED | COMPLETED_WITH_WARNING | FAILED | CANCELLED, and
+// PENDING -> CANCELLED.
 // transition() is the only way to change the state; an illegal edge is a bug (internal_error).
 //
 // Threading: a Job is shared (shared_ptr) between the job manager, the worker thread running it
@@ -34,11 +35,16 @@ enum class JobState {
   kPending,    // queued in its lane; may be cancelled directly
   kRunning,    // a worker runs it; cancel() asks the runner to stop
   kCompleted,  // terminal: result (and solution rows) available until fetched or expired
+  // terminal: like kCompleted, but the result's "warning" says why it may not be trusted (a
+  // dense solve above its backward-error tolerance or singular to working precision, issue 17)
+  kCompletedWithWarning,
   kFailed,     // terminal: error() says why
   kCancelled,  // terminal: stopped on request or at shutdown
 };
 std::string_view job_state_name(JobState s);
 bool is_terminal(JobState s);
+// kCompleted or kCompletedWithWarning: the job has a result (and maybe a solution) to fetch.
+bool has_result(JobState s);
 
 // Small jobs (matrix management, queries), dense solves and tridiagonal batches run in separate
 // lanes so that a long solve never blocks small jobs (ARCHITECTURE.md §10). Tridiagonal batches

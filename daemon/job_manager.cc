@@ -232,6 +232,7 @@ JobManager::Counts JobManager::counts() const {
       case JobState::kPending: ++c.pending; break;
       case JobState::kRunning: ++c.running; break;
       case JobState::kCompleted: ++c.completed; break;
+      case JobState::kCompletedWithWarning: ++c.completed_with_warning; break;
       case JobState::kFailed: ++c.failed; break;
       case JobState::kCancelled: ++c.cancelled; break;
     }
@@ -301,9 +302,15 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
                        micros_since(start, end), 0});
   const double secs = std::chrono::duration<double>(end - start).count();
   if (result.is_ok()) {
+    // A runner flags a result it cannot vouch for with a non-empty "warning" (a dense solve's
+    // quality contract, issue 17): the job ends COMPLETED_WITH_WARNING, never plain COMPLETED.
+    const nlohmann::json& r = *result;
+    const bool warned = r.is_object() && r.contains("warning") && r["warning"].is_string() &&
+                        !r["warning"].get<std::string>().empty();
+    if (warned) ctx.warn("completed with a warning: " + r["warning"].get<std::string>());
     job->set_result(std::move(result).value());
     ctx.log(fmt::format("completed in {:.3f} s", secs));
-    job->transition(JobState::kCompleted);
+    job->transition(warned ? JobState::kCompletedWithWarning : JobState::kCompleted);
   } else if (job->cancel_requested() || result.status().code() == StatusCode::kCancelled) {
     job->set_error(Status::cancelled(result.status().code() == StatusCode::kCancelled
                                          ? result.status().message()

@@ -113,7 +113,8 @@ class JobManager {
   bool wait_idle(std::chrono::steady_clock::time_point deadline);
 
   struct Counts {
-    int64_t pending = 0, running = 0, completed = 0, failed = 0, cancelled = 0;
+    int64_t pending = 0, running = 0, completed = 0, completed_with_warning = 0, failed = 0,
+            cancelled = 0;
     uint64_t submitted_total = 0;
   };
   Counts counts() const;

@@ -32,6 +32,8 @@ std::string Metrics::render(const JobManager& jobs, double uptime_seconds, uint6
   out += fmt::format("stripesolve_jobs{{state=\"PENDING\"}} {}\n", c.pending);
   out += fmt::format("stripesolve_jobs{{state=\"RUNNING\"}} {}\n", c.running);
   out += fmt::format("stripesolve_jobs{{state=\"COMPLETED\"}} {}\n", c.completed);
+  out += fmt::format("stripesolve_jobs{{state=\"COMPLETED_WITH_WARNING\"}} {}\n",
+                     c.completed_with_warning);
   out += fmt::format("stripesolve_jobs{{state=\"FAILED\"}} {}\n", c.failed);
   out += fmt::format("stripesolve_jobs{{state=\"CANCELLED\"}} {}\n", c.cancelled);
   metric(out, "stripesolve_jobs_submitted_total", "counter", "Jobs submitted.", static_cast<double>(c.submitted_total));

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 #include "backend/cpu/cpu_backend.h"
@@ -12,6 +13,7 @@
 #include "base/units.h"
 #include "cache/stripe_cache.h"
 #include "gpu/devices.h"
+#include "scheduler/condition.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/multi_gpu_elimination.h"
 #include "scheduler/io_role.h"
@@ -23,6 +25,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::string_view kPivotsBlob = "pivots";
+// One step of Hager's iteration after the fixed vectors: a transposed solve and a solve with a
+// unit vector, 4 passes over the factors (dlacn2's usual 2 steps would double the estimate's
+// I/O for a better bound on few matrices; scheduler/condition.h).
+constexpr int kConditionUnitSolves = 1;
+// max|U| of the factorization (8 bytes, little-endian double), for the growth of later solves
+// that reuse the factor.
+constexpr std::string_view kMaxAbsUBlob = "max_abs_u";
 
 void put_u64(std::vector<std::byte>& out, uint64_t v) {
   for (int k = 0; k < 8; ++k) out.push_back(static_cast<std::byte>((v >> (8 * k)) & 0xff));
@@ -119,6 +128,7 @@ struct Solve {
   std::unique_ptr<storage::StripedMatrix> writable;  // the factor being made (or not persisted)
   std::unique_ptr<storage::StripedMatrix> factor;    // the committed factor
   std::vector<stripe::StripePivots> pivots;
+  double max_abs_u = -1;  // -1: not tracked
 };
 
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
@@ -252,6 +262,10 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   if (sv.factor) {
     STRIPESOLVE_ASSIGN_OR_RETURN(auto blob, sv.factor->read_blob(kPivotsBlob));
     STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots, parse_all(blob, g.stripes, report.factor_name));
+    // A factor made before the growth was recorded has no such blob: growth -1.
+    if (auto bytes = sv.factor->read_blob(kMaxAbsUBlob); bytes.is_ok() && bytes->size() == 8) {
+      std::memcpy(&sv.max_abs_u, bytes->data(), 8);
+    }
     if (!sv.pivots.empty() && sv.pivots[0].mode != options.pivot) {
       return Status::failed_precondition(
           "factor '" + report.factor_name + "' was made with " +
@@ -303,7 +317,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     progress.begin_phase("factor", flops, g.stripes);
     const auto t0 = Clock::now();
     STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots,
-                                 run_factorization(ctx, *sv.writable, params, gpu_elim.get()));
+                                 run_factorization(ctx, *sv.writable, params, gpu_elim.get(),
+                                                   &sv.max_abs_u));
     if (cancel.cancelled()) return Status::cancelled("dense solve cancelled");
     report.factor_seconds = seconds_since(t0);
     report.gflops = report.factor_seconds > 0 ? flops / report.factor_seconds / 1e9 : 0.0;
@@ -315,6 +330,11 @@ Result<SolveReport> solve_with(backend::Backend& backend,
         STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());
       }
       STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kPivotsBlob, serialize_all(sv.pivots)));
+      if (sv.max_abs_u >= 0) {
+        std::vector<std::byte> bytes(8);
+        std::memcpy(bytes.data(), &sv.max_abs_u, 8);
+        STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kMaxAbsUBlob, bytes));
+      }
       STRIPESOLVE_RETURN_IF_ERROR(sv.writable->commit());
       io.set_sources(nullptr, nullptr);
       sv.writable.reset();
@@ -332,51 +352,126 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     }
   };
   const bool on_device = gpu_elim && gpu_elim->factors_resident();
-  auto substitute_into = [&](double* v, const std::function<Status(int64_t)>& on_stripe) -> Status {
+  auto substitute_columns = [&](double* v, int64_t cols,
+                                const std::function<Status(int64_t)>& on_stripe,
+                                const std::string& phase) -> Status {
     if (on_device) {
-      STRIPESOLVE_RETURN_IF_ERROR(gpu_elim->substitute(v, nrhs));
-      return check_finite(v, n, nrhs);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu_elim->substitute(v, cols));
+      return check_finite(v, n, cols);
     }
     factor_sources();
-    return substitute(ctx, factor, sv.pivots, v, nrhs, on_stripe);
+    return substitute(ctx, factor, sv.pivots, v, cols, on_stripe, phase);
   };
+  auto substitute_into = [&](double* v, const std::function<Status(int64_t)>& on_stripe) {
+    return substitute_columns(v, nrhs, on_stripe, "");
+  };
+  // The condition estimate needs the factors in RAM or the store, and ||A||_1 (from the residual
+  // pass) and so A: not in place.
+  const bool factors_on_host = !on_device || sv.factor != nullptr;
+  const bool estimate_condition = options.check_quality && !options.in_place && factors_on_host;
 
-  // Phase 2: substitute.
+  // Phase 2: substitute. The estimator's two fixed vectors ride along as columns nrhs and
+  // nrhs + 1 (the same passes over the factors), which saves it two of its usual six solves.
+  const int64_t extra = estimate_condition ? 2 : 0;
   report.x.assign(b, b + n * nrhs);
+  if (extra > 0) {
+    const std::vector<double> fixed = estimator_fixed_vectors(n);
+    report.x.insert(report.x.end(), fixed.begin(), fixed.end());
+  }
   double* x = report.x.data();
   const bool stream_chunks = callbacks.on_solution_chunk && !on_device &&
                              options.pivot != stripe::PivotMode::kRow &&
                              options.refinement_steps == 0;
   if (on_device) progress.begin_phase("substitute", 4.0 * static_cast<double>(n) * n * nrhs, g.stripes);
   const auto t_subst = Clock::now();
-  STRIPESOLVE_RETURN_IF_ERROR(substitute_into(x, [&](int64_t i) {
+  STRIPESOLVE_RETURN_IF_ERROR(substitute_columns(x, nrhs + extra, [&](int64_t i) {
     return stream_chunks ? emit_chunk(callbacks, g, x, nrhs, i) : Status::ok();
-  }));
-  const auto t_residual = Clock::now();
-  report.substitution_seconds = std::chrono::duration<double>(t_residual - t_subst).count();
+  }, ""));
+  report.substitution_seconds = seconds_since(t_subst);
+  const std::vector<double> solved_fixed(report.x.begin() + n * nrhs, report.x.end());
+  report.x.resize(static_cast<size_t>(n * nrhs));
+  x = report.x.data();
+
+  // The rest of the condition estimate, while the factors are still cached from the
+  // substitution (002's zigzag: each pass starts where the previous one ended).
+  double inverse_norm_1 = -1;
+  if (estimate_condition) {
+    const auto t_condition = Clock::now();
+    auto estimate = estimate_inverse_norm_1(
+        n, [&](double* v) { return substitute_columns(v, 1, nullptr, "condition"); },
+        [&](double* v) {
+          factor_sources();
+          return substitute_transposed(ctx, factor, sv.pivots, v);
+        },
+        solved_fixed.data(), kConditionUnitSolves);
+    // A numerical error here (an overflow in a solve with a unit vector) has failed the cache,
+    // so it ends the solve like one of the main substitution would.
+    STRIPESOLVE_RETURN_IF_ERROR(estimate.status());
+    inverse_norm_1 = *estimate;
+    report.condition_seconds = seconds_since(t_condition);
+  }
 
   // Phase 3: residual and refinement (x += A^-1 (b - A x)).
+  const auto t_residual = Clock::now();
+  report.tolerance = backward_error_tolerance(n);
   if (!options.in_place) {
+    // Factors neither stored nor resident on the device would have to be written out before
+    // the residual pass just in case: auto refinement leaves them alone (explicit steps still
+    // write them), and a solve above the tolerance then ends with its warning.
+    const bool factors_kept = sv.factor != nullptr || on_device;
+    const bool refine_auto = options.refinement_steps == DenseSolveOptions::kRefineAuto &&
+                             options.check_quality && factors_kept;
+    const int max_steps = refine_auto ? DenseSolveOptions::kMaxAutoRefinement
+                                      : std::max(0, options.refinement_steps);
     std::vector<double> r(static_cast<size_t>(n * nrhs));
+    std::vector<double> x_before;  // the x before the last auto step, in case it got worse
     const double b_norm = norm_inf(b, n, nrhs);
-    if (!sv.factor && (on_device || options.refinement_steps == 0)) {
+    if (!sv.factor && (on_device || max_steps == 0)) {
       cache.discard_idle();  // factors not persisted and not needed from RAM any more
     } else if (!sv.factor) {
       STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());  // refinement reads them again
     }
+    double a_norm_1 = 0;
+    double a_max_abs = 0;
     for (int step = 0;; ++step) {
       STRIPESOLVE_RETURN_IF_ERROR(cache.flush());  // factor cells must not serve reads of A
       io.set_sources(sv.a.get(), nullptr);
       STRIPESOLVE_ASSIGN_OR_RETURN(ResidualResult res, residual(ctx, *sv.a, b, x, nrhs, r.data()));
+      a_norm_1 = res.a_norm_1;
+      a_max_abs = res.a_max_abs;
       const double denom = res.a_norm_inf * norm_inf(x, n, nrhs) + b_norm;
-      report.residual_history.push_back(denom > 0 ? res.r_norm_inf / denom : res.r_norm_inf);
-      if (step == options.refinement_steps) break;
+      const double berr = denom > 0 ? res.r_norm_inf / denom : res.r_norm_inf;
+      report.residual_history.push_back(berr);
+      report.residual = berr;
+      if (step == max_steps) break;
+      if (refine_auto) {
+        // LAPACK dgerfs's rule: go on while above eps and each step at least halves the error.
+        const double eps = std::numeric_limits<double>::epsilon() / 2;
+        if ((step == 0 && berr <= report.tolerance) || berr <= eps) break;
+        if (step > 0) {
+          const double before = report.residual_history[static_cast<size_t>(step - 1)];
+          if (berr > before) {
+            std::copy(x_before.begin(), x_before.end(), x);
+            report.residual = before;
+          }
+          if (berr > 0.5 * before) break;
+        }
+        x_before.assign(x, x + n * nrhs);
+      }
       STRIPESOLVE_RETURN_IF_ERROR(cache.flush());
       STRIPESOLVE_RETURN_IF_ERROR(substitute_into(r.data(), nullptr));
       for (int64_t k = 0; k < n * nrhs; ++k) x[k] += r[static_cast<size_t>(k)];
     }
-    report.residual = report.residual_history.back();
+    if (sv.max_abs_u >= 0 && a_max_abs > 0) report.growth = sv.max_abs_u / a_max_abs;
+    if (inverse_norm_1 > 0 && a_norm_1 > 0) report.rcond = 1.0 / (a_norm_1 * inverse_norm_1);
     report.residual_seconds = std::chrono::duration<double>(Clock::now() - t_residual).count();
+  }
+  if (options.check_quality) {
+    report.warning = quality_warning({.n = n,
+                                      .backward_error = report.residual,
+                                      .rcond = report.rcond,
+                                      .growth = report.growth,
+                                      .pivot = options.pivot});
   }
   if (callbacks.on_solution_chunk && !stream_chunks) {
     for (int64_t i = g.stripes - 1; i >= 0; --i) {
@@ -392,10 +487,12 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   report.io_read_bytes = progress.io_read_bytes();
   report.io_written_bytes = progress.io_written_bytes();
   report.seconds = seconds_since(start);
-  log->info("dense solve of '{}' done in {:.3f} s on {}: residual {:.3g}, factor {:.2f} GFLOP/s "
+  if (!report.warning.empty()) log->warn("dense solve of '{}': {}", name, report.warning);
+  log->info("dense solve of '{}' done in {:.3f} s on {}: residual {:.3g}, rcond {:.3g}, growth "
+            "{:.3g}, factor {:.2f} GFLOP/s "
             "({:.3f} s){}, substitution {:.3f} s{}, SSD read {} written {}",
             name, report.seconds, report.device.empty() ? report.backend : report.device,
-            report.residual, report.gflops, report.factor_seconds,
+            report.residual, report.rcond, report.growth, report.gflops, report.factor_seconds,
             report.reused_factors ? " (reused factors)" : "", report.substitution_seconds,
             on_device ? " (device)" : "", format_bytes(report.io_read_bytes),
             format_bytes(report.io_written_bytes));

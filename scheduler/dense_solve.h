@@ -18,6 +18,13 @@
 // Memory: the cache arena (EngineConfig::ram_budget) + elim.I's workspace (~8 S' n bytes) + the
 // right-hand sides, solution and residual (3 n nrhs doubles).
 //
+// Quality (issue 17): the report carries the backward error, the rcond estimate, the pivot
+// growth and, when the solve misses the tolerance or A is singular to working precision, a
+// warning (scheduler/condition.h). The condition estimate solves two fixed vectors as extra
+// columns of the substitution, then usually one transposed solve and one solve with one
+// right-hand side (at most five of each), while the factors are still cached; the growth costs a
+// read of U's rows of each stripe while it is in RAM.
+//
 // Errors: kInvalidArgument (bad b/nrhs, refinement with in_place), kNotFound (matrix),
 // kNumerical ("zero pivot at row R", ... from stripe/), kCancelled, kIoError, kResourceExhausted
 // (cache budget below one stripe beside the stuck ones).
@@ -46,9 +53,20 @@
 namespace stripesolve::scheduler {
 
 struct DenseSolveOptions {
+  // refinement_steps: kRefineAuto refines while the backward error is above
+  // backward_error_tolerance(n) (scheduler/condition.h), until it reaches eps, stagnates (a step
+  // does not halve it; x keeps the better of the last two) or kMaxAutoRefinement steps; N >= 0
+  // makes exactly N steps. Auto makes none when the factors are neither stored (store_factors)
+  // nor resident on the device: keeping them for a refinement that is rarely needed would cost
+  // a write of all of them.
+  static constexpr int kRefineAuto = -1;
+  static constexpr int kMaxAutoRefinement = 10;
+
   stripe::PivotMode pivot = stripe::PivotMode::kRow;
   Strategy strategy = Strategy::kMetaZigzag;
-  int refinement_steps = 0;
+  int refinement_steps = kRefineAuto;
+  // The quality contract (condition estimate, warning). Off only to measure what it costs.
+  bool check_quality = true;
   bool in_place = false;
   bool reuse_factors = true;
   // false: the factors live only for this solve (in the RAM and GPU tiers, spilled to an
@@ -67,8 +85,21 @@ struct SolveCallbacks {
 
 struct SolveReport {
   std::vector<double> x;          // n x nrhs, column-major (ld = n)
-  double residual = -1;           // scaled residual of the final x; -1 when not computed (in_place)
+  // The backward error of x: ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), the largest
+  // over the columns; -1 when not computed (in_place).
+  double residual = -1;
   std::vector<double> residual_history;  // before each refinement step, then the final one
+  double tolerance = 0;           // backward_error_tolerance(n)
+  // 1 / (||A||_1 est ||A^-1||_1), LAPACK dgecon's estimate from the stored factors (a few solves
+  // with A and A^T, out of core); -1 when not estimated (in_place, check_quality off, factors
+  // kept only on the device).
+  double rcond = -1;
+  // max|U| / max|A|, U's maximum tracked as each stripe is eliminated; -1 when not tracked (the
+  // GPU tier, in_place, a reused factor made before it was recorded).
+  double growth = -1;
+  // Non-empty when the solve should end COMPLETED_WITH_WARNING: the cause and what to try
+  // (scheduler/condition.h quality_warning()).
+  std::string warning;
   double seconds = 0;
   double load_seconds = 0;        // A read from the SSDs into the RAM cache before the
                                   // factorization (only when the cache holds all of A)
@@ -77,6 +108,7 @@ struct SolveReport {
   double persist_seconds = 0;     // writing the factors back to the store and committing them
   double substitution_seconds = 0;  // the first forward + backward pass
   double residual_seconds = 0;    // residual passes and refinement steps
+  double condition_seconds = 0;   // the condition estimate's solves
   double gflops = 0;              // factorization flops / factor_seconds (0 when reused)
   uint64_t io_read_bytes = 0;
   uint64_t io_written_bytes = 0;

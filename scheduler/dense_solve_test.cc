@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 
+#include "scheduler/condition.h"
 #include "storage/engine_select.h"
 #include "storage/fault_engine.h"
 #include "storage/generators.h"
@@ -407,7 +408,8 @@ TEST_F(DenseSolveTest, TraceHasEveryRoleAndProgressReachesTheEnd) {
   auto rep = solve("A", b, 1, DenseSolveOptions{}, small_engine(64 << 20), cb, &trace);
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
   EXPECT_NEAR(factor_fraction, 1.0, 1e-9);
-  EXPECT_EQ(phases, (std::vector<std::string>{"factor", "forward", "backward", "residual", "done"}));
+  EXPECT_EQ(phases, (std::vector<std::string>{"factor", "forward", "backward", "condition",
+                                              "residual", "done"}));
   auto j = nlohmann::json::parse(trace.to_json());
   std::set<std::string> roles;
   for (const auto& e : j["traceEvents"])
@@ -422,6 +424,68 @@ TEST_F(DenseSolveTest, BadArguments) {
             "dense solve of 'A': need at least one right-hand side, got 0");
   EXPECT_EQ(solve("nope", b, 1, DenseSolveOptions{}, small_engine(1 << 20)).status().code(),
             StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace stripesolve::scheduler
+
+namespace stripesolve::scheduler {
+namespace {
+
+// Issue 17: every solve reports its backward error, an rcond estimate from the stored factors
+// (out of core: a cache of a few stripes) within 10x of the true 1-norm condition (and not
+// below it: the estimate of ||A^-1||_1 is a lower bound) and the pivot growth; a solve that
+// misses the tolerance or meets a singular matrix carries a warning.
+TEST_F(DenseSolveTest, ReportsBackwardErrorConditionEstimateAndGrowth) {
+  const int64_t n = 200;
+  const int64_t s = 32;
+  for (const std::string generator : {"uniform", "hilbert", "graded"}) {
+    const auto a = generated(generator, n, s, generator, 3);
+    const auto b = stripe::uniform_matrix(n, 1, 4);
+    const double true_rcond = 1.0 / (stripe::norm_1(a, n) * stripe::inverse_norm_1(a, n));
+    for (PivotMode pm : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
+      const std::string what = generator + " " + std::string(backend::pivot_mode_name(pm));
+      DenseSolveOptions o;
+      o.pivot = pm;
+      auto rep = solve(generator, b, 1, o, small_engine(6 * s * n * 8 + (64 << 10)));
+      ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
+      // x keeps the better of the last two iterates when the last step made it worse.
+      EXPECT_LE(rep->residual, rep->residual_history.back()) << what;
+      EXPECT_GT(rep->tolerance, 0) << what;
+      EXPECT_GE(rep->growth, 1.0) << what;
+      if (rep->warning.empty()) {
+        EXPECT_LE(rep->residual, rep->tolerance) << what;
+      }
+      if (rep->growth < kUnstableGrowth && true_rcond > 1e-15) {
+        EXPECT_GT(rep->rcond, true_rcond * 0.999) << what;
+        EXPECT_LT(rep->rcond, true_rcond * 10) << what;
+      }
+      std::printf("%-8s %-6s berr %.2e steps %zu rcond %.2e (true %.2e) growth %.2e %s\n",
+                  generator.c_str(), backend::pivot_mode_name(pm).data(), rep->residual,
+                  rep->residual_history.size() - 1, rep->rcond, true_rcond, rep->growth,
+                  rep->warning.c_str());
+    }
+  }
+}
+
+TEST_F(DenseSolveTest, ExplicitStepsAndNoQualityKeepTheOldContract) {
+  const int64_t n = 100;
+  generated("A", n, 32, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 4);
+  DenseSolveOptions o;
+  o.refinement_steps = 0;
+  auto rep = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_EQ(rep->residual_history.size(), 1u);
+  EXPECT_GT(rep->rcond, 0);
+  const double growth = rep->growth;
+  o.check_quality = false;
+  rep = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_TRUE(rep->reused_factors);
+  EXPECT_EQ(rep->rcond, -1);
+  EXPECT_EQ(rep->growth, growth);  // stored beside the pivots: a reused factor reports it too
+  EXPECT_EQ(rep->condition_seconds, 0);
 }
 
 }  // namespace

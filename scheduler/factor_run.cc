@@ -93,8 +93,12 @@ CpuElimination::~CpuElimination() { std::free(workspace_); }
 Status CpuElimination::eliminate(int64_t i, const CellView& cell, stripe::StripePivots* pivots) {
   const backend::Workspace workspace{workspace_, workspace_bytes_, nullptr, 0};
   TraceRecorder::Span span(ctx_.trace, "elim.I", "eliminate", {{"stripe", std::to_string(i)}});
-  return stripe::eliminate_stripe(ctx_.backend, cell_part(layout_, cell), params_.pivot,
-                                  params_.substripe_rows, workspace, pivots);
+  const stripe::StripePart part = cell_part(layout_, cell);
+  STRIPESOLVE_RETURN_IF_ERROR(stripe::eliminate_stripe(ctx_.backend, part, params_.pivot,
+                                                       params_.substripe_rows, workspace, pivots));
+  // Stripe I's U rows are final now and still in RAM: the growth costs one read of them.
+  max_abs_u_ = std::max(max_abs_u_, stripe::max_abs_upper(part));
+  return Status::ok();
 }
 
 Status CpuElimination::update(int worker, const Task& t, const CellView& j,
@@ -116,7 +120,8 @@ Status CpuElimination::update(int worker, const Task& t, const CellView& j,
 Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
                                                             const storage::StripedMatrix& layout,
                                                             const FactorParams& params,
-                                                            Elimination* elimination) {
+                                                            Elimination* elimination,
+                                                            double* max_abs_u) {
   const storage::StripeGeometry& g = layout.geometry();
   const int64_t stripes = g.stripes;
   const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes);
@@ -141,6 +146,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
     STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());
   }
   if (ctx.cancel.cancelled()) return cancelled_status();
+  if (max_abs_u != nullptr) *max_abs_u = elimination->max_abs_u();
   return pivots;
 }
 

@@ -89,6 +89,9 @@ class Elimination {
     (void)t;
     return true;
   }
+  // The largest |U| entry of the stripes eliminated so far (the pivot growth's numerator), read
+  // once the roles are joined; -1 where it is not tracked (the GPU tier: U stays on the device).
+  virtual double max_abs_u() const { return -1; }
 };
 
 // The CPU backend's elimination (stripe/stripe_ops.h on the cells in RAM).
@@ -103,6 +106,7 @@ class CpuElimination final : public Elimination {
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+  double max_abs_u() const override { return max_abs_u_; }
 
  private:
   CpuElimination(EngineContext& ctx, const storage::StripedMatrix& layout,
@@ -113,15 +117,18 @@ class CpuElimination final : public Elimination {
   FactorParams params_;
   std::byte* workspace_ = nullptr;
   uint64_t workspace_bytes_ = 0;
+  double max_abs_u_ = 0;  // written by elim.I only, read after it is joined
 };
 
 // `layout`: the object whose part_layout() describes the cells (A or the factor: same geometry
 // and placement). The I/O role's sources must be set (A -> factor) and the cache empty.
-// `elimination` null: the CPU backend's.
+// `elimination` null: the CPU backend's. `max_abs_u` (optional) receives the elimination's
+// max_abs_u().
 Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
                                                             const storage::StripedMatrix& layout,
                                                             const FactorParams& params,
-                                                            Elimination* elimination = nullptr);
+                                                            Elimination* elimination = nullptr,
+                                                            double* max_abs_u = nullptr);
 
 // The status every role fails the cache with when the job's CancelToken is set.
 Status cancelled_status();

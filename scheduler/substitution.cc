@@ -1,5 +1,6 @@
 #include "scheduler/substitution.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace stripesolve::scheduler {
@@ -44,7 +45,7 @@ Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
 
 Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
                   const std::vector<stripe::StripePivots>& pivots, double* rhs, int64_t nrhs,
-                  const std::function<Status(int64_t)>& on_stripe) {
+                  const std::function<Status(int64_t)>& on_stripe, const std::string& phase) {
   const storage::StripeGeometry& g = factor.geometry();
   const double stripe_flops = 2.0 * static_cast<double>(g.n) * static_cast<double>(nrhs);
   std::vector<PartOrder> forward;
@@ -52,7 +53,7 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
   for (int64_t i = 0; i < g.stripes; ++i) forward.push_back({i, 0});
   for (int64_t i = g.stripes - 1; i >= 0; --i) backward.push_back({i, g.row_begin(i)});
 
-  ctx.progress.begin_phase("forward", stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
+  ctx.progress.begin_phase(phase.empty() ? "forward" : phase, stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
   const Status forward_status = stream_parts(
       ctx, factor, forward, "forward", true, [&](int64_t i, const stripe::StripePart& part) {
         STRIPESOLVE_RETURN_IF_ERROR(stripe::forward_substitute_stripe(
@@ -62,7 +63,7 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
         return Status::ok();
       });
   STRIPESOLVE_RETURN_IF_ERROR(forward_status);
-  ctx.progress.begin_phase("backward", stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
+  ctx.progress.begin_phase(phase.empty() ? "backward" : phase, stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
   return stream_parts(ctx, factor, backward, "backward", true,
                       [&](int64_t i, const stripe::StripePart& part) {
                         STRIPESOLVE_RETURN_IF_ERROR(
@@ -76,6 +77,26 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
                       });
 }
 
+Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& factor,
+                             const std::vector<stripe::StripePivots>& pivots, double* v) {
+  const storage::StripeGeometry& g = factor.geometry();
+  std::vector<PartOrder> upper;
+  std::vector<PartOrder> lower;
+  for (int64_t i = 0; i < g.stripes; ++i) upper.push_back({i, g.row_begin(i)});
+  for (int64_t i = g.stripes - 1; i >= 0; --i) lower.push_back({i, 0});
+  const double pass_flops = static_cast<double>(g.n) * static_cast<double>(g.n);
+  ctx.progress.begin_phase("condition", pass_flops, g.stripes);
+  STRIPESOLVE_RETURN_IF_ERROR(stream_parts(
+      ctx, factor, upper, "transposed upper", true, [&](int64_t i, const stripe::StripePart& part) {
+        return stripe::transposed_upper_substitute_stripe(part, pivots[static_cast<size_t>(i)], v);
+      }));
+  ctx.progress.begin_phase("condition", pass_flops, g.stripes);
+  return stream_parts(
+      ctx, factor, lower, "transposed lower", true, [&](int64_t i, const stripe::StripePart& part) {
+        return stripe::transposed_lower_substitute_stripe(part, pivots[static_cast<size_t>(i)], v);
+      });
+}
+
 Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix& a,
                                 const double* b, const double* x, int64_t nrhs, double* r) {
   const storage::StripeGeometry& g = a.geometry();
@@ -86,6 +107,7 @@ Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix
   ctx.progress.begin_phase("residual", 2.0 * static_cast<double>(n) * static_cast<double>(n) *
                                            static_cast<double>(nrhs), g.stripes);
   std::vector<double> row_abs;
+  std::vector<double> col_abs(static_cast<size_t>(n), 0.0);
   const Status st = stream_parts(
       ctx, a, order, "residual", false, [&](int64_t i, const stripe::StripePart& part) {
         const int64_t h = part.rows;
@@ -98,7 +120,16 @@ Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix
         }
         for (int64_t c = 0; c < n; ++c) {
           const double* col = part.data + c * h;
-          for (int64_t q = 0; q < h; ++q) row_abs[q] += std::fabs(col[q]);
+          double col_sum = 0;
+          double col_max = 0;
+          for (int64_t q = 0; q < h; ++q) {
+            const double v = std::fabs(col[q]);
+            row_abs[q] += v;
+            col_sum += v;
+            col_max = std::max(col_max, v);
+          }
+          col_abs[static_cast<size_t>(c)] += col_sum;
+          out.a_max_abs = std::max(out.a_max_abs, col_max);
           for (int64_t k = 0; k < nrhs; ++k) {
             const double xv = x[c + k * n];
             double* rk = r + r0 + k * n;
@@ -117,6 +148,7 @@ Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix
         return Status::ok();
       });
   STRIPESOLVE_RETURN_IF_ERROR(st);
+  for (double sum : col_abs) out.a_norm_1 = std::max(out.a_norm_1, sum);
   return out;
 }
 

@@ -30,13 +30,24 @@ Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
 
 // Forward then backward substitution of the n x nrhs block `rhs` (ld = n) in place, with the
 // factors of `factor` (from the I/O role's current source) and `pivots` per stripe. `on_stripe`
-// (optional) is called after each stripe's backward step (with kRow after its swaps).
+// (optional) is called after each stripe's backward step (with kRow after its swaps). Progress
+// reports the passes as phases "forward" and "backward", or both as `phase` when given.
 Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
                   const std::vector<stripe::StripePivots>& pivots, double* rhs, int64_t nrhs,
-                  const std::function<Status(int64_t stripe)>& on_stripe);
+                  const std::function<Status(int64_t stripe)>& on_stripe,
+                  const std::string& phase = "");
+
+// A^T v = c in place for one right-hand side (v: n values), with the same factors and pivots:
+// pass 1 streams the parts from the diagonal (stripes first to last), pass 2 the parts from column
+// 0 (last to first); stripe/stripe_ops.h says what each step does. The condition estimate's
+// transposed solve; progress reports it as phase "condition".
+Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& factor,
+                             const std::vector<stripe::StripePivots>& pivots, double* v);
 
 struct ResidualResult {
   double a_norm_inf = 0;   // ||A||_inf
+  double a_norm_1 = 0;     // ||A||_1 (the condition estimate's)
+  double a_max_abs = 0;    // max |a_ij| (the pivot growth's denominator)
   double r_norm_inf = 0;   // ||b - A x||_inf over all columns
 };
 

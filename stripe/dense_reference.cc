@@ -61,4 +61,23 @@ std::vector<double> lapack_solve(const std::vector<double>& a, int64_t n,
   return x;
 }
 
+double norm_1(const std::vector<double>& a, int64_t n) {
+  double most = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    double sum = 0;
+    for (int64_t r = 0; r < n; ++r) sum += std::fabs(a[static_cast<size_t>(r + c * n)]);
+    most = std::max(most, sum);
+  }
+  return most;
+}
+
+double inverse_norm_1(const std::vector<double>& a, int64_t n) {
+  std::vector<double> inv = a;
+  std::vector<lapack_int> ipiv(static_cast<size_t>(n));
+  const auto ln = static_cast<lapack_int>(n);
+  if (LAPACKE_dgetrf(LAPACK_COL_MAJOR, ln, ln, inv.data(), ln, ipiv.data()) != 0) return -1;
+  if (LAPACKE_dgetri(LAPACK_COL_MAJOR, ln, inv.data(), ln, ipiv.data()) != 0) return -1;
+  return norm_1(inv, n);
+}
+
 }  // namespace stripesolve::stripe

@@ -20,4 +20,9 @@ double max_abs(const std::vector<double>& x);
 std::vector<double> lapack_solve(const std::vector<double>& a, int64_t n,
                                  const std::vector<double>& b, int64_t nrhs);
 
+// ||A||_1 and the exact ||A^-1||_1 (LAPACK dgetrf + dgetri on a copy); -1 when A is singular.
+// Their product is numpy.linalg.cond(A, 1).
+double norm_1(const std::vector<double>& a, int64_t n);
+double inverse_norm_1(const std::vector<double>& a, int64_t n);
+
 }  // namespace stripesolve::stripe

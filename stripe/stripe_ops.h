@@ -110,6 +110,24 @@ Status backward_substitute_stripe(backend::Backend& backend, const StripePart& s
 // [row_begin(I), n). No-op for kLocal/kNone.
 void apply_solution_swaps(const StripePivots& pivots, double* rhs, int64_t ld_rhs, int64_t nrhs);
 
+// The largest |u_rc| of stripe I's rows of U (columns >= row, from the diagonal on) once the
+// stripe is eliminated: the numerator of the pivot growth max|U| / max|A|. Reads h (n - row_begin)
+// values the elimination has just written (no I/O). Requires col_begin <= row_begin.
+double max_abs_upper(const StripePart& stripe);
+
+// The transposed solve A^T y = c with the stored factors (the condition estimator's second
+// operator), in two passes over the stripes (derivation beside the code):
+//   pass 1, I = 0..N-1, on the part from column row_begin (the backward pass's part): applies
+//     Q_I^T (kRow), solves U_II^T v_I = v_I and subtracts U_{I,>I}^T v_I from the rows below;
+//   pass 2, I = N-1..0, on the part from column 0 (the forward pass's part): solves
+//     L_II^T t = v_I, v_I = P_I^T t (kLocal) and subtracts L_{I,<I}^T v_I from the rows above.
+// One right-hand side of n values; 2 h n flops per stripe and pass, in host loops (the part is
+// column-major, so every inner loop is a contiguous dot product).
+Status transposed_upper_substitute_stripe(const StripePart& stripe, const StripePivots& pivots,
+                                          double* v);
+Status transposed_lower_substitute_stripe(const StripePart& stripe, const StripePivots& pivots,
+                                          double* v);
+
 // Pivots as bytes (stored as a blob beside the factors) and back. Little-endian:
 // u32 magic "SPV1", u32 mode, i64 row_begin, i64 count, count x i64 swaps.
 std::vector<std::byte> serialize_pivots(const StripePivots& pivots);

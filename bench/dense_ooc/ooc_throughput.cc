@@ -7,8 +7,10 @@
 //   bench_dense_ooc [--n 8192] [--stripe-rows 512] [--cache 1,0.25] [--strategies all]
 //                   [--pivot row] [--dir /var/tmp/stripesolve-bench-ooc] [--paths 1]
 //                   [--peer-threads 0 (= cores)] [--worker-threads 1] [--elim-j-workers 0]
-//                   [--trace file.json] [--reps 2]
+//                   [--trace file.json] [--reps 2] [--quality on|off]
 //
+// --quality off skips the solve's quality contract (condition estimate, automatic refinement;
+// DenseSolveOptions::check_quality), to measure what it costs (issue 17: at most 5%).
 // Each measurement is the best of --reps runs (the peer's too), which tames a shared machine.
 // OpenBLAS threads: the peer runs with --peer-threads; the engine's elim.J workers each call
 // dgemm, so they run with --worker-threads OpenBLAS threads each (openblas_set_num_threads).
@@ -55,7 +57,7 @@ std::vector<std::string> split(const std::string& s) {
                "usage: bench_dense_ooc [--n N] [--stripe-rows S] [--cache F,F..] "
                "[--strategies all|basic,zigzag,meta_zigzag] [--pivot row|local|none] [--dir D] "
                "[--paths P] [--peer-threads T] [--worker-threads T] [--elim-j-workers K] "
-               "[--trace FILE] [--reps R]\n");
+               "[--trace FILE] [--reps R] [--quality on|off]\n");
   std::exit(2);
 }
 
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
   int64_t workers = 0;
   std::string trace_file;
   int reps = 2;
+  bool quality = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) usage();
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
     else if (arg == "--elim-j-workers") workers = std::stoll(v);
     else if (arg == "--trace") trace_file = v;
     else if (arg == "--reps") reps = std::max(1, std::stoi(v));
+    else if (arg == "--quality" && (v == "on" || v == "off")) quality = v == "on";
     else usage();
   }
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -179,6 +183,7 @@ int main(int argc, char** argv) {
       options.pivot = *pivot_mode;
       options.strategy = strategy;
       options.reuse_factors = false;
+      options.check_quality = quality;
       ss::scheduler::CancelToken cancel;
       ss::scheduler::TraceRecorder trace;
       auto rep = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config, cancel,
@@ -206,6 +211,10 @@ int main(int argc, char** argv) {
       r["factor_seconds"] = rep->factor_seconds;
       r["substitution_seconds"] = rep->substitution_seconds;
       r["residual_seconds"] = rep->residual_seconds;
+      r["condition_seconds"] = rep->condition_seconds;
+      r["quality"] = quality;
+      r["rcond"] = rep->rcond;
+      r["growth"] = rep->growth;
       // Factor + substitution: the work dgetrf + dgetrs do (the residual pass is extra here).
       const double solve_s = rep->factor_seconds + rep->substitution_seconds;
       r["factor_and_substitution_ratio_to_openblas"] = peer_seconds / solve_s;

@@ -57,7 +57,7 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
   req.matrix = "A";
   req.rhs_path = rhs_path;
   req.pivot = pivot;
-  req.refinement = pivot == "local" ? 1 : 0;
+  req.refinement = pivot == "local" ? "1" : "0";
   // The solution goes into the .npy through the descriptor of the client's temporary.
   const std::string out = d.dir() + "/x.npy";
   req.out_path = out;

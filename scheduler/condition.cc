@@ -1,0 +1,131 @@
+#include "scheduler/condition.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace stripesolve::scheduler {
+namespace {
+
+constexpr double kEps = std::numeric_limits<double>::epsilon() / 2;  // LAPACK's dlamch('E')
+
+double norm_1(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += std::fabs(x);
+  return s;
+}
+
+std::string figure(double v) { return v < 0 ? std::string("not known") : fmt::format("{:.2e}", v); }
+
+int64_t first_argmax_abs(const std::vector<double>& v) {
+  int64_t best = 0;
+  for (size_t k = 1; k < v.size(); ++k) {
+    if (std::fabs(v[k]) > std::fabs(v[static_cast<size_t>(best)])) best = static_cast<int64_t>(k);
+  }
+  return best;
+}
+
+}  // namespace
+
+std::vector<double> estimator_fixed_vectors(int64_t n) {
+  std::vector<double> v(static_cast<size_t>(2 * std::max<int64_t>(n, 0)));
+  for (int64_t k = 0; k < n; ++k) {
+    v[static_cast<size_t>(k)] = 1.0 / static_cast<double>(n);
+    const double alt = n > 1 ? 1.0 + static_cast<double>(k) / static_cast<double>(n - 1) : 1.0;
+    v[static_cast<size_t>(n + k)] = k % 2 == 0 ? alt : -alt;
+  }
+  return v;
+}
+
+Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
+                                       const VectorSolve& solve_transposed,
+                                       const double* solved_fixed, int max_unit_solves) {
+  if (n < 1) return 0.0;
+  const size_t un = static_cast<size_t>(n);
+  std::vector<double> fixed;
+  if (solved_fixed == nullptr) {
+    fixed = estimator_fixed_vectors(n);
+    STRIPESOLVE_RETURN_IF_ERROR(solve(fixed.data()));
+    STRIPESOLVE_RETURN_IF_ERROR(solve(fixed.data() + n));
+    solved_fixed = fixed.data();
+  }
+  std::vector<double> x(solved_fixed, solved_fixed + n);
+  if (n == 1) return std::fabs(x[0]);
+  double est = norm_1(x);
+  std::vector<double> sign(un);
+  for (size_t k = 0; k < un; ++k) sign[k] = x[k] >= 0 ? 1.0 : -1.0;
+  x = sign;
+  STRIPESOLVE_RETURN_IF_ERROR(solve_transposed(x.data()));
+  int64_t j = first_argmax_abs(x);
+  for (int iter = 2;; ++iter) {
+    std::fill(x.begin(), x.end(), 0.0);
+    x[static_cast<size_t>(j)] = 1.0;
+    STRIPESOLVE_RETURN_IF_ERROR(solve(x.data()));
+    const double est_old = est;
+    est = norm_1(x);
+    bool same_signs = true;
+    for (size_t k = 0; k < un && same_signs; ++k) {
+      same_signs = (x[k] >= 0 ? 1.0 : -1.0) == sign[k];
+    }
+    if (same_signs || est <= est_old || iter - 1 >= max_unit_solves) {
+      est = std::max(est, est_old);
+      break;
+    }
+    for (size_t k = 0; k < un; ++k) sign[k] = x[k] >= 0 ? 1.0 : -1.0;
+    x = sign;
+    STRIPESOLVE_RETURN_IF_ERROR(solve_transposed(x.data()));
+    const int64_t j_last = j;
+    j = first_argmax_abs(x);
+    if (x[static_cast<size_t>(j_last)] == std::fabs(x[static_cast<size_t>(j)])) {
+      break;
+    }
+  }
+  // The alternating vector guards against the rare matrices that fool the iteration.
+  x.assign(solved_fixed + n, solved_fixed + 2 * n);
+  return std::max(est, 2.0 * norm_1(x) / (3.0 * static_cast<double>(n)));
+}
+
+double backward_error_tolerance(int64_t n) {
+  return std::max(2.0, std::log2(static_cast<double>(std::max<int64_t>(n, 1))) / 2) *
+         std::numeric_limits<double>::epsilon();
+}
+
+std::string quality_warning(const SolveQuality& q) {
+  const double tol = backward_error_tolerance(q.n);
+  // Factors that grew past kUnstableGrowth are too inaccurate to estimate the condition with:
+  // their rcond is no evidence of singularity (the transposed Wilkinson matrix, condition 160,
+  // estimates 1e-32 from factors grown by 2^159).
+  const bool unstable = q.growth > kUnstableGrowth;
+  const bool singular = q.rcond >= 0 && q.rcond < kEps && !unstable;
+  const bool inaccurate = q.backward_error > tol;
+  if (!singular && !inaccurate) return "";
+  if (!inaccurate) {
+    return fmt::format("singular to working precision (rcond {:.2e}): the solution is not "
+                       "determined by the data", q.rcond);
+  }
+  std::vector<std::string> causes;
+  if (singular) {
+    causes.push_back(fmt::format("singular to working precision (rcond {:.2e})", q.rcond));
+  } else if (!unstable && q.rcond >= 0 && q.rcond < kIllConditioned) {
+    causes.push_back(fmt::format("ill-conditioned (rcond {:.2e})", q.rcond));
+  }
+  if (unstable) {
+    causes.push_back(fmt::format("unstable pivoting (growth {:.2e}; the rcond estimate from "
+                                 "these factors is unreliable)", q.growth));
+  }
+  if (causes.empty()) {
+    causes.push_back(fmt::format("pivoting (growth {}, rcond {})", figure(q.growth), figure(q.rcond)));
+  }
+  // The advice is a mode whose pivot choice the same matrix does not defeat the same way.
+  const char* other = q.pivot == stripe::PivotMode::kRow ? "local" : "row";
+  return fmt::format("backward error {:.2e} above the tolerance {:.2e} after refinement: {}; "
+                     "try --pivot {}", q.backward_error, tol, fmt::join(causes, ", "), other);
+}
+
+}  // namespace stripesolve::scheduler

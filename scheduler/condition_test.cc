@@ -1,0 +1,92 @@
+// The condition estimator against the exact ||A^-1||_1 (LAPACK dgetri), with solves in RAM, and
+// the wording of the quality warning.
+#include "scheduler/condition.h"
+
+#include <gtest/gtest.h>
+#include <lapacke.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "stripe/dense_reference.h"
+
+namespace stripesolve::scheduler {
+namespace {
+
+// ||A^-1||_1 estimated with LAPACK's LU of A for the two solves.
+double estimate(const std::vector<double>& a, int64_t n, int max_unit_solves = 4) {
+  std::vector<double> lu = a;
+  std::vector<lapack_int> ipiv(static_cast<size_t>(n));
+  const auto ln = static_cast<lapack_int>(n);
+  EXPECT_EQ(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ln, ln, lu.data(), ln, ipiv.data()), 0);
+  auto with = [&](char trans) {
+    return [&, trans](double* v) {
+      LAPACKE_dgetrs(LAPACK_COL_MAJOR, trans, ln, 1, lu.data(), ln, ipiv.data(), v, ln);
+      return Status::ok();
+    };
+  };
+  auto est = estimate_inverse_norm_1(n, with('N'), with('T'), nullptr, max_unit_solves);
+  EXPECT_TRUE(est.is_ok());
+  return est.is_ok() ? *est : -1;
+}
+
+TEST(ConditionEstimate, WithinAFactorTenOfTheExactInverseNorm) {
+  for (int64_t n : {1, 2, 17, 120}) {
+    std::vector<double> a = stripe::uniform_matrix(n, n, static_cast<uint64_t>(n));
+    const double exact = stripe::inverse_norm_1(a, n);
+    for (int unit_solves : {4, 1}) {
+      const double est = estimate(a, n, unit_solves);
+      EXPECT_LE(est, exact * (1 + 1e-10)) << n;  // a lower bound
+      EXPECT_GT(est, exact / 10) << n << " with " << unit_solves << " unit solves";
+    }
+  }
+  // Graded rows: condition 1e12.
+  const int64_t n = 80;
+  std::vector<double> a = stripe::uniform_matrix(n, n, 3);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < n; ++c) a[static_cast<size_t>(r + c * n)] *= std::pow(10.0, -12.0 * r / (n - 1));
+  }
+  const double exact = stripe::inverse_norm_1(a, n);
+  EXPECT_GT(estimate(a, n), exact / 10);
+  EXPECT_GT(estimate(a, n, 1), exact / 10);
+}
+
+TEST(QualityWarning, NamesTheCause) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  EXPECT_EQ(quality_warning({.n = 100, .backward_error = 1e-17, .rcond = 0.1, .growth = 3}), "");
+  EXPECT_EQ(quality_warning({.n = 100, .backward_error = 1e-17, .rcond = -1, .growth = -1}), "");
+  const std::string singular =
+      quality_warning({.n = 100, .backward_error = 1e-17, .rcond = 1e-20, .growth = 3});
+  EXPECT_NE(singular.find("singular to working precision (rcond 1.00e-20)"), std::string::npos)
+      << singular;
+  const std::string unstable = quality_warning({.n = 60,
+                                                .backward_error = 1e-2,
+                                                .rcond = 0.05,
+                                                .growth = 5.8e17,
+                                                .pivot = stripe::PivotMode::kRow});
+  EXPECT_NE(unstable.find("unstable pivoting (growth 5.80e+17"), std::string::npos) << unstable;
+  EXPECT_NE(unstable.find("--pivot local"), std::string::npos) << unstable;
+  // Grown factors estimate a tiny rcond for a well-conditioned matrix: not called singular.
+  const std::string grown = quality_warning({.n = 160,
+                                             .backward_error = 1e-2,
+                                             .rcond = 6e-32,
+                                             .growth = 7.3e47,
+                                             .pivot = stripe::PivotMode::kRow});
+  EXPECT_EQ(grown.find("singular"), std::string::npos) << grown;
+  EXPECT_NE(grown.find("unstable pivoting (growth 7.30e+47"), std::string::npos) << grown;
+  const std::string ill = quality_warning({.n = 60,
+                                           .backward_error = 1e-10,
+                                           .rcond = 1e-13,
+                                           .growth = 2,
+                                           .pivot = stripe::PivotMode::kNone});
+  EXPECT_NE(ill.find("ill-conditioned (rcond 1.00e-13)"), std::string::npos) << ill;
+  EXPECT_NE(ill.find("--pivot row"), std::string::npos) << ill;
+  EXPECT_GT(backward_error_tolerance(1'000'000), backward_error_tolerance(100));
+  EXPECT_EQ(backward_error_tolerance(4), 2 * eps);
+  EXPECT_EQ(backward_error_tolerance(4096), 6 * eps);
+}
+
+}  // namespace
+}  // namespace stripesolve::scheduler

@@ -309,6 +309,28 @@ bool Job::fetched() const {
   return fetched_;
 }
 
+Clock::time_point Job::started() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return started_;
+}
+
+nlohmann::json Job::result() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return result_;
+}
+
+void Job::restore_history(History history) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_ = history.state;
+  if (history.created != Clock::time_point{}) created_ = history.created;
+  started_ = history.started;
+  finished_ = history.finished;
+  result_ = std::move(history.result);
+  error_ = std::move(history.error);
+  log_.assign(std::make_move_iterator(history.log.begin()), std::make_move_iterator(history.log.end()));
+  while (log_.size() > kMaxLogLines) log_.pop_front();
+}
+
 Clock::time_point Job::finished() const {
   std::lock_guard<std::mutex> lock(mu_);
   return finished_;

@@ -126,7 +126,20 @@ class Job {
   bool fetched() const;
 
   Clock::time_point created() const { return created_; }
+  Clock::time_point started() const;
   Clock::time_point finished() const;
+  nlohmann::json result() const;
+
+  // A job the journal knew from before a restart (daemon/job_journal.h): its state, times,
+  // result or error and log as recorded. Only before the job is shared (no listener, no worker).
+  struct History {
+    JobState state = JobState::kPending;
+    Clock::time_point created{}, started{}, finished{};
+    nlohmann::json result;
+    Status error;
+    std::vector<std::string> log;
+  };
+  void restore_history(History history);
 
   // Listeners: called after every change (state, progress, rows). Returns a handle for remove.
   uint64_t add_listener(std::function<void()> fn);
@@ -151,7 +164,7 @@ class Job {
   const std::string type_;
   const Lane lane_;
   const nlohmann::json params_;
-  const Clock::time_point created_;
+  Clock::time_point created_;  // set at construction, or by restore_history() before sharing
   std::atomic<bool> cancel_requested_{false};
 
   mutable std::mutex mu_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <memory>
 
 #include <fmt/format.h>
@@ -186,6 +188,45 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
   if (display != nullptr) display->finish();
   if (final_job.value("state", std::string()) == "COMPLETED" && !result_error.is_ok()) return result_error;
   return final_job;
+}
+
+namespace {
+// A lost or refused connection (not an answer of the daemon's): worth trying again.
+bool connection_lost(const Status& st) {
+  return st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIoError;
+}
+}  // namespace
+
+Result<nlohmann::json> follow_job_reconnecting(std::unique_ptr<Connection>& conn, uint64_t id,
+                                               ProgressDisplay* display, const ReconnectPolicy& policy) {
+  while (true) {
+    auto done = follow_job(*conn, id, "", display);
+    if (done.is_ok() || !connection_lost(done.status()) || policy.seconds <= 0 || !policy.connect) return done;
+    if (display != nullptr) display->notice(fmt::format("daemon restarting, job {} will resume", id));
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(policy.seconds));
+    double backoff = policy.first_backoff_seconds;
+    Status last = done.status();
+    conn.reset();
+    while (conn == nullptr) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Status::unavailable(fmt::format("the daemon did not come back within {:.0f} s ({}); job {} may "
+                                               "still resume: 'stripesolve watch {}' once it is up",
+                                               policy.seconds, last.message(), id, id));
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      backoff = std::min(backoff * 2, policy.max_backoff_seconds);
+      auto c = policy.connect();
+      if (c.is_ok()) {
+        conn = std::move(c).value();
+      } else if (connection_lost(c.status())) {
+        last = c.status();
+      } else {
+        return c.status();
+      }
+    }
+  }
 }
 
 Result<int64_t> fetch_result(Connection& conn, uint64_t id, const std::string& out_path,

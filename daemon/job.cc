@@ -98,6 +98,7 @@ bool Job::try_transition(JobState next) {
     if (next == JobState::kRunning) started_ = now;
     if (is_terminal(next)) finished_ = now;
   }
+  if (state_hook_) state_hook_(*this);
   notify();
   return true;
 }
@@ -110,6 +111,7 @@ bool Job::cancel_if_pending(Status reason) {
     error_ = std::move(reason);
     finished_ = Clock::now();
   }
+  if (state_hook_) state_hook_(*this);
   notify();
   return true;
 }
@@ -307,6 +309,16 @@ void Job::mark_fetched() {
 bool Job::fetched() const {
   std::lock_guard<std::mutex> lock(mu_);
   return fetched_;
+}
+
+void Job::set_result_location(std::string path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  result_location_ = std::move(path);
+}
+
+std::string Job::result_location() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return result_location_;
 }
 
 Clock::time_point Job::started() const {

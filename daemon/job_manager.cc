@@ -127,6 +127,7 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
           jobs_.size())).set_retryable();
     }
     job = std::make_shared<Job>(next_id_++, owner, type, jt->lane, spec, std::move(files));
+    job->set_state_hook([this](const Job& j) { journal_state(j); });
     if (journal_ != nullptr) {
       // Before the id reaches the client: a job it was told about is never forgotten.
       Status recorded = journal_->record_submit(*job);
@@ -176,7 +177,6 @@ Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
   const std::string reason = fmt::format("cancelled by uid {} while pending", requester);
   if (job->cancel_if_pending(Status::cancelled(reason))) {  // it never runs
     job->append_log(reason);
-    journal_state(*job);
     release_files(*job);
     std::lock_guard<std::mutex> lock(mu_);
     --active_;
@@ -229,7 +229,6 @@ void JobManager::cancel_all() {
     job->request_cancel();
     if (job->cancel_if_pending(Status::cancelled("cancelled at daemon shutdown while pending"))) {
       job->append_log("cancelled at daemon shutdown while pending");
-      journal_state(*job);
       release_files(*job);
       std::lock_guard<std::mutex> lock(mu_);
       --active_;
@@ -290,7 +289,6 @@ void JobManager::worker_loop(Lane lane) {
       q.queue.pop_front();
     }
     if (!job->try_transition(JobState::kRunning)) continue;  // cancelled while pending
-    journal_state(*job);
     run_job(job);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -323,18 +321,15 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
     job->set_result(std::move(result).value());
     ctx.log(fmt::format("completed in {:.3f} s", secs));
     // A dense solve's kept solution outlives the process: `result` works after a restart.
-    std::string result_file;
     if (journal_ != nullptr && job->lane() == Lane::kDense && job->has_solution()) {
       auto stored = journal_->store_solution(*job);
       if (stored.is_ok()) {
-        result_file = *stored;
+        job->set_result_location(*stored);
       } else {
         ctx.warn("the solution is kept in memory only: " + stored.status().to_string());
       }
     }
     job->transition(JobState::kCompleted);
-    journal_state(*job, result_file);
-    return;
   } else if (job->cancel_requested() || result.status().code() == StatusCode::kCancelled) {
     job->set_error(Status::cancelled(result.status().code() == StatusCode::kCancelled
                                          ? result.status().message()
@@ -346,10 +341,9 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
     ctx.warn("failed: " + result.status().to_string());
     job->transition(JobState::kFailed);
   }
-  journal_state(*job);
 }
 
-void JobManager::journal_state(const Job& job, const std::string& result_file) {
+void JobManager::journal_state(const Job& job) {
   if (journal_ == nullptr) return;
   if (const JobState state = job.state(); is_terminal(state)) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -361,7 +355,7 @@ void JobManager::journal_state(const Job& job, const std::string& result_file) {
       return;
     }
   }
-  if (Status st = journal_->record_state(job, result_file); !st.is_ok()) {
+  if (Status st = journal_->record_state(job, job.result_location()); !st.is_ok()) {
     log_->warn("job {}: the journal missed a state change ({}): {}", job.id(), job_state_name(job.state()),
                st.to_string());
   }
@@ -447,6 +441,7 @@ Result<JobManager::Restored> JobManager::restore() {
       }
       journal_state(*job);
     }
+    job->set_state_hook([this](const Job& j) { journal_state(j); });
     std::lock_guard<std::mutex> lock(mu_);
     jobs_[job->id()] = job;
   }

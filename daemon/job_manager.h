@@ -150,8 +150,9 @@ class JobManager {
   void run_job(const std::shared_ptr<Job>& job);
   // Closes the job's files and forgets them in files_held_.
   void release_files(Job& job);
-  // Records the job's present state in the journal (a warning if that fails).
-  void journal_state(const Job& job, const std::string& result_file = "");
+  // Records the job's present state in the journal (a warning if that fails); every job's state
+  // hook (Job::set_state_hook).
+  void journal_state(const Job& job);
 
   const JobManagerConfig config_;
   const JobRegistry registry_;

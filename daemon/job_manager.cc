@@ -13,6 +13,10 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - origin).count();
 }
 
+double millis_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Runs a job's runner so that nothing it throws leaves the worker thread: an exception escaping
 // a std::thread ends the process, and with it every other user's jobs (issue 15). Runners report
 // errors as values; an exception here is a runner bug or an allocation the request's bounds did
@@ -130,7 +134,9 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
     job->set_state_hook([this](const Job& j) { journal_state(j); });
     if (journal_ != nullptr) {
       // Before the id reaches the client: a job it was told about is never forgotten.
+      const auto start = std::chrono::steady_clock::now();
       Status recorded = journal_->record_submit(*job);
+      log_->debug("job {} PENDING journaled in {:.2f} ms", job->id(), millis_since(start));
       if (!recorded.is_ok()) {
         return Status::unavailable("the job journal could not record the job: " + recorded.message())
             .set_retryable();
@@ -322,7 +328,9 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
     ctx.log(fmt::format("completed in {:.3f} s", secs));
     // A dense solve's kept solution outlives the process: `result` works after a restart.
     if (journal_ != nullptr && job->lane() == Lane::kDense && job->has_solution()) {
+      const auto store_start = std::chrono::steady_clock::now();
       auto stored = journal_->store_solution(*job);
+      log_->debug("job {} solution stored in {:.2f} ms", job->id(), millis_since(store_start));
       if (stored.is_ok()) {
         job->set_result_location(*stored);
       } else {
@@ -355,7 +363,10 @@ void JobManager::journal_state(const Job& job) {
       return;
     }
   }
-  if (Status st = journal_->record_state(job, job.result_location()); !st.is_ok()) {
+  const auto start = std::chrono::steady_clock::now();
+  Status st = journal_->record_state(job, job.result_location());
+  log_->debug("job {} {} journaled in {:.2f} ms", job.id(), job_state_name(job.state()), millis_since(start));
+  if (!st.is_ok()) {
     log_->warn("job {}: the journal missed a state change ({}): {}", job.id(), job_state_name(job.state()),
                st.to_string());
   }

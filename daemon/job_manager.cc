@@ -233,7 +233,9 @@ void JobManager::cancel_all() {
   }
   for (auto& job : live) {
     job->request_cancel();
-    if (job->cancel_if_pending(Status::cancelled("cancelled at daemon shutdown while pending"))) {
+    const Status reason = journal_ != nullptr ? Status::unavailable(std::string(kStoppedByShutdownMessage))
+                                              : Status::cancelled("cancelled at daemon shutdown while pending");
+    if (job->cancel_if_pending(reason)) {
       job->append_log("cancelled at daemon shutdown while pending");
       release_files(*job);
       std::lock_guard<std::mutex> lock(mu_);
@@ -338,6 +340,10 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
       }
     }
     job->transition(JobState::kCompleted);
+  } else if (job->cancel_requested() && stopped_by_shutdown(*job)) {
+    job->set_error(Status::unavailable(std::string(kStoppedByShutdownMessage)));
+    ctx.log(fmt::format("stopped by the shutdown after {:.3f} s", secs));
+    job->transition(JobState::kCancelled);
   } else if (job->cancel_requested() || result.status().code() == StatusCode::kCancelled) {
     job->set_error(Status::cancelled(result.status().code() == StatusCode::kCancelled
                                          ? result.status().message()
@@ -349,6 +355,11 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
     ctx.warn("failed: " + result.status().to_string());
     job->transition(JobState::kFailed);
   }
+}
+
+bool JobManager::stopped_by_shutdown(const Job& job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return journal_ != nullptr && shutdown_cancel_ && !user_cancels_.contains(job.id());
 }
 
 void JobManager::journal_state(const Job& job) {

@@ -70,6 +70,12 @@ class JobContext {
 
 using JobRunner = std::function<Result<nlohmann::json>(JobContext&)>;
 
+// The error of a job that a shutdown stopped while the journal keeps it to run again (code
+// kUnavailable, state CANCELLED): clients that wait reconnect and follow it on the next daemon.
+inline constexpr std::string_view kStoppedByShutdownMessage =
+    "stopped by the daemon's shutdown; the job journal keeps it, and the daemon runs it again when it "
+    "starts (or fails it, saying why, if it cannot)";
+
 // What a submit (or an upload) gets while the daemon drains.
 inline constexpr std::string_view kDrainingMessage =
     "the daemon is draining (it stops once its jobs have ended) and accepts no new work; status, "
@@ -150,6 +156,8 @@ class JobManager {
   void run_job(const std::shared_ptr<Job>& job);
   // Closes the job's files and forgets them in files_held_.
   void release_files(Job& job);
+  // Whether cancel_all() stopped the job and its owner did not ask for it (mu_ not held).
+  bool stopped_by_shutdown(const Job& job) const;
   // Records the job's present state in the journal (a warning if that fails); every job's state
   // hook (Job::set_state_hook).
   void journal_state(const Job& job);

@@ -197,35 +197,47 @@ bool connection_lost(const Status& st) {
 }
 }  // namespace
 
+Result<std::unique_ptr<Connection>> connect_retrying(const ReconnectPolicy& policy) {
+  using SteadyClock = std::chrono::steady_clock;
+  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                 std::chrono::duration<double>(policy.seconds));
+  double backoff = policy.first_backoff_seconds;
+  while (true) {
+    auto c = policy.connect();
+    if (c.is_ok() || !connection_lost(c.status()) || SteadyClock::now() >= deadline) return c;
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    backoff = std::min(backoff * 2, policy.max_backoff_seconds);
+  }
+}
+
 Result<nlohmann::json> follow_job_reconnecting(std::unique_ptr<Connection>& conn, uint64_t id,
                                                ProgressDisplay* display, const ReconnectPolicy& policy) {
+  bool announced = false;
   while (true) {
     auto done = follow_job(*conn, id, "", display);
-    if (done.is_ok() || !connection_lost(done.status()) || policy.seconds <= 0 || !policy.connect) return done;
-    if (display != nullptr) display->notice(fmt::format("daemon restarting, job {} will resume", id));
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(policy.seconds));
-    double backoff = policy.first_backoff_seconds;
-    Status last = done.status();
-    conn.reset();
-    while (conn == nullptr) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return Status::unavailable(fmt::format("the daemon did not come back within {:.0f} s ({}); job {} may "
-                                               "still resume: 'stripesolve watch {}' once it is up",
-                                               policy.seconds, last.message(), id, id));
-      }
-      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
-      backoff = std::min(backoff * 2, policy.max_backoff_seconds);
-      auto c = policy.connect();
-      if (c.is_ok()) {
-        conn = std::move(c).value();
-      } else if (connection_lost(c.status())) {
-        last = c.status();
-      } else {
-        return c.status();
-      }
+    // A job the daemon's shutdown stopped is kept by its journal: it goes on after the restart.
+    const bool kept_for_restart =
+        done.is_ok() && done->value("state", std::string()) == "CANCELLED" &&
+        done->value("error", nlohmann::json::object()).value("code", std::string()) ==
+            status_code_name(StatusCode::kUnavailable);
+    if (!kept_for_restart && (done.is_ok() || !connection_lost(done.status()))) return done;
+    if (policy.seconds <= 0 || !policy.connect) return done;
+    if (display != nullptr && !(announced && kept_for_restart)) {
+      display->notice(fmt::format("daemon restarting, job {} will resume", id));
     }
+    announced = true;
+    conn.reset();
+    if (kept_for_restart) {
+      // The stopping daemon still answers until it exits: wait for its socket to go first.
+      std::this_thread::sleep_for(std::chrono::duration<double>(policy.max_backoff_seconds / 5));
+    }
+    auto c = connect_retrying(policy);
+    if (!c.is_ok()) {
+      return Status::unavailable(fmt::format("the daemon did not come back within {:.0f} s ({}); job {} may still "
+                                             "resume: 'stripesolve watch {}' once it is up",
+                                             policy.seconds, c.status().message(), id, id));
+    }
+    conn = std::move(c).value();
   }
 }
 

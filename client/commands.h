@@ -86,6 +86,10 @@ struct ReconnectPolicy {
   double max_backoff_seconds = 5;
 };
 
+// Connects through `policy.connect`, retrying a refused or missing daemon with backoff for up
+// to `policy.seconds`.
+Result<std::unique_ptr<Connection>> connect_retrying(const ReconnectPolicy& policy);
+
 // follow_job (progress only) that survives the daemon going away: when the connection is lost
 // it tells `display` "daemon restarting, job N will resume", reconnects with backoff for up to
 // `policy.seconds` and follows the job again (the restarted daemon knows it from its journal).

@@ -318,7 +318,7 @@ int main(int argc, char** argv) {
   auto* watch = app.add_subcommand("watch", "follow a job's progress until it ends");
   add_job_arg(watch);
   watch->callback([&] {
-    auto c = open(g);
+    auto c = connect_retrying(reconnect_policy(g));  // the daemon may be restarting right now
     if (!c.is_ok()) return void(code = fail(c.status()));
     ProgressDisplay display(!g.json);
     auto done = follow_job_reconnecting(*c, job_id, &display, reconnect_policy(g));

@@ -73,8 +73,11 @@ std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
 // A spawned daemon on one directory's config, store and state; killed if a test fails.
 class SpawnedDaemon {
  public:
-  explicit SpawnedDaemon(std::string dir) : dir_(std::move(dir)) {
-    std::ofstream(config()) << "log:\n  level: warn\nstore:\n  paths: [" << dir_
+  // `daemon_section`: extra lines of the config's daemon: section.
+  explicit SpawnedDaemon(std::string dir, const std::string& daemon_section = "") : dir_(std::move(dir)) {
+    std::ofstream(config()) << "log:\n  level: warn\n"
+                            << (daemon_section.empty() ? "" : "daemon:\n" + daemon_section)
+                            << "store:\n  paths: [" << dir_
                             << "/store]\n  direct_io: false\n  free_space_reserve: 0\n"
                                "engine:\n  progress_interval_seconds: 0.01\n";
   }
@@ -85,6 +88,13 @@ class SpawnedDaemon {
     // A small cache: the 2000-row matrix (32 MB) goes through it in pieces.
     pid_ = spawn({STRIPESOLVE_DAEMON_BINARY, "--config", config(), "--socket", socket(), "--ram-budget", "8MiB"});
     return pid_ > 0 ? wait_connect(socket()) : nullptr;
+  }
+  // SIGTERM, as systemd stops it for a reboot; returns the wait status.
+  int terminate() {
+    ::kill(pid_, SIGTERM);
+    const int status = wait_exit(pid_);
+    pid_ = -1;
+    return status;
   }
   void kill() {
     if (pid_ <= 0) return;
@@ -224,6 +234,41 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
     EXPECT_NE(read_file(dir + "/watch.err").find("daemon restarting, job " + std::to_string(*id) + " will resume"),
               std::string::npos) << read_file(dir + "/watch.err");
   }
+  EXPECT_EQ(daemon.stop(*c), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A stop for a reboot (SIGTERM with shutdown policy cancel) costs no work: the journal keeps the
+// running solve, the next start runs it again, and a waiting client follows it to its end.
+TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
+  char tmpl[] = "/tmp/ss-crash-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  SpawnedDaemon daemon(dir, "  shutdown:\n    policy: cancel\n");
+  auto c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 2000}, {"generator", "uniform"},
+                                      {"seed", 3}, {"stripe_rows", 100}});
+  ASSERT_TRUE(created.is_ok());
+  auto id = client::submit_job(*c, solve_job("K"));
+  ASSERT_TRUE(id.is_ok());
+  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(), "--reconnect-timeout",
+                               "120", "watch", std::to_string(*id)}, dir + "/watch.err");
+  ASSERT_GT(watcher, 0);
+  for (int i = 0; i < 2000; ++i) {
+    auto job = c->call(protocol::MessageType::kStatus, {{"job", *id}});
+    if (job.is_ok() && job->value("state", std::string()) != "PENDING") break;
+    std::this_thread::sleep_for(2ms);
+  }
+  c.reset();
+  const int status = daemon.terminate();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  auto done = client::follow_job(*c, *id, "", nullptr);
+  ASSERT_TRUE(done.is_ok()) << done.status().to_string();
+  EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
+  const int watch_status = wait_exit(watcher);
+  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0) << read_file(dir + "/watch.err");
   EXPECT_EQ(daemon.stop(*c), 0);
   std::filesystem::remove_all(dir);
 }

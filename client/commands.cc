@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <thread>
 #include <memory>
 
 #include <fmt/format.h>
@@ -193,6 +195,57 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
     return result_error;
   }
   return final_job;
+}
+
+namespace {
+// A lost or refused connection (not an answer of the daemon's): worth trying again.
+bool connection_lost(const Status& st) {
+  return st.code() == StatusCode::kUnavailable || st.code() == StatusCode::kIoError;
+}
+}  // namespace
+
+Result<std::unique_ptr<Connection>> connect_retrying(const ReconnectPolicy& policy) {
+  using SteadyClock = std::chrono::steady_clock;
+  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                 std::chrono::duration<double>(policy.seconds));
+  double backoff = policy.first_backoff_seconds;
+  while (true) {
+    auto c = policy.connect();
+    if (c.is_ok() || !connection_lost(c.status()) || SteadyClock::now() >= deadline) return c;
+    std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+    backoff = std::min(backoff * 2, policy.max_backoff_seconds);
+  }
+}
+
+Result<nlohmann::json> follow_job_reconnecting(std::unique_ptr<Connection>& conn, uint64_t id,
+                                               ProgressDisplay* display, const ReconnectPolicy& policy) {
+  bool announced = false;
+  while (true) {
+    auto done = follow_job(*conn, id, "", display);
+    // A job the daemon's shutdown stopped is kept by its journal: it goes on after the restart.
+    const bool kept_for_restart =
+        done.is_ok() && done->value("state", std::string()) == "CANCELLED" &&
+        done->value("error", nlohmann::json::object()).value("code", std::string()) ==
+            status_code_name(StatusCode::kUnavailable);
+    if (!kept_for_restart && (done.is_ok() || !connection_lost(done.status()))) return done;
+    if (policy.seconds <= 0 || !policy.connect) return done;
+    if (display != nullptr && !(announced && kept_for_restart)) {
+      display->notice(fmt::format("daemon restarting, job {} will resume", id));
+    }
+    announced = true;
+    conn.reset();
+    if (kept_for_restart) {
+      // The stopping daemon still answers until it exits: wait for its socket to go first.
+      std::this_thread::sleep_for(std::chrono::duration<double>(policy.max_backoff_seconds / 5));
+    }
+    auto c = connect_retrying(policy);
+    if (!c.is_ok()) {
+      return Status::unavailable(fmt::format("the daemon did not come back within {:.0f} s ({}); job {} may still "
+                                             "resume: 'stripesolve watch {}' once it is up",
+                                             policy.seconds, c.status().message(), id, id));
+    }
+    conn = std::move(c).value();
+  }
 }
 
 Result<int64_t> fetch_result(Connection& conn, uint64_t id, const std::string& out_path,

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,6 +77,26 @@ Result<nlohmann::json> run_request(Connection& conn, JobRequest& request, Progre
 // The result must exist when the job COMPLETED; a failed or cancelled job is returned as is.
 Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::string& out_path,
                                   ProgressDisplay* display);
+
+// How follow_job_reconnecting() finds the daemon again after losing it (a restart, a crash).
+struct ReconnectPolicy {
+  std::function<Result<std::unique_ptr<Connection>>()> connect;
+  double seconds = 0;                // give up after this long without a daemon; 0: no retry
+  double first_backoff_seconds = 0.1;  // doubled after each failed attempt, up to max
+  double max_backoff_seconds = 5;
+};
+
+// Connects through `policy.connect`, retrying a refused or missing daemon with backoff for up
+// to `policy.seconds`.
+Result<std::unique_ptr<Connection>> connect_retrying(const ReconnectPolicy& policy);
+
+// follow_job (progress only) that survives the daemon going away: when the connection is lost
+// it tells `display` "daemon restarting, job N will resume", reconnects with backoff for up to
+// `policy.seconds` and follows the job again (the restarted daemon knows it from its journal).
+// `conn` is replaced by the new connection. Errors: the last connection error once the time is
+// spent; the daemon's own errors (e.g. the job expired) as they are.
+Result<nlohmann::json> follow_job_reconnecting(std::unique_ptr<Connection>& conn, uint64_t id,
+                                               ProgressDisplay* display, const ReconnectPolicy& policy);
 
 // Streams the result of a job into `out_path`; returns the number of rows (of the stream's
 // [rows, cols] framing) and, when `file_shape` is given, the shape of the .npy written.

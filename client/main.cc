@@ -35,6 +35,8 @@ struct Globals {
   int64_t daemon_uid = -1;  // --daemon-uid; -1: $STRIPESOLVE_DAEMON_UID or none
   bool json = false;
   bool quiet = false;
+  // How long `solve` and `watch` wait for a daemon that went away (a restart) before giving up.
+  double reconnect_seconds = 600;
 };
 
 bool connected_once = false;
@@ -52,6 +54,13 @@ Result<std::unique_ptr<Connection>> open(const Globals& g) {
   auto c = Connection::connect(protocol::resolve_socket_path(g.socket), "stripesolve", daemon_uid);
   if (c.is_ok()) connected_once = true;
   return c;
+}
+
+ReconnectPolicy reconnect_policy(const Globals& g) {
+  ReconnectPolicy p;
+  p.seconds = g.reconnect_seconds;
+  p.connect = [&g] { return open(g); };
+  return p;
 }
 
 void print_json(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
@@ -181,13 +190,13 @@ int run_matrix_job(const Globals& g, JobRequest request) {
 }
 
 // Runs a job to its end with progress, puts its output in place, and reports it.
-int run_and_report(const Globals& g, Connection& c, JobRequest& request) {
-  auto id = submit_request(c, request);
+int run_and_report(const Globals& g, std::unique_ptr<Connection>& c, JobRequest& request) {
+  auto id = submit_request(*c, request);
   if (!id.is_ok()) return fail(id.status());
   request.files.clear();  // the daemon holds its own descriptors now
   if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
   ProgressDisplay display(!g.quiet && !g.json);
-  auto done = follow_job(c, *id, "", &display);
+  auto done = follow_job_reconnecting(c, *id, &display, reconnect_policy(g));
   if (!done.is_ok()) return fail(done.status());
   if (Status st = finish_output(request, *done); !st.is_ok()) return fail(st);
   return report_job(g, *done);
@@ -236,6 +245,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{0xfffffffe}));
   app.add_flag("--json", g.json, "print replies as JSON");
   app.add_flag("-q,--quiet", g.quiet, "no progress output");
+  app.add_option("--reconnect-timeout", g.reconnect_seconds,
+                 "solve, watch: seconds to keep reconnecting to a daemon that went away (0: give up at once)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 7 * 86400.0));
   int code = kExitOk;
 
   SolveRequest solve_req;
@@ -250,7 +263,7 @@ int main(int argc, char** argv) {
     if (!request.is_ok()) return void(code = fail(request.status()));
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
-    code = run_and_report(g, **c, *request);
+    code = run_and_report(g, *c, *request);
   });
 
   SolveRequest submit_req;
@@ -309,7 +322,7 @@ int main(int argc, char** argv) {
       else std::printf("%llu\n", static_cast<unsigned long long>(*id));
       return;
     }
-    code = run_and_report(g, **c, *request);
+    code = run_and_report(g, *c, *request);
   });
 
   bool all = false;
@@ -333,10 +346,10 @@ int main(int argc, char** argv) {
   auto* watch = app.add_subcommand("watch", "follow a job's progress until it ends");
   add_job_arg(watch);
   watch->callback([&] {
-    auto c = open(g);
+    auto c = connect_retrying(reconnect_policy(g));  // the daemon may be restarting right now
     if (!c.is_ok()) return void(code = fail(c.status()));
     ProgressDisplay display(!g.json);
-    auto done = follow_job(**c, job_id, "", &display);
+    auto done = follow_job_reconnecting(*c, job_id, &display, reconnect_policy(g));
     if (!done.is_ok()) return void(code = fail(done.status()));
     code = report_job(g, *done);
   });

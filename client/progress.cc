@@ -69,6 +69,12 @@ void ProgressDisplay::update(const nlohmann::json& progress) {
                format_progress(progress, 0).c_str());
 }
 
+void ProgressDisplay::notice(const std::string& line) {
+  if (!enabled_) return;
+  finish();
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 void ProgressDisplay::finish() {
   if (drawn_) {
     std::fputc('\n', stderr);

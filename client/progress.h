@@ -23,6 +23,9 @@ class ProgressDisplay {
   ~ProgressDisplay();
   void update(const nlohmann::json& progress);
   void finish();  // ends the bar line
+  // A line between updates (e.g. "daemon restarting, job 7 will resume"), when enabled: it
+  // ends the bar line first.
+  void notice(const std::string& line);
 
  private:
   bool enabled_;

@@ -7,6 +7,7 @@ find_package(yaml-cpp REQUIRED)          # Debian 12: imported target is plain `
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Boost 1.74 REQUIRED)        # Asio is header-only
+find_package(SQLite3 REQUIRED)          # the daemon's job journal (daemon/job_journal.h)
 pkg_check_modules(URING IMPORTED_TARGET liburing>=2.0)  # optional: pread engine otherwise
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)

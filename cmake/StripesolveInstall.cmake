@@ -46,7 +46,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 # The shared libraries the binaries load (Debian 12 names); the CUDA runtime of a CUDA build
 # comes from the CUDA toolkit, outside Debian's packages, so it is not listed.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libstdc++6, libspdlog1.10, libfmt9, libyaml-cpp0.7, libopenblas0 | libblas3, liblapacke, libtmglib3, liburing2")
+    "libstdc++6, libspdlog1.10, libfmt9, libyaml-cpp0.7, libopenblas0 | libblas3, liblapacke, libtmglib3, liburing2, libsqlite3-0")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/postinst
                                       ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)

@@ -69,6 +69,9 @@ Status Daemon::start() {
   store_ = std::move(store).value();
   logger("daemon")->info("store at {} ({} path(s), {} I/O), engine RAM budget {}", config_.store.paths[0],
                          config_.store.paths.size(), store_->engine_name(), format_bytes(config_.engine.ram_budget));
+  auto journal = JobJournal::open(s.state_dir);
+  if (!journal.is_ok()) return journal.status().with_context("cannot open the job journal (daemon.state_dir)");
+  journal_ = std::move(journal).value();
   JobRegistry registry;
   register_builtin_jobs(registry);
   if (register_jobs_) register_jobs_(registry);
@@ -79,7 +82,12 @@ Status Daemon::start() {
   jc.max_jobs = s.limits.max_jobs;
   jc.max_files_per_uid = s.limits.max_job_files_per_uid;
   jc.result_ttl = std::chrono::seconds(s.result_ttl_seconds);
-  jobs_ = std::make_unique<JobManager>(jc, std::move(registry));
+  jobs_ = std::make_unique<JobManager>(jc, std::move(registry), journal_.get());
+  auto restored = jobs_->restore();
+  if (!restored.is_ok()) return restored.status().with_context("cannot read the job journal");
+  logger("daemon")->info("job journal {}/state.db: {} finished job(s) kept, {} queued again, {} failed by the "
+                         "restart; next job id {}", s.state_dir, restored->finished, restored->requeued,
+                         restored->failed, journal_->next_id());
 
   ServerHooks hooks;
   hooks.daemon_status = [this] { return status_json(); };

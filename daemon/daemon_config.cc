@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -69,6 +70,11 @@ uint64_t available_memory_bytes() {
 void resolve_defaults(DaemonConfig& config) {
   config.server.socket = protocol::resolve_socket_path(config.server.socket);
   if (config.store.paths.empty()) config.store.paths = {default_store_path()};
+  if (config.server.state_dir.empty()) {
+    std::filesystem::path first(config.store.paths[0]);
+    if (!first.has_filename()) first = first.parent_path();  // "/x/store/"
+    config.server.state_dir = (first.parent_path() / "state").string();
+  }
   if (!config.engine_ram_budget_set) {
     const uint64_t avail = available_memory_bytes();
     if (avail > 0) {
@@ -83,8 +89,8 @@ std::string describe_config(const DaemonConfig& c) {
   std::string out = fmt::format("# effective configuration (from {})\n", c.source);
   out += fmt::format("log:\n  level: {}\n  file: \"{}\"\n  file_level: {}\n  stderr_format: {}\n",
                      c.log.level, c.log.file, c.log.file_level, c.log.stderr_format);
-  out += fmt::format("daemon:\n  socket: \"{}\"\n  socket_mode: \"{}\"\n  socket_group: \"{}\"\n",
-                     s.socket, s.socket_mode, s.socket_group);
+  out += fmt::format("daemon:\n  socket: \"{}\"\n  socket_mode: \"{}\"\n  socket_group: \"{}\"\n"
+                     "  state_dir: \"{}\"\n", s.socket, s.socket_mode, s.socket_group, s.state_dir);
   out += fmt::format(
       "  limits:\n    max_connections: {}\n    max_queued_bytes: {}\n    max_header_bytes: {}\n"
       "    max_payload_bytes: {}\n    max_upload_bytes: {}\n    max_upload_total: {}\n"

@@ -103,6 +103,7 @@ bool Job::try_transition(JobState next) {
     if (next == JobState::kRunning) started_ = now;
     if (is_terminal(next)) finished_ = now;
   }
+  if (state_hook_) state_hook_(*this);
   notify();
   return true;
 }
@@ -115,6 +116,7 @@ bool Job::cancel_if_pending(Status reason) {
     error_ = std::move(reason);
     finished_ = Clock::now();
   }
+  if (state_hook_) state_hook_(*this);
   notify();
   return true;
 }
@@ -312,6 +314,38 @@ void Job::mark_fetched() {
 bool Job::fetched() const {
   std::lock_guard<std::mutex> lock(mu_);
   return fetched_;
+}
+
+void Job::set_result_location(std::string path) {
+  std::lock_guard<std::mutex> lock(mu_);
+  result_location_ = std::move(path);
+}
+
+std::string Job::result_location() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return result_location_;
+}
+
+Clock::time_point Job::started() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return started_;
+}
+
+nlohmann::json Job::result() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return result_;
+}
+
+void Job::restore_history(History history) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_ = history.state;
+  if (history.created != Clock::time_point{}) created_ = history.created;
+  started_ = history.started;
+  finished_ = history.finished;
+  result_ = std::move(history.result);
+  error_ = std::move(history.error);
+  log_.assign(std::make_move_iterator(history.log.begin()), std::make_move_iterator(history.log.end()));
+  while (log_.size() > kMaxLogLines) log_.pop_front();
 }
 
 Clock::time_point Job::finished() const {

@@ -132,10 +132,30 @@ class Job {
   bool fetched() const;
 
   Clock::time_point created() const { return created_; }
+  Clock::time_point started() const;
   Clock::time_point finished() const;
+  nlohmann::json result() const;
+
+  // A job the journal knew from before a restart (daemon/job_journal.h): its state, times,
+  // result or error and log as recorded. Only before the job is shared (no listener, no worker).
+  struct History {
+    JobState state = JobState::kPending;
+    Clock::time_point created{}, started{}, finished{};
+    nlohmann::json result;
+    Status error;
+    std::vector<std::string> log;
+  };
+  void restore_history(History history);
 
   // Listeners: called after every change (state, progress, rows). Returns a handle for remove.
   uint64_t add_listener(std::function<void()> fn);
+  // Called after every state change, before the listeners: the job manager records the change
+  // in its journal there, so nobody learns of a state that is not yet durable. Set before the
+  // job is shared; called without mu_ held, from the thread that made the change.
+  void set_state_hook(std::function<void(const Job&)> hook) { state_hook_ = std::move(hook); }
+  // Where the finished job's solution is stored (daemon/job_journal.h); empty if nowhere.
+  void set_result_location(std::string path);
+  std::string result_location() const;
   void remove_listener(uint64_t handle);
 
   nlohmann::json to_json() const;
@@ -157,8 +177,9 @@ class Job {
   const std::string type_;
   const Lane lane_;
   const nlohmann::json params_;
-  const Clock::time_point created_;
+  Clock::time_point created_;  // set at construction, or by restore_history() before sharing
   std::atomic<bool> cancel_requested_{false};
+  std::function<void(const Job&)> state_hook_;  // set before sharing, then read only
 
   mutable std::mutex mu_;
   JobState state_ = JobState::kPending;                    // guarded by mu_
@@ -178,6 +199,7 @@ class Job {
   std::vector<int64_t> array_shape_;                       // guarded by mu_
   std::vector<RowRange> published_;                        // guarded by mu_
   bool fetched_ = false;                                   // guarded by mu_
+  std::string result_location_;                            // guarded by mu_
   std::vector<UniqueFd> files_;                            // guarded by mu_
 };
 

@@ -13,6 +13,10 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - origin).count();
 }
 
+double millis_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Runs a job's runner so that nothing it throws leaves the worker thread: an exception escaping
 // a std::thread ends the process, and with it every other user's jobs (issue 15). Runners report
 // errors as values; an exception here is a runner bug or an allocation the request's bounds did
@@ -62,8 +66,9 @@ std::string JobRegistry::names() const {
   return out;
 }
 
-JobManager::JobManager(JobManagerConfig config, JobRegistry registry)
-    : config_(config), registry_(std::move(registry)), log_(logger("jobs")) {
+JobManager::JobManager(JobManagerConfig config, JobRegistry registry, JobJournal* journal)
+    : config_(config), registry_(std::move(registry)), journal_(journal), log_(logger("jobs")) {
+  if (journal_ != nullptr) next_id_ = journal_->next_id();
   for (int i = 0; i < std::max(1, config_.small_concurrency); ++i) {
     small_.workers.emplace_back([this] { worker_loop(Lane::kSmall); });
   }
@@ -129,6 +134,17 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
           jobs_.size())).set_retryable();
     }
     job = std::make_shared<Job>(next_id_++, owner, type, jt->lane, spec, std::move(files));
+    job->set_state_hook([this](const Job& j) { journal_state(j); });
+    if (journal_ != nullptr) {
+      // Before the id reaches the client: a job it was told about is never forgotten.
+      const auto start = std::chrono::steady_clock::now();
+      Status recorded = journal_->record_submit(*job);
+      log_->debug("job {} PENDING journaled in {:.2f} ms", job->id(), millis_since(start));
+      if (!recorded.is_ok()) {
+        return Status::unavailable("the job journal could not record the job: " + recorded.message())
+            .set_retryable();
+      }
+    }
     files_held_[owner] += nfiles;
     jobs_[job->id()] = job;
     lane_queue(jt->lane).queue.push_back(job);
@@ -162,6 +178,10 @@ std::vector<std::shared_ptr<Job>> JobManager::list(uid_t requester, bool all) co
 
 Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
   STRIPESOLVE_ASSIGN_OR_RETURN(std::shared_ptr<Job> job, find(requester, id));
+  if (!is_terminal(job->state())) {
+    std::lock_guard<std::mutex> lock(mu_);
+    user_cancels_.insert(id);
+  }
   job->request_cancel();
   const std::string reason = fmt::format("cancelled by uid {} while pending", requester);
   if (job->cancel_if_pending(Status::cancelled(reason))) {  // it never runs
@@ -178,19 +198,26 @@ Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
 }
 
 size_t JobManager::expire(Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
-  size_t n = 0;
-  for (auto it = jobs_.begin(); it != jobs_.end();) {
-    const JobState s = it->second->state();
-    if (is_terminal(s) && it->second->finished() + config_.result_ttl <= now) {
-      log_->info("job {} expired ({} for longer than the result ttl)", it->first, job_state_name(s));
-      it = jobs_.erase(it);
-      ++n;
-    } else {
-      ++it;
+  std::vector<uint64_t> expired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      const JobState s = it->second->state();
+      if (is_terminal(s) && it->second->finished() + config_.result_ttl <= now) {
+        log_->info("job {} expired ({} for longer than the result ttl)", it->first, job_state_name(s));
+        expired.push_back(it->first);
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
-  return n;
+  if (journal_ != nullptr) {
+    for (uint64_t id : expired) {
+      if (Status st = journal_->forget(id); !st.is_ok()) log_->warn("job {}: {}", id, st.to_string());
+    }
+  }
+  return expired.size();
 }
 
 void JobManager::stop_accepting() {
@@ -202,13 +229,16 @@ void JobManager::cancel_all() {
   std::vector<std::shared_ptr<Job>> live;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    shutdown_cancel_ = true;
     for (const auto& [id, job] : jobs_) {
       if (!is_terminal(job->state())) live.push_back(job);
     }
   }
   for (auto& job : live) {
     job->request_cancel();
-    if (job->cancel_if_pending(Status::cancelled("cancelled at daemon shutdown while pending"))) {
+    const Status reason = journal_ != nullptr ? Status::unavailable(std::string(kStoppedByShutdownMessage))
+                                              : Status::cancelled("cancelled at daemon shutdown while pending");
+    if (job->cancel_if_pending(reason)) {
       job->append_log("cancelled at daemon shutdown while pending");
       release_files(*job);
       std::lock_guard<std::mutex> lock(mu_);
@@ -310,7 +340,22 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
     if (warned) ctx.warn("completed with a warning: " + r["warning"].get<std::string>());
     job->set_result(std::move(result).value());
     ctx.log(fmt::format("completed in {:.3f} s", secs));
+    // A dense solve's kept solution outlives the process: `result` works after a restart.
+    if (journal_ != nullptr && job->lane() == Lane::kDense && job->has_solution()) {
+      const auto store_start = std::chrono::steady_clock::now();
+      auto stored = journal_->store_solution(*job);
+      log_->debug("job {} solution stored in {:.2f} ms", job->id(), millis_since(store_start));
+      if (stored.is_ok()) {
+        job->set_result_location(*stored);
+      } else {
+        ctx.warn("the solution is kept in memory only: " + stored.status().to_string());
+      }
+    }
     job->transition(warned ? JobState::kCompletedWithWarning : JobState::kCompleted);
+  } else if (job->cancel_requested() && stopped_by_shutdown(*job)) {
+    job->set_error(Status::unavailable(std::string(kStoppedByShutdownMessage)));
+    ctx.log(fmt::format("stopped by the shutdown after {:.3f} s", secs));
+    job->transition(JobState::kCancelled);
   } else if (job->cancel_requested() || result.status().code() == StatusCode::kCancelled) {
     job->set_error(Status::cancelled(result.status().code() == StatusCode::kCancelled
                                          ? result.status().message()
@@ -322,6 +367,129 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
     ctx.warn("failed: " + result.status().to_string());
     job->transition(JobState::kFailed);
   }
+}
+
+bool JobManager::stopped_by_shutdown(const Job& job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return journal_ != nullptr && shutdown_cancel_ && !user_cancels_.contains(job.id());
+}
+
+void JobManager::journal_state(const Job& job) {
+  if (journal_ == nullptr) return;
+  if (const JobState state = job.state(); is_terminal(state)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool by_user = user_cancels_.erase(job.id()) > 0;
+    if (state == JobState::kCancelled && shutdown_cancel_ && !by_user) {
+      // Stopped by the shutdown, not by its owner: the journal keeps it PENDING or RUNNING, and
+      // the next start runs it again.
+      log_->info("job {} stopped by the shutdown; it runs again at the next start", job.id());
+      return;
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Status st = journal_->record_state(job, job.result_location());
+  log_->debug("job {} {} journaled in {:.2f} ms", job.id(), job_state_name(job.state()), millis_since(start));
+  if (!st.is_ok()) {
+    log_->warn("job {}: the journal missed a state change ({}): {}", job.id(), job_state_name(job.state()),
+               st.to_string());
+  }
+}
+
+namespace {
+// Whether the request needs something that lived only in the old process: a passed descriptor
+// ({"fd": i}) or an upload ({"upload": id}).
+bool needs_process_inputs(const nlohmann::json& j) {
+  if (j.is_object()) {
+    if (j.contains("fd") || j.contains("upload")) return true;
+    for (const auto& [key, value] : j.items()) {
+      if (needs_process_inputs(value)) return true;
+    }
+  } else if (j.is_array()) {
+    for (const auto& value : j) {
+      if (needs_process_inputs(value)) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+Result<JobManager::Restored> JobManager::restore() {
+  Restored counts;
+  if (journal_ == nullptr) return counts;
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<JournalRecord> records, journal_->load());
+  std::vector<std::shared_ptr<Job>> first, after;  // queued first (were RUNNING), then in order
+  const auto now = Clock::now();
+  for (JournalRecord& r : records) {
+    const JobType* jt = registry_.find(r.type);
+    const Lane lane = jt != nullptr ? jt->lane : Lane::kSmall;
+    auto job = std::make_shared<Job>(r.id, r.owner, r.type, lane, r.params);
+    const JobState was = r.state;
+    Job::History h{was, r.created, r.started, r.finished, std::move(r.result), std::move(r.error), std::move(r.log)};
+    if (is_terminal(was)) {
+      if (r.finished + config_.result_ttl <= now) {
+        (void)journal_->forget(r.id);
+        continue;
+      }
+      job->restore_history(std::move(h));
+      if (!r.result_file.empty()) {
+        if (Status st = JobJournal::load_solution(r.result_file, *job); !st.is_ok()) {
+          job->append_log("warning: the stored solution could not be read after the restart: " + st.to_string());
+        }
+      }
+      ++counts.finished;
+    } else {
+      // Re-run: a pending job as it was; a running one only in the dense lane, whose solve
+      // starts again from the stored matrix (a small job may have half done what it did).
+      // An in-place solve that was running has overwritten part of its matrix: no re-run can
+      // start from it (docs/operations.md).
+      const bool in_place_started = was == JobState::kRunning && r.params.value("in_place", false) == true;
+      const bool rerun = jt != nullptr && lane != Lane::kTridiag && !needs_process_inputs(r.params) &&
+                         !in_place_started && (was == JobState::kPending || lane == Lane::kDense);
+      h.state = rerun ? JobState::kPending : JobState::kFailed;
+      h.started = {};
+      if (!rerun) {
+        h.finished = now;
+        if (jt == nullptr) {
+          h.error = Status::unavailable("the daemon restarted and no longer knows this job type; submit again");
+        } else if (in_place_started) {
+          h.error = Status::failed_precondition(fmt::format(
+              "the daemon restarted during an in-place factorization: matrix '{}' was being overwritten and "
+              "must be re-imported ('stripesolve matrix rm', then import it again) before you submit again",
+              r.params.value("matrix", std::string())));
+        } else {
+          h.error = Status::unavailable(
+              "the daemon restarted; submit again (its inputs lived only in the old process, or it was "
+              "running and may have half done its work)");
+        }
+      }
+      job->restore_history(std::move(h));
+      if (rerun) {
+        job->append_log(was == JobState::kRunning
+                            ? "the daemon restarted while it ran; queued again, first in its lane"
+                            : "the daemon restarted; queued again");
+        (was == JobState::kRunning ? first : after).push_back(job);
+        ++counts.requeued;
+      } else {
+        job->append_log("failed: " + job->error().message());
+        ++counts.failed;
+      }
+      journal_state(*job);
+    }
+    job->set_state_hook([this](const Job& j) { journal_state(j); });
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[job->id()] = job;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto* list : {&first, &after}) {
+      for (auto& job : *list) {
+        lane_queue(job->lane()).queue.push_back(job);
+        ++active_;
+      }
+    }
+  }
+  cv_.notify_all();
+  return counts;
 }
 
 }  // namespace stripesolve::daemon

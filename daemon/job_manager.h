@@ -10,7 +10,18 @@
 // Ownership: every lookup takes the requesting uid; a job is visible to its owner and to root
 // only (may_access); other users get "job N not found", exactly as for a job that never existed.
 //
-// Threading: all public methods are thread-safe; mu_ guards the job table and the queues.
+// Journal (daemon/job_journal.h, optional): a submit is recorded before its id is returned, and
+// every state change after it happens; restore() rebuilds the table from it after a restart:
+// finished jobs come back as they ended (until the result TTL), pending jobs are queued again in
+// their order, a dense job that was RUNNING is queued first in its lane (its partial factor was
+// removed by the store at start-up), and a job whose inputs lived only in the old process (passed
+// descriptors, uploads, tridiagonal arrays) fails with "the daemon restarted; submit again".
+// Jobs that cancel_all() stops at shutdown (and no user cancelled) stay in the journal as they
+// were, PENDING or RUNNING: a stop for a reboot costs no queued or running work.
+//
+// Threading: all public methods are thread-safe; mu_ guards the job table and the queues. The
+// journal has a mutex of its own; it is called with mu_ held only on submit (so that ids reach
+// the journal in order), never on a progress update.
 #pragma once
 
 #include <sys/types.h>
@@ -23,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +44,7 @@
 
 #include "base/status.h"
 #include "daemon/job.h"
+#include "daemon/job_journal.h"
 
 namespace stripesolve::daemon {
 
@@ -56,6 +69,12 @@ class JobContext {
 };
 
 using JobRunner = std::function<Result<nlohmann::json>(JobContext&)>;
+
+// The error of a job that a shutdown stopped while the journal keeps it to run again (code
+// kUnavailable, state CANCELLED): clients that wait reconnect and follow it on the next daemon.
+inline constexpr std::string_view kStoppedByShutdownMessage =
+    "stopped by the daemon's shutdown; the job journal keeps it, and the daemon runs it again when it "
+    "starts (or fails it, saying why, if it cannot)";
 
 // What a submit (or an upload) gets while the daemon drains.
 inline constexpr std::string_view kDrainingMessage =
@@ -90,7 +109,8 @@ struct JobManagerConfig {
 
 class JobManager {
  public:
-  JobManager(JobManagerConfig config, JobRegistry registry);
+  // `journal` (may be null: nothing is recorded) must outlive the manager.
+  JobManager(JobManagerConfig config, JobRegistry registry, JobJournal* journal = nullptr);
   ~JobManager();  // cancels what is left and joins the workers
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
@@ -103,6 +123,12 @@ class JobManager {
   // The requester's jobs (root with all = true: everybody's), oldest first.
   std::vector<std::shared_ptr<Job>> list(uid_t requester, bool all) const;
   Result<std::shared_ptr<Job>> cancel(uid_t requester, uint64_t id);
+  // Rebuilds the job table from the journal (see above); call once, before the first submit.
+  struct Restored {
+    int64_t finished = 0, requeued = 0, failed = 0;
+  };
+  Result<Restored> restore();
+
   // Drops finished jobs older than the TTL; returns how many.
   size_t expire(Clock::time_point now);
 
@@ -131,9 +157,15 @@ class JobManager {
   void run_job(const std::shared_ptr<Job>& job);
   // Closes the job's files and forgets them in files_held_.
   void release_files(Job& job);
+  // Whether cancel_all() stopped the job and its owner did not ask for it (mu_ not held).
+  bool stopped_by_shutdown(const Job& job) const;
+  // Records the job's present state in the journal (a warning if that fails); every job's state
+  // hook (Job::set_state_hook).
+  void journal_state(const Job& job);
 
   const JobManagerConfig config_;
   const JobRegistry registry_;
+  JobJournal* const journal_;
   std::shared_ptr<spdlog::logger> log_;
 
   mutable std::mutex mu_;
@@ -145,6 +177,8 @@ class JobManager {
   int64_t active_ = 0;               // pending + running, guarded by mu_
   bool accepting_ = true;            // guarded by mu_
   bool stopping_ = false;            // guarded by mu_
+  bool shutdown_cancel_ = false;     // cancel_all() ran; guarded by mu_
+  std::set<uint64_t> user_cancels_;  // jobs a user asked to cancel; guarded by mu_
   std::map<uid_t, int64_t> files_held_;  // by owner, files of pending and running jobs; guarded by mu_
 };
 

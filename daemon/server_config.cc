@@ -22,6 +22,7 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
                       config.socket_mode + "'");
   }
   map.get("socket_group", config.socket_group);
+  map.get("state_dir", config.state_dir);
   {
     ConfigMap limits = map.section("limits");
     ServerLimits& l = config.limits;

@@ -36,6 +36,9 @@ struct ServerConfig {
   std::string socket;                  // empty: $STRIPESOLVE_SOCKET, $XDG_RUNTIME_DIR/..., /tmp/stripesolve-$UID/...
   std::string socket_mode = "0600";    // octal; "0660" with socket_group for shared machines
   std::string socket_group;            // group name to own the socket (empty: the daemon's group)
+  // The job journal's directory (state.db, stored results; daemon/job_journal.h). Empty: "state"
+  // beside the first store path (resolve_defaults()).
+  std::string state_dir;
   ServerLimits limits;
   int64_t small_concurrency = 4;       // workers of the small-job lane (matrix management, queries)
   int64_t dense_concurrency = 1;       // workers of the dense-solve lane (each solve uses the whole machine)

@@ -13,6 +13,7 @@ packages=(
   libcli11-dev            # command-line parsing (client, daemon, bench)
   libgtest-dev libgmock-dev  # unit and integration tests
   libopenblas-dev liblapacke-dev  # CPU backend (BLAS, LAPACK)
+  libsqlite3-dev          # the daemon's job journal (daemon/job_journal.h)
 )
 
 missing=()

@@ -1,0 +1,322 @@
+// Crash safety (issue 18): the real stripesolved, killed with SIGKILL at random moments of a
+// dense solve on a small cache, restarted each time on the same store and state directory. The
+// job keeps its id, runs again after every restart, and ends with the same solution, bit for bit,
+// as an uninterrupted run; `stripesolve watch` follows it across the restarts; the journal
+// (state.db) holds its history. A kill during a matrix import leaves no half-imported matrix.
+//
+// Short form (CI): STRIPESOLVE_CRASH_KILLS kills, default 3. The long form of the issue:
+// STRIPESOLVE_CRASH_KILLS=20.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "client/commands.h"
+#include "tests/integration/npy_files.h"
+
+extern char** environ;
+
+namespace stripesolve::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+pid_t spawn(std::vector<std::string> args, const std::string& stderr_path = "") {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!stderr_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  }
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+// Waits for `pid` to exit (up to 120 s, then SIGKILL); returns its wait status or -1.
+int wait_exit(pid_t pid) {
+  int status = 0;
+  for (int i = 0; i < 24000; ++i) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(5ms);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
+  for (int i = 0; i < 4000; ++i) {
+    auto c = client::Connection::connect(socket);
+    if (c.is_ok()) return std::move(c).value();
+    std::this_thread::sleep_for(5ms);
+  }
+  return nullptr;
+}
+
+// A spawned daemon on one directory's config, store and state; killed if a test fails.
+class SpawnedDaemon {
+ public:
+  // `daemon_section`: extra lines of the config's daemon: section.
+  explicit SpawnedDaemon(std::string dir, const std::string& daemon_section = "") : dir_(std::move(dir)) {
+    std::ofstream(config()) << "log:\n  level: warn\n"
+                            << (daemon_section.empty() ? "" : "daemon:\n" + daemon_section)
+                            << "store:\n  paths: [" << dir_
+                            << "/store]\n  direct_io: false\n  free_space_reserve: 0\n"
+                               "engine:\n  progress_interval_seconds: 0.01\n";
+  }
+  ~SpawnedDaemon() { kill(); }
+  std::string config() const { return dir_ + "/d.yaml"; }
+  std::string socket() const { return dir_ + "/d.sock"; }
+  std::unique_ptr<client::Connection> start() {
+    // A small cache: the 2000-row matrix (32 MB) goes through it in pieces.
+    pid_ = spawn({STRIPESOLVE_DAEMON_BINARY, "--config", config(), "--socket", socket(), "--ram-budget", "8MiB"});
+    return pid_ > 0 ? wait_connect(socket()) : nullptr;
+  }
+  // SIGTERM, as systemd stops it for a reboot; returns the wait status.
+  int terminate() {
+    ::kill(pid_, SIGTERM);
+    const int status = wait_exit(pid_);
+    pid_ = -1;
+    return status;
+  }
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  int stop(client::Connection& c) {
+    (void)c.call(protocol::MessageType::kDaemonStop, {{"policy", "cancel"}});
+    const int status = wait_exit(pid_);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+int kills_wanted() {
+  const char* env = std::getenv("STRIPESOLVE_CRASH_KILLS");
+  return env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 3;
+}
+
+nlohmann::json solve_job(const std::string& matrix) {
+  client::SolveRequest req;
+  req.matrix = matrix;
+  req.generate = "uniform";
+  req.seed = 7;
+  req.reuse = false;  // every run factors: the interrupted one must produce the factor itself
+  return client::build_solve_job(req)->job;
+}
+
+std::vector<double> fetch_solution(client::Connection& c, uint64_t id, const std::string& path) {
+  auto rows = client::fetch_result(c, id, path);
+  EXPECT_TRUE(rows.is_ok()) << rows.status().to_string();
+  return read_npy(path).values;
+}
+
+// The job's state changes as the journal holds them (sqlite3 state.db, as an operator reads it).
+std::vector<std::string> journal_transitions(const std::string& db_path, uint64_t id) {
+  sqlite3* db = nullptr;
+  std::vector<std::string> out;
+  if (sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return out;
+  }
+  sqlite3_stmt* stmt = nullptr;
+  sqlite3_prepare_v2(db, "SELECT state FROM transitions WHERE job = ? ORDER BY rowid", -1, &stmt, nullptr);
+  sqlite3_bind_int64(stmt, 1, static_cast<sqlite3_int64>(id));
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
+  char tmpl[] = "/tmp/ss-crash-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  SpawnedDaemon daemon(dir);
+  auto c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  constexpr int64_t n = 2000;
+  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", n}, {"generator", "uniform"},
+                                      {"seed", 3}, {"stripe_rows", 100}});
+  ASSERT_TRUE(created.is_ok());
+  ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
+
+  // The uninterrupted reference, and how long it takes (the window the kills fall in).
+  const auto t0 = std::chrono::steady_clock::now();
+  auto reference_job = client::run_job(*c, solve_job("K"));
+  const double reference_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(reference_job.is_ok());
+  ASSERT_EQ((*reference_job)["state"], "COMPLETED") << reference_job->dump();
+  const uint64_t reference_id = (*reference_job)["id"].get<uint64_t>();
+  const std::vector<double> reference = fetch_solution(*c, reference_id, dir + "/reference.npy");
+  ASSERT_EQ(reference.size(), static_cast<size_t>(n));
+
+  // The interrupted run, followed by the CLI's `watch` across the restarts.
+  auto id = client::submit_job(*c, solve_job("K"));
+  ASSERT_TRUE(id.is_ok());
+  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(), "--reconnect-timeout",
+                               "120", "watch", std::to_string(*id)}, dir + "/watch.err");
+  ASSERT_GT(watcher, 0);
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> moment(0.02, std::max(0.05, 0.6 * reference_seconds));
+  int kills_while_running = 0;
+  for (int k = 0; k < kills_wanted(); ++k) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(moment(rng)));
+    auto job = c->call(protocol::MessageType::kStatus, {{"job", *id}});
+    if (job.is_ok() && job->value("state", std::string()) == "COMPLETED") break;
+    if (job.is_ok() && job->value("state", std::string()) == "RUNNING") ++kills_while_running;
+    c.reset();
+    daemon.kill();
+    c = daemon.start();
+    ASSERT_NE(c, nullptr) << "the daemon did not come back after kill " << k + 1;
+  }
+  auto done = client::follow_job(*c, *id, "", nullptr);
+  ASSERT_TRUE(done.is_ok()) << done.status().to_string();
+  ASSERT_EQ((*done)["state"], "COMPLETED") << done->dump();
+  EXPECT_EQ((*done)["id"].get<uint64_t>(), *id);
+  const std::vector<double> resumed = fetch_solution(*c, *id, dir + "/resumed.npy");
+  ASSERT_EQ(resumed.size(), reference.size());
+  // A re-run performs the same operations in the same order: the same bits.
+  EXPECT_EQ(std::memcmp(resumed.data(), reference.data(), reference.size() * sizeof(double)), 0);
+  double norm = 0;
+  for (double v : resumed) norm += v * v;
+  EXPECT_GT(norm, 0);
+
+  // History after the restarts: the reference job is still listed, and its solution (stored
+  // before the kills) still streams.
+  auto jobs = c->call(protocol::MessageType::kJobs);
+  ASSERT_TRUE(jobs.is_ok());
+  bool reference_listed = false;
+  for (const auto& j : (*jobs)["jobs"]) reference_listed |= j["id"].get<uint64_t>() == reference_id;
+  EXPECT_TRUE(reference_listed) << jobs->dump();
+  EXPECT_EQ(fetch_solution(*c, reference_id, dir + "/reference-again.npy"), reference);
+  // The journal holds every start of the job (one more than the kills that found it running).
+  const auto transitions = journal_transitions(dir + "/state/state.db", *id);
+  ASSERT_FALSE(transitions.empty());
+  EXPECT_EQ(transitions.front(), "PENDING");
+  EXPECT_EQ(transitions.back(), "COMPLETED");
+  EXPECT_GE(std::count(transitions.begin(), transitions.end(), "RUNNING"), kills_while_running + 1);
+  // The store is consistent: the matrix is whole, nothing is left half made.
+  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  ASSERT_TRUE(list.is_ok());
+  for (const auto& m : (*list)["result"]["matrices"]) {
+    EXPECT_EQ(m.value("state", std::string("complete")), "complete") << m.dump();
+  }
+
+  // The watcher followed the job to its end across the restarts.
+  const int watch_status = wait_exit(watcher);
+  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0) << read_file(dir + "/watch.err");
+  if (kills_while_running > 0) {
+    EXPECT_NE(read_file(dir + "/watch.err").find("daemon restarting, job " + std::to_string(*id) + " will resume"),
+              std::string::npos) << read_file(dir + "/watch.err");
+  }
+  EXPECT_EQ(daemon.stop(*c), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A stop for a reboot (SIGTERM with shutdown policy cancel) costs no work: the journal keeps the
+// running solve, the next start runs it again, and a waiting client follows it to its end.
+TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
+  char tmpl[] = "/tmp/ss-crash-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  SpawnedDaemon daemon(dir, "  shutdown:\n    policy: cancel\n");
+  auto c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 2000}, {"generator", "uniform"},
+                                      {"seed", 3}, {"stripe_rows", 100}});
+  ASSERT_TRUE(created.is_ok());
+  auto id = client::submit_job(*c, solve_job("K"));
+  ASSERT_TRUE(id.is_ok());
+  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(), "--reconnect-timeout",
+                               "120", "watch", std::to_string(*id)}, dir + "/watch.err");
+  ASSERT_GT(watcher, 0);
+  for (int i = 0; i < 2000; ++i) {
+    auto job = c->call(protocol::MessageType::kStatus, {{"job", *id}});
+    if (job.is_ok() && job->value("state", std::string()) != "PENDING") break;
+    std::this_thread::sleep_for(2ms);
+  }
+  c.reset();
+  const int status = daemon.terminate();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  auto done = client::follow_job(*c, *id, "", nullptr);
+  ASSERT_TRUE(done.is_ok()) << done.status().to_string();
+  EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
+  const int watch_status = wait_exit(watcher);
+  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0) << read_file(dir + "/watch.err");
+  EXPECT_EQ(daemon.stop(*c), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
+  char tmpl[] = "/tmp/ss-crash-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  SpawnedDaemon daemon(dir);
+  auto c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  constexpr int64_t n = 1500;
+  std::vector<double> a(static_cast<size_t>(n * n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i % 97) - 48.0 + (i % (n + 1) == 0 ? 5e3 : 0);
+  write_npy(dir + "/a.npy", {n, n}, a);
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> moment(0.0, 0.15);
+  auto request = client::build_import_job("A", dir + "/a.npy", 100);
+  ASSERT_TRUE(request.is_ok()) << request.status().to_string();
+  auto id = client::submit_request(*c, *request);
+  ASSERT_TRUE(id.is_ok());
+  std::this_thread::sleep_for(std::chrono::duration<double>(moment(rng)));
+  c.reset();
+  daemon.kill();
+  c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  auto job = c->call(protocol::MessageType::kStatus, {{"job", *id}});
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  const std::string state = job->value("state", std::string());
+  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  ASSERT_TRUE(list.is_ok());
+  const auto& matrices = (*list)["result"]["matrices"];
+  if (state == "COMPLETED") {  // the import ended before the kill
+    ASSERT_EQ(matrices.size(), 1u) << list->dump();
+  } else {
+    // Its file was the old process's descriptor: the job failed and says what to do.
+    EXPECT_EQ(state, "FAILED") << job->dump();
+    EXPECT_NE((*job)["error"].value("message", std::string()).find("the daemon restarted; submit again"),
+              std::string::npos) << job->dump();
+    EXPECT_TRUE(matrices.empty()) << list->dump();
+    auto again = client::build_import_job("A", dir + "/a.npy", 100);
+    ASSERT_TRUE(again.is_ok());
+    auto redone = client::wait_request(*c, *again);
+    ASSERT_TRUE(redone.is_ok()) << redone.status().to_string();
+    EXPECT_EQ((*redone)["state"], "COMPLETED") << redone->dump();
+  }
+  EXPECT_EQ(daemon.stop(*c), 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -77,6 +77,11 @@ Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, ui
   return inst;
 }
 
+uint64_t DeviceTier::largest_free_piece() const {
+  Lock lock(mu_);
+  return pool_.largest_hole();
+}
+
 uint64_t DeviceTier::free_bytes() const {
   Lock lock(mu_);
   return pool_.free_bytes();

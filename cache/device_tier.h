@@ -59,6 +59,7 @@ class DeviceTier {
   // pool cannot hold it even after every other holder has finished (`in_flight` = 0).
   Result<DeviceInstance> allocate(int64_t stripe, int64_t i0_store, uint64_t bytes);
   uint64_t free_bytes() const;
+  uint64_t largest_free_piece() const;  // the largest allocation that would succeed now
   void set_newer(int64_t stripe, bool newer);
   void set_uses(int64_t stripe, int64_t uses);
   // One update no longer reads eliminated stripe `stripe`; true when that was the last.

@@ -449,7 +449,9 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) {
     const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
     const uint64_t device_reserve =
         block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
-    return tier_->free_bytes() >= device_reserve;
+    // The next U block needs its bytes in one piece: a kept part must not split the last hole
+    // that holds one.
+    return tier_->free_bytes() >= device_reserve && tier_->largest_free_piece() >= block;
   }();
   kept_->bytes = kept_->bytes - before + (keep ? part : 0);
   kept_->of_stripe[static_cast<size_t>(j.stripe)] = keep ? part : 0;

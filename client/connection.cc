@@ -115,7 +115,10 @@ Result<Frame> Connection::receive() {
     if (auto f = parser_.next()) return std::move(*f);
     if (read_buf_.empty()) read_buf_.resize(4 << 20);
     const ssize_t n = ::recv(fd_, read_buf_.data(), read_buf_.size(), 0);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR) {
+      if (interrupt_check_) STRIPESOLVE_RETURN_IF_ERROR(interrupt_check_());
+      continue;
+    }
     if (n < 0 && errno != ECONNRESET) return Status::from_errno(errno, "recv from " + path_);
     if (n <= 0) {
       return Status::unavailable(

@@ -53,6 +53,10 @@ class Connection {
   // Uploads bytes (an .npy image) in pieces of at most the payload limit; returns the upload id.
   Result<uint64_t> upload(std::string_view bytes);
 
+  // Asked when a blocking receive is interrupted by a signal (EINTR): a non-ok status ends the
+  // receive with it (the client's Ctrl-C, client/interrupt.h); by default it reads on.
+  void set_interrupt_check(std::function<Status()> check) { interrupt_check_ = std::move(check); }
+
   // Low level.
   uint64_t next_request_id() { return ++last_request_id_; }
   // Sends a frame, with `fds` attached (SCM_RIGHTS) and counted in its header's "fds".
@@ -70,6 +74,7 @@ class Connection {
   protocol::FrameParser parser_;
   uint64_t last_request_id_ = 0;
   std::string read_buf_;
+  std::function<Status()> interrupt_check_;
 };
 
 // The uid a daemon may run as besides root and the user: $STRIPESOLVE_DAEMON_UID, if set.

@@ -2,7 +2,8 @@
 //
 // Exit codes (also in `stripesolve --help`):
 //   0 success; 1 the daemon reported an error or the job FAILED; 2 usage error;
-//   3 the daemon is not reachable; 4 the job was CANCELLED; 5 the connection was lost mid-reply.
+//   3 the daemon is not reachable; 4 the job was CANCELLED; 5 the connection was lost mid-reply;
+//   6 the job COMPLETED_WITH_WARNING; 130 Ctrl-C while waiting (the job keeps running).
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "base/units.h"
 #include "client/commands.h"
 #include "client/connection.h"
+#include "client/interrupt.h"
 #include "client/progress.h"
 #include "client/tridiag_request.h"
 #include "protocol/npy.h"
@@ -28,7 +30,7 @@ using namespace stripesolve::client;
 using protocol::MessageType;
 
 constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitUnreachable = 3, kExitCancelled = 4,
-              kExitLost = 5, kExitWarning = 6;
+              kExitLost = 5, kExitWarning = 6, kExitInterrupted = 130;
 
 struct Globals {
   std::string socket;
@@ -139,12 +141,22 @@ int report_job(const Globals& g, const nlohmann::json& job) {
   return kExitError;
 }
 
+// The exit code a job's state gives `status` (the footer's table): the job's own outcome.
+int exit_code_of_state(const std::string& state) {
+  if (state == "FAILED") return kExitError;
+  if (state == "CANCELLED") return kExitCancelled;
+  if (state == "COMPLETED_WITH_WARNING") return kExitWarning;
+  return kExitOk;
+}
+
+// state (optional): the reply's "state" field, for callers that exit by it.
 int simple_call(const Globals& g, MessageType type, nlohmann::json header,
-                const std::function<void(const nlohmann::json&)>& human) {
+                const std::function<void(const nlohmann::json&)>& human, std::string* state = nullptr) {
   auto c = open(g);
   if (!c.is_ok()) return fail(c.status());
   auto r = (*c)->call(type, std::move(header));
   if (!r.is_ok()) return fail(r.status());
+  if (state != nullptr) *state = r->value("state", std::string());
   if (g.json) {
     print_json(*r);
   } else {
@@ -189,6 +201,25 @@ int run_matrix_job(const Globals& g, JobRequest request) {
   return kExitOk;
 }
 
+// The first Ctrl-C while a job runs: the job goes on, the client stops waiting (its partial
+// output removed), and a second press within 2 s cancels the job.
+int interrupted(const Globals& g, uint64_t id, JobRequest& request, int presses) {
+  (void)finish_output(request, {{"state", "INTERRUPTED"}});  // removes the partial file
+  std::fprintf(stderr,
+               "\nstripesolve: job %llu keeps running; Ctrl-C again within 2 s cancels it; fetch it "
+               "later with 'stripesolve result %llu'\n",
+               static_cast<unsigned long long>(id), static_cast<unsigned long long>(id));
+  if (!InterruptWatch::another_press_within(presses, std::chrono::milliseconds(2000))) {
+    return kExitInterrupted;
+  }
+  auto c = open(g);
+  if (!c.is_ok()) return fail(c.status());
+  auto r = (*c)->call(MessageType::kCancel, {{"job", id}});
+  if (!r.is_ok()) return fail(r.status());
+  std::fprintf(stderr, "stripesolve: job %llu cancelled\n", static_cast<unsigned long long>(id));
+  return kExitCancelled;
+}
+
 // Runs a job to its end with progress, puts its output in place, and reports it.
 int run_and_report(const Globals& g, std::unique_ptr<Connection>& c, JobRequest& request) {
   auto id = submit_request(*c, request);
@@ -196,7 +227,19 @@ int run_and_report(const Globals& g, std::unique_ptr<Connection>& c, JobRequest&
   request.files.clear();  // the daemon holds its own descriptors now
   if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
   ProgressDisplay display(!g.quiet && !g.json);
-  auto done = follow_job_reconnecting(c, *id, &display, reconnect_policy(g));
+  InterruptWatch ctrl_c;
+  const auto on_interrupt = [] {
+    return InterruptWatch::presses() > 0 ? Status::cancelled("interrupted") : Status::ok();
+  };
+  c->set_interrupt_check(on_interrupt);
+  ReconnectPolicy policy = reconnect_policy(g);
+  policy.connect = [&g, on_interrupt]() -> Result<std::unique_ptr<Connection>> {
+    STRIPESOLVE_ASSIGN_OR_RETURN(auto fresh, open(g));
+    fresh->set_interrupt_check(on_interrupt);
+    return fresh;
+  };
+  auto done = follow_job_reconnecting(c, *id, &display, policy);
+  if (InterruptWatch::presses() > 0) return interrupted(g, *id, request, InterruptWatch::presses());
   if (!done.is_ok()) return fail(done.status());
   if (Status st = finish_output(request, *done); !st.is_ok()) return fail(st);
   return report_job(g, *done);
@@ -227,7 +270,8 @@ int main(int argc, char** argv) {
   CLI::App app{"stripesolve: client of the stripesolved solver daemon"};
   app.footer(
       "Exit codes: 0 ok, 1 error or job FAILED, 2 usage, 3 daemon not reachable, 4 job CANCELLED, "
-      "5 connection lost mid-reply, 6 job COMPLETED_WITH_WARNING (the result's warning says why).\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
+      "5 connection lost mid-reply, 6 job COMPLETED_WITH_WARNING (the result's warning says why), "
+      "130 Ctrl-C while waiting (the job keeps running; a second Ctrl-C within 2 s cancels it).\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
       "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.\n"
       "The client talks only to a daemon run by root or by you, or by the uid in --daemon-uid / "
       "$STRIPESOLVE_DAEMON_UID.");
@@ -339,9 +383,16 @@ int main(int argc, char** argv) {
   std::string out_path;
   auto add_job_arg = [&](CLI::App* cmd) { cmd->add_option("job", job_id, "job id")->required(); };
 
-  auto* status = app.add_subcommand("status", "show one job");
+  auto* status = app.add_subcommand(
+      "status", "show one job; exits as its state: 1 FAILED, 4 CANCELLED, 6 COMPLETED_WITH_WARNING, else 0");
   add_job_arg(status);
-  status->callback([&] { code = simple_call(g, MessageType::kStatus, {{"job", job_id}}, print_job); });
+  status->callback([&] {
+    std::string state;
+    code = simple_call(g, MessageType::kStatus, {{"job", job_id}}, [&](const nlohmann::json& job) {
+      print_job(job);
+    }, &state);
+    if (code == kExitOk) code = exit_code_of_state(state);
+  });
 
   auto* watch = app.add_subcommand("watch", "follow a job's progress until it ends");
   add_job_arg(watch);

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "base/build_info.h"
 #include "base/logging.h"
 #include "daemon/job_files.h"
 #include "protocol/messages.h"
@@ -210,7 +211,7 @@ void Connection::on_frame(Frame frame, std::vector<UniqueFd> files) {
     arm_timer(env_.config.limits.idle_timeout_seconds);
     send(protocol::make_frame(
         MessageType::kWelcome, frame.request_id,
-        {{"version", *version}, {"daemon", "stripesolved 0.1.0"}, {"uid", uid_}, {"pid", ::getpid()},
+        {{"version", *version}, {"daemon", std::string("stripesolved ") + kVersion}, {"uid", uid_}, {"pid", ::getpid()},
          {"limits", {{"max_payload_bytes", env_.config.limits.max_payload_bytes},
                      {"max_header_bytes", env_.config.limits.max_header_bytes},
                      {"max_upload_bytes", env_.config.limits.max_upload_bytes},

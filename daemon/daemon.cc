@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "base/build_info.h"
 #include "base/config.h"
 #include "base/logging.h"
 #include "base/units.h"
@@ -179,7 +180,8 @@ void Daemon::on_tick() {
   auto log = logger("progress");
   for (const auto& job : jobs_->running_jobs()) {
     const nlohmann::json p = job->progress();
-    std::string line = fmt::format("job {} {} uid {}: {} {:.1f}%", job->id(), job->type(), job->owner(),
+    LogJobScope scope(static_cast<int64_t>(job->id()));  // "job N: " / the JSON field
+    std::string line = fmt::format("{} uid {}: {} {:.1f}%", job->type(), job->owner(),
                                    p.value("phase", std::string("running")), 100.0 * p.value("fraction", 0.0));
     if (p.contains("gflops")) line += fmt::format(" {:.1f} GFLOP/s", p.value("gflops", 0.0));
     if (p.contains("io_bytes_per_second")) {
@@ -195,7 +197,8 @@ void Daemon::on_tick() {
 
 nlohmann::json Daemon::status_json() const {
   const auto c = jobs_->counts();
-  return {{"daemon", "stripesolved 0.1.0"},
+  return {{"daemon", std::string("stripesolved ") + kVersion},
+          {"commit", kGitCommit},
           {"pid", ::getpid()},
           {"uid", ::getuid()},
           {"socket", config_.server.socket},
@@ -204,7 +207,7 @@ nlohmann::json Daemon::status_json() const {
           {"stopping", stopping_.load()},
           {"connections", metrics_.connections_open.load()},
           {"jobs", {{"pending", c.pending}, {"running", c.running}, {"completed", c.completed},
-                    {"failed", c.failed}, {"cancelled", c.cancelled}, {"submitted_total", c.submitted_total}}},
+                    {"completed_with_warning", c.completed_with_warning}, {"failed", c.failed}, {"cancelled", c.cancelled}, {"submitted_total", c.submitted_total}}},
           {"lanes", {{"small", config_.server.small_concurrency}, {"dense", config_.server.dense_concurrency},
                      {"tridiag", config_.server.tridiag_concurrency}}},
           {"backend", backend_},

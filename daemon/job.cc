@@ -386,6 +386,14 @@ nlohmann::json Job::to_json() const {
                       {"finished", iso_time(finished_)},
                       {"params", params_},
                       {"progress", progress_}};
+  // A finished job's progress says so: a completed one is whole, and none has an ETA left.
+  if (is_terminal(state_) && j["progress"].is_object()) {
+    j["progress"].erase("eta_seconds");
+    if (has_result(state_)) {
+      j["progress"]["fraction"] = 1.0;
+      j["progress"]["phase"] = "done";
+    }
+  }
   if (!result_.is_null()) j["result"] = result_;
   if (state_ == JobState::kCompletedWithWarning && result_.is_object() &&
       result_.contains("warning")) {

@@ -17,6 +17,27 @@ TEST(JobTest, StateMachineEdges) {
   EXPECT_EQ(job.to_json()["state"], "COMPLETED");
 }
 
+// A finished job's progress: whole and without an ETA once completed; no ETA once cancelled.
+TEST(JobTest, FinishedJobsShowNoStaleProgress) {
+  Job done(1, 1000, "t", Lane::kDense, nlohmann::json::object());
+  Job stopped(2, 1000, "t", Lane::kDense, nlohmann::json::object());
+  for (Job* j : {&done, &stopped}) {
+    ASSERT_TRUE(j->try_transition(JobState::kRunning));
+    j->set_progress({{"phase", "factor"}, {"fraction", 0.4}, {"eta_seconds", 19.0}});
+    EXPECT_EQ(j->to_json()["progress"]["eta_seconds"], 19.0);
+  }
+  done.transition(JobState::kCompleted);
+  stopped.transition(JobState::kCancelled);
+  const auto d = done.to_json()["progress"];
+  EXPECT_EQ(d["fraction"], 1.0);
+  EXPECT_EQ(d["phase"], "done");
+  EXPECT_FALSE(d.contains("eta_seconds"));
+  const auto s = stopped.to_json()["progress"];
+  EXPECT_EQ(s["fraction"], 0.4);
+  EXPECT_EQ(s["phase"], "factor");
+  EXPECT_FALSE(s.contains("eta_seconds"));
+}
+
 TEST(JobTest, IllegalTransitionAborts) {
   Job job(1, 1000, "t", Lane::kSmall, nlohmann::json::object());
   EXPECT_DEATH(job.transition(JobState::kFailed), "illegal state change PENDING -> FAILED");

@@ -114,13 +114,24 @@ std::string describe_config(const DaemonConfig& c) {
   const storage::StoreConfig& st = c.store;
   out += "store:\n  paths:\n";
   for (const auto& p : st.paths) out += fmt::format("    - \"{}\"\n", p);
-  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  io_engine: {}\n  direct_io: {}\n  group: \"{}\"\n",
-                     st.stripe_rows, st.round_robin_levels, st.io_engine, st.direct_io, st.group);
+  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  levels_q: {}\n  levels_cache: {}\n"
+                     "  segment_bytes: {}\n  min_segment_bytes: {}\n  io_engine: {}\n  queue_depth: {}\n"
+                     "  request_bytes: {}\n  direct_io: {}\n  verify_checksums: {}\n  import_buffer: {}\n"
+                     "  free_space_reserve: {}\n  group: \"{}\"\n",
+                     st.stripe_rows, st.round_robin_levels, st.levels_q, format_bytes(st.levels_cache),
+                     format_bytes(st.segment_bytes), format_bytes(st.min_segment_bytes), st.io_engine,
+                     st.queue_depth, format_bytes(st.request_bytes), st.direct_io, st.verify_checksums,
+                     format_bytes(st.import_buffer), format_bytes(st.free_space_reserve), st.group);
   const scheduler::EngineConfig& e = c.engine;
-  out += fmt::format("engine:\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n  meta_stripes: {}\n"
-                     "  elim_j_workers: {}\n  cores: {}\n",
-                     format_bytes(e.ram_budget), c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
-                     e.stripe_rows, e.substripe_rows, e.meta_stripes, e.elim_j_workers, e.cores);
+  out += fmt::format("engine:\n  backend: {}\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n"
+                     "  segment_columns: {}\n  meta_stripes: {}\n  round_robin_levels: {}\n"
+                     "  elim_j_workers: {}\n  cores: {}\n  gpu_memory: {}\n  gpus: {}\n"
+                     "  assumed_gflops: {}\n  ssd_bytes_per_second: {}\n  progress_interval_seconds: {}\n",
+                     scheduler::compute_backend_name(e.backend), format_bytes(e.ram_budget),
+                     c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
+                     e.stripe_rows, e.substripe_rows, e.segment_columns, e.meta_stripes,
+                     e.round_robin_levels, e.elim_j_workers, e.cores, format_bytes(e.gpu_memory), e.gpus,
+                     e.assumed_gflops, e.ssd_bytes_per_second, e.progress_interval_seconds);
   out += fmt::format("tridiag:\n  max_bytes: {}\n  threads: {}\n  gpu_memory: {}\n", format_bytes(c.tridiag.max_bytes),
                      c.tridiag.threads, format_bytes(c.tridiag.gpu_memory));
   return out;

@@ -3,6 +3,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "base/config.h"
 
 namespace stripesolve::daemon {
@@ -77,6 +83,37 @@ TEST(DaemonConfigTest, ExampleFileParses) {
   resolve_defaults(c);
   EXPECT_EQ(c.store.paths.size(), 1u);
   EXPECT_GE(c.engine.ram_budget, 64 * kMiB);
+}
+
+// --check-config prints every key docs/config.md documents (the `| `key` |` rows of its
+// tables), as a path of nested YAML keys.
+TEST(DaemonConfigTest, CheckConfigListsEveryDocumentedKey) {
+  DaemonConfig c = load_daemon_config("");
+  resolve_defaults(c);
+  std::set<std::string> printed;
+  std::vector<std::string> path;
+  std::istringstream text(describe_config(c));
+  for (std::string line; std::getline(text, line);) {
+    const size_t indent = line.find_first_not_of(' ');
+    if (indent == std::string::npos || line[indent] == '#' || line[indent] == '-') continue;
+    const size_t colon = line.find(':', indent);
+    if (colon == std::string::npos) continue;
+    path.resize(indent / 2);
+    path.push_back(line.substr(indent, colon - indent));
+    std::string key;
+    for (const std::string& p : path) key += (key.empty() ? "" : ".") + p;
+    printed.insert(key);
+  }
+  std::ifstream doc(STRIPESOLVE_CONFIG_DOC);
+  ASSERT_TRUE(doc.good()) << STRIPESOLVE_CONFIG_DOC;
+  int documented = 0;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    const std::string key = line.substr(3, line.find('`', 3) - 3);
+    ++documented;
+    EXPECT_TRUE(printed.count(key)) << key << " is documented but --check-config does not print it";
+  }
+  EXPECT_GT(documented, 50);
 }
 
 }  // namespace

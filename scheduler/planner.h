@@ -57,7 +57,7 @@ struct EngineConfig {
   int64_t elim_j_workers = 0;         // k; 0 = planner
   int64_t cores = 0;                  // 0 = std::thread::hardware_concurrency()
   uint64_t gpu_memory = 0;            // device bytes per GPU a dense solve may use; 0 = 90% of free
-  int64_t gpus = 0;                   // GPUs a dense solve may use; 0 = all (one is used today)
+  int64_t gpus = 0;                   // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
   double assumed_gflops = 0;          // for the time bound; 0 = 15 GFLOP/s per core (CPU)
   double ssd_bytes_per_second = 0;    // for the time bound; 0 = 1 GB/s per path
   double progress_interval_seconds = 0.5;  // rate limit of the progress callback

@@ -53,7 +53,8 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
   map.get("ram_budget_fraction", config.ram_budget_fraction, 0.01, 0.95);
   {
     ConfigMap s = map.section("shutdown");
-    s.get_choice("policy", config.shutdown_policy, {"finish", "cancel"});
+    s.get_choice("policy", config.shutdown_policy, {"drain", "cancel", "finish"});
+    if (config.shutdown_policy == "finish") config.shutdown_policy = "drain";  // its old name
     s.get("drain_timeout_seconds", config.drain_timeout_seconds, 0, 30 * 86400);
     s.get("delivery_timeout_seconds", config.delivery_timeout_seconds, 0, 86400);
     s.finish();

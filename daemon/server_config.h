@@ -46,7 +46,9 @@ struct ServerConfig {
   int64_t result_ttl_seconds = 86400;  // finished jobs and unfetched results are dropped after this
   int64_t upload_ttl_seconds = 3600;   // uploads not used by a job are dropped after this
   double progress_log_seconds = 5.0;   // a progress log line per running job this often
-  std::string shutdown_policy = "finish";  // on SIGTERM: "finish" queued and running jobs, or "cancel" them
+  // On SIGTERM: "drain" (finish queued and running jobs; the protocol's daemon_stop says the
+  // same) or "cancel" them. "finish", its old name, is read as "drain".
+  std::string shutdown_policy = "drain";
   int64_t drain_timeout_seconds = 600;     // after this, what is still running is cancelled
   // Once the jobs have ended, how long the daemon still waits for clients to receive their
   // results (a slow reader, a client about to ask) before it closes the connections left.

@@ -173,7 +173,7 @@ TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   }
   EXPECT_TRUE(reopened);
   EXPECT_NE(read_text(log + ".1").find("\"logger\":\"daemon\""), std::string::npos);  // JSON lines
-  // SIGTERM with a job running: drain (finish policy), then exit 0.
+  // SIGTERM with a job running: drain (the default policy), then exit 0.
   ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_create"}, {"name", "S"}, {"n", 200}}).is_ok());
   client::SolveRequest req;
   req.matrix = "S";

@@ -13,7 +13,7 @@
 # reduction_kernel). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
-# liblapacke-dev liblapacke libtmglib3 libtmglib-dev.
+# liblapacke-dev liblapacke libtmglib3 libtmglib-dev libsqlite3-dev libsqlite3-0.
 # Usage (repository root): scripts/device-check.sh
 set -u
 OUT=${OUT:-/tmp/device-check}

@@ -250,9 +250,11 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
       return Status::internal(fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
     }
     const auto& r = *report;
-    ctx.log(fmt::format("backward error {:.3e} (tolerance {:.3e}, {} refinement steps), rcond estimate {:.3e}, "
-                        "pivot growth {:.3e}", r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
-                        r.rcond, r.growth));
+    // Figures the engine does not track (growth on the GPU tier, rcond without stored factors) are < 0.
+    const auto figure = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v); };
+    ctx.log(fmt::format("backward error {:.3e} (tolerance {:.3e}, {} refinement steps), rcond estimate {}, "
+                        "pivot growth {}", r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
+                        figure(r.rcond), figure(r.growth)));
     ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}", r.residual,
                         r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
                         format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),

@@ -261,13 +261,15 @@ void add_solve_options(CLI::App* cmd, SolveRequest& r) {
                   "tolerance) or a number of steps 0-100")
       ->check(CLI::IsMember({"auto"}) | CLI::Range(0, 100));
   cmd->add_flag("--in-place", r.in_place, "overwrite the matrix with its factors (half the disk)");
-  cmd->add_flag("!--no-reuse", r.reuse, "factor again even if stored factors exist");
+  cmd->add_flag_callback("--no-reuse", [&r] { r.reuse = false; },
+                         "factor again even if stored factors exist");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"stripesolve: client of the stripesolved solver daemon"};
+  app.option_defaults()->always_capture_default();  // --help shows every option's default
   app.footer(
       "Exit codes: 0 ok, 1 error or job FAILED, 2 usage, 3 daemon not reachable, 4 job CANCELLED, "
       "5 connection lost mid-reply, 6 job COMPLETED_WITH_WARNING (the result's warning says why), "
@@ -471,9 +473,12 @@ int main(int argc, char** argv) {
   std::string name, path, generator = "uniform";
   int64_t n = 0, seed = 1, stripe_rows = 0;
   auto* mcreate = matrix->add_subcommand("create", "create a matrix from a generator");
-  mcreate->add_option("name", name)->required();
+  mcreate->add_option("name", name, "name of the new matrix in the store")->required();
   mcreate->add_option("-n,--n", n, "order of the matrix")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  mcreate->add_option("--generator", generator, "uniform (on [-0.5, 0.5]), diag_dominant, ...");
+  mcreate->add_option("--generator", generator,
+                      "uniform (on [-0.5, 0.5]), diag_dominant, normal, identity, hilbert, "
+                      "gepp_growth (= wilkinson), wilkinson_t, graded, near_singular "
+                      "(docs/protocol.md, matrix_create)");
   mcreate->add_option("--seed", seed, "generator seed");
   mcreate->add_option("--stripe-rows", stripe_rows, "stripe height (0: planner default)");
   mcreate->callback([&] {
@@ -483,8 +488,9 @@ int main(int argc, char** argv) {
   });
   auto* mimport = matrix->add_subcommand(
       "import", "import a .npy file (this command opens it; the daemon reads it through the descriptor)");
-  mimport->add_option("name", name)->required();
-  mimport->add_option("file", path)->required();
+  mimport->add_option("name", name, "name of the new matrix in the store")->required();
+  mimport->add_option("file", path, ".npy file: a square float64 or float32 array, C or Fortran order, "
+                                    "either byte order")->required();
   mimport->add_option("--stripe-rows", stripe_rows, "stripe height (0: planner default)");
   mimport->callback([&] {
     auto request = build_import_job(name, path, stripe_rows);
@@ -492,8 +498,8 @@ int main(int argc, char** argv) {
   });
   auto* mexport = matrix->add_subcommand(
       "export", "export a matrix to a .npy file (the daemon writes it through a file this command creates)");
-  mexport->add_option("name", name)->required();
-  mexport->add_option("file", path)->required();
+  mexport->add_option("name", name, "name of a stored matrix")->required();
+  mexport->add_option("file", path, ".npy file to write (float64, C order), put in place when the export is complete")->required();
   mexport->callback([&] {
     auto request = build_export_job(name, path);
     code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
@@ -501,10 +507,10 @@ int main(int argc, char** argv) {
   auto* mls = matrix->add_subcommand("ls", "list stored matrices");
   mls->callback([&] { code = run_matrix_job(g, JobRequest(nlohmann::json{{"type", "matrix_list"}})); });
   auto* mshow = matrix->add_subcommand("show", "show one matrix");
-  mshow->add_option("name", name)->required();
+  mshow->add_option("name", name, "name of a stored matrix")->required();
   mshow->callback([&] { code = run_matrix_job(g, JobRequest({{"type", "matrix_show"}, {"name", name}})); });
   auto* mrm = matrix->add_subcommand("rm", "delete a matrix");
-  mrm->add_option("name", name)->required();
+  mrm->add_option("name", name, "name of a stored matrix (its factors go with it)")->required();
   mrm->callback([&] { code = run_matrix_job(g, JobRequest({{"type", "matrix_delete"}, {"name", name}})); });
 
   auto* daemon = app.add_subcommand("daemon", "the daemon itself");

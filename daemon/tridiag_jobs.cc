@@ -329,14 +329,28 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
       const auto devices = gpu::list_devices();
       cap = devices.empty() ? 0 : devices.front().free_memory / 10 * 9;
     }
-    const uint64_t need = std::min<uint64_t>(cap, 2 * 5 * 8 * static_cast<uint64_t>(plan.unknowns));
-    Result<gpu::DeviceBudget::Reservation> held =
-        gpu::DeviceBudget::of(0).reserve(need, "tridiagonal batch on the GPU");
-    if (held.is_ok()) {
+    // A strided or ragged batch is shared by every device (tridiag::solve_batch_gpus), each
+    // with its part's share of the memory from its own budget.
+    const int devices = shape.layout == tridiag::BatchLayout::kInterleaved
+                            ? 1
+                            : std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
+    const uint64_t need = std::min<uint64_t>(
+        cap, (2 * 5 * 8 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
+    std::vector<gpu::DeviceBudget::Reservation> held;
+    Status reserved = Status::ok();
+    for (int d = 0; d < devices && reserved.is_ok(); ++d) {
+      auto r = gpu::DeviceBudget::of(d).reserve(need, "tridiagonal batch on the GPU");
+      if (r.is_ok()) {
+        held.push_back(std::move(r).value());
+      } else {
+        reserved = r.status();
+      }
+    }
+    if (reserved.is_ok()) {
       gpu.device_memory_budget = need;
-      report = tridiag::solve_batch_gpu(shape, arrays, gpu);
+      report = tridiag::solve_batch_gpus(shape, arrays, gpu, devices);
     } else {
-      report = held.status();
+      report = reserved;
     }
     const StatusCode code = report.is_ok() ? StatusCode::kOk : report.status().code();
     if (params.device == TridiagDevice::kAuto &&

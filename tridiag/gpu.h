@@ -31,6 +31,8 @@ struct GpuOptions {
   SolveOptions solve;
   // Device bytes a call may allocate; 0 = 90% of the free device memory.
   std::size_t device_memory_budget = 0;
+  // The CUDA device the call runs on (it becomes the calling thread's current device).
+  int device = 0;
 };
 
 // Whether this build has CUDA and a device is present (cudaGetDeviceCount succeeds and is > 0).
@@ -40,5 +42,13 @@ Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& opti
 
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
                                     const GpuOptions& options = {});
+
+// The batch over devices 0 .. devices-1 at once (issue 19): a strided or ragged batch is cut
+// into `devices` runs of whole systems of about equal unknowns, each solved by solve_batch_gpu
+// on its device (device_memory_budget per device) on a thread of its own; the report's notes
+// are those of every part. Interleaved batches, batches of fewer systems than devices and
+// devices <= 1 run on options.device alone. The first part that fails fails the call.
+Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays& arrays,
+                                     const GpuOptions& options, int devices);
 
 }  // namespace stripesolve::tridiag

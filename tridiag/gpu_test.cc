@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "gpu/devices.h"
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
 #include "tridiag/lapack_reference.h"
@@ -380,6 +381,36 @@ TEST(GpuTest, BreakdownFallbackAndUnsupported) {
   gopt.solve.algorithm = Algorithm::kBondeli;
   r = solve_batch_gpu(shape, {dl.data(), d.data(), du.data(), f.data(), x.data()}, gopt);
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace stripesolve::tridiag
+
+namespace stripesolve::tridiag {
+namespace {
+
+// A batch shared by two devices (solve_batch_gpus) equals the one-device solve bit for bit:
+// each system is solved by the same kernels, only on another device.
+TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
+  SKIP_WITHOUT_GPU();
+  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
+  const std::vector<std::size_t> strided(37, 700);
+  std::vector<std::size_t> ragged;
+  for (std::size_t j = 0; j < 41; ++j) ragged.push_back(100 + 97 * j);
+  for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kRagged}) {
+    const std::vector<std::size_t>& sizes = layout == BatchLayout::kStrided ? strided : ragged;
+    Batch b = make_batch(sizes, 0);
+    BatchShape shape{layout, sizes[0], sizes.size(), {}};
+    if (layout == BatchLayout::kRagged) shape.sizes = sizes;
+    std::vector<double> one(b.f.size()), two(b.f.size());
+    GpuOptions o;
+    ASSERT_TRUE(solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), one.data()}, o).is_ok());
+    auto r = solve_batch_gpus(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), two.data()}, o, 2);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ(one, two);
+    EXPECT_LT(max_residual(b, sizes, two), 1e-12);
+    EXPECT_NE(r->notes.back().find("2 devices"), std::string::npos);
+  }
 }
 
 }  // namespace

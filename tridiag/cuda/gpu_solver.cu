@@ -135,6 +135,11 @@ Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& 
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   STRIPESOLVE_ASSIGN_OR_RETURN(const int devices, gpu::device_count());
   if (devices == 0) return Status::unavailable("no CUDA device present");
+  if (options.device < 0 || options.device >= devices) {
+    return Status::invalid_argument("tridiag: device " + std::to_string(options.device) + " of " +
+                                    std::to_string(devices));
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaSetDevice(options.device), "cudaSetDevice"));
   const bool automatic = options.solve.algorithm == Algorithm::kAuto;
   SolveReport report;
   report.algorithm = automatic ? choose_gpu_algorithm(shape, options.solve) : options.solve.algorithm;

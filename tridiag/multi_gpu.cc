@@ -1,0 +1,77 @@
+// solve_batch_gpus (tridiag/gpu.h): a batch cut into runs of whole systems, one per device.
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "tridiag/gpu.h"
+
+namespace stripesolve::tridiag {
+namespace {
+
+struct Part {
+  BatchShape shape;
+  std::size_t first_unknown = 0;
+};
+
+// Runs of whole systems with about unknowns / devices each.
+std::vector<Part> cut(const BatchShape& shape, int devices) {
+  std::vector<Part> parts;
+  const std::size_t systems = shape.systems();
+  if (shape.layout == BatchLayout::kStrided) {
+    for (int p = 0; p < devices; ++p) {
+      const std::size_t b = systems * p / devices, e = systems * (p + 1) / devices;
+      if (e > b) parts.push_back({BatchShape{BatchLayout::kStrided, shape.n, e - b, {}}, b * shape.n});
+    }
+    return parts;
+  }
+  const std::size_t total = shape.unknowns();
+  std::size_t begin = 0, done = 0, unknowns = 0;
+  for (std::size_t j = 0; j < systems; ++j) {
+    unknowns += shape.sizes[j];
+    const bool last = j + 1 == systems;
+    const std::size_t share = total * (parts.size() + 1) / devices;
+    if (last || (done + unknowns >= share && static_cast<int>(parts.size()) + 1 < devices)) {
+      parts.push_back({BatchShape{BatchLayout::kRagged, 0, 0, shape.sizes.subspan(begin, j + 1 - begin)}, done});
+      done += unknowns;
+      unknowns = 0;
+      begin = j + 1;
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays& arrays,
+                                     const GpuOptions& options, int devices) {
+  if (devices <= 1 || shape.layout == BatchLayout::kInterleaved ||
+      shape.systems() < static_cast<std::size_t>(devices)) {
+    return solve_batch_gpu(shape, arrays, options);
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
+  const std::vector<Part> parts = cut(shape, devices);
+  std::vector<Result<SolveReport>> reports(parts.size(), Status::internal("not run"));
+  std::vector<std::thread> threads;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    threads.emplace_back([&, p] {
+      const std::size_t o = parts[p].first_unknown;
+      const BatchArrays a{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o};
+      GpuOptions mine = options;
+      mine.device = static_cast<int>(p);
+      reports[p] = solve_batch_gpu(parts[p].shape, a, mine);
+    });
+  }
+  for (auto& t : threads) t.join();
+  SolveReport out;
+  for (std::size_t p = 0; p < reports.size(); ++p) {
+    if (!reports[p].is_ok()) return reports[p].status();
+    if (p == 0) out.algorithm = reports[p]->algorithm;
+    for (const auto& note : reports[p]->notes) {
+      if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) out.notes.push_back(note);
+    }
+  }
+  out.notes.push_back("solved on " + std::to_string(parts.size()) + " devices, a run of whole systems each");
+  return out;
+}
+
+}  // namespace stripesolve::tridiag

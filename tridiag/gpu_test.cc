@@ -389,8 +389,8 @@ TEST(GpuTest, BreakdownFallbackAndUnsupported) {
 namespace stripesolve::tridiag {
 namespace {
 
-// A batch shared by two devices (solve_batch_gpus) equals the one-device solve bit for bit:
-// each system is solved by the same kernels, only on another device.
+// A batch shared by two devices (solve_batch_gpus) agrees with the one-device solve to rounding
+// (a part's kernel and tiling follow its own number of systems, so not bit for bit).
 TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   SKIP_WITHOUT_GPU();
   if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
@@ -407,7 +407,12 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
     ASSERT_TRUE(solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), one.data()}, o).is_ok());
     auto r = solve_batch_gpus(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), two.data()}, o, 2);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    EXPECT_EQ(one, two);
+    double diff = 0, scale = 0;
+    for (std::size_t k = 0; k < one.size(); ++k) {
+      diff = std::max(diff, std::fabs(one[k] - two[k]));
+      scale = std::max(scale, std::fabs(one[k]));
+    }
+    EXPECT_LE(diff, 1e-12 * scale);
     EXPECT_LT(max_residual(b, sizes, two), 1e-12);
     EXPECT_NE(r->notes.back().find("2 devices"), std::string::npos);
   }

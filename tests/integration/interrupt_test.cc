@@ -72,7 +72,8 @@ TEST(ClientInterrupt, OneCtrlCLeavesTheJobRunningTwoCancelIt) {
     const std::string tag = std::to_string(presses);
     const std::string out = d.dir() + "/client" + tag + ".txt";
     const std::string x = d.dir() + "/x" + tag + ".npy";
-    const pid_t pid = spawn_client({"--socket", d.socket(), "solve", "M", "--out", x}, out);
+    // --no-reuse: a factor stored by the first round would make the second one too quick to stop.
+    const pid_t pid = spawn_client({"--socket", d.socket(), "solve", "M", "--no-reuse", "--out", x}, out);
     // Interrupt once the job runs.
     uint64_t id = 0;
     for (int i = 0; i < 1000 && id == 0; ++i) {

@@ -12,8 +12,11 @@ check_tree() {  # root prefix etc
   local root=$1 prefix=$2 etc=$3
   local bin=$root$prefix/bin
   [ -x "$bin/stripesolved" ] && [ -x "$bin/stripesolve" ] || fail "binaries missing under $root$prefix/bin"
-  "$bin/stripesolved" --version | grep -q "^stripesolved [0-9]" || fail "stripesolved --version"
-  "$bin/stripesolve" --version | grep -q "^stripesolve [0-9]" || fail "stripesolve --version"
+  local version
+  version=$("$bin/stripesolved" --version) || fail "stripesolved --version"
+  grep -q "^stripesolved [0-9]" <<< "$version" || fail "stripesolved --version: $version"
+  version=$("$bin/stripesolve" --version) || fail "stripesolve --version"
+  grep -q "^stripesolve [0-9]" <<< "$version" || fail "stripesolve --version: $version"
   "$bin/stripesolved" --check-config --config "$root$etc/stripesolve/stripesolved.yaml" > "$tmp/check.txt" \
     || fail "--check-config of the installed configuration"
   [ -f "$root$etc/logrotate.d/stripesolved" ] || fail "logrotate snippet missing"
@@ -37,8 +40,11 @@ fi
 (cd "$tmp" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/deb" > "$tmp/cpack.log") \
   || { cat "$tmp/cpack.log"; fail "cpack -G DEB"; }
 deb=$(ls "$tmp"/deb/stripesolve_*.deb)
-dpkg-deb -I "$deb" | grep -q "Depends: .*libspdlog" || fail "the .deb names no dependencies"
-dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -q postinst || fail "the .deb has no postinst"
+# (Captured first: with pipefail, grep -q closing the pipe early would fail its writer.)
+info=$(dpkg-deb -I "$deb")
+grep -q "Depends: .*libspdlog" <<< "$info" || fail "the .deb names no dependencies"
+control=$(dpkg-deb --ctrl-tarfile "$deb" | tar -t)
+grep -q postinst <<< "$control" || fail "the .deb has no postinst"
 dpkg-deb -x "$deb" "$tmp/root"
 check_tree "$tmp/root" /usr /etc
 echo "cpack -G DEB: ok ($(basename "$deb"))"

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 
-#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -31,19 +30,6 @@ std::pair<int64_t, int64_t> row_columns(int64_t r, int64_t h, int64_t e0, int64_
   return {first, last};
 }
 
-double convert(const unsigned char* p, const DenseLayout& l) {
-  if (l.item_bytes == 8) {
-    uint64_t bits;
-    std::memcpy(&bits, p, 8);
-    if (l.big_endian) bits = __builtin_bswap64(bits);
-    return std::bit_cast<double>(bits);
-  }
-  uint32_t bits;
-  std::memcpy(&bits, p, 4);
-  if (l.big_endian) bits = __builtin_bswap32(bits);
-  return static_cast<double>(std::bit_cast<float>(bits));
-}
-
 // The columns [first, last) of a window [e0, e1) of a stripe of h rows that the window holds
 // whole (empty when first >= last); the window's other elements belong to at most two partial
 // columns at its ends.
@@ -57,7 +43,12 @@ std::pair<int64_t, int64_t> whole_columns(int64_t h, int64_t e0, int64_t e1) {
 class DenseReader {
  public:
   DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite)
-      : fd_(fd), path_(std::move(path)), l_(std::move(layout)), n_(n), check_(check_finite) {}
+      : fd_(fd),
+        path_(std::move(path)),
+        l_(std::move(layout)),
+        enc_{l_.item_bytes, l_.big_endian},
+        n_(n),
+        check_(check_finite) {}
 
   Status fill(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count, double* out) {
     const int64_t h = g.rows(I), e1 = e0 + count;
@@ -90,7 +81,7 @@ class DenseReader {
       }
     }
     STRIPESOLVE_RETURN_IF_ERROR(engine_.run(reqs));
-    rows_to_columns(tmp_.data(), h, w, ElementEncoding{l_.item_bytes, l_.big_endian}, out, h);
+    rows_to_columns(tmp_.data(), h, w, enc_, out, h);
     return Status::ok();
   }
 
@@ -102,7 +93,7 @@ class DenseReader {
       if (first >= last) continue;
       STRIPESOLVE_RETURN_IF_ERROR(read((rb + r) * n_ + first, last - first));
       for (int64_t c = first; c < last; ++c) {
-        out[r + c * h - e0] = convert(tmp_.data() + (c - first) * l_.item_bytes, l_);
+        out[r + c * h - e0] = decode(tmp_.data() + (c - first) * l_.item_bytes, enc_);
       }
     }
     return Status::ok();
@@ -122,7 +113,7 @@ class DenseReader {
     }
     STRIPESOLVE_RETURN_IF_ERROR(engine_.run(reqs));
     parallel_for(e1 - e0, 64 * 1024, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) out[k] = convert(tmp_.data() + k * item, l_);
+      for (int64_t k = b; k < e; ++k) out[k] = decode(tmp_.data() + k * item, enc_);
     });
     return Status::ok();
   }
@@ -155,6 +146,7 @@ class DenseReader {
   int fd_;
   std::string path_;
   DenseLayout l_;
+  ElementEncoding enc_;
   int64_t n_;
   bool check_;
   std::vector<unsigned char> tmp_;

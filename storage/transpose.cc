@@ -1,7 +1,6 @@
 #include "storage/transpose.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -10,19 +9,6 @@ namespace stripesolve::storage {
 namespace {
 
 constexpr int64_t kTile = 32;  // 32 x 32 doubles: 8 KiB, two tiles fit L1
-
-double decode(const unsigned char* p, ElementEncoding e) {
-  if (e.item_bytes == 8) {
-    uint64_t bits;
-    std::memcpy(&bits, p, 8);
-    if (e.big_endian) bits = __builtin_bswap64(bits);
-    return std::bit_cast<double>(bits);
-  }
-  uint32_t bits;
-  std::memcpy(&bits, p, 4);
-  if (e.big_endian) bits = __builtin_bswap32(bits);
-  return static_cast<double>(std::bit_cast<float>(bits));
-}
 
 template <int kItem, bool kBig>
 void rows_to_columns_tiled(const unsigned char* src, int64_t r0, int64_t r1, int64_t cols,

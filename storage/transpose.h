@@ -6,7 +6,9 @@
 // Thread-safety: pure functions on the caller's buffers; they start and join their own threads.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 
 namespace stripesolve::storage {
@@ -16,6 +18,20 @@ struct ElementEncoding {
   int item_bytes = 8;  // 8 (float64) or 4 (float32)
   bool big_endian = false;
 };
+
+// One element of a file as a double (float32 widened), inline: the transpose's inner loop.
+inline double decode(const unsigned char* p, ElementEncoding e) {
+  if (e.item_bytes == 8) {
+    uint64_t bits;
+    std::memcpy(&bits, p, 8);
+    if (e.big_endian) bits = __builtin_bswap64(bits);
+    return std::bit_cast<double>(bits);
+  }
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  if (e.big_endian) bits = __builtin_bswap32(bits);
+  return static_cast<double>(std::bit_cast<float>(bits));
+}
 
 // dst[r + c * ld] = src row r, element c (rows x cols, row-major, `cols` items per row, decoded).
 void rows_to_columns(const unsigned char* src, int64_t rows, int64_t cols, ElementEncoding e,

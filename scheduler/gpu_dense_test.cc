@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <utility>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/host_device_engine.h"
@@ -128,6 +129,16 @@ void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::v
   EXPECT_NE(rep.backend, "cpu") << what;
 }
 
+// The largest |a - reference| and the largest |reference| entry.
+std::pair<double, double> difference(const std::vector<double>& a, const std::vector<double>& reference) {
+  double worst = 0, scale = 0;
+  for (size_t k = 0; k < reference.size(); ++k) {
+    worst = std::max(worst, std::fabs(a[k] - reference[k]));
+    scale = std::max(scale, std::fabs(reference[k]));
+  }
+  return {worst, scale};
+}
+
 std::vector<double> random_rhs(int64_t n, int64_t nrhs) {
   std::vector<double> b(static_cast<size_t>(n * nrhs));
   for (size_t k = 0; k < b.size(); ++k) b[k] = std::sin(0.37 * static_cast<double>(k) + 1.0);
@@ -231,11 +242,7 @@ TEST_P(GpuDenseTest, TwoDevicesMatchLapackAndTheOneDeviceFactors) {
         auto one = solve(m, b, 2, o, gpu_engine(streaming));
         ASSERT_TRUE(one.is_ok()) << what << ": " << one.status().to_string();
         const auto one_factors = stored(factor_name_for(m, o), n);
-        double worst = 0, scale = 0;
-        for (size_t k = 0; k < one_factors.size(); ++k) {
-          worst = std::max(worst, std::fabs(two_factors[k] - one_factors[k]));
-          scale = std::max(scale, std::fabs(one_factors[k]));
-        }
+        const auto [worst, scale] = difference(two_factors, one_factors);
         if (GetParam() == "host") {
           EXPECT_EQ(worst, 0.0) << what;
         } else {
@@ -343,11 +350,7 @@ TEST_P(GpuDenseTest, FactorsEqualTheCpuBackendsAndAreReused) {
       auto rep = solve("A", b, 2, o, gpu_engine(streaming));
       ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
       const auto gpu_factors = stored(name, n);
-      double worst = 0, scale = 0;
-      for (size_t k = 0; k < cpu_factors.size(); ++k) {
-        worst = std::max(worst, std::fabs(gpu_factors[k] - cpu_factors[k]));
-        scale = std::max(scale, std::fabs(cpu_factors[k]));
-      }
+      const auto [worst, scale] = difference(gpu_factors, cpu_factors);
       EXPECT_LT(worst, 1e-9 * scale) << backend::pivot_mode_name(p) << (streaming ? " streaming" : "");
       // A second solve reuses the GPU's stored factors (CPU substitution from the store).
       o.reuse_factors = true;

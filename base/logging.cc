@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -94,9 +95,13 @@ class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
   std::FILE* file_ = nullptr;
 };
 
+// Every logger writes to one distribution sink that lives as long as the process; set_up_logging
+// swaps the sinks inside it under the distribution sink's own lock. A logger's sink list is never
+// changed after the logger is made: spdlog does not guard it, and a log record on a worker thread
+// would read it while SIGHUP replaced it.
 struct Sinks {
-  std::mutex mu;
-  std::vector<spdlog::sink_ptr> sinks;  // guarded by mu
+  std::mutex mu;  // orders logger creation and reconfiguration
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> dist;  // set once, then read-only
   std::shared_ptr<ReopenableFileSink> file;  // guarded by mu
   spdlog::level::level_enum level = spdlog::level::info;  // guarded by mu
 };
@@ -106,7 +111,9 @@ Sinks& sinks() {
     auto* p = new Sinks;
     auto err = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
     err->set_formatter(std::make_unique<TextLineFormatter>(stderr_is_journal()));
-    p->sinks.push_back(err);
+    p->dist = std::make_shared<spdlog::sinks::dist_sink_mt>(std::vector<spdlog::sink_ptr>{err});
+    // internal_error writes through the default logger: it reaches the configured sinks too.
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("", p->dist));
     return p;
   }();
   return *s;
@@ -121,11 +128,8 @@ Status parse_level(const std::string& name, spdlog::level::level_enum& out) {
   return Status::ok();
 }
 
-void apply_to_all(const std::vector<spdlog::sink_ptr>& s, spdlog::level::level_enum level) {
-  spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& l) {
-    l->sinks() = s;
-    l->set_level(level);
-  });
+void set_all_levels(spdlog::level::level_enum level) {
+  spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& l) { l->set_level(level); });
 }
 
 void get_level(ConfigMap& map, std::string_view key, std::string& out) {
@@ -171,10 +175,10 @@ Status set_up_logging(const LogConfig& config) {
 
   Sinks& s = sinks();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.sinks = next;
+  s.dist->set_sinks(std::move(next));
   s.file = file;
   s.level = logger_level;
-  apply_to_all(s.sinks, s.level);
+  set_all_levels(s.level);
   spdlog::flush_on(spdlog::level::warn);
   return Status::ok();
 }
@@ -195,7 +199,7 @@ std::shared_ptr<spdlog::logger> logger(std::string_view name) {
   Sinks& s = sinks();
   std::lock_guard<std::mutex> lock(s.mu);
   if (auto existing = spdlog::get(key)) return existing;  // created while we waited
-  auto l = std::make_shared<spdlog::logger>(key, s.sinks.begin(), s.sinks.end());
+  auto l = std::make_shared<spdlog::logger>(key, s.dist);
   l->set_level(s.level);
   spdlog::register_logger(l);
   return l;

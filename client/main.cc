@@ -17,6 +17,7 @@
 #include "base/units.h"
 #include "client/commands.h"
 #include "client/connection.h"
+#include "client/human_output.h"
 #include "client/interrupt.h"
 #include "client/progress.h"
 #include "client/tridiag_request.h"
@@ -81,7 +82,30 @@ void print_job(const nlohmann::json& j) {
   print_job_line(j);
   if (j.contains("error")) std::printf("error: %s: %s\n", j["error"].value("code", std::string()).c_str(),
                                        j["error"].value("message", std::string()).c_str());
-  if (j.contains("result")) std::printf("result: %s\n", j["result"].dump().c_str());
+  if (j.contains("warning")) std::printf("warning: %s\n", j.value("warning", std::string()).c_str());
+  if (j.contains("result")) std::printf("result:\n%s", result_details(j["result"]).c_str());
+}
+
+// `jobs --state`: a comma-separated list of job states, any case.
+CLI::Validator job_state_list_validator() {
+  return CLI::Validator(
+      [](std::string& list) -> std::string {
+        static const std::vector<std::string> states = {"pending", "running", "completed",
+                                                        "completed_with_warning", "failed", "cancelled"};
+        size_t begin = 0;
+        while (begin <= list.size()) {
+          size_t end = list.find(',', begin);
+          if (end == std::string::npos) end = list.size();
+          std::string one = list.substr(begin, end - begin);
+          for (char& c : one) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          if (std::find(states.begin(), states.end(), one) == states.end()) {
+            return fmt::format("unknown job state '{}' (one of: {})", one, fmt::join(states, ", "));
+          }
+          begin = end + 1;
+        }
+        return std::string();
+      },
+      "STATE[,STATE...]");
 }
 
 // Exit code for a finished job, printing what a user wants to see.
@@ -150,12 +174,15 @@ int exit_code_of_state(const std::string& state) {
 }
 
 // state (optional): the reply's "state" field, for callers that exit by it.
+// `adjust` (optional) edits the reply before either output sees it (e.g. the `jobs` filters).
 int simple_call(const Globals& g, MessageType type, nlohmann::json header,
-                const std::function<void(const nlohmann::json&)>& human, std::string* state = nullptr) {
+                const std::function<void(const nlohmann::json&)>& human, std::string* state = nullptr,
+                const std::function<void(nlohmann::json&)>& adjust = {}) {
   auto c = open(g);
   if (!c.is_ok()) return fail(c.status());
   auto r = (*c)->call(type, std::move(header));
   if (!r.is_ok()) return fail(r.status());
+  if (adjust) adjust(*r);
   if (state != nullptr) *state = r->value("state", std::string());
   if (g.json) {
     print_json(*r);
@@ -176,25 +203,17 @@ int run_matrix_job(const Globals& g, JobRequest request) {
   const auto& result = r->value("result", nlohmann::json::object());
   if (g.json) {
     print_json(result);
-  } else if (result.contains("matrices")) {
-    std::printf("%-24s %10s %10s %8s %s\n", "NAME", "N", "STRIPE", "STRIPES", "KIND");
-    for (const auto& m : result["matrices"]) {
-      std::string kind = m.value("kind", std::string());
-      const std::string object_state = m.value("state", std::string("complete"));
-      if (object_state == "corrupt") {
-        kind = "CORRUPT (" + m.value("problem", std::string()) + "; 'matrix rm' removes it)";
-      } else if (object_state != "complete") {
-        kind += " (" + object_state + ")";
-      }
-      const auto field = [&m](const char* key) { return m.contains(key) ? m[key].dump() : std::string("-"); };
-      std::printf("%-24s %10s %10s %8s %s\n", m.value("name", std::string()).c_str(), field("n").c_str(),
-                  field("stripe_rows").c_str(), field("stripes").c_str(), kind.c_str());
-    }
   } else if (result.contains("deleted")) {
     std::printf("deleted %s\n", result.value("deleted", std::string()).c_str());
     for (const auto& f : result.value("factors_deleted", nlohmann::json::array())) {
       std::printf("deleted its factor %s\n", f.is_string() ? f.get<std::string>().c_str() : f.dump().c_str());
     }
+  } else if (result.contains("n") && result.contains("kind")) {  // matrix info: create, import
+    std::printf("%s", matrix_details(result).c_str());
+  } else if (result.contains("bytes")) {  // export
+    std::printf("exported '%s' to %s (%s)\n", result.value("name", std::string()).c_str(),
+                result.value("label", std::string()).c_str(),
+                format_bytes(result.value("bytes", uint64_t{0})).c_str());
   } else {
     print_json(result);
   }
@@ -372,13 +391,31 @@ int main(int argc, char** argv) {
   });
 
   bool all = false;
-  auto* jobs = app.add_subcommand("jobs", "list your jobs");
+  auto* jobs = app.add_subcommand("jobs", "list your jobs (with -q: their ids only, one a line)");
   jobs->add_flag("--all", all, "everybody's jobs (root only)");
+  JobFilter filter;
+  jobs->add_option("--state", filter.states,
+                   "only jobs in these states, comma-separated: pending, running, completed, "
+                   "completed_with_warning, failed, cancelled")
+      ->check(job_state_list_validator());
+  jobs->add_option("--type", filter.types,
+                   "only jobs of these types, comma-separated (dense_solve, tridiag_solve, matrix_create, "
+                   "matrix_import, matrix_export, matrix_delete)");
   jobs->callback([&] {
-    code = simple_call(g, MessageType::kJobs, {{"all", all}}, [](const nlohmann::json& r) {
-      std::printf("%-6s %-14s %-10s %-6s %-20s  %s\n", "ID", "TYPE", "STATE", "UID", "CREATED", "PROGRESS");
-      for (const auto& j : r.value("jobs", nlohmann::json::array())) print_job_line(j);
-    });
+    const auto keep_matching = [&filter](nlohmann::json& r) {  // for --json too
+      nlohmann::json shown = nlohmann::json::array();
+      for (const auto& j : r.value("jobs", nlohmann::json::array())) {
+        if (job_matches(j, filter)) shown.push_back(j);
+      }
+      r["jobs"] = std::move(shown);
+    };
+    code = simple_call(g, MessageType::kJobs, {{"all", all}}, [&](const nlohmann::json& r) {
+      if (g.quiet) {
+        for (const auto& j : r["jobs"]) std::printf("%s\n", j.value("id", nlohmann::json(0)).dump().c_str());
+      } else {
+        std::printf("%s", jobs_table(r["jobs"]).c_str());
+      }
+    }, nullptr, keep_matching);
   });
 
   uint64_t job_id = 0;
@@ -505,10 +542,18 @@ int main(int argc, char** argv) {
     code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
   });
   auto* mls = matrix->add_subcommand("ls", "list stored matrices");
-  mls->callback([&] { code = run_matrix_job(g, JobRequest(nlohmann::json{{"type", "matrix_list"}})); });
+  mls->callback([&] {  // a query, not a job (nothing lands in `jobs` or the log)
+    code = simple_call(g, MessageType::kMatrices, nlohmann::json::object(), [](const nlohmann::json& r) {
+      std::printf("%s", matrices_table(r.value("matrices", nlohmann::json::array())).c_str());
+    });
+  });
   auto* mshow = matrix->add_subcommand("show", "show one matrix");
   mshow->add_option("name", name, "name of a stored matrix")->required();
-  mshow->callback([&] { code = run_matrix_job(g, JobRequest({{"type", "matrix_show"}, {"name", name}})); });
+  mshow->callback([&] {
+    code = simple_call(g, MessageType::kMatrices, {{"name", name}}, [](const nlohmann::json& r) {
+      std::printf("%s", matrix_details(r.value("matrix", nlohmann::json::object())).c_str());
+    });
+  });
   auto* mrm = matrix->add_subcommand("rm", "delete a matrix");
   mrm->add_option("name", name, "name of a stored matrix (its factors go with it)")->required();
   mrm->callback([&] { code = run_matrix_job(g, JobRequest({{"type", "matrix_delete"}, {"name", name}})); });

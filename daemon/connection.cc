@@ -297,6 +297,13 @@ void Connection::handle_request(Frame& frame) {
     case MessageType::kMetrics:
       reply(rid, {{"text", env_.hooks.metrics_text ? env_.hooks.metrics_text() : std::string()}});
       return;
+    case MessageType::kMatrices: {
+      if (!env_.hooks.matrices) return send_error(rid, Status::unavailable("this daemon has no store"));
+      auto r = env_.hooks.matrices(h);
+      if (!r.is_ok()) return send_error(rid, r.status(), "'stripesolve matrix ls' lists the stored matrices");
+      reply(rid, std::move(r).value());
+      return;
+    }
     case MessageType::kDaemonStatus:
       reply(rid, env_.hooks.daemon_status ? env_.hooks.daemon_status() : nlohmann::json::object());
       return;

@@ -92,6 +92,7 @@ Status Daemon::start() {
 
   ServerHooks hooks;
   hooks.daemon_status = [this] { return status_json(); };
+  hooks.matrices = [this](const nlohmann::json& request) { return matrices_query(*store_, request); };
   hooks.metrics_text = [this] {
     const double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     return metrics_.render(*jobs_, up, uploads_.bytes_held());

@@ -48,6 +48,18 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
   return j;
 }
 
+Result<nlohmann::json> matrices_query(const storage::MatrixStore& store, const nlohmann::json& request) {
+  if (request.contains("name")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(request, "name"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
+    return nlohmann::json{{"matrix", matrix_info_json(info)}};
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<storage::MatrixInfo> all, store.list());
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& info : all) list.push_back(matrix_info_json(info));
+  return nlohmann::json{{"matrices", std::move(list)}};
+}
+
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store) {
   // Only S, not a whole plan: its forecasts take time and memory in proportion to N^2, and the
@@ -108,15 +120,12 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
     return matrix_info_json(info);
   });
   registry.add("matrix_list", Lane::kSmall, [&store](JobContext&) -> Result<nlohmann::json> {
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<storage::MatrixInfo> all, store.list());
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& info : all) list.push_back(matrix_info_json(info));
-    return nlohmann::json{{"matrices", std::move(list)}};
+    return matrices_query(store, nlohmann::json::object());
   });
   registry.add("matrix_show", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
-    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-    return matrix_info_json(info);
+    STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, matrices_query(store, {{"name", name}}));
+    return reply["matrix"];
   });
   registry.add("matrix_delete", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));

@@ -35,6 +35,9 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info);
 // working set of a solve; the store's default for n < 1. Cheap (no plan, no forecasts).
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store);
+// The `matrices` query (protocol kMatrices), not a job: {} -> {"matrices": [info...]};
+// {"name": s} -> {"matrix": info}, or kNotFound naming the matrix.
+Result<nlohmann::json> matrices_query(const storage::MatrixStore& store, const nlohmann::json& request);
 // `store` and `engine` must outlive the registry's jobs.
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
                           const scheduler::EngineConfig& engine);

@@ -41,6 +41,9 @@ namespace stripesolve::daemon {
 struct ServerHooks {
   std::function<nlohmann::json()> daemon_status;   // daemon_status reply
   std::function<std::string()> metrics_text;       // Prometheus text
+  // The store's matrices (a query, answered on the I/O thread: no job is made): the reply to a
+  // `matrices` request with header `request`.
+  std::function<Result<nlohmann::json>(const nlohmann::json& request)> matrices;
   // daemon_stop from `uid`; the server has already checked the uid is allowed.
   std::function<void(uid_t uid, std::string policy)> request_stop;
   std::function<void(int signo)> on_signal;        // SIGTERM, SIGINT, SIGHUP

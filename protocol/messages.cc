@@ -20,6 +20,7 @@ std::string_view message_type_name(uint16_t type) {
     case MessageType::kMetrics: return "metrics";
     case MessageType::kDaemonStatus: return "daemon_status";
     case MessageType::kDaemonStop: return "daemon_stop";
+    case MessageType::kMatrices: return "matrices";
     case MessageType::kWelcome: return "welcome";
     case MessageType::kOk: return "ok";
     case MessageType::kError: return "error";
@@ -30,7 +31,7 @@ std::string_view message_type_name(uint16_t type) {
 }
 
 bool is_request_type(uint16_t type) {
-  return (type >= 1 && type <= 3) || (type >= 10 && type <= 20);
+  return (type >= 1 && type <= 3) || (type >= 10 && type <= 21);
 }
 
 Frame make_frame(MessageType type, uint64_t request_id, nlohmann::json header, uint32_t flags) {

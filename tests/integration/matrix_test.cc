@@ -3,9 +3,12 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "client/commands.h"
+#include "client/connection.h"
 #include "daemon/matrix_jobs.h"
 #include "storage/generators.h"
 #include "tests/integration/daemon_fixture.h"
@@ -88,6 +91,49 @@ TEST(MatrixIntegration, CliVerbsWithJsonAndExitCodes) {
   EXPECT_EQ(run("matrix rm M"), 0);
   EXPECT_EQ(std::system((std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.dir() +
                          "/none.sock jobs > /dev/null 2>&1").c_str()) >> 8, 3);  // unreachable
+}
+
+// Queries are not jobs: `matrix ls` / `show` leave `jobs` as it was; human output is tables and
+// labelled fields, never raw JSON; `jobs` filters by state and type, -q prints ids only.
+TEST(MatrixIntegration, QueriesMakeNoJobsAndPrintTables) {
+  DaemonFixture d;
+  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
+  std::string out;
+  auto run = [&](const std::string& args) {
+    const std::string file = d.dir() + "/out.txt";
+    const int st = std::system((cli + " " + args + " > " + file + " 2>&1").c_str());
+    std::ifstream in(file);
+    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  ASSERT_EQ(run("matrix create M -n 100 --seed 3"), 0) << out;
+  EXPECT_NE(out.find("order:"), std::string::npos) << out;
+  EXPECT_EQ(out.find('{'), std::string::npos) << out;
+  ASSERT_EQ(run("matrix ls"), 0) << out;
+  EXPECT_EQ(out.find("NAME"), 0u) << out;
+  EXPECT_NE(out.find("\nM "), std::string::npos) << out;
+  ASSERT_EQ(run("matrix show M"), 0) << out;
+  EXPECT_NE(out.find("stripes:"), std::string::npos) << out;
+  EXPECT_EQ(out.find('{'), std::string::npos) << out;
+  EXPECT_EQ(run("matrix show nope"), 1);
+  EXPECT_NE(out.find("no object named 'nope' in the store"), std::string::npos) << out;
+
+  auto c = d.connect();
+  auto jobs = c->call(protocol::MessageType::kJobs, {{"all", false}});
+  ASSERT_TRUE(jobs.is_ok()) << jobs.status().to_string();
+  ASSERT_EQ((*jobs)["jobs"].size(), 1u) << jobs->dump();  // the create only
+  EXPECT_EQ((*jobs)["jobs"][0]["type"], "matrix_create");
+
+  ASSERT_EQ(run("-q jobs"), 0) << out;
+  EXPECT_EQ(out, (*jobs)["jobs"][0]["id"].dump() + "\n");
+  ASSERT_EQ(run("-q jobs --state RUNNING,failed"), 0) << out;
+  EXPECT_EQ(out, "");
+  ASSERT_EQ(run("-q jobs --state completed --type matrix_create"), 0) << out;
+  EXPECT_EQ(out, (*jobs)["jobs"][0]["id"].dump() + "\n");
+  ASSERT_EQ(run("--json jobs --type dense_solve"), 0) << out;
+  EXPECT_TRUE(nlohmann::json::parse(out)["jobs"].empty()) << out;
+  EXPECT_EQ(run("jobs --state sleeping"), 2) << out;  // usage, before anything is sent
+  EXPECT_NE(out.find("unknown job state 'sleeping'"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -136,6 +136,19 @@ std::string matrix_details(const nlohmann::json& info) {
   return format_fields(f);
 }
 
+std::string job_counts(const nlohmann::json& counts) {
+  std::string out;
+  for (const char* state : {"running", "pending", "completed", "completed_with_warning", "failed", "cancelled"}) {
+    const int64_t k = counts.value(state, int64_t{0});
+    if (k == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", k, std::string_view(state) == "completed_with_warning" ? "completed with a warning"
+                                                                                        : state);
+  }
+  if (out.empty()) out = "none";
+  return out + fmt::format(" ({} submitted since start)", counts.value("submitted_total", int64_t{0}));
+}
+
 std::string jobs_table(const nlohmann::json& jobs) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {

@@ -25,6 +25,10 @@ std::string matrices_table(const nlohmann::json& matrices);
 // `matrix show`, and the result of `matrix create` / `matrix import`.
 std::string matrix_details(const nlohmann::json& info);
 
+// `daemon status`'s job counts: "2 running, 1 pending, 14 completed, 1 failed (18 submitted)";
+// states with no job are left out.
+std::string job_counts(const nlohmann::json& counts);
+
 // `jobs`: ID TYPE STATE UID CREATED PROGRESS.
 std::string jobs_table(const nlohmann::json& jobs);
 

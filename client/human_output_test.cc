@@ -70,6 +70,13 @@ TEST(HumanOutput, ResultDetailsFlattenNestedObjects) {
   EXPECT_EQ(text.find('{'), std::string::npos) << text;
 }
 
+TEST(HumanOutput, JobCountsAreASentence) {
+  EXPECT_EQ(job_counts({{"running", 2}, {"pending", 0}, {"completed", 14}, {"completed_with_warning", 1},
+                        {"failed", 1}, {"cancelled", 0}, {"submitted_total", 18}}),
+            "2 running, 14 completed, 1 completed with a warning, 1 failed (18 submitted since start)");
+  EXPECT_EQ(job_counts({{"submitted_total", 0}}), "none (0 submitted since start)");
+}
+
 TEST(HumanOutput, JobFiltersTakeListsAndIgnoreCase) {
   const nlohmann::json running = {{"id", 1}, {"type", "dense_solve"}, {"state", "RUNNING"}};
   const nlohmann::json failed = {{"id", 2}, {"type", "tridiag_solve"}, {"state", "FAILED"}};

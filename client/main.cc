@@ -173,6 +173,31 @@ int exit_code_of_state(const std::string& state) {
   return kExitOk;
 }
 
+// `logs -f`: asks for the lines after the last it printed every half second until the job has
+// ended (the daemon reads the state before the lines, so none is missed).
+int follow_logs(const Globals& g, uint64_t job_id) {
+  auto c = open(g);
+  if (!c.is_ok()) return fail(c.status());
+  uint64_t from = 0;
+  for (;;) {
+    auto r = (*c)->call(MessageType::kLogs, {{"job", job_id}, {"from", from}});
+    if (!r.is_ok()) return fail(r.status());
+    const uint64_t first = r->value("first", from);
+    if (first > from && from > 0) {
+      std::fprintf(stderr, "stripesolve: %llu older line(s) were dropped by the daemon\n",
+                   static_cast<unsigned long long>(first - from));
+    }
+    for (const auto& l : r->value("lines", nlohmann::json::array())) {
+      std::printf("%s\n", g.json ? l.dump().c_str() : l.get<std::string>().c_str());
+    }
+    std::fflush(stdout);
+    from = r->value("next", from);
+    const std::string state = r->value("state", std::string());
+    if (state != "PENDING" && state != "RUNNING") return exit_code_of_state(state);
+    ::usleep(500 * 1000);
+  }
+}
+
 // state (optional): the reply's "state" field, for callers that exit by it.
 // `adjust` (optional) edits the reply before either output sees it (e.g. the `jobs` filters).
 int simple_call(const Globals& g, MessageType type, nlohmann::json header,
@@ -466,9 +491,14 @@ int main(int argc, char** argv) {
     else std::printf("wrote %s, shape %s\n", out_path.c_str(), protocol::format_shape(shape).c_str());
   });
 
-  auto* logs = app.add_subcommand("logs", "print a job's log lines");
+  auto* logs = app.add_subcommand("logs", "print a job's log lines (-f: and the new ones until it ends)");
   add_job_arg(logs);
+  bool follow = false;
+  logs->add_flag("-f,--follow", follow,
+                 "keep printing new lines until the job ends, then exit as `status` does (--json: a JSON "
+                 "string per line)");
   logs->callback([&] {
+    if (follow) return void(code = follow_logs(g, job_id));
     code = simple_call(g, MessageType::kLogs, {{"job", job_id}}, [](const nlohmann::json& r) {
       for (const auto& l : r.value("lines", nlohmann::json::array())) std::printf("%s\n", l.get<std::string>().c_str());
     });
@@ -566,7 +596,7 @@ int main(int argc, char** argv) {
       std::printf("%s running, pid %s, uptime %s, socket %s\njobs: %s\n", r.value("daemon", std::string()).c_str(),
                   r.value("pid", nlohmann::json(0)).dump().c_str(),
                   format_duration(r.value("uptime_seconds", 0.0)).c_str(), r.value("socket", std::string()).c_str(),
-                  r.value("jobs", nlohmann::json::object()).dump().c_str());
+                  job_counts(r.value("jobs", nlohmann::json::object())).c_str());
       std::printf("dense backend: %s, RAM cache %s\n", r.value("backend", std::string("cpu")).c_str(),
                   format_bytes(r.value("ram_budget", uint64_t{0})).c_str());
       for (const auto& d : r.value("devices", nlohmann::json::array())) {

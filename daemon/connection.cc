@@ -280,7 +280,17 @@ void Connection::handle_request(Frame& frame) {
         case MessageType::kWatch: return start_watch(rid, *job, true);
         case MessageType::kResult: return start_result(rid, *job);
         case MessageType::kLogs: {
-          reply(rid, {{"job", *id}, {"lines", (*job)->log_lines()}});
+          uint64_t from = 0;
+          if (h.contains("from")) {
+            auto f = protocol::get_int(h, "from", 0, INT64_MAX);
+            if (!f.is_ok()) return send_error(rid, f.status());
+            from = static_cast<uint64_t>(*f);
+          }
+          // The state before the lines: a job seen ended has all its lines in this reply.
+          const std::string state(job_state_name((*job)->state()));
+          auto slice = (*job)->log_since(from);
+          reply(rid, {{"job", *id}, {"lines", std::move(slice.lines)}, {"first", slice.first},
+                      {"next", slice.next}, {"state", state}});
           return;
         }
         case MessageType::kTrace:

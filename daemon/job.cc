@@ -1,5 +1,6 @@
 #include "daemon/job.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -185,7 +186,23 @@ Status Job::error() const {
 void Job::append_log(std::string line) {
   std::lock_guard<std::mutex> lock(mu_);
   log_.push_back(iso_time(Clock::now()) + " " + std::move(line));
-  if (log_.size() > kMaxLogLines) log_.pop_front();
+  if (log_.size() > kMaxLogLines) {
+    log_.pop_front();
+    ++log_dropped_;
+  }
+}
+
+Job::LogSlice Job::log_since(uint64_t from) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  LogSlice slice;
+  slice.first = std::max(from, log_dropped_);
+  slice.next = log_dropped_ + log_.size();
+  if (slice.first < slice.next) {
+    slice.lines.assign(log_.begin() + static_cast<std::ptrdiff_t>(slice.first - log_dropped_), log_.end());
+  } else {
+    slice.first = slice.next;
+  }
+  return slice;
 }
 
 std::vector<std::string> Job::log_lines() const {
@@ -345,7 +362,10 @@ void Job::restore_history(History history) {
   result_ = std::move(history.result);
   error_ = std::move(history.error);
   log_.assign(std::make_move_iterator(history.log.begin()), std::make_move_iterator(history.log.end()));
-  while (log_.size() > kMaxLogLines) log_.pop_front();
+  while (log_.size() > kMaxLogLines) {
+    log_.pop_front();
+    ++log_dropped_;
+  }
 }
 
 Clock::time_point Job::finished() const {

@@ -104,6 +104,15 @@ class Job {
   Status error() const;
   void append_log(std::string line);
   std::vector<std::string> log_lines() const;
+  // The lines numbered from `from` on (a job's lines are numbered 0, 1, ... for its life; the
+  // oldest are dropped past a bound, so `first` may be above `from`) and the next number:
+  // `logs -f` asks again from `next`.
+  struct LogSlice {
+    std::vector<std::string> lines;
+    uint64_t first = 0;
+    uint64_t next = 0;
+  };
+  LogSlice log_since(uint64_t from) const;
   void add_trace_span(TraceSpan span);
   void set_engine_trace(std::string chrome_json);
   std::string trace_json() const;  // Chrome trace-event JSON
@@ -188,6 +197,7 @@ class Job {
   nlohmann::json result_;                                  // guarded by mu_
   Status error_;                                           // guarded by mu_
   std::deque<std::string> log_;                            // guarded by mu_
+  uint64_t log_dropped_ = 0;  // lines dropped from log_'s front; guarded by mu_
   std::vector<TraceSpan> spans_;                           // guarded by mu_
   std::string engine_trace_;                               // guarded by mu_
   std::vector<std::function<void()>> cancel_hooks_;        // guarded by mu_

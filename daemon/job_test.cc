@@ -38,6 +38,25 @@ TEST(JobTest, FinishedJobsShowNoStaleProgress) {
   EXPECT_FALSE(s.contains("eta_seconds"));
 }
 
+// `logs -f` reads on from where it stopped; the numbering survives the bound on kept lines.
+TEST(JobTest, LogLinesAreNumberedForFollowing) {
+  Job job(1, 1000, "t", Lane::kSmall, nlohmann::json::object());
+  for (int i = 0; i < 2005; ++i) job.append_log("line " + std::to_string(i));
+  auto all = job.log_since(0);
+  EXPECT_EQ(all.first, 5u);  // 2000 kept, the 5 oldest dropped
+  EXPECT_EQ(all.next, 2005u);
+  ASSERT_EQ(all.lines.size(), 2000u);
+  EXPECT_NE(all.lines.front().find(" line 5"), std::string::npos) << all.lines.front();
+  auto tail = job.log_since(2003);
+  EXPECT_EQ(tail.first, 2003u);
+  ASSERT_EQ(tail.lines.size(), 2u);
+  EXPECT_NE(tail.lines.back().find(" line 2004"), std::string::npos) << tail.lines.back();
+  auto none = job.log_since(9999);
+  EXPECT_TRUE(none.lines.empty());
+  EXPECT_EQ(none.first, 2005u);
+  EXPECT_EQ(none.next, 2005u);
+}
+
 TEST(JobTest, IllegalTransitionAborts) {
   Job job(1, 1000, "t", Lane::kSmall, nlohmann::json::object());
   EXPECT_DEATH(job.transition(JobState::kFailed), "illegal state change PENDING -> FAILED");

@@ -134,6 +134,17 @@ TEST(MatrixIntegration, QueriesMakeNoJobsAndPrintTables) {
   EXPECT_TRUE(nlohmann::json::parse(out)["jobs"].empty()) << out;
   EXPECT_EQ(run("jobs --state sleeping"), 2) << out;  // usage, before anything is sent
   EXPECT_NE(out.find("unknown job state 'sleeping'"), std::string::npos) << out;
+
+  // logs -f of an ended job: its lines, then the job's exit code; a failed job's is 1.
+  const std::string id = (*jobs)["jobs"][0]["id"].dump();
+  ASSERT_EQ(run("logs -f " + id), 0) << out;
+  EXPECT_NE(out.find("creating matrix 'M'"), std::string::npos) << out;
+  ASSERT_EQ(run("matrix create M -n 10"), 1) << out;  // exists already
+  auto again = c->call(protocol::MessageType::kJobs, {{"all", false}});
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(run("logs -f " + (*again)["jobs"].back()["id"].dump()), 1) << out;
+  ASSERT_EQ(run("daemon status"), 0) << out;
+  EXPECT_NE(out.find("jobs: 1 completed, 1 failed (2 submitted since start)"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -599,6 +599,9 @@ int main(int argc, char** argv) {
                   job_counts(r.value("jobs", nlohmann::json::object())).c_str());
       std::printf("dense backend: %s, RAM cache %s\n", r.value("backend", std::string("cpu")).c_str(),
                   format_bytes(r.value("ram_budget", uint64_t{0})).c_str());
+      if (const std::string url = r.value("metrics_url", std::string()); !url.empty()) {
+        std::printf("metrics for Prometheus: %s\n", url.c_str());
+      }
       for (const auto& d : r.value("devices", nlohmann::json::array())) {
         const uint64_t dense = d.value("dense_gpu_memory", uint64_t{0});
         std::printf("GPU %d: %s, %s (%s free), dense solves may use %s, %s held by jobs now\n",

@@ -213,7 +213,8 @@ nlohmann::json Daemon::status_json() const {
                      {"tridiag", config_.server.tridiag_concurrency}}},
           {"backend", backend_},
           {"ram_budget", config_.engine.ram_budget},
-          {"devices", devices_json()}};
+          {"devices", devices_json()},
+          {"metrics_url", server_ ? server_->metrics_url() : std::string()}};
 }
 
 nlohmann::json Daemon::devices_json() const {

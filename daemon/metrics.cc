@@ -1,6 +1,14 @@
 #include "daemon/metrics.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/build_info.h"
+#include "gpu/devices.h"
 
 namespace stripesolve::daemon {
 namespace {
@@ -9,10 +17,49 @@ void metric(std::string& out, std::string_view name, std::string_view type, std:
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   out += fmt::format("{}{} {}\n", name, labels, value);
 }
+// The process figures Prometheus's client libraries export under the same names, from /proc.
+void process_metrics(std::string& out) {
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // the command name may hold spaces
+  if (close != std::string::npos) {
+    std::istringstream fields(stat.substr(close + 2));
+    std::vector<std::string> f;
+    for (std::string v; fields >> v;) f.push_back(v);
+    // Fields from the 3rd (state): utime, stime are the 14th and 15th, starttime the 22nd, rss the 24th.
+    if (f.size() > 21) {
+      const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+      const double cpu = (std::stod(f[11]) + std::stod(f[12])) / tick;
+      metric(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent in seconds.", cpu);
+      const double rss = std::stod(f[21]) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+      metric(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", rss);
+      std::ifstream uptime_file("/proc/uptime");
+      double uptime = 0;
+      if (uptime_file >> uptime) {
+        const double boot = static_cast<double>(::time(nullptr)) - uptime;
+        metric(out, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.",
+               boot + std::stod(f[19]) / tick);
+      }
+    }
+  }
+  std::error_code ec;
+  int64_t fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    ++fds;
+  }
+  metric(out, "process_open_fds", "gauge", "Number of open file descriptors.", static_cast<double>(fds));
+}
+
 }  // namespace
 
 std::string Metrics::render(const JobManager& jobs, double uptime_seconds, uint64_t upload_bytes) const {
   std::string out;
+  out += "# HELP stripesolve_build_info The daemon's version and build; the value is always 1.\n"
+         "# TYPE stripesolve_build_info gauge\n";
+  out += fmt::format("stripesolve_build_info{{version=\"{}\",commit=\"{}\",build_type=\"{}\",cuda=\"{}\"}} 1\n",
+                     kVersion, kGitCommit, kBuildType, gpu::built_with_cuda() ? "on" : "off");
+  process_metrics(out);
   metric(out, "stripesolve_uptime_seconds", "gauge", "Seconds since the daemon started.", uptime_seconds);
   metric(out, "stripesolve_connections_total", "counter", "Connections accepted.", static_cast<double>(connections_total.load()));
   metric(out, "stripesolve_connections_open", "gauge", "Connections open now.", static_cast<double>(connections_open.load()));

@@ -1,4 +1,5 @@
 #include "daemon/metrics.h"
+#include "daemon/metrics_http.h"
 
 #include <gtest/gtest.h>
 
@@ -28,6 +29,41 @@ TEST(MetricsTest, PrometheusTextFormat) {
     }
     pos = end + 1;
   }
+}
+
+}  // namespace
+}  // namespace stripesolve::daemon
+
+namespace stripesolve::daemon {
+namespace {
+
+TEST(MetricsTest, BuildInfoAndProcessFigures) {
+  JobManager jobs({}, JobRegistry{});
+  const std::string text = Metrics().render(jobs, 1.0, 0);
+  EXPECT_NE(text.find("stripesolve_build_info{version=\""), std::string::npos) << text;
+  const size_t rss = text.find("\nprocess_resident_memory_bytes ");
+  ASSERT_NE(rss, std::string::npos) << text;
+  EXPECT_GT(std::stod(text.substr(rss + 31)), 1e6);  // this test process holds megabytes
+  EXPECT_NE(text.find("\nprocess_cpu_seconds_total "), std::string::npos);
+  EXPECT_NE(text.find("\nprocess_open_fds "), std::string::npos);
+  EXPECT_NE(text.find("\nprocess_start_time_seconds "), std::string::npos);
+}
+
+TEST(MetricsTest, ListenAddressesAreLoopbackOnly) {
+  auto v4 = parse_listen_address("127.0.0.1:9464");
+  ASSERT_TRUE(v4.is_ok()) << v4.status().to_string();
+  EXPECT_EQ(v4->host, "127.0.0.1");
+  EXPECT_EQ(v4->port, 9464);
+  EXPECT_EQ(parse_listen_address("localhost:0")->host, "127.0.0.1");
+  EXPECT_EQ(parse_listen_address("[::1]:9")->host, "::1");
+  EXPECT_EQ(parse_listen_address("0.0.0.0:9464").status().message(),
+            "metrics_listen '0.0.0.0:9464': only a loopback address may serve the metrics (expected "
+            "127.0.0.1:PORT, localhost:PORT or [::1]:PORT)");
+  EXPECT_FALSE(parse_listen_address("10.1.2.3:80").is_ok());
+  EXPECT_FALSE(parse_listen_address("127.0.0.1:99999").is_ok());
+  EXPECT_FALSE(parse_listen_address("127.0.0.1").is_ok());
+  EXPECT_FALSE(parse_listen_address("example.org:80").is_ok());
+  EXPECT_FALSE(parse_listen_address(":80").is_ok());
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "base/logging.h"
 #include "daemon/connection.h"
+#include "daemon/metrics_http.h"
 
 namespace stripesolve::daemon {
 
@@ -32,6 +33,7 @@ struct Server::Impl {
   ServerHooks hooks;
   asio::io_context io;
   std::unique_ptr<local::acceptor> acceptor;
+  std::unique_ptr<MetricsHttp> http;  // daemon.metrics_listen; null when off
   asio::signal_set signals{io};
   asio::steady_timer tick{io};
   asio::steady_timer delivery{io};  // polls finish_when_delivered()
@@ -122,6 +124,7 @@ struct Server::Impl {
       acceptor->close(ec);
       ::unlink(path.c_str());
     }
+    if (http) http->close();
     auto conns = connections;
     for (auto& [ptr, weak] : conns) {
       if (auto c = weak.lock()) c->close();
@@ -235,6 +238,14 @@ Status Server::listen() {
       return Status::from_errno(errno, "chown :" + s.config.socket_group + " " + s.path);
     }
   }
+  if (!s.config.metrics_listen.empty()) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(ListenAddress address, parse_listen_address(s.config.metrics_listen));
+    s.http = std::make_unique<MetricsHttp>(s.io, [&s] {
+      return s.hooks.metrics_text ? s.hooks.metrics_text() : std::string();
+    });
+    STRIPESOLVE_RETURN_IF_ERROR(s.http->listen(address));
+    s.log->info("metrics for Prometheus at {}", s.http->url());
+  }
   s.accepting = true;
   s.accept();
   s.signals.add(SIGTERM);
@@ -263,6 +274,8 @@ void Server::finish_when_delivered(std::chrono::steady_clock::time_point deadlin
 void Server::shutdown() {
   asio::post(impl_->io, [s = impl_.get()] { s->close_everything(); });
 }
+
+std::string Server::metrics_url() const { return impl_->http ? impl_->http->url() : std::string(); }
 
 int64_t Server::open_connections() const { return impl_->metrics.connections_open.load(); }
 

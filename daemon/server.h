@@ -60,6 +60,8 @@ class Server {
 
   // Creates the directory, binds and listens; errors name the path and errno.
   Status listen();
+  // "http://127.0.0.1:9464/metrics" when daemon.metrics_listen is set and listening, else empty.
+  std::string metrics_url() const;
   const std::string& socket_path() const;
   // Runs the I/O loop until shutdown().
   void run();

@@ -1,6 +1,7 @@
 #include "daemon/server_config.h"
 
 #include "base/config.h"
+#include "daemon/metrics_http.h"
 
 namespace stripesolve::daemon {
 
@@ -51,6 +52,12 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
   map.get("upload_ttl_seconds", config.upload_ttl_seconds, 1, INT64_MAX / 1000000000);
   map.get("progress_log_seconds", config.progress_log_seconds, 0.1, 86400.0);
   map.get("ram_budget_fraction", config.ram_budget_fraction, 0.01, 0.95);
+  map.get("metrics_listen", config.metrics_listen);
+  if (!config.metrics_listen.empty()) {
+    if (auto address = parse_listen_address(config.metrics_listen); !address.is_ok()) {
+      throw ConfigError(map.where("metrics_listen") + ": " + address.status().message());
+    }
+  }
   {
     ConfigMap s = map.section("shutdown");
     s.get_choice("policy", config.shutdown_policy, {"drain", "cancel", "finish"});

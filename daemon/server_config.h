@@ -54,6 +54,9 @@ struct ServerConfig {
   // results (a slow reader, a client about to ask) before it closes the connections left.
   int64_t delivery_timeout_seconds = 60;
   double ram_budget_fraction = 0.5;        // engine.ram_budget default: this fraction of MemAvailable
+  // "127.0.0.1:9464": serve Prometheus's scrape at http://.../metrics (daemon/metrics_http.h);
+  // empty: off. Loopback addresses only.
+  std::string metrics_listen;
 };
 
 // Reads a `daemon:` section (throws ConfigError, see base/config.h).

@@ -19,6 +19,7 @@
 #include "client/connection.h"
 #include "client/human_output.h"
 #include "client/interrupt.h"
+#include "client/preflight.h"
 #include "client/progress.h"
 #include "client/tridiag_request.h"
 #include "protocol/npy.h"
@@ -353,6 +354,7 @@ int main(int argc, char** argv) {
     if (!request.is_ok()) return void(code = fail(request.status()));
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
+    if (Status st = check_solve(**c, solve_req); !st.is_ok()) return void(code = fail(st));
     code = run_and_report(g, *c, *request);
   });
 
@@ -364,6 +366,7 @@ int main(int argc, char** argv) {
     if (!job.is_ok()) return void(code = fail(job.status()));
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
+    if (Status st = check_solve(**c, submit_req); !st.is_ok()) return void(code = fail(st));
     auto id = submit_request(**c, *job);
     if (!id.is_ok()) return void(code = fail(id.status()));
     if (g.json) print_json({{"job", *id}});
@@ -386,7 +389,9 @@ int main(int argc, char** argv) {
                   "strided: (m, n) is m systems of n (default); interleaved: (n, m), element i of every system together")
       ->check(CLI::IsMember({"strided", "interleaved"}));
   tri->add_option("--algorithm", tri_req.algorithm,
-                  "auto (default), thomas, cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas, bondeli, spike or gepp");
+                  "auto (default), thomas, cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas, bondeli, spike or gepp")
+      ->check(CLI::IsMember({"auto", "thomas", "cr", "pcr", "cr_pcr", "pcr_thomas", "cr_pcr_thomas", "bondeli",
+                             "spike", "gepp"}));
   tri->add_flag("--unstable-ok", tri_req.unstable_ok,
                 "let auto pick unpivoted algorithms (diagonally dominant matrices; a breakdown falls back to gepp)");
   tri->add_option("--device", tri_req.device, "auto (the GPU when the daemon has one), cpu or gpu")
@@ -400,11 +405,13 @@ int main(int argc, char** argv) {
       return void(code = kExitUsage);
     }
     tri_req.out_path = tri_out;
-    // Files first: a missing array or an unwritable --out fails before anything is sent.
+    // Files first: a missing or misshapen array or an unwritable --out fails before anything is sent.
+    if (Status st = check_tridiag_files(tri_req); !st.is_ok()) return void(code = fail(st));
     auto request = build_tridiag_job(tri_req);
     if (!request.is_ok()) return void(code = fail(request.status()));
     auto c = open(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
+    if (Status st = check_gpu_requested(**c, tri_req.device); !st.is_ok()) return void(code = fail(st));
     if (tri_detach) {
       auto id = submit_request(**c, *request);
       if (!id.is_ok()) return void(code = fail(id.status()));

@@ -1,0 +1,68 @@
+// Integration: the client finds the mistakes it can see before it submits (no job is made, the
+// option is named), through the real binary against a real daemon.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "client/connection.h"
+#include "tests/integration/daemon_fixture.h"
+#include "tests/integration/npy_files.h"
+
+namespace stripesolve::testing {
+namespace {
+
+TEST(Preflight, MistakesAreFoundBeforeAJobIsMade) {
+  DaemonFixture d;
+  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
+  std::string out;
+  auto run = [&](const std::string& args) {
+    const std::string file = d.dir() + "/out.txt";
+    const int st = std::system((cli + " " + args + " > " + file + " 2>&1").c_str());
+    std::ifstream in(file);
+    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  auto c = d.connect();
+  auto job_count = [&] {
+    auto r = c->call(protocol::MessageType::kJobs, {{"all", false}});
+    return r.is_ok() ? (*r)["jobs"].size() : size_t{999};
+  };
+  ASSERT_EQ(run("matrix create A -n 40 --seed 1"), 0) << out;
+  const size_t jobs = job_count();
+
+  const std::string dir = d.dir();
+  write_npy(dir + "/b39.npy", {39}, std::vector<double>(39, 1.0));
+  EXPECT_EQ(run("solve A --rhs " + dir + "/b39.npy"), 1) << out;
+  EXPECT_NE(out.find("--rhs '" + dir + "/b39.npy' has shape (39,) but matrix 'A' has order 40"), std::string::npos)
+      << out;
+  EXPECT_EQ(run("submit nope"), 1) << out;
+  EXPECT_NE(out.find("no object named 'nope'"), std::string::npos) << out;
+
+  std::vector<double> ones(2 * 5, 1.0);
+  for (const char* name : {"dl", "rhs"}) write_npy(dir + "/" + name + ".npy", {2, 5}, ones);
+  write_npy(dir + "/d.npy", {2, 5}, std::vector<double>(2 * 5, 4.0));  // diagonally dominant
+  write_npy(dir + "/du.npy", {2, 4}, std::vector<double>(8, 1.0));
+  const std::string arrays = " --dl " + dir + "/dl.npy --d " + dir + "/d.npy --du " + dir + "/du.npy --rhs " + dir +
+                             "/rhs.npy";
+  EXPECT_EQ(run("tridiag" + arrays), 1) << out;
+  EXPECT_NE(out.find("--du has shape (2, 4) but --dl has (2, 5): the four arrays must have one shape"),
+            std::string::npos)
+      << out;
+  write_npy(dir + "/du.npy", {2, 5}, ones);
+  EXPECT_EQ(run("tridiag --algorithm foo" + arrays), 2) << out;  // usage
+  EXPECT_NE(out.find("foo"), std::string::npos) << out;
+  EXPECT_EQ(run("tridiag --sizes 3,3" + arrays), 1) << out;
+  EXPECT_NE(out.find("--sizes adds up to 6 rows, but the arrays have shape (2, 5)"), std::string::npos) << out;
+  if (d.daemon().status_json()["devices"].empty()) {
+    EXPECT_EQ(run("tridiag --device gpu" + arrays), 1) << out;
+    EXPECT_NE(out.find("--device gpu: the daemon has no GPU"), std::string::npos) << out;
+  }
+  EXPECT_EQ(job_count(), jobs) << "a refused request made a job";
+  EXPECT_EQ(run("tridiag" + arrays), 0) << out;  // the same files, right: it runs
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <new>
 #include <stdexcept>
 #include <vector>
@@ -12,6 +17,17 @@ namespace stripesolve::testing {
 using namespace std::chrono_literals;
 
 double expected_row_value(int64_t row, int64_t col) { return static_cast<double>(row + 1000 * col); }
+
+Cli::Cli(const DaemonFixture& d)
+    : prefix_(std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket() + " "),
+      file_(d.dir() + "/cli-output.txt") {}
+
+int Cli::run(const std::string& args) {
+  const int status = std::system((prefix_ + args + " > " + file_ + " 2>&1").c_str());
+  std::ifstream in(file_);
+  out_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 void TestJobs::register_into(daemon::JobRegistry& r) {
   r.add("echo", daemon::Lane::kSmall, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {

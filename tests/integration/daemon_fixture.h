@@ -51,6 +51,18 @@ class DaemonFixture {
   bool stopped_ = false;
 };
 
+// The stripesolve binary against a fixture's daemon: run("matrix ls") returns the exit code
+// (-1 when it did not exit) and keeps what it printed, stdout and stderr together, in out().
+class Cli {
+ public:
+  explicit Cli(const DaemonFixture& d);
+  int run(const std::string& args);
+  const std::string& out() const { return out_; }
+
+ private:
+  std::string prefix_, file_, out_;
+};
+
 double expected_row_value(int64_t row, int64_t col);
 
 }  // namespace stripesolve::testing

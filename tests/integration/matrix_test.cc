@@ -3,8 +3,6 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <memory>
 
 #include "client/commands.h"
@@ -75,11 +73,8 @@ TEST(MatrixIntegration, CreateListShowReadBackDelete) {
 
 TEST(MatrixIntegration, CliVerbsWithJsonAndExitCodes) {
   DaemonFixture d;
-  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  auto run = [&](const std::string& args) {
-    const int st = std::system((cli + " " + args + " > " + d.dir() + "/out.txt 2>&1").c_str());
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
+  Cli cli(d);
+  const auto run = [&cli](const std::string& args) { return cli.run(args); };
   EXPECT_EQ(run("matrix create M -n 100 --seed 3"), 0);
   EXPECT_EQ(run("--json matrix ls"), 0);
   EXPECT_EQ(run("--json matrix show M"), 0);
@@ -97,15 +92,9 @@ TEST(MatrixIntegration, CliVerbsWithJsonAndExitCodes) {
 // labelled fields, never raw JSON; `jobs` filters by state and type, -q prints ids only.
 TEST(MatrixIntegration, QueriesMakeNoJobsAndPrintTables) {
   DaemonFixture d;
-  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  std::string out;
-  auto run = [&](const std::string& args) {
-    const std::string file = d.dir() + "/out.txt";
-    const int st = std::system((cli + " " + args + " > " + file + " 2>&1").c_str());
-    std::ifstream in(file);
-    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
+  Cli cli(d);
+  const auto run = [&cli](const std::string& args) { return cli.run(args); };
+  const std::string& out = cli.out();
   ASSERT_EQ(run("matrix create M -n 100 --seed 3"), 0) << out;
   EXPECT_NE(out.find("order:"), std::string::npos) << out;
   EXPECT_EQ(out.find('{'), std::string::npos) << out;

@@ -4,8 +4,6 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 
 #include "client/connection.h"
 #include "tests/integration/daemon_fixture.h"
@@ -16,15 +14,9 @@ namespace {
 
 TEST(Preflight, MistakesAreFoundBeforeAJobIsMade) {
   DaemonFixture d;
-  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  std::string out;
-  auto run = [&](const std::string& args) {
-    const std::string file = d.dir() + "/out.txt";
-    const int st = std::system((cli + " " + args + " > " + file + " 2>&1").c_str());
-    std::ifstream in(file);
-    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
+  Cli cli(d);
+  const auto run = [&cli](const std::string& args) { return cli.run(args); };
+  const std::string& out = cli.out();
   auto c = d.connect();
   auto job_count = [&] {
     auto r = c->call(protocol::MessageType::kJobs, {{"all", false}});

@@ -46,6 +46,8 @@ void flatten(const nlohmann::json& j, const std::string& prefix,
       flatten(*it, key, out);
     } else if (it->is_string()) {
       out.emplace_back(key, it->get<std::string>());
+    } else if (it->is_number_float()) {
+      out.emplace_back(key, fmt::format("{:.6g}", it->get<double>()));
     } else {
       out.emplace_back(key, it->dump());
     }
@@ -163,6 +165,26 @@ std::string result_details(const nlohmann::json& result) {
   std::vector<std::pair<std::string, std::string>> f;
   if (result.is_object()) flatten(result, "", f);
   return format_fields(f);
+}
+
+std::string job_details(const nlohmann::json& job) {
+  std::string out = fmt::format("job {} ({}): {}\n", cell(job, "id"), cell(job, "type"), cell(job, "state"));
+  std::vector<std::pair<std::string, std::string>> f;
+  f.emplace_back("owner uid", cell(job, "owner_uid"));
+  for (const char* when : {"created", "started", "finished"}) {
+    if (job.contains(when) && !job[when].is_null() && job[when] != "") f.emplace_back(when, cell(job, when));
+  }
+  const auto& p = job.value("progress", nlohmann::json::object());
+  if (!p.empty()) f.emplace_back("progress", format_progress(p, 0));
+  if (job.contains("error")) {
+    f.emplace_back("error", fmt::format("{}: {}", cell(job["error"], "code"), cell(job["error"], "message")));
+  }
+  if (job.contains("warning")) f.emplace_back("warning", cell(job, "warning"));
+  out += format_fields(f);
+  if (job.contains("result") && job["result"].is_object() && !job["result"].empty()) {
+    out += "result:\n" + result_details(job["result"]);
+  }
+  return out;
 }
 
 bool job_matches(const nlohmann::json& job, const JobFilter& filter) {

@@ -32,8 +32,13 @@ std::string job_counts(const nlohmann::json& counts);
 // `jobs`: ID TYPE STATE UID CREATED PROGRESS.
 std::string jobs_table(const nlohmann::json& jobs);
 
-// A job's result as fields (`status`), nested objects flattened with dots ("quality.rcond").
+// A job's result as fields, nested objects flattened with dots ("quality.rcond"); numbers with
+// six significant digits.
 std::string result_details(const nlohmann::json& result);
+
+// `status`: "job 7 (dense_solve): COMPLETED", then its owner, times, progress, error or warning
+// as fields, then "result:" and result_details.
+std::string job_details(const nlohmann::json& job);
 
 // `jobs --state S --type T`: empty means any; states compare without case, both accept a
 // comma-separated list ("running,pending").

@@ -70,6 +70,19 @@ TEST(HumanOutput, ResultDetailsFlattenNestedObjects) {
   EXPECT_EQ(text.find('{'), std::string::npos) << text;
 }
 
+TEST(HumanOutput, JobDetailsNameStateErrorAndResult) {
+  const nlohmann::json job = nlohmann::json::parse(R"({"id": 7, "type": "dense_solve", "state": "FAILED",
+    "owner_uid": 1000, "created": "2026-11-26T04:00:00Z", "started": "2026-11-26T04:00:01Z",
+    "error": {"code": "Numerical", "message": "zero pivot at row 3"}})");
+  const std::string text = job_details(job);
+  EXPECT_EQ(text.rfind("job 7 (dense_solve): FAILED\n", 0), 0u) << text;
+  EXPECT_NE(text.find("error:     Numerical: zero pivot at row 3"), std::string::npos) << text;
+  EXPECT_EQ(text.find("finished"), std::string::npos) << text;
+  EXPECT_EQ(text.find("result:"), std::string::npos) << text;
+  const nlohmann::json done = {{"id", 8}, {"type", "t"}, {"state", "COMPLETED"}, {"result", {{"residual", 4.3520192281265e-16}}}};
+  EXPECT_NE(job_details(done).find("result:\n  residual: 4.35202e-16\n"), std::string::npos) << job_details(done);
+}
+
 TEST(HumanOutput, JobCountsAreASentence) {
   EXPECT_EQ(job_counts({{"running", 2}, {"pending", 0}, {"completed", 14}, {"completed_with_warning", 1},
                         {"failed", 1}, {"cancelled", 0}, {"submitted_total", 18}}),

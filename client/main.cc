@@ -71,21 +71,7 @@ void print_json(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()
 
 std::string absolute(const std::string& path) { return std::filesystem::absolute(path).string(); }
 
-void print_job_line(const nlohmann::json& j) {
-  const auto& p = j.value("progress", nlohmann::json::object());
-  std::printf("%-6s %-14s %-10s %-6s %s  %s\n", j.value("id", nlohmann::json(0)).dump().c_str(),
-              j.value("type", std::string()).c_str(), j.value("state", std::string()).c_str(),
-              j.value("owner_uid", nlohmann::json(0)).dump().c_str(), j.value("created", std::string()).c_str(),
-              p.empty() ? "" : format_progress(p, 0).c_str());
-}
-
-void print_job(const nlohmann::json& j) {
-  print_job_line(j);
-  if (j.contains("error")) std::printf("error: %s: %s\n", j["error"].value("code", std::string()).c_str(),
-                                       j["error"].value("message", std::string()).c_str());
-  if (j.contains("warning")) std::printf("warning: %s\n", j.value("warning", std::string()).c_str());
-  if (j.contains("result")) std::printf("result:\n%s", result_details(j["result"]).c_str());
-}
+void print_job(const nlohmann::json& j) { std::printf("%s", job_details(j).c_str()); }
 
 // `jobs --state`: a comma-separated list of job states, any case.
 CLI::Validator job_state_list_validator() {

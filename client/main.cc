@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/build_info.h"
 #include "base/units.h"
@@ -619,6 +620,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // `stripesolve foo`: CLI11 only says a subcommand is required; name the word it did not know.
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && !app.remaining().empty() &&
+        app.get_subcommands().empty()) {
+      std::vector<std::string> verbs;
+      for (const CLI::App* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
+      std::fprintf(stderr, "stripesolve: unknown command '%s' (one of: %s); see stripesolve --help\n",
+                   app.remaining().front().c_str(), fmt::format("{}", fmt::join(verbs, ", ")).c_str());
+      return kExitUsage;
+    }
     const int rc = app.exit(e);
     return rc == 0 ? kExitOk : kExitUsage;
   }

@@ -43,7 +43,14 @@ int main(int argc, char** argv) {
   std::string ram_budget;
   app.add_option("--ram-budget", ram_budget, "RAM stripe cache size, e.g. 2GiB (overrides engine.ram_budget)");
   app.set_version_flag("--version", version_text, "print the version, git commit, CUDA support and GPUs, exit");
-  CLI11_PARSE(app, argc, argv);
+  app.footer("Exit codes: 0 stopped cleanly (or --check-config passed), 1 failed at start-up or while "
+             "running, 2 usage or configuration error.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints the help, the version or the error
+    return rc == 0 ? 0 : 2;      // CLI11's own codes (106, 109, ...) mean nothing to a caller
+  }
 
   daemon::DaemonConfig config;
   try {

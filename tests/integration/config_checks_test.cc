@@ -54,6 +54,20 @@ TEST(ConfigChecks, MatrixNamesLeaveRoomForTheirFactors) {
   }
 }
 
+// Usage errors of either binary exit 2 (the client's documented code), and name what was wrong.
+TEST(ConfigChecks, UsageErrorsExitTwoAndNameTheWord) {
+  DaemonFixture d;
+  const std::string out = d.dir() + "/usage.out";
+  const int daemon_status =
+      std::system((std::string(STRIPESOLVE_DAEMON_BINARY) + " --bogus > " + out + " 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(daemon_status), 2);
+  EXPECT_NE(read_text(out).find("--bogus"), std::string::npos) << read_text(out);
+  Cli cli(d);
+  EXPECT_EQ(cli.run("frobnicate"), 2);
+  EXPECT_NE(cli.out().find("unknown command 'frobnicate' (one of: solve, submit, tridiag"), std::string::npos)
+      << cli.out();
+}
+
 TEST(ConfigChecks, AStorePathListedTwiceFailsTheConfigCheck) {
   DaemonFixture d;
   auto [code, text] = check_config(d.dir(), "store:\n  paths:\n    - " + d.dir() + "/s0\n    - " +

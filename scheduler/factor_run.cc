@@ -68,30 +68,31 @@ Result<std::unique_ptr<CpuElimination>> CpuElimination::create(
     EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params) {
   const storage::StripeGeometry& g = layout.geometry();
   std::unique_ptr<CpuElimination> e(new CpuElimination(ctx, layout, params));
-  // elim.I's workspace, sized for the widest stripe (stripe 0 from column 0); outside the cache
-  // budget (a substripe_rows / S fraction of one stripe for kRow).
-  backend::WorkspaceSize need;
+  // Sized for the widest parts (stripe 0 from column 0); outside the cache budget (elim.I's is
+  // a substripe_rows / S fraction of one stripe for kRow; the CPU backend's updates need none).
+  backend::WorkspaceSize eliminate, update;
   for (int64_t i = 0; i < g.stripes; ++i) {
-    stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), g.row_begin(i), g.n};
-    const auto s = stripe::eliminate_workspace_size(ctx.backend, probe, params.pivot,
-                                                    params.substripe_rows);
-    need.host_bytes = std::max(need.host_bytes, s.host_bytes);
-  }
-  e->workspace_bytes_ = (need.host_bytes + 63) / 64 * 64;
-  if (e->workspace_bytes_ > 0) {
-    e->workspace_ = static_cast<std::byte*>(std::aligned_alloc(64, e->workspace_bytes_));
-    if (e->workspace_ == nullptr) {
-      return Status::resource_exhausted("elim.I workspace of " +
-                                        std::to_string(e->workspace_bytes_) + " bytes");
+    const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), g.row_begin(i), g.n};
+    eliminate = stripe::larger(eliminate, stripe::eliminate_workspace_size(ctx.backend, probe, params.pivot,
+                                                                           params.substripe_rows));
+    for (int64_t j : {i + 1, g.stripes - 1}) {  // stripes differ in height only at the end
+      if (j <= i) continue;
+      const stripe::StripePart below{nullptr, g.row_begin(j), g.rows(j), 0, g.n};
+      update = stripe::larger(update, stripe::update_workspace_size(ctx.backend, probe, below));
     }
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(e->eliminate_workspace_, stripe::HostWorkspace::allocate(eliminate, "elim.I"));
+  // As many as run_factorization's elim.J workers (scheduler/roles.h).
+  const int64_t workers = std::max<int64_t>(1, params.elim_j_workers) + std::max<int64_t>(0, params.lookahead_workers);
+  for (int64_t w = 0; w < workers; ++w) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace ws, stripe::HostWorkspace::allocate(update, "elim.J"));
+    e->update_workspaces_.push_back(std::move(ws));
   }
   return e;
 }
 
-CpuElimination::~CpuElimination() { std::free(workspace_); }
-
 Status CpuElimination::eliminate(int64_t i, const CellView& cell, stripe::StripePivots* pivots) {
-  const backend::Workspace workspace{workspace_, workspace_bytes_, nullptr, 0};
+  const backend::Workspace workspace = eliminate_workspace_.view();
   TraceRecorder::Span span(ctx_.trace, "elim.I", "eliminate", {{"stripe", std::to_string(i)}});
   const stripe::StripePart part = cell_part(layout_, cell);
   STRIPESOLVE_RETURN_IF_ERROR(stripe::eliminate_stripe(ctx_.backend, part, params_.pivot,
@@ -111,8 +112,9 @@ Status CpuElimination::update(int worker, const Task& t, const CellView& j,
   for (const CellView& ci : is) {
     TraceRecorder::Span span(ctx_.trace, role, "update",
                              {{"J", std::to_string(t.stripe)}, {"I", std::to_string(ci.stripe)}});
-    STRIPESOLVE_RETURN_IF_ERROR(stripe::update_stripe(
-        ctx_.backend, cell_part(layout_, ci), pivots[static_cast<size_t>(ci.stripe)], pj));
+    STRIPESOLVE_RETURN_IF_ERROR(stripe::update_stripe(ctx_.backend, cell_part(layout_, ci),
+                                                      pivots[static_cast<size_t>(ci.stripe)], pj,
+                                                      update_workspaces_.at(static_cast<size_t>(worker)).view()));
   }
   return Status::ok();
 }

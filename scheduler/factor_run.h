@@ -97,11 +97,11 @@ class Elimination {
 // The CPU backend's elimination (stripe/stripe_ops.h on the cells in RAM).
 class CpuElimination final : public Elimination {
  public:
-  // Allocates elim.I's workspace for the widest stripe of `layout`.
+  // Allocates elim.I's workspace and one per elim.J worker, each for the largest stripes of
+  // `layout` (stripe_ops' *_workspace_size).
   static Result<std::unique_ptr<CpuElimination>> create(EngineContext& ctx,
                                                         const storage::StripedMatrix& layout,
                                                         const FactorParams& params);
-  ~CpuElimination() override;
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
@@ -115,8 +115,8 @@ class CpuElimination final : public Elimination {
   EngineContext& ctx_;
   const storage::StripedMatrix& layout_;
   FactorParams params_;
-  std::byte* workspace_ = nullptr;
-  uint64_t workspace_bytes_ = 0;
+  stripe::HostWorkspace eliminate_workspace_;           // elim.I's
+  std::vector<stripe::HostWorkspace> update_workspaces_;  // one per elim.J worker, each its own
   double max_abs_u_ = 0;  // written by elim.I only, read after it is joined
 };
 

@@ -52,12 +52,18 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
   std::vector<PartOrder> backward;
   for (int64_t i = 0; i < g.stripes; ++i) forward.push_back({i, 0});
   for (int64_t i = g.stripes - 1; i >= 0; --i) backward.push_back({i, g.row_begin(i)});
+  backend::WorkspaceSize need;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
+    need = stripe::larger(need, stripe::substitution_workspace_size(ctx.backend, probe, nrhs));
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace, stripe::HostWorkspace::allocate(need, "substitution"));
 
   ctx.progress.begin_phase(phase.empty() ? "forward" : phase, stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
   const Status forward_status = stream_parts(
       ctx, factor, forward, "forward", true, [&](int64_t i, const stripe::StripePart& part) {
         STRIPESOLVE_RETURN_IF_ERROR(stripe::forward_substitute_stripe(
-            ctx.backend, part, pivots[static_cast<size_t>(i)], rhs, g.n, nrhs));
+            ctx.backend, part, pivots[static_cast<size_t>(i)], rhs, g.n, nrhs, workspace.view()));
         ctx.progress.add_flops(stripe_flops * static_cast<double>(g.row_end(i)) /
                                static_cast<double>(g.n) * static_cast<double>(g.rows(i)));
         return Status::ok();
@@ -67,7 +73,8 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
   return stream_parts(ctx, factor, backward, "backward", true,
                       [&](int64_t i, const stripe::StripePart& part) {
                         STRIPESOLVE_RETURN_IF_ERROR(
-                            stripe::backward_substitute_stripe(ctx.backend, part, rhs, g.n, nrhs));
+                            stripe::backward_substitute_stripe(ctx.backend, part, rhs, g.n, nrhs,
+                                                               workspace.view()));
                         stripe::apply_solution_swaps(pivots[static_cast<size_t>(i)], rhs, g.n, nrhs);
                         ctx.progress.add_flops(stripe_flops *
                                                static_cast<double>(g.n - g.row_begin(i)) /

@@ -6,14 +6,6 @@
 #include <memory>
 
 namespace stripesolve::stripe {
-namespace {
-
-struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-
-}  // namespace
-
 StripePart InRamSolver::part(int64_t stripe) const {
   // Substitution only reads the part; elimination runs before the solver is handed out.
   auto& data = const_cast<std::vector<double>&>(data_[stripe]);
@@ -42,31 +34,21 @@ Result<InRamSolver> InRamSolver::factor(backend::Backend& backend, const double*
       for (int64_t r = 0; r < h; ++r) d[r + c * h] = a[(r0 + r) + c * lda];
     }
   }
-  // One workspace, big enough for the first (widest) stripe.
+  // One workspace for every op, sized for the largest part each will see.
   backend::WorkspaceSize need;
   for (int64_t I = 0; I < count; ++I) {
-    const auto s = eliminate_workspace_size(backend, solver.part(I), options.pivot,
-                                            options.substripe_rows);
-    need.host_bytes = std::max(need.host_bytes, s.host_bytes);
+    need = larger(need, eliminate_workspace_size(backend, solver.part(I), options.pivot, options.substripe_rows));
+    if (I > 0) need = larger(need, update_workspace_size(backend, solver.part(I - 1), solver.part(I)));
   }
-  if (need.device_bytes > 0) {
-    return Status::unimplemented("in-RAM driver: backends that need device workspace");
-  }
-  const uint64_t bytes = (need.host_bytes + 63) / 64 * 64;
-  std::unique_ptr<std::byte, FreeDeleter> host(
-      bytes == 0 ? nullptr : static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
-  if (bytes > 0 && !host) {
-    return Status::resource_exhausted(fmt::format("in-RAM driver: no {} bytes of workspace", bytes));
-  }
-  backend::Workspace workspace{host.get(), bytes, nullptr, 0};
+  STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace workspace, HostWorkspace::allocate(need, "in-RAM factor"));
   // 002 Fig 5: sequential order.
   for (int64_t I = 0; I < count; ++I) {
     StripePart pi = solver.part(I);
     STRIPESOLVE_RETURN_IF_ERROR(eliminate_stripe(backend, pi, options.pivot,
-                                                 options.substripe_rows, workspace,
+                                                 options.substripe_rows, workspace.view(),
                                                  &solver.pivots_[I]));
     for (int64_t J = I + 1; J < count; ++J) {
-      STRIPESOLVE_RETURN_IF_ERROR(update_stripe(backend, pi, solver.pivots_[I], solver.part(J)));
+      STRIPESOLVE_RETURN_IF_ERROR(update_stripe(backend, pi, solver.pivots_[I], solver.part(J), workspace.view()));
     }
   }
   return solver;
@@ -78,11 +60,15 @@ Status InRamSolver::solve(backend::Backend& backend, double* b, int64_t ldb, int
         fmt::format("in-RAM solve: bad right-hand side ldb={} nrhs={} for n={}", ldb, nrhs, n_));
   }
   const int64_t count = stripes_.count;
+  backend::WorkspaceSize need;
+  for (int64_t I = 0; I < count; ++I) need = larger(need, substitution_workspace_size(backend, part(I), nrhs));
+  STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace workspace, HostWorkspace::allocate(need, "in-RAM solve"));
   for (int64_t I = 0; I < count; ++I) {
-    STRIPESOLVE_RETURN_IF_ERROR(forward_substitute_stripe(backend, part(I), pivots_[I], b, ldb, nrhs));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        forward_substitute_stripe(backend, part(I), pivots_[I], b, ldb, nrhs, workspace.view()));
   }
   for (int64_t I = count - 1; I >= 0; --I) {
-    STRIPESOLVE_RETURN_IF_ERROR(backward_substitute_stripe(backend, part(I), b, ldb, nrhs));
+    STRIPESOLVE_RETURN_IF_ERROR(backward_substitute_stripe(backend, part(I), b, ldb, nrhs, workspace.view()));
     apply_solution_swaps(pivots_[I], b, ldb, nrhs);
   }
   return Status::ok();

@@ -38,6 +38,67 @@ backend::PanelFactor panel_op(const StripePart& stripe, PivotMode mode, int64_t 
   return op;
 }
 
+// <C>,<D> of substripe [pr, pr + ps) inside eliminate_stripe: the rows below it.
+backend::BlockUpdate substripe_update_op(const StripePart& stripe, int64_t pr, int64_t ps) {
+  const int64_t h = stripe.rows, block_col = stripe.row_begin - stripe.col_begin;
+  backend::BlockUpdate up;
+  up.u = stripe.data == nullptr ? nullptr : stripe.data + pr + (block_col + pr) * h;
+  up.ld_u = h;
+  up.k = ps;
+  up.cols = (stripe.n - stripe.col_begin) - (block_col + pr);
+  up.t = stripe.data == nullptr ? nullptr : stripe.data + (pr + ps) + (block_col + pr) * h;
+  up.ld_t = h;
+  up.t_rows = h - pr - ps;
+  return up;
+}
+
+// <JI>,<JK>: J's columns from i0 updated by eliminated stripe I.
+backend::BlockUpdate update_op(const StripePart& stripe_i, const StripePart& stripe_j) {
+  const int64_t i0 = stripe_i.row_begin;
+  backend::BlockUpdate up;
+  up.u = stripe_i.data == nullptr ? nullptr : stripe_i.at(i0, i0);
+  up.ld_u = stripe_i.rows;
+  up.k = stripe_i.rows;
+  up.cols = stripe_i.n - i0;
+  up.t = stripe_j.data == nullptr ? nullptr : stripe_j.at(stripe_j.row_begin, i0);
+  up.ld_t = stripe_j.rows;
+  up.t_rows = stripe_j.rows;
+  return up;
+}
+
+backend::LowerSubstitution lower_op(const StripePart& stripe, const int64_t* row_swaps, double* rhs,
+                                    int64_t ld_rhs, int64_t nrhs) {
+  backend::LowerSubstitution op;
+  op.part = stripe.data;
+  op.ld = stripe.rows;
+  op.rows = stripe.rows;
+  op.row_begin = stripe.row_begin;
+  op.row_swaps = row_swaps;
+  op.rhs = rhs;
+  op.ld_rhs = ld_rhs;
+  op.nrhs = nrhs;
+  return op;
+}
+
+backend::UpperSubstitution upper_op(const StripePart& stripe, double* rhs, int64_t ld_rhs, int64_t nrhs) {
+  backend::UpperSubstitution op;
+  op.part = stripe.data == nullptr ? nullptr : stripe.at(stripe.row_begin, stripe.row_begin);
+  op.ld = stripe.rows;
+  op.rows = stripe.rows;
+  op.cols = stripe.n - stripe.row_begin;
+  op.rhs = rhs == nullptr ? nullptr : rhs + stripe.row_begin;
+  op.ld_rhs = ld_rhs;
+  op.nrhs = nrhs;
+  return op;
+}
+
+// Runs `op` with `workspace` once the workspace is known to be large enough.
+template <typename Op>
+Status run_with(backend::Backend& backend, const Op& op, const backend::Workspace& workspace) {
+  STRIPESOLVE_RETURN_IF_ERROR(backend::check_workspace(workspace, backend.workspace_size(op)));
+  return backend.run(op, workspace);
+}
+
 // The first row of stripe rows [row_begin, row_begin+rows), columns [c0, c1) of the part holding a
 // non-finite value, or -1. Column-major scan; keeps the smallest row.
 int64_t first_non_finite_row(const StripePart& stripe, int64_t c0, int64_t c1) {
@@ -66,12 +127,41 @@ backend::WorkspaceSize eliminate_workspace_size(const backend::Backend& backend,
   // The first substripe is the widest and (for a uniform partition) as tall as any other; check
   // every one anyway so the bound holds for any backend.
   for (int64_t q = 0; q < subs.count; ++q) {
-    const auto op = panel_op(stripe, mode, subs.begin(q), subs.size(q), &dummy);
-    const auto size = backend.workspace_size(op);
-    most.host_bytes = std::max(most.host_bytes, size.host_bytes);
-    most.device_bytes = std::max(most.device_bytes, size.device_bytes);
+    most = larger(most, backend.workspace_size(panel_op(stripe, mode, subs.begin(q), subs.size(q), &dummy)));
+    if (subs.begin(q) + subs.size(q) < stripe.rows) {
+      most = larger(most, backend.workspace_size(substripe_update_op(stripe, subs.begin(q), subs.size(q))));
+    }
   }
   return most;
+}
+
+backend::WorkspaceSize update_workspace_size(const backend::Backend& backend, const StripePart& stripe_i,
+                                             const StripePart& stripe_j) {
+  return backend.workspace_size(update_op(stripe_i, stripe_j));
+}
+
+backend::WorkspaceSize substitution_workspace_size(const backend::Backend& backend,
+                                                   const StripePart& stripe, int64_t nrhs) {
+  return larger(backend.workspace_size(lower_op(stripe, nullptr, nullptr, stripe.n, nrhs)),
+                backend.workspace_size(upper_op(stripe, nullptr, stripe.n, nrhs)));
+}
+
+backend::WorkspaceSize larger(const backend::WorkspaceSize& a, const backend::WorkspaceSize& b) {
+  return {std::max(a.host_bytes, b.host_bytes), std::max(a.device_bytes, b.device_bytes)};
+}
+
+Result<HostWorkspace> HostWorkspace::allocate(const backend::WorkspaceSize& size, std::string_view what) {
+  if (size.device_bytes > 0) {
+    return Status::unimplemented(fmt::format("{}: the backend asks for {} bytes of device workspace", what,
+                                             size.device_bytes));
+  }
+  HostWorkspace w;
+  w.bytes_ = (size.host_bytes + 63) / 64 * 64;
+  if (w.bytes_ > 0) {
+    w.data_.reset(static_cast<std::byte*>(std::aligned_alloc(64, w.bytes_)));
+    if (!w.data_) return Status::resource_exhausted(fmt::format("{}: no {} bytes of workspace", what, w.bytes_));
+  }
+  return w;
 }
 
 Status eliminate_stripe(backend::Backend& backend, const StripePart& stripe, PivotMode mode,
@@ -88,27 +178,17 @@ Status eliminate_stripe(backend::Backend& backend, const StripePart& stripe, Piv
         fmt::format("eliminate stripe: substripe rows {} < 1", substripe_rows));
   }
   const int64_t h = stripe.rows;
-  const int64_t block_col = stripe.row_begin - stripe.col_begin;
-  const int64_t cols = stripe.n - stripe.col_begin;
   std::vector<int64_t> local(static_cast<size_t>(h));
   const auto subs = EvenPartition::with_max_part(h, substripe_rows);
   for (int64_t q = 0; q < subs.count; ++q) {
     const int64_t pr = subs.begin(q);
     const int64_t ps = subs.size(q);
     // <A>,<B> and the substripe's <IK> row (002 Fig 9 / Fig 11).
-    STRIPESOLVE_RETURN_IF_ERROR(backend.run(panel_op(stripe, mode, pr, ps, local.data() + pr),
-                                            workspace));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        run_with(backend, panel_op(stripe, mode, pr, ps, local.data() + pr), workspace));
     // <C> multipliers and the <D> trailing GEMM over all columns right of the panel's block.
     if (pr + ps < h) {
-      backend::BlockUpdate up;
-      up.u = stripe.data + pr + (block_col + pr) * h;
-      up.ld_u = h;
-      up.k = ps;
-      up.cols = cols - (block_col + pr);
-      up.t = stripe.data + (pr + ps) + (block_col + pr) * h;
-      up.ld_t = h;
-      up.t_rows = h - pr - ps;
-      STRIPESOLVE_RETURN_IF_ERROR(backend.run(up, {}));
+      STRIPESOLVE_RETURN_IF_ERROR(run_with(backend, substripe_update_op(stripe, pr, ps), workspace));
     }
   }
   const int64_t bad_row = first_non_finite_row(stripe, stripe.row_begin, stripe.n);
@@ -129,7 +209,8 @@ Status eliminate_stripe(backend::Backend& backend, const StripePart& stripe, Piv
 }
 
 Status update_stripe(backend::Backend& backend, const StripePart& stripe_i,
-                     const StripePivots& pivots_i, const StripePart& stripe_j) {
+                     const StripePivots& pivots_i, const StripePart& stripe_j,
+                     const backend::Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe_i, "update stripe (I)"));
   STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe_j, "update stripe (J)"));
   const int64_t i0 = stripe_i.row_begin;
@@ -148,6 +229,8 @@ Status update_stripe(backend::Backend& backend, const StripePart& stripe_i,
         "update stripe: pivots of rows from {} ({} swaps) do not belong to stripe of rows [{}, {})",
         pivots_i.row_begin, pivots_i.swaps.size(), i0, i1));
   }
+  const auto up = update_op(stripe_i, stripe_j);
+  STRIPESOLVE_RETURN_IF_ERROR(backend::check_workspace(workspace, backend.workspace_size(up)));
   const int64_t hj = stripe_j.rows;
   if (pivots_i.mode == PivotMode::kRow) {
     for (int64_t k = 0; k < stripe_i.rows; ++k) {
@@ -158,20 +241,12 @@ Status update_stripe(backend::Backend& backend, const StripePart& stripe_i,
       std::swap_ranges(a, a + hj, b);
     }
   }
-  backend::BlockUpdate up;
-  up.u = stripe_i.at(i0, i0);
-  up.ld_u = stripe_i.rows;
-  up.k = stripe_i.rows;
-  up.cols = stripe_i.n - i0;
-  up.t = stripe_j.at(stripe_j.row_begin, i0);
-  up.ld_t = hj;
-  up.t_rows = hj;
-  return backend.run(up, {});
+  return backend.run(up, workspace);
 }
 
 Status forward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
                                  const StripePivots& pivots, double* rhs, int64_t ld_rhs,
-                                 int64_t nrhs) {
+                                 int64_t nrhs, const backend::Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "forward substitution"));
   if (stripe.col_begin != 0) {
     return Status::invalid_argument(fmt::format(
@@ -189,35 +264,21 @@ Status forward_substitute_stripe(backend::Backend& backend, const StripePart& st
     local.resize(pivots.swaps.size());
     for (size_t k = 0; k < local.size(); ++k) local[k] = pivots.swaps[k] - stripe.row_begin;
   }
-  backend::LowerSubstitution op;
-  op.part = stripe.data;
-  op.ld = stripe.rows;
-  op.rows = stripe.rows;
-  op.row_begin = stripe.row_begin;
-  op.row_swaps = local.empty() ? nullptr : local.data();
-  op.rhs = rhs;
-  op.ld_rhs = ld_rhs;
-  op.nrhs = nrhs;
-  return backend.run(op, {});
+  return run_with(backend, lower_op(stripe, local.empty() ? nullptr : local.data(), rhs, ld_rhs, nrhs),
+                  workspace);
 }
 
 Status backward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
-                                  double* rhs, int64_t ld_rhs, int64_t nrhs) {
+                                  double* rhs, int64_t ld_rhs, int64_t nrhs,
+                                  const backend::Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "backward substitution"));
   if (stripe.col_begin > stripe.row_begin) {
     return Status::invalid_argument(fmt::format(
         "backward substitution: part of rows from {} starts at column {}, after its diagonal",
         stripe.row_begin, stripe.col_begin));
   }
-  backend::UpperSubstitution op;
-  op.part = stripe.at(stripe.row_begin, stripe.row_begin);
-  op.ld = stripe.rows;
-  op.rows = stripe.rows;
-  op.cols = stripe.n - stripe.row_begin;
-  op.rhs = rhs + stripe.row_begin;
-  op.ld_rhs = ld_rhs;
-  op.nrhs = nrhs;
-  STRIPESOLVE_RETURN_IF_ERROR(backend.run(op, {}));
+  const auto op = upper_op(stripe, rhs, ld_rhs, nrhs);
+  STRIPESOLVE_RETURN_IF_ERROR(run_with(backend, op, workspace));
   for (int64_t j = 0; j < nrhs; ++j) {
     for (int64_t r = 0; r < stripe.rows; ++r) {
       if (!std::isfinite(op.rhs[r + j * ld_rhs])) {

@@ -36,7 +36,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -71,11 +74,40 @@ struct StripePivots {
   friend bool operator==(const StripePivots&, const StripePivots&) = default;
 };
 
-// Host workspace eliminate_stripe needs (the backend's largest panel workspace; for kRow on the
-// CPU about 8 * substripe_rows * (n - row_begin) bytes, a substripe_rows/h fraction of the stripe).
+// Every op below runs backend ops (backend.h) and lends them the caller's workspace: the caller
+// asks the op's *_workspace_size for the largest parts it will pass, allocates once (e.g. a
+// HostWorkspace per worker) and passes it to every call; an op given too little returns
+// InvalidArgument "workspace too small" before touching the part.
+//
+// eliminate_stripe's: the backend's largest panel or block-update workspace (for kRow on the CPU
+// about 8 * substripe_rows * (n - row_begin) bytes, a substripe_rows/h fraction of the stripe).
 backend::WorkspaceSize eliminate_workspace_size(const backend::Backend& backend,
                                                 const StripePart& stripe, PivotMode mode,
                                                 int64_t substripe_rows);
+// update_stripe's, for J updated by I.
+backend::WorkspaceSize update_workspace_size(const backend::Backend& backend, const StripePart& stripe_i,
+                                             const StripePart& stripe_j);
+// The larger of forward_substitute_stripe's and backward_substitute_stripe's, for `nrhs`
+// right-hand sides.
+backend::WorkspaceSize substitution_workspace_size(const backend::Backend& backend,
+                                                   const StripePart& stripe, int64_t nrhs);
+// Field by field.
+backend::WorkspaceSize larger(const backend::WorkspaceSize& a, const backend::WorkspaceSize& b);
+
+// Host memory lent as a workspace: 64-byte aligned, owned, freed with the object. A size with
+// device bytes is kUnimplemented (no backend that needs device memory runs these ops).
+class HostWorkspace {
+ public:
+  static Result<HostWorkspace> allocate(const backend::WorkspaceSize& size, std::string_view what);
+  backend::Workspace view() const { return {data_.get(), bytes_, nullptr, 0}; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  uint64_t bytes_ = 0;
+};
 
 // <II>,<IK> (002 Figs 5, 9, 11): eliminates stripe I by itself, substripe by substripe
 // (substripes of at most substripe_rows rows, 002 Eq 7): the substripe panel is factored with the
@@ -91,20 +123,22 @@ Status eliminate_stripe(backend::Backend& backend, const StripePart& stripe, Piv
 // [i1, n). Requires I.col_begin <= I.row_begin, J.col_begin <= I.row_begin and
 // J.row_begin >= I.row_begin + I.rows (J below I), and that I is eliminated.
 Status update_stripe(backend::Backend& backend, const StripePart& stripe_i,
-                     const StripePivots& pivots_i, const StripePart& stripe_j);
+                     const StripePivots& pivots_i, const StripePart& stripe_j,
+                     const backend::Workspace& workspace);
 
 // Forward substitution of stripe I (call for I = 0..N-1 in order): rows of stripe I of the n x
 // nrhs block `rhs` (ld_rhs) become z_I = L_II^-1 P_I (b_I - L_left z_{<I}). The part must start
 // at column 0. With kRow/kNone, P_I is the identity.
 Status forward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
                                  const StripePivots& pivots, double* rhs, int64_t ld_rhs,
-                                 int64_t nrhs);
+                                 int64_t nrhs, const backend::Workspace& workspace);
 
 // Backward substitution of stripe I (call for I = N-1..0 in order): rows of stripe I of `rhs`
 // become U_II^-1 (z_I - U_right w_right), reading rows [row_end, n). Requires col_begin <=
 // row_begin. With kRow call apply_solution_swaps(pivots_I) right after it.
 Status backward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
-                                  double* rhs, int64_t ld_rhs, int64_t nrhs);
+                                  double* rhs, int64_t ld_rhs, int64_t nrhs,
+                                  const backend::Workspace& workspace);
 
 // kRow: applies Q_I to the solution vector(s) (its swaps in reverse order); touches rows
 // [row_begin(I), n). No-op for kLocal/kNone.

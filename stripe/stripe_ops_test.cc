@@ -58,21 +58,30 @@ class StripedMatrix {
     const int64_t c0 = stripes_.begin(I);
     auto bi = read(I, c0);
     auto bj = read(J, c0);
-    STRIPESOLVE_RETURN_IF_ERROR(update_stripe(be, view(I, c0, bi), pivots_[I], view(J, c0, bj)));
+    STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace ws, HostWorkspace::allocate(update_workspace_size(
+                                                       be, view(I, c0, bi), view(J, c0, bj)), "test"));
+    STRIPESOLVE_RETURN_IF_ERROR(update_stripe(be, view(I, c0, bi), pivots_[I], view(J, c0, bj), ws.view()));
     write(J, c0, bj);
     return Status::ok();
   }
 
   Status solve(backend::Backend& be, std::vector<double>& x, int64_t nrhs) {
+    backend::WorkspaceSize need;
+    for (int64_t I = 0; I < stripes_.count; ++I) {
+      const StripePart probe{nullptr, stripes_.begin(I), stripes_.size(I), 0, n_};
+      need = larger(need, substitution_workspace_size(be, probe, nrhs));
+    }
+    STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace ws, HostWorkspace::allocate(need, "test"));
     for (int64_t I = 0; I < stripes_.count; ++I) {
       auto buf = read(I, 0);
       STRIPESOLVE_RETURN_IF_ERROR(
-          forward_substitute_stripe(be, view(I, 0, buf), pivots_[I], x.data(), n_, nrhs));
+          forward_substitute_stripe(be, view(I, 0, buf), pivots_[I], x.data(), n_, nrhs, ws.view()));
     }
     for (int64_t I = stripes_.count - 1; I >= 0; --I) {
       const int64_t c0 = stripes_.begin(I);
       auto buf = read(I, c0);
-      STRIPESOLVE_RETURN_IF_ERROR(backward_substitute_stripe(be, view(I, c0, buf), x.data(), n_, nrhs));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          backward_substitute_stripe(be, view(I, c0, buf), x.data(), n_, nrhs, ws.view()));
       apply_solution_swaps(pivots_[I], x.data(), n_, nrhs);
     }
     return Status::ok();
@@ -184,13 +193,62 @@ TEST(StripeOps, RejectsPartsInTheWrongPlace) {
   StripePart i{a.data(), 4, 4, 0, 10};
   StripePart j{b.data(), 2, 4, 0, 10};  // overlaps I: not below it
   StripePivots p{PivotMode::kNone, 4, {}};
-  EXPECT_EQ(update_stripe(cpu, i, p, j),
+  EXPECT_EQ(update_stripe(cpu, i, p, j, {}),
             Status::invalid_argument("update stripe: stripe of rows from 2 (columns from 0) cannot "
                                      "be updated by stripe of rows [4, 8) (columns from 0)"));
   StripePart late{a.data(), 4, 4, 5, 10};
   EXPECT_EQ(eliminate_stripe(cpu, late, PivotMode::kNone, 2, {}, &p),
             Status::invalid_argument(
                 "eliminate stripe: part of rows from 4 starts at column 5, after its diagonal"));
+}
+
+// A backend whose block updates and substitutions want scratch memory: every stripe op asks
+// for it and refuses to run short, before it touches the part.
+class HungryBackend final : public backend::Backend {
+ public:
+  std::string_view name() const override { return "hungry"; }
+  Status can_implement(const backend::PanelFactor& op) const override { return cpu_.can_implement(op); }
+  Status can_implement(const backend::BlockUpdate& op) const override { return cpu_.can_implement(op); }
+  Status can_implement(const backend::LowerSubstitution& op) const override { return cpu_.can_implement(op); }
+  Status can_implement(const backend::UpperSubstitution& op) const override { return cpu_.can_implement(op); }
+  backend::WorkspaceSize workspace_size(const backend::PanelFactor& op) const override {
+    return cpu_.workspace_size(op);
+  }
+  Status run(const backend::PanelFactor& op, const backend::Workspace& w) override { return cpu_.run(op, w); }
+  backend::WorkspaceSize workspace_size(const backend::BlockUpdate&) const override { return {4096, 0}; }
+  Status run(const backend::BlockUpdate& op, const backend::Workspace& w) override {
+    STRIPESOLVE_RETURN_IF_ERROR(backend::check_workspace(w, {4096, 0}));
+    return cpu_.run(op, w);
+  }
+  backend::WorkspaceSize workspace_size(const backend::LowerSubstitution&) const override { return {512, 0}; }
+  Status run(const backend::LowerSubstitution& op, const backend::Workspace& w) override { return cpu_.run(op, w); }
+  backend::WorkspaceSize workspace_size(const backend::UpperSubstitution&) const override { return {1024, 0}; }
+  Status run(const backend::UpperSubstitution& op, const backend::Workspace& w) override { return cpu_.run(op, w); }
+
+ private:
+  backend::CpuBackend cpu_;
+};
+
+TEST(StripeOps, EveryOpAsksForItsWorkspace) {
+  HungryBackend be;
+  std::vector<double> a(4 * 10, 1.0), b(4 * 10, 2.0);
+  const StripePart i{a.data(), 0, 4, 0, 10};
+  const StripePart j{b.data(), 4, 4, 0, 10};
+  EXPECT_EQ(update_workspace_size(be, i, j).host_bytes, 4096u);
+  EXPECT_EQ(substitution_workspace_size(be, j, 3).host_bytes, 1024u);  // the larger of the two
+  EXPECT_GE(eliminate_workspace_size(be, i, PivotMode::kNone, 2).host_bytes, 4096u);  // its updates
+  const StripePivots none{PivotMode::kNone, 0, {}};
+  const std::vector<double> before = b;
+  EXPECT_EQ(update_stripe(be, i, none, j, {}).message(),
+            "workspace too small: need 4096 host + 0 device bytes, got 0 + 0");
+  EXPECT_EQ(b, before);  // untouched
+  std::vector<double> x(10, 1.0);
+  EXPECT_FALSE(backward_substitute_stripe(be, j, x.data(), 10, 1, {}).is_ok());
+  auto ws = HostWorkspace::allocate(update_workspace_size(be, i, j), "test");
+  ASSERT_TRUE(ws.is_ok());
+  EXPECT_TRUE(update_stripe(be, i, none, j, ws->view()).is_ok());
+  EXPECT_NE(b, before);
+  EXPECT_EQ(HostWorkspace::allocate({0, 8}, "test").status().code(), StatusCode::kUnimplemented);
 }
 
 }  // namespace

@@ -160,12 +160,54 @@ void summarize(Algorithm alg, const std::vector<SystemOutcome>& outcomes, SolveR
   if (report.warned == 0) return;
   const SystemOutcome& w = outcomes[worst_warned];
   const std::string hint =
-      w.by_gepp ? "even with partial pivoting (gepp): the system is singular or too badly scaled "
-                  "for working precision"
+      w.by_gepp ? "even with partial pivoting (gepp, the operations of LAPACK dgtsv, which "
+                  "leaves the same): the system is nearly singular, badly scaled, or accumulates "
+                  "rounding beyond the tolerance (Toeplitz (1, 1e-8, 1) at n = 2^20: 100 eps)"
                 : fmt::format("{} does not pivot; use algorithm gepp or auto, or allow the fallback",
                               algorithm_name(alg));
   report.warning = fmt::format("{} of {} systems may be inaccurate (worst: system {}: {}): {}",
                                report.warned, outcomes.size(), worst_warned, w.warning, hint);
+}
+
+// Solves one system with `alg` and checks it (tridiag.h: the quality check), solving it again
+// with gepp where `may_fall_back`; fills `out`. s.f must not alias s.x.
+Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& options,
+                     bool may_fall_back, unsigned inner_threads, Workspace& work,
+                     SystemOutcome& out) {
+  out.tolerance = backward_error_tolerance(s.n);
+  // First with the near-breakdown pivot tolerance: a pivot below sqrt(eps) of its row means
+  // multipliers above 1/sqrt(eps) (the dense side's unstable growth) that the backward error
+  // can miss on an ill-conditioned system (Toeplitz (1, 1e-8, 1) of odd n: thomas within the
+  // tolerance, 20x LAPACK's residual).
+  const double near_tol = std::max(options.pivot_tolerance, kNearBreakdownPivot);
+  Status st = alg == Algorithm::kSpike ? solve_spike(s, inner_threads)
+                                       : solve_system(alg, s, near_tol, work);
+  std::string near_breakdown;
+  if (st.code() == StatusCode::kNumerical && !may_fall_back && !is_pivoting(alg)) {
+    // Not allowed to fall back: keep what the algorithm gives down to the breakdown tolerance,
+    // with a warning.
+    near_breakdown = st.message();
+    st = solve_system(alg, s, options.pivot_tolerance, work);
+  }
+  out.backward_error = st.is_ok() ? backward_error(s.dl, s.d, s.du, s.x, s.f, s.n) : INFINITY;
+  const bool broke_down = st.code() == StatusCode::kNumerical;
+  if (may_fall_back && (broke_down || (st.is_ok() && !(out.backward_error <= out.tolerance)))) {
+    out.fallback = broke_down ? "broke down (" + st.message() + ")"
+                              : fmt::format("left a backward error {:.2e} above the tolerance {:.2e}",
+                                            out.backward_error, out.tolerance);
+    st = solve_gepp(s, work);
+    out.by_gepp = true;
+    if (st.is_ok()) out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+  }
+  out.by_gepp = out.by_gepp || alg == Algorithm::kGepp;
+  if (!st.is_ok()) return st;
+  if (!(out.backward_error <= out.tolerance)) {
+    out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}",
+                              out.backward_error, out.tolerance);
+  } else if (!near_breakdown.empty()) {
+    out.warning = "near breakdown: " + near_breakdown;
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -216,40 +258,8 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
         s.f = keep.data();
       }
     }
-    SystemOutcome& out = outcomes[j];
-    out.tolerance = backward_error_tolerance(n);
-    // First with the near-breakdown pivot tolerance: a pivot below sqrt(eps) of its row means
-    // multipliers above 1/sqrt(eps) (the dense side's unstable growth) that the backward error
-    // can miss on an ill-conditioned system (Toeplitz (1, 1e-8, 1) of odd n: thomas within the
-    // tolerance, 20x LAPACK's residual).
-    const double near_tol = std::max(options.pivot_tolerance, kNearBreakdownPivot);
-    Status st = alg == Algorithm::kSpike ? solve_spike(s, inner_threads)
-                                         : solve_system(alg, s, near_tol, work[worker]);
-    std::string near_breakdown;
-    if (st.code() == StatusCode::kNumerical && !may_fall_back && !is_pivoting(alg)) {
-      // Not allowed to fall back: keep what the algorithm gives down to the breakdown
-      // tolerance, with a warning.
-      near_breakdown = st.message();
-      st = solve_system(alg, s, options.pivot_tolerance, work[worker]);
-    }
-    out.backward_error =
-        st.is_ok() ? backward_error(s.dl, s.d, s.du, s.x, s.f, n) : INFINITY;
-    const bool broke_down = st.code() == StatusCode::kNumerical;
-    if (may_fall_back && (broke_down || (st.is_ok() && !(out.backward_error <= out.tolerance)))) {
-      out.fallback = broke_down ? "broke down (" + st.message() + ")"
-                                : fmt::format("left a backward error {:.2e} above the tolerance {:.2e}",
-                                              out.backward_error, out.tolerance);
-      st = solve_gepp(s, work[worker]);
-      out.by_gepp = true;
-      if (st.is_ok()) out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, n);
-    }
-    if (st.is_ok() && !(out.backward_error <= out.tolerance)) {
-      out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}",
-                                out.backward_error, out.tolerance);
-    } else if (st.is_ok() && !near_breakdown.empty()) {
-      out.warning = "near breakdown: " + near_breakdown;
-    }
-    out.by_gepp = out.by_gepp || alg == Algorithm::kGepp;
+    Status st = solve_checked(alg, s, options, may_fall_back, inner_threads, work[worker],
+                              outcomes[j]);
     if (!st.is_ok()) return st.with_context(fmt::format("system {}", j));
     if (shape.layout == BatchLayout::kInterleaved) {
       for (std::size_t i = 0; i < n; ++i) arrays.x[i * systems + j] = s.x[i];

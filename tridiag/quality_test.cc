@@ -152,6 +152,42 @@ TEST(QualityTest, OnlyTheAffectedSystemsFallBack) {
   for (std::size_t j = 0; j < 4; ++j) EXPECT_LE(b.residual(x, j), 10 * b.lapack[j] + 1e-16);
 }
 
+TEST(QualityTest, InterleavedFallbackWritesItsSystemOnly) {
+  // Three systems of 9, element i of every system together; system 1 is Toeplitz (1, 1e-8, 1).
+  const std::size_t n = 9, m = 3;
+  const TridiagonalMatrix parts[m] = {diagonally_dominant_matrix(n, 1),
+                                      toeplitz_matrix(n, 1.0, 1e-8, 1.0),
+                                      diagonally_dominant_matrix(n, 2)};
+  std::vector<double> dl(n * m), d(n * m), du(n * m), f = random_vector(n * m, 3), x(n * m);
+  for (std::size_t j = 0; j < m; ++j) {
+    for (std::size_t i = 0; i < n; ++i) {
+      dl[i * m + j] = parts[j].dl[i];
+      d[i * m + j] = parts[j].d[i];
+      du[i * m + j] = parts[j].du[i];
+    }
+  }
+  SolveOptions opt;
+  opt.require_stable = false;
+  auto r = solve_batch({BatchLayout::kInterleaved, n, m, {}},
+                       {dl.data(), d.data(), du.data(), f.data(), x.data()}, opt);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->fell_back, std::vector<std::size_t>{1});
+  EXPECT_TRUE(r->warning.empty()) << r->warning;
+  for (std::size_t j = 0; j < m; ++j) {
+    std::vector<double> fj(n), xj(n), ref;
+    for (std::size_t i = 0; i < n; ++i) {
+      fj[i] = f[i * m + j];
+      xj[i] = x[i * m + j];
+    }
+    const TridiagonalMatrix& a = parts[j];
+    ASSERT_EQ(lapack_dgtsv(a.dl.data(), a.d.data(), a.du.data(), fj.data(), n, ref), 0);
+    EXPECT_LE(relative_residual(a.dl.data(), a.d.data(), a.du.data(), xj.data(), fj.data(), n),
+              10 * relative_residual(a.dl.data(), a.d.data(), a.du.data(), ref.data(), fj.data(), n) +
+                  1e-16)
+        << j;
+  }
+}
+
 TEST(QualityTest, ExplicitAlgorithmWarnsNamingTheCause) {
   Batch b;
   b.add(diagonally_dominant_matrix(64, 1), 2);

@@ -122,13 +122,22 @@ int report_job(const Globals& g, const nlohmann::json& job) {
       std::fprintf(stderr, "stripesolve: warning: job %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
                    job.value("warning", std::string()).c_str());
     }
-  } else if (state == "COMPLETED" && job.value("type", std::string()) == "tridiag_solve") {
+  } else if ((state == "COMPLETED" || state == "COMPLETED_WITH_WARNING") &&
+             job.value("type", std::string()) == "tridiag_solve") {
     const auto& r = job.value("result", nlohmann::json::object());
-    std::printf("job %s COMPLETED: %s systems, %s unknowns (%s), %s on the %s in %.3f s, max relative residual %.3e\n",
-                job.value("id", nlohmann::json(0)).dump().c_str(), r.value("systems", nlohmann::json(0)).dump().c_str(),
+    std::printf("job %s %s: %s systems, %s unknowns (%s), %s on the %s in %.3f s, max relative residual %.3e\n",
+                job.value("id", nlohmann::json(0)).dump().c_str(), state.c_str(),
+                r.value("systems", nlohmann::json(0)).dump().c_str(),
                 r.value("unknowns", nlohmann::json(0)).dump().c_str(), r.value("layout", std::string()).c_str(),
                 r.value("algorithm", std::string()).c_str(), r.value("device", std::string()).c_str(),
                 r.value("seconds", 0.0), r.value("max_relative_residual", 0.0));
+    std::printf("backward error %.3e (tolerance %.3e, system %s), %s systems fell back to gepp%s\n",
+                r.value("backward_error", 0.0), r.value("tolerance", 0.0),
+                r.value("worst_backward_system", nlohmann::json(0)).dump().c_str(),
+                r.value("fell_back", nlohmann::json(0)).dump().c_str(),
+                r.value("fell_back", 0) > 0
+                    ? (" (first: " + r.value("fell_back_systems", nlohmann::json::array()).dump() + ")").c_str()
+                    : "");
     if (!g.quiet) {
       for (const auto& note : r.value("notes", nlohmann::json::array())) {
         std::printf("note: %s\n", note.get<std::string>().c_str());
@@ -380,7 +389,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "thomas", "cr", "pcr", "cr_pcr", "pcr_thomas", "cr_pcr_thomas", "bondeli",
                              "spike", "gepp"}));
   tri->add_flag("--unstable-ok", tri_req.unstable_ok,
-                "let auto pick unpivoted algorithms (diagonally dominant matrices; a breakdown falls back to gepp)");
+                "let auto pick unpivoted algorithms (diagonally dominant matrices; a system that breaks down or "
+                "misses the backward-error tolerance falls back to gepp)");
+  tri->add_flag("--fallback", tri_req.fallback,
+                "with an unpivoted --algorithm: solve the systems where it breaks down or misses the tolerance "
+                "again with gepp (without it they fail, or complete with a warning)");
   tri->add_option("--device", tri_req.device, "auto (the GPU when the daemon has one), cpu or gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   tri->add_option("-o,--out", tri_out, "write the solution (float64, the shape of --rhs) to this .npy as it is streamed");

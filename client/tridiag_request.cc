@@ -67,6 +67,7 @@ Result<JobRequest> build_tridiag_job(const TridiagRequest& r) {
              {"layout", r.layout},
              {"algorithm", r.algorithm},
              {"unstable_ok", r.unstable_ok},
+             {"fallback", r.fallback},
              {"device", r.device}};
   const std::pair<const char*, const std::string*> arrays[] = {
       {"dl", &r.dl_path}, {"d", &r.d_path}, {"du", &r.du_path}, {"rhs", &r.rhs_path}};

@@ -24,6 +24,7 @@ struct TridiagRequest {
   std::string layout = "strided";  // strided or interleaved
   std::string algorithm = "auto";
   bool unstable_ok = false;
+  bool fallback = false;  // an explicit unpivoted algorithm falls back to gepp where it fails
   std::string device = "auto";  // auto, cpu or gpu
   std::string out_path;         // the solution's .npy, written by the daemon; empty: kept for `result`
 };

@@ -58,6 +58,7 @@ Result<TridiagParams> parse_tridiag_params(const nlohmann::json& job) {
                                     layout + "'");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(p.unstable_ok, protocol::get_bool(job, "unstable_ok", false));
+  STRIPESOLVE_ASSIGN_OR_RETURN(p.fallback, protocol::get_bool(job, "fallback", false));
   STRIPESOLVE_ASSIGN_OR_RETURN(std::string device, optional_string(job, "device", "auto"));
   if (device == "cpu") {
     p.device = TridiagDevice::kCpu;
@@ -241,6 +242,29 @@ Status check_finite(std::string_view name, std::span<const double> values,
       });
 }
 
+namespace {
+
+// Folds system j (its n values at dl, d, du, f, x) into `out`.
+void record_system(ResidualSummary& out, std::size_t j, std::size_t n, const double* dl,
+                   const double* d, const double* du, const double* f, const double* x) {
+  const double r = tridiag::relative_residual(dl, d, du, x, f, n);
+  // A NaN residual must win too: std::max would keep the old value.
+  if (!(r <= out.max_relative)) {
+    out.max_relative = std::isnan(r) ? INFINITY : r;
+    out.worst_system = j;
+  }
+  const double eta = tridiag::backward_error(dl, d, du, x, f, n);
+  const double tol = tridiag::backward_error_tolerance(n);
+  out.tolerance = std::max(out.tolerance, tol);
+  if (!(eta <= tol)) ++out.above_tolerance;
+  if (eta > out.max_backward_error) {
+    out.max_backward_error = eta;
+    out.worst_backward_system = j;
+  }
+}
+
+}  // namespace
+
 ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl, const double* d,
                                       const double* du, const double* f, const double* x,
                                       unsigned threads) {
@@ -251,13 +275,6 @@ ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl,
   const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / per_system);
   const std::size_t chunks = (plan.count + grain - 1) / grain;
   std::vector<ResidualSummary> partial(chunks);
-  auto record = [](ResidualSummary& out, std::size_t j, double r) {
-    // A NaN residual must win too: std::max would keep the old value.
-    if (!(r <= out.max_relative)) {
-      out.max_relative = std::isnan(r) ? INFINITY : r;
-      out.worst_system = j;
-    }
-  };
   std::vector<std::size_t> offsets;  // ragged: where each system starts
   if (plan.layout == tridiag::BatchLayout::kRagged) {
     offsets.resize(plan.count);
@@ -278,7 +295,7 @@ ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl,
         for (int a = 0; a < 5; ++a) {
           for (std::size_t i = 0; i < n; ++i) g[a * n + i] = src[a][i * m + j];
         }
-        record(out, j, tridiag::relative_residual(&g[0], &g[n], &g[2 * n], &g[4 * n], &g[3 * n], n));
+        record_system(out, j, n, &g[0], &g[n], &g[2 * n], &g[3 * n], &g[4 * n]);
       }
       return Status::ok();
     }
@@ -286,14 +303,22 @@ ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl,
       const bool ragged = plan.layout == tridiag::BatchLayout::kRagged;
       const std::size_t n = ragged ? plan.sizes[j] : plan.n;
       const std::size_t offset = ragged ? offsets[j] : j * plan.n;
-      record(out, j, tridiag::relative_residual(dl + offset, d + offset, du + offset, x + offset,
-                                                f + offset, n));
+      record_system(out, j, n, dl + offset, d + offset, du + offset, f + offset, x + offset);
     }
     return Status::ok();
   });
   ResidualSummary out;
   for (const ResidualSummary& p : partial) {
-    if (!(p.max_relative <= out.max_relative)) out = p;
+    if (!(p.max_relative <= out.max_relative)) {
+      out.max_relative = p.max_relative;
+      out.worst_system = p.worst_system;
+    }
+    if (p.max_backward_error > out.max_backward_error) {
+      out.max_backward_error = p.max_backward_error;
+      out.worst_backward_system = p.worst_backward_system;
+    }
+    out.tolerance = std::max(out.tolerance, p.tolerance);
+    out.above_tolerance += p.above_tolerance;
   }
   return out;
 }

@@ -35,10 +35,11 @@ struct TridiagParams {
   tridiag::Algorithm algorithm = tridiag::Algorithm::kAuto;
   tridiag::BatchLayout layout = tridiag::BatchLayout::kStrided;  // kStrided or kInterleaved
   bool unstable_ok = false;  // SolveOptions::require_stable = false
+  bool fallback = false;     // SolveOptions::fallback
   TridiagDevice device = TridiagDevice::kAuto;
 };
 
-// Reads algorithm, layout, unstable_ok and device (all optional).
+// Reads algorithm, layout, unstable_ok, fallback and device (all optional).
 Result<TridiagParams> parse_tridiag_params(const nlohmann::json& job);
 
 // The sizes field of a ragged batch given inline: a JSON list of integers (an uploaded .npy is
@@ -86,11 +87,17 @@ Status check_finite(std::string_view name, std::span<const double> values,
 Status check_batch_bytes(uint64_t unknowns, uint64_t max_bytes);
 
 // max over the systems of ||A_j x_j - f_j||_2 / ||f_j||_2 (tridiag::relative_residual, 000
-// Eq 13; +inf for a non-finite x) and the system where it is largest (the first of equals).
-// O(unknowns), split over `threads` (0: all cores).
+// Eq 13; +inf for a non-finite x) and the system where it is largest (the first of equals); and
+// the same for the normwise backward error (tridiag::backward_error), with the systems above
+// their tolerance (tridiag::backward_error_tolerance): the daemon's own check, whatever device
+// solved the batch. O(unknowns), split over `threads` (0: all cores).
 struct ResidualSummary {
   double max_relative = 0;
   std::size_t worst_system = 0;
+  double max_backward_error = 0;
+  std::size_t worst_backward_system = 0;
+  double tolerance = 0;  // of the largest system
+  std::size_t above_tolerance = 0;
 };
 ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl, const double* d,
                                       const double* du, const double* f, const double* x,

@@ -239,6 +239,28 @@ Status check_not_truncated(const std::array<Array, 4>& a, const Array& x) {
   return Status::ok();
 }
 
+// At most this many of the systems that fell back are listed in the result (then the count).
+constexpr std::size_t kListedFallbacks = 8;
+
+nlohmann::json first_fallbacks(const std::vector<std::size_t>& fell_back) {
+  const std::size_t listed = std::min(fell_back.size(), kListedFallbacks);
+  return std::vector<std::size_t>(fell_back.begin(), fell_back.begin() + static_cast<std::ptrdiff_t>(listed));
+}
+
+// Why the result may not be trusted, or empty. The solver's own warning (CPU: it names near
+// breakdowns too); otherwise the daemon's check, which covers every device: a plain COMPLETED
+// never has a system above its backward-error tolerance.
+std::string quality_warning(const tridiag::SolveReport& report, const ResidualSummary& residual,
+                            std::string_view algorithm, std::string_view device) {
+  if (!report.warning.empty()) return report.warning;
+  if (residual.above_tolerance == 0) return {};
+  return fmt::format(
+      "{} systems above the backward-error tolerance (worst: system {}: backward error {:.2e} "
+      "against {:.2e}) after {} on the {}; try algorithm gepp on the CPU",
+      residual.above_tolerance, residual.worst_backward_system, residual.max_backward_error,
+      residual.tolerance, algorithm, device);
+}
+
 double micros_since(Clock::time_point origin, Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - origin).count();
 }
@@ -267,10 +289,11 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   }
   bool use_gpu =
       params.device == TridiagDevice::kGpu || (params.device == TridiagDevice::kAuto && have_gpu);
-  ctx.log(fmt::format("tridiagonal batch: {}, {} unknowns, {}; algorithm {}{}, device {}",
+  ctx.log(fmt::format("tridiagonal batch: {}, {} unknowns, {}; algorithm {}{}{}, device {}",
                       plan.describe(), plan.unknowns, protocol::npy_dtype_name(plan.dtype),
                       tridiag::algorithm_name(params.algorithm),
                       params.unstable_ok ? " (unstable ok)" : "",
+                      params.fallback ? " (fallback to gepp)" : "",
                       tridiag_device_name(params.device)));
   auto progress = [&](std::string_view phase, double fraction) {
     job.set_progress({{"phase", phase},
@@ -308,6 +331,7 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   tridiag::SolveOptions options;
   options.algorithm = params.algorithm;
   options.require_stable = !params.unstable_ok;
+  options.fallback = params.fallback;
   options.threads = threads;
   std::vector<std::string> notes;
   if (params.device == TridiagDevice::kAuto) {
@@ -389,6 +413,7 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
     ctx.warn(fmt::format("relative residual {:.3e} in system {}: the solution is inaccurate",
                          residual.max_relative, residual.worst_system));
   }
+  const std::string warning = quality_warning(*report, residual, algorithm, device);
   nlohmann::json result = {
       {"shape", plan.array_shape},
       {"systems", plan.count},
@@ -403,7 +428,14 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
       {"seconds", seconds},
       {"max_relative_residual", residual.max_relative},
       {"worst_system", residual.worst_system},
+      {"backward_error", residual.max_backward_error},
+      {"worst_backward_system", residual.worst_backward_system},
+      {"tolerance", residual.tolerance},
+      {"fell_back", report->fell_back.size()},
+      {"fell_back_systems", first_fallbacks(report->fell_back)},
       {"notes", notes}};
+  // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
+  if (!warning.empty()) result["warning"] = warning;
   if (solution.out) {
     if (x.mapping.data() == nullptr) {  // not mapped: write what the solver produced
       progress("write", 0.95);

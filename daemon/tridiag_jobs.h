@@ -20,8 +20,12 @@
 // batch (an algorithm it lacks, or over its memory); the choice is a note. Breakdown and singular
 // matrices (kNumerical from tridiag/) fail the job with tridiag's message.
 // Result: shape, systems, unknowns, layout, dtype, algorithm (that ran), requested_algorithm,
-// device, seconds (the solve), max_relative_residual and worst_system (computed here, O(n)),
-// notes (tridiag's choices and fallbacks, also in the job's log).
+// device, seconds (the solve), max_relative_residual and worst_system, backward_error,
+// worst_backward_system and tolerance (computed here, O(n), whatever the device), fell_back
+// (how many systems were solved again with gepp) and fell_back_systems (the first 8), notes
+// (tridiag's choices and fallbacks, also in the job's log), and "warning" when a system is above
+// its backward-error tolerance or went through a near breakdown: the job then ends
+// COMPLETED_WITH_WARNING (issue 17), never plain COMPLETED.
 #pragma once
 
 #include "daemon/job_manager.h"

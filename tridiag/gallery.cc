@@ -1,5 +1,6 @@
 #include "tridiag/gallery.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -261,6 +262,26 @@ TridiagonalMatrix diagonally_dominant_matrix(std::size_t n, std::uint64_t seed) 
     const double off = std::abs(m.dl[i]) + std::abs(m.du[i]) + 1.0;
     m.d[i] = m.d[i] >= 0 ? m.d[i] + off : m.d[i] - off;
   }
+  return m;
+}
+
+TridiagonalMatrix toeplitz_matrix(std::size_t n, double sub, double diag, double super) {
+  return toeplitz(n, sub, diag, super);
+}
+
+TridiagonalMatrix near_singular_matrix(std::size_t n, std::uint64_t seed, double delta) {
+  Uniform u(seed);
+  TridiagonalMatrix m = uniform_matrix(n, u);
+  // Pivots of elimination without pivoting in long double: the last one is d[n-1] minus the
+  // Schur complement term, so d[n-1] = term + delta * scale leaves exactly that pivot.
+  long double pivot = m.d[0], term = 0.0L;
+  for (std::size_t i = 1; i < n; ++i) {
+    term = static_cast<long double>(m.dl[i]) * m.du[i - 1] / pivot;
+    pivot = m.d[i] - term;
+  }
+  const std::size_t last = n - 1;
+  const double scale = std::max({std::abs(m.dl[last]), std::abs(m.du[last]), 1.0});
+  m.d[last] = static_cast<double>(term + static_cast<long double>(delta) * scale);
   return m;
 }
 

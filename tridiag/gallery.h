@@ -33,6 +33,14 @@ std::string_view stability_matrix_description(int type);
 TridiagonalMatrix diagonally_dominant_matrix(std::size_t n, std::uint64_t seed);
 std::vector<double> random_vector(std::size_t n, std::uint64_t seed);
 
+// Toeplitz (sub, diag, super): toeplitz_matrix(n, 1, 1e-8, 1) is issue 17's case, on which
+// elimination without pivoting grows by 1e8 at each step.
+TridiagonalMatrix toeplitz_matrix(std::size_t n, double sub, double diag, double super);
+// A U(-1,1) matrix whose last diagonal entry is moved so that the last pivot of elimination
+// without pivoting is delta * max(1, |off-diagonals of the last row|): singular but for delta,
+// condition about 1 / delta (n = 1: d = delta). The leading blocks stay as random as type 1's.
+TridiagonalMatrix near_singular_matrix(std::size_t n, std::uint64_t seed, double delta = 1e-13);
+
 // ||A x - f||_2 / ||f||_2 in long double; +inf when x has a non-finite entry.
 double relative_residual(const double* dl, const double* d, const double* du, const double* x,
                          const double* f, std::size_t n);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tridiag/lapack_reference.h"
@@ -39,6 +40,22 @@ TEST(GalleryTest, RandsvdKeepsTheSingularValuesTrace) {
   EXPECT_NEAR(fro, expect, 1e-10 * expect);
   EXPECT_EQ(stability_matrix(15, 4, 0).dl[1], 3.0);  // clement(4, 0): sub-diagonal 3, 2, 1
   EXPECT_EQ(stability_matrix(15, 4, 0).du[2], 3.0);  // super-diagonal 1, 2, 3
+}
+
+TEST(GalleryTest, NearSingularLastPivotAndToeplitz) {
+  for (std::size_t n : {1u, 2u, 3u, 8u, 100u}) {
+    SCOPED_TRACE(n);
+    TridiagonalMatrix m = near_singular_matrix(n, n);
+    long double pivot = m.d[0];
+    for (std::size_t i = 1; i < n; ++i) pivot = m.d[i] - static_cast<long double>(m.dl[i]) * m.du[i - 1] / pivot;
+    const double scale = std::max({std::abs(m.dl[n - 1]), std::abs(m.du[n - 1]), 1.0});
+    // d[n-1] is rounded to double: its rounding (~eps |d|) is a small part of 1e-13.
+    EXPECT_NEAR(static_cast<double>(pivot), 1e-13 * scale, 1e-14 * scale);
+  }
+  TridiagonalMatrix t = toeplitz_matrix(3, 1.0, 1e-8, 2.0);
+  EXPECT_EQ(t.dl, (std::vector<double>{0, 1, 1}));
+  EXPECT_EQ(t.d, (std::vector<double>{1e-8, 1e-8, 1e-8}));
+  EXPECT_EQ(t.du, (std::vector<double>{2, 2, 0}));
 }
 
 void expect_default_within_ten_times_lapack(std::size_t n) {

@@ -1,8 +1,11 @@
 // Batch layer: validation, layouts, the choice of kAuto, threading and the fallback.
 #include "tridiag/tridiag.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <numeric>
 
 #include "tridiag/parallel_for.h"
@@ -20,6 +23,8 @@ constexpr std::array<Algorithm, 9> kAlgorithms = {
 // A single system at least this large, with fewer systems than threads, runs SPIKE partitions
 // in parallel instead of one system per thread.
 constexpr std::size_t kParallelSpikeSize = std::size_t{1} << 16;
+// A pivot below this times its row's scale is a near breakdown (sqrt(eps), see solve_batch).
+constexpr double kNearBreakdownPivot = 1.4901161193847656e-08;
 // Notes name at most this many fallen-back systems, then a count.
 constexpr std::size_t kMaxFallbackNotes = 8;
 
@@ -114,6 +119,99 @@ Status solve_system(Algorithm algorithm, const SystemRef& s, double tol, Workspa
   return Status::invalid_argument("solve_system: no concrete algorithm given");
 }
 
+namespace {
+
+// What happened to one system of the batch.
+struct SystemOutcome {
+  double backward_error = 0.0;
+  double tolerance = 0.0;
+  std::string fallback;  // why it was solved again with gepp ("broke down (...)"); or empty
+  std::string warning;   // why its kept result may be inaccurate; or empty
+  bool by_gepp = false;  // the kept result is gepp's
+};
+
+// Fills the report's figures, notes and warning from the outcomes, in system order (so that
+// nothing depends on the threads).
+void summarize(Algorithm alg, const std::vector<SystemOutcome>& outcomes, SolveReport& report) {
+  std::size_t worst_warned = outcomes.size();
+  for (std::size_t j = 0; j < outcomes.size(); ++j) {
+    const SystemOutcome& o = outcomes[j];
+    report.tolerance = std::max(report.tolerance, o.tolerance);
+    if (o.backward_error > report.max_backward_error) {
+      report.max_backward_error = o.backward_error;
+      report.worst_system = j;
+    }
+    if (!o.warning.empty()) {
+      if (report.warned++ == 0 || o.backward_error > outcomes[worst_warned].backward_error) {
+        worst_warned = j;
+      }
+    }
+    if (o.fallback.empty()) continue;
+    report.fell_back.push_back(j);
+    if (report.fell_back.size() <= kMaxFallbackNotes) {
+      report.notes.push_back(fmt::format("system {}: {} {}; solved again with gepp", j,
+                                         algorithm_name(alg), o.fallback));
+    }
+  }
+  if (report.fell_back.size() > kMaxFallbackNotes) {
+    report.notes.push_back(
+        fmt::format("{} systems in all fell back to gepp", report.fell_back.size()));
+  }
+  if (report.warned == 0) return;
+  const SystemOutcome& w = outcomes[worst_warned];
+  const std::string hint =
+      w.by_gepp ? "even with partial pivoting (gepp, the operations of LAPACK dgtsv, which "
+                  "leaves the same): the system is nearly singular, badly scaled, or accumulates "
+                  "rounding beyond the tolerance (Toeplitz (1, 1e-8, 1) at n = 2^20: 100 eps)"
+                : fmt::format("{} does not pivot; use algorithm gepp or auto, or allow the fallback",
+                              algorithm_name(alg));
+  report.warning = fmt::format("{} of {} systems may be inaccurate (worst: system {}: {}): {}",
+                               report.warned, outcomes.size(), worst_warned, w.warning, hint);
+}
+
+// Solves one system with `alg` and checks it (tridiag.h: the quality check), solving it again
+// with gepp where `may_fall_back`; fills `out`. s.f must not alias s.x.
+Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& options,
+                     bool may_fall_back, unsigned inner_threads, Workspace& work,
+                     SystemOutcome& out) {
+  out.tolerance = backward_error_tolerance(s.n);
+  // First with the near-breakdown pivot tolerance: a pivot below sqrt(eps) of its row means
+  // multipliers above 1/sqrt(eps) (the dense side's unstable growth) that the backward error
+  // can miss on an ill-conditioned system (Toeplitz (1, 1e-8, 1) of odd n: thomas within the
+  // tolerance, 20x LAPACK's residual).
+  const double near_tol = std::max(options.pivot_tolerance, kNearBreakdownPivot);
+  Status st = alg == Algorithm::kSpike ? solve_spike(s, inner_threads)
+                                       : solve_system(alg, s, near_tol, work);
+  std::string near_breakdown;
+  if (st.code() == StatusCode::kNumerical && !may_fall_back && !is_pivoting(alg)) {
+    // Not allowed to fall back: keep what the algorithm gives down to the breakdown tolerance,
+    // with a warning.
+    near_breakdown = st.message();
+    st = solve_system(alg, s, options.pivot_tolerance, work);
+  }
+  out.backward_error = st.is_ok() ? backward_error(s.dl, s.d, s.du, s.x, s.f, s.n) : INFINITY;
+  const bool broke_down = st.code() == StatusCode::kNumerical;
+  if (may_fall_back && (broke_down || (st.is_ok() && !(out.backward_error <= out.tolerance)))) {
+    out.fallback = broke_down ? "broke down (" + st.message() + ")"
+                              : fmt::format("left a backward error {:.2e} above the tolerance {:.2e}",
+                                            out.backward_error, out.tolerance);
+    st = solve_gepp(s, work);
+    out.by_gepp = true;
+    if (st.is_ok()) out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+  }
+  out.by_gepp = out.by_gepp || alg == Algorithm::kGepp;
+  if (!st.is_ok()) return st;
+  if (!(out.backward_error <= out.tolerance)) {
+    out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}",
+                              out.backward_error, out.tolerance);
+  } else if (!near_breakdown.empty()) {
+    out.warning = "near breakdown: " + near_breakdown;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
                                 const SolveOptions& options) {
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
@@ -122,18 +220,21 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
   SolveReport report;
   report.algorithm = automatic ? choose_cpu_algorithm(shape, options) : options.algorithm;
   const Algorithm alg = report.algorithm;
+  // gepp is the fallback; spike promises a stable result like it, so it may always use it.
+  const bool may_fall_back = alg != Algorithm::kGepp &&
+                             (automatic || options.fallback || alg == Algorithm::kSpike);
   const std::size_t systems = shape.systems();
   std::vector<std::size_t> offsets(systems + 1, 0);
   for (std::size_t j = 0; j < systems; ++j) {
     offsets[j + 1] = offsets[j] + (shape.layout == BatchLayout::kRagged ? shape.sizes[j] : shape.n);
   }
   if (automatic) {
-    report.notes.push_back("auto chose " + std::string(algorithm_name(alg)) + " (" +
-                           (options.require_stable ? "stable" : "unpivoted") + " requested, " +
-                           std::to_string(systems) + " systems, " +
-                           std::to_string(offsets[systems]) + " unknowns, CPU)");
+    report.notes.push_back(fmt::format("auto chose {} ({} requested, {} systems, {} unknowns, CPU)",
+                                       algorithm_name(alg),
+                                       options.require_stable ? "stable" : "unpivoted", systems,
+                                       offsets[systems]));
   }
-  std::vector<std::string> fallback(systems);
+  std::vector<SystemOutcome> outcomes(systems);
   std::vector<Workspace> work(threads);
   std::vector<std::array<std::vector<double>, 5>> gather(threads);
   auto solve_one = [&](std::size_t j, unsigned worker, unsigned inner_threads) -> Status {
@@ -150,20 +251,16 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
     } else {
       const std::size_t o = offsets[j];
       s = {arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o, n};
-      if (automatic && alg != Algorithm::kGepp && s.x == s.f) {
-        // In place: keep f so that a fallback can start again from it.
+      if (s.x == s.f) {
+        // In place: keep f for the check and for a fallback that starts again from it.
         auto& keep = gather[worker][3];
         keep.assign(s.f, s.f + n);
         s.f = keep.data();
       }
     }
-    Status st = alg == Algorithm::kSpike ? solve_spike(s, inner_threads)
-                                         : solve_system(alg, s, options.pivot_tolerance, work[worker]);
-    if (!st.is_ok() && automatic && st.code() == StatusCode::kNumerical && alg != Algorithm::kGepp) {
-      fallback[j] = st.message();
-      st = solve_gepp(s, work[worker]);
-    }
-    if (!st.is_ok()) return st.with_context("system " + std::to_string(j));
+    Status st = solve_checked(alg, s, options, may_fall_back, inner_threads, work[worker],
+                              outcomes[j]);
+    if (!st.is_ok()) return st.with_context(fmt::format("system {}", j));
     if (shape.layout == BatchLayout::kInterleaved) {
       for (std::size_t i = 0; i < n; ++i) arrays.x[i * systems + j] = s.x[i];
     }
@@ -182,17 +279,7 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
         });
     if (!st.is_ok()) return st;
   }
-  std::size_t fell_back = 0;
-  for (std::size_t j = 0; j < systems; ++j) {
-    if (fallback[j].empty()) continue;
-    if (++fell_back <= kMaxFallbackNotes) {
-      report.notes.push_back("system " + std::to_string(j) + ": " + std::string(algorithm_name(alg)) +
-                             " broke down (" + fallback[j] + "); solved again with gepp");
-    }
-  }
-  if (fell_back > kMaxFallbackNotes) {
-    report.notes.push_back(std::to_string(fell_back) + " systems in all fell back to gepp");
-  }
+  summarize(alg, outcomes, report);
   return report;
 }
 

@@ -1,7 +1,8 @@
 // CPU batch throughput of tridiag::solve_batch beside a loop of LAPACK dgtsv over the same
 // batch, and as a fraction of the memory bandwidth measured in the same run (a memcpy loop).
 // Usage: tridiag_cpu_bench [total_unknowns_log2 = 23] [threads = 0 (all)]  -> JSON on stdout.
-// Bytes counted per unknown: dl, d, du, f read and x written = 40 bytes.
+// Bytes counted per unknown: dl, d, du, f read and x written = 40 bytes. Also the throughput of
+// the quality check (tridiag::backward_error) alone, one thread: what every solve now includes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -100,6 +101,18 @@ int main(int argc, char** argv) {
       r["bandwidth_fraction"] = 40.0 * total / s / bandwidth;
       algs[std::string(algorithm_name(alg))] = r;
     }
+    // The quality check alone (tridiag.h): one backward_error pass per system, single thread,
+    // on the solution just computed; solve_batch runs it inside every solve above.
+    const double check_s = best_seconds(reps, [&] {
+      double sink = 0.0;
+      for (std::size_t j = 0; j < count; ++j) {
+        const std::size_t o = j * n;
+        sink += backward_error(m.dl.data() + o, m.d.data() + o, m.du.data() + o, x.data() + o,
+                               f.data() + o, n);
+      }
+      if (sink < 0) std::printf("impossible\n");
+    });
+    c["backward_error_check_unknowns_per_s"] = total / check_s;
     c["algorithms"] = algs;
     cases.push_back(c);
   }

@@ -4,8 +4,8 @@
 # temporary folder, runs stripesolve_adi (every half step a tridiag_solve job of that daemon),
 # draws the final field with matplotlib when it is installed, and stops the daemon.
 #
-#   examples/adi/run.sh                          # 64 x 64 grid, 32 steps, CPU or the GPU found
-#   examples/adi/run.sh --grid 256 --steps 48 --device gpu
+#   examples/adi/run.sh                          # 64 x 64 grid, 30 steps, CPU or the GPU found
+#   examples/adi/run.sh --grid 1024 --device gpu  # 78 steps; --help lists the options
 #
 # Arguments go to stripesolve_adi (--help lists them). Environment: STRIPESOLVE_BUILD_DIR (a
 # configured build tree, default build/release), STRIPESOLVE_ADI_OUT (where adi_field.npy and
@@ -28,6 +28,8 @@ adi_bin=$build/examples/adi/stripesolve_adi
 for b in "$daemon_bin" "$adi_bin"; do
   [ -x "$b" ] || { echo "run.sh: $b is missing (build it, or unset STRIPESOLVE_ADI_NO_BUILD)" >&2; exit 2; }
 done
+
+case " $* " in *" --help "*|*" -h "*) exec "$adi_bin" --help ;; esac
 
 run_dir=$(mktemp -d /tmp/stripesolve-adi.XXXXXX)
 export STRIPESOLVE_SOCKET=$run_dir/stripesolved.sock

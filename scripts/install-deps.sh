@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev  # unit and integration tests
   libopenblas-dev liblapacke-dev  # CPU backend (BLAS, LAPACK)
   libsqlite3-dev          # the daemon's job journal (daemon/job_journal.h)
+  python3-matplotlib      # docs/plots (bench/plots/make_plots.py, its test; examples/adi's PNG)
 )
 
 missing=()

@@ -1,0 +1,34 @@
+#!/bin/bash
+# The ADI example on the GPU machine: builds stripesolved (with CUDA) and stripesolve_adi, then
+# runs examples/adi/run.sh on each grid of ADI_GRIDS with the daemon solving on the CPU and on
+# the GPU (--device cpu / gpu). Dependencies the machine lacks come from Debian packages carried
+# in .debs/ (as scripts/device-check.sh). Logs, fields and PNGs go to $OUT.
+# Usage (repository root): examples/adi/device_run.sh
+set -u
+OUT=${OUT:-/tmp/adi-out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/device_run.log") 2>&1
+{ head -2 /etc/os-release; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; }
+PREFIX=/opt/dep
+mkdir -p $PREFIX
+for f in .debs/*.deb; do dpkg -x "$f" $PREFIX; done
+L=$PREFIX/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
+export PKG_CONFIG_PATH=$L/pkgconfig:${PKG_CONFIG_PATH:-}
+sed -i "s|=/usr|=$PREFIX/usr|" $L/pkgconfig/liburing.pc  # the carried .pc names /usr
+BUILD=/tmp/adibuild
+cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_BUILD_BENCH=OFF \
+  -DCMAKE_PREFIX_PATH=$PREFIX/usr -DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include \
+  -DLAPACKE_LIBRARY=$L/liblapacke.so > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+grep -E "CUDA backend" "$OUT/configure.log"
+cmake --build $BUILD -j"$(nproc)" --target stripesolved stripesolve_adi > "$OUT/build.log" 2>&1 \
+  || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+export STRIPESOLVE_BUILD_DIR=$BUILD STRIPESOLVE_ADI_NO_BUILD=1
+for g in ${ADI_GRIDS:-256 1024 2048}; do
+  steps=$([ "$g" -le 256 ] && echo 32 || echo 48)
+  for dev in cpu gpu; do
+    echo "== grid $g, $steps steps, --device $dev"
+    STRIPESOLVE_ADI_OUT=$OUT/${dev}_$g examples/adi/run.sh --grid "$g" --steps "$steps" --device "$dev" \
+      | grep -E "^(grid|time per step|max error|step +$steps )"
+  done
+done

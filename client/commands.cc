@@ -111,6 +111,16 @@ Result<uint64_t> submit_request(Connection& conn, const JobRequest& request) {
   return reply.value("job", uint64_t{0});
 }
 
+Result<nlohmann::json> list_matrices(Connection& conn) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, conn.call(protocol::MessageType::kMatrices, nlohmann::json::object()));
+  return reply.value("matrices", nlohmann::json::array());
+}
+
+Result<nlohmann::json> show_matrix(Connection& conn, const std::string& name) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, conn.call(protocol::MessageType::kMatrices, {{"name", name}}));
+  return reply.value("matrix", nlohmann::json::object());
+}
+
 Result<nlohmann::json> run_job(Connection& conn, const nlohmann::json& job) {
   return conn.call(MessageType::kSubmit, {{"job", job}, {"wait", true}});
 }

@@ -66,6 +66,10 @@ Result<uint64_t> submit_request(Connection& conn, const JobRequest& request);
 // Submits `job` with wait and returns the finished job (any terminal state).
 Result<nlohmann::json> run_job(Connection& conn, const nlohmann::json& job);
 Result<nlohmann::json> wait_request(Connection& conn, const JobRequest& request);
+// The store's matrices (the `matrices` query, no job): the array of matrix infos, and one info
+// (NotFound naming a missing matrix; Corruption for one whose manifest is unreadable).
+Result<nlohmann::json> list_matrices(Connection& conn);
+Result<nlohmann::json> show_matrix(Connection& conn, const std::string& name);
 // Renames the request's output over its target when `final_job` COMPLETED, removes it otherwise.
 Status finish_output(JobRequest& request, const nlohmann::json& final_job);
 // submit_request + follow_job (progress only) + finish_output; `id` receives the job id.

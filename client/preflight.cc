@@ -63,13 +63,7 @@ Status check_tridiag_files(const TridiagRequest& r) {
 }
 
 Status check_solve(Connection& c, const SolveRequest& r) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply,
-                               c.call(protocol::MessageType::kMatrices, {{"name", r.matrix}}));
-  const auto& info = reply.value("matrix", nlohmann::json::object());
-  if (info.value("state", std::string()) == "corrupt") {
-    return Status::failed_precondition(fmt::format("matrix '{}' is corrupt: {}", r.matrix,
-                                                   info.value("problem", std::string())));
-  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json info, show_matrix(c, r.matrix));
   const int64_t n = info.value("n", int64_t{0});
   if (r.rhs_path.empty() || n <= 0) return Status::ok();
   STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader h, read_npy_header(r.rhs_path, "--rhs"));

@@ -119,14 +119,6 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
     ctx.job().set_progress({{"phase", "generate"}, {"fraction", 1.0}});
     return matrix_info_json(info);
   });
-  registry.add("matrix_list", Lane::kSmall, [&store](JobContext&) -> Result<nlohmann::json> {
-    return matrices_query(store, nlohmann::json::object());
-  });
-  registry.add("matrix_show", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
-    STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, matrices_query(store, {{"name", name}}));
-    return reply["matrix"];
-  });
   registry.add("matrix_delete", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
     // Its factors go too: each is as large as the matrix and useless without it (issue 15).

@@ -1,14 +1,11 @@
 // Matrix-management job types (small lane), run against the daemon's storage::MatrixStore:
 //   matrix_create {name, n, generator, seed, stripe_rows}   -> matrix info (stripe_rows 0 or
 //                                                              absent: planned_stripe_rows)
-//   matrix_list   {}                                         -> {"matrices": [info...]} (an object
-//                                                              whose manifest is unreadable: state
-//                                                              "corrupt" and the problem)
-//   matrix_show   {name}                                     -> matrix info
 //   matrix_delete {name}                                     -> {"deleted": name, "factors_deleted":
 //                                                              [the matrix's factors, removed too]}
 //   matrix_import {name, file: {"fd": i}[, label][, stripe_rows]}  -> matrix info
 //   matrix_export {name, file: {"fd": i}[, label]}                 -> {"name", "label", "bytes"}
+// Listing and showing are a query (matrices_query below, the protocol's `matrices`), not jobs.
 // Parameters are checked here, at the edge, with errors naming the field. Import and export go
 // through the descriptor the client passed (daemon/job_files.h): the client opened the file to
 // import, or created the temporary to export into, with its own rights, so the daemon never
@@ -35,8 +32,9 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info);
 // working set of a solve; the store's default for n < 1. Cheap (no plan, no forecasts).
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
                             const storage::MatrixStore& store);
-// The `matrices` query (protocol kMatrices), not a job: {} -> {"matrices": [info...]};
-// {"name": s} -> {"matrix": info}, or kNotFound naming the matrix.
+// The `matrices` query (protocol kMatrices), not a job: {} -> {"matrices": [info...]} (an object
+// whose manifest is unreadable: state "corrupt" and the problem); {"name": s} -> {"matrix":
+// info}, or kNotFound naming the matrix (kCorruption for an unreadable one).
 Result<nlohmann::json> matrices_query(const storage::MatrixStore& store, const nlohmann::json& request);
 // `store` and `engine` must outlive the registry's jobs.
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,

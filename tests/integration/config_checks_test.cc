@@ -96,17 +96,17 @@ TEST(ConfigChecks, AnObjectWithACorruptManifestIsListedAndRemovable) {
   ASSERT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
   const std::string manifest = d.dir() + "/store/objects/M/manifest.json";
   std::ofstream(manifest) << "{\"format\": \"stripesolve-object\", truncated";
-  auto list = run(*c, {{"type", "matrix_list"}});
-  ASSERT_EQ(list["result"]["matrices"].size(), 1u) << list.dump();
-  const auto& m = list["result"]["matrices"][0];
+  auto list = client::list_matrices(*c);
+  ASSERT_TRUE(list.is_ok()) << list.status().to_string();
+  ASSERT_EQ(list->size(), 1u) << list->dump();
+  const auto& m = (*list)[0];
   EXPECT_EQ(m["name"], "M");
   EXPECT_EQ(m["state"], "corrupt");
   EXPECT_EQ(m["problem"], "manifest " + manifest + ": not valid JSON");
-  auto show = run(*c, {{"type", "matrix_show"}, {"name", "M"}});
-  EXPECT_EQ(show["error"]["code"], "Corruption");
+  EXPECT_EQ(client::show_matrix(*c, "M").status().code(), StatusCode::kCorruption);
   auto rm = run(*c, {{"type", "matrix_delete"}, {"name", "M"}});
   EXPECT_EQ(rm["state"], "COMPLETED") << rm.dump();
-  EXPECT_TRUE(run(*c, {{"type", "matrix_list"}})["result"]["matrices"].empty());
+  EXPECT_TRUE(client::list_matrices(*c)->empty());
   EXPECT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
 }
 

@@ -221,9 +221,9 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   EXPECT_EQ(transitions.back(), "COMPLETED");
   EXPECT_GE(std::count(transitions.begin(), transitions.end(), "RUNNING"), kills_while_running + 1);
   // The store is consistent: the matrix is whole, nothing is left half made.
-  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  auto list = client::list_matrices(*c);
   ASSERT_TRUE(list.is_ok());
-  for (const auto& m : (*list)["result"]["matrices"]) {
+  for (const auto& m : *list) {
     EXPECT_EQ(m.value("state", std::string("complete")), "complete") << m.dump();
   }
 
@@ -297,9 +297,9 @@ TEST(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
   auto job = c->call(protocol::MessageType::kStatus, {{"job", *id}});
   ASSERT_TRUE(job.is_ok()) << job.status().to_string();
   const std::string state = job->value("state", std::string());
-  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  auto list = client::list_matrices(*c);
   ASSERT_TRUE(list.is_ok());
-  const auto& matrices = (*list)["result"]["matrices"];
+  const auto& matrices = *list;
   if (state == "COMPLETED") {  // the import ended before the kill
     ASSERT_EQ(matrices.size(), 1u) << list->dump();
   } else {

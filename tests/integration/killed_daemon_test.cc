@@ -119,10 +119,10 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   ASSERT_GT(pid, 0);
   c = wait_connect(socket);
   ASSERT_NE(c, nullptr);
-  auto list = client::run_job(*c, {{"type", "matrix_list"}});
+  auto list = client::list_matrices(*c);
   ASSERT_TRUE(list.is_ok());
-  ASSERT_EQ((*list)["result"]["matrices"].size(), 1u) << list->dump();
-  EXPECT_EQ((*list)["result"]["matrices"][0]["name"], "K");
+  ASSERT_EQ(list->size(), 1u) << list->dump();
+  EXPECT_EQ((*list)[0]["name"], "K");
   auto job2 = client::build_solve_job(req);
   auto id2 = client::submit_request(*c, *job2);
   auto done = client::follow_job(*c, *id2, "", nullptr);
@@ -162,7 +162,7 @@ TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   ASSERT_GT(guard.pid, 0);
   auto c = wait_connect(socket);
   ASSERT_NE(c, nullptr);
-  ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_list"}}).is_ok());
+  ASSERT_TRUE(client::list_matrices(*c).is_ok());
   // Rotate: move the file away, SIGHUP, and the daemon writes to a new file at the old path.
   std::filesystem::rename(log, log + ".1");
   ::kill(guard.pid, SIGHUP);

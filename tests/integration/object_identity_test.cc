@@ -31,8 +31,9 @@ nlohmann::json solve(client::Connection& c, const std::string& name) {
 
 std::vector<std::string> names(client::Connection& c) {
   std::vector<std::string> out;
-  const nlohmann::json list = run(c, {{"type", "matrix_list"}});
-  for (const auto& m : list["result"]["matrices"]) out.push_back(m["name"]);
+  const auto list = client::list_matrices(c);
+  EXPECT_TRUE(list.is_ok()) << list.status().to_string();
+  for (const auto& m : list.is_ok() ? *list : nlohmann::json::array()) out.push_back(m["name"]);
   return out;
 }
 
@@ -75,9 +76,10 @@ TEST(ObjectIdentity, AStaleFactorOfTheSameNameIsNotReused) {
   ASSERT_EQ(again["state"], "COMPLETED") << again.dump();
   EXPECT_EQ(again["result"]["reused_factors"], false);
   EXPECT_LT(again["result"]["residual"].get<double>(), 1e-12);
-  const auto show = run(*c, {{"type", "matrix_show"}, {"name", "S.lu.row"}});
-  const auto matrix = run(*c, {{"type", "matrix_show"}, {"name", "S"}});
-  EXPECT_EQ(show["result"]["factor_of"]["id"], matrix["result"]["id"]);
+  const auto show = client::show_matrix(*c, "S.lu.row");
+  const auto matrix = client::show_matrix(*c, "S");
+  ASSERT_TRUE(show.is_ok() && matrix.is_ok());
+  EXPECT_EQ((*show)["factor_of"]["id"], (*matrix)["id"]);
 }
 
 TEST(ObjectIdentity, TheCliSaysWhichFactorsWentWithTheMatrix) {

@@ -112,7 +112,7 @@ TEST(DaemonIntegration, UnknownJobAndBadRequestsAreClearErrors) {
             "field 'job' must be an integer, got string");
   EXPECT_EQ(c->call(MessageType::kSubmit, {{"job", {{"type", "nope"}}}}).status().message(),
             "unknown job type 'nope' (known: dense_solve, echo, gated, gated_tridiag, matrix_create, "
-            "matrix_delete, matrix_export, matrix_import, matrix_list, matrix_show, rows, throw, tridiag_solve)");
+            "matrix_delete, matrix_export, matrix_import, rows, throw, tridiag_solve)");
   // The connection is still usable after request-level errors.
   EXPECT_TRUE(c->call(MessageType::kPing).is_ok());
 }

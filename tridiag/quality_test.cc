@@ -188,6 +188,73 @@ TEST(QualityTest, InterleavedFallbackWritesItsSystemOnly) {
   }
 }
 
+// check_solution: the check of a solution another solver (the GPU) left. Here the "other
+// solver" is gepp with one system's solution spoiled: only that system is solved again, the
+// others keep their bits; without the fallback it is a warning and nothing changes.
+TEST(QualityTest, CheckingAnotherSolversSolutionFallsBackPerSystem) {
+  Batch b;
+  for (std::uint64_t k = 0; k < 4; ++k) b.add(stability_matrix(1, 33 + k, 10 + k), 20 + k);  // U(-1,1)
+  std::vector<double> good;
+  SolveOptions gepp;
+  gepp.algorithm = Algorithm::kGepp;
+  ASSERT_TRUE(b.solve(good, gepp).is_ok());
+  const BatchShape shape{BatchLayout::kRagged, 0, 0, b.sizes};
+  for (bool may_fall_back : {true, false}) {
+    std::vector<double> x = good;
+    const std::size_t o = b.offset(2);
+    x[o + 5] *= 1.0 + 1e-6;  // system 2 now misses the tolerance by far
+    const std::vector<double> spoiled = x;
+    SolveReport report;
+    report.notes.push_back("from the GPU");
+    ASSERT_TRUE(check_solution(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()},
+                               Algorithm::kSpike, may_fall_back, 2, report)
+                    .is_ok());
+    EXPECT_EQ(report.notes.front(), "from the GPU");
+    if (may_fall_back) {
+      EXPECT_EQ(report.fell_back, std::vector<std::size_t>{2});
+      EXPECT_TRUE(report.warning.empty()) << report.warning;
+      EXPECT_EQ(x, good);  // gepp again gives gepp's bits; the others were not touched
+      EXPECT_LE(report.max_backward_error, report.tolerance);
+    } else {
+      EXPECT_TRUE(report.fell_back.empty());
+      EXPECT_EQ(report.warned, 1u);
+      EXPECT_NE(report.warning.find("system 2"), std::string::npos) << report.warning;
+      EXPECT_EQ(x, spoiled);
+      EXPECT_EQ(report.worst_system, 2u);
+    }
+  }
+  std::vector<double> x = good;
+  SolveReport ignored;
+  EXPECT_EQ(check_solution(shape, {b.dl.data(), b.d.data(), b.du.data(), x.data(), x.data()},
+                           Algorithm::kSpike, true, 1, ignored)
+                .message(),
+            "check_solution: x must not alias f");
+}
+
+TEST(QualityTest, CheckingAnInterleavedSolutionScattersTheRedoneSystem) {
+  const std::size_t n = 17, m = 4;
+  std::vector<double> dl(n * m), d(n * m), du(n * m), f = random_vector(n * m, 9), x(n * m);
+  for (std::size_t j = 0; j < m; ++j) {
+    const TridiagonalMatrix a = stability_matrix(1, n, 30 + j);
+    for (std::size_t i = 0; i < n; ++i) {
+      dl[i * m + j] = a.dl[i];
+      d[i * m + j] = a.d[i];
+      du[i * m + j] = a.du[i];
+    }
+  }
+  const BatchShape shape{BatchLayout::kInterleaved, n, m, {}};
+  const BatchArrays arrays{dl.data(), d.data(), du.data(), f.data(), x.data()};
+  SolveOptions gepp;
+  gepp.algorithm = Algorithm::kGepp;
+  ASSERT_TRUE(solve_batch(shape, arrays, gepp).is_ok());
+  const std::vector<double> good = x;
+  x[3 * m + 1] += 1e-3;  // element 3 of system 1
+  SolveReport report;
+  ASSERT_TRUE(check_solution(shape, arrays, Algorithm::kThomas, true, 1, report).is_ok());
+  EXPECT_EQ(report.fell_back, std::vector<std::size_t>{1});
+  EXPECT_EQ(x, good);
+}
+
 TEST(QualityTest, ExplicitAlgorithmWarnsNamingTheCause) {
   Batch b;
   b.add(diagonally_dominant_matrix(64, 1), 2);

@@ -210,7 +210,98 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
   return Status::ok();
 }
 
+// offsets[j]: where system j starts (strided and ragged; interleaved uses j * n only for its
+// size); offsets[systems]: the unknowns.
+std::vector<std::size_t> system_offsets(const BatchShape& shape) {
+  const std::size_t systems = shape.systems();
+  std::vector<std::size_t> offsets(systems + 1, 0);
+  for (std::size_t j = 0; j < systems; ++j) {
+    offsets[j + 1] = offsets[j] + (shape.layout == BatchLayout::kRagged ? shape.sizes[j] : shape.n);
+  }
+  return offsets;
+}
+
+// System j as a SystemRef. Interleaved systems are gathered into `g` (x too when `with_x`:
+// the check reads it) and their x must be scattered back (scatter_x); the others point into
+// the arrays, with f copied to g[3] when x aliases it (in place: f stays for the check and
+// for a fallback that starts again from it).
+SystemRef system_ref(const BatchShape& shape, const BatchArrays& arrays, const std::vector<std::size_t>& offsets,
+                     std::size_t j, std::array<std::vector<double>, 5>& g, bool with_x) {
+  const std::size_t systems = offsets.size() - 1, n = offsets[j + 1] - offsets[j];
+  if (shape.layout == BatchLayout::kInterleaved) {
+    const double* src[5] = {arrays.dl, arrays.d, arrays.du, arrays.f, arrays.x};
+    for (int k = 0; k < 5; ++k) g[k].resize(n);
+    for (int k = 0; k < (with_x ? 5 : 4); ++k) {
+      for (std::size_t i = 0; i < n; ++i) g[k][i] = src[k][i * systems + j];
+    }
+    return {g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), n};
+  }
+  const std::size_t o = offsets[j];
+  SystemRef s{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o, n};
+  if (s.x == s.f) {
+    g[3].assign(s.f, s.f + n);
+    s.f = g[3].data();
+  }
+  return s;
+}
+
+void scatter_x(const BatchShape& shape, const BatchArrays& arrays, std::size_t systems, std::size_t j,
+               const SystemRef& s) {
+  if (shape.layout != BatchLayout::kInterleaved) return;
+  for (std::size_t i = 0; i < s.n; ++i) arrays.x[i * systems + j] = s.x[i];
+}
+
 }  // namespace
+
+Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
+                      bool may_fall_back, unsigned threads, SolveReport& report) {
+  STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
+  if (arrays.x == arrays.f) return Status::invalid_argument("check_solution: x must not alias f");
+  threads = resolve_threads(threads);
+  const std::vector<std::size_t> offsets = system_offsets(shape);
+  const std::size_t systems = offsets.size() - 1;
+  std::vector<SystemOutcome> outcomes(systems);
+  std::vector<Workspace> work(threads);
+  std::vector<std::array<std::vector<double>, 5>> gather(threads);
+  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
+  Status st = parallel_for(systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
+    for (std::size_t j = b; j < e; ++j) {
+      const SystemRef s = system_ref(shape, arrays, offsets, j, gather[worker], true);
+      SystemOutcome& out = outcomes[j];
+      out.tolerance = backward_error_tolerance(s.n);
+      out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+      out.by_gepp = algorithm == Algorithm::kGepp;
+      if (out.backward_error <= out.tolerance) continue;
+      if (!may_fall_back) {
+        out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}", out.backward_error,
+                                  out.tolerance);
+        continue;
+      }
+      out.fallback = fmt::format("left a backward error {:.2e} above the tolerance {:.2e}", out.backward_error,
+                                 out.tolerance);
+      STRIPESOLVE_RETURN_IF_ERROR(solve_gepp(s, work[worker]).with_context(fmt::format("system {}", j)));
+      out.by_gepp = true;
+      out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+      if (!(out.backward_error <= out.tolerance)) {
+        out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}", out.backward_error,
+                                  out.tolerance);
+      }
+      scatter_x(shape, arrays, systems, j, s);
+    }
+    return Status::ok();
+  });
+  if (!st.is_ok()) return st;
+  SolveReport checked;
+  summarize(algorithm, outcomes, checked);
+  report.max_backward_error = checked.max_backward_error;
+  report.worst_system = checked.worst_system;
+  report.tolerance = checked.tolerance;
+  report.fell_back.insert(report.fell_back.end(), checked.fell_back.begin(), checked.fell_back.end());
+  report.notes.insert(report.notes.end(), checked.notes.begin(), checked.notes.end());
+  report.warned = checked.warned;
+  report.warning = checked.warning;
+  return Status::ok();
+}
 
 Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
                                 const SolveOptions& options) {
@@ -223,11 +314,8 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
   // gepp is the fallback; spike promises a stable result like it, so it may always use it.
   const bool may_fall_back = alg != Algorithm::kGepp &&
                              (automatic || options.fallback || alg == Algorithm::kSpike);
-  const std::size_t systems = shape.systems();
-  std::vector<std::size_t> offsets(systems + 1, 0);
-  for (std::size_t j = 0; j < systems; ++j) {
-    offsets[j + 1] = offsets[j] + (shape.layout == BatchLayout::kRagged ? shape.sizes[j] : shape.n);
-  }
+  const std::vector<std::size_t> offsets = system_offsets(shape);
+  const std::size_t systems = offsets.size() - 1;
   if (automatic) {
     report.notes.push_back(fmt::format("auto chose {} ({} requested, {} systems, {} unknowns, CPU)",
                                        algorithm_name(alg),
@@ -238,32 +326,11 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
   std::vector<Workspace> work(threads);
   std::vector<std::array<std::vector<double>, 5>> gather(threads);
   auto solve_one = [&](std::size_t j, unsigned worker, unsigned inner_threads) -> Status {
-    const std::size_t n = offsets[j + 1] - offsets[j];
-    SystemRef s{};
-    if (shape.layout == BatchLayout::kInterleaved) {
-      auto& g = gather[worker];
-      const double* src[4] = {arrays.dl, arrays.d, arrays.du, arrays.f};
-      for (int k = 0; k < 5; ++k) g[k].resize(n);
-      for (int k = 0; k < 4; ++k) {
-        for (std::size_t i = 0; i < n; ++i) g[k][i] = src[k][i * systems + j];
-      }
-      s = {g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), n};
-    } else {
-      const std::size_t o = offsets[j];
-      s = {arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o, n};
-      if (s.x == s.f) {
-        // In place: keep f for the check and for a fallback that starts again from it.
-        auto& keep = gather[worker][3];
-        keep.assign(s.f, s.f + n);
-        s.f = keep.data();
-      }
-    }
+    const SystemRef s = system_ref(shape, arrays, offsets, j, gather[worker], false);
     Status st = solve_checked(alg, s, options, may_fall_back, inner_threads, work[worker],
                               outcomes[j]);
     if (!st.is_ok()) return st.with_context(fmt::format("system {}", j));
-    if (shape.layout == BatchLayout::kInterleaved) {
-      for (std::size_t i = 0; i < n; ++i) arrays.x[i * systems + j] = s.x[i];
-    }
+    scatter_x(shape, arrays, systems, j, s);
     return Status::ok();
   };
   const bool parallel_inside =

@@ -141,6 +141,15 @@ double backward_error(const double* dl, const double* d, const double* du, const
 // rounding fit under the slow growth. 4.4e-16 up to n = 16, 1e-15 at 512, 2.2e-15 at 10^6.
 double backward_error_tolerance(std::size_t n);
 
+// The quality check (above) of a solution another solver left in arrays.x, e.g. the GPU's:
+// each system's backward error against its tolerance; where `may_fall_back`, the systems above
+// it are solved again with gepp on the CPU (only those, into arrays.x), else they are warned
+// about. Fills `report`'s max_backward_error, worst_system, tolerance, warned and warning, and
+// appends to fell_back and notes, as solve_batch does. arrays.x must not alias arrays.f. ~10n
+// flops per system (plus a gepp solve for each that falls back), over `threads` (0 = all).
+Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
+                      bool may_fall_back, unsigned threads, SolveReport& report);
+
 // Checks a shape and arrays: "ragged batch: sizes is empty", "dl is null", "n must be >= 1".
 Status validate_batch(const BatchShape& shape, const BatchArrays& arrays);
 

@@ -177,8 +177,11 @@ int main(int argc, char** argv) {
       "without fallback is an error. No cell is a plain result above the tolerance. The "
       "messages are listed under each table. The default is within 10x of LAPACK on every "
       "type where LAPACK's result is finite (GalleryTest holds it there).\n\n"
-      "This table is the CPU's. The GPU kernels (tridiag/cuda) have no such check yet: their "
-      "table is for a session with a GPU.\n\n",
+      "This table is the CPU's. The GPU kernels (tridiag/cuda) do not check their results "
+      "themselves; the daemon checks a GPU solve's systems on the CPU afterwards with the same "
+      "rule (`tridiag::check_solution`: systems above the tolerance solved again with gepp under "
+      "auto, spike or `--fallback`, else a warning). The GPU table, and what that check costs "
+      "beside the GPU's solve, are for a session with a GPU.\n\n",
       large);
   std::printf("| type | matrix |\n|---|---|\n");
   for (int t = 1; t <= kStabilityTypes; ++t) {

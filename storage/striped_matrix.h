@@ -95,6 +95,14 @@ class StripedMatrix {
   Status write_blob(std::string_view key, std::span<const std::byte> bytes);
   Result<std::vector<std::byte>> read_blob(std::string_view key) const;
 
+  // A factor: records the matrix it factors (published at commit()).
+  void set_factor_of(const FactorOf& of);
+  // fdatasync of every data file: the parts written so far are durable (a progress record may
+  // name them).
+  Status sync_data() const;
+  // Where this factor's progress log lies (storage/progress_log.h; read by reopen_factor).
+  std::string progress_path() const;
+
   // Writable objects: completes unknown checksums, syncs the data files and atomically publishes
   // the manifest as kind "factor", state "complete". Fails on read-only objects and when called twice.
   Status commit();

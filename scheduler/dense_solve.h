@@ -120,6 +120,11 @@ struct SolveReport {
   std::string device;             // the GPU's description with the cuda backend
   std::string factor_name;
   bool reused_factors = false;
+  // A factorization resumed after a crash (scheduler/factor_progress.h): the work it found
+  // durable in the half-made factor and did not do again.
+  bool resumed = false;
+  int64_t resumed_eliminations = 0;  // stripes final
+  int64_t resumed_updates = 0;       // (J, I) stripe updates
   Plan plan;
 };
 

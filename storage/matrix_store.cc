@@ -162,6 +162,7 @@ void clean_up(const StoreShared& store) {
       const bool resumable = incomplete && m->info.kind == "factor" &&
                              file_exists(store.progress_path(name));
       if (resumable) {
+        if (p != 0) continue;
         log->info("keeping factor '{}' for its interrupted factorization to resume", name);
         continue;
       }

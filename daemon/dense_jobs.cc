@@ -283,6 +283,12 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
                           {"stripes", r.plan.stripes},
                           {"stripe_rows", r.plan.stripe_rows}};
     if (!r.device.empty()) result["device"] = r.device;
+    if (r.resumed) {
+      // A factorization a crash interrupted, resumed from its durable progress (docs/operations.md).
+      ctx.log(fmt::format("resumed the factorization: {} stripes and {} stripe updates were durable and not "
+                          "done again", r.resumed_eliminations, r.resumed_updates));
+      result["resumed"] = {{"eliminations", r.resumed_eliminations}, {"updates", r.resumed_updates}};
+    }
     // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
     if (!r.warning.empty()) result["warning"] = r.warning;
     if (out) result["output"] = {{"bytes", out->file_bytes()}};

@@ -127,6 +127,22 @@ uint32_t part_crc(const storage::StripedMatrix& factor, int64_t stripe, int64_t 
 
 }  // namespace
 
+Result<ProgressRecord> parse_progress_record(std::span<const std::byte> payload) {
+  Reader r(payload);
+  const std::byte tag = r.tag();
+  if (tag == kHeaderTag) return ProgressRecord{};
+  ProgressRecord out;
+  out.stripe = r.i64();
+  out.col_begin = r.i64();
+  out.step = r.i64();
+  out.crc = static_cast<uint32_t>(r.u64());
+  out.max_abs_u = r.f64();
+  const auto pivots = r.bytes();
+  out.pivots.assign(pivots.begin(), pivots.end());
+  if (tag != kPartTag || r.bad()) return Status::corruption("not a progress record");
+  return out;
+}
+
 int64_t ResumePoint::final_stripes() const {
   int64_t count = 0;
   for (size_t s = 0; s < stripes.size(); ++s) count += stripes[s].final(static_cast<int64_t>(s));
@@ -212,22 +228,19 @@ Result<std::unique_ptr<FactorProgress>> FactorProgress::resume(storage::StripedM
   ResumePoint p;
   p.stripes.resize(static_cast<size_t>(recipe.stripes));
   for (size_t k = 1; k < records.size(); ++k) {
-    Reader r(records[k]);
-    if (r.tag() != kPartTag)
-      return Status::failed_precondition("its progress log holds an unknown record");
-    const int64_t s = r.i64();
-    DurableStripe d;
-    d.col_begin = r.i64();
-    d.step = r.i64();
-    d.crc = static_cast<uint32_t>(r.u64());
-    d.max_abs_u = r.f64();
-    const auto pivots = r.bytes();
-    if (r.bad() || s < 0 || s >= recipe.stripes || d.step < 1 || d.step > s + 1 ||
-        d.col_begin < 0 || d.col_begin > recipe.n) {
+    auto record = parse_progress_record(records[k]);
+    const int64_t s = record.is_ok() ? record->stripe : -1;
+    if (s < 0 || s >= recipe.stripes || record->step < 1 || record->step > s + 1 ||
+        record->col_begin < 0 || record->col_begin > recipe.n) {
       return Status::failed_precondition(fmt::format("its progress record {} is malformed", k));
     }
+    DurableStripe d;
+    d.col_begin = record->col_begin;
+    d.step = record->step;
+    d.crc = record->crc;
+    d.max_abs_u = record->max_abs_u;
     if (d.final(s)) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(d.pivots, stripe::parse_pivots(pivots));
+      STRIPESOLVE_ASSIGN_OR_RETURN(d.pivots, stripe::parse_pivots(record->pivots));
     }
     p.stripes[static_cast<size_t>(s)] = std::move(d);  // the last record of a stripe wins
   }

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,17 @@ struct ResumePoint {
   // Per stripe: whether its data is read from the factor object (step > 0).
   std::vector<bool> written() const;
 };
+
+// One record of a progress log as stored (tests and tools read logs with it).
+struct ProgressRecord {
+  int64_t stripe = -1;  // -1: the header
+  int64_t col_begin = 0;
+  int64_t step = 0;
+  uint32_t crc = 0;
+  double max_abs_u = -1;
+  std::vector<std::byte> pivots;  // stripe::serialize_pivots(), final stripes only
+};
+Result<ProgressRecord> parse_progress_record(std::span<const std::byte> payload);
 
 // Which tasks a run from `steps` (one per stripe; empty: a fresh run) skips. Pure.
 struct ResumePlan {

@@ -165,7 +165,7 @@ uint64_t device_budget(const EngineConfig& config, uint64_t free_bytes) {
 Status open_factor_to_make(Solve& sv, bool cpu_tier, const Plan& plan) {
   static const auto log = logger("scheduler");
   const std::string& factor_name = sv.report.factor_name;
-  const bool recorded = cpu_tier && sv.options.store_factors;
+  const bool recorded = cpu_tier && sv.options.store_factors && sv.options.record_progress;
   const FactorRecipe recipe{sv.a->info().id, sv.g.n, sv.g.stripes, sv.options.pivot,
                             sv.options.strategy, plan.meta_stripes, plan.substripe_rows};
   auto left = sv.store.reopen_factor(factor_name, *sv.a);

@@ -72,6 +72,9 @@ struct DenseSolveOptions {
   // false: the factors live only for this solve (in the RAM and GPU tiers, spilled to an
   // uncommitted object only if they do not fit) and are not persisted; nothing to reuse later.
   bool store_factors = true;
+  // Record the factorization's durable progress so that a crash does not lose it
+  // (factor_progress.h; CPU tier, stored factors, not in place). Off only to measure its cost.
+  bool record_progress = true;
 };
 
 struct SolveCallbacks {

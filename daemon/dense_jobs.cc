@@ -223,7 +223,8 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
 
     // The token outlives this call: a cancel hook may run after the solve returned.
     auto token = std::make_shared<scheduler::CancelToken>();
-    ctx.job().on_cancel([token] { token->cancel(); });
+    // A stop for a restart keeps the factorization's durable progress for the next run.
+    ctx.job().on_cancel([token, &job = ctx.job()] { token->cancel(job.cancel_for_restart()); });
     std::atomic<int64_t> published{0};
     Job& job = ctx.job();
     scheduler::SolveCallbacks callbacks;

@@ -320,6 +320,18 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     *hits = s.hits;
     *misses = s.misses;
   });
+  // A solve stopped for now (CancelToken::keep_progress) leaves its half-made factor and its
+  // progress as a crash would, for the next run to resume. Declared before the I/O role, so it
+  // runs after the role is joined: no write is in flight by then.
+  struct KeepProgressOnStop {
+    Solve& sv;
+    const CancelToken& cancel;
+    ~KeepProgressOnStop() {
+      if (cancel.cancelled() && cancel.keep_progress() && sv.progress && sv.writable) {
+        sv.writable->keep_uncommitted();
+      }
+    }
+  } keep_progress_on_stop{sv, cancel};
   IoRole io(cache, progress, trace);
   EngineContext ctx{backend, cache, progress, cancel, trace, config.progress_interval_seconds};
   std::unique_ptr<MultiGpuElimination> gpu_elim;

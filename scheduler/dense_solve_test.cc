@@ -495,12 +495,6 @@ TEST_F(DenseSolveTest, ExplicitStepsAndNoQualityKeepTheOldContract) {
 namespace stripesolve::scheduler {
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
-// The crash test below forks a child that starts the solve's threads; ThreadSanitizer would
-// otherwise end such a child when its parent ever ran threads (the parent's are all joined).
-extern "C" const char* __tsan_default_options() { return "die_after_fork=0"; }
-#endif
-
 // An engine that ends the process at its k-th write, after moving the first half of it: a crash
 // in the middle of writing a stripe back (nothing is cleaned up, the stripe is torn).
 class CrashEngine final : public storage::IoEngine {
@@ -528,6 +522,11 @@ class CrashEngine final : public storage::IoEngine {
 // a stripe back) resumes from its durable progress: the stripes recorded final are not
 // eliminated again, and the solution is bit for bit that of an uninterrupted run.
 TEST_F(DenseSolveTest, AKilledFactorizationResumesWithTheSameBits) {
+#if defined(__SANITIZE_THREAD__)
+  // The child starts threads after a fork, which ThreadSanitizer does not support. The resumed
+  // run's threads are checked by AStopForARestartKeepsTheFactorizationsProgress (no fork).
+  GTEST_SKIP() << "fork() followed by threads is not supported under ThreadSanitizer";
+#endif
   const int64_t n = 640, s = 64;
   generated("A", n, s, "uniform");
   const auto b = stripe::uniform_matrix(n, 1, 5);
@@ -581,6 +580,42 @@ TEST_F(DenseSolveTest, AKilledFactorizationResumesWithTheSameBits) {
     resumed_work += resumed->resumed_eliminations + resumed->resumed_updates;
   }
   EXPECT_GT(resumed_work, 0);  // the later kills found durable work
+}
+
+// A solve stopped for a restart (CancelToken::cancel(true), a daemon's planned stop) leaves its
+// half-made factor as a crash would: the next solve resumes it, with the bits of an
+// uninterrupted run. A plain cancel removes it.
+TEST_F(DenseSolveTest, AStopForARestartKeepsTheFactorizationsProgress) {
+  const int64_t n = 640, s = 64;
+  generated("A", n, s, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 5);
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  const EngineConfig config = small_engine(4 * 8ull * s * n + 8 * 4096);
+  auto reference = solve("A", b, 1, o, config);
+  ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
+  const std::string progress = root_ + "/ssd0/objects/A.lu.row/progress";
+  ASSERT_TRUE(store_->remove("A.lu.row").is_ok());
+  for (bool keep : {false, true}) {
+    CancelToken cancel;
+    SolveCallbacks cb;
+    cb.on_progress = [&](const Progress& p) {
+      if (p.phase == "factor" && p.fraction > 0.3) cancel.cancel(keep);
+    };
+    auto stopped = solve_dense(*store_, "A", b.data(), 1, o, config, cancel, cb, nullptr);
+    ASSERT_EQ(stopped.status().code(), StatusCode::kCancelled) << stopped.status().to_string();
+    EXPECT_EQ(std::filesystem::exists(progress), keep);
+    if (!keep) continue;
+    const storage::StoreConfig c = store_->config();
+    store_.reset();  // a restart
+    store_ = storage::MatrixStore::open(c).value();
+    auto resumed = solve("A", b, 1, o, config);
+    ASSERT_TRUE(resumed.is_ok()) << resumed.status().to_string();
+    EXPECT_TRUE(resumed->resumed);
+    EXPECT_GT(resumed->resumed_eliminations + resumed->resumed_updates, 0);
+    EXPECT_EQ(std::memcmp(resumed->x.data(), reference->x.data(), sizeof(double) * reference->x.size()), 0);
+    EXPECT_FALSE(std::filesystem::exists(progress));  // committed: the log is gone
+  }
 }
 
 }  // namespace

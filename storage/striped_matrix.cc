@@ -31,7 +31,7 @@ StripedMatrix::~StripedMatrix() {
   bool discard = false;
   {
     std::lock_guard lock(mu_);
-    discard = mode_ == Mode::kNewFactor && !committed_;
+    discard = mode_ == Mode::kNewFactor && !committed_ && !kept_;
   }
   if (discard) {
     Status st = store_->remove_object_files(info_.name);
@@ -237,6 +237,11 @@ Result<std::vector<std::byte>> StripedMatrix::read_blob(std::string_view key) co
                               " bytes, or checksum mismatch)");
   }
   return out;
+}
+
+void StripedMatrix::keep_uncommitted() {
+  std::lock_guard lock(mu_);
+  kept_ = true;
 }
 
 void StripedMatrix::set_factor_of(const FactorOf& of) {

@@ -314,7 +314,8 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
 }
 
 // A stop for a reboot (SIGTERM with shutdown policy cancel) costs no work: the journal keeps the
-// running solve, the next start runs it again, and a waiting client follows it to its end.
+// running solve, the next start runs it again (resuming its factorization when the stop came in
+// the middle of it), and a waiting client follows it to its end.
 TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   char tmpl[] = "/tmp/ss-crash-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
@@ -337,11 +338,15 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   c.reset();
   const int status = daemon.terminate();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const bool factorization_under_way = std::filesystem::exists(dir + "/store/objects/K.lu.row/progress");
   c = daemon.start();
   ASSERT_NE(c, nullptr);
   auto done = client::follow_job(*c, *id, "", nullptr);
   ASSERT_TRUE(done.is_ok()) << done.status().to_string();
   EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
+  if (factorization_under_way) {
+    EXPECT_TRUE(done->contains("result") && (*done)["result"].contains("resumed")) << done->dump();
+  }
   const int watch_status = wait_exit(watcher);
   EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0) << read_file(dir + "/watch.err");
   EXPECT_EQ(daemon.stop(*c), 0);

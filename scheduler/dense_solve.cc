@@ -128,7 +128,8 @@ struct Solve {
   std::unique_ptr<storage::StripedMatrix> writable;  // the factor being made (or not persisted)
   std::unique_ptr<storage::StripedMatrix> factor;    // the committed factor
   // The factorization's durable progress (factor_progress.h): outlives the I/O role, whose
-  // write hook appends to it.
+  // write hook queues records to it, and is destroyed before `writable`, which its recorder
+  // syncs.
   std::unique_ptr<FactorProgress> progress;
   ResumePoint resume_point;
   bool resumed = false;
@@ -395,6 +396,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       }
       STRIPESOLVE_RETURN_IF_ERROR(sv.writable->commit());
       io.set_write_hook({});
+      sv.progress.reset();  // its recorder syncs the factor: stopped before the factor closes
       io.set_sources(nullptr, nullptr);
       sv.writable.reset();
       STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor, store.open_factor(report.factor_name));

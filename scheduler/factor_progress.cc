@@ -278,6 +278,36 @@ Result<std::unique_ptr<FactorProgress>> FactorProgress::resume(storage::StripedM
   return std::unique_ptr<FactorProgress>(new FactorProgress(factor, std::move(log)));
 }
 
+FactorProgress::FactorProgress(storage::StripedMatrix& factor,
+                               std::unique_ptr<storage::ProgressLog> log)
+    : factor_(factor), log_(std::move(log)), recorder_([this] { run_recorder(); }) {}
+
+FactorProgress::~FactorProgress() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  queued_.notify_all();
+  recorder_.join();
+}
+
+void FactorProgress::run_recorder() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    queued_.wait(lock, [this] { return stop_ || !pending_.empty(); });
+    if (pending_.empty()) return;  // stopped, nothing left
+    std::vector<storage::ProgressLog::Record> batch;
+    batch.swap(pending_);
+    lock.unlock();
+    // Order of writes: the parts these records name were written before they were queued; make
+    // them durable, then the records.
+    Status st = factor_.sync_data();
+    if (st.is_ok()) st = log_->append(batch);
+    lock.lock();
+    if (!st.is_ok() && failure_.is_ok()) failure_ = st;
+  }
+}
+
 void FactorProgress::note_eliminated(int64_t stripe, const stripe::StripePivots& pivots,
                                      double max_abs_u) {
   std::lock_guard lock(mu_);
@@ -314,9 +344,11 @@ Status FactorProgress::record(const cache::CellView& cell) {
     w.f64(-1);
     w.bytes({});
   }
-  // Order of writes: the part is written; make it durable before the record that names it.
-  STRIPESOLVE_RETURN_IF_ERROR(factor_.sync_data());
-  return log_->append(w.out());
+  std::lock_guard lock(mu_);
+  if (!failure_.is_ok()) return failure_;
+  pending_.push_back(std::move(w.out()));
+  queued_.notify_one();
+  return Status::ok();
 }
 
 }  // namespace stripesolve::scheduler

@@ -23,16 +23,22 @@
 // Only the CPU tier resumes (the GPU tier keeps U blocks and values on the device, which the
 // records do not describe), and not in place (A is being overwritten: docs/operations.md).
 //
-// Threads: record() runs on the I/O role's thread (IoRole's write hook), note_eliminated() on
-// elim.I's; `mu_` guards the pivots kept between the two. The ProgressLog serializes appends.
+// Threads: record() runs on the I/O role's thread (IoRole's write hook): it computes the part's
+// CRC while the cell is still the role's and queues the record. A recorder thread (owned here)
+// takes every queued record, syncs the factor's data files once and appends them with one write
+// and one fdatasync (group commit), so the syncs do not hold up the I/O role's downloads. Every
+// write whose record it takes has returned before, so the sync covers it. note_eliminated() runs
+// on elim.I's thread. `mu_` guards the pivots, the queue and the recorder's first error.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/status.h"
@@ -119,18 +125,30 @@ class FactorProgress {
                                                         const FactorRecipe& recipe,
                                                         ResumePoint* point);
 
+  // Appends what is queued, then stops the recorder. Destroy before the factor object.
+  ~FactorProgress();
+  FactorProgress(const FactorProgress&) = delete;
+  FactorProgress& operator=(const FactorProgress&) = delete;
+
   // elim.I has eliminated `stripe` (its record, once written back, carries these).
   void note_eliminated(int64_t stripe, const stripe::StripePivots& pivots, double max_abs_u);
-  // The I/O role has written `cell`'s part to the factor object: sync the data, append the record.
+  // The I/O role has written `cell`'s part to the factor object: queues its record for the
+  // recorder (data sync, then the record). Returns the recorder's first error, if any.
   Status record(const cache::CellView& cell);
 
  private:
-  FactorProgress(storage::StripedMatrix& factor, std::unique_ptr<storage::ProgressLog> log)
-      : factor_(factor), log_(std::move(log)) {}
+  FactorProgress(storage::StripedMatrix& factor, std::unique_ptr<storage::ProgressLog> log);
+  void run_recorder();
+
   storage::StripedMatrix& factor_;
   std::unique_ptr<storage::ProgressLog> log_;
   std::mutex mu_;
+  std::condition_variable queued_;
   std::map<int64_t, std::pair<stripe::StripePivots, double>> eliminated_;  // guarded by mu_
+  std::vector<storage::ProgressLog::Record> pending_;                      // guarded by mu_
+  Status failure_;                                                         // guarded by mu_
+  bool stop_ = false;                                                      // guarded by mu_
+  std::thread recorder_;
 };
 
 }  // namespace stripesolve::scheduler

@@ -82,7 +82,15 @@ Result<std::unique_ptr<ProgressLog>> ProgressLog::open(const std::string& path, 
 ProgressLog::~ProgressLog() { ::close(fd_); }
 
 Status ProgressLog::append(std::span<const std::byte> payload) {
-  const std::vector<std::byte> record = frame(payload);
+  return append(std::vector<Record>{Record(payload.begin(), payload.end())});
+}
+
+Status ProgressLog::append(const std::vector<Record>& payloads) {
+  std::vector<std::byte> record;
+  for (const Record& p : payloads) {
+    const std::vector<std::byte> framed = frame(p);
+    record.insert(record.end(), framed.begin(), framed.end());
+  }
   std::lock_guard lock(mu_);
   size_t done = 0;
   while (done < record.size()) {

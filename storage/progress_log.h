@@ -39,6 +39,8 @@ class ProgressLog {
 
   // Appends one record and syncs it (write, fdatasync).
   Status append(std::span<const std::byte> payload);
+  // Appends several records with one write and one fdatasync.
+  Status append(const std::vector<Record>& payloads);
   const std::string& path() const { return path_; }
 
   // The framing of one record (for tests that write a torn tail on purpose).

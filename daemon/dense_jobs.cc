@@ -72,6 +72,17 @@ Result<SolveParams> parse_params(const nlohmann::json& p) {
   return s;
 }
 
+}  // namespace
+
+std::optional<std::string> factor_to_resume(const std::string& type, const nlohmann::json& params) {
+  if (type != "dense_solve") return std::nullopt;
+  auto parsed = parse_params(params);
+  if (!parsed.is_ok() || parsed->options.in_place) return std::nullopt;
+  return scheduler::factor_name_for(parsed->matrix, parsed->options);
+}
+
+namespace {
+
 // Right-hand sides from the file the client passed: (n) or (n, k) float64 (float32 widens), in
 // either order; column-major out. The size is checked (check_rhs_size) before the data is read:
 // the file's length is the client's to choose.

@@ -452,6 +452,30 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::reopen_factor(std::string_vi
   return m;
 }
 
+Result<std::vector<std::string>> MatrixStore::resumable_factors() const {
+  std::vector<std::string> out;
+  for (const std::string& name : list_dir(shared_->config.paths[0] + "/objects")) {
+    if (!check_object_name(name, "object").is_ok()) continue;
+    auto m = shared_->read_manifest(name);
+    if (m.is_ok() && m->info.state == ObjectState::kIncomplete && m->info.kind == "factor" &&
+        file_exists(shared_->progress_path(name))) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
+
+Status MatrixStore::remove_resumable(std::string_view name) {
+  const std::string n(name);
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->open_count.count(n) != 0) {
+      return Status::failed_precondition("factor '" + n + "' is open");
+    }
+  }
+  return shared_->remove_object_files(n);
+}
+
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_for_in_place(std::string_view name) {
   const std::string n(name);
   {

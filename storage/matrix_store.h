@@ -138,6 +138,10 @@ class MatrixStore {
   // such object.
   Result<std::unique_ptr<StripedMatrix>> reopen_factor(std::string_view name,
                                                        const StripedMatrix& like);
+  // The incomplete factors kept for their factorization to resume (reopen_factor), by name.
+  Result<std::vector<std::string>> resumable_factors() const;
+  // Removes one of them (no solve will resume it). Fails while it is open.
+  Status remove_resumable(std::string_view name);
   // Opens matrix `name` writable for an in-place factorization: its manifest says
   // "being_factored" until commit() turns it into a factor. Fails while it is open elsewhere.
   Result<std::unique_ptr<StripedMatrix>> open_for_in_place(std::string_view name);

@@ -90,6 +90,7 @@ TEST(ProgressLogTest, AnIncompleteFactorWithAProgressLogIsKeptForResume) {
   ASSERT_TRUE(store.is_ok()) << store.status().to_string();
   EXPECT_EQ((*store)->info("A.lu.row").status().code(), StatusCode::kNotFound);  // still invisible
   a = std::move((*store)->open_matrix("A")).value();
+  EXPECT_EQ((*store)->resumable_factors().value(), std::vector<std::string>{"A.lu.row"});
   EXPECT_EQ((*store)->reopen_factor("B", *a).status().code(), StatusCode::kNotFound);  // none
   EXPECT_EQ((*store)->reopen_factor("A", *a).status().code(), StatusCode::kNotFound);  // complete
   auto reopened = (*store)->reopen_factor("A.lu.row", *a);
@@ -100,9 +101,11 @@ TEST(ProgressLogTest, AnIncompleteFactorWithAProgressLogIsKeptForResume) {
   std::vector<ProgressLog::Record> records;
   ASSERT_TRUE(ProgressLog::open((*reopened)->progress_path(), 0600, &records).is_ok());
   EXPECT_EQ(records.size(), 1u);
+  EXPECT_EQ((*store)->remove_resumable("A.lu.row").code(), StatusCode::kFailedPrecondition);  // open
   ASSERT_TRUE((*reopened)->commit().is_ok());
   EXPECT_FALSE(std::filesystem::exists((*reopened)->progress_path()));
   EXPECT_TRUE((*store)->info("A.lu.row").is_ok());
+  EXPECT_TRUE((*store)->resumable_factors().value().empty());
 }
 
 }  // namespace

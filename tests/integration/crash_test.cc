@@ -295,7 +295,10 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   EXPECT_EQ(transitions.front(), "PENDING");
   EXPECT_EQ(transitions.back(), "COMPLETED");
   EXPECT_GE(std::count(transitions.begin(), transitions.end(), "RUNNING"), kills_while_running + 1);
-  // The store is consistent: the matrix is whole, nothing is left half made.
+  // The store is consistent: the matrix is whole, nothing is left half made (no progress log).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir + "/store/objects")) {
+    EXPECT_NE(entry.path().filename(), "progress") << entry.path();
+  }
   auto list = client::run_job(*c, {{"type", "matrix_list"}});
   ASSERT_TRUE(list.is_ok());
   for (const auto& m : (*list)["result"]["matrices"]) {
@@ -349,6 +352,39 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   }
   const int watch_status = wait_exit(watcher);
   EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0) << read_file(dir + "/watch.err");
+  EXPECT_EQ(daemon.stop(*c), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A half-made factor that no queued job will resume (here the journal is gone) is removed at
+// start-up instead of lingering, invisible, in the store.
+TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
+  char tmpl[] = "/tmp/ss-crash-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  SpawnedDaemon daemon(dir);
+  auto c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 2000}, {"generator", "uniform"},
+                                      {"seed", 3}, {"stripe_rows", 100}});
+  ASSERT_TRUE(created.is_ok());
+  auto id = client::submit_job(*c, solve_job("K"));
+  ASSERT_TRUE(id.is_ok());
+  const std::string factor = dir + "/store/objects/K.lu.row";
+  bool under_way = false;
+  for (int i = 0; i < 4000 && !under_way; ++i) {
+    under_way = std::filesystem::exists(factor + "/progress");
+    if (!under_way) std::this_thread::sleep_for(1ms);
+  }
+  c.reset();
+  daemon.kill();
+  if (!under_way) GTEST_SKIP() << "the solve ended before its factorization was seen under way";
+  ASSERT_TRUE(std::filesystem::exists(factor + "/progress"));
+  std::filesystem::remove_all(dir + "/state");  // the journal is lost: no job will resume it
+  c = daemon.start();
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(std::filesystem::exists(factor));
+  EXPECT_NE(read_file(daemon.log_path(2)).find("removing the half-made factor 'K.lu.row'"), std::string::npos)
+      << read_file(daemon.log_path(2));
   EXPECT_EQ(daemon.stop(*c), 0);
   std::filesystem::remove_all(dir);
 }

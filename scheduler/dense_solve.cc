@@ -226,7 +226,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
                                     "': in_place turns the matrix into its factors, which are then stored");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, nullptr, {}, false, {}};
+  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, nullptr, {},
+           false, {}};
   const storage::StripeGeometry& g = sv.g;
   const int64_t n = g.n;
   SolveReport& report = sv.report;
@@ -347,7 +348,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       io.set_sources(sv.a.get(), sv.writable.get());
       if (sv.resumed) io.mark_written(sv.resume_point.written());
       if (sv.progress) {
-        io.set_write_hook([p = sv.progress.get()](const cache::CellView& cell) { return p->record(cell); });
+        io.set_write_hook(
+            [p = sv.progress.get()](const cache::CellView& cell) { return p->record(cell); });
       }
     }
     // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
@@ -373,8 +375,9 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     const auto t0 = Clock::now();
     ResumeStats skipped;
     STRIPESOLVE_ASSIGN_OR_RETURN(
-        sv.pivots, run_factorization(ctx, *sv.writable, params, gpu_elim.get(), &sv.max_abs_u,
-                                     {sv.resumed ? &sv.resume_point : nullptr, sv.progress.get(), &skipped}));
+        sv.pivots,
+        run_factorization(ctx, *sv.writable, params, gpu_elim.get(), &sv.max_abs_u,
+                          {sv.resumed ? &sv.resume_point : nullptr, sv.progress.get(), &skipped}));
     report.resumed = sv.resumed;
     report.resumed_eliminations = skipped.eliminations;
     report.resumed_updates = skipped.updates;

@@ -200,10 +200,12 @@ void StripeCache::transition(int64_t stripe, CellState to) {
   transition_locked(stripe, to);
 }
 
-void StripeCache::finish_elim_i(int64_t stripe) {
+void StripeCache::finish_elim_i(int64_t stripe, bool modified) {
   Lock lock(mu_);
-  const Cell& c = cell_locked(stripe);
+  Cell& c = cell_locked(stripe);
+  const bool was_dirty = c.view.dirty;
   transition_locked(stripe, c.count > 0 ? CellState::kStuck : CellState::kIdle);
+  if (!modified) c.view.dirty = was_dirty;
 }
 
 void StripeCache::release_use(int64_t stripe) {

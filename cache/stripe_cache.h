@@ -111,8 +111,10 @@ class StripeCache {
 
   // Moves the stripe's cell along a legal edge (internal error otherwise, or if it has no cell).
   void transition(int64_t stripe, CellState to);
-  // elim.I finished: kElimI -> kStuck if count > 0, else kIdle.
-  void finish_elim_i(int64_t stripe);
+  // elim.I finished: kElimI -> kStuck if count > 0, else kIdle. modified = false: elim.I left
+  // the values as they were (a stripe loaded final from a resumed factor), so the cell stays as
+  // clean as it came.
+  void finish_elim_i(int64_t stripe, bool modified = true);
   // One J stripe no longer needs eliminated stripe `stripe`: count -= 1; at 0 kStuck -> kIdle
   // (002 §8.3 path 1: the elim.J thread that finishes the last update unsticks it).
   void release_use(int64_t stripe);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -89,6 +90,7 @@ Status Daemon::start() {
   logger("daemon")->info("job journal {}/state.db: {} finished job(s) kept, {} queued again, {} failed by the "
                          "restart; next job id {}", s.state_dir, restored->finished, restored->requeued,
                          restored->failed, journal_->next_id());
+  remove_unclaimed_factors();
 
   ServerHooks hooks;
   hooks.daemon_status = [this] { return status_json(); };
@@ -229,6 +231,31 @@ nlohmann::json Daemon::devices_json() const {
                    {"reserved_by_jobs", budget.reserved()}});
   }
   return out;
+}
+
+void Daemon::remove_unclaimed_factors() {
+  auto log = logger("daemon");
+  auto kept = store_->resumable_factors();
+  if (!kept.is_ok()) {
+    log->warn("cannot list the half-made factors to resume: {}", kept.status().to_string());
+    return;
+  }
+  if (kept->empty()) return;
+  std::set<std::string> claimed;
+  for (const auto& job : jobs_->list(0, true)) {
+    // Running too: the workers may already have taken a re-queued job.
+    if (is_terminal(job->state())) continue;
+    if (auto name = factor_to_resume(job->type(), job->params())) claimed.insert(*name);
+  }
+  for (const std::string& name : *kept) {
+    if (claimed.count(name) != 0) {
+      log->info("factor '{}' is kept for a queued solve to resume", name);
+      continue;
+    }
+    const Status st = store_->remove_resumable(name);
+    log->warn("removing the half-made factor '{}': no queued job resumes it{}", name,
+              st.is_ok() ? "" : " (" + st.to_string() + ")");
+  }
 }
 
 }  // namespace stripesolve::daemon

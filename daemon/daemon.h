@@ -52,6 +52,9 @@ class Daemon {
  private:
   void on_tick();
   void register_builtin_jobs(JobRegistry& registry);
+  // After the journal is restored: removes the half-made factors (kept by the store for their
+  // factorization to resume) that no queued dense solve will resume.
+  void remove_unclaimed_factors();
 
   DaemonConfig config_;
   std::string backend_ = "cpu";  // the dense engine's resolved backend (set by start())

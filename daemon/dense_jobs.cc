@@ -72,6 +72,17 @@ Result<SolveParams> parse_params(const nlohmann::json& p) {
   return s;
 }
 
+}  // namespace
+
+std::optional<std::string> factor_to_resume(const std::string& type, const nlohmann::json& params) {
+  if (type != "dense_solve") return std::nullopt;
+  auto parsed = parse_params(params);
+  if (!parsed.is_ok() || parsed->options.in_place) return std::nullopt;
+  return scheduler::factor_name_for(parsed->matrix, parsed->options);
+}
+
+namespace {
+
 // Right-hand sides from the file the client passed: (n) or (n, k) float64 (float32 widens), in
 // either order; column-major out. The size is checked (check_rhs_size) before the data is read:
 // the file's length is the client's to choose.
@@ -223,7 +234,8 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
 
     // The token outlives this call: a cancel hook may run after the solve returned.
     auto token = std::make_shared<scheduler::CancelToken>();
-    ctx.job().on_cancel([token] { token->cancel(); });
+    // A stop for a restart keeps the factorization's durable progress for the next run.
+    ctx.job().on_cancel([token, &job = ctx.job()] { token->cancel(job.cancel_for_restart()); });
     std::atomic<int64_t> published{0};
     Job& job = ctx.job();
     scheduler::SolveCallbacks callbacks;
@@ -283,6 +295,12 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
                           {"stripes", r.plan.stripes},
                           {"stripe_rows", r.plan.stripe_rows}};
     if (!r.device.empty()) result["device"] = r.device;
+    if (r.resumed) {
+      // A factorization a crash interrupted, resumed from its durable progress (docs/operations.md).
+      ctx.log(fmt::format("resumed the factorization: {} stripes and {} stripe updates were durable and not "
+                          "done again", r.resumed_eliminations, r.resumed_updates));
+      result["resumed"] = {{"eliminations", r.resumed_eliminations}, {"updates", r.resumed_updates}};
+    }
     // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
     if (!r.warning.empty()) result["warning"] = r.warning;
     if (out) result["output"] = {{"bytes", out->file_bytes()}};

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits);
 Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs, uint64_t seed);
 
 // `store`, `uploads` and `engine` must outlive the registry's jobs.
+// The factor a queued job of `type` with `params` makes and may resume after a restart (a dense
+// solve, not in place); nullopt for any other job.
+std::optional<std::string> factor_to_resume(const std::string& type, const nlohmann::json& params);
+
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
                          const scheduler::EngineConfig& engine, DenseJobLimits limits);
 

@@ -134,11 +134,13 @@ void Job::transition(JobState next) {
   }
 }
 
-void Job::request_cancel() {
+void Job::request_cancel(bool by_shutdown) {
   std::vector<std::function<void()>> hooks;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (cancel_requested_.exchange(true)) return;
+    if (cancel_requested_.load()) return;
+    cancel_for_restart_.store(by_shutdown, std::memory_order_release);
+    cancel_requested_.store(true, std::memory_order_release);
     hooks = cancel_hooks_;
   }
   for (auto& h : hooks) h();

@@ -92,7 +92,10 @@ class Job {
   bool cancel_if_pending(Status reason = Status::cancelled("cancelled while pending"));
 
   // Cancellation: sets the flag and runs the registered hooks (e.g. the engine's CancelToken).
-  void request_cancel();
+  // by_shutdown: the daemon stops and the journal keeps the job to run again after the restart
+  // (hooks may then keep work for it: cancel_for_restart()).
+  void request_cancel(bool by_shutdown = false);
+  bool cancel_for_restart() const { return cancel_for_restart_.load(std::memory_order_acquire); }
   bool cancel_requested() const { return cancel_requested_.load(std::memory_order_acquire); }
   // Registers a hook run by request_cancel() (immediately if already requested).
   void on_cancel(std::function<void()> hook);
@@ -188,6 +191,7 @@ class Job {
   const nlohmann::json params_;
   Clock::time_point created_;  // set at construction, or by restore_history() before sharing
   std::atomic<bool> cancel_requested_{false};
+  std::atomic<bool> cancel_for_restart_{false};
   std::function<void(const Job&)> state_hook_;  // set before sharing, then read only
 
   mutable std::mutex mu_;

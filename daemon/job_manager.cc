@@ -235,7 +235,9 @@ void JobManager::cancel_all() {
     }
   }
   for (auto& job : live) {
-    job->request_cancel();
+    // With a journal the job runs again after the restart: what it keeps (a half-made factor's
+    // progress) is not lost.
+    job->request_cancel(journal_ != nullptr);
     const Status reason = journal_ != nullptr ? Status::unavailable(std::string(kStoppedByShutdownMessage))
                                               : Status::cancelled("cancelled at daemon shutdown while pending");
     if (job->cancel_if_pending(reason)) {

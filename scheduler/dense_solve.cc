@@ -127,6 +127,12 @@ struct Solve {
   std::unique_ptr<storage::StripedMatrix> a;
   std::unique_ptr<storage::StripedMatrix> writable;  // the factor being made (or not persisted)
   std::unique_ptr<storage::StripedMatrix> factor;    // the committed factor
+  // The factorization's durable progress (factor_progress.h): outlives the I/O role, whose
+  // write hook queues records to it, and is destroyed before `writable`, which its recorder
+  // syncs.
+  std::unique_ptr<FactorProgress> progress;
+  ResumePoint resume_point;
+  bool resumed = false;
   std::vector<stripe::StripePivots> pivots;
   double max_abs_u = -1;  // -1: not tracked
 };
@@ -152,6 +158,39 @@ uint64_t device_budget(const EngineConfig& config, uint64_t free_bytes) {
   const uint64_t cap = free_bytes / 20 * 19;
   if (config.gpu_memory > 0) return std::min(config.gpu_memory, cap);
   return free_bytes / 10 * 9;
+}
+
+// Makes sv.writable the factor object to factor A into: a new one, or the one a killed process
+// left half made when its progress can be resumed (factor_progress.h: CPU tier, factors stored,
+// the same recipe). Any other half-made one is removed (the run starts from A).
+Status open_factor_to_make(Solve& sv, bool cpu_tier, const Plan& plan) {
+  static const auto log = logger("scheduler");
+  const std::string& factor_name = sv.report.factor_name;
+  const bool recorded = cpu_tier && sv.options.store_factors && sv.options.record_progress;
+  const FactorRecipe recipe{sv.a->info().id, sv.g.n, sv.g.stripes, sv.options.pivot,
+                            sv.options.strategy, plan.meta_stripes, plan.substripe_rows};
+  auto left = sv.store.reopen_factor(factor_name, *sv.a);
+  if (!left.is_ok() && left.status().code() != StatusCode::kNotFound) return left.status();
+  if (left.is_ok()) {
+    auto progress =
+        recorded ? FactorProgress::resume(**left, recipe, &sv.resume_point)
+                 : Result<std::unique_ptr<FactorProgress>>(Status::failed_precondition(
+                       "this solve records no progress (GPU tier, or factors not stored)"));
+    if (progress.is_ok()) {
+      sv.writable = std::move(*left);
+      sv.progress = std::move(*progress);
+      sv.resumed = true;
+      return Status::ok();
+    }
+    log->warn("the half-made factor '{}' left by an earlier process cannot be resumed ({}); "
+              "factoring from the start", factor_name, progress.status().message());
+    left->reset();  // uncommitted: removed
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, sv.store.create_factor(factor_name, *sv.a));
+  if (recorded) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.progress, FactorProgress::start(*sv.writable, recipe));
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -187,7 +226,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
                                     "': in_place turns the matrix into its factors, which are then stored");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, {}};
+  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, nullptr, {},
+           false, {}};
   const storage::StripeGeometry& g = sv.g;
   const int64_t n = g.n;
   SolveReport& report = sv.report;
@@ -282,6 +322,18 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     *hits = s.hits;
     *misses = s.misses;
   });
+  // A solve stopped for now (CancelToken::keep_progress) leaves its half-made factor and its
+  // progress as a crash would, for the next run to resume. Declared before the I/O role, so it
+  // runs after the role is joined: no write is in flight by then.
+  struct KeepProgressOnStop {
+    Solve& sv;
+    const CancelToken& cancel;
+    ~KeepProgressOnStop() {
+      if (cancel.cancelled() && cancel.keep_progress() && sv.progress && sv.writable) {
+        sv.writable->keep_uncommitted();
+      }
+    }
+  } keep_progress_on_stop{sv, cancel};
   IoRole io(cache, progress, trace);
   EngineContext ctx{backend, cache, progress, cancel, trace, config.progress_interval_seconds};
   std::unique_ptr<MultiGpuElimination> gpu_elim;
@@ -292,8 +344,13 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, store.open_for_in_place(name));
       io.set_sources(sv.writable.get(), sv.writable.get());
     } else {
-      STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, store.create_factor(report.factor_name, *sv.a));
+      STRIPESOLVE_RETURN_IF_ERROR(open_factor_to_make(sv, engine == nullptr, plan));
       io.set_sources(sv.a.get(), sv.writable.get());
+      if (sv.resumed) io.mark_written(sv.resume_point.written());
+      if (sv.progress) {
+        io.set_write_hook(
+            [p = sv.progress.get()](const cache::CellView& cell) { return p->record(cell); });
+      }
     }
     // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
     FactorParams params{.pivot = options.pivot,
@@ -316,9 +373,14 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     const double flops = factorization_flops(g);
     progress.begin_phase("factor", flops, g.stripes);
     const auto t0 = Clock::now();
-    STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots,
-                                 run_factorization(ctx, *sv.writable, params, gpu_elim.get(),
-                                                   &sv.max_abs_u));
+    ResumeStats skipped;
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        sv.pivots,
+        run_factorization(ctx, *sv.writable, params, gpu_elim.get(), &sv.max_abs_u,
+                          {sv.resumed ? &sv.resume_point : nullptr, sv.progress.get(), &skipped}));
+    report.resumed = sv.resumed;
+    report.resumed_eliminations = skipped.eliminations;
+    report.resumed_updates = skipped.updates;
     if (cancel.cancelled()) return Status::cancelled("dense solve cancelled");
     report.factor_seconds = seconds_since(t0);
     report.gflops = report.factor_seconds > 0 ? flops / report.factor_seconds / 1e9 : 0.0;
@@ -336,6 +398,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
         STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kMaxAbsUBlob, bytes));
       }
       STRIPESOLVE_RETURN_IF_ERROR(sv.writable->commit());
+      io.set_write_hook({});
+      sv.progress.reset();  // its recorder syncs the factor: stopped before the factor closes
       io.set_sources(nullptr, nullptr);
       sv.writable.reset();
       STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor, store.open_factor(report.factor_name));

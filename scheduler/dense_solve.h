@@ -72,6 +72,9 @@ struct DenseSolveOptions {
   // false: the factors live only for this solve (in the RAM and GPU tiers, spilled to an
   // uncommitted object only if they do not fit) and are not persisted; nothing to reuse later.
   bool store_factors = true;
+  // Record the factorization's durable progress so that a crash does not lose it
+  // (factor_progress.h; CPU tier, stored factors, not in place). Off only to measure its cost.
+  bool record_progress = true;
 };
 
 struct SolveCallbacks {
@@ -120,6 +123,11 @@ struct SolveReport {
   std::string device;             // the GPU's description with the cuda backend
   std::string factor_name;
   bool reused_factors = false;
+  // A factorization resumed after a crash (scheduler/factor_progress.h): the work it found
+  // durable in the half-made factor and did not do again.
+  bool resumed = false;
+  int64_t resumed_eliminations = 0;  // stripes final
+  int64_t resumed_updates = 0;       // (J, I) stripe updates
   Plan plan;
 };
 

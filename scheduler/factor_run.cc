@@ -6,6 +6,9 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "base/logging.h"
 #include "scheduler/roles.h"
 
@@ -81,6 +84,7 @@ Result<std::unique_ptr<CpuElimination>> CpuElimination::create(
       update = stripe::larger(update, stripe::update_workspace_size(ctx.backend, probe, below));
     }
   }
+  e->stripe_max_abs_u_.assign(static_cast<size_t>(g.stripes), -1);
   STRIPESOLVE_ASSIGN_OR_RETURN(e->eliminate_workspace_, stripe::HostWorkspace::allocate(eliminate, "elim.I"));
   // As many as run_factorization's elim.J workers (scheduler/roles.h).
   const int64_t workers = std::max<int64_t>(1, params.elim_j_workers) + std::max<int64_t>(0, params.lookahead_workers);
@@ -98,7 +102,8 @@ Status CpuElimination::eliminate(int64_t i, const CellView& cell, stripe::Stripe
   STRIPESOLVE_RETURN_IF_ERROR(stripe::eliminate_stripe(ctx_.backend, part, params_.pivot,
                                                        params_.substripe_rows, workspace, pivots));
   // Stripe I's U rows are final now and still in RAM: the growth costs one read of them.
-  max_abs_u_ = std::max(max_abs_u_, stripe::max_abs_upper(part));
+  stripe_max_abs_u_[static_cast<size_t>(i)] = stripe::max_abs_upper(part);
+  max_abs_u_ = std::max(max_abs_u_, stripe_max_abs_u_[static_cast<size_t>(i)]);
   return Status::ok();
 }
 
@@ -123,11 +128,51 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
                                                             const storage::StripedMatrix& layout,
                                                             const FactorParams& params,
                                                             Elimination* elimination,
-                                                            double* max_abs_u) {
+                                                            double* max_abs_u,
+                                                            const FactorResume& resume) {
   const storage::StripeGeometry& g = layout.geometry();
   const int64_t stripes = g.stripes;
   const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes);
   std::vector<stripe::StripePivots> pivots(static_cast<size_t>(stripes));
+  std::vector<int64_t> steps;
+  double resumed_max_abs_u = 0;
+  if (resume.point != nullptr) {
+    for (int64_t s = 0; s < stripes; ++s) {
+      const DurableStripe& d = resume.point->stripes[static_cast<size_t>(s)];
+      steps.push_back(d.step);
+      if (!d.final(s)) continue;
+      pivots[static_cast<size_t>(s)] = d.pivots;
+      resumed_max_abs_u =
+          d.max_abs_u < 0 || resumed_max_abs_u < 0 ? -1 : std::max(resumed_max_abs_u, d.max_abs_u);
+    }
+  }
+  const ResumePlan plan = plan_resume(tasks, stripes, steps);
+  ResumeStats skipped;
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    // Durable work counts as done in the progress (the bar starts where it was).
+    const Task& t = tasks[k];
+    const bool durable_elimination =
+        plan.skip[k] || plan.loaded_final[static_cast<size_t>(t.stripe)];
+    if (t.kind == Task::Kind::kEliminate && durable_elimination) {
+      ctx.progress.add_flops(elimination_flops(g, t.stripe));
+      ctx.progress.add_stripe();
+      ++skipped.eliminations;
+    } else if (t.kind == Task::Kind::kUpdate && plan.skip[k]) {
+      for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+        ctx.progress.add_flops(update_flops(g, t.stripe, i));
+      }
+      skipped.updates += t.i_end - t.i_begin;
+    }
+  }
+  if (resume.skipped != nullptr) *resume.skipped = skipped;
+  if (resume.point != nullptr) {
+    static const auto log = logger("scheduler");
+    log->info("resuming the factorization into '{}': {} of {} stripes final, {} of {} tasks skipped, "
+              "{} stripes loaded final, stripes restarted from the matrix: [{}]",
+              layout.info().name, resume.point->final_stripes(), stripes, plan.skipped, tasks.size(),
+              std::count(plan.loaded_final.begin(), plan.loaded_final.end(), true),
+              fmt::join(resume.point->restarted, ","));
+  }
   cache::StripeCache& cache = ctx.cache;
   std::unique_ptr<CpuElimination> cpu;
   if (elimination == nullptr) {
@@ -137,9 +182,10 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
 
   Monitor monitor(ctx);
   {
-    ElimIRole elim_i(ctx, g, *elimination, pivots);
+    ElimIRole elim_i(ctx, g, *elimination, pivots, plan.loaded_final, resume.progress);
     ElimJRole elim_j(ctx, g, params, *elimination, pivots);
-    MasterRole(ctx, layout, params, elim_i, elim_j, elimination->sweeps_may_overlap()).run(tasks);
+    MasterRole(ctx, layout, params, elim_i, elim_j, elimination->sweeps_may_overlap())
+        .run(tasks, plan);
   }
   STRIPESOLVE_RETURN_IF_ERROR(cache.failure());
   if (params.write_back) {
@@ -148,7 +194,11 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
     STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());
   }
   if (ctx.cancel.cancelled()) return cancelled_status();
-  if (max_abs_u != nullptr) *max_abs_u = elimination->max_abs_u();
+  if (max_abs_u != nullptr) {
+    // A max is exact in any order: the same growth as an uninterrupted run.
+    const double m = elimination->max_abs_u();
+    *max_abs_u = m < 0 || resumed_max_abs_u < 0 ? -1 : std::max(m, resumed_max_abs_u);
+  }
   return pivots;
 }
 

@@ -28,6 +28,7 @@
 
 #include "backend/backend.h"
 #include "cache/stripe_cache.h"
+#include "scheduler/factor_progress.h"
 #include "scheduler/progress.h"
 #include "scheduler/strategy.h"
 #include "scheduler/trace.h"
@@ -92,6 +93,12 @@ class Elimination {
   // The largest |U| entry of the stripes eliminated so far (the pivot growth's numerator), read
   // once the roles are joined; -1 where it is not tracked (the GPU tier: U stays on the device).
   virtual double max_abs_u() const { return -1; }
+  // The same of stripe `i` alone, on elim.I's thread once it has eliminated it (its progress
+  // record carries it); -1 where not tracked.
+  virtual double stripe_max_abs_u(int64_t i) const {
+    (void)i;
+    return -1;
+  }
 };
 
 // The CPU backend's elimination (stripe/stripe_ops.h on the cells in RAM).
@@ -107,6 +114,7 @@ class CpuElimination final : public Elimination {
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
   double max_abs_u() const override { return max_abs_u_; }
+  double stripe_max_abs_u(int64_t i) const override { return stripe_max_abs_u_[static_cast<size_t>(i)]; }
 
  private:
   CpuElimination(EngineContext& ctx, const storage::StripedMatrix& layout,
@@ -118,17 +126,30 @@ class CpuElimination final : public Elimination {
   stripe::HostWorkspace eliminate_workspace_;           // elim.I's
   std::vector<stripe::HostWorkspace> update_workspaces_;  // one per elim.J worker, each its own
   double max_abs_u_ = 0;  // written by elim.I only, read after it is joined
+  std::vector<double> stripe_max_abs_u_;  // written and read by elim.I only
+};
+
+// A factorization that records its progress and/or resumes from it (factor_progress.h).
+struct FactorResume {
+  // Durable progress: its tasks are skipped, its final stripes' pivots used (null: from A). The
+  // I/O role must read the stripes it holds from the factor (IoRole::mark_written).
+  const ResumePoint* point = nullptr;
+  // Hears of every elimination, for the records the I/O role's write hook appends (may be null).
+  FactorProgress* progress = nullptr;
+  // Receives what the run skipped (may be null).
+  ResumeStats* skipped = nullptr;
 };
 
 // `layout`: the object whose part_layout() describes the cells (A or the factor: same geometry
 // and placement). The I/O role's sources must be set (A -> factor) and the cache empty.
 // `elimination` null: the CPU backend's. `max_abs_u` (optional) receives the elimination's
-// max_abs_u().
+// max_abs_u() (with a resume point's, the largest of it and the final stripes' records).
 Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
                                                             const storage::StripedMatrix& layout,
                                                             const FactorParams& params,
                                                             Elimination* elimination = nullptr,
-                                                            double* max_abs_u = nullptr);
+                                                            double* max_abs_u = nullptr,
+                                                            const FactorResume& resume = {});
 
 // The status every role fails the cache with when the job's CancelToken is set.
 Status cancelled_status();

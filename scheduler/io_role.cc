@@ -32,13 +32,27 @@ void IoRole::set_sources(storage::StripedMatrix* original, storage::StripedMatri
   written_.assign(original == nullptr ? 0 : original->geometry().stripes, false);
 }
 
+void IoRole::mark_written(const std::vector<bool>& written) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t s = 0; s < written.size() && s < written_.size(); ++s) {
+    if (written[s]) written_[s] = true;
+  }
+}
+
+void IoRole::set_write_hook(WriteHook hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  write_hook_ = std::move(hook);
+}
+
 Status IoRole::upload(const cache::IoWork& work) {
   const int64_t s = work.cell.stripe;
   const int64_t c0 = work.cell.i0_store;
   storage::StripedMatrix* object = nullptr;
+  WriteHook hook;
   {
     std::lock_guard<std::mutex> lock(mu_);
     object = factor_;
+    hook = write_hook_;
   }
   STRIPESOLVE_CHECK(object != nullptr,
                     "upload of stripe " + std::to_string(s) + " in a read-only phase");
@@ -47,6 +61,7 @@ Status IoRole::upload(const cache::IoWork& work) {
                     "cell of stripe " + std::to_string(s) + " smaller than its part");
   TraceRecorder::Span span(trace_, "io", "write", part_args(work, layout));
   STRIPESOLVE_RETURN_IF_ERROR(object->write_part(s, c0, work.cell.buffer));
+  if (hook) STRIPESOLVE_RETURN_IF_ERROR(hook(work.cell));
   progress_.add_io(0, layout.data_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   written_[s] = true;

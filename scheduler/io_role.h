@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -43,6 +44,14 @@ class IoRole {
   // Reads come from `factor` for stripes written since this call, else from `original`;
   // uploads go to `factor` (nullptr: read-only phase, an upload is a bug).
   void set_sources(storage::StripedMatrix* original, storage::StripedMatrix* factor);
+  // After set_sources(): stripes already written to `factor` (a resumed factorization's durable
+  // ones) are read from it.
+  void mark_written(const std::vector<bool>& written);
+  // Called on the role's thread after each upload has been written, before the cache hears of
+  // it; its error fails the upload (a factorization's progress record: factor_progress.h).
+  // Empty: none. Set only while no transfer is pending, as set_sources().
+  using WriteHook = std::function<Status(const cache::CellView&)>;
+  void set_write_hook(WriteHook hook);
 
  private:
   void run();
@@ -60,6 +69,7 @@ class IoRole {
   storage::StripedMatrix* original_ = nullptr;  // guarded by mu_
   storage::StripedMatrix* factor_ = nullptr;    // guarded by mu_
   std::vector<bool> written_;                   // guarded by mu_
+  WriteHook write_hook_;                        // guarded by mu_
   std::thread thread_;
 };
 

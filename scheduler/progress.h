@@ -20,11 +20,18 @@ namespace stripesolve::scheduler {
 
 class CancelToken {
  public:
-  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
-  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+  // keep_progress: the solve stops for now, not for good (a daemon's planned stop): a half-made
+  // factor keeps its durable progress for the next run to resume (factor_progress.h).
+  void cancel(bool keep_progress = false) {
+    if (keep_progress) keep_progress_.store(true, std::memory_order_relaxed);
+    cancelled_.store(true, std::memory_order_release);
+  }
+  bool cancelled() const { return cancelled_.load(std::memory_order_acquire); }
+  bool keep_progress() const { return keep_progress_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<bool> cancelled_{false};
+  std::atomic<bool> keep_progress_{false};
 };
 
 struct Progress {

@@ -9,8 +9,15 @@ using cache::CellState;
 using cache::CellView;
 
 ElimIRole::ElimIRole(EngineContext& ctx, const storage::StripeGeometry& g, Elimination& elimination,
-                     std::vector<stripe::StripePivots>& pivots)
-    : ctx_(ctx), g_(g), elimination_(elimination), pivots_(pivots), thread_([this] { run(); }) {}
+                     std::vector<stripe::StripePivots>& pivots,
+                     const std::vector<bool>& loaded_final, FactorProgress* progress)
+    : ctx_(ctx),
+      g_(g),
+      elimination_(elimination),
+      pivots_(pivots),
+      loaded_final_(loaded_final),
+      progress_(progress),
+      thread_([this] { run(); }) {}
 
 ElimIRole::~ElimIRole() { close_and_join(); }
 
@@ -26,10 +33,19 @@ void ElimIRole::run() {
     auto cell = cache.wait_for(*i, CellState::kWaitElimI);
     if (!cell.is_ok()) return;
     cache.transition(*i, CellState::kElimI);
+    if (loaded_final_[static_cast<size_t>(*i)]) {
+      // Final in the factor object; its pivots and progress were set before the run.
+      cache.finish_elim_i(*i, /*modified=*/false);
+      continue;
+    }
     const Status st = elimination_.eliminate(*i, *cell, &pivots_[static_cast<size_t>(*i)]);
     if (!st.is_ok()) {
       cache.fail(st);
       return;
+    }
+    if (progress_ != nullptr) {
+      progress_->note_eliminated(*i, pivots_[static_cast<size_t>(*i)],
+                                 elimination_.stripe_max_abs_u(*i));
     }
     ctx_.progress.add_flops(elimination_flops(g_, *i));
     ctx_.progress.add_stripe();
@@ -108,7 +124,7 @@ MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
       elim_j_(elim_j),
       overlap_sweeps_(overlap_sweeps) {}
 
-cache::PartRequest MasterRole::request_for(const Task& t) const {
+cache::PartRequest MasterRole::request_for(const Task& t, const ResumePlan& plan) const {
   const storage::StripeGeometry& g = layout_.geometry();
   const int64_t col = g.row_begin(t.i_begin);
   cache::PartRequest req;
@@ -119,7 +135,7 @@ cache::PartRequest MasterRole::request_for(const Task& t) const {
   req.elim_end = t.i_end;
   if (t.kind == Task::Kind::kEliminate) {
     req.target = CellState::kWaitElimI;
-    req.count = g.stripes - 1 - t.stripe;
+    req.count = plan.uses[static_cast<size_t>(t.stripe)];
   } else {
     req.target = CellState::kWaitElimJ;
   }
@@ -134,7 +150,7 @@ void MasterRole::dispatch(const Task& t) {
   }
 }
 
-void MasterRole::run(const std::vector<Task>& tasks) {
+void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
   // 002 §8.1, no global barrier: the master hands out every task whose part is cached and free
   // as soon as its stripe's earlier tasks and the eliminations it reads have been handed out, up
   // to a window ahead of the first task not yet handed out (the front). So elim.I can start the
@@ -156,8 +172,14 @@ void MasterRole::run(const std::vector<Task>& tasks) {
   const std::vector<int64_t> meta_of = meta_stripe_of(params_.strategy, g.stripes, params_.meta_stripes);
   std::vector<int64_t> meta_last(static_cast<size_t>(meta_of.back() + 1), 0);
   for (int64_t i = 0; i < g.stripes; ++i) meta_last[static_cast<size_t>(meta_of[static_cast<size_t>(i)])] = i;
-  std::vector<bool> handed_out(tasks.size(), false);
+  // A resumed run's skipped tasks count as handed out (and their eliminations as done).
+  std::vector<bool> handed_out = plan.skip;
   std::vector<bool> eliminated(static_cast<size_t>(g.stripes), false);  // E handed out
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    if (plan.skip[k] && tasks[k].kind == Task::Kind::kEliminate) {
+      eliminated[static_cast<size_t>(tasks[k].stripe)] = true;
+    }
+  }
   std::vector<bool> swept(meta_last.size(), false);  // every update by the meta-stripe finished
   std::vector<bool> waits(static_cast<size_t>(g.stripes), false);       // scratch per scan
   auto hand_out = [&](size_t k) {
@@ -199,7 +221,7 @@ void MasterRole::run(const std::vector<Task>& tasks) {
       const size_t s = static_cast<size_t>(t.stripe);
       if (waits[s]) continue;  // an earlier task of this stripe goes first
       waits[s] = true;
-      if (reads_ready(t) && cache.try_hit(request_for(t))) {
+      if (reads_ready(t) && cache.try_hit(request_for(t, plan))) {
         hand_out(k);
         progressed = true;
       }
@@ -212,7 +234,7 @@ void MasterRole::run(const std::vector<Task>& tasks) {
         (state == cache::CellState::kAbsent || state == cache::CellState::kIdle)) {
       // A miss (or a part cached from a later column than needed): the cache downloads it,
       // waiting for memory.
-      auto cell = cache.request(request_for(t));
+      auto cell = cache.request(request_for(t, plan));
       if (!cell.is_ok()) {
         cache.fail(cell.status());
         break;

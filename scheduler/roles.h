@@ -5,6 +5,8 @@
 //
 //   ElimIRole   one thread: eliminates the stripes pushed to it, in order, once each cell is
 //               kWaitElimI (kElimI while it runs, then kStuck, or kIdle for the last stripe).
+//               A stripe loaded final from a resumed factor (factor_progress.h) goes through
+//               the same states unchanged (its pivots are the records').
 //   ElimJRole   k workers plus the look-ahead workers (FactorParams): updates J by [I0, I1)
 //               once J is kWaitElimJ and every I of the range kStuck. Critical-path updates
 //               (a J of the meta-stripe eliminated next) go first, in the order elim.I needs
@@ -26,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/factor_progress.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/work_queue.h"
 
@@ -33,8 +36,11 @@ namespace stripesolve::scheduler {
 
 class ElimIRole {
  public:
+  // loaded_final[I]: stripe I is loaded final, not eliminated (ResumePlan). progress (may be
+  // null) hears of every elimination.
   ElimIRole(EngineContext& ctx, const storage::StripeGeometry& g, Elimination& elimination,
-            std::vector<stripe::StripePivots>& pivots);
+            std::vector<stripe::StripePivots>& pivots, const std::vector<bool>& loaded_final,
+            FactorProgress* progress);
   ~ElimIRole();  // close_and_join()
   ElimIRole(const ElimIRole&) = delete;
   ElimIRole& operator=(const ElimIRole&) = delete;
@@ -50,6 +56,8 @@ class ElimIRole {
   const storage::StripeGeometry& g_;
   Elimination& elimination_;
   std::vector<stripe::StripePivots>& pivots_;
+  const std::vector<bool>& loaded_final_;
+  FactorProgress* progress_;
   WorkQueue<int64_t> queue_;
   std::thread thread_;
 };
@@ -86,11 +94,12 @@ class MasterRole {
   MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
              ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps);
   // Walks `tasks` (002 Fig 20) to the end or to the first failure (which it records in the
-  // cache), then closes both compute roles' queues and waits for them.
-  void run(const std::vector<Task>& tasks);
+  // cache), then closes both compute roles' queues and waits for them. `plan`: the tasks a
+  // resumed run skips and each eliminated stripe's count (plan_resume()).
+  void run(const std::vector<Task>& tasks, const ResumePlan& plan);
 
  private:
-  cache::PartRequest request_for(const Task& t) const;
+  cache::PartRequest request_for(const Task& t, const ResumePlan& plan) const;
   void dispatch(const Task& t);
 
   EngineContext& ctx_;

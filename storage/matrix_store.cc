@@ -139,6 +139,11 @@ Result<std::string> check_markers(const StoreShared& store) {
   return id;
 }
 
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 // Removes objects that a crashed process left incomplete, and half-removed ones.
 void clean_up(const StoreShared& store) {
   auto log = logger("storage");
@@ -153,6 +158,14 @@ void clean_up(const StoreShared& store) {
       auto m = store.read_manifest(name);
       const bool orphan = !m.is_ok() && m.status().code() == StatusCode::kNotFound;
       const bool incomplete = m.is_ok() && m->info.state == ObjectState::kIncomplete;
+      // A factorization a crash interrupted: kept for its job to resume (reopen_factor).
+      const bool resumable = incomplete && m->info.kind == "factor" &&
+                             file_exists(store.progress_path(name));
+      if (resumable) {
+        if (p != 0) continue;
+        log->info("keeping factor '{}' for its interrupted factorization to resume", name);
+        continue;
+      }
       if (orphan || incomplete) {
         log->warn("removing {} object '{}' left by an earlier process",
                   incomplete ? "incomplete" : "orphaned", name);
@@ -366,10 +379,12 @@ Result<ObjectNameLock> MatrixStore::lock_name(std::string_view name,
 }
 
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_object(const std::string& name,
-                                                                StripedMatrix::Mode mode) const {
+                                                                StripedMatrix::Mode mode,
+                                                                bool resuming) const {
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(name, "object name"));
   STRIPESOLVE_ASSIGN_OR_RETURN(Manifest m, shared_->read_manifest(name));
-  if (m.info.state == ObjectState::kIncomplete) {
+  if (resuming != (m.info.state == ObjectState::kIncomplete) ||
+      (resuming && (m.info.kind != "factor" || !file_exists(shared_->progress_path(name))))) {
     return Status::not_found("no object named '" + name + "' in the store");
   }
   if (m.info.state == ObjectState::kBeingFactored) {
@@ -426,6 +441,39 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::create_factor(std::string_vi
   writer->manifest().info.factor_of =
       FactorOf{like.info().id, like.geometry().n, checksum_summary(like.checksums())};
   return writer->into_factor();
+}
+
+Result<std::unique_ptr<StripedMatrix>> MatrixStore::reopen_factor(std::string_view name,
+                                                                  const StripedMatrix& like) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      auto m, open_object(std::string(name), StripedMatrix::Mode::kNewFactor, true));
+  // As create_factor(): what it factors, published at commit().
+  m->set_factor_of(FactorOf{like.info().id, like.geometry().n, checksum_summary(like.checksums())});
+  return m;
+}
+
+Result<std::vector<std::string>> MatrixStore::resumable_factors() const {
+  std::vector<std::string> out;
+  for (const std::string& name : list_dir(shared_->config.paths[0] + "/objects")) {
+    if (!check_object_name(name, "object").is_ok()) continue;
+    auto m = shared_->read_manifest(name);
+    if (m.is_ok() && m->info.state == ObjectState::kIncomplete && m->info.kind == "factor" &&
+        file_exists(shared_->progress_path(name))) {
+      out.push_back(name);
+    }
+  }
+  return out;
+}
+
+Status MatrixStore::remove_resumable(std::string_view name) {
+  const std::string n(name);
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->open_count.count(n) != 0) {
+      return Status::failed_precondition("factor '" + n + "' is open");
+    }
+  }
+  return shared_->remove_object_files(n);
 }
 
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_for_in_place(std::string_view name) {

@@ -4,7 +4,8 @@
 // Guarantees:
 // - An object becomes visible (list, info, open_*) only when its data is complete and synced and
 //   its manifest says "complete"; any failure while creating, importing or factoring removes what
-//   was written. Objects left "incomplete" by a crash are removed when the store is next opened.
+//   was written. Objects left "incomplete" by a crash are removed when the store is next opened,
+//   except factors with a progress log (a factorization to resume: reopen_factor()).
 // - Manifests are replaced atomically (temporary file, fsync, rename, fsync of the directory).
 // - Before creating or importing, the free space of every filesystem involved is checked
 //   (all paths on one filesystem are counted together), keeping free_space_reserve free.
@@ -131,6 +132,16 @@ class MatrixStore {
   // records `like`'s id, order and checksum summary (MatrixInfo::factor_of, is_factor_of()).
   Result<std::unique_ptr<StripedMatrix>> create_factor(std::string_view name,
                                                        const StripedMatrix& like);
+  // Reopens the incomplete factor `name` whose factorization a crash interrupted: one that has a
+  // progress log (StripedMatrix::progress_path). Writable as create_factor()'s (deleted if
+  // destroyed uncommitted), recording `like` as what it factors. kNotFound when there is no
+  // such object.
+  Result<std::unique_ptr<StripedMatrix>> reopen_factor(std::string_view name,
+                                                       const StripedMatrix& like);
+  // The incomplete factors kept for their factorization to resume (reopen_factor), by name.
+  Result<std::vector<std::string>> resumable_factors() const;
+  // Removes one of them (no solve will resume it). Fails while it is open.
+  Status remove_resumable(std::string_view name);
   // Opens matrix `name` writable for an in-place factorization: its manifest says
   // "being_factored" until commit() turns it into a factor. Fails while it is open elsewhere.
   Result<std::unique_ptr<StripedMatrix>> open_for_in_place(std::string_view name);
@@ -141,8 +152,10 @@ class MatrixStore {
  private:
   friend class ObjectWriter;
   explicit MatrixStore(std::shared_ptr<StoreShared> shared);
+  // `resuming`: the object must be an incomplete factor (reopen_factor), not a visible one.
   Result<std::unique_ptr<StripedMatrix>> open_object(const std::string& name,
-                                                     StripedMatrix::Mode mode) const;
+                                                     StripedMatrix::Mode mode,
+                                                     bool resuming = false) const;
   Result<MatrixInfo> import_dense(const std::string& name, int fd, const std::string& path,
                                   const DenseLayout& layout, const std::string& source,
                                   const ImportOptions& options);

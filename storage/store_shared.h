@@ -50,6 +50,10 @@ struct StoreShared {
   std::string manifest_path(const std::string& name) const {
     return object_dir(0, name) + "/manifest.json";
   }
+  // The factorization's progress log (progress_log.h) of an incomplete factor.
+  std::string progress_path(const std::string& name) const {
+    return object_dir(0, name) + "/progress";
+  }
   std::string blob_path(const std::string& name, const std::string& key) const {
     return object_dir(0, name) + "/blob." + key;
   }

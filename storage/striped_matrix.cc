@@ -1,5 +1,7 @@
 #include "storage/striped_matrix.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
@@ -29,7 +31,7 @@ StripedMatrix::~StripedMatrix() {
   bool discard = false;
   {
     std::lock_guard lock(mu_);
-    discard = mode_ == Mode::kNewFactor && !committed_;
+    discard = mode_ == Mode::kNewFactor && !committed_ && !kept_;
   }
   if (discard) {
     Status st = store_->remove_object_files(info_.name);
@@ -237,6 +239,23 @@ Result<std::vector<std::byte>> StripedMatrix::read_blob(std::string_view key) co
   return out;
 }
 
+void StripedMatrix::keep_uncommitted() {
+  std::lock_guard lock(mu_);
+  kept_ = true;
+}
+
+void StripedMatrix::set_factor_of(const FactorOf& of) {
+  std::lock_guard lock(mu_);
+  manifest_.info.factor_of = of;
+}
+
+Status StripedMatrix::sync_data() const {
+  for (const DataFile& f : files_) STRIPESOLVE_RETURN_IF_ERROR(f.sync());
+  return Status::ok();
+}
+
+std::string StripedMatrix::progress_path() const { return store_->progress_path(info_.name); }
+
 Status StripedMatrix::commit() {
   if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
   std::lock_guard lock(mu_);
@@ -269,6 +288,8 @@ Status StripedMatrix::commit() {
   STRIPESOLVE_RETURN_IF_ERROR(store_->write_manifest(next));
   manifest_ = std::move(next);
   committed_ = true;
+  // The factor is whole: its progress log (if any) has no more use.
+  (void)::unlink(store_->progress_path(info_.name).c_str());
   logger("storage")->info("committed factor '{}'", info_.name);
   return Status::ok();
 }

@@ -16,7 +16,7 @@
 // ones by reading them back, then publishes the manifest.
 //
 // Lifetime: made by MatrixStore. A factor from create_factor() that is destroyed without commit()
-// is deleted; an object opened for in-place factorization and never committed stays in state
+// is deleted (unless keep_uncommitted() was called); an object opened for in-place factorization and never committed stays in state
 // "being_factored" (its data is neither A nor the factors).
 //
 // Thread-safety: read_part/write_part of different stripes may run concurrently (also concurrent
@@ -95,6 +95,18 @@ class StripedMatrix {
   Status write_blob(std::string_view key, std::span<const std::byte> bytes);
   Result<std::vector<std::byte>> read_blob(std::string_view key) const;
 
+  // A factor: records the matrix it factors (published at commit()).
+  void set_factor_of(const FactorOf& of);
+  // A new factor that has a progress log: when destroyed uncommitted, leave it as a crash would
+  // (incomplete, kept by the next open of the store for its factorization to resume) instead of
+  // removing it.
+  void keep_uncommitted();
+  // fdatasync of every data file: the parts written so far are durable (a progress record may
+  // name them).
+  Status sync_data() const;
+  // Where this factor's progress log lies (storage/progress_log.h; read by reopen_factor).
+  std::string progress_path() const;
+
   // Writable objects: completes unknown checksums, syncs the data files and atomically publishes
   // the manifest as kind "factor", state "complete". Fails on read-only objects and when called twice.
   Status commit();
@@ -115,6 +127,7 @@ class StripedMatrix {
   mutable std::mutex mu_;
   Manifest manifest_;       // GUARDED_BY(mu_): checksums and blobs as they change
   bool committed_ = false;  // GUARDED_BY(mu_)
+  bool kept_ = false;       // GUARDED_BY(mu_): keep_uncommitted()
 };
 
 }  // namespace stripesolve::storage

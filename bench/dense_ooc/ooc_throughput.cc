@@ -7,10 +7,12 @@
 //   bench_dense_ooc [--n 8192] [--stripe-rows 512] [--cache 1,0.25] [--strategies all]
 //                   [--pivot row] [--dir /var/tmp/stripesolve-bench-ooc] [--paths 1]
 //                   [--peer-threads 0 (= cores)] [--worker-threads 1] [--elim-j-workers 0]
-//                   [--trace file.json] [--reps 2] [--quality on|off]
+//                   [--trace file.json] [--reps 2] [--quality on|off] [--progress on|off]
 //
 // --quality off skips the solve's quality contract (condition estimate, automatic refinement;
 // DenseSolveOptions::check_quality), to measure what it costs (issue 17: at most 5%).
+// --progress off records no factorization progress (DenseSolveOptions::record_progress), to
+// measure what the resume after a crash costs (issue 18: at most 2%).
 // Each measurement is the best of --reps runs (the peer's too), which tames a shared machine.
 // OpenBLAS threads: the peer runs with --peer-threads; the engine's elim.J workers each call
 // dgemm, so they run with --worker-threads OpenBLAS threads each (openblas_set_num_threads).
@@ -57,7 +59,7 @@ std::vector<std::string> split(const std::string& s) {
                "usage: bench_dense_ooc [--n N] [--stripe-rows S] [--cache F,F..] "
                "[--strategies all|basic,zigzag,meta_zigzag] [--pivot row|local|none] [--dir D] "
                "[--paths P] [--peer-threads T] [--worker-threads T] [--elim-j-workers K] "
-               "[--trace FILE] [--reps R] [--quality on|off]\n");
+               "[--trace FILE] [--reps R] [--quality on|off] [--progress on|off]\n");
   std::exit(2);
 }
 
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
   std::string trace_file;
   int reps = 2;
   bool quality = true;
+  bool progress = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) usage();
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
     else if (arg == "--trace") trace_file = v;
     else if (arg == "--reps") reps = std::max(1, std::stoi(v));
     else if (arg == "--quality" && (v == "on" || v == "off")) quality = v == "on";
+    else if (arg == "--progress" && (v == "on" || v == "off")) progress = v == "on";
     else usage();
   }
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -184,6 +188,7 @@ int main(int argc, char** argv) {
       options.strategy = strategy;
       options.reuse_factors = false;
       options.check_quality = quality;
+      options.record_progress = progress;
       ss::scheduler::CancelToken cancel;
       ss::scheduler::TraceRecorder trace;
       auto rep = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config, cancel,
@@ -213,6 +218,7 @@ int main(int argc, char** argv) {
       r["residual_seconds"] = rep->residual_seconds;
       r["condition_seconds"] = rep->condition_seconds;
       r["quality"] = quality;
+      r["progress_records"] = progress;
       r["rcond"] = rep->rcond;
       r["growth"] = rep->growth;
       // Factor + substitution: the work dgetrf + dgetrs do (the residual pass is extra here).

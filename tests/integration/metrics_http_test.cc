@@ -1,10 +1,10 @@
 // Integration: daemon.metrics_listen serves the metrics over HTTP on loopback, and nothing else.
 #include <gtest/gtest.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -13,18 +13,29 @@
 namespace stripesolve::testing {
 namespace {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
-
-// Sends `request` to host:port and reads until the daemon closes the connection.
+// Sends `request` to host:port and reads until the daemon closes the connection (plain POSIX
+// sockets: Asio's fences are not modelled by ThreadSanitizer, see daemon/CMakeLists.txt).
 std::string exchange(const std::string& host, const std::string& port, const std::string& request) {
-  asio::io_context io;
-  tcp::socket socket(io);
-  asio::connect(socket, tcp::resolver(io).resolve(host, port));
-  asio::write(socket, asio::buffer(request));
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(std::stoi(port)));
+  EXPECT_EQ(::inet_pton(AF_INET, host.c_str(), &address.sin_addr), 1);
   std::string reply;
-  boost::system::error_code ec;
-  asio::read(socket, asio::dynamic_buffer(reply), ec);  // until EOF
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+    size_t sent = 0;
+    while (sent < request.size()) {
+      const ssize_t k = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (k <= 0) break;
+      sent += static_cast<size_t>(k);
+    }
+    char buf[4096];
+    for (ssize_t k; (k = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<size_t>(k));
+  } else {
+    ADD_FAILURE() << "connect to " << host << ":" << port << " failed";
+  }
+  ::close(fd);
   return reply;
 }
 

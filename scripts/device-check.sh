@@ -20,19 +20,12 @@ OUT=${OUT:-/tmp/device-check}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/device_check.log") 2>&1
 { head -2 /etc/os-release; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; }
-PREFIX=/opt/dep
-mkdir -p $PREFIX
-for f in .debs/*.deb; do dpkg -x "$f" $PREFIX; done
-L=$PREFIX/usr/lib/x86_64-linux-gnu
-export LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
-export PKG_CONFIG_PATH=$L/pkgconfig:${PKG_CONFIG_PATH:-}
-sed -i "s|=/usr|=$PREFIX/usr|" $L/pkgconfig/liburing.pc  # the carried .pc names /usr
+source scripts/device-deps.sh
 BUILD=/tmp/ssbuild
 EXTRA=()
 [ "${TRIDIAG_PROFILE:-0}" = 1 ] && EXTRA=(-DCMAKE_CUDA_FLAGS=-lineinfo)
 cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_WERROR=ON "${EXTRA[@]}" \
-  -DCMAKE_PREFIX_PATH=$PREFIX/usr -DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include \
-  -DLAPACKE_LIBRARY=$L/liblapacke.so > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+  "${DEPS_CMAKE_ARGS[@]}" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -E "CUDA backend|liburing" "$OUT/configure.log"
 # Builds the given targets into $BUILD (appending to build.log), or stops with the errors.
 build() {

@@ -17,21 +17,12 @@ shift || true
 exec > >(tee "$OUT/device_run_$MODE.log") 2>&1
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc;
   free -g | sed -n 2p; df -h /var/tmp | tail -1; } 2>&1
-PREFIX=/opt/dep
-L=$PREFIX/usr/lib/x86_64-linux-gnu
-export LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
+source scripts/device-deps.sh  # also for a carried BENCH: its libraries
 B=${BENCH:-}
 if [ -z "$B" ]; then
-  mkdir -p $PREFIX
-  for f in .debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" $PREFIX; done
-  export PKG_CONFIG_PATH=$L/pkgconfig:${PKG_CONFIG_PATH:-}
-  [ -e $L/pkgconfig/liburing.pc ] && sed -i "s|=/usr|=$PREFIX/usr|" $L/pkgconfig/liburing.pc
   BUILD=${BUILD:-build/device-dense-gpu}  # inside the tree: kept while the machine stays warm
-  EXTRA=()
-  [ -e $PREFIX/usr/include/lapacke.h ] &&
-    EXTRA+=(-DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include -DLAPACKE_LIBRARY=$L/liblapacke.so)
   cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_WERROR=ON \
-    -DCMAKE_PREFIX_PATH=$PREFIX/usr "${EXTRA[@]}" \
+    "${DEPS_CMAKE_ARGS[@]}" \
     > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
   grep -E "CUDA backend" "$OUT/configure.log"
   cmake --build $BUILD -j16 --target bench_dense_gpu > "$OUT/build.log" 2>&1 \

@@ -9,17 +9,10 @@ OUT=${OUT:-/tmp/adi-out}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/device_run.log") 2>&1
 { head -2 /etc/os-release; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; }
-PREFIX=/opt/dep
-mkdir -p $PREFIX
-for f in .debs/*.deb; do dpkg -x "$f" $PREFIX; done
-L=$PREFIX/usr/lib/x86_64-linux-gnu
-export LD_LIBRARY_PATH=$L:${LD_LIBRARY_PATH:-}
-export PKG_CONFIG_PATH=$L/pkgconfig:${PKG_CONFIG_PATH:-}
-sed -i "s|=/usr|=$PREFIX/usr|" $L/pkgconfig/liburing.pc  # the carried .pc names /usr
+source scripts/device-deps.sh
 BUILD=/tmp/adibuild
 cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_BUILD_BENCH=OFF \
-  -DCMAKE_PREFIX_PATH=$PREFIX/usr -DLAPACKE_INCLUDE_DIR=$PREFIX/usr/include \
-  -DLAPACKE_LIBRARY=$L/liblapacke.so > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
+  "${DEPS_CMAKE_ARGS[@]}" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -E "CUDA backend" "$OUT/configure.log"
 cmake --build $BUILD -j"$(nproc)" --target stripesolved stripesolve_adi > "$OUT/build.log" 2>&1 \
   || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }

@@ -2,6 +2,10 @@
 
 #include <numeric>
 
+#include <gtest/gtest.h>
+
+#include "client/commands.h"
+
 #include "tests/integration/npy_files.h"
 #include "tridiag/gallery.h"
 
@@ -115,6 +119,16 @@ client::TridiagRequest request_for(const BatchFiles& files) {
   r.du_path = files.du;
   r.rhs_path = files.rhs;
   return r;
+}
+
+nlohmann::json solve(client::Connection& c, client::TridiagRequest request, const std::string& out) {
+  request.out_path = out;
+  auto job = client::build_tridiag_job(request);
+  EXPECT_TRUE(job.is_ok()) << job.status().to_string();
+  if (!job.is_ok()) return {};
+  auto done = client::run_request(c, *job, nullptr);
+  EXPECT_TRUE(done.is_ok()) << done.status().to_string();
+  return done.is_ok() ? *done : nlohmann::json{};
 }
 
 }  // namespace stripesolve::testing

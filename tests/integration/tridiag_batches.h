@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "client/connection.h"
 #include "client/tridiag_request.h"
 #include "tridiag/tridiag.h"
 
@@ -51,5 +54,10 @@ client::TridiagRequest request_for(const BatchFiles& files);
 
 // Rounds every value through float (what a float32 file holds).
 void narrow_to_float(TridiagBatch& batch);
+
+// Submits the request with `out` as its output (the daemon writes the solution through the
+// descriptor of the client's temporary) and follows the job to its end; the final job, or {}
+// after a test failure.
+nlohmann::json solve(client::Connection& c, client::TridiagRequest request, const std::string& out);
 
 }  // namespace stripesolve::testing

@@ -58,16 +58,6 @@ double worst_ratio_to_lapack(const TridiagBatch& b, const std::vector<double>& x
   return worst;
 }
 
-nlohmann::json solve(client::Connection& c, client::TridiagRequest request, const std::string& out) {
-  request.out_path = out;
-  auto job = client::build_tridiag_job(request);
-  EXPECT_TRUE(job.is_ok()) << job.status().to_string();
-  if (!job.is_ok()) return {};
-  auto done = client::run_request(c, *job, nullptr);
-  EXPECT_TRUE(done.is_ok()) << done.status().to_string();
-  return done.is_ok() ? *done : nlohmann::json{};
-}
-
 TEST(TridiagQuality, EveryAlgorithmWithinTenTimesLapackOrWarned) {
   DaemonFixture d;
   auto c = d.connect();

@@ -17,18 +17,6 @@
 namespace stripesolve::testing {
 namespace {
 
-// Submits the request with `out` as its output (the daemon writes the solution through the
-// descriptor of the client's temporary) and follows the job to its end.
-nlohmann::json solve(client::Connection& c, client::TridiagRequest request, const std::string& out) {
-  request.out_path = out;
-  auto job = client::build_tridiag_job(request);
-  EXPECT_TRUE(job.is_ok()) << job.status().to_string();
-  if (!job.is_ok()) return {};
-  auto done = client::run_request(c, *job, nullptr);
-  EXPECT_TRUE(done.is_ok()) << done.status().to_string();
-  return done.is_ok() ? *done : nlohmann::json{};
-}
-
 // Normwise backward error ||A x - f||_inf / (||A||_inf ||x||_inf + ||f||_inf) of one system.
 double backward_error(const std::vector<double>& dl, const std::vector<double>& d,
                       const std::vector<double>& du, const std::vector<double>& x,

@@ -161,6 +161,16 @@ int kills_wanted() {
   return env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 3;
 }
 
+// The matrix the tests solve: K, n = 2000 in 20 stripes of 100 rows (a few seconds of solve on
+// the small cache, so that kills land inside the factorization).
+constexpr int64_t kOrder = 2000;
+void create_k(client::Connection& c) {
+  auto created = client::run_job(c, {{"type", "matrix_create"}, {"name", "K"}, {"n", kOrder}, {"generator", "uniform"},
+                                     {"seed", 3}, {"stripe_rows", 100}});
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
+}
+
 nlohmann::json solve_job(const std::string& matrix) {
   client::SolveRequest req;
   req.matrix = matrix;
@@ -201,11 +211,8 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   SpawnedDaemon daemon(dir);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
-  constexpr int64_t n = 2000;
-  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", n}, {"generator", "uniform"},
-                                      {"seed", 3}, {"stripe_rows", 100}});
-  ASSERT_TRUE(created.is_ok());
-  ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
+  constexpr int64_t n = kOrder;
+  ASSERT_NO_FATAL_FAILURE(create_k(*c));
 
   // The uninterrupted reference, and how long it takes (the window the kills fall in).
   const auto t0 = std::chrono::steady_clock::now();
@@ -325,9 +332,7 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   SpawnedDaemon daemon(dir, "  shutdown:\n    policy: cancel\n");
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
-  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 2000}, {"generator", "uniform"},
-                                      {"seed", 3}, {"stripe_rows", 100}});
-  ASSERT_TRUE(created.is_ok());
+  ASSERT_NO_FATAL_FAILURE(create_k(*c));
   auto id = client::submit_job(*c, solve_job("K"));
   ASSERT_TRUE(id.is_ok());
   const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(), "--reconnect-timeout",
@@ -364,9 +369,7 @@ TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
   SpawnedDaemon daemon(dir);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
-  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 2000}, {"generator", "uniform"},
-                                      {"seed", 3}, {"stripe_rows", 100}});
-  ASSERT_TRUE(created.is_ok());
+  ASSERT_NO_FATAL_FAILURE(create_k(*c));
   auto id = client::submit_job(*c, solve_job("K"));
   ASSERT_TRUE(id.is_ok());
   const std::string factor = dir + "/store/objects/K.lu.row";

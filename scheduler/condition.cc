@@ -92,7 +92,7 @@ Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
 }
 
 double backward_error_tolerance(int64_t n) {
-  return std::max(2.0, std::log2(static_cast<double>(std::max<int64_t>(n, 1))) / 2) *
+  return std::max(2.0, std::sqrt(static_cast<double>(std::max<int64_t>(n, 1))) / 4) *
          std::numeric_limits<double>::epsilon();
 }
 
@@ -124,8 +124,11 @@ std::string quality_warning(const SolveQuality& q) {
   }
   // The advice is a mode whose pivot choice the same matrix does not defeat the same way.
   const char* other = q.pivot == stripe::PivotMode::kRow ? "local" : "row";
-  return fmt::format("backward error {:.2e} above the tolerance {:.2e} after refinement: {}; "
-                     "try --pivot {}", q.backward_error, tol, fmt::join(causes, ", "), other);
+  const std::string after = q.refinement_steps == 0 ? "without refinement"
+                            : q.refinement_steps == 1 ? "after 1 refinement step"
+                            : fmt::format("after {} refinement steps", q.refinement_steps);
+  return fmt::format("backward error {:.2e} above the tolerance {:.2e} {}: {}; try --pivot {}",
+                     q.backward_error, tol, after, fmt::join(causes, ", "), other);
 }
 
 }  // namespace stripesolve::scheduler

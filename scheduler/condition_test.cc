@@ -85,7 +85,8 @@ TEST(QualityWarning, NamesTheCause) {
   EXPECT_NE(ill.find("--pivot row"), std::string::npos) << ill;
   EXPECT_GT(backward_error_tolerance(1'000'000), backward_error_tolerance(100));
   EXPECT_EQ(backward_error_tolerance(4), 2 * eps);
-  EXPECT_EQ(backward_error_tolerance(4096), 6 * eps);
+  EXPECT_EQ(backward_error_tolerance(4096), 16 * eps);
+  EXPECT_EQ(backward_error_tolerance(65536), 64 * eps);
 }
 
 }  // namespace

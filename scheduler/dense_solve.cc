@@ -535,6 +535,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
                                       .backward_error = report.residual,
                                       .rcond = report.rcond,
                                       .growth = report.growth,
+                                      .refinement_steps = report.residual_history.empty()
+                                          ? 0 : static_cast<int>(report.residual_history.size()) - 1,
                                       .pivot = options.pivot});
   }
   if (callbacks.on_solution_chunk && !stream_chunks) {

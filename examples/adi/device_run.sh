@@ -18,10 +18,9 @@ cmake --build $BUILD -j"$(nproc)" --target stripesolved stripesolve_adi > "$OUT/
   || { grep -E "error" "$OUT/build.log" | head -40; exit 1; }
 export STRIPESOLVE_BUILD_DIR=$BUILD STRIPESOLVE_ADI_NO_BUILD=1
 for g in ${ADI_GRIDS:-256 1024 2048}; do
-  steps=$([ "$g" -le 256 ] && echo 32 || echo 48)
-  for dev in cpu gpu; do
-    echo "== grid $g, $steps steps, --device $dev"
-    STRIPESOLVE_ADI_OUT=$OUT/${dev}_$g examples/adi/run.sh --grid "$g" --steps "$steps" --device "$dev" \
-      | grep -E "^(grid|time per step|max error|step +$steps )"
+  for dev in cpu gpu; do  # the default steps: enough to converge, so the error check holds
+    echo "== grid $g, --device $dev"
+    STRIPESOLVE_ADI_OUT=$OUT/${dev}_$g examples/adi/run.sh --grid "$g" --device "$dev" \
+      | grep -E "^(grid|time per step|max error)"
   done
 done

@@ -46,12 +46,12 @@ pid_t open_silent_connections(const std::string& socket, uid_t uid, int count) {
       if (fd >= 0) (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     }
     const char done = 1;
-    (void)::write(ready[1], &done, 1);
+    if (::write(ready[1], &done, 1) != 1) ::_exit(96);
     while (true) ::pause();
   }
   ::close(ready[1]);
   char done = 0;
-  (void)::read(ready[0], &done, 1);
+  if (::read(ready[0], &done, 1) != 1) ADD_FAILURE() << "the child ended before it was ready";
   ::close(ready[0]);
   return pid;
 }

@@ -48,7 +48,7 @@ TEST(SocketChecks, TheDaemonRefusesAFolderOthersMayWriteOrOwn) {
     EXPECT_FALSE(d.start().is_ok());
   }
   const std::string link = dir + "/link";
-  ::symlink(open_dir.c_str(), link.c_str());
+  ASSERT_EQ(::symlink(open_dir.c_str(), link.c_str()), 0);
   {
     daemon::Daemon d(config_in(dir, link + "/d.sock"));
     EXPECT_EQ(d.start().message(), "socket directory " + link +
@@ -96,7 +96,7 @@ pid_t fake_daemon_as(uid_t uid, const std::string& path) {
     std::memcpy(addr.sun_path, path.c_str(), std::min(path.size(), sizeof(addr.sun_path) - 1));
     if (::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(l, 8) != 0) ::_exit(97);
     const char ok = 1;
-    (void)::write(ready[1], &ok, 1);
+    if (::write(ready[1], &ok, 1) != 1) ::_exit(96);
     while (true) {
       const int c = ::accept(l, nullptr, nullptr);
       if (c < 0) continue;
@@ -113,7 +113,7 @@ pid_t fake_daemon_as(uid_t uid, const std::string& path) {
   }
   ::close(ready[1]);
   char ok = 0;
-  (void)::read(ready[0], &ok, 1);
+  if (::read(ready[0], &ok, 1) != 1) ADD_FAILURE() << "the child ended before it was ready";
   ::close(ready[0]);
   return pid;
 }

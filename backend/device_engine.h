@@ -134,10 +134,22 @@ class DeviceLane {
                           const DeviceBlock& rhs) = 0;
 };
 
+struct DeviceEngineOptions {
+  // SMs the low-priority lanes (the J sweeps' GEMMs) leave to the high-priority ones (elim.I,
+  // the look-ahead updates): the low-priority lanes' kernels run in a green context of the
+  // device's other SMs, the high-priority lanes' anywhere. 0: every lane on every SM. The panel
+  // (cuSOLVER getrf of a 2048-wide stripe) is a chain of small kernels that, beside the GEMMs
+  // on all SMs, waits for each GEMM block to finish: 20.5 ms alone, 108-117 ms beside two GEMM
+  // streams on the H200 (bench_panel_sms).
+  int panel_sms = 0;
+};
+
 class DeviceEngine {
  public:
-  // Opens device `device` (kUnavailable without CUDA or without that device).
-  static Result<std::unique_ptr<DeviceEngine>> open(int device);
+  // Opens device `device` (kUnavailable without CUDA or without that device; kInvalidArgument
+  // when options.panel_sms leaves the low-priority lanes no SMs).
+  static Result<std::unique_ptr<DeviceEngine>> open(int device,
+                                                    const DeviceEngineOptions& options = {});
   virtual ~DeviceEngine() = default;
 
   virtual std::string description() const = 0;
@@ -160,6 +172,8 @@ class DeviceEngine {
   virtual Result<uint64_t> lane_workspace_bytes(int64_t rows, int64_t cols, PivotMode mode,
                                                 int64_t j_rows, int64_t k_rows) const = 0;
   // A lane with its workspace at `workspace` (lane_workspace_bytes of the same arguments).
+  // high_priority: elim.I and the look-ahead updates (all SMs, highest stream priority); else a
+  // sweep lane (lowest priority, fenced off the panel's SMs when options.panel_sms > 0).
   virtual Result<std::unique_ptr<DeviceLane>> make_lane(bool high_priority, int64_t rows,
                                                         int64_t cols, PivotMode mode,
                                                         int64_t j_rows, int64_t k_rows,

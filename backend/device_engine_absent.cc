@@ -3,7 +3,7 @@
 
 namespace stripesolve::backend {
 
-Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int) {
+Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int, const DeviceEngineOptions&) {
   return Status::unavailable("this build has no CUDA support (STRIPESOLVE_HAVE_CUDA off)");
 }
 

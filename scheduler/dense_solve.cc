@@ -584,7 +584,10 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
     const int64_t available = std::max(1, gpu::device_count());
     const int64_t count = config.gpus > 0 ? std::min(config.gpus, available) : available;
     for (int64_t d = 0; d < count; ++d) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(auto engine, backend::DeviceEngine::open(static_cast<int>(d)));
+      STRIPESOLVE_ASSIGN_OR_RETURN(
+          auto engine,
+          backend::DeviceEngine::open(static_cast<int>(d),
+                                      {.panel_sms = static_cast<int>(config.gpu_panel_sms)}));
       engines.push_back(engine.get());
       owned.push_back(std::move(engine));
     }

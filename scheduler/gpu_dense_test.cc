@@ -194,6 +194,36 @@ TEST_P(GpuDenseTest, RamTierShapeKeepsWhatRoomAllows) {
   }
 }
 
+// engine.gpu_panel_sms: the sweep lanes' kernels in a green context of the other SMs. The
+// results match LAPACK as without the fence, with streaming J parts and resident ones; a fence
+// that leaves the sweeps no SM is refused at open, naming the key.
+TEST_P(GpuDenseTest, SweepsFencedOffThePanelsSmsMatchLapack) {
+  if (GetParam() != "cuda") GTEST_SKIP() << "green contexts are the CUDA engine's";
+  auto fenced = backend::DeviceEngine::open(0, {.panel_sms = 16});
+  ASSERT_TRUE(fenced.is_ok()) << fenced.status().to_string();
+  EXPECT_NE((*fenced)->description().find(" SMs"), std::string::npos) << (*fenced)->description();
+  engine_ = std::move(*fenced);
+  const int64_t n = 28 * 64;
+  const auto a = generated("A", n, "uniform", 23);
+  const auto b = random_rhs(n, 2);
+  for (bool streaming : {true, false}) {
+    EngineConfig c = gpu_engine(streaming);
+    c.ram_budget = 64 * kMiB;
+    c.meta_stripes = 4;
+    if (streaming) c.gpu_memory = 18 * kMiB, c.segment_columns = 512;
+    DenseSolveOptions o;
+    o.reuse_factors = false;
+    o.store_factors = false;
+    auto rep = solve("A", b, 2, o, c);
+    ASSERT_TRUE(rep.is_ok()) << streaming << ": " << rep.status().to_string();
+    expect_matches_lapack(a, n, b, 2, *rep, 1e-13, streaming ? "fenced, streaming" : "fenced");
+  }
+  auto none_left = backend::DeviceEngine::open(0, {.panel_sms = 100000});
+  ASSERT_FALSE(none_left.is_ok());
+  EXPECT_NE(none_left.status().message().find("engine.gpu_panel_sms"), std::string::npos)
+      << none_left.status().to_string();
+}
+
 // Two devices (scheduler/multi_gpu_elimination.h): stripe j's updates and elimination on device
 // j mod 2, eliminated stripes adopted by the other device. Every strategy and pivot mode, J parts
 // streaming or resident, and the RAM tier's shape (U blocks of S^m = 4 assembled on both

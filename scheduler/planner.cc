@@ -67,6 +67,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("cores", c.cores, 0, 1 << 16);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
+  map.get("gpu_panel_sms", c.gpu_panel_sms, 0, 1024);
   map.get("assumed_gflops", c.assumed_gflops, 0.0, 1e9);
   map.get("ssd_bytes_per_second", c.ssd_bytes_per_second, 0.0, 1e15);
   map.get("progress_interval_seconds", c.progress_interval_seconds, 0.01, 3600.0);

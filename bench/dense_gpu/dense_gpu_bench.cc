@@ -5,7 +5,7 @@
 // progress on stderr (bench/dense_gpu/README.md).
 //
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
-//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--reps 2] [--dgemm-reps 5]
+//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0] [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
@@ -97,6 +97,7 @@ struct Args {
   int64_t meta_stripes = 0;            // S^m; 0 = the planner's
   int64_t elim_j_workers = 0;          // k; 0 = the planner's
   int64_t gpus = 0;                    // devices; 0 = every device of the host
+  int64_t panel_sms = 0;               // engine.gpu_panel_sms
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";
   std::string cusolver_api = "legacy";
@@ -109,7 +110,7 @@ struct Args {
   if (!why.empty()) std::fprintf(stderr, "bench_dense_gpu: %s\n", why.c_str());
   std::fprintf(stderr,
                "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
-               "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] [--reps R] "
+               "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] [--panel-sms K] [--reps R] "
                "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--meta-stripes M] [--elim-j-workers K] [--dir D] "
                "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
                "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
@@ -163,6 +164,8 @@ Args parse_args(int argc, char** argv) {
       a.gpu_memory = parse_size(arg, v);
     } else if (arg == "--gpus") {
       a.gpus = parse_int(arg, v, 0, 64);
+    } else if (arg == "--panel-sms") {
+      a.panel_sms = parse_int(arg, v, 0, 1024);
     } else if (arg == "--reps") {
       a.reps = static_cast<int>(parse_int(arg, v, 1, 1000));
     } else if (arg == "--dgemm-reps") {
@@ -222,6 +225,7 @@ json args_json(const Args& a) {
   j["ram_budget"] = a.ram_budget ? json(*a.ram_budget) : json("1.25 x matrix");
   j["gpu_memory"] = a.gpu_memory ? json(*a.gpu_memory) : json("engine default");
   j["gpus"] = a.gpus == 0 ? json("all") : json(a.gpus);
+  j["panel_sms"] = a.panel_sms;
   j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
   return j;
 }
@@ -483,6 +487,7 @@ int main(int argc, char** argv) {
     config.meta_stripes = args.meta_stripes;
     config.elim_j_workers = args.elim_j_workers;
     config.gpus = args.gpus;
+    config.gpu_panel_sms = args.panel_sms;
     config.progress_interval_seconds = 10;
     run["ram_budget"] = config.ram_budget;
     run["gpu_memory"] = config.gpu_memory;

@@ -87,8 +87,16 @@ void ElimJRole::run(int64_t worker) {
   auto rank = [this, stripes](const Task& q) {
     return critical(q) ? q.i_end * stripes + q.stripe : stripes * stripes;
   };
-  auto eligible = [this, worker](const Task& q) {
-    return (worker >= lookahead_ || critical(q)) && elimination_.accepts(worker, q);
+  auto left_to_lookahead = [this](const Task& q) {
+    for (int64_t w = 0; w < lookahead_; ++w) {
+      if (elimination_.accepts(w, q)) return true;
+    }
+    return false;
+  };
+  const bool lookahead = worker < lookahead_;
+  auto eligible = [&](const Task& q) {
+    if (!elimination_.accepts(worker, q)) return false;
+    return lookahead ? critical(q) : !critical(q) || !left_to_lookahead(q);
   };
   cache::StripeCache& cache = ctx_.cache;
   while (auto t = queue_.pop(eligible, rank)) {

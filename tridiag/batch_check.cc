@@ -96,6 +96,16 @@ Status settle_suspects(const BatchShape& shape, const BatchArrays& arrays, Algor
       });
 }
 
+void merge_outcome(const BatchOutcome& part, std::size_t first_system, BatchOutcome& into) {
+  if (part.worst_clean_error > into.worst_clean_error) {
+    into.worst_clean_error = part.worst_clean_error;
+    into.worst_clean_system = first_system + part.worst_clean_system;
+  }
+  into.tolerance = std::max(into.tolerance, part.tolerance);
+  for (const NotedSystem& s : part.noted) into.noted.push_back({first_system + s.system, s.outcome});
+  into.systems += part.systems;
+}
+
 void summarize(Algorithm algorithm, const BatchOutcome& outcome, SolveReport& report) {
   report.tolerance = outcome.tolerance;
   report.max_backward_error = outcome.worst_clean_error;

@@ -73,6 +73,21 @@ Status settle_suspects(const BatchShape& shape, const BatchArrays& arrays, Algor
                        bool may_fall_back, unsigned threads, std::span<const Suspect> suspects,
                        std::vector<NotedSystem>& noted);
 
+// check_solution without its summary: each system's backward error on the CPU (over
+// `threads`), then settle_suspects. arrays.x must not alias arrays.f.
+Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
+                   bool may_fall_back, unsigned threads, BatchOutcome& outcome);
+
+// solve_batch without its summary: the algorithm and notes in `report`, what the check found in
+// `outcome` (summarize finishes the report).
+Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
+                           const SolveOptions& options, SolveReport& report,
+                           BatchOutcome& outcome);
+
+// Adds the outcome of a part of a batch whose first system is `first_system` to `into` (the
+// parts in order, so that the worst system stays the first of equals).
+void merge_outcome(const BatchOutcome& part, std::size_t first_system, BatchOutcome& into);
+
 // Sets the report's max_backward_error, worst_system, tolerance, warned and warning from the
 // outcome, and appends its fallbacks to fell_back and notes (at most a few notes, then a count).
 void summarize(Algorithm algorithm, const BatchOutcome& outcome, SolveReport& report);

@@ -137,5 +137,32 @@ TEST(BatchCheckTest, WorstSystemIsTheFirstOfEquals) {
   EXPECT_EQ(zero.max_backward_error, 0.0);
 }
 
+// Parts of a batch (solve_batch_gpus: one per device) merge into the whole batch's outcome:
+// the worst of the parts (the earlier part on equals), their noted systems renumbered in order.
+TEST(BatchCheckTest, PartsMergeIntoTheBatchsOutcome) {
+  SystemOutcome redone;
+  redone.backward_error = 2e-16;
+  redone.tolerance = 8e-16;
+  redone.fallback = "left a backward error 1.00e-03 above the tolerance 8.00e-16";
+  BatchOutcome first{3, 8e-16, 3e-16, 1, {{2, redone}}};
+  BatchOutcome second{5, 1e-15, 3e-16, 4, {{0, redone}, {3, redone}}};
+  BatchOutcome merged;
+  merge_outcome(first, 0, merged);
+  merge_outcome(second, 3, merged);
+  EXPECT_EQ(merged.systems, 8u);
+  EXPECT_EQ(merged.tolerance, 1e-15);
+  EXPECT_EQ(merged.worst_clean_error, 3e-16);
+  EXPECT_EQ(merged.worst_clean_system, 1u);
+  SolveReport report;
+  summarize(Algorithm::kSpike, merged, report);
+  EXPECT_EQ(report.fell_back, (std::vector<std::size_t>{2, 3, 6}));
+  EXPECT_EQ(report.worst_system, 1u);
+  second.worst_clean_error = 5e-16;
+  merged = BatchOutcome{};
+  merge_outcome(first, 0, merged);
+  merge_outcome(second, 3, merged);
+  EXPECT_EQ(merged.worst_clean_system, 7u);
+}
+
 }  // namespace
 }  // namespace stripesolve::tridiag

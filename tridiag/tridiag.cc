@@ -163,10 +163,8 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
 
 }  // namespace
 
-Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
-                      bool may_fall_back, unsigned threads, SolveReport& report) {
-  STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
-  if (arrays.x == arrays.f) return Status::invalid_argument("check_solution: x must not alias f");
+Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
+                   bool may_fall_back, unsigned threads, BatchOutcome& outcome) {
   threads = resolve_threads(threads);
   const std::vector<std::size_t> offsets = system_offsets(shape);
   const std::size_t systems = offsets.size() - 1;
@@ -181,7 +179,6 @@ Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algori
     return Status::ok();
   });
   if (!st.is_ok()) return st;
-  BatchOutcome outcome;
   outcome.systems = systems;
   std::vector<Suspect> suspects;
   for (std::size_t j = 0; j < systems; ++j) {
@@ -194,18 +191,25 @@ Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algori
       outcome.worst_clean_system = j;
     }
   }
-  STRIPESOLVE_RETURN_IF_ERROR(
-      settle_suspects(shape, arrays, algorithm, may_fall_back, threads, suspects, outcome.noted));
+  return settle_suspects(shape, arrays, algorithm, may_fall_back, threads, suspects, outcome.noted);
+}
+
+Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
+                      bool may_fall_back, unsigned threads, SolveReport& report) {
+  STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
+  if (arrays.x == arrays.f) return Status::invalid_argument("check_solution: x must not alias f");
+  BatchOutcome outcome;
+  STRIPESOLVE_RETURN_IF_ERROR(check_batch(shape, arrays, algorithm, may_fall_back, threads, outcome));
   summarize(algorithm, outcome, report);
   return Status::ok();
 }
 
-Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
-                                const SolveOptions& options) {
+Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
+                           const SolveOptions& options, SolveReport& report,
+                           BatchOutcome& outcome) {
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   const unsigned threads = resolve_threads(options.threads);
   const bool automatic = options.algorithm == Algorithm::kAuto;
-  SolveReport report;
   report.algorithm = automatic ? choose_cpu_algorithm(shape, options) : options.algorithm;
   const Algorithm alg = report.algorithm;
   // gepp is the fallback; spike promises a stable result like it, so it may always use it.
@@ -243,7 +247,6 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
         });
     if (!st.is_ok()) return st;
   }
-  BatchOutcome outcome;
   outcome.systems = systems;
   for (std::size_t j = 0; j < systems; ++j) {
     SystemOutcome& o = outcomes[j];
@@ -255,7 +258,15 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
       outcome.worst_clean_system = j;
     }
   }
-  summarize(alg, outcome, report);
+  return Status::ok();
+}
+
+Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
+                                const SolveOptions& options) {
+  SolveReport report;
+  BatchOutcome outcome;
+  STRIPESOLVE_RETURN_IF_ERROR(solve_batch_checked(shape, arrays, options, report, outcome));
+  summarize(report.algorithm, outcome, report);
   return report;
 }
 

@@ -126,6 +126,10 @@ struct SolveReport {
   std::size_t warned = 0;
   // Empty unless warned > 0: how many, the worst and why, and what to try.
   std::string warning;
+  // The GPU path's check (tridiag/gpu.h) in seconds: the device kernel, by CUDA events, or the
+  // CPU pass after a solve in chunks; for several devices the longest part's. The gepp
+  // fallbacks are not in it. 0 on the CPU path, whose check is part of each system's solve.
+  double check_seconds = 0.0;
 };
 
 // Solves the batch on the CPU.

@@ -83,8 +83,8 @@ Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays&
     out.check_seconds = std::max(out.check_seconds, reports[p].check_seconds);
     merge_outcome(outcomes[p], parts[p].first_system, merged);
   }
-  out.notes.push_back("solved on " + std::to_string(parts.size()) + " devices, a run of whole systems each");
   summarize(out.algorithm, merged, out);
+  out.notes.push_back("solved on " + std::to_string(parts.size()) + " devices, a run of whole systems each");
   return out;
 }
 

@@ -145,7 +145,8 @@ double backward_error(const double* dl, const double* d, const double* du, const
 // rounding fit under the slow growth. 4.4e-16 up to n = 16, 1e-15 at 512, 2.2e-15 at 10^6.
 double backward_error_tolerance(std::size_t n);
 
-// The quality check (above) of a solution another solver left in arrays.x, e.g. the GPU's:
+// The quality check (above) of a solution another solver left in arrays.x (the GPU path checks
+// its own on the device, solve_batch_gpu):
 // each system's backward error against its tolerance; where `may_fall_back`, the systems above
 // it are solved again with gepp on the CPU (only those, into arrays.x), else they are warned
 // about. Fills `report`'s max_backward_error, worst_system, tolerance, warned and warning, and

@@ -225,8 +225,12 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
   }
   if (st.is_ok() || checked_past_breakdown || !automatic || st.code() != StatusCode::kNumerical) {
     if (!st.is_ok() && !checked_past_breakdown) return st;
-    return settle_attempt(report.algorithm, shape, arrays, may_fall_back, threads, attempt,
-                          report, outcome);
+    const Status settled = settle_attempt(report.algorithm, shape, arrays, may_fall_back, threads,
+                                          attempt, report, outcome);
+    // Where gepp cannot solve a system that broke down either (a NaN in A), the GPU's breakdown,
+    // which names the row, is the more useful error.
+    if (checked_past_breakdown && settled.code() == StatusCode::kNumerical) return st;
+    return settled;
   }
   std::string spike_failure = st.message();
   if (report.algorithm != Algorithm::kSpike) {

@@ -176,7 +176,9 @@ __global__ void contiguous_maxima_kernel(const double* dl, const double* d, cons
     const bool valid = i < stop;
     RowBits v{0, 0, 0, 0};
     if (valid) {
-      if (systems.offsets == nullptr) {
+      // A lane's rows only move forward, by 32 a step: a system of 32 rows or more is left at
+      // most once a step; smaller strided ones are found by a division.
+      if (systems.offsets == nullptr && systems.n < kWarpSize) {
         s = i / systems.n;
       } else {
         while (systems.begin(s + 1) <= i) ++s;

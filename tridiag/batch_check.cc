@@ -67,8 +67,8 @@ Status settle_suspects(const BatchShape& shape, const BatchArrays& arrays, Algor
   threads = static_cast<unsigned>(std::min<std::size_t>(resolve_threads(threads), suspects.size()));
   std::vector<Workspace> work(threads);
   std::vector<std::array<std::vector<double>, 5>> gather(threads);
-  return parallel_for(suspects.size(), threads, 1,
-      [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
+  return parallel_for(
+      suspects.size(), threads, 1, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
         for (std::size_t k = b; k < e; ++k) {
           const std::size_t j = suspects[k].system;
           NotedSystem& out = noted[first + k];
@@ -102,7 +102,8 @@ void merge_outcome(const BatchOutcome& part, std::size_t first_system, BatchOutc
     into.worst_clean_system = first_system + part.worst_clean_system;
   }
   into.tolerance = std::max(into.tolerance, part.tolerance);
-  for (const NotedSystem& s : part.noted) into.noted.push_back({first_system + s.system, s.outcome});
+  for (const NotedSystem& s : part.noted)
+    into.noted.push_back({first_system + s.system, s.outcome});
   into.systems += part.systems;
 }
 
@@ -142,14 +143,15 @@ void summarize(Algorithm algorithm, const BatchOutcome& outcome, SolveReport& re
   if (report.warned == 0) return;
   const SystemOutcome& w = worst_warned->outcome;
   const std::string hint =
-      w.by_gepp ? "even with partial pivoting (gepp, the operations of LAPACK dgtsv, which "
-                  "leaves the same): the system is nearly singular, badly scaled, or accumulates "
-                  "rounding beyond the tolerance (Toeplitz (1, 1e-8, 1) at n = 2^20: 100 eps)"
-                : fmt::format("{} does not pivot; use algorithm gepp or auto, or allow the fallback",
-                              algorithm_name(algorithm));
-  report.warning = fmt::format("{} of {} systems may be inaccurate (worst: system {}: {}): {}",
-                               report.warned, outcome.systems, worst_warned->system, w.warning,
-                               hint);
+      w.by_gepp
+          ? "even with partial pivoting (gepp, the operations of LAPACK dgtsv, which "
+            "leaves the same): the system is nearly singular, badly scaled, or accumulates "
+            "rounding beyond the tolerance (Toeplitz (1, 1e-8, 1) at n = 2^20: 100 eps)"
+          : fmt::format("{} does not pivot; use algorithm gepp or auto, or allow the fallback",
+                        algorithm_name(algorithm));
+  report.warning =
+      fmt::format("{} of {} systems may be inaccurate (worst: system {}: {}): {}", report.warned,
+                  outcome.systems, worst_warned->system, w.warning, hint);
 }
 
 }  // namespace stripesolve::tridiag

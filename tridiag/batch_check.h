@@ -81,8 +81,7 @@ Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm
 // solve_batch without its summary: the algorithm and notes in `report`, what the check found in
 // `outcome` (summarize finishes the report).
 Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
-                           const SolveOptions& options, SolveReport& report,
-                           BatchOutcome& outcome);
+                           const SolveOptions& options, SolveReport& report, BatchOutcome& outcome);
 
 // Adds the outcome of a part of a batch whose first system is `first_system` to `into` (the
 // parts in order, so that the worst system stays the first of equals).

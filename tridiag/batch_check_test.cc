@@ -32,7 +32,7 @@ struct Spoiled {
     gepp.algorithm = Algorithm::kGepp;
     EXPECT_TRUE(solve_batch(shape(), arrays(good), gepp).is_ok());
     x = good;
-    x[20 + 4] *= 1.0 + 1e-6;  // system 1
+    x[20 + 4] *= 1.0 + 1e-6;            // system 1
     x[20 + 33 + 7 + 9] = std::nan("");  // system 3
   }
   BatchShape shape() const { return {BatchLayout::kRagged, 0, 0, sizes}; }
@@ -67,8 +67,8 @@ TEST(BatchCheckTest, SuspectsFallBackAloneAndTheReportMatchesCheckSolution) {
     std::vector<Suspect> suspects;
     BatchOutcome outcome = b.outside_check(suspects);
     std::vector<double> x = b.x;
-    ASSERT_TRUE(settle_suspects(b.shape(), b.arrays(x), Algorithm::kPcr, may_fall_back, 2,
-                                suspects, outcome.noted)
+    ASSERT_TRUE(settle_suspects(b.shape(), b.arrays(x), Algorithm::kPcr, may_fall_back, 2, suspects,
+                                outcome.noted)
                     .is_ok());
     ASSERT_EQ(outcome.noted.size(), 2u);
     EXPECT_EQ(outcome.noted[0].system, 1u);
@@ -78,8 +78,8 @@ TEST(BatchCheckTest, SuspectsFallBackAloneAndTheReportMatchesCheckSolution) {
 
     std::vector<double> cpu_x = b.x;
     SolveReport cpu;
-    ASSERT_TRUE(check_solution(b.shape(), b.arrays(cpu_x), Algorithm::kPcr, may_fall_back, 1, cpu)
-                    .is_ok());
+    ASSERT_TRUE(
+        check_solution(b.shape(), b.arrays(cpu_x), Algorithm::kPcr, may_fall_back, 1, cpu).is_ok());
     EXPECT_EQ(report.fell_back, cpu.fell_back);
     EXPECT_EQ(report.notes, cpu.notes);
     EXPECT_EQ(report.warning, cpu.warning);
@@ -126,7 +126,8 @@ TEST(BatchCheckTest, WorstSystemIsTheFirstOfEquals) {
   EXPECT_EQ(report.max_backward_error, 1e-16);
   EXPECT_EQ(report.tolerance, 4e-16);
   EXPECT_EQ(report.fell_back, (std::vector<std::size_t>{2, 5}));
-  EXPECT_EQ(report.notes.front(), "system 2: thomas " + redone.fallback + "; solved again with gepp");
+  EXPECT_EQ(report.notes.front(),
+            "system 2: thomas " + redone.fallback + "; solved again with gepp");
 
   outcome.worst_clean_error = 0.0;
   outcome.worst_clean_system = 0;

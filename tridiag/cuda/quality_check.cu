@@ -2,8 +2,6 @@
 // rounding (no fused multiply-add: the CPU build does not contract), reduced per system as the
 // bit patterns of non-negative doubles (their order as unsigned integers is their order as
 // numbers, and a NaN lands above +inf), then classified against the shared tolerance.
-#include "tridiag/cuda/quality_check.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include <string>
 
 #include "tridiag/cuda/cuda_check.h"
+#include "tridiag/cuda/quality_check.h"
 #include "tridiag/tolerance.h"
 
 namespace stripesolve::tridiag::gpu {
@@ -26,7 +25,9 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr unsigned long long kNoSystem = ULLONG_MAX;
 constexpr unsigned long long kInfBits = 0x7ff0000000000000ULL;
 
-std::size_t round_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+std::size_t round_up(std::size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
 
 // The reductions' results, the first bytes of the workspace.
 struct CheckHeader {
@@ -153,7 +154,8 @@ __device__ void add_to_system(unsigned long long* maxima, unsigned long long sys
 __device__ void flush_warp(RowBits run, unsigned long long system, unsigned long long* maxima,
                            int lane) {
   if (system == kNoSystem) return;
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) run = max_bits(run, shfl_down(run, offset));
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2)
+    run = max_bits(run, shfl_down(run, offset));
   if (lane == 0) add_to_system(maxima, system, run);
 }
 
@@ -185,8 +187,8 @@ __global__ void contiguous_maxima_kernel(const double* dl, const double* d, cons
       }
       const std::size_t b = systems.begin(s), e = systems.begin(s + 1);
       const bool has_left = i > b, has_right = i + 1 < e;
-      v = row_bits(has_left ? dl[i] : 0.0, d[i], has_right ? du[i] : 0.0,
-                   has_left ? x[i - 1] : 0.0, x[i], has_right ? x[i + 1] : 0.0, f[i]);
+      v = row_bits(has_left ? dl[i] : 0.0, d[i], has_right ? du[i] : 0.0, has_left ? x[i - 1] : 0.0,
+                   x[i], has_right ? x[i + 1] : 0.0, f[i]);
     }
     const unsigned long long key = valid ? s : kNoSystem;
     if (__all_sync(kFullMask, key == current || key == kNoSystem)) {
@@ -296,9 +298,9 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaEventRecord(timer.start, stream), "timing the check"));
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
       cudaMemsetAsync(space.header, 0, sizeof(CheckHeader), stream), "clearing the check's state"));
-  STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemsetAsync(&space.header->worst_system, 0xFF, sizeof(unsigned long long), stream),
-                 "clearing the check's state"));
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
+      cudaMemsetAsync(&space.header->worst_system, 0xFF, sizeof(unsigned long long), stream),
+      "clearing the check's state"));
   if (layout == BatchLayout::kInterleaved) {
     interleaved_errors_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(
         b.dl, b.d, b.du, b.f, b.x, b.rows / systems, systems,
@@ -321,9 +323,9 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
   first_worst_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(systems, space);
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "check worst-system kernel launch"));
   CheckHeader h{};
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
-      cudaMemcpyAsync(&h, space.header, sizeof h, cudaMemcpyDeviceToHost, stream),
-      "copying the check's result from the device"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemcpyAsync(&h, space.header, sizeof h, cudaMemcpyDeviceToHost, stream),
+                 "copying the check's result from the device"));
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaEventRecord(timer.stop, stream), "timing the check"));
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaStreamSynchronize(stream), "the check on the GPU"));
   float ms = 0.0f;
@@ -338,13 +340,14 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
   if (h.suspects == 0) return Status::ok();
   std::vector<unsigned long long> system(h.suspects);
   std::vector<double> error(h.suspects);
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
-      cudaMemcpy(system.data(), space.suspect_system, h.suspects * sizeof(unsigned long long),
-                 cudaMemcpyDeviceToHost),
-      "copying the check's suspects from the device"));
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
-      cudaMemcpy(error.data(), space.suspect_error, h.suspects * sizeof(double), cudaMemcpyDeviceToHost),
-      "copying the check's suspects from the device"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemcpy(system.data(), space.suspect_system,
+                            h.suspects * sizeof(unsigned long long), cudaMemcpyDeviceToHost),
+                 "copying the check's suspects from the device"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemcpy(error.data(), space.suspect_error, h.suspects * sizeof(double),
+                            cudaMemcpyDeviceToHost),
+                 "copying the check's suspects from the device"));
   out.suspects.reserve(h.suspects);
   for (std::size_t k = 0; k < h.suspects; ++k) {
     out.suspects.push_back({static_cast<std::size_t>(system[k]), error[k]});

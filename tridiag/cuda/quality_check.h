@@ -27,10 +27,10 @@ namespace stripesolve::tridiag::gpu {
 
 // What the device check found.
 struct DeviceCheck {
-  double worst_clean_error = 0.0;       // the worst backward error within its tolerance
-  std::size_t worst_clean_system = 0;   // its system (0 when that error is 0)
-  std::vector<Suspect> suspects;        // above the tolerance or non-finite, ascending
-  double seconds = 0.0;                 // the check on the device, by CUDA events
+  double worst_clean_error = 0.0;      // the worst backward error within its tolerance
+  std::size_t worst_clean_system = 0;  // its system (0 when that error is 0)
+  std::vector<Suspect> suspects;       // above the tolerance or non-finite, ascending
+  double seconds = 0.0;                // the check on the device, by CUDA events
 };
 
 // Bytes of device workspace check_on_device needs for `systems` systems.

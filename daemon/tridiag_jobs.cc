@@ -393,20 +393,6 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   if (!report.is_ok()) return report.status();
   if (ctx.cancelled())
     return Status::cancelled("cancelled during the solve (the solution was discarded)");
-  if (use_gpu) {
-    // The GPU kernels do not check their results (the CPU path checks each system as it solves
-    // it): the daemon does, here, with the same rule: the systems above their backward-error
-    // tolerance are solved again with gepp on the CPU where the request allows a fallback
-    // (auto, spike, --fallback), else the job warns.
-    const auto check_start = Clock::now();
-    const tridiag::Algorithm ran = report->algorithm;
-    const bool may_fall_back = ran != tridiag::Algorithm::kGepp &&
-                               (params.algorithm == tridiag::Algorithm::kAuto || params.fallback ||
-                                ran == tridiag::Algorithm::kSpike);
-    STRIPESOLVE_RETURN_IF_ERROR(tridiag::check_solution(shape, arrays, ran, may_fall_back, threads, *report));
-    span("check on the CPU", check_start);
-  }
-
   progress("check", 0.9);
   const auto check_start = Clock::now();
   const ResidualSummary residual =

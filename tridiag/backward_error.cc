@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "tridiag/tolerance.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag {
@@ -52,9 +53,6 @@ double backward_error(const double* dl, const double* d, const double* du, const
   return m.r / den;
 }
 
-double backward_error_tolerance(std::size_t n) {
-  constexpr double kEps = 2.220446049250313e-16;
-  return std::max(2.0, std::log2(static_cast<double>(std::max<std::size_t>(n, 1))) / 2.0) * kEps;
-}
+double backward_error_tolerance(std::size_t n) { return backward_error_tolerance_of(n); }
 
 }  // namespace stripesolve::tridiag

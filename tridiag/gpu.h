@@ -13,6 +13,14 @@
 // the GPU; bondeli's structure is SPIKE's).
 // kAuto: spike when stable is required, else thomas; on breakdown it falls back to spike, and
 // when spike fails to CPU gepp, with a note.
+// Quality check (tridiag.h, issue 17): every solve is checked like a CPU one, on the device
+// while the batch is there (cuda/quality_check.h: each system's backward error against
+// backward_error_tolerance, one more read of the five arrays; only the systems above the
+// tolerance come back to the host). Under kAuto, spike or SolveOptions::fallback those systems
+// alone are solved again with gepp on the CPU from the host arrays (a breakdown of an explicit
+// spike, or of an algorithm with the fallback allowed, is checked past and redone the same way);
+// otherwise the report carries the CPU path's warning. A batch solved in chunks is checked on
+// the CPU. SolveReport::check_seconds says what the check took.
 // Chunking: when the batch and workspace exceed device_memory_budget, strided batches and single
 // systems are streamed through the GPU in chunks of whole 1152-row tiles: pass 1 per chunk,
 // the reduced system on the device, pass 2 per chunk (two uploads of the input, one download).

@@ -8,6 +8,11 @@
 #include <string>
 #include <utility>
 
+#if defined(STRIPESOLVE_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include "tridiag/cuda/quality_check.h"
+#endif
 #include "gpu/devices.h"
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
@@ -37,6 +42,14 @@ Batch make_batch(const std::vector<std::size_t>& sizes, int type) {
     b.f.insert(b.f.end(), f.begin(), f.end());
   }
   return b;
+}
+
+// Element i of system j at i * count + j.
+std::vector<double> interleave(const std::vector<double>& v, std::size_t n, std::size_t count) {
+  std::vector<double> out(v.size());
+  for (std::size_t j = 0; j < count; ++j)
+    for (std::size_t i = 0; i < n; ++i) out[i * count + j] = v[j * n + i];
+  return out;
 }
 
 // Residual of each system (strided order); the largest.
@@ -341,6 +354,240 @@ TEST(GpuTest, StabilitySuiteSpikeWithinTenTimesCpuSpike) {
   }
 }
 
+// Issue 17's Toeplitz (1, 1e-8, 1) systems among diagonally dominant ones. The pcr family (strided
+// batches on the GPU) leaves them far above the tolerance: with the fallback allowed exactly
+// those systems are solved again with gepp and land within it; without, the result is kept and
+// the report warns like the CPU's (or the solve stops at a breakdown naming one of them).
+TEST(GpuTest, PcrFamilyOnToeplitzSystemsFallsBackOrWarns) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 512, count = 8;
+  const std::vector<std::size_t> toeplitz = {2, 5};
+  Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+  const TridiagonalMatrix t = toeplitz_matrix(n, 1.0, 1e-8, 1.0);
+  for (std::size_t j : toeplitz) {
+    std::copy(t.dl.begin(), t.dl.end(), b.dl.begin() + static_cast<std::ptrdiff_t>(j * n));
+    std::copy(t.d.begin(), t.d.end(), b.d.begin() + static_cast<std::ptrdiff_t>(j * n));
+    std::copy(t.du.begin(), t.du.end(), b.du.begin() + static_cast<std::ptrdiff_t>(j * n));
+  }
+  const BatchShape shape{BatchLayout::kStrided, n, count, {}};
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
+                        Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+    for (bool fallback : {true, false}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + (fallback ? ", fallback" : ", no fallback"));
+      std::vector<double> x(n * count);
+      GpuOptions gopt;
+      gopt.solve.algorithm = alg;
+      gopt.solve.fallback = fallback;
+      auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+      if (!fallback && !r.is_ok()) {  // a breakdown stays an error without the fallback
+        EXPECT_EQ(r.status().code(), StatusCode::kNumerical);
+        EXPECT_TRUE(r.status().message().starts_with("system 2:") ||
+                    r.status().message().starts_with("system 5:")) << r.status().message();
+        continue;
+      }
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      EXPECT_GT(r->check_seconds, 0.0);
+      EXPECT_EQ(r->tolerance, backward_error_tolerance(n));
+      if (fallback) {
+        EXPECT_EQ(r->fell_back, toeplitz);
+        EXPECT_EQ(r->warned, 0u) << r->warning;
+        EXPECT_LE(r->max_backward_error, r->tolerance);
+        for (std::size_t j = 0; j < count; ++j) {
+          const std::size_t o = j * n;
+          EXPECT_LE(backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n), r->tolerance) << j;
+        }
+      } else {
+        EXPECT_TRUE(r->fell_back.empty());
+        EXPECT_EQ(r->warned, 2u);
+        EXPECT_TRUE(r->worst_system == 2 || r->worst_system == 5) << r->worst_system;
+        EXPECT_GT(r->max_backward_error, r->tolerance);
+        EXPECT_NE(r->warning.find("2 of 8 systems may be inaccurate"), std::string::npos) << r->warning;
+        EXPECT_NE(r->warning.find(std::string(algorithm_name(alg)) + " does not pivot"),
+                  std::string::npos) << r->warning;
+      }
+    }
+  }
+}
+
+// A ragged batch of Toeplitz (1, 1e-8, 1) and diagonally dominant systems through the GPU's
+// ragged algorithms: whatever falls back is a Toeplitz system, and every system ends within its
+// tolerance (the CPU's rule: spike always falls back, thomas when asked to).
+TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::size_t> sizes = {1, 2, 3, 5, 8, 9, 17, 64, 100, 255, 512, 1000, 4097, 20000};
+  Batch b;
+  std::vector<std::size_t> offsets = {0};
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    const TridiagonalMatrix m = j % 2 == 1 ? toeplitz_matrix(sizes[j], 1.0, 1e-8, 1.0)
+                                           : diagonally_dominant_matrix(sizes[j], 17 * j + 1);
+    const std::vector<double> f = random_vector(sizes[j], 5 * j + 2);
+    b.dl.insert(b.dl.end(), m.dl.begin(), m.dl.end());
+    b.d.insert(b.d.end(), m.d.begin(), m.d.end());
+    b.du.insert(b.du.end(), m.du.begin(), m.du.end());
+    b.f.insert(b.f.end(), f.begin(), f.end());
+    offsets.push_back(offsets.back() + sizes[j]);
+  }
+  const BatchShape shape{BatchLayout::kRagged, 0, 0, sizes};
+  for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
+    SCOPED_TRACE(algorithm_name(alg));
+    std::vector<double> x(b.f.size());
+    GpuOptions gopt;
+    gopt.solve.algorithm = alg;
+    gopt.solve.fallback = true;
+    auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    for (std::size_t j : r->fell_back) EXPECT_EQ(j % 2, 1u) << "system " << j << " fell back";
+    EXPECT_EQ(r->warned, 0u) << r->warning;
+    EXPECT_LE(r->max_backward_error, r->tolerance);
+    for (std::size_t j = 0; j < sizes.size(); ++j) {
+      const std::size_t o = offsets[j];
+      EXPECT_LE(backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], sizes[j]),
+                backward_error_tolerance(sizes[j])) << "system " << j;
+    }
+  }
+}
+
+// A system whose unpivoted solve divides by zero (its x is inf or NaN): caught, and with the
+// fallback solved again with gepp alone; the others keep the GPU's result.
+TEST(GpuTest, NonFiniteSolutionIsCaughtAndSolvedAgain) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 300, count = 6;
+  Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+  b.d[3 * n] = 0.0;  // system 3 starts with a zero pivot; [[0, c], [a, d]] is nonsingular
+  const BatchShape shape{BatchLayout::kStrided, n, count, {}};
+  for (Algorithm alg : {Algorithm::kThomas, Algorithm::kPcr}) {
+    SCOPED_TRACE(algorithm_name(alg));
+    std::vector<double> x(n * count);
+    GpuOptions gopt;
+    gopt.solve.algorithm = alg;
+    gopt.solve.fallback = true;
+    auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ(r->fell_back, std::vector<std::size_t>{3});
+    EXPECT_LE(r->max_backward_error, r->tolerance);
+    for (double v : x) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_LT(max_residual(b, std::vector<std::size_t>(count, n), x), 1e-13);
+    gopt.solve.fallback = false;
+    r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_TRUE(r.status().message().starts_with("system 3:")) << r.status().message();
+  }
+}
+
+// A batch the GPU solves well: nothing falls back, nothing is warned about, the backward error
+// is below the tolerance and not trivially 0, in every layout.
+TEST(GpuTest, AllGoodBatchReportsNoFallback) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 1000, count = 64;
+  Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+  std::vector<std::size_t> sizes;
+  for (std::size_t j = 0; j < count; ++j) sizes.push_back(1 + 31 * j);
+  Batch ragged = make_batch(sizes, 0);
+  const Batch il{interleave(b.dl, n, count), interleave(b.d, n, count), interleave(b.du, n, count),
+                 interleave(b.f, n, count)};
+  for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
+    for (Algorithm alg : {Algorithm::kAuto, Algorithm::kThomas}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + " layout " + std::to_string(static_cast<int>(layout)));
+      const Batch& in = layout == BatchLayout::kRagged ? ragged : layout == BatchLayout::kInterleaved ? il : b;
+      BatchShape shape{layout, n, count, {}};
+      if (layout == BatchLayout::kRagged) shape.sizes = sizes;
+      std::vector<double> x(in.f.size());
+      GpuOptions gopt;
+      gopt.solve.algorithm = alg;
+      auto r = solve_batch_gpu(shape, {in.dl.data(), in.d.data(), in.du.data(), in.f.data(), x.data()}, gopt);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      EXPECT_TRUE(r->fell_back.empty());
+      EXPECT_EQ(r->warned, 0u) << r->warning;
+      EXPECT_GT(r->max_backward_error, 0.0);
+      EXPECT_LE(r->max_backward_error, r->tolerance);
+      EXPECT_GT(r->check_seconds, 0.0);
+    }
+  }
+}
+
+#if defined(STRIPESOLVE_HAVE_CUDA)
+// A device copy of a host vector, freed with it.
+class DeviceCopy {
+ public:
+  template <typename T>
+  explicit DeviceCopy(const std::vector<T>& v) {
+    EXPECT_EQ(cudaMalloc(&p_, v.size() * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() { cudaFree(p_); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+};
+
+// The device check against the CPU's backward_error, system by system: the worst clean system
+// and its error to the bit, the suspects (a spoiled and a NaN solution) with their errors, in the
+// three layouts, for systems within a warp's step, across steps and over several warps. The
+// ragged batch's couplings across systems are left non-zero: the check ignores them.
+TEST(GpuTest, DeviceCheckMatchesTheCpuBackwardError) {
+  SKIP_WITHOUT_GPU();
+  for (std::size_t n : {1, 3, 31, 33, 700, 5000}) {
+    for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " layout " + std::to_string(static_cast<int>(layout)));
+      const std::size_t count = 40;
+      std::vector<std::size_t> sizes(count, n);
+      if (layout == BatchLayout::kRagged) {
+        for (std::size_t j = 0; j < count; ++j) sizes[j] = n + j % 3;
+      }
+      Batch b = make_batch(sizes, 1);
+      std::vector<double> x(b.f.size());
+      SolveOptions gepp;
+      gepp.algorithm = Algorithm::kGepp;
+      ASSERT_TRUE(solve_batch({BatchLayout::kRagged, 0, 0, sizes},
+                              {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gepp)
+                      .is_ok());
+      std::vector<std::size_t> offsets = {0};
+      for (std::size_t size : sizes) offsets.push_back(offsets.back() + size);
+      x[offsets[7] + sizes[7] / 2] *= 1.0 + 1e-3;
+      x[offsets[20] + sizes[20] - 1] = std::numeric_limits<double>::quiet_NaN();
+      double worst = 0.0;
+      std::size_t worst_system = 0;
+      std::vector<double> errors(count);
+      for (std::size_t j = 0; j < count; ++j) {
+        const std::size_t o = offsets[j];
+        errors[j] = backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], sizes[j]);
+        if (j != 7 && j != 20 && errors[j] > worst) {
+          worst = errors[j];
+          worst_system = j;
+        }
+      }
+      const bool il = layout == BatchLayout::kInterleaved;
+      auto arrange = [&](const std::vector<double>& v) { return il ? interleave(v, n, count) : v; };
+      DeviceCopy dl(arrange(b.dl)), d(arrange(b.d)), du(arrange(b.du)), f(arrange(b.f)),
+          dx(arrange(x)), dev_offsets(offsets);
+      const gpu::DeviceBatch batch{dl.as<double>(), d.as<double>(), du.as<double>(), f.as<double>(),
+                                   dx.as<double>(), b.f.size(),
+                                   layout == BatchLayout::kStrided ? n : 0, count};
+      const std::size_t bytes = gpu::check_workspace_bytes(layout, count);
+      DeviceCopy ws{std::vector<char>(bytes)};
+      gpu::DeviceCheck check;
+      ASSERT_TRUE(gpu::check_on_device(layout, batch, count,
+                                       layout == BatchLayout::kRagged ? dev_offsets.as<std::size_t>() : nullptr,
+                                       ws.as<void>(), bytes, nullptr, check)
+                      .is_ok());
+      EXPECT_EQ(check.worst_clean_error, worst);
+      EXPECT_GT(check.worst_clean_error, 0.0);
+      EXPECT_EQ(check.worst_clean_system, worst_system);
+      ASSERT_EQ(check.suspects.size(), 2u);
+      EXPECT_EQ(check.suspects[0].system, 7u);
+      EXPECT_EQ(check.suspects[0].backward_error, errors[7]);
+      EXPECT_EQ(check.suspects[1].system, 20u);
+      EXPECT_EQ(check.suspects[1].backward_error, INFINITY);
+      EXPECT_GT(check.seconds, 0.0);
+    }
+  }
+}
+#endif
+
 TEST(GpuTest, OneSystemLargerThanTheDeviceBudgetInChunks) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 1'000'003;  // 40 MB of arrays through a 24 MB device budget
@@ -393,7 +640,7 @@ namespace {
 // (a part's kernel and tiling follow its own number of systems, so not bit for bit).
 TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   SKIP_WITHOUT_GPU();
-  if (gpu::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
+  if (::stripesolve::gpu::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
   const std::vector<std::size_t> strided(37, 700);
   std::vector<std::size_t> ragged;
   for (std::size_t j = 0; j < 41; ++j) ragged.push_back(100 + 97 * j);

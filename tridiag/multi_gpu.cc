@@ -1,9 +1,14 @@
-// solve_batch_gpus (tridiag/gpu.h): a batch cut into runs of whole systems, one per device.
+// solve_batch_gpus (tridiag/gpu.h): a batch cut into runs of whole systems, one per device;
+// each part is solved and checked on its device (its fallbacks on the CPU, on its thread), and
+// the parts' outcomes merge into one report.
 #include <algorithm>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "tridiag/batch_check.h"
 #include "tridiag/gpu.h"
+#include "tridiag/gpu_part.h"
 
 namespace stripesolve::tridiag {
 namespace {
@@ -11,6 +16,7 @@ namespace {
 struct Part {
   BatchShape shape;
   std::size_t first_unknown = 0;
+  std::size_t first_system = 0;
 };
 
 // Runs of whole systems with about unknowns / devices each.
@@ -20,7 +26,7 @@ std::vector<Part> cut(const BatchShape& shape, int devices) {
   if (shape.layout == BatchLayout::kStrided) {
     for (int p = 0; p < devices; ++p) {
       const std::size_t b = systems * p / devices, e = systems * (p + 1) / devices;
-      if (e > b) parts.push_back({BatchShape{BatchLayout::kStrided, shape.n, e - b, {}}, b * shape.n});
+      if (e > b) parts.push_back({BatchShape{BatchLayout::kStrided, shape.n, e - b, {}}, b * shape.n, b});
     }
     return parts;
   }
@@ -31,7 +37,8 @@ std::vector<Part> cut(const BatchShape& shape, int devices) {
     const bool last = j + 1 == systems;
     const std::size_t share = total * (parts.size() + 1) / devices;
     if (last || (done + unknowns >= share && static_cast<int>(parts.size()) + 1 < devices)) {
-      parts.push_back({BatchShape{BatchLayout::kRagged, 0, 0, shape.sizes.subspan(begin, j + 1 - begin)}, done});
+      parts.push_back({BatchShape{BatchLayout::kRagged, 0, 0, shape.sizes.subspan(begin, j + 1 - begin)}, done,
+                       begin});
       done += unknowns;
       unknowns = 0;
       begin = j + 1;
@@ -50,7 +57,9 @@ Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays&
   }
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   const std::vector<Part> parts = cut(shape, devices);
-  std::vector<Result<SolveReport>> reports(parts.size(), Status::internal("not run"));
+  std::vector<SolveReport> reports(parts.size());
+  std::vector<BatchOutcome> outcomes(parts.size());
+  std::vector<Status> status(parts.size(), Status::internal("not run"));
   std::vector<std::thread> threads;
   for (std::size_t p = 0; p < parts.size(); ++p) {
     threads.emplace_back([&, p] {
@@ -58,18 +67,23 @@ Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays&
       const BatchArrays a{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o};
       GpuOptions mine = options;
       mine.device = static_cast<int>(p);
-      reports[p] = solve_batch_gpu(parts[p].shape, a, mine);
+      status[p] = solve_gpu_checked(parts[p].shape, a, mine, reports[p], outcomes[p]);
     });
   }
   for (auto& t : threads) t.join();
   SolveReport out;
+  BatchOutcome merged;
   for (std::size_t p = 0; p < reports.size(); ++p) {
-    if (!reports[p].is_ok()) return reports[p].status();
-    if (p == 0) out.algorithm = reports[p]->algorithm;
-    for (const auto& note : reports[p]->notes) {
+    if (!status[p].is_ok()) return status[p];
+    if (p == 0) out.algorithm = reports[p].algorithm;
+    for (const auto& note : reports[p].notes) {
       if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) out.notes.push_back(note);
     }
+    // The parts ran at once: the longest check is the one the caller waited for.
+    out.check_seconds = std::max(out.check_seconds, reports[p].check_seconds);
+    merge_outcome(outcomes[p], parts[p].first_system, merged);
   }
+  summarize(out.algorithm, merged, out);
   out.notes.push_back("solved on " + std::to_string(parts.size()) + " devices, a run of whole systems each");
   return out;
 }

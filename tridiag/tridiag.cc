@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "tridiag/batch_check.h"
 #include "tridiag/parallel_for.h"
 #include "tridiag/system_solvers.h"
 
@@ -25,8 +26,6 @@ constexpr std::array<Algorithm, 9> kAlgorithms = {
 constexpr std::size_t kParallelSpikeSize = std::size_t{1} << 16;
 // A pivot below this times its row's scale is a near breakdown (sqrt(eps), see solve_batch).
 constexpr double kNearBreakdownPivot = 1.4901161193847656e-08;
-// Notes name at most this many fallen-back systems, then a count.
-constexpr std::size_t kMaxFallbackNotes = 8;
 
 }  // namespace
 
@@ -121,54 +120,6 @@ Status solve_system(Algorithm algorithm, const SystemRef& s, double tol, Workspa
 
 namespace {
 
-// What happened to one system of the batch.
-struct SystemOutcome {
-  double backward_error = 0.0;
-  double tolerance = 0.0;
-  std::string fallback;  // why it was solved again with gepp ("broke down (...)"); or empty
-  std::string warning;   // why its kept result may be inaccurate; or empty
-  bool by_gepp = false;  // the kept result is gepp's
-};
-
-// Fills the report's figures, notes and warning from the outcomes, in system order (so that
-// nothing depends on the threads).
-void summarize(Algorithm alg, const std::vector<SystemOutcome>& outcomes, SolveReport& report) {
-  std::size_t worst_warned = outcomes.size();
-  for (std::size_t j = 0; j < outcomes.size(); ++j) {
-    const SystemOutcome& o = outcomes[j];
-    report.tolerance = std::max(report.tolerance, o.tolerance);
-    if (o.backward_error > report.max_backward_error) {
-      report.max_backward_error = o.backward_error;
-      report.worst_system = j;
-    }
-    if (!o.warning.empty()) {
-      if (report.warned++ == 0 || o.backward_error > outcomes[worst_warned].backward_error) {
-        worst_warned = j;
-      }
-    }
-    if (o.fallback.empty()) continue;
-    report.fell_back.push_back(j);
-    if (report.fell_back.size() <= kMaxFallbackNotes) {
-      report.notes.push_back(fmt::format("system {}: {} {}; solved again with gepp", j,
-                                         algorithm_name(alg), o.fallback));
-    }
-  }
-  if (report.fell_back.size() > kMaxFallbackNotes) {
-    report.notes.push_back(
-        fmt::format("{} systems in all fell back to gepp", report.fell_back.size()));
-  }
-  if (report.warned == 0) return;
-  const SystemOutcome& w = outcomes[worst_warned];
-  const std::string hint =
-      w.by_gepp ? "even with partial pivoting (gepp, the operations of LAPACK dgtsv, which "
-                  "leaves the same): the system is nearly singular, badly scaled, or accumulates "
-                  "rounding beyond the tolerance (Toeplitz (1, 1e-8, 1) at n = 2^20: 100 eps)"
-                : fmt::format("{} does not pivot; use algorithm gepp or auto, or allow the fallback",
-                              algorithm_name(alg));
-  report.warning = fmt::format("{} of {} systems may be inaccurate (worst: system {}: {}): {}",
-                               report.warned, outcomes.size(), worst_warned, w.warning, hint);
-}
-
 // Solves one system with `alg` and checks it (tridiag.h: the quality check), solving it again
 // with gepp where `may_fall_back`; fills `out`. s.f must not alias s.x.
 Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& options,
@@ -210,105 +161,55 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
   return Status::ok();
 }
 
-// offsets[j]: where system j starts (strided and ragged; interleaved uses j * n only for its
-// size); offsets[systems]: the unknowns.
-std::vector<std::size_t> system_offsets(const BatchShape& shape) {
-  const std::size_t systems = shape.systems();
-  std::vector<std::size_t> offsets(systems + 1, 0);
-  for (std::size_t j = 0; j < systems; ++j) {
-    offsets[j + 1] = offsets[j] + (shape.layout == BatchLayout::kRagged ? shape.sizes[j] : shape.n);
-  }
-  return offsets;
-}
-
-// System j as a SystemRef. Interleaved systems are gathered into `g` (x too when `with_x`:
-// the check reads it) and their x must be scattered back (scatter_x); the others point into
-// the arrays, with f copied to g[3] when x aliases it (in place: f stays for the check and
-// for a fallback that starts again from it).
-SystemRef system_ref(const BatchShape& shape, const BatchArrays& arrays, const std::vector<std::size_t>& offsets,
-                     std::size_t j, std::array<std::vector<double>, 5>& g, bool with_x) {
-  const std::size_t systems = offsets.size() - 1, n = offsets[j + 1] - offsets[j];
-  if (shape.layout == BatchLayout::kInterleaved) {
-    const double* src[5] = {arrays.dl, arrays.d, arrays.du, arrays.f, arrays.x};
-    for (int k = 0; k < 5; ++k) g[k].resize(n);
-    for (int k = 0; k < (with_x ? 5 : 4); ++k) {
-      for (std::size_t i = 0; i < n; ++i) g[k][i] = src[k][i * systems + j];
-    }
-    return {g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), n};
-  }
-  const std::size_t o = offsets[j];
-  SystemRef s{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o, n};
-  if (s.x == s.f) {
-    g[3].assign(s.f, s.f + n);
-    s.f = g[3].data();
-  }
-  return s;
-}
-
-void scatter_x(const BatchShape& shape, const BatchArrays& arrays, std::size_t systems, std::size_t j,
-               const SystemRef& s) {
-  if (shape.layout != BatchLayout::kInterleaved) return;
-  for (std::size_t i = 0; i < s.n; ++i) arrays.x[i * systems + j] = s.x[i];
-}
-
 }  // namespace
 
-Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
-                      bool may_fall_back, unsigned threads, SolveReport& report) {
-  STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
-  if (arrays.x == arrays.f) return Status::invalid_argument("check_solution: x must not alias f");
+Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
+                   bool may_fall_back, unsigned threads, BatchOutcome& outcome) {
   threads = resolve_threads(threads);
   const std::vector<std::size_t> offsets = system_offsets(shape);
   const std::size_t systems = offsets.size() - 1;
-  std::vector<SystemOutcome> outcomes(systems);
-  std::vector<Workspace> work(threads);
+  std::vector<double> errors(systems);
   std::vector<std::array<std::vector<double>, 5>> gather(threads);
   const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
   Status st = parallel_for(systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
     for (std::size_t j = b; j < e; ++j) {
       const SystemRef s = system_ref(shape, arrays, offsets, j, gather[worker], true);
-      SystemOutcome& out = outcomes[j];
-      out.tolerance = backward_error_tolerance(s.n);
-      out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
-      out.by_gepp = algorithm == Algorithm::kGepp;
-      if (out.backward_error <= out.tolerance) continue;
-      if (!may_fall_back) {
-        out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}", out.backward_error,
-                                  out.tolerance);
-        continue;
-      }
-      out.fallback = fmt::format("left a backward error {:.2e} above the tolerance {:.2e}", out.backward_error,
-                                 out.tolerance);
-      STRIPESOLVE_RETURN_IF_ERROR(solve_gepp(s, work[worker]).with_context(fmt::format("system {}", j)));
-      out.by_gepp = true;
-      out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
-      if (!(out.backward_error <= out.tolerance)) {
-        out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}", out.backward_error,
-                                  out.tolerance);
-      }
-      scatter_x(shape, arrays, systems, j, s);
+      errors[j] = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
     }
     return Status::ok();
   });
   if (!st.is_ok()) return st;
-  SolveReport checked;
-  summarize(algorithm, outcomes, checked);
-  report.max_backward_error = checked.max_backward_error;
-  report.worst_system = checked.worst_system;
-  report.tolerance = checked.tolerance;
-  report.fell_back.insert(report.fell_back.end(), checked.fell_back.begin(), checked.fell_back.end());
-  report.notes.insert(report.notes.end(), checked.notes.begin(), checked.notes.end());
-  report.warned = checked.warned;
-  report.warning = checked.warning;
+  outcome.systems = systems;
+  std::vector<Suspect> suspects;
+  for (std::size_t j = 0; j < systems; ++j) {
+    const double tolerance = backward_error_tolerance(offsets[j + 1] - offsets[j]);
+    outcome.tolerance = std::max(outcome.tolerance, tolerance);
+    if (!(errors[j] <= tolerance)) {
+      suspects.push_back({j, errors[j]});
+    } else if (errors[j] > outcome.worst_clean_error) {
+      outcome.worst_clean_error = errors[j];
+      outcome.worst_clean_system = j;
+    }
+  }
+  return settle_suspects(shape, arrays, algorithm, may_fall_back, threads, suspects, outcome.noted);
+}
+
+Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
+                      bool may_fall_back, unsigned threads, SolveReport& report) {
+  STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
+  if (arrays.x == arrays.f) return Status::invalid_argument("check_solution: x must not alias f");
+  BatchOutcome outcome;
+  STRIPESOLVE_RETURN_IF_ERROR(check_batch(shape, arrays, algorithm, may_fall_back, threads, outcome));
+  summarize(algorithm, outcome, report);
   return Status::ok();
 }
 
-Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
-                                const SolveOptions& options) {
+Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
+                           const SolveOptions& options, SolveReport& report,
+                           BatchOutcome& outcome) {
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   const unsigned threads = resolve_threads(options.threads);
   const bool automatic = options.algorithm == Algorithm::kAuto;
-  SolveReport report;
   report.algorithm = automatic ? choose_cpu_algorithm(shape, options) : options.algorithm;
   const Algorithm alg = report.algorithm;
   // gepp is the fallback; spike promises a stable result like it, so it may always use it.
@@ -346,7 +247,26 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
         });
     if (!st.is_ok()) return st;
   }
-  summarize(alg, outcomes, report);
+  outcome.systems = systems;
+  for (std::size_t j = 0; j < systems; ++j) {
+    SystemOutcome& o = outcomes[j];
+    outcome.tolerance = std::max(outcome.tolerance, o.tolerance);
+    if (!o.fallback.empty() || !o.warning.empty()) {
+      outcome.noted.push_back({j, std::move(o)});
+    } else if (o.backward_error > outcome.worst_clean_error) {
+      outcome.worst_clean_error = o.backward_error;
+      outcome.worst_clean_system = j;
+    }
+  }
+  return Status::ok();
+}
+
+Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
+                                const SolveOptions& options) {
+  SolveReport report;
+  BatchOutcome outcome;
+  STRIPESOLVE_RETURN_IF_ERROR(solve_batch_checked(shape, arrays, options, report, outcome));
+  summarize(report.algorithm, outcome, report);
   return report;
 }
 

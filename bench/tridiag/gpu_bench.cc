@@ -3,6 +3,10 @@
 // roofline: 40 bytes per unknown (dl, d, du, f read, x written) / time / the bandwidth of a
 // device-to-device copy measured in the same run. Kernel times only (data resident on the
 // device), best of `reps`; each result's relative residual is checked on the host.
+// Our kernels' results also carry the device quality check's time on the same data
+// (gpu::check_on_device, run by every solve_batch_gpu: check_seconds and its fraction of the
+// solve), and section 4 times solve_batch_gpu end to end (transfers, check and all) on the ADI
+// example's batch, 1024 systems of 1024, with the report's check_seconds.
 // Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n] | reduction]  -> JSON on
 // stdout. quick: only ours on the one system, and the strided batches, spike and thomas beside
 // gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes minutes);
@@ -13,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -21,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/quality_check.h"
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
 
@@ -169,17 +175,31 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&ws, bytes));
     ws_size = bytes;
   };
-  auto record = [&](nlohmann::json& into, const std::string& name, double s, double res) {
+  void* check_ws = nullptr;
+  std::size_t check_ws_size = 0;
+  // The solve's time and (ours) the device check's after it, in seconds.
+  struct Timing {
+    double solve = NAN;
+    double check = NAN;
+  };
+  auto record = [&](nlohmann::json& into, const std::string& name, Timing t, double res) {
+    const double s = t.solve;
     nlohmann::json r;
     r["seconds"] = s;
     r["unknowns_per_s"] = rows / s;
     r["roofline_fraction"] = 40.0 * rows / s / bw;
     r["max_relative_residual"] = res;
+    char check[64] = "";
+    if (!std::isnan(t.check)) {
+      r["check_seconds"] = t.check;
+      r["check_fraction_of_solve"] = t.check / s;
+      std::snprintf(check, sizeof check, "  check %.1f us (+%.1f%%)", t.check * 1e6, 100.0 * t.check / s);
+    }
     into[name] = r;
-    std::fprintf(stderr, "%-40s %8.2f G unknowns/s  %5.1f%% roofline  residual %.2e\n",
-                 name.c_str(), rows / s / 1e9, 100.0 * 40.0 * rows / s / bw, res);
+    std::fprintf(stderr, "%-40s %8.2f G unknowns/s  %5.1f%% roofline  residual %.2e%s\n",
+                 name.c_str(), rows / s / 1e9, 100.0 * 40.0 * rows / s / bw, res, check);
   };
-  auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) {
+  auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) -> Timing {
     const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
     ensure_ws(bytes);
     gpu::DeviceBatch b{dev.dl, dev.d, dev.du, dev.f, dev.x, rows,
@@ -189,8 +209,23 @@ int main(int argc, char** argv) {
       Status r = gpu::solve_device(alg, layout, b, ws, ws_size, 2.220446049250313e-16, nullptr);
       if (!r.is_ok()) st = r;
     });
-    if (!st.is_ok()) std::fprintf(stderr, "%s: %s\n", std::string(algorithm_name(alg)).c_str(), st.to_string().c_str());
-    return st.is_ok() ? s : NAN;
+    if (!st.is_ok()) {
+      std::fprintf(stderr, "%s: %s\n", std::string(algorithm_name(alg)).c_str(), st.to_string().c_str());
+      return {};
+    }
+    const std::size_t check_bytes = gpu::check_workspace_bytes(layout, count);
+    if (check_bytes > check_ws_size) {
+      if (check_ws) cudaFree(check_ws);
+      CHECK_CUDA(cudaMalloc(&check_ws, check_bytes));
+      check_ws_size = check_bytes;
+    }
+    gpu::DeviceCheck found;
+    const double c = best_time(reps, [] {}, [&] {
+      Status r = gpu::check_on_device(layout, b, count, nullptr, check_ws, check_ws_size, nullptr, found);
+      if (!r.is_ok()) st = r;
+    });
+    if (!st.is_ok()) std::fprintf(stderr, "check: %s\n", st.to_string().c_str());
+    return {s, st.is_ok() ? c : NAN};
   };
   // 1. One random system, stable solvers (quick: ours only).
   if (only_n == 0 && !reduction) {
@@ -198,22 +233,22 @@ int main(int argc, char** argv) {
     TridiagonalMatrix m = stability_matrix(1, rows, 21);
     std::vector<double> f = random_vector(rows, 22);
     dev.upload(m, f);
-    double s = ours(Algorithm::kSpike, BatchLayout::kStrided, rows, 1);
-    record(c, "stripesolve spike", s, residual(m, f, dev.x, rows, false, 1));
-    s = ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1);
-    record(c, "stripesolve thomas (unpivoted)", s, residual(m, f, dev.x, rows, false, 1));
+    record(c, "stripesolve spike", ours(Algorithm::kSpike, BatchLayout::kStrided, rows, 1),
+           residual(m, f, dev.x, rows, false, 1));
+    record(c, "stripesolve thomas (unpivoted)", ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1),
+           residual(m, f, dev.x, rows, false, 1));
     if (!quick) {
       const int mi = static_cast<int>(rows);
       std::size_t bsize = 0;
       CHECK_SPARSE(cusparseDgtsv2_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
       ensure_ws(bsize);
       auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
-      s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
-      record(c, "cusparse gtsv2", s, residual(m, f, dev.x, rows, false, 1));
+      double s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
+      record(c, "cusparse gtsv2", Timing{s}, residual(m, f, dev.x, rows, false, 1));
       CHECK_SPARSE(cusparseDgtsv2_nopivot_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
       ensure_ws(bsize);
       s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2_nopivot(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
-      record(c, "cusparse gtsv2_nopivot", s, residual(m, f, dev.x, rows, false, 1));
+      record(c, "cusparse gtsv2_nopivot", Timing{s}, residual(m, f, dev.x, rows, false, 1));
     }
     out["one_random_system"] = c;
   }
@@ -238,8 +273,8 @@ int main(int argc, char** argv) {
                             Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) algs.push_back(a);
       }
       for (Algorithm a : algs) {
-        const double s = ours(a, BatchLayout::kStrided, n, count);
-        record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided", s, residual(m, f, dev.x, n, false, count));
+        record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided",
+               ours(a, BatchLayout::kStrided, n, count), residual(m, f, dev.x, n, false, count));
       }
       std::size_t bsize = 0;
       const int ni = static_cast<int>(n), ci = static_cast<int>(count);
@@ -247,7 +282,7 @@ int main(int argc, char** argv) {
       ensure_ws(bsize);
       auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
       double s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2StridedBatch(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, ws)); });
-      record(c, "cusparse gtsv2StridedBatch", s, residual(m, f, dev.x, n, false, count));
+      record(c, "cusparse gtsv2StridedBatch", Timing{s}, residual(m, f, dev.x, n, false, count));
       if (quick) {
         batches.push_back(c);
         continue;
@@ -257,8 +292,8 @@ int main(int argc, char** argv) {
       TridiagonalMatrix mi = interleave(m, n, count, fi);
       dev.upload(mi, fi);
       for (Algorithm a : {Algorithm::kSpike, Algorithm::kThomas}) {
-        s = ours(a, BatchLayout::kInterleaved, n, count);
-        record(c, "stripesolve " + std::string(algorithm_name(a)) + " interleaved", s, residual(m, f, dev.x, n, true, count));
+        record(c, "stripesolve " + std::string(algorithm_name(a)) + " interleaved",
+               ours(a, BatchLayout::kInterleaved, n, count), residual(m, f, dev.x, n, true, count));
       }
       for (int algo : {0, 1, 2}) {
         CHECK_SPARSE(cusparseDgtsvInterleavedBatch_bufferSizeExt(h, algo, ni, dev.dl, dev.d, dev.du, dev.x, ci, &bsize));
@@ -269,7 +304,7 @@ int main(int argc, char** argv) {
         };
         s = best_time(reps, reset_all, [&] { CHECK_SPARSE(cusparseDgtsvInterleavedBatch(h, algo, ni, dev.dl, dev.d, dev.du, dev.x, ci, ws)); });
         const char* names[3] = {"thomas", "lu_pivoting", "qr"};
-        record(c, std::string("cusparse gtsvInterleavedBatch ") + names[algo], s, residual(m, f, dev.x, n, true, count));
+        record(c, std::string("cusparse gtsvInterleavedBatch ") + names[algo], Timing{s}, residual(m, f, dev.x, n, true, count));
       }
       batches.push_back(c);
     }
@@ -294,6 +329,43 @@ int main(int argc, char** argv) {
     c["relative_residual"] = relative_residual(m.dl.data(), m.d.data(), m.du.data(), x.data(), f.data(), n);
     out["chunked_one_system_2GiB_budget"] = c;
   }
+  // 4. solve_batch_gpu end to end on the ADI example's batch (1024 systems of 1024, diagonally
+  // dominant): copies, solve, the device check and the report, best of reps; check_seconds is
+  // the report's (CUDA events around the check).
+  {
+    const std::size_t n = 1024, count = 1024;
+    TridiagonalMatrix m = diagonally_dominant_matrix(n * count, 51);
+    std::vector<double> f = random_vector(n * count, 52), x(n * count);
+    const BatchShape shape{BatchLayout::kStrided, n, count, {}};
+    nlohmann::json c;
+    for (Algorithm a : {Algorithm::kThomas, Algorithm::kSpike}) {
+      GpuOptions opt;
+      opt.solve.algorithm = a;
+      double best = 1e30, check = 0.0;
+      bool ok = true;
+      for (int r = 0; r < reps + 1 && ok; ++r) {
+        const auto t0 = Clock::now();
+        auto rep = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), x.data()}, opt);
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        ok = rep.is_ok();
+        if (!ok) std::fprintf(stderr, "solve_batch_gpu: %s\n", rep.status().to_string().c_str());
+        if (ok && r > 0 && s < best) {
+          best = s;
+          check = rep->check_seconds;
+        }
+      }
+      nlohmann::json e;
+      e["ok"] = ok;
+      e["seconds_with_transfers"] = best;
+      e["check_seconds"] = check;
+      e["check_fraction"] = check / best;
+      c[std::string(algorithm_name(a))] = e;
+      std::fprintf(stderr, "solve_batch_gpu 1024 x 1024 %-8s %8.3f ms, of which the check %.3f ms\n",
+                   std::string(algorithm_name(a)).c_str(), best * 1e3, check * 1e3);
+    }
+    out["solve_batch_gpu_1024_systems_of_1024"] = c;
+  }
+  if (check_ws) cudaFree(check_ws);
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

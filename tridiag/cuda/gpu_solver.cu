@@ -1,15 +1,20 @@
 // Host entry point of the GPU path (tridiag/gpu.h): device memory, copies, chunking, the
-// choice of kAuto and its fallbacks.
+// choice of kAuto and its fallbacks, and the quality check of every solve (on the device while
+// the batch is there; tridiag.h says what the check does).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "tridiag/batch_check.h"
 #include "tridiag/cuda/cuda_check.h"
 #include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/quality_check.h"
 #include "tridiag/gpu.h"
+#include "tridiag/gpu_part.h"
 
 namespace stripesolve::tridiag {
 
@@ -42,24 +47,37 @@ Result<std::size_t> budget_of(const GpuOptions& options) {
   return free_bytes / 10 * 9;
 }
 
-// One attempt with one algorithm, the whole batch on the device or (SPIKE/Thomas, one system
-// or strided) streamed in chunks.
+// What an attempt leaves for the check: the device check's findings while the batch was on
+// the device, and f where x aliases it and the fallback may need it.
+struct Attempt {
+  bool checked_on_device = false;
+  gpu::DeviceCheck check;
+  std::vector<double> f_kept;
+};
+
+// One attempt with one algorithm, the whole batch on the device (then checked there) or (SPIKE/
+// Thomas, one system or strided) streamed in chunks. A breakdown (kNumerical) is returned at
+// once unless `past_breakdown`: then the batch is checked and copied back all the same, and the
+// breakdown is returned for a note (the check finds the systems it spoilt).
 Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
-                  const GpuOptions& options, std::vector<std::string>& notes) {
+                  const GpuOptions& options, bool past_breakdown, std::vector<std::string>& notes,
+                  Attempt& attempt) {
   const std::size_t rows = shape.unknowns();
   const std::size_t systems = shape.systems();
   const std::size_t n = shape.layout == BatchLayout::kRagged ? 0 : shape.n;
   const bool ragged = shape.layout == BatchLayout::kRagged;
   STRIPESOLVE_ASSIGN_OR_RETURN(const std::size_t budget, budget_of(options));
   const std::size_t ws_bytes = gpu::workspace_bytes(alg, shape.layout, rows);
-  const std::size_t whole = 5 * rows * sizeof(double) + ws_bytes +
+  const std::size_t check_bytes = gpu::check_workspace_bytes(shape.layout, systems);
+  const std::size_t whole = 5 * rows * sizeof(double) + ws_bytes + check_bytes +
                             (ragged ? (systems + 1) * sizeof(std::size_t) : 0);
   cudaStream_t stream = nullptr;
   if (whole <= budget) {
-    DeviceBuffer buf[5], ws, offsets;
+    DeviceBuffer buf[5], ws, check, offsets;
     const char* names[5] = {"dl", "d", "du", "f", "x"};
     for (int k = 0; k < 5; ++k) STRIPESOLVE_RETURN_IF_ERROR(buf[k].allocate(rows * sizeof(double), names[k]));
     STRIPESOLVE_RETURN_IF_ERROR(ws.allocate(ws_bytes, "the solver workspace"));
+    STRIPESOLVE_RETURN_IF_ERROR(check.allocate(check_bytes, "the quality check"));
     const double* in[4] = {arrays.dl, arrays.d, arrays.du, arrays.f};
     for (int k = 0; k < 4; ++k) {
       STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(
@@ -79,12 +97,23 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
     gpu::DeviceBatch b{buf[0].as<double>(), buf[1].as<double>(), buf[2].as<double>(),
                        buf[3].as<double>(), buf[4].as<double>(), rows,
                        shape.layout == BatchLayout::kStrided ? n : 0, systems};
-    Status st = gpu::solve_device(alg, shape.layout, b, ws.as<void>(), ws_bytes,
-                                  options.solve.pivot_tolerance, stream);
-    if (!st.is_ok()) return st;
-    return gpu::cuda_check(cudaMemcpy(arrays.x, buf[4].as<double>(), rows * sizeof(double),
-                                      cudaMemcpyDeviceToHost),
-                           "copying x from the device");
+    const Status st = gpu::solve_device(alg, shape.layout, b, ws.as<void>(), ws_bytes,
+                                        options.solve.pivot_tolerance, stream);
+    if (!st.is_ok() && !(past_breakdown && st.code() == StatusCode::kNumerical)) return st;
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::check_on_device(shape.layout, b, systems,
+                                                     ragged ? offsets.as<std::size_t>() : nullptr,
+                                                     check.as<void>(), check_bytes, stream,
+                                                     attempt.check));
+    attempt.checked_on_device = true;
+    // Copying x back overwrites an f it aliases: keep f for the systems' fallback.
+    if (!attempt.check.suspects.empty() && arrays.x == arrays.f) {
+      attempt.f_kept.assign(arrays.f, arrays.f + rows);
+    }
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaMemcpy(arrays.x, buf[4].as<double>(),
+                                                           rows * sizeof(double),
+                                                           cudaMemcpyDeviceToHost),
+                                                "copying x from the device"));
+    return st;
   }
   if (ragged || shape.layout == BatchLayout::kInterleaved ||
       (alg != Algorithm::kSpike && alg != Algorithm::kThomas)) {
@@ -113,10 +142,40 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
   STRIPESOLVE_RETURN_IF_ERROR(ws.allocate(ws_chunked, "the chunked solver workspace"));
   notes.push_back("solved in " + std::to_string((rows + chunk_rows - 1) / chunk_rows) +
                   " chunks of " + std::to_string(chunk_rows) + " rows (device budget " +
-                  std::to_string(budget) + " bytes)");
+                  std::to_string(budget) + " bytes); checked on the CPU");
+  // The batch is never whole on the device, so the check runs on the CPU afterwards, from f.
+  if (arrays.x == arrays.f) attempt.f_kept.assign(arrays.f, arrays.f + rows);
   return gpu::solve_host_chunked(alg == Algorithm::kSpike, arrays.dl, arrays.d, arrays.du,
                                  arrays.f, arrays.x, rows, systems > 1 ? n : 0, chunk_rows, chunk,
                                  ws.as<void>(), ws_chunked, options.solve.pivot_tolerance, stream);
+}
+
+// The check's verdict on an attempt's solution (tridiag.h: quality check, the CPU path's rule):
+// the systems above their tolerance solved again with gepp on the CPU where `may_fall_back`,
+// else warned about.
+Status settle_attempt(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
+                      bool may_fall_back, unsigned threads, const Attempt& attempt,
+                      SolveReport& report, BatchOutcome& outcome) {
+  BatchArrays from_f = arrays;
+  if (!attempt.f_kept.empty()) from_f.f = attempt.f_kept.data();
+  if (!attempt.checked_on_device) {
+    const auto start = std::chrono::steady_clock::now();
+    STRIPESOLVE_RETURN_IF_ERROR(check_batch(shape, from_f, alg, may_fall_back, threads, outcome));
+    report.check_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return Status::ok();
+  }
+  const gpu::DeviceCheck& check = attempt.check;
+  std::size_t largest = shape.n;
+  if (shape.layout == BatchLayout::kRagged) {
+    largest = *std::max_element(shape.sizes.begin(), shape.sizes.end());
+  }
+  outcome.systems = shape.systems();
+  outcome.tolerance = backward_error_tolerance(largest);
+  outcome.worst_clean_error = check.worst_clean_error;
+  outcome.worst_clean_system = check.worst_clean_system;
+  report.check_seconds = check.seconds;
+  return settle_suspects(shape, from_f, alg, may_fall_back, threads, check.suspects, outcome.noted);
 }
 
 }  // namespace
@@ -130,8 +189,8 @@ Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
   return options.require_stable ? Algorithm::kSpike : Algorithm::kThomas;
 }
 
-Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
-                                    const GpuOptions& options) {
+Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
+                         const GpuOptions& options, SolveReport& report, BatchOutcome& outcome) {
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   STRIPESOLVE_ASSIGN_OR_RETURN(const int devices, gpu::device_count());
   if (devices == 0) return Status::unavailable("no CUDA device present");
@@ -141,24 +200,49 @@ Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& 
   }
   STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaSetDevice(options.device), "cudaSetDevice"));
   const bool automatic = options.solve.algorithm == Algorithm::kAuto;
-  SolveReport report;
   report.algorithm = automatic ? choose_gpu_algorithm(shape, options.solve) : options.solve.algorithm;
   if (automatic) {
     report.notes.push_back("auto chose " + std::string(algorithm_name(report.algorithm)) + " (" +
                            (options.solve.require_stable ? "stable" : "unpivoted") +
                            " requested, GPU)");
   }
-  Status st = run_on_gpu(report.algorithm, shape, arrays, options, report.notes);
-  if (st.is_ok() || !automatic || st.code() != StatusCode::kNumerical) {
-    if (!st.is_ok()) return st;
-    return report;
+  // The CPU path's rule (solve_batch): auto and spike promise a stable result, the others fall
+  // back when asked to. gepp never runs on the GPU.
+  const bool may_fall_back =
+      automatic || options.solve.fallback || report.algorithm == Algorithm::kSpike;
+  const unsigned threads = options.solve.threads;
+  Attempt attempt;
+  // An explicit algorithm that may fall back checks past a breakdown, as the CPU path solves
+  // the systems that broke down again; auto first tries spike on the GPU.
+  const bool past_breakdown = !automatic && may_fall_back;
+  const Status st = run_on_gpu(report.algorithm, shape, arrays, options, past_breakdown,
+                               report.notes, attempt);
+  const bool checked_past_breakdown = st.code() == StatusCode::kNumerical && past_breakdown;
+  if (checked_past_breakdown) {
+    report.notes.push_back(std::string(algorithm_name(report.algorithm)) +
+                           " broke down on the GPU (" + st.message() +
+                           "); the systems it spoilt are solved again with gepp");
+  }
+  if (st.is_ok() || checked_past_breakdown || !automatic || st.code() != StatusCode::kNumerical) {
+    if (!st.is_ok() && !checked_past_breakdown) return st;
+    const Status settled = settle_attempt(report.algorithm, shape, arrays, may_fall_back, threads,
+                                          attempt, report, outcome);
+    // Where gepp cannot solve a system that broke down either (a NaN in A), the GPU's breakdown,
+    // which names the row, is the more useful error.
+    if (checked_past_breakdown && settled.code() == StatusCode::kNumerical) return st;
+    return settled;
   }
   std::string spike_failure = st.message();
   if (report.algorithm != Algorithm::kSpike) {
     report.notes.push_back(std::string(algorithm_name(report.algorithm)) + " broke down (" +
                            st.message() + "); solved again with spike");
-    const Status retry = run_on_gpu(Algorithm::kSpike, shape, arrays, options, report.notes);
-    if (retry.is_ok()) return report;
+    Attempt retry_attempt;
+    const Status retry = run_on_gpu(Algorithm::kSpike, shape, arrays, options, false,
+                                    report.notes, retry_attempt);
+    if (retry.is_ok()) {
+      return settle_attempt(Algorithm::kSpike, shape, arrays, may_fall_back, threads,
+                            retry_attempt, report, outcome);
+    }
     if (retry.code() != StatusCode::kNumerical) return retry;
     spike_failure = retry.message();
   }
@@ -166,8 +250,18 @@ Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& 
                          "); solved again with gepp on the CPU");
   SolveOptions cpu = options.solve;
   cpu.algorithm = Algorithm::kGepp;
-  auto r = solve_batch(shape, arrays, cpu);
-  if (!r.is_ok()) return r.status();
+  SolveReport cpu_report;
+  STRIPESOLVE_RETURN_IF_ERROR(solve_batch_checked(shape, arrays, cpu, cpu_report, outcome));
+  report.notes.insert(report.notes.end(), cpu_report.notes.begin(), cpu_report.notes.end());
+  return Status::ok();
+}
+
+Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
+                                    const GpuOptions& options) {
+  SolveReport report;
+  BatchOutcome outcome;
+  STRIPESOLVE_RETURN_IF_ERROR(solve_gpu_checked(shape, arrays, options, report, outcome));
+  summarize(report.algorithm, outcome, report);
   return report;
 }
 

@@ -1,0 +1,17 @@
+// solve_batch_gpu (gpu.h) without the report's quality summary, for solve_batch_gpus to solve
+// and check its parts on their devices and summarize the whole batch once (batch_check.h).
+// Internal to tridiag/; defined in cuda/gpu_solver.cu (gpu_absent.cc without CUDA).
+#pragma once
+
+#include "base/status.h"
+#include "tridiag/batch_check.h"
+#include "tridiag/gpu.h"
+
+namespace stripesolve::tridiag {
+
+// Solves on options.device and checks every system (fallbacks to gepp on the CPU included):
+// the algorithm, notes and check_seconds in `report`, the check's outcome in `outcome`.
+Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
+                         const GpuOptions& options, SolveReport& report, BatchOutcome& outcome);
+
+}  // namespace stripesolve::tridiag

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Checks the style rules machines can check (docs/STYLE.md is the rest):
+#   - clang-format (Debian 12's, version 14, with .clang-format) on every C++ and CUDA file of the
+#     tree, in check mode: prints the files that differ and fails;
+#   - clang-tidy (.clang-tidy's small profile) on the C++ files changed since BASE (default: the
+#     previous commit), with the compile database of BUILD (default build/release), when that
+#     build has been configured; CUDA files are left to nvcc.
+# `--fix` rewrites the files clang-format flags instead of failing.
+# Usage: scripts/check-style.sh [--fix] [BASE]       (repository root or anywhere inside it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fix=0
+if [ "${1:-}" = "--fix" ]; then fix=1; shift; fi
+base=${1:-HEAD~1}
+build=${BUILD:-build/release}
+format=${CLANG_FORMAT:-clang-format}
+tidy=${CLANG_TIDY:-clang-tidy}
+
+command -v "$format" > /dev/null || { echo "check-style: $format not found (apt install clang-format)" >&2; exit 2; }
+
+mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh')
+if [ "$fix" = 1 ]; then
+  "$format" -i "${sources[@]}"
+  echo "check-style: formatted ${#sources[@]} files"
+  exit 0
+fi
+
+status=0
+mapfile -t unformatted < <(for f in "${sources[@]}"; do
+  "$format" --dry-run "$f" 2>&1 | grep -q . && echo "$f"
+done)
+if [ "${#unformatted[@]}" -gt 0 ]; then
+  echo "check-style: clang-format would change ${#unformatted[@]} files (scripts/check-style.sh --fix):"
+  printf '  %s\n' "${unformatted[@]}"
+  status=1
+else
+  echo "check-style: clang-format: ${#sources[@]} files formatted"
+fi
+
+if ! command -v "$tidy" > /dev/null; then
+  echo "check-style: $tidy not found, clang-tidy skipped (apt install clang-tidy)"
+elif [ ! -f "$build/compile_commands.json" ]; then
+  echo "check-style: no $build/compile_commands.json, clang-tidy skipped (configure that build)"
+elif ! git rev-parse -q --verify "$base^{commit}" > /dev/null; then
+  echo "check-style: no commit $base, clang-tidy skipped"
+else
+  mapfile -t changed < <(git diff --name-only --diff-filter=d "$base" -- '*.cc' |
+    while read -r f; do grep -q "\"file\": \".*/$f\"" "$build/compile_commands.json" && echo "$f"; done)
+  if [ "${#changed[@]}" -eq 0 ]; then
+    echo "check-style: clang-tidy: no C++ file changed since $base"
+  else
+    out=$("$tidy" -p "$build" --quiet --warnings-as-errors='*' --extra-arg=-Wno-unknown-warning-option \
+      "${changed[@]}" 2>&1) || status=1
+    printf '%s\n' "$out" | grep -vE "warnings? generated|^Suppressed|^Use -header-filter" || true
+  fi
+  [ "${#changed[@]}" -eq 0 ] || echo "check-style: clang-tidy on ${#changed[@]} files changed since $base"
+fi
+exit $status

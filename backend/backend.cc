@@ -6,9 +6,12 @@ namespace stripesolve::backend {
 
 std::string_view pivot_mode_name(PivotMode mode) {
   switch (mode) {
-    case PivotMode::kRow: return "row";
-    case PivotMode::kLocal: return "local";
-    case PivotMode::kNone: return "none";
+    case PivotMode::kRow:
+      return "row";
+    case PivotMode::kLocal:
+      return "local";
+    case PivotMode::kNone:
+      return "none";
   }
   return "unknown";
 }
@@ -32,7 +35,8 @@ Status bad(std::string_view op, std::string_view what) {
 Status validate(const PanelFactor& op) {
   constexpr std::string_view kOp = "panel factor";
   if (op.part == nullptr || op.swaps == nullptr) return bad(kOp, "null pointer");
-  if (op.rows < 1 || op.cols < 1) return bad(kOp, fmt::format("empty part {}x{}", op.rows, op.cols));
+  if (op.rows < 1 || op.cols < 1)
+    return bad(kOp, fmt::format("empty part {}x{}", op.rows, op.cols));
   if (op.ld < op.rows) return bad(kOp, fmt::format("ld {} < rows {}", op.ld, op.rows));
   if (op.panel_row < 0 || op.panel_rows < 1 || op.panel_row + op.panel_rows > op.rows) {
     return bad(kOp, fmt::format("panel rows [{}, {}) outside part rows [0, {})", op.panel_row,
@@ -62,8 +66,8 @@ Status validate(const BlockUpdate& op) {
 Status validate(const LowerSubstitution& op) {
   constexpr std::string_view kOp = "lower substitution";
   if (op.rows < 1 || op.row_begin < 0 || op.nrhs < 0) {
-    return bad(kOp, fmt::format("bad shape rows={} row_begin={} nrhs={}", op.rows, op.row_begin,
-                                op.nrhs));
+    return bad(
+        kOp, fmt::format("bad shape rows={} row_begin={} nrhs={}", op.rows, op.row_begin, op.nrhs));
   }
   if (op.nrhs == 0) return Status::ok();
   if (op.part == nullptr || op.rhs == nullptr) return bad(kOp, "null pointer");
@@ -74,8 +78,8 @@ Status validate(const LowerSubstitution& op) {
   if (op.row_swaps != nullptr) {
     for (int64_t k = 0; k < op.rows; ++k) {
       if (op.row_swaps[k] < k || op.row_swaps[k] >= op.rows) {
-        return bad(kOp, fmt::format("row swap {} -> {} outside [{}, {})", k, op.row_swaps[k], k,
-                                    op.rows));
+        return bad(
+            kOp, fmt::format("row swap {} -> {} outside [{}, {})", k, op.row_swaps[k], k, op.rows));
       }
     }
   }
@@ -90,8 +94,8 @@ Status validate(const UpperSubstitution& op) {
   if (op.nrhs == 0) return Status::ok();
   if (op.part == nullptr || op.rhs == nullptr) return bad(kOp, "null pointer");
   if (op.ld < op.rows || op.ld_rhs < op.cols) {
-    return bad(kOp, fmt::format("ld {} < rows {} or ld_rhs {} < cols {}", op.ld, op.rows,
-                                op.ld_rhs, op.cols));
+    return bad(kOp, fmt::format("ld {} < rows {} or ld_rhs {} < cols {}", op.ld, op.rows, op.ld_rhs,
+                                op.cols));
   }
   return Status::ok();
 }
@@ -101,10 +105,9 @@ Status check_workspace(const Workspace& workspace, const WorkspaceSize& size) {
       (size.host_bytes > 0 && workspace.host == nullptr) ||
       workspace.device_bytes < size.device_bytes ||
       (size.device_bytes > 0 && workspace.device == nullptr)) {
-    return Status::invalid_argument(
-        fmt::format("workspace too small: need {} host + {} device bytes, got {} + {}",
-                    size.host_bytes, size.device_bytes, workspace.host_bytes,
-                    workspace.device_bytes));
+    return Status::invalid_argument(fmt::format(
+        "workspace too small: need {} host + {} device bytes, got {} + {}", size.host_bytes,
+        size.device_bytes, workspace.host_bytes, workspace.device_bytes));
   }
   return Status::ok();
 }

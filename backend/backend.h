@@ -1,8 +1,8 @@
 // The compute backend: the operations the stripe algorithm (002 §3-6) runs on stripe parts.
 //
 // The interface is named by what stripe/ needs, not by BLAS routines:
-//   PanelFactor        factor one substripe panel with a pivot mode (002 Fig 9/11 <A>,<B> + <IK> row)
-//   BlockUpdate        multipliers + trailing update of rows by an eliminated block of rows
+//   PanelFactor        factor one substripe panel with a pivot mode (002 Fig 9/11 <A>,<B> + <IK>
+//   row) BlockUpdate        multipliers + trailing update of rows by an eliminated block of rows
 //                      (<C>,<D> inside a stripe, <JI>,<JK> between stripes: 002 Figs 7, 9)
 //   LowerSubstitution  forward substitution of one stripe (L, and kLocal row swaps)
 //   UpperSubstitution  backward substitution of one stripe (U), last stripe first (002 §6)

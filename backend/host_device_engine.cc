@@ -1,13 +1,13 @@
 #include "backend/host_device_engine.h"
 
-#include <cblas.h>
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <cblas.h>
+#include <fmt/format.h>
 
 #include "backend/cpu/cpu_backend.h"
 
@@ -78,9 +78,9 @@ class HostLane final : public DeviceLane {
       op.global_row = global_row;
       const WorkspaceSize need = cpu_.workspace_size(op);
       workspace_.resize(std::max<size_t>(workspace_.size(), need.host_bytes / sizeof(double) + 1));
-      STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(
-          op, Workspace{reinterpret_cast<std::byte*>(workspace_.data()),
-                        workspace_.size() * sizeof(double), nullptr, 0}));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          cpu_.run(op, Workspace{reinterpret_cast<std::byte*>(workspace_.data()),
+                                 workspace_.size() * sizeof(double), nullptr, 0}));
       if (pr + ps < h) {
         const int64_t dc = block_col + pr;
         BlockUpdate up;
@@ -122,9 +122,9 @@ class HostLane final : public DeviceLane {
     const int64_t k = op.u.rows;
     const int64_t c0 = op.j_col;
     if (op.u.cols != j.cols - c0 || k > j.cols - c0) {
-      return Status::invalid_argument(fmt::format(
-          "device update: J of {} x {} from column {} by U of {} x {}", j.rows, j.cols, c0,
-          op.u.rows, op.u.cols));
+      return Status::invalid_argument(
+          fmt::format("device update: J of {} x {} from column {} by U of {} x {}", j.rows, j.cols,
+                      c0, op.u.rows, op.u.cols));
     }
     if (op.host_in != nullptr) STRIPESOLVE_RETURN_IF_ERROR(upload(op.host_in, j, c0, j.cols));
     for (const ColumnPermutation& p : op.permutations) {
@@ -180,13 +180,12 @@ class HostLane final : public DeviceLane {
       double* xp = x + c * op.j.ld;
       if (c > 0) {
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-                    static_cast<int>(b), static_cast<int>(c), -1.0, x, ldj,
-                    op.u.data + c * op.u.ld, static_cast<int>(op.u.ld), 1.0, xp, ldj);
+                    static_cast<int>(b), static_cast<int>(c), -1.0, x, ldj, op.u.data + c * op.u.ld,
+                    static_cast<int>(op.u.ld), 1.0, xp, ldj);
       }
       cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-                  static_cast<int>(b), static_cast<int>(b), 1.0, xp, ldj,
-                  op.u_inverse.data + c, static_cast<int>(op.u_inverse.ld), 0.0, tmp.data(),
-                  static_cast<int>(m));
+                  static_cast<int>(b), static_cast<int>(b), 1.0, xp, ldj, op.u_inverse.data + c,
+                  static_cast<int>(op.u_inverse.ld), 0.0, tmp.data(), static_cast<int>(m));
       for (int64_t q = 0; q < b; ++q) {
         std::memcpy(xp + q * op.j.ld, tmp.data() + q * m, sizeof(double) * static_cast<size_t>(m));
       }
@@ -261,17 +260,20 @@ class HostEngine final : public DeviceEngine {
   Status enable_peer_access(int) override { return Status::ok(); }
   Status register_host(void*, uint64_t) override { return Status::ok(); }
   void unregister_host(void*) override {}
-  Result<uint64_t> lane_workspace_bytes(int64_t, int64_t, PivotMode, int64_t, int64_t) const override {
+  Result<uint64_t> lane_workspace_bytes(int64_t, int64_t, PivotMode, int64_t,
+                                        int64_t) const override {
     return uint64_t{256};
   }
-  Result<std::unique_ptr<DeviceLane>> make_lane(bool, int64_t, int64_t, PivotMode, int64_t,
-                                                int64_t, void*) override {
+  Result<std::unique_ptr<DeviceLane>> make_lane(bool, int64_t, int64_t, PivotMode, int64_t, int64_t,
+                                                void*) override {
     return std::unique_ptr<DeviceLane>(std::make_unique<HostLane>());
   }
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceEngine> make_host_device_engine() { return std::make_unique<HostEngine>(); }
+std::unique_ptr<DeviceEngine> make_host_device_engine() {
+  return std::make_unique<HostEngine>();
+}
 
 }  // namespace stripesolve::backend

@@ -10,7 +10,8 @@ std::vector<int32_t> permutation_pairs(const std::vector<int32_t>& swaps) {
   // content[c]: the original column that ends up in column c.
   std::vector<int32_t> content(static_cast<size_t>(width));
   std::iota(content.begin(), content.end(), 0);
-  for (size_t k = 0; k < swaps.size(); ++k) std::swap(content[k], content[static_cast<size_t>(swaps[k])]);
+  for (size_t k = 0; k < swaps.size(); ++k)
+    std::swap(content[k], content[static_cast<size_t>(swaps[k])]);
   std::vector<int32_t> pairs;
   for (int32_t c = 0; c < width; ++c) {
     if (content[static_cast<size_t>(c)] != c) {

@@ -1,7 +1,7 @@
-#include <gtest/gtest.h>
-
 #include <numeric>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "backend/device_engine.h"
 

@@ -1,7 +1,5 @@
 #include "base/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -9,6 +7,8 @@
 #include <optional>
 #include <set>
 #include <sstream>
+
+#include <yaml-cpp/yaml.h>
 
 #include "base/units.h"
 
@@ -31,7 +31,8 @@ std::string join_path(const std::string& path, std::string_view key) {
 // yaml-cpp keeps both entries of a duplicated key and lookups find the first, so a file that
 // sets a key twice would silently run on one of its values (issue 15). Refused instead, naming
 // the key and both lines, at any depth.
-void check_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& source) {
+void check_duplicate_keys(const YAML::Node& node, const std::string& path,
+                          const std::string& source) {
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
       check_duplicate_keys(node[i], path + "[" + std::to_string(i) + "]", source);
@@ -99,7 +100,9 @@ ConfigMap ConfigMap::load_file(const std::string& path) {
   return parse(text.str(), path);
 }
 
-const std::string& ConfigMap::source_name() const { return impl_->source; }
+const std::string& ConfigMap::source_name() const {
+  return impl_->source;
+}
 
 bool ConfigMap::has(std::string_view key) const {
   const YAML::Node& map = impl_->node;
@@ -139,8 +142,14 @@ void ConfigMap::get(std::string_view key, bool& out) {
   const YAML::Node& v = *found;
   if (v.IsScalar()) {
     const std::string& s = v.Scalar();
-    if (s == "true" || s == "yes" || s == "on") { out = true; return; }
-    if (s == "false" || s == "no" || s == "off") { out = false; return; }
+    if (s == "true" || s == "yes" || s == "on") {
+      out = true;
+      return;
+    }
+    if (s == "false" || s == "no" || s == "off") {
+      out = false;
+      return;
+    }
   }
   throw ConfigError(where(key) + ": expected true or false, got '" + scalar_text(v) + "'");
 }
@@ -158,7 +167,8 @@ void ConfigMap::get(std::string_view key, std::vector<std::string>& out) {
   if (!found) return;
   const YAML::Node& v = *found;
   if (!v.IsSequence()) {
-    throw ConfigError(where(key) + ": expected a sequence of strings, got '" + scalar_text(v) + "'");
+    throw ConfigError(where(key) + ": expected a sequence of strings, got '" + scalar_text(v) +
+                      "'");
   }
   std::vector<std::string> items;
   for (size_t i = 0; i < v.size(); ++i) {

@@ -73,7 +73,7 @@ class ConfigMap {
   std::string where(std::string_view key) const;
   const std::string& source_name() const;
 
- struct Impl;  // opaque
+  struct Impl;  // opaque
 
  private:
   explicit ConfigMap(std::unique_ptr<Impl> impl);

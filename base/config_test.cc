@@ -1,9 +1,9 @@
 #include "base/config.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <fstream>
+
+#include <gtest/gtest.h>
 
 #include "base/logging.h"
 #include "base/units.h"

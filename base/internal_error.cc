@@ -1,9 +1,9 @@
 #include "base/internal_error.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cstdio>
 #include <cstdlib>
+
+#include <spdlog/spdlog.h>
 
 namespace stripesolve {
 

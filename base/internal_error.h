@@ -14,9 +14,9 @@ namespace stripesolve {
 }  // namespace stripesolve
 
 // Checks an invariant in every build type (unlike assert); `what` is any std::string expression.
-#define STRIPESOLVE_CHECK(cond, what)                                                    \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
+#define STRIPESOLVE_CHECK(cond, what)                                                   \
+  do {                                                                                  \
+    if (!(cond)) {                                                                      \
       ::stripesolve::internal_error(std::string("check failed: " #cond ": ") + (what)); \
-    }                                                                                    \
+    }                                                                                   \
   } while (0)

@@ -15,10 +15,17 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
   size_t len = 0;
   uint32_t cp = 0;
   if (b0 < 0x80) return 1;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; cp = b0 & 0x1F; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; cp = b0 & 0x0F; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; cp = b0 & 0x07; }
-  else return 0;
+  if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    cp = b0 & 0x1F;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    cp = b0 & 0x0F;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    cp = b0 & 0x07;
+  } else
+    return 0;
   if (i + len > text.size()) return 0;
   for (size_t k = 1; k < len; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -49,13 +56,27 @@ void append_json_escaped(std::string& out, std::string_view text) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c == 0x7F) {
           out += "\\u00";

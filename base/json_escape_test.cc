@@ -5,7 +5,9 @@
 namespace stripesolve {
 namespace {
 
-TEST(JsonEscape, PlainTextUnchanged) { EXPECT_EQ(json_escape("stripe 3 of 17 done"), "stripe 3 of 17 done"); }
+TEST(JsonEscape, PlainTextUnchanged) {
+  EXPECT_EQ(json_escape("stripe 3 of 17 done"), "stripe 3 of 17 done");
+}
 
 TEST(JsonEscape, QuotesAndBackslashes) {
   EXPECT_EQ(json_escape(R"(path "C:\x")"), R"(path \"C:\\x\")");

@@ -1,11 +1,5 @@
 #include "base/logging.h"
 
-#include <fmt/format.h>
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/sinks/dist_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -16,6 +10,12 @@
 #include <filesystem>
 #include <mutex>
 #include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/dist_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "base/config.h"
 #include "base/json_escape.h"
@@ -45,11 +45,16 @@ std::string utc_timestamp(const spdlog::details::log_msg& msg, int digits) {
 int journal_priority(spdlog::level::level_enum level) {
   switch (level) {
     case spdlog::level::trace:
-    case spdlog::level::debug: return 7;
-    case spdlog::level::info: return 6;
-    case spdlog::level::warn: return 4;
-    case spdlog::level::err: return 3;
-    default: return 2;
+    case spdlog::level::debug:
+      return 7;
+    case spdlog::level::info:
+      return 6;
+    case spdlog::level::warn:
+      return 4;
+    case spdlog::level::err:
+      return 3;
+    default:
+      return 2;
   }
 }
 
@@ -100,9 +105,9 @@ class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
 // changed after the logger is made: spdlog does not guard it, and a log record on a worker thread
 // would read it while SIGHUP replaced it.
 struct Sinks {
-  std::mutex mu;  // orders logger creation and reconfiguration
+  std::mutex mu;                                      // orders logger creation and reconfiguration
   std::shared_ptr<spdlog::sinks::dist_sink_mt> dist;  // set once, then read-only
-  std::shared_ptr<ReopenableFileSink> file;  // guarded by mu
+  std::shared_ptr<ReopenableFileSink> file;           // guarded by mu
   spdlog::level::level_enum level = spdlog::level::info;  // guarded by mu
 };
 
@@ -205,9 +210,15 @@ std::shared_ptr<spdlog::logger> logger(std::string_view name) {
   return l;
 }
 
-LogJobScope::LogJobScope(int64_t job) : previous_(t_log_job) { t_log_job = job; }
-LogJobScope::~LogJobScope() { t_log_job = previous_; }
-int64_t current_log_job() { return t_log_job; }
+LogJobScope::LogJobScope(int64_t job) : previous_(t_log_job) {
+  t_log_job = job;
+}
+LogJobScope::~LogJobScope() {
+  t_log_job = previous_;
+}
+int64_t current_log_job() {
+  return t_log_job;
+}
 
 bool stderr_is_journal() {
   const char* stream = std::getenv("JOURNAL_STREAM");

@@ -16,13 +16,13 @@
 // called from any thread.
 #pragma once
 
-#include <spdlog/formatter.h>
-#include <spdlog/logger.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include <spdlog/formatter.h>
+#include <spdlog/logger.h>
 
 #include "base/status.h"
 

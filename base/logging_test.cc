@@ -1,14 +1,14 @@
 #include "base/logging.h"
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 namespace stripesolve {
 namespace {
@@ -71,7 +71,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 // and job: grep for a job or a time finds every line of a multi-line event.
 TEST(TextLineFormatter, EveryLineCarriesTheFullPrefix) {
   LogJobScope job(42);
-  const auto lines = lines_of(format_text("plan:\n  S = 2048\n  S^m = 4", spdlog::level::info, false));
+  const auto lines =
+      lines_of(format_text("plan:\n  S = 2048\n  S^m = 4", spdlog::level::info, false));
   ASSERT_EQ(lines.size(), 3u);
   for (const std::string& line : lines) {
     ASSERT_GE(line.size(), 24u) << line;
@@ -85,7 +86,8 @@ TEST(TextLineFormatter, EveryLineCarriesTheFullPrefix) {
 // Under systemd: the journal's priority prefix, no timestamp of our own.
 TEST(TextLineFormatter, JournalLinesCarryThePriority) {
   EXPECT_EQ(format_text("disk full", spdlog::level::err, true), "<3> [scheduler] disk full\n");
-  EXPECT_EQ(format_text("a\nb", spdlog::level::warn, true), "<4> [scheduler] a\n<4> [scheduler] b\n");
+  EXPECT_EQ(format_text("a\nb", spdlog::level::warn, true),
+            "<4> [scheduler] a\n<4> [scheduler] b\n");
   EXPECT_EQ(format_text("x", spdlog::level::info, true), "<6> [scheduler] x\n");
 }
 

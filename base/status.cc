@@ -9,20 +9,34 @@ namespace stripesolve {
 
 std::string_view status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kIoError: return "IoError";
-    case StatusCode::kNoSpace: return "NoSpace";
-    case StatusCode::kCorruption: return "Corruption";
-    case StatusCode::kNumerical: return "Numerical";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kUnimplemented: return "Unimplemented";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kIoError:
+      return "IoError";
+    case StatusCode::kNoSpace:
+      return "NoSpace";
+    case StatusCode::kCorruption:
+      return "Corruption";
+    case StatusCode::kNumerical:
+      return "Numerical";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kUnimplemented:
+      return "Unimplemented";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

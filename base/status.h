@@ -19,19 +19,19 @@ namespace stripesolve {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // the caller's input is wrong (shape, dtype, NaN, unknown name)
-  kNotFound,           // a named object or file does not exist
-  kAlreadyExists,      // creating something whose name is taken
-  kFailedPrecondition, // the system is not in a state that allows the operation
-  kIoError,            // the OS reported an I/O failure (errno in the message)
-  kNoSpace,            // a device or the configured budget is full
-  kCorruption,         // stored data fails its checksum or manifest checks
-  kNumerical,          // zero or non-finite pivot, singular matrix, breakdown
-  kCancelled,          // stopped on request
-  kResourceExhausted,  // a limit (memory, connections, queue) was reached
-  kUnavailable,        // a service is not reachable right now
-  kUnimplemented,      // not supported in this build or on this hardware
-  kInternal,           // a broken invariant that was reported rather than aborted
+  kInvalidArgument,     // the caller's input is wrong (shape, dtype, NaN, unknown name)
+  kNotFound,            // a named object or file does not exist
+  kAlreadyExists,       // creating something whose name is taken
+  kFailedPrecondition,  // the system is not in a state that allows the operation
+  kIoError,             // the OS reported an I/O failure (errno in the message)
+  kNoSpace,             // a device or the configured budget is full
+  kCorruption,          // stored data fails its checksum or manifest checks
+  kNumerical,           // zero or non-finite pivot, singular matrix, breakdown
+  kCancelled,           // stopped on request
+  kResourceExhausted,   // a limit (memory, connections, queue) was reached
+  kUnavailable,         // a service is not reachable right now
+  kUnimplemented,       // not supported in this build or on this hardware
+  kInternal,            // a broken invariant that was reported rather than aborted
 };
 
 std::string_view status_code_name(StatusCode code);
@@ -41,18 +41,28 @@ class [[nodiscard]] Status {
   Status() = default;  // OK
 
   static Status ok() { return Status(); }
-  static Status invalid_argument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
+  static Status invalid_argument(std::string msg) {
+    return {StatusCode::kInvalidArgument, std::move(msg)};
+  }
   static Status not_found(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
-  static Status already_exists(std::string msg) { return {StatusCode::kAlreadyExists, std::move(msg)}; }
-  static Status failed_precondition(std::string msg) { return {StatusCode::kFailedPrecondition, std::move(msg)}; }
+  static Status already_exists(std::string msg) {
+    return {StatusCode::kAlreadyExists, std::move(msg)};
+  }
+  static Status failed_precondition(std::string msg) {
+    return {StatusCode::kFailedPrecondition, std::move(msg)};
+  }
   static Status io_error(std::string msg) { return {StatusCode::kIoError, std::move(msg)}; }
   static Status no_space(std::string msg) { return {StatusCode::kNoSpace, std::move(msg)}; }
   static Status corruption(std::string msg) { return {StatusCode::kCorruption, std::move(msg)}; }
   static Status numerical(std::string msg) { return {StatusCode::kNumerical, std::move(msg)}; }
   static Status cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
-  static Status resource_exhausted(std::string msg) { return {StatusCode::kResourceExhausted, std::move(msg)}; }
+  static Status resource_exhausted(std::string msg) {
+    return {StatusCode::kResourceExhausted, std::move(msg)};
+  }
   static Status unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
-  static Status unimplemented(std::string msg) { return {StatusCode::kUnimplemented, std::move(msg)}; }
+  static Status unimplemented(std::string msg) {
+    return {StatusCode::kUnimplemented, std::move(msg)};
+  }
   static Status internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 
   // Builds an I/O error from an errno value: "<what>: <strerror> (errno N)". Retryable for
@@ -71,10 +81,22 @@ class [[nodiscard]] Status {
   // Whether data that had been accepted may be gone (e.g. a failed write-back of a dirty stripe).
   bool data_lost() const { return data_lost_; }
 
-  Status& set_retryable(bool v = true) & { retryable_ = v; return *this; }
-  Status&& set_retryable(bool v = true) && { retryable_ = v; return std::move(*this); }
-  Status& set_data_lost(bool v = true) & { data_lost_ = v; return *this; }
-  Status&& set_data_lost(bool v = true) && { data_lost_ = v; return std::move(*this); }
+  Status& set_retryable(bool v = true) & {
+    retryable_ = v;
+    return *this;
+  }
+  Status&& set_retryable(bool v = true) && {
+    retryable_ = v;
+    return std::move(*this);
+  }
+  Status& set_data_lost(bool v = true) & {
+    data_lost_ = v;
+    return *this;
+  }
+  Status&& set_data_lost(bool v = true) && {
+    data_lost_ = v;
+    return std::move(*this);
+  }
 
   // Prefixes context: Status::io_error("short read").with_context("stripe 3") ->
   // "stripe 3: short read". No-op on OK.
@@ -105,9 +127,18 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return is_ok(); }
 
   const Status& status() const;
-  T& value() & { check_value(); return std::get<0>(v_); }
-  const T& value() const& { check_value(); return std::get<0>(v_); }
-  T&& value() && { check_value(); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    check_value();
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    check_value();
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    check_value();
+    return std::get<0>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -125,7 +156,8 @@ const Status& ok_status();
 
 template <typename T>
 Result<T>::Result(Status status) : v_(std::move(status)) {
-  if (std::get<1>(v_).is_ok()) detail::result_misuse("Result constructed from an OK Status", nullptr);
+  if (std::get<1>(v_).is_ok())
+    detail::result_misuse("Result constructed from an OK Status", nullptr);
 }
 
 template <typename T>
@@ -144,9 +176,9 @@ void Result<T>::check_value() const {
 #define STRIPESOLVE_CONCAT(a, b) STRIPESOLVE_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the enclosing function if it is not OK.
-#define STRIPESOLVE_RETURN_IF_ERROR(expr)            \
-  do {                                               \
-    ::stripesolve::Status stripesolve_st_ = (expr);  \
+#define STRIPESOLVE_RETURN_IF_ERROR(expr)                 \
+  do {                                                    \
+    ::stripesolve::Status stripesolve_st_ = (expr);       \
     if (!stripesolve_st_.is_ok()) return stripesolve_st_; \
   } while (0)
 

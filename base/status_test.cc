@@ -1,8 +1,8 @@
 #include "base/status.h"
 
-#include <gtest/gtest.h>
-
 #include <cerrno>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve {
 namespace {
@@ -34,7 +34,8 @@ TEST(Status, WithContextPrefixes) {
 TEST(Status, FromErrnoClassifies) {
   Status nospace = Status::from_errno(ENOSPC, "write /ssd0/a.seg at offset 4096");
   EXPECT_EQ(nospace.code(), StatusCode::kNoSpace);
-  EXPECT_EQ(nospace.message(), "write /ssd0/a.seg at offset 4096: No space left on device (errno 28)");
+  EXPECT_EQ(nospace.message(),
+            "write /ssd0/a.seg at offset 4096: No space left on device (errno 28)");
   EXPECT_FALSE(nospace.retryable());
 
   Status again = Status::from_errno(EAGAIN, "read");

@@ -11,17 +11,28 @@ namespace {
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
       return false;
   }
   return true;
 }
 
 std::optional<uint64_t> unit_multiplier(std::string_view unit) {
-  struct Unit { std::string_view name; uint64_t mult; };
-  static constexpr Unit kUnits[] = {
-      {"", 1}, {"b", 1}, {"kib", kKiB}, {"mib", kMiB}, {"gib", kGiB}, {"tib", kTiB},
-      {"kb", 1000}, {"mb", 1000'000}, {"gb", 1000'000'000}, {"tb", 1000'000'000'000}};
+  struct Unit {
+    std::string_view name;
+    uint64_t mult;
+  };
+  static constexpr Unit kUnits[] = {{"", 1},
+                                    {"b", 1},
+                                    {"kib", kKiB},
+                                    {"mib", kMiB},
+                                    {"gib", kGiB},
+                                    {"tib", kTiB},
+                                    {"kb", 1000},
+                                    {"mb", 1000'000},
+                                    {"gb", 1000'000'000},
+                                    {"tb", 1000'000'000'000}};
   for (const Unit& u : kUnits) {
     if (iequals(unit, u.name)) return u.mult;
   }
@@ -32,7 +43,8 @@ std::optional<uint64_t> unit_multiplier(std::string_view unit) {
 
 std::optional<uint64_t> parse_bytes(std::string_view text) {
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+    ++i;
   const std::string_view number = text.substr(0, i);
   std::string_view unit = text.substr(i);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
@@ -60,7 +72,10 @@ std::string format_bytes(uint64_t bytes) {
   if (bytes < kKiB) return std::to_string(bytes) + " B";
   double v = static_cast<double>(bytes);
   int k = 0;
-  while (v >= 1024.0 && k < 6) { v /= 1024.0; ++k; }
+  while (v >= 1024.0 && k < 6) {
+    v /= 1024.0;
+    ++k;
+  }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f %s", v, kNames[k]);
   return buf;

@@ -20,7 +20,9 @@ Arena::Arena(uint64_t capacity, OffsetsOnly)
   if (capacity_ > 0) holes_.emplace(0, capacity_);
 }
 
-Arena::~Arena() { std::free(base_); }
+Arena::~Arena() {
+  std::free(base_);
+}
 
 uint64_t Arena::largest_hole() const {
   uint64_t best = 0;

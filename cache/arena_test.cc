@@ -1,8 +1,8 @@
 #include "cache/arena.h"
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::cache {
 namespace {

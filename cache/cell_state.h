@@ -10,8 +10,9 @@
 //                       or kIdle -> kWaitElimJ -> ...
 //   DSR (read only):    kAbsent -> ... -> kDownloading -> kStuck, or kIdle -> kStuck;
 //                       read by the master, then kStuck -> kAbsent (deleted).
-//   Eviction:           kIdle -> kWaitUpload -> kUploading -> kAbsent (dirty), kIdle -> kAbsent (clean).
-//   Write-back at the end of the triangulation (parts stay cached, clean, for the substitution):
+//   Eviction:           kIdle -> kWaitUpload -> kUploading -> kAbsent (dirty), kIdle -> kAbsent
+//   (clean). Write-back at the end of the triangulation (parts stay cached, clean, for the
+//   substitution):
 //                       kIdle -> kWaitUpload -> kUploading -> kIdle.
 //   DSR parts that stay cached after their read: kStuck -> kIdle.
 //   GPU tier (8b): kElimJ -> kOnDevice when the elim.J worker keeps J's updated values on the
@@ -74,7 +75,9 @@ std::string_view cell_state_name(CellState s);
 bool is_legal_transition(CellState from, CellState to);
 
 // Whether a cell in this state may be chosen for eviction.
-inline bool is_evictable(CellState s) { return s == CellState::kIdle; }
+inline bool is_evictable(CellState s) {
+  return s == CellState::kIdle;
+}
 
 // Whether a cell in this state will move on without the master doing anything more (an operation
 // is queued or running), so waiting for memory may succeed.

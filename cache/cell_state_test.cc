@@ -1,33 +1,42 @@
 #include "cache/cell_state.h"
 
-#include <gtest/gtest.h>
-
 #include <set>
 #include <string>
 #include <utility>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::cache {
 namespace {
 
 constexpr CellState kAll[] = {
-    CellState::kAbsent,  CellState::kWaitDownload, CellState::kDownloading, CellState::kWaitElimI,
-    CellState::kElimI,   CellState::kWaitElimJ,    CellState::kElimJ,       CellState::kStuck,
-    CellState::kIdle,    CellState::kWaitUpload,   CellState::kUploading};
+    CellState::kAbsent, CellState::kWaitDownload, CellState::kDownloading, CellState::kWaitElimI,
+    CellState::kElimI,  CellState::kWaitElimJ,    CellState::kElimJ,       CellState::kStuck,
+    CellState::kIdle,   CellState::kWaitUpload,   CellState::kUploading};
 
 TEST(CellStateTest, ExactlyTheEdgesOfFig19) {
   using S = CellState;
-  const std::set<std::pair<S, S>> legal = {
-      {S::kAbsent, S::kWaitDownload},     {S::kWaitDownload, S::kDownloading},
-      {S::kDownloading, S::kWaitElimI},   {S::kDownloading, S::kWaitElimJ},
-      {S::kDownloading, S::kStuck},       {S::kWaitElimI, S::kElimI},
-      {S::kElimI, S::kStuck},             {S::kElimI, S::kIdle},
-      {S::kWaitElimJ, S::kElimJ},         {S::kElimJ, S::kIdle},
-      {S::kStuck, S::kIdle},              {S::kStuck, S::kWaitElimI},
-      {S::kStuck, S::kAbsent},            {S::kIdle, S::kWaitElimI},
-      {S::kIdle, S::kWaitElimJ},          {S::kIdle, S::kStuck},
-      {S::kIdle, S::kWaitUpload},         {S::kIdle, S::kAbsent},
-      {S::kWaitUpload, S::kUploading},    {S::kUploading, S::kAbsent},
-      {S::kUploading, S::kIdle}};
+  const std::set<std::pair<S, S>> legal = {{S::kAbsent, S::kWaitDownload},
+                                           {S::kWaitDownload, S::kDownloading},
+                                           {S::kDownloading, S::kWaitElimI},
+                                           {S::kDownloading, S::kWaitElimJ},
+                                           {S::kDownloading, S::kStuck},
+                                           {S::kWaitElimI, S::kElimI},
+                                           {S::kElimI, S::kStuck},
+                                           {S::kElimI, S::kIdle},
+                                           {S::kWaitElimJ, S::kElimJ},
+                                           {S::kElimJ, S::kIdle},
+                                           {S::kStuck, S::kIdle},
+                                           {S::kStuck, S::kWaitElimI},
+                                           {S::kStuck, S::kAbsent},
+                                           {S::kIdle, S::kWaitElimI},
+                                           {S::kIdle, S::kWaitElimJ},
+                                           {S::kIdle, S::kStuck},
+                                           {S::kIdle, S::kWaitUpload},
+                                           {S::kIdle, S::kAbsent},
+                                           {S::kWaitUpload, S::kUploading},
+                                           {S::kUploading, S::kAbsent},
+                                           {S::kUploading, S::kIdle}};
   for (S from : kAll) {
     for (S to : kAll) {
       EXPECT_EQ(is_legal_transition(from, to), legal.count({from, to}) == 1)

@@ -58,8 +58,9 @@ Result<Extent> DeviceTier::allocate_locked(Lock& lock, uint64_t bytes, const std
     // its last update), unless we are the only one.
     if (working_ <= 1) {
       return Status::resource_exhausted(
-          "GPU tier: " + what + " needs " + format_bytes(bytes) + " of device memory; the pool of " +
-          format_bytes(pool_.capacity()) + " has " + format_bytes(pool_.largest_hole()) +
+          "GPU tier: " + what + " needs " + format_bytes(bytes) +
+          " of device memory; the pool of " + format_bytes(pool_.capacity()) + " has " +
+          format_bytes(pool_.largest_hole()) +
           " free in one piece (raise engine.gpu_memory or lower engine.meta_stripes)");
     }
     STRIPESOLVE_RETURN_IF_ERROR(wait_locked(lock));
@@ -90,14 +91,16 @@ uint64_t DeviceTier::free_bytes() const {
 void DeviceTier::set_newer(int64_t stripe, bool newer) {
   Lock lock(mu_);
   auto it = parts_.find(stripe);
-  STRIPESOLVE_CHECK(it != parts_.end(), "GPU tier: no instance of stripe " + std::to_string(stripe));
+  STRIPESOLVE_CHECK(it != parts_.end(),
+                    "GPU tier: no instance of stripe " + std::to_string(stripe));
   it->second.newer = newer;
 }
 
 void DeviceTier::set_uses(int64_t stripe, int64_t uses) {
   Lock lock(mu_);
   auto it = parts_.find(stripe);
-  STRIPESOLVE_CHECK(it != parts_.end(), "GPU tier: no instance of stripe " + std::to_string(stripe));
+  STRIPESOLVE_CHECK(it != parts_.end(),
+                    "GPU tier: no instance of stripe " + std::to_string(stripe));
   it->second.uses = uses;
 }
 

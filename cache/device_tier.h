@@ -33,11 +33,11 @@ namespace stripesolve::cache {
 
 struct DeviceInstance {
   int64_t stripe = -1;
-  int64_t i0_store = 0;   // the instance holds columns [i0_store, n), like its RAM cell
-  uint64_t offset = 0;    // in the device pool
+  int64_t i0_store = 0;  // the instance holds columns [i0_store, n), like its RAM cell
+  uint64_t offset = 0;   // in the device pool
   uint64_t bytes = 0;
-  bool newer = false;     // device values newer than RAM (RAM cell in kOnDevice)
-  int64_t uses = 0;       // eliminated stripe: updates that still read it
+  bool newer = false;  // device values newer than RAM (RAM cell in kOnDevice)
+  int64_t uses = 0;    // eliminated stripe: updates that still read it
 };
 
 class DeviceTier {
@@ -98,13 +98,13 @@ class DeviceTier {
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  Arena pool_;                                          // offsets only (no host memory)
+  Arena pool_;  // offsets only (no host memory)
   std::function<Status()> abandon_;
-  std::map<int64_t, DeviceInstance> parts_;             // guarded by mu_
+  std::map<int64_t, DeviceInstance> parts_;                   // guarded by mu_
   std::map<std::pair<int64_t, int64_t>, BlockEntry> blocks_;  // guarded by mu_
-  int64_t working_ = 0;                                 // guarded by mu_
-  uint64_t peak_ = 0;                                   // guarded by mu_
-  Status failure_;                                      // guarded by mu_
+  int64_t working_ = 0;                                       // guarded by mu_
+  uint64_t peak_ = 0;                                         // guarded by mu_
+  Status failure_;                                            // guarded by mu_
 };
 
 }  // namespace stripesolve::cache

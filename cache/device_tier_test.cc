@@ -1,10 +1,10 @@
 #include "cache/device_tier.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <chrono>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::cache {
 namespace {

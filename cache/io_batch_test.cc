@@ -1,12 +1,12 @@
 // StripeCache::next_io_batch: an upload alone, else the oldest waiting downloads up to the cap;
 // a batch whose cells are reported one by one (some failed) fails the cache once per failed cell;
 // a streaming I/O thread under concurrent requesters keeps every update.
-#include <gtest/gtest.h>
-
 #include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "cache/stripe_cache.h"
 

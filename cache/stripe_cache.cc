@@ -14,10 +14,13 @@ namespace {
 // always, eliminated (stuck) parts for everything but a J update, and parts whose values are on
 // the device for the elim roles (which use the device instance).
 bool usable_for(CellState state, CellState target) {
-  return state == CellState::kIdle || (state == CellState::kStuck && target != CellState::kWaitElimJ) ||
+  return state == CellState::kIdle ||
+         (state == CellState::kStuck && target != CellState::kWaitElimJ) ||
          (state == CellState::kOnDevice && target != CellState::kStuck);
 }
-std::string part_name(int64_t stripe) { return "stripe " + std::to_string(stripe); }
+std::string part_name(int64_t stripe) {
+  return "stripe " + std::to_string(stripe);
+}
 }  // namespace
 
 StripeCache::StripeCache(uint64_t budget_bytes) : arena_(budget_bytes) {
@@ -98,8 +101,8 @@ Result<Extent> StripeCache::allocate_locked(Lock& lock, int64_t stripe, uint64_t
         uploading += c.extent.bytes;
       }
       // A DSR part is stuck only until its reader removes it: memory will come back.
-      in_flight = in_flight || is_in_flight(c.state) ||
-                  (c.state == CellState::kStuck && c.read_once);
+      in_flight =
+          in_flight || is_in_flight(c.state) || (c.state == CellState::kStuck && c.read_once);
     }
     // Enough memory is on its way back: wait for it before evicting more.
     if (uploading > 0 && arena_.free_bytes() + uploading >= want) {
@@ -119,8 +122,8 @@ Result<Extent> StripeCache::allocate_locked(Lock& lock, int64_t stripe, uint64_t
       return Status::resource_exhausted(
           "cache: " + part_name(stripe) + " needs " + std::to_string(want) +
           " bytes but the budget of " + std::to_string(arena_.capacity()) + " bytes holds " +
-          std::to_string(arena_.used()) + " bytes of parts none of which can be evicted (" +
-          held + ")");
+          std::to_string(arena_.used()) + " bytes of parts none of which can be evicted (" + held +
+          ")");
     }
     changed_.wait(lock);  // backpressure: in-flight work will return memory
   }
@@ -172,8 +175,8 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
                     "cache: two requesters raced for " + part_name(req.stripe));
   ++stats_.misses;
   Cell& c = cells_[req.stripe];
-  c.view = CellView{req.stripe, req.col_begin, arena_.base() + e.offset, e.bytes,
-                    req.elim_begin, req.elim_end, false};
+  c.view = CellView{req.stripe,   req.col_begin, arena_.base() + e.offset, e.bytes, req.elim_begin,
+                    req.elim_end, false};
   c.extent = e;
   c.target = req.target;
   c.count = req.count;

@@ -45,22 +45,23 @@ namespace stripesolve::cache {
 // What a role sees of a cell. Buffer, i0_store and bytes never change during the cell's life.
 struct CellView {
   int64_t stripe = -1;
-  int64_t i0_store = 0;          // the part holds columns [i0_store, n) of the stripe
-  std::byte* buffer = nullptr;   // 4 KiB aligned, `bytes` long
+  int64_t i0_store = 0;         // the part holds columns [i0_store, n) of the stripe
+  std::byte* buffer = nullptr;  // 4 KiB aligned, `bytes` long
   uint64_t bytes = 0;
-  int64_t elim_begin = 0;        // the elimination range the cell waits for
+  int64_t elim_begin = 0;  // the elimination range the cell waits for
   int64_t elim_end = 0;
   bool dirty = false;
 };
 
 struct PartRequest {
   int64_t stripe = 0;
-  int64_t col_begin = 0;      // columns [col_begin, n) are needed; a cell with i0_store <= col_begin serves
+  int64_t col_begin =
+      0;  // columns [col_begin, n) are needed; a cell with i0_store <= col_begin serves
   uint64_t buffer_bytes = 0;  // I/O buffer size for the part from col_begin (storage part_layout)
   CellState target = CellState::kWaitElimJ;  // kWaitElimI, kWaitElimJ or kStuck (DSR)
   int64_t elim_begin = 0;
   int64_t elim_end = 0;
-  int64_t count = 0;          // kWaitElimI: J stripes that will need it once eliminated
+  int64_t count = 0;  // kWaitElimI: J stripes that will need it once eliminated
 };
 
 struct IoWork {
@@ -70,13 +71,13 @@ struct IoWork {
 };
 
 struct CacheStats {
-  uint64_t budget = 0;        // arena capacity
+  uint64_t budget = 0;  // arena capacity
   uint64_t bytes_in_use = 0;
-  uint64_t peak_bytes = 0;    // never above budget
-  uint64_t hits = 0;          // requests served by a cached cell
-  uint64_t misses = 0;        // requests that created a cell to download
+  uint64_t peak_bytes = 0;  // never above budget
+  uint64_t hits = 0;        // requests served by a cached cell
+  uint64_t misses = 0;      // requests that created a cell to download
   uint64_t evictions = 0;
-  uint64_t uploads = 0;       // evictions that wrote a dirty cell back
+  uint64_t uploads = 0;           // evictions that wrote a dirty cell back
   uint64_t failed_transfers = 0;  // finish_io() reports with an error
   size_t cells = 0;
 };
@@ -170,9 +171,9 @@ class StripeCache {
     CellState target = CellState::kAbsent;  // where a download leads
     int64_t count = 0;
     uint64_t last_use = 0;
-    uint64_t created = 0;                   // download order
-    bool read_once = false;                 // a DSR part: its reader will remove it
-    bool keep_after_upload = false;         // write_back(): kUploading -> kIdle
+    uint64_t created = 0;            // download order
+    bool read_once = false;          // a DSR part: its reader will remove it
+    bool keep_after_upload = false;  // write_back(): kUploading -> kIdle
     Extent extent;
   };
   using Lock = std::unique_lock<std::mutex>;
@@ -189,13 +190,13 @@ class StripeCache {
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  Arena arena_;                       // guarded by mu_
-  std::map<int64_t, Cell> cells_;     // guarded by mu_
-  uint64_t clock_ = 0;                // guarded by mu_; logical time for last_use
-  uint64_t changes_ = 0;              // guarded by mu_; see changes()
-  CacheStats stats_;                  // guarded by mu_
-  Status failure_;                    // guarded by mu_
-  bool shut_down_ = false;            // guarded by mu_
+  Arena arena_;                    // guarded by mu_
+  std::map<int64_t, Cell> cells_;  // guarded by mu_
+  uint64_t clock_ = 0;             // guarded by mu_; logical time for last_use
+  uint64_t changes_ = 0;           // guarded by mu_; see changes()
+  CacheStats stats_;               // guarded by mu_
+  Status failure_;                 // guarded by mu_
+  bool shut_down_ = false;         // guarded by mu_
 };
 
 }  // namespace stripesolve::cache

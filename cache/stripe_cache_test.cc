@@ -1,13 +1,13 @@
 #include "cache/stripe_cache.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::cache {
 namespace {
@@ -86,18 +86,18 @@ TEST(StripeCacheTest, JPathDownloadsUpdatesAndMarksDirty) {
 TEST(StripeCacheTest, LongestIdleIsEvictedFirstAndOnlyDirtyOnesAreUploaded) {
   StripeCache cache(3 * kPart);
   FakeIo io(cache);
-  update_once(cache, 0);                        // dirty, idle since t0
+  update_once(cache, 0);  // dirty, idle since t0
   ASSERT_TRUE(cache.request(PartRequest{1, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
   ASSERT_TRUE(cache.wait_for(1, CellState::kStuck).is_ok());
-  cache.remove(1);                              // DSR read: deleted without upload
+  cache.remove(1);  // DSR read: deleted without upload
   ASSERT_TRUE(cache.request(PartRequest{2, 0, kPart, CellState::kStuck, 0, 0, 0}).is_ok());
   ASSERT_TRUE(cache.wait_for(2, CellState::kStuck).is_ok());
-  update_once(cache, 4);                        // dirty, idle after 0
-  update_once(cache, 5);                        // full: evicts 0 (oldest idle, dirty, uploaded)
+  update_once(cache, 4);  // dirty, idle after 0
+  update_once(cache, 5);  // full: evicts 0 (oldest idle, dirty, uploaded)
   EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
   EXPECT_EQ(cache.state_of(2), CellState::kStuck);
   EXPECT_EQ(cache.state_of(4), CellState::kIdle);
-  update_once(cache, 6);                        // evicts 4, never the stuck 2
+  update_once(cache, 6);  // evicts 4, never the stuck 2
   EXPECT_EQ(cache.state_of(4), CellState::kAbsent);
   EXPECT_EQ(cache.state_of(2), CellState::kStuck);
   EXPECT_EQ(io.uploads(), (std::vector<int64_t>{0, 4}));
@@ -118,7 +118,8 @@ TEST(StripeCacheTest, StuckPartsAreNeverEvictedAndAFullStuckCacheFails) {
   StripeCache cache(2 * kPart);
   FakeIo io(cache);
   for (int64_t s : {0, 1}) {
-    ASSERT_TRUE(cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
+    ASSERT_TRUE(
+        cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
     ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimI).is_ok());
     cache.transition(s, CellState::kElimI);
     cache.finish_elim_i(s);
@@ -151,9 +152,8 @@ TEST(StripeCacheTest, WaitersAreWokenByTransitionsAndByFailure) {
   cache.transition(0, CellState::kElimI);
   cache.finish_elim_i(0);
   waiter.join();
-  std::thread failed([&] {
-    EXPECT_EQ(cache.wait_for(0, CellState::kElimJ).status().message(), "stop");
-  });
+  std::thread failed(
+      [&] { EXPECT_EQ(cache.wait_for(0, CellState::kElimJ).status().message(), "stop"); });
   cache.fail(Status::cancelled("stop"));
   failed.join();
 }
@@ -208,7 +208,8 @@ TEST(StripeCacheTest, FinishElimJReleasesTheIStripesAndIdlesJTogether) {
   StripeCache cache(4 * kPart);
   FakeIo io(cache);
   for (int64_t s : {0, 1}) {
-    ASSERT_TRUE(cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
+    ASSERT_TRUE(
+        cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
     ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimI).is_ok());
     cache.transition(s, CellState::kElimI);
     cache.finish_elim_i(s);
@@ -280,7 +281,7 @@ TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
   EXPECT_FALSE(cache.try_hit(j_request(0)));  // absent: no download started
   EXPECT_EQ(cache.stats().cells, 0u);
   update_once(cache, 0);
-  ASSERT_TRUE(cache.try_hit(j_request(0)));    // idle: a hit, now waiting for elim.J
+  ASSERT_TRUE(cache.try_hit(j_request(0)));  // idle: a hit, now waiting for elim.J
   EXPECT_EQ(cache.state_of(0), CellState::kWaitElimJ);
   EXPECT_FALSE(cache.try_hit(j_request(0)));  // busy
   cache.transition(0, CellState::kElimJ);

@@ -18,16 +18,19 @@ using protocol::MessageType;
 
 bool connected_once = false;  // a lost connection after this one is "lost", not "unreachable"
 
-void print_job(const nlohmann::json& j) { std::printf("%s", job_details(j).c_str()); }
+void print_job(const nlohmann::json& j) {
+  std::printf("%s", job_details(j).c_str());
+}
 
 // The first Ctrl-C while a job runs: the job goes on, the client stops waiting (its partial
 // output removed), and a second press within 2 s cancels the job.
 int interrupted(const Globals& g, uint64_t id, JobRequest& request, int presses) {
   (void)finish_output(request, {{"state", "INTERRUPTED"}});  // removes the partial file
-  std::fprintf(stderr,
-               "\nstripesolve: job %llu keeps running; Ctrl-C again within 2 s cancels it; fetch it "
-               "later with 'stripesolve result %llu'\n",
-               static_cast<unsigned long long>(id), static_cast<unsigned long long>(id));
+  std::fprintf(
+      stderr,
+      "\nstripesolve: job %llu keeps running; Ctrl-C again within 2 s cancels it; fetch it "
+      "later with 'stripesolve result %llu'\n",
+      static_cast<unsigned long long>(id), static_cast<unsigned long long>(id));
   if (!InterruptWatch::another_press_within(presses, std::chrono::milliseconds(2000))) {
     return kExitInterrupted;
   }
@@ -63,8 +66,9 @@ ReconnectPolicy reconnect_policy(const Globals& g) {
   return p;
 }
 
-void print_json(const nlohmann::json& j) { std::printf("%s\n", j.dump(2).c_str()); }
-
+void print_json(const nlohmann::json& j) {
+  std::printf("%s\n", j.dump(2).c_str());
+}
 
 int report_job(const Globals& g, const nlohmann::json& job) {
   const std::string state = job.value("state", std::string());
@@ -76,37 +80,44 @@ int report_job(const Globals& g, const nlohmann::json& job) {
     const std::string where = r.value("device", r.value("backend", std::string()));
     std::printf("job %s %s: n = %s, residual = %.3e, %s, %.2f s%s%s\n",
                 job.value("id", nlohmann::json(0)).dump().c_str(), state.c_str(),
-                r.value("shape", nlohmann::json::array({0})).at(0).dump().c_str(), r.value("residual", 0.0),
-                client::format_flop_rate(r.value("gflops", 0.0)).c_str(), r.value("seconds", 0.0),
-                where.empty() ? "" : (" on " + where).c_str(),
+                r.value("shape", nlohmann::json::array({0})).at(0).dump().c_str(),
+                r.value("residual", 0.0), client::format_flop_rate(r.value("gflops", 0.0)).c_str(),
+                r.value("seconds", 0.0), where.empty() ? "" : (" on " + where).c_str(),
                 r.value("reused_factors", false) ? " (reused factors)" : "");
     // -1: not computed / estimated / tracked (docs/protocol.md says when).
     auto figure = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v); };
-    std::printf("backward error %s (tolerance %s, %s refinement step(s)), rcond estimate %s, "
-                "pivot growth %s\n",
-                figure(r.value("backward_error", -1.0)).c_str(), figure(r.value("tolerance", -1.0)).c_str(),
-                r.value("refinement_steps", nlohmann::json(0)).dump().c_str(),
-                figure(r.value("rcond", -1.0)).c_str(), figure(r.value("growth", -1.0)).c_str());
+    std::printf(
+        "backward error %s (tolerance %s, %s refinement step(s)), rcond estimate %s, "
+        "pivot growth %s\n",
+        figure(r.value("backward_error", -1.0)).c_str(), figure(r.value("tolerance", -1.0)).c_str(),
+        r.value("refinement_steps", nlohmann::json(0)).dump().c_str(),
+        figure(r.value("rcond", -1.0)).c_str(), figure(r.value("growth", -1.0)).c_str());
     if (job.contains("warning")) {
-      std::fprintf(stderr, "stripesolve: warning: job %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
+      std::fprintf(stderr, "stripesolve: warning: job %s: %s\n",
+                   job.value("id", nlohmann::json(0)).dump().c_str(),
                    job.value("warning", std::string()).c_str());
     }
   } else if ((state == "COMPLETED" || state == "COMPLETED_WITH_WARNING") &&
              job.value("type", std::string()) == "tridiag_solve") {
     const auto& r = job.value("result", nlohmann::json::object());
-    std::printf("job %s %s: %s systems, %s unknowns (%s), %s on the %s in %.3f s, max relative residual %.3e\n",
-                job.value("id", nlohmann::json(0)).dump().c_str(), state.c_str(),
-                r.value("systems", nlohmann::json(0)).dump().c_str(),
-                r.value("unknowns", nlohmann::json(0)).dump().c_str(), r.value("layout", std::string()).c_str(),
-                r.value("algorithm", std::string()).c_str(), r.value("device", std::string()).c_str(),
-                r.value("seconds", 0.0), r.value("max_relative_residual", 0.0));
-    std::printf("backward error %.3e (tolerance %.3e, system %s), %s systems fell back to gepp%s\n",
-                r.value("backward_error", 0.0), r.value("tolerance", 0.0),
-                r.value("worst_backward_system", nlohmann::json(0)).dump().c_str(),
-                r.value("fell_back", nlohmann::json(0)).dump().c_str(),
-                r.value("fell_back", 0) > 0
-                    ? (" (first: " + r.value("fell_back_systems", nlohmann::json::array()).dump() + ")").c_str()
-                    : "");
+    std::printf(
+        "job %s %s: %s systems, %s unknowns (%s), %s on the %s in %.3f s, max relative residual "
+        "%.3e\n",
+        job.value("id", nlohmann::json(0)).dump().c_str(), state.c_str(),
+        r.value("systems", nlohmann::json(0)).dump().c_str(),
+        r.value("unknowns", nlohmann::json(0)).dump().c_str(),
+        r.value("layout", std::string()).c_str(), r.value("algorithm", std::string()).c_str(),
+        r.value("device", std::string()).c_str(), r.value("seconds", 0.0),
+        r.value("max_relative_residual", 0.0));
+    std::printf(
+        "backward error %.3e (tolerance %.3e, system %s), %s systems fell back to gepp%s\n",
+        r.value("backward_error", 0.0), r.value("tolerance", 0.0),
+        r.value("worst_backward_system", nlohmann::json(0)).dump().c_str(),
+        r.value("fell_back", nlohmann::json(0)).dump().c_str(),
+        r.value("fell_back", 0) > 0
+            ? (" (first: " + r.value("fell_back_systems", nlohmann::json::array()).dump() + ")")
+                  .c_str()
+            : "");
     if (!g.quiet) {
       for (const auto& note : r.value("notes", nlohmann::json::array())) {
         std::printf("note: %s\n", note.get<std::string>().c_str());
@@ -118,15 +129,17 @@ int report_job(const Globals& g, const nlohmann::json& job) {
   if (state == "COMPLETED") return kExitOk;
   if (state == "COMPLETED_WITH_WARNING") {
     if (!g.json && job.value("type", std::string()) != "dense_solve") {
-      std::fprintf(stderr, "stripesolve: warning: job %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
+      std::fprintf(stderr, "stripesolve: warning: job %s: %s\n",
+                   job.value("id", nlohmann::json(0)).dump().c_str(),
                    job.value("warning", std::string()).c_str());
     }
     return kExitWarning;
   }
   if (state == "CANCELLED") return kExitCancelled;
   if (!g.json && job.contains("error")) {
-    std::fprintf(stderr, "stripesolve: job %s %s: %s\n", job.value("id", nlohmann::json(0)).dump().c_str(),
-                 state.c_str(), job["error"].value("message", std::string()).c_str());
+    std::fprintf(stderr, "stripesolve: job %s %s: %s\n",
+                 job.value("id", nlohmann::json(0)).dump().c_str(), state.c_str(),
+                 job["error"].value("message", std::string()).c_str());
   }
   return kExitError;
 }
@@ -159,7 +172,8 @@ int run_and_report(const Globals& g, std::unique_ptr<Connection>& c, JobRequest&
   auto id = submit_request(*c, request);
   if (!id.is_ok()) return fail(id.status());
   request.files.clear();  // the daemon holds its own descriptors now
-  if (!g.json && !g.quiet) std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
+  if (!g.json && !g.quiet)
+    std::fprintf(stderr, "submitted job %llu\n", static_cast<unsigned long long>(*id));
   ProgressDisplay display(!g.quiet && !g.json);
   InterruptWatch ctrl_c;
   const auto on_interrupt = [] {

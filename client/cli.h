@@ -27,8 +27,8 @@
 
 namespace stripesolve::client {
 
-inline constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitUnreachable = 3, kExitCancelled = 4,
-                     kExitLost = 5, kExitWarning = 6, kExitInterrupted = 130;
+inline constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2, kExitUnreachable = 3,
+                     kExitCancelled = 4, kExitLost = 5, kExitWarning = 6, kExitInterrupted = 130;
 
 struct Globals {
   std::string socket;
@@ -52,7 +52,8 @@ int exit_code_of_state(const std::string& state);
 // One request, one reply: JSON with --json, else `human`. `state` (optional) receives the reply's
 // "state" field; `adjust` (optional) edits the reply before either output sees it.
 int simple_call(const Globals& g, protocol::MessageType type, nlohmann::json header,
-                const std::function<void(const nlohmann::json&)>& human, std::string* state = nullptr,
+                const std::function<void(const nlohmann::json&)>& human,
+                std::string* state = nullptr,
                 const std::function<void(nlohmann::json&)>& adjust = {});
 // Runs a job to its end with progress (Ctrl-C: see interrupt.h), puts its output in place and
 // reports it.
@@ -62,7 +63,7 @@ int run_and_report(const Globals& g, std::unique_ptr<Connection>& c, JobRequest&
 // and `code` (the exit code a callback sets) must outlive app.parse().
 void add_solve_verbs(CLI::App& app, const Globals& g, int& code);   // solve, submit, tridiag
 void add_job_verbs(CLI::App& app, const Globals& g, int& code);     // jobs, status, watch, cancel,
-                                                                      // result, logs, trace, metrics
+                                                                    // result, logs, trace, metrics
 void add_matrix_verbs(CLI::App& app, const Globals& g, int& code);  // matrix create ... rm
 void add_daemon_verbs(CLI::App& app, const Globals& g, int& code);  // daemon status, stop
 

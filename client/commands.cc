@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -21,12 +21,15 @@ namespace {
 
 // Opens `writer` from a result stream's opening frame: "shape" [rows, cols] frames the chunks,
 // "array_shape" (when present) is the .npy file's shape (docs/protocol.md).
-Status open_result_writer(NpyWriter& writer, const std::string& path, const nlohmann::json& header) {
+Status open_result_writer(NpyWriter& writer, const std::string& path,
+                          const nlohmann::json& header) {
   auto is_int_list = [](const nlohmann::json& j) {
-    return j.is_array() && std::all_of(j.begin(), j.end(), [](const auto& v) { return v.is_number_integer(); });
+    return j.is_array() &&
+           std::all_of(j.begin(), j.end(), [](const auto& v) { return v.is_number_integer(); });
   };
   const nlohmann::json shape = header.value("shape", nlohmann::json::array());
-  if (!is_int_list(shape) || shape.size() != 2) return Status::failed_precondition("result without a shape");
+  if (!is_int_list(shape) || shape.size() != 2)
+    return Status::failed_precondition("result without a shape");
   std::vector<int64_t> array_shape;
   if (header.contains("array_shape")) {
     if (!is_int_list(header["array_shape"])) {
@@ -55,8 +58,10 @@ Result<nlohmann::json> JobRequest::pass_output(const std::string& path, std::str
 
 Result<JobRequest> build_solve_job(const SolveRequest& r) {
   JobRequest req;
-  req.job = {{"type", "dense_solve"},   {"matrix", r.matrix},
-             {"pivot", r.pivot},        {"strategy", r.strategy},
+  req.job = {{"type", "dense_solve"},
+             {"matrix", r.matrix},
+             {"pivot", r.pivot},
+             {"strategy", r.strategy},
              {"refinement", r.refinement == "auto" ? nlohmann::json("auto")
                                                    : nlohmann::json(std::stoll(r.refinement))},
              {"in_place", r.in_place},
@@ -73,7 +78,8 @@ Result<JobRequest> build_solve_job(const SolveRequest& r) {
   return req;
 }
 
-Result<JobRequest> build_import_job(const std::string& name, const std::string& path, int64_t stripe_rows) {
+Result<JobRequest> build_import_job(const std::string& name, const std::string& path,
+                                    int64_t stripe_rows) {
   JobRequest req;
   STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, open_input(path, "matrix"));
   req.job = {{"type", "matrix_import"}, {"name", name}, {"label", path}};
@@ -100,7 +106,8 @@ std::vector<int> raw_fds(const JobRequest& request) {
 }  // namespace
 
 Result<uint64_t> submit_job(Connection& conn, const nlohmann::json& job) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, conn.call(MessageType::kSubmit, {{"job", job}}));
+  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply,
+                               conn.call(MessageType::kSubmit, {{"job", job}}));
   return reply.value("job", uint64_t{0});
 }
 
@@ -112,12 +119,14 @@ Result<uint64_t> submit_request(Connection& conn, const JobRequest& request) {
 }
 
 Result<nlohmann::json> list_matrices(Connection& conn) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, conn.call(protocol::MessageType::kMatrices, nlohmann::json::object()));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      nlohmann::json reply, conn.call(protocol::MessageType::kMatrices, nlohmann::json::object()));
   return reply.value("matrices", nlohmann::json::array());
 }
 
 Result<nlohmann::json> show_matrix(Connection& conn, const std::string& name) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply, conn.call(protocol::MessageType::kMatrices, {{"name", name}}));
+  STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json reply,
+                               conn.call(protocol::MessageType::kMatrices, {{"name", name}}));
   return reply.value("matrix", nlohmann::json::object());
 }
 
@@ -155,14 +164,16 @@ Result<nlohmann::json> run_request(Connection& conn, JobRequest& request, Progre
 Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::string& out_path,
                                   ProgressDisplay* display) {
   const uint64_t watch_id = conn.next_request_id();
-  STRIPESOLVE_RETURN_IF_ERROR(conn.send(protocol::make_frame(MessageType::kWatch, watch_id, {{"job", id}})));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      conn.send(protocol::make_frame(MessageType::kWatch, watch_id, {{"job", id}})));
   uint64_t result_id = 0;
   std::unique_ptr<NpyWriter> writer;
   bool result_done = out_path.empty();
   Status result_error;
   if (!out_path.empty()) {
     result_id = conn.next_request_id();
-    STRIPESOLVE_RETURN_IF_ERROR(conn.send(protocol::make_frame(MessageType::kResult, result_id, {{"job", id}})));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        conn.send(protocol::make_frame(MessageType::kResult, result_id, {{"job", id}})));
   }
   nlohmann::json final_job;
   bool watch_done = false;
@@ -170,8 +181,10 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
     STRIPESOLVE_ASSIGN_OR_RETURN(Frame f, conn.receive());
     const bool final = (f.flags & protocol::kFlagFinal) != 0;
     if (f.request_id == watch_id) {
-      if (f.type == static_cast<uint16_t>(MessageType::kError)) return protocol::status_from_error_frame(f);
-      if (f.type == static_cast<uint16_t>(MessageType::kProgress) && display != nullptr) display->update(f.header);
+      if (f.type == static_cast<uint16_t>(MessageType::kError))
+        return protocol::status_from_error_frame(f);
+      if (f.type == static_cast<uint16_t>(MessageType::kProgress) && display != nullptr)
+        display->update(f.header);
       if (final) {
         STRIPESOLVE_ASSIGN_OR_RETURN(final_job, protocol::reply_body(f));
         watch_done = true;
@@ -188,7 +201,8 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
           return Status::failed_precondition(fmt::format("result chunk has {} bytes, expected {}",
                                                          f.payload.size(), 8 * rows * nrhs));
         }
-        STRIPESOLVE_RETURN_IF_ERROR(writer->write_rows(f.header.value("row_begin", int64_t{0}), rows, f.payload.data()));
+        STRIPESOLVE_RETURN_IF_ERROR(
+            writer->write_rows(f.header.value("row_begin", int64_t{0}), rows, f.payload.data()));
       } else if (!final) {  // the stream's opening frame with the final shape
         writer = std::make_unique<NpyWriter>();
         STRIPESOLVE_RETURN_IF_ERROR(open_result_writer(*writer, out_path, f.header));
@@ -228,7 +242,8 @@ Result<std::unique_ptr<Connection>> connect_retrying(const ReconnectPolicy& poli
 }
 
 Result<nlohmann::json> follow_job_reconnecting(std::unique_ptr<Connection>& conn, uint64_t id,
-                                               ProgressDisplay* display, const ReconnectPolicy& policy) {
+                                               ProgressDisplay* display,
+                                               const ReconnectPolicy& policy) {
   bool announced = false;
   while (true) {
     auto done = follow_job(*conn, id, "", display);
@@ -250,9 +265,10 @@ Result<nlohmann::json> follow_job_reconnecting(std::unique_ptr<Connection>& conn
     }
     auto c = connect_retrying(policy);
     if (!c.is_ok()) {
-      return Status::unavailable(fmt::format("the daemon did not come back within {:.0f} s ({}); job {} may still "
-                                             "resume: 'stripesolve watch {}' once it is up",
-                                             policy.seconds, c.status().message(), id, id));
+      return Status::unavailable(
+          fmt::format("the daemon did not come back within {:.0f} s ({}); job {} may still "
+                      "resume: 'stripesolve watch {}' once it is up",
+                      policy.seconds, c.status().message(), id, id));
     }
     conn = std::move(c).value();
   }

@@ -41,12 +41,12 @@ struct JobRequest {
 
 struct SolveRequest {
   std::string matrix;
-  std::string rhs_path;             // an .npy file to pass; empty: generate
-  std::string out_path;             // the solution's .npy, written by the daemon; empty: none
-  std::string generate = "ones";    // "ones" or "uniform" (with seed)
+  std::string rhs_path;           // an .npy file to pass; empty: generate
+  std::string out_path;           // the solution's .npy, written by the daemon; empty: none
+  std::string generate = "ones";  // "ones" or "uniform" (with seed)
   int64_t nrhs = 1;
   int64_t seed = 1;
-  std::string pivot = "row";        // row, local, none
+  std::string pivot = "row";  // row, local, none
   std::string strategy = "meta_zigzag";
   std::string refinement = "auto";  // "auto" or a number of steps (checked by the CLI)
   bool in_place = false;
@@ -57,7 +57,8 @@ struct SolveRequest {
 // anything is sent, so a missing input or an unwritable --out costs nothing.
 Result<JobRequest> build_solve_job(const SolveRequest& request);
 // matrix_import of the .npy at `path`; matrix_export into `path`.
-Result<JobRequest> build_import_job(const std::string& name, const std::string& path, int64_t stripe_rows);
+Result<JobRequest> build_import_job(const std::string& name, const std::string& path,
+                                    int64_t stripe_rows);
 Result<JobRequest> build_export_job(const std::string& name, const std::string& path);
 
 // Submits `job` and returns its id.
@@ -85,7 +86,7 @@ Result<nlohmann::json> follow_job(Connection& conn, uint64_t id, const std::stri
 // How follow_job_reconnecting() finds the daemon again after losing it (a restart, a crash).
 struct ReconnectPolicy {
   std::function<Result<std::unique_ptr<Connection>>()> connect;
-  double seconds = 0;                // give up after this long without a daemon; 0: no retry
+  double seconds = 0;                  // give up after this long without a daemon; 0: no retry
   double first_backoff_seconds = 0.1;  // doubled after each failed attempt, up to max
   double max_backoff_seconds = 5;
 };
@@ -100,7 +101,8 @@ Result<std::unique_ptr<Connection>> connect_retrying(const ReconnectPolicy& poli
 // `conn` is replaced by the new connection. Errors: the last connection error once the time is
 // spent; the daemon's own errors (e.g. the job expired) as they are.
 Result<nlohmann::json> follow_job_reconnecting(std::unique_ptr<Connection>& conn, uint64_t id,
-                                               ProgressDisplay* display, const ReconnectPolicy& policy);
+                                               ProgressDisplay* display,
+                                               const ReconnectPolicy& policy);
 
 // Streams the result of a job into `out_path`; returns the number of rows (of the stream's
 // [rows, cols] framing) and, when `file_shape` is given, the shape of the .npy written.

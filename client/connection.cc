@@ -68,7 +68,8 @@ Result<std::unique_ptr<Connection>> Connection::connect(const std::string& socke
   if (cred.uid != 0 && cred.uid != ::getuid() && !(daemon_uid && cred.uid == *daemon_uid)) {
     return Status::failed_precondition(fmt::format(
         "refusing the daemon at {}: the socket is served by uid {}, which is neither root nor you "
-        "(uid {}); if uid {} runs your daemon, set STRIPESOLVE_DAEMON_UID={} or pass --daemon-uid {}",
+        "(uid {}); if uid {} runs your daemon, set STRIPESOLVE_DAEMON_UID={} or pass --daemon-uid "
+        "{}",
         socket_path, cred.uid, ::getuid(), cred.uid, cred.uid, cred.uid));
   }
   // A daemon that refuses the connection (limit reached) has already sent an error frame and
@@ -145,11 +146,14 @@ Status Connection::error_from(const Frame& frame) const {
 Result<nlohmann::json> Connection::call(MessageType type, nlohmann::json header,
                                         std::span<const int> fds) {
   nlohmann::json reply;
-  Status st = stream(type, std::move(header), [&](const Frame& f) -> Status {
-    if (f.type != static_cast<uint16_t>(MessageType::kOk)) return Status::ok();
-    STRIPESOLVE_ASSIGN_OR_RETURN(reply, protocol::reply_body(f));
-    return Status::ok();
-  }, fds);
+  Status st = stream(
+      type, std::move(header),
+      [&](const Frame& f) -> Status {
+        if (f.type != static_cast<uint16_t>(MessageType::kOk)) return Status::ok();
+        STRIPESOLVE_ASSIGN_OR_RETURN(reply, protocol::reply_body(f));
+        return Status::ok();
+      },
+      fds);
   if (!st.is_ok()) return st;
   return reply;
 }
@@ -162,7 +166,8 @@ Status Connection::stream(MessageType type, nlohmann::json header,
     // A daemon that closed the connection may have said why first (an idle or handshake timeout).
     if (sent.code() == StatusCode::kUnavailable) {
       auto last = receive();
-      if (last.is_ok() && last->type == static_cast<uint16_t>(MessageType::kError)) return error_from(*last);
+      if (last.is_ok() && last->type == static_cast<uint16_t>(MessageType::kError))
+        return error_from(*last);
     }
     return sent;
   }

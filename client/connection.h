@@ -9,10 +9,10 @@
 // Threading: one thread uses a connection at a time.
 #pragma once
 
-#include <cstdint>
-#include <functional>
 #include <sys/types.h>
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -33,9 +33,9 @@ class Connection {
   // start one. Before anything is sent the peer's uid (SO_PEERCRED) must be root, the user's
   // own, or `daemon_uid` (default: $STRIPESOLVE_DAEMON_UID when set): a socket served by anyone
   // else is refused (issue 15 point 9).
-  static Result<std::unique_ptr<Connection>> connect(const std::string& socket_path,
-                                                     std::string_view client_name = "stripesolve",
-                                                     std::optional<uid_t> daemon_uid = std::nullopt);
+  static Result<std::unique_ptr<Connection>> connect(
+      const std::string& socket_path, std::string_view client_name = "stripesolve",
+      std::optional<uid_t> daemon_uid = std::nullopt);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -44,7 +44,8 @@ class Connection {
   const std::string& socket_path() const { return path_; }
 
   // `fds` travel with the request (protocol/descriptors.h); its header then says how many.
-  Result<nlohmann::json> call(protocol::MessageType type, nlohmann::json header = nlohmann::json::object(),
+  Result<nlohmann::json> call(protocol::MessageType type,
+                              nlohmann::json header = nlohmann::json::object(),
                               std::span<const int> fds = {});
   // `on_frame` sees every reply frame (also the final kOk); returning an error stops reading.
   Status stream(protocol::MessageType type, nlohmann::json header,

@@ -14,9 +14,12 @@ namespace {
 using protocol::MessageType;
 
 void print_daemon_status(const nlohmann::json& r) {
-  std::printf("%s running, pid %s, uptime %s, socket %s\njobs: %s\n", r.value("daemon", std::string()).c_str(),
-              r.value("pid", nlohmann::json(0)).dump().c_str(), format_duration(r.value("uptime_seconds", 0.0)).c_str(),
-              r.value("socket", std::string()).c_str(), job_counts(r.value("jobs", nlohmann::json::object())).c_str());
+  std::printf("%s running, pid %s, uptime %s, socket %s\njobs: %s\n",
+              r.value("daemon", std::string()).c_str(),
+              r.value("pid", nlohmann::json(0)).dump().c_str(),
+              format_duration(r.value("uptime_seconds", 0.0)).c_str(),
+              r.value("socket", std::string()).c_str(),
+              job_counts(r.value("jobs", nlohmann::json::object())).c_str());
   std::printf("dense backend: %s, RAM cache %s\n", r.value("backend", std::string("cpu")).c_str(),
               format_bytes(r.value("ram_budget", uint64_t{0})).c_str());
   if (const std::string url = r.value("metrics_url", std::string()); !url.empty()) {
@@ -24,8 +27,9 @@ void print_daemon_status(const nlohmann::json& r) {
   }
   for (const auto& d : r.value("devices", nlohmann::json::array())) {
     const uint64_t dense = d.value("dense_gpu_memory", uint64_t{0});
-    std::printf("GPU %d: %s, %s (%s free), dense solves may use %s, %s held by jobs now\n", d.value("index", 0),
-                d.value("name", std::string()).c_str(), format_bytes(d.value("total_memory", uint64_t{0})).c_str(),
+    std::printf("GPU %d: %s, %s (%s free), dense solves may use %s, %s held by jobs now\n",
+                d.value("index", 0), d.value("name", std::string()).c_str(),
+                format_bytes(d.value("total_memory", uint64_t{0})).c_str(),
                 format_bytes(d.value("free_memory", uint64_t{0})).c_str(),
                 dense > 0 ? format_bytes(dense).c_str() : "90% of the free memory",
                 format_bytes(d.value("reserved_by_jobs", uint64_t{0})).c_str());
@@ -41,12 +45,14 @@ void add_daemon_verbs(CLI::App& app, const Globals& g, int& code) {
     code = simple_call(g, MessageType::kDaemonStatus, {}, print_daemon_status);
   });
   auto cancel = std::make_shared<bool>(false);
-  auto* stop = daemon->add_subcommand("stop", "stop the daemon after its jobs finish (--cancel: cancel them)");
+  auto* stop = daemon->add_subcommand(
+      "stop", "stop the daemon after its jobs finish (--cancel: cancel them)");
   stop->add_flag("--cancel", *cancel, "cancel running and queued jobs instead of finishing them");
   stop->callback([cancel, &g, &code] {
     code = simple_call(g, MessageType::kDaemonStop, {{"policy", *cancel ? "cancel" : "drain"}},
                        [](const nlohmann::json& r) {
-                         std::printf("daemon stopping (%s)\n", r.value("policy", std::string()).c_str());
+                         std::printf("daemon stopping (%s)\n",
+                                     r.value("policy", std::string()).c_str());
                        });
   });
 }

@@ -1,10 +1,10 @@
 #include "client/human_output.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cctype>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "base/units.h"
 #include "client/progress.h"
@@ -21,7 +21,8 @@ std::string cell(const nlohmann::json& j, const char* key) {
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return out;
 }
 
@@ -61,7 +62,8 @@ std::string format_table(const std::vector<std::string>& header,
   std::vector<size_t> width(header.size());
   for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
   for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c)
+      width[c] = std::max(width[c], row[c].size());
   }
   std::string out;
   auto line = [&](const std::vector<std::string>& cells) {
@@ -98,16 +100,19 @@ std::string matrices_table(const nlohmann::json& matrices) {
     const std::string state = m.value("state", std::string("complete"));
     if (state == "corrupt") {
       kind = "CORRUPT";
-      notes += fmt::format("{} is corrupt: {}; 'stripesolve matrix rm {}' removes it\n", cell(m, "name"),
-                           cell(m, "problem"), cell(m, "name"));
+      notes += fmt::format("{} is corrupt: {}; 'stripesolve matrix rm {}' removes it\n",
+                           cell(m, "name"), cell(m, "problem"), cell(m, "name"));
     } else if (state != "complete") {
       kind += " (" + state + ")";
     }
-    rows.push_back({cell(m, "name"), cell(m, "n"), cell(m, "stripe_rows"), cell(m, "stripes"),
-                    m.contains("stored_bytes") ? format_bytes(m.value("stored_bytes", uint64_t{0})) : "-",
-                    kind, cell(m, "created")});
+    rows.push_back(
+        {cell(m, "name"), cell(m, "n"), cell(m, "stripe_rows"), cell(m, "stripes"),
+         m.contains("stored_bytes") ? format_bytes(m.value("stored_bytes", uint64_t{0})) : "-",
+         kind, cell(m, "created")});
   }
-  return format_table({"NAME", "ORDER", "STRIPE ROWS", "STRIPES", "SIZE", "KIND", "CREATED"}, rows) + notes;
+  return format_table({"NAME", "ORDER", "STRIPE ROWS", "STRIPES", "SIZE", "KIND", "CREATED"},
+                      rows) +
+         notes;
 }
 
 std::string matrix_details(const nlohmann::json& info) {
@@ -116,20 +121,24 @@ std::string matrix_details(const nlohmann::json& info) {
   if (info.value("state", std::string()) == "corrupt") {
     f.emplace_back("state", "corrupt");
     f.emplace_back("problem", cell(info, "problem"));
-    f.emplace_back("remedy", fmt::format("'stripesolve matrix rm {}' removes it", cell(info, "name")));
+    f.emplace_back("remedy",
+                   fmt::format("'stripesolve matrix rm {}' removes it", cell(info, "name")));
     return format_fields(f);
   }
   f.emplace_back("kind", cell(info, "kind"));
   if (info.contains("factor_of")) {
-    f.emplace_back("factors of", fmt::format("matrix id {} (order {})", cell(info["factor_of"], "id"),
-                                             cell(info["factor_of"], "n")));
+    f.emplace_back("factors of",
+                   fmt::format("matrix id {} (order {})", cell(info["factor_of"], "id"),
+                               cell(info["factor_of"], "n")));
   }
   f.emplace_back("state", cell(info, "state"));
   f.emplace_back("order", cell(info, "n"));
-  f.emplace_back("stripes", fmt::format("{} of {} rows", cell(info, "stripes"), cell(info, "stripe_rows")));
+  f.emplace_back("stripes",
+                 fmt::format("{} of {} rows", cell(info, "stripes"), cell(info, "stripe_rows")));
   f.emplace_back("element type", cell(info, "dtype"));
   f.emplace_back("stored", info.contains("stored_bytes")
-                               ? fmt::format("{} over {} path(s)", format_bytes(info.value("stored_bytes", uint64_t{0})),
+                               ? fmt::format("{} over {} path(s)",
+                                             format_bytes(info.value("stored_bytes", uint64_t{0})),
                                              cell(info, "paths"))
                                : "-");
   f.emplace_back("created", cell(info, "created"));
@@ -140,23 +149,26 @@ std::string matrix_details(const nlohmann::json& info) {
 
 std::string job_counts(const nlohmann::json& counts) {
   std::string out;
-  for (const char* state : {"running", "pending", "completed", "completed_with_warning", "failed", "cancelled"}) {
+  for (const char* state :
+       {"running", "pending", "completed", "completed_with_warning", "failed", "cancelled"}) {
     const int64_t k = counts.value(state, int64_t{0});
     if (k == 0) continue;
     if (!out.empty()) out += ", ";
-    out += fmt::format("{} {}", k, std::string_view(state) == "completed_with_warning" ? "completed with a warning"
-                                                                                        : state);
+    out += fmt::format(
+        "{} {}", k,
+        std::string_view(state) == "completed_with_warning" ? "completed with a warning" : state);
   }
   if (out.empty()) out = "none";
-  return out + fmt::format(" ({} submitted since start)", counts.value("submitted_total", int64_t{0}));
+  return out +
+         fmt::format(" ({} submitted since start)", counts.value("submitted_total", int64_t{0}));
 }
 
 std::string jobs_table(const nlohmann::json& jobs) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : jobs) {
     const auto& p = j.value("progress", nlohmann::json::object());
-    rows.push_back({cell(j, "id"), cell(j, "type"), cell(j, "state"), cell(j, "owner_uid"), cell(j, "created"),
-                    p.empty() ? "" : format_progress(p, 0)});
+    rows.push_back({cell(j, "id"), cell(j, "type"), cell(j, "state"), cell(j, "owner_uid"),
+                    cell(j, "created"), p.empty() ? "" : format_progress(p, 0)});
   }
   return format_table({"ID", "TYPE", "STATE", "UID", "CREATED", "PROGRESS"}, rows);
 }
@@ -168,16 +180,19 @@ std::string result_details(const nlohmann::json& result) {
 }
 
 std::string job_details(const nlohmann::json& job) {
-  std::string out = fmt::format("job {} ({}): {}\n", cell(job, "id"), cell(job, "type"), cell(job, "state"));
+  std::string out =
+      fmt::format("job {} ({}): {}\n", cell(job, "id"), cell(job, "type"), cell(job, "state"));
   std::vector<std::pair<std::string, std::string>> f;
   f.emplace_back("owner uid", cell(job, "owner_uid"));
   for (const char* when : {"created", "started", "finished"}) {
-    if (job.contains(when) && !job[when].is_null() && job[when] != "") f.emplace_back(when, cell(job, when));
+    if (job.contains(when) && !job[when].is_null() && job[when] != "")
+      f.emplace_back(when, cell(job, when));
   }
   const auto& p = job.value("progress", nlohmann::json::object());
   if (!p.empty()) f.emplace_back("progress", format_progress(p, 0));
   if (job.contains("error")) {
-    f.emplace_back("error", fmt::format("{}: {}", cell(job["error"], "code"), cell(job["error"], "message")));
+    f.emplace_back(
+        "error", fmt::format("{}: {}", cell(job["error"], "code"), cell(job["error"], "message")));
   }
   if (job.contains("warning")) f.emplace_back("warning", cell(job, "warning"));
   out += format_fields(f);

@@ -1,8 +1,8 @@
 #include "client/human_output.h"
 
-#include <gtest/gtest.h>
-
 #include <sstream>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::client {
 namespace {
@@ -15,7 +15,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 }
 
 TEST(HumanOutput, TableColumnsLineUpUnderTheirHeaders) {
-  const auto lines = lines_of(format_table({"ID", "NAME", "STATE"}, {{"7", "a-long-name", "RUNNING"}, {"12", "b", ""}}));
+  const auto lines = lines_of(
+      format_table({"ID", "NAME", "STATE"}, {{"7", "a-long-name", "RUNNING"}, {"12", "b", ""}}));
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "ID  NAME         STATE");
   EXPECT_EQ(lines[1], "7   a-long-name  RUNNING");
@@ -35,12 +36,14 @@ TEST(HumanOutput, MatricesTableShowsSizesAndNamesCorruptEntries) {
   EXPECT_NE(lines[1].find("128.00 MiB"), std::string::npos) << lines[1];
   EXPECT_EQ(lines[1].find("ORDER"), std::string::npos);
   EXPECT_NE(lines[2].find("CORRUPT"), std::string::npos) << lines[2];
-  EXPECT_EQ(lines[3], "B is corrupt: manifest.json: bad checksum; 'stripesolve matrix rm B' removes it");
+  EXPECT_EQ(lines[3],
+            "B is corrupt: manifest.json: bad checksum; 'stripesolve matrix rm B' removes it");
   EXPECT_EQ(matrices_table(nlohmann::json::array()), "no matrices in the store\n");
 }
 
 TEST(HumanOutput, MatrixDetailsAreLabelledFields) {
-  const nlohmann::json info = nlohmann::json::parse(R"({"name": "A.lu.row", "n": 1000, "stripe_rows": 256,
+  const nlohmann::json info =
+      nlohmann::json::parse(R"({"name": "A.lu.row", "n": 1000, "stripe_rows": 256,
     "stripes": 4, "kind": "factors", "state": "complete", "dtype": "float64", "stored_bytes": 8000000,
     "paths": 2, "created": "2026-11-26T03:00:00Z", "source": "solve of A", "id": "abc",
     "factor_of": {"id": "def", "n": 1000}})");
@@ -63,7 +66,8 @@ TEST(HumanOutput, MatrixDetailsAreLabelledFields) {
 }
 
 TEST(HumanOutput, ResultDetailsFlattenNestedObjects) {
-  const nlohmann::json result = nlohmann::json::parse(R"({"n": 8, "quality": {"rcond": 0.5}, "device": "cpu"})");
+  const nlohmann::json result =
+      nlohmann::json::parse(R"({"n": 8, "quality": {"rcond": 0.5}, "device": "cpu"})");
   const std::string text = result_details(result);
   EXPECT_NE(text.find("quality.rcond:"), std::string::npos) << text;
   EXPECT_NE(text.find("device:"), std::string::npos) << text;
@@ -71,7 +75,8 @@ TEST(HumanOutput, ResultDetailsFlattenNestedObjects) {
 }
 
 TEST(HumanOutput, JobDetailsNameStateErrorAndResult) {
-  const nlohmann::json job = nlohmann::json::parse(R"({"id": 7, "type": "dense_solve", "state": "FAILED",
+  const nlohmann::json job =
+      nlohmann::json::parse(R"({"id": 7, "type": "dense_solve", "state": "FAILED",
     "owner_uid": 1000, "created": "2026-11-26T04:00:00Z", "started": "2026-11-26T04:00:01Z",
     "error": {"code": "Numerical", "message": "zero pivot at row 3"}})");
   const std::string text = job_details(job);
@@ -79,14 +84,24 @@ TEST(HumanOutput, JobDetailsNameStateErrorAndResult) {
   EXPECT_NE(text.find("error:     Numerical: zero pivot at row 3"), std::string::npos) << text;
   EXPECT_EQ(text.find("finished"), std::string::npos) << text;
   EXPECT_EQ(text.find("result:"), std::string::npos) << text;
-  const nlohmann::json done = {{"id", 8}, {"type", "t"}, {"state", "COMPLETED"}, {"result", {{"residual", 4.3520192281265e-16}}}};
-  EXPECT_NE(job_details(done).find("result:\n  residual: 4.35202e-16\n"), std::string::npos) << job_details(done);
+  const nlohmann::json done = {{"id", 8},
+                               {"type", "t"},
+                               {"state", "COMPLETED"},
+                               {"result", {{"residual", 4.3520192281265e-16}}}};
+  EXPECT_NE(job_details(done).find("result:\n  residual: 4.35202e-16\n"), std::string::npos)
+      << job_details(done);
 }
 
 TEST(HumanOutput, JobCountsAreASentence) {
-  EXPECT_EQ(job_counts({{"running", 2}, {"pending", 0}, {"completed", 14}, {"completed_with_warning", 1},
-                        {"failed", 1}, {"cancelled", 0}, {"submitted_total", 18}}),
-            "2 running, 14 completed, 1 completed with a warning, 1 failed (18 submitted since start)");
+  EXPECT_EQ(
+      job_counts({{"running", 2},
+                  {"pending", 0},
+                  {"completed", 14},
+                  {"completed_with_warning", 1},
+                  {"failed", 1},
+                  {"cancelled", 0},
+                  {"submitted_total", 18}}),
+      "2 running, 14 completed, 1 completed with a warning, 1 failed (18 submitted since start)");
   EXPECT_EQ(job_counts({{"submitted_total", 0}}), "none (0 submitted since start)");
 }
 

@@ -8,7 +8,9 @@ namespace {
 
 std::atomic<int> g_presses{0};
 
-extern "C" void on_sigint(int) { g_presses.fetch_add(1, std::memory_order_relaxed); }
+extern "C" void on_sigint(int) {
+  g_presses.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -21,9 +23,13 @@ InterruptWatch::InterruptWatch() {
   sigaction(SIGINT, &sa, &previous_);
 }
 
-InterruptWatch::~InterruptWatch() { sigaction(SIGINT, &previous_, nullptr); }
+InterruptWatch::~InterruptWatch() {
+  sigaction(SIGINT, &previous_, nullptr);
+}
 
-int InterruptWatch::presses() { return g_presses.load(std::memory_order_relaxed); }
+int InterruptWatch::presses() {
+  return g_presses.load(std::memory_order_relaxed);
+}
 
 bool InterruptWatch::another_press_within(int seen, std::chrono::milliseconds grace) {
   const auto end = std::chrono::steady_clock::now() + grace;

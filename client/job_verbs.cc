@@ -29,8 +29,8 @@ using protocol::MessageType;
 CLI::Validator job_state_list_validator() {
   return CLI::Validator(
       [](std::string& list) -> std::string {
-        static const std::vector<std::string> states = {"pending", "running", "completed",
-                                                        "completed_with_warning", "failed", "cancelled"};
+        static const std::vector<std::string> states = {
+            "pending", "running", "completed", "completed_with_warning", "failed", "cancelled"};
         size_t begin = 0;
         while (begin <= list.size()) {
           size_t end = list.find(',', begin);
@@ -85,9 +85,10 @@ void add_jobs(CLI::App& app, const Globals& g, int& code) {
                   "only jobs in these states, comma-separated: pending, running, completed, "
                   "completed_with_warning, failed, cancelled")
       ->check(job_state_list_validator());
-  cmd->add_option("--type", o->filter.types,
-                  "only jobs of these types, comma-separated (dense_solve, tridiag_solve, matrix_create, "
-                  "matrix_import, matrix_export, matrix_delete)");
+  cmd->add_option(
+      "--type", o->filter.types,
+      "only jobs of these types, comma-separated (dense_solve, tridiag_solve, matrix_create, "
+      "matrix_import, matrix_export, matrix_delete)");
   cmd->callback([o, &g, &code] {
     const auto keep_matching = [&o](nlohmann::json& r) {  // for --json too
       nlohmann::json shown = nlohmann::json::array();
@@ -96,13 +97,17 @@ void add_jobs(CLI::App& app, const Globals& g, int& code) {
       }
       r["jobs"] = std::move(shown);
     };
-    code = simple_call(g, MessageType::kJobs, {{"all", o->all}}, [&g](const nlohmann::json& r) {
-      if (g.quiet) {
-        for (const auto& j : r["jobs"]) std::printf("%s\n", j.value("id", nlohmann::json(0)).dump().c_str());
-      } else {
-        std::printf("%s", jobs_table(r["jobs"]).c_str());
-      }
-    }, nullptr, keep_matching);
+    code = simple_call(
+        g, MessageType::kJobs, {{"all", o->all}},
+        [&g](const nlohmann::json& r) {
+          if (g.quiet) {
+            for (const auto& j : r["jobs"])
+              std::printf("%s\n", j.value("id", nlohmann::json(0)).dump().c_str());
+          } else {
+            std::printf("%s", jobs_table(r["jobs"]).c_str());
+          }
+        },
+        nullptr, keep_matching);
   });
 }
 
@@ -115,67 +120,82 @@ CLI::App* job_verb(CLI::App& app, const std::string& name, const std::string& he
 
 struct OneJob {
   uint64_t id = 0;
-  std::string out;   // result, trace: -o
+  std::string out;      // result, trace: -o
   bool follow = false;  // logs -f
 };
 
 void add_one_job_verbs(CLI::App& app, const Globals& g, int& code) {
   auto status = std::make_shared<OneJob>();
-  job_verb(app, "status", "show one job; exits as its state: 1 FAILED, 4 CANCELLED, 6 COMPLETED_WITH_WARNING, else 0",
-           status->id)
+  job_verb(
+      app, "status",
+      "show one job; exits as its state: 1 FAILED, 4 CANCELLED, 6 COMPLETED_WITH_WARNING, else 0",
+      status->id)
       ->callback([status, &g, &code] {
         std::string state;
-        code = simple_call(g, MessageType::kStatus, {{"job", status->id}}, [](const nlohmann::json& job) {
-          std::printf("%s", job_details(job).c_str());
-        }, &state);
+        code = simple_call(
+            g, MessageType::kStatus, {{"job", status->id}},
+            [](const nlohmann::json& job) { std::printf("%s", job_details(job).c_str()); }, &state);
         if (code == kExitOk) code = exit_code_of_state(state);
       });
 
   auto watch = std::make_shared<OneJob>();
-  job_verb(app, "watch", "follow a job's progress until it ends", watch->id)->callback([watch, &g, &code] {
-    auto c = connect_retrying(reconnect_policy(g));  // the daemon may be restarting right now
-    if (!c.is_ok()) return void(code = fail(c.status()));
-    ProgressDisplay display(!g.json);
-    auto done = follow_job_reconnecting(*c, watch->id, &display, reconnect_policy(g));
-    if (!done.is_ok()) return void(code = fail(done.status()));
-    code = report_job(g, *done);
-  });
+  job_verb(app, "watch", "follow a job's progress until it ends", watch->id)
+      ->callback([watch, &g, &code] {
+        auto c = connect_retrying(reconnect_policy(g));  // the daemon may be restarting right now
+        if (!c.is_ok()) return void(code = fail(c.status()));
+        ProgressDisplay display(!g.json);
+        auto done = follow_job_reconnecting(*c, watch->id, &display, reconnect_policy(g));
+        if (!done.is_ok()) return void(code = fail(done.status()));
+        code = report_job(g, *done);
+      });
 
   auto cancel = std::make_shared<OneJob>();
-  job_verb(app, "cancel", "cancel a job (pending or running)", cancel->id)->callback([cancel, &g, &code] {
-    code = simple_call(g, MessageType::kCancel, {{"job", cancel->id}}, [](const nlohmann::json& j) {
-      std::printf("job %s: cancel requested (state %s)\n", j.value("id", nlohmann::json(0)).dump().c_str(),
-                  j.value("state", std::string()).c_str());
-    });
-  });
+  job_verb(app, "cancel", "cancel a job (pending or running)", cancel->id)
+      ->callback([cancel, &g, &code] {
+        code = simple_call(g, MessageType::kCancel, {{"job", cancel->id}},
+                           [](const nlohmann::json& j) {
+                             std::printf("job %s: cancel requested (state %s)\n",
+                                         j.value("id", nlohmann::json(0)).dump().c_str(),
+                                         j.value("state", std::string()).c_str());
+                           });
+      });
 
   auto result = std::make_shared<OneJob>();
-  auto* rcmd = job_verb(app, "result", "stream a job's solution (solve, tridiag) into an .npy file", result->id);
+  auto* rcmd = job_verb(app, "result", "stream a job's solution (solve, tridiag) into an .npy file",
+                        result->id);
   rcmd->add_option("-o,--out", result->out, "output .npy path")->required();
   rcmd->callback([result, &g, &code] {
     auto c = connect_to_daemon(g);
     if (!c.is_ok()) return void(code = fail(c.status()));
     std::vector<int64_t> shape;
-    auto rows = fetch_result(**c, result->id, std::filesystem::absolute(result->out).string(), &shape);
+    auto rows =
+        fetch_result(**c, result->id, std::filesystem::absolute(result->out).string(), &shape);
     if (!rows.is_ok()) return void(code = fail(rows.status()));
-    if (g.json) print_json({{"job", result->id}, {"rows", *rows}, {"shape", shape}, {"path", result->out}});
-    else std::printf("wrote %s, shape %s\n", result->out.c_str(), protocol::format_shape(shape).c_str());
+    if (g.json)
+      print_json({{"job", result->id}, {"rows", *rows}, {"shape", shape}, {"path", result->out}});
+    else
+      std::printf("wrote %s, shape %s\n", result->out.c_str(),
+                  protocol::format_shape(shape).c_str());
   });
 
   auto logs = std::make_shared<OneJob>();
-  auto* lcmd = job_verb(app, "logs", "print a job's log lines (-f: and the new ones until it ends)", logs->id);
-  lcmd->add_flag("-f,--follow", logs->follow,
-                 "keep printing new lines until the job ends, then exit as `status` does (--json: a JSON "
-                 "string per line)");
+  auto* lcmd = job_verb(app, "logs", "print a job's log lines (-f: and the new ones until it ends)",
+                        logs->id);
+  lcmd->add_flag(
+      "-f,--follow", logs->follow,
+      "keep printing new lines until the job ends, then exit as `status` does (--json: a JSON "
+      "string per line)");
   lcmd->callback([logs, &g, &code] {
     if (logs->follow) return void(code = follow_logs(g, logs->id));
     code = simple_call(g, MessageType::kLogs, {{"job", logs->id}}, [](const nlohmann::json& r) {
-      for (const auto& l : r.value("lines", nlohmann::json::array())) std::printf("%s\n", l.get<std::string>().c_str());
+      for (const auto& l : r.value("lines", nlohmann::json::array()))
+        std::printf("%s\n", l.get<std::string>().c_str());
     });
   });
 
   auto trace = std::make_shared<OneJob>();
-  auto* tcmd = job_verb(app, "trace", "a job's Chrome trace-event JSON (chrome://tracing, Perfetto)", trace->id);
+  auto* tcmd = job_verb(app, "trace",
+                        "a job's Chrome trace-event JSON (chrome://tracing, Perfetto)", trace->id);
   tcmd->add_option("-o,--out", trace->out, "write to this file instead of stdout");
   tcmd->callback([trace, &g, &code] {
     auto c = connect_to_daemon(g);
@@ -200,11 +220,12 @@ void add_one_job_verbs(CLI::App& app, const Globals& g, int& code) {
 void add_job_verbs(CLI::App& app, const Globals& g, int& code) {
   add_jobs(app, g, code);
   add_one_job_verbs(app, g, code);
-  app.add_subcommand("metrics", "daemon metrics in the Prometheus text format")->callback([&g, &code] {
-    code = simple_call(g, MessageType::kMetrics, {}, [](const nlohmann::json& r) {
-      std::fputs(r.value("text", std::string()).c_str(), stdout);
-    });
-  });
+  app.add_subcommand("metrics", "daemon metrics in the Prometheus text format")
+      ->callback([&g, &code] {
+        code = simple_call(g, MessageType::kMetrics, {}, [](const nlohmann::json& r) {
+          std::fputs(r.value("text", std::string()).c_str(), stdout);
+        });
+      });
 }
 
 }  // namespace stripesolve::client

@@ -18,18 +18,18 @@ Result<UniqueFd> open_input(const std::string& path, std::string_view option) {
   const auto what = [&] { return fmt::format("cannot read {} file '{}'", option, path); };
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd.valid()) return Status::from_errno(errno, what());
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Status::from_errno(errno, what());
   if (!S_ISREG(st.st_mode)) {
-    return Status::invalid_argument(what() + (S_ISDIR(st.st_mode) ? ": it is a directory"
-                                                                   : ": not a regular file"));
+    return Status::invalid_argument(
+        what() + (S_ISDIR(st.st_mode) ? ": it is a directory" : ": not a regular file"));
   }
   return fd;
 }
 
 Result<OutputFile> OutputFile::create(const std::string& target, std::string_view option) {
   if (target.empty()) return Status::invalid_argument(fmt::format("{}: empty path", option));
-  struct stat st{};
+  struct stat st {};
   if (::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return Status::invalid_argument(
         fmt::format("cannot write {} file '{}': it is a directory", option, target));
@@ -37,20 +37,22 @@ Result<OutputFile> OutputFile::create(const std::string& target, std::string_vie
   const size_t slash = target.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
-  std::string tmpl = (slash == std::string::npos ? std::string() : dir) + "." + base +
-                     ".stripesolve-XXXXXX";
+  std::string tmpl =
+      (slash == std::string::npos ? std::string() : dir) + "." + base + ".stripesolve-XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   UniqueFd fd(::mkostemp(name.data(), O_CLOEXEC));
   if (!fd.valid()) {
     return Status::from_errno(errno, fmt::format("cannot write {} file '{}': cannot create a "
-                                                 "temporary file in {}", option, target, dir));
+                                                 "temporary file in {}",
+                                                 option, target, dir));
   }
   return OutputFile(std::move(fd), target, std::string(name.data()));
 }
 
 OutputFile::OutputFile(OutputFile&& other) noexcept
-    : fd_(std::move(other.fd_)), target_(std::move(other.target_)),
+    : fd_(std::move(other.fd_)),
+      target_(std::move(other.target_)),
       temp_(std::exchange(other.temp_, std::string())) {}
 
 OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
@@ -63,7 +65,9 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
   return *this;
 }
 
-OutputFile::~OutputFile() { discard(); }
+OutputFile::~OutputFile() {
+  discard();
+}
 
 void OutputFile::discard() {
   if (!temp_.empty()) ::unlink(temp_.c_str());
@@ -72,7 +76,8 @@ void OutputFile::discard() {
 }
 
 Status OutputFile::commit() {
-  if (temp_.empty() || !fd_.valid()) return Status::failed_precondition("the output was not created");
+  if (temp_.empty() || !fd_.valid())
+    return Status::failed_precondition("the output was not created");
   Status st;
   if (::fsync(fd_.get()) != 0) st = Status::from_errno(errno, "fsync " + temp_);
   if (st.is_ok()) {

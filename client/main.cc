@@ -19,25 +19,29 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 ok, 1 error or job FAILED, 2 usage, 3 daemon not reachable, 4 job CANCELLED, "
       "5 connection lost mid-reply, 6 job COMPLETED_WITH_WARNING (the result's warning says why), "
-      "130 Ctrl-C while waiting (the job keeps running; a second Ctrl-C within 2 s cancels it).\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
-      "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else /tmp/stripesolve-$UID/stripesolved.sock.\n"
+      "130 Ctrl-C while waiting (the job keeps running; a second Ctrl-C within 2 s cancels "
+      "it).\nSocket: --socket, else $STRIPESOLVE_SOCKET, else "
+      "$XDG_RUNTIME_DIR/stripesolve/stripesolved.sock, else "
+      "/tmp/stripesolve-$UID/stripesolved.sock.\n"
       "The client talks only to a daemon run by root or by you, or by the uid in --daemon-uid / "
       "$STRIPESOLVE_DAEMON_UID.");
   app.set_version_flag("--version",
-                       std::string("stripesolve ") + kVersion + " (commit " + kGitCommit + ", " + kBuildType +
-                           ")\nThe daemon's: stripesolve daemon status",
+                       std::string("stripesolve ") + kVersion + " (commit " + kGitCommit + ", " +
+                           kBuildType + ")\nThe daemon's: stripesolve daemon status",
                        "print the version and git commit, exit");
   app.require_subcommand(1);
   app.fallthrough();  // global options also after the verb: `stripesolve jobs --json`
   Globals g;
   app.add_option("--socket", g.socket, "daemon socket path");
-  app.add_option("--daemon-uid", g.daemon_uid,
-                 "accept a daemon run by this uid (besides root and you; default $STRIPESOLVE_DAEMON_UID)")
+  app.add_option(
+         "--daemon-uid", g.daemon_uid,
+         "accept a daemon run by this uid (besides root and you; default $STRIPESOLVE_DAEMON_UID)")
       ->check(CLI::Range(int64_t{0}, int64_t{0xfffffffe}));
   app.add_flag("--json", g.json, "print replies as JSON");
   app.add_flag("-q,--quiet", g.quiet, "no progress output");
   app.add_option("--reconnect-timeout", g.reconnect_seconds,
-                 "solve, watch: seconds to keep reconnecting to a daemon that went away (0: give up at once)")
+                 "solve, watch: seconds to keep reconnecting to a daemon that went away (0: give "
+                 "up at once)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 7 * 86400.0));
   int code = kExitOk;
@@ -54,8 +58,9 @@ int main(int argc, char** argv) {
         app.get_subcommands().empty()) {
       std::vector<std::string> verbs;
       for (const CLI::App* sub : app.get_subcommands({})) verbs.push_back(sub->get_name());
-      std::fprintf(stderr, "stripesolve: unknown command '%s' (one of: %s); see stripesolve --help\n",
-                   app.remaining().front().c_str(), fmt::format("{}", fmt::join(verbs, ", ")).c_str());
+      std::fprintf(
+          stderr, "stripesolve: unknown command '%s' (one of: %s); see stripesolve --help\n",
+          app.remaining().front().c_str(), fmt::format("{}", fmt::join(verbs, ", ")).c_str());
       return kExitUsage;
     }
     const int rc = app.exit(e);

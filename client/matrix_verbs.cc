@@ -29,7 +29,8 @@ int run_matrix_job(const Globals& g, JobRequest request) {
   } else if (result.contains("deleted")) {
     std::printf("deleted %s\n", result.value("deleted", std::string()).c_str());
     for (const auto& f : result.value("factors_deleted", nlohmann::json::array())) {
-      std::printf("deleted its factor %s\n", f.is_string() ? f.get<std::string>().c_str() : f.dump().c_str());
+      std::printf("deleted its factor %s\n",
+                  f.is_string() ? f.get<std::string>().c_str() : f.dump().c_str());
     }
   } else if (result.contains("n") && result.contains("kind")) {  // matrix info: create, import
     std::printf("%s", matrix_details(result).c_str());
@@ -57,7 +58,9 @@ void add_matrix_verbs(CLI::App& app, const Globals& g, int& code) {
 
   auto* create = matrix->add_subcommand("create", "create a matrix from a generator");
   create->add_option("name", o->name, "name of the new matrix in the store")->required();
-  create->add_option("-n,--n", o->n, "order of the matrix")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  create->add_option("-n,--n", o->n, "order of the matrix")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   create->add_option("--generator", o->generator,
                      "uniform (on [-0.5, 0.5]), diag_dominant, normal, identity, hilbert, "
                      "gepp_growth (= wilkinson), wilkinson_t, graded, near_singular "
@@ -65,51 +68,61 @@ void add_matrix_verbs(CLI::App& app, const Globals& g, int& code) {
   create->add_option("--seed", o->seed, "generator seed");
   create->add_option("--stripe-rows", o->stripe_rows, "stripe height (0: planner default)");
   create->callback([o, &g, &code] {
-    code = run_matrix_job(g, JobRequest({{"type", "matrix_create"}, {"name", o->name}, {"n", o->n},
-                                         {"generator", o->generator}, {"seed", o->seed},
+    code = run_matrix_job(g, JobRequest({{"type", "matrix_create"},
+                                         {"name", o->name},
+                                         {"n", o->n},
+                                         {"generator", o->generator},
+                                         {"seed", o->seed},
                                          {"stripe_rows", o->stripe_rows}}));
   });
 
   auto* import = matrix->add_subcommand(
-      "import", "import a .npy file (this command opens it; the daemon reads it through the descriptor)");
+      "import",
+      "import a .npy file (this command opens it; the daemon reads it through the descriptor)");
   import->add_option("name", o->name, "name of the new matrix in the store")->required();
-  import->add_option("file", o->path, ".npy file: a square float64 or float32 array, C or Fortran order, "
-                                      "either byte order")->required();
+  import
+      ->add_option("file", o->path,
+                   ".npy file: a square float64 or float32 array, C or Fortran order, "
+                   "either byte order")
+      ->required();
   import->add_option("--stripe-rows", o->stripe_rows, "stripe height (0: planner default)");
   import->callback([o, &g, &code] {
     auto request = build_import_job(o->name, o->path, o->stripe_rows);
-    code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
-  });
+  code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
+});
 
-  auto* exp = matrix->add_subcommand(
-      "export", "export a matrix to a .npy file (the daemon writes it through a file this command creates)");
-  exp->add_option("name", o->name, "name of a stored matrix")->required();
-  exp->add_option("file", o->path, ".npy file to write (float64, C order), put in place when the export is complete")
-      ->required();
-  exp->callback([o, &g, &code] {
-    auto request = build_export_job(o->name, o->path);
-    code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
-  });
+auto* exp = matrix->add_subcommand(
+    "export",
+    "export a matrix to a .npy file (the daemon writes it through a file this command creates)");
+exp->add_option("name", o->name, "name of a stored matrix")->required();
+exp->add_option("file", o->path,
+                ".npy file to write (float64, C order), put in place when the export is complete")
+    ->required();
+exp->callback([o, &g, &code] {
+  auto request = build_export_job(o->name, o->path);
+  code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
+});
 
-  matrix->add_subcommand("ls", "list stored matrices")->callback([&g, &code] {
-    code = simple_call(g, MessageType::kMatrices, nlohmann::json::object(), [](const nlohmann::json& r) {
-      std::printf("%s", matrices_table(r.value("matrices", nlohmann::json::array())).c_str());
-    });
-  });
+matrix->add_subcommand("ls", "list stored matrices")->callback([&g, &code] {
+  code =
+      simple_call(g, MessageType::kMatrices, nlohmann::json::object(), [](const nlohmann::json& r) {
+        std::printf("%s", matrices_table(r.value("matrices", nlohmann::json::array())).c_str());
+      });
+});
 
-  auto* show = matrix->add_subcommand("show", "show one matrix");
-  show->add_option("name", o->name, "name of a stored matrix")->required();
-  show->callback([o, &g, &code] {
-    code = simple_call(g, MessageType::kMatrices, {{"name", o->name}}, [](const nlohmann::json& r) {
-      std::printf("%s", matrix_details(r.value("matrix", nlohmann::json::object())).c_str());
-    });
+auto* show = matrix->add_subcommand("show", "show one matrix");
+show->add_option("name", o->name, "name of a stored matrix")->required();
+show->callback([o, &g, &code] {
+  code = simple_call(g, MessageType::kMatrices, {{"name", o->name}}, [](const nlohmann::json& r) {
+    std::printf("%s", matrix_details(r.value("matrix", nlohmann::json::object())).c_str());
   });
+});
 
-  auto* rm = matrix->add_subcommand("rm", "delete a matrix");
-  rm->add_option("name", o->name, "name of a stored matrix (its factors go with it)")->required();
-  rm->callback([o, &g, &code] {
-    code = run_matrix_job(g, JobRequest({{"type", "matrix_delete"}, {"name", o->name}}));
-  });
-}
+auto* rm = matrix->add_subcommand("rm", "delete a matrix");
+rm->add_option("name", o->name, "name of a stored matrix (its factors go with it)")->required();
+rm->callback([o, &g, &code] {
+  code = run_matrix_job(g, JobRequest({{"type", "matrix_delete"}, {"name", o->name}}));
+});
+}  // namespace stripesolve::client
 
 }  // namespace stripesolve::client

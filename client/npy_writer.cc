@@ -12,14 +12,17 @@
 
 namespace stripesolve::client {
 
-Status NpyWriter::open(const std::string& path, int64_t n, int64_t nrhs, const std::vector<int64_t>& array_shape) {
-  if (n <= 0 || nrhs <= 0) return Status::invalid_argument(fmt::format("shape ({}, {}) is empty", n, nrhs));
+Status NpyWriter::open(const std::string& path, int64_t n, int64_t nrhs,
+                       const std::vector<int64_t>& array_shape) {
+  if (n <= 0 || nrhs <= 0)
+    return Status::invalid_argument(fmt::format("shape ({}, {}) is empty", n, nrhs));
   if (!array_shape.empty()) {
     int64_t count = array_shape.size() <= 2 ? 1 : 0;
     for (int64_t d : array_shape) count = d > 0 && count <= INT64_MAX / d ? count * d : 0;
     if (count != n * nrhs) {
-      return Status::invalid_argument(fmt::format("result array shape {} does not hold {} x {} values",
-                                                  protocol::format_shape(array_shape), n, nrhs));
+      return Status::invalid_argument(
+          fmt::format("result array shape {} does not hold {} x {} values",
+                      protocol::format_shape(array_shape), n, nrhs));
     }
   }
   path_ = path;
@@ -47,8 +50,8 @@ Status NpyWriter::write_rows(int64_t row_begin, int64_t rows, const char* data) 
   const std::string& temp = out_.temporary();
   if (fd < 0) return Status::failed_precondition("npy writer is not open");
   if (row_begin < 0 || rows <= 0 || row_begin + rows > n_) {
-    return Status::invalid_argument(fmt::format("rows [{}, {}) outside [0, {}) of {}", row_begin,
-                                                row_begin + rows, n_, path_));
+    return Status::invalid_argument(
+        fmt::format("rows [{}, {}) outside [0, {}) of {}", row_begin, row_begin + rows, n_, path_));
   }
   const size_t bytes = static_cast<size_t>(8 * rows * nrhs_);
   off_t off = static_cast<off_t>(data_offset_ + 8 * row_begin * nrhs_);
@@ -66,10 +69,12 @@ Status NpyWriter::write_rows(int64_t row_begin, int64_t rows, const char* data) 
   int64_t b = row_begin, e = row_begin + rows;
   auto it = written_.upper_bound(b);
   if (it != written_.begin() && std::prev(it)->second > b) {
-    return Status::invalid_argument(fmt::format("rows [{}, {}) of {} were written twice", b, e, path_));
+    return Status::invalid_argument(
+        fmt::format("rows [{}, {}) of {} were written twice", b, e, path_));
   }
   if (it != written_.end() && it->first < e) {
-    return Status::invalid_argument(fmt::format("rows [{}, {}) of {} were written twice", b, e, path_));
+    return Status::invalid_argument(
+        fmt::format("rows [{}, {}) of {} were written twice", b, e, path_));
   }
   if (it != written_.end() && it->first == e) {
     e = it->second;
@@ -87,8 +92,8 @@ Status NpyWriter::write_rows(int64_t row_begin, int64_t rows, const char* data) 
 Status NpyWriter::finish() {
   if (out_.fd() < 0) return Status::failed_precondition("npy writer is not open");
   if (rows_written_ != n_) {
-    return Status::failed_precondition(fmt::format("only {} of {} rows of {} were received", rows_written_,
-                                                   n_, path_));
+    return Status::failed_precondition(
+        fmt::format("only {} of {} rows of {} were received", rows_written_, n_, path_));
   }
   return out_.commit();
 }

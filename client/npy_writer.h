@@ -10,8 +10,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -23,7 +23,8 @@ class NpyWriter {
  public:
   ~NpyWriter() = default;  // the temporary is removed if finish() did not succeed
   // `array_shape` (1-D or 2-D, n * nrhs values) overrides the file's shape when not empty.
-  Status open(const std::string& path, int64_t n, int64_t nrhs, const std::vector<int64_t>& array_shape = {});
+  Status open(const std::string& path, int64_t n, int64_t nrhs,
+              const std::vector<int64_t>& array_shape = {});
   // `rows` rows starting at `row_begin`, row-major (rows x nrhs float64). Each row once.
   Status write_rows(int64_t row_begin, int64_t rows, const char* data);
   Status finish();

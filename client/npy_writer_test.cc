@@ -1,11 +1,12 @@
 #include "client/npy_writer.h"
 
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <gtest/gtest.h>
 
 #include "protocol/npy.h"
 
@@ -46,8 +47,10 @@ TEST(NpyWriterTest, ArrayShapeFromTheDaemonNamesTheFileShape) {
   const std::string path = ::testing::TempDir() + "/shaped_" + std::to_string(::getpid()) + ".npy";
   {
     NpyWriter w;
-    EXPECT_EQ(w.open(path, 6, 1, {4, 2}).message(), "result array shape (4, 2) does not hold 6 x 1 values");
-    // Two systems of one unknown keep their (2, 1) shape, which (n, nrhs) = (2, 1) would write as (2,).
+    EXPECT_EQ(w.open(path, 6, 1, {4, 2}).message(),
+              "result array shape (4, 2) does not hold 6 x 1 values");
+    // Two systems of one unknown keep their (2, 1) shape, which (n, nrhs) = (2, 1) would write as
+    // (2,).
     ASSERT_TRUE(w.open(path, 2, 1, {2, 1}).is_ok());
     const double x[] = {7, 8};
     ASSERT_TRUE(w.write_rows(0, 2, reinterpret_cast<const char*>(x)).is_ok());
@@ -66,7 +69,8 @@ TEST(NpyWriterTest, AbandonedWriterLeavesNothing) {
   {
     NpyWriter w;
     ASSERT_TRUE(w.open(path, 3, 1).is_ok());
-    EXPECT_EQ(w.write_rows(2, 2, "0123456789abcdef").message(), "rows [2, 4) outside [0, 3) of " + path);
+    EXPECT_EQ(w.write_rows(2, 2, "0123456789abcdef").message(),
+              "rows [2, 4) outside [0, 3) of " + path);
   }
   EXPECT_FALSE(std::filesystem::exists(path));
   for (const auto& e : std::filesystem::directory_iterator(::testing::TempDir())) {

@@ -49,7 +49,9 @@ std::string format_progress(const nlohmann::json& p, int bar_width) {
 ProgressDisplay::ProgressDisplay(bool enabled, double min_interval_seconds)
     : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), min_interval_(min_interval_seconds) {}
 
-ProgressDisplay::~ProgressDisplay() { finish(); }
+ProgressDisplay::~ProgressDisplay() {
+  finish();
+}
 
 void ProgressDisplay::update(const nlohmann::json& progress) {
   if (!enabled_) return;

@@ -6,9 +6,10 @@ namespace stripesolve::client {
 namespace {
 
 TEST(ProgressTest, Formatting) {
-  nlohmann::json p = {{"phase", "factor"}, {"fraction", 0.5}, {"gflops", 12.34},
-                      {"io_bytes_per_second", 1.2e9}, {"eta_seconds", 65.0},
-                      {"stripes_done", 3}, {"stripes_total", 6}};
+  nlohmann::json p = {{"phase", "factor"},   {"fraction", 0.5},
+                      {"gflops", 12.34},     {"io_bytes_per_second", 1.2e9},
+                      {"eta_seconds", 65.0}, {"stripes_done", 3},
+                      {"stripes_total", 6}};
   EXPECT_EQ(format_progress(p, 10),
             "[#####.....]  50.0% factor (3/6 stripes)  12.3 GFLOP/s  I/O 1.20 GB/s  ETA 1m05s");
   EXPECT_EQ(format_progress({{"state", "PENDING"}}, 0), "  0.0% PENDING");
@@ -23,7 +24,8 @@ namespace stripesolve::client {
 namespace {
 
 TEST(ProgressTest, DonePhaseIsComplete) {
-  EXPECT_EQ(format_progress({{"phase", "done"}, {"fraction", 0.0}, {"stripes_total", 0}}, 4), "[####] 100.0% done");
+  EXPECT_EQ(format_progress({{"phase", "done"}, {"fraction", 0.0}, {"stripes_total", 0}}, 4),
+            "[####] 100.0% done");
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 #include "client/tridiag_request.h"
 
-#include <fmt/format.h>
-
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
+
+#include <fmt/format.h>
 
 #include "protocol/npy.h"
 
@@ -63,12 +63,8 @@ Result<std::vector<int64_t>> parse_sizes_list(std::string_view text) {
 
 Result<JobRequest> build_tridiag_job(const TridiagRequest& r) {
   JobRequest req;
-  req.job = {{"type", "tridiag_solve"},
-             {"layout", r.layout},
-             {"algorithm", r.algorithm},
-             {"unstable_ok", r.unstable_ok},
-             {"fallback", r.fallback},
-             {"device", r.device}};
+  req.job = {{"type", "tridiag_solve"},      {"layout", r.layout},     {"algorithm", r.algorithm},
+             {"unstable_ok", r.unstable_ok}, {"fallback", r.fallback}, {"device", r.device}};
   const std::pair<const char*, const std::string*> arrays[] = {
       {"dl", &r.dl_path}, {"d", &r.d_path}, {"du", &r.du_path}, {"rhs", &r.rhs_path}};
   for (const auto& [name, path] : arrays) {

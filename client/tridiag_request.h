@@ -7,10 +7,11 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "client/commands.h"
@@ -24,9 +25,9 @@ struct TridiagRequest {
   std::string layout = "strided";  // strided or interleaved
   std::string algorithm = "auto";
   bool unstable_ok = false;
-  bool fallback = false;  // an explicit unpivoted algorithm falls back to gepp where it fails
+  bool fallback = false;        // an explicit unpivoted algorithm falls back to gepp where it fails
   std::string device = "auto";  // auto, cpu or gpu
-  std::string out_path;         // the solution's .npy, written by the daemon; empty: kept for `result`
+  std::string out_path;  // the solution's .npy, written by the daemon; empty: kept for `result`
 };
 
 // "3,5,2" -> {3, 5, 2}. Errors name the bad item: "--sizes: '0' is not a positive integer".

@@ -23,7 +23,7 @@ struct Slot {
 
 std::array<Slot, kMaxClientMappings> g_slots;
 std::mutex g_slots_mu;  // serializes claiming and freeing slots (never taken by the handler)
-struct sigaction g_previous{};
+struct sigaction g_previous {};
 std::once_flag g_installed;
 
 void on_sigbus(int signo, siginfo_t* info, void* context) {
@@ -59,7 +59,7 @@ void on_sigbus(int signo, siginfo_t* info, void* context) {
 }
 
 void install_handler() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_sigaction = on_sigbus;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
@@ -109,8 +109,10 @@ Result<ClientMapping> ClientMapping::map(int fd, uint64_t length, bool writable)
 }
 
 ClientMapping::ClientMapping(ClientMapping&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),
-      mapped_(std::exchange(other.mapped_, 0)), slot_(std::exchange(other.slot_, -1)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)),
+      slot_(std::exchange(other.slot_, -1)) {}
 
 ClientMapping& ClientMapping::operator=(ClientMapping&& other) noexcept {
   if (this != &other) {
@@ -123,10 +125,13 @@ ClientMapping& ClientMapping::operator=(ClientMapping&& other) noexcept {
   return *this;
 }
 
-ClientMapping::~ClientMapping() { release(); }
+ClientMapping::~ClientMapping() {
+  release();
+}
 
 bool ClientMapping::truncated() const {
-  return slot_ >= 0 && g_slots[static_cast<size_t>(slot_)].truncated.load(std::memory_order_acquire);
+  return slot_ >= 0 &&
+         g_slots[static_cast<size_t>(slot_)].truncated.load(std::memory_order_acquire);
 }
 
 void ClientMapping::release() {

@@ -1,13 +1,14 @@
 #include "daemon/client_mapping.h"
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::daemon {
 namespace {
@@ -41,7 +42,7 @@ TEST(ClientMapping, ATruncatedInputIsSeenAndTheProcessLives) {
   TempFile f;
   auto m = ClientMapping::map(f.fd, kBytes, false);
   ASSERT_TRUE(m.is_ok());
-  ASSERT_EQ(::ftruncate(f.fd, 4096), 0);  // the client shortens its file during the job
+  ASSERT_EQ(::ftruncate(f.fd, 4096), 0);         // the client shortens its file during the job
   volatile char beyond = m->data()[kBytes / 2];  // SIGBUS, absorbed: reads zero
   EXPECT_EQ(beyond, 0);
   EXPECT_TRUE(m->truncated());

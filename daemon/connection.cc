@@ -22,13 +22,20 @@ constexpr std::string_view kJobsHint = "list your jobs with 'stripesolve jobs'";
 // Unfinished uploads one connection may hold at once (a client sends one at a time).
 constexpr size_t kMaxUnfinishedUploads = 16;
 std::atomic<uint64_t> next_connection_id{1};
-}
+}  // namespace
 
-Connection::Connection(asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid, ConnectionEnv env)
-    : socket_(std::move(socket)), uid_(uid), pid_(pid), env_(env), log_(logger("server")),
+Connection::Connection(asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid,
+                       ConnectionEnv env)
+    : socket_(std::move(socket)),
+      uid_(uid),
+      pid_(pid),
+      env_(env),
+      log_(logger("server")),
       parser_({static_cast<uint32_t>(env.config.limits.max_header_bytes),
                static_cast<uint32_t>(env.config.limits.max_payload_bytes)}),
-      timer_(env.io), last_activity_(std::chrono::steady_clock::now()), id_(next_connection_id++) {
+      timer_(env.io),
+      last_activity_(std::chrono::steady_clock::now()),
+      id_(next_connection_id++) {
   env_.metrics.connections_open++;
 }
 
@@ -88,23 +95,26 @@ void Connection::on_timer() {
     env_.metrics.connections_timed_out++;
     log_->warn("closing connection of uid {} pid {}: no hello within {} s", uid_, pid_,
                limits.handshake_timeout_seconds);
-    send_error(0, Status::unavailable(fmt::format(
-        "no hello within {} s (daemon.limits.handshake_timeout_seconds)", limits.handshake_timeout_seconds)));
+    send_error(0, Status::unavailable(
+                      fmt::format("no hello within {} s (daemon.limits.handshake_timeout_seconds)",
+                                  limits.handshake_timeout_seconds)));
     closing_ = true;
     write_next();
     return;
   }
   const double idle = limits.idle_timeout_seconds;
   if (idle <= 0) return;
-  const double quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_activity_).count();
+  const double quiet =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_activity_).count();
   if (busy() || quiet < idle) {
     arm_timer(busy() ? idle : idle - quiet);
     return;
   }
   env_.metrics.connections_timed_out++;
   log_->info("closing connection of uid {} pid {}: idle for {:.0f} s", uid_, pid_, quiet);
-  send_error(0, Status::unavailable(fmt::format(
-      "closed after {} s without a request (daemon.limits.idle_timeout_seconds)", idle)));
+  send_error(
+      0, Status::unavailable(fmt::format(
+             "closed after {} s without a request (daemon.limits.idle_timeout_seconds)", idle)));
   closing_ = true;
   write_next();
 }
@@ -175,8 +185,8 @@ void Connection::read_available() {
     env_.metrics.frames_in++;
     last_activity_ = std::chrono::steady_clock::now();
     auto count = protocol::declared_descriptors(frame->header);
-    auto files = count.is_ok() ? descriptors_.take(*count)
-                               : Result<std::vector<UniqueFd>>(count.status());
+    auto files =
+        count.is_ok() ? descriptors_.take(*count) : Result<std::vector<UniqueFd>>(count.status());
     if (!files.is_ok()) return fail_protocol(files.status());
     on_frame(std::move(*frame), std::move(files).value());
   }
@@ -189,7 +199,8 @@ void Connection::read_available() {
 void Connection::fail_protocol(const Status& status) {
   descriptors_.clear();
   env_.metrics.protocol_errors++;
-  log_->warn("closing connection of uid {} pid {}: malformed input: {}", uid_, pid_, status.message());
+  log_->warn("closing connection of uid {} pid {}: malformed input: {}", uid_, pid_,
+             status.message());
   send_error(0, status, "the client and daemon may be different versions; reinstall stripesolve");
   closing_ = true;
   write_next();
@@ -209,19 +220,24 @@ void Connection::on_frame(Frame frame, std::vector<UniqueFd> files) {
     handshaken_ = true;
     timer_.cancel();
     arm_timer(env_.config.limits.idle_timeout_seconds);
-    send(protocol::make_frame(
-        MessageType::kWelcome, frame.request_id,
-        {{"version", *version}, {"daemon", std::string("stripesolved ") + kVersion}, {"uid", uid_}, {"pid", ::getpid()},
-         {"limits", {{"max_payload_bytes", env_.config.limits.max_payload_bytes},
-                     {"max_header_bytes", env_.config.limits.max_header_bytes},
-                     {"max_upload_bytes", env_.config.limits.max_upload_bytes},
-                     {"max_frame_descriptors", protocol::kMaxFrameDescriptors}}}},
-        protocol::kFlagFinal));
+    send(protocol::make_frame(MessageType::kWelcome, frame.request_id,
+                              {{"version", *version},
+                               {"daemon", std::string("stripesolved ") + kVersion},
+                               {"uid", uid_},
+                               {"pid", ::getpid()},
+                               {"limits",
+                                {{"max_payload_bytes", env_.config.limits.max_payload_bytes},
+                                 {"max_header_bytes", env_.config.limits.max_header_bytes},
+                                 {"max_upload_bytes", env_.config.limits.max_upload_bytes},
+                                 {"max_frame_descriptors", protocol::kMaxFrameDescriptors}}}},
+                              protocol::kFlagFinal));
     return;
   }
-  if (!protocol::is_request_type(frame.type) || frame.type == static_cast<uint16_t>(MessageType::kHello)) {
-    fail_protocol(Status::invalid_argument(fmt::format("frame type {} ({}) is not a request",
-                                                       frame.type, protocol::message_type_name(frame.type))));
+  if (!protocol::is_request_type(frame.type) ||
+      frame.type == static_cast<uint16_t>(MessageType::kHello)) {
+    fail_protocol(
+        Status::invalid_argument(fmt::format("frame type {} ({}) is not a request", frame.type,
+                                             protocol::message_type_name(frame.type))));
     return;
   }
   env_.metrics.requests_total++;
@@ -232,18 +248,19 @@ void Connection::on_frame(Frame frame, std::vector<UniqueFd> files) {
       return;
     }
     if (!files.empty()) {  // closed when `files` goes out of scope
-      send_error(rid, Status::invalid_argument(fmt::format(
-          "a {} request takes no descriptors ({} passed)", protocol::message_type_name(frame.type),
-          files.size())));
+      send_error(rid, Status::invalid_argument(
+                          fmt::format("a {} request takes no descriptors ({} passed)",
+                                      protocol::message_type_name(frame.type), files.size())));
       return;
     }
     handle_request(frame);
   } catch (const std::exception& e) {
     // A request the handlers did not foresee must cost its sender an error reply, never the
     // daemon: an exception leaving an Asio handler would end the I/O loop (issue 15).
-    log_->error("request {} ({}) of uid {} pid {} failed: {}", rid, protocol::message_type_name(frame.type),
-                uid_, pid_, e.what());
-    send_error(rid, Status::internal(fmt::format("the daemon could not handle this request: {}", e.what())));
+    log_->error("request {} ({}) of uid {} pid {} failed: {}", rid,
+                protocol::message_type_name(frame.type), uid_, pid_, e.what());
+    send_error(rid, Status::internal(
+                        fmt::format("the daemon could not handle this request: {}", e.what())));
   }
 }
 
@@ -273,12 +290,15 @@ void Connection::handle_request(Frame& frame) {
     case MessageType::kTrace: {
       auto id = protocol::get_job_id(h);
       if (!id.is_ok()) return send_error(rid, id.status());
-      auto job = frame.type == static_cast<uint16_t>(MessageType::kCancel) ? env_.jobs.cancel(uid_, *id)
-                                                                          : env_.jobs.find(uid_, *id);
+      auto job = frame.type == static_cast<uint16_t>(MessageType::kCancel)
+                     ? env_.jobs.cancel(uid_, *id)
+                     : env_.jobs.find(uid_, *id);
       if (!job.is_ok()) return send_error(rid, job.status(), kJobsHint);
       switch (static_cast<MessageType>(frame.type)) {
-        case MessageType::kWatch: return start_watch(rid, *job, true);
-        case MessageType::kResult: return start_result(rid, *job);
+        case MessageType::kWatch:
+          return start_watch(rid, *job, true);
+        case MessageType::kResult:
+          return start_result(rid, *job);
         case MessageType::kLogs: {
           uint64_t from = 0;
           if (h.contains("from")) {
@@ -289,8 +309,11 @@ void Connection::handle_request(Frame& frame) {
           // The state before the lines: a job seen ended has all its lines in this reply.
           const std::string state(job_state_name((*job)->state()));
           auto slice = (*job)->log_since(from);
-          reply(rid, {{"job", *id}, {"lines", std::move(slice.lines)}, {"first", slice.first},
-                      {"next", slice.next}, {"state", state}});
+          reply(rid, {{"job", *id},
+                      {"lines", std::move(slice.lines)},
+                      {"first", slice.first},
+                      {"next", slice.next},
+                      {"state", state}});
           return;
         }
         case MessageType::kTrace:
@@ -308,9 +331,11 @@ void Connection::handle_request(Frame& frame) {
       reply(rid, {{"text", env_.hooks.metrics_text ? env_.hooks.metrics_text() : std::string()}});
       return;
     case MessageType::kMatrices: {
-      if (!env_.hooks.matrices) return send_error(rid, Status::unavailable("this daemon has no store"));
+      if (!env_.hooks.matrices)
+        return send_error(rid, Status::unavailable("this daemon has no store"));
       auto r = env_.hooks.matrices(h);
-      if (!r.is_ok()) return send_error(rid, r.status(), "'stripesolve matrix ls' lists the stored matrices");
+      if (!r.is_ok())
+        return send_error(rid, r.status(), "'stripesolve matrix ls' lists the stored matrices");
       reply(rid, std::move(r).value());
       return;
     }
@@ -319,16 +344,18 @@ void Connection::handle_request(Frame& frame) {
       return;
     case MessageType::kDaemonStop: {
       if (!may_stop_daemon(uid_, ::getuid())) {
-        return send_error(rid, Status::failed_precondition(fmt::format(
-            "uid {} may not stop a daemon run by uid {}", uid_, ::getuid())),
-            "ask the daemon's owner or root");
+        return send_error(rid,
+                          Status::failed_precondition(fmt::format(
+                              "uid {} may not stop a daemon run by uid {}", uid_, ::getuid())),
+                          "ask the daemon's owner or root");
       }
       auto field = h.contains("policy") ? protocol::get_string(h, "policy")
                                         : Result<std::string>(std::string("drain"));
       if (!field.is_ok()) return send_error(rid, field.status());
       const std::string policy = *field;
       if (policy != "drain" && policy != "cancel") {
-        return send_error(rid, Status::invalid_argument("policy must be 'drain' or 'cancel', got '" + policy + "'"));
+        return send_error(rid, Status::invalid_argument(
+                                   "policy must be 'drain' or 'cancel', got '" + policy + "'"));
       }
       reply(rid, {{"stopping", true}, {"policy", policy}});
       if (env_.hooks.request_stop) env_.hooks.request_stop(uid_, policy);
@@ -346,17 +373,21 @@ void Connection::handle_upload(Frame& frame) {
     return send_error(rid, Status::unavailable(std::string(kDrainingMessage)));
   }
   if (uploads_.count(rid) == 0 && uploads_.size() >= kMaxUnfinishedUploads) {
-    return send_error(rid, Status::resource_exhausted(fmt::format(
-        "more than {} unfinished uploads on one connection; finish one first", kMaxUnfinishedUploads)));
+    return send_error(
+        rid, Status::resource_exhausted(
+                 fmt::format("more than {} unfinished uploads on one connection; finish one first",
+                             kMaxUnfinishedUploads)));
   }
   // Bounded before it is held: this connection's unfinished uploads together by one upload's
   // limit, every upload of the daemon by max_upload_total (issue 15).
   const uint64_t piece = frame.payload.size();
   if (unfinished_upload_bytes_ + piece > env_.config.limits.max_upload_bytes) {
     drop_upload(rid);
-    return send_error(rid, Status::resource_exhausted(fmt::format(
-        "upload exceeds daemon.limits.max_upload_bytes ({} bytes, for the unfinished uploads of a "
-        "connection together)", env_.config.limits.max_upload_bytes)));
+    return send_error(
+        rid, Status::resource_exhausted(fmt::format("upload exceeds daemon.limits.max_upload_bytes "
+                                                    "({} bytes, for the unfinished uploads of a "
+                                                    "connection together)",
+                                                    env_.config.limits.max_upload_bytes)));
   }
   if (Status st = env_.uploads.reserve(piece); !st.is_ok()) {
     drop_upload(rid);
@@ -396,7 +427,8 @@ void Connection::handle_submit(Frame& frame, std::vector<UniqueFd> files) {
   }
   auto wait = protocol::get_bool(frame.header, "wait", false);
   if (!wait.is_ok()) return send_error(frame.request_id, wait.status());
-  if (Status st = check_passed_files(*it, files); !st.is_ok()) return send_error(frame.request_id, st);
+  if (Status st = check_passed_files(*it, files); !st.is_ok())
+    return send_error(frame.request_id, st);
   auto job = env_.jobs.submit(uid_, *it, std::move(files));
   if (!job.is_ok()) return send_error(frame.request_id, job.status());
   env_.uploads.claim_named(uid_, *it);  // they outlive this connection now
@@ -414,8 +446,10 @@ void Connection::start_watch(uint64_t request_id, std::shared_ptr<Job> job, bool
 
 void Connection::start_result(uint64_t request_id, std::shared_ptr<Job> job) {
   if (job->fetched()) {
-    return send_error(request_id, Status::failed_precondition(fmt::format(
-        "the result of job {} was already fetched (results are streamed once)", job->id())));
+    return send_error(
+        request_id,
+        Status::failed_precondition(fmt::format(
+            "the result of job {} was already fetched (results are streamed once)", job->id())));
   }
   ResultStream s;
   s.job = job;
@@ -442,7 +476,8 @@ void Connection::update_watches() {
       std::string text = p.dump();
       if (text != w.last_progress) {
         w.last_progress = std::move(text);
-        send(protocol::make_frame(MessageType::kProgress, it->first, std::move(p)), /*droppable=*/true);
+        send(protocol::make_frame(MessageType::kProgress, it->first, std::move(p)),
+             /*droppable=*/true);
       }
     }
     if (is_terminal(state)) {
@@ -467,13 +502,17 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
       if (!is_terminal(state)) return false;  // wait for the solution to begin
       *finished = true;
       if (has_result(state)) {
-        send_error(request_id, Status::failed_precondition(fmt::format(
-            "job {} ({}) has no solution to stream{}", s.job->id(), s.job->type(),
-            s.job->fetched() ? " (already fetched)" : "")), "see 'stripesolve status'");
+        send_error(request_id,
+                   Status::failed_precondition(
+                       fmt::format("job {} ({}) has no solution to stream{}", s.job->id(),
+                                   s.job->type(), s.job->fetched() ? " (already fetched)" : "")),
+                   "see 'stripesolve status'");
       } else {
         Status err = s.job->error();
-        send_error(request_id, Status(StatusCode::kFailedPrecondition, fmt::format(
-            "job {} ended {} without a result: {}", s.job->id(), job_state_name(state), err.message())));
+        send_error(request_id,
+                   Status(StatusCode::kFailedPrecondition,
+                          fmt::format("job {} ended {} without a result: {}", s.job->id(),
+                                      job_state_name(state), err.message())));
       }
       return true;
     }
@@ -481,7 +520,8 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
     // The stream's opening frame: not final, chunks follow. array_shape, when the job set one,
     // is the .npy shape the rows fill in C order (docs/protocol.md).
     nlohmann::json opening = {{"job", s.job->id()}, {"shape", {s.n, s.nrhs}}};
-    if (auto array_shape = s.job->array_shape(); !array_shape.empty()) opening["array_shape"] = array_shape;
+    if (auto array_shape = s.job->array_shape(); !array_shape.empty())
+      opening["array_shape"] = array_shape;
     send(protocol::make_frame(MessageType::kOk, request_id, std::move(opening)));
     s.header_sent = true;
     return true;
@@ -495,7 +535,8 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
   if (!s.ranges.empty()) {
     Job::RowRange& r = s.ranges.front();
     const int64_t row_bytes = 8 * s.nrhs;
-    const int64_t max_rows = std::max<int64_t>(1, static_cast<int64_t>(env_.config.limits.max_payload_bytes) / row_bytes);
+    const int64_t max_rows = std::max<int64_t>(
+        1, static_cast<int64_t>(env_.config.limits.max_payload_bytes) / row_bytes);
     const int64_t rows = std::min(r.rows, max_rows);
     Frame f = protocol::make_frame(MessageType::kResultChunk, request_id,
                                    {{"row_begin", r.row_begin}, {"rows", rows}, {"nrhs", s.nrhs}});
@@ -523,9 +564,10 @@ bool Connection::produce(uint64_t request_id, ResultStream& s, bool* finished) {
     reported(j);
     reply(request_id, {{"rows", s.rows_sent}, {"job", std::move(j)}});
   } else {
-    send_error(request_id, Status(StatusCode::kFailedPrecondition, fmt::format(
-        "job {} ended {} after {} of {} solution rows: {}", s.job->id(), job_state_name(state),
-        s.rows_sent, s.n, s.job->error().message())));
+    send_error(request_id, Status(StatusCode::kFailedPrecondition,
+                                  fmt::format("job {} ended {} after {} of {} solution rows: {}",
+                                              s.job->id(), job_state_name(state), s.rows_sent, s.n,
+                                              s.job->error().message())));
   }
   return true;
 }
@@ -548,16 +590,20 @@ void Connection::reply(uint64_t request_id, nlohmann::json header) {
   // (docs/protocol.md "Large replies"); the JSON header stays small.
   std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() <= protocol::kInlineReplyBytes) {
-    send(protocol::make_frame(MessageType::kOk, request_id, std::move(header), protocol::kFlagFinal));
+    send(protocol::make_frame(MessageType::kOk, request_id, std::move(header),
+                              protocol::kFlagFinal));
     return;
   }
   if (text.size() > env_.config.limits.max_payload_bytes) {
-    send_error(request_id, Status::resource_exhausted(fmt::format(
-        "reply of {} bytes exceeds the payload limit of {} bytes", text.size(),
-        env_.config.limits.max_payload_bytes)), "narrow the request (e.g. a job id or a smaller limit)");
+    send_error(request_id,
+               Status::resource_exhausted(
+                   fmt::format("reply of {} bytes exceeds the payload limit of {} bytes",
+                               text.size(), env_.config.limits.max_payload_bytes)),
+               "narrow the request (e.g. a job id or a smaller limit)");
     return;
   }
-  protocol::Frame f = protocol::make_frame(MessageType::kOk, request_id, {{"body", "payload"}}, protocol::kFlagFinal);
+  protocol::Frame f = protocol::make_frame(MessageType::kOk, request_id, {{"body", "payload"}},
+                                           protocol::kFlagFinal);
   f.payload = std::move(text);
   send(f);
 }
@@ -570,7 +616,8 @@ void Connection::send(const Frame& frame, bool droppable) {
   if (closed_) return;
   auto bytes = protocol::encode_frame(frame);
   if (!bytes.is_ok()) {  // a reply too large to frame: report that instead
-    log_->error("cannot encode a {} frame: {}", protocol::message_type_name(frame.type), bytes.status().message());
+    log_->error("cannot encode a {} frame: {}", protocol::message_type_name(frame.type),
+                bytes.status().message());
     bytes = protocol::encode_frame(protocol::make_error_frame(frame.request_id, bytes.status()));
   }
   Outgoing out;
@@ -585,8 +632,9 @@ void Connection::enqueue(Outgoing out, bool droppable) {
       env_.metrics.progress_frames_dropped++;
       return;
     }
-    log_->warn("closing connection of uid {} pid {}: {} bytes queued, over daemon.limits.max_queued_bytes",
-               uid_, pid_, queued_bytes_);
+    log_->warn(
+        "closing connection of uid {} pid {}: {} bytes queued, over daemon.limits.max_queued_bytes",
+        uid_, pid_, queued_bytes_);
     close();
     return;
   }
@@ -607,8 +655,8 @@ void Connection::write_next() {
   }
   writing_ = true;
   const Outgoing& front = queue_.front();
-  const std::array<asio::const_buffer, 2> buffers = {asio::buffer(front.bytes),
-                                                     asio::buffer(front.payload, front.payload_len)};
+  const std::array<asio::const_buffer, 2> buffers = {
+      asio::buffer(front.bytes), asio::buffer(front.payload, front.payload_len)};
   asio::async_write(socket_, buffers,
                     [self = shared_from_this()](boost::system::error_code ec, size_t n) {
                       self->writing_ = false;

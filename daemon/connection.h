@@ -13,13 +13,14 @@
 
 #include <array>
 #include <atomic>
-#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
-#include <boost/asio.hpp>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
+
+#include <boost/asio.hpp>
 
 #include "daemon/job_manager.h"
 #include "daemon/metrics.h"
@@ -43,7 +44,8 @@ struct ConnectionEnv {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(boost::asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid, ConnectionEnv env);
+  Connection(boost::asio::local::stream_protocol::socket socket, uid_t uid, pid_t pid,
+             ConnectionEnv env);
   ~Connection();
 
   // Starts reading, with the handshake timeout running.
@@ -71,7 +73,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     uint64_t listener = 0;
     std::shared_ptr<const std::vector<double>> buffer;
     std::deque<Job::RowRange> ranges;
-    size_t consumed = 0;      // ranges taken from the job
+    size_t consumed = 0;  // ranges taken from the job
     int64_t rows_sent = 0;
     int64_t n = 0, nrhs = 0;
     bool header_sent = false;
@@ -122,7 +124,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer timer_;
   std::chrono::steady_clock::time_point last_activity_;  // last frame received
   bool handshaken_ = false;
-  bool closing_ = false;   // stop reading; close once the queue is written
+  bool closing_ = false;  // stop reading; close once the queue is written
   bool closed_ = false;
   bool writing_ = false;
   // A frame to write: its encoded bytes, plus (for result chunks) a payload that is written
@@ -137,8 +139,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void enqueue(Outgoing out, bool droppable);
   std::deque<Outgoing> queue_;
   uint64_t queued_bytes_ = 0;
-  std::map<uint64_t, Watch> watches_;          // by request id
-  std::map<uint64_t, ResultStream> streams_;   // by request id
+  std::map<uint64_t, Watch> watches_;         // by request id
+  std::map<uint64_t, ResultStream> streams_;  // by request id
   // Unfinished uploads by request id: at most kMaxUnfinishedUploads, together at most
   // max_upload_bytes, every byte reserve()d in env_.uploads (issue 15).
   std::map<uint64_t, std::string> uploads_;

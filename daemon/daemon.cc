@@ -22,7 +22,8 @@
 namespace stripesolve::daemon {
 
 Daemon::Daemon(DaemonConfig config, std::function<void(JobRegistry&)> register_jobs)
-    : config_(std::move(config)), register_jobs_(std::move(register_jobs)),
+    : config_(std::move(config)),
+      register_jobs_(std::move(register_jobs)),
       uploads_(config_.server.limits.max_upload_total) {
   resolve_defaults(config_);
 }
@@ -67,12 +68,15 @@ Status Daemon::start() {
                            format_bytes(d.free_memory / 10 * 9));
   }
   auto store = storage::MatrixStore::open(config_.store);
-  if (!store.is_ok()) return store.status().with_context("cannot open the matrix store (store.paths)");
+  if (!store.is_ok())
+    return store.status().with_context("cannot open the matrix store (store.paths)");
   store_ = std::move(store).value();
-  logger("daemon")->info("store at {} ({} path(s), {} I/O), engine RAM budget {}", config_.store.paths[0],
-                         config_.store.paths.size(), store_->engine_name(), format_bytes(config_.engine.ram_budget));
+  logger("daemon")->info("store at {} ({} path(s), {} I/O), engine RAM budget {}",
+                         config_.store.paths[0], config_.store.paths.size(), store_->engine_name(),
+                         format_bytes(config_.engine.ram_budget));
   auto journal = JobJournal::open(s.state_dir);
-  if (!journal.is_ok()) return journal.status().with_context("cannot open the job journal (daemon.state_dir)");
+  if (!journal.is_ok())
+    return journal.status().with_context("cannot open the job journal (daemon.state_dir)");
   journal_ = std::move(journal).value();
   JobRegistry registry;
   register_builtin_jobs(registry);
@@ -87,16 +91,20 @@ Status Daemon::start() {
   jobs_ = std::make_unique<JobManager>(jc, std::move(registry), journal_.get());
   auto restored = jobs_->restore();
   if (!restored.is_ok()) return restored.status().with_context("cannot read the job journal");
-  logger("daemon")->info("job journal {}/state.db: {} finished job(s) kept, {} queued again, {} failed by the "
-                         "restart; next job id {}", s.state_dir, restored->finished, restored->requeued,
-                         restored->failed, journal_->next_id());
+  logger("daemon")->info(
+      "job journal {}/state.db: {} finished job(s) kept, {} queued again, {} failed by the "
+      "restart; next job id {}",
+      s.state_dir, restored->finished, restored->requeued, restored->failed, journal_->next_id());
   remove_unclaimed_factors();
 
   ServerHooks hooks;
   hooks.daemon_status = [this] { return status_json(); };
-  hooks.matrices = [this](const nlohmann::json& request) { return matrices_query(*store_, request); };
+  hooks.matrices = [this](const nlohmann::json& request) {
+    return matrices_query(*store_, request);
+  };
   hooks.metrics_text = [this] {
-    const double up = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    const double up =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     return metrics_.render(*jobs_, up, uploads_.bytes_held());
   };
   hooks.request_stop = [this](uid_t uid, std::string policy) {
@@ -107,7 +115,8 @@ Status Daemon::start() {
     if (signo == SIGHUP) {
       reload_logging();
     } else {
-      logger("daemon")->info("{} received: draining (policy {})", signo == SIGTERM ? "SIGTERM" : "SIGINT",
+      logger("daemon")->info("{} received: draining (policy {})",
+                             signo == SIGTERM ? "SIGTERM" : "SIGINT",
                              config_.server.shutdown_policy);
       request_stop(config_.server.shutdown_policy == "cancel" ? "cancel" : "drain");
     }
@@ -115,8 +124,10 @@ Status Daemon::start() {
   hooks.on_tick = [this] { on_tick(); };
   server_ = std::make_unique<Server>(s, s.socket, *jobs_, uploads_, metrics_, std::move(hooks));
   STRIPESOLVE_RETURN_IF_ERROR(server_->listen());
-  logger("daemon")->info("stripesolved ready (pid {}, uid {}, config {})", ::getpid(), ::getuid(), config_.source);
-  Status st = sd_notify(fmt::format("READY=1\nSTATUS=listening on {}\nMAINPID={}", s.socket, ::getpid()));
+  logger("daemon")->info("stripesolved ready (pid {}, uid {}, config {})", ::getpid(), ::getuid(),
+                         config_.source);
+  Status st =
+      sd_notify(fmt::format("READY=1\nSTATUS=listening on {}\nMAINPID={}", s.socket, ::getpid()));
   if (!st.is_ok()) logger("daemon")->warn("sd_notify: {}", st.message());
   return Status::ok();
 }
@@ -184,18 +195,21 @@ void Daemon::on_tick() {
   for (const auto& job : jobs_->running_jobs()) {
     const nlohmann::json p = job->progress();
     LogJobScope scope(static_cast<int64_t>(job->id()));  // "job N: " / the JSON field
-    std::string line = fmt::format("{} uid {}: {} {:.1f}%", job->type(), job->owner(),
-                                   p.value("phase", std::string("running")), 100.0 * p.value("fraction", 0.0));
+    std::string line =
+        fmt::format("{} uid {}: {} {:.1f}%", job->type(), job->owner(),
+                    p.value("phase", std::string("running")), 100.0 * p.value("fraction", 0.0));
     if (p.contains("gflops")) line += fmt::format(" {:.1f} GFLOP/s", p.value("gflops", 0.0));
     if (p.contains("io_bytes_per_second")) {
       line += fmt::format(" I/O {:.2f} GB/s", p.value("io_bytes_per_second", 0.0) / 1e9);
     }
-    if (p.contains("eta_seconds")) line += fmt::format(" ETA {:.0f} s", p.value("eta_seconds", 0.0));
+    if (p.contains("eta_seconds"))
+      line += fmt::format(" ETA {:.0f} s", p.value("eta_seconds", 0.0));
     log->info("{}", line);
     job->append_log(line);
   }
   jobs_->expire(Clock::now());
-  uploads_.expire(std::chrono::steady_clock::now(), std::chrono::seconds(config_.server.upload_ttl_seconds));
+  uploads_.expire(std::chrono::steady_clock::now(),
+                  std::chrono::seconds(config_.server.upload_ttl_seconds));
 }
 
 nlohmann::json Daemon::status_json() const {
@@ -206,13 +220,22 @@ nlohmann::json Daemon::status_json() const {
           {"uid", ::getuid()},
           {"socket", config_.server.socket},
           {"config", config_.source},
-          {"uptime_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()},
+          {"uptime_seconds",
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()},
           {"stopping", stopping_.load()},
           {"connections", metrics_.connections_open.load()},
-          {"jobs", {{"pending", c.pending}, {"running", c.running}, {"completed", c.completed},
-                    {"completed_with_warning", c.completed_with_warning}, {"failed", c.failed}, {"cancelled", c.cancelled}, {"submitted_total", c.submitted_total}}},
-          {"lanes", {{"small", config_.server.small_concurrency}, {"dense", config_.server.dense_concurrency},
-                     {"tridiag", config_.server.tridiag_concurrency}}},
+          {"jobs",
+           {{"pending", c.pending},
+            {"running", c.running},
+            {"completed", c.completed},
+            {"completed_with_warning", c.completed_with_warning},
+            {"failed", c.failed},
+            {"cancelled", c.cancelled},
+            {"submitted_total", c.submitted_total}}},
+          {"lanes",
+           {{"small", config_.server.small_concurrency},
+            {"dense", config_.server.dense_concurrency},
+            {"tridiag", config_.server.tridiag_concurrency}}},
           {"backend", backend_},
           {"ram_budget", config_.engine.ram_budget},
           {"devices", devices_json()},

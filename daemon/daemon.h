@@ -66,7 +66,7 @@ class Daemon {
   Metrics metrics_;
   UploadStore uploads_;
   std::unique_ptr<storage::MatrixStore> store_;  // outlives jobs_ (declared before it)
-  std::unique_ptr<JobJournal> journal_;           // outlives jobs_ (declared before it)
+  std::unique_ptr<JobJournal> journal_;          // outlives jobs_ (declared before it)
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Server> server_;
   std::atomic<bool> stopping_{false};

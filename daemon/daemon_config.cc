@@ -53,7 +53,8 @@ std::string default_store_path() {
     return std::string(xdg) + "/stripesolve/store";
   }
   const char* home = std::getenv("HOME");
-  return std::string(home != nullptr && *home != '\0' ? home : "/tmp") + "/.local/share/stripesolve/store";
+  return std::string(home != nullptr && *home != '\0' ? home : "/tmp") +
+         "/.local/share/stripesolve/store";
 }
 
 uint64_t available_memory_bytes() {
@@ -79,7 +80,8 @@ void resolve_defaults(DaemonConfig& config) {
     const uint64_t avail = available_memory_bytes();
     if (avail > 0) {
       config.engine.ram_budget = std::max<uint64_t>(
-          64 * kMiB, static_cast<uint64_t>(config.server.ram_budget_fraction * static_cast<double>(avail)));
+          64 * kMiB,
+          static_cast<uint64_t>(config.server.ram_budget_fraction * static_cast<double>(avail)));
     }
   }
 }
@@ -89,8 +91,10 @@ std::string describe_config(const DaemonConfig& c) {
   std::string out = fmt::format("# effective configuration (from {})\n", c.source);
   out += fmt::format("log:\n  level: {}\n  file: \"{}\"\n  file_level: {}\n  stderr_format: {}\n",
                      c.log.level, c.log.file, c.log.file_level, c.log.stderr_format);
-  out += fmt::format("daemon:\n  socket: \"{}\"\n  socket_mode: \"{}\"\n  socket_group: \"{}\"\n"
-                     "  state_dir: \"{}\"\n", s.socket, s.socket_mode, s.socket_group, s.state_dir);
+  out += fmt::format(
+      "daemon:\n  socket: \"{}\"\n  socket_mode: \"{}\"\n  socket_group: \"{}\"\n"
+      "  state_dir: \"{}\"\n",
+      s.socket, s.socket_mode, s.socket_group, s.state_dir);
   out += fmt::format(
       "  limits:\n    max_connections: {}\n    max_queued_bytes: {}\n    max_header_bytes: {}\n"
       "    max_payload_bytes: {}\n    max_upload_bytes: {}\n    max_upload_total: {}\n"
@@ -104,37 +108,44 @@ std::string describe_config(const DaemonConfig& c) {
       "    idle_timeout_seconds: {}\n    max_job_files_per_uid: {}\n",
       s.limits.max_connections_per_uid, s.limits.handshake_timeout_seconds,
       s.limits.idle_timeout_seconds, s.limits.max_job_files_per_uid);
-  out += fmt::format("  concurrency:\n    small: {}\n    dense: {}\n    tridiag: {}\n", s.small_concurrency,
-                     s.dense_concurrency, s.tridiag_concurrency);
-  out += fmt::format("  result_ttl_seconds: {}\n  upload_ttl_seconds: {}\n  progress_log_seconds: {}\n",
-                     s.result_ttl_seconds, s.upload_ttl_seconds, s.progress_log_seconds);
-  out += fmt::format("  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n    delivery_timeout_seconds: {}\n",
-                     s.shutdown_policy, s.drain_timeout_seconds, s.delivery_timeout_seconds);
+  out += fmt::format("  concurrency:\n    small: {}\n    dense: {}\n    tridiag: {}\n",
+                     s.small_concurrency, s.dense_concurrency, s.tridiag_concurrency);
+  out += fmt::format(
+      "  result_ttl_seconds: {}\n  upload_ttl_seconds: {}\n  progress_log_seconds: {}\n",
+      s.result_ttl_seconds, s.upload_ttl_seconds, s.progress_log_seconds);
+  out += fmt::format(
+      "  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n    delivery_timeout_seconds: "
+      "{}\n",
+      s.shutdown_policy, s.drain_timeout_seconds, s.delivery_timeout_seconds);
   out += fmt::format("  ram_budget_fraction: {}\n  metrics_listen: \"{}\"\n", s.ram_budget_fraction,
                      s.metrics_listen);
   const storage::StoreConfig& st = c.store;
   out += "store:\n  paths:\n";
   for (const auto& p : st.paths) out += fmt::format("    - \"{}\"\n", p);
-  out += fmt::format("  stripe_rows: {}\n  round_robin_levels: {}\n  levels_q: {}\n  levels_cache: {}\n"
-                     "  segment_bytes: {}\n  min_segment_bytes: {}\n  io_engine: {}\n  queue_depth: {}\n"
-                     "  request_bytes: {}\n  direct_io: {}\n  verify_checksums: {}\n  import_buffer: {}\n"
-                     "  free_space_reserve: {}\n  group: \"{}\"\n",
-                     st.stripe_rows, st.round_robin_levels, st.levels_q, format_bytes(st.levels_cache),
-                     format_bytes(st.segment_bytes), format_bytes(st.min_segment_bytes), st.io_engine,
-                     st.queue_depth, format_bytes(st.request_bytes), st.direct_io, st.verify_checksums,
-                     format_bytes(st.import_buffer), format_bytes(st.free_space_reserve), st.group);
+  out += fmt::format(
+      "  stripe_rows: {}\n  round_robin_levels: {}\n  levels_q: {}\n  levels_cache: {}\n"
+      "  segment_bytes: {}\n  min_segment_bytes: {}\n  io_engine: {}\n  queue_depth: {}\n"
+      "  request_bytes: {}\n  direct_io: {}\n  verify_checksums: {}\n  import_buffer: {}\n"
+      "  free_space_reserve: {}\n  group: \"{}\"\n",
+      st.stripe_rows, st.round_robin_levels, st.levels_q, format_bytes(st.levels_cache),
+      format_bytes(st.segment_bytes), format_bytes(st.min_segment_bytes), st.io_engine,
+      st.queue_depth, format_bytes(st.request_bytes), st.direct_io, st.verify_checksums,
+      format_bytes(st.import_buffer), format_bytes(st.free_space_reserve), st.group);
   const scheduler::EngineConfig& e = c.engine;
-  out += fmt::format("engine:\n  backend: {}\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n"
-                     "  segment_columns: {}\n  meta_stripes: {}\n  round_robin_levels: {}\n"
-                     "  elim_j_workers: {}\n  cores: {}\n  gpu_memory: {}\n  gpus: {}\n"
-                     "  gpu_panel_sms: {}\n  assumed_gflops: {}\n  ssd_bytes_per_second: {}\n  progress_interval_seconds: {}\n",
-                     scheduler::compute_backend_name(e.backend), format_bytes(e.ram_budget),
-                     c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
-                     e.stripe_rows, e.substripe_rows, e.segment_columns, e.meta_stripes,
-                     e.round_robin_levels, e.elim_j_workers, e.cores, format_bytes(e.gpu_memory), e.gpus,
-                     e.gpu_panel_sms, e.assumed_gflops, e.ssd_bytes_per_second, e.progress_interval_seconds);
-  out += fmt::format("tridiag:\n  max_bytes: {}\n  threads: {}\n  gpu_memory: {}\n", format_bytes(c.tridiag.max_bytes),
-                     c.tridiag.threads, format_bytes(c.tridiag.gpu_memory));
+  out += fmt::format(
+      "engine:\n  backend: {}\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n"
+      "  segment_columns: {}\n  meta_stripes: {}\n  round_robin_levels: {}\n"
+      "  elim_j_workers: {}\n  cores: {}\n  gpu_memory: {}\n  gpus: {}\n"
+      "  gpu_panel_sms: {}\n  assumed_gflops: {}\n  ssd_bytes_per_second: {}\n  "
+      "progress_interval_seconds: {}\n",
+      scheduler::compute_backend_name(e.backend), format_bytes(e.ram_budget),
+      c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
+      e.stripe_rows, e.substripe_rows, e.segment_columns, e.meta_stripes, e.round_robin_levels,
+      e.elim_j_workers, e.cores, format_bytes(e.gpu_memory), e.gpus, e.gpu_panel_sms,
+      e.assumed_gflops, e.ssd_bytes_per_second, e.progress_interval_seconds);
+  out += fmt::format("tridiag:\n  max_bytes: {}\n  threads: {}\n  gpu_memory: {}\n",
+                     format_bytes(c.tridiag.max_bytes), c.tridiag.threads,
+                     format_bytes(c.tridiag.gpu_memory));
   return out;
 }
 

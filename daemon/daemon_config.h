@@ -29,7 +29,7 @@ struct DaemonConfig {
   storage::StoreConfig store;
   scheduler::EngineConfig engine;
   TridiagJobConfig tridiag;
-  bool engine_ram_budget_set = false;  // engine.ram_budget given explicitly
+  bool engine_ram_budget_set = false;          // engine.ram_budget given explicitly
   std::string source = "<embedded defaults>";  // where it was read from
 };
 

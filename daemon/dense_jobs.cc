@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
-
-#include <optional>
 
 #include "base/units.h"
 #include "daemon/job_files.h"
@@ -95,14 +94,15 @@ Result<std::vector<double>> read_rhs_file(const JobContext& ctx, int64_t n,
   const int64_t rows = header->rows(), cols = header->cols();
   *two_d = header->shape.size() == 2;
   if (rows != n) {
-    return Status::invalid_argument(fmt::format(
-        "the right-hand sides have {} rows but matrix '{}' has order {}", rows,
-        ctx.params().value("matrix", std::string()), n));
+    return Status::invalid_argument(
+        fmt::format("the right-hand sides have {} rows but matrix '{}' has order {}", rows,
+                    ctx.params().value("matrix", std::string()), n));
   }
   if (cols <= 0) return Status::invalid_argument("the right-hand sides have no columns");
   STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(rows, cols, limits));
   std::vector<double> c_order(static_cast<size_t>(n * cols));
-  if (Status st = read_npy_floats(fd, *header, c_order.data()); !st.is_ok()) return st.with_context("rhs");
+  if (Status st = read_npy_floats(fd, *header, c_order.data()); !st.is_ok())
+    return st.with_context("rhs");
   *nrhs = cols;
   if (cols == 1) return c_order;
   std::vector<double> b(c_order.size());
@@ -118,16 +118,17 @@ Status check_rhs_finite(const std::vector<double>& b, int64_t n) {
   for (size_t k = 0; k < b.size(); ++k) {
     if (!std::isfinite(b[k])) {
       const auto r = static_cast<int64_t>(k) % n, c = static_cast<int64_t>(k) / n;
-      return Status::invalid_argument(fmt::format(
-          "the right-hand sides hold a non-finite value ({}) at row {}, column {}",
-          std::isnan(b[k]) ? "NaN" : (b[k] > 0 ? "+Inf" : "-Inf"), r, c));
+      return Status::invalid_argument(
+          fmt::format("the right-hand sides hold a non-finite value ({}) at row {}, column {}",
+                      std::isnan(b[k]) ? "NaN" : (b[k] > 0 ? "+Inf" : "-Inf"), r, c));
     }
   }
   return Status::ok();
 }
 
 // Writes solution rows (column-major, ld = rows) into the client's file, row-major.
-Status write_rows(const NpyOutput& out, int64_t row_begin, int64_t rows, int64_t nrhs, const double* x) {
+Status write_rows(const NpyOutput& out, int64_t row_begin, int64_t rows, int64_t nrhs,
+                  const double* x) {
   if (nrhs == 1) return out.write(static_cast<uint64_t>(row_begin), x, static_cast<uint64_t>(rows));
   std::vector<double> row_major(static_cast<size_t>(rows * nrhs));
   for (int64_t i = 0; i < rows; ++i) {
@@ -148,19 +149,24 @@ Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits) {
   if (bytes > limits.max_rhs_bytes) {
     return Status::resource_exhausted(fmt::format(
         "right-hand sides of {} x {} float64 ({}) exceed daemon.limits.max_rhs_bytes ({}); "
-        "solve fewer columns at a time", n, nrhs, shown(bytes), format_bytes(limits.max_rhs_bytes)));
+        "solve fewer columns at a time",
+        n, nrhs, shown(bytes), format_bytes(limits.max_rhs_bytes)));
   }
   const uint64_t available = limits.available_memory ? limits.available_memory() : 0;
   if (available > 0 && bytes * kRhsCopiesInFlight > available) {
-    return Status::resource_exhausted(fmt::format(
-        "right-hand sides of {} x {} float64 ({}) need about {} while solved, more than the {} of "
-        "memory available now; solve fewer columns at a time", n, nrhs, shown(bytes),
-        shown(bytes * kRhsCopiesInFlight), format_bytes(available))).set_retryable();
+    return Status::resource_exhausted(
+               fmt::format("right-hand sides of {} x {} float64 ({}) need about {} while solved, "
+                           "more than the {} of "
+                           "memory available now; solve fewer columns at a time",
+                           n, nrhs, shown(bytes), shown(bytes * kRhsCopiesInFlight),
+                           format_bytes(available)))
+        .set_retryable();
   }
   return Status::ok();
 }
 
-Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs, uint64_t seed) {
+Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs,
+                                         uint64_t seed) {
   if (kind != "ones" && kind != "uniform") {
     return Status::invalid_argument("rhs.generate must be 'ones' or 'uniform', got '" + kind + "'");
   }
@@ -168,7 +174,9 @@ Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int
   if (kind == "uniform") {
     for (int64_t j = 0; j < nrhs; ++j) {
       for (int64_t i = 0; i < n; ++i) {
-        const uint64_t h = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(j) * 0x100000001b3ull + static_cast<uint64_t>(i)));
+        const uint64_t h =
+            splitmix64(seed ^ splitmix64(static_cast<uint64_t>(j) * 0x100000001b3ull +
+                                         static_cast<uint64_t>(i)));
         b[j * n + i] = static_cast<double>(h >> 11) * 0x1.0p-53 - 0.5;
       }
     }
@@ -178,134 +186,162 @@ Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int
 
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
                          const scheduler::EngineConfig& engine, DenseJobLimits limits) {
-  registry.add("dense_solve", Lane::kDense, [&store, &uploads, &engine, limits](JobContext& ctx) -> Result<nlohmann::json> {
-    STRIPESOLVE_ASSIGN_OR_RETURN(SolveParams params, parse_params(ctx.params()));
-    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(params.matrix));
-    const int64_t n = info.geometry.n;
-    const nlohmann::json rhs = ctx.params().value("rhs", nlohmann::json{{"generate", "ones"}});
-    std::vector<double> b;
-    int64_t nrhs = 1;
-    bool two_d = false;  // the solution has the right-hand sides' shape: (n) or (n, k)
-    if (names_file(ctx.params(), "rhs")) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(b, read_rhs_file(ctx, n, limits, &nrhs, &two_d));
-    } else if (rhs.contains("upload")) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
-      STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes, uploads.take(ctx.job().owner(), static_cast<uint64_t>(upload)));
-      STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header, protocol::parse_npy_header(bytes));
-      STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(header.rows(), std::max<int64_t>(1, header.cols()), limits));
-      two_d = header.shape.size() == 2;
-      int64_t rows = 0;
-      STRIPESOLVE_ASSIGN_OR_RETURN(b, protocol::npy_to_column_major(bytes, &rows, &nrhs));
-      if (rows != n) {
-        return Status::invalid_argument(fmt::format(
-            "the right-hand sides have {} rows but matrix '{}' has order {}", rows, params.matrix, n));
-      }
-    } else {
-      const std::string kind = rhs.value("generate", std::string("ones"));
-      STRIPESOLVE_ASSIGN_OR_RETURN(nrhs, get_int(rhs.contains("nrhs") ? rhs : nlohmann::json{{"nrhs", 1}}, "nrhs", 1, INT64_MAX));
-      STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(n, nrhs, limits));
-      int64_t seed = 1;
-      if (rhs.contains("seed")) {
-        STRIPESOLVE_ASSIGN_OR_RETURN(seed, get_int(rhs, "seed", 0, INT64_MAX));
-      }
-      STRIPESOLVE_ASSIGN_OR_RETURN(b, generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
-    }
-    if (nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
-    two_d = two_d || nrhs > 1;
-    STRIPESOLVE_RETURN_IF_ERROR(check_rhs_finite(b, n));
-    // The solution goes into the client's file when it passed one ("out"), rows as the engine
-    // finalizes them; else it is kept for `result` to stream.
-    std::optional<NpyOutput> out;
-    if (names_file(ctx.params(), "out")) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(int out_fd, job_output_file(ctx, "out"));
-      auto begun = NpyOutput::begin(out_fd, two_d ? std::vector<int64_t>{n, nrhs}
-                                                  : std::vector<int64_t>{n});
-      if (!begun.is_ok()) return begun.status().with_context("out");
-      out = *begun;
-    } else {
-      STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
-    }
-    const int steps = params.options.refinement_steps;
-    ctx.log(fmt::format("solving '{}' (n = {}, {} right-hand side(s), pivot {}, strategy {}, refinement {}{}{})",
+  registry.add(
+      "dense_solve", Lane::kDense,
+      [&store, &uploads, &engine, limits](JobContext& ctx) -> Result<nlohmann::json> {
+        STRIPESOLVE_ASSIGN_OR_RETURN(SolveParams params, parse_params(ctx.params()));
+        STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(params.matrix));
+        const int64_t n = info.geometry.n;
+        const nlohmann::json rhs = ctx.params().value("rhs", nlohmann::json{{"generate", "ones"}});
+        std::vector<double> b;
+        int64_t nrhs = 1;
+        bool two_d = false;  // the solution has the right-hand sides' shape: (n) or (n, k)
+        if (names_file(ctx.params(), "rhs")) {
+          STRIPESOLVE_ASSIGN_OR_RETURN(b, read_rhs_file(ctx, n, limits, &nrhs, &two_d));
+        } else if (rhs.contains("upload")) {
+          STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
+          STRIPESOLVE_ASSIGN_OR_RETURN(
+              std::string bytes, uploads.take(ctx.job().owner(), static_cast<uint64_t>(upload)));
+          STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header,
+                                       protocol::parse_npy_header(bytes));
+          STRIPESOLVE_RETURN_IF_ERROR(
+              check_rhs_size(header.rows(), std::max<int64_t>(1, header.cols()), limits));
+          two_d = header.shape.size() == 2;
+          int64_t rows = 0;
+          STRIPESOLVE_ASSIGN_OR_RETURN(b, protocol::npy_to_column_major(bytes, &rows, &nrhs));
+          if (rows != n) {
+            return Status::invalid_argument(
+                fmt::format("the right-hand sides have {} rows but matrix '{}' has order {}", rows,
+                            params.matrix, n));
+          }
+        } else {
+          const std::string kind = rhs.value("generate", std::string("ones"));
+          STRIPESOLVE_ASSIGN_OR_RETURN(
+              nrhs, get_int(rhs.contains("nrhs") ? rhs : nlohmann::json{{"nrhs", 1}}, "nrhs", 1,
+                            INT64_MAX));
+          STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(n, nrhs, limits));
+          int64_t seed = 1;
+          if (rhs.contains("seed")) {
+            STRIPESOLVE_ASSIGN_OR_RETURN(seed, get_int(rhs, "seed", 0, INT64_MAX));
+          }
+          STRIPESOLVE_ASSIGN_OR_RETURN(b, generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
+        }
+        if (nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
+        two_d = two_d || nrhs > 1;
+        STRIPESOLVE_RETURN_IF_ERROR(check_rhs_finite(b, n));
+        // The solution goes into the client's file when it passed one ("out"), rows as the engine
+        // finalizes them; else it is kept for `result` to stream.
+        std::optional<NpyOutput> out;
+        if (names_file(ctx.params(), "out")) {
+          STRIPESOLVE_ASSIGN_OR_RETURN(int out_fd, job_output_file(ctx, "out"));
+          auto begun = NpyOutput::begin(
+              out_fd, two_d ? std::vector<int64_t>{n, nrhs} : std::vector<int64_t>{n});
+          if (!begun.is_ok()) return begun.status().with_context("out");
+          out = *begun;
+        } else {
+          STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
+        }
+        const int steps = params.options.refinement_steps;
+        ctx.log(
+            fmt::format("solving '{}' (n = {}, {} right-hand side(s), pivot {}, strategy {}, "
+                        "refinement {}{}{})",
                         params.matrix, n, nrhs, backend::pivot_mode_name(params.options.pivot),
                         scheduler::strategy_name(params.options.strategy),
-                        steps == scheduler::DenseSolveOptions::kRefineAuto ? std::string("auto") : std::to_string(steps),
-                        params.options.in_place ? ", in place" : "", params.options.reuse_factors ? "" : ", no reuse"));
+                        steps == scheduler::DenseSolveOptions::kRefineAuto ? std::string("auto")
+                                                                           : std::to_string(steps),
+                        params.options.in_place ? ", in place" : "",
+                        params.options.reuse_factors ? "" : ", no reuse"));
 
-    // The token outlives this call: a cancel hook may run after the solve returned.
-    auto token = std::make_shared<scheduler::CancelToken>();
-    // A stop for a restart keeps the factorization's durable progress for the next run.
-    ctx.job().on_cancel([token, &job = ctx.job()] { token->cancel(job.cancel_for_restart()); });
-    std::atomic<int64_t> published{0};
-    Job& job = ctx.job();
-    scheduler::SolveCallbacks callbacks;
-    callbacks.on_progress = [&job](const scheduler::Progress& p) { job.set_progress(progress_json(p)); };
-    const auto publish = [&job, &out, nrhs](int64_t row_begin, int64_t rows, const double* x) {
-      if (!out) return job.publish_rows(row_begin, rows, x);
-      Status st = write_rows(*out, row_begin, rows, nrhs, x);
-      return st.is_ok() ? st : st.with_context("writing the solution into the client's file (out)");
-    };
-    callbacks.on_solution_chunk = [&publish, &published](int64_t row_begin, int64_t rows, const double* x) {
-      STRIPESOLVE_RETURN_IF_ERROR(publish(row_begin, rows, x));
-      published += rows;
-      return Status::ok();
-    };
-    scheduler::TraceRecorder trace;
-    auto report = scheduler::solve_dense(store, params.matrix, b.data(), nrhs, params.options, engine,
-                                         *token, callbacks, &trace);
-    job.set_engine_trace(trace.to_json());
-    if (!report.is_ok()) return report.status();
-    if (published.load() == 0 && report->x.size() == static_cast<size_t>(n * nrhs)) {
-      // The engine handed X only at the end: publish it in one piece.
-      STRIPESOLVE_RETURN_IF_ERROR(publish(0, n, report->x.data()));
-    } else if (published.load() != n) {
-      return Status::internal(fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
-    }
-    const auto& r = *report;
-    // Figures the engine does not track (growth on the GPU tier, rcond without stored factors) are < 0.
-    const auto figure = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v); };
-    ctx.log(fmt::format("backward error {:.3e} (tolerance {:.3e}, {} refinement steps), rcond estimate {}, "
-                        "pivot growth {}", r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
-                        figure(r.rcond), figure(r.growth)));
-    ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}", r.residual,
-                        r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
+        // The token outlives this call: a cancel hook may run after the solve returned.
+        auto token = std::make_shared<scheduler::CancelToken>();
+        // A stop for a restart keeps the factorization's durable progress for the next run.
+        ctx.job().on_cancel([token, &job = ctx.job()] { token->cancel(job.cancel_for_restart()); });
+        std::atomic<int64_t> published{0};
+        Job& job = ctx.job();
+        scheduler::SolveCallbacks callbacks;
+        callbacks.on_progress = [&job](const scheduler::Progress& p) {
+          job.set_progress(progress_json(p));
+        };
+        const auto publish = [&job, &out, nrhs](int64_t row_begin, int64_t rows, const double* x) {
+          if (!out) return job.publish_rows(row_begin, rows, x);
+          Status st = write_rows(*out, row_begin, rows, nrhs, x);
+          return st.is_ok() ? st
+                            : st.with_context("writing the solution into the client's file (out)");
+        };
+        callbacks.on_solution_chunk = [&publish, &published](int64_t row_begin, int64_t rows,
+                                                             const double* x) {
+          STRIPESOLVE_RETURN_IF_ERROR(publish(row_begin, rows, x));
+          published += rows;
+          return Status::ok();
+        };
+        scheduler::TraceRecorder trace;
+        auto report = scheduler::solve_dense(store, params.matrix, b.data(), nrhs, params.options,
+                                             engine, *token, callbacks, &trace);
+        job.set_engine_trace(trace.to_json());
+        if (!report.is_ok()) return report.status();
+        if (published.load() == 0 && report->x.size() == static_cast<size_t>(n * nrhs)) {
+          // The engine handed X only at the end: publish it in one piece.
+          STRIPESOLVE_RETURN_IF_ERROR(publish(0, n, report->x.data()));
+        } else if (published.load() != n) {
+          return Status::internal(
+              fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
+        }
+        const auto& r = *report;
+        // Figures the engine does not track (growth on the GPU tier, rcond without stored factors)
+        // are < 0.
+        const auto figure = [](double v) {
+          return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v);
+        };
+        ctx.log(fmt::format(
+            "backward error {:.3e} (tolerance {:.3e}, {} refinement steps), rcond estimate {}, "
+            "pivot growth {}",
+            r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
+            figure(r.rcond), figure(r.growth)));
+        ctx.log(
+            fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}",
+                        r.residual, r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
                         format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
                         r.reused_factors ? ", reused factors " + r.factor_name : ""));
-    nlohmann::json result{{"matrix", params.matrix},
-                          {"shape", {n, nrhs}},
-                          {"residual", r.residual},
-                          {"residual_history", r.residual_history},
-                          {"backward_error", r.residual},
-                          {"tolerance", r.tolerance},
-                          {"refinement_steps", r.residual_history.empty() ? 0 : r.residual_history.size() - 1},
-                          {"rcond", r.rcond},
-                          {"growth", r.growth},
-                          {"seconds", r.seconds},
-                          {"factor_seconds", r.factor_seconds},
-                          {"gflops", r.gflops},
-                          {"backend", r.backend},
-                          {"io_read_bytes", r.io_read_bytes},
-                          {"io_written_bytes", r.io_written_bytes},
-                          {"cache_hits", r.cache_hits},
-                          {"cache_misses", r.cache_misses},
-                          {"cache_peak_bytes", r.cache_peak_bytes},
-                          {"cache_budget", r.cache_budget},
-                          {"factor", r.factor_name},
-                          {"reused_factors", r.reused_factors},
-                          {"stripes", r.plan.stripes},
-                          {"stripe_rows", r.plan.stripe_rows}};
-    if (!r.device.empty()) result["device"] = r.device;
-    if (r.resumed) {
-      // A factorization a crash interrupted, resumed from its durable progress (docs/operations.md).
-      ctx.log(fmt::format("resumed the factorization: {} stripes and {} stripe updates were durable and not "
-                          "done again", r.resumed_eliminations, r.resumed_updates));
-      result["resumed"] = {{"eliminations", r.resumed_eliminations}, {"updates", r.resumed_updates}};
-    }
-    // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
-    if (!r.warning.empty()) result["warning"] = r.warning;
-    if (out) result["output"] = {{"bytes", out->file_bytes()}};
-    return result;
-  });
+        nlohmann::json result{
+            {"matrix", params.matrix},
+            {"shape", {n, nrhs}},
+            {"residual", r.residual},
+            {"residual_history", r.residual_history},
+            {"backward_error", r.residual},
+            {"tolerance", r.tolerance},
+            {"refinement_steps", r.residual_history.empty() ? 0 : r.residual_history.size() - 1},
+            {"rcond", r.rcond},
+            {"growth", r.growth},
+            {"seconds", r.seconds},
+            {"factor_seconds", r.factor_seconds},
+            {"gflops", r.gflops},
+            {"backend", r.backend},
+            {"io_read_bytes", r.io_read_bytes},
+            {"io_written_bytes", r.io_written_bytes},
+            {"cache_hits", r.cache_hits},
+            {"cache_misses", r.cache_misses},
+            {"cache_peak_bytes", r.cache_peak_bytes},
+            {"cache_budget", r.cache_budget},
+            {"factor", r.factor_name},
+            {"reused_factors", r.reused_factors},
+            {"stripes", r.plan.stripes},
+            {"stripe_rows", r.plan.stripe_rows}};
+        if (!r.device.empty()) result["device"] = r.device;
+        if (r.resumed) {
+          // A factorization a crash interrupted, resumed from its durable progress
+          // (docs/operations.md).
+          ctx.log(fmt::format(
+              "resumed the factorization: {} stripes and {} stripe updates were durable and not "
+              "done again",
+              r.resumed_eliminations, r.resumed_updates));
+          result["resumed"] = {{"eliminations", r.resumed_eliminations},
+                               {"updates", r.resumed_updates}};
+        }
+        // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
+        if (!r.warning.empty()) result["warning"] = r.warning;
+        if (out) result["output"] = {{"bytes", out->file_bytes()}};
+        return result;
+      });
 }
 
 }  // namespace stripesolve::daemon

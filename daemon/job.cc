@@ -26,12 +26,18 @@ std::string iso_time(Clock::time_point t) {
 
 std::string_view job_state_name(JobState s) {
   switch (s) {
-    case JobState::kPending: return "PENDING";
-    case JobState::kRunning: return "RUNNING";
-    case JobState::kCompleted: return "COMPLETED";
-    case JobState::kCompletedWithWarning: return "COMPLETED_WITH_WARNING";
-    case JobState::kFailed: return "FAILED";
-    case JobState::kCancelled: return "CANCELLED";
+    case JobState::kPending:
+      return "PENDING";
+    case JobState::kRunning:
+      return "RUNNING";
+    case JobState::kCompleted:
+      return "COMPLETED";
+    case JobState::kCompletedWithWarning:
+      return "COMPLETED_WITH_WARNING";
+    case JobState::kFailed:
+      return "FAILED";
+    case JobState::kCancelled:
+      return "CANCELLED";
   }
   return "?";
 }
@@ -46,19 +52,29 @@ bool has_result(JobState s) {
 
 std::string_view lane_name(Lane lane) {
   switch (lane) {
-    case Lane::kSmall: return "small";
-    case Lane::kDense: return "dense";
-    case Lane::kTridiag: return "tridiag";
+    case Lane::kSmall:
+      return "small";
+    case Lane::kDense:
+      return "dense";
+    case Lane::kTridiag:
+      return "tridiag";
   }
   return "?";
 }
 
-bool may_access(uid_t requester, uid_t owner) { return requester == 0 || requester == owner; }
+bool may_access(uid_t requester, uid_t owner) {
+  return requester == 0 || requester == owner;
+}
 
 Job::Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json params,
          std::vector<UniqueFd> files)
-    : id_(id), owner_(owner), type_(std::move(type)), lane_(lane), params_(std::move(params)),
-      created_(Clock::now()), files_(std::move(files)) {}
+    : id_(id),
+      owner_(owner),
+      type_(std::move(type)),
+      lane_(lane),
+      params_(std::move(params)),
+      created_(Clock::now()),
+      files_(std::move(files)) {}
 
 int Job::file(size_t index) const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -88,10 +104,12 @@ JobState Job::state() const {
 
 bool Job::legal_edge(JobState from, JobState to) const {
   switch (from) {
-    case JobState::kPending: return to == JobState::kRunning || to == JobState::kCancelled;
+    case JobState::kPending:
+      return to == JobState::kRunning || to == JobState::kCancelled;
     case JobState::kRunning:
       return has_result(to) || to == JobState::kFailed || to == JobState::kCancelled;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -200,7 +218,8 @@ Job::LogSlice Job::log_since(uint64_t from) const {
   slice.first = std::max(from, log_dropped_);
   slice.next = log_dropped_ + log_.size();
   if (slice.first < slice.next) {
-    slice.lines.assign(log_.begin() + static_cast<std::ptrdiff_t>(slice.first - log_dropped_), log_.end());
+    slice.lines.assign(log_.begin() + static_cast<std::ptrdiff_t>(slice.first - log_dropped_),
+                       log_.end());
   } else {
     slice.first = slice.next;
   }
@@ -235,20 +254,28 @@ std::string Job::trace_json() const {
     }
   }
   for (const TraceSpan& s : spans_) {
-    events.push_back({{"name", s.name}, {"cat", s.category}, {"ph", "X"}, {"ts", s.start_us},
-                      {"dur", s.duration_us}, {"pid", 1}, {"tid", s.tid}});
+    events.push_back({{"name", s.name},
+                      {"cat", s.category},
+                      {"ph", "X"},
+                      {"ts", s.start_us},
+                      {"dur", s.duration_us},
+                      {"pid", 1},
+                      {"tid", s.tid}});
   }
-  nlohmann::json out = {{"traceEvents", events}, {"displayTimeUnit", "ms"},
+  nlohmann::json out = {{"traceEvents", events},
+                        {"displayTimeUnit", "ms"},
                         {"otherData", {{"job", id_}, {"type", type_}}}};
   return out.dump();
 }
 
 Status Job::begin_solution(int64_t n, int64_t nrhs) {
   if (n <= 0 || nrhs <= 0) {
-    return Status::invalid_argument(fmt::format("solution shape ({}, {}) must be positive", n, nrhs));
+    return Status::invalid_argument(
+        fmt::format("solution shape ({}, {}) must be positive", n, nrhs));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (solution_ != nullptr || fetched_) return Status::failed_precondition("solution already begun");
+  if (solution_ != nullptr || fetched_)
+    return Status::failed_precondition("solution already begun");
   solution_ = std::make_shared<std::vector<double>>(static_cast<size_t>(n * nrhs), 0.0);
   n_ = n;
   nrhs_ = nrhs;
@@ -285,12 +312,14 @@ Status Job::set_solution(std::vector<int64_t> array_shape, std::vector<double> v
   int64_t count = array_shape.empty() || array_shape.size() > 2 ? 0 : 1;
   for (int64_t d : array_shape) count *= d;
   if (count <= 0 || static_cast<size_t>(count) != values.size()) {
-    return Status::invalid_argument(fmt::format("solution of {} values does not fill an array of shape [{}]",
-                                                values.size(), fmt::join(array_shape, ", ")));
+    return Status::invalid_argument(
+        fmt::format("solution of {} values does not fill an array of shape [{}]", values.size(),
+                    fmt::join(array_shape, ", ")));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (solution_ != nullptr || fetched_) return Status::failed_precondition("solution already begun");
+    if (solution_ != nullptr || fetched_)
+      return Status::failed_precondition("solution already begun");
     solution_ = std::make_shared<std::vector<double>>(std::move(values));
     n_ = count;
     nrhs_ = 1;
@@ -363,7 +392,8 @@ void Job::restore_history(History history) {
   finished_ = history.finished;
   result_ = std::move(history.result);
   error_ = std::move(history.error);
-  log_.assign(std::make_move_iterator(history.log.begin()), std::make_move_iterator(history.log.end()));
+  log_.assign(std::make_move_iterator(history.log.begin()),
+              std::make_move_iterator(history.log.end()));
   while (log_.size() > kMaxLogLines) {
     log_.pop_front();
     ++log_dropped_;
@@ -425,11 +455,15 @@ nlohmann::json Job::to_json() const {
     j["error"] = {{"code", std::string(status_code_name(error_.code()))},
                   {"message", error_.message()}};
   }
-  if (n_ > 0) j["solution"] = {{"shape", {n_, nrhs_}}, {"rows_ready", [&] {
-    int64_t r = 0;
-    for (auto& p : published_) r += p.rows;
-    return r;
-  }()}, {"fetched", fetched_}};
+  if (n_ > 0)
+    j["solution"] = {{"shape", {n_, nrhs_}},
+                     {"rows_ready",
+                      [&] {
+                        int64_t r = 0;
+                        for (auto& p : published_) r += p.rows;
+                        return r;
+                      }()},
+                     {"fetched", fetched_}};
   if (!array_shape_.empty()) j["solution"]["array_shape"] = array_shape_;
   return j;
 }

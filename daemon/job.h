@@ -132,7 +132,10 @@ class Job {
   // The .npy shape set by set_solution(); empty for begin_solution() (the client then writes
   // (n,) or (n, nrhs)).
   std::vector<int64_t> array_shape() const;
-  struct RowRange { int64_t row_begin; int64_t rows; };
+  struct RowRange {
+    int64_t row_begin;
+    int64_t rows;
+  };
   // Published ranges from index `from` on (in publication order) and the shape (0 if none).
   std::vector<RowRange> published_since(size_t from, int64_t* n, int64_t* nrhs) const;
   bool has_solution() const;
@@ -195,26 +198,26 @@ class Job {
   std::function<void(const Job&)> state_hook_;  // set before sharing, then read only
 
   mutable std::mutex mu_;
-  JobState state_ = JobState::kPending;                    // guarded by mu_
-  Clock::time_point started_{}, finished_{};               // guarded by mu_
-  nlohmann::json progress_ = nlohmann::json::object();    // guarded by mu_
-  nlohmann::json result_;                                  // guarded by mu_
-  Status error_;                                           // guarded by mu_
-  std::deque<std::string> log_;                            // guarded by mu_
-  uint64_t log_dropped_ = 0;  // lines dropped from log_'s front; guarded by mu_
-  std::vector<TraceSpan> spans_;                           // guarded by mu_
-  std::string engine_trace_;                               // guarded by mu_
-  std::vector<std::function<void()>> cancel_hooks_;        // guarded by mu_
+  JobState state_ = JobState::kPending;                 // guarded by mu_
+  Clock::time_point started_{}, finished_{};            // guarded by mu_
+  nlohmann::json progress_ = nlohmann::json::object();  // guarded by mu_
+  nlohmann::json result_;                               // guarded by mu_
+  Status error_;                                        // guarded by mu_
+  std::deque<std::string> log_;                         // guarded by mu_
+  uint64_t log_dropped_ = 0;      // lines dropped from log_'s front; guarded by mu_
+  std::vector<TraceSpan> spans_;  // guarded by mu_
+  std::string engine_trace_;      // guarded by mu_
+  std::vector<std::function<void()>> cancel_hooks_;                    // guarded by mu_
   std::vector<std::pair<uint64_t, std::function<void()>>> listeners_;  // guarded by mu_
-  uint64_t next_listener_ = 1;                             // guarded by mu_
+  uint64_t next_listener_ = 1;                                         // guarded by mu_
   // Solution (row-major n x nrhs). The vector is sized once in begin_solution().
-  std::shared_ptr<std::vector<double>> solution_;          // pointer guarded by mu_
-  int64_t n_ = 0, nrhs_ = 0;                               // guarded by mu_
-  std::vector<int64_t> array_shape_;                       // guarded by mu_
-  std::vector<RowRange> published_;                        // guarded by mu_
-  bool fetched_ = false;                                   // guarded by mu_
-  std::string result_location_;                            // guarded by mu_
-  std::vector<UniqueFd> files_;                            // guarded by mu_
+  std::shared_ptr<std::vector<double>> solution_;  // pointer guarded by mu_
+  int64_t n_ = 0, nrhs_ = 0;                       // guarded by mu_
+  std::vector<int64_t> array_shape_;               // guarded by mu_
+  std::vector<RowRange> published_;                // guarded by mu_
+  bool fetched_ = false;                           // guarded by mu_
+  std::string result_location_;                    // guarded by mu_
+  std::vector<UniqueFd> files_;                    // guarded by mu_
 };
 
 }  // namespace stripesolve::daemon

@@ -14,7 +14,9 @@ namespace stripesolve::daemon {
 namespace {
 
 // A descriptor index: a non-negative integer (JSON built in memory may hold it signed).
-bool is_index(const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() >= 0; }
+bool is_index(const nlohmann::json& v) {
+  return v.is_number_integer() && v.get<int64_t>() >= 0;
+}
 
 std::string_view file_type_name(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
@@ -35,12 +37,13 @@ Status check_regular(int fd, std::string_view field) {
         fmt::format("field '{}': the descriptor is an O_PATH handle, not an open file", field));
   }
 #endif
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) return Status::from_errno(errno, fmt::format("field '{}': fstat", field));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return Status::from_errno(errno, fmt::format("field '{}': fstat", field));
   if (!S_ISREG(st.st_mode)) {
-    return Status::invalid_argument(fmt::format(
-        "field '{}': the descriptor is {}; only regular files are read or written", field,
-        file_type_name(st.st_mode)));
+    return Status::invalid_argument(
+        fmt::format("field '{}': the descriptor is {}; only regular files are read or written",
+                    field, file_type_name(st.st_mode)));
   }
   return Status::ok();
 }
@@ -53,8 +56,8 @@ Result<int> passed_file(const JobContext& ctx, std::string_view field) {
   const nlohmann::json& index = job[field]["fd"];
   const int fd = is_index(index) ? ctx.file(index.get<size_t>()) : -1;
   if (fd < 0) {
-    return Status::invalid_argument(fmt::format("field '{}': no descriptor {} was passed", field,
-                                                index.dump()));
+    return Status::invalid_argument(
+        fmt::format("field '{}': no descriptor {} was passed", field, index.dump()));
   }
   STRIPESOLVE_RETURN_IF_ERROR(check_regular(fd, field));
   return fd;
@@ -79,9 +82,8 @@ Status check_passed_files(const nlohmann::json& job, const std::vector<UniqueFd>
             index.dump(), files.size(), files.size() == 1 ? " was" : "s were"));
       }
       if (!named.insert(index.get<uint64_t>()).second) {
-        return Status::invalid_argument(
-            fmt::format("field '{}' names descriptor {}, which another field names too", key,
-                        index.dump()));
+        return Status::invalid_argument(fmt::format(
+            "field '{}' names descriptor {}, which another field names too", key, index.dump()));
       }
     }
   }

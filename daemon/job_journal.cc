@@ -50,7 +50,8 @@ double to_seconds(Clock::time_point t) {
 
 Clock::time_point from_seconds(double s) {
   if (s <= 0) return {};
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
+  return Clock::time_point(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
 }
 
 Status sqlite_error(sqlite3* db, std::string_view what) {
@@ -60,7 +61,9 @@ Status sqlite_error(sqlite3* db, std::string_view what) {
 // A prepared statement that finalizes itself.
 class Statement {
  public:
-  Statement(sqlite3* db, const char* sql) : db_(db) { rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr); }
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+  }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
@@ -68,7 +71,9 @@ class Statement {
   sqlite3_stmt* get() { return stmt_; }
   void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void bind(int i, const std::string& v) { sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT); }
+  void bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  }
   void bind_null(int i) { sqlite3_bind_null(stmt_, i); }
   // Runs a statement that returns no rows.
   Status run(std::string_view what) {
@@ -118,7 +123,8 @@ Status fsync_dir(const std::string& dir) {
   if (fd < 0) return Status::io_error(fmt::format("opening {}: {}", dir, std::strerror(errno)));
   const int rc = ::fsync(fd);
   ::close(fd);
-  return rc == 0 ? Status::ok() : Status::io_error(fmt::format("fsync {}: {}", dir, std::strerror(errno)));
+  return rc == 0 ? Status::ok()
+                 : Status::io_error(fmt::format("fsync {}: {}", dir, std::strerror(errno)));
 }
 
 }  // namespace
@@ -126,11 +132,15 @@ Status fsync_dir(const std::string& dir) {
 Result<std::unique_ptr<JobJournal>> JobJournal::open(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir + "/results", ec);
-  if (ec) return Status::io_error(fmt::format("cannot create the state directory {}: {}", dir, ec.message()));
-  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);  // job requests are private
+  if (ec)
+    return Status::io_error(
+        fmt::format("cannot create the state directory {}: {}", dir, ec.message()));
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               ec);  // job requests are private
   const std::string path = dir + "/state.db";
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
     Status st = Status::io_error(fmt::format("job journal: cannot open {}: {}", path,
                                              db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
@@ -143,10 +153,12 @@ Result<std::unique_ptr<JobJournal>> JobJournal::open(const std::string& dir) {
   STRIPESOLVE_RETURN_IF_ERROR(journal->exec("PRAGMA synchronous=FULL"));
   STRIPESOLVE_RETURN_IF_ERROR(journal->exec(kSchema));
   Statement version(db, "PRAGMA user_version");
-  if (!version.ok() || sqlite3_step(version.get()) != SQLITE_ROW) return sqlite_error(db, "reading user_version");
+  if (!version.ok() || sqlite3_step(version.get()) != SQLITE_ROW)
+    return sqlite_error(db, "reading user_version");
   const int found = sqlite3_column_int(version.get(), 0);
   if (found == 0) {
-    STRIPESOLVE_RETURN_IF_ERROR(journal->exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str()));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        journal->exec(fmt::format("PRAGMA user_version={}", kSchemaVersion).c_str()));
   } else if (found != kSchemaVersion) {
     return Status::failed_precondition(fmt::format(
         "job journal {} has schema version {}, this daemon knows {}", path, found, kSchemaVersion));
@@ -154,20 +166,24 @@ Result<std::unique_ptr<JobJournal>> JobJournal::open(const std::string& dir) {
   return journal;
 }
 
-JobJournal::~JobJournal() { sqlite3_close(db_); }
+JobJournal::~JobJournal() {
+  sqlite3_close(db_);
+}
 
 Status JobJournal::exec(const char* sql) const {
   char* message = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) == SQLITE_OK) return Status::ok();
-  Status st = Status::io_error(fmt::format("job journal: {}", message != nullptr ? message : "error"));
+  Status st =
+      Status::io_error(fmt::format("job journal: {}", message != nullptr ? message : "error"));
   sqlite3_free(message);
   return st;
 }
 
 uint64_t JobJournal::next_id() const {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement s(db_, "SELECT max(value, (SELECT coalesce(max(id), 0) + 1 FROM jobs)) FROM meta "
-                   "WHERE key = 'next_job_id'");
+  Statement s(db_,
+              "SELECT max(value, (SELECT coalesce(max(id), 0) + 1 FROM jobs)) FROM meta "
+              "WHERE key = 'next_job_id'");
   if (!s.ok() || sqlite3_step(s.get()) != SQLITE_ROW) return 1;
   return static_cast<uint64_t>(sqlite3_column_int64(s.get(), 0));
 }
@@ -175,7 +191,8 @@ uint64_t JobJournal::next_id() const {
 Status JobJournal::record_submit(const Job& job) {
   std::lock_guard<std::mutex> lock(mu_);
   STRIPESOLVE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
-  Statement insert(db_, "INSERT INTO jobs (id, owner, type, params, state, created) VALUES (?, ?, ?, ?, ?, ?)");
+  Statement insert(
+      db_, "INSERT INTO jobs (id, owner, type, params, state, created) VALUES (?, ?, ?, ?, ?, ?)");
   insert.bind(1, static_cast<int64_t>(job.id()));
   insert.bind(2, static_cast<int64_t>(job.owner()));
   insert.bind(3, job.type());
@@ -205,12 +222,17 @@ Status JobJournal::record_state(const Job& job, const std::string& result_file) 
   const double now = to_seconds(Clock::now());
   std::lock_guard<std::mutex> lock(mu_);
   STRIPESOLVE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
-  Statement update(db_, "UPDATE jobs SET state = ?, started = ?, finished = ?, result = ?, error_code = ?, "
-                        "error_message = ?, log = ?, result_file = coalesce(?, result_file) WHERE id = ?");
+  Statement update(
+      db_,
+      "UPDATE jobs SET state = ?, started = ?, finished = ?, result = ?, error_code = ?, "
+      "error_message = ?, log = ?, result_file = coalesce(?, result_file) WHERE id = ?");
   update.bind(1, std::string(job_state_name(state)));
   update.bind(2, to_seconds(job.started()));
   update.bind(3, to_seconds(job.finished()));
-  if (result.is_null()) update.bind_null(4); else update.bind(4, result.dump());
+  if (result.is_null())
+    update.bind_null(4);
+  else
+    update.bind(4, result.dump());
   if (error.is_ok()) {
     update.bind_null(5);
     update.bind_null(6);
@@ -219,7 +241,10 @@ Status JobJournal::record_state(const Job& job, const std::string& result_file) 
     update.bind(6, error.message());
   }
   update.bind(7, log.dump());
-  if (result_file.empty()) update.bind_null(8); else update.bind(8, result_file);
+  if (result_file.empty())
+    update.bind_null(8);
+  else
+    update.bind(8, result_file);
   update.bind(9, static_cast<int64_t>(job.id()));
   Status st = update.run("recording a state change");
   Statement transition(db_, "INSERT INTO transitions (job, state, time) VALUES (?, ?, ?)");
@@ -254,14 +279,17 @@ Status JobJournal::forget(uint64_t id) {
     }
     STRIPESOLVE_RETURN_IF_ERROR(exec("COMMIT"));
   }
-  if (!file.empty()) ::unlink(file.c_str());  // after the row: a crash leaves a stray file, never a dangling row
+  if (!file.empty())
+    ::unlink(file.c_str());  // after the row: a crash leaves a stray file, never a dangling row
   return Status::ok();
 }
 
 Result<std::vector<JournalRecord>> JobJournal::load() const {
   std::lock_guard<std::mutex> lock(mu_);
-  Statement q(db_, "SELECT id, owner, type, params, state, created, started, finished, result, error_code, "
-                   "error_message, log, result_file FROM jobs ORDER BY id");
+  Statement q(
+      db_,
+      "SELECT id, owner, type, params, state, created, started, finished, result, error_code, "
+      "error_message, log, result_file FROM jobs ORDER BY id");
   if (!q.ok()) return sqlite_error(db_, "loading jobs");
   std::vector<JournalRecord> out;
   int rc;
@@ -302,12 +330,14 @@ Result<std::string> JobJournal::store_solution(const Job& job) const {
   if (buffer == nullptr || n <= 0) return Status::failed_precondition("the job kept no solution");
   const std::string path = fmt::format("{}/results/job-{}.npy", dir_, job.id());
   const std::string tmp = path + ".tmp";
-  const std::string header = protocol::make_npy_header({n, nrhs}, false, protocol::NpyDtype::kFloat64);
+  const std::string header =
+      protocol::make_npy_header({n, nrhs}, false, protocol::NpyDtype::kFloat64);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::io_error(fmt::format("creating {}: {}", tmp, std::strerror(errno)));
   Status st = write_all(fd, header.data(), header.size(), tmp);
   if (st.is_ok()) st = write_all(fd, buffer->data(), buffer->size() * sizeof(double), tmp);
-  if (st.is_ok() && ::fdatasync(fd) != 0) st = Status::io_error(fmt::format("fdatasync {}: {}", tmp, std::strerror(errno)));
+  if (st.is_ok() && ::fdatasync(fd) != 0)
+    st = Status::io_error(fmt::format("fdatasync {}: {}", tmp, std::strerror(errno)));
   ::close(fd);
   if (st.is_ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     st = Status::io_error(fmt::format("renaming {}: {}", tmp, std::strerror(errno)));
@@ -322,7 +352,9 @@ Result<std::string> JobJournal::store_solution(const Job& job) const {
 
 Status JobJournal::load_solution(const std::string& path, Job& job) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::not_found(fmt::format("the stored solution {} is gone: {}", path, std::strerror(errno)));
+  if (fd < 0)
+    return Status::not_found(
+        fmt::format("the stored solution {} is gone: {}", path, std::strerror(errno)));
   std::string bytes;
   char buf[1 << 16];
   ssize_t n;
@@ -332,7 +364,8 @@ Status JobJournal::load_solution(const std::string& path, Job& job) {
   ::close(fd);
   if (n < 0) return Status::io_error(fmt::format("reading {}: {}", path, std::strerror(errno)));
   int64_t rows = 0, cols = 0;
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> x, protocol::npy_to_column_major(bytes, &rows, &cols));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> x,
+                               protocol::npy_to_column_major(bytes, &rows, &cols));
   STRIPESOLVE_RETURN_IF_ERROR(job.begin_solution(rows, cols));
   return job.publish_rows(0, rows, x.data());
 }

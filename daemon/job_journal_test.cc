@@ -1,6 +1,5 @@
 #include "daemon/job_journal.h"
 
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -8,6 +7,8 @@
 #include <map>
 #include <mutex>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "daemon/job_manager.h"
 
@@ -46,7 +47,8 @@ JobRegistry registry_with(Blocker& blocker, std::atomic<int>* runs = nullptr) {
     STRIPESOLVE_RETURN_IF_ERROR(ctx.job().publish_rows(0, 3, x));
     return nlohmann::json{{"residual", 0.0}};
   });
-  r.add("batch", Lane::kTridiag, [](JobContext&) -> Result<nlohmann::json> { return nlohmann::json::object(); });
+  r.add("batch", Lane::kTridiag,
+        [](JobContext&) -> Result<nlohmann::json> { return nlohmann::json::object(); });
   return r;
 }
 
@@ -96,7 +98,8 @@ TEST(JobJournalTest, ARestartRequeuesPendingAndRunningJobsAndKeepsFinishedOnes) 
     auto journal = JobJournal::open(dir);
     ASSERT_TRUE(journal.is_ok());
     Blocker blocker;
-    auto manager = std::make_unique<JobManager>(JobManagerConfig{}, registry_with(blocker), journal->get());
+    auto manager =
+        std::make_unique<JobManager>(JobManagerConfig{}, registry_with(blocker), journal->get());
     JobManager& m = *manager;
     auto done = m.submit(1000, {{"type", "solve"}});
     ASSERT_TRUE(done.is_ok());
@@ -170,7 +173,8 @@ TEST(JobJournalTest, ARestartRequeuesPendingAndRunningJobsAndKeepsFinishedOnes) 
     auto failed = m.find(1000, id);
     ASSERT_TRUE(failed.is_ok());
     EXPECT_EQ((*failed)->state(), JobState::kFailed);
-    EXPECT_NE((*failed)->error().message().find("the daemon restarted; submit again"), std::string::npos);
+    EXPECT_NE((*failed)->error().message().find("the daemon restarted; submit again"),
+              std::string::npos);
   }
   // New ids continue after the old ones.
   auto next = m.submit(1000, {{"type", "solve"}});

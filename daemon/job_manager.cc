@@ -14,7 +14,8 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
 }
 
 double millis_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 // Runs a job's runner so that nothing it throws leaves the worker thread: an exception escaping
@@ -25,8 +26,9 @@ Result<nlohmann::json> run_guarded(const JobType& type, JobContext& ctx) {
   try {
     return type.run(ctx);
   } catch (const std::bad_alloc&) {
-    return Status::resource_exhausted("the daemon ran out of memory while running this job "
-                                      "(std::bad_alloc); try a smaller request");
+    return Status::resource_exhausted(
+        "the daemon ran out of memory while running this job "
+        "(std::bad_alloc); try a smaller request");
   } catch (const std::exception& e) {
     return Status::internal(fmt::format("the job stopped on an unexpected error: {}", e.what()));
   } catch (...) {
@@ -82,9 +84,12 @@ JobManager::JobManager(JobManagerConfig config, JobRegistry registry, JobJournal
 
 JobManager::LaneQueue& JobManager::lane_queue(Lane lane) {
   switch (lane) {
-    case Lane::kSmall: return small_;
-    case Lane::kDense: return dense_;
-    case Lane::kTridiag: return tridiag_;
+    case Lane::kSmall:
+      return small_;
+    case Lane::kDense:
+      return dense_;
+    case Lane::kTridiag:
+      return tridiag_;
   }
   return small_;
 }
@@ -107,7 +112,8 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
   if (!spec.is_object()) return Status::invalid_argument("job must be an object");
   auto type_it = spec.find("type");
   if (type_it == spec.end() || !type_it->is_string()) {
-    return Status::invalid_argument("job has no string field 'type' (known: " + registry_.names() + ")");
+    return Status::invalid_argument("job has no string field 'type' (known: " + registry_.names() +
+                                    ")");
   }
   const std::string type = type_it->get<std::string>();
   const JobType* jt = registry_.find(type);
@@ -123,15 +129,19 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
     }
     const auto nfiles = static_cast<int64_t>(files.size());
     if (nfiles > 0 && files_held_[owner] + nfiles > config_.max_files_per_uid) {
-      return Status::resource_exhausted(fmt::format(
-          "the jobs of uid {} already hold {} files (limit daemon.limits.max_job_files_per_uid = "
-          "{}); wait for some to end", owner, files_held_[owner], config_.max_files_per_uid))
+      return Status::resource_exhausted(fmt::format("the jobs of uid {} already hold {} files "
+                                                    "(limit daemon.limits.max_job_files_per_uid = "
+                                                    "{}); wait for some to end",
+                                                    owner, files_held_[owner],
+                                                    config_.max_files_per_uid))
           .set_retryable();
     }
     if (static_cast<int64_t>(jobs_.size()) >= config_.max_jobs) {
-      return Status::resource_exhausted(fmt::format(
-          "too many jobs kept ({}, limit daemon.limits.max_jobs); fetch or wait for results to expire",
-          jobs_.size())).set_retryable();
+      return Status::resource_exhausted(
+                 fmt::format("too many jobs kept ({}, limit daemon.limits.max_jobs); fetch or wait "
+                             "for results to expire",
+                             jobs_.size()))
+          .set_retryable();
     }
     job = std::make_shared<Job>(next_id_++, owner, type, jt->lane, spec, std::move(files));
     job->set_state_hook([this](const Job& j) { journal_state(j); });
@@ -141,7 +151,8 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
       Status recorded = journal_->record_submit(*job);
       log_->debug("job {} PENDING journaled in {:.2f} ms", job->id(), millis_since(start));
       if (!recorded.is_ok()) {
-        return Status::unavailable("the job journal could not record the job: " + recorded.message())
+        return Status::unavailable("the job journal could not record the job: " +
+                                   recorded.message())
             .set_retryable();
       }
     }
@@ -151,7 +162,8 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
     ++submitted_total_;
     ++active_;
   }
-  log_->info("job {} {} submitted by uid {} ({} lane)", job->id(), type, owner, lane_name(jt->lane));
+  log_->info("job {} {} submitted by uid {} ({} lane)", job->id(), type, owner,
+             lane_name(jt->lane));
   job->append_log(fmt::format("submitted by uid {}", owner));
   cv_.notify_all();
   return job;
@@ -204,7 +216,8 @@ size_t JobManager::expire(Clock::time_point now) {
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       const JobState s = it->second->state();
       if (is_terminal(s) && it->second->finished() + config_.result_ttl <= now) {
-        log_->info("job {} expired ({} for longer than the result ttl)", it->first, job_state_name(s));
+        log_->info("job {} expired ({} for longer than the result ttl)", it->first,
+                   job_state_name(s));
         expired.push_back(it->first);
         it = jobs_.erase(it);
       } else {
@@ -214,7 +227,8 @@ size_t JobManager::expire(Clock::time_point now) {
   }
   if (journal_ != nullptr) {
     for (uint64_t id : expired) {
-      if (Status st = journal_->forget(id); !st.is_ok()) log_->warn("job {}: {}", id, st.to_string());
+      if (Status st = journal_->forget(id); !st.is_ok())
+        log_->warn("job {}: {}", id, st.to_string());
     }
   }
   return expired.size();
@@ -238,8 +252,9 @@ void JobManager::cancel_all() {
     // With a journal the job runs again after the restart: what it keeps (a half-made factor's
     // progress) is not lost.
     job->request_cancel(journal_ != nullptr);
-    const Status reason = journal_ != nullptr ? Status::unavailable(std::string(kStoppedByShutdownMessage))
-                                              : Status::cancelled("cancelled at daemon shutdown while pending");
+    const Status reason = journal_ != nullptr
+                              ? Status::unavailable(std::string(kStoppedByShutdownMessage))
+                              : Status::cancelled("cancelled at daemon shutdown while pending");
     if (job->cancel_if_pending(reason)) {
       job->append_log("cancelled at daemon shutdown while pending");
       release_files(*job);
@@ -261,12 +276,24 @@ JobManager::Counts JobManager::counts() const {
   c.submitted_total = submitted_total_;
   for (const auto& [id, job] : jobs_) {
     switch (job->state()) {
-      case JobState::kPending: ++c.pending; break;
-      case JobState::kRunning: ++c.running; break;
-      case JobState::kCompleted: ++c.completed; break;
-      case JobState::kCompletedWithWarning: ++c.completed_with_warning; break;
-      case JobState::kFailed: ++c.failed; break;
-      case JobState::kCancelled: ++c.cancelled; break;
+      case JobState::kPending:
+        ++c.pending;
+        break;
+      case JobState::kRunning:
+        ++c.running;
+        break;
+      case JobState::kCompleted:
+        ++c.completed;
+        break;
+      case JobState::kCompletedWithWarning:
+        ++c.completed_with_warning;
+        break;
+      case JobState::kFailed:
+        ++c.failed;
+        break;
+      case JobState::kCancelled:
+        ++c.cancelled;
+        break;
     }
   }
   return c;
@@ -359,9 +386,10 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
     ctx.log(fmt::format("stopped by the shutdown after {:.3f} s", secs));
     job->transition(JobState::kCancelled);
   } else if (job->cancel_requested() || result.status().code() == StatusCode::kCancelled) {
-    job->set_error(Status::cancelled(result.status().code() == StatusCode::kCancelled
-                                         ? result.status().message()
-                                         : "cancelled on request (" + result.status().message() + ")"));
+    job->set_error(
+        Status::cancelled(result.status().code() == StatusCode::kCancelled
+                              ? result.status().message()
+                              : "cancelled on request (" + result.status().message() + ")"));
     ctx.log(fmt::format("cancelled after {:.3f} s", secs));
     job->transition(JobState::kCancelled);
   } else {
@@ -390,10 +418,11 @@ void JobManager::journal_state(const Job& job) {
   }
   const auto start = std::chrono::steady_clock::now();
   Status st = journal_->record_state(job, job.result_location());
-  log_->debug("job {} {} journaled in {:.2f} ms", job.id(), job_state_name(job.state()), millis_since(start));
+  log_->debug("job {} {} journaled in {:.2f} ms", job.id(), job_state_name(job.state()),
+              millis_since(start));
   if (!st.is_ok()) {
-    log_->warn("job {}: the journal missed a state change ({}): {}", job.id(), job_state_name(job.state()),
-               st.to_string());
+    log_->warn("job {}: the journal missed a state change ({}): {}", job.id(),
+               job_state_name(job.state()), st.to_string());
   }
 }
 
@@ -426,7 +455,13 @@ Result<JobManager::Restored> JobManager::restore() {
     const Lane lane = jt != nullptr ? jt->lane : Lane::kSmall;
     auto job = std::make_shared<Job>(r.id, r.owner, r.type, lane, r.params);
     const JobState was = r.state;
-    Job::History h{was, r.created, r.started, r.finished, std::move(r.result), std::move(r.error), std::move(r.log)};
+    Job::History h{was,
+                   r.created,
+                   r.started,
+                   r.finished,
+                   std::move(r.result),
+                   std::move(r.error),
+                   std::move(r.log)};
     if (is_terminal(was)) {
       if (r.finished + config_.result_ttl <= now) {
         (void)journal_->forget(r.id);
@@ -435,7 +470,8 @@ Result<JobManager::Restored> JobManager::restore() {
       job->restore_history(std::move(h));
       if (!r.result_file.empty()) {
         if (Status st = JobJournal::load_solution(r.result_file, *job); !st.is_ok()) {
-          job->append_log("warning: the stored solution could not be read after the restart: " + st.to_string());
+          job->append_log("warning: the stored solution could not be read after the restart: " +
+                          st.to_string());
         }
       }
       ++counts.finished;
@@ -444,23 +480,29 @@ Result<JobManager::Restored> JobManager::restore() {
       // starts again from the stored matrix (a small job may have half done what it did).
       // An in-place solve that was running has overwritten part of its matrix: no re-run can
       // start from it (docs/operations.md).
-      const bool in_place_started = was == JobState::kRunning && r.params.value("in_place", false) == true;
-      const bool rerun = jt != nullptr && lane != Lane::kTridiag && !needs_process_inputs(r.params) &&
-                         !in_place_started && (was == JobState::kPending || lane == Lane::kDense);
+      const bool in_place_started =
+          was == JobState::kRunning && r.params.value("in_place", false) == true;
+      const bool rerun = jt != nullptr && lane != Lane::kTridiag &&
+                         !needs_process_inputs(r.params) && !in_place_started &&
+                         (was == JobState::kPending || lane == Lane::kDense);
       h.state = rerun ? JobState::kPending : JobState::kFailed;
       h.started = {};
       if (!rerun) {
         h.finished = now;
         if (jt == nullptr) {
-          h.error = Status::unavailable("the daemon restarted and no longer knows this job type; submit again");
+          h.error = Status::unavailable(
+              "the daemon restarted and no longer knows this job type; submit again");
         } else if (in_place_started) {
-          h.error = Status::failed_precondition(fmt::format(
-              "the daemon restarted during an in-place factorization: matrix '{}' was being overwritten and "
-              "must be re-imported ('stripesolve matrix rm', then import it again) before you submit again",
-              r.params.value("matrix", std::string())));
+          h.error = Status::failed_precondition(
+              fmt::format("the daemon restarted during an in-place factorization: matrix '{}' was "
+                          "being overwritten and "
+                          "must be re-imported ('stripesolve matrix rm', then import it again) "
+                          "before you submit again",
+                          r.params.value("matrix", std::string())));
         } else {
           h.error = Status::unavailable(
-              "the daemon restarted; submit again (its inputs lived only in the old process, or it was "
+              "the daemon restarted; submit again (its inputs lived only in the old process, or it "
+              "was "
               "running and may have half done its work)");
         }
       }

@@ -2,10 +2,11 @@
 //
 // Each job type is registered with a lane and a runner. Each lane (small, dense, tridiag) has its
 // own FIFO queue and its own worker threads (`concurrency`), so small jobs and tridiagonal
-// batches never wait behind a dense solve that holds the dense lane for hours. A runner is called on a worker thread with a JobContext; it returns the
-// job's result JSON or an error; a job whose cancel was requested and whose runner returns an
-// error ends CANCELLED, otherwise FAILED. A runner that throws (std::bad_alloc included) fails
-// its job with the exception's message; no job can end the worker thread or the process.
+// batches never wait behind a dense solve that holds the dense lane for hours. A runner is called
+// on a worker thread with a JobContext; it returns the job's result JSON or an error; a job whose
+// cancel was requested and whose runner returns an error ends CANCELLED, otherwise FAILED. A runner
+// that throws (std::bad_alloc included) fails its job with the exception's message; no job can end
+// the worker thread or the process.
 //
 // Ownership: every lookup takes the requesting uid; a job is visible to its owner and to root
 // only (may_access); other users get "job N not found", exactly as for a job that never existed.
@@ -73,7 +74,8 @@ using JobRunner = std::function<Result<nlohmann::json>(JobContext&)>;
 // The error of a job that a shutdown stopped while the journal keeps it to run again (code
 // kUnavailable, state CANCELLED): clients that wait reconnect and follow it on the next daemon.
 inline constexpr std::string_view kStoppedByShutdownMessage =
-    "stopped by the daemon's shutdown; the job journal keeps it, and the daemon runs it again when it "
+    "stopped by the daemon's shutdown; the job journal keeps it, and the daemon runs it again when "
+    "it "
     "starts (or fails it, saying why, if it cannot)";
 
 // What a submit (or an upload) gets while the daemon drains.
@@ -169,17 +171,18 @@ class JobManager {
   std::shared_ptr<spdlog::logger> log_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;       // queue changes, stop, job finished
+  std::condition_variable cv_;                     // queue changes, stop, job finished
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;  // guarded by mu_
   LaneQueue small_, dense_, tridiag_;  // queues guarded by mu_; workers fixed after construction
-  uint64_t next_id_ = 1;             // guarded by mu_
-  uint64_t submitted_total_ = 0;     // guarded by mu_
-  int64_t active_ = 0;               // pending + running, guarded by mu_
-  bool accepting_ = true;            // guarded by mu_
-  bool stopping_ = false;            // guarded by mu_
-  bool shutdown_cancel_ = false;     // cancel_all() ran; guarded by mu_
-  std::set<uint64_t> user_cancels_;  // jobs a user asked to cancel; guarded by mu_
-  std::map<uid_t, int64_t> files_held_;  // by owner, files of pending and running jobs; guarded by mu_
+  uint64_t next_id_ = 1;               // guarded by mu_
+  uint64_t submitted_total_ = 0;       // guarded by mu_
+  int64_t active_ = 0;                 // pending + running, guarded by mu_
+  bool accepting_ = true;              // guarded by mu_
+  bool stopping_ = false;              // guarded by mu_
+  bool shutdown_cancel_ = false;       // cancel_all() ran; guarded by mu_
+  std::set<uint64_t> user_cancels_;    // jobs a user asked to cancel; guarded by mu_
+  std::map<uid_t, int64_t>
+      files_held_;  // by owner, files of pending and running jobs; guarded by mu_
 };
 
 }  // namespace stripesolve::daemon

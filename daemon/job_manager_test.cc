@@ -1,9 +1,9 @@
 #include "daemon/job_manager.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <future>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::daemon {
 namespace {
@@ -128,7 +128,8 @@ TEST(JobManagerTest, TridiagLaneRunsWhileTheOtherLanesAreBusy) {
   r.add("batch", Lane::kTridiag, [](JobContext&) -> Result<nlohmann::json> {
     return nlohmann::json{{"solved", true}};
   });
-  JobManager m({.small_concurrency = 1, .dense_concurrency = 1, .tridiag_concurrency = 1}, std::move(r));
+  JobManager m({.small_concurrency = 1, .dense_concurrency = 1, .tridiag_concurrency = 1},
+               std::move(r));
   auto dense = *m.submit(1, {{"type", "gated"}});
   auto small = *m.submit(1, {{"type", "small_gated"}});
   while (dense->state() != JobState::kRunning || small->state() != JobState::kRunning) {

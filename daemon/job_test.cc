@@ -131,7 +131,8 @@ TEST(JobTest, SetSolutionPublishesAWholeArrayAsOneValueRows) {
 TEST(JobTest, TraceIsChromeJson) {
   Job job(4, 1000, "t", Lane::kSmall, nlohmann::json::object());
   job.add_trace_span({"run t", "job", 10, 20, 0});
-  job.set_engine_trace(R"({"traceEvents":[{"name":"elim.I","ph":"X","ts":1,"dur":2,"pid":1,"tid":3}]})");
+  job.set_engine_trace(
+      R"({"traceEvents":[{"name":"elim.I","ph":"X","ts":1,"dur":2,"pid":1,"tid":3}]})");
   auto j = nlohmann::json::parse(job.trace_json());
   ASSERT_EQ(j["traceEvents"].size(), 2u);
   EXPECT_EQ(j["traceEvents"][0]["name"], "elim.I");

@@ -1,5 +1,6 @@
-// stripesolved: the stripesolve daemon. `stripesolved [--config FILE] [--check-config] [--socket PATH]`.
-// Exit codes: 0 clean stop, 1 runtime failure (socket busy, store unusable), 2 bad configuration.
+// stripesolved: the stripesolve daemon. `stripesolved [--config FILE] [--check-config] [--socket
+// PATH]`. Exit codes: 0 clean stop, 1 runtime failure (socket busy, store unusable), 2 bad
+// configuration.
 #include <csignal>
 #include <cstdio>
 
@@ -37,14 +38,20 @@ int main(int argc, char** argv) {
   CLI::App app{"stripesolved: out-of-core dense and tridiagonal solver daemon"};
   std::string config_path, socket;
   bool check = false;
-  app.add_option("--config", config_path, "YAML configuration file (docs/config.md); default: embedded defaults");
-  app.add_flag("--check-config", check, "validate the configuration, print the effective values, exit");
-  app.add_option("--socket", socket, "socket path (overrides daemon.socket and $STRIPESOLVE_SOCKET)");
+  app.add_option("--config", config_path,
+                 "YAML configuration file (docs/config.md); default: embedded defaults");
+  app.add_flag("--check-config", check,
+               "validate the configuration, print the effective values, exit");
+  app.add_option("--socket", socket,
+                 "socket path (overrides daemon.socket and $STRIPESOLVE_SOCKET)");
   std::string ram_budget;
-  app.add_option("--ram-budget", ram_budget, "RAM stripe cache size, e.g. 2GiB (overrides engine.ram_budget)");
-  app.set_version_flag("--version", version_text, "print the version, git commit, CUDA support and GPUs, exit");
-  app.footer("Exit codes: 0 stopped cleanly (or --check-config passed), 1 failed at start-up or while "
-             "running, 2 usage or configuration error.");
+  app.add_option("--ram-budget", ram_budget,
+                 "RAM stripe cache size, e.g. 2GiB (overrides engine.ram_budget)");
+  app.set_version_flag("--version", version_text,
+                       "print the version, git commit, CUDA support and GPUs, exit");
+  app.footer(
+      "Exit codes: 0 stopped cleanly (or --check-config passed), 1 failed at start-up or while "
+      "running, 2 usage or configuration error.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -63,7 +70,8 @@ int main(int argc, char** argv) {
   if (!ram_budget.empty()) {
     const auto bytes = parse_bytes(ram_budget);
     if (!bytes || *bytes < 64 * kKiB) {
-      std::fprintf(stderr, "stripesolved: --ram-budget: expected a byte size such as 2GiB, got '%s'\n",
+      std::fprintf(stderr,
+                   "stripesolved: --ram-budget: expected a byte size such as 2GiB, got '%s'\n",
                    ram_budget.c_str());
       return 2;
     }
@@ -80,7 +88,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "stripesolved: %s\n", st.to_string().c_str());
     return 2;
   }
-  // Log lines (progress lines included) reach the file within a second: users follow long jobs there.
+  // Log lines (progress lines included) reach the file within a second: users follow long jobs
+  // there.
   spdlog::flush_every(std::chrono::seconds(1));
   // Signals are handled by the server's signal_set; block SIGPIPE (writes report EPIPE instead).
   std::signal(SIGPIPE, SIG_IGN);

@@ -27,7 +27,8 @@ Result<std::string> file_label(const nlohmann::json& p) {
 
 nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
   if (info.state == storage::ObjectState::kCorrupt) {
-    return {{"name", info.name}, {"kind", info.kind}, {"state", "corrupt"}, {"problem", info.problem}};
+    return {
+        {"name", info.name}, {"kind", info.kind}, {"state", "corrupt"}, {"problem", info.problem}};
   }
   nlohmann::json j = {{"name", info.name},
                       {"id", info.id},
@@ -48,7 +49,8 @@ nlohmann::json matrix_info_json(const storage::MatrixInfo& info) {
   return j;
 }
 
-Result<nlohmann::json> matrices_query(const storage::MatrixStore& store, const nlohmann::json& request) {
+Result<nlohmann::json> matrices_query(const storage::MatrixStore& store,
+                                      const nlohmann::json& request) {
   if (request.contains("name")) {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(request, "name"));
     STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
@@ -71,20 +73,23 @@ int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
 
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
                           const scheduler::EngineConfig& engine) {
-  registry.add("matrix_import", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
-    const auto& p = ctx.params();
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::string label, file_label(p));
-    STRIPESOLVE_ASSIGN_OR_RETURN(int fd, job_input_file(ctx, "file"));
-    storage::ImportOptions options;
-    if (p.contains("stripe_rows")) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(options.stripe_rows, get_int(p, "stripe_rows", 0, int64_t{1} << 40));
-    }
-    options.stripe_rows_for = [&](int64_t n) { return planned_stripe_rows(n, engine, store); };
-    ctx.log(fmt::format("importing '{}' from the client's file {}", name, label));
-    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.import_npy(name, fd, label, options));
-    return matrix_info_json(info);
-  });
+  registry.add(
+      "matrix_import", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
+        const auto& p = ctx.params();
+        STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
+        STRIPESOLVE_ASSIGN_OR_RETURN(std::string label, file_label(p));
+        STRIPESOLVE_ASSIGN_OR_RETURN(int fd, job_input_file(ctx, "file"));
+        storage::ImportOptions options;
+        if (p.contains("stripe_rows")) {
+          STRIPESOLVE_ASSIGN_OR_RETURN(options.stripe_rows,
+                                       get_int(p, "stripe_rows", 0, int64_t{1} << 40));
+        }
+        options.stripe_rows_for = [&](int64_t n) { return planned_stripe_rows(n, engine, store); };
+        ctx.log(fmt::format("importing '{}' from the client's file {}", name, label));
+        STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info,
+                                     store.import_npy(name, fd, label, options));
+        return matrix_info_json(info);
+      });
   registry.add("matrix_export", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
@@ -92,39 +97,43 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
     STRIPESOLVE_ASSIGN_OR_RETURN(int fd, job_output_file(ctx, "file"));
     ctx.log(fmt::format("exporting '{}' into the client's file {}", name, label));
     STRIPESOLVE_RETURN_IF_ERROR(store.export_npy(name, fd, label));
-    struct stat st{};
+    struct stat st {};
     const int64_t bytes = ::fstat(fd, &st) == 0 ? static_cast<int64_t>(st.st_size) : -1;
     return nlohmann::json{{"name", name}, {"label", label}, {"bytes", bytes}};
   });
-  registry.add("matrix_create", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
-    const auto& p = ctx.params();
-    STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
-    STRIPESOLVE_ASSIGN_OR_RETURN(int64_t n, get_int(p, "n", 1, int64_t{1} << 40));
-    storage::GeneratorSpec spec;
-    spec.name = p.value("generator", std::string("uniform"));
-    if (p.contains("seed")) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(int64_t seed, get_int(p, "seed", 0, INT64_MAX));
-      spec.seed = static_cast<uint64_t>(seed);
-    }
-    int64_t stripe_rows = 0;
-    if (p.contains("stripe_rows")) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(stripe_rows, get_int(p, "stripe_rows", 0, n));
-    }
-    STRIPESOLVE_RETURN_IF_ERROR(storage::check_generator(spec));
-    if (stripe_rows == 0) stripe_rows = planned_stripe_rows(n, engine, store);
-    ctx.log(fmt::format("creating matrix '{}' of order {} ({}, seed {}), {}", name, n, spec.name, spec.seed,
-                        format_bytes(static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * 8)));
-    ctx.job().set_progress({{"phase", "generate"}, {"fraction", 0.0}});
-    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.create_generated(name, n, spec, stripe_rows));
-    ctx.job().set_progress({{"phase", "generate"}, {"fraction", 1.0}});
-    return matrix_info_json(info);
-  });
+  registry.add(
+      "matrix_create", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
+        const auto& p = ctx.params();
+        STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
+        STRIPESOLVE_ASSIGN_OR_RETURN(int64_t n, get_int(p, "n", 1, int64_t{1} << 40));
+        storage::GeneratorSpec spec;
+        spec.name = p.value("generator", std::string("uniform"));
+        if (p.contains("seed")) {
+          STRIPESOLVE_ASSIGN_OR_RETURN(int64_t seed, get_int(p, "seed", 0, INT64_MAX));
+          spec.seed = static_cast<uint64_t>(seed);
+        }
+        int64_t stripe_rows = 0;
+        if (p.contains("stripe_rows")) {
+          STRIPESOLVE_ASSIGN_OR_RETURN(stripe_rows, get_int(p, "stripe_rows", 0, n));
+        }
+        STRIPESOLVE_RETURN_IF_ERROR(storage::check_generator(spec));
+        if (stripe_rows == 0) stripe_rows = planned_stripe_rows(n, engine, store);
+        ctx.log(fmt::format("creating matrix '{}' of order {} ({}, seed {}), {}", name, n,
+                            spec.name, spec.seed,
+                            format_bytes(static_cast<uint64_t>(n) * static_cast<uint64_t>(n) * 8)));
+        ctx.job().set_progress({{"phase", "generate"}, {"fraction", 0.0}});
+        STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info,
+                                     store.create_generated(name, n, spec, stripe_rows));
+        ctx.job().set_progress({{"phase", "generate"}, {"fraction", 1.0}});
+        return matrix_info_json(info);
+      });
   registry.add("matrix_delete", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
     // Its factors go too: each is as large as the matrix and useless without it (issue 15).
     STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<std::string> factors, store.remove_with_factors(name));
-    ctx.log(factors.empty() ? fmt::format("deleted '{}'", name)
-                            : fmt::format("deleted '{}' and its factors {}", name, fmt::join(factors, ", ")));
+    ctx.log(factors.empty()
+                ? fmt::format("deleted '{}'", name)
+                : fmt::format("deleted '{}' and its factors {}", name, fmt::join(factors, ", ")));
     return nlohmann::json{{"deleted", name}, {"factors_deleted", factors}};
   });
 }

@@ -1,7 +1,8 @@
 // Matrix-management job types (small lane), run against the daemon's storage::MatrixStore:
 //   matrix_create {name, n, generator, seed, stripe_rows}   -> matrix info (stripe_rows 0 or
 //                                                              absent: planned_stripe_rows)
-//   matrix_delete {name}                                     -> {"deleted": name, "factors_deleted":
+//   matrix_delete {name}                                     -> {"deleted": name,
+//   "factors_deleted":
 //                                                              [the matrix's factors, removed too]}
 //   matrix_import {name, file: {"fd": i}[, label][, stripe_rows]}  -> matrix info
 //   matrix_export {name, file: {"fd": i}[, label]}                 -> {"name", "label", "bytes"}
@@ -35,7 +36,8 @@ int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
 // The `matrices` query (protocol kMatrices), not a job: {} -> {"matrices": [info...]} (an object
 // whose manifest is unreadable: state "corrupt" and the problem); {"name": s} -> {"matrix":
 // info}, or kNotFound naming the matrix (kCorruption for an unreadable one).
-Result<nlohmann::json> matrices_query(const storage::MatrixStore& store, const nlohmann::json& request);
+Result<nlohmann::json> matrices_query(const storage::MatrixStore& store,
+                                      const nlohmann::json& request);
 // `store` and `engine` must outlive the registry's jobs.
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
                           const scheduler::EngineConfig& engine);

@@ -11,12 +11,12 @@
 // Threads: everything runs on the server's I/O thread (the io_context passed in).
 #pragma once
 
-#include <boost/asio/io_context.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+
+#include <boost/asio/io_context.hpp>
 
 #include "base/status.h"
 

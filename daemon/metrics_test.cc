@@ -1,21 +1,24 @@
 #include "daemon/metrics.h"
-#include "daemon/metrics_http.h"
 
 #include <gtest/gtest.h>
+
+#include "daemon/metrics_http.h"
 
 namespace stripesolve::daemon {
 namespace {
 
 TEST(MetricsTest, PrometheusTextFormat) {
   JobRegistry r;
-  r.add("noop", Lane::kSmall, [](JobContext&) -> Result<nlohmann::json> { return nlohmann::json::object(); });
+  r.add("noop", Lane::kSmall,
+        [](JobContext&) -> Result<nlohmann::json> { return nlohmann::json::object(); });
   JobManager jobs({}, std::move(r));
   Metrics m;
   m.connections_total += 3;
   m.bytes_out += 1024;
   const std::string text = m.render(jobs, 12.5, 0);
-  EXPECT_NE(text.find("# TYPE stripesolve_connections_total counter\nstripesolve_connections_total 3\n"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("# TYPE stripesolve_connections_total counter\nstripesolve_connections_total 3\n"),
+      std::string::npos);
   EXPECT_NE(text.find("stripesolve_bytes_sent_total 1024\n"), std::string::npos);
   EXPECT_NE(text.find("stripesolve_jobs{state=\"RUNNING\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("stripesolve_uptime_seconds 12.5\n"), std::string::npos);
@@ -56,9 +59,10 @@ TEST(MetricsTest, ListenAddressesAreLoopbackOnly) {
   EXPECT_EQ(v4->port, 9464);
   EXPECT_EQ(parse_listen_address("localhost:0")->host, "127.0.0.1");
   EXPECT_EQ(parse_listen_address("[::1]:9")->host, "::1");
-  EXPECT_EQ(parse_listen_address("0.0.0.0:9464").status().message(),
-            "metrics_listen '0.0.0.0:9464': only a loopback address may serve the metrics (expected "
-            "127.0.0.1:PORT, localhost:PORT or [::1]:PORT)");
+  EXPECT_EQ(
+      parse_listen_address("0.0.0.0:9464").status().message(),
+      "metrics_listen '0.0.0.0:9464': only a loopback address may serve the metrics (expected "
+      "127.0.0.1:PORT, localhost:PORT or [::1]:PORT)");
   EXPECT_FALSE(parse_listen_address("10.1.2.3:80").is_ok());
   EXPECT_FALSE(parse_listen_address("127.0.0.1:99999").is_ok());
   EXPECT_FALSE(parse_listen_address("127.0.0.1").is_ok());

@@ -34,9 +34,9 @@ Status pread_full(int fd, void* buf, uint64_t bytes, uint64_t offset) {
       return Status::from_errno(errno, fmt::format("read at offset {}", offset + done));
     }
     if (n == 0) {
-      return Status::invalid_argument(fmt::format(
-          "the file ended at offset {} while {} bytes were read (was it truncated?)",
-          offset + done, bytes));
+      return Status::invalid_argument(
+          fmt::format("the file ended at offset {} while {} bytes were read (was it truncated?)",
+                      offset + done, bytes));
     }
     done += static_cast<uint64_t>(n);
   }
@@ -61,10 +61,26 @@ Status pwrite_full(int fd, const void* buf, uint64_t bytes, uint64_t offset) {
 template <typename T>
 T load(const char* p, NpyDtype dtype) {
   switch (dtype) {
-    case NpyDtype::kFloat64: { double v; std::memcpy(&v, p, 8); return static_cast<T>(v); }
-    case NpyDtype::kFloat32: { float v; std::memcpy(&v, p, 4); return static_cast<T>(v); }
-    case NpyDtype::kInt64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<T>(v); }
-    case NpyDtype::kInt32: { int32_t v; std::memcpy(&v, p, 4); return static_cast<T>(v); }
+    case NpyDtype::kFloat64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return static_cast<T>(v);
+    }
+    case NpyDtype::kFloat32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return static_cast<T>(v);
+    }
+    case NpyDtype::kInt64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<T>(v);
+    }
+    case NpyDtype::kInt32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return static_cast<T>(v);
+    }
   }
   return T{};
 }
@@ -76,11 +92,13 @@ Status read_converted(int fd, const NpyHeader& h, T* out) {
   const uint64_t total = static_cast<uint64_t>(h.elements());
   const bool transpose = h.fortran_order && h.shape.size() == 2;
   const uint64_t r = static_cast<uint64_t>(h.rows()), c = static_cast<uint64_t>(h.cols());
-  std::vector<char> stage(static_cast<size_t>(std::min(kStagingBytes, std::max<uint64_t>(total, 1) * item)));
+  std::vector<char> stage(
+      static_cast<size_t>(std::min(kStagingBytes, std::max<uint64_t>(total, 1) * item)));
   const uint64_t per_pass = stage.size() / item;
   for (uint64_t k0 = 0; k0 < total; k0 += per_pass) {
     const uint64_t count = std::min(per_pass, total - k0);
-    STRIPESOLVE_RETURN_IF_ERROR(pread_full(fd, stage.data(), count * item, h.data_offset + k0 * item));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        pread_full(fd, stage.data(), count * item, h.data_offset + k0 * item));
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t k = k0 + i;  // file order
       out[transpose ? (k % r) * c + k / r : k] = load<T>(stage.data() + i * item, h.dtype);
@@ -92,7 +110,7 @@ Status read_converted(int fd, const NpyHeader& h, T* out) {
 }  // namespace
 
 Result<NpyHeader> read_npy_header(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) return Status::from_errno(errno, "fstat");
   const auto size = static_cast<uint64_t>(st.st_size);
   std::string prefix(static_cast<size_t>(std::min<uint64_t>(size, 4096)), '\0');
@@ -109,9 +127,9 @@ Result<NpyHeader> read_npy_header(int fd) {
 
 Status read_npy_floats(int fd, const NpyHeader& h, double* out) {
   if (!protocol::is_float(h.dtype)) {
-    return Status::invalid_argument(fmt::format(
-        "npy: dtype {} where a floating-point array (float64 or float32) is needed",
-        protocol::npy_dtype_name(h.dtype)));
+    return Status::invalid_argument(
+        fmt::format("npy: dtype {} where a floating-point array (float64 or float32) is needed",
+                    protocol::npy_dtype_name(h.dtype)));
   }
   if (h.dtype == NpyDtype::kFloat64 && (!h.fortran_order || h.shape.size() == 1)) {
     return pread_full(fd, out, 8 * static_cast<uint64_t>(h.elements()), h.data_offset);
@@ -121,9 +139,9 @@ Status read_npy_floats(int fd, const NpyHeader& h, double* out) {
 
 Result<std::vector<int64_t>> read_npy_ints(int fd, const NpyHeader& h) {
   if (protocol::is_float(h.dtype)) {
-    return Status::invalid_argument(fmt::format(
-        "npy: dtype {} where an integer array (int64 or int32) is needed",
-        protocol::npy_dtype_name(h.dtype)));
+    return Status::invalid_argument(
+        fmt::format("npy: dtype {} where an integer array (int64 or int32) is needed",
+                    protocol::npy_dtype_name(h.dtype)));
   }
   std::vector<int64_t> out(static_cast<size_t>(h.elements()));
   STRIPESOLVE_RETURN_IF_ERROR(read_converted(fd, h, out.data()));

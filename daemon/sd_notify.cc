@@ -12,7 +12,8 @@ namespace stripesolve::daemon {
 
 Status sd_notify_to(const std::string& address, std::string_view state) {
   if (address.empty() || (address[0] != '/' && address[0] != '@')) {
-    return Status::invalid_argument("NOTIFY_SOCKET '" + address + "' is neither a path nor @abstract");
+    return Status::invalid_argument("NOTIFY_SOCKET '" + address +
+                                    "' is neither a path nor @abstract");
   }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;

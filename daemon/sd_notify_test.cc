@@ -1,12 +1,13 @@
 #include "daemon/sd_notify.h"
 
-#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cstring>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::daemon {
 namespace {
@@ -27,7 +28,8 @@ TEST(SdNotifyTest, SendsOneDatagramToNotifySocket) {
   EXPECT_EQ(std::string(buf, n), "READY=1\nSTATUS=ok");
   ::unsetenv("NOTIFY_SOCKET");
   EXPECT_TRUE(sd_notify("READY=1").is_ok());  // no systemd: no-op
-  EXPECT_EQ(sd_notify_to("relative", "X").message(), "NOTIFY_SOCKET 'relative' is neither a path nor @abstract");
+  EXPECT_EQ(sd_notify_to("relative", "X").message(),
+            "NOTIFY_SOCKET 'relative' is neither a path nor @abstract");
   ::close(fd);
   ::unlink(path.c_str());
 }

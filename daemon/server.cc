@@ -6,13 +6,13 @@
 #include <unistd.h>
 
 #include <array>
-#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
-#include <boost/asio.hpp>
 #include <cerrno>
 #include <deque>
 #include <filesystem>
 #include <map>
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
 
+#include <boost/asio.hpp>
 #include <fmt/format.h>
 
 #include "base/logging.h"
@@ -44,12 +44,18 @@ struct Server::Impl {
   bool accepting = false;
 
   Impl(ServerConfig c, std::string p, JobManager& j, UploadStore& u, Metrics& m, ServerHooks h)
-      : config(std::move(c)), path(std::move(p)), jobs(j), uploads(u), metrics(m), hooks(std::move(h)) {}
+      : config(std::move(c)),
+        path(std::move(p)),
+        jobs(j),
+        uploads(u),
+        metrics(m),
+        hooks(std::move(h)) {}
 
   void accept() {
     acceptor->async_accept([this](boost::system::error_code ec, local::socket socket) {
       if (ec) {
-        if (ec != asio::error::operation_aborted) log->warn("accept on {} failed: {}", path, ec.message());
+        if (ec != asio::error::operation_aborted)
+          log->warn("accept on {} failed: {}", path, ec.message());
         if (accepting && ec != asio::error::operation_aborted) accept();
         return;
       }
@@ -70,9 +76,11 @@ struct Server::Impl {
     auto conn = std::make_shared<Connection>(std::move(socket), cred.uid, cred.pid, env);
     if (static_cast<int64_t>(connections.size()) >= config.limits.max_connections) {
       metrics.connections_refused++;
-      conn->refuse(Status::resource_exhausted(fmt::format(
-          "too many connections ({}, limit daemon.limits.max_connections)", connections.size())).set_retryable(),
-          "wait for other clients to finish, or raise daemon.limits.max_connections");
+      conn->refuse(Status::resource_exhausted(
+                       fmt::format("too many connections ({}, limit daemon.limits.max_connections)",
+                                   connections.size()))
+                       .set_retryable(),
+                   "wait for other clients to finish, or raise daemon.limits.max_connections");
       return;
     }
     // One user may not take every slot (issue 15 point 7). Root and the daemon's own uid are
@@ -80,10 +88,13 @@ struct Server::Impl {
     const bool counted = cred.uid != 0 && cred.uid != ::getuid();
     if (counted && per_uid[cred.uid] >= config.limits.max_connections_per_uid) {
       metrics.connections_refused++;
-      conn->refuse(Status::resource_exhausted(fmt::format(
-          "too many connections from uid {} ({}, limit daemon.limits.max_connections_per_uid)",
-          cred.uid, per_uid[cred.uid])).set_retryable(),
-          "close other stripesolve connections of this user, or raise daemon.limits.max_connections_per_uid");
+      conn->refuse(
+          Status::resource_exhausted(fmt::format("too many connections from uid {} ({}, limit "
+                                                 "daemon.limits.max_connections_per_uid)",
+                                                 cred.uid, per_uid[cred.uid]))
+              .set_retryable(),
+          "close other stripesolve connections of this user, or raise "
+          "daemon.limits.max_connections_per_uid");
       return;
     }
     connections[conn.get()] = conn;
@@ -105,8 +116,10 @@ struct Server::Impl {
     }
     if (receiving == 0 || std::chrono::steady_clock::now() >= deadline) {
       if (receiving > 0) {
-        log->warn("delivery timeout (daemon.shutdown.delivery_timeout_seconds): closing {} "
-                  "connection(s) still receiving results", receiving);
+        log->warn(
+            "delivery timeout (daemon.shutdown.delivery_timeout_seconds): closing {} "
+            "connection(s) still receiving results",
+            receiving);
       }
       close_everything();
       return;
@@ -137,8 +150,8 @@ struct Server::Impl {
   }
 
   void schedule_tick() {
-    tick.expires_after(std::chrono::milliseconds(
-        static_cast<int64_t>(config.progress_log_seconds * 1000)));
+    tick.expires_after(
+        std::chrono::milliseconds(static_cast<int64_t>(config.progress_log_seconds * 1000)));
     tick.async_wait([this](boost::system::error_code ec) {
       if (ec) return;
       if (hooks.on_tick) hooks.on_tick();
@@ -156,11 +169,13 @@ struct Server::Impl {
 };
 
 Status check_socket_directory(const std::string& dir) {
-  struct stat st{};
-  if (::lstat(dir.c_str(), &st) != 0) return Status::from_errno(errno, "stat socket directory " + dir);
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    return Status::from_errno(errno, "stat socket directory " + dir);
   if (S_ISLNK(st.st_mode)) {
     return Status::failed_precondition(fmt::format(
-        "socket directory {} is a symbolic link; give daemon.socket a path in a real directory", dir));
+        "socket directory {} is a symbolic link; give daemon.socket a path in a real directory",
+        dir));
   }
   if (!S_ISDIR(st.st_mode)) {
     return Status::failed_precondition(fmt::format("socket directory {} is not a directory", dir));
@@ -182,12 +197,14 @@ Status check_socket_directory(const std::string& dir) {
 
 Server::Server(ServerConfig config, std::string socket_path, JobManager& jobs, UploadStore& uploads,
                Metrics& metrics, ServerHooks hooks)
-    : impl_(std::make_unique<Impl>(std::move(config), std::move(socket_path), jobs, uploads, metrics,
-                                   std::move(hooks))) {}
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(socket_path), jobs, uploads,
+                                   metrics, std::move(hooks))) {}
 
 Server::~Server() = default;
 
-const std::string& Server::socket_path() const { return impl_->path; }
+const std::string& Server::socket_path() const {
+  return impl_->path;
+}
 
 Status Server::listen() {
   Impl& s = *impl_;
@@ -197,8 +214,11 @@ Status Server::listen() {
     std::error_code ec;
     if (!fs::exists(dir, ec)) {
       fs::create_directories(dir, ec);
-      if (ec) return Status::io_error(fmt::format("cannot create socket directory {}: {}", dir.string(), ec.message()));
-      if (::chmod(dir.c_str(), 0700) != 0) return Status::from_errno(errno, "chmod 0700 " + dir.string());
+      if (ec)
+        return Status::io_error(
+            fmt::format("cannot create socket directory {}: {}", dir.string(), ec.message()));
+      if (::chmod(dir.c_str(), 0700) != 0)
+        return Status::from_errno(errno, "chmod 0700 " + dir.string());
     }
     STRIPESOLVE_RETURN_IF_ERROR(check_socket_directory(dir.string()));
   }
@@ -206,10 +226,11 @@ Status Server::listen() {
     return Status::invalid_argument(fmt::format("socket path {} is longer than {} bytes", s.path,
                                                 sizeof(sockaddr_un{}.sun_path) - 1));
   }
-  struct stat st{};
+  struct stat st {};
   if (::lstat(s.path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) {
-      return Status::already_exists(fmt::format("{} exists and is not a socket; remove it or choose another path", s.path));
+      return Status::already_exists(
+          fmt::format("{} exists and is not a socket; remove it or choose another path", s.path));
     }
     // A live daemon answers connect(); a stale file from a crash does not.
     local::socket probe(s.io);
@@ -217,7 +238,8 @@ Status Server::listen() {
     probe.connect(local::endpoint(s.path), ec);
     if (!ec) {
       return Status::already_exists(fmt::format(
-          "another stripesolved is listening on {}; stop it first (stripesolve daemon stop)", s.path));
+          "another stripesolved is listening on {}; stop it first (stripesolve daemon stop)",
+          s.path));
     }
     ::unlink(s.path.c_str());
   }
@@ -233,16 +255,17 @@ Status Server::listen() {
   }
   if (!s.config.socket_group.empty()) {
     group* g = ::getgrnam(s.config.socket_group.c_str());
-    if (g == nullptr) return Status::not_found("socket_group '" + s.config.socket_group + "' does not exist");
+    if (g == nullptr)
+      return Status::not_found("socket_group '" + s.config.socket_group + "' does not exist");
     if (::chown(s.path.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0) {
       return Status::from_errno(errno, "chown :" + s.config.socket_group + " " + s.path);
     }
   }
   if (!s.config.metrics_listen.empty()) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(ListenAddress address, parse_listen_address(s.config.metrics_listen));
-    s.http = std::make_unique<MetricsHttp>(s.io, [&s] {
-      return s.hooks.metrics_text ? s.hooks.metrics_text() : std::string();
-    });
+    STRIPESOLVE_ASSIGN_OR_RETURN(ListenAddress address,
+                                 parse_listen_address(s.config.metrics_listen));
+    s.http = std::make_unique<MetricsHttp>(
+        s.io, [&s] { return s.hooks.metrics_text ? s.hooks.metrics_text() : std::string(); });
     STRIPESOLVE_RETURN_IF_ERROR(s.http->listen(address));
     s.log->info("metrics for Prometheus at {}", s.http->url());
   }
@@ -257,14 +280,19 @@ Status Server::listen() {
   return Status::ok();
 }
 
-void Server::run() { impl_->io.run(); }
+void Server::run() {
+  impl_->io.run();
+}
 
-void Server::post(std::function<void()> fn) { asio::post(impl_->io, std::move(fn)); }
+void Server::post(std::function<void()> fn) {
+  asio::post(impl_->io, std::move(fn));
+}
 
 void Server::drain() {
   impl_->draining = true;
-  impl_->log->info("draining: {} stays open for status, watch, result and cancel; new work is refused",
-                   impl_->path);
+  impl_->log->info(
+      "draining: {} stays open for status, watch, result and cancel; new work is refused",
+      impl_->path);
 }
 
 void Server::finish_when_delivered(std::chrono::steady_clock::time_point deadline) {
@@ -275,8 +303,12 @@ void Server::shutdown() {
   asio::post(impl_->io, [s = impl_.get()] { s->close_everything(); });
 }
 
-std::string Server::metrics_url() const { return impl_->http ? impl_->http->url() : std::string(); }
+std::string Server::metrics_url() const {
+  return impl_->http ? impl_->http->url() : std::string();
+}
 
-int64_t Server::open_connections() const { return impl_->metrics.connections_open.load(); }
+int64_t Server::open_connections() const {
+  return impl_->metrics.connections_open.load();
+}
 
 }  // namespace stripesolve::daemon

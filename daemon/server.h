@@ -3,11 +3,11 @@
 // Guarantees: the socket's directory is created 0700 (if missing), and refused unless it is a
 // real directory owned by the daemon's uid (or root) that nobody else may write (another user
 // could otherwise replace the socket and receive the next client's hello; issue 15 point 9). The
-// socket gets the configured mode (0600 by default); a stale socket file (nobody listening) is replaced, a live one
-// is an error. Each connection's peer uid comes from SO_PEERCRED and every request acts as that
-// uid. One write is in flight per connection; result chunks are produced only when the previous
-// write completed (pull), other frames queue up to limits.max_queued_bytes. Malformed input gets
-// one error frame and that connection is closed; nothing else is affected.
+// socket gets the configured mode (0600 by default); a stale socket file (nobody listening) is
+// replaced, a live one is an error. Each connection's peer uid comes from SO_PEERCRED and every
+// request acts as that uid. One write is in flight per connection; result chunks are produced only
+// when the previous write completed (pull), other frames queue up to limits.max_queued_bytes.
+// Malformed input gets one error frame and that connection is closed; nothing else is affected.
 //
 // Draining (issue 15 point 8): drain() keeps the socket open - status, watch, result and cancel
 // keep working, uploads and submits get kDrainingMessage - and finish_when_delivered() closes
@@ -39,15 +39,15 @@ namespace stripesolve::daemon {
 
 // What the server asks of the daemon around it.
 struct ServerHooks {
-  std::function<nlohmann::json()> daemon_status;   // daemon_status reply
-  std::function<std::string()> metrics_text;       // Prometheus text
+  std::function<nlohmann::json()> daemon_status;  // daemon_status reply
+  std::function<std::string()> metrics_text;      // Prometheus text
   // The store's matrices (a query, answered on the I/O thread: no job is made): the reply to a
   // `matrices` request with header `request`.
   std::function<Result<nlohmann::json>(const nlohmann::json& request)> matrices;
   // daemon_stop from `uid`; the server has already checked the uid is allowed.
   std::function<void(uid_t uid, std::string policy)> request_stop;
-  std::function<void(int signo)> on_signal;        // SIGTERM, SIGINT, SIGHUP
-  std::function<void()> on_tick;                   // every progress_log_seconds
+  std::function<void(int signo)> on_signal;  // SIGTERM, SIGINT, SIGHUP
+  std::function<void()> on_tick;             // every progress_log_seconds
 };
 
 class Server {
@@ -85,6 +85,8 @@ class Server {
 Status check_socket_directory(const std::string& dir);
 
 // Whether `uid` may stop a daemon running as `daemon_uid`.
-inline bool may_stop_daemon(uid_t uid, uid_t daemon_uid) { return uid == 0 || uid == daemon_uid; }
+inline bool may_stop_daemon(uid_t uid, uid_t daemon_uid) {
+  return uid == 0 || uid == daemon_uid;
+}
 
 }  // namespace stripesolve::daemon

@@ -19,8 +19,9 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
   map.get("socket", config.socket);
   map.get("socket_mode", config.socket_mode);
   if (parse_mode(config.socket_mode) < 0) {
-    throw ConfigError(map.where("socket_mode") + ": expected octal permission bits such as 0600, got '" +
-                      config.socket_mode + "'");
+    throw ConfigError(map.where("socket_mode") +
+                      ": expected octal permission bits such as 0600, got '" + config.socket_mode +
+                      "'");
   }
   map.get("socket_group", config.socket_group);
   map.get("state_dir", config.state_dir);

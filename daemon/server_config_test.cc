@@ -1,6 +1,3 @@
-#include "daemon/daemon_config.h"
-
-#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <fstream>
@@ -9,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "base/config.h"
+#include "daemon/daemon_config.h"
 
 namespace stripesolve::daemon {
 namespace {
@@ -34,7 +34,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
       "log:\n  level: debug\ndaemon:\n  socket: /tmp/x.sock\n  socket_mode: \"0660\"\n"
       "  limits:\n    max_connections: 8\n    max_queued_bytes: 1MiB\n"
       "  concurrency:\n    small: 3\n    tridiag: 5\n  shutdown:\n    policy: cancel\n"
-      "tridiag:\n  max_bytes: 64MiB\n  threads: 2\n", "t.yaml");
+      "tridiag:\n  max_bytes: 64MiB\n  threads: 2\n",
+      "t.yaml");
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_EQ(c.server.socket, "/tmp/x.sock");
   EXPECT_EQ(c.server.limits.max_connections, 8);
@@ -48,18 +49,23 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   resolve_defaults(c);
   EXPECT_EQ(c.server.socket, "/tmp/x.sock");
   EXPECT_NE(describe_config(c).find("max_connections: 8"), std::string::npos);
-  EXPECT_NE(describe_config(c).find("tridiag:\n  max_bytes: 64.00 MiB"), std::string::npos) << describe_config(c);
+  EXPECT_NE(describe_config(c).find("tridiag:\n  max_bytes: 64.00 MiB"), std::string::npos)
+      << describe_config(c);
 }
 
 TEST(DaemonConfigTest, ErrorsNameFileLineAndKey) {
-  EXPECT_EQ(error_of("daemon:\n  socket_mode: \"0999\"\n"),
-            "t.yaml:2: daemon.socket_mode: expected octal permission bits such as 0600, got '0999'");
-  EXPECT_NE(error_of("daemon:\n  sokcet: /x\n").find("daemon.sokcet: unknown key"), std::string::npos);
-  EXPECT_NE(error_of("daemon:\n  limits:\n    max_payload_bytes: 8MiB\n").find("daemon.limits.max_payload_bytes"),
+  EXPECT_EQ(
+      error_of("daemon:\n  socket_mode: \"0999\"\n"),
+      "t.yaml:2: daemon.socket_mode: expected octal permission bits such as 0600, got '0999'");
+  EXPECT_NE(error_of("daemon:\n  sokcet: /x\n").find("daemon.sokcet: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of("daemon:\n  limits:\n    max_payload_bytes: 8MiB\n")
+                .find("daemon.limits.max_payload_bytes"),
             std::string::npos);
   EXPECT_NE(error_of("daemon:\n  shutdown:\n    policy: later\n").find("daemon.shutdown.policy"),
             std::string::npos);
-  EXPECT_NE(error_of("tridiag:\n  max_bytez: 1GiB\n").find("tridiag.max_bytez: unknown key"), std::string::npos);
+  EXPECT_NE(error_of("tridiag:\n  max_bytez: 1GiB\n").find("tridiag.max_bytez: unknown key"),
+            std::string::npos);
   EXPECT_NE(error_of("tridiag:\n  max_bytes: 12\n").find("tridiag.max_bytes"), std::string::npos);
 }
 

@@ -1,10 +1,10 @@
 #include "daemon/tridiag_input.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
-#include <vector>
 #include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "base/units.h"
 #include "protocol/messages.h"
@@ -222,24 +222,23 @@ Status check_batch_bytes(uint64_t unknowns, uint64_t max_bytes) {
   return Status::ok();
 }
 
-Status check_finite(std::string_view name, std::span<const double> values,
-                    const TridiagPlan& plan, unsigned threads) {
+Status check_finite(std::string_view name, std::span<const double> values, const TridiagPlan& plan,
+                    unsigned threads) {
   // parallel_for returns the error of the lowest failing chunk: the first value, as in order.
-  return tridiag::parallel_for(
-      values.size(), threads, std::size_t{1} << 20,
-      [&](std::size_t begin, std::size_t end, unsigned) -> Status {
-        for (std::size_t k = begin; k < end; ++k) {
-          if (std::isfinite(values[k])) continue;
-          std::string msg =
-              fmt::format("{}[{}] is not finite ({})", name, k, describe_value(values[k]));
-          if (plan.count > 1) {
-            const auto [system, row] = plan.locate(k);
-            msg += fmt::format(": system {}, row {}", system, row);
-          }
-          return Status::invalid_argument(std::move(msg));
-        }
-        return Status::ok();
-      });
+  return tridiag::parallel_for(values.size(), threads, std::size_t{1} << 20,
+                               [&](std::size_t begin, std::size_t end, unsigned) -> Status {
+                                 for (std::size_t k = begin; k < end; ++k) {
+                                   if (std::isfinite(values[k])) continue;
+                                   std::string msg = fmt::format("{}[{}] is not finite ({})", name,
+                                                                 k, describe_value(values[k]));
+                                   if (plan.count > 1) {
+                                     const auto [system, row] = plan.locate(k);
+                                     msg += fmt::format(": system {}, row {}", system, row);
+                                   }
+                                   return Status::invalid_argument(std::move(msg));
+                                 }
+                                 return Status::ok();
+                               });
 }
 
 namespace {
@@ -271,7 +270,8 @@ ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl,
   // Each chunk of systems keeps its own maximum; merged in system order, so the result does not
   // depend on the threads.
   // About 64 Ki unknowns a chunk.
-  const std::size_t per_system = std::max<std::size_t>(1, plan.unknowns / std::max<std::size_t>(1, plan.count));
+  const std::size_t per_system =
+      std::max<std::size_t>(1, plan.unknowns / std::max<std::size_t>(1, plan.count));
   const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / per_system);
   const std::size_t chunks = (plan.count + grain - 1) / grain;
   std::vector<ResidualSummary> partial(chunks);
@@ -284,29 +284,30 @@ ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl,
       o += plan.sizes[j];
     }
   }
-  (void)tridiag::parallel_for(plan.count, threads, grain, [&](std::size_t begin, std::size_t end, unsigned) {
-    ResidualSummary& out = partial[begin / grain];
-    if (plan.layout == tridiag::BatchLayout::kInterleaved) {
-      // Gather each system (stride count) into contiguous rows.
-      const std::size_t m = plan.count, n = plan.n;
-      std::vector<double> g(5 * n);
-      const double* src[5] = {dl, d, du, f, x};
-      for (std::size_t j = begin; j < end; ++j) {
-        for (int a = 0; a < 5; ++a) {
-          for (std::size_t i = 0; i < n; ++i) g[a * n + i] = src[a][i * m + j];
+  (void)tridiag::parallel_for(
+      plan.count, threads, grain, [&](std::size_t begin, std::size_t end, unsigned) {
+        ResidualSummary& out = partial[begin / grain];
+        if (plan.layout == tridiag::BatchLayout::kInterleaved) {
+          // Gather each system (stride count) into contiguous rows.
+          const std::size_t m = plan.count, n = plan.n;
+          std::vector<double> g(5 * n);
+          const double* src[5] = {dl, d, du, f, x};
+          for (std::size_t j = begin; j < end; ++j) {
+            for (int a = 0; a < 5; ++a) {
+              for (std::size_t i = 0; i < n; ++i) g[a * n + i] = src[a][i * m + j];
+            }
+            record_system(out, j, n, &g[0], &g[n], &g[2 * n], &g[3 * n], &g[4 * n]);
+          }
+          return Status::ok();
         }
-        record_system(out, j, n, &g[0], &g[n], &g[2 * n], &g[3 * n], &g[4 * n]);
-      }
-      return Status::ok();
-    }
-    for (std::size_t j = begin; j < end; ++j) {
-      const bool ragged = plan.layout == tridiag::BatchLayout::kRagged;
-      const std::size_t n = ragged ? plan.sizes[j] : plan.n;
-      const std::size_t offset = ragged ? offsets[j] : j * plan.n;
-      record_system(out, j, n, dl + offset, d + offset, du + offset, f + offset, x + offset);
-    }
-    return Status::ok();
-  });
+        for (std::size_t j = begin; j < end; ++j) {
+          const bool ragged = plan.layout == tridiag::BatchLayout::kRagged;
+          const std::size_t n = ragged ? plan.sizes[j] : plan.n;
+          const std::size_t offset = ragged ? offsets[j] : j * plan.n;
+          record_system(out, j, n, dl + offset, d + offset, du + offset, f + offset, x + offset);
+        }
+        return Status::ok();
+      });
   ResidualSummary out;
   for (const ResidualSummary& p : partial) {
     if (!(p.max_relative <= out.max_relative)) {

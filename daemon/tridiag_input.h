@@ -14,12 +14,13 @@
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "protocol/npy.h"
@@ -79,8 +80,8 @@ Result<TridiagPlan> check_tridiag_batch(const std::vector<NamedHeader>& arrays,
 // The first non-finite value of an array: "d[17] is not finite (nan)", with ": system 2, row 16"
 // for a batch of several systems. `threads` scan it in parallel (tridiag/parallel_for.h; 0: all
 // cores); the value reported is the first whatever the threads.
-Status check_finite(std::string_view name, std::span<const double> values,
-                    const TridiagPlan& plan, unsigned threads = 1);
+Status check_finite(std::string_view name, std::span<const double> values, const TridiagPlan& plan,
+                    unsigned threads = 1);
 
 // The memory cap alone: `unknowns` as four float64 arrays against `max_bytes`
 // (check_tridiag_batch applies it too; callers check it before reading a sizes file).

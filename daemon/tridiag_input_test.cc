@@ -1,8 +1,8 @@
 #include "daemon/tridiag_input.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::daemon {
 namespace {

@@ -1,7 +1,5 @@
 #include "daemon/tridiag_jobs.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -9,6 +7,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "daemon/client_mapping.h"
 #include "daemon/job_files.h"
@@ -146,7 +146,8 @@ Result<Inputs> take_inputs(const JobContext& ctx, UploadStore& uploads, uint64_t
     a.header = *header;
   }
   if (job.contains("sizes")) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(in.sizes, read_sizes(ctx, sizes_upload, in.arrays[3].header, max_bytes));
+    STRIPESOLVE_ASSIGN_OR_RETURN(in.sizes,
+                                 read_sizes(ctx, sizes_upload, in.arrays[3].header, max_bytes));
   }
   return in;
 }
@@ -192,7 +193,8 @@ Result<Array> load_array(Source& source, std::size_t count) {
     STRIPESOLVE_RETURN_IF_ERROR(read_npy_floats(source.fd, h, a.data()));
     return a;
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> values, protocol::npy_float_values(source.bytes, h));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> values,
+                               protocol::npy_float_values(source.bytes, h));
   std::string().swap(source.bytes);
   std::copy(values.begin(), values.end(), a.data());
   return a;
@@ -229,8 +231,8 @@ Result<Solution> solution_array(int out_fd, const TridiagPlan& plan) {
 Status check_not_truncated(const std::array<Array, 4>& a, const Array& x) {
   for (std::size_t k = 0; k < a.size(); ++k) {
     if (a[k].truncated()) {
-      return Status::invalid_argument(fmt::format(
-          "{}: the file was truncated while the daemon read it", kArrayNames[k]));
+      return Status::invalid_argument(
+          fmt::format("{}: the file was truncated while the daemon read it", kArrayNames[k]));
     }
   }
   if (x.truncated()) {
@@ -244,7 +246,8 @@ constexpr std::size_t kListedFallbacks = 8;
 
 nlohmann::json first_fallbacks(const std::vector<std::size_t>& fell_back) {
   const std::size_t listed = std::min(fell_back.size(), kListedFallbacks);
-  return std::vector<std::size_t>(fell_back.begin(), fell_back.begin() + static_cast<std::ptrdiff_t>(listed));
+  return std::vector<std::size_t>(fell_back.begin(),
+                                  fell_back.begin() + static_cast<std::ptrdiff_t>(listed));
 }
 
 // Why the result may not be trusted, or empty. The solver's own warning (CPU: it names near
@@ -289,12 +292,11 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   }
   bool use_gpu =
       params.device == TridiagDevice::kGpu || (params.device == TridiagDevice::kAuto && have_gpu);
-  ctx.log(fmt::format("tridiagonal batch: {}, {} unknowns, {}; algorithm {}{}{}, device {}",
-                      plan.describe(), plan.unknowns, protocol::npy_dtype_name(plan.dtype),
-                      tridiag::algorithm_name(params.algorithm),
-                      params.unstable_ok ? " (unstable ok)" : "",
-                      params.fallback ? " (fallback to gepp)" : "",
-                      tridiag_device_name(params.device)));
+  ctx.log(fmt::format(
+      "tridiagonal batch: {}, {} unknowns, {}; algorithm {}{}{}, device {}", plan.describe(),
+      plan.unknowns, protocol::npy_dtype_name(plan.dtype),
+      tridiag::algorithm_name(params.algorithm), params.unstable_ok ? " (unstable ok)" : "",
+      params.fallback ? " (fallback to gepp)" : "", tridiag_device_name(params.device)));
   auto progress = [&](std::string_view phase, double fraction) {
     job.set_progress({{"phase", phase},
                       {"fraction", fraction},
@@ -355,9 +357,10 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
     }
     // A strided or ragged batch is shared by every device (tridiag::solve_batch_gpus), each
     // with its part's share of the memory from its own budget.
-    const int devices = shape.layout == tridiag::BatchLayout::kInterleaved
-                            ? 1
-                            : std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
+    const int devices =
+        shape.layout == tridiag::BatchLayout::kInterleaved
+            ? 1
+            : std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
     const uint64_t need = std::min<uint64_t>(
         cap, (2 * 5 * 8 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
     std::vector<gpu::DeviceBudget::Reservation> held;
@@ -395,9 +398,8 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
     return Status::cancelled("cancelled during the solve (the solution was discarded)");
   progress("check", 0.9);
   const auto check_start = Clock::now();
-  const ResidualSummary residual =
-      max_relative_residual(plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data(),
-                            threads);
+  const ResidualSummary residual = max_relative_residual(
+      plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data(), threads);
   span("check", check_start);
   STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
   for (auto& a_k : a) a_k = Array{};
@@ -443,7 +445,8 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
       if (!st.is_ok()) return st.with_context("writing the solution into the client's file (out)");
       span("write", write_start);
     }
-    result["output"] = {{"bytes", solution.out->file_bytes()}, {"mapped", x.mapping.data() != nullptr}};
+    result["output"] = {{"bytes", solution.out->file_bytes()},
+                        {"mapped", x.mapping.data() != nullptr}};
   } else {
     STRIPESOLVE_RETURN_IF_ERROR(
         job.set_solution(plan.array_shape, std::vector<double>(x.data(), x.data() + x.size)));

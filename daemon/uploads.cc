@@ -13,10 +13,12 @@ namespace stripesolve::daemon {
 Status UploadStore::reserve(uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (bytes > max_total_ || held_ > max_total_ - bytes) {
-    return Status::resource_exhausted(fmt::format(
-        "uploads waiting in the daemon would exceed daemon.limits.max_upload_total ({} held, "
-        "{} more asked); submit or close what you uploaded, or retry later",
-        format_bytes(held_), format_bytes(bytes))).set_retryable();
+    return Status::resource_exhausted(
+               fmt::format("uploads waiting in the daemon would exceed "
+                           "daemon.limits.max_upload_total ({} held, "
+                           "{} more asked); submit or close what you uploaded, or retry later",
+                           format_bytes(held_), format_bytes(bytes)))
+        .set_retryable();
   }
   held_ += bytes;
   return Status::ok();
@@ -49,8 +51,9 @@ void UploadStore::claim_named(uid_t owner, const nlohmann::json& job) {
     if (j->is_object()) {
       auto it = j->find("upload");
       if (it != j->end() && it->is_number_integer()) {
-        claim(owner, it->is_number_unsigned() ? it->get<uint64_t>()
-                                              : static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>())));
+        claim(owner, it->is_number_unsigned()
+                         ? it->get<uint64_t>()
+                         : static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>())));
       }
     }
     if (j->is_structured()) {
@@ -74,7 +77,8 @@ Result<std::string> UploadStore::take(uid_t owner, uint64_t id) {
   if (it == uploads_.end() || !may_access(owner, it->second.owner)) {
     return Status::not_found(fmt::format(
         "upload {} not found (uploads are used once, expire, and go with their connection unless a "
-        "job submitted on it names them)", id));
+        "job submitted on it names them)",
+        id));
   }
   std::string bytes = std::move(it->second.bytes);
   uploads_.erase(it);

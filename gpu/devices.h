@@ -24,9 +24,9 @@ namespace stripesolve::gpu {
 
 struct DeviceInfo {
   int index = 0;
-  std::string name;             // "NVIDIA H100 80GB HBM3"
-  uint64_t total_memory = 0;    // bytes
-  uint64_t free_memory = 0;     // bytes, when listed
+  std::string name;           // "NVIDIA H100 80GB HBM3"
+  uint64_t total_memory = 0;  // bytes
+  uint64_t free_memory = 0;   // bytes, when listed
   int multiprocessors = 0;
   int compute_major = 0;
   int compute_minor = 0;

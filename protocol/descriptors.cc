@@ -11,8 +11,8 @@ namespace stripesolve::protocol {
 
 Status send_with_descriptors(int socket, std::string_view bytes, std::span<const int> fds) {
   if (fds.size() > kMaxFrameDescriptors) {
-    return Status::invalid_argument(fmt::format("{} descriptors in one frame, at most {}", fds.size(),
-                                                kMaxFrameDescriptors));
+    return Status::invalid_argument(
+        fmt::format("{} descriptors in one frame, at most {}", fds.size(), kMaxFrameDescriptors));
   }
   if (bytes.empty() && !fds.empty()) {
     return Status::invalid_argument("descriptors need at least one byte of data to travel with");
@@ -79,8 +79,8 @@ Result<Received> receive_with_descriptors(int socket, char* buf, size_t len, boo
     }
     if ((msg.msg_flags & MSG_CTRUNC) != 0 || got > kMaxFrameDescriptors) {
       fds->clear();
-      return Status::invalid_argument(fmt::format(
-          "more than {} descriptors arrived with one message", kMaxFrameDescriptors));
+      return Status::invalid_argument(
+          fmt::format("more than {} descriptors arrived with one message", kMaxFrameDescriptors));
     }
     return Received{static_cast<size_t>(n), false};
   }
@@ -91,8 +91,8 @@ Result<size_t> declared_descriptors(const nlohmann::json& header) {
   if (it == header.end()) return size_t{0};
   if (!it->is_number_integer() || it->get<int64_t>() < 0 ||
       it->get<uint64_t>() > kMaxFrameDescriptors) {
-    return Status::invalid_argument(fmt::format(
-        "field 'fds' must be an integer in [0, {}], got {}", kMaxFrameDescriptors, it->dump()));
+    return Status::invalid_argument(fmt::format("field 'fds' must be an integer in [0, {}], got {}",
+                                                kMaxFrameDescriptors, it->dump()));
   }
   return static_cast<size_t>(it->get<uint64_t>());
 }

@@ -1,13 +1,14 @@
 #include "protocol/descriptors.h"
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::protocol {
 namespace {
@@ -26,7 +27,9 @@ struct SocketPair {
   }
 };
 
-bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+bool is_open(int fd) {
+  return ::fcntl(fd, F_GETFD) != -1;
+}
 
 std::vector<UniqueFd> pipes(int n, std::vector<int>* raw) {
   std::vector<UniqueFd> out;
@@ -69,7 +72,8 @@ TEST(Descriptors, TooManyInOneMessageIsAnErrorAndNothingLeaks) {
   std::vector<int> raw;
   auto fds = pipes(kMaxFrameDescriptors + 1, &raw);
   // The sender refuses; a raw sendmsg with nine gets through to the receiver's check.
-  EXPECT_EQ(send_with_descriptors(s.a, "x", raw).message(), "9 descriptors in one frame, at most 8");
+  EXPECT_EQ(send_with_descriptors(s.a, "x", raw).message(),
+            "9 descriptors in one frame, at most 8");
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 9)] = {};
   char byte = 'x';
   iovec iov{&byte, 1};
@@ -96,14 +100,15 @@ TEST(Descriptors, QueueMatchesBatchesToDeclaringFrames) {
   DescriptorQueue q;
   ASSERT_TRUE(q.add(pipes(2, &raw)).is_ok());
   EXPECT_TRUE(q.check(/*at_frame_boundary=*/false).is_ok());  // its frame is still being read
-  auto none = q.take(0);  // a frame before it declares none
+  auto none = q.take(0);                                      // a frame before it declares none
   ASSERT_TRUE(none.is_ok());
   EXPECT_TRUE(none->empty());
   auto two = q.take(2);
   ASSERT_TRUE(two.is_ok());
   EXPECT_EQ(two->size(), 2u);
   EXPECT_TRUE(q.check(true).is_ok());
-  EXPECT_EQ(q.take(1).status().message(), "the frame declares 1 descriptors but none arrived with it");
+  EXPECT_EQ(q.take(1).status().message(),
+            "the frame declares 1 descriptors but none arrived with it");
 }
 
 TEST(Descriptors, WrongCountsAndUndeclaredBatchesAreErrorsAndAreClosed) {

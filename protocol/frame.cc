@@ -66,13 +66,17 @@ int json_depth(std::string_view text) {
 
 Status append_frame(std::string& out, const Frame& frame) {
   if ((frame.flags & ~kKnownFlags) != 0) {
-    return Status::invalid_argument(fmt::format("frame flags 0x{:x} has unknown bits", frame.flags));
+    return Status::invalid_argument(
+        fmt::format("frame flags 0x{:x} has unknown bits", frame.flags));
   }
-  const std::string json = frame.header.is_null() ? std::string("{}") : frame.header.dump(
-      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string json =
+      frame.header.is_null()
+          ? std::string("{}")
+          : frame.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (json.size() > kDefaultMaxHeaderBytes) {
-    return Status::invalid_argument(fmt::format("JSON header of {} bytes exceeds the limit of {} bytes",
-                                                json.size(), kDefaultMaxHeaderBytes));
+    return Status::invalid_argument(
+        fmt::format("JSON header of {} bytes exceeds the limit of {} bytes", json.size(),
+                    kDefaultMaxHeaderBytes));
   }
   if (frame.payload.size() > kDefaultMaxPayloadBytes) {
     return Status::invalid_argument(fmt::format("payload of {} bytes exceeds the limit of {} bytes",
@@ -113,13 +117,14 @@ Status FrameParser::parse_fixed_header() {
   if (magic != kMagic) {
     return Status::invalid_argument(fmt::format(
         "bad magic 0x{:08x} (expected 0x{:08x} \"SSLV\"): the peer does not speak the stripesolve "
-        "protocol", magic, kMagic));
+        "protocol",
+        magic, kMagic));
   }
   const uint16_t version = get_u16(p + 4);
   if (version < kMinProtocolVersion || version > kProtocolVersion) {
-    return Status::invalid_argument(fmt::format(
-        "unsupported protocol version {} (this side speaks {}..{})", version, kMinProtocolVersion,
-        kProtocolVersion));
+    return Status::invalid_argument(
+        fmt::format("unsupported protocol version {} (this side speaks {}..{})", version,
+                    kMinProtocolVersion, kProtocolVersion));
   }
   current_ = Frame{};
   current_.type = get_u16(p + 6);
@@ -135,14 +140,13 @@ Status FrameParser::parse_fixed_header() {
     return Status::invalid_argument(fmt::format("reserved field is 0x{:x}, must be 0", reserved));
   }
   if (header_len_ > limits_.max_header_bytes) {
-    return Status::invalid_argument(fmt::format(
-        "JSON header of {} bytes exceeds the limit of {} bytes", header_len_,
-        limits_.max_header_bytes));
+    return Status::invalid_argument(
+        fmt::format("JSON header of {} bytes exceeds the limit of {} bytes", header_len_,
+                    limits_.max_header_bytes));
   }
   if (payload_len_ > limits_.max_payload_bytes) {
-    return Status::invalid_argument(fmt::format(
-        "payload of {} bytes exceeds the limit of {} bytes", payload_len_,
-        limits_.max_payload_bytes));
+    return Status::invalid_argument(fmt::format("payload of {} bytes exceeds the limit of {} bytes",
+                                                payload_len_, limits_.max_payload_bytes));
   }
   return Status::ok();
 }

@@ -1,8 +1,8 @@
 #include "protocol/frame.h"
 
-#include <gtest/gtest.h>
-
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "protocol/messages.h"
 
@@ -36,7 +36,8 @@ TEST(FrameTest, RoundTripInOneFeed) {
 
 TEST(FrameTest, ByteByByteFeedYieldsTheSameFrames) {
   std::string stream;
-  for (uint64_t i = 0; i < 5; ++i) ASSERT_TRUE(append_frame(stream, sample_frame(i, i * 13)).is_ok());
+  for (uint64_t i = 0; i < 5; ++i)
+    ASSERT_TRUE(append_frame(stream, sample_frame(i, i * 13)).is_ok());
   FrameParser p;
   std::vector<Frame> got;
   for (char c : stream) {
@@ -84,7 +85,8 @@ TEST(FrameTest, LimitsAreEnforcedBeforeAllocation) {
   bytes[24] = bytes[25] = bytes[26] = bytes[27] = static_cast<char>(0xff);  // 4 GiB payload
   FrameParser p;
   Status st = p.feed(bytes);
-  EXPECT_EQ(st.message(), "frame 0: payload of 4294967295 bytes exceeds the limit of 4194304 bytes");
+  EXPECT_EQ(st.message(),
+            "frame 0: payload of 4294967295 bytes exceeds the limit of 4194304 bytes");
   EXPECT_EQ(p.buffered_bytes(), 0u);
 
   FrameParser small({.max_header_bytes = 10, .max_payload_bytes = 100});
@@ -148,7 +150,8 @@ TEST(FrameTest, EncodeRejectsOversizedPayload) {
 TEST(FrameFuzzTest, RandomBytesTruncationsAndBitFlips) {
   std::mt19937_64 rng(12345);
   std::string valid;
-  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(append_frame(valid, sample_frame(i, (i * 97) % 300)).is_ok());
+  for (uint64_t i = 0; i < 8; ++i)
+    ASSERT_TRUE(append_frame(valid, sample_frame(i, (i * 97) % 300)).is_ok());
   FrameLimits limits{.max_header_bytes = 4096, .max_payload_bytes = 1 << 16};
   int errors = 0, clean = 0;
   for (int iter = 0; iter < 3000; ++iter) {
@@ -158,14 +161,18 @@ TEST(FrameFuzzTest, RandomBytesTruncationsAndBitFlips) {
       input.resize(rng() % 400);
       for (char& c : input) c = static_cast<char>(rng());
       if (iter % 2 == 0 && input.size() >= 4) {
-        input[0] = 'S'; input[1] = 'S'; input[2] = 'L'; input[3] = 'V';  // get past the magic
+        input[0] = 'S';
+        input[1] = 'S';
+        input[2] = 'L';
+        input[3] = 'V';  // get past the magic
       }
     } else if (mode == 1) {
       input = valid.substr(0, rng() % (valid.size() + 1));
     } else {
       input = valid;
       const int flips = 1 + static_cast<int>(rng() % 4);
-      for (int k = 0; k < flips; ++k) input[rng() % input.size()] ^= static_cast<char>(1u << (rng() % 8));
+      for (int k = 0; k < flips; ++k)
+        input[rng() % input.size()] ^= static_cast<char>(1u << (rng() % 8));
     }
     FrameParser p(limits);
     size_t pos = 0;

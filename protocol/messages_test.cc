@@ -44,7 +44,8 @@ TEST(MessagesTest, FieldAccessors) {
   EXPECT_EQ(get_int(h, "neg", 0, 10).status().message(), "field 'neg' is -1, must be in [0, 10]");
   EXPECT_EQ(*get_bool(h, "absent", true), true);
   EXPECT_EQ(*get_bool({{"b", false}}, "b", true), false);
-  EXPECT_EQ(get_bool(h, "name", false).status().message(), "field 'name' must be a boolean, got string");
+  EXPECT_EQ(get_bool(h, "name", false).status().message(),
+            "field 'name' must be a boolean, got string");
   EXPECT_EQ(message_type_name(104), "result_chunk");
   EXPECT_EQ(message_type_name(999), "unknown");
   EXPECT_TRUE(is_request_type(10));

@@ -23,7 +23,7 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
     if (i + 1 < shape.size()) shape_text += " ";
   }
   shape_text += ")";
-  const char* descr = dtype == NpyDtype::kFloat64 ? "<f8"
+  const char* descr = dtype == NpyDtype::kFloat64   ? "<f8"
                       : dtype == NpyDtype::kFloat32 ? "<f4"
                       : dtype == NpyDtype::kInt64   ? "<i8"
                                                     : "<i4";
@@ -52,7 +52,8 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
 namespace {
 
 // Element bytes are copied with memcpy; .npy data is little-endian.
-static_assert(std::endian::native == std::endian::little, "the .npy reader assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "the .npy reader assumes a little-endian host");
 
 size_t dtype_bytes(NpyDtype dtype) {
   return dtype == NpyDtype::kFloat64 || dtype == NpyDtype::kInt64 ? 8 : 4;
@@ -90,23 +91,28 @@ size_t value_of(std::string_view dict, std::string_view key) {
 // Parses the header of any dtype parse_descr knows; `descr` receives the dtype text as written.
 Result<NpyHeader> parse_header(std::string_view bytes, std::string* descr) {
   // The magic first, on what there is of it: a short text file is "not a .npy file".
-  if (!bytes.empty() && std::memcmp(bytes.data(), kNpyMagic, std::min(bytes.size(), kNpyMagicLen)) != 0) {
+  if (!bytes.empty() &&
+      std::memcmp(bytes.data(), kNpyMagic, std::min(bytes.size(), kNpyMagicLen)) != 0) {
     return Status::invalid_argument("npy: bad magic (not a .npy file)");
   }
   if (bytes.size() < kNpyMagicLen + 4) {
-    return Status::failed_precondition(fmt::format("npy: need at least {} bytes for the preamble",
-                                                   kNpyMagicLen + 4));
+    return Status::failed_precondition(
+        fmt::format("npy: need at least {} bytes for the preamble", kNpyMagicLen + 4));
   }
   const int major = static_cast<uint8_t>(bytes[6]);
-  if (major < 1 || major > 3) return Status::invalid_argument(fmt::format("npy: unsupported version {}", major));
+  if (major < 1 || major > 3)
+    return Status::invalid_argument(fmt::format("npy: unsupported version {}", major));
   size_t len_bytes = major == 1 ? 2 : 4;
   if (bytes.size() < 8 + len_bytes) return Status::failed_precondition("npy: truncated preamble");
   uint32_t hlen = 0;
-  for (size_t i = 0; i < len_bytes; ++i) hlen |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
+  for (size_t i = 0; i < len_bytes; ++i)
+    hlen |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[8 + i])) << (8 * i);
   const size_t data_offset = 8 + len_bytes + hlen;
-  if (hlen > (1u << 20)) return Status::invalid_argument(fmt::format("npy: header of {} bytes is too long", hlen));
+  if (hlen > (1u << 20))
+    return Status::invalid_argument(fmt::format("npy: header of {} bytes is too long", hlen));
   if (bytes.size() < data_offset) {
-    return Status::failed_precondition(fmt::format("npy: need {} bytes for the header", data_offset));
+    return Status::failed_precondition(
+        fmt::format("npy: need {} bytes for the header", data_offset));
   }
   const std::string_view dict = bytes.substr(8 + len_bytes, hlen);
   const size_t descr_at = value_of(dict, "descr");
@@ -114,7 +120,8 @@ Result<NpyHeader> parse_header(std::string_view bytes, std::string* descr) {
     return Status::invalid_argument("npy: header has no 'descr'");
   }
   const size_t descr_end = dict.find(dict[descr_at], descr_at + 1);
-  if (descr_end == std::string_view::npos) return Status::invalid_argument("npy: header has no 'descr'");
+  if (descr_end == std::string_view::npos)
+    return Status::invalid_argument("npy: header has no 'descr'");
   *descr = std::string(dict.substr(descr_at + 1, descr_end - descr_at - 1));
   NpyHeader h;
   h.data_offset = data_offset;
@@ -127,14 +134,16 @@ Result<NpyHeader> parse_header(std::string_view bytes, std::string* descr) {
   }
   const size_t shape_at = value_of(dict, "shape");
   const size_t shape_end = shape_at == std::string_view::npos ? shape_at : dict.find(')', shape_at);
-  if (shape_at == std::string_view::npos || dict[shape_at] != '(' || shape_end == std::string_view::npos) {
+  if (shape_at == std::string_view::npos || dict[shape_at] != '(' ||
+      shape_end == std::string_view::npos) {
     return Status::invalid_argument("npy: header has no 'shape'");
   }
   const std::string dims(dict.substr(shape_at + 1, shape_end - shape_at - 1));
   size_t pos = 0;
   while (pos < dims.size()) {
     size_t comma = dims.find(',', pos);
-    std::string item = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     item.erase(0, item.find_first_not_of(' '));
     item.erase(item.find_last_not_of(' ') + 1);
     if (!item.empty()) {
@@ -159,10 +168,26 @@ Result<NpyHeader> parse_header(std::string_view bytes, std::string* descr) {
 template <typename T>
 T load(const char* data, NpyDtype dtype, int64_t k) {
   switch (dtype) {
-    case NpyDtype::kFloat64: { double v; std::memcpy(&v, data + 8 * k, 8); return static_cast<T>(v); }
-    case NpyDtype::kFloat32: { float v; std::memcpy(&v, data + 4 * k, 4); return static_cast<T>(v); }
-    case NpyDtype::kInt64: { int64_t v; std::memcpy(&v, data + 8 * k, 8); return static_cast<T>(v); }
-    case NpyDtype::kInt32: { int32_t v; std::memcpy(&v, data + 4 * k, 4); return static_cast<T>(v); }
+    case NpyDtype::kFloat64: {
+      double v;
+      std::memcpy(&v, data + 8 * k, 8);
+      return static_cast<T>(v);
+    }
+    case NpyDtype::kFloat32: {
+      float v;
+      std::memcpy(&v, data + 4 * k, 4);
+      return static_cast<T>(v);
+    }
+    case NpyDtype::kInt64: {
+      int64_t v;
+      std::memcpy(&v, data + 8 * k, 8);
+      return static_cast<T>(v);
+    }
+    case NpyDtype::kInt32: {
+      int32_t v;
+      std::memcpy(&v, data + 4 * k, 4);
+      return static_cast<T>(v);
+    }
   }
   return T{};
 }
@@ -187,15 +212,21 @@ std::vector<T> c_order_values(std::string_view bytes, const NpyHeader& h) {
 
 std::string_view npy_dtype_name(NpyDtype dtype) {
   switch (dtype) {
-    case NpyDtype::kFloat64: return "float64";
-    case NpyDtype::kFloat32: return "float32";
-    case NpyDtype::kInt64: return "int64";
-    case NpyDtype::kInt32: return "int32";
+    case NpyDtype::kFloat64:
+      return "float64";
+    case NpyDtype::kFloat32:
+      return "float32";
+    case NpyDtype::kInt64:
+      return "int64";
+    case NpyDtype::kInt32:
+      return "int32";
   }
   return "?";
 }
 
-bool is_float(NpyDtype dtype) { return dtype == NpyDtype::kFloat64 || dtype == NpyDtype::kFloat32; }
+bool is_float(NpyDtype dtype) {
+  return dtype == NpyDtype::kFloat64 || dtype == NpyDtype::kFloat32;
+}
 
 std::string format_shape(const std::vector<int64_t>& shape) {
   if (shape.size() == 1) return fmt::format("({},)", shape[0]);
@@ -206,14 +237,19 @@ Result<NpyHeader> parse_npy_header(std::string_view bytes) {
   std::string descr;
   STRIPESOLVE_ASSIGN_OR_RETURN(NpyHeader h, parse_header(bytes, &descr));
   if (parse_descr(descr) != NpyDtype::kFloat64) {
-    return Status::invalid_argument(fmt::format("npy: dtype '{}' is not supported (need float64 '<f8')", descr));
+    return Status::invalid_argument(
+        fmt::format("npy: dtype '{}' is not supported (need float64 '<f8')", descr));
   }
   return h;
 }
 
-Result<NpyHeader> inspect_npy(std::string_view bytes) { return inspect_npy_header(bytes, bytes.size()); }
+Result<NpyHeader> inspect_npy(std::string_view bytes) {
+  return inspect_npy_header(bytes, bytes.size());
+}
 
-size_t npy_dtype_bytes(NpyDtype dtype) { return dtype_bytes(dtype); }
+size_t npy_dtype_bytes(NpyDtype dtype) {
+  return dtype_bytes(dtype);
+}
 
 Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size) {
   std::string descr;
@@ -228,9 +264,10 @@ Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size
   }
   NpyHeader h = std::move(parsed).value();
   if (!parse_descr(descr).has_value()) {
-    return Status::invalid_argument(fmt::format(
-        "npy: dtype '{}' is not supported (need float64 '<f8', float32 '<f4', int64 '<i8' or int32 '<i4')",
-        descr));
+    return Status::invalid_argument(
+        fmt::format("npy: dtype '{}' is not supported (need float64 '<f8', float32 '<f4', int64 "
+                    "'<i8' or int32 '<i4')",
+                    descr));
   }
   const int64_t r = h.rows(), c = h.cols();
   const int64_t item = static_cast<int64_t>(dtype_bytes(h.dtype));
@@ -238,36 +275,39 @@ Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size
   const uint64_t need = h.data_offset + static_cast<uint64_t>(r * c * item);
   if (file_size != need) {
     return Status::invalid_argument(fmt::format("npy: shape {} of {} needs {} bytes, file has {}",
-                                                format_shape(h.shape), npy_dtype_name(h.dtype), need,
-                                                file_size));
+                                                format_shape(h.shape), npy_dtype_name(h.dtype),
+                                                need, file_size));
   }
   return h;
 }
 
 Result<std::vector<double>> npy_float_values(std::string_view bytes, const NpyHeader& header) {
   if (!is_float(header.dtype)) {
-    return Status::invalid_argument(fmt::format(
-        "npy: dtype {} where a floating-point array (float64 or float32) is needed", npy_dtype_name(header.dtype)));
+    return Status::invalid_argument(
+        fmt::format("npy: dtype {} where a floating-point array (float64 or float32) is needed",
+                    npy_dtype_name(header.dtype)));
   }
   return c_order_values<double>(bytes, header);
 }
 
 Result<std::vector<int64_t>> npy_int_values(std::string_view bytes, const NpyHeader& header) {
   if (is_float(header.dtype)) {
-    return Status::invalid_argument(fmt::format(
-        "npy: dtype {} where an integer array (int64 or int32) is needed", npy_dtype_name(header.dtype)));
+    return Status::invalid_argument(
+        fmt::format("npy: dtype {} where an integer array (int64 or int32) is needed",
+                    npy_dtype_name(header.dtype)));
   }
   return c_order_values<int64_t>(bytes, header);
 }
 
-Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t* rows, int64_t* cols) {
+Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t* rows,
+                                                int64_t* cols) {
   STRIPESOLVE_ASSIGN_OR_RETURN(NpyHeader h, parse_npy_header(bytes));
   const int64_t r = h.rows(), c = h.cols();
   if (r > 0 && c > INT64_MAX / 8 / r) return Status::invalid_argument("npy: shape overflows");
   const size_t need = h.data_offset + static_cast<size_t>(r * c) * 8;
   if (bytes.size() != need) {
-    return Status::invalid_argument(fmt::format("npy: shape ({}, {}) needs {} bytes, file has {}", r, c,
-                                                need, bytes.size()));
+    return Status::invalid_argument(
+        fmt::format("npy: shape ({}, {}) needs {} bytes, file has {}", r, c, need, bytes.size()));
   }
   std::vector<double> out(static_cast<size_t>(r * c));
   const char* data = bytes.data() + h.data_offset;

@@ -22,7 +22,7 @@ bool is_float(NpyDtype dtype);
 struct NpyHeader {
   std::vector<int64_t> shape;  // 1 or 2 dimensions
   bool fortran_order = false;
-  size_t data_offset = 0;      // bytes before the first element
+  size_t data_offset = 0;  // bytes before the first element
   NpyDtype dtype = NpyDtype::kFloat64;
   int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
   int64_t cols() const { return shape.size() < 2 ? 1 : shape[1]; }
@@ -43,7 +43,8 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
 Result<NpyHeader> parse_npy_header(std::string_view bytes);
 
 // Converts a float64 .npy image (header + data) to column-major n x nrhs values.
-Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t* rows, int64_t* cols);
+Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t* rows,
+                                                int64_t* cols);
 
 // The header of a whole .npy image of any NpyDtype, checking that `bytes` holds exactly the
 // elements its shape needs ("npy: shape (3, 4) of float32 needs 176 bytes, file has 170").
@@ -51,7 +52,8 @@ Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t*
 Result<NpyHeader> inspect_npy(std::string_view bytes);
 // The same for a file of `file_size` bytes of which `prefix` are the first: the header must lie
 // in `prefix`, else kFailedPrecondition "npy: need N bytes for the header" when the file has
-// more to read (kInvalidArgument when it has not). inspect_npy(b) is inspect_npy_header(b, b.size()).
+// more to read (kInvalidArgument when it has not). inspect_npy(b) is inspect_npy_header(b,
+// b.size()).
 Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size);
 // Bytes of one element of `dtype` (8 or 4).
 size_t npy_dtype_bytes(NpyDtype dtype);

@@ -1,8 +1,8 @@
 #include "protocol/npy.h"
 
-#include <gtest/gtest.h>
-
 #include <cstring>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::protocol {
 namespace {
@@ -35,7 +35,8 @@ TEST(NpyTest, ToColumnMajorFromCOrder) {
 }
 
 TEST(NpyTest, Errors) {
-  EXPECT_EQ(parse_npy_header("NOTNUMPYxxxxxxxx").status().message(), "npy: bad magic (not a .npy file)");
+  EXPECT_EQ(parse_npy_header("NOTNUMPYxxxxxxxx").status().message(),
+            "npy: bad magic (not a .npy file)");
   std::string h = make_npy_header({3}, false);
   std::string i4 = h;
   i4.replace(i4.find("<f8"), 3, "<i4");
@@ -59,7 +60,8 @@ std::string header(const std::string& descr, const std::string& shape, bool fort
   return out + dict;
 }
 
-std::string image(const std::string& descr, const std::string& shape, bool fortran, std::string_view data) {
+std::string image(const std::string& descr, const std::string& shape, bool fortran,
+                  std::string_view data) {
   return header(descr, shape, fortran) + std::string(data);
 }
 
@@ -98,7 +100,8 @@ TEST(NpyTest, InspectReadsEveryDtypeAndChecksTheLength) {
   EXPECT_EQ(*npy_int_values(small, *inspect_npy(small)), (std::vector<int64_t>{7, -1}));
 
   EXPECT_EQ(inspect_npy(image(">f8", "(1,)", false, std::string(8, '\0'))).status().message(),
-            "npy: dtype '>f8' is not supported (need float64 '<f8', float32 '<f4', int64 '<i8' or int32 '<i4')");
+            "npy: dtype '>f8' is not supported (need float64 '<f8', float32 '<f4', int64 '<i8' or "
+            "int32 '<i4')");
   EXPECT_EQ(inspect_npy(image("<f8", "()", false, std::string(8, '\0'))).status().message(),
             "npy: 0 dimensions, need 1 or 2");
   EXPECT_EQ(inspect_npy("1 2\n").status().message(), "npy: bad magic (not a .npy file)");
@@ -135,19 +138,24 @@ std::string with_dict(std::string dict, std::string_view data) {
 TEST(NpyTest, HeaderDictIsParsedByKey) {
   const std::vector<double> v = {1, 2};
   // Other writers: double quotes, other key order, no trailing comma.
-  auto h = inspect_npy(with_dict(R"({"shape": (2,), "fortran_order": False, "descr": "<f8"})", raw(v)));
+  auto h =
+      inspect_npy(with_dict(R"({"shape": (2,), "fortran_order": False, "descr": "<f8"})", raw(v)));
   ASSERT_TRUE(h.is_ok()) << h.status().to_string();
   EXPECT_EQ(h->shape, (std::vector<int64_t>{2}));
-  EXPECT_EQ(inspect_npy(with_dict("{'descr': '<f8', 'fortran_order': False}", raw(v))).status().message(),
-            "npy: header has no 'shape'");
+  EXPECT_EQ(
+      inspect_npy(with_dict("{'descr': '<f8', 'fortran_order': False}", raw(v))).status().message(),
+      "npy: header has no 'shape'");
   EXPECT_EQ(inspect_npy(with_dict("{'descr': '<f8', 'shape': (2,)}", raw(v))).status().message(),
             "npy: header has no 'fortran_order'");
   EXPECT_EQ(inspect_npy(with_dict("{'descr': <f8, 'fortran_order': False, 'shape': (2,)}", raw(v)))
-                .status().message(),
+                .status()
+                .message(),
             "npy: header has no 'descr'");
-  EXPECT_EQ(inspect_npy(with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (2, x)}", raw(v)))
-                .status().message(),
-            "npy: bad dimension 'x'");
+  EXPECT_EQ(
+      inspect_npy(with_dict("{'descr': '<f8', 'fortran_order': False, 'shape': (2, x)}", raw(v)))
+          .status()
+          .message(),
+      "npy: bad dimension 'x'");
 }
 
 TEST(NpyTest, FormatShape) {

@@ -1,8 +1,9 @@
 #include "protocol/socket_path.h"
 
-#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::protocol {
 namespace {
@@ -15,7 +16,8 @@ TEST(SocketPathTest, ResolutionOrder) {
   ::setenv("XDG_RUNTIME_DIR", "/run/user/7", 1);
   EXPECT_EQ(default_socket_path(), "/run/user/7/stripesolve/stripesolved.sock");
   ::unsetenv("XDG_RUNTIME_DIR");
-  EXPECT_EQ(default_socket_path(), "/tmp/stripesolve-" + std::to_string(::getuid()) + "/stripesolved.sock");
+  EXPECT_EQ(default_socket_path(),
+            "/tmp/stripesolve-" + std::to_string(::getuid()) + "/stripesolved.sock");
 }
 
 }  // namespace

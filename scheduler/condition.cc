@@ -1,12 +1,12 @@
 #include "scheduler/condition.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backend/backend.h"
 
@@ -21,7 +21,9 @@ double norm_1(const std::vector<double>& v) {
   return s;
 }
 
-std::string figure(double v) { return v < 0 ? std::string("not known") : fmt::format("{:.2e}", v); }
+std::string figure(double v) {
+  return v < 0 ? std::string("not known") : fmt::format("{:.2e}", v);
+}
 
 int64_t first_argmax_abs(const std::vector<double>& v) {
   int64_t best = 0;
@@ -106,8 +108,10 @@ std::string quality_warning(const SolveQuality& q) {
   const bool inaccurate = q.backward_error > tol;
   if (!singular && !inaccurate) return "";
   if (!inaccurate) {
-    return fmt::format("singular to working precision (rcond {:.2e}): the solution is not "
-                       "determined by the data", q.rcond);
+    return fmt::format(
+        "singular to working precision (rcond {:.2e}): the solution is not "
+        "determined by the data",
+        q.rcond);
   }
   std::vector<std::string> causes;
   if (singular) {
@@ -116,17 +120,21 @@ std::string quality_warning(const SolveQuality& q) {
     causes.push_back(fmt::format("ill-conditioned (rcond {:.2e})", q.rcond));
   }
   if (unstable) {
-    causes.push_back(fmt::format("unstable pivoting (growth {:.2e}; the rcond estimate from "
-                                 "these factors is unreliable)", q.growth));
+    causes.push_back(
+        fmt::format("unstable pivoting (growth {:.2e}; the rcond estimate from "
+                    "these factors is unreliable)",
+                    q.growth));
   }
   if (causes.empty()) {
-    causes.push_back(fmt::format("pivoting (growth {}, rcond {})", figure(q.growth), figure(q.rcond)));
+    causes.push_back(
+        fmt::format("pivoting (growth {}, rcond {})", figure(q.growth), figure(q.rcond)));
   }
   // The advice is a mode whose pivot choice the same matrix does not defeat the same way.
   const char* other = q.pivot == stripe::PivotMode::kRow ? "local" : "row";
   const std::string after = q.refinement_steps == 0 ? "without refinement"
-                            : q.refinement_steps == 1 ? "after 1 refinement step"
-                            : fmt::format("after {} refinement steps", q.refinement_steps);
+                            : q.refinement_steps == 1
+                                ? "after 1 refinement step"
+                                : fmt::format("after {} refinement steps", q.refinement_steps);
   return fmt::format("backward error {:.2e} above the tolerance {:.2e} {}: {}; try --pivot {}",
                      q.backward_error, tol, after, fmt::join(causes, ", "), other);
 }

@@ -2,13 +2,13 @@
 // the wording of the quality warning.
 #include "scheduler/condition.h"
 
-#include <gtest/gtest.h>
-#include <lapacke.h>
-
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <lapacke.h>
 
 #include "stripe/dense_reference.h"
 
@@ -46,7 +46,8 @@ TEST(ConditionEstimate, WithinAFactorTenOfTheExactInverseNorm) {
   const int64_t n = 80;
   std::vector<double> a = stripe::uniform_matrix(n, n, 3);
   for (int64_t r = 0; r < n; ++r) {
-    for (int64_t c = 0; c < n; ++c) a[static_cast<size_t>(r + c * n)] *= std::pow(10.0, -12.0 * r / (n - 1));
+    for (int64_t c = 0; c < n; ++c)
+      a[static_cast<size_t>(r + c * n)] *= std::pow(10.0, -12.0 * r / (n - 1));
   }
   const double exact = stripe::inverse_norm_1(a, n);
   EXPECT_GT(estimate(a, n), exact / 10);

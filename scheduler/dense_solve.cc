@@ -15,8 +15,8 @@
 #include "gpu/devices.h"
 #include "scheduler/condition.h"
 #include "scheduler/factor_run.h"
-#include "scheduler/multi_gpu_elimination.h"
 #include "scheduler/io_role.h"
+#include "scheduler/multi_gpu_elimination.h"
 #include "scheduler/substitution.h"
 
 namespace stripesolve::scheduler {
@@ -55,8 +55,8 @@ std::vector<std::byte> serialize_all(const std::vector<stripe::StripePivots>& pi
   return out;
 }
 
-Result<std::vector<stripe::StripePivots>> parse_all(std::span<const std::byte> in,
-                                                    int64_t stripes, const std::string& name) {
+Result<std::vector<stripe::StripePivots>> parse_all(std::span<const std::byte> in, int64_t stripes,
+                                                    const std::string& name) {
   auto bad = [&](const std::string& what) {
     return Status::corruption("factor '" + name + "': pivots blob " + what);
   };
@@ -167,23 +167,27 @@ Status open_factor_to_make(Solve& sv, bool cpu_tier, const Plan& plan) {
   static const auto log = logger("scheduler");
   const std::string& factor_name = sv.report.factor_name;
   const bool recorded = cpu_tier && sv.options.store_factors && sv.options.record_progress;
-  const FactorRecipe recipe{sv.a->info().id, sv.g.n, sv.g.stripes, sv.options.pivot,
-                            sv.options.strategy, plan.meta_stripes, plan.substripe_rows};
+  const FactorRecipe recipe{sv.a->info().id,     sv.g.n,
+                            sv.g.stripes,        sv.options.pivot,
+                            sv.options.strategy, plan.meta_stripes,
+                            plan.substripe_rows};
   auto left = sv.store.reopen_factor(factor_name, *sv.a);
   if (!left.is_ok() && left.status().code() != StatusCode::kNotFound) return left.status();
   if (left.is_ok()) {
-    auto progress =
-        recorded ? FactorProgress::resume(**left, recipe, &sv.resume_point)
-                 : Result<std::unique_ptr<FactorProgress>>(Status::failed_precondition(
-                       "this solve records no progress (GPU tier, or factors not stored)"));
+    auto progress = recorded
+                        ? FactorProgress::resume(**left, recipe, &sv.resume_point)
+                        : Result<std::unique_ptr<FactorProgress>>(Status::failed_precondition(
+                              "this solve records no progress (GPU tier, or factors not stored)"));
     if (progress.is_ok()) {
       sv.writable = std::move(*left);
       sv.progress = std::move(*progress);
       sv.resumed = true;
       return Status::ok();
     }
-    log->warn("the half-made factor '{}' left by an earlier process cannot be resumed ({}); "
-              "factoring from the start", factor_name, progress.status().message());
+    log->warn(
+        "the half-made factor '{}' left by an earlier process cannot be resumed ({}); "
+        "factoring from the start",
+        factor_name, progress.status().message());
     left->reset();  // uncommitted: removed
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, sv.store.create_factor(factor_name, *sv.a));
@@ -214,20 +218,23 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   const auto start = Clock::now();
   const std::string name(matrix_name);
   if (nrhs < 1 || b == nullptr) {
-    return Status::invalid_argument("dense solve of '" + name + "': need at least one right-hand side, got " +
+    return Status::invalid_argument("dense solve of '" + name +
+                                    "': need at least one right-hand side, got " +
                                     std::to_string(nrhs));
   }
   if (options.in_place && options.refinement_steps > 0) {
-    return Status::invalid_argument("dense solve of '" + name +
-                                    "': refinement needs the original matrix, which in_place overwrites");
+    return Status::invalid_argument(
+        "dense solve of '" + name +
+        "': refinement needs the original matrix, which in_place overwrites");
   }
   if (options.in_place && !options.store_factors) {
-    return Status::invalid_argument("dense solve of '" + name +
-                                    "': in_place turns the matrix into its factors, which are then stored");
+    return Status::invalid_argument(
+        "dense solve of '" + name +
+        "': in_place turns the matrix into its factors, which are then stored");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-  Solve sv{store, name, options, info.geometry, {}, {}, nullptr, nullptr, nullptr, nullptr, {},
-           false, {}};
+  Solve sv{store,   name,    options, info.geometry, {}, {}, nullptr, nullptr,
+           nullptr, nullptr, {},      false,         {}};
   const storage::StripeGeometry& g = sv.g;
   const int64_t n = g.n;
   SolveReport& report = sv.report;
@@ -238,8 +245,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   report.backend = engine == nullptr ? "cpu" : engine->device() >= 0 ? "cuda" : "host";
   if (engine != nullptr) {
     report.device = engines.size() == 1 ? engine->description()
-                                        : std::to_string(engines.size()) + " devices: " +
-                                              engine->description() + ", ...";
+                                        : std::to_string(engines.size()) +
+                                              " devices: " + engine->description() + ", ...";
     config.gpus = static_cast<int64_t>(engines.size());
     // Each device's budget within what the daemon's other GPU jobs leave of its shared budget
     // (a default budget shrinks to it; an engine.gpu_memory it cannot give fails naming both
@@ -252,8 +259,9 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       config.gpu_memory = config.gpu_memory == 0 ? budget : std::min(config.gpu_memory, budget);
     }
     for (const backend::DeviceEngine* e : engines) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(auto r, gpu::DeviceBudget::of(e->device())
-                                               .reserve(config.gpu_memory, "dense solve of '" + name + "'"));
+      STRIPESOLVE_ASSIGN_OR_RETURN(
+          auto r, gpu::DeviceBudget::of(e->device())
+                      .reserve(config.gpu_memory, "dense solve of '" + name + "'"));
       device_reservations.push_back(std::move(r));
     }
   } else {
@@ -266,8 +274,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   static const auto log = logger("scheduler");
   log->info("dense solve of '{}' ({} pivoting, {} strategy, {} backend{}{}): {}", name,
             backend::pivot_mode_name(options.pivot), strategy_name(options.strategy),
-            report.backend, report.device.empty() ? "" : " on ", report.device,
-            plan_to_text(plan));
+            report.backend, report.device.empty() ? "" : " on ", report.device, plan_to_text(plan));
   report.factor_name = factor_name_for(name, options);
 
   if (options.in_place) {
@@ -282,8 +289,9 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     STRIPESOLVE_ASSIGN_OR_RETURN(sv.a, store.open_matrix(name));
     // Concurrent first solves of one matrix make one factor: the later ones wait here until it
     // is committed (or given up), then reuse it (issue 15).
-    STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor_lock, store.lock_name(report.factor_name,
-                                                                 [&cancel] { return cancel.cancelled(); }));
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor_lock, store.lock_name(report.factor_name, [&cancel] {
+      return cancel.cancelled();
+    }));
     auto existing = store.open_factor(report.factor_name);
     if (existing.is_ok()) {
       // Only the factor of this very matrix: its id (made at creation, so a matrix removed and
@@ -307,10 +315,10 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       std::memcpy(&sv.max_abs_u, bytes->data(), 8);
     }
     if (!sv.pivots.empty() && sv.pivots[0].mode != options.pivot) {
-      return Status::failed_precondition(
-          "factor '" + report.factor_name + "' was made with " +
-          std::string(backend::pivot_mode_name(sv.pivots[0].mode)) + " pivoting, not " +
-          std::string(backend::pivot_mode_name(options.pivot)));
+      return Status::failed_precondition("factor '" + report.factor_name + "' was made with " +
+                                         std::string(backend::pivot_mode_name(sv.pivots[0].mode)) +
+                                         " pivoting, not " +
+                                         std::string(backend::pivot_mode_name(options.pivot)));
     }
     report.reused_factors = true;
   }
@@ -362,8 +370,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
                         .write_back = false};
     if (engine != nullptr) {
       const auto t_load = Clock::now();
-      STRIPESOLVE_ASSIGN_OR_RETURN(gpu_elim, MultiGpuElimination::create(ctx, engines, *sv.writable,
-                                                                          params, plan));
+      STRIPESOLVE_ASSIGN_OR_RETURN(
+          gpu_elim, MultiGpuElimination::create(ctx, engines, *sv.writable, params, plan));
       if (!options.in_place) {
         progress.begin_phase("load", 0, g.stripes);
         STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx, *sv.a, config.ram_budget));
@@ -446,11 +454,15 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   const bool stream_chunks = callbacks.on_solution_chunk && !on_device &&
                              options.pivot != stripe::PivotMode::kRow &&
                              options.refinement_steps == 0;
-  if (on_device) progress.begin_phase("substitute", 4.0 * static_cast<double>(n) * n * nrhs, g.stripes);
+  if (on_device)
+    progress.begin_phase("substitute", 4.0 * static_cast<double>(n) * n * nrhs, g.stripes);
   const auto t_subst = Clock::now();
-  STRIPESOLVE_RETURN_IF_ERROR(substitute_columns(x, nrhs + extra, [&](int64_t i) {
-    return stream_chunks ? emit_chunk(callbacks, g, x, nrhs, i) : Status::ok();
-  }, ""));
+  STRIPESOLVE_RETURN_IF_ERROR(substitute_columns(
+      x, nrhs + extra,
+      [&](int64_t i) {
+        return stream_chunks ? emit_chunk(callbacks, g, x, nrhs, i) : Status::ok();
+      },
+      ""));
   report.substitution_seconds = seconds_since(t_subst);
   const std::vector<double> solved_fixed(report.x.begin() + n * nrhs, report.x.end());
   report.x.resize(static_cast<size_t>(n * nrhs));
@@ -485,8 +497,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     const bool factors_kept = sv.factor != nullptr || on_device;
     const bool refine_auto = options.refinement_steps == DenseSolveOptions::kRefineAuto &&
                              options.check_quality && factors_kept;
-    const int max_steps = refine_auto ? DenseSolveOptions::kMaxAutoRefinement
-                                      : std::max(0, options.refinement_steps);
+    const int max_steps =
+        refine_auto ? DenseSolveOptions::kMaxAutoRefinement : std::max(0, options.refinement_steps);
     std::vector<double> r(static_cast<size_t>(n * nrhs));
     std::vector<double> x_before;  // the x before the last auto step, in case it got worse
     const double b_norm = norm_inf(b, n, nrhs);
@@ -531,13 +543,15 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     report.residual_seconds = std::chrono::duration<double>(Clock::now() - t_residual).count();
   }
   if (options.check_quality) {
-    report.warning = quality_warning({.n = n,
-                                      .backward_error = report.residual,
-                                      .rcond = report.rcond,
-                                      .growth = report.growth,
-                                      .refinement_steps = report.residual_history.empty()
-                                          ? 0 : static_cast<int>(report.residual_history.size()) - 1,
-                                      .pivot = options.pivot});
+    report.warning = quality_warning(
+        {.n = n,
+         .backward_error = report.residual,
+         .rcond = report.rcond,
+         .growth = report.growth,
+         .refinement_steps = report.residual_history.empty()
+                                 ? 0
+                                 : static_cast<int>(report.residual_history.size()) - 1,
+         .pivot = options.pivot});
   }
   if (callbacks.on_solution_chunk && !stream_chunks) {
     for (int64_t i = g.stripes - 1; i >= 0; --i) {
@@ -554,14 +568,15 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   report.io_written_bytes = progress.io_written_bytes();
   report.seconds = seconds_since(start);
   if (!report.warning.empty()) log->warn("dense solve of '{}': {}", name, report.warning);
-  log->info("dense solve of '{}' done in {:.3f} s on {}: residual {:.3g}, rcond {:.3g}, growth "
-            "{:.3g}, factor {:.2f} GFLOP/s "
-            "({:.3f} s){}, substitution {:.3f} s{}, SSD read {} written {}",
-            name, report.seconds, report.device.empty() ? report.backend : report.device,
-            report.residual, report.rcond, report.growth, report.gflops, report.factor_seconds,
-            report.reused_factors ? " (reused factors)" : "", report.substitution_seconds,
-            on_device ? " (device)" : "", format_bytes(report.io_read_bytes),
-            format_bytes(report.io_written_bytes));
+  log->info(
+      "dense solve of '{}' done in {:.3f} s on {}: residual {:.3g}, rcond {:.3g}, growth "
+      "{:.3g}, factor {:.2f} GFLOP/s "
+      "({:.3f} s){}, substitution {:.3f} s{}, SSD read {} written {}",
+      name, report.seconds, report.device.empty() ? report.backend : report.device, report.residual,
+      report.rcond, report.growth, report.gflops, report.factor_seconds,
+      report.reused_factors ? " (reused factors)" : "", report.substitution_seconds,
+      on_device ? " (device)" : "", format_bytes(report.io_read_bytes),
+      format_bytes(report.io_written_bytes));
   if (gpu_elim) gpu_elim->release_factors();
   return report;
 }
@@ -592,8 +607,8 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
       owned.push_back(std::move(engine));
     }
   }
-  return solve_with(*cpu, engines, store, matrix_name, b, nrhs, options, config, cancel,
-                    callbacks, trace);
+  return solve_with(*cpu, engines, store, matrix_name, b, nrhs, options, config, cancel, callbacks,
+                    trace);
 }
 
 Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore& store,
@@ -601,8 +616,8 @@ Result<SolveReport> solve_dense(backend::Backend& backend, storage::MatrixStore&
                                 const DenseSolveOptions& options, const EngineConfig& config,
                                 CancelToken& cancel, const SolveCallbacks& callbacks,
                                 TraceRecorder* trace) {
-  return solve_with(backend, {}, store, matrix_name, b, nrhs, options, config, cancel,
-                    callbacks, trace);
+  return solve_with(backend, {}, store, matrix_name, b, nrhs, options, config, cancel, callbacks,
+                    trace);
 }
 
 Result<SolveReport> solve_dense(backend::Backend& backend, backend::DeviceEngine* engine,

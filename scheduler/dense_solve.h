@@ -87,12 +87,12 @@ struct SolveCallbacks {
 };
 
 struct SolveReport {
-  std::vector<double> x;          // n x nrhs, column-major (ld = n)
+  std::vector<double> x;  // n x nrhs, column-major (ld = n)
   // The backward error of x: ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), the largest
   // over the columns; -1 when not computed (in_place).
   double residual = -1;
   std::vector<double> residual_history;  // before each refinement step, then the final one
-  double tolerance = 0;           // backward_error_tolerance(n)
+  double tolerance = 0;                  // backward_error_tolerance(n)
   // 1 / (||A||_1 est ||A^-1||_1), LAPACK dgecon's estimate from the stored factors (a few solves
   // with A and A^T, out of core); -1 when not estimated (in_place, check_quality off, factors
   // kept only on the device).
@@ -104,23 +104,23 @@ struct SolveReport {
   // (scheduler/condition.h quality_warning()).
   std::string warning;
   double seconds = 0;
-  double load_seconds = 0;        // A read from the SSDs into the RAM cache before the
-                                  // factorization (only when the cache holds all of A)
-  double factor_seconds = 0;      // the triangulation, factors in RAM / on the device; 0 when
-                                  // the factors were reused
-  double persist_seconds = 0;     // writing the factors back to the store and committing them
+  double load_seconds = 0;          // A read from the SSDs into the RAM cache before the
+                                    // factorization (only when the cache holds all of A)
+  double factor_seconds = 0;        // the triangulation, factors in RAM / on the device; 0 when
+                                    // the factors were reused
+  double persist_seconds = 0;       // writing the factors back to the store and committing them
   double substitution_seconds = 0;  // the first forward + backward pass
-  double residual_seconds = 0;    // residual passes and refinement steps
-  double condition_seconds = 0;   // the condition estimate's solves
-  double gflops = 0;              // factorization flops / factor_seconds (0 when reused)
+  double residual_seconds = 0;      // residual passes and refinement steps
+  double condition_seconds = 0;     // the condition estimate's solves
+  double gflops = 0;                // factorization flops / factor_seconds (0 when reused)
   uint64_t io_read_bytes = 0;
   uint64_t io_written_bytes = 0;
   uint64_t cache_hits = 0;
   uint64_t cache_misses = 0;
   uint64_t cache_peak_bytes = 0;  // never above the budget
   uint64_t cache_budget = 0;
-  std::string backend;            // "cpu" or "cuda"
-  std::string device;             // the GPU's description with the cuda backend
+  std::string backend;  // "cpu" or "cuda"
+  std::string device;   // the GPU's description with the cuda backend
   std::string factor_name;
   bool reused_factors = false;
   // A factorization resumed after a crash (scheduler/factor_progress.h): the work it found

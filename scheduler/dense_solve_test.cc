@@ -2,8 +2,6 @@
 // LAPACK dgesv (stripe/dense_reference.h).
 #include "scheduler/dense_solve.h"
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +12,9 @@
 #include <filesystem>
 #include <memory>
 #include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "scheduler/condition.h"
 #include "storage/engine_select.h"
@@ -70,7 +71,8 @@ class DenseSolveTest : public ::testing::Test {
       std::memset(buf, 0, l.buffer_bytes);
       double* d = reinterpret_cast<double*>(buf + l.data_offset);
       for (int64_t c = 0; c < n; ++c)
-        for (int64_t r = 0; r < g.rows(i); ++r) d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
+        for (int64_t r = 0; r < g.rows(i); ++r)
+          d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
       ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
       std::free(buf);
     }
@@ -150,21 +152,21 @@ TEST_F(DenseSolveTest, TinyCacheSendsEveryStripeToDiskAndBack) {
   const auto b = stripe::uniform_matrix(n, 1, 5);
   const uint64_t stripe_bytes = 8 * s * n;
   for (int parts : {2, 3})
-  for (Strategy st : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
-    DenseSolveOptions o;
-    o.strategy = st;
-    o.reuse_factors = false;
-    EngineConfig c = small_engine(parts * stripe_bytes + 8 * 4096);
-    auto rep = solve("A", b, 1, o, c);
-    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
-    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, std::string(strategy_name(st)));
-    EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
-    EXPECT_LE(rep->cache_budget, parts * stripe_bytes + 8 * 4096);
-    const uint64_t matrix = 8ull * n * n;
-    EXPECT_GT(rep->io_written_bytes, matrix);       // evicted dirty parts went back
-    EXPECT_GT(rep->io_read_bytes, 3 * matrix);      // factor passes + substitution + residual
-    EXPECT_GT(rep->cache_misses, 20u);
-  }
+    for (Strategy st : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+      DenseSolveOptions o;
+      o.strategy = st;
+      o.reuse_factors = false;
+      EngineConfig c = small_engine(parts * stripe_bytes + 8 * 4096);
+      auto rep = solve("A", b, 1, o, c);
+      ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+      expect_matches_lapack(a, n, b, 1, *rep, 1e-13, std::string(strategy_name(st)));
+      EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
+      EXPECT_LE(rep->cache_budget, parts * stripe_bytes + 8 * 4096);
+      const uint64_t matrix = 8ull * n * n;
+      EXPECT_GT(rep->io_written_bytes, matrix);   // evicted dirty parts went back
+      EXPECT_GT(rep->io_read_bytes, 3 * matrix);  // factor passes + substitution + residual
+      EXPECT_GT(rep->cache_misses, 20u);
+    }
 }
 
 TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
@@ -499,10 +501,12 @@ namespace {
 // in the middle of writing a stripe back (nothing is cleaned up, the stripe is torn).
 class CrashEngine final : public storage::IoEngine {
  public:
-  CrashEngine(std::shared_ptr<storage::IoEngine> inner, int64_t k) : inner_(std::move(inner)), k_(k) {}
+  CrashEngine(std::shared_ptr<storage::IoEngine> inner, int64_t k)
+      : inner_(std::move(inner)), k_(k) {}
   std::string_view name() const override { return "crash"; }
   using IoEngine::run;
-  Status run(std::span<const storage::IoRequest> requests, const storage::IoCompletion& on_complete) override {
+  Status run(std::span<const storage::IoRequest> requests,
+             const storage::IoCompletion& on_complete) override {
     for (const storage::IoRequest& r : requests) {
       if (r.op != storage::IoOp::kWrite || writes_++ != k_) continue;
       const uint64_t half = r.length / 2 / 4096 * 4096;
@@ -563,7 +567,9 @@ TEST_F(DenseSolveTest, AKilledFactorizationResumesWithTheSameBits) {
     ASSERT_TRUE(resumed.is_ok()) << "k=" << k << ": " << resumed.status().to_string();
     EXPECT_TRUE(resumed->resumed) << "k=" << k;
     ASSERT_EQ(resumed->x.size(), reference->x.size());
-    EXPECT_EQ(std::memcmp(resumed->x.data(), reference->x.data(), sizeof(double) * reference->x.size()), 0)
+    EXPECT_EQ(
+        std::memcmp(resumed->x.data(), reference->x.data(), sizeof(double) * reference->x.size()),
+        0)
         << "k=" << k;
     EXPECT_EQ(resumed->growth, reference->growth) << "k=" << k;
     // Nothing durable is done again, nothing is done twice: the eliminations and updates this run
@@ -603,7 +609,8 @@ TEST_F(DenseSolveTest, AStopForARestartKeepsTheFactorizationsProgress) {
       if (p.phase == "factor" && p.fraction > 0.3) cancel.cancel(keep);
     };
     auto stopped = solve_dense(*store_, "A", b.data(), 1, o, config, cancel, cb, nullptr);
-    if (stopped.is_ok()) GTEST_SKIP() << "the factorization ended before a progress report passed 30%";
+    if (stopped.is_ok())
+      GTEST_SKIP() << "the factorization ended before a progress report passed 30%";
     ASSERT_EQ(stopped.status().code(), StatusCode::kCancelled) << stopped.status().to_string();
     EXPECT_EQ(std::filesystem::exists(progress), keep);
     if (!keep) continue;
@@ -614,7 +621,9 @@ TEST_F(DenseSolveTest, AStopForARestartKeepsTheFactorizationsProgress) {
     ASSERT_TRUE(resumed.is_ok()) << resumed.status().to_string();
     EXPECT_TRUE(resumed->resumed);
     EXPECT_GT(resumed->resumed_eliminations + resumed->resumed_updates, 0);
-    EXPECT_EQ(std::memcmp(resumed->x.data(), reference->x.data(), sizeof(double) * reference->x.size()), 0);
+    EXPECT_EQ(
+        std::memcmp(resumed->x.data(), reference->x.data(), sizeof(double) * reference->x.size()),
+        0);
     EXPECT_FALSE(std::filesystem::exists(progress));  // committed: the log is gone
   }
 }

@@ -1,10 +1,10 @@
 #include "scheduler/factor_progress.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstring>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "base/logging.h"
 #include "storage/checksum.h"

@@ -31,10 +31,10 @@
 // on elim.I's thread. `mu_` guards the pivots, the queue and the recorder's first error.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <condition_variable>
 #include <mutex>
 #include <span>
 #include <string>

@@ -3,13 +3,14 @@
 // to the matrix.
 #include "scheduler/factor_progress.h"
 
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
 
 #include "storage/matrix_store.h"
 

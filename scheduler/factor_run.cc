@@ -17,7 +17,9 @@ namespace stripesolve::scheduler {
 using cache::CellState;
 using cache::CellView;
 
-Status cancelled_status() { return Status::cancelled("dense solve cancelled"); }
+Status cancelled_status() {
+  return Status::cancelled("dense solve cancelled");
+}
 
 double elimination_flops(const storage::StripeGeometry& g, int64_t i) {
   const double h = static_cast<double>(g.rows(i));
@@ -67,8 +69,9 @@ Monitor::~Monitor() {
   thread_.join();
 }
 
-Result<std::unique_ptr<CpuElimination>> CpuElimination::create(
-    EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params) {
+Result<std::unique_ptr<CpuElimination>> CpuElimination::create(EngineContext& ctx,
+                                                               const storage::StripedMatrix& layout,
+                                                               const FactorParams& params) {
   const storage::StripeGeometry& g = layout.geometry();
   std::unique_ptr<CpuElimination> e(new CpuElimination(ctx, layout, params));
   // Sized for the widest parts (stripe 0 from column 0); outside the cache budget (elim.I's is
@@ -76,8 +79,9 @@ Result<std::unique_ptr<CpuElimination>> CpuElimination::create(
   backend::WorkspaceSize eliminate, update;
   for (int64_t i = 0; i < g.stripes; ++i) {
     const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), g.row_begin(i), g.n};
-    eliminate = stripe::larger(eliminate, stripe::eliminate_workspace_size(ctx.backend, probe, params.pivot,
-                                                                           params.substripe_rows));
+    eliminate = stripe::larger(
+        eliminate,
+        stripe::eliminate_workspace_size(ctx.backend, probe, params.pivot, params.substripe_rows));
     for (int64_t j : {i + 1, g.stripes - 1}) {  // stripes differ in height only at the end
       if (j <= i) continue;
       const stripe::StripePart below{nullptr, g.row_begin(j), g.rows(j), 0, g.n};
@@ -85,11 +89,14 @@ Result<std::unique_ptr<CpuElimination>> CpuElimination::create(
     }
   }
   e->stripe_max_abs_u_.assign(static_cast<size_t>(g.stripes), -1);
-  STRIPESOLVE_ASSIGN_OR_RETURN(e->eliminate_workspace_, stripe::HostWorkspace::allocate(eliminate, "elim.I"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(e->eliminate_workspace_,
+                               stripe::HostWorkspace::allocate(eliminate, "elim.I"));
   // As many as run_factorization's elim.J workers (scheduler/roles.h).
-  const int64_t workers = std::max<int64_t>(1, params.elim_j_workers) + std::max<int64_t>(0, params.lookahead_workers);
+  const int64_t workers =
+      std::max<int64_t>(1, params.elim_j_workers) + std::max<int64_t>(0, params.lookahead_workers);
   for (int64_t w = 0; w < workers; ++w) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace ws, stripe::HostWorkspace::allocate(update, "elim.J"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace ws,
+                                 stripe::HostWorkspace::allocate(update, "elim.J"));
     e->update_workspaces_.push_back(std::move(ws));
   }
   return e;
@@ -117,19 +124,16 @@ Status CpuElimination::update(int worker, const Task& t, const CellView& j,
   for (const CellView& ci : is) {
     TraceRecorder::Span span(ctx_.trace, role, "update",
                              {{"J", std::to_string(t.stripe)}, {"I", std::to_string(ci.stripe)}});
-    STRIPESOLVE_RETURN_IF_ERROR(stripe::update_stripe(ctx_.backend, cell_part(layout_, ci),
-                                                      pivots[static_cast<size_t>(ci.stripe)], pj,
-                                                      update_workspaces_.at(static_cast<size_t>(worker)).view()));
+    STRIPESOLVE_RETURN_IF_ERROR(stripe::update_stripe(
+        ctx_.backend, cell_part(layout_, ci), pivots[static_cast<size_t>(ci.stripe)], pj,
+        update_workspaces_.at(static_cast<size_t>(worker)).view()));
   }
   return Status::ok();
 }
 
-Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
-                                                            const storage::StripedMatrix& layout,
-                                                            const FactorParams& params,
-                                                            Elimination* elimination,
-                                                            double* max_abs_u,
-                                                            const FactorResume& resume) {
+Result<std::vector<stripe::StripePivots>> run_factorization(
+    EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
+    Elimination* elimination, double* max_abs_u, const FactorResume& resume) {
   const storage::StripeGeometry& g = layout.geometry();
   const int64_t stripes = g.stripes;
   const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes);
@@ -167,11 +171,12 @@ Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
   if (resume.skipped != nullptr) *resume.skipped = skipped;
   if (resume.point != nullptr) {
     static const auto log = logger("scheduler");
-    log->info("resuming the factorization into '{}': {} of {} stripes final, {} of {} tasks skipped, "
-              "{} stripes loaded final, stripes restarted from the matrix: [{}]",
-              layout.info().name, resume.point->final_stripes(), stripes, plan.skipped, tasks.size(),
-              std::count(plan.loaded_final.begin(), plan.loaded_final.end(), true),
-              fmt::join(resume.point->restarted, ","));
+    log->info(
+        "resuming the factorization into '{}': {} of {} stripes final, {} of {} tasks skipped, "
+        "{} stripes loaded final, stripes restarted from the matrix: [{}]",
+        layout.info().name, resume.point->final_stripes(), stripes, plan.skipped, tasks.size(),
+        std::count(plan.loaded_final.begin(), plan.loaded_final.end(), true),
+        fmt::join(resume.point->restarted, ","));
   }
   cache::StripeCache& cache = ctx.cache;
   std::unique_ptr<CpuElimination> cpu;

@@ -72,7 +72,8 @@ class Elimination {
  public:
   virtual ~Elimination() = default;
   // elim.I (one thread): eliminates stripe `i` in its cell; fills *pivots.
-  virtual Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) = 0;
+  virtual Status eliminate(int64_t i, const cache::CellView& cell,
+                           stripe::StripePivots* pivots) = 0;
   // elim.J worker `worker` (of params.elim_j_workers): updates J = t.stripe by the eliminated
   // stripes [t.i_begin, t.i_end) (`is`, in order; pivots[I] final). *keep_on_device: J's values
   // stay newer on the device (its cell goes to kOnDevice instead of kIdle).
@@ -114,7 +115,9 @@ class CpuElimination final : public Elimination {
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
   double max_abs_u() const override { return max_abs_u_; }
-  double stripe_max_abs_u(int64_t i) const override { return stripe_max_abs_u_[static_cast<size_t>(i)]; }
+  double stripe_max_abs_u(int64_t i) const override {
+    return stripe_max_abs_u_[static_cast<size_t>(i)];
+  }
 
  private:
   CpuElimination(EngineContext& ctx, const storage::StripedMatrix& layout,
@@ -123,9 +126,9 @@ class CpuElimination final : public Elimination {
   EngineContext& ctx_;
   const storage::StripedMatrix& layout_;
   FactorParams params_;
-  stripe::HostWorkspace eliminate_workspace_;           // elim.I's
+  stripe::HostWorkspace eliminate_workspace_;             // elim.I's
   std::vector<stripe::HostWorkspace> update_workspaces_;  // one per elim.J worker, each its own
-  double max_abs_u_ = 0;  // written by elim.I only, read after it is joined
+  double max_abs_u_ = 0;                  // written by elim.I only, read after it is joined
   std::vector<double> stripe_max_abs_u_;  // written and read by elim.I only
 };
 

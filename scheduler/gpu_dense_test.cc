@@ -6,7 +6,6 @@
 // without one) and on the host engine (backend/host_device_engine.h), which runs the same roles,
 // device tier, copies and keep/free decisions with host memory and the CPU's arithmetic, so the
 // GPU tier's logic is tested in CI too.
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +15,8 @@
 #include <filesystem>
 #include <memory>
 #include <utility>
+
+#include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/host_device_engine.h"
@@ -84,7 +85,8 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
       EXPECT_TRUE(m->read_part(i, 0, buf).is_ok());
       const double* d = reinterpret_cast<const double*>(buf + l.data_offset);
       for (int64_t c = 0; c < n; ++c)
-        for (int64_t r = 0; r < g.rows(i); ++r) a[(g.row_begin(i) + r) + c * n] = d[r + c * g.rows(i)];
+        for (int64_t r = 0; r < g.rows(i); ++r)
+          a[(g.row_begin(i) + r) + c * n] = d[r + c * g.rows(i)];
       std::free(buf);
     }
     return a;
@@ -130,7 +132,8 @@ void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::v
 }
 
 // The largest |a - reference| and the largest |reference| entry.
-std::pair<double, double> difference(const std::vector<double>& a, const std::vector<double>& reference) {
+std::pair<double, double> difference(const std::vector<double>& a,
+                                     const std::vector<double>& reference) {
   double worst = 0, scale = 0;
   for (size_t k = 0; k < reference.size(); ++k) {
     worst = std::max(worst, std::fabs(a[k] - reference[k]));
@@ -381,7 +384,8 @@ TEST_P(GpuDenseTest, FactorsEqualTheCpuBackendsAndAreReused) {
       ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
       const auto gpu_factors = stored(name, n);
       const auto [worst, scale] = difference(gpu_factors, cpu_factors);
-      EXPECT_LT(worst, 1e-9 * scale) << backend::pivot_mode_name(p) << (streaming ? " streaming" : "");
+      EXPECT_LT(worst, 1e-9 * scale)
+          << backend::pivot_mode_name(p) << (streaming ? " streaming" : "");
       // A second solve reuses the GPU's stored factors (CPU substitution from the store).
       o.reuse_factors = true;
       auto again = solve("A", b, 2, o, gpu_engine(streaming));
@@ -428,7 +432,8 @@ TEST_P(GpuDenseTest, SingularMatrixNamesTheRow) {
     std::memset(buf, 0, l.buffer_bytes);
     double* d = reinterpret_cast<double*>(buf + l.data_offset);
     for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < g.rows(i); ++r) d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
+      for (int64_t r = 0; r < g.rows(i); ++r)
+        d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
     ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
     std::free(buf);
   }

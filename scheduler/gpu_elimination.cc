@@ -1,9 +1,9 @@
 #include "scheduler/gpu_elimination.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
+
+#include <fmt/format.h>
 
 #include "base/logging.h"
 #include "base/units.h"
@@ -17,7 +17,9 @@ using cache::DeviceInstance;
 namespace {
 
 // cuBLAS / cuSOLVER keep some device memory of their own per handle: left out of the pool.
-uint64_t library_slack(uint64_t budget) { return std::min<uint64_t>(256ull << 20, budget / 8); }
+uint64_t library_slack(uint64_t budget) {
+  return std::min<uint64_t>(256ull << 20, budget / 8);
+}
 
 uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0_store) {
   return 8ull * static_cast<uint64_t>(g.rows(stripe)) * static_cast<uint64_t>(g.n - i0_store);
@@ -42,8 +44,7 @@ Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ct
                                                                backend::DeviceEngine& engine,
                                                                const storage::StripedMatrix& layout,
                                                                const FactorParams& params,
-                                                               const Plan& plan,
-                                                               DeviceShare share,
+                                                               const Plan& plan, DeviceShare share,
                                                                std::shared_ptr<KeepLedger> kept) {
   std::unique_ptr<GpuElimination> e(
       new GpuElimination(ctx, engine, layout, params, plan, share, std::move(kept)));
@@ -64,7 +65,8 @@ Status GpuElimination::open() {
     if (t.kind != Task::Kind::kUpdate) continue;
     if (!share_.owns(t.stripe)) {
       for (int64_t i = t.i_begin; i < t.i_end; ++i) {
-        if (share_.owns(i)) adopters[static_cast<size_t>(i)] |= 1ull << share_.owner[static_cast<size_t>(t.stripe)];
+        if (share_.owns(i))
+          adopters[static_cast<size_t>(i)] |= 1ull << share_.owner[static_cast<size_t>(t.stripe)];
       }
       continue;
     }
@@ -91,10 +93,10 @@ Status GpuElimination::open() {
     kept_->of_stripe.assign(static_cast<size_t>(g.stripes), 0);
   }
 
-  STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_i, engine_.lane_workspace_bytes(s_max, g.n, params_.pivot,
-                                                                           s_max, k_max));
-  STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_j, engine_.lane_workspace_bytes(0, 0, params_.pivot,
-                                                                           s_max, k_max));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      uint64_t ws_i, engine_.lane_workspace_bytes(s_max, g.n, params_.pivot, s_max, k_max));
+  STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_j,
+                               engine_.lane_workspace_bytes(0, 0, params_.pivot, s_max, k_max));
   // Look-ahead lanes first (factor_run's worker numbers), at high priority like elim.I's.
   const int64_t lookahead = std::max<int64_t>(0, params_.lookahead_workers);
   const int64_t all_workers = std::max<int64_t>(1, params_.elim_j_workers) + lookahead;
@@ -104,29 +106,28 @@ Status GpuElimination::open() {
   const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
   const uint64_t slack = library_slack(plan_.gpu_memory);
   if (plan_.gpu_memory <= lanes + pivots + slack) {
-    return Status::resource_exhausted(fmt::format(
-        "GPU tier: the device budget {} does not cover the lanes' workspaces ({})",
-        format_bytes(plan_.gpu_memory), format_bytes(lanes + pivots + slack)));
+    return Status::resource_exhausted(
+        fmt::format("GPU tier: the device budget {} does not cover the lanes' workspaces ({})",
+                    format_bytes(plan_.gpu_memory), format_bytes(lanes + pivots + slack)));
   }
   pool_bytes_ = plan_.gpu_memory - lanes - pivots - slack;
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
   {
     const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
-    const uint64_t block = 8ull * static_cast<uint64_t>(sm * s_max) *
-                           static_cast<uint64_t>(g.n + kInverseBlockRows);
+    const uint64_t block =
+        8ull * static_cast<uint64_t>(sm * s_max) * static_cast<uint64_t>(g.n + kInverseBlockRows);
     const uint64_t stripe = 8ull * static_cast<uint64_t>(s_max) * static_cast<uint64_t>(g.n);
     overlap_ = pool_bytes_ >= 2 * block + static_cast<uint64_t>(workers + sm) * stripe;
   }
-  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_,
-                                               [this] { return ctx_.cache.failure(); });
+  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_, [this] { return ctx_.cache.failure(); });
   char* p = static_cast<char*>(lane_memory_);
-  STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_, engine_.make_lane(true, s_max, g.n, params_.pivot, s_max,
-                                                          k_max, p));
+  STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_,
+                               engine_.make_lane(true, s_max, g.n, params_.pivot, s_max, k_max, p));
   p += ws_i;
   for (int64_t w = share_.index; w < all_workers; w += share_.count) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(auto lane, engine_.make_lane(w < lookahead, 0, 0, params_.pivot,
-                                                              s_max, k_max, p));
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        auto lane, engine_.make_lane(w < lookahead, 0, 0, params_.pivot, s_max, k_max, p));
     lanes_j_.push_back(std::move(lane));
     p += ws_j;
   }
@@ -140,14 +141,14 @@ Status GpuElimination::open() {
     pinned_ = true;
   }
   static const auto log = logger("scheduler");
-  log->info("GPU tier on {}{}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
-            "segments of {} columns{}{}",
-            engine_.description(),
-            share_.count > 1 ? fmt::format(" (device {} of {})", share_.index + 1, share_.count) : "",
-            format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead,
-            params_.meta_stripes, plan_.segment_columns,
-            plan_.device_resident ? ", the whole matrix stays on the device" : "",
-            overlap_ ? ", sweeps overlap" : "");
+  log->info(
+      "GPU tier on {}{}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
+      "segments of {} columns{}{}",
+      engine_.description(),
+      share_.count > 1 ? fmt::format(" (device {} of {})", share_.index + 1, share_.count) : "",
+      format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead, params_.meta_stripes,
+      plan_.segment_columns, plan_.device_resident ? ", the whole matrix stays on the device" : "",
+      overlap_ ? ", sweeps overlap" : "");
   return Status::ok();
 }
 
@@ -219,8 +220,9 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
   const int64_t block_col = r0 - cell.i0_store;
   std::vector<int64_t> local(static_cast<size_t>(h), 0);
   int64_t perm_count = 0;
-  Status st = lane_i_->eliminate(b, block_col, params_.pivot, params_.substripe_rows, r0,
-                                 local.data(), device_raw_ + r0, device_perm_ + 4 * r0, &perm_count);
+  Status st =
+      lane_i_->eliminate(b, block_col, params_.pivot, params_.substripe_rows, r0, local.data(),
+                         device_raw_ + r0, device_perm_ + 4 * r0, &perm_count);
   // The stripe is final: RAM gets it (from its diagonal on, or all of it if updates left newer
   // multipliers on the device). The copy runs beside the next elimination; the cell stays stuck
   // until its last update, which waits for it (wait_download), as does freeing the instance.
@@ -280,8 +282,8 @@ void GpuElimination::drop_instance(int64_t i) {
 Result<const double*> GpuElimination::peer_source(int64_t i, int64_t from) const {
   auto inst = tier_->find(i);
   if (!inst || inst->i0_store > from) {
-    return Status::internal(fmt::format("GPU tier: stripe {} left device {} before another adopted it",
-                                        i, share_.index));
+    return Status::internal(fmt::format(
+        "GPU tier: stripe {} left device {} before another adopted it", i, share_.index));
   }
   return device_at(inst->offset) + (from - inst->i0_store) * geometry_.rows(i);
 }
@@ -304,7 +306,8 @@ Status GpuElimination::wait_download(int64_t stripe) {
   }
   STRIPESOLVE_RETURN_IF_ERROR(lane_i_->wait(ticket));
   std::lock_guard<std::mutex> lock(downloads_mu_);
-  if (download_ticket_[static_cast<size_t>(stripe)] == ticket) download_ticket_[static_cast<size_t>(stripe)] = 0;
+  if (download_ticket_[static_cast<size_t>(stripe)] == ticket)
+    download_ticket_[static_cast<size_t>(stripe)] = 0;
   return Status::ok();
 }
 
@@ -322,14 +325,16 @@ Status GpuElimination::adopt(int worker, const CellView& cell, const stripe::Str
   // The updates here read the stripe from the first column of its meta-stripe on (its U rows
   // and, inside the meta-stripe, the multipliers the U block carries along).
   int64_t first_stripe = i;
-  while (first_stripe > 0 && meta_of_[static_cast<size_t>(first_stripe - 1)] == meta_of_[static_cast<size_t>(i)]) {
+  while (first_stripe > 0 &&
+         meta_of_[static_cast<size_t>(first_stripe - 1)] == meta_of_[static_cast<size_t>(i)]) {
     --first_stripe;
   }
   const int64_t first = g.row_begin(first_stripe);
   const int64_t from = std::max(first, cell.i0_store);
   STRIPESOLVE_ASSIGN_OR_RETURN(
       DeviceInstance inst,
-      tier_->allocate(i, from, 8ull * static_cast<uint64_t>(g.rows(i)) * static_cast<uint64_t>(g.n - from)));
+      tier_->allocate(i, from,
+                      8ull * static_cast<uint64_t>(g.rows(i)) * static_cast<uint64_t>(g.n - from)));
   backend::DeviceLane& lane = lane_of(worker);
   // Straight from the owner's instance (final: the cell is kStuck once its elimination has
   // returned), which waits for this copy before it goes.
@@ -367,18 +372,20 @@ backend::ColumnPermutation GpuElimination::permutation_of(int64_t i, int64_t fir
 }
 
 Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& lane,
-                                                            const Task& t) {
+                                                           const Task& t) {
   const storage::StripeGeometry& g = geometry_;
   const int64_t i0r = g.row_begin(t.i_begin);
   const int64_t k = g.row_end(t.i_end - 1) - i0r;
   const DeviceBlock whole_rows{nullptr, k, g.n - i0r, k};
   if (t.i_end - t.i_begin == 1) {
     auto inst = tier_->find(t.i_begin);
-    if (!inst) return Status::internal(fmt::format("GPU tier: stripe {} left the device early", t.i_begin));
+    if (!inst)
+      return Status::internal(fmt::format("GPU tier: stripe {} left the device early", t.i_begin));
     return RangeU{instance_block(*inst).from_column(i0r - inst->i0_store), {}};
   }
   // The block: U (k x cols) and then the inverses of its diagonal blocks (k x nb).
-  const int64_t nb = std::min<int64_t>({kInverseBlockRows, k, 2 * ((g.n + g.stripes - 1) / g.stripes)});
+  const int64_t nb =
+      std::min<int64_t>({kInverseBlockRows, k, 2 * ((g.n + g.stripes - 1) / g.stripes)});
   const uint64_t u_bytes = 8ull * static_cast<uint64_t>(k * whole_rows.cols);
   int64_t uses = 0;
   for (const auto& [range, count] : range_uses_) {
@@ -386,7 +393,8 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       cache::DeviceTier::Block blk,
-      tier_->acquire_block(t.i_begin, t.i_end, u_bytes + 8ull * static_cast<uint64_t>(k * nb), uses));
+      tier_->acquire_block(t.i_begin, t.i_end, u_bytes + 8ull * static_cast<uint64_t>(k * nb),
+                           uses));
   DeviceBlock block = whole_rows;
   block.data = device_at(blk.offset);
   const DeviceBlock inverse{device_at(blk.offset + u_bytes), k, nb, k};
@@ -396,8 +404,8 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
   for (int64_t i = t.i_begin; i < t.i_end; ++i) {
     auto inst = tier_->find(i);
     if (!inst) return Status::internal(fmt::format("GPU tier: stripe {} left the device early", i));
-    STRIPESOLVE_RETURN_IF_ERROR(lane.copy_rows(block, g.row_begin(i) - i0r,
-                                               instance_block(*inst).from_column(i0r - inst->i0_store)));
+    STRIPESOLVE_RETURN_IF_ERROR(lane.copy_rows(
+        block, g.row_begin(i) - i0r, instance_block(*inst).from_column(i0r - inst->i0_store)));
   }
   if (params_.pivot == stripe::PivotMode::kRow) {
     // Stripe a's U is in the coordinates after its own swaps; J will see the swaps of every
@@ -436,9 +444,10 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) {
     // a J per elim.J worker.
     const uint64_t matrix = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(g.n);
     if (plan_.ram_budget < matrix + plan_.stripe_bytes) {
-      const uint64_t reserve = static_cast<uint64_t>(2 * params_.meta_stripes + 2 +
-                                                     params_.elim_j_workers + params_.lookahead_workers) *
-                               plan_.stripe_bytes;
+      const uint64_t reserve =
+          static_cast<uint64_t>(2 * params_.meta_stripes + 2 + params_.elim_j_workers +
+                                params_.lookahead_workers) *
+          plan_.stripe_bytes;
       if (kept_->bytes - before + part + reserve > plan_.ram_budget) return false;
     }
     if (plan_.device_resident) return true;
@@ -446,7 +455,8 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) {
     const int64_t mi = meta_of_[static_cast<size_t>(t.i_begin)];
     if (mj > mi + 1) return false;
     const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
-    const uint64_t block = 8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
+    const uint64_t block =
+        8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
     const uint64_t device_reserve =
         block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
     // The next U block needs its bytes in one piece: a kept part must not split the last hole
@@ -474,9 +484,9 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   const storage::StripeGeometry& g = geometry_;
   backend::DeviceLane& lane = lane_of(worker);
   const std::string role = "elim.J" + std::to_string(worker);
-  TraceRecorder::Span span(ctx_.trace, role, "update",
-                           {{"J", std::to_string(t.stripe)},
-                            {"I", fmt::format("[{}, {})", t.i_begin, t.i_end)}});
+  TraceRecorder::Span span(
+      ctx_.trace, role, "update",
+      {{"J", std::to_string(t.stripe)}, {"I", fmt::format("[{}, {})", t.i_begin, t.i_end)}});
   tier_->begin_work();
   struct EndWork {
     cache::DeviceTier* t;
@@ -556,12 +566,14 @@ Status GpuElimination::substitute(double* x, int64_t nrhs) {
   const bool local = params_.pivot == stripe::PivotMode::kLocal;
   const bool row = params_.pivot == stripe::PivotMode::kRow;
   for (int64_t i = 0; i < g.stripes && st.is_ok(); ++i) {
-    TraceRecorder::Span span(ctx_.trace, "master", "forward (device)", {{"stripe", std::to_string(i)}});
+    TraceRecorder::Span span(ctx_.trace, "master", "forward (device)",
+                             {{"stripe", std::to_string(i)}});
     st = lane.forward(instance_block(*tier_->find(i)), g.row_begin(i),
                       local ? device_raw_ + g.row_begin(i) : nullptr, rhs);
   }
   for (int64_t i = g.stripes - 1; i >= 0 && st.is_ok(); --i) {
-    TraceRecorder::Span span(ctx_.trace, "master", "backward (device)", {{"stripe", std::to_string(i)}});
+    TraceRecorder::Span span(ctx_.trace, "master", "backward (device)",
+                             {{"stripe", std::to_string(i)}});
     st = lane.backward(instance_block(*tier_->find(i)), g.row_begin(i),
                        row ? device_raw_ + g.row_begin(i) : nullptr, rhs);
   }

@@ -73,8 +73,7 @@ class GpuElimination final : public Elimination {
                                                         backend::DeviceEngine& engine,
                                                         const storage::StripedMatrix& layout,
                                                         const FactorParams& params,
-                                                        const Plan& plan,
-                                                        DeviceShare share = {},
+                                                        const Plan& plan, DeviceShare share = {},
                                                         std::shared_ptr<KeepLedger> kept = nullptr);
   ~GpuElimination() override;
 
@@ -113,8 +112,8 @@ class GpuElimination final : public Elimination {
 
  private:
   GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
-                 const storage::StripedMatrix& layout, const FactorParams& params,
-                 const Plan& plan, DeviceShare share, std::shared_ptr<KeepLedger> kept);
+                 const storage::StripedMatrix& layout, const FactorParams& params, const Plan& plan,
+                 DeviceShare share, std::shared_ptr<KeepLedger> kept);
   Status open();
   Status eliminate_on_device(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots);
   Status update_on_device(int worker, const Task& t, const cache::CellView& j,
@@ -147,7 +146,9 @@ class GpuElimination final : public Elimination {
   // Whether stripe i's instance stays on this device to the end (the whole matrix resident,
   // and i this device's own).
   bool keeps(int64_t i) const { return plan_.device_resident && share_.owns(i); }
-  backend::DeviceLane& lane_of(int worker) { return *lanes_j_[static_cast<size_t>(worker / share_.count)]; }
+  backend::DeviceLane& lane_of(int worker) {
+    return *lanes_j_[static_cast<size_t>(worker / share_.count)];
+  }
 
   EngineContext& ctx_;
   backend::DeviceEngine& engine_;
@@ -158,30 +159,30 @@ class GpuElimination final : public Elimination {
   FactorParams params_;
   Plan plan_;
   DeviceShare share_;
-  std::vector<int64_t> stripe_uses_;        // update tasks reading each eliminated stripe
+  std::vector<int64_t> stripe_uses_;  // update tasks reading each eliminated stripe
   std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> range_uses_;  // tasks per range
   std::unique_ptr<cache::DeviceTier> tier_;
   void* pool_ = nullptr;
   uint64_t pool_bytes_ = 0;
   void* lane_memory_ = nullptr;
-  int32_t* device_raw_ = nullptr;           // n entries: stripe I's raw swaps at row_begin(I)
-  int32_t* device_perm_ = nullptr;          // 4n entries: stripe I's pairs at 4 row_begin(I)
-  std::vector<int64_t> perm_count_;         // per stripe
+  int32_t* device_raw_ = nullptr;    // n entries: stripe I's raw swaps at row_begin(I)
+  int32_t* device_perm_ = nullptr;   // 4n entries: stripe I's pairs at 4 row_begin(I)
+  std::vector<int64_t> perm_count_;  // per stripe
   std::unique_ptr<backend::DeviceLane> lane_i_;
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   bool pinned_ = false;
   bool overlap_ = false;
-  std::vector<int64_t> meta_of_;            // meta-stripe index of each stripe
-  std::mutex downloads_mu_;                 // guards download_ticket_
-  std::vector<uint64_t> download_ticket_;   // per stripe: its copy to RAM not yet waited for
+  std::vector<int64_t> meta_of_;           // meta-stripe index of each stripe
+  std::mutex downloads_mu_;                // guards download_ticket_
+  std::vector<uint64_t> download_ticket_;  // per stripe: its copy to RAM not yet waited for
   // Per stripe: held while a thread waits for its copy to RAM, so a second waiter returns only
   // once the copy has landed.
   std::unique_ptr<std::mutex[]> download_wait_mu_;
   std::shared_ptr<KeepLedger> kept_;
-  std::mutex peer_mu_;                      // guards peer_uses_, free_pending_
-  std::vector<int> peer_uses_;              // per own stripe: devices yet to adopt it
-  std::vector<bool> free_pending_;          // per own stripe: dropped while peers had to copy it
-  std::mutex adopt_mu_;                     // guards adopted_; held during an adoption
+  std::mutex peer_mu_;              // guards peer_uses_, free_pending_
+  std::vector<int> peer_uses_;      // per own stripe: devices yet to adopt it
+  std::vector<bool> free_pending_;  // per own stripe: dropped while peers had to copy it
+  std::mutex adopt_mu_;             // guards adopted_; held during an adoption
   std::vector<bool> adopted_;
 };
 

@@ -3,7 +3,6 @@
 // arrives; a read error reaches every part not yet reported, once. Real stores in temp dirs.
 #include "scheduler/io_role.h"
 
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+
+#include <gtest/gtest.h>
 
 #include "storage/engine_select.h"
 #include "storage/fault_engine.h"
@@ -108,8 +109,9 @@ class IoRoleTest : public ::testing::TestWithParam<std::string> {
 
   static cache::PartRequest request_of(const storage::StripedMatrix& m, int64_t stripe,
                                        int64_t col) {
-    return cache::PartRequest{stripe, col, m.part_layout(stripe, col).buffer_bytes,
-                              cache::CellState::kWaitElimJ, 0, 1, 0};
+    return cache::PartRequest{
+        stripe, col, m.part_layout(stripe, col).buffer_bytes, cache::CellState::kWaitElimJ, 0,
+        1,      0};
   }
 
   // Requests stripe `first`, holds its stream in the engine, queues `rest` behind it and lets

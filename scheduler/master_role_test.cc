@@ -2,7 +2,6 @@
 // out, and the gates keep the working set of the in-order walk. The arithmetic is the CPU
 // backend's, behind an Elimination that holds one chosen update back and records when each
 // task starts and ends.
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +12,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "scheduler/factor_run.h"
@@ -74,9 +75,9 @@ class HoldingElimination final : public Elimination {
   mutable std::mutex mu_;
   std::condition_variable started_cv_;
   std::condition_variable released_cv_;
-  bool released_ = false;          // guarded by mu_
+  bool released_ = false;             // guarded by mu_
   std::map<std::string, int> order_;  // guarded by mu_
-  int next_ = 0;                   // guarded by mu_
+  int next_ = 0;                      // guarded by mu_
 };
 
 class MasterRoleTest : public ::testing::TestWithParam<bool> {

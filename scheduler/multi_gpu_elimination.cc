@@ -8,18 +8,21 @@ Result<std::unique_ptr<MultiGpuElimination>> MultiGpuElimination::create(
   if (engines.empty()) return Status::invalid_argument("GPU tier: no device");
   std::unique_ptr<MultiGpuElimination> m(new MultiGpuElimination());
   const int count = static_cast<int>(engines.size());
-  for (int64_t j = 0; j < layout.geometry().stripes; ++j) m->owner_.push_back(static_cast<int>(j % count));
+  for (int64_t j = 0; j < layout.geometry().stripes; ++j)
+    m->owner_.push_back(static_cast<int>(j % count));
   for (int d = 0; d < count; ++d) {
     for (int e = 0; e < count; ++e) {
-      if (e != d) STRIPESOLVE_RETURN_IF_ERROR(engines[static_cast<size_t>(d)]->enable_peer_access(engines[static_cast<size_t>(e)]->device()));
+      if (e != d)
+        STRIPESOLVE_RETURN_IF_ERROR(engines[static_cast<size_t>(d)]->enable_peer_access(
+            engines[static_cast<size_t>(e)]->device()));
     }
   }
   auto kept = std::make_shared<KeepLedger>();  // one RAM cache for all devices
   for (int d = 0; d < count; ++d) {
     DeviceShare share{d, count, count > 1 ? m->owner_ : std::vector<int>{}};
-    STRIPESOLVE_ASSIGN_OR_RETURN(auto e, GpuElimination::create(ctx, *engines[static_cast<size_t>(d)],
-                                                                layout, params, plan,
-                                                                std::move(share), kept));
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        auto e, GpuElimination::create(ctx, *engines[static_cast<size_t>(d)], layout, params, plan,
+                                       std::move(share), kept));
     m->devices_.push_back(std::move(e));
   }
   return m;

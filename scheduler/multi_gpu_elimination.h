@@ -48,7 +48,9 @@ class MultiGpuElimination final : public Elimination {
  private:
   MultiGpuElimination() = default;
   int device_of(int64_t stripe) const { return owner_[static_cast<size_t>(stripe)]; }
-  GpuElimination& owner_of(int64_t stripe) { return *devices_[static_cast<size_t>(device_of(stripe))]; }
+  GpuElimination& owner_of(int64_t stripe) {
+    return *devices_[static_cast<size_t>(device_of(stripe))];
+  }
 
   // Device d's; destroyed last to first, so device 0 (which pinned the RAM arena) goes last.
   std::vector<std::unique_ptr<GpuElimination>> devices_;

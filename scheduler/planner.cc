@@ -1,11 +1,11 @@
 #include "scheduler/planner.h"
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "base/config.h"
 #include "base/units.h"
@@ -15,9 +15,12 @@ namespace stripesolve::scheduler {
 
 std::string_view compute_backend_name(ComputeBackend b) {
   switch (b) {
-    case ComputeBackend::kAuto: return "auto";
-    case ComputeBackend::kCpu: return "cpu";
-    case ComputeBackend::kCuda: return "cuda";
+    case ComputeBackend::kAuto:
+      return "auto";
+    case ComputeBackend::kCpu:
+      return "cpu";
+    case ComputeBackend::kCuda:
+      return "cuda";
   }
   return "?";
 }
@@ -39,9 +42,9 @@ Result<ComputeBackend> resolve_backend(const EngineConfig& c, std::vector<std::s
             : "engine.backend is cuda but this build has no CUDA support (STRIPESOLVE_HAVE_CUDA "
               "off); use auto or cpu");
   }
-  const ComputeBackend chosen =
-      c.backend == ComputeBackend::kAuto ? (devices > 0 ? ComputeBackend::kCuda : ComputeBackend::kCpu)
-                                         : c.backend;
+  const ComputeBackend chosen = c.backend == ComputeBackend::kAuto
+                                    ? (devices > 0 ? ComputeBackend::kCuda : ComputeBackend::kCpu)
+                                    : c.backend;
   if (warnings != nullptr && chosen == ComputeBackend::kCpu && (c.gpu_memory > 0 || c.gpus > 0)) {
     warnings->push_back(devices == 0 ? "engine.gpus / engine.gpu_memory are set but this host has "
                                        "no CUDA device: they are ignored, the CPU backend runs"
@@ -92,17 +95,21 @@ Machine describe_machine(const EngineConfig& c, int64_t paths) {
 
 namespace {
 
-int64_t stripe_count(int64_t n, int64_t s) { return (n + s - 1) / s; }
+int64_t stripe_count(int64_t n, int64_t s) {
+  return (n + s - 1) / s;
+}
 
 // Device bytes of the GPU tier's working set (8b): the meta-stripe's U block and its stripes, a J
 // part per elim.J worker plus one, elim.I's transposed stripe and solver workspace (~2 stripes).
 uint64_t device_bytes_needed(const Plan& p, int64_t meta_stripes, int64_t workers) {
   // The range's U block and the inverses of its 512-row diagonal blocks.
-  const uint64_t block = 8ull * static_cast<uint64_t>(meta_stripes * p.stripe_rows) *
-                         static_cast<uint64_t>(p.n + 512);
+  const uint64_t block =
+      8ull * static_cast<uint64_t>(meta_stripes * p.stripe_rows) * static_cast<uint64_t>(p.n + 512);
   return block + static_cast<uint64_t>(meta_stripes + workers + 1 + 2) * p.stripe_bytes;
 }
-uint64_t full_stripe_bytes(int64_t n, int64_t s) { return 8ull * static_cast<uint64_t>(s) * n; }
+uint64_t full_stripe_bytes(int64_t n, int64_t s) {
+  return 8ull * static_cast<uint64_t>(s) * n;
+}
 
 }  // namespace
 
@@ -117,13 +124,15 @@ int64_t new_matrix_stripe_rows(int64_t n, const EngineConfig& config, const Mach
 
 Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,
                         const Machine& m) {
-  if (n < 1) return Status::invalid_argument("plan: matrix order must be >= 1, got " + std::to_string(n));
+  if (n < 1)
+    return Status::invalid_argument("plan: matrix order must be >= 1, got " + std::to_string(n));
   Plan p;
   p.n = n;
   p.ram_budget = m.ram_budget;
   p.flops = 2.0 / 3.0 * std::pow(static_cast<double>(n), 3);
 
-  // S: the stored matrix decides; else pinned; else 1024 reduced until 4 stripes fit (Eq 17, S^m=2).
+  // S: the stored matrix decides; else pinned; else 1024 reduced until 4 stripes fit (Eq 17,
+  // S^m=2).
   if (stored_stripe_rows > 0) {
     p.stripe_rows = std::min(stored_stripe_rows, n);
     p.notes.push_back("S taken from the stored matrix");
@@ -163,8 +172,7 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     if (parts_in_cache >= static_cast<uint64_t>(p.stripes)) {
       p.meta_stripes = p.stripes;
     } else {
-      const int64_t peak =
-          parts_in_cache >= 4 ? static_cast<int64_t>((parts_in_cache - 2) / 2) : 1;
+      const int64_t peak = parts_in_cache >= 4 ? static_cast<int64_t>((parts_in_cache - 2) / 2) : 1;
       p.meta_stripes = std::clamp<int64_t>(peak, 1, p.stripes);
     }
   }
@@ -173,21 +181,21 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   // device_bytes_needed): it needs no J slot of its own.
   p.lookahead_workers = m.gpus > 0 ? m.gpus : 0;  // one per device
   const int64_t per_device = std::max<int64_t>(1, m.gpus);
-  const int64_t device_workers = std::max<int64_t>(1, (p.elim_j_workers + per_device - 1) / per_device);
+  const int64_t device_workers =
+      std::max<int64_t>(1, (p.elim_j_workers + per_device - 1) / per_device);
   if (m.gpus > 0 && config.meta_stripes == 0) {
     // 8b: a J update by K = S^m S eliminated rows moves 8 bytes each way per 2K flops per
     // element; K of about 8192 keeps the device at its DGEMM rate while J streams over PCIe.
     // The device must hold the meta-stripe's U block (K x n), its stripes, a J part per
     // elim.J worker plus one, and elim.I's transposed stripe and solver workspace.
     int64_t dev = std::max<int64_t>(1, (8192 + p.stripe_rows - 1) / p.stripe_rows);
-    while (dev > 1 && device_bytes_needed(p, dev, device_workers) >
-                          m.gpu_memory) {
+    while (dev > 1 && device_bytes_needed(p, dev, device_workers) > m.gpu_memory) {
       --dev;
     }
     if (dev < p.meta_stripes) {
       p.meta_stripes = dev;
-      p.notes.push_back(fmt::format("S^m = {} from the device budget (K = {} rows)", dev,
-                                    dev * p.stripe_rows));
+      p.notes.push_back(
+          fmt::format("S^m = {} from the device budget (K = {} rows)", dev, dev * p.stripe_rows));
     }
   }
   if (m.gpus > 0) {
@@ -203,18 +211,18 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     }
   }
   if (parts_in_cache < static_cast<uint64_t>(p.meta_stripes) + 2 && p.stripes > 1) {
-    p.notes.push_back(fmt::format(
-        "cache holds {} full stripes, fewer than S^m + 2 = {} (002 Eq 17): I/O bound",
-        parts_in_cache, p.meta_stripes + 2));
+    p.notes.push_back(
+        fmt::format("cache holds {} full stripes, fewer than S^m + 2 = {} (002 Eq 17): I/O bound",
+                    parts_in_cache, p.meta_stripes + 2));
   }
 
   if (config.segment_columns > 0) {
     p.segment_columns = config.segment_columns;
     p.notes.push_back("S^s pinned by engine.segment_columns");
   } else if (m.gpus > 0) {  // Eq 15, at most 8192 columns so that copies overlap the GEMMs
-    p.segment_columns = static_cast<int64_t>(m.gpu_memory / 8 /
-                                             static_cast<uint64_t>(1 + 2 * p.elim_j_workers) /
-                                             static_cast<uint64_t>(p.stripe_rows));
+    p.segment_columns =
+        static_cast<int64_t>(m.gpu_memory / 8 / static_cast<uint64_t>(1 + 2 * p.elim_j_workers) /
+                             static_cast<uint64_t>(p.stripe_rows));
     p.segment_columns = std::clamp<int64_t>(p.segment_columns, 1024, 8192);
   }
 
@@ -237,7 +245,8 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     if (t.is_ok()) {
       f.feasible = true;
       f.traffic = *t;
-      const double io = static_cast<double>(t->bytes_read + t->bytes_written) / m.ssd_bytes_per_second;
+      const double io =
+          static_cast<double>(t->bytes_read + t->bytes_written) / m.ssd_bytes_per_second;
       f.time_bound_seconds = std::max(p.flops / (m.gflops * 1e9), io);
     }
     p.forecasts.push_back(f);
@@ -252,14 +261,16 @@ std::string plan_to_text(const Plan& p) {
       p.segment_columns == 0 ? std::string("whole") : std::to_string(p.segment_columns),
       p.meta_stripes, p.round_robin_levels, p.elim_j_workers, format_bytes(p.stripe_bytes),
       format_bytes(p.ram_budget),
-      static_cast<double>(p.ram_budget) / static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
+      static_cast<double>(p.ram_budget) /
+          static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
   if (p.gpu_memory > 0) {
-    out += fmt::format("  GPU tier: device budget {}, working set {} ({}), J segments of {} columns, "
-                       "{} look-ahead lane\n",
-                       format_bytes(p.gpu_memory), format_bytes(p.device_bytes_needed),
-                       p.device_resident ? "the whole matrix stays on the device"
-                                         : "J stripes stream through the device",
-                       p.segment_columns, p.lookahead_workers);
+    out += fmt::format(
+        "  GPU tier: device budget {}, working set {} ({}), J segments of {} columns, "
+        "{} look-ahead lane\n",
+        format_bytes(p.gpu_memory), format_bytes(p.device_bytes_needed),
+        p.device_resident ? "the whole matrix stays on the device"
+                          : "J stripes stream through the device",
+        p.segment_columns, p.lookahead_workers);
   }
   for (const auto& f : p.forecasts) {
     if (!f.feasible) {
@@ -268,11 +279,11 @@ std::string plan_to_text(const Plan& p) {
       continue;
     }
     const double mb = static_cast<double>(f.traffic.matrix_bytes);
-    out += fmt::format("  {:<12} SSD read {} ({:.2f}x A) written {} ({:.2f}x A), time >= {:.1f} s\n",
-                       strategy_name(f.strategy), format_bytes(f.traffic.bytes_read),
-                       static_cast<double>(f.traffic.bytes_read) / mb,
-                       format_bytes(f.traffic.bytes_written),
-                       static_cast<double>(f.traffic.bytes_written) / mb, f.time_bound_seconds);
+    out += fmt::format(
+        "  {:<12} SSD read {} ({:.2f}x A) written {} ({:.2f}x A), time >= {:.1f} s\n",
+        strategy_name(f.strategy), format_bytes(f.traffic.bytes_read),
+        static_cast<double>(f.traffic.bytes_read) / mb, format_bytes(f.traffic.bytes_written),
+        static_cast<double>(f.traffic.bytes_written) / mb, f.time_bound_seconds);
   }
   for (const auto& note : p.notes) out += "  note: " + note + "\n";
   return out;
@@ -297,12 +308,13 @@ std::string plan_to_json(const Plan& p) {
                       {"notes", p.notes}};
   nlohmann::json fs = nlohmann::json::array();
   for (const auto& f : p.forecasts) {
-    nlohmann::json e = {{"strategy", std::string(strategy_name(f.strategy))}, {"feasible", f.feasible}};
+    nlohmann::json e = {{"strategy", std::string(strategy_name(f.strategy))},
+                        {"feasible", f.feasible}};
     if (f.feasible) {
       e["bytes_read"] = f.traffic.bytes_read;
       e["bytes_written"] = f.traffic.bytes_written;
-      e["read_over_matrix"] = static_cast<double>(f.traffic.bytes_read) /
-                              static_cast<double>(f.traffic.matrix_bytes);
+      e["read_over_matrix"] =
+          static_cast<double>(f.traffic.bytes_read) / static_cast<double>(f.traffic.matrix_bytes);
       e["time_bound_seconds"] = f.time_bound_seconds;
     }
     fs.push_back(e);

@@ -48,19 +48,19 @@ Result<ComputeBackend> parse_compute_backend(std::string_view name);
 
 struct EngineConfig {
   ComputeBackend backend = ComputeBackend::kAuto;
-  uint64_t ram_budget = 4ull << 30;   // bytes of the stripe cache arena (NV_LPC)
-  int64_t stripe_rows = 0;            // S for new matrices; 0 = planner
-  int64_t substripe_rows = 0;         // S'; 0 = planner
-  int64_t segment_columns = 0;        // S^s; 0 = planner (whole part on the CPU)
-  int64_t meta_stripes = 0;           // S^m; 0 = planner
-  int64_t round_robin_levels = 0;     // N_RRlevel for new matrices; 0 = planner
-  int64_t elim_j_workers = 0;         // k; 0 = planner
-  int64_t cores = 0;                  // 0 = std::thread::hardware_concurrency()
-  uint64_t gpu_memory = 0;            // device bytes per GPU a dense solve may use; 0 = 90% of free
-  int64_t gpus = 0;                   // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
-  int64_t gpu_panel_sms = 0;          // SMs the J updates leave to elim.I (DeviceEngineOptions)
-  double assumed_gflops = 0;          // for the time bound; 0 = 15 GFLOP/s per core (CPU)
-  double ssd_bytes_per_second = 0;    // for the time bound; 0 = 1 GB/s per path
+  uint64_t ram_budget = 4ull << 30;  // bytes of the stripe cache arena (NV_LPC)
+  int64_t stripe_rows = 0;           // S for new matrices; 0 = planner
+  int64_t substripe_rows = 0;        // S'; 0 = planner
+  int64_t segment_columns = 0;       // S^s; 0 = planner (whole part on the CPU)
+  int64_t meta_stripes = 0;          // S^m; 0 = planner
+  int64_t round_robin_levels = 0;    // N_RRlevel for new matrices; 0 = planner
+  int64_t elim_j_workers = 0;        // k; 0 = planner
+  int64_t cores = 0;                 // 0 = std::thread::hardware_concurrency()
+  uint64_t gpu_memory = 0;           // device bytes per GPU a dense solve may use; 0 = 90% of free
+  int64_t gpus = 0;                  // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
+  int64_t gpu_panel_sms = 0;         // SMs the J updates leave to elim.I (DeviceEngineOptions)
+  double assumed_gflops = 0;         // for the time bound; 0 = 15 GFLOP/s per core (CPU)
+  double ssd_bytes_per_second = 0;   // for the time bound; 0 = 1 GB/s per path
   double progress_interval_seconds = 0.5;  // rate limit of the progress callback
 };
 
@@ -72,12 +72,12 @@ void parse_engine_config(ConfigMap& map, EngineConfig& config);
 
 struct Machine {
   uint64_t ram_budget = 0;
-  int64_t paths = 1;       // SSD paths of the store
+  int64_t paths = 1;  // SSD paths of the store
   int64_t cores = 1;
   uint64_t gpu_memory = 0;
   int64_t gpus = 0;
-  double gflops = 0;                 // sustained dgemm rate of the backend
-  double ssd_bytes_per_second = 0;   // of all paths together
+  double gflops = 0;                // sustained dgemm rate of the backend
+  double ssd_bytes_per_second = 0;  // of all paths together
 };
 
 // The machine as the config describes it, filling the unset values from the host. With a
@@ -92,28 +92,28 @@ Result<ComputeBackend> resolve_backend(const EngineConfig& config,
 
 struct StrategyForecast {
   Strategy strategy = Strategy::kMetaZigzag;
-  bool feasible = false;     // false: the budget cannot hold the working set
+  bool feasible = false;  // false: the budget cannot hold the working set
   Traffic traffic;
   double time_bound_seconds = 0;
 };
 
 struct Plan {
   int64_t n = 0;
-  int64_t stripe_rows = 0;        // S
-  int64_t stripes = 0;            // N
-  int64_t substripe_rows = 0;     // S'
-  int64_t segment_columns = 0;    // S^s (0 = whole part)
-  int64_t meta_stripes = 0;       // S^m
-  int64_t round_robin_levels = 0; // N_RRlevel
-  int64_t elim_j_workers = 0;     // k
-  int64_t lookahead_workers = 0;  // elim.J lanes for the critical path only (GPU tier: 1)
-  uint64_t stripe_bytes = 0;      // one full stripe, 8 S n
+  int64_t stripe_rows = 0;         // S
+  int64_t stripes = 0;             // N
+  int64_t substripe_rows = 0;      // S'
+  int64_t segment_columns = 0;     // S^s (0 = whole part)
+  int64_t meta_stripes = 0;        // S^m
+  int64_t round_robin_levels = 0;  // N_RRlevel
+  int64_t elim_j_workers = 0;      // k
+  int64_t lookahead_workers = 0;   // elim.J lanes for the critical path only (GPU tier: 1)
+  uint64_t stripe_bytes = 0;       // one full stripe, 8 S n
   uint64_t ram_budget = 0;
-  double flops = 0;               // 2/3 n^3
-  uint64_t gpu_memory = 0;        // device budget of the GPU tier (0: CPU backend)
-  uint64_t device_bytes_needed = 0;  // the GPU tier's working set (8b)
-  bool device_resident = false;   // the whole matrix fits the device budget beside it
-  std::vector<std::string> notes; // what was pinned, what limits the plan
+  double flops = 0;                         // 2/3 n^3
+  uint64_t gpu_memory = 0;                  // device budget of the GPU tier (0: CPU backend)
+  uint64_t device_bytes_needed = 0;         // the GPU tier's working set (8b)
+  bool device_resident = false;             // the whole matrix fits the device budget beside it
+  std::vector<std::string> notes;           // what was pinned, what limits the plan
   std::vector<StrategyForecast> forecasts;  // basic, zigzag, meta_zigzag
 };
 

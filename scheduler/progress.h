@@ -35,16 +35,16 @@ class CancelToken {
 };
 
 struct Progress {
-  std::string phase;              // "factor", "forward", "backward", "residual", "done"
-  double fraction = 0;            // of the phase's flops, 0..1
-  double gflops = 0;              // over the phase so far
-  uint64_t io_read_bytes = 0;     // whole solve so far
+  std::string phase;           // "factor", "forward", "backward", "residual", "done"
+  double fraction = 0;         // of the phase's flops, 0..1
+  double gflops = 0;           // over the phase so far
+  uint64_t io_read_bytes = 0;  // whole solve so far
   uint64_t io_written_bytes = 0;
-  double io_bytes_per_second = 0; // (read + written) / elapsed of the whole solve
+  double io_bytes_per_second = 0;  // (read + written) / elapsed of the whole solve
   uint64_t cache_hits = 0;
   uint64_t cache_misses = 0;
-  double eta_seconds = 0;         // of the phase, from its rate so far (0 when unknown)
-  int64_t stripes_done = 0;       // in the phase
+  double eta_seconds = 0;    // of the phase, from its rate so far (0 when unknown)
+  int64_t stripes_done = 0;  // in the phase
   int64_t stripes_total = 0;
 };
 
@@ -59,7 +59,9 @@ class ProgressMeter {
   void begin_phase(const std::string& phase, double total_flops, int64_t stripes_total);
   void set_cache_counts(CacheCounts counts);
 
-  void add_flops(double flops) { flops_.fetch_add(static_cast<uint64_t>(flops), std::memory_order_relaxed); }
+  void add_flops(double flops) {
+    flops_.fetch_add(static_cast<uint64_t>(flops), std::memory_order_relaxed);
+  }
   void add_stripe() { stripes_.fetch_add(1, std::memory_order_relaxed); }
   void add_io(uint64_t read, uint64_t written) {
     read_.fetch_add(read, std::memory_order_relaxed);
@@ -83,14 +85,14 @@ class ProgressMeter {
   std::atomic<int64_t> stripes_{0};
   std::atomic<uint64_t> read_{0};
   std::atomic<uint64_t> written_{0};
-  mutable std::mutex mu_;          // guards the phase fields and cache_counts_
+  mutable std::mutex mu_;  // guards the phase fields and cache_counts_
   std::string phase_;
   double phase_total_ = 0;
   int64_t phase_stripes_ = 0;
-  double earlier_flops_ = 0;       // flops of finished phases
+  double earlier_flops_ = 0;  // flops of finished phases
   Clock::time_point phase_start_ = start_;
   CacheCounts cache_counts_;
-  std::mutex emit_mu_;             // one callback at a time; guards last_emit_
+  std::mutex emit_mu_;  // one callback at a time; guards last_emit_
   Clock::time_point last_emit_{};
 };
 

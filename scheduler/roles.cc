@@ -19,7 +19,9 @@ ElimIRole::ElimIRole(EngineContext& ctx, const storage::StripeGeometry& g, Elimi
       progress_(progress),
       thread_([this] { run(); }) {}
 
-ElimIRole::~ElimIRole() { close_and_join(); }
+ElimIRole::~ElimIRole() {
+  close_and_join();
+}
 
 void ElimIRole::close_and_join() {
   queue_.close();
@@ -66,7 +68,9 @@ ElimJRole::ElimJRole(EngineContext& ctx, const storage::StripeGeometry& g,
   for (int64_t w = 0; w < workers; ++w) threads_.emplace_back([this, w] { run(w); });
 }
 
-ElimJRole::~ElimJRole() { close_and_join(); }
+ElimJRole::~ElimJRole() {
+  close_and_join();
+}
 
 void ElimJRole::close_and_join() {
   queue_.close();
@@ -177,9 +181,11 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
   const storage::StripeGeometry& g = layout_.geometry();
   const size_t window = static_cast<size_t>(g.stripes + 2 * params_.elim_j_workers + 2);
   TraceRecorder::Span span(ctx_.trace, "master", "triangulation");
-  const std::vector<int64_t> meta_of = meta_stripe_of(params_.strategy, g.stripes, params_.meta_stripes);
+  const std::vector<int64_t> meta_of =
+      meta_stripe_of(params_.strategy, g.stripes, params_.meta_stripes);
   std::vector<int64_t> meta_last(static_cast<size_t>(meta_of.back() + 1), 0);
-  for (int64_t i = 0; i < g.stripes; ++i) meta_last[static_cast<size_t>(meta_of[static_cast<size_t>(i)])] = i;
+  for (int64_t i = 0; i < g.stripes; ++i)
+    meta_last[static_cast<size_t>(meta_of[static_cast<size_t>(i)])] = i;
   // A resumed run's skipped tasks count as handed out (and their eliminations as done).
   std::vector<bool> handed_out = plan.skip;
   std::vector<bool> eliminated(static_cast<size_t>(g.stripes), false);  // E handed out
@@ -189,24 +195,26 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
     }
   }
   std::vector<bool> swept(meta_last.size(), false);  // every update by the meta-stripe finished
-  std::vector<bool> waits(static_cast<size_t>(g.stripes), false);       // scratch per scan
+  std::vector<bool> waits(static_cast<size_t>(g.stripes), false);  // scratch per scan
   auto hand_out = [&](size_t k) {
     dispatch(tasks[k]);
     handed_out[k] = true;
-    if (tasks[k].kind == Task::Kind::kEliminate) eliminated[static_cast<size_t>(tasks[k].stripe)] = true;
+    if (tasks[k].kind == Task::Kind::kEliminate)
+      eliminated[static_cast<size_t>(tasks[k].stripe)] = true;
   };
   auto swept_by = [&](int64_t m) -> bool {
     if (m < 0 || swept[static_cast<size_t>(m)]) return true;
     const int64_t last = meta_last[static_cast<size_t>(m)];
     if (!eliminated[static_cast<size_t>(last)]) return false;
     const cache::CellState st = cache.state_of(last);
-    swept[static_cast<size_t>(m)] = st == cache::CellState::kIdle || st == cache::CellState::kAbsent ||
-                                     st == cache::CellState::kWaitUpload ||
-                                     st == cache::CellState::kUploading;
+    swept[static_cast<size_t>(m)] =
+        st == cache::CellState::kIdle || st == cache::CellState::kAbsent ||
+        st == cache::CellState::kWaitUpload || st == cache::CellState::kUploading;
     return swept[static_cast<size_t>(m)];
   };
   auto reads_ready = [&](const Task& t) -> bool {
-    if (t.kind == Task::Kind::kEliminate) return swept_by(meta_of[static_cast<size_t>(t.stripe)] - 2);
+    if (t.kind == Task::Kind::kEliminate)
+      return swept_by(meta_of[static_cast<size_t>(t.stripe)] - 2);
     for (int64_t i = t.i_begin; i < t.i_end; ++i) {
       if (!eliminated[static_cast<size_t>(i)]) return false;
     }
@@ -275,7 +283,9 @@ DsrRole::DsrRole(cache::StripeCache& cache, const storage::StripedMatrix& layout
         }
       }) {}
 
-DsrRole::~DsrRole() { join(); }
+DsrRole::~DsrRole() {
+  join();
+}
 
 void DsrRole::join() {
   if (thread_.joinable()) thread_.join();

@@ -7,9 +7,12 @@ namespace stripesolve::scheduler {
 
 std::string_view strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::kBasic: return "basic";
-    case Strategy::kZigzag: return "zigzag";
-    case Strategy::kMetaZigzag: return "meta_zigzag";
+    case Strategy::kBasic:
+      return "basic";
+    case Strategy::kZigzag:
+      return "zigzag";
+    case Strategy::kMetaZigzag:
+      return "meta_zigzag";
   }
   return "?";
 }
@@ -52,7 +55,8 @@ std::vector<int64_t> meta_stripe_of(Strategy strategy, int64_t stripes, int64_t 
   const int64_t sm = strategy == Strategy::kMetaZigzag ? std::max<int64_t>(1, meta_stripes) : 1;
   const int64_t nm = meta_stripe_count(stripes, sm);
   for (int64_t im = 0; im < nm; ++im) {
-    for (int64_t i = im * stripes / nm; i < (im + 1) * stripes / nm; ++i) of[static_cast<size_t>(i)] = im;
+    for (int64_t i = im * stripes / nm; i < (im + 1) * stripes / nm; ++i)
+      of[static_cast<size_t>(i)] = im;
   }
   return of;
 }
@@ -68,9 +72,11 @@ Status single_stripe_order(const TaskVisitor& visit, int64_t stripes, bool zigza
   for (int64_t i = 0; i < stripes; ++i) {
     STRIPESOLVE_RETURN_IF_ERROR(visit(Task::eliminate(i)));
     if (!zigzag || i % 2 == 0) {
-      for (int64_t j = i + 1; j < stripes; ++j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
+      for (int64_t j = i + 1; j < stripes; ++j)
+        STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
     } else {
-      for (int64_t j = stripes - 1; j > i; --j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
+      for (int64_t j = stripes - 1; j > i; --j)
+        STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
     }
   }
   return Status::ok();
@@ -86,13 +92,16 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
     const int64_t i1 = (im + 1) * stripes / nm;
     for (int64_t i = i0; i < i1; ++i) {
       STRIPESOLVE_RETURN_IF_ERROR(visit(Task::eliminate(i)));
-      for (int64_t j = i + 1; j < i1; ++j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
+      for (int64_t j = i + 1; j < i1; ++j)
+        STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
     }
     if (im == nm - 1) continue;
     if (im % 2 == 0) {
-      for (int64_t j = i1; j < stripes; ++j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
+      for (int64_t j = i1; j < stripes; ++j)
+        STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
     } else {
-      for (int64_t j = stripes - 1; j >= i1; --j) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
+      for (int64_t j = stripes - 1; j >= i1; --j)
+        STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
     }
   }
   return Status::ok();
@@ -100,11 +109,15 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
 
 }  // namespace
 
-Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes, const TaskVisitor& visit) {
+Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
+                     const TaskVisitor& visit) {
   switch (strategy) {
-    case Strategy::kBasic: return single_stripe_order(visit, stripes, false);
-    case Strategy::kZigzag: return single_stripe_order(visit, stripes, true);
-    case Strategy::kMetaZigzag: return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes));
+    case Strategy::kBasic:
+      return single_stripe_order(visit, stripes, false);
+    case Strategy::kZigzag:
+      return single_stripe_order(visit, stripes, true);
+    case Strategy::kMetaZigzag:
+      return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes));
   }
   return Status::ok();
 }
@@ -139,13 +152,15 @@ Status check_tasks(const std::vector<Task>& tasks, int64_t stripes) {
       return Status::internal(where + "update out of order (J updated through " +
                               std::to_string(updated_through[t.stripe]) + ")");
     for (int64_t i = t.i_begin; i < t.i_end; ++i) {
-      if (!eliminated[i]) return Status::internal(where + "uses stripe " + std::to_string(i) +
-                                                  " before its elimination");
+      if (!eliminated[i])
+        return Status::internal(where + "uses stripe " + std::to_string(i) +
+                                " before its elimination");
     }
     updated_through[t.stripe] = t.i_end;
   }
   for (int64_t s = 0; s < stripes; ++s) {
-    if (!eliminated[s]) return Status::internal("stripe " + std::to_string(s) + " never eliminated");
+    if (!eliminated[s])
+      return Status::internal("stripe " + std::to_string(s) + " never eliminated");
   }
   return Status::ok();
 }
@@ -156,7 +171,7 @@ struct ModelCell {
   int64_t col_begin = 0;
   uint64_t bytes = 0;
   bool dirty = false;
-  int64_t count = 0;      // J stripes still needing this eliminated stripe: stuck while > 0
+  int64_t count = 0;  // J stripes still needing this eliminated stripe: stuck while > 0
   uint64_t last_use = 0;
 };
 
@@ -177,8 +192,8 @@ class CacheModel {
       return &it->second;
     }
     if (it != cells_.end()) evict(it);  // cannot happen with monotone columns; kept for safety
-    const uint64_t bytes = 8ull * static_cast<uint64_t>(rows(stripe)) *
-                           static_cast<uint64_t>(m_.n - col);
+    const uint64_t bytes =
+        8ull * static_cast<uint64_t>(rows(stripe)) * static_cast<uint64_t>(m_.n - col);
     while (used_ + bytes > m_.ram_budget) {
       auto victim = cells_.end();
       for (auto c = cells_.begin(); c != cells_.end(); ++c) {
@@ -240,7 +255,8 @@ Status replay_task(const Task& task, const TrafficModel& model, CacheModel& cach
     return Status::ok();
   }
   for (int64_t i = task.i_begin; i < task.i_end; ++i) {
-    if (!cache.has(i)) return Status::internal("stuck stripe " + std::to_string(i) + " left the cache model");
+    if (!cache.has(i))
+      return Status::internal("stuck stripe " + std::to_string(i) + " left the cache model");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
   cell->dirty = true;
@@ -248,18 +264,20 @@ Status replay_task(const Task& task, const TrafficModel& model, CacheModel& cach
   return Status::ok();
 }
 
-Result<Traffic> replay(const TrafficModel& model,
-                       const std::function<Status(const std::function<Status(const Task&)>&)>& tasks) {
+Result<Traffic> replay(
+    const TrafficModel& model,
+    const std::function<Status(const std::function<Status(const Task&)>&)>& tasks) {
   if (model.n < 1 || model.stripes < 1 || model.stripes > model.n) {
-    return Status::invalid_argument("traffic model needs 1 <= stripes <= n, got n=" +
-                                    std::to_string(model.n) + " stripes=" +
-                                    std::to_string(model.stripes));
+    return Status::invalid_argument(
+        "traffic model needs 1 <= stripes <= n, got n=" + std::to_string(model.n) +
+        " stripes=" + std::to_string(model.stripes));
   }
   Traffic t;
   t.matrix_bytes = 8ull * static_cast<uint64_t>(model.n) * static_cast<uint64_t>(model.n);
   CacheModel cache(model, t);
   std::vector<int64_t> pinned;
-  STRIPESOLVE_RETURN_IF_ERROR(tasks([&](const Task& task) { return replay_task(task, model, cache, pinned); }));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      tasks([&](const Task& task) { return replay_task(task, model, cache, pinned); }));
   cache.flush();
   return t;
 }
@@ -273,7 +291,8 @@ Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficMod
   });
 }
 
-Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model) {
+Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes,
+                                const TrafficModel& model) {
   return replay(model, [&](const TaskVisitor& visit) {
     return for_each_task(strategy, model.stripes, meta_stripes, visit);
   });

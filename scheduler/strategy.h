@@ -30,8 +30,8 @@ namespace stripesolve::scheduler {
 
 enum class Strategy { kBasic, kZigzag, kMetaZigzag };  // 002 §8.4 Fig 20; default kMetaZigzag
 
-std::string_view strategy_name(Strategy s);                 // "basic", "zigzag", "meta_zigzag"
-Result<Strategy> parse_strategy(std::string_view name);     // inverse of strategy_name
+std::string_view strategy_name(Strategy s);              // "basic", "zigzag", "meta_zigzag"
+Result<Strategy> parse_strategy(std::string_view name);  // inverse of strategy_name
 
 struct Task {
   enum class Kind { kEliminate, kUpdate };
@@ -66,17 +66,17 @@ Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
 Status check_tasks(const std::vector<Task>& tasks, int64_t stripes);
 
 struct TrafficModel {
-  int64_t n = 0;                 // matrix order
-  int64_t stripes = 0;           // N (stripe I holds rows [I*n/N, (I+1)*n/N), 002 Eq 3)
-  uint64_t ram_budget = 0;       // bytes of stripe parts the cache may hold at once
+  int64_t n = 0;            // matrix order
+  int64_t stripes = 0;      // N (stripe I holds rows [I*n/N, (I+1)*n/N), 002 Eq 3)
+  uint64_t ram_budget = 0;  // bytes of stripe parts the cache may hold at once
 };
 
 struct Traffic {
-  uint64_t bytes_read = 0;       // downloads of stripe parts (SSD -> RAM)
-  uint64_t bytes_written = 0;    // uploads of dirty parts, including the final flush
-  uint64_t hits = 0;             // parts a task found in the cache
-  uint64_t misses = 0;           // parts a task had to download
-  uint64_t matrix_bytes = 0;     // 8 n^2, to express traffic as a multiple of the matrix size
+  uint64_t bytes_read = 0;     // downloads of stripe parts (SSD -> RAM)
+  uint64_t bytes_written = 0;  // uploads of dirty parts, including the final flush
+  uint64_t hits = 0;           // parts a task found in the cache
+  uint64_t misses = 0;         // parts a task had to download
+  uint64_t matrix_bytes = 0;   // 8 n^2, to express traffic as a multiple of the matrix size
 };
 
 // Replays `tasks` (factorization only) against the sequential cache model. Fails with

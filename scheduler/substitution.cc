@@ -57,9 +57,11 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
     const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
     need = stripe::larger(need, stripe::substitution_workspace_size(ctx.backend, probe, nrhs));
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace, stripe::HostWorkspace::allocate(need, "substitution"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace,
+                               stripe::HostWorkspace::allocate(need, "substitution"));
 
-  ctx.progress.begin_phase(phase.empty() ? "forward" : phase, stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
+  ctx.progress.begin_phase(phase.empty() ? "forward" : phase,
+                           stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
   const Status forward_status = stream_parts(
       ctx, factor, forward, "forward", true, [&](int64_t i, const stripe::StripePart& part) {
         STRIPESOLVE_RETURN_IF_ERROR(stripe::forward_substitute_stripe(
@@ -69,19 +71,17 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
         return Status::ok();
       });
   STRIPESOLVE_RETURN_IF_ERROR(forward_status);
-  ctx.progress.begin_phase(phase.empty() ? "backward" : phase, stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
-  return stream_parts(ctx, factor, backward, "backward", true,
-                      [&](int64_t i, const stripe::StripePart& part) {
-                        STRIPESOLVE_RETURN_IF_ERROR(
-                            stripe::backward_substitute_stripe(ctx.backend, part, rhs, g.n, nrhs,
-                                                               workspace.view()));
-                        stripe::apply_solution_swaps(pivots[static_cast<size_t>(i)], rhs, g.n, nrhs);
-                        ctx.progress.add_flops(stripe_flops *
-                                               static_cast<double>(g.n - g.row_begin(i)) /
-                                               static_cast<double>(g.n) *
-                                               static_cast<double>(g.rows(i)));
-                        return on_stripe ? on_stripe(i) : Status::ok();
-                      });
+  ctx.progress.begin_phase(phase.empty() ? "backward" : phase,
+                           stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
+  return stream_parts(
+      ctx, factor, backward, "backward", true, [&](int64_t i, const stripe::StripePart& part) {
+        STRIPESOLVE_RETURN_IF_ERROR(stripe::backward_substitute_stripe(ctx.backend, part, rhs, g.n,
+                                                                       nrhs, workspace.view()));
+        stripe::apply_solution_swaps(pivots[static_cast<size_t>(i)], rhs, g.n, nrhs);
+        ctx.progress.add_flops(stripe_flops * static_cast<double>(g.n - g.row_begin(i)) /
+                               static_cast<double>(g.n) * static_cast<double>(g.rows(i)));
+        return on_stripe ? on_stripe(i) : Status::ok();
+      });
 }
 
 Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& factor,
@@ -111,8 +111,9 @@ Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix
   std::vector<PartOrder> order;
   for (int64_t i = 0; i < g.stripes; ++i) order.push_back({i, 0});
   ResidualResult out;
-  ctx.progress.begin_phase("residual", 2.0 * static_cast<double>(n) * static_cast<double>(n) *
-                                           static_cast<double>(nrhs), g.stripes);
+  ctx.progress.begin_phase(
+      "residual", 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(nrhs),
+      g.stripes);
   std::vector<double> row_abs;
   std::vector<double> col_abs(static_cast<size_t>(n), 0.0);
   const Status st = stream_parts(

@@ -1,11 +1,11 @@
 // The read-only phases after the triangulation (002 §8.2): forward and backward substitution on
 // the stored factors and the residual (A x) on the original matrix. The DSR role ("download
 // stripes in a range", roles.h) requests the parts in the order the master will use them, as
-// kStuck cells (never evicted); the master (calling thread) waits for each, uses it and then deletes it from
-// the cache (002 §8.3 path 3) or, for the factors, keeps it as an idle clean cell so that the
-// next pass (backward after forward, the next refinement step) may hit it. The cache budget
-// bounds how far DSR runs ahead (backpressure). Cells are keyed by stripe only, so the cache must
-// be flushed when the phases switch objects (factor <-> A).
+// kStuck cells (never evicted); the master (calling thread) waits for each, uses it and then
+// deletes it from the cache (002 §8.3 path 3) or, for the factors, keeps it as an idle clean cell
+// so that the next pass (backward after forward, the next refinement step) may hit it. The cache
+// budget bounds how far DSR runs ahead (backpressure). Cells are keyed by stripe only, so the cache
+// must be flushed when the phases switch objects (factor <-> A).
 //
 // Thread-safety: each function runs one phase; the I/O role's sources must be set for it.
 #pragma once
@@ -45,10 +45,10 @@ Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& f
                              const std::vector<stripe::StripePivots>& pivots, double* v);
 
 struct ResidualResult {
-  double a_norm_inf = 0;   // ||A||_inf
-  double a_norm_1 = 0;     // ||A||_1 (the condition estimate's)
-  double a_max_abs = 0;    // max |a_ij| (the pivot growth's denominator)
-  double r_norm_inf = 0;   // ||b - A x||_inf over all columns
+  double a_norm_inf = 0;  // ||A||_inf
+  double a_norm_1 = 0;    // ||A||_1 (the condition estimate's)
+  double a_max_abs = 0;   // max |a_ij| (the pivot growth's denominator)
+  double r_norm_inf = 0;  // ||b - A x||_inf over all columns
 };
 
 // r = b - A x (n x nrhs, ld = n) from the original matrix read again by stripes.

@@ -25,8 +25,11 @@ void TraceRecorder::record(const std::string& role, std::string name, Clock::tim
 }
 
 TraceRecorder::Span::Span(TraceRecorder* recorder, std::string role, std::string name, Args args)
-    : recorder_(recorder), role_(std::move(role)), name_(std::move(name)),
-      args_(std::move(args)), begin_(Clock::now()) {}
+    : recorder_(recorder),
+      role_(std::move(role)),
+      name_(std::move(name)),
+      args_(std::move(args)),
+      begin_(Clock::now()) {}
 
 TraceRecorder::Span::~Span() {
   if (recorder_ != nullptr) {
@@ -43,12 +46,15 @@ std::string TraceRecorder::to_json() const {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json events = nlohmann::json::array();
   for (const auto& [role, tid] : roles_) {
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid},
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", tid},
                       {"args", {{"name", role}}}});
   }
   for (const Event& e : events_) {
-    nlohmann::json j = {{"name", e.name}, {"ph", "X"}, {"pid", 1}, {"tid", e.tid},
-                        {"ts", e.ts_us}, {"dur", e.dur_us}};
+    nlohmann::json j = {{"name", e.name}, {"ph", "X"},     {"pid", 1},
+                        {"tid", e.tid},   {"ts", e.ts_us}, {"dur", e.dur_us}};
     if (!e.args.empty()) {
       nlohmann::json a = nlohmann::json::object();
       for (const auto& [k, v] : e.args) a[k] = v;

@@ -1,10 +1,10 @@
 #include "scheduler/trace.h"
 
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace stripesolve::scheduler {
 namespace {

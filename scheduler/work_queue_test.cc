@@ -1,10 +1,10 @@
 #include "scheduler/work_queue.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <chrono>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::scheduler {
 namespace {

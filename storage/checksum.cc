@@ -79,7 +79,7 @@ uint32_t shift(uint32_t crc) {
 // The crc32 instruction has a latency of 3 cycles and a throughput of 1: three independent streams
 // over consecutive 8 KiB blocks keep it busy, then the partial CRCs are shifted and combined.
 __attribute__((target("sse4.2"))) uint32_t crc32c_hardware(uint32_t crc, const unsigned char* p,
-                                                          size_t size) {
+                                                           size_t size) {
   uint64_t c = crc;
   while (size >= 3 * kStride) {
     uint64_t c1 = 0, c2 = 0;
@@ -128,7 +128,9 @@ uint32_t crc32c_extend(uint32_t crc, const void* data, size_t size) {
   return ~crc;
 }
 
-bool crc32c_uses_hardware() { return kHardware; }
+bool crc32c_uses_hardware() {
+  return kHardware;
+}
 
 }  // namespace stripesolve::storage
 

@@ -1,9 +1,9 @@
 #include "storage/checksum.h"
 
-#include <gtest/gtest.h>
-
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::storage {
 namespace {
@@ -24,7 +24,8 @@ TEST(Crc32c, HardwareMatchesPortableAndExtends) {
   for (size_t cut : {0u, 1u, 7u, 8u, 4096u, 24576u, 24577u, 60000u, 100002u}) {
     EXPECT_EQ(crc32c_extend(0, s.data() + cut, s.size() - cut),
               crc32c_extend_portable(0, s.data() + cut, s.size() - cut));
-    EXPECT_EQ(crc32c_extend(crc32c_extend(0, s.data(), cut), s.data() + cut, s.size() - cut), whole);
+    EXPECT_EQ(crc32c_extend(crc32c_extend(0, s.data(), cut), s.data() + cut, s.size() - cut),
+              whole);
   }
 }
 

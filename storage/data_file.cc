@@ -19,7 +19,9 @@
 
 namespace stripesolve::storage {
 
-void AlignedBuffer::Free::operator()(std::byte* p) const { std::free(p); }
+void AlignedBuffer::Free::operator()(std::byte* p) const {
+  std::free(p);
+}
 
 Result<AlignedBuffer> AlignedBuffer::allocate(uint64_t bytes) {
   AlignedBuffer b;
@@ -68,8 +70,8 @@ Status set_mode(int fd, const std::string& path, mode_t mode) {
 
 }  // namespace
 
-Result<DataFile> open_data_file(const std::string& path, int flags, bool want_direct,
-                                OpenCall call, mode_t mode) {
+Result<DataFile> open_data_file(const std::string& path, int flags, bool want_direct, OpenCall call,
+                                mode_t mode) {
   if (call == nullptr) call = [](const char* p, int f, mode_t m) { return ::open(p, f, m); };
   flags |= O_CLOEXEC;
   if (want_direct) {
@@ -97,8 +99,8 @@ Status preallocate(const DataFile& file, uint64_t bytes) {
   const int rc = ::posix_fallocate(file.fd(), 0, static_cast<off_t>(bytes));
   if (rc == 0) return Status::ok();
   if (rc != EOPNOTSUPP && rc != ENOSYS) {
-    return Status::from_errno(rc, "preallocate " + std::to_string(bytes) + " bytes for " +
-                                      file.path());
+    return Status::from_errno(rc,
+                              "preallocate " + std::to_string(bytes) + " bytes for " + file.path());
   }
   if (::ftruncate(file.fd(), static_cast<off_t>(bytes)) != 0) {
     return Status::from_errno(errno, "truncate " + file.path() + " to " + std::to_string(bytes));
@@ -134,8 +136,10 @@ Status write_file_atomically(const std::string& path, std::string_view content, 
   while (st.is_ok() && done < content.size()) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) st = Status::from_errno(n < 0 ? errno : EIO, "write " + tmp);
-    else done += static_cast<size_t>(n);
+    if (n <= 0)
+      st = Status::from_errno(n < 0 ? errno : EIO, "write " + tmp);
+    else
+      done += static_cast<size_t>(n);
   }
   if (st.is_ok() && ::fsync(fd) != 0) st = Status::from_errno(errno, "fsync " + tmp);
   ::close(fd);

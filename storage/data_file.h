@@ -39,7 +39,8 @@ class AlignedBuffer {
 class DataFile {
  public:
   DataFile() = default;
-  DataFile(int fd, std::string path, bool direct) : fd_(fd), path_(std::move(path)), direct_(direct) {}
+  DataFile(int fd, std::string path, bool direct)
+      : fd_(fd), path_(std::move(path)), direct_(direct) {}
   DataFile(DataFile&& other) noexcept;
   DataFile& operator=(DataFile&& other) noexcept;
   ~DataFile();

@@ -17,7 +17,8 @@ Status io_uring_usable() {
 }
 
 Result<std::shared_ptr<IoEngine>> make_io_engine(const StoreConfig& config, Status (*probe)()) {
-  if (config.io_engine == "pread") return std::shared_ptr<IoEngine>(std::make_shared<PreadEngine>());
+  if (config.io_engine == "pread")
+    return std::shared_ptr<IoEngine>(std::make_shared<PreadEngine>());
   if (config.io_engine != "io_uring" && config.io_engine != "auto") {
     return Status::invalid_argument("unknown io_engine '" + config.io_engine +
                                     "' (expected auto, io_uring or pread)");

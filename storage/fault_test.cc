@@ -1,8 +1,8 @@
 // Each injected fault surfaces as the right error and leaves the store consistent.
-#include <gtest/gtest.h>
-
 #include <cstring>
 #include <filesystem>
+
+#include <gtest/gtest.h>
 
 #include "storage/engine_select.h"
 #include "storage/fault_engine.h"
@@ -131,7 +131,8 @@ TEST_P(FaultTest, FailedRequestInAStreamOfParts) {
     std::vector<PartRead> parts;
     for (int rep = 0; rep < 2; ++rep) {
       for (int64_t I = 0; I < g.stripes; ++I) {
-        buffers.push_back(std::move(AlignedBuffer::allocate(m->part_layout(I, 1).buffer_bytes)).value());
+        buffers.push_back(
+            std::move(AlignedBuffer::allocate(m->part_layout(I, 1).buffer_bytes)).value());
         parts.push_back({I, 1, buffers.back().data()});
       }
     }

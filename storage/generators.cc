@@ -51,7 +51,9 @@ uint64_t element_bits(uint64_t seed, int64_t row, int64_t col, uint64_t stream) 
 }
 
 // [0, 1) with 53 random bits.
-double unit(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
+double unit(uint64_t bits) {
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
 
 double value_of(Kind kind, uint64_t seed, int64_t n, int64_t row, int64_t col) {
   switch (kind) {
@@ -97,8 +99,8 @@ double value_of(Kind kind, uint64_t seed, int64_t n, int64_t row, int64_t col) {
 
 const std::vector<std::string>& generator_names() {
   static const std::vector<std::string> names = {
-      "uniform",   "diag_dominant", "normal", "identity",     "hilbert",
-      "gepp_growth", "wilkinson",   "wilkinson_t", "graded", "near_singular"};
+      "uniform",     "diag_dominant", "normal",      "identity", "hilbert",
+      "gepp_growth", "wilkinson",     "wilkinson_t", "graded",   "near_singular"};
   return names;
 }
 
@@ -106,8 +108,8 @@ Status check_generator(const GeneratorSpec& spec) {
   if (kind_of(spec.name) != Kind::kUnknown) return Status::ok();
   std::string known;
   for (const auto& n : generator_names()) known += (known.empty() ? "" : ", ") + n;
-  return Status::invalid_argument("unknown generator '" + spec.name + "' (expected one of: " +
-                                  known + ")");
+  return Status::invalid_argument("unknown generator '" + spec.name +
+                                  "' (expected one of: " + known + ")");
 }
 
 double generated_value(const GeneratorSpec& spec, int64_t n, int64_t row, int64_t col) {

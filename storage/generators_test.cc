@@ -1,9 +1,9 @@
 #include "storage/generators.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::storage {
 namespace {
@@ -57,14 +57,19 @@ TEST(Generators, HardMatricesForThePivotModes) {
   const int64_t n = 6;
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t c = 0; c < n; ++c) {
-      EXPECT_EQ(generated_value({"wilkinson", 0}, n, r, c), generated_value({"gepp_growth", 0}, n, r, c));
-      EXPECT_EQ(generated_value({"wilkinson_t", 0}, n, r, c), generated_value({"wilkinson", 0}, n, c, r));
+      EXPECT_EQ(generated_value({"wilkinson", 0}, n, r, c),
+                generated_value({"gepp_growth", 0}, n, r, c));
+      EXPECT_EQ(generated_value({"wilkinson_t", 0}, n, r, c),
+                generated_value({"wilkinson", 0}, n, c, r));
     }
   }
-  EXPECT_EQ(generated_value({"graded", 4}, 100, 10, 20), 1e-14 * generated_value({"uniform", 4}, 100, 10, 20));
-  EXPECT_EQ(generated_value({"graded", 4}, 100, 70, 20), generated_value({"uniform", 4}, 100, 70, 20));
+  EXPECT_EQ(generated_value({"graded", 4}, 100, 10, 20),
+            1e-14 * generated_value({"uniform", 4}, 100, 10, 20));
+  EXPECT_EQ(generated_value({"graded", 4}, 100, 70, 20),
+            generated_value({"uniform", 4}, 100, 70, 20));
   // near_singular: the last row equals the first to working precision, the others are uniform's.
-  EXPECT_EQ(generated_value({"near_singular", 2}, 50, 3, 7), generated_value({"uniform", 2}, 50, 3, 7));
+  EXPECT_EQ(generated_value({"near_singular", 2}, 50, 3, 7),
+            generated_value({"uniform", 2}, 50, 3, 7));
   for (int64_t c = 0; c < 50; ++c) {
     const double first = generated_value({"near_singular", 2}, 50, 0, c);
     EXPECT_NEAR(generated_value({"near_singular", 2}, 50, 49, c), first, 1e-19);

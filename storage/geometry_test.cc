@@ -38,7 +38,8 @@ TEST(Geometry, StripesCoverRowsOnceAndFitS) {
 }
 
 TEST(Geometry, RejectsBadInput) {
-  EXPECT_EQ(make_geometry(0, 4).status().message(), "matrix order n=0 out of range [1, 1073741824]");
+  EXPECT_EQ(make_geometry(0, 4).status().message(),
+            "matrix order n=0 out of range [1, 1073741824]");
   EXPECT_EQ(make_geometry(5, 0).status().message(), "stripe_rows=0 must be at least 1");
   auto g = make_geometry(5, 100);
   ASSERT_TRUE(g.is_ok());

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <cmath>
 #include <cstring>
 
@@ -133,8 +132,9 @@ class DenseReader {
   }
 
   IoRequest request(uint64_t element, uint64_t bytes, unsigned char* into) const {
-    return IoRequest{IoOp::kRead, fd_, &path_, l_.data_offset + element * l_.item_bytes, bytes,
-                     reinterpret_cast<std::byte*>(into)};
+    return IoRequest{IoOp::kRead, fd_,
+                     &path_,      l_.data_offset + element * l_.item_bytes,
+                     bytes,       reinterpret_cast<std::byte*>(into)};
   }
 
   Status read(int64_t element, int64_t count) {
@@ -181,8 +181,9 @@ Result<std::string> read_prefix(int fd, const std::string& label, uint64_t bytes
 
 }  // namespace
 
-Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd, const std::string& path,
-                                             const DenseLayout& layout, const std::string& source,
+Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd,
+                                             const std::string& path, const DenseLayout& layout,
+                                             const std::string& source,
                                              const ImportOptions& options) {
   if (layout.shape.size() != 2 || layout.shape[0] != layout.shape[1]) {
     std::string shape;
@@ -210,8 +211,8 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd, co
                                     " bytes after the data of a " + std::to_string(n) + " x " +
                                     std::to_string(n) + " matrix");
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(auto writer, ObjectWriter::begin(shared_, name, "matrix", source, g,
-                                                                placement_params(n)));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      auto writer, ObjectWriter::begin(shared_, name, "matrix", source, g, placement_params(n)));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
                                AlignedBuffer::allocate(shared_->config.import_buffer));
   DenseReader reader(fd, path, layout, n, options.check_finite);
@@ -301,7 +302,8 @@ Status MatrixStore::export_npy(std::string_view name, int fd, const std::string&
   const uint64_t available = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   if (available < total) {
     return Status::no_space("not enough free space for " + label + ": need " +
-                            std::to_string(total) + " bytes, available " + std::to_string(available));
+                            std::to_string(total) + " bytes, available " +
+                            std::to_string(available));
   }
   if (::ftruncate(fd, static_cast<off_t>(total)) != 0) {
     return Status::from_errno(errno, "size " + label + " to " + std::to_string(total) + " bytes");
@@ -309,8 +311,8 @@ Status MatrixStore::export_npy(std::string_view name, int fd, const std::string&
   PreadEngine io;
   std::vector<double> row;
   const auto write_at = [&](uint64_t offset, const void* p, uint64_t bytes) {
-    const IoRequest req{IoOp::kWrite, fd, &label, offset, bytes,
-                        static_cast<std::byte*>(const_cast<void*>(p))};
+    const IoRequest req{IoOp::kWrite, fd,    &label,
+                        offset,       bytes, static_cast<std::byte*>(const_cast<void*>(p))};
     return io.run({&req, 1});
   };
   // Whole columns of a window go through a row-major staging block (transposed in tiles over

@@ -1,10 +1,10 @@
-#include <gtest/gtest.h>
-
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
 
 #include "storage/data_file.h"
 #include "storage/matrix_store.h"
@@ -114,7 +114,10 @@ TEST_F(ImportExportTest, StripeRowsHookSeesTheOrder) {
   write_matrix_file(in, header_v(1, dict("<f8", false, 37, 37)), 37, false, false, false);
   ImportOptions options;
   int64_t seen = 0;
-  options.stripe_rows_for = [&](int64_t n) { seen = n; return int64_t{5}; };
+  options.stripe_rows_for = [&](int64_t n) {
+    seen = n;
+    return int64_t{5};
+  };
   auto info = store_->import_npy("H", in, options);
   ASSERT_TRUE(info.is_ok()) << info.status().to_string();
   EXPECT_EQ(seen, 37);
@@ -175,7 +178,8 @@ TEST_F(ImportExportTest, BadFilesAreRejectedWithReasons) {
                          "file has 640");
   write_matrix_file(f, "NOTNUMPY..", 2, false, false, false);
   expect_rejected(f, f + ": not an .npy file (bad magic)");
-  write_matrix_file(f, header_v(1, "{'descr': '<f8', 'fortran_order': False, "), 2, false, false, false);
+  write_matrix_file(f, header_v(1, "{'descr': '<f8', 'fortran_order': False, "), 2, false, false,
+                    false);
   expect_rejected(f, f + ": malformed .npy header");
 }
 

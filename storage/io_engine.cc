@@ -17,7 +17,8 @@ Status IoEngine::run_batches(IoBatchSource& source) {
   std::span<const IoRequest> batch;
   for (size_t b = 0; source.next_batch(batch); ++b) {
     // Requests finish one by one here, so an empty batch means the source waits for itself.
-    if (batch.empty()) return Status::internal("I/O batch source is waiting with nothing in flight");
+    if (batch.empty())
+      return Status::internal("I/O batch source is waiting with nothing in flight");
     for (size_t i = 0; i < batch.size(); ++i) {
       STRIPESOLVE_RETURN_IF_ERROR(source.completed(b, i, run(batch.subspan(i, 1))));
     }
@@ -38,14 +39,14 @@ TransferStep apply_transfer_result(Transfer& t, int64_t result, Status* error) {
   }
   if (result == 0) {
     if (t.request->op == IoOp::kRead) {
-      *error = Status::corruption(describe_transfer(t) + ": unexpected end of file after " +
-                                  std::to_string(t.done) + " of " + std::to_string(t.length) +
-                                  " bytes");
+      *error =
+          Status::corruption(describe_transfer(t) + ": unexpected end of file after " +
+                             std::to_string(t.done) + " of " + std::to_string(t.length) + " bytes");
     } else {
-      *error = Status::io_error(describe_transfer(t) + ": no progress after " +
-                                std::to_string(t.done) + " of " + std::to_string(t.length) +
-                                " bytes")
-                   .set_data_lost();
+      *error =
+          Status::io_error(describe_transfer(t) + ": no progress after " + std::to_string(t.done) +
+                           " of " + std::to_string(t.length) + " bytes")
+              .set_data_lost();
     }
     return TransferStep::kFailed;
   }

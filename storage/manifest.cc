@@ -5,7 +5,6 @@
 #include <random>
 
 #include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
 
 #include "storage/checksum.h"
@@ -39,10 +38,14 @@ std::optional<ObjectState> state_from_name(const std::string& s) {
 
 std::string_view object_state_name(ObjectState state) {
   switch (state) {
-    case ObjectState::kIncomplete: return "incomplete";
-    case ObjectState::kComplete: return "complete";
-    case ObjectState::kBeingFactored: return "being_factored";
-    case ObjectState::kCorrupt: return "corrupt";
+    case ObjectState::kIncomplete:
+      return "incomplete";
+    case ObjectState::kComplete:
+      return "complete";
+    case ObjectState::kBeingFactored:
+      return "being_factored";
+    case ObjectState::kCorrupt:
+      return "corrupt";
   }
   return "?";
 }
@@ -67,8 +70,9 @@ uint32_t checksum_summary(const std::vector<std::optional<uint32_t>>& checksums)
   uint32_t crc = 0;
   for (const auto& c : checksums) {
     const uint32_t v = c.value_or(0);
-    const unsigned char bytes[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
-                                    static_cast<unsigned char>(v >> 16), static_cast<unsigned char>(v >> 24)};
+    const unsigned char bytes[4] = {
+        static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
+        static_cast<unsigned char>(v >> 16), static_cast<unsigned char>(v >> 24)};
     crc = crc32c_extend(crc, bytes, sizeof bytes);
   }
   return crc;
@@ -148,7 +152,8 @@ Result<Manifest> manifest_from_json(std::string_view text, const std::string& wh
     if (i.dtype != "float64") return bad("unsupported dtype '" + i.dtype + "'");
     auto g = make_geometry(j.at("n").get<int64_t>(), j.at("stripe_rows").get<int64_t>());
     if (!g.is_ok()) return bad(g.status().message());
-    if (g->stripes != j.at("stripes").get<int64_t>()) return bad("stripe count does not match n and S");
+    if (g->stripes != j.at("stripes").get<int64_t>())
+      return bad("stripe count does not match n and S");
     i.geometry = *g;
     m.store_id = j.at("store_id").get<std::string>();
     i.created = j.at("created").at("time").get<std::string>();
@@ -168,14 +173,16 @@ Result<Manifest> manifest_from_json(std::string_view text, const std::string& wh
     m.file_bytes = p.at("file_bytes").get<std::vector<uint64_t>>();
     auto placement = Placement::make(i.geometry, i.placement);
     if (!placement.is_ok()) return bad(placement.status().message());
-    if (m.file_bytes != placement->file_bytes()) return bad("file sizes do not match the placement");
+    if (m.file_bytes != placement->file_bytes())
+      return bad("file sizes do not match the placement");
     for (uint64_t b : m.file_bytes) i.stored_bytes += b;
     const json& sums = j.at("segment_checksums");
     if (!sums.is_array() || static_cast<int64_t>(sums.size()) != placement->segment_count()) {
       return bad("expected " + std::to_string(placement->segment_count()) + " segment checksums");
     }
     for (const json& c : sums) {
-      m.checksums.push_back(c.is_null() ? std::nullopt : std::optional<uint32_t>(c.get<uint32_t>()));
+      m.checksums.push_back(c.is_null() ? std::nullopt
+                                        : std::optional<uint32_t>(c.get<uint32_t>()));
     }
     i.checksum_summary = checksum_summary(m.checksums);
     for (const auto& [key, b] : j.at("blobs").items()) {

@@ -66,7 +66,7 @@ struct MatrixInfo {
   // checksum_summary() of the segment checksums: derived on read, not stored.
   uint32_t checksum_summary = 0;
   std::optional<FactorOf> factor_of;  // factors (and matrices factored in place)
-  std::string problem;  // kCorrupt: why the manifest cannot be read
+  std::string problem;                // kCorrupt: why the manifest cannot be read
 };
 
 struct Manifest {

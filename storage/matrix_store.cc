@@ -1,8 +1,8 @@
 #include "storage/matrix_store.h"
 
 #include <dirent.h>
-#include <grp.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,7 +73,8 @@ Status check_distinct_paths(const StoreConfig& config) {
     if (!fresh) {
       return Status::invalid_argument("store paths " + std::to_string(it->second) + " and " +
                                       std::to_string(p) + " ('" + config.paths[it->second] +
-                                      "' and '" + dir + "') are the same directory; list each "
+                                      "' and '" + dir +
+                                      "') are the same directory; list each "
                                       "directory once in store.paths");
     }
   }
@@ -100,15 +101,15 @@ Result<std::string> check_markers(const StoreShared& store) {
     if (!text.is_ok()) {
       if (text.status().code() != StatusCode::kNotFound) return text.status();
       if (!list_dir(dir).empty()) {
-        return Status::failed_precondition("store path " + dir +
-                                           " is not empty and has no " + kMarker +
-                                           "; refusing to use it");
+        return Status::failed_precondition("store path " + dir + " is not empty and has no " +
+                                           kMarker + "; refusing to use it");
       }
       fresh.push_back(static_cast<int>(p));
       continue;
     }
     auto j = nlohmann::json::parse(*text, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("store_id") || !j.contains("path_index")) {
+    if (j.is_discarded() || !j.is_object() || !j.contains("store_id") ||
+        !j.contains("path_index")) {
       return Status::corruption("store marker " + marker + " is damaged");
     }
     const auto this_id = j["store_id"].get<std::string>();
@@ -118,18 +119,18 @@ Result<std::string> check_markers(const StoreShared& store) {
                                          ", the other paths to store " + id);
     }
     if (index != static_cast<int64_t>(p)) {
-      return Status::failed_precondition("store path " + dir + " is path " +
-                                         std::to_string(index) + " of its store but listed as " +
-                                         std::to_string(p) + "; the order of paths matters");
+      return Status::failed_precondition("store path " + dir + " is path " + std::to_string(index) +
+                                         " of its store but listed as " + std::to_string(p) +
+                                         "; the order of paths matters");
     }
     id = this_id;
   }
   if (id.empty()) id = random_id();
   for (int p : fresh) {
-    nlohmann::json j = {{"format", "stripesolve-store"}, {"version", 1}, {"store_id", id},
-                        {"path_index", p}};
-    STRIPESOLVE_RETURN_IF_ERROR(
-        write_file_atomically(config.paths[p] + "/" + kMarker, j.dump(1) + "\n", store.file_mode()));
+    nlohmann::json j = {
+        {"format", "stripesolve-store"}, {"version", 1}, {"store_id", id}, {"path_index", p}};
+    STRIPESOLVE_RETURN_IF_ERROR(write_file_atomically(config.paths[p] + "/" + kMarker,
+                                                      j.dump(1) + "\n", store.file_mode()));
   }
   for (const auto& dir : config.paths) {
     Status st = make_directory(dir + "/objects", store.dir_mode());
@@ -159,8 +160,8 @@ void clean_up(const StoreShared& store) {
       const bool orphan = !m.is_ok() && m.status().code() == StatusCode::kNotFound;
       const bool incomplete = m.is_ok() && m->info.state == ObjectState::kIncomplete;
       // A factorization a crash interrupted: kept for its job to resume (reopen_factor).
-      const bool resumable = incomplete && m->info.kind == "factor" &&
-                             file_exists(store.progress_path(name));
+      const bool resumable =
+          incomplete && m->info.kind == "factor" && file_exists(store.progress_path(name));
       if (resumable) {
         if (p != 0) continue;
         log->info("keeping factor '{}' for its interrupted factorization to resume", name);
@@ -180,8 +181,12 @@ void clean_up(const StoreShared& store) {
 MatrixStore::MatrixStore(std::shared_ptr<StoreShared> shared) : shared_(std::move(shared)) {}
 MatrixStore::~MatrixStore() = default;
 
-const StoreConfig& MatrixStore::config() const { return shared_->config; }
-std::string_view MatrixStore::engine_name() const { return shared_->engine->name(); }
+const StoreConfig& MatrixStore::config() const {
+  return shared_->config;
+}
+std::string_view MatrixStore::engine_name() const {
+  return shared_->engine->name();
+}
 
 Result<std::unique_ptr<MatrixStore>> MatrixStore::open(const StoreConfig& config) {
   return open(config, nullptr);
@@ -229,11 +234,13 @@ Result<MatrixInfo> MatrixStore::create_generated(std::string_view name, int64_t 
                                                  const GeneratorSpec& spec, int64_t stripe_rows) {
   STRIPESOLVE_RETURN_IF_ERROR(check_generator(spec));
   STRIPESOLVE_ASSIGN_OR_RETURN(
-      StripeGeometry g, make_geometry(n, stripe_rows > 0 ? stripe_rows : shared_->config.stripe_rows));
+      StripeGeometry g,
+      make_geometry(n, stripe_rows > 0 ? stripe_rows : shared_->config.stripe_rows));
   STRIPESOLVE_ASSIGN_OR_RETURN(
-      auto writer, ObjectWriter::begin(shared_, std::string(name), "matrix",
-                                       "generator " + spec.name + " seed " + std::to_string(spec.seed),
-                                       g, placement_params(n)));
+      auto writer,
+      ObjectWriter::begin(shared_, std::string(name), "matrix",
+                          "generator " + spec.name + " seed " + std::to_string(spec.seed), g,
+                          placement_params(n)));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
                                AlignedBuffer::allocate(shared_->config.import_buffer));
   StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
@@ -393,10 +400,9 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_object(const std::strin
                                        "failed); its data is not usable");
   }
   if (m.info.path_count > static_cast<int>(shared_->config.paths.size())) {
-    return Status::failed_precondition("object '" + name + "' lies on " +
-                                       std::to_string(m.info.path_count) +
-                                       " paths; the store is configured with " +
-                                       std::to_string(shared_->config.paths.size()));
+    return Status::failed_precondition(
+        "object '" + name + "' lies on " + std::to_string(m.info.path_count) +
+        " paths; the store is configured with " + std::to_string(shared_->config.paths.size()));
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(Placement placement,
                                Placement::make(m.info.geometry, m.info.placement));
@@ -423,7 +429,8 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_matrix(std::string_view
 }
 
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_factor(std::string_view name) const {
-  STRIPESOLVE_ASSIGN_OR_RETURN(auto m, open_object(std::string(name), StripedMatrix::Mode::kReadOnly));
+  STRIPESOLVE_ASSIGN_OR_RETURN(auto m,
+                               open_object(std::string(name), StripedMatrix::Mode::kReadOnly));
   if (m->info().kind != "factor") {
     return Status::invalid_argument("object '" + std::string(name) + "' is a " + m->info().kind +
                                     ", not a factor");
@@ -434,9 +441,9 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_factor(std::string_view
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::create_factor(std::string_view name,
                                                                   const StripedMatrix& like) {
   STRIPESOLVE_ASSIGN_OR_RETURN(
-      auto writer, ObjectWriter::begin(shared_, std::string(name), "factor",
-                                       "factor of " + like.info().name, like.geometry(),
-                                       like.info().placement));
+      auto writer,
+      ObjectWriter::begin(shared_, std::string(name), "factor", "factor of " + like.info().name,
+                          like.geometry(), like.info().placement));
   // Published with the factor at commit(): what it factors, for reuse checks (is_factor_of).
   writer->manifest().info.factor_of =
       FactorOf{like.info().id, like.geometry().n, checksum_summary(like.checksums())};
@@ -481,7 +488,8 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_for_in_place(std::strin
   {
     std::lock_guard lock(shared_->mu);
     if (shared_->open_count.count(n) != 0) {
-      return Status::failed_precondition("matrix '" + n + "' is open; close it before factoring "
+      return Status::failed_precondition("matrix '" + n +
+                                         "' is open; close it before factoring "
                                          "it in place");
     }
   }

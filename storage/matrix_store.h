@@ -37,10 +37,10 @@ namespace stripesolve::storage {
 struct StoreShared;
 
 struct ImportOptions {
-  int64_t stripe_rows = 0;    // 0 = stripe_rows_for(n) if set, else config.stripe_rows
+  int64_t stripe_rows = 0;  // 0 = stripe_rows_for(n) if set, else config.stripe_rows
   // Chooses S once the order n is known from the file's header (the daemon's planner).
   std::function<int64_t(int64_t n)> stripe_rows_for;
-  bool check_finite = true;   // refuse NaN and infinite values
+  bool check_finite = true;  // refuse NaN and infinite values
 };
 
 struct DenseLayout;

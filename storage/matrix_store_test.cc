@@ -1,15 +1,16 @@
 #include "storage/matrix_store.h"
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <atomic>
-#include <chrono>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "storage/data_file.h"
 #include "storage/engine_select.h"
@@ -41,7 +42,6 @@ class MatrixStoreTest : public StoreCaseTest {
       }
     }
   }
-
 };
 
 TEST_P(MatrixStoreTest, GeneratedMatricesRoundTrip) {
@@ -247,8 +247,9 @@ TEST_P(MatrixStoreTest, NamesAndErrors) {
   const std::string longest(kMaxMatrixNameLength, 'm');
   ASSERT_TRUE(store_->create_generated(longest, 10, {"uniform", 1}).is_ok());
   EXPECT_EQ(store_->create_generated(longest + "x", 10, {"uniform", 1}).status().message(),
-            "matrix name '" + longest + "x' has 120 characters; matrix names have at most 119, so "
-            "that the names of their factors (NAME.lu.<pivot>) fit in 128");
+            "matrix name '" + longest +
+                "x' has 120 characters; matrix names have at most 119, so "
+                "that the names of their factors (NAME.lu.<pivot>) fit in 128");
   {
     auto m = std::move(store_->open_matrix(longest)).value();
     EXPECT_TRUE(store_->create_factor(longest + ".lu.local", *m).is_ok());
@@ -292,7 +293,8 @@ TEST_P(MatrixStoreTest, CorruptManifestIsDetected) {
   ASSERT_EQ(list->size(), 2u);
   EXPECT_EQ((*list)[0].name, "A");
   EXPECT_EQ((*list)[0].state, ObjectState::kCorrupt);
-  EXPECT_EQ((*list)[0].problem, "manifest " + manifest + ": checksum mismatch (the file was altered)");
+  EXPECT_EQ((*list)[0].problem,
+            "manifest " + manifest + ": checksum mismatch (the file was altered)");
   EXPECT_EQ((*list)[1].name, "B");
   EXPECT_EQ((*list)[1].state, ObjectState::kComplete);
   ASSERT_TRUE(store_->remove("A").is_ok());
@@ -318,7 +320,8 @@ TEST_P(MatrixStoreTest, ConcurrentReadsOfDifferentStripes) {
     threads.emplace_back([&, t] {
       for (int64_t I = t; I < m->geometry().stripes; I += 4) {
         auto v = read_part_values(*m, I, 3);
-        if (!v.is_ok() || (*v)[0] != generated_value(spec, 500, m->geometry().row_begin(I), 3)) ++bad;
+        if (!v.is_ok() || (*v)[0] != generated_value(spec, 500, m->geometry().row_begin(I), 3))
+          ++bad;
       }
     });
   }
@@ -330,8 +333,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, MatrixStoreTest,
                          ::testing::Values(StoreCase{"pread", 1}, StoreCase{"pread", 3},
                                            StoreCase{"io_uring", 1}, StoreCase{"io_uring", 3}),
                          [](const auto& p) {
-                           return p.param.engine + "_" + std::to_string(p.param.paths) +
-                                  "paths";
+                           return p.param.engine + "_" + std::to_string(p.param.paths) + "paths";
                          });
 
 TEST(MatrixStore, ReopenKeepsDataAndChecksPaths) {
@@ -350,8 +352,9 @@ TEST(MatrixStore, ReopenKeepsDataAndChecksPaths) {
   store->reset();
   std::swap(config.paths[0], config.paths[1]);
   EXPECT_EQ(MatrixStore::open(config).status().message(),
-            "store path " + config.paths[0] + " is path 1 of its store but listed as 0; the "
-            "order of paths matters");
+            "store path " + config.paths[0] +
+                " is path 1 of its store but listed as 0; the "
+                "order of paths matters");
 }
 
 TEST(MatrixStore, OneDirectoryListedTwiceIsRefused) {

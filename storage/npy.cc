@@ -104,7 +104,8 @@ Result<DenseLayout> parse_npy_header(std::string_view bytes, const std::string& 
       if (!d.string(descr)) return bad("malformed .npy header: descr");
     } else if (key == "fortran_order") {
       std::string w;
-      if (!d.word(w) || (w != "True" && w != "False")) return bad("malformed .npy header: fortran_order");
+      if (!d.word(w) || (w != "True" && w != "False"))
+        return bad("malformed .npy header: fortran_order");
       layout.fortran_order = w == "True";
       have_order = true;
     } else if (key == "shape") {

@@ -21,7 +21,7 @@ namespace stripesolve::storage {
 struct DenseLayout {
   uint64_t data_offset = 0;  // where element 0 starts
   std::vector<int64_t> shape;
-  int item_bytes = 8;          // 8 (float64) or 4 (float32, widened on import)
+  int item_bytes = 8;  // 8 (float64) or 4 (float32, widened on import)
   bool big_endian = false;
   bool fortran_order = false;  // column-major
 };

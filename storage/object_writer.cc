@@ -24,7 +24,8 @@ Status check_free_space(const StoreShared& store, const std::vector<uint64_t>& f
     if (need.path.empty()) need.path = store.config.paths[p];
   }
   for (const auto& [device, need] : by_device) {
-    if (need.bytes > need.available || need.available - need.bytes < store.config.free_space_reserve) {
+    if (need.bytes > need.available ||
+        need.available - need.bytes < store.config.free_space_reserve) {
       return Status::no_space("not enough free space on the filesystem of " + need.path +
                               ": need " + format_bytes(need.bytes) + " plus a reserve of " +
                               format_bytes(store.config.free_space_reserve) + ", available " +
@@ -51,31 +52,28 @@ Status check_free_space_for(const StoreShared& store, const StripeGeometry& geom
   unsigned __int128 usable = 0;
   for (const auto& [device, bytes] : usable_by_device) usable += bytes;
   const unsigned __int128 data = static_cast<unsigned __int128>(kElementBytes) *
-                                 static_cast<uint64_t>(geometry.n) * static_cast<uint64_t>(geometry.n);
+                                 static_cast<uint64_t>(geometry.n) *
+                                 static_cast<uint64_t>(geometry.n);
   if (data > usable) {
     const auto bytes = [](unsigned __int128 b) {
       return format_bytes(b > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(b));
     };
-    return Status::no_space("not enough free space for an object of order " +
-                            std::to_string(geometry.n) + ": it needs " + bytes(data) + ", the " +
-                            std::to_string(usable_by_device.size()) +
-                            " filesystem(s) of the store paths have " + bytes(usable) +
-                            " beyond the reserve of " +
-                            format_bytes(store.config.free_space_reserve) + " each");
+    return Status::no_space(
+        "not enough free space for an object of order " + std::to_string(geometry.n) +
+        ": it needs " + bytes(data) + ", the " + std::to_string(usable_by_device.size()) +
+        " filesystem(s) of the store paths have " + bytes(usable) + " beyond the reserve of " +
+        format_bytes(store.config.free_space_reserve) + " each");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<uint64_t> file_bytes,
                                placement_file_bytes(geometry, params));
   return check_free_space(store, file_bytes);
 }
 
-Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreShared> store,
-                                                          const std::string& name,
-                                                          const std::string& kind,
-                                                          const std::string& source,
-                                                          const StripeGeometry& geometry,
-                                                          const PlacementParams& params) {
+Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(
+    std::shared_ptr<StoreShared> store, const std::string& name, const std::string& kind,
+    const std::string& source, const StripeGeometry& geometry, const PlacementParams& params) {
   STRIPESOLVE_RETURN_IF_ERROR(kind == "matrix" ? check_matrix_name(name)
-                                                : check_object_name(name, "object name"));
+                                               : check_object_name(name, "object name"));
   if (params.path_count > static_cast<int>(store->config.paths.size())) {
     return Status::invalid_argument("object '" + name + "' needs " +
                                     std::to_string(params.path_count) + " paths, the store has " +
@@ -110,7 +108,8 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(std::shared_ptr<StoreS
   STRIPESOLVE_RETURN_IF_ERROR(store->write_manifest(m));
 
   for (int p = 0; p < params.path_count; ++p) {
-    if (p > 0) STRIPESOLVE_RETURN_IF_ERROR(make_directory(store->object_dir(p, name), store->dir_mode()));
+    if (p > 0)
+      STRIPESOLVE_RETURN_IF_ERROR(make_directory(store->object_dir(p, name), store->dir_mode()));
     STRIPESOLVE_ASSIGN_OR_RETURN(
         DataFile f, open_data_file(store->data_path(p, name), O_RDWR | O_CREAT | O_EXCL,
                                    store->config.direct_io, nullptr, store->file_mode()));

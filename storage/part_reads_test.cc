@@ -1,11 +1,12 @@
 // StripedMatrix::read_parts: a stream of parts equals read_part part by part, with both engines,
 // one and several paths, odd n and n < S; rings of buffers; errors and checksum mismatches.
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <map>
+
+#include <gtest/gtest.h>
 
 #include "storage/data_file.h"
 #include "storage/engine_select.h"
@@ -67,7 +68,8 @@ TEST_P(PartReadsTest, StreamEqualsTheGenerator) {
     std::vector<AlignedBuffer> buffers;
     std::vector<PartRead> parts;
     for (const auto& [I, c0] : list) {
-      buffers.push_back(std::move(AlignedBuffer::allocate(m->part_layout(I, c0).buffer_bytes + 1)).value());
+      buffers.push_back(
+          std::move(AlignedBuffer::allocate(m->part_layout(I, c0).buffer_bytes + 1)).value());
       parts.push_back({I, c0, buffers.back().data()});
     }
     std::vector<int> done(parts.size(), 0);
@@ -130,7 +132,8 @@ TEST_P(PartReadsTest, ChecksumMismatchNamesTheSegmentAndSkipsThePart) {
   std::vector<AlignedBuffer> buffers;
   std::vector<PartRead> parts;
   for (int64_t I = 0; I < m->geometry().stripes; ++I) {
-    buffers.push_back(std::move(AlignedBuffer::allocate(m->part_layout(I, 0).buffer_bytes)).value());
+    buffers.push_back(
+        std::move(AlignedBuffer::allocate(m->part_layout(I, 0).buffer_bytes)).value());
     parts.push_back({I, 0, buffers.back().data()});
   }
   std::map<size_t, int> done;

@@ -37,7 +37,8 @@ Status check_params(const StripeGeometry& geometry, const PlacementParams& param
 uint64_t segment_length(uint64_t stored, const PlacementParams& params) {
   uint64_t seg = params.segment_bytes;
   if (seg == 0) {
-    const uint64_t parts = static_cast<uint64_t>(params.levels) * static_cast<uint64_t>(params.path_count);
+    const uint64_t parts =
+        static_cast<uint64_t>(params.levels) * static_cast<uint64_t>(params.path_count);
     seg = std::max(params.min_segment_bytes, align_up((stored + parts - 1) / parts));
   }
   return std::max(seg, kAlignment);

@@ -25,13 +25,17 @@ namespace stripesolve::storage {
 
 inline constexpr uint64_t kAlignment = 4096;  // O_DIRECT offset, length and buffer alignment
 
-inline constexpr uint64_t align_up(uint64_t x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
-inline constexpr uint64_t align_down(uint64_t x) { return x / kAlignment * kAlignment; }
+inline constexpr uint64_t align_up(uint64_t x) {
+  return (x + kAlignment - 1) / kAlignment * kAlignment;
+}
+inline constexpr uint64_t align_down(uint64_t x) {
+  return x / kAlignment * kAlignment;
+}
 
 struct PlacementParams {
-  int path_count = 1;                    // P
-  int64_t levels = 8;                    // round-robin levels (002 §7.3); used if segment_bytes == 0
-  uint64_t segment_bytes = 0;            // fixed segment length (multiple of 4 KiB), 0 = use levels
+  int path_count = 1;          // P
+  int64_t levels = 8;          // round-robin levels (002 §7.3); used if segment_bytes == 0
+  uint64_t segment_bytes = 0;  // fixed segment length (multiple of 4 KiB), 0 = use levels
   uint64_t min_segment_bytes = 1 << 20;  // keeps transfers coarse (002 §9.7 after Eq 19)
 
   friend bool operator==(const PlacementParams&, const PlacementParams&) = default;

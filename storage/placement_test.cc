@@ -1,10 +1,10 @@
 #include "storage/placement.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <map>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::storage {
 namespace {
@@ -50,7 +50,8 @@ void check_exact_cover(const Placement& p) {
 TEST(Placement, ExactCoverAndAlignment) {
   for (int paths : {1, 2, 3, 6}) {
     for (int64_t levels : {1, 3, 8}) {
-      for (auto [n, s] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 3}, {257, 64}, {1000, 300}, {3001, 2000}, {5, 64}}) {
+      for (auto [n, s] : std::vector<std::pair<int64_t, int64_t>>{
+               {1, 1}, {7, 3}, {257, 64}, {1000, 300}, {3001, 2000}, {5, 64}}) {
         PlacementParams params{paths, levels, 0, kAlignment};
         check_exact_cover(must_place(n, s, params));
       }
@@ -130,9 +131,11 @@ TEST(Placement, RejectsBadParams) {
 
 TEST(Placement, FileBytesWithoutSegmentsMatchTheFullPlacement) {
   for (int paths : {1, 2, 3, 5}) {
-    for (auto [n, s] : {std::pair<int64_t, int64_t>{1, 1}, {100, 7}, {1000, 64}, {3000, 1000}, {4097, 513}}) {
-      for (PlacementParams params : {PlacementParams{paths, 8, 0, 4096}, PlacementParams{paths, 3, 0, 1 << 20},
-                                     PlacementParams{paths, 1, 8192, 4096}}) {
+    for (auto [n, s] :
+         {std::pair<int64_t, int64_t>{1, 1}, {100, 7}, {1000, 64}, {3000, 1000}, {4097, 513}}) {
+      for (PlacementParams params :
+           {PlacementParams{paths, 8, 0, 4096}, PlacementParams{paths, 3, 0, 1 << 20},
+            PlacementParams{paths, 1, 8192, 4096}}) {
         const Placement p = must_place(n, s, params);
         auto bytes = placement_file_bytes(p.geometry(), params);
         ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();

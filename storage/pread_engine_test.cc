@@ -1,13 +1,14 @@
 #include "storage/pread_engine.h"
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::storage {
 namespace {
@@ -91,8 +92,9 @@ TEST_F(PreadEngineTest, EndOfFileIsCorruption) {
   IoRequest r{IoOp::kRead, fd_, &path_, 0, 4096, buf.data()};
   Status st = PreadEngine().run({&r, 1});
   EXPECT_EQ(st.code(), StatusCode::kCorruption);
-  EXPECT_EQ(st.message(), "read " + path_ + " at offset 1000 (length 3096): unexpected end of "
-                          "file after 1000 of 4096 bytes");
+  EXPECT_EQ(st.message(), "read " + path_ +
+                              " at offset 1000 (length 3096): unexpected end of "
+                              "file after 1000 of 4096 bytes");
 }
 
 TEST_F(PreadEngineTest, EndlessEintrGivesUpRetryable) {

@@ -73,13 +73,16 @@ Result<std::unique_ptr<ProgressLog>> ProgressLog::open(const std::string& path, 
   if (dropped_bytes != nullptr) *dropped_bytes = bytes.size() - pos;
   log->end_ = pos;
   if (pos != bytes.size()) {
-    if (::ftruncate(fd, static_cast<off_t>(pos)) != 0) return Status::from_errno(errno, "truncate " + path);
+    if (::ftruncate(fd, static_cast<off_t>(pos)) != 0)
+      return Status::from_errno(errno, "truncate " + path);
     if (::fdatasync(fd) != 0) return Status::from_errno(errno, "fdatasync " + path);
   }
   return log;
 }
 
-ProgressLog::~ProgressLog() { ::close(fd_); }
+ProgressLog::~ProgressLog() {
+  ::close(fd_);
+}
 
 Status ProgressLog::append(std::span<const std::byte> payload) {
   return append(std::vector<Record>{Record(payload.begin(), payload.end())});
@@ -94,8 +97,8 @@ Status ProgressLog::append(const std::vector<Record>& payloads) {
   std::lock_guard lock(mu_);
   size_t done = 0;
   while (done < record.size()) {
-    const ssize_t n = ::pwrite(fd_, record.data() + done, record.size() - done,
-                               static_cast<off_t>(end_ + done));
+    const ssize_t n =
+        ::pwrite(fd_, record.data() + done, record.size() - done, static_cast<off_t>(end_ + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Status::from_errno(errno, "write " + path_);
     done += static_cast<size_t>(n);

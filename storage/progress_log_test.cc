@@ -1,11 +1,12 @@
 #include "storage/progress_log.h"
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
 
 #include "storage/store_test_support.h"
 
@@ -33,7 +34,8 @@ TEST(ProgressLogTest, RecordsSurviveAReopenAndATornTailIsCutOff) {
     // A crash in the middle of the third append: half its frame reached the disk.
     const std::vector<std::byte> third = ProgressLog::frame(bytes_of("third"));
     std::ofstream out(path, std::ios::binary | std::ios::app);
-    out.write(reinterpret_cast<const char*>(third.data()), static_cast<std::streamsize>(third.size() / 2));
+    out.write(reinterpret_cast<const char*>(third.data()),
+              static_cast<std::streamsize>(third.size() / 2));
   }
   std::vector<ProgressLog::Record> records;
   uint64_t dropped = 0;
@@ -101,7 +103,8 @@ TEST(ProgressLogTest, AnIncompleteFactorWithAProgressLogIsKeptForResume) {
   std::vector<ProgressLog::Record> records;
   ASSERT_TRUE(ProgressLog::open((*reopened)->progress_path(), 0600, &records).is_ok());
   EXPECT_EQ(records.size(), 1u);
-  EXPECT_EQ((*store)->remove_resumable("A.lu.row").code(), StatusCode::kFailedPrecondition);  // open
+  EXPECT_EQ((*store)->remove_resumable("A.lu.row").code(),
+            StatusCode::kFailedPrecondition);  // open
   ASSERT_TRUE((*reopened)->commit().is_ok());
   EXPECT_FALSE(std::filesystem::exists((*reopened)->progress_path()));
   EXPECT_TRUE((*store)->info("A.lu.row").is_ok());

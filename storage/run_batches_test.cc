@@ -1,10 +1,11 @@
 // IoEngine::run_batches with both engines: batches given while others are in flight, a source that
 // waits for a completion, errors from the device and from completed(), on O_DIRECT files.
 #include <fcntl.h>
-#include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "storage/data_file.h"
 #include "storage/engine_select.h"
@@ -89,8 +90,8 @@ class RunBatchesTest : public ::testing::TestWithParam<std::string> {
         const int f = k % 2;
         const uint64_t len = 4096 * (1 + k % 10);
         std::byte* base = (op == IoOp::kWrite ? out_ : in_).data() + f * kFileBytes;
-        batch.push_back({op, files_[f].fd(), &files_[f].path(), file_offset[f], len,
-                         base + file_offset[f]});
+        batch.push_back(
+            {op, files_[f].fd(), &files_[f].path(), file_offset[f], len, base + file_offset[f]});
         file_offset[f] += len;
       }
     }
@@ -108,7 +109,8 @@ class RunBatchesTest : public ::testing::TestWithParam<std::string> {
   // Whether `in_` equals `out_` over what the batches moved.
   bool read_back() const {
     for (int f = 0; f < 2; ++f) {
-      if (std::memcmp(in_.data() + f * kFileBytes, out_.data() + f * kFileBytes, covered_[f]) != 0) {
+      if (std::memcmp(in_.data() + f * kFileBytes, out_.data() + f * kFileBytes, covered_[f]) !=
+          0) {
         return false;
       }
     }
@@ -140,10 +142,10 @@ TEST_P(RunBatchesTest, DeviceErrorEndsTheRunWithItsMessage) {
   ListSource source(batches, 1);
   const Status st = engine_->run_batches(source);
   EXPECT_EQ(st.code(), StatusCode::kCorruption);
-  EXPECT_EQ(st.message().rfind("read " + files_[batches[3][0].fd == files_[0].fd() ? 0 : 1].path() +
-                                   " at offset ",
-                               0),
-            0u)
+  EXPECT_EQ(
+      st.message().rfind(
+          "read " + files_[batches[3][0].fd == files_[0].fd() ? 0 : 1].path() + " at offset ", 0),
+      0u)
       << st.message();
   EXPECT_NE(st.message().find("unexpected end of file"), std::string::npos);
   EXPECT_EQ(source.calls_[3][0], 1);  // reported once, though it spans several chunks

@@ -51,8 +51,8 @@ void parse_store_config(ConfigMap& map, StoreConfig& config) {
     for (size_t j = 0; j < i; ++j) {
       if (same_directory_name(config.paths[i], config.paths[j])) {
         throw ConfigError(map.where("paths") + ": entries " + std::to_string(j) + " and " +
-                          std::to_string(i) + " ('" + config.paths[j] + "' and '" + config.paths[i] +
-                          "') name the same directory; list each directory once");
+                          std::to_string(i) + " ('" + config.paths[j] + "' and '" +
+                          config.paths[i] + "') name the same directory; list each directory once");
       }
     }
   }

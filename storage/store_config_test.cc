@@ -23,7 +23,8 @@ direct_io: false
 verify_checksums: false
 import_buffer: 64MiB
 free_space_reserve: 0
-)", "store.yaml");
+)",
+                              "store.yaml");
   StoreConfig c;
   parse_store_config(map, c);
   EXPECT_EQ(c.paths, (std::vector<std::string>{"/a", "/b"}));
@@ -59,8 +60,9 @@ TEST(StoreConfig, RejectsADirectoryListedTwice) {
       parse_store_config(map, c);
       ADD_FAILURE() << again << " was accepted";
     } catch (const ConfigError& e) {
-      EXPECT_EQ(std::string(e.what()), std::string("store.yaml:1: paths: entries 0 and 2 ('/ssd0/store' and '") +
-                                           again + "') name the same directory; list each directory once");
+      EXPECT_EQ(std::string(e.what()),
+                std::string("store.yaml:1: paths: entries 0 and 2 ('/ssd0/store' and '") + again +
+                    "') name the same directory; list each directory once");
     }
   }
 }

@@ -34,8 +34,8 @@ Result<Manifest> StoreShared::read_manifest(const std::string& name) const {
     return Status::corruption("manifest " + path + ": names object '" + m->info.name + "'");
   }
   if (m.is_ok() && m->store_id != store_id) {
-    return Status::corruption("manifest " + path + ": belongs to store " + m->store_id +
-                              ", not " + store_id);
+    return Status::corruption("manifest " + path + ": belongs to store " + m->store_id + ", not " +
+                              store_id);
   }
   return m;
 }
@@ -77,9 +77,10 @@ Status check_matrix_name(const std::string& name) {
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(name, "object name"));
   if (name.size() > kMaxMatrixNameLength) {
     return Status::invalid_argument(
-        "matrix name '" + name + "' has " + std::to_string(name.size()) + " characters; matrix names " +
-        "have at most " + std::to_string(kMaxMatrixNameLength) + ", so that the names of their " +
-        "factors (NAME.lu.<pivot>) fit in " + std::to_string(kMaxObjectNameLength));
+        "matrix name '" + name + "' has " + std::to_string(name.size()) +
+        " characters; matrix names " + "have at most " + std::to_string(kMaxMatrixNameLength) +
+        ", so that the names of their " + "factors (NAME.lu.<pivot>) fit in " +
+        std::to_string(kMaxObjectNameLength));
   }
   return Status::ok();
 }

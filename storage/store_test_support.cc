@@ -1,13 +1,14 @@
 #include "storage/store_test_support.h"
 
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+
+#include <gtest/gtest.h>
 
 #include "storage/data_file.h"
 #include "storage/engine_select.h"
@@ -61,7 +62,8 @@ Result<std::vector<double>> read_part_values(StripedMatrix& m, int64_t I, int64_
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::allocate(layout.buffer_bytes));
   STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
   std::vector<double> v(layout.data_bytes / 8);
-  if (layout.data_bytes > 0) std::memcpy(v.data(), buf.data() + layout.data_offset, layout.data_bytes);
+  if (layout.data_bytes > 0)
+    std::memcpy(v.data(), buf.data() + layout.data_offset, layout.data_bytes);
   return v;
 }
 
@@ -69,7 +71,8 @@ Status write_part_values(StripedMatrix& m, int64_t I, int64_t c0, const std::vec
   const PartLayout layout = m.part_layout(I, c0);
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buf, AlignedBuffer::allocate(layout.buffer_bytes));
   if (layout.data_offset > 0) STRIPESOLVE_RETURN_IF_ERROR(m.read_part(I, c0, buf.data()));
-  if (layout.data_bytes > 0) std::memcpy(buf.data() + layout.data_offset, v.data(), layout.data_bytes);
+  if (layout.data_bytes > 0)
+    std::memcpy(buf.data() + layout.data_offset, v.data(), layout.data_bytes);
   return m.write_part(I, c0, buf.data());
 }
 

@@ -1,11 +1,11 @@
 // Test support for storage tests: temporary stores and reading back stripe values.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "storage/matrix_store.h"
 

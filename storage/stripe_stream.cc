@@ -18,7 +18,8 @@ std::string hex32(uint32_t v) {
 
 // Requests for window [begin, end) of stripe I held at `base`; `pieces` is filled alongside.
 void make_requests(const StripeStream& s, int64_t I, uint64_t begin, uint64_t end, IoOp op,
-                   std::byte* base, std::vector<IoPiece>& pieces, std::vector<IoRequest>& requests) {
+                   std::byte* base, std::vector<IoPiece>& pieces,
+                   std::vector<IoRequest>& requests) {
   pieces.clear();
   requests.clear();
   s.placement->pieces(I, begin, end, pieces);
@@ -93,7 +94,9 @@ Status write_stripes(const StripeStream& s, const ElementProducer& produce,
   const Halves halves = halves_of(*s.buffer);
   std::vector<uint32_t> running;  // the current stripe's segments; owned by the writer task
   std::future<Status> in_flight;
-  auto wait = [&in_flight]() -> Status { return in_flight.valid() ? in_flight.get() : Status::ok(); };
+  auto wait = [&in_flight]() -> Status {
+    return in_flight.valid() ? in_flight.get() : Status::ok();
+  };
   const std::vector<Window> windows = windows_of(pl, halves.window);
   for (size_t k = 0; k < windows.size(); ++k) {
     const Window win = windows[k];
@@ -119,7 +122,8 @@ Status write_stripes(const StripeStream& s, const ElementProducer& produce,
       }
       STRIPESOLVE_RETURN_IF_ERROR(s.engine->run(requests));
       if (win.last_of_stripe) {
-        for (size_t i = 0; i < running.size(); ++i) checksums[pl.first_segment(win.stripe) + i] = running[i];
+        for (size_t i = 0; i < running.size(); ++i)
+          checksums[pl.first_segment(win.stripe) + i] = running[i];
       }
       return Status::ok();
     });
@@ -150,7 +154,8 @@ Status read_stripes(const StripeStream& s, const ElementConsumer& consume,
     const Window win = windows[k];
     std::byte* base = halves.base[k % 2];
     STRIPESOLVE_RETURN_IF_ERROR(next.get());
-    if (k + 1 < windows.size() && halves.count == 2) next = read(windows[k + 1], static_cast<int>((k + 1) % 2));
+    if (k + 1 < windows.size() && halves.count == 2)
+      next = read(windows[k + 1], static_cast<int>((k + 1) % 2));
     if (win.begin == 0) running.assign(pl.segments(win.stripe).size(), 0);
     pieces.clear();
     pl.pieces(win.stripe, win.begin, win.end, pieces);

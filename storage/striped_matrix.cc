@@ -49,7 +49,9 @@ std::vector<std::optional<uint32_t>> StripedMatrix::checksums() const {
   return manifest_.checksums;
 }
 
-std::string StripedMatrix::describe() const { return info_.kind + " '" + info_.name + "'"; }
+std::string StripedMatrix::describe() const {
+  return info_.kind + " '" + info_.name + "'";
+}
 
 PartLayout StripedMatrix::part_layout(int64_t stripe, int64_t col_begin) const {
   const StripeGeometry& g = placement_.geometry();
@@ -64,8 +66,8 @@ Status StripedMatrix::check_part(int64_t stripe, int64_t col_begin) const {
   const StripeGeometry& g = placement_.geometry();
   if (stripe < 0 || stripe >= g.stripes || col_begin < 0 || col_begin > g.n) {
     return Status::invalid_argument(describe() + ": stripe " + std::to_string(stripe) +
-                                    " from column " + std::to_string(col_begin) +
-                                    " is outside " + std::to_string(g.stripes) + " stripes of " +
+                                    " from column " + std::to_string(col_begin) + " is outside " +
+                                    std::to_string(g.stripes) + " stripes of " +
                                     std::to_string(g.n) + " columns");
   }
   return Status::ok();
@@ -147,7 +149,7 @@ class StripedMatrix::PartSource final : public IoBatchSource {
   struct Batch {
     size_t part = 0;
     std::vector<IoPiece> pieces;
-    std::vector<IoRequest> requests;            // one per piece; stays put until completed
+    std::vector<IoRequest> requests;              // one per piece; stays put until completed
     std::vector<std::optional<uint32_t>> stored;  // per piece when verifying
     size_t requests_left = 0;
     bool failed = false;
@@ -156,8 +158,8 @@ class StripedMatrix::PartSource final : public IoBatchSource {
   StripedMatrix& m_;
   const std::span<const PartRead> parts_;
   const PartDone& on_done_;
-  size_t next_ = 0;           // first part not started
-  std::deque<Batch> open_;    // batches first_batch_, first_batch_ + 1, ... (not all finished)
+  size_t next_ = 0;         // first part not started
+  std::deque<Batch> open_;  // batches first_batch_, first_batch_ + 1, ... (not all finished)
   size_t first_batch_ = 0;
 };
 
@@ -254,7 +256,9 @@ Status StripedMatrix::sync_data() const {
   return Status::ok();
 }
 
-std::string StripedMatrix::progress_path() const { return store_->progress_path(info_.name); }
+std::string StripedMatrix::progress_path() const {
+  return store_->progress_path(info_.name);
+}
 
 Status StripedMatrix::commit() {
   if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
@@ -270,8 +274,9 @@ Status StripedMatrix::commit() {
     for (int64_t s = 0; s < placement_.segment_count(); ++s) {
       if (manifest_.checksums[s]) continue;
       const Segment& seg = placement_.segment(s);
-      const IoRequest req{IoOp::kRead, files_[seg.path].fd(), &files_[seg.path].path(),
-                          seg.file_offset, seg.length, buffer.data()};
+      const IoRequest req{
+          IoOp::kRead, files_[seg.path].fd(), &files_[seg.path].path(), seg.file_offset,
+          seg.length,  buffer.data()};
       STRIPESOLVE_RETURN_IF_ERROR(store_->engine->run({&req, 1}));
       manifest_.checksums[s] = crc32c_extend(0, buffer.data(), seg.length);
     }

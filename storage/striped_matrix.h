@@ -16,8 +16,8 @@
 // ones by reading them back, then publishes the manifest.
 //
 // Lifetime: made by MatrixStore. A factor from create_factor() that is destroyed without commit()
-// is deleted (unless keep_uncommitted() was called); an object opened for in-place factorization and never committed stays in state
-// "being_factored" (its data is neither A nor the factors).
+// is deleted (unless keep_uncommitted() was called); an object opened for in-place factorization
+// and never committed stays in state "being_factored" (its data is neither A nor the factors).
 //
 // Thread-safety: read_part/write_part of different stripes may run concurrently (also concurrent
 // reads of one stripe); write_blob/read_blob/commit may be called from any thread. `mu_` guards
@@ -35,8 +35,8 @@
 
 #include "base/status.h"
 #include "storage/data_file.h"
-#include "storage/io_engine.h"
 #include "storage/geometry.h"
+#include "storage/io_engine.h"
 #include "storage/manifest.h"
 #include "storage/placement.h"
 
@@ -108,7 +108,8 @@ class StripedMatrix {
   std::string progress_path() const;
 
   // Writable objects: completes unknown checksums, syncs the data files and atomically publishes
-  // the manifest as kind "factor", state "complete". Fails on read-only objects and when called twice.
+  // the manifest as kind "factor", state "complete". Fails on read-only objects and when called
+  // twice.
   Status commit();
 
  private:

@@ -1,13 +1,13 @@
 #include "storage/uring_engine.h"
 
-#include <liburing.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
+
+#include <liburing.h>
 
 namespace stripesolve::storage {
 
@@ -54,8 +54,10 @@ Status UringEngine::probe() {
   } else {
     io_uring_cqe* cqe = nullptr;
     res = io_uring_peek_cqe(&ring, &cqe);
-    if (res < 0 || cqe == nullptr) st = Status::unavailable("io_uring: no completion for a no-op");
-    else if (cqe->res < 0) st = Status::from_errno(-cqe->res, "io_uring no-op");
+    if (res < 0 || cqe == nullptr)
+      st = Status::unavailable("io_uring: no completion for a no-op");
+    else if (cqe->res < 0)
+      st = Status::from_errno(-cqe->res, "io_uring no-op");
   }
   io_uring_queue_exit(&ring);
   return st;
@@ -170,11 +172,11 @@ Status UringEngine::run_batches(IoBatchSource& source) {
   STRIPESOLVE_ASSIGN_OR_RETURN(std::unique_ptr<Ring> ring, acquire());
   io_uring* u = &ring->ring;
 
-  std::deque<Chunk> pending;                   // cut, not submitted yet, in submission order
-  std::vector<Chunk> slots(queue_depth_);      // in flight; user_data is the slot index
+  std::deque<Chunk> pending;               // cut, not submitted yet, in submission order
+  std::vector<Chunk> slots(queue_depth_);  // in flight; user_data is the slot index
   std::vector<uint64_t> free_slots;
   for (unsigned k = queue_depth_; k > 0; --k) free_slots.push_back(k - 1);
-  std::deque<OpenBatch> open;                  // batches first_open, first_open + 1, ...
+  std::deque<OpenBatch> open;  // batches first_open, first_open + 1, ...
   size_t first_open = 0;
   bool more = true;
   Status first_error;

@@ -1,10 +1,11 @@
 // The io_uring engine against the pread oracle, on O_DIRECT files.
 #include <fcntl.h>
-#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstring>
 #include <random>
+
+#include <gtest/gtest.h>
 
 #include "storage/data_file.h"
 #include "storage/engine_select.h"

@@ -1,11 +1,11 @@
 #include "stripe/dense_reference.h"
 
-#include <cblas.h>
-#include <lapacke.h>
-
 #include <algorithm>
 #include <cmath>
 #include <random>
+
+#include <cblas.h>
+#include <lapacke.h>
 
 namespace stripesolve::stripe {
 
@@ -17,13 +17,11 @@ std::vector<double> uniform_matrix(int64_t rows, int64_t cols, uint64_t seed) {
   return a;
 }
 
-double scaled_residual(const double* a, int64_t n, const double* x, const double* b,
-                       int64_t nrhs) {
+double scaled_residual(const double* a, int64_t n, const double* x, const double* b, int64_t nrhs) {
   std::vector<double> r(b, b + n * nrhs);
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(n),
-              static_cast<blasint>(nrhs), static_cast<blasint>(n), 1.0, a,
-              static_cast<blasint>(n), x, static_cast<blasint>(n), -1.0, r.data(),
-              static_cast<blasint>(n));
+              static_cast<blasint>(nrhs), static_cast<blasint>(n), 1.0, a, static_cast<blasint>(n),
+              x, static_cast<blasint>(n), -1.0, r.data(), static_cast<blasint>(n));
   std::vector<double> row_sums(static_cast<size_t>(n), 0.0);
   for (int64_t c = 0; c < n; ++c) {
     for (int64_t i = 0; i < n; ++i) row_sums[i] += std::abs(a[i + c * n]);
@@ -53,10 +51,9 @@ std::vector<double> lapack_solve(const std::vector<double>& a, int64_t n,
   std::vector<double> lu = a;
   std::vector<double> x = b;
   std::vector<lapack_int> ipiv(static_cast<size_t>(n));
-  const lapack_int info =
-      LAPACKE_dgesv(LAPACK_COL_MAJOR, static_cast<lapack_int>(n), static_cast<lapack_int>(nrhs),
-                    lu.data(), static_cast<lapack_int>(n), ipiv.data(), x.data(),
-                    static_cast<lapack_int>(n));
+  const lapack_int info = LAPACKE_dgesv(
+      LAPACK_COL_MAJOR, static_cast<lapack_int>(n), static_cast<lapack_int>(nrhs), lu.data(),
+      static_cast<lapack_int>(n), ipiv.data(), x.data(), static_cast<lapack_int>(n));
   if (info != 0) return {};
   return x;
 }

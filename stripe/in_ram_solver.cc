@@ -1,9 +1,9 @@
 #include "stripe/in_ram_solver.h"
 
-#include <fmt/format.h>
-
 #include <cstdlib>
 #include <memory>
+
+#include <fmt/format.h>
 
 namespace stripesolve::stripe {
 StripePart InRamSolver::part(int64_t stripe) const {
@@ -16,8 +16,8 @@ Result<InRamSolver> InRamSolver::factor(backend::Backend& backend, const double*
                                         int64_t n, const InRamOptions& options) {
   if (n < 1 || lda < n || options.stripe_rows < 1 || options.substripe_rows < 1) {
     return Status::invalid_argument(
-        fmt::format("in-RAM factor: bad sizes n={} lda={} stripe_rows={} substripe_rows={}", n,
-                    lda, options.stripe_rows, options.substripe_rows));
+        fmt::format("in-RAM factor: bad sizes n={} lda={} stripe_rows={} substripe_rows={}", n, lda,
+                    options.stripe_rows, options.substripe_rows));
   }
   InRamSolver solver;
   solver.n_ = n;
@@ -37,18 +37,21 @@ Result<InRamSolver> InRamSolver::factor(backend::Backend& backend, const double*
   // One workspace for every op, sized for the largest part each will see.
   backend::WorkspaceSize need;
   for (int64_t I = 0; I < count; ++I) {
-    need = larger(need, eliminate_workspace_size(backend, solver.part(I), options.pivot, options.substripe_rows));
-    if (I > 0) need = larger(need, update_workspace_size(backend, solver.part(I - 1), solver.part(I)));
+    need = larger(need, eliminate_workspace_size(backend, solver.part(I), options.pivot,
+                                                 options.substripe_rows));
+    if (I > 0)
+      need = larger(need, update_workspace_size(backend, solver.part(I - 1), solver.part(I)));
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace workspace, HostWorkspace::allocate(need, "in-RAM factor"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace workspace,
+                               HostWorkspace::allocate(need, "in-RAM factor"));
   // 002 Fig 5: sequential order.
   for (int64_t I = 0; I < count; ++I) {
     StripePart pi = solver.part(I);
-    STRIPESOLVE_RETURN_IF_ERROR(eliminate_stripe(backend, pi, options.pivot,
-                                                 options.substripe_rows, workspace.view(),
-                                                 &solver.pivots_[I]));
+    STRIPESOLVE_RETURN_IF_ERROR(eliminate_stripe(backend, pi, options.pivot, options.substripe_rows,
+                                                 workspace.view(), &solver.pivots_[I]));
     for (int64_t J = I + 1; J < count; ++J) {
-      STRIPESOLVE_RETURN_IF_ERROR(update_stripe(backend, pi, solver.pivots_[I], solver.part(J), workspace.view()));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          update_stripe(backend, pi, solver.pivots_[I], solver.part(J), workspace.view()));
     }
   }
   return solver;
@@ -61,14 +64,17 @@ Status InRamSolver::solve(backend::Backend& backend, double* b, int64_t ldb, int
   }
   const int64_t count = stripes_.count;
   backend::WorkspaceSize need;
-  for (int64_t I = 0; I < count; ++I) need = larger(need, substitution_workspace_size(backend, part(I), nrhs));
-  STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace workspace, HostWorkspace::allocate(need, "in-RAM solve"));
+  for (int64_t I = 0; I < count; ++I)
+    need = larger(need, substitution_workspace_size(backend, part(I), nrhs));
+  STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace workspace,
+                               HostWorkspace::allocate(need, "in-RAM solve"));
   for (int64_t I = 0; I < count; ++I) {
     STRIPESOLVE_RETURN_IF_ERROR(
         forward_substitute_stripe(backend, part(I), pivots_[I], b, ldb, nrhs, workspace.view()));
   }
   for (int64_t I = count - 1; I >= 0; --I) {
-    STRIPESOLVE_RETURN_IF_ERROR(backward_substitute_stripe(backend, part(I), b, ldb, nrhs, workspace.view()));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        backward_substitute_stripe(backend, part(I), b, ldb, nrhs, workspace.view()));
     apply_solution_swaps(pivots_[I], b, ldb, nrhs);
   }
   return Status::ok();

@@ -1,12 +1,12 @@
 #include "stripe/in_ram_solver.h"
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <limits>
 #include <string>
 #include <tuple>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "stripe/dense_reference.h"
@@ -36,8 +36,8 @@ TEST_P(InRamSolverTest, MatchesLapackDgesv) {
   const auto [c, mode] = GetParam();
   backend::CpuBackend cpu;
   const auto a = uniform_matrix(c.n, c.n, 1000 + c.n);
-  auto solver = InRamSolver::factor(cpu, a.data(), c.n, c.n,
-                                    {c.stripe_rows, c.substripe_rows, mode});
+  auto solver =
+      InRamSolver::factor(cpu, a.data(), c.n, c.n, {c.stripe_rows, c.substripe_rows, mode});
   ASSERT_TRUE(solver.is_ok()) << solver.status().to_string();
   for (uint64_t round = 0; round < 2; ++round) {
     const auto b = uniform_matrix(c.n, c.nrhs, 7 + round);
@@ -64,19 +64,17 @@ TEST_P(InRamSolverTest, MatchesLapackDgesv) {
 }
 
 const Case kCases[] = {
-    {1, 512, 64, 1},    {2, 512, 64, 2},     {7, 3, 2, 1},       {64, 16, 5, 3},
-    {100, 512, 64, 1},  {100, 30, 7, 2},     {257, 64, 16, 1},   {257, 50, 48, 4},
-    {500, 100, 1, 1},   {1000, 128, 48, 3},  {1000, 1000, 100, 1}, {2000, 256, 48, 2},
+    {1, 512, 64, 1},     {2, 512, 64, 2},    {7, 3, 2, 1},         {64, 16, 5, 3},
+    {100, 512, 64, 1},   {100, 30, 7, 2},    {257, 64, 16, 1},     {257, 50, 48, 4},
+    {500, 100, 1, 1},    {1000, 128, 48, 3}, {1000, 1000, 100, 1}, {2000, 256, 48, 2},
     {1500, 4096, 37, 1}, {333, 333, 333, 1},
 };
 
-INSTANTIATE_TEST_SUITE_P(Cases, InRamSolverTest,
-                         ::testing::Combine(::testing::ValuesIn(kCases),
-                                            ::testing::Values(PivotMode::kRow, PivotMode::kLocal,
-                                                              PivotMode::kNone)),
-                         [](const auto& p) {
-                           return case_name(std::get<0>(p.param), std::get<1>(p.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, InRamSolverTest,
+    ::testing::Combine(::testing::ValuesIn(kCases),
+                       ::testing::Values(PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone)),
+    [](const auto& p) { return case_name(std::get<0>(p.param), std::get<1>(p.param)); });
 
 Result<double> solve_residual(const std::vector<double>& a, int64_t n, InRamOptions options) {
   backend::CpuBackend cpu;

@@ -1,8 +1,8 @@
 // Serialisation of StripePivots (stripe_ops.h): the blob stored beside a factor's stripe.
-#include <fmt/format.h>
-
 #include <bit>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "stripe/stripe_ops.h"
 
@@ -34,15 +34,15 @@ std::vector<std::byte> serialize_pivots(const StripePivots& pivots) {
   put<uint32_t>(out, 4, static_cast<uint32_t>(pivots.mode));
   put<int64_t>(out, 8, pivots.row_begin);
   put<int64_t>(out, 16, static_cast<int64_t>(pivots.swaps.size()));
-  for (size_t k = 0; k < pivots.swaps.size(); ++k) put<int64_t>(out, kHeaderBytes + 8 * k, pivots.swaps[k]);
+  for (size_t k = 0; k < pivots.swaps.size(); ++k)
+    put<int64_t>(out, kHeaderBytes + 8 * k, pivots.swaps[k]);
   return out;
 }
 
 Result<StripePivots> parse_pivots(std::span<const std::byte> bytes) {
   if (bytes.size() < kHeaderBytes) {
-    return Status::corruption(
-        fmt::format("pivot record of {} bytes is shorter than its {}-byte header", bytes.size(),
-                    kHeaderBytes));
+    return Status::corruption(fmt::format(
+        "pivot record of {} bytes is shorter than its {}-byte header", bytes.size(), kHeaderBytes));
   }
   if (get<uint32_t>(bytes, 0) != kMagic) return Status::corruption("pivot record: bad magic");
   const auto mode = get<uint32_t>(bytes, 4);
@@ -56,9 +56,9 @@ Result<StripePivots> parse_pivots(std::span<const std::byte> bytes) {
   if (pivots.row_begin < 0 || count < 0 ||
       static_cast<uint64_t>(count) != (bytes.size() - kHeaderBytes) / 8 ||
       (bytes.size() - kHeaderBytes) % 8 != 0) {
-    return Status::corruption(fmt::format(
-        "pivot record: row_begin {} and count {} do not match its {} bytes", pivots.row_begin,
-        count, bytes.size()));
+    return Status::corruption(
+        fmt::format("pivot record: row_begin {} and count {} do not match its {} bytes",
+                    pivots.row_begin, count, bytes.size()));
   }
   pivots.swaps.resize(static_cast<size_t>(count));
   for (int64_t k = 0; k < count; ++k) {

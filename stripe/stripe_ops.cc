@@ -1,11 +1,11 @@
 #include "stripe/stripe_ops.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "stripe/geometry.h"
 
@@ -80,7 +80,8 @@ backend::LowerSubstitution lower_op(const StripePart& stripe, const int64_t* row
   return op;
 }
 
-backend::UpperSubstitution upper_op(const StripePart& stripe, double* rhs, int64_t ld_rhs, int64_t nrhs) {
+backend::UpperSubstitution upper_op(const StripePart& stripe, double* rhs, int64_t ld_rhs,
+                                    int64_t nrhs) {
   backend::UpperSubstitution op;
   op.part = stripe.data == nullptr ? nullptr : stripe.at(stripe.row_begin, stripe.row_begin);
   op.ld = stripe.rows;
@@ -127,15 +128,18 @@ backend::WorkspaceSize eliminate_workspace_size(const backend::Backend& backend,
   // The first substripe is the widest and (for a uniform partition) as tall as any other; check
   // every one anyway so the bound holds for any backend.
   for (int64_t q = 0; q < subs.count; ++q) {
-    most = larger(most, backend.workspace_size(panel_op(stripe, mode, subs.begin(q), subs.size(q), &dummy)));
+    most = larger(
+        most, backend.workspace_size(panel_op(stripe, mode, subs.begin(q), subs.size(q), &dummy)));
     if (subs.begin(q) + subs.size(q) < stripe.rows) {
-      most = larger(most, backend.workspace_size(substripe_update_op(stripe, subs.begin(q), subs.size(q))));
+      most = larger(
+          most, backend.workspace_size(substripe_update_op(stripe, subs.begin(q), subs.size(q))));
     }
   }
   return most;
 }
 
-backend::WorkspaceSize update_workspace_size(const backend::Backend& backend, const StripePart& stripe_i,
+backend::WorkspaceSize update_workspace_size(const backend::Backend& backend,
+                                             const StripePart& stripe_i,
                                              const StripePart& stripe_j) {
   return backend.workspace_size(update_op(stripe_i, stripe_j));
 }
@@ -150,16 +154,19 @@ backend::WorkspaceSize larger(const backend::WorkspaceSize& a, const backend::Wo
   return {std::max(a.host_bytes, b.host_bytes), std::max(a.device_bytes, b.device_bytes)};
 }
 
-Result<HostWorkspace> HostWorkspace::allocate(const backend::WorkspaceSize& size, std::string_view what) {
+Result<HostWorkspace> HostWorkspace::allocate(const backend::WorkspaceSize& size,
+                                              std::string_view what) {
   if (size.device_bytes > 0) {
-    return Status::unimplemented(fmt::format("{}: the backend asks for {} bytes of device workspace", what,
-                                             size.device_bytes));
+    return Status::unimplemented(fmt::format(
+        "{}: the backend asks for {} bytes of device workspace", what, size.device_bytes));
   }
   HostWorkspace w;
   w.bytes_ = (size.host_bytes + 63) / 64 * 64;
   if (w.bytes_ > 0) {
     w.data_.reset(static_cast<std::byte*>(std::aligned_alloc(64, w.bytes_)));
-    if (!w.data_) return Status::resource_exhausted(fmt::format("{}: no {} bytes of workspace", what, w.bytes_));
+    if (!w.data_)
+      return Status::resource_exhausted(
+          fmt::format("{}: no {} bytes of workspace", what, w.bytes_));
   }
   return w;
 }
@@ -188,7 +195,8 @@ Status eliminate_stripe(backend::Backend& backend, const StripePart& stripe, Piv
         run_with(backend, panel_op(stripe, mode, pr, ps, local.data() + pr), workspace));
     // <C> multipliers and the <D> trailing GEMM over all columns right of the panel's block.
     if (pr + ps < h) {
-      STRIPESOLVE_RETURN_IF_ERROR(run_with(backend, substripe_update_op(stripe, pr, ps), workspace));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          run_with(backend, substripe_update_op(stripe, pr, ps), workspace));
     }
   }
   const int64_t bad_row = first_non_finite_row(stripe, stripe.row_begin, stripe.n);
@@ -264,12 +272,13 @@ Status forward_substitute_stripe(backend::Backend& backend, const StripePart& st
     local.resize(pivots.swaps.size());
     for (size_t k = 0; k < local.size(); ++k) local[k] = pivots.swaps[k] - stripe.row_begin;
   }
-  return run_with(backend, lower_op(stripe, local.empty() ? nullptr : local.data(), rhs, ld_rhs, nrhs),
+  return run_with(backend,
+                  lower_op(stripe, local.empty() ? nullptr : local.data(), rhs, ld_rhs, nrhs),
                   workspace);
 }
 
-Status backward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
-                                  double* rhs, int64_t ld_rhs, int64_t nrhs,
+Status backward_substitute_stripe(backend::Backend& backend, const StripePart& stripe, double* rhs,
+                                  int64_t ld_rhs, int64_t nrhs,
                                   const backend::Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "backward substitution"));
   if (stripe.col_begin > stripe.row_begin) {
@@ -321,7 +330,8 @@ Status transposed_upper_substitute_stripe(const StripePart& stripe, const Stripe
   if (stripe.col_begin > stripe.row_begin) {
     return Status::invalid_argument(fmt::format(
         "transposed upper substitution: part of rows from {} starts at column {}, after its "
-        "diagonal", stripe.row_begin, stripe.col_begin));
+        "diagonal",
+        stripe.row_begin, stripe.col_begin));
   }
   const int64_t r0 = stripe.row_begin;
   const int64_t h = stripe.rows;

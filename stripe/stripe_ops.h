@@ -85,7 +85,8 @@ backend::WorkspaceSize eliminate_workspace_size(const backend::Backend& backend,
                                                 const StripePart& stripe, PivotMode mode,
                                                 int64_t substripe_rows);
 // update_stripe's, for J updated by I.
-backend::WorkspaceSize update_workspace_size(const backend::Backend& backend, const StripePart& stripe_i,
+backend::WorkspaceSize update_workspace_size(const backend::Backend& backend,
+                                             const StripePart& stripe_i,
                                              const StripePart& stripe_j);
 // The larger of forward_substitute_stripe's and backward_substitute_stripe's, for `nrhs`
 // right-hand sides.
@@ -136,8 +137,8 @@ Status forward_substitute_stripe(backend::Backend& backend, const StripePart& st
 // Backward substitution of stripe I (call for I = N-1..0 in order): rows of stripe I of `rhs`
 // become U_II^-1 (z_I - U_right w_right), reading rows [row_end, n). Requires col_begin <=
 // row_begin. With kRow call apply_solution_swaps(pivots_I) right after it.
-Status backward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
-                                  double* rhs, int64_t ld_rhs, int64_t nrhs,
+Status backward_substitute_stripe(backend::Backend& backend, const StripePart& stripe, double* rhs,
+                                  int64_t ld_rhs, int64_t nrhs,
                                   const backend::Workspace& workspace);
 
 // kRow: applies Q_I to the solution vector(s) (its swaps in reverse order); touches rows

@@ -1,9 +1,9 @@
 #include "stripe/stripe_ops.h"
 
-#include <gtest/gtest.h>
-
 #include <cstring>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "stripe/dense_reference.h"
@@ -58,9 +58,11 @@ class StripedMatrix {
     const int64_t c0 = stripes_.begin(I);
     auto bi = read(I, c0);
     auto bj = read(J, c0);
-    STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace ws, HostWorkspace::allocate(update_workspace_size(
-                                                       be, view(I, c0, bi), view(J, c0, bj)), "test"));
-    STRIPESOLVE_RETURN_IF_ERROR(update_stripe(be, view(I, c0, bi), pivots_[I], view(J, c0, bj), ws.view()));
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        HostWorkspace ws, HostWorkspace::allocate(
+                              update_workspace_size(be, view(I, c0, bi), view(J, c0, bj)), "test"));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        update_stripe(be, view(I, c0, bi), pivots_[I], view(J, c0, bj), ws.view()));
     write(J, c0, bj);
     return Status::ok();
   }
@@ -74,8 +76,8 @@ class StripedMatrix {
     STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace ws, HostWorkspace::allocate(need, "test"));
     for (int64_t I = 0; I < stripes_.count; ++I) {
       auto buf = read(I, 0);
-      STRIPESOLVE_RETURN_IF_ERROR(
-          forward_substitute_stripe(be, view(I, 0, buf), pivots_[I], x.data(), n_, nrhs, ws.view()));
+      STRIPESOLVE_RETURN_IF_ERROR(forward_substitute_stripe(be, view(I, 0, buf), pivots_[I],
+                                                            x.data(), n_, nrhs, ws.view()));
     }
     for (int64_t I = stripes_.count - 1; I >= 0; --I) {
       const int64_t c0 = stripes_.begin(I);
@@ -100,7 +102,8 @@ enum class Order { kRightLooking, kLeftLooking, kZigzag, kMetaZigzag };
 
 // Runs the triangulation in `order`; each respects "J updated by I0 < I1 < ..., I eliminated after
 // all its updates" but visits J stripes in different orders (002 §8.4).
-Status triangulate(backend::Backend& be, StripedMatrix& m, Order order, PivotMode mode, int64_t sub) {
+Status triangulate(backend::Backend& be, StripedMatrix& m, Order order, PivotMode mode,
+                   int64_t sub) {
   const int64_t N = m.count();
   switch (order) {
     case Order::kRightLooking:
@@ -144,8 +147,7 @@ Status triangulate(backend::Backend& be, StripedMatrix& m, Order order, PivotMod
   return Status::internal("unknown order");
 }
 
-class StripeOrderTest
-    : public ::testing::TestWithParam<std::tuple<Order, PivotMode>> {};
+class StripeOrderTest : public ::testing::TestWithParam<std::tuple<Order, PivotMode>> {};
 
 TEST_P(StripeOrderTest, AnyDependencyRespectingOrderSolves) {
   const auto [order, mode] = GetParam();
@@ -207,23 +209,43 @@ TEST(StripeOps, RejectsPartsInTheWrongPlace) {
 class HungryBackend final : public backend::Backend {
  public:
   std::string_view name() const override { return "hungry"; }
-  Status can_implement(const backend::PanelFactor& op) const override { return cpu_.can_implement(op); }
-  Status can_implement(const backend::BlockUpdate& op) const override { return cpu_.can_implement(op); }
-  Status can_implement(const backend::LowerSubstitution& op) const override { return cpu_.can_implement(op); }
-  Status can_implement(const backend::UpperSubstitution& op) const override { return cpu_.can_implement(op); }
+  Status can_implement(const backend::PanelFactor& op) const override {
+    return cpu_.can_implement(op);
+  }
+  Status can_implement(const backend::BlockUpdate& op) const override {
+    return cpu_.can_implement(op);
+  }
+  Status can_implement(const backend::LowerSubstitution& op) const override {
+    return cpu_.can_implement(op);
+  }
+  Status can_implement(const backend::UpperSubstitution& op) const override {
+    return cpu_.can_implement(op);
+  }
   backend::WorkspaceSize workspace_size(const backend::PanelFactor& op) const override {
     return cpu_.workspace_size(op);
   }
-  Status run(const backend::PanelFactor& op, const backend::Workspace& w) override { return cpu_.run(op, w); }
-  backend::WorkspaceSize workspace_size(const backend::BlockUpdate&) const override { return {4096, 0}; }
+  Status run(const backend::PanelFactor& op, const backend::Workspace& w) override {
+    return cpu_.run(op, w);
+  }
+  backend::WorkspaceSize workspace_size(const backend::BlockUpdate&) const override {
+    return {4096, 0};
+  }
   Status run(const backend::BlockUpdate& op, const backend::Workspace& w) override {
     STRIPESOLVE_RETURN_IF_ERROR(backend::check_workspace(w, {4096, 0}));
     return cpu_.run(op, w);
   }
-  backend::WorkspaceSize workspace_size(const backend::LowerSubstitution&) const override { return {512, 0}; }
-  Status run(const backend::LowerSubstitution& op, const backend::Workspace& w) override { return cpu_.run(op, w); }
-  backend::WorkspaceSize workspace_size(const backend::UpperSubstitution&) const override { return {1024, 0}; }
-  Status run(const backend::UpperSubstitution& op, const backend::Workspace& w) override { return cpu_.run(op, w); }
+  backend::WorkspaceSize workspace_size(const backend::LowerSubstitution&) const override {
+    return {512, 0};
+  }
+  Status run(const backend::LowerSubstitution& op, const backend::Workspace& w) override {
+    return cpu_.run(op, w);
+  }
+  backend::WorkspaceSize workspace_size(const backend::UpperSubstitution&) const override {
+    return {1024, 0};
+  }
+  Status run(const backend::UpperSubstitution& op, const backend::Workspace& w) override {
+    return cpu_.run(op, w);
+  }
 
  private:
   backend::CpuBackend cpu_;

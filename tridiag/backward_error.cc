@@ -53,6 +53,8 @@ double backward_error(const double* dl, const double* d, const double* du, const
   return m.r / den;
 }
 
-double backward_error_tolerance(std::size_t n) { return backward_error_tolerance_of(n); }
+double backward_error_tolerance(std::size_t n) {
+  return backward_error_tolerance_of(n);
+}
 
 }  // namespace stripesolve::tridiag

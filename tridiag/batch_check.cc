@@ -1,9 +1,9 @@
 // The quality check's fallback and report, shared by the CPU and GPU paths (batch_check.h).
 #include "tridiag/batch_check.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+
+#include <fmt/format.h>
 
 #include "tridiag/parallel_for.h"
 

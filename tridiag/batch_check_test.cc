@@ -3,10 +3,10 @@
 // and the report reads exactly as check_solution's on the CPU.
 #include "tridiag/batch_check.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <cstring>
+
+#include <gtest/gtest.h>
 
 #include "tridiag/gallery.h"
 

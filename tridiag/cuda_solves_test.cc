@@ -2,8 +2,6 @@
 // warp solve (group_solve.h, on an emulated warp) compiled for the host
 // and checked against LAPACK dgtsv: the arithmetic of the GPU path is tested on every machine,
 // with or without a GPU (the kernel around them is tested by gpu_test.cc on the GPU machine).
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +9,8 @@
 #include <limits>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tridiag/cuda/group_solve.h"
 #include "tridiag/cuda/small_solves.h"
@@ -42,8 +42,7 @@ TEST(CudaSolvesTest, ThomasMatchesLapackOnDominantSystems) {
     const TridiagonalMatrix m = diagonally_dominant_matrix(q, 100 + q);
     const std::vector<double> f = random_vector(q, 200 + q);
     std::vector<double> z = f, cp(q);
-    EXPECT_EQ(gpu::thomas_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), cp.data(), q,
-                                kEps),
+    EXPECT_EQ(gpu::thomas_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), cp.data(), q, kEps),
               -1);
     EXPECT_LE(residual(m, z, f), 10 * lapack_residual(m, f) + 4 * kEps);
   }
@@ -191,9 +190,9 @@ TEST(CudaSolvesTest, ZeroDiagonalTakesTwoByTwoPivots) {
   TridiagonalMatrix m{{0, 1, 3, 1}, {0, 0, 0, 0}, {1, 2, 1, 0}};
   const std::vector<double> f = {1, 2, 3, 4};
   std::vector<double> z = f, piv(4), rinv(4);
-  ASSERT_EQ(gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), piv.data(),
-                             rinv.data(), 4),
-            -1);
+  ASSERT_EQ(
+      gpu::pivot_solve(m.dl.data(), m.d.data(), m.du.data(), z.data(), piv.data(), rinv.data(), 4),
+      -1);
   EXPECT_LE(residual(m, z, f), 4 * kEps);
 }
 
@@ -218,10 +217,11 @@ bool check_lane_solve(int type) {
                                         : stability_matrix(type, gpu::kLaneRows, 7);
   const std::vector<double> f = random_vector(gpu::kLaneRows, 8);
   constexpr int q = gpu::kLaneQ;
-  TridiagonalMatrix interior{{m.dl.begin(), m.dl.begin() + q}, {m.d.begin(), m.d.begin() + q},
+  TridiagonalMatrix interior{{m.dl.begin(), m.dl.begin() + q},
+                             {m.d.begin(), m.d.begin() + q},
                              {m.du.begin(), m.du.begin() + q}};
-  std::vector<double> rhs[3] = {{f.begin(), f.begin() + q}, std::vector<double>(q, 0.0),
-                                std::vector<double>(q, 0.0)};
+  std::vector<double> rhs[3] = {
+      {f.begin(), f.begin() + q}, std::vector<double>(q, 0.0), std::vector<double>(q, 0.0)};
   rhs[1][0] = -m.dl[0];
   rhs[2][q - 1] = -m.du[q - 1];
   std::vector<double> a = m.dl, c = m.du;

@@ -115,8 +115,8 @@ Status solve_gepp(const SystemRef& s, Workspace& work) {
 Status dp_factor(const double* dl, const double* d, const double* du, std::size_t n, double* piv,
                  std::uint8_t* kinds, std::size_t row_offset) {
   auto bad = [row_offset](double v, std::size_t row) {
-    return Status::numerical("spike: singular or non-finite pivot " + format_value(v) +
-                             " at row " + std::to_string(row + row_offset));
+    return Status::numerical("spike: singular or non-finite pivot " + format_value(v) + " at row " +
+                             std::to_string(row + row_offset));
   };
   double cur = d[0];
   std::size_t k = 0;
@@ -130,8 +130,8 @@ Status dp_factor(const double* dl, const double* d, const double* du, std::size_
     const double a2 = dl[k + 1], c1 = du[k], b2 = d[k + 1];
     const double a3 = k + 2 < n ? dl[k + 2] : 0.0;
     const double c2 = k + 2 < n ? du[k + 1] : 0.0;
-    const double sigma = std::max({std::abs(a2), std::abs(a3), std::abs(b2), std::abs(c1),
-                                   std::abs(c2)});
+    const double sigma =
+        std::max({std::abs(a2), std::abs(a3), std::abs(b2), std::abs(c1), std::abs(c2)});
     if (std::abs(cur) * sigma >= kBunchKaufmanKappa * std::abs(a2 * c1)) {
       piv[k] = cur;
       kinds[k] = 1;

@@ -88,10 +88,18 @@ TridiagonalMatrix randsvd(std::size_t n, double kappa, int mode, std::uint64_t s
   for (std::size_t i = 0; i < n; ++i) {
     const double t = n > 1 ? static_cast<double>(i) / static_cast<double>(n - 1) : 0.0;
     switch (mode) {
-      case 1: sigma[i] = i == 0 ? 1.0 : 1.0 / kappa; break;        // one large
-      case 2: sigma[i] = i + 1 == n ? 1.0 / kappa : 1.0; break;    // one small
-      case 3: sigma[i] = std::pow(kappa, -t); break;               // geometric
-      default: sigma[i] = 1.0 - t * (1.0 - 1.0 / kappa); break;    // arithmetic
+      case 1:
+        sigma[i] = i == 0 ? 1.0 : 1.0 / kappa;
+        break;  // one large
+      case 2:
+        sigma[i] = i + 1 == n ? 1.0 / kappa : 1.0;
+        break;  // one small
+      case 3:
+        sigma[i] = std::pow(kappa, -t);
+        break;  // geometric
+      default:
+        sigma[i] = 1.0 - t * (1.0 - 1.0 / kappa);
+        break;  // arithmetic
     }
   }
   std::vector<double> a(n * n, 0.0);
@@ -109,8 +117,10 @@ TridiagonalMatrix randsvd(std::size_t n, double kappa, int mode, std::uint64_t s
         vv += e * e;
       }
       if (vv == 0.0) continue;
-      if (side == 0) apply_left(a, n, k, 0, v, 2.0 / vv);
-      else apply_right(a, n, 0, k, v, 2.0 / vv);
+      if (side == 0)
+        apply_left(a, n, k, 0, v, 2.0 / vv);
+      else
+        apply_right(a, n, 0, k, v, 2.0 / vv);
     }
   }
   // bandred(A, 1, 1): zero column k below the sub-diagonal, then row k beyond the super-diagonal.
@@ -171,31 +181,52 @@ TridiagonalMatrix dorr(std::size_t n, double theta) {
 
 std::string_view stability_matrix_description(int type) {
   switch (type) {
-    case 1: return "U(-1,1) entries";
-    case 2: return "Toeplitz, diagonal 1e8, off-diagonals U(-1,1)";
-    case 3: return "gallery('lesp')";
-    case 4: return "U(-1,1), sub-diagonal element 256 (n/2 if n <= 256) times 1e-50";
-    case 5: return "U(-1,1) diagonal, off-diagonals 0 or U(-1,1) with probability 1/2";
-    case 6: return "Toeplitz, diagonal 64, off-diagonals U(-1,1)";
-    case 7: return "inv(gallery('kms', n, 0.5))";
-    case 8: return "gallery('randsvd', n, 1e15, 2, 1, 1): one small singular value";
-    case 9: return "gallery('randsvd', n, 1e15, 3, 1, 1): geometric singular values";
-    case 10: return "gallery('randsvd', n, 1e15, 1, 1, 1): one large singular value";
-    case 11: return "gallery('randsvd', n, 1e15, 4, 1, 1): arithmetic singular values";
-    case 12: return "U(-1,1), sub-diagonal times 1e-50";
-    case 13: return "gallery('dorr', n, 1e-4)";
-    case 14: return "Toeplitz, diagonal 1e-8, off-diagonals U(-1,1)";
-    case 15: return "gallery('clement', n, 0)";
-    case 16: return "Toeplitz, diagonal 0, off-diagonals U(-1,1)";
-    default: return "unknown";
+    case 1:
+      return "U(-1,1) entries";
+    case 2:
+      return "Toeplitz, diagonal 1e8, off-diagonals U(-1,1)";
+    case 3:
+      return "gallery('lesp')";
+    case 4:
+      return "U(-1,1), sub-diagonal element 256 (n/2 if n <= 256) times 1e-50";
+    case 5:
+      return "U(-1,1) diagonal, off-diagonals 0 or U(-1,1) with probability 1/2";
+    case 6:
+      return "Toeplitz, diagonal 64, off-diagonals U(-1,1)";
+    case 7:
+      return "inv(gallery('kms', n, 0.5))";
+    case 8:
+      return "gallery('randsvd', n, 1e15, 2, 1, 1): one small singular value";
+    case 9:
+      return "gallery('randsvd', n, 1e15, 3, 1, 1): geometric singular values";
+    case 10:
+      return "gallery('randsvd', n, 1e15, 1, 1, 1): one large singular value";
+    case 11:
+      return "gallery('randsvd', n, 1e15, 4, 1, 1): arithmetic singular values";
+    case 12:
+      return "U(-1,1), sub-diagonal times 1e-50";
+    case 13:
+      return "gallery('dorr', n, 1e-4)";
+    case 14:
+      return "Toeplitz, diagonal 1e-8, off-diagonals U(-1,1)";
+    case 15:
+      return "gallery('clement', n, 0)";
+    case 16:
+      return "Toeplitz, diagonal 0, off-diagonals U(-1,1)";
+    default:
+      return "unknown";
   }
 }
 
 TridiagonalMatrix stability_matrix(int type, std::size_t n, std::uint64_t seed) {
   Uniform u(seed);
   switch (type) {
-    case 1: return uniform_matrix(n, u);
-    case 2: { const double s = u(), t = u(); return toeplitz(n, s, 1e8, t); }
+    case 1:
+      return uniform_matrix(n, u);
+    case 2: {
+      const double s = u(), t = u();
+      return toeplitz(n, s, 1e8, t);
+    }
     case 3: {
       TridiagonalMatrix m = zeros(n);
       for (std::size_t i = 0; i < n; ++i) {
@@ -221,7 +252,10 @@ TridiagonalMatrix stability_matrix(int type, std::size_t n, std::uint64_t seed) 
       }
       return m;
     }
-    case 6: { const double s = u(), t = u(); return toeplitz(n, s, 64.0, t); }
+    case 6: {
+      const double s = u(), t = u();
+      return toeplitz(n, s, 64.0, t);
+    }
     case 7: {  // inv(kms(n, rho)) = tridiag(-rho, [1, 1+rho^2, ..., 1], -rho) / (1 - rho^2)
       const double rho = 0.5, s = 1.0 / (1.0 - rho * rho);
       TridiagonalMatrix m = toeplitz(n, -rho * s, (1.0 + rho * rho) * s, -rho * s);
@@ -229,7 +263,10 @@ TridiagonalMatrix stability_matrix(int type, std::size_t n, std::uint64_t seed) 
       m.d[n - 1] = n > 1 ? s : 1.0;
       return m;
     }
-    case 8: case 9: case 10: case 11: {
+    case 8:
+    case 9:
+    case 10:
+    case 11: {
       const int mode = type == 8 ? 2 : type == 9 ? 3 : type == 10 ? 1 : 4;
       const std::size_t b = n <= kRandsvdBlock ? n : kRandsvdBlock;
       TridiagonalMatrix block = randsvd(b, 1e15, mode, seed);
@@ -240,8 +277,12 @@ TridiagonalMatrix stability_matrix(int type, std::size_t n, std::uint64_t seed) 
       for (double& v : m.dl) v *= 1e-50;
       return m;
     }
-    case 13: return dorr(n, 1e-4);
-    case 14: { const double s = u(), t = u(); return toeplitz(n, s, 1e-8, t); }
+    case 13:
+      return dorr(n, 1e-4);
+    case 14: {
+      const double s = u(), t = u();
+      return toeplitz(n, s, 1e-8, t);
+    }
     case 15: {
       TridiagonalMatrix m = zeros(n);
       for (std::size_t i = 0; i < n; ++i) {
@@ -250,8 +291,12 @@ TridiagonalMatrix stability_matrix(int type, std::size_t n, std::uint64_t seed) 
       }
       return m;
     }
-    case 16: { const double s = u(), t = u(); return toeplitz(n, s, 0.0, t); }
-    default: return zeros(n);
+    case 16: {
+      const double s = u(), t = u();
+      return toeplitz(n, s, 0.0, t);
+    }
+    default:
+      return zeros(n);
   }
 }
 

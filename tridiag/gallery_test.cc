@@ -3,10 +3,10 @@
 // large n. The full table for every algorithm is written by bench/tridiag/stability_table.
 #include "tridiag/gallery.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 #include "tridiag/lapack_reference.h"
 #include "tridiag/tridiag.h"
@@ -47,7 +47,8 @@ TEST(GalleryTest, NearSingularLastPivotAndToeplitz) {
     SCOPED_TRACE(n);
     TridiagonalMatrix m = near_singular_matrix(n, n);
     long double pivot = m.d[0];
-    for (std::size_t i = 1; i < n; ++i) pivot = m.d[i] - static_cast<long double>(m.dl[i]) * m.du[i - 1] / pivot;
+    for (std::size_t i = 1; i < n; ++i)
+      pivot = m.d[i] - static_cast<long double>(m.dl[i]) * m.du[i - 1] / pivot;
     const double scale = std::max({std::abs(m.dl[n - 1]), std::abs(m.du[n - 1]), 1.0});
     // d[n-1] is rounded to double: its rounding (~eps |d|) is a small part of 1e-13.
     EXPECT_NEAR(static_cast<double>(pivot), 1e-13 * scale, 1e-14 * scale);
@@ -71,12 +72,15 @@ void expect_default_within_ten_times_lapack(std::size_t n) {
     auto r = solve_batch(shape, {a.dl.data(), a.d.data(), a.du.data(), f.data(), x.data()});
     if (!std::isfinite(ref_res)) continue;  // LAPACK itself fails (type 16): no bound
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    const double res = relative_residual(a.dl.data(), a.d.data(), a.du.data(), x.data(), f.data(), n);
+    const double res =
+        relative_residual(a.dl.data(), a.d.data(), a.du.data(), x.data(), f.data(), n);
     EXPECT_LE(res, 10 * ref_res) << "LAPACK " << ref_res;
   }
 }
 
-TEST(GalleryTest, DefaultSolverWithinTenTimesLapackAt512) { expect_default_within_ten_times_lapack(512); }
+TEST(GalleryTest, DefaultSolverWithinTenTimesLapackAt512) {
+  expect_default_within_ten_times_lapack(512);
+}
 
 TEST(GalleryTest, DefaultSolverWithinTenTimesLapackAtOneMillion) {
   expect_default_within_ten_times_lapack(std::size_t{1} << 20);

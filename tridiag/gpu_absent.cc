@@ -4,7 +4,9 @@
 
 namespace stripesolve::tridiag {
 
-bool gpu_available() { return false; }
+bool gpu_available() {
+  return false;
+}
 
 Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
   return options.require_stable ? Algorithm::kSpike : Algorithm::kThomas;
@@ -12,7 +14,8 @@ Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
 
 Status solve_gpu_checked(const BatchShape&, const BatchArrays&, const GpuOptions&, SolveReport&,
                          BatchOutcome&) {
-  return Status::unimplemented("tridiag: this build has no CUDA support (STRIPESOLVE_HAVE_CUDA off)");
+  return Status::unimplemented(
+      "tridiag: this build has no CUDA support (STRIPESOLVE_HAVE_CUDA off)");
 }
 
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,

@@ -1,12 +1,12 @@
 // GPU results against CPU results (same algorithm) and LAPACK, with the CPU tests' bounds.
 // Every test skips with a message when no CUDA device is present.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
+
+#include <gtest/gtest.h>
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -22,9 +22,10 @@
 namespace stripesolve::tridiag {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                   \
-  if (!gpu_available()) GTEST_SKIP() << "no CUDA device (or a build without CUDA): GPU path " \
-                                        "not tested here"
+#define SKIP_WITHOUT_GPU()                                              \
+  if (!gpu_available())                                                 \
+  GTEST_SKIP() << "no CUDA device (or a build without CUDA): GPU path " \
+                  "not tested here"
 
 struct Batch {
   std::vector<double> dl, d, du, f;
@@ -53,7 +54,8 @@ std::vector<double> interleave(const std::vector<double>& v, std::size_t n, std:
 }
 
 // Residual of each system (strided order); the largest.
-double max_residual(const Batch& b, const std::vector<std::size_t>& sizes, const std::vector<double>& x) {
+double max_residual(const Batch& b, const std::vector<std::size_t>& sizes,
+                    const std::vector<double>& x) {
   double worst = 0;
   std::size_t o = 0;
   for (std::size_t n : sizes) {
@@ -75,7 +77,8 @@ void compare(Algorithm alg, const std::vector<std::size_t>& sizes, int type, Bat
   ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
   GpuOptions gopt;
   gopt.solve = opt;
-  auto rg = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()}, gopt);
+  auto rg =
+      solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()}, gopt);
   ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
   double nx = 0;
   for (double v : xg) nx += v * v;
@@ -99,8 +102,8 @@ TEST(GpuTest, StridedBatchesEveryGpuAlgorithm) {
 // copies its next system while it solves one).
 TEST(GpuTest, ReductionBlocksLoopingOverSystems) {
   SKIP_WITHOUT_GPU();
-  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
-                        Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr, Algorithm::kPcrThomas,
+                        Algorithm::kCrPcrThomas}) {
     for (std::size_t n : {1500, 2048, 3000, 3001, 4096}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
       compare(alg, std::vector<std::size_t>(700, n), 0, BatchLayout::kStrided);
@@ -139,7 +142,8 @@ TEST(GpuTest, InterleavedBatches) {
       GpuOptions gopt;
       gopt.solve.algorithm = alg;
       BatchShape shape{BatchLayout::kInterleaved, n, m, {}};
-      auto r = solve_batch_gpu(shape, {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, gopt);
+      auto r = solve_batch_gpu(
+          shape, {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, gopt);
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       for (std::size_t j = 0; j < m; ++j)
         for (std::size_t i = 0; i < n; ++i) x[j * n + i] = xg[i * m + j];
@@ -150,8 +154,10 @@ TEST(GpuTest, InterleavedBatches) {
         ASSERT_EQ(lapack_dgtsv(&b.dl[o], &b.d[o], &b.du[o], &b.f[o], n, ref), 0);
         const double rl = relative_residual(&b.dl[o], &b.d[o], &b.du[o], ref.data(), &b.f[o], n);
         const double rg = relative_residual(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n);
-        if (alg == Algorithm::kSpike) worst_ratio = std::max(worst_ratio, rg / (rl + 1e-15));
-        else EXPECT_LT(rg, 1e-14);
+        if (alg == Algorithm::kSpike)
+          worst_ratio = std::max(worst_ratio, rg / (rl + 1e-15));
+        else
+          EXPECT_LT(rg, 1e-14);
       }
       EXPECT_LE(worst_ratio, 10.0);
     }
@@ -200,8 +206,8 @@ void expect_stability_suite_within_ten_times_cpu(std::size_t n, std::size_t coun
     BatchShape shape{BatchLayout::kStrided, n, count, {}};
     SolveOptions opt;
     opt.algorithm = Algorithm::kSpike;
-    auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()},
-                          opt);
+    auto rc =
+        solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
     if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
     const double res_c = max_residual(b, sizes, xc);
     if (!std::isfinite(res_c)) continue;
@@ -240,7 +246,8 @@ TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
     BatchShape shape{BatchLayout::kStrided, n, count, {}};
     GpuOptions gopt;
     gopt.solve.algorithm = Algorithm::kThomas;
-    auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    auto r =
+        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
     ASSERT_FALSE(r.is_ok());
     EXPECT_NE(r.status().message().find("system 3: thomas (GPU)"), std::string::npos)
         << r.status().message();
@@ -256,10 +263,10 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
   SKIP_WITHOUT_GPU();
   const std::size_t count = 4;
   const std::pair<std::size_t, std::size_t> cases[] = {
-      {5, 0},      {100, 37},   {256, 7},    {256, 8},    {256, 255},
-      {1000, 511}, {3001, 1234}, {3001, 3000}, {4096, 0}, {4096, 2303}, {4096, 4095}};
-  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
-                        Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+      {5, 0},       {100, 37},    {256, 7},  {256, 8},     {256, 255},  {1000, 511},
+      {3001, 1234}, {3001, 3000}, {4096, 0}, {4096, 2303}, {4096, 4095}};
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr, Algorithm::kPcrThomas,
+                        Algorithm::kCrPcrThomas}) {
     for (auto [n, bad_row] : cases) {
       for (bool pivot : {true, false}) {
         SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n) + " row " +
@@ -280,7 +287,8 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
         ASSERT_FALSE(r.is_ok());
         const std::string& m = r.status().message();
         EXPECT_NE(m.find("system 2: " + std::string(algorithm_name(alg)) + " (GPU)"),
-                  std::string::npos) << m;
+                  std::string::npos)
+            << m;
         EXPECT_TRUE(m.ends_with("at row " + std::to_string(bad_row))) << m;
         EXPECT_NE(m.find(pivot ? "pivot" : "non-finite solution"), std::string::npos) << m;
       }
@@ -304,8 +312,8 @@ TEST(GpuTest, TwoPassesForSystemsLargerThanAGroup) {
 TEST(GpuTest, TwoPassBreakdownNamesTheRow) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 1500007;
-  for (std::size_t bad_row : {std::size_t{100003}, std::size_t{288 * 10 + 287},
-                              std::size_t{288 * 288 * 3 - 1}, n - 1}) {
+  for (std::size_t bad_row :
+       {std::size_t{100003}, std::size_t{288 * 10 + 287}, std::size_t{288 * 288 * 3 - 1}, n - 1}) {
     for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " row " + std::to_string(bad_row));
       Batch b = make_batch({n}, 0);
@@ -336,17 +344,21 @@ TEST(GpuTest, StabilitySuiteSpikeWithinTenTimesCpuSpike) {
     opt.algorithm = Algorithm::kSpike;
     auto rc = solve_batch(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xc.data()}, opt);
     if (!rc.is_ok()) continue;  // CPU spike reports a breakdown (types 15, 16)
-    const double res_c = relative_residual(m.dl.data(), m.d.data(), m.du.data(), xc.data(), f.data(), n);
+    const double res_c =
+        relative_residual(m.dl.data(), m.d.data(), m.du.data(), xc.data(), f.data(), n);
     if (!std::isfinite(res_c)) continue;
     double bound = res_c;
     if (lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), f.data(), n, ref) == 0) {
-      bound = std::max(bound, relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(), f.data(), n));
+      bound = std::max(
+          bound, relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(), f.data(), n));
     }
     GpuOptions gopt;
     gopt.solve = opt;
-    auto rg = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xg.data()}, gopt);
+    auto rg =
+        solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xg.data()}, gopt);
     ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
-    const double res_g = relative_residual(m.dl.data(), m.d.data(), m.du.data(), xg.data(), f.data(), n);
+    const double res_g =
+        relative_residual(m.dl.data(), m.d.data(), m.du.data(), xg.data(), f.data(), n);
     double nx = 0;
     for (double v : xg) nx += v * v;
     EXPECT_GT(nx, 0.0);
@@ -370,19 +382,21 @@ TEST(GpuTest, PcrFamilyOnToeplitzSystemsFallsBackOrWarns) {
     std::copy(t.du.begin(), t.du.end(), b.du.begin() + static_cast<std::ptrdiff_t>(j * n));
   }
   const BatchShape shape{BatchLayout::kStrided, n, count, {}};
-  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
-                        Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr, Algorithm::kPcrThomas,
+                        Algorithm::kCrPcrThomas}) {
     for (bool fallback : {true, false}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + (fallback ? ", fallback" : ", no fallback"));
       std::vector<double> x(n * count);
       GpuOptions gopt;
       gopt.solve.algorithm = alg;
       gopt.solve.fallback = fallback;
-      auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+      auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()},
+                               gopt);
       if (!fallback && !r.is_ok()) {  // a breakdown stays an error without the fallback
         EXPECT_EQ(r.status().code(), StatusCode::kNumerical);
         EXPECT_TRUE(r.status().message().starts_with("system 2:") ||
-                    r.status().message().starts_with("system 5:")) << r.status().message();
+                    r.status().message().starts_with("system 5:"))
+            << r.status().message();
         continue;
       }
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
@@ -394,16 +408,19 @@ TEST(GpuTest, PcrFamilyOnToeplitzSystemsFallsBackOrWarns) {
         EXPECT_LE(r->max_backward_error, r->tolerance);
         for (std::size_t j = 0; j < count; ++j) {
           const std::size_t o = j * n;
-          EXPECT_LE(backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n), r->tolerance) << j;
+          EXPECT_LE(backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n), r->tolerance)
+              << j;
         }
       } else {
         EXPECT_TRUE(r->fell_back.empty());
         EXPECT_EQ(r->warned, 2u);
         EXPECT_TRUE(r->worst_system == 2 || r->worst_system == 5) << r->worst_system;
         EXPECT_GT(r->max_backward_error, r->tolerance);
-        EXPECT_NE(r->warning.find("2 of 8 systems may be inaccurate"), std::string::npos) << r->warning;
+        EXPECT_NE(r->warning.find("2 of 8 systems may be inaccurate"), std::string::npos)
+            << r->warning;
         EXPECT_NE(r->warning.find(std::string(algorithm_name(alg)) + " does not pivot"),
-                  std::string::npos) << r->warning;
+                  std::string::npos)
+            << r->warning;
       }
     }
   }
@@ -414,7 +431,8 @@ TEST(GpuTest, PcrFamilyOnToeplitzSystemsFallsBackOrWarns) {
 // tolerance (the CPU's rule: spike always falls back, thomas when asked to).
 TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
   SKIP_WITHOUT_GPU();
-  const std::vector<std::size_t> sizes = {1, 2, 3, 5, 8, 9, 17, 64, 100, 255, 512, 1000, 4097, 20000};
+  const std::vector<std::size_t> sizes = {1,  2,   3,   5,   8,    9,    17,
+                                          64, 100, 255, 512, 1000, 4097, 20000};
   Batch b;
   std::vector<std::size_t> offsets = {0};
   for (std::size_t j = 0; j < sizes.size(); ++j) {
@@ -434,7 +452,8 @@ TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
     GpuOptions gopt;
     gopt.solve.algorithm = alg;
     gopt.solve.fallback = true;
-    auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    auto r =
+        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     for (std::size_t j : r->fell_back) EXPECT_EQ(j % 2, 1u) << "system " << j << " fell back";
     EXPECT_EQ(r->warned, 0u) << r->warning;
@@ -442,7 +461,8 @@ TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
     for (std::size_t j = 0; j < sizes.size(); ++j) {
       const std::size_t o = offsets[j];
       EXPECT_LE(backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], sizes[j]),
-                backward_error_tolerance(sizes[j])) << "system " << j;
+                backward_error_tolerance(sizes[j]))
+          << "system " << j;
     }
   }
 }
@@ -461,7 +481,8 @@ TEST(GpuTest, NonFiniteSolutionIsCaughtAndSolvedAgain) {
     GpuOptions gopt;
     gopt.solve.algorithm = alg;
     gopt.solve.fallback = true;
-    auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    auto r =
+        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     EXPECT_EQ(r->fell_back, std::vector<std::size_t>{3});
     EXPECT_LE(r->max_backward_error, r->tolerance);
@@ -485,16 +506,21 @@ TEST(GpuTest, AllGoodBatchReportsNoFallback) {
   Batch ragged = make_batch(sizes, 0);
   const Batch il{interleave(b.dl, n, count), interleave(b.d, n, count), interleave(b.du, n, count),
                  interleave(b.f, n, count)};
-  for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
+  for (BatchLayout layout :
+       {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
     for (Algorithm alg : {Algorithm::kAuto, Algorithm::kThomas}) {
-      SCOPED_TRACE(std::string(algorithm_name(alg)) + " layout " + std::to_string(static_cast<int>(layout)));
-      const Batch& in = layout == BatchLayout::kRagged ? ragged : layout == BatchLayout::kInterleaved ? il : b;
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + " layout " +
+                   std::to_string(static_cast<int>(layout)));
+      const Batch& in = layout == BatchLayout::kRagged        ? ragged
+                        : layout == BatchLayout::kInterleaved ? il
+                                                              : b;
       BatchShape shape{layout, n, count, {}};
       if (layout == BatchLayout::kRagged) shape.sizes = sizes;
       std::vector<double> x(in.f.size());
       GpuOptions gopt;
       gopt.solve.algorithm = alg;
-      auto r = solve_batch_gpu(shape, {in.dl.data(), in.d.data(), in.du.data(), in.f.data(), x.data()}, gopt);
+      auto r = solve_batch_gpu(
+          shape, {in.dl.data(), in.d.data(), in.du.data(), in.f.data(), x.data()}, gopt);
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       EXPECT_TRUE(r->fell_back.empty());
       EXPECT_EQ(r->warned, 0u) << r->warning;
@@ -518,7 +544,9 @@ class DeviceCopy {
   DeviceCopy& operator=(const DeviceCopy&) = delete;
   ~DeviceCopy() { cudaFree(p_); }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
 
  private:
   void* p_ = nullptr;
@@ -531,8 +559,10 @@ class DeviceCopy {
 TEST(GpuTest, DeviceCheckMatchesTheCpuBackwardError) {
   SKIP_WITHOUT_GPU();
   for (std::size_t n : {1, 3, 31, 33, 700, 5000}) {
-    for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " layout " + std::to_string(static_cast<int>(layout)));
+    for (BatchLayout layout :
+         {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
+      SCOPED_TRACE("n=" + std::to_string(n) + " layout " +
+                   std::to_string(static_cast<int>(layout)));
       const std::size_t count = 40;
       std::vector<std::size_t> sizes(count, n);
       if (layout == BatchLayout::kRagged) {
@@ -564,15 +594,21 @@ TEST(GpuTest, DeviceCheckMatchesTheCpuBackwardError) {
       auto arrange = [&](const std::vector<double>& v) { return il ? interleave(v, n, count) : v; };
       DeviceCopy dl(arrange(b.dl)), d(arrange(b.d)), du(arrange(b.du)), f(arrange(b.f)),
           dx(arrange(x)), dev_offsets(offsets);
-      const gpu::DeviceBatch batch{dl.as<double>(), d.as<double>(), du.as<double>(), f.as<double>(),
-                                   dx.as<double>(), b.f.size(),
-                                   layout == BatchLayout::kStrided ? n : 0, count};
+      const gpu::DeviceBatch batch{dl.as<double>(),
+                                   d.as<double>(),
+                                   du.as<double>(),
+                                   f.as<double>(),
+                                   dx.as<double>(),
+                                   b.f.size(),
+                                   layout == BatchLayout::kStrided ? n : 0,
+                                   count};
       const std::size_t bytes = gpu::check_workspace_bytes(layout, count);
       DeviceCopy ws{std::vector<char>(bytes)};
       gpu::DeviceCheck check;
-      ASSERT_TRUE(gpu::check_on_device(layout, batch, count,
-                                       layout == BatchLayout::kRagged ? dev_offsets.as<std::size_t>() : nullptr,
-                                       ws.as<void>(), bytes, nullptr, check)
+      ASSERT_TRUE(gpu::check_on_device(
+                      layout, batch, count,
+                      layout == BatchLayout::kRagged ? dev_offsets.as<std::size_t>() : nullptr,
+                      ws.as<void>(), bytes, nullptr, check)
                       .is_ok());
       EXPECT_EQ(check.worst_clean_error, worst);
       EXPECT_GT(check.worst_clean_error, 0.0);
@@ -594,11 +630,13 @@ TEST(GpuTest, OneSystemLargerThanTheDeviceBudgetInChunks) {
   TridiagonalMatrix m = stability_matrix(1, n, 3);
   std::vector<double> f = random_vector(n, 4), xg(n), ref;
   ASSERT_EQ(lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), f.data(), n, ref), 0);
-  const double rl = relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(), f.data(), n);
+  const double rl =
+      relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(), f.data(), n);
   GpuOptions gopt;
   gopt.device_memory_budget = 24 << 20;
   BatchShape shape{BatchLayout::kStrided, n, 1, {}};
-  auto r = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xg.data()}, gopt);
+  auto r =
+      solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), xg.data()}, gopt);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   ASSERT_GE(r->notes.size(), 2u);
   EXPECT_NE(r->notes[1].find("chunks of"), std::string::npos) << r->notes[1];
@@ -615,14 +653,16 @@ TEST(GpuTest, BreakdownFallbackAndUnsupported) {
   gopt.solve.algorithm = Algorithm::kThomas;
   auto r = solve_batch_gpu(shape, {dl.data(), d.data(), du.data(), f.data(), x.data()}, gopt);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_EQ(r.status().message(), "system 1: thomas (GPU): zero, tiny or non-finite pivot at row 0");
+  EXPECT_EQ(r.status().message(),
+            "system 1: thomas (GPU): zero, tiny or non-finite pivot at row 0");
   gopt.solve.algorithm = Algorithm::kAuto;
   gopt.solve.require_stable = false;
   r = solve_batch_gpu(shape, {dl.data(), d.data(), du.data(), f.data(), x.data()}, gopt);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   ASSERT_EQ(r->notes.size(), 2u);
-  EXPECT_EQ(r->notes[1], "thomas broke down (system 1: thomas (GPU): zero, tiny or non-finite "
-                         "pivot at row 0); solved again with spike");
+  EXPECT_EQ(r->notes[1],
+            "thomas broke down (system 1: thomas (GPU): zero, tiny or non-finite "
+            "pivot at row 0); solved again with spike");
   EXPECT_DOUBLE_EQ(x[2], 2.0);
   EXPECT_DOUBLE_EQ(x[3], 1.0);
   gopt.solve.algorithm = Algorithm::kBondeli;
@@ -640,7 +680,8 @@ namespace {
 // (a part's kernel and tiling follow its own number of systems, so not bit for bit).
 TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   SKIP_WITHOUT_GPU();
-  if (::stripesolve::gpu::device_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
+  if (::stripesolve::gpu::device_count() < 2)
+    GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
   const std::vector<std::size_t> strided(37, 700);
   std::vector<std::size_t> ragged;
   for (std::size_t j = 0; j < 41; ++j) ragged.push_back(100 + 97 * j);
@@ -651,8 +692,11 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
     if (layout == BatchLayout::kRagged) shape.sizes = sizes;
     std::vector<double> one(b.f.size()), two(b.f.size());
     GpuOptions o;
-    ASSERT_TRUE(solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), one.data()}, o).is_ok());
-    auto r = solve_batch_gpus(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), two.data()}, o, 2);
+    ASSERT_TRUE(
+        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), one.data()}, o)
+            .is_ok());
+    auto r = solve_batch_gpus(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), two.data()},
+                              o, 2);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     double diff = 0, scale = 0;
     for (std::size_t k = 0; k < one.size(); ++k) {

@@ -26,7 +26,8 @@ std::vector<Part> cut(const BatchShape& shape, int devices) {
   if (shape.layout == BatchLayout::kStrided) {
     for (int p = 0; p < devices; ++p) {
       const std::size_t b = systems * p / devices, e = systems * (p + 1) / devices;
-      if (e > b) parts.push_back({BatchShape{BatchLayout::kStrided, shape.n, e - b, {}}, b * shape.n, b});
+      if (e > b)
+        parts.push_back({BatchShape{BatchLayout::kStrided, shape.n, e - b, {}}, b * shape.n, b});
     }
     return parts;
   }
@@ -37,8 +38,9 @@ std::vector<Part> cut(const BatchShape& shape, int devices) {
     const bool last = j + 1 == systems;
     const std::size_t share = total * (parts.size() + 1) / devices;
     if (last || (done + unknowns >= share && static_cast<int>(parts.size()) + 1 < devices)) {
-      parts.push_back({BatchShape{BatchLayout::kRagged, 0, 0, shape.sizes.subspan(begin, j + 1 - begin)}, done,
-                       begin});
+      parts.push_back(
+          {BatchShape{BatchLayout::kRagged, 0, 0, shape.sizes.subspan(begin, j + 1 - begin)}, done,
+           begin});
       done += unknowns;
       unknowns = 0;
       begin = j + 1;
@@ -77,14 +79,16 @@ Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays&
     if (!status[p].is_ok()) return status[p];
     if (p == 0) out.algorithm = reports[p].algorithm;
     for (const auto& note : reports[p].notes) {
-      if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end()) out.notes.push_back(note);
+      if (std::find(out.notes.begin(), out.notes.end(), note) == out.notes.end())
+        out.notes.push_back(note);
     }
     // The parts ran at once: the longest check is the one the caller waited for.
     out.check_seconds = std::max(out.check_seconds, reports[p].check_seconds);
     merge_outcome(outcomes[p], parts[p].first_system, merged);
   }
   summarize(out.algorithm, merged, out);
-  out.notes.push_back("solved on " + std::to_string(parts.size()) + " devices, a run of whole systems each");
+  out.notes.push_back("solved on " + std::to_string(parts.size()) +
+                      " devices, a run of whole systems each");
   return out;
 }
 

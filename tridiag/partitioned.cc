@@ -173,10 +173,10 @@ Status solve_bondeli(const SystemRef& sys, double tol, Workspace& w) {
       hd[hn - 1] = 1.0;
       hf[hn - 1] = y[b];
     } else {
-      STRIPESOLVE_RETURN_IF_ERROR(check_pivot(
-          "bondeli", zr[L], std::max(std::abs(zr[b]), std::abs(zr[L])), tol, L));
-      STRIPESOLVE_RETURN_IF_ERROR(check_pivot(
-          "bondeli", zl[b], std::max(std::abs(zl[b]), std::abs(zl[L])), tol, b));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          check_pivot("bondeli", zr[L], std::max(std::abs(zr[b]), std::abs(zr[L])), tol, L));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          check_pivot("bondeli", zl[b], std::max(std::abs(zl[b]), std::abs(zl[L])), tol, b));
       const double rr = zr[b] / zr[L], ll = zl[L] / zl[b];
       const std::size_t fi = 2 * i - 1, li = 2 * i;
       hl[fi] = af * (zl[b] - rr * zl[L]);

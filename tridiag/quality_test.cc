@@ -2,10 +2,10 @@
 // elimination without pivoting: nearly singular and Toeplitz (1, 1e-8, 1) systems, in ragged
 // batches. Every outcome is within 10x of LAPACK dgtsv's relative residual, or carries a warning
 // naming the cause; only the affected systems fall back to gepp.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <numeric>
+
+#include <gtest/gtest.h>
 
 #include "tridiag/gallery.h"
 #include "tridiag/lapack_reference.h"
@@ -24,8 +24,8 @@ struct Batch {
     const std::size_t n = m.d.size();
     std::vector<double> rhs = random_vector(n, seed), ref;
     EXPECT_EQ(lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), rhs.data(), n, ref), 0);
-    lapack.push_back(relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(),
-                                       rhs.data(), n));
+    lapack.push_back(
+        relative_residual(m.dl.data(), m.d.data(), m.du.data(), ref.data(), rhs.data(), n));
     sizes.push_back(n);
     dl.insert(dl.end(), m.dl.begin(), m.dl.end());
     d.insert(d.end(), m.d.begin(), m.d.end());
@@ -86,8 +86,8 @@ void expect_within_ten_times_lapack_or_warned(const Batch& b) {
     SCOPED_TRACE(describe(opt));
     std::vector<double> x;
     auto r = b.solve(x, opt);
-    const bool may_fail = !is_pivoting(opt.algorithm) && opt.algorithm != Algorithm::kAuto &&
-                          !opt.fallback;
+    const bool may_fail =
+        !is_pivoting(opt.algorithm) && opt.algorithm != Algorithm::kAuto && !opt.fallback;
     if (!r.is_ok()) {
       EXPECT_TRUE(may_fail) << r.status().to_string();
       EXPECT_EQ(r.status().code(), StatusCode::kNumerical);
@@ -139,14 +139,16 @@ TEST(QualityTest, OnlyTheAffectedSystemsFallBack) {
   EXPECT_TRUE(r->warning.empty()) << r->warning;
   ASSERT_EQ(r->notes.size(), 3u);
   EXPECT_NE(r->notes[1].find("system 1: thomas broke down (thomas: zero or tiny pivot 1e-08 at "
-                             "row 0)"), std::string::npos) << r->notes[1];
+                             "row 0)"),
+            std::string::npos)
+      << r->notes[1];
   // The others keep thomas's own result, bit for bit.
   for (std::size_t j : {0u, 2u}) {
     const std::size_t o = b.offset(j), n = b.sizes[j];
     std::vector<double> own(n);
     Workspace w;
-    ASSERT_TRUE(solve_thomas({&b.dl[o], &b.d[o], &b.du[o], &b.f[o], own.data(), n}, 2.2e-16, w)
-                    .is_ok());
+    ASSERT_TRUE(
+        solve_thomas({&b.dl[o], &b.d[o], &b.du[o], &b.f[o], own.data(), n}, 2.2e-16, w).is_ok());
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(x[o + i], own[i]) << j << " " << i;
   }
   for (std::size_t j = 0; j < 4; ++j) EXPECT_LE(b.residual(x, j), 10 * b.lapack[j] + 1e-16);
@@ -181,9 +183,10 @@ TEST(QualityTest, InterleavedFallbackWritesItsSystemOnly) {
     }
     const TridiagonalMatrix& a = parts[j];
     ASSERT_EQ(lapack_dgtsv(a.dl.data(), a.d.data(), a.du.data(), fj.data(), n, ref), 0);
-    EXPECT_LE(relative_residual(a.dl.data(), a.d.data(), a.du.data(), xj.data(), fj.data(), n),
-              10 * relative_residual(a.dl.data(), a.d.data(), a.du.data(), ref.data(), fj.data(), n) +
-                  1e-16)
+    EXPECT_LE(
+        relative_residual(a.dl.data(), a.d.data(), a.du.data(), xj.data(), fj.data(), n),
+        10 * relative_residual(a.dl.data(), a.d.data(), a.du.data(), ref.data(), fj.data(), n) +
+            1e-16)
         << j;
   }
 }
@@ -193,7 +196,8 @@ TEST(QualityTest, InterleavedFallbackWritesItsSystemOnly) {
 // others keep their bits; without the fallback it is a warning and nothing changes.
 TEST(QualityTest, CheckingAnotherSolversSolutionFallsBackPerSystem) {
   Batch b;
-  for (std::uint64_t k = 0; k < 4; ++k) b.add(stability_matrix(1, 33 + k, 10 + k), 20 + k);  // U(-1,1)
+  for (std::uint64_t k = 0; k < 4; ++k)
+    b.add(stability_matrix(1, 33 + k, 10 + k), 20 + k);  // U(-1,1)
   std::vector<double> good;
   SolveOptions gepp;
   gepp.algorithm = Algorithm::kGepp;
@@ -269,7 +273,8 @@ TEST(QualityTest, ExplicitAlgorithmWarnsNamingTheCause) {
   EXPECT_EQ(r->worst_system, 1u);
   EXPECT_GT(r->max_backward_error, r->tolerance);
   EXPECT_NE(r->warning.find("1 of 2 systems may be inaccurate (worst: system 1: backward error"),
-            std::string::npos) << r->warning;
+            std::string::npos)
+      << r->warning;
   EXPECT_NE(r->warning.find("pcr does not pivot"), std::string::npos) << r->warning;
   // thomas passes the pivot check's old tolerance but not the near-breakdown one.
   opt.algorithm = Algorithm::kThomas;
@@ -279,9 +284,9 @@ TEST(QualityTest, ExplicitAlgorithmWarnsNamingTheCause) {
   // In place (x aliases f) with the fallback allowed: the fallback starts again from f.
   opt.fallback = true;
   std::vector<double> inplace = b.f;
-  auto r2 = solve_batch({BatchLayout::kRagged, 0, 0, b.sizes},
-                        {b.dl.data(), b.d.data(), b.du.data(), inplace.data(), inplace.data()},
-                        opt);
+  auto r2 =
+      solve_batch({BatchLayout::kRagged, 0, 0, b.sizes},
+                  {b.dl.data(), b.d.data(), b.du.data(), inplace.data(), inplace.data()}, opt);
   ASSERT_TRUE(r2.is_ok()) << r2.status().to_string();
   EXPECT_EQ(r2->fell_back, std::vector<std::size_t>{1});
   EXPECT_TRUE(r2->warning.empty()) << r2->warning;

@@ -49,8 +49,7 @@ Status cr_reduce(const char* name, Tri t, std::size_t n, std::size_t limit, doub
       const double alpha = -t.a[i] / t.b[left];
       double beta = 0.0;
       if (right < n) {
-        STRIPESOLVE_RETURN_IF_ERROR(
-            check_pivot(name, t.b[right], row_scale(t, right), tol, right));
+        STRIPESOLVE_RETURN_IF_ERROR(check_pivot(name, t.b[right], row_scale(t, right), tol, right));
         beta = -t.c[i] / t.b[right];
         t.b[i] += beta * t.a[right];
         t.f[i] += beta * t.f[right];
@@ -67,8 +66,7 @@ Status cr_reduce(const char* name, Tri t, std::size_t n, std::size_t limit, doub
 }
 
 // CR backward substitution from `level` (whose rows are solved in x) down to level 0.
-Status cr_back(const char* name, Tri t, double* x, std::size_t n, std::size_t level,
-               double tol) {
+Status cr_back(const char* name, Tri t, double* x, std::size_t n, std::size_t level, double tol) {
   for (std::size_t l = level; l-- > 0;) {
     const std::size_t h = std::size_t{1} << l;
     for (std::size_t i = h - 1; i < n; i += 2 * h) {
@@ -100,8 +98,7 @@ Status pcr_steps(const char* name, Tri& t, Tri& u, std::size_t n, std::size_t st
       }
       if (i + delta < n) {
         const std::size_t right = i + delta;
-        STRIPESOLVE_RETURN_IF_ERROR(
-            check_pivot(name, t.b[right], row_scale(t, right), tol, right));
+        STRIPESOLVE_RETURN_IF_ERROR(check_pivot(name, t.b[right], row_scale(t, right), tol, right));
         beta = -t.c[i] / t.b[right];
         nb += beta * t.a[right];
         nf += beta * t.f[right];
@@ -140,8 +137,8 @@ Status thomas_strided(const char* name, const Tri& t, double* x, std::size_t sta
 }
 
 // Solves contiguous t (size n) by PCR (`pcr_only`) or by PCR steps then Thomas per residue class.
-Status solve_reduced(const char* name, Tri t, double* x, std::size_t n, bool pcr_only,
-                     double tol, std::vector<double>* buffers) {
+Status solve_reduced(const char* name, Tri t, double* x, std::size_t n, bool pcr_only, double tol,
+                     std::vector<double>* buffers) {
   for (int k = 0; k < 4; ++k) buffers[k].resize(n);
   Tri u{buffers[0].data(), buffers[1].data(), buffers[2].data(), buffers[3].data()};
   std::size_t delta = 1;

@@ -33,10 +33,10 @@ struct Workspace {
 };
 
 // Parameters of the hybrids and partitioned methods (003 §2.3.6, 001 §2.2, 000 §II).
-inline constexpr std::size_t kCrPcrSize = 64;        // CR reduces until <= this many rows, then PCR
-inline constexpr std::size_t kPcrThomasSteps = 3;    // PCR steps before Thomas (8 subsystems)
-inline constexpr std::size_t kBondeliBlock = 256;    // block size k of Bondeli's method
-inline constexpr std::size_t kSpikePartition = 9;    // SPIKE partition: 8 interior rows + separator
+inline constexpr std::size_t kCrPcrSize = 64;      // CR reduces until <= this many rows, then PCR
+inline constexpr std::size_t kPcrThomasSteps = 3;  // PCR steps before Thomas (8 subsystems)
+inline constexpr std::size_t kBondeliBlock = 256;  // block size k of Bondeli's method
+inline constexpr std::size_t kSpikePartition = 9;  // SPIKE partition: 8 interior rows + separator
 
 Status solve_thomas(const SystemRef& s, double tol, Workspace& work);
 Status solve_cr(const SystemRef& s, double tol, Workspace& work);

@@ -1,12 +1,12 @@
 // Batch layer: validation, layouts, the choice of kAuto, threading and the fallback.
 #include "tridiag/tridiag.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <numeric>
+
+#include <fmt/format.h>
 
 #include "tridiag/batch_check.h"
 #include "tridiag/parallel_for.h"
@@ -17,9 +17,9 @@ namespace stripesolve::tridiag {
 namespace {
 
 constexpr std::array<Algorithm, 9> kAlgorithms = {
-    Algorithm::kThomas,    Algorithm::kCr,          Algorithm::kPcr,
-    Algorithm::kCrPcr,     Algorithm::kPcrThomas,   Algorithm::kCrPcrThomas,
-    Algorithm::kBondeli,   Algorithm::kSpike,       Algorithm::kGepp};
+    Algorithm::kThomas,  Algorithm::kCr,        Algorithm::kPcr,
+    Algorithm::kCrPcr,   Algorithm::kPcrThomas, Algorithm::kCrPcrThomas,
+    Algorithm::kBondeli, Algorithm::kSpike,     Algorithm::kGepp};
 
 // A single system at least this large, with fewer systems than threads, runs SPIKE partitions
 // in parallel instead of one system per thread.
@@ -31,16 +31,26 @@ constexpr double kNearBreakdownPivot = 1.4901161193847656e-08;
 
 std::string_view algorithm_name(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kThomas: return "thomas";
-    case Algorithm::kCr: return "cr";
-    case Algorithm::kPcr: return "pcr";
-    case Algorithm::kCrPcr: return "cr_pcr";
-    case Algorithm::kPcrThomas: return "pcr_thomas";
-    case Algorithm::kCrPcrThomas: return "cr_pcr_thomas";
-    case Algorithm::kBondeli: return "bondeli";
-    case Algorithm::kSpike: return "spike";
-    case Algorithm::kGepp: return "gepp";
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kThomas:
+      return "thomas";
+    case Algorithm::kCr:
+      return "cr";
+    case Algorithm::kPcr:
+      return "pcr";
+    case Algorithm::kCrPcr:
+      return "cr_pcr";
+    case Algorithm::kPcrThomas:
+      return "pcr_thomas";
+    case Algorithm::kCrPcrThomas:
+      return "cr_pcr_thomas";
+    case Algorithm::kBondeli:
+      return "bondeli";
+    case Algorithm::kSpike:
+      return "spike";
+    case Algorithm::kGepp:
+      return "gepp";
   }
   return "unknown";
 }
@@ -56,7 +66,9 @@ Result<Algorithm> parse_algorithm(std::string_view name) {
       "gepp)");
 }
 
-std::span<const Algorithm> all_algorithms() { return kAlgorithms; }
+std::span<const Algorithm> all_algorithms() {
+  return kAlgorithms;
+}
 
 bool is_pivoting(Algorithm algorithm) {
   return algorithm == Algorithm::kSpike || algorithm == Algorithm::kGepp;
@@ -67,7 +79,8 @@ std::size_t BatchShape::systems() const {
 }
 
 std::size_t BatchShape::unknowns() const {
-  if (layout == BatchLayout::kRagged) return std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
+  if (layout == BatchLayout::kRagged)
+    return std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
   return n * count;
 }
 
@@ -84,11 +97,8 @@ Status validate_batch(const BatchShape& shape, const BatchArrays& arrays) {
     if (shape.n == 0) return Status::invalid_argument("batch: n must be >= 1");
     if (shape.count == 0) return Status::invalid_argument("batch: count must be >= 1");
   }
-  const std::array<std::pair<const void*, const char*>, 5> ptrs = {{{arrays.dl, "dl"},
-                                                                    {arrays.d, "d"},
-                                                                    {arrays.du, "du"},
-                                                                    {arrays.f, "f"},
-                                                                    {arrays.x, "x"}}};
+  const std::array<std::pair<const void*, const char*>, 5> ptrs = {
+      {{arrays.dl, "dl"}, {arrays.d, "d"}, {arrays.du, "du"}, {arrays.f, "f"}, {arrays.x, "x"}}};
   for (const auto& [ptr, name] : ptrs) {
     if (ptr == nullptr) return Status::invalid_argument(std::string("batch: ") + name + " is null");
   }
@@ -104,16 +114,26 @@ Algorithm choose_cpu_algorithm(const BatchShape& shape, const SolveOptions& opti
 
 Status solve_system(Algorithm algorithm, const SystemRef& s, double tol, Workspace& work) {
   switch (algorithm) {
-    case Algorithm::kThomas: return solve_thomas(s, tol, work);
-    case Algorithm::kCr: return solve_cr(s, tol, work);
-    case Algorithm::kPcr: return solve_pcr(s, tol, work);
-    case Algorithm::kCrPcr: return solve_cr_pcr(s, tol, work);
-    case Algorithm::kPcrThomas: return solve_pcr_thomas(s, tol, work);
-    case Algorithm::kCrPcrThomas: return solve_cr_pcr_thomas(s, tol, work);
-    case Algorithm::kBondeli: return solve_bondeli(s, tol, work);
-    case Algorithm::kSpike: return solve_spike(s, 1);
-    case Algorithm::kGepp: return solve_gepp(s, work);
-    case Algorithm::kAuto: break;
+    case Algorithm::kThomas:
+      return solve_thomas(s, tol, work);
+    case Algorithm::kCr:
+      return solve_cr(s, tol, work);
+    case Algorithm::kPcr:
+      return solve_pcr(s, tol, work);
+    case Algorithm::kCrPcr:
+      return solve_cr_pcr(s, tol, work);
+    case Algorithm::kPcrThomas:
+      return solve_pcr_thomas(s, tol, work);
+    case Algorithm::kCrPcrThomas:
+      return solve_cr_pcr_thomas(s, tol, work);
+    case Algorithm::kBondeli:
+      return solve_bondeli(s, tol, work);
+    case Algorithm::kSpike:
+      return solve_spike(s, 1);
+    case Algorithm::kGepp:
+      return solve_gepp(s, work);
+    case Algorithm::kAuto:
+      break;
   }
   return Status::invalid_argument("solve_system: no concrete algorithm given");
 }
@@ -143,9 +163,10 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
   out.backward_error = st.is_ok() ? backward_error(s.dl, s.d, s.du, s.x, s.f, s.n) : INFINITY;
   const bool broke_down = st.code() == StatusCode::kNumerical;
   if (may_fall_back && (broke_down || (st.is_ok() && !(out.backward_error <= out.tolerance)))) {
-    out.fallback = broke_down ? "broke down (" + st.message() + ")"
-                              : fmt::format("left a backward error {:.2e} above the tolerance {:.2e}",
-                                            out.backward_error, out.tolerance);
+    out.fallback = broke_down
+                       ? "broke down (" + st.message() + ")"
+                       : fmt::format("left a backward error {:.2e} above the tolerance {:.2e}",
+                                     out.backward_error, out.tolerance);
     st = solve_gepp(s, work);
     out.by_gepp = true;
     if (st.is_ok()) out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
@@ -170,14 +191,16 @@ Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm
   const std::size_t systems = offsets.size() - 1;
   std::vector<double> errors(systems);
   std::vector<std::array<std::vector<double>, 5>> gather(threads);
-  const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
-  Status st = parallel_for(systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
-    for (std::size_t j = b; j < e; ++j) {
-      const SystemRef s = system_ref(shape, arrays, offsets, j, gather[worker], true);
-      errors[j] = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
-    }
-    return Status::ok();
-  });
+  const std::size_t grain = std::max<std::size_t>(
+      1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
+  Status st = parallel_for(
+      systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
+        for (std::size_t j = b; j < e; ++j) {
+          const SystemRef s = system_ref(shape, arrays, offsets, j, gather[worker], true);
+          errors[j] = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+        }
+        return Status::ok();
+      });
   if (!st.is_ok()) return st;
   outcome.systems = systems;
   std::vector<Suspect> suspects;
@@ -199,7 +222,8 @@ Status check_solution(const BatchShape& shape, const BatchArrays& arrays, Algori
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   if (arrays.x == arrays.f) return Status::invalid_argument("check_solution: x must not alias f");
   BatchOutcome outcome;
-  STRIPESOLVE_RETURN_IF_ERROR(check_batch(shape, arrays, algorithm, may_fall_back, threads, outcome));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      check_batch(shape, arrays, algorithm, may_fall_back, threads, outcome));
   summarize(algorithm, outcome, report);
   return Status::ok();
 }
@@ -213,38 +237,39 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
   report.algorithm = automatic ? choose_cpu_algorithm(shape, options) : options.algorithm;
   const Algorithm alg = report.algorithm;
   // gepp is the fallback; spike promises a stable result like it, so it may always use it.
-  const bool may_fall_back = alg != Algorithm::kGepp &&
-                             (automatic || options.fallback || alg == Algorithm::kSpike);
+  const bool may_fall_back =
+      alg != Algorithm::kGepp && (automatic || options.fallback || alg == Algorithm::kSpike);
   const std::vector<std::size_t> offsets = system_offsets(shape);
   const std::size_t systems = offsets.size() - 1;
   if (automatic) {
-    report.notes.push_back(fmt::format("auto chose {} ({} requested, {} systems, {} unknowns, CPU)",
-                                       algorithm_name(alg),
-                                       options.require_stable ? "stable" : "unpivoted", systems,
-                                       offsets[systems]));
+    report.notes.push_back(fmt::format(
+        "auto chose {} ({} requested, {} systems, {} unknowns, CPU)", algorithm_name(alg),
+        options.require_stable ? "stable" : "unpivoted", systems, offsets[systems]));
   }
   std::vector<SystemOutcome> outcomes(systems);
   std::vector<Workspace> work(threads);
   std::vector<std::array<std::vector<double>, 5>> gather(threads);
   auto solve_one = [&](std::size_t j, unsigned worker, unsigned inner_threads) -> Status {
     const SystemRef s = system_ref(shape, arrays, offsets, j, gather[worker], false);
-    Status st = solve_checked(alg, s, options, may_fall_back, inner_threads, work[worker],
-                              outcomes[j]);
+    Status st =
+        solve_checked(alg, s, options, may_fall_back, inner_threads, work[worker], outcomes[j]);
     if (!st.is_ok()) return st.with_context(fmt::format("system {}", j));
     scatter_x(shape, arrays, systems, j, s);
     return Status::ok();
   };
-  const bool parallel_inside =
-      alg == Algorithm::kSpike && systems < threads && offsets[systems] / systems >= kParallelSpikeSize;
+  const bool parallel_inside = alg == Algorithm::kSpike && systems < threads &&
+                               offsets[systems] / systems >= kParallelSpikeSize;
   if (parallel_inside) {
     for (std::size_t j = 0; j < systems; ++j) STRIPESOLVE_RETURN_IF_ERROR(solve_one(j, 0, threads));
   } else {
-    const std::size_t grain = std::max<std::size_t>(1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
+    const std::size_t grain = std::max<std::size_t>(
+        1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
     Status st = parallel_for(systems, threads, grain,
-        [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
-          for (std::size_t j = b; j < e; ++j) STRIPESOLVE_RETURN_IF_ERROR(solve_one(j, worker, 1));
-          return Status::ok();
-        });
+                             [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
+                               for (std::size_t j = b; j < e; ++j)
+                                 STRIPESOLVE_RETURN_IF_ERROR(solve_one(j, worker, 1));
+                               return Status::ok();
+                             });
     if (!st.is_ok()) return st;
   }
   outcome.systems = systems;

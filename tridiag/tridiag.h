@@ -33,9 +33,9 @@
 // - Cost: O(n) flops per system for thomas/gepp/spike (about 8n, 10n, 14n), O(n log n) for pcr,
 //   cr about 17n; the quality check adds one backward_error pass (~10n flops, reading the four
 //   arrays and x again: measured 15-20% of thomas's time, 9-12% of gepp's, one core) to each,
-//   and a fallback one gepp solve. CPU work is spread over `threads` std::threads (0 = hardware concurrency)
-//   by systems; a batch of fewer systems than threads with large n runs spike partitions in
-//   parallel instead (see parallel_for.h).
+//   and a fallback one gepp solve. CPU work is spread over `threads` std::threads (0 = hardware
+//   concurrency) by systems; a batch of fewer systems than threads with large n runs spike
+//   partitions in parallel instead (see parallel_for.h).
 // Threading: solve_batch is reentrant; concurrent calls on disjoint outputs are safe.
 #pragma once
 

@@ -1,9 +1,9 @@
 #include "tridiag/tridiag.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <numeric>
+
+#include <gtest/gtest.h>
 
 #include "tridiag/gallery.h"
 #include "tridiag/lapack_reference.h"
@@ -63,9 +63,9 @@ TEST(TridiagTest, EveryAlgorithmMatchesLapackOnDiagonallyDominantSystems) {
       EXPECT_EQ(r->algorithm, alg);
       EXPECT_GT(norm2(x), 0.0);
       EXPECT_LT(relative_difference(x, ref), 1e-13);
-      EXPECT_LT(relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), x.data(),
-                                  p.f.data(), n),
-                1e-14);
+      EXPECT_LT(
+          relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), x.data(), p.f.data(), n),
+          1e-14);
     }
   }
 }
@@ -77,16 +77,16 @@ TEST(TridiagTest, RandomSystemsPivotingWithinTenTimesLapackOthersAccurateOrBreak
       Problem p = random_problem(n, n * 13 + 5);
       std::vector<double> ref, x;
       ASSERT_EQ(lapack_dgtsv(p.a.dl.data(), p.a.d.data(), p.a.du.data(), p.f.data(), n, ref), 0);
-      const double ref_res = relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(),
-                                               ref.data(), p.f.data(), n);
+      const double ref_res =
+          relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), ref.data(), p.f.data(), n);
       auto r = solve_one(p, x, alg);
       if (!is_pivoting(alg) && !r.is_ok()) {
         EXPECT_EQ(r.status().code(), StatusCode::kNumerical) << r.status().to_string();
         continue;
       }
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-      const double res = relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), x.data(),
-                                           p.f.data(), n);
+      const double res =
+          relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), x.data(), p.f.data(), n);
       EXPECT_GT(norm2(x), 0.0);
       if (is_pivoting(alg)) {
         EXPECT_LE(res, 10 * ref_res + 1e-15);
@@ -132,7 +132,8 @@ Batch make_batch(const std::vector<std::size_t>& sizes, bool dominant_systems) {
   Batch b;
   b.sizes = sizes;
   for (std::size_t j = 0; j < sizes.size(); ++j) {
-    Problem p = dominant_systems ? dominant(sizes[j], 31 * j + 3) : random_problem(sizes[j], 31 * j + 3);
+    Problem p =
+        dominant_systems ? dominant(sizes[j], 31 * j + 3) : random_problem(sizes[j], 31 * j + 3);
     b.dl.insert(b.dl.end(), p.a.dl.begin(), p.a.dl.end());
     b.d.insert(b.d.end(), p.a.d.begin(), p.a.d.end());
     b.du.insert(b.du.end(), p.a.du.begin(), p.a.du.end());
@@ -164,7 +165,9 @@ TEST(TridiagTest, LayoutsStridedInterleavedRaggedAllAlgorithmsThreaded) {
     Batch s = make_batch(std::vector<std::size_t>(37, 129), true);
     std::vector<double> x(s.f.size());
     BatchShape strided{BatchLayout::kStrided, 129, 37, {}};
-    ASSERT_TRUE(solve_batch(strided, {s.dl.data(), s.d.data(), s.du.data(), s.f.data(), x.data()}, opt).is_ok());
+    ASSERT_TRUE(
+        solve_batch(strided, {s.dl.data(), s.d.data(), s.du.data(), s.f.data(), x.data()}, opt)
+            .is_ok());
     expect_batch_matches_lapack(s, x, 1e-13);
     // Interleaved: the same batch transposed.
     const std::size_t m = 37, n = 129;
@@ -176,7 +179,9 @@ TEST(TridiagTest, LayoutsStridedInterleavedRaggedAllAlgorithmsThreaded) {
         for (std::size_t i = 0; i < n; ++i) il[k][i * m + j] = (*src[k])[j * n + i];
     }
     BatchShape inter{BatchLayout::kInterleaved, n, m, {}};
-    ASSERT_TRUE(solve_batch(inter, {il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data()}, opt).is_ok());
+    ASSERT_TRUE(
+        solve_batch(inter, {il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data()}, opt)
+            .is_ok());
     std::vector<double> back(m * n);
     for (std::size_t j = 0; j < m; ++j)
       for (std::size_t i = 0; i < n; ++i) back[j * n + i] = xi[i * m + j];
@@ -186,7 +191,9 @@ TEST(TridiagTest, LayoutsStridedInterleavedRaggedAllAlgorithmsThreaded) {
     Batch r = make_batch(sizes, true);
     std::vector<double> xr = r.f;
     BatchShape ragged{BatchLayout::kRagged, 0, 0, sizes};
-    ASSERT_TRUE(solve_batch(ragged, {r.dl.data(), r.d.data(), r.du.data(), xr.data(), xr.data()}, opt).is_ok());
+    ASSERT_TRUE(
+        solve_batch(ragged, {r.dl.data(), r.d.data(), r.du.data(), xr.data(), xr.data()}, opt)
+            .is_ok());
     expect_batch_matches_lapack(r, xr, 1e-13);
   }
 }
@@ -254,15 +261,17 @@ TEST(TridiagTest, ParallelSpikeOnOneLargeSystem) {
   Problem p = random_problem(n, 5);
   std::vector<double> ref, x(n);
   ASSERT_EQ(lapack_dgtsv(p.a.dl.data(), p.a.d.data(), p.a.du.data(), p.f.data(), n, ref), 0);
-  const double ref_res = relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(),
-                                           ref.data(), p.f.data(), n);
+  const double ref_res =
+      relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), ref.data(), p.f.data(), n);
   SolveOptions opt;
   opt.algorithm = Algorithm::kSpike;
   opt.threads = 2;
   BatchShape shape{BatchLayout::kStrided, n, 1, {}};
-  ASSERT_TRUE(solve_batch(shape, {p.a.dl.data(), p.a.d.data(), p.a.du.data(), p.f.data(), x.data()}, opt).is_ok());
-  const double res = relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), x.data(),
-                                       p.f.data(), n);
+  ASSERT_TRUE(
+      solve_batch(shape, {p.a.dl.data(), p.a.d.data(), p.a.du.data(), p.f.data(), x.data()}, opt)
+          .is_ok());
+  const double res =
+      relative_residual(p.a.dl.data(), p.a.d.data(), p.a.du.data(), x.data(), p.f.data(), n);
   EXPECT_GT(norm2(x), 0.0);
   EXPECT_LE(res, 10 * ref_res);
 }

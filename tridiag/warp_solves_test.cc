@@ -1,6 +1,6 @@
 // tridiag/cuda/warp_solves.h on the CPU, on an emulated warp (tridiag/emulated_warp.h). Results
 // are checked against LAPACK dgtsv on the 31-row system for the kernel's three right-hand sides.
-#include <gtest/gtest.h>
+#include "tridiag/cuda/warp_solves.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tridiag/cuda/warp_solves.h"
+#include <gtest/gtest.h>
+
 #include "tridiag/emulated_warp.h"
 #include "tridiag/lapack_reference.h"
 
@@ -21,8 +22,9 @@ constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 template <bool kPivot>
 int solve_on_emulated_warp(gpu::WarpSystem& s) {
-  return run_on_emulated_warp(
-      [&](int lane, EmulatedWarp& warp) { return gpu::warp_level_solve<kPivot>(s, lane, kEps, warp); });
+  return run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {
+    return gpu::warp_level_solve<kPivot>(s, lane, kEps, warp);
+  });
 }
 
 // A 31-row system (plus the outside couplings L[0], U[30]) with the kernel's right-hand sides.
@@ -60,7 +62,8 @@ double backward_error(const gpu::WarpSystem& in, const gpu::WarpSystem& out, int
 
 // LAPACK's solution of column c, compared elementwise relative to its largest entry.
 double difference_from_lapack(const gpu::WarpSystem& in, const gpu::WarpSystem& out, int c) {
-  std::vector<double> dl(in.L, in.L + 31), d(in.D, in.D + 31), du(in.U, in.U + 31), f(in.Z[c], in.Z[c] + 31), x;
+  std::vector<double> dl(in.L, in.L + 31), d(in.D, in.D + 31), du(in.U, in.U + 31),
+      f(in.Z[c], in.Z[c] + 31), x;
   if (lapack_dgtsv(dl.data(), d.data(), du.data(), f.data(), 31, x) != 0) return NAN;
   double diff = 0, scale = 0;
   for (int i = 0; i < 31; ++i) {

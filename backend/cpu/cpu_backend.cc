@@ -1,13 +1,13 @@
 #include "backend/cpu/cpu_backend.h"
 
-#include <cblas.h>
-#include <fmt/format.h>
-#include <lapacke.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <lapacke.h>
 
 namespace stripesolve::backend {
 namespace {
@@ -25,7 +25,9 @@ Status check_int(std::string_view op, std::initializer_list<int64_t> values) {
   return Status::ok();
 }
 
-blasint bi(int64_t v) { return static_cast<blasint>(v); }
+blasint bi(int64_t v) {
+  return static_cast<blasint>(v);
+}
 
 Status check_pivot(double pivot, int64_t global_row) {
   if (!std::isfinite(pivot)) {
@@ -156,8 +158,10 @@ WorkspaceSize CpuBackend::workspace_size(const PanelFactor& op) const {
       const auto m = static_cast<uint64_t>(op.cols - op.block_col - op.panel_row);
       return {8 * p * (m + 1), 0};
     }
-    case PivotMode::kLocal: return {8 * p, 0};
-    case PivotMode::kNone: return {0, 0};
+    case PivotMode::kLocal:
+      return {8 * p, 0};
+    case PivotMode::kNone:
+      return {0, 0};
   }
   return {};
 }
@@ -166,9 +170,12 @@ Status CpuBackend::run(const PanelFactor& op, const Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(can_implement(op));
   STRIPESOLVE_RETURN_IF_ERROR(check_workspace(workspace, workspace_size(op)));
   switch (op.mode) {
-    case PivotMode::kRow: return factor_row_pivot(op, workspace);
-    case PivotMode::kLocal: return factor_local_pivot(op, workspace);
-    case PivotMode::kNone: return factor_no_pivot(op);
+    case PivotMode::kRow:
+      return factor_row_pivot(op, workspace);
+    case PivotMode::kLocal:
+      return factor_local_pivot(op, workspace);
+    case PivotMode::kNone:
+      return factor_no_pivot(op);
   }
   return Status::invalid_argument("panel factor: unknown pivot mode");
 }
@@ -178,7 +185,9 @@ Status CpuBackend::can_implement(const BlockUpdate& op) const {
   return check_int("block update", {op.ld_u, op.ld_t, op.cols});
 }
 
-WorkspaceSize CpuBackend::workspace_size(const BlockUpdate&) const { return {}; }
+WorkspaceSize CpuBackend::workspace_size(const BlockUpdate&) const {
+  return {};
+}
 
 Status CpuBackend::run(const BlockUpdate& op, const Workspace&) {
   STRIPESOLVE_RETURN_IF_ERROR(can_implement(op));
@@ -198,7 +207,9 @@ Status CpuBackend::can_implement(const LowerSubstitution& op) const {
   return check_int("lower substitution", {op.ld, op.ld_rhs, op.row_begin + op.rows, op.nrhs});
 }
 
-WorkspaceSize CpuBackend::workspace_size(const LowerSubstitution&) const { return {}; }
+WorkspaceSize CpuBackend::workspace_size(const LowerSubstitution&) const {
+  return {};
+}
 
 Status CpuBackend::run(const LowerSubstitution& op, const Workspace&) {
   STRIPESOLVE_RETURN_IF_ERROR(can_implement(op));
@@ -213,7 +224,8 @@ Status CpuBackend::run(const LowerSubstitution& op, const Workspace&) {
     for (int64_t k = 0; k < op.rows; ++k) {
       const int64_t other = op.row_swaps[k];
       if (other == k) continue;
-      for (int64_t j = 0; j < op.nrhs; ++j) std::swap(z[k + j * op.ld_rhs], z[other + j * op.ld_rhs]);
+      for (int64_t j = 0; j < op.nrhs; ++j)
+        std::swap(z[k + j * op.ld_rhs], z[other + j * op.ld_rhs]);
     }
   }
   cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, bi(op.rows),
@@ -226,21 +238,25 @@ Status CpuBackend::can_implement(const UpperSubstitution& op) const {
   return check_int("upper substitution", {op.ld, op.ld_rhs, op.cols, op.nrhs});
 }
 
-WorkspaceSize CpuBackend::workspace_size(const UpperSubstitution&) const { return {}; }
+WorkspaceSize CpuBackend::workspace_size(const UpperSubstitution&) const {
+  return {};
+}
 
 Status CpuBackend::run(const UpperSubstitution& op, const Workspace&) {
   STRIPESOLVE_RETURN_IF_ERROR(can_implement(op));
   if (op.nrhs == 0) return Status::ok();
   if (op.cols > op.rows) {
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, bi(op.rows), bi(op.nrhs),
-                bi(op.cols - op.rows), -1.0, op.part + op.rows * op.ld, bi(op.ld),
-                op.rhs + op.rows, bi(op.ld_rhs), 1.0, op.rhs, bi(op.ld_rhs));
+                bi(op.cols - op.rows), -1.0, op.part + op.rows * op.ld, bi(op.ld), op.rhs + op.rows,
+                bi(op.ld_rhs), 1.0, op.rhs, bi(op.ld_rhs));
   }
   cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, bi(op.rows),
               bi(op.nrhs), 1.0, op.part, bi(op.ld), op.rhs, bi(op.ld_rhs));
   return Status::ok();
 }
 
-std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
 
 }  // namespace stripesolve::backend

@@ -1,12 +1,12 @@
 #include "backend/cpu/cpu_backend.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::backend {
 namespace {
@@ -98,8 +98,8 @@ TEST(CpuBackend, RejectsBadShapesAndSmallWorkspace) {
             Status::invalid_argument(
                 "panel factor: diagonal block at column 2 of 3 rows does not fit 4 columns"));
   op.block_col = 0;
-  EXPECT_EQ(cpu.run(op, {}),
-            Status::invalid_argument("workspace too small: need 40 host + 0 device bytes, got 0 + 0"));
+  EXPECT_EQ(cpu.run(op, {}), Status::invalid_argument(
+                                 "workspace too small: need 40 host + 0 device bytes, got 0 + 0"));
 }
 
 // T <- T * triu(U)^-1 then T_right -= T_left * U_right, against a naive loop.
@@ -132,8 +132,9 @@ TEST(CpuBackend, SubstitutionsSolveTriangularSystems) {
   const auto rhs0 = random_block(n, nrhs, 5);
   auto rhs = rhs0;
   std::vector<int64_t> swaps = {1, 1, 3, 3};
-  ASSERT_TRUE(cpu.run(LowerSubstitution{part.data(), h, h, r0, swaps.data(), rhs.data(), n, nrhs},
-                      {}).is_ok());
+  ASSERT_TRUE(
+      cpu.run(LowerSubstitution{part.data(), h, h, r0, swaps.data(), rhs.data(), n, nrhs}, {})
+          .is_ok());
   for (int64_t j = 0; j < nrhs; ++j) {
     std::vector<double> b(h);
     for (int64_t i = 0; i < h; ++i) {
@@ -171,8 +172,8 @@ TEST(CpuBackend, ConcurrentBlockUpdatesOnDisjointData) {
   for (int64_t i = 0; i < k; ++i) u[i + i * k] += 4.0;
   const auto t0 = random_block(t_rows, cols, 2);
   auto expected = t0;
-  ASSERT_TRUE(cpu.run(BlockUpdate{u.data(), k, k, cols, expected.data(), t_rows, t_rows}, {})
-                  .is_ok());
+  ASSERT_TRUE(
+      cpu.run(BlockUpdate{u.data(), k, k, cols, expected.data(), t_rows, t_rows}, {}).is_ok());
   std::vector<std::vector<double>> ts(4, t0);
   std::vector<Status> results(ts.size());
   std::vector<std::thread> threads;

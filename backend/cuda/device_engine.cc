@@ -1,19 +1,20 @@
 // backend/device_engine.h on CUDA (host code, built by the C++ compiler): cuBLAS (dtrsm, dgemm,
 // dgeam), cuSOLVER (dgetrf) and the kernels of kernels.cuh. See the header for the contract.
+#include "backend/device_engine.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include <climits>
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <climits>
-#include <map>
-#include <mutex>
-#include <vector>
-
 #include "backend/cuda/kernels.cuh"
-#include "backend/device_engine.h"
 #include "gpu/cuda/check.h"
 #include "gpu/devices.h"
 
@@ -87,7 +88,8 @@ Status driver_check(CUresult r, const std::string& what) {
   const char* name = nullptr;
   auto d = driver();
   if (d.is_ok()) (void)(*d)->get_error_name(r, &name);
-  return Status::internal(what + ": " + (name != nullptr ? name : std::to_string(static_cast<int>(r))));
+  return Status::internal(what + ": " +
+                          (name != nullptr ? name : std::to_string(static_cast<int>(r))));
 }
 
 #define RETURN_DRIVER(expr, what) STRIPESOLVE_RETURN_IF_ERROR(driver_check((expr), (what)))
@@ -95,7 +97,9 @@ Status driver_check(CUresult r, const std::string& what) {
 #define RETURN_CUBLAS(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cublas_check((expr), (what)))
 #define RETURN_CUSOLVER(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cusolver_check((expr), (what)))
 
-uint64_t align_up(uint64_t bytes) { return (bytes + 255) / 256 * 256; }
+uint64_t align_up(uint64_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
 
 // Bytes of one column range [c0, c1) of a part with `rows` rows.
 size_t column_bytes(int64_t rows, int64_t c0, int64_t c1) {
@@ -273,7 +277,8 @@ class CudaLane final : public DeviceLane {
       tickets_.erase(it);
     }
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-    const Status st = cuda_check(cudaEventSynchronize(done), "copy of a stripe part from the device");
+    const Status st =
+        cuda_check(cudaEventSynchronize(done), "copy of a stripe part from the device");
     (void)cudaEventDestroy(done);
     return st;
   }
@@ -298,9 +303,9 @@ class CudaLane final : public DeviceLane {
     const int64_t h = part.rows;
     const int64_t m = part.cols - block_col;
     if (h > rows_ || m > cols_ || mode != mode_ || h > m) {
-      return Status::invalid_argument(fmt::format(
-          "device elimination of a {} x {} stripe: the lane was made for {} x {} ({})", h, m,
-          rows_, cols_, pivot_mode_name(mode_)));
+      return Status::invalid_argument(
+          fmt::format("device elimination of a {} x {} stripe: the lane was made for {} x {} ({})",
+                      h, m, rows_, cols_, pivot_mode_name(mode_)));
     }
     double* region = part.data + block_col * part.ld;
     std::vector<int32_t> ipiv(static_cast<size_t>(h));
@@ -312,38 +317,44 @@ class CudaLane final : public DeviceLane {
                                 static_cast<int>(h), &one, region, static_cast<int>(part.ld), &zero,
                                 transposed_, static_cast<int>(m), transposed_, static_cast<int>(m)),
                     "transpose of the stripe");
-      RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(m), static_cast<int>(h),
-                                       transposed_, static_cast<int>(m), solver_work_, ipiv_,
-                                       info_),
-                      "cusolverDnDgetrf of the transposed stripe");
-      RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(h),
-                                static_cast<int>(m), &one, transposed_, static_cast<int>(m), &zero,
-                                region, static_cast<int>(part.ld), region, static_cast<int>(part.ld)),
-                    "transpose back of the stripe");
+      RETURN_CUSOLVER(
+          cusolverDnDgetrf(solver_, static_cast<int>(m), static_cast<int>(h), transposed_,
+                           static_cast<int>(m), solver_work_, ipiv_, info_),
+          "cusolverDnDgetrf of the transposed stripe");
+      RETURN_CUBLAS(
+          cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(h), static_cast<int>(m),
+                      &one, transposed_, static_cast<int>(m), &zero, region,
+                      static_cast<int>(part.ld), region, static_cast<int>(part.ld)),
+          "transpose back of the stripe");
       cuda::launch_doolittle(region, part.ld, h, m, compute_);
       STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("doolittle kernel"));
       cuda::launch_pivots_from_ipiv(ipiv_, h, 0, device_raw, compute_);
       RETURN_CUDA(cudaMemcpyAsync(ipiv.data(), ipiv_, sizeof(int32_t) * h, cudaMemcpyDeviceToHost,
-                                  compute_), "pivots to the host");
-      RETURN_CUDA(cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                  compute_), "info to the host");
+                                  compute_),
+                  "pivots to the host");
+      RETURN_CUDA(
+          cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
+          "info to the host");
     } else if (mode == PivotMode::kNone) {
       RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(h), static_cast<int>(m), region,
                                        static_cast<int>(part.ld), solver_work_, nullptr, info_),
                       "cusolverDnDgetrf of the stripe (no pivoting)");
-      RETURN_CUDA(cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                  compute_), "info to the host");
+      RETURN_CUDA(
+          cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
+          "info to the host");
     } else {
-      STRIPESOLVE_RETURN_IF_ERROR(eliminate_local(part, block_col, substripe_rows, ipiv.data(),
-                                                  device_raw, &first_zero));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          eliminate_local(part, block_col, substripe_rows, ipiv.data(), device_raw, &first_zero));
     }
     int32_t bad_row = INT32_MAX;
-    RETURN_CUDA(cudaMemcpyAsync(info_ + 1, &bad_row, sizeof(int32_t), cudaMemcpyHostToDevice,
-                                compute_), "flag to the device");
+    RETURN_CUDA(
+        cudaMemcpyAsync(info_ + 1, &bad_row, sizeof(int32_t), cudaMemcpyHostToDevice, compute_),
+        "flag to the device");
     cuda::launch_first_non_finite(region, part.ld, h, m, info_ + 1, compute_);
     STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("non-finite scan"));
-    RETURN_CUDA(cudaMemcpyAsync(&bad_row, info_ + 1, sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                compute_), "flag to the host");
+    RETURN_CUDA(
+        cudaMemcpyAsync(&bad_row, info_ + 1, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
+        "flag to the host");
     RETURN_CUDA(cudaStreamSynchronize(compute_), "device elimination");
     if (first_zero > 0) {
       return Status::numerical(fmt::format("zero pivot at row {}", global_row + first_zero - 1));
@@ -362,7 +373,8 @@ class CudaLane final : public DeviceLane {
       *perm_count = static_cast<int64_t>(pairs.size() / 2);
       if (!pairs.empty()) {
         RETURN_CUDA(cudaMemcpyAsync(device_perm, pairs.data(), sizeof(int32_t) * pairs.size(),
-                                    cudaMemcpyHostToDevice, compute_), "permutation to the device");
+                                    cudaMemcpyHostToDevice, compute_),
+                    "permutation to the device");
         RETURN_CUDA(cudaStreamSynchronize(compute_), "permutation to the device");
       }
     } else if (mode == PivotMode::kLocal) {
@@ -389,7 +401,8 @@ class CudaLane final : public DeviceLane {
     };
     std::vector<Segment> segs;
     segs.push_back(Segment{c0, c0 + k});
-    for (int64_t c = c0 + k; c < c_end; c += seg) segs.push_back(Segment{c, std::min(c_end, c + seg)});
+    for (int64_t c = c0 + k; c < c_end; c += seg)
+      segs.push_back(Segment{c, std::min(c_end, c + seg)});
     STRIPESOLVE_RETURN_IF_ERROR(ensure_events(2 * segs.size() + 1));
     const bool whole_first = op.host_in != nullptr && !op.permutations.empty();
     if (op.host_in != nullptr) {
@@ -422,18 +435,18 @@ class CudaLane final : public DeviceLane {
       if (s == 0 && op.u_inverse.data != nullptr) {
         STRIPESOLVE_RETURN_IF_ERROR(multipliers_by_inverses(op, multipliers));
       } else if (s == 0) {
-        RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                  CUBLAS_DIAG_NON_UNIT, static_cast<int>(j.rows),
-                                  static_cast<int>(k), &one, op.u.data, static_cast<int>(op.u.ld),
-                                  multipliers, static_cast<int>(j.ld)),
-                      "dtrsm of the J multipliers");
+        RETURN_CUBLAS(
+            cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                        CUBLAS_DIAG_NON_UNIT, static_cast<int>(j.rows), static_cast<int>(k), &one,
+                        op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
+            "dtrsm of the J multipliers");
       } else {
-        RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
-                                  static_cast<int>(b - a), static_cast<int>(k), &minus_one,
-                                  multipliers, static_cast<int>(j.ld),
-                                  op.u.data + (a - c0) * op.u.ld, static_cast<int>(op.u.ld), &one,
-                                  j.data + a * j.ld, static_cast<int>(j.ld)),
-                      "dgemm of the J update");
+        RETURN_CUBLAS(
+            cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
+                        static_cast<int>(b - a), static_cast<int>(k), &minus_one, multipliers,
+                        static_cast<int>(j.ld), op.u.data + (a - c0) * op.u.ld,
+                        static_cast<int>(op.u.ld), &one, j.data + a * j.ld, static_cast<int>(j.ld)),
+            "dgemm of the J update");
       }
       if (op.host_out != nullptr) {
         RETURN_CUDA(cudaEventRecord(events_[2 + 2 * s], compute_), "event");
@@ -454,9 +467,9 @@ class CudaLane final : public DeviceLane {
     const int64_t k = u.rows;
     const int64_t nb = inverse.cols;
     if (inverse.rows != k || inverse.ld < k || nb < 1 || u.cols < k) {
-      return Status::invalid_argument(fmt::format(
-          "inverses of the diagonal blocks of a {} x {} U into a {} x {} block", u.rows, u.cols,
-          inverse.rows, inverse.cols));
+      return Status::invalid_argument(
+          fmt::format("inverses of the diagonal blocks of a {} x {} U into a {} x {} block", u.rows,
+                      u.cols, inverse.rows, inverse.cols));
     }
     cuda::launch_identity_blocks(inverse.data, inverse.ld, k, nb, compute_);
     STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("identity blocks"));
@@ -492,7 +505,8 @@ class CudaLane final : public DeviceLane {
     if (column_bytes(m, 0, nb) > gather_bytes_ || op.u_inverse.rows != k) {
       return Status::invalid_argument(fmt::format(
           "device update: inverses of {} x {} blocks for J of {} rows and U of {} rows (the "
-          "lane's buffer holds {} bytes)", nb, nb, m, k, gather_bytes_));
+          "lane's buffer holds {} bytes)",
+          nb, nb, m, k, gather_bytes_));
     }
     const double one = 1.0, zero = 0.0, minus_one = -1.0;
     const int ldj = static_cast<int>(op.j.ld);
@@ -500,16 +514,17 @@ class CudaLane final : public DeviceLane {
       const int64_t b = std::min(nb, k - c);
       double* xp = x + c * op.j.ld;
       if (c > 0) {
-        RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m),
-                                  static_cast<int>(b), static_cast<int>(c), &minus_one, x, ldj,
-                                  op.u.data + c * op.u.ld, static_cast<int>(op.u.ld), &one, xp, ldj),
-                      "dgemm of the J multipliers");
+        RETURN_CUBLAS(
+            cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(b),
+                        static_cast<int>(c), &minus_one, x, ldj, op.u.data + c * op.u.ld,
+                        static_cast<int>(op.u.ld), &one, xp, ldj),
+            "dgemm of the J multipliers");
       }
-      RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m),
-                                static_cast<int>(b), static_cast<int>(b), &one, xp, ldj,
-                                op.u_inverse.data + c, static_cast<int>(op.u_inverse.ld), &zero,
-                                gather_, static_cast<int>(m)),
-                    "dgemm by an inverted diagonal block");
+      RETURN_CUBLAS(
+          cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(b),
+                      static_cast<int>(b), &one, xp, ldj, op.u_inverse.data + c,
+                      static_cast<int>(op.u_inverse.ld), &zero, gather_, static_cast<int>(m)),
+          "dgemm by an inverted diagonal block");
       RETURN_CUDA(cudaMemcpy2DAsync(xp, sizeof(double) * op.j.ld, gather_, sizeof(double) * m,
                                     sizeof(double) * m, b, cudaMemcpyDeviceToDevice, compute_),
                   "copy of J multipliers");
@@ -543,11 +558,11 @@ class CudaLane final : public DeviceLane {
     const int nrhs = static_cast<int>(rhs.cols);
     double* z = rhs.data + row_begin;
     if (row_begin > 0) {
-      RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs,
-                                static_cast<int>(row_begin), &minus_one, part.data,
-                                static_cast<int>(part.ld), rhs.data, static_cast<int>(rhs.ld), &one,
-                                z, static_cast<int>(rhs.ld)),
-                    "dgemm of the forward substitution");
+      RETURN_CUBLAS(
+          cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, static_cast<int>(row_begin),
+                      &minus_one, part.data, static_cast<int>(part.ld), rhs.data,
+                      static_cast<int>(rhs.ld), &one, z, static_cast<int>(rhs.ld)),
+          "dgemm of the forward substitution");
     }
     if (device_raw != nullptr) {
       cuda::launch_rhs_row_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, h, compute_);
@@ -571,11 +586,11 @@ class CudaLane final : public DeviceLane {
     double* x = rhs.data + row_begin;
     const double* diag = part.data + row_begin * part.ld;
     if (right > 0) {
-      RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, static_cast<int>(right),
-                                &minus_one, diag + part.rows * part.ld, static_cast<int>(part.ld),
-                                x + part.rows, static_cast<int>(rhs.ld), &one, x,
-                                static_cast<int>(rhs.ld)),
-                    "dgemm of the backward substitution");
+      RETURN_CUBLAS(
+          cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, static_cast<int>(right), &minus_one,
+                      diag + part.rows * part.ld, static_cast<int>(part.ld), x + part.rows,
+                      static_cast<int>(rhs.ld), &one, x, static_cast<int>(rhs.ld)),
+          "dgemm of the backward substitution");
     }
     RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
                               CUBLAS_DIAG_NON_UNIT, h, nrhs, &one, diag, static_cast<int>(part.ld),
@@ -605,12 +620,13 @@ class CudaLane final : public DeviceLane {
       const int64_t ps = (q + 1) * h / count - pr;
       const int64_t dc = block_col + pr;
       double* panel = part.data + pr + dc * part.ld;
-      RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(ps), static_cast<int>(cols - dc),
-                                       panel, static_cast<int>(part.ld), solver_work_, ipiv_ + pr,
-                                       info_),
-                      "cusolverDnDgetrf of a substripe");
-      RETURN_CUDA(cudaMemcpyAsync(&infos[q], info_, sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                  compute_), "info to the host");
+      RETURN_CUSOLVER(
+          cusolverDnDgetrf(solver_, static_cast<int>(ps), static_cast<int>(cols - dc), panel,
+                           static_cast<int>(part.ld), solver_work_, ipiv_ + pr, info_),
+          "cusolverDnDgetrf of a substripe");
+      RETURN_CUDA(
+          cudaMemcpyAsync(&infos[q], info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
+          "info to the host");
       if (pr > 0) {
         cuda::launch_row_swaps(part.data + pr + block_col * part.ld, part.ld, pr, ipiv_ + pr, ps,
                                compute_);
@@ -620,27 +636,29 @@ class CudaLane final : public DeviceLane {
                                     compute_);
       if (pr + ps < h) {
         double* t = part.data + (pr + ps) + dc * part.ld;
-        RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                                  CUBLAS_DIAG_NON_UNIT, static_cast<int>(h - pr - ps),
-                                  static_cast<int>(ps), &one, panel, static_cast<int>(part.ld), t,
-                                  static_cast<int>(part.ld)),
-                      "dtrsm of a substripe's multipliers");
+        RETURN_CUBLAS(
+            cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                        CUBLAS_DIAG_NON_UNIT, static_cast<int>(h - pr - ps), static_cast<int>(ps),
+                        &one, panel, static_cast<int>(part.ld), t, static_cast<int>(part.ld)),
+            "dtrsm of a substripe's multipliers");
         if (cols - dc - ps > 0) {
           RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h - pr - ps),
                                     static_cast<int>(cols - dc - ps), static_cast<int>(ps),
-                                    &minus_one, t, static_cast<int>(part.ld),
-                                    panel + ps * part.ld, static_cast<int>(part.ld), &one,
-                                    t + ps * part.ld, static_cast<int>(part.ld)),
+                                    &minus_one, t, static_cast<int>(part.ld), panel + ps * part.ld,
+                                    static_cast<int>(part.ld), &one, t + ps * part.ld,
+                                    static_cast<int>(part.ld)),
                         "dgemm of a substripe's trailing update");
         }
       }
     }
     std::vector<int32_t> raw(static_cast<size_t>(h));
     RETURN_CUDA(cudaMemcpyAsync(raw.data(), device_raw, sizeof(int32_t) * h, cudaMemcpyDeviceToHost,
-                                compute_), "pivots to the host");
+                                compute_),
+                "pivots to the host");
     RETURN_CUDA(cudaStreamSynchronize(compute_), "device elimination");
     for (int64_t q = 0; q < count; ++q) {
-      if (infos[q] > 0 && *first_zero == 0) *first_zero = static_cast<int32_t>(q * h / count) + infos[q];
+      if (infos[q] > 0 && *first_zero == 0)
+        *first_zero = static_cast<int32_t>(q * h / count) + infos[q];
     }
     std::copy(raw.begin(), raw.end(), host_ipiv);
     return Status::ok();
@@ -694,14 +712,14 @@ class CudaEngine final : public DeviceEngine {
     RETURN_DRIVER(d->get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "SM resource");
     const auto total = static_cast<int>(all.sm.smCount);
     if (panel_sms >= total) {
-      return Status::invalid_argument(fmt::format(
-          "engine.gpu_panel_sms = {} leaves the J updates none of the device's {} SMs", panel_sms,
-          total));
+      return Status::invalid_argument(
+          fmt::format("engine.gpu_panel_sms = {} leaves the J updates none of the device's {} SMs",
+                      panel_sms, total));
     }
     unsigned groups = 1;
-    RETURN_DRIVER(d->split_by_count(&part, &groups, &all, &rest, 0,
-                                              static_cast<unsigned>(panel_sms)),
-                  "cuDevSmResourceSplitByCount");
+    RETURN_DRIVER(
+        d->split_by_count(&part, &groups, &all, &rest, 0, static_cast<unsigned>(panel_sms)),
+        "cuDevSmResourceSplitByCount");
     CUdevResourceDesc desc = nullptr;
     RETURN_DRIVER(d->generate_desc(&desc, &rest, 1), "cuDevResourceGenerateDesc");
     RETURN_DRIVER(d->green_create(&fence_, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM),
@@ -724,7 +742,8 @@ class CudaEngine final : public DeviceEngine {
   int device() const override { return device_; }
   uint64_t free_memory() const override {
     size_t free_bytes = 0, total = 0;
-    if (cudaSetDevice(device_) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    if (cudaSetDevice(device_) != cudaSuccess ||
+        cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
       return 0;
     }
     return free_bytes;
@@ -769,8 +788,8 @@ class CudaEngine final : public DeviceEngine {
     (void)cudaHostUnregister(data);
   }
 
-  Result<uint64_t> lane_workspace_bytes(int64_t rows, int64_t cols, PivotMode mode,
-                                        int64_t j_rows, int64_t k_rows) const override {
+  Result<uint64_t> lane_workspace_bytes(int64_t rows, int64_t cols, PivotMode mode, int64_t j_rows,
+                                        int64_t k_rows) const override {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     CudaLane probe(device_, rows, cols, mode, j_rows, k_rows);
     return probe.layout().total;

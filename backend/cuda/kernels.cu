@@ -7,7 +7,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>((n + kThreads - 1) / kThreads);
+}
 
 __global__ void gather_columns(const double* a, int64_t ld, int64_t rows, int64_t first,
                                const int32_t* pairs, double* tmp) {
@@ -133,11 +135,12 @@ void launch_pivots_from_ipiv(const int32_t* ipiv, int64_t count, int32_t offset,
 }
 
 void launch_identity_blocks(double* a, int64_t ld, int64_t rows, int64_t nb, cudaStream_t stream) {
-  identity_blocks<<<dim3(blocks_for(rows), static_cast<unsigned>(nb)), kThreads, 0, stream>>>(a, ld, rows, nb);
+  identity_blocks<<<dim3(blocks_for(rows), static_cast<unsigned>(nb)), kThreads, 0, stream>>>(
+      a, ld, rows, nb);
 }
 
-void launch_solution_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0,
-                           const int32_t* raw, int64_t count, cudaStream_t stream) {
+void launch_solution_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, const int32_t* raw,
+                           int64_t count, cudaStream_t stream) {
   rhs_swaps<<<blocks_for(nrhs), kThreads, 0, stream>>>(rhs, ld, nrhs, row0, raw, count, true);
 }
 

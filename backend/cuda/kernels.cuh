@@ -1,9 +1,9 @@
 // Small kernels of the dense GPU tier (device_engine.cu); the arithmetic is cuBLAS / cuSOLVER.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+
+#include <cuda_runtime.h>
 
 namespace stripesolve::backend::cuda {
 
@@ -35,8 +35,8 @@ void launch_pivots_from_ipiv(const int32_t* ipiv, int64_t count, int32_t offset,
 
 // Solution swaps of kRow (stripe::apply_solution_swaps): for each rhs column, for k = count-1
 // .. 0 swap rows row0 + k and row0 + raw[k].
-void launch_solution_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0,
-                           const int32_t* raw, int64_t count, cudaStream_t stream);
+void launch_solution_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, const int32_t* raw,
+                           int64_t count, cudaStream_t stream);
 
 // kLocal forward substitution: for each rhs column, for k = 0 .. count-1 swap rows row0 + k and
 // row0 + raw[k].

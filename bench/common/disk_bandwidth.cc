@@ -23,10 +23,8 @@ nlohmann::json disk_bandwidth(const std::string& dir, uint64_t total) {
   const int threads = 8;
   total = std::max<uint64_t>(request, total / request * request);
   const std::string path = dir + "/disk_bandwidth.tmp";
-  nlohmann::json out = {{"path", path},
-              {"bytes", total},
-              {"request_bytes", request},
-              {"threads", threads}};
+  nlohmann::json out = {
+      {"path", path}, {"bytes", total}, {"request_bytes", request}, {"threads", threads}};
   bool direct = true;
   int fd = ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_DIRECT, 0600);
   if (fd < 0 && errno == EINVAL) {

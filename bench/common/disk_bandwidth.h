@@ -4,10 +4,10 @@
 // in flight; the better read counts. The file is removed.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace stripesolve::bench {
 

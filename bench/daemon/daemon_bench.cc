@@ -67,7 +67,8 @@ double raw_stream_gbps(uint64_t bytes) {
   std::thread writer([&] {
     uint64_t sent = 0;
     while (sent < bytes) {
-      ssize_t w = ::send(sv[1], block.data(), std::min<uint64_t>(block.size(), bytes - sent), MSG_NOSIGNAL);
+      ssize_t w =
+          ::send(sv[1], block.data(), std::min<uint64_t>(block.size(), bytes - sent), MSG_NOSIGNAL);
       if (w <= 0) break;
       sent += w;
     }
@@ -109,18 +110,19 @@ int main(int argc, char** argv) {
   const int64_t n = stream_mib * (1 << 20) / 8;
   // The benchmark's workload: a solution of n rows published in stripes of 1 Mi rows, last first.
   daemon::Daemon d(config, [](daemon::JobRegistry& r) {
-    r.add("bench_rows", daemon::Lane::kDense, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
-      const int64_t rows_total = ctx.params().at("n").get<int64_t>();
-      const int64_t stripe = 1 << 20;
-      STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(rows_total, 1));
-      std::vector<double> x(stripe);
-      for (int64_t end = rows_total; end > 0; end -= stripe) {
-        const int64_t begin = std::max<int64_t>(0, end - stripe);
-        for (int64_t i = begin; i < end; ++i) x[i - begin] = static_cast<double>(i);
-        STRIPESOLVE_RETURN_IF_ERROR(ctx.job().publish_rows(begin, end - begin, x.data()));
-      }
-      return nlohmann::json::object();
-    });
+    r.add("bench_rows", daemon::Lane::kDense,
+          [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
+            const int64_t rows_total = ctx.params().at("n").get<int64_t>();
+            const int64_t stripe = 1 << 20;
+            STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(rows_total, 1));
+            std::vector<double> x(stripe);
+            for (int64_t end = rows_total; end > 0; end -= stripe) {
+              const int64_t begin = std::max<int64_t>(0, end - stripe);
+              for (int64_t i = begin; i < end; ++i) x[i - begin] = static_cast<double>(i);
+              STRIPESOLVE_RETURN_IF_ERROR(ctx.job().publish_rows(begin, end - begin, x.data()));
+            }
+            return nlohmann::json::object();
+          });
   });
   if (Status st = d.start(); !st.is_ok()) {
     std::fprintf(stderr, "daemon_bench: %s\n", st.to_string().c_str());
@@ -149,10 +151,11 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     if (out.empty()) {
       uint64_t bytes = 0;
-      Status st = (*conn)->stream(protocol::MessageType::kResult, {{"job", job}}, [&](const protocol::Frame& f) {
-        bytes += f.payload.size();
-        return Status::ok();
-      });
+      Status st = (*conn)->stream(protocol::MessageType::kResult, {{"job", job}},
+                                  [&](const protocol::Frame& f) {
+                                    bytes += f.payload.size();
+                                    return Status::ok();
+                                  });
       if (!st.is_ok() || bytes != static_cast<uint64_t>(n) * 8) return -1;
     } else {
       auto rows = client::fetch_result(**conn, job, out);
@@ -176,19 +179,26 @@ int main(int argc, char** argv) {
   server.join();
   std::filesystem::remove_all(dir);
 
-  nlohmann::json out = {
-      {"benchmark", "daemon"},
-      {"round_trip", {{"requests", pings},
-                      {"p50_us", percentile(us, 0.50)}, {"p99_us", percentile(us, 0.99)},
-                      {"peer", "raw 48-byte echo over a Unix socketpair"},
-                      {"peer_p50_us", percentile(raw, 0.50)}, {"peer_p99_us", percentile(raw, 0.99)},
-                      {"p99_target_us", 5000}, {"p99_meets_target", percentile(us, 0.99) < 5000}}},
-      {"result_streaming", {{"bytes", n * 8},
-                            {"gb_per_s_received", gbps_discard},
-                            {"gb_per_s_into_npy", gbps_npy}, {"npy_dir", out_dir},
-                            {"peer", "raw Unix socketpair, 4 MiB writes"}, {"peer_gb_per_s", gbps_raw},
-                            {"ratio_to_peer", gbps_discard / gbps_raw},
-                            {"target_gb_per_s", 1.0}, {"meets_target", gbps_discard >= 1.0}}}};
+  nlohmann::json out = {{"benchmark", "daemon"},
+                        {"round_trip",
+                         {{"requests", pings},
+                          {"p50_us", percentile(us, 0.50)},
+                          {"p99_us", percentile(us, 0.99)},
+                          {"peer", "raw 48-byte echo over a Unix socketpair"},
+                          {"peer_p50_us", percentile(raw, 0.50)},
+                          {"peer_p99_us", percentile(raw, 0.99)},
+                          {"p99_target_us", 5000},
+                          {"p99_meets_target", percentile(us, 0.99) < 5000}}},
+                        {"result_streaming",
+                         {{"bytes", n * 8},
+                          {"gb_per_s_received", gbps_discard},
+                          {"gb_per_s_into_npy", gbps_npy},
+                          {"npy_dir", out_dir},
+                          {"peer", "raw Unix socketpair, 4 MiB writes"},
+                          {"peer_gb_per_s", gbps_raw},
+                          {"ratio_to_peer", gbps_discard / gbps_raw},
+                          {"target_gb_per_s", 1.0},
+                          {"meets_target", gbps_discard >= 1.0}}}};
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

@@ -86,7 +86,8 @@ std::pair<double, std::string> run_cli(const std::vector<std::string>& args) {
   std::string out;
   std::array<char, 4096> buf{};
   ssize_t n;
-  while ((n = ::read(pipefd[0], buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
+  while ((n = ::read(pipefd[0], buf.data(), buf.size())) > 0)
+    out.append(buf.data(), static_cast<size_t>(n));
   ::close(pipefd[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -120,7 +121,8 @@ int main(int argc, char** argv) {
 
   std::string tmpl = base + "/ss-tribench-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl.data());
-  const tridiag::TridiagonalMatrix a = tridiag::diagonally_dominant_matrix(static_cast<size_t>(total), 3);
+  const tridiag::TridiagonalMatrix a =
+      tridiag::diagonally_dominant_matrix(static_cast<size_t>(total), 3);
   const std::vector<double> rhs = tridiag::random_vector(static_cast<size_t>(total), 5);
   const std::string dl = dir + "/dl.npy", d_path = dir + "/d.npy", du = dir + "/du.npy",
                     f = dir + "/rhs.npy", x = dir + "/x.npy";
@@ -144,8 +146,13 @@ int main(int argc, char** argv) {
 
   // The command, as a user runs it (one warm-up run: the daemon's first batch pays its page
   // faults).
-  const std::vector<std::string> args = {"--socket", config.server.socket, "--json", "tridiag",
-                                         "--dl", dl, "--d", d_path, "--du", du, "--rhs", f, "--out", x};
+  const std::vector<std::string> args = {"--socket", config.server.socket,
+                                         "--json",   "tridiag",
+                                         "--dl",     dl,
+                                         "--d",      d_path,
+                                         "--du",     du,
+                                         "--rhs",    f,
+                                         "--out",    x};
   nlohmann::json runs = nlohmann::json::array();
   double best_e2e = 1e30, best_solve = 0;
   nlohmann::json best_phases;
@@ -161,8 +168,10 @@ int main(int argc, char** argv) {
     auto trace = (*conn)->call(protocol::MessageType::kTrace, {{"job", job["id"]}});
     if (trace.is_ok()) {
       for (const auto& e : (*trace)["trace"]["traceEvents"]) {
-        if (e.value("cat", std::string()) == "tridiag") phases[e["name"].get<std::string>()] = e["dur"].get<double>() / 1e6;
-        if (e.value("name", std::string()).rfind("run ", 0) == 0) phases["job"] = e["dur"].get<double>() / 1e6;
+        if (e.value("cat", std::string()) == "tridiag")
+          phases[e["name"].get<std::string>()] = e["dur"].get<double>() / 1e6;
+        if (e.value("name", std::string()).rfind("run ", 0) == 0)
+          phases["job"] = e["dur"].get<double>() / 1e6;
       }
     }
     if (r == 0) continue;  // warm-up
@@ -246,23 +255,28 @@ int main(int argc, char** argv) {
       {"systems", m},
       {"n", n},
       {"array_bytes", total * 8},
-      {"threads", threads == 0 ? std::thread::hardware_concurrency() : static_cast<unsigned>(threads)},
+      {"threads",
+       threads == 0 ? std::thread::hardware_concurrency() : static_cast<unsigned>(threads)},
       {"dir", base},
-      {"command", {{"end_to_end_seconds", best_e2e},
-                   {"solve_seconds", best_solve},
-                   {"ratio_to_solve", best_e2e / best_solve},
-                   {"target_ratio_to_solve", 2.0},
-                   {"meets_target", best_e2e <= 2.0 * best_solve},
-                   {"phases", best_phases},
-                   {"runs", runs}}},
-      {"solve_in_memory", {{"what", "tridiag::solve_batch in this process, arrays in memory, x touched first"},
-                           {"seconds", best_in_memory},
-                           {"command_ratio", best_e2e / best_in_memory}}},
-      {"peer", {{"what", "LAPACK dgtsv loop over the same systems, in this process"},
-                {"seconds", best_lapack},
-                {"command_ratio_to_peer", best_e2e / best_lapack}}},
-      {"upload_path", {{"what", "the pre-descriptor data path: uploads over the socket, solution streamed back"},
-                       {"seconds", best_upload_path}}}};
+      {"command",
+       {{"end_to_end_seconds", best_e2e},
+        {"solve_seconds", best_solve},
+        {"ratio_to_solve", best_e2e / best_solve},
+        {"target_ratio_to_solve", 2.0},
+        {"meets_target", best_e2e <= 2.0 * best_solve},
+        {"phases", best_phases},
+        {"runs", runs}}},
+      {"solve_in_memory",
+       {{"what", "tridiag::solve_batch in this process, arrays in memory, x touched first"},
+        {"seconds", best_in_memory},
+        {"command_ratio", best_e2e / best_in_memory}}},
+      {"peer",
+       {{"what", "LAPACK dgtsv loop over the same systems, in this process"},
+        {"seconds", best_lapack},
+        {"command_ratio_to_peer", best_e2e / best_lapack}}},
+      {"upload_path",
+       {{"what", "the pre-descriptor data path: uploads over the socket, solution streamed back"},
+        {"seconds", best_upload_path}}}};
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

@@ -6,8 +6,6 @@
 //   bench_dense_accuracy [--n 1000,2000,4096,8192] [--stripe-rows 512] [--substripe-rows 64]
 //                        [--seed 1]
 // Prints one JSON object: parameters and one row per n.
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +13,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "stripe/dense_reference.h"
@@ -83,13 +83,16 @@ int main(int argc, char** argv) {
       out["rows"].push_back(row);
       continue;
     }
-    const double lapack = stripesolve::stripe::scaled_residual(a.data(), n, x_ref.data(), b.data(), 1);
+    const double lapack =
+        stripesolve::stripe::scaled_residual(a.data(), n, x_ref.data(), b.data(), 1);
     row["lapack_dgesv"] = lapack;
     for (auto mode : {PivotMode::kRow, PivotMode::kLocal}) {
       const std::string name(stripesolve::backend::pivot_mode_name(mode));
-      auto solver = InRamSolver::factor(cpu, a.data(), n, n, InRamOptions{stripe_rows, substripe_rows, mode});
+      auto solver =
+          InRamSolver::factor(cpu, a.data(), n, n, InRamOptions{stripe_rows, substripe_rows, mode});
       auto x = b;
-      stripesolve::Status st = solver.is_ok() ? solver->solve(cpu, x.data(), n, 1) : solver.status();
+      stripesolve::Status st =
+          solver.is_ok() ? solver->solve(cpu, x.data(), n, 1) : solver.status();
       if (!st.is_ok()) {
         row[name] = st.to_string();
         continue;

@@ -2,12 +2,9 @@
 // dgetrf + dgetrs on the same matrix, in one run: GFLOP/s (2/3 n^3 + 2 n^2 nrhs flops), the
 // ratio to OpenBLAS and the scaled residuals. Best of --reps runs for each.
 //
-//   bench_dense_cpu [--n 8192] [--stripe-rows 512] [--substripe-rows 64] [--pivot row|local|none|all]
+//   bench_dense_cpu [--n 8192] [--stripe-rows 512] [--substripe-rows 64] [--pivot
+//   row|local|none|all]
 //                   [--reps 1]
-#include <lapacke.h>
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +12,9 @@
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <lapacke.h>
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "stripe/dense_reference.h"
@@ -48,12 +48,18 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) usage();
     const std::string value = argv[++i];
-    if (arg == "--n") n = std::stoll(value);
-    else if (arg == "--stripe-rows") stripe_rows = std::stoll(value);
-    else if (arg == "--substripe-rows") substripe_rows = std::stoll(value);
-    else if (arg == "--pivot") pivot = value;
-    else if (arg == "--reps") reps = std::stoi(value);
-    else usage();
+    if (arg == "--n")
+      n = std::stoll(value);
+    else if (arg == "--stripe-rows")
+      stripe_rows = std::stoll(value);
+    else if (arg == "--substripe-rows")
+      substripe_rows = std::stoll(value);
+    else if (arg == "--pivot")
+      pivot = value;
+    else if (arg == "--reps")
+      reps = std::stoi(value);
+    else
+      usage();
   }
   std::vector<PivotMode> modes;
   if (pivot == "all") {
@@ -107,9 +113,10 @@ int main(int argc, char** argv) {
       std::vector<double> x = b;
       // Timed: the copy into stripe layout, the factorisation and the solve.
       const auto t0 = Clock::now();
-      auto solver = stripesolve::stripe::InRamSolver::factor(
-          cpu, a.data(), n, n, {stripe_rows, substripe_rows, mode});
-      stripesolve::Status st = solver.is_ok() ? solver->solve(cpu, x.data(), n, nrhs) : solver.status();
+      auto solver = stripesolve::stripe::InRamSolver::factor(cpu, a.data(), n, n,
+                                                             {stripe_rows, substripe_rows, mode});
+      stripesolve::Status st =
+          solver.is_ok() ? solver->solve(cpu, x.data(), n, nrhs) : solver.status();
       best = std::min(best, seconds_since(t0));
       if (!st.is_ok()) {
         std::cerr << "stripe solve failed: " << st.to_string() << "\n";

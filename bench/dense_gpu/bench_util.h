@@ -32,8 +32,9 @@ void note(const char* fmt, Args... args) {
   std::fputc('\n', stderr);
 }
 
-
-inline int host_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+inline int host_threads() {
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 // Runs body(begin, end) on [0, count) split over the host's threads.
 inline void parallel_for(int64_t count, const std::function<void(int64_t, int64_t)>& body) {

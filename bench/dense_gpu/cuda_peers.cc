@@ -69,7 +69,9 @@ json device_json() {
 // ---------------------------------------------------------------------------------------------
 // Peers
 
-double factor_flops(int64_t n) { return 2.0 / 3.0 * double(n) * double(n) * double(n); }
+double factor_flops(int64_t n) {
+  return 2.0 / 3.0 * double(n) * double(n) * double(n);
+}
 double solve_flops(int64_t n, int64_t nrhs) {
   return factor_flops(n) + 2.0 * double(n) * double(n) * double(nrhs);
 }
@@ -90,8 +92,8 @@ double norm_inf(const std::vector<double>& a, int64_t n) {
 // columns, as stripe::scaled_residual and the engine compute it), with A x - b on the device.
 // d_a holds A; d_x and d_r hold n x nrhs doubles each and are overwritten.
 static double device_residual(Cuda& cu, const double* d_a, int64_t n, const std::vector<double>& x,
-                       const std::vector<double>& b, int64_t nrhs, double norm_a, double* d_x,
-                       double* d_r) {
+                              const std::vector<double>& b, int64_t nrhs, double norm_a,
+                              double* d_x, double* d_r) {
   const size_t bytes = static_cast<size_t>(n * nrhs) * sizeof(double);
   CK(cudaMemcpyAsync(d_x, x.data(), bytes, cudaMemcpyHostToDevice, cu.stream));
   CK(cudaMemcpyAsync(d_r, b.data(), bytes, cudaMemcpyHostToDevice, cu.stream));
@@ -168,8 +170,8 @@ json run_cusolver(Cuda& cu, const std::vector<double>& a, int64_t n, const std::
   };
   auto getrs = [&](int64_t order) {
     if (legacy) {
-      CK(cusolverDnDgetrs(cu.solver, CUBLAS_OP_N, int(order), int(nrhs), d_a.p, int(n),
-                          d_ipiv32.p, d_x.p, int(n), d_info.p + 1));
+      CK(cusolverDnDgetrs(cu.solver, CUBLAS_OP_N, int(order), int(nrhs), d_a.p, int(n), d_ipiv32.p,
+                          d_x.p, int(n), d_info.p + 1));
     } else {
       CK(cusolverDnXgetrs(cu.solver, cu.params, CUBLAS_OP_N, order, nrhs, CUDA_R_64F, d_a.p, n,
                           d_ipiv64.p, CUDA_R_64F, d_x.p, n, d_info.p + 1));
@@ -201,8 +203,8 @@ json run_cusolver(Cuda& cu, const std::vector<double>& a, int64_t n, const std::
     int info[2] = {0, 0};
     CK(cudaMemcpy(info, d_info.p, sizeof(info), cudaMemcpyDeviceToHost));
     if (info[0] != 0 || info[1] != 0) {
-      out["error"] = "getrf info " + std::to_string(info[0]) + ", getrs info " +
-                     std::to_string(info[1]);
+      out["error"] =
+          "getrf info " + std::to_string(info[0]) + ", getrs info " + std::to_string(info[1]);
       return out;
     }
     const double t = cu.elapsed(cu.e0, cu.e2);
@@ -235,14 +237,15 @@ json run_cusolver(Cuda& cu, const std::vector<double>& a, int64_t n, const std::
 }
 
 // cuBLAS DGEMM C(m x nc) -= A(m x k) B(k x nc), best of reps after one warm-up.
-static json run_dgemm(Cuda& cu, const std::string& role, int64_t m, int64_t nc, int64_t k, int reps) {
+static json run_dgemm(Cuda& cu, const std::string& role, int64_t m, int64_t nc, int64_t k,
+                      int reps) {
   json out = {{"role", role}, {"m", m}, {"n", nc}, {"k", k}};
   if (m <= 0 || nc <= 0 || k <= 0) {
     out["skipped"] = "empty shape";
     return out;
   }
-  const uint64_t bytes = 8 * (uint64_t(m) * uint64_t(k) + uint64_t(k) * uint64_t(nc) +
-                              uint64_t(m) * uint64_t(nc));
+  const uint64_t bytes =
+      8 * (uint64_t(m) * uint64_t(k) + uint64_t(k) * uint64_t(nc) + uint64_t(m) * uint64_t(nc));
   if (bytes + 256 * ss::kMiB > device_free_bytes()) {
     out["skipped"] = "operands (" + gib(double(bytes)) + ") do not fit the device";
     return out;
@@ -274,8 +277,7 @@ static json run_dgemm(Cuda& cu, const std::string& role, int64_t m, int64_t nc, 
   return out;
 }
 
-json dgemm_or_error(Cuda* cu, const std::string& role, int64_t m, int64_t nc, int64_t k,
-                    int reps) {
+json dgemm_or_error(Cuda* cu, const std::string& role, int64_t m, int64_t nc, int64_t k, int reps) {
   try {
     return run_dgemm(*cu, role, m, nc, k, reps);
   } catch (const CudaError& e) {

@@ -4,17 +4,16 @@
 // results in the JSON.
 #pragma once
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cusolverDn.h>
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <nlohmann/json.hpp>
 
 namespace dense_gpu_bench {
 
@@ -97,17 +96,19 @@ std::string gib(double bytes);
 void fill_device_random(double* d, size_t count, uint64_t seed);
 nlohmann::json device_json();
 
-double factor_flops(int64_t n);  // 2/3 n^3
+double factor_flops(int64_t n);               // 2/3 n^3
 double solve_flops(int64_t n, int64_t nrhs);  // factor_flops + 2 n^2 nrhs
 // ||A||_inf of the column-major n x n matrix, rows split over the host's threads.
 double norm_inf(const std::vector<double>& a, int64_t n);
 // cuSOLVER getrf + getrs with A on the device (copied before each rep, untimed). Adds the
 // residual of the engine's solution (engine_x, if not empty) computed by the same routine.
-nlohmann::json run_cusolver(Cuda& cu, const std::vector<double>& a, int64_t n, const std::vector<double>& b,
-                            int64_t nrhs, int reps, const std::string& api, double norm_a,
+nlohmann::json run_cusolver(Cuda& cu, const std::vector<double>& a, int64_t n,
+                            const std::vector<double>& b, int64_t nrhs, int reps,
+                            const std::string& api, double norm_a,
                             const std::vector<double>& engine_x);
 // cuBLAS DGEMM C(m x nc) -= A(m x k) B(k x nc), best of reps after one warm-up; a CUDA error
 // becomes the result's "error".
-nlohmann::json dgemm_or_error(Cuda* cu, const std::string& role, int64_t m, int64_t nc, int64_t k, int reps);
+nlohmann::json dgemm_or_error(Cuda* cu, const std::string& role, int64_t m, int64_t nc, int64_t k,
+                              int reps);
 
 }  // namespace dense_gpu_bench

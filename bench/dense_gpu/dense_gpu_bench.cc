@@ -5,8 +5,10 @@
 // progress on stderr (bench/dense_gpu/README.md).
 //
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
-//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0] [--reps 2] [--dgemm-reps 5]
-//                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0] [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
+//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0] [--reps 2]
+//                   [--dgemm-reps 5]
+//                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0]
+//                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
 //
@@ -22,14 +24,9 @@
 // ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf) are computed again on the device by the same
 // routine (dgemv), beside the engine's own. Without a CUDA device the run prints a note and a JSON
 // document with "skipped": true and exits 0 (unless --backend cpu: then the engine runs alone).
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cusolverDn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -52,6 +49,11 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
+#include <nlohmann/json.hpp>
 
 #include "base/units.h"
 #include "bench/common/disk_bandwidth.h"
@@ -89,15 +91,16 @@ struct Args {
   int64_t nrhs = 1;
   std::string pivot = "row";
   std::optional<uint64_t> ram_budget;  // unset: 1.25 x the matrix (fits, ram) or 4 GiB (ssd)
-  std::optional<uint64_t> gpu_memory;  // unset: 0 = engine default (fits), 12 GiB (ram), 8 GiB (ssd)
+  std::optional<uint64_t>
+      gpu_memory;  // unset: 0 = engine default (fits), 12 GiB (ram), 8 GiB (ssd)
   int reps = 2;
   int dgemm_reps = 5;
   bool persist_factors = false;
-  int64_t stripe_rows = 0;             // 0 = the planner's S for the run's config
-  int64_t meta_stripes = 0;            // S^m; 0 = the planner's
-  int64_t elim_j_workers = 0;          // k; 0 = the planner's
-  int64_t gpus = 0;                    // devices; 0 = every device of the host
-  int64_t panel_sms = 0;               // engine.gpu_panel_sms
+  int64_t stripe_rows = 0;     // 0 = the planner's S for the run's config
+  int64_t meta_stripes = 0;    // S^m; 0 = the planner's
+  int64_t elim_j_workers = 0;  // k; 0 = the planner's
+  int64_t gpus = 0;            // devices; 0 = every device of the host
+  int64_t panel_sms = 0;       // engine.gpu_panel_sms
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";
   std::string cusolver_api = "legacy";
@@ -110,8 +113,10 @@ struct Args {
   if (!why.empty()) std::fprintf(stderr, "bench_dense_gpu: %s\n", why.c_str());
   std::fprintf(stderr,
                "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
-               "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] [--panel-sms K] [--reps R] "
-               "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--meta-stripes M] [--elim-j-workers K] [--dir D] "
+               "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
+               "[--panel-sms K] [--reps R] "
+               "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--meta-stripes M] "
+               "[--elim-j-workers K] [--dir D] "
                "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
                "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
                "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
@@ -241,7 +246,6 @@ json host_json() {
           {"ram_bytes", pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0}};
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // The engine
 
@@ -277,26 +281,27 @@ json plan_summary(const sch::Plan& p) {
 
 json report_json(const sch::SolveReport& r, int64_t n, int64_t nrhs) {
   const double fs = r.factor_seconds + r.substitution_seconds;
-  json j = {{"backend", r.backend},
-            {"device", r.device},
-            {"seconds", r.seconds},
-            {"load_seconds", r.load_seconds},
-            {"factor_seconds", r.factor_seconds},
-            {"persist_seconds", r.persist_seconds},
-            {"substitution_seconds", r.substitution_seconds},
-            {"residual_seconds", r.residual_seconds},
-            {"factor_and_substitution_seconds", fs},
-            {"tflops_factor", r.factor_seconds > 0 ? factor_flops(n) / r.factor_seconds * 1e-12 : 0},
-            {"tflops_factor_solve", fs > 0 ? solve_flops(n, nrhs) / fs * 1e-12 : 0},
-            {"residual", r.residual},
-            {"io_read_bytes", r.io_read_bytes},
-            {"io_written_bytes", r.io_written_bytes},
-            {"cache_hits", r.cache_hits},
-            {"cache_misses", r.cache_misses},
-            {"cache_peak_bytes", r.cache_peak_bytes},
-            {"cache_budget", r.cache_budget},
-            {"factor_name", r.factor_name},
-            {"plan", plan_summary(r.plan)}};
+  json j = {
+      {"backend", r.backend},
+      {"device", r.device},
+      {"seconds", r.seconds},
+      {"load_seconds", r.load_seconds},
+      {"factor_seconds", r.factor_seconds},
+      {"persist_seconds", r.persist_seconds},
+      {"substitution_seconds", r.substitution_seconds},
+      {"residual_seconds", r.residual_seconds},
+      {"factor_and_substitution_seconds", fs},
+      {"tflops_factor", r.factor_seconds > 0 ? factor_flops(n) / r.factor_seconds * 1e-12 : 0},
+      {"tflops_factor_solve", fs > 0 ? solve_flops(n, nrhs) / fs * 1e-12 : 0},
+      {"residual", r.residual},
+      {"io_read_bytes", r.io_read_bytes},
+      {"io_written_bytes", r.io_written_bytes},
+      {"cache_hits", r.cache_hits},
+      {"cache_misses", r.cache_misses},
+      {"cache_peak_bytes", r.cache_peak_bytes},
+      {"cache_budget", r.cache_budget},
+      {"factor_name", r.factor_name},
+      {"plan", plan_summary(r.plan)}};
   return j;
 }
 
@@ -367,9 +372,9 @@ int main(int argc, char** argv) {
   const cudaError_t dev_err = cudaGetDeviceCount(&devices);
   const bool have_device = dev_err == cudaSuccess && devices > 0;
   if (!have_device) {
-    const std::string why =
-        std::string("no CUDA device (cudaGetDeviceCount: ") +
-        (dev_err == cudaSuccess ? "0 devices" : cudaGetErrorString(dev_err)) + ")";
+    const std::string why = std::string("no CUDA device (cudaGetDeviceCount: ") +
+                            (dev_err == cudaSuccess ? "0 devices" : cudaGetErrorString(dev_err)) +
+                            ")";
     if (args.backend != "cpu") {
       std::fprintf(stderr, "bench_dense_gpu: %s: skipped (--backend cpu runs the engine alone)\n",
                    why.c_str());
@@ -462,7 +467,8 @@ int main(int argc, char** argv) {
       st = sch::solve_dense(*store, "W", wb.data(), 1, wo, warm, cancel, {}, nullptr).status();
     }
     (void)store->remove_with_factors("W");
-    out["engine_warmup"] = {{"n", wn}, {"seconds", seconds_since(t_warm)},
+    out["engine_warmup"] = {{"n", wn},
+                            {"seconds", seconds_since(t_warm)},
                             {"status", st.is_ok() ? std::string("ok") : st.to_string()}};
     note("engine warm-up (n = %lld): %.1f s%s", (long long)wn, seconds_since(t_warm),
          st.is_ok() ? "" : (" (" + st.to_string() + ")").c_str());
@@ -480,9 +486,9 @@ int main(int argc, char** argv) {
 
     sch::EngineConfig config;
     config.backend = backend_of(args.backend);
-    config.ram_budget = args.ram_budget
-                            ? *args.ram_budget
-                            : (static_cast<uint64_t>(1.25 * matrix_bytes) / ss::kMiB + 1) * ss::kMiB;
+    config.ram_budget =
+        args.ram_budget ? *args.ram_budget
+                        : (static_cast<uint64_t>(1.25 * matrix_bytes) / ss::kMiB + 1) * ss::kMiB;
     config.gpu_memory = args.gpu_memory.value_or(0);
     config.meta_stripes = args.meta_stripes;
     config.elim_j_workers = args.elim_j_workers;
@@ -561,11 +567,12 @@ int main(int argc, char** argv) {
                           {"residual_seconds", r->residual_seconds},
                           {"io_read_bytes", r->io_read_bytes},
                           {"io_written_bytes", r->io_written_bytes}});
-          note("  stripesolve rep %d (%s): factor %.3f s (%.2f TFLOP/s) + substitution %.3f s, "
-               "load %.3f s, total %.3f s, residual %.2e",
-               rep + 1, r->backend.c_str(), r->factor_seconds,
-               factor_flops(n) / std::max(1e-30, r->factor_seconds) * 1e-12,
-               r->substitution_seconds, r->load_seconds, r->seconds, r->residual);
+          note(
+              "  stripesolve rep %d (%s): factor %.3f s (%.2f TFLOP/s) + substitution %.3f s, "
+              "load %.3f s, total %.3f s, residual %.2e",
+              rep + 1, r->backend.c_str(), r->factor_seconds,
+              factor_flops(n) / std::max(1e-30, r->factor_seconds) * 1e-12, r->substitution_seconds,
+              r->load_seconds, r->seconds, r->residual);
           reps.back()["io_by_phase"] = phase_io.to_json(r->io_read_bytes, r->io_written_bytes);
           if (!best || fs < best->factor_seconds + best->substitution_seconds) {
             best_phase_io = reps.back()["io_by_phase"];
@@ -592,7 +599,8 @@ int main(int argc, char** argv) {
           eng["error"] = "every rep failed";
         }
         eng["reps"] = reps;
-        remove_objects(*store, {"A", sch::factor_name_for("A", options), best ? best->factor_name : ""});
+        remove_objects(*store,
+                       {"A", sch::factor_name_for("A", options), best ? best->factor_name : ""});
       }
       run["stripesolve"] = eng;
     } else {
@@ -640,7 +648,9 @@ int main(int argc, char** argv) {
       if (k < n) {
         lines.push_back(dgemm_or_error(cu.get(), "update_shape", s, n - k, k, args.dgemm_reps));
       } else {
-        lines.push_back({{"role", "update_shape"}, {"m", s}, {"k", k},
+        lines.push_back({{"role", "update_shape"},
+                         {"m", s},
+                         {"k", k},
                          {"skipped", "K = S^m S covers the matrix: no J update"}});
       }
       if (k != 8192 && 8192 < n) {
@@ -658,7 +668,8 @@ int main(int argc, char** argv) {
       if (dgemm_rate > 0) {
         cmp["dgemm_tflops_at_update_shape"] = dgemm_rate * 1e-12;
         cmp["dgemm_rate_from"] = rate_role;
-        if (engine_tflops_factor > 0) cmp["ratio_to_dgemm"] = engine_tflops_factor * 1e12 / dgemm_rate;
+        if (engine_tflops_factor > 0)
+          cmp["ratio_to_dgemm"] = engine_tflops_factor * 1e12 / dgemm_rate;
       }
     }
     run["comparison"] = cmp;
@@ -703,7 +714,8 @@ int main(int argc, char** argv) {
         if (factorization_bytes >= 0) {  // the factorization alone against its own bound
           const double fbound =
               std::max(factor_flops(n) / dgemm_rate, factorization_bytes / disk_read_bw);
-          const double ft = eng["factor_seconds"].get<double>() + eng["load_seconds"].get<double>() +
+          const double ft = eng["factor_seconds"].get<double>() +
+                            eng["load_seconds"].get<double>() +
                             eng["persist_seconds"].get<double>();
           ssd["factorization_time_bound_seconds"] = fbound;
           ssd["factorization_seconds"] = ft;

@@ -6,16 +6,16 @@
 // free for elim.I (docs/performance.md).
 //
 //   build/release/bench/dense_gpu/bench_panel_sms [m=57344] [h=2048] [panel SM counts: 8,16,24,32]
-#include <cublas_v2.h>
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cusolverDn.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cusolverDn.h>
 
 #define CK(x)                                                                         \
   do {                                                                                \
@@ -29,7 +29,9 @@
 __global__ void fill(double* p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     unsigned x = static_cast<unsigned>(i) * 2654435761u + seed;
-    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
+    x ^= x >> 13;
+    x *= 0x5bd1e995u;
+    x ^= x >> 15;
     p[i] = (x & 0xffffff) / double(0x1000000) - 0.5;
   }
 }
@@ -40,23 +42,32 @@ struct Streams {
 };
 
 struct Problem {
-  int m, h;            // panel: m x h (the transposed stripe)
-  int gm, gn, gk;      // GEMM C(gm x gn) -= A(gm x gk) B(gk x gn)
+  int m, h;        // panel: m x h (the transposed stripe)
+  int gm, gn, gk;  // GEMM C(gm x gn) -= A(gm x gk) B(gk x gn)
   double *panel, *pristine, *work;
-  int* ipiv; int* info;
+  int* ipiv;
+  int* info;
   double *ga, *gb, *gc[2];
   cublasHandle_t blas[2];
   cusolverDnHandle_t solver;
 };
 
-float elapsed(cudaEvent_t a, cudaEvent_t b) { float ms = 0; CK(cudaEventElapsedTime(&ms, a, b)); return ms; }
+float elapsed(cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  CK(cudaEventElapsedTime(&ms, a, b));
+  return ms;
+}
 
 // Runs `panels` getrfs on s.panel while (if gemms > 0) two streams run `gemms` GEMMs each.
 // Prints the mean panel time and the GEMM rate over the GEMMs' span.
 void run(Problem& p, const Streams& s, int panels, int gemms, const char* label) {
   cudaEvent_t g0[2], g1[2], p0, p1;
-  for (int i = 0; i < 2; ++i) { CK(cudaEventCreate(&g0[i])); CK(cudaEventCreate(&g1[i])); }
-  CK(cudaEventCreate(&p0)); CK(cudaEventCreate(&p1));
+  for (int i = 0; i < 2; ++i) {
+    CK(cudaEventCreate(&g0[i]));
+    CK(cudaEventCreate(&g1[i]));
+  }
+  CK(cudaEventCreate(&p0));
+  CK(cudaEventCreate(&p1));
   CK(cudaDeviceSynchronize());
   const double one = 1.0, minus = -1.0;
   for (int i = 0; i < 2 && gemms > 0; ++i) {
@@ -121,12 +132,15 @@ int main(int argc, char** argv) {
   std::vector<unsigned> counts = {8, 16, 24, 32};
   if (argc > 3) {
     counts.clear();
-    for (char* t = std::strtok(argv[3], ","); t; t = std::strtok(nullptr, ",")) counts.push_back(std::atoi(t));
+    for (char* t = std::strtok(argv[3], ","); t; t = std::strtok(nullptr, ","))
+      counts.push_back(std::atoi(t));
   }
   CK(cudaSetDevice(0));
   CK(cudaFree(nullptr));
-  CUdevice dev; CK(cuDeviceGet(&dev, 0));
-  cudaDeviceProp prop; CK(cudaGetDeviceProperties(&prop, 0));
+  CUdevice dev;
+  CK(cuDeviceGet(&dev, 0));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s, %d SMs; panel %d x %d, GEMM 2048 x 49152 x 8192 on two streams\n", prop.name,
               prop.multiProcessorCount, m, h);
   Problem p{m, h, 2048, 49152, 8192};
@@ -171,7 +185,8 @@ int main(int argc, char** argv) {
     char label[96];
     std::snprintf(label, sizeof label, "GEMM %u SMs alone", prop.multiProcessorCount - got);
     run(p, fenced, 0, 10, label);
-    std::snprintf(label, sizeof label, "both, panel anywhere / GEMM %u SMs", prop.multiProcessorCount - got);
+    std::snprintf(label, sizeof label, "both, panel anywhere / GEMM %u SMs",
+                  prop.multiProcessorCount - got);
     run(p, fenced, 5, 40, label);
     CK(cudaDeviceSynchronize());
   }

@@ -13,7 +13,8 @@ json summarize_trace(const std::string& chrome_trace_json) {
   const json trace = json::parse(chrome_trace_json);
   std::map<int, std::string> role_of;
   for (const json& e : trace["traceEvents"]) {
-    if (e.value("ph", "") == "M") role_of[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e.value("ph", "") == "M")
+      role_of[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
   }
   int64_t t0 = 0, t1 = 0;
   for (const json& e : trace["traceEvents"]) {
@@ -63,7 +64,8 @@ json summarize_trace(const std::string& chrome_trace_json) {
               {"busy_fraction", wall > 0 ? busy * 1e-6 / wall : 0.0},
               {"spans", json::object()}};
     for (auto& [name, s] : by_name) {
-      r["spans"][name] = {{"seconds", s.seconds}, {"count", s.count}, {"max_seconds", s.max_seconds}};
+      r["spans"][name] = {
+          {"seconds", s.seconds}, {"count", s.count}, {"max_seconds", s.max_seconds}};
     }
     if (role == "elim.I") {
       std::sort(gaps.rbegin(), gaps.rend());

@@ -5,9 +5,9 @@
 // span time is its device time, overlap with other lanes included.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace stripesolve::bench {
 

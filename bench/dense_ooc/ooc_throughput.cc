@@ -17,11 +17,6 @@
 // OpenBLAS threads: the peer runs with --peer-threads; the engine's elim.J workers each call
 // dgemm, so they run with --worker-threads OpenBLAS threads each (openblas_set_num_threads).
 // The store uses O_DIRECT where the filesystem allows it, so reads do not hit the page cache.
-#include <cblas.h>
-#include <lapacke.h>
-
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +27,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <nlohmann/json.hpp>
 
 #include "scheduler/dense_solve.h"
 #include "storage/generators.h"
@@ -84,21 +83,36 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) usage();
     const std::string v = argv[++i];
-    if (arg == "--n") n = std::stoll(v);
-    else if (arg == "--stripe-rows") stripe_rows = std::stoll(v);
-    else if (arg == "--cache") caches = v;
-    else if (arg == "--strategies") strategies = v;
-    else if (arg == "--pivot") pivot = v;
-    else if (arg == "--dir") dir = v;
-    else if (arg == "--paths") paths = std::stoi(v);
-    else if (arg == "--peer-threads") peer_threads = std::stoi(v);
-    else if (arg == "--worker-threads") worker_threads = std::stoi(v);
-    else if (arg == "--elim-j-workers") workers = std::stoll(v);
-    else if (arg == "--trace") trace_file = v;
-    else if (arg == "--reps") reps = std::max(1, std::stoi(v));
-    else if (arg == "--quality" && (v == "on" || v == "off")) quality = v == "on";
-    else if (arg == "--progress" && (v == "on" || v == "off")) progress = v == "on";
-    else usage();
+    if (arg == "--n")
+      n = std::stoll(v);
+    else if (arg == "--stripe-rows")
+      stripe_rows = std::stoll(v);
+    else if (arg == "--cache")
+      caches = v;
+    else if (arg == "--strategies")
+      strategies = v;
+    else if (arg == "--pivot")
+      pivot = v;
+    else if (arg == "--dir")
+      dir = v;
+    else if (arg == "--paths")
+      paths = std::stoi(v);
+    else if (arg == "--peer-threads")
+      peer_threads = std::stoi(v);
+    else if (arg == "--worker-threads")
+      worker_threads = std::stoi(v);
+    else if (arg == "--elim-j-workers")
+      workers = std::stoll(v);
+    else if (arg == "--trace")
+      trace_file = v;
+    else if (arg == "--reps")
+      reps = std::max(1, std::stoi(v));
+    else if (arg == "--quality" && (v == "on" || v == "off"))
+      quality = v == "on";
+    else if (arg == "--progress" && (v == "on" || v == "off"))
+      progress = v == "on";
+    else
+      usage();
   }
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   if (peer_threads <= 0) peer_threads = cores;
@@ -166,11 +180,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (out.contains("openblas") && out["openblas"]["seconds"].get<double>() <= t) continue;
-    out["openblas"] = {{"threads", peer_threads},
-                       {"seconds", t},
-                       {"gflops", flops / t * 1e-9},
-                       {"dgetrf_gflops", 2.0 / 3.0 * n * double(n) * n / t_getrf * 1e-9},
-                       {"residual", ss::stripe::scaled_residual(a.data(), n, x.data(), b.data(), nrhs)}};
+    out["openblas"] = {
+        {"threads", peer_threads},
+        {"seconds", t},
+        {"gflops", flops / t * 1e-9},
+        {"dgetrf_gflops", 2.0 / 3.0 * n * double(n) * n / t_getrf * 1e-9},
+        {"residual", ss::stripe::scaled_residual(a.data(), n, x.data(), b.data(), nrhs)}};
   }
   const double peer_seconds = out["openblas"]["seconds"].get<double>();
   const double peer_getrf_gflops = out["openblas"]["dgetrf_gflops"].get<double>();
@@ -231,7 +246,8 @@ int main(int argc, char** argv) {
       for (const auto& f : plan.forecasts) {
         if (f.strategy == strategy && f.feasible) {
           r["predicted_factor_read_over_matrix"] = double(f.traffic.bytes_read) / matrix_bytes;
-          r["predicted_factor_written_over_matrix"] = double(f.traffic.bytes_written) / matrix_bytes;
+          r["predicted_factor_written_over_matrix"] =
+              double(f.traffic.bytes_written) / matrix_bytes;
         }
       }
       r["cache_hits"] = rep->cache_hits;
@@ -240,8 +256,8 @@ int main(int argc, char** argv) {
       r["residual"] = rep->residual;
       runs.push_back(r);
       if (!trace_file.empty()) {
-        std::ofstream(trace_file + "." + std::string(ss::scheduler::strategy_name(strategy)) +
-                      "." + cache_text + ".json")
+        std::ofstream(trace_file + "." + std::string(ss::scheduler::strategy_name(strategy)) + "." +
+                      cache_text + ".json")
             << trace.to_json();
       }
       std::cerr << r.dump() << "\n";

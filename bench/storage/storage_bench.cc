@@ -21,16 +21,16 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/units.h"
+#include "storage/checksum.h"
 #include "storage/data_file.h"
 #include "storage/matrix_store.h"
-#include "storage/checksum.h"
 
 using namespace stripesolve;
 using namespace stripesolve::storage;
@@ -200,16 +200,26 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) die("missing value after " + a);
       return argv[++i];
     };
-    if (a == "--dir") o.dir = next();
-    else if (a == "--gib") o.gib = std::stod(next());
-    else if (a == "--max-paths") o.max_paths = std::stoi(next());
-    else if (a == "--stripe-rows") o.stripe_rows = std::stoll(next());
-    else if (a == "--engine") o.engine = next();
-    else if (a == "--queue-depth") o.queue_depth = std::stoll(next());
-    else if (a == "--request-mib") o.request_mib = std::stoull(next());
-    else if (a == "--reps") o.reps = std::stoi(next());
-    else if (a == "--no-verify") o.verify = false;
-    else die("unknown argument " + a);
+    if (a == "--dir")
+      o.dir = next();
+    else if (a == "--gib")
+      o.gib = std::stod(next());
+    else if (a == "--max-paths")
+      o.max_paths = std::stoi(next());
+    else if (a == "--stripe-rows")
+      o.stripe_rows = std::stoll(next());
+    else if (a == "--engine")
+      o.engine = next();
+    else if (a == "--queue-depth")
+      o.queue_depth = std::stoll(next());
+    else if (a == "--request-mib")
+      o.request_mib = std::stoull(next());
+    else if (a == "--reps")
+      o.reps = std::stoi(next());
+    else if (a == "--no-verify")
+      o.verify = false;
+    else
+      die("unknown argument " + a);
   }
   return o;
 }
@@ -323,23 +333,36 @@ int main(int argc, char** argv) {
   nlohmann::json summary = nlohmann::json::array();
   for (int paths = 1; paths <= o.max_paths; ++paths) {
     nlohmann::json s = {{"paths", paths}};
-    for (const char* key : {"raw_write_gbps", "raw_read_gbps", "raw_one_stream_read_gbps",
-                            "raw_four_streams_read_gbps", "part_write_gbps", "part_read_gbps",
-                            "half_part_read_gbps", "part_read_pipelined_gbps",
-                            "half_part_read_pipelined_gbps", "small_read_us", "raw_small_read_us",
-                            "write_ratio", "read_ratio", "half_read_ratio",
-                            "read_pipelined_ratio", "half_read_pipelined_ratio",
+    for (const char* key : {"raw_write_gbps",
+                            "raw_read_gbps",
+                            "raw_one_stream_read_gbps",
+                            "raw_four_streams_read_gbps",
+                            "part_write_gbps",
+                            "part_read_gbps",
+                            "half_part_read_gbps",
+                            "part_read_pipelined_gbps",
+                            "half_part_read_pipelined_gbps",
+                            "small_read_us",
+                            "raw_small_read_us",
+                            "write_ratio",
+                            "read_ratio",
+                            "half_read_ratio",
+                            "read_pipelined_ratio",
+                            "half_read_pipelined_ratio",
                             "raw_same_files_one_stream_read_gbps",
                             "raw_same_files_four_streams_read_gbps",
                             "read_pipelined_same_files_ratio",
-                            "half_read_pipelined_same_files_ratio", "read_same_files_ratio"}) {
+                            "half_read_pipelined_same_files_ratio",
+                            "read_same_files_ratio"}) {
       std::vector<double> v;
       for (const auto& r : rows) {
         if (r["paths"] == paths) v.push_back(r[key].get<double>());
       }
       std::sort(v.begin(), v.end());
       s[std::string("median_") + key] =
-          v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+          v.empty()
+              ? 0.0
+              : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
     }
     summary.push_back(s);
   }

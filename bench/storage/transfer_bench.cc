@@ -12,8 +12,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "base/units.h"
 #include "bench/common/disk_bandwidth.h"
@@ -76,7 +76,8 @@ void write_source(const std::string& path, int64_t n, bool fortran) {
   std::vector<double> line(static_cast<size_t>(n));
   for (int64_t a = 0; a < n; ++a) {  // a row (C order) or a column (Fortran order)
     for (int64_t b = 0; b < n; ++b) {
-      line[b] = fortran ? storage::generated_value(spec, n, b, a) : storage::generated_value(spec, n, a, b);
+      line[b] = fortran ? storage::generated_value(spec, n, b, a)
+                        : storage::generated_value(spec, n, a, b);
     }
     const auto bytes = static_cast<ssize_t>(line.size() * sizeof(double));
     if (::write(fd, line.data(), static_cast<size_t>(bytes)) != bytes) die("write " + path);
@@ -166,11 +167,16 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dir") o.dir = v;
-    else if (k == "--n") o.n = std::stoll(v);
-    else if (k == "--stripe-rows") o.stripe_rows = std::stoll(v);
-    else if (k == "--reps") o.reps = std::stoi(v);
-    else die("unknown option " + k + " (--dir, --n, --stripe-rows, --reps)");
+    if (k == "--dir")
+      o.dir = v;
+    else if (k == "--n")
+      o.n = std::stoll(v);
+    else if (k == "--stripe-rows")
+      o.stripe_rows = std::stoll(v);
+    else if (k == "--reps")
+      o.reps = std::stoi(v);
+    else
+      die("unknown option " + k + " (--dir, --n, --stripe-rows, --reps)");
   }
   std::filesystem::remove_all(o.dir);
   std::filesystem::create_directories(o.dir);

@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
   // Memory bandwidth: copy a buffer as large as the five arrays of the batch.
   {
     std::vector<double> src(total * 5 / 2, 1.0), dst(total * 5 / 2, 0.0);
-    const double s = best_seconds(reps, [&] { std::memcpy(dst.data(), src.data(), src.size() * 8); });
+    const double s =
+        best_seconds(reps, [&] { std::memcpy(dst.data(), src.data(), src.size() * 8); });
     out["memcpy_bytes_per_s"] = 2.0 * static_cast<double>(src.size()) * 8.0 / s;  // read + write
   }
   const double bandwidth = out["memcpy_bytes_per_s"];
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
                           Algorithm::kCrPcr, Algorithm::kPcrThomas, Algorithm::kCrPcrThomas,
                           Algorithm::kBondeli, Algorithm::kSpike, Algorithm::kGepp}) {
       const bool pivoting = alg == Algorithm::kAuto || is_pivoting(alg);
-      const TridiagonalMatrix& a = pivoting ? m : dd;  // unpivoted ones on dominant matrices
+      const TridiagonalMatrix& a = pivoting ? m : dd;      // unpivoted ones on dominant matrices
       if (alg == Algorithm::kPcr && n == total) continue;  // O(n log n) on one huge system
       SolveOptions opt;
       opt.algorithm = alg;
@@ -92,7 +93,8 @@ int main(int argc, char** argv) {
       BatchShape shape{BatchLayout::kStrided, n, count, {}};
       BatchArrays arrays{a.dl.data(), a.d.data(), a.du.data(), f.data(), x.data()};
       bool ok = true;
-      const double s = best_seconds(reps, [&] { ok = ok && solve_batch(shape, arrays, opt).is_ok(); });
+      const double s =
+          best_seconds(reps, [&] { ok = ok && solve_batch(shape, arrays, opt).is_ok(); });
       nlohmann::json r;
       r["matrix"] = pivoting ? "random U(-1,1)" : "diagonally dominant";
       r["ok"] = ok;

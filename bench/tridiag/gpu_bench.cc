@@ -12,9 +12,6 @@
 // gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes minutes);
 // with n, only strided batches of n (for profiling one kernel configuration). reduction: the
 // quick run's diagonally dominant batches with cr, pcr and their hybrids.
-#include <cuda_runtime.h>
-#include <cusparse.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
+#include <cusparse.h>
 #include <nlohmann/json.hpp>
 
 #include "tridiag/cuda/device_solve.h"
@@ -34,21 +33,21 @@ using namespace stripesolve::tridiag;
 using stripesolve::Status;
 using Clock = std::chrono::steady_clock;
 
-#define CHECK_CUDA(call)                                                                  \
-  do {                                                                                    \
-    cudaError_t e_ = (call);                                                              \
-    if (e_ != cudaSuccess) {                                                              \
+#define CHECK_CUDA(call)                                                                         \
+  do {                                                                                           \
+    cudaError_t e_ = (call);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
-#define CHECK_SPARSE(call)                                                                \
-  do {                                                                                    \
-    cusparseStatus_t s_ = (call);                                                         \
-    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                  \
+#define CHECK_SPARSE(call)                                                                        \
+  do {                                                                                            \
+    cusparseStatus_t s_ = (call);                                                                 \
+    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                          \
       std::fprintf(stderr, "%s:%d %s: cusparse status %d\n", __FILE__, __LINE__, #call, int(s_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                               \
+    }                                                                                             \
   } while (0)
 
 namespace {
@@ -157,7 +156,8 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(&a, bytes));
     CHECK_CUDA(cudaMalloc(&b, bytes));
     CHECK_CUDA(cudaMemset(a, 1, bytes));
-    const double s = best_time(reps, [] {}, [&] { CHECK_CUDA(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+    const double s = best_time(
+        reps, [] {}, [&] { CHECK_CUDA(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); });
     out["copy_bandwidth_bytes_per_s"] = 2.0 * bytes / s;
     cudaFree(a);
     cudaFree(b);
@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
     if (!std::isnan(t.check)) {
       r["check_seconds"] = t.check;
       r["check_fraction_of_solve"] = t.check / s;
-      std::snprintf(check, sizeof check, "  check %.1f us (+%.1f%%)", t.check * 1e6, 100.0 * t.check / s);
+      std::snprintf(check, sizeof check, "  check %.1f us (+%.1f%%)", t.check * 1e6,
+                    100.0 * t.check / s);
     }
     into[name] = r;
     std::fprintf(stderr, "%-40s %8.2f G unknowns/s  %5.1f%% roofline  residual %.2e%s\n",
@@ -202,15 +203,18 @@ int main(int argc, char** argv) {
   auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) -> Timing {
     const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
     ensure_ws(bytes);
-    gpu::DeviceBatch b{dev.dl, dev.d, dev.du, dev.f, dev.x, rows,
-                       layout == BatchLayout::kStrided ? n : 0, count};
+    gpu::DeviceBatch b{
+        dev.dl, dev.d, dev.du, dev.f, dev.x, rows, layout == BatchLayout::kStrided ? n : 0, count};
     Status st;
-    const double s = best_time(reps, [] {}, [&] {
-      Status r = gpu::solve_device(alg, layout, b, ws, ws_size, 2.220446049250313e-16, nullptr);
-      if (!r.is_ok()) st = r;
-    });
+    const double s = best_time(
+        reps, [] {},
+        [&] {
+          Status r = gpu::solve_device(alg, layout, b, ws, ws_size, 2.220446049250313e-16, nullptr);
+          if (!r.is_ok()) st = r;
+        });
     if (!st.is_ok()) {
-      std::fprintf(stderr, "%s: %s\n", std::string(algorithm_name(alg)).c_str(), st.to_string().c_str());
+      std::fprintf(stderr, "%s: %s\n", std::string(algorithm_name(alg)).c_str(),
+                   st.to_string().c_str());
       return {};
     }
     const std::size_t check_bytes = gpu::check_workspace_bytes(layout, count);
@@ -220,10 +224,13 @@ int main(int argc, char** argv) {
       check_ws_size = check_bytes;
     }
     gpu::DeviceCheck found;
-    const double c = best_time(reps, [] {}, [&] {
-      Status r = gpu::check_on_device(layout, b, count, nullptr, check_ws, check_ws_size, nullptr, found);
-      if (!r.is_ok()) st = r;
-    });
+    const double c = best_time(
+        reps, [] {},
+        [&] {
+          Status r = gpu::check_on_device(layout, b, count, nullptr, check_ws, check_ws_size,
+                                          nullptr, found);
+          if (!r.is_ok()) st = r;
+        });
     if (!st.is_ok()) std::fprintf(stderr, "check: %s\n", st.to_string().c_str());
     return {s, st.is_ok() ? c : NAN};
   };
@@ -235,19 +242,28 @@ int main(int argc, char** argv) {
     dev.upload(m, f);
     record(c, "stripesolve spike", ours(Algorithm::kSpike, BatchLayout::kStrided, rows, 1),
            residual(m, f, dev.x, rows, false, 1));
-    record(c, "stripesolve thomas (unpivoted)", ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1),
+    record(c, "stripesolve thomas (unpivoted)",
+           ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1),
            residual(m, f, dev.x, rows, false, 1));
     if (!quick) {
       const int mi = static_cast<int>(rows);
       std::size_t bsize = 0;
-      CHECK_SPARSE(cusparseDgtsv2_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
+      CHECK_SPARSE(
+          cusparseDgtsv2_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
       ensure_ws(bsize);
-      auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
-      double s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
+      auto reset = [&] {
+        CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice));
+      };
+      double s = best_time(reps, reset, [&] {
+        CHECK_SPARSE(cusparseDgtsv2(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws));
+      });
       record(c, "cusparse gtsv2", Timing{s}, residual(m, f, dev.x, rows, false, 1));
-      CHECK_SPARSE(cusparseDgtsv2_nopivot_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
+      CHECK_SPARSE(
+          cusparseDgtsv2_nopivot_bufferSizeExt(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, &bsize));
       ensure_ws(bsize);
-      s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2_nopivot(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws)); });
+      s = best_time(reps, reset, [&] {
+        CHECK_SPARSE(cusparseDgtsv2_nopivot(h, mi, 1, dev.dl, dev.d, dev.du, dev.x, mi, ws));
+      });
       record(c, "cusparse gtsv2_nopivot", Timing{s}, residual(m, f, dev.x, rows, false, 1));
     }
     out["one_random_system"] = c;
@@ -263,14 +279,16 @@ int main(int argc, char** argv) {
       c["n"] = n;
       c["systems"] = count;
       c["matrix"] = dominant ? "diagonally dominant" : "random U(-1,1)";
-      TridiagonalMatrix m = dominant ? diagonally_dominant_matrix(rows, 31) : stability_matrix(1, rows, 31);
+      TridiagonalMatrix m =
+          dominant ? diagonally_dominant_matrix(rows, 31) : stability_matrix(1, rows, 31);
       zero_boundaries(m, n);
       std::vector<double> f = random_vector(rows, 32);
       dev.upload(m, f);
       std::vector<Algorithm> algs = {Algorithm::kSpike, Algorithm::kThomas};
       if (dominant && n <= gpu::kMaxReductionSystem && (!quick || reduction)) {
         for (Algorithm a : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
-                            Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) algs.push_back(a);
+                            Algorithm::kPcrThomas, Algorithm::kCrPcrThomas})
+          algs.push_back(a);
       }
       for (Algorithm a : algs) {
         record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided",
@@ -278,10 +296,15 @@ int main(int argc, char** argv) {
       }
       std::size_t bsize = 0;
       const int ni = static_cast<int>(n), ci = static_cast<int>(count);
-      CHECK_SPARSE(cusparseDgtsv2StridedBatch_bufferSizeExt(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, &bsize));
+      CHECK_SPARSE(cusparseDgtsv2StridedBatch_bufferSizeExt(h, ni, dev.dl, dev.d, dev.du, dev.x, ci,
+                                                            ni, &bsize));
       ensure_ws(bsize);
-      auto reset = [&] { CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice)); };
-      double s = best_time(reps, reset, [&] { CHECK_SPARSE(cusparseDgtsv2StridedBatch(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, ws)); });
+      auto reset = [&] {
+        CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice));
+      };
+      double s = best_time(reps, reset, [&] {
+        CHECK_SPARSE(cusparseDgtsv2StridedBatch(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, ws));
+      });
       record(c, "cusparse gtsv2StridedBatch", Timing{s}, residual(m, f, dev.x, n, false, count));
       if (quick) {
         batches.push_back(c);
@@ -296,15 +319,20 @@ int main(int argc, char** argv) {
                ours(a, BatchLayout::kInterleaved, n, count), residual(m, f, dev.x, n, true, count));
       }
       for (int algo : {0, 1, 2}) {
-        CHECK_SPARSE(cusparseDgtsvInterleavedBatch_bufferSizeExt(h, algo, ni, dev.dl, dev.d, dev.du, dev.x, ci, &bsize));
+        CHECK_SPARSE(cusparseDgtsvInterleavedBatch_bufferSizeExt(h, algo, ni, dev.dl, dev.d, dev.du,
+                                                                 dev.x, ci, &bsize));
         ensure_ws(bsize);
         auto reset_all = [&] {
           dev.upload(mi, fi);
           CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice));
         };
-        s = best_time(reps, reset_all, [&] { CHECK_SPARSE(cusparseDgtsvInterleavedBatch(h, algo, ni, dev.dl, dev.d, dev.du, dev.x, ci, ws)); });
+        s = best_time(reps, reset_all, [&] {
+          CHECK_SPARSE(
+              cusparseDgtsvInterleavedBatch(h, algo, ni, dev.dl, dev.d, dev.du, dev.x, ci, ws));
+        });
         const char* names[3] = {"thomas", "lu_pivoting", "qr"};
-        record(c, std::string("cusparse gtsvInterleavedBatch ") + names[algo], Timing{s}, residual(m, f, dev.x, n, true, count));
+        record(c, std::string("cusparse gtsvInterleavedBatch ") + names[algo], Timing{s},
+               residual(m, f, dev.x, n, true, count));
       }
       batches.push_back(c);
     }
@@ -319,14 +347,16 @@ int main(int argc, char** argv) {
     opt.device_memory_budget = std::size_t{2} << 30;
     BatchShape shape{BatchLayout::kStrided, n, 1, {}};
     const auto t0 = Clock::now();
-    auto r = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), x.data()}, opt);
+    auto r =
+        solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), x.data()}, opt);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     nlohmann::json c;
     c["ok"] = r.is_ok();
     c["notes"] = r.is_ok() ? nlohmann::json(r->notes) : nlohmann::json(r.status().to_string());
     c["seconds_with_transfers"] = s;
     c["unknowns_per_s"] = n / s;
-    c["relative_residual"] = relative_residual(m.dl.data(), m.d.data(), m.du.data(), x.data(), f.data(), n);
+    c["relative_residual"] =
+        relative_residual(m.dl.data(), m.d.data(), m.du.data(), x.data(), f.data(), n);
     out["chunked_one_system_2GiB_budget"] = c;
   }
   // 4. solve_batch_gpu end to end on the ADI example's batch (1024 systems of 1024, diagonally
@@ -345,7 +375,8 @@ int main(int argc, char** argv) {
       bool ok = true;
       for (int r = 0; r < reps + 1 && ok; ++r) {
         const auto t0 = Clock::now();
-        auto rep = solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), x.data()}, opt);
+        auto rep =
+            solve_batch_gpu(shape, {m.dl.data(), m.d.data(), m.du.data(), f.data(), x.data()}, opt);
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
         ok = rep.is_ok();
         if (!ok) std::fprintf(stderr, "solve_batch_gpu: %s\n", rep.status().to_string().c_str());
@@ -360,7 +391,8 @@ int main(int argc, char** argv) {
       e["check_seconds"] = check;
       e["check_fraction"] = check / best;
       c[std::string(algorithm_name(a))] = e;
-      std::fprintf(stderr, "solve_batch_gpu 1024 x 1024 %-8s %8.3f ms, of which the check %.3f ms\n",
+      std::fprintf(stderr,
+                   "solve_batch_gpu 1024 x 1024 %-8s %8.3f ms, of which the check %.3f ms\n",
                    std::string(algorithm_name(a)).c_str(), best * 1e3, check * 1e3);
     }
     out["solve_batch_gpu_1024_systems_of_1024"] = c;

@@ -79,8 +79,8 @@ double lapack_residual(const Batch& b) {
   double worst = 0.0;
   for (std::size_t j = 0, o = 0; j < b.sizes.size(); o += b.sizes[j++]) {
     if (lapack_dgtsv(&b.dl[o], &b.d[o], &b.du[o], &b.f[o], b.sizes[j], x) != 0) return NAN;
-    worst = std::max(worst, relative_residual(&b.dl[o], &b.d[o], &b.du[o], x.data(), &b.f[o],
-                                              b.sizes[j]));
+    worst = std::max(worst,
+                     relative_residual(&b.dl[o], &b.d[o], &b.du[o], x.data(), &b.f[o], b.sizes[j]));
   }
   return worst;
 }
@@ -156,10 +156,11 @@ void row(const std::string& label, const Batch& b, const std::vector<Run>& runs,
          std::vector<std::string>& notes) {
   const double ref = lapack_residual(b);
   std::printf("| %s | %s |", label.c_str(), std::isnan(ref) ? "singular" : cell(ref).c_str());
-  const bool uniform = std::all_of(b.sizes.begin(), b.sizes.end(),
-                                   [&](std::size_t n) { return n == b.sizes[0]; });
-  const BatchShape shape = uniform ? BatchShape{BatchLayout::kStrided, b.sizes[0], b.sizes.size(), {}}
-                                   : BatchShape{BatchLayout::kRagged, 0, 0, b.sizes};
+  const bool uniform =
+      std::all_of(b.sizes.begin(), b.sizes.end(), [&](std::size_t n) { return n == b.sizes[0]; });
+  const BatchShape shape = uniform
+                               ? BatchShape{BatchLayout::kStrided, b.sizes[0], b.sizes.size(), {}}
+                               : BatchShape{BatchLayout::kRagged, 0, 0, b.sizes};
   std::vector<double> x(b.f.size());
   BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()};
   for (const Run& run : runs) {
@@ -182,8 +183,10 @@ void row(const std::string& label, const Batch& b, const std::vector<Run>& runs,
     if (mark.empty() && !within_tolerance(b, x)) {
       mark = " !";
       ++g_unmarked_above_tolerance;
-      notes.push_back(fmt::format("{}, {}: a plain result above the tolerance (backward error "
-                                  "{:.2e} reported)", label, run.name, r->max_backward_error));
+      notes.push_back(
+          fmt::format("{}, {}: a plain result above the tolerance (backward error "
+                      "{:.2e} reported)",
+                      label, run.name, r->max_backward_error));
     }
     std::printf(" %s%s |", cell(max_residual(b, x)).c_str(), mark.c_str());
   }
@@ -200,8 +203,9 @@ void header(const char* first, const std::vector<Run>& runs) {
 
 void print_notes(const std::vector<std::string>& notes) {
   if (notes.empty()) return;
-  std::printf("\n&sup1; Breakdowns (an error instead of a result) and warnings (the result is kept "
-              "and reported):\n\n");
+  std::printf(
+      "\n&sup1; Breakdowns (an error instead of a result) and warnings (the result is kept "
+      "and reported):\n\n");
   for (const auto& s : notes) std::printf("- %s\n", s.c_str());
 }
 
@@ -224,8 +228,10 @@ void ragged_table(const std::vector<Run>& runs) {
   // Sizes from 1 to 1000, odd and even, powers of two and not: every algorithm's edge cases.
   const std::vector<std::size_t> sizes = {1, 2, 3, 5, 8, 9, 17, 64, 100, 255, 512, 1000};
   const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
-  std::printf("\n### Ragged batches: %zu systems of sizes 1 to 1000 (%zu unknowns), the "
-              "largest relative residual\n\n", sizes.size(), total);
+  std::printf(
+      "\n### Ragged batches: %zu systems of sizes 1 to 1000 (%zu unknowns), the "
+      "largest relative residual\n\n",
+      sizes.size(), total);
   header("type", runs);
   std::vector<std::string> notes;
   row(std::to_string(kNearSingular), make_batch(kNearSingular, sizes), runs, notes);
@@ -236,7 +242,8 @@ void ragged_table(const std::vector<Run>& runs) {
 // The GPU section (--gpu): the same tables for solve_batch_gpu.
 int gpu_tables(std::size_t large, std::size_t systems, std::size_t large_systems) {
   if (!gpu_available()) {
-    std::fprintf(stderr, "tridiag_stability_table --gpu: no CUDA device (or a build without CUDA)\n");
+    std::fprintf(stderr,
+                 "tridiag_stability_table --gpu: no CUDA device (or a build without CUDA)\n");
     return 2;
   }
   std::printf(
@@ -264,7 +271,8 @@ int gpu_tables(std::size_t large, std::size_t systems, std::size_t large_systems
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--gpu") {
-    const std::size_t large = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (std::size_t{1} << 20);
+    const std::size_t large =
+        argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (std::size_t{1} << 20);
     const std::size_t systems = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 64;
     const std::size_t large_systems = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 4;
     const int rc = gpu_tables(large, systems, large_systems);
@@ -287,7 +295,8 @@ int main(int argc, char** argv) {
       "broke down, nearly broke down (a pivot below sqrt(eps) of its row) or missed that "
       "tolerance and were solved again with gepp (auto, spike, or any algorithm with the "
       "fallback allowed); `W`: the result missed the tolerance or went through a near "
-      "breakdown and is kept with a warning (the daemon's job then ends COMPLETED_WITH_WARNING). A breakdown "
+      "breakdown and is kept with a warning (the daemon's job then ends COMPLETED_WITH_WARNING). A "
+      "breakdown "
       "without fallback is an error. No cell is a plain result above the tolerance. The "
       "messages are listed under each table. The default is within 10x of LAPACK on every "
       "type where LAPACK's result is finite (GalleryTest holds it there).\n\n"
@@ -300,8 +309,10 @@ int main(int argc, char** argv) {
   for (int t = 1; t <= kStabilityTypes; ++t) {
     std::printf("| %d | %s |\n", t, std::string(stability_matrix_description(t)).c_str());
   }
-  std::printf("| %d | nearly singular: U(-1,1), the last diagonal entry moved so that the last "
-              "unpivoted pivot is 1e-13 (tridiag::near_singular_matrix) |\n", kNearSingular);
+  std::printf(
+      "| %d | nearly singular: U(-1,1), the last diagonal entry moved so that the last "
+      "unpivoted pivot is 1e-13 (tridiag::near_singular_matrix) |\n",
+      kNearSingular);
   std::printf("| %d | Toeplitz (1, 1e-8, 1) (issue 17) |\n", kToeplitzTiny);
   std::printf(
       "\nFor n > 512 the randsvd types (8-11) are block diagonal with copies of the 512 x 512 "

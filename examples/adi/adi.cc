@@ -37,7 +37,9 @@ double PoissonAdi::exact(int64_t i, int64_t j) const {
   return std::exp(x + 2 * y);
 }
 
-double PoissonAdi::boundary(int64_t i, int64_t j) const { return exact(i, j); }
+double PoissonAdi::boundary(int64_t i, int64_t j) const {
+  return exact(i, j);
+}
 
 double PoissonAdi::value(const std::vector<double>& u, int64_t i, int64_t j) const {
   if (i < 0 || i >= g_ || j < 0 || j >= g_) return boundary(i, j);
@@ -88,7 +90,8 @@ TridiagBatch PoissonAdi::column_half_step(int64_t step, const std::vector<double
   for (int64_t j = 0; j < g_; ++j) {
     for (int64_t i = 0; i < g_; ++i) {
       const double u = value(u_star, i, j);
-      double z = a * u + value(u_star, i - 1, j) - 2 * u + value(u_star, i + 1, j) - source_h2(i, j);
+      double z =
+          a * u + value(u_star, i - 1, j) - 2 * u + value(u_star, i + 1, j) - source_h2(i, j);
       if (j == 0) z += boundary(i, -1);
       if (j == g_ - 1) z += boundary(i, g_);
       // Interleaved: element j of system i at j * G + i, i.e. the field's own index.
@@ -117,6 +120,8 @@ double PoissonAdi::max_error() const {
   return e;
 }
 
-double PoissonAdi::error_bound() const { return 17 * std::exp(3.0) * h_ * h_ / 96; }
+double PoissonAdi::error_bound() const {
+  return 17 * std::exp(3.0) * h_ * h_ / 96;
+}
 
 }  // namespace stripesolve::examples::adi

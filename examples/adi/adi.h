@@ -69,7 +69,8 @@ class PoissonAdi {
   int64_t g_;
   double h_;
   std::vector<double> alphas_;
-  std::vector<double> exact_;  // e^(x + 2y) at the inner cells, row-major (exp once per cell, 003 §4.1.1)
+  std::vector<double>
+      exact_;  // e^(x + 2y) at the inner cells, row-major (exp once per cell, 003 §4.1.1)
   std::vector<double> u_;
 };
 

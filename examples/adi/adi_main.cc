@@ -2,14 +2,14 @@
 // tridiag_solve job of the running daemon (examples/adi/daemon_tridiag.h). Prints the error
 // against the analytic solution and the time per step, writes the final field as a G x G .npy,
 // and exits 1 when the error is above the discretization's bound (the CTest check).
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <exception>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "client/npy_writer.h"
 #include "examples/adi/adi.h"
@@ -44,22 +44,25 @@ Status write_field(const std::string& path, const PoissonAdi& adi) {
 // log(G) (measured with 6 parameters: G = 64 needs 24, 256 needs 32, 1024 needs 64; this gives
 // 30, 54, 78).
 int64_t default_steps(int64_t grid) {
-  return std::max<int64_t>(12, static_cast<int64_t>(std::ceil(12 * (std::log2(static_cast<double>(grid)) - 3.5))));
+  return std::max<int64_t>(
+      12, static_cast<int64_t>(std::ceil(12 * (std::log2(static_cast<double>(grid)) - 3.5))));
 }
 
 int run(Options o) {
   if (o.steps == 0) o.steps = o.alpha > 0 ? 4 * o.grid : default_steps(o.grid);
   PoissonAdi adi(o.grid, o.alphas, o.alpha);
-  auto solver = DaemonTridiag::connect(protocol::resolve_socket_path(o.socket), o.device, o.algorithm);
+  auto solver =
+      DaemonTridiag::connect(protocol::resolve_socket_path(o.socket), o.device, o.algorithm);
   if (!solver.is_ok()) {
     std::fprintf(stderr, "stripesolve_adi: %s\n", solver.status().to_string().c_str());
     return 2;
   }
-  std::printf("ADI (Peaceman-Rachford), paper 003 §2.2.1: u_xx + u_yy = 5 e^(x+2y) on the unit square, "
-              "u = e^(x+2y) on its boundary\n");
+  std::printf(
+      "ADI (Peaceman-Rachford), paper 003 §2.2.1: u_xx + u_yy = 5 e^(x+2y) on the unit square, "
+      "u = e^(x+2y) on its boundary\n");
   std::printf("grid %lld x %lld inner cells (h = %.3g), %lld steps, %s; daemon %s\n",
-              static_cast<long long>(o.grid), static_cast<long long>(o.grid),
-              adi.h(), static_cast<long long>(o.steps),
+              static_cast<long long>(o.grid), static_cast<long long>(o.grid), adi.h(),
+              static_cast<long long>(o.steps),
               o.alpha > 0 ? fmt::format("alpha {}", o.alpha).c_str()
                           : fmt::format("{} alphas cycled", o.alphas).c_str(),
               (*solver)->welcome().value("daemon", std::string("?")).c_str());
@@ -78,14 +81,15 @@ int run(Options o) {
     }
     auto cols = (*solver)->solve(adi.column_half_step(k, rows->x));
     if (!cols.is_ok()) {
-      std::fprintf(stderr, "stripesolve_adi: step %lld, columns: %s\n", static_cast<long long>(k + 1),
-                   cols.status().to_string().c_str());
+      std::fprintf(stderr, "stripesolve_adi: step %lld, columns: %s\n",
+                   static_cast<long long>(k + 1), cols.status().to_string().c_str());
       return 2;
     }
     change = adi.finish_step(cols->x);
     wall += std::chrono::duration<double>(Clock::now() - t0).count();
     daemon += rows->daemon_seconds + cols->daemon_seconds;
-    worst_residual = std::max({worst_residual, rows->max_relative_residual, cols->max_relative_residual});
+    worst_residual =
+        std::max({worst_residual, rows->max_relative_residual, cols->max_relative_residual});
     device = cols->device;
     algorithm = cols->algorithm;
     if ((k + 1) % every == 0 || k + 1 == o.steps) {
@@ -94,19 +98,20 @@ int run(Options o) {
     }
   }
   const double per_step = wall / static_cast<double>(o.steps);
-  std::printf("time per step: %.2f ms (two tridiag_solve jobs of %lld systems of %lld over the socket; "
-              "the daemon's solves %.2f ms), device %s, algorithm %s, max relative residual %.1e\n",
-              1e3 * per_step, static_cast<long long>(o.grid), static_cast<long long>(o.grid),
-              1e3 * daemon / static_cast<double>(o.steps), device.c_str(), algorithm.c_str(),
-              worst_residual);
+  std::printf(
+      "time per step: %.2f ms (two tridiag_solve jobs of %lld systems of %lld over the socket; "
+      "the daemon's solves %.2f ms), device %s, algorithm %s, max relative residual %.1e\n",
+      1e3 * per_step, static_cast<long long>(o.grid), static_cast<long long>(o.grid),
+      1e3 * daemon / static_cast<double>(o.steps), device.c_str(), algorithm.c_str(),
+      worst_residual);
   if (!o.out.empty()) {
     Status s = write_field(o.out, adi);
     if (!s.is_ok()) {
       std::fprintf(stderr, "stripesolve_adi: --out: %s\n", s.to_string().c_str());
       return 2;
     }
-    std::printf("field written to %s (%lld x %lld float64, row j at y = (j + 1) h)\n", o.out.c_str(),
-                static_cast<long long>(o.grid), static_cast<long long>(o.grid));
+    std::printf("field written to %s (%lld x %lld float64, row j at y = (j + 1) h)\n",
+                o.out.c_str(), static_cast<long long>(o.grid), static_cast<long long>(o.grid));
   }
   const double error = adi.max_error(), bound = adi.error_bound();
   const bool ok = error <= bound && error > 0;
@@ -120,21 +125,30 @@ int run(Options o) {
 
 int main(int argc, char** argv) {
   stripesolve::examples::adi::Options o;
-  CLI::App app{"Paper 003's ADI example: 2-D diffusion with a source by Peaceman-Rachford, every half "
-               "step a batch of tridiagonal systems solved by stripesolved (tridiag_solve jobs)."};
-  app.add_option("--socket", o.socket, "daemon socket (default: $STRIPESOLVE_SOCKET, else the usual place)");
-  app.add_option("--grid,-g", o.grid, "inner cells per side, G (G systems of order G per half step)")
-      ->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 15));
-  app.add_option("--steps,-n", o.steps, "ADI steps, each two half steps (default: enough to converge, "
+  CLI::App app{
+      "Paper 003's ADI example: 2-D diffusion with a source by Peaceman-Rachford, every half "
+      "step a batch of tridiagonal systems solved by stripesolved (tridiag_solve jobs)."};
+  app.add_option("--socket", o.socket,
+                 "daemon socket (default: $STRIPESOLVE_SOCKET, else the usual place)");
+  app.add_option("--grid,-g", o.grid,
+                 "inner cells per side, G (G systems of order G per half step)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 15));
+  app.add_option("--steps,-n", o.steps,
+                 "ADI steps, each two half steps (default: enough to converge, "
                  "12 (log2 G - 3.5); with --alpha 4 G)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--alphas", o.alphas, "Peaceman-Rachford parameters cycled, geometric over the spectrum")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--alphas", o.alphas,
+                 "Peaceman-Rachford parameters cycled, geometric over the spectrum")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--alpha", o.alpha, "one fixed parameter instead (as the paper), e.g. 0.1")
       ->check(CLI::PositiveNumber);
   app.add_option("--device", o.device, "where the daemon solves: auto, cpu or gpu")
-      ->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "gpu"}));
-  app.add_option("--algorithm", o.algorithm, "tridiagonal algorithm (tridiag_solve's; auto picks thomas)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+  app.add_option("--algorithm", o.algorithm,
+                 "tridiagonal algorithm (tridiag_solve's; auto picks thomas)")
       ->capture_default_str();
   app.add_option("--out,-o", o.out, "write the final field here as a G x G float64 .npy");
   bool no_check = false;

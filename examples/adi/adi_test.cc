@@ -2,9 +2,9 @@
 // to the discrete solution, whose error against e^(x+2y) is below the bound and shrinks as h^2.
 #include "examples/adi/adi.h"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 namespace stripesolve::examples::adi {
 namespace {
@@ -22,11 +22,13 @@ std::vector<double> thomas(const TridiagBatch& b) {
       const double lo = i > 0 ? b.dl[k] : 0.0;
       const double denom = b.d[k] - (i > 0 ? lo * c[static_cast<size_t>(i - 1)] : 0.0);
       c[static_cast<size_t>(i)] = b.du[k] / denom;
-      z[static_cast<size_t>(i)] = (b.rhs[k] - (i > 0 ? lo * z[static_cast<size_t>(i - 1)] : 0.0)) / denom;
+      z[static_cast<size_t>(i)] =
+          (b.rhs[k] - (i > 0 ? lo * z[static_cast<size_t>(i - 1)] : 0.0)) / denom;
     }
     for (int64_t i = b.n - 1; i >= 0; --i) {
       const double next = i + 1 < b.n ? x[at(s, i + 1)] : 0.0;
-      x[at(s, i)] = z[static_cast<size_t>(i)] - (i + 1 < b.n ? c[static_cast<size_t>(i)] * next : 0.0);
+      x[at(s, i)] =
+          z[static_cast<size_t>(i)] - (i + 1 < b.n ? c[static_cast<size_t>(i)] * next : 0.0);
     }
   }
   return x;

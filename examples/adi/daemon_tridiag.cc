@@ -1,11 +1,12 @@
 #include "examples/adi/daemon_tridiag.h"
 
-#include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "client/commands.h"
 #include "protocol/npy.h"
@@ -49,8 +50,8 @@ Result<std::vector<double>> read_npy_memfd(int fd, size_t expected) {
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header, protocol::inspect_npy(image));
   if (static_cast<size_t>(header.elements()) != expected) {
-    return Status::internal(fmt::format("the solution has {} values, expected {}",
-                                        header.elements(), expected));
+    return Status::internal(
+        fmt::format("the solution has {} values, expected {}", header.elements(), expected));
   }
   return protocol::npy_float_values(image, header);
 }
@@ -58,17 +59,21 @@ Result<std::vector<double>> read_npy_memfd(int fd, size_t expected) {
 }  // namespace
 
 Result<std::unique_ptr<DaemonTridiag>> DaemonTridiag::connect(const std::string& socket_path,
-                                                              std::string device, std::string algorithm) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<uid_t> daemon_uid, client::daemon_uid_from_environment());
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::unique_ptr<client::Connection> conn,
-                               client::Connection::connect(socket_path, "stripesolve-adi", daemon_uid));
-  return std::unique_ptr<DaemonTridiag>(new DaemonTridiag(std::move(conn), std::move(device), std::move(algorithm)));
+                                                              std::string device,
+                                                              std::string algorithm) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<uid_t> daemon_uid,
+                               client::daemon_uid_from_environment());
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      std::unique_ptr<client::Connection> conn,
+      client::Connection::connect(socket_path, "stripesolve-adi", daemon_uid));
+  return std::unique_ptr<DaemonTridiag>(
+      new DaemonTridiag(std::move(conn), std::move(device), std::move(algorithm)));
 }
 
 Result<BatchSolution> DaemonTridiag::solve(const TridiagBatch& b) {
   // strided: (systems, n); interleaved: (n, systems).
-  const std::vector<int64_t> shape = b.interleaved ? std::vector<int64_t>{b.n, b.systems}
-                                                   : std::vector<int64_t>{b.systems, b.n};
+  const std::vector<int64_t> shape =
+      b.interleaved ? std::vector<int64_t>{b.n, b.systems} : std::vector<int64_t>{b.systems, b.n};
   client::JobRequest req;
   req.job = {{"type", "tridiag_solve"},
              {"layout", b.interleaved ? "interleaved" : "strided"},
@@ -93,8 +98,8 @@ Result<BatchSolution> DaemonTridiag::solve(const TridiagBatch& b) {
   const std::string state = job.value("state", std::string());
   if (state != "COMPLETED" && state != "COMPLETED_WITH_WARNING") {
     const auto& err = job.value("error", nlohmann::json::object());
-    return Status::internal(fmt::format("tridiag_solve job {}: {} ({}: {})", job.value("id", 0), state,
-                                        err.value("code", std::string("?")),
+    return Status::internal(fmt::format("tridiag_solve job {}: {} ({}: {})", job.value("id", 0),
+                                        state, err.value("code", std::string("?")),
                                         err.value("message", std::string())));
   }
   const nlohmann::json& r = job.at("result");

@@ -20,8 +20,8 @@
 namespace stripesolve::examples::adi {
 
 struct BatchSolution {
-  std::vector<double> x;          // the batch's layout, like rhs
-  double daemon_seconds = 0;      // the solve as the daemon reports it ("seconds")
+  std::vector<double> x;      // the batch's layout, like rhs
+  double daemon_seconds = 0;  // the solve as the daemon reports it ("seconds")
   double max_relative_residual = 0;
   std::string device, algorithm;  // what the daemon used
 };

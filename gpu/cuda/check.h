@@ -3,9 +3,9 @@
 // else kInternal. Included only by CUDA-enabled sources (gpu/cuda, backend/cuda, tridiag/cuda).
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <string>
+
+#include <cuda_runtime.h>
 
 #include "base/status.h"
 

@@ -2,11 +2,11 @@
 // (kResourceExhausted naming the size and purpose), never exceptions.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
 #include <string>
 #include <utility>
+
+#include <cuda_runtime.h>
 
 #include "gpu/cuda/check.h"
 
@@ -31,9 +31,9 @@ class DeviceBuffer {
 
   static Result<DeviceBuffer> allocate(uint64_t bytes, const std::string& what) {
     DeviceBuffer b;
-    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaMalloc(&b.data_, bytes == 0 ? 1 : bytes),
-                                           "cudaMalloc of " + std::to_string(bytes) +
-                                               " bytes for " + what));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        cuda_check(cudaMalloc(&b.data_, bytes == 0 ? 1 : bytes),
+                   "cudaMalloc of " + std::to_string(bytes) + " bytes for " + what));
     b.bytes_ = bytes;
     return b;
   }

@@ -1,13 +1,16 @@
 // gpu/devices.h with the CUDA runtime.
+#include "gpu/devices.h"
+
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include "base/units.h"
-#include "gpu/devices.h"
 
 namespace stripesolve::gpu {
 
-bool built_with_cuda() { return true; }
+bool built_with_cuda() {
+  return true;
+}
 
 int device_count() {
   int count = 0;
@@ -44,9 +47,8 @@ std::vector<DeviceInfo> list_devices() {
 }
 
 std::string describe(const DeviceInfo& d) {
-  return fmt::format("{} (sm_{}{}, {} SMs, {}, {} free)", d.name, d.compute_major,
-                     d.compute_minor, d.multiprocessors, format_bytes(d.total_memory),
-                     format_bytes(d.free_memory));
+  return fmt::format("{} (sm_{}{}, {} SMs, {}, {} free)", d.name, d.compute_major, d.compute_minor,
+                     d.multiprocessors, format_bytes(d.total_memory), format_bytes(d.free_memory));
 }
 
 }  // namespace stripesolve::gpu

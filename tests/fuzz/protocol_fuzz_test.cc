@@ -25,7 +25,6 @@
 // The long run (docs/protocol.md, "Fuzz test"), about 10^7 frames:
 //   STRIPESOLVE_FUZZ_FRAMES=10000000 build/release/tests/fuzz/protocol_fuzz_test
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -48,6 +47,7 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "protocol/frame.h"
@@ -85,7 +85,9 @@ class Rng {
   uint64_t below(uint64_t n) { return n == 0 ? 0 : g_() % n; }
   bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(g_) < p; }
   template <typename T>
-  const T& pick(const std::vector<T>& v) { return v[below(v.size())]; }
+  const T& pick(const std::vector<T>& v) {
+    return v[below(v.size())];
+  }
 
  private:
   std::mt19937_64 g_;
@@ -194,7 +196,8 @@ class DaemonProcess {
   int stop() {
     if (!exited_) {
       ::kill(pid_, SIGTERM);
-      for (int i = 0; i < 600 && alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      for (int i = 0; i < 600 && alive(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return exited_ ? status_ : -1;
   }
@@ -231,26 +234,46 @@ std::string raw_frame(uint16_t type, uint32_t flags, uint64_t request_id, const 
   return out + json + payload;
 }
 
-const std::vector<std::string> kNames = {"f0", "f1", "f2", "f3", "f0.lu.row", "", "x", "-bad",
-                                         "a/b", std::string(130, 'n'), std::string(119, 'm')};
+const std::vector<std::string> kNames = {"f0",
+                                         "f1",
+                                         "f2",
+                                         "f3",
+                                         "f0.lu.row",
+                                         "",
+                                         "x",
+                                         "-bad",
+                                         "a/b",
+                                         std::string(130, 'n'),
+                                         std::string(119, 'm')};
 const std::vector<std::string> kWords = {
-    "matrix_create", "matrix_list", "matrix_show", "matrix_delete", "dense_solve", "tridiag_solve",
-    "uniform", "diag_dominant", "normal", "identity", "hilbert", "gepp_growth", "ones", "row",
-    "local", "none", "basic", "zigzag", "meta_zigzag", "strided", "interleaved", "auto", "cpu",
-    "gpu", "thomas", "pcr", "spike", "gepp", "drain", "cancel", "\xff\xfe", "\u00e9\u4e2d", "null"};
+    "matrix_create", "matrix_list",  "matrix_show",   "matrix_delete", "dense_solve",
+    "tridiag_solve", "uniform",      "diag_dominant", "normal",        "identity",
+    "hilbert",       "gepp_growth",  "ones",          "row",           "local",
+    "none",          "basic",        "zigzag",        "meta_zigzag",   "strided",
+    "interleaved",   "auto",         "cpu",           "gpu",           "thomas",
+    "pcr",           "spike",        "gepp",          "drain",         "cancel",
+    "\xff\xfe",      "\u00e9\u4e2d", "null"};
 
 // `deep`: may nest past the parser's limit of 32 levels (a protocol error: the connection ends).
 nlohmann::json random_value(Rng& r, bool deep, int depth = 0) {
   switch (r.below(depth > 3 ? 9 : deep ? 12 : 11)) {
-    case 0: return nullptr;
-    case 1: return r.chance(0.5);
-    case 2: return static_cast<int64_t>(r.below(2000)) - 5;
-    case 3: return r.pick(std::vector<int64_t>{0, -1, 1, 2, 1 << 20, int64_t{1} << 30, int64_t{1} << 40,
-                                               INT64_MAX, INT64_MIN, 4194304, 1000000});
-    case 4: return UINT64_MAX - r.below(3);
-    case 5: return r.pick(std::vector<double>{0.5, -0.0, 1e308, -1e308, 3.7, 1e-320});
-    case 6: return r.pick(kWords);
-    case 7: return r.pick(kNames);
+    case 0:
+      return nullptr;
+    case 1:
+      return r.chance(0.5);
+    case 2:
+      return static_cast<int64_t>(r.below(2000)) - 5;
+    case 3:
+      return r.pick(std::vector<int64_t>{0, -1, 1, 2, 1 << 20, int64_t{1} << 30, int64_t{1} << 40,
+                                         INT64_MAX, INT64_MIN, 4194304, 1000000});
+    case 4:
+      return UINT64_MAX - r.below(3);
+    case 5:
+      return r.pick(std::vector<double>{0.5, -0.0, 1e308, -1e308, 3.7, 1e-320});
+    case 6:
+      return r.pick(kWords);
+    case 7:
+      return r.pick(kNames);
     case 8: {
       std::string s(r.below(40), ' ');
       for (char& c : s) c = static_cast<char>(r.below(256));
@@ -263,7 +286,8 @@ nlohmann::json random_value(Rng& r, bool deep, int depth = 0) {
     }
     case 10: {
       nlohmann::json o = nlohmann::json::object();
-      for (uint64_t k = r.below(4); k > 0; --k) o[r.pick(kWords)] = random_value(r, deep, depth + 1);
+      for (uint64_t k = r.below(4); k > 0; --k)
+        o[r.pick(kWords)] = random_value(r, deep, depth + 1);
       return o;
     }
     default: {  // deep nesting, around the parser's limit of 32 levels
@@ -275,8 +299,8 @@ nlohmann::json random_value(Rng& r, bool deep, int depth = 0) {
 }
 
 std::string small_npy(Rng& r, int64_t rows, int64_t cols) {
-  std::string out = protocol::make_npy_header(cols > 0 ? std::vector<int64_t>{rows, cols}
-                                                       : std::vector<int64_t>{rows}, false);
+  std::string out = protocol::make_npy_header(
+      cols > 0 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{rows}, false);
   for (int64_t k = 0; k < rows * std::max<int64_t>(1, cols); ++k) {
     const double v = 4.0 + static_cast<double>(r.below(1000)) / 1000.0;
     out.append(reinterpret_cast<const char*>(&v), 8);
@@ -295,20 +319,31 @@ struct Template {
 Template make_template(Rng& r, uint64_t upload_guess) {
   Template t;
   const auto job_id = [&] { return static_cast<int64_t>(1 + r.below(300)); };
-  const auto upload_id = [&] { return static_cast<int64_t>(upload_guess > 4 ? upload_guess - r.below(4) : 1 + r.below(5)); };
+  const auto upload_id = [&] {
+    return static_cast<int64_t>(upload_guess > 4 ? upload_guess - r.below(4) : 1 + r.below(5));
+  };
   const auto submit = [&](nlohmann::json job) {
     t.type = MessageType::kSubmit;
     t.header = {{"job", std::move(job)}};
     if (r.chance(0.2)) t.header["wait"] = true;
   };
   switch (r.below(16)) {
-    case 0: t.type = MessageType::kPing; break;
-    case 1: t.type = MessageType::kJobs; if (r.chance(0.5)) t.header = {{"all", r.chance(0.5)}}; break;
-    case 2: t.type = r.pick(std::vector<MessageType>{MessageType::kStatus, MessageType::kWatch, MessageType::kCancel,
-                                                     MessageType::kResult, MessageType::kLogs, MessageType::kTrace});
-            t.header = {{"job", job_id()}};
-            break;
-    case 3: t.type = r.chance(0.5) ? MessageType::kMetrics : MessageType::kDaemonStatus; break;
+    case 0:
+      t.type = MessageType::kPing;
+      break;
+    case 1:
+      t.type = MessageType::kJobs;
+      if (r.chance(0.5)) t.header = {{"all", r.chance(0.5)}};
+      break;
+    case 2:
+      t.type = r.pick(std::vector<MessageType>{MessageType::kStatus, MessageType::kWatch,
+                                               MessageType::kCancel, MessageType::kResult,
+                                               MessageType::kLogs, MessageType::kTrace});
+      t.header = {{"job", job_id()}};
+      break;
+    case 3:
+      t.type = r.chance(0.5) ? MessageType::kMetrics : MessageType::kDaemonStatus;
+      break;
     case 4: {  // one piece of an upload, often a whole small .npy
       t.type = MessageType::kUpload;
       if (r.chance(0.6)) {
@@ -320,24 +355,39 @@ Template make_template(Rng& r, uint64_t upload_guess) {
       }
       break;
     }
-    case 5: case 6:
-      submit({{"type", "matrix_create"}, {"name", r.pick(kNames)},
-              {"n", r.chance(0.9) ? static_cast<int64_t>(1 + r.below(200)) : r.pick(std::vector<int64_t>{1000000, int64_t{1} << 30, 100000})},
-              {"seed", static_cast<int64_t>(r.below(10))}, {"generator", r.pick(std::vector<std::string>{"uniform", "diag_dominant", "identity", "hilbert", "nope"})},
-              {"stripe_rows", static_cast<int64_t>(r.below(80))}});
+    case 5:
+    case 6:
+      submit(
+          {{"type", "matrix_create"},
+           {"name", r.pick(kNames)},
+           {"n", r.chance(0.9) ? static_cast<int64_t>(1 + r.below(200))
+                               : r.pick(std::vector<int64_t>{1000000, int64_t{1} << 30, 100000})},
+           {"seed", static_cast<int64_t>(r.below(10))},
+           {"generator", r.pick(std::vector<std::string>{"uniform", "diag_dominant", "identity",
+                                                         "hilbert", "nope"})},
+           {"stripe_rows", static_cast<int64_t>(r.below(80))}});
       break;
-    case 7: submit({{"type", "matrix_list"}}); break;
-    case 8: submit({{"type", r.chance(0.5) ? "matrix_show" : "matrix_delete"}, {"name", r.pick(kNames)}}); break;
-    case 9: case 10: {
-      nlohmann::json job = {{"type", "dense_solve"}, {"matrix", r.pick(kNames)},
-                            {"pivot", r.pick(std::vector<std::string>{"row", "local", "none"})},
-                            {"strategy", r.pick(std::vector<std::string>{"basic", "zigzag", "meta_zigzag"})},
-                            {"refinement", static_cast<int64_t>(r.below(3))}, {"in_place", r.chance(0.1)},
-                            {"reuse", r.chance(0.8)}};
+    case 7:
+      submit({{"type", "matrix_list"}});
+      break;
+    case 8:
+      submit({{"type", r.chance(0.5) ? "matrix_show" : "matrix_delete"}, {"name", r.pick(kNames)}});
+      break;
+    case 9:
+    case 10: {
+      nlohmann::json job = {
+          {"type", "dense_solve"},
+          {"matrix", r.pick(kNames)},
+          {"pivot", r.pick(std::vector<std::string>{"row", "local", "none"})},
+          {"strategy", r.pick(std::vector<std::string>{"basic", "zigzag", "meta_zigzag"})},
+          {"refinement", static_cast<int64_t>(r.below(3))},
+          {"in_place", r.chance(0.1)},
+          {"reuse", r.chance(0.8)}};
       if (r.chance(0.7)) {
-        job["rhs"] = {{"generate", r.chance(0.5) ? "ones" : "uniform"},
-                      {"nrhs", r.chance(0.9) ? static_cast<int64_t>(1 + r.below(4)) : int64_t{1} << 22},
-                      {"seed", static_cast<int64_t>(r.below(5))}};
+        job["rhs"] = {
+            {"generate", r.chance(0.5) ? "ones" : "uniform"},
+            {"nrhs", r.chance(0.9) ? static_cast<int64_t>(1 + r.below(4)) : int64_t{1} << 22},
+            {"seed", static_cast<int64_t>(r.below(5))}};
       } else {
         job["rhs"] = {{"upload", upload_id()}};
       }
@@ -348,13 +398,20 @@ Template make_template(Rng& r, uint64_t upload_guess) {
       nlohmann::json job = {{"type", "tridiag_solve"}};
       for (const char* a : {"dl", "d", "du", "rhs"}) job[a] = {{"upload", upload_id()}};
       if (r.chance(0.3)) job["sizes"] = nlohmann::json::array({1, 2, 3});
-      if (r.chance(0.5)) job["algorithm"] = r.pick(std::vector<std::string>{"auto", "thomas", "pcr", "spike", "gepp"});
+      if (r.chance(0.5))
+        job["algorithm"] =
+            r.pick(std::vector<std::string>{"auto", "thomas", "pcr", "spike", "gepp"});
       if (r.chance(0.3)) job["device"] = "cpu";
       submit(std::move(job));
       break;
     }
-    case 12: t.type = MessageType::kHello; t.header = protocol::make_hello("fuzz-again").header; break;
-    default: t.type = MessageType::kPing; break;
+    case 12:
+      t.type = MessageType::kHello;
+      t.header = protocol::make_hello("fuzz-again").header;
+      break;
+    default:
+      t.type = MessageType::kPing;
+      break;
   }
   return t;
 }
@@ -403,15 +460,26 @@ void mutate_bytes(std::string& bytes, Rng& r) {
   for (uint64_t k = 1 + r.below(4); k > 0 && !bytes.empty(); --k) {
     const size_t at = r.below(bytes.size());
     switch (r.below(7)) {
-      case 0: bytes[at] = static_cast<char>(bytes[at] ^ (1 << r.below(8))); break;
-      case 1: bytes[at] = static_cast<char>(r.below(256)); break;
-      case 2: bytes.resize(at); break;  // truncated
-      case 3: bytes.insert(at, std::string(1 + r.below(16), static_cast<char>(r.below(256)))); break;
-      case 4: bytes.erase(at, 1 + r.below(16)); break;
+      case 0:
+        bytes[at] = static_cast<char>(bytes[at] ^ (1 << r.below(8)));
+        break;
+      case 1:
+        bytes[at] = static_cast<char>(r.below(256));
+        break;
+      case 2:
+        bytes.resize(at);
+        break;  // truncated
+      case 3:
+        bytes.insert(at, std::string(1 + r.below(16), static_cast<char>(r.below(256))));
+        break;
+      case 4:
+        bytes.erase(at, 1 + r.below(16));
+        break;
       default: {  // a length field of the fixed header
         if (bytes.size() < protocol::kFixedHeaderBytes) break;
         const size_t field = r.chance(0.5) ? 12 : 24;
-        const uint32_t v = r.chance(0.5) ? static_cast<uint32_t>(r.next()) : static_cast<uint32_t>(r.below(80000));
+        const uint32_t v =
+            r.chance(0.5) ? static_cast<uint32_t>(r.next()) : static_cast<uint32_t>(r.below(80000));
         for (int i = 0; i < 4; ++i) bytes[field + i] = static_cast<char>((v >> (8 * i)) & 0xff);
         break;
       }
@@ -441,15 +509,25 @@ std::string fuzz_frame(Rng& r, uint64_t upload_guess, bool gentle) {
     if (r.chance(0.3)) mutate_json(t.header, r, gentle);
   } else if (p < 0.45 && !gentle) {
     switch (r.below(4)) {
-      case 0: type = static_cast<uint16_t>(r.below(30)); break;
-      case 1: type = static_cast<uint16_t>(r.next()); break;
-      case 2: flags = static_cast<uint32_t>(r.next()); break;
-      default: request_id = r.next() % kPingIdBase; break;
+      case 0:
+        type = static_cast<uint16_t>(r.below(30));
+        break;
+      case 1:
+        type = static_cast<uint16_t>(r.next());
+        break;
+      case 2:
+        flags = static_cast<uint32_t>(r.next());
+        break;
+      default:
+        request_id = r.next() % kPingIdBase;
+        break;
     }
-    if (type == static_cast<uint16_t>(MessageType::kDaemonStop)) type = static_cast<uint16_t>(MessageType::kPing);
+    if (type == static_cast<uint16_t>(MessageType::kDaemonStop))
+      type = static_cast<uint16_t>(MessageType::kPing);
   }
   std::string json = t.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (!gentle && r.chance(0.01)) json = std::string("{\"a\": \"").append(70000, 'a') + "\"}";  // too large
+  if (!gentle && r.chance(0.01))
+    json = std::string("{\"a\": \"").append(70000, 'a') + "\"}";  // too large
   std::string bytes = raw_frame(type, flags, request_id, json, t.payload);
   if (!gentle && p >= 0.45 && p < 0.6) mutate_bytes(bytes, r);
   return bytes;
@@ -530,7 +608,8 @@ bool run_session(const DaemonProcess& daemon, Rng& r, Counters& counters, uint64
           return false;
         }
         while (auto f = in.next()) {
-          if (f->request_id == ping_id && f->type == static_cast<uint16_t>(MessageType::kOk)) answered = true;
+          if (f->request_id == ping_id && f->type == static_cast<uint16_t>(MessageType::kOk))
+            answered = true;
           if (f->type == static_cast<uint16_t>(MessageType::kOk) && f->header.contains("upload") &&
               f->header["upload"].is_number_unsigned()) {
             const uint64_t id = f->header["upload"].get<uint64_t>();
@@ -567,7 +646,8 @@ TEST(ProtocolFuzz, RandomAndMutatedFramesNeverHangKillOrBloatTheDaemon) {
   const uint64_t max_rss = env_u64("STRIPESOLVE_FUZZ_MAX_RSS_MIB", kDefaultMaxRssMiB) << 20;
   std::printf("protocol fuzz: %llu frames, seed %llu, %llu threads, RSS bound %llu MiB\n",
               static_cast<unsigned long long>(frames), static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(threads), static_cast<unsigned long long>(max_rss >> 20));
+              static_cast<unsigned long long>(threads),
+              static_cast<unsigned long long>(max_rss >> 20));
   std::fflush(stdout);
   DaemonProcess daemon;
   ASSERT_TRUE(daemon.start()) << "the daemon did not start:\n" << daemon.log_tail();
@@ -588,7 +668,8 @@ TEST(ProtocolFuzz, RandomAndMutatedFramesNeverHangKillOrBloatTheDaemon) {
   while (counters.frames.load() < frames && !counters.failed.load()) {
     if (!daemon.alive()) counters.fail("the daemon exited");
     const uint64_t rss = status_kib(daemon.pid(), "VmRSS:") << 10;
-    if (rss > max_rss) counters.fail("the daemon's RSS reached " + std::to_string(rss >> 20) + " MiB");
+    if (rss > max_rss)
+      counters.fail("the daemon's RSS reached " + std::to_string(rss >> 20) + " MiB");
     if (counters.frames.load() >= last_report + std::max<uint64_t>(frames / 10, 100000)) {
       last_report = counters.frames.load();
       std::printf("  %llu frames, RSS %llu MiB\n", static_cast<unsigned long long>(last_report),
@@ -599,28 +680,31 @@ TEST(ProtocolFuzz, RandomAndMutatedFramesNeverHangKillOrBloatTheDaemon) {
   }
   for (auto& w : workers) w.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  ASSERT_FALSE(counters.failed.load()) << counters.failure << "\ndaemon log:\n" << daemon.log_tail();
+  ASSERT_FALSE(counters.failed.load()) << counters.failure << "\ndaemon log:\n"
+                                       << daemon.log_tail();
   ASSERT_TRUE(daemon.alive()) << "the daemon exited\n" << daemon.log_tail();
   // Still serving a plain client.
   Rng r(seed);
   EXPECT_TRUE(run_session(daemon, r, counters, next_ping++, /*clean=*/true)) << counters.failure;
   const uint64_t peak = status_kib(daemon.pid(), "VmHWM:") << 10;
   const uint64_t rss_end = status_kib(daemon.pid(), "VmRSS:") << 10;
-  std::printf("protocol fuzz: %llu frames in %llu sessions (%llu answered, %llu closed by the daemon, "
-              "%llu half-closed first) in %.1f s (%.0f frames/s); daemon RSS %llu MiB at start, "
-              "peak %llu MiB, %llu MiB at the end\n",
-              static_cast<unsigned long long>(counters.frames.load()),
-              static_cast<unsigned long long>(counters.sessions.load()),
-              static_cast<unsigned long long>(counters.answered.load()),
-              static_cast<unsigned long long>(counters.closed.load()),
-              static_cast<unsigned long long>(counters.half_closed.load()), seconds,
-              static_cast<double>(counters.frames.load()) / seconds,
-              static_cast<unsigned long long>(rss_start >> 20), static_cast<unsigned long long>(peak >> 20),
-              static_cast<unsigned long long>(rss_end >> 20));
+  std::printf(
+      "protocol fuzz: %llu frames in %llu sessions (%llu answered, %llu closed by the daemon, "
+      "%llu half-closed first) in %.1f s (%.0f frames/s); daemon RSS %llu MiB at start, "
+      "peak %llu MiB, %llu MiB at the end\n",
+      static_cast<unsigned long long>(counters.frames.load()),
+      static_cast<unsigned long long>(counters.sessions.load()),
+      static_cast<unsigned long long>(counters.answered.load()),
+      static_cast<unsigned long long>(counters.closed.load()),
+      static_cast<unsigned long long>(counters.half_closed.load()), seconds,
+      static_cast<double>(counters.frames.load()) / seconds,
+      static_cast<unsigned long long>(rss_start >> 20), static_cast<unsigned long long>(peak >> 20),
+      static_cast<unsigned long long>(rss_end >> 20));
   EXPECT_LT(peak, max_rss);
   const int status = daemon.stop();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "the daemon did not stop cleanly on SIGTERM (status " << status << ")\n" << daemon.log_tail();
+      << "the daemon did not stop cleanly on SIGTERM (status " << status << ")\n"
+      << daemon.log_tail();
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // Integration (issue 15, point 10): small things that used to be accepted and then failed later,
 // or silently, now fail at once with a clear error: names too long to be solved, a store path
 // listed twice, a duplicated YAML key, and objects with a corrupt manifest.
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -25,7 +26,8 @@ std::pair<int, std::string> check_config(const std::string& dir, const std::stri
   const std::string file = dir + "/check.yaml", out = dir + "/check.out";
   std::ofstream(file) << yaml;
   const int st = std::system((std::string(STRIPESOLVE_DAEMON_BINARY) + " --config " + file +
-                              " --check-config > " + out + " 2>&1").c_str());
+                              " --check-config > " + out + " 2>&1")
+                                 .c_str());
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_text(out)};
 }
 
@@ -43,12 +45,16 @@ TEST(ConfigChecks, MatrixNamesLeaveRoomForTheirFactors) {
   auto too_long = run(*c, {{"type", "matrix_create"}, {"name", longest + "x"}, {"n", 10}});
   EXPECT_EQ(too_long["state"], "FAILED");
   EXPECT_EQ(too_long["error"]["message"],
-            "matrix name '" + longest + "x' has 120 characters; matrix names have at most 119, so "
-            "that the names of their factors (NAME.lu.<pivot>) fit in 128");
-  ASSERT_EQ(run(*c, {{"type", "matrix_create"}, {"name", longest}, {"n", 40}, {"seed", 3}})["state"],
-            "COMPLETED");
+            "matrix name '" + longest +
+                "x' has 120 characters; matrix names have at most 119, so "
+                "that the names of their factors (NAME.lu.<pivot>) fit in 128");
+  ASSERT_EQ(
+      run(*c, {{"type", "matrix_create"}, {"name", longest}, {"n", 40}, {"seed", 3}})["state"],
+      "COMPLETED");
   for (const char* pivot : {"row", "local", "none"}) {
-    auto solved = run(*c, {{"type", "dense_solve"}, {"matrix", longest}, {"pivot", pivot},
+    auto solved = run(*c, {{"type", "dense_solve"},
+                           {"matrix", longest},
+                           {"pivot", pivot},
                            {"rhs", {{"generate", "ones"}, {"nrhs", 1}}}});
     EXPECT_EQ(solved["state"], "COMPLETED") << pivot << ": " << solved.dump();
   }
@@ -64,7 +70,8 @@ TEST(ConfigChecks, UsageErrorsExitTwoAndNameTheWord) {
   EXPECT_NE(read_text(out).find("--bogus"), std::string::npos) << read_text(out);
   Cli cli(d);
   EXPECT_EQ(cli.run("frobnicate"), 2);
-  EXPECT_NE(cli.out().find("unknown command 'frobnicate' (one of: solve, submit, tridiag"), std::string::npos)
+  EXPECT_NE(cli.out().find("unknown command 'frobnicate' (one of: solve, submit, tridiag"),
+            std::string::npos)
       << cli.out();
 }
 
@@ -74,19 +81,26 @@ TEST(ConfigChecks, AStorePathListedTwiceFailsTheConfigCheck) {
                                                 d.dir() + "/s1\n    - " + d.dir() + "/s0/\n");
   EXPECT_EQ(code, 2) << text;
   EXPECT_NE(text.find(d.dir() + "/check.yaml:2: store.paths: entries 0 and 2 ('" + d.dir() +
-                      "/s0' and '" + d.dir() + "/s0/') name the same directory; list each "
-                      "directory once"), std::string::npos) << text;
-  auto [fine, fine_text] = check_config(d.dir(), "store:\n  paths: [" + d.dir() + "/s0, " + d.dir() + "/s1]\n");
+                      "/s0' and '" + d.dir() +
+                      "/s0/') name the same directory; list each "
+                      "directory once"),
+            std::string::npos)
+      << text;
+  auto [fine, fine_text] =
+      check_config(d.dir(), "store:\n  paths: [" + d.dir() + "/s0, " + d.dir() + "/s1]\n");
   EXPECT_EQ(fine, 0) << fine_text;
 }
 
 TEST(ConfigChecks, ADuplicatedYamlKeyFailsTheConfigCheck) {
   DaemonFixture d;
-  auto [code, text] = check_config(d.dir(), "daemon:\n  socket_mode: \"0600\"\n  limits:\n"
-                                            "    max_jobs: 10\n  socket_mode: \"0660\"\n");
+  auto [code, text] = check_config(d.dir(),
+                                   "daemon:\n  socket_mode: \"0600\"\n  limits:\n"
+                                   "    max_jobs: 10\n  socket_mode: \"0660\"\n");
   EXPECT_EQ(code, 2) << text;
   EXPECT_NE(text.find(d.dir() + "/check.yaml:5: daemon.socket_mode: duplicate key (also set at "
-                      "line 2); set each key once"), std::string::npos) << text;
+                                "line 2); set each key once"),
+            std::string::npos)
+      << text;
 }
 
 // An object whose manifest cannot be read was hidden from `ls` and could not be removed.

@@ -10,7 +10,6 @@
 // Short form (CI): STRIPESOLVE_CRASH_KILLS kills, default 3. The long form of the issue:
 // STRIPESOLVE_CRASH_KILLS=20.
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sqlite3.h>
@@ -19,16 +18,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "scheduler/factor_progress.h"
@@ -49,7 +50,8 @@ pid_t spawn(std::vector<std::string> args, const std::string& stderr_path = "") 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (!stderr_path.empty()) {
-    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&actions, 2, stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0600);
   }
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
@@ -82,7 +84,8 @@ std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
 class SpawnedDaemon {
  public:
   // `daemon_section`: extra lines of the config's daemon: section.
-  explicit SpawnedDaemon(std::string dir, const std::string& daemon_section = "") : dir_(std::move(dir)) {
+  explicit SpawnedDaemon(std::string dir, const std::string& daemon_section = "")
+      : dir_(std::move(dir)) {
     std::ofstream(config()) << "log:\n  level: warn\n"
                             << (daemon_section.empty() ? "" : "daemon:\n" + daemon_section)
                             << "store:\n  paths: [" << dir_
@@ -94,7 +97,8 @@ class SpawnedDaemon {
   std::string socket() const { return dir_ + "/d.sock"; }
   std::unique_ptr<client::Connection> start() {
     // A small cache: the 2000-row matrix (32 MB) goes through it in pieces.
-    pid_ = spawn({STRIPESOLVE_DAEMON_BINARY, "--config", config(), "--socket", socket(), "--ram-budget", "8MiB"},
+    pid_ = spawn({STRIPESOLVE_DAEMON_BINARY, "--config", config(), "--socket", socket(),
+                  "--ram-budget", "8MiB"},
                  log_path(++starts_));
     return pid_ > 0 ? wait_connect(socket()) : nullptr;
   }
@@ -129,10 +133,12 @@ class SpawnedDaemon {
 
 // The records of a factor's progress log, header first (read from a copy: opening the log cuts
 // a torn tail off). Empty when there is no log (no factorization under way).
-std::vector<scheduler::ProgressRecord> progress_records(const std::string& progress_path, const std::string& copy) {
+std::vector<scheduler::ProgressRecord> progress_records(const std::string& progress_path,
+                                                        const std::string& copy) {
   std::vector<scheduler::ProgressRecord> out;
   std::error_code ec;
-  if (!std::filesystem::copy_file(progress_path, copy, std::filesystem::copy_options::overwrite_existing, ec)) {
+  if (!std::filesystem::copy_file(progress_path, copy,
+                                  std::filesystem::copy_options::overwrite_existing, ec)) {
     return out;
   }
   std::vector<storage::ProgressLog::Record> records;
@@ -165,8 +171,12 @@ int kills_wanted() {
 // the small cache, so that kills land inside the factorization).
 constexpr int64_t kOrder = 2000;
 void create_k(client::Connection& c) {
-  auto created = client::run_job(c, {{"type", "matrix_create"}, {"name", "K"}, {"n", kOrder}, {"generator", "uniform"},
-                                     {"seed", 3}, {"stripe_rows", 100}});
+  auto created = client::run_job(c, {{"type", "matrix_create"},
+                                     {"name", "K"},
+                                     {"n", kOrder},
+                                     {"generator", "uniform"},
+                                     {"seed", 3},
+                                     {"stripe_rows", 100}});
   ASSERT_TRUE(created.is_ok()) << created.status().to_string();
   ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
 }
@@ -195,7 +205,8 @@ std::vector<std::string> journal_transitions(const std::string& db_path, uint64_
     return out;
   }
   sqlite3_stmt* stmt = nullptr;
-  sqlite3_prepare_v2(db, "SELECT state FROM transitions WHERE job = ? ORDER BY rowid", -1, &stmt, nullptr);
+  sqlite3_prepare_v2(db, "SELECT state FROM transitions WHERE job = ? ORDER BY rowid", -1, &stmt,
+                     nullptr);
   sqlite3_bind_int64(stmt, 1, static_cast<sqlite3_int64>(id));
   while (sqlite3_step(stmt) == SQLITE_ROW) {
     out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)));
@@ -217,7 +228,8 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   // The uninterrupted reference, and how long it takes (the window the kills fall in).
   const auto t0 = std::chrono::steady_clock::now();
   auto reference_job = client::run_job(*c, solve_job("K"));
-  const double reference_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double reference_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(reference_job.is_ok());
   ASSERT_EQ((*reference_job)["state"], "COMPLETED") << reference_job->dump();
   const uint64_t reference_id = (*reference_job)["id"].get<uint64_t>();
@@ -227,8 +239,9 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   // The interrupted run, followed by the CLI's `watch` across the restarts.
   auto id = client::submit_job(*c, solve_job("K"));
   ASSERT_TRUE(id.is_ok());
-  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(), "--reconnect-timeout",
-                               "120", "watch", std::to_string(*id)}, dir + "/watch.err");
+  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(),
+                               "--reconnect-timeout", "120", "watch", std::to_string(*id)},
+                              dir + "/watch.err");
   ASSERT_GT(watcher, 0);
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> moment(0.02, std::max(0.05, 0.6 * reference_seconds));
@@ -247,20 +260,23 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
     // The run since the previous kill resumed from what was durable then: each record it added
     // moves its stripe past the stripe's durable step (no durable work done again), except for
     // stripes it found torn and sent back to the matrix.
-    const std::vector<scheduler::ProgressRecord> now = progress_records(progress, dir + "/progress.copy");
+    const std::vector<scheduler::ProgressRecord> now =
+        progress_records(progress, dir + "/progress.copy");
     const std::set<int64_t> torn = restarted_stripes(read_file(daemon.log_path(daemon.starts())));
     // (The same log grown, not a new factorization's: one killed after its commit starts again.)
-    const bool grown = !before.empty() && now.size() >= before.size() &&
-                       std::equal(before.begin(), before.end(), now.begin(), [](const auto& x, const auto& y) {
-                         return x.stripe == y.stripe && x.step == y.step && x.crc == y.crc;
-                       });
+    const bool grown =
+        !before.empty() && now.size() >= before.size() &&
+        std::equal(before.begin(), before.end(), now.begin(), [](const auto& x, const auto& y) {
+          return x.stripe == y.stripe && x.step == y.step && x.crc == y.crc;
+        });
     if (grown) {
       std::map<int64_t, int64_t> durable;
       for (const auto& r : before) durable[r.stripe] = r.step;
       for (size_t i = before.size(); i < now.size(); ++i) {
         const scheduler::ProgressRecord& r = now[i];
         if (torn.count(r.stripe) != 0) continue;
-        EXPECT_GT(r.step, durable[r.stripe]) << "stripe " << r.stripe << " redone before kill " << k + 1;
+        EXPECT_GT(r.step, durable[r.stripe])
+            << "stripe " << r.stripe << " redone before kill " << k + 1;
         durable[r.stripe] = r.step;
         ++records_checked;
       }
@@ -274,7 +290,8 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   ASSERT_TRUE(done.is_ok()) << done.status().to_string();
   ASSERT_EQ((*done)["state"], "COMPLETED") << done->dump();
   EXPECT_EQ((*done)["id"].get<uint64_t>(), *id);
-  std::cout << "crash test: " << records_checked << " progress records written after a restart checked\n";
+  std::cout << "crash test: " << records_checked
+            << " progress records written after a restart checked\n";
   // The last run found the factorization under way and resumed it (the job's result says what it
   // did not do again).
   if (last_kill_left_progress) {
@@ -314,10 +331,13 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
 
   // The watcher followed the job to its end across the restarts.
   const int watch_status = wait_exit(watcher);
-  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0) << read_file(dir + "/watch.err");
+  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0)
+      << read_file(dir + "/watch.err");
   if (kills_while_running > 0) {
-    EXPECT_NE(read_file(dir + "/watch.err").find("daemon restarting, job " + std::to_string(*id) + " will resume"),
-              std::string::npos) << read_file(dir + "/watch.err");
+    EXPECT_NE(read_file(dir + "/watch.err")
+                  .find("daemon restarting, job " + std::to_string(*id) + " will resume"),
+              std::string::npos)
+        << read_file(dir + "/watch.err");
   }
   EXPECT_EQ(daemon.stop(*c), 0);
   std::filesystem::remove_all(dir);
@@ -335,8 +355,9 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   ASSERT_NO_FATAL_FAILURE(create_k(*c));
   auto id = client::submit_job(*c, solve_job("K"));
   ASSERT_TRUE(id.is_ok());
-  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(), "--reconnect-timeout",
-                               "120", "watch", std::to_string(*id)}, dir + "/watch.err");
+  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(),
+                               "--reconnect-timeout", "120", "watch", std::to_string(*id)},
+                              dir + "/watch.err");
   ASSERT_GT(watcher, 0);
   for (int i = 0; i < 2000; ++i) {
     auto job = c->call(protocol::MessageType::kStatus, {{"job", *id}});
@@ -346,7 +367,8 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   c.reset();
   const int status = daemon.terminate();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  const bool factorization_under_way = std::filesystem::exists(dir + "/store/objects/K.lu.row/progress");
+  const bool factorization_under_way =
+      std::filesystem::exists(dir + "/store/objects/K.lu.row/progress");
   c = daemon.start();
   ASSERT_NE(c, nullptr);
   auto done = client::follow_job(*c, *id, "", nullptr);
@@ -356,7 +378,8 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
     EXPECT_TRUE(done->contains("result") && (*done)["result"].contains("resumed")) << done->dump();
   }
   const int watch_status = wait_exit(watcher);
-  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0) << read_file(dir + "/watch.err");
+  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0)
+      << read_file(dir + "/watch.err");
   EXPECT_EQ(daemon.stop(*c), 0);
   std::filesystem::remove_all(dir);
 }
@@ -386,7 +409,8 @@ TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
   c = daemon.start();
   ASSERT_NE(c, nullptr);
   EXPECT_FALSE(std::filesystem::exists(factor));
-  EXPECT_NE(read_file(daemon.log_path(2)).find("removing the half-made factor 'K.lu.row'"), std::string::npos)
+  EXPECT_NE(read_file(daemon.log_path(2)).find("removing the half-made factor 'K.lu.row'"),
+            std::string::npos)
       << read_file(daemon.log_path(2));
   EXPECT_EQ(daemon.stop(*c), 0);
   std::filesystem::remove_all(dir);
@@ -400,7 +424,8 @@ TEST(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
   ASSERT_NE(c, nullptr);
   constexpr int64_t n = 1500;
   std::vector<double> a(static_cast<size_t>(n * n));
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(i % 97) - 48.0 + (i % (n + 1) == 0 ? 5e3 : 0);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<double>(i % 97) - 48.0 + (i % (n + 1) == 0 ? 5e3 : 0);
   write_npy(dir + "/a.npy", {n, n}, a);
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> moment(0.0, 0.15);
@@ -424,8 +449,10 @@ TEST(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
   } else {
     // Its file was the old process's descriptor: the job failed and says what to do.
     EXPECT_EQ(state, "FAILED") << job->dump();
-    EXPECT_NE((*job)["error"].value("message", std::string()).find("the daemon restarted; submit again"),
-              std::string::npos) << job->dump();
+    EXPECT_NE(
+        (*job)["error"].value("message", std::string()).find("the daemon restarted; submit again"),
+        std::string::npos)
+        << job->dump();
     EXPECT_TRUE(matrices.empty()) << list->dump();
     auto again = client::build_import_job("A", dir + "/a.npy", 100);
     ASSERT_TRUE(again.is_ok());

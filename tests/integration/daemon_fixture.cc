@@ -1,7 +1,5 @@
 #include "tests/integration/daemon_fixture.h"
 
-#include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <chrono>
@@ -12,11 +10,15 @@
 #include <stdexcept>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 namespace stripesolve::testing {
 
 using namespace std::chrono_literals;
 
-double expected_row_value(int64_t row, int64_t col) { return static_cast<double>(row + 1000 * col); }
+double expected_row_value(int64_t row, int64_t col) {
+  return static_cast<double>(row + 1000 * col);
+}
 
 Cli::Cli(const DaemonFixture& d)
     : prefix_(std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket() + " "),
@@ -30,9 +32,8 @@ int Cli::run(const std::string& args) {
 }
 
 void TestJobs::register_into(daemon::JobRegistry& r) {
-  r.add("echo", daemon::Lane::kSmall, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
-    return ctx.params();
-  });
+  r.add("echo", daemon::Lane::kSmall,
+        [](daemon::JobContext& ctx) -> Result<nlohmann::json> { return ctx.params(); });
   r.add("throw", daemon::Lane::kSmall, [](daemon::JobContext& ctx) -> Result<nlohmann::json> {
     if (ctx.params().value("what", std::string()) == "bad_alloc") throw std::bad_alloc();
     throw std::runtime_error("thrown on purpose");
@@ -86,7 +87,8 @@ DaemonFixture::DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak) {
   config.engine_ram_budget_set = true;
   if (tweak) tweak(config);
   socket_ = config.server.socket;
-  daemon_ = std::make_unique<daemon::Daemon>(config, [this](daemon::JobRegistry& r) { jobs_.register_into(r); });
+  daemon_ = std::make_unique<daemon::Daemon>(
+      config, [this](daemon::JobRegistry& r) { jobs_.register_into(r); });
   Status st = daemon_->start();
   if (!st.is_ok()) {
     ADD_FAILURE() << "daemon did not start: " << st.to_string();

@@ -1,12 +1,13 @@
 // The client's view of a daemon that dies in the middle of a streamed reply: a clear error, and
 // no half-written result file.
-#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "protocol/messages.h"
@@ -52,11 +53,14 @@ class DyingDaemon {
       while (auto f = parser.next()) {
         ++seen;
         if (f->type == static_cast<uint16_t>(MessageType::kHello)) {
-          send_frame(fd, protocol::make_frame(MessageType::kWelcome, 0, {{"version", 1}}, protocol::kFlagFinal));
+          send_frame(fd, protocol::make_frame(MessageType::kWelcome, 0, {{"version", 1}},
+                                              protocol::kFlagFinal));
         } else {
-          send_frame(fd, protocol::make_frame(MessageType::kOk, f->request_id, {{"shape", {100, 1}}}));
-          protocol::Frame chunk = protocol::make_frame(MessageType::kResultChunk, f->request_id,
-                                                       {{"row_begin", 90}, {"rows", 10}, {"nrhs", 1}});
+          send_frame(fd,
+                     protocol::make_frame(MessageType::kOk, f->request_id, {{"shape", {100, 1}}}));
+          protocol::Frame chunk =
+              protocol::make_frame(MessageType::kResultChunk, f->request_id,
+                                   {{"row_begin", 90}, {"rows", 10}, {"nrhs", 1}});
           chunk.payload.assign(80, '\0');
           send_frame(fd, chunk);
         }
@@ -70,7 +74,8 @@ class DyingDaemon {
 };
 
 TEST(DeadDaemonIntegration, ClientReportsAClearErrorAndLeavesNoPartialFile) {
-  const std::string dir = std::filesystem::temp_directory_path() / ("ss-dead-" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("ss-dead-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   DyingDaemon peer(dir + "/d.sock");
   auto c = client::Connection::connect(dir + "/d.sock");
@@ -79,9 +84,10 @@ TEST(DeadDaemonIntegration, ClientReportsAClearErrorAndLeavesNoPartialFile) {
   auto rows = client::fetch_result(**c, 1, out);
   ASSERT_FALSE(rows.is_ok());
   EXPECT_EQ(rows.status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(rows.status().message(),
-            "the daemon closed the connection in the middle of a reply (it may have stopped or crashed); "
-            "check 'stripesolve daemon status' and the daemon log");
+  EXPECT_EQ(
+      rows.status().message(),
+      "the daemon closed the connection in the middle of a reply (it may have stopped or crashed); "
+      "check 'stripesolve daemon status' and the daemon log");
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(out + ".partial"));
   std::filesystem::remove_all(dir);

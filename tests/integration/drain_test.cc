@@ -3,11 +3,11 @@
 // only once finished results were delivered (a slow reader gets all of its stream, a client
 // that submitted a job is told how it ended) or their clients left, within
 // daemon.shutdown.delivery_timeout_seconds.
-#include <gtest/gtest.h>
-
 #include <chrono>
 #include <filesystem>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -54,7 +54,8 @@ TEST(Drain, TheSocketStaysOpenForFollowingAndNewWorkIsRefused) {
 
   // Watching and then ending the job still works; the daemon exits once that is delivered.
   const uint64_t watch = (*late)->next_request_id();
-  ASSERT_TRUE((*late)->send(protocol::make_frame(MessageType::kWatch, watch, {{"job", *gated}})).is_ok());
+  ASSERT_TRUE(
+      (*late)->send(protocol::make_frame(MessageType::kWatch, watch, {{"job", *gated}})).is_ok());
   EXPECT_FALSE(gone_within(d, 300ms));  // the job is still running
   d.jobs().release = true;
   nlohmann::json final_job;
@@ -80,7 +81,8 @@ TEST(Drain, ASlowReaderReceivesItsWholeResult) {
   auto c = d.connect();
   // 2 M rows (16 MB, four chunk frames) published while the client reads one frame every 100 ms.
   constexpr int64_t n = 2 << 20;
-  auto id = client::submit_job(*c, {{"type", "rows"}, {"n", n}, {"stripe", 1 << 18}, {"delay_ms", 5}});
+  auto id =
+      client::submit_job(*c, {{"type", "rows"}, {"n", n}, {"stripe", 1 << 18}, {"delay_ms", 5}});
   ASSERT_TRUE(id.is_ok());
   const uint64_t result = c->next_request_id();
   ASSERT_TRUE(c->send(protocol::make_frame(MessageType::kResult, result, {{"job", *id}})).is_ok());

@@ -6,7 +6,6 @@
 // modes, too many, undeclared), and that it closes every one of them.
 #include <dirent.h>
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +18,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "client/tridiag_request.h"
@@ -42,10 +42,12 @@ std::unique_ptr<DaemonFixture> shared_daemon(const std::string& dir) {
   });
 }
 
-std::string read_text(const std::string& path) { return read_file(path); }
+std::string read_text(const std::string& path) {
+  return read_file(path);
+}
 
 bool is_symlink(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
 }
 
@@ -77,21 +79,22 @@ TEST(FilePassing, ExportNeverWritesThroughAPlantedSymlink) {
     ASSERT_EQ(::symlink(secret.c_str(), name.c_str()), 0) << name;
   }
 
-  auto [rc, out] = run_client_as(kOtherUid, {"--socket", d->socket(), "matrix", "export", "M", target});
+  auto [rc, out] =
+      run_client_as(kOtherUid, {"--socket", d->socket(), "matrix", "export", "M", target});
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(read_text(secret), "root's secret\n");
   EXPECT_FALSE(is_symlink(target));  // the rename replaced the planted link, not its target
   const NpyArray x = read_npy(target);
   EXPECT_EQ(x.shape, (std::vector<int64_t>{50, 50}));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(target.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, kOtherUid);  // written through the user's own file
   EXPECT_TRUE(is_symlink(target + ".tmp-stripesolve"));
 
   // A folder the user may not write: the error comes before any job is submitted.
   const auto jobs_before = d->daemon().jobs().counts().submitted_total;
-  auto [rc2, out2] = run_client_as(kOtherUid, {"--socket", d->socket(), "matrix", "export", "M",
-                                               secret_dir + "/y.npy"});
+  auto [rc2, out2] = run_client_as(
+      kOtherUid, {"--socket", d->socket(), "matrix", "export", "M", secret_dir + "/y.npy"});
   EXPECT_EQ(rc2, 1) << out2;
   EXPECT_NE(out2.find("cannot write output file '" + secret_dir +
                       "/y.npy': cannot create a temporary file in " + secret_dir +
@@ -133,7 +136,8 @@ TEST(FilePassing, ImportThroughASwappedSymlinkNeverReadsAnotherUsersFile) {
   int imported = 0, refused = 0;
   for (int k = 0; k < 25; ++k) {
     const std::string name = fmt::format("I{}", k);
-    auto [rc, out] = run_client_as(kOtherUid, {"--socket", d->socket(), "matrix", "import", name, link});
+    auto [rc, out] =
+        run_client_as(kOtherUid, {"--socket", d->socket(), "matrix", "import", name, link});
     if (rc != 0) {
       ++refused;
       continue;
@@ -171,7 +175,8 @@ TEST(FilePassing, DescriptorsAreCheckedAndAllAreClosed) {
   auto c = d.connect();
   ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 20}}).is_ok());
   const int baseline = open_descriptors();
-  const nlohmann::json export_job = {{"type", "matrix_export"}, {"name", "M"}, {"file", {{"fd", 0}}}};
+  const nlohmann::json export_job = {
+      {"type", "matrix_export"}, {"name", "M"}, {"file", {{"fd", 0}}}};
 
   const int dirfd = ::open(d.dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   EXPECT_EQ(submit_with(*c, export_job, {dirfd}).status().message(),
@@ -238,7 +243,8 @@ TEST(FilePassing, DescriptorsAreCheckedAndAllAreClosed) {
   EXPECT_FALSE(raw->receive().is_ok());  // closed
   auto undeclared = d.connect();
   ASSERT_TRUE(protocol::send_with_descriptors(undeclared->fd(), ping, {nine.data(), 2}).is_ok());
-  reply = undeclared->receive();  // the ping is answered, then its stray descriptors end the connection
+  reply =
+      undeclared->receive();  // the ping is answered, then its stray descriptors end the connection
   ASSERT_TRUE(reply.is_ok());
   EXPECT_EQ(reply->type, static_cast<uint16_t>(MessageType::kOk));
   reply = undeclared->receive();
@@ -267,8 +273,10 @@ TEST(FilePassing, ArraysAndSolutionsDoNotCrossTheSocket) {
   std::vector<double> dl(m * n, -1.0), diag(m * n, 4.0), du(m * n, -1.0), rhs(m * n);
   for (int64_t k = 0; k < m * n; ++k) rhs[k] = static_cast<double>(k % 97) - 48.0;
   for (const char* name : {"dl", "d", "du", "rhs"}) {
-    const auto& v = std::string(name) == "dl" ? dl : std::string(name) == "d" ? diag
-                    : std::string(name) == "du" ? du : rhs;
+    const auto& v = std::string(name) == "dl"   ? dl
+                    : std::string(name) == "d"  ? diag
+                    : std::string(name) == "du" ? du
+                                                : rhs;
     write_npy(d.dir() + "/" + name + ".npy", {m, n}, v);
   }
   const uint64_t in_before = d.daemon().metrics().bytes_in.load();
@@ -291,7 +299,8 @@ TEST(FilePassing, ArraysAndSolutionsDoNotCrossTheSocket) {
   double worst = 0;  // row 5 of system 3, checked by hand
   const int64_t s = 3 * n;
   for (int64_t i = 1; i + 1 < n; ++i) {
-    const double r = -x.values[s + i - 1] + 4.0 * x.values[s + i] - x.values[s + i + 1] - rhs[s + i];
+    const double r =
+        -x.values[s + i - 1] + 4.0 * x.values[s + i] - x.values[s + i + 1] - rhs[s + i];
     worst = std::max(worst, std::abs(r));
   }
   EXPECT_LT(worst, 1e-12);
@@ -301,9 +310,11 @@ TEST(FilePassing, ArraysAndSolutionsDoNotCrossTheSocket) {
   EXPECT_EQ(d.daemon().metrics().result_bytes_streamed.load(), 0u);
 
   // Dense: right-hand sides in, solution out, through files.
-  ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_create"}, {"name", "A"}, {"n", 300},
-                                   {"generator", "diag_dominant"}})
-                  .is_ok());
+  ASSERT_TRUE(
+      client::run_job(
+          *c,
+          {{"type", "matrix_create"}, {"name", "A"}, {"n", 300}, {"generator", "diag_dominant"}})
+          .is_ok());
   write_npy(d.dir() + "/b.npy", {300, 2}, std::vector<double>(600, 1.0));
   client::SolveRequest solve;
   solve.matrix = "A";
@@ -327,9 +338,10 @@ TEST(FilePassing, ArraysAndSolutionsDoNotCrossTheSocket) {
                           req.du_path + " --rhs " + req.rhs_path + " --out " + d.dir() +
                           "/missing/x.npy > " + d.dir() + "/log 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(cli.c_str())), 1);
-  EXPECT_NE(read_file(d.dir() + "/log").find("cannot write --out file '" + d.dir() +
-                                             "/missing/x.npy': cannot create a temporary file in " +
-                                             d.dir() + "/missing/: No such file or directory"),
+  EXPECT_NE(read_file(d.dir() + "/log")
+                .find("cannot write --out file '" + d.dir() +
+                      "/missing/x.npy': cannot create a temporary file in " + d.dir() +
+                      "/missing/: No such file or directory"),
             std::string::npos)
       << read_file(d.dir() + "/log");
   EXPECT_EQ(d.daemon().jobs().counts().submitted_total, submitted);

@@ -3,7 +3,6 @@
 // a second press within 2 s cancels the job (exit 4). The client runs as a child process and
 // gets real SIGINTs; the daemon is in-process.
 #include <fcntl.h>
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tests/integration/daemon_fixture.h"
 
@@ -65,15 +66,20 @@ std::string job_state(DaemonFixture& d, uint64_t id) {
 
 TEST(ClientInterrupt, OneCtrlCLeavesTheJobRunningTwoCancelIt) {
   // A solve of several seconds: n = 3000 through a cache of eight 32-row stripes.
-  DaemonFixture d([](daemon::DaemonConfig& c) { c.engine.ram_budget = 8 * 32 * 3000 * 8 + (1 << 20); });
+  DaemonFixture d(
+      [](daemon::DaemonConfig& c) { c.engine.ram_budget = 8 * 32 * 3000 * 8 + (1 << 20); });
   const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  ASSERT_EQ(std::system((cli + " matrix create M -n 3000 --generator uniform --stripe-rows 32 > /dev/null").c_str()), 0);
+  ASSERT_EQ(std::system(
+                (cli + " matrix create M -n 3000 --generator uniform --stripe-rows 32 > /dev/null")
+                    .c_str()),
+            0);
   for (int presses : {1, 2}) {
     const std::string tag = std::to_string(presses);
     const std::string out = d.dir() + "/client" + tag + ".txt";
     const std::string x = d.dir() + "/x" + tag + ".npy";
     // --no-reuse: a factor stored by the first round would make the second one too quick to stop.
-    const pid_t pid = spawn_client({"--socket", d.socket(), "solve", "M", "--no-reuse", "--out", x}, out);
+    const pid_t pid =
+        spawn_client({"--socket", d.socket(), "solve", "M", "--no-reuse", "--out", x}, out);
     // Interrupt once the job runs.
     uint64_t id = 0;
     for (int i = 0; i < 1000 && id == 0; ++i) {
@@ -95,10 +101,13 @@ TEST(ClientInterrupt, OneCtrlCLeavesTheJobRunningTwoCancelIt) {
     }
     const int code = wait_exit(pid);
     const std::string text = read_file(out);
-    EXPECT_NE(text.find("job " + std::to_string(id) + " keeps running; Ctrl-C again within 2 s cancels it"),
-              std::string::npos) << text;
+    EXPECT_NE(text.find("job " + std::to_string(id) +
+                        " keeps running; Ctrl-C again within 2 s cancels it"),
+              std::string::npos)
+        << text;
     for (const auto& e : std::filesystem::directory_iterator(d.dir())) {
-      EXPECT_NE(e.path().filename().string().rfind("x" + tag, 0), 0u) << "left behind: " << e.path();
+      EXPECT_NE(e.path().filename().string().rfind("x" + tag, 0), 0u)
+          << "left behind: " << e.path();
     }
     if (presses == 1) {
       EXPECT_EQ(code, 130) << text;

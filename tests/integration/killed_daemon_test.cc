@@ -1,7 +1,6 @@
 // The real stripesolved binary, killed with SIGKILL while a client follows a solve: the client
 // gets the clear "closed the connection in the middle of a reply" error, and a restarted daemon
 // on the same store and socket works (the stale socket is replaced, the store is consistent).
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 
@@ -24,8 +25,8 @@ using namespace std::chrono_literals;
 using protocol::MessageType;
 
 pid_t spawn_daemon(const std::string& config, const std::string& socket) {
-  std::vector<std::string> args = {STRIPESOLVE_DAEMON_BINARY, "--config", config, "--socket", socket,
-                                   "--ram-budget", "64MiB"};
+  std::vector<std::string> args = {
+      STRIPESOLVE_DAEMON_BINARY, "--config", config, "--socket", socket, "--ram-budget", "64MiB"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -71,14 +72,16 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   const std::string dir = ::mkdtemp(tmpl);
   const std::string config = dir + "/d.yaml", socket = dir + "/d.sock";
   std::ofstream(config) << "log:\n  level: warn\nstore:\n  paths: [" << dir
-                        << "/store]\n  direct_io: false\n  free_space_reserve: 0\nengine:\n  progress_interval_seconds: 0.01\n";
+                        << "/store]\n  direct_io: false\n  free_space_reserve: 0\nengine:\n  "
+                           "progress_interval_seconds: 0.01\n";
   DaemonGuard guard;
   pid_t pid = spawn_daemon(config, socket);
   guard.pid = pid;
   ASSERT_GT(pid, 0);
   auto c = wait_connect(socket);
   ASSERT_NE(c, nullptr);
-  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 1200}, {"stripe_rows", 30}});
+  auto created = client::run_job(
+      *c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 1200}, {"stripe_rows", 30}});
   ASSERT_TRUE(created.is_ok());
   ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
   client::SolveRequest req;
@@ -107,9 +110,10 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   guard.pid = -1;
   ASSERT_TRUE(killed) << "the solve ended before the daemon could be killed";
   EXPECT_EQ(end.code(), StatusCode::kUnavailable);
-  EXPECT_EQ(end.message(),
-            "the daemon closed the connection in the middle of a reply (it may have stopped or crashed); "
-            "check 'stripesolve daemon status' and the daemon log");
+  EXPECT_EQ(
+      end.message(),
+      "the daemon closed the connection in the middle of a reply (it may have stopped or crashed); "
+      "check 'stripesolve daemon status' and the daemon log");
   c.reset();
 
   // Restart on the same socket (a stale file now) and store: the matrix is intact, no half-made
@@ -155,8 +159,9 @@ TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   char tmpl[] = "/tmp/ss-sig-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   const std::string config = dir + "/d.yaml", socket = dir + "/d.sock", log = dir + "/log/d.jsonl";
-  std::ofstream(config) << "log:\n  level: info\n  file: " << log << "\n  stderr_format: off\nstore:\n  paths: ["
-                        << dir << "/store]\n  direct_io: false\n  free_space_reserve: 0\n";
+  std::ofstream(config) << "log:\n  level: info\n  file: " << log
+                        << "\n  stderr_format: off\nstore:\n  paths: [" << dir
+                        << "/store]\n  direct_io: false\n  free_space_reserve: 0\n";
   DaemonGuard guard;
   guard.pid = spawn_daemon(config, socket);
   ASSERT_GT(guard.pid, 0);

@@ -2,10 +2,9 @@
 // within daemon.limits.handshake_timeout_seconds, one that follows no job is closed after
 // idle_timeout_seconds, and one uid holds at most max_connections_per_uid connections.
 #include <grp.h>
-#include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -35,7 +36,8 @@ pid_t open_silent_connections(const std::string& socket, uid_t uid, int count) {
   const pid_t pid = ::fork();
   if (pid == 0) {  // async-signal-safe calls only
     ::close(ready[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0) {
       ::_exit(99);
     }
     sockaddr_un addr{};
@@ -89,7 +91,8 @@ TEST(Lockout, SilentConnectionsOfOneUserLockNobodyOut) {
     if (!closed) std::this_thread::sleep_for(10ms);
   }
   EXPECT_TRUE(closed) << d.daemon().metrics().connections_timed_out.load();
-  auto [rc_again, out_again] = run_client_as(kOtherUid, {"--socket", d.socket(), "daemon", "status"});
+  auto [rc_again, out_again] =
+      run_client_as(kOtherUid, {"--socket", d.socket(), "daemon", "status"});
   EXPECT_EQ(rc_again, 0) << out_again;
   ::kill(attacker, SIGKILL);
   ::waitpid(attacker, nullptr, 0);
@@ -126,7 +129,8 @@ TEST(Lockout, AHelloMustComeInTimeAndIdleConnectionsAreClosed) {
   auto id = client::submit_job(*following, {{"type", "gated"}});
   ASSERT_TRUE(id.is_ok());
   const uint64_t watch = following->next_request_id();
-  ASSERT_TRUE(following->send(protocol::make_frame(MessageType::kWatch, watch, {{"job", *id}})).is_ok());
+  ASSERT_TRUE(
+      following->send(protocol::make_frame(MessageType::kWatch, watch, {{"job", *id}})).is_ok());
   std::this_thread::sleep_for(1200ms);
   EXPECT_EQ(idle->call(MessageType::kPing).status().message(),
             "closed after 0.5 s without a request (daemon.limits.idle_timeout_seconds)");

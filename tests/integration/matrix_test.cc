@@ -1,9 +1,10 @@
 // Integration: matrix management through the socket (and the CLI binary), against the real store.
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <memory>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "client/connection.h"
@@ -17,8 +18,12 @@ namespace {
 TEST(MatrixIntegration, CreateListShowReadBackDelete) {
   DaemonFixture d;
   auto c = d.connect();
-  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "A"}, {"n", 300},
-                                      {"generator", "uniform"}, {"seed", 7}, {"stripe_rows", 64}});
+  auto created = client::run_job(*c, {{"type", "matrix_create"},
+                                      {"name", "A"},
+                                      {"n", 300},
+                                      {"generator", "uniform"},
+                                      {"seed", 7},
+                                      {"stripe_rows", 64}});
   ASSERT_TRUE(created.is_ok()) << created.status().to_string();
   ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
   EXPECT_EQ((*created)["result"]["n"], 300);
@@ -87,7 +92,10 @@ TEST(MatrixIntegration, CliVerbsWithJsonAndExitCodes) {
   EXPECT_EQ(run("status"), 2);  // usage: the job id is missing
   EXPECT_EQ(run("matrix rm M"), 0);
   EXPECT_EQ(std::system((std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.dir() +
-                         "/none.sock jobs > /dev/null 2>&1").c_str()) >> 8, 3);  // unreachable
+                         "/none.sock jobs > /dev/null 2>&1")
+                            .c_str()) >>
+                8,
+            3);  // unreachable
 }
 
 // Queries are not jobs: `matrix ls` / `show` leave `jobs` as it was; human output is tables and
@@ -135,7 +143,8 @@ TEST(MatrixIntegration, QueriesMakeNoJobsAndPrintTables) {
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(run("logs -f " + (*again)["jobs"].back()["id"].dump()), 1) << out;
   ASSERT_EQ(run("daemon status"), 0) << out;
-  EXPECT_NE(out.find("jobs: 1 completed, 1 failed (2 submitted since start)"), std::string::npos) << out;
+  EXPECT_NE(out.find("jobs: 1 completed, 1 failed (2 submitted since start)"), std::string::npos)
+      << out;
 }
 
 }  // namespace
@@ -147,7 +156,8 @@ namespace {
 TEST(MatrixIntegration, ExportThenImportRoundTrip) {
   DaemonFixture d;
   auto c = d.connect();
-  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "E"}, {"n", 70}, {"seed", 2}});
+  auto created =
+      client::run_job(*c, {{"type", "matrix_create"}, {"name", "E"}, {"n", 70}, {"seed", 2}});
   ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
   const std::string path = d.dir() + "/E.npy";
   auto export_request = client::build_export_job("E", path);
@@ -163,8 +173,9 @@ TEST(MatrixIntegration, ExportThenImportRoundTrip) {
   EXPECT_EQ((*imported)["result"]["n"], 70);
   EXPECT_EQ((*imported)["result"]["stripes"], 5);
   EXPECT_EQ((*imported)["result"]["source"], "npy " + path);
-  EXPECT_EQ(client::build_import_job("G", d.dir() + "/none.npy", 0).status().message(),
-            "cannot read matrix file '" + d.dir() + "/none.npy': No such file or directory (errno 2)");
+  EXPECT_EQ(
+      client::build_import_job("G", d.dir() + "/none.npy", 0).status().message(),
+      "cannot read matrix file '" + d.dir() + "/none.npy': No such file or directory (errno 2)");
   // The daemon takes no path: an import or export without a passed file is refused.
   auto by_path = client::run_job(*c, {{"type", "matrix_import"}, {"name", "H"}, {"path", path}});
   EXPECT_EQ((*by_path)["state"], "FAILED");

@@ -1,12 +1,12 @@
 // Integration: daemon.metrics_listen serves the metrics over HTTP on loopback, and nothing else.
-#include <gtest/gtest.h>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "tests/integration/daemon_fixture.h"
 
@@ -31,7 +31,8 @@ std::string exchange(const std::string& host, const std::string& port, const std
       sent += static_cast<size_t>(k);
     }
     char buf[4096];
-    for (ssize_t k; (k = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<size_t>(k));
+    for (ssize_t k; (k = ::read(fd, buf, sizeof buf)) > 0;)
+      reply.append(buf, static_cast<size_t>(k));
   } else {
     ADD_FAILURE() << "connect to " << host << ":" << port << " failed";
   }
@@ -55,13 +56,16 @@ TEST(MetricsHttp, ServesPrometheusTextOnLoopback) {
   EXPECT_NE(ok.find("\nstripesolve_connections_total "), std::string::npos) << ok;
 
   EXPECT_EQ(exchange("127.0.0.1", port, "GET / HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 404", 0), 0u);
-  EXPECT_EQ(exchange("127.0.0.1", port, "POST /metrics HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 405", 0), 0u);
+  EXPECT_EQ(exchange("127.0.0.1", port, "POST /metrics HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 405", 0),
+            0u);
   const std::string head = exchange("127.0.0.1", port, "HEAD /metrics HTTP/1.0\r\n\r\n");
   EXPECT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
   EXPECT_EQ(head.find("# HELP"), std::string::npos) << head;
   // A head that never ends within 8 KiB gets no reply, and the daemon goes on serving.
-  EXPECT_EQ(exchange("127.0.0.1", port, "GET /metrics HTTP/1.1\r\nX: " + std::string(9000, 'a')), "");
-  EXPECT_EQ(exchange("127.0.0.1", port, "GET /metrics HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(exchange("127.0.0.1", port, "GET /metrics HTTP/1.1\r\nX: " + std::string(9000, 'a')),
+            "");
+  EXPECT_EQ(exchange("127.0.0.1", port, "GET /metrics HTTP/1.0\r\n\r\n").rfind("HTTP/1.1 200", 0),
+            0u);
 }
 
 TEST(MetricsHttp, OffByDefault) {

@@ -1,13 +1,13 @@
 // Integration (issue 15, point 4): stored objects have identities. A factor is reused only for
 // the matrix it was made from, `matrix rm` takes the matrix's factors with it, and concurrent
 // first solves of one matrix share one factorization.
-#include <gtest/gtest.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -22,11 +22,14 @@ nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
 }
 
 nlohmann::json create(client::Connection& c, const std::string& name, int64_t n) {
-  return run(c, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"seed", 7}, {"stripe_rows", 48}});
+  return run(
+      c, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"seed", 7}, {"stripe_rows", 48}});
 }
 
 nlohmann::json solve(client::Connection& c, const std::string& name) {
-  return run(c, {{"type", "dense_solve"}, {"matrix", name}, {"rhs", {{"generate", "uniform"}, {"nrhs", 2}}}});
+  return run(
+      c,
+      {{"type", "dense_solve"}, {"matrix", name}, {"rhs", {{"generate", "uniform"}, {"nrhs", 2}}}});
 }
 
 std::vector<std::string> names(client::Connection& c) {
@@ -102,8 +105,8 @@ TEST(ObjectIdentity, ConcurrentFirstSolvesShareOneFactorization) {
   DaemonFixture d([](daemon::DaemonConfig& c) { c.server.dense_concurrency = 2; });
   auto c = d.connect();
   ASSERT_EQ(create(*c, "M", 480)["state"], "COMPLETED");
-  const nlohmann::json job = {{"type", "dense_solve"}, {"matrix", "M"},
-                              {"rhs", {{"generate", "uniform"}, {"nrhs", 1}}}};
+  const nlohmann::json job = {
+      {"type", "dense_solve"}, {"matrix", "M"}, {"rhs", {{"generate", "uniform"}, {"nrhs", 1}}}};
   auto a = client::submit_job(*c, job);
   auto b = client::submit_job(*c, job);
   ASSERT_TRUE(a.is_ok() && b.is_ok());
@@ -112,7 +115,8 @@ TEST(ObjectIdentity, ConcurrentFirstSolvesShareOneFactorization) {
   ASSERT_TRUE(ja.is_ok() && jb.is_ok());
   ASSERT_EQ((*ja)["state"], "COMPLETED") << ja->dump();
   ASSERT_EQ((*jb)["state"], "COMPLETED") << jb->dump();
-  const bool reused_a = (*ja)["result"]["reused_factors"], reused_b = (*jb)["result"]["reused_factors"];
+  const bool reused_a = (*ja)["result"]["reused_factors"],
+             reused_b = (*jb)["result"]["reused_factors"];
   EXPECT_NE(reused_a, reused_b) << "exactly one of them factors";
   EXPECT_LT((*ja)["result"]["residual"].get<double>(), 1e-12);
   EXPECT_LT((*jb)["result"]["residual"].get<double>(), 1e-12);

@@ -10,7 +10,9 @@
 
 namespace stripesolve::testing {
 
-bool can_switch_uid() { return ::geteuid() == 0; }
+bool can_switch_uid() {
+  return ::geteuid() == 0;
+}
 
 std::pair<int, std::string> run_client_as(uid_t uid, const std::vector<std::string>& args,
                                           const std::vector<std::string>& env) {
@@ -44,7 +46,8 @@ std::pair<int, std::string> run_client_as(uid_t uid, const std::vector<std::stri
   std::string out;
   std::array<char, 4096> buf{};
   ssize_t n;
-  while ((n = ::read(pipefd[0], buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
+  while ((n = ::read(pipefd[0], buf.data(), buf.size())) > 0)
+    out.append(buf.data(), static_cast<size_t>(n));
   ::close(pipefd[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);

@@ -1,13 +1,14 @@
 // Ownership across real uids: the test (root) submits a job, then runs the real client binary as
 // another uid (fork, setuid, exec) against the same daemon. Needs root to switch uids; the
 // ownership rule itself is also tested directly in daemon/job_manager_test.cc.
-#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <filesystem>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -23,7 +24,8 @@ TEST(OwnershipIntegration, AnotherUserCannotSeeOrCancelMyJob) {
   ::chmod(dir.c_str(), 0755);
   DaemonFixture d([&](daemon::DaemonConfig& c) {
     c.server.socket = dir + "/shared.sock";
-    c.server.socket_mode = "0666";  // a shared machine: everybody may connect, ownership still holds
+    c.server.socket_mode =
+        "0666";  // a shared machine: everybody may connect, ownership still holds
   });
   auto c = d.connect();
   auto id = client::submit_job(*c, {{"type", "gated"}});
@@ -38,13 +40,15 @@ TEST(OwnershipIntegration, AnotherUserCannotSeeOrCancelMyJob) {
   EXPECT_EQ(rc_cancel, 1) << out_cancel;
   EXPECT_NE(out_cancel.find("job " + job + " not found"), std::string::npos) << out_cancel;
 
-  auto [rc_jobs, out_jobs] = run_client_as(kOtherUid, {"--socket", d.socket(), "--json", "jobs", "--all"});
+  auto [rc_jobs, out_jobs] =
+      run_client_as(kOtherUid, {"--socket", d.socket(), "--json", "jobs", "--all"});
   EXPECT_EQ(rc_jobs, 0) << out_jobs;
   EXPECT_NE(out_jobs.find("\"jobs\": []"), std::string::npos) << out_jobs;
 
   auto [rc_stop, out_stop] = run_client_as(kOtherUid, {"--socket", d.socket(), "daemon", "stop"});
   EXPECT_EQ(rc_stop, 1) << out_stop;
-  EXPECT_NE(out_stop.find("uid 65534 may not stop a daemon run by uid 0"), std::string::npos) << out_stop;
+  EXPECT_NE(out_stop.find("uid 65534 may not stop a daemon run by uid 0"), std::string::npos)
+      << out_stop;
 
   // Still mine, still running.
   auto st = c->call(protocol::MessageType::kStatus, {{"job", *id}});

@@ -1,9 +1,10 @@
 // Integration: the client finds the mistakes it can see before it submits (no job is made, the
 // option is named), through the real binary against a real daemon.
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
+
+#include <gtest/gtest.h>
 
 #include "client/connection.h"
 #include "tests/integration/daemon_fixture.h"
@@ -28,7 +29,8 @@ TEST(Preflight, MistakesAreFoundBeforeAJobIsMade) {
   const std::string dir = d.dir();
   write_npy(dir + "/b39.npy", {39}, std::vector<double>(39, 1.0));
   EXPECT_EQ(run("solve A --rhs " + dir + "/b39.npy"), 1) << out;
-  EXPECT_NE(out.find("--rhs '" + dir + "/b39.npy' has shape (39,) but matrix 'A' has order 40"), std::string::npos)
+  EXPECT_NE(out.find("--rhs '" + dir + "/b39.npy' has shape (39,) but matrix 'A' has order 40"),
+            std::string::npos)
       << out;
   EXPECT_EQ(run("submit nope"), 1) << out;
   EXPECT_NE(out.find("no object named 'nope'"), std::string::npos) << out;
@@ -37,17 +39,20 @@ TEST(Preflight, MistakesAreFoundBeforeAJobIsMade) {
   for (const char* name : {"dl", "rhs"}) write_npy(dir + "/" + name + ".npy", {2, 5}, ones);
   write_npy(dir + "/d.npy", {2, 5}, std::vector<double>(2 * 5, 4.0));  // diagonally dominant
   write_npy(dir + "/du.npy", {2, 4}, std::vector<double>(8, 1.0));
-  const std::string arrays = " --dl " + dir + "/dl.npy --d " + dir + "/d.npy --du " + dir + "/du.npy --rhs " + dir +
-                             "/rhs.npy";
+  const std::string arrays = " --dl " + dir + "/dl.npy --d " + dir + "/d.npy --du " + dir +
+                             "/du.npy --rhs " + dir + "/rhs.npy";
   EXPECT_EQ(run("tridiag" + arrays), 1) << out;
-  EXPECT_NE(out.find("--du has shape (2, 4) but --dl has (2, 5): the four arrays must have one shape"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("--du has shape (2, 4) but --dl has (2, 5): the four arrays must have one shape"),
+      std::string::npos)
       << out;
   write_npy(dir + "/du.npy", {2, 5}, ones);
   EXPECT_EQ(run("tridiag --algorithm foo" + arrays), 2) << out;  // usage
   EXPECT_NE(out.find("foo"), std::string::npos) << out;
   EXPECT_EQ(run("tridiag --sizes 3,3" + arrays), 1) << out;
-  EXPECT_NE(out.find("--sizes adds up to 6 rows, but the arrays have shape (2, 5)"), std::string::npos) << out;
+  EXPECT_NE(out.find("--sizes adds up to 6 rows, but the arrays have shape (2, 5)"),
+            std::string::npos)
+      << out;
   if (d.daemon().status_json()["devices"].empty()) {
     EXPECT_EQ(run("tridiag --device gpu" + arrays), 1) << out;
     EXPECT_NE(out.find("--device gpu: the daemon has no GPU"), std::string::npos) << out;

@@ -3,7 +3,6 @@
 // LAPACK's backward error, or COMPLETED_WITH_WARNING naming the cause, or (kNone only) FAILED
 // on a zero pivot; never COMPLETED above the tolerance. The rcond estimate is checked against
 // the true 1-norm condition number (LAPACK dgetri on the matrix in RAM).
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cmath>
@@ -13,6 +12,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "protocol/npy.h"
@@ -30,7 +31,9 @@ constexpr int64_t kStripeRows = 16;
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 // A cache of about six of the 10 stripes: every pass streams from the store.
-void small_cache(daemon::DaemonConfig& c) { c.engine.ram_budget = 6 * (kN * kStripeRows * 8 + 8192); }
+void small_cache(daemon::DaemonConfig& c) {
+  c.engine.ram_budget = 6 * (kN * kStripeRows * 8 + 8192);
+}
 
 std::vector<double> generated(const std::string& generator, uint64_t seed) {
   std::vector<double> a(static_cast<size_t>(kN * kN));
@@ -62,7 +65,8 @@ Outcome solve(DaemonFixture& d, client::Connection& c, const std::string& matrix
   if (!done.is_ok()) return {};
   Outcome out{*done, {}};
   const std::string state = out.job.value("state", std::string());
-  if (state == "COMPLETED" || state == "COMPLETED_WITH_WARNING") out.x = read_npy(req.out_path).values;
+  if (state == "COMPLETED" || state == "COMPLETED_WITH_WARNING")
+    out.x = read_npy(req.out_path).values;
   return out;
 }
 
@@ -81,8 +85,11 @@ TEST(SolveQuality, HardMatricesWithEveryPivotModeEndHonestly) {
                                    {"near_singular", "singular to working precision"}};
   const std::vector<double> b = stripe::uniform_matrix(kN, 1, 42);
   for (const Case& k : cases) {
-    auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", k.generator}, {"n", kN},
-                                        {"generator", k.generator}, {"seed", 5},
+    auto created = client::run_job(*c, {{"type", "matrix_create"},
+                                        {"name", k.generator},
+                                        {"n", kN},
+                                        {"generator", k.generator},
+                                        {"seed", 5},
                                         {"stripe_rows", kStripeRows}});
     ASSERT_TRUE(created.is_ok());
     ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
@@ -102,7 +109,8 @@ TEST(SolveQuality, HardMatricesWithEveryPivotModeEndHonestly) {
         EXPECT_EQ(o.job["error"]["code"], "Numerical") << what;
         continue;
       }
-      ASSERT_TRUE(state == "COMPLETED" || state == "COMPLETED_WITH_WARNING") << what << ": " << o.job.dump();
+      ASSERT_TRUE(state == "COMPLETED" || state == "COMPLETED_WITH_WARNING")
+          << what << ": " << o.job.dump();
       ASSERT_EQ(o.x.size(), static_cast<size_t>(kN)) << what;
       const nlohmann::json& r = o.job["result"];
       const double berr = stripe::scaled_residual(a.data(), kN, o.x.data(), b.data(), 1);
@@ -113,12 +121,14 @@ TEST(SolveQuality, HardMatricesWithEveryPivotModeEndHonestly) {
       EXPECT_NEAR(reported, berr, 1e-3 * berr + kN * kEps) << what;
       EXPECT_GT(growth, 0) << what;
       EXPECT_GT(rcond, 0) << what;
-      std::printf("%-14s %-5s %-22s berr %.2e (LAPACK %.2e) rcond %.2e (true %.2e) growth %.2e steps %s\n",
-                  k.generator.c_str(), pivot.c_str(), state.c_str(), berr, lapack_berr, rcond,
-                  true_rcond, growth, r["refinement_steps"].dump().c_str());
+      std::printf(
+          "%-14s %-5s %-22s berr %.2e (LAPACK %.2e) rcond %.2e (true %.2e) growth %.2e steps %s\n",
+          k.generator.c_str(), pivot.c_str(), state.c_str(), berr, lapack_berr, rcond, true_rcond,
+          growth, r["refinement_steps"].dump().c_str());
       if (state == "COMPLETED") {
         EXPECT_LE(reported, tolerance) << what;
-        EXPECT_LT(berr, 10 * std::max(lapack_berr, kEps / 2)) << what << " (LAPACK " << lapack_berr << ")";
+        EXPECT_LT(berr, 10 * std::max(lapack_berr, kEps / 2))
+            << what << " (LAPACK " << lapack_berr << ")";
         EXPECT_FALSE(o.job.contains("warning")) << what;
       } else {
         const std::string warning = o.job.value("warning", std::string());
@@ -128,10 +138,12 @@ TEST(SolveQuality, HardMatricesWithEveryPivotModeEndHonestly) {
         }
         std::printf("  warning: %s\n", warning.c_str());
         if (rcond < kEps / 2 && growth < scheduler::kUnstableGrowth) {
-          EXPECT_NE(warning.find("singular to working precision"), std::string::npos) << what << ": " << warning;
+          EXPECT_NE(warning.find("singular to working precision"), std::string::npos)
+              << what << ": " << warning;
         }
         if (reported > tolerance && growth > scheduler::kUnstableGrowth) {
-          EXPECT_NE(warning.find("unstable pivoting"), std::string::npos) << what << ": " << warning;
+          EXPECT_NE(warning.find("unstable pivoting"), std::string::npos)
+              << what << ": " << warning;
         }
         if (reported > tolerance) {
           EXPECT_NE(warning.find("try --pivot"), std::string::npos) << what;
@@ -161,8 +173,11 @@ TEST(SolveQuality, CliLabelsTheFiguresAndExitsSixOnAWarning) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   };
   std::string out;
-  ASSERT_EQ(run("matrix create U -n 96 --seed 3 --generator uniform --stripe-rows 16", &out), 0) << out;
-  ASSERT_EQ(run("matrix create S -n 96 --seed 3 --generator near_singular --stripe-rows 16", &out), 0) << out;
+  ASSERT_EQ(run("matrix create U -n 96 --seed 3 --generator uniform --stripe-rows 16", &out), 0)
+      << out;
+  ASSERT_EQ(run("matrix create S -n 96 --seed 3 --generator near_singular --stripe-rows 16", &out),
+            0)
+      << out;
   EXPECT_EQ(run("solve U", &out), 0) << out;
   for (const char* label : {"backward error", "rcond estimate", "pivot growth"}) {
     EXPECT_NE(out.find(label), std::string::npos) << label << " in: " << out;

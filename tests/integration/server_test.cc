@@ -1,5 +1,4 @@
 // Integration: a real daemon on a temporary socket, real clients over the socket.
-#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -13,6 +12,8 @@
 #include <random>
 #include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "protocol/npy.h"
@@ -58,7 +59,7 @@ TEST(DaemonIntegration, HandshakePingAndSocketModes) {
   auto pong = c->call(MessageType::kPing);
   ASSERT_TRUE(pong.is_ok());
   EXPECT_EQ((*pong)["pong"], true);
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(d.socket().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(::stat((d.dir() + "/run").c_str(), &st), 0);
@@ -110,9 +111,10 @@ TEST(DaemonIntegration, UnknownJobAndBadRequestsAreClearErrors) {
             "job 99 not found (list your jobs with 'stripesolve jobs')");
   EXPECT_EQ(c->call(MessageType::kStatus, {{"job", "x"}}).status().message(),
             "field 'job' must be an integer, got string");
-  EXPECT_EQ(c->call(MessageType::kSubmit, {{"job", {{"type", "nope"}}}}).status().message(),
-            "unknown job type 'nope' (known: dense_solve, echo, gated, gated_tridiag, matrix_create, "
-            "matrix_delete, matrix_export, matrix_import, rows, throw, tridiag_solve)");
+  EXPECT_EQ(
+      c->call(MessageType::kSubmit, {{"job", {{"type", "nope"}}}}).status().message(),
+      "unknown job type 'nope' (known: dense_solve, echo, gated, gated_tridiag, matrix_create, "
+      "matrix_delete, matrix_export, matrix_import, rows, throw, tridiag_solve)");
   // The connection is still usable after request-level errors.
   EXPECT_TRUE(c->call(MessageType::kPing).is_ok());
 }
@@ -169,7 +171,8 @@ TEST(DaemonIntegration, ResultStreamsIntoAValidNpyWhileTheJobRuns) {
   DaemonFixture d;
   auto c = d.connect();
   // 3 right-hand sides, 20000 rows: 480 KB, stripes of 1500 rows (last stripe first).
-  auto id = client::submit_job(*c, {{"type", "rows"}, {"n", 20000}, {"nrhs", 3}, {"stripe", 1500}, {"delay_ms", 2}});
+  auto id = client::submit_job(
+      *c, {{"type", "rows"}, {"n", 20000}, {"nrhs", 3}, {"stripe", 1500}, {"delay_ms", 2}});
   ASSERT_TRUE(id.is_ok());
   const std::string out = d.dir() + "/x.npy";
   auto job = client::follow_job(*c, *id, out, nullptr);
@@ -184,11 +187,13 @@ TEST(DaemonIntegration, ResultStreamsIntoAValidNpyWhileTheJobRuns) {
   ASSERT_EQ(r, 20000);
   ASSERT_EQ(cols, 3);
   for (int64_t j = 0; j < 3; ++j) {
-    for (int64_t i = 0; i < r; ++i) ASSERT_EQ((*x)[j * r + i], expected_row_value(i, j)) << i << "," << j;
+    for (int64_t i = 0; i < r; ++i)
+      ASSERT_EQ((*x)[j * r + i], expected_row_value(i, j)) << i << "," << j;
   }
   // Streamed once: a second fetch is a clear error.
   EXPECT_EQ(client::fetch_result(*c, *id, out).status().message(),
-            "the result of job " + std::to_string(*id) + " was already fetched (results are streamed once)");
+            "the result of job " + std::to_string(*id) +
+                " was already fetched (results are streamed once)");
 }
 
 TEST(DaemonIntegration, CancelMidJobLeavesTheDaemonHealthy) {
@@ -228,7 +233,8 @@ TEST(DaemonIntegration, MalformedInputGetsAnErrorFrameAndOthersAreUnaffected) {
     } else {
       // A valid hello followed by corrupted frames.
       junk = *protocol::encode_frame(protocol::make_hello("fuzz"));
-      std::string f = *protocol::encode_frame(protocol::make_frame(MessageType::kSubmit, 1, {{"job", {{"type", "echo"}}}}));
+      std::string f = *protocol::encode_frame(
+          protocol::make_frame(MessageType::kSubmit, 1, {{"job", {{"type", "echo"}}}}));
       for (int k = 0; k < 3; ++k) f[rng() % f.size()] ^= static_cast<char>(1u << (rng() % 8));
       junk += f;
       junk.resize(junk.size() + rng() % 64, static_cast<char>(rng()));
@@ -243,7 +249,8 @@ TEST(DaemonIntegration, MalformedInputGetsAnErrorFrameAndOthersAreUnaffected) {
       auto f = p.next();
       ASSERT_TRUE(f.has_value());
       EXPECT_EQ(f->type, static_cast<uint16_t>(MessageType::kError));
-      EXPECT_EQ(f->header["message"].get<std::string>().substr(0, 29), "frame 0: bad magic 0x20544547");
+      EXPECT_EQ(f->header["message"].get<std::string>().substr(0, 29),
+                "frame 0: bad magic 0x20544547");
     }
     if (i % 20 == 0) {
       ASSERT_TRUE(good->call(MessageType::kPing).is_ok());
@@ -252,7 +259,8 @@ TEST(DaemonIntegration, MalformedInputGetsAnErrorFrameAndOthersAreUnaffected) {
   ASSERT_TRUE(good->call(MessageType::kPing).is_ok());
   auto m = good->call(MessageType::kMetrics);
   ASSERT_TRUE(m.is_ok());
-  EXPECT_NE((*m)["text"].get<std::string>().find("stripesolve_protocol_errors_total"), std::string::npos);
+  EXPECT_NE((*m)["text"].get<std::string>().find("stripesolve_protocol_errors_total"),
+            std::string::npos);
   EXPECT_GE(d.daemon().metrics().protocol_errors.load(), 67u);
 }
 
@@ -264,9 +272,10 @@ TEST(DaemonIntegration, ConnectionLimitRefusesWithAClearError) {
   ASSERT_NE(b, nullptr);
   auto third = client::Connection::connect(d.socket());
   ASSERT_FALSE(third.is_ok());
-  EXPECT_EQ(third.status().message(),
-            "too many connections (2, limit daemon.limits.max_connections) (wait for other clients to "
-            "finish, or raise daemon.limits.max_connections)");
+  EXPECT_EQ(
+      third.status().message(),
+      "too many connections (2, limit daemon.limits.max_connections) (wait for other clients to "
+      "finish, or raise daemon.limits.max_connections)");
   b.reset();
   bool ok = false;  // the slot frees once the daemon sees b's close
   for (int i = 0; i < 500 && !ok; ++i) {

@@ -2,7 +2,6 @@
 // user could replace the socket and receive the next client's hello), and the client refuses a
 // socket served by anyone but root, itself, or the uid it was told to expect.
 #include <grp.h>
-#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,6 +11,8 @@
 
 #include <cstring>
 #include <filesystem>
+
+#include <gtest/gtest.h>
 
 #include "client/connection.h"
 #include "daemon/daemon.h"
@@ -38,9 +39,10 @@ TEST(SocketChecks, TheDaemonRefusesAFolderOthersMayWriteOrOwn) {
   {
     daemon::Daemon d(config_in(dir, open_dir + "/d.sock"));
     EXPECT_EQ(d.start().message(),
-              "socket directory " + open_dir + " has mode 0777: other users may write in it and "
-              "replace the socket; make it writable by its owner only (chmod go-w) or choose "
-              "another daemon.socket");
+              "socket directory " + open_dir +
+                  " has mode 0777: other users may write in it and "
+                  "replace the socket; make it writable by its owner only (chmod go-w) or choose "
+                  "another daemon.socket");
   }
   ::chmod(open_dir.c_str(), 01777);  // sticky does not help: the name can be taken before us
   {
@@ -60,10 +62,11 @@ TEST(SocketChecks, TheDaemonRefusesAFolderOthersMayWriteOrOwn) {
     ::mkdir(theirs.c_str(), 0755);
     ASSERT_EQ(::chown(theirs.c_str(), kOtherUid, kOtherUid), 0);
     daemon::Daemon d(config_in(dir, theirs + "/d.sock"));
-    EXPECT_EQ(d.start().message(),
-              "socket directory " + theirs + " belongs to uid 65534, not to this daemon (uid " +
-                  std::to_string(::geteuid()) + ") or root, so that user could replace the socket; "
-                  "remove the directory or choose another daemon.socket");
+    EXPECT_EQ(d.start().message(), "socket directory " + theirs +
+                                       " belongs to uid 65534, not to this daemon (uid " +
+                                       std::to_string(::geteuid()) +
+                                       ") or root, so that user could replace the socket; "
+                                       "remove the directory or choose another daemon.socket");
     EXPECT_FALSE(std::filesystem::exists(theirs + "/d.sock"));
   }
   // A folder of its own that only it may write is fine (created 0700 when missing).
@@ -86,7 +89,8 @@ pid_t fake_daemon_as(uid_t uid, const std::string& path) {
   const pid_t pid = ::fork();
   if (pid == 0) {  // async-signal-safe calls only
     ::close(ready[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 || ::setresuid(uid, uid, uid) != 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
+        ::setresuid(uid, uid, uid) != 0) {
       ::_exit(99);
     }
     ::umask(0);  // a socket everybody may connect to
@@ -94,7 +98,8 @@ pid_t fake_daemon_as(uid_t uid, const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::memcpy(addr.sun_path, path.c_str(), std::min(path.size(), sizeof(addr.sun_path) - 1));
-    if (::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(l, 8) != 0) ::_exit(97);
+    if (::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(l, 8) != 0)
+      ::_exit(97);
     const char ok = 1;
     if (::write(ready[1], &ok, 1) != 1) ::_exit(96);
     while (true) {
@@ -128,9 +133,10 @@ TEST(SocketChecks, TheClientRefusesADaemonOfAnotherUser) {
   // As root: neither root nor ourselves serve it.
   auto refused = client::Connection::connect(socket);
   EXPECT_EQ(refused.status().message(),
-            "refusing the daemon at " + socket + ": the socket is served by uid 65534, which is "
-            "neither root nor you (uid 0); if uid 65534 runs your daemon, set "
-            "STRIPESOLVE_DAEMON_UID=65534 or pass --daemon-uid 65534");
+            "refusing the daemon at " + socket +
+                ": the socket is served by uid 65534, which is "
+                "neither root nor you (uid 0); if uid 65534 runs your daemon, set "
+                "STRIPESOLVE_DAEMON_UID=65534 or pass --daemon-uid 65534");
   // As a third user, through the CLI.
   auto [rc, out] = run_client_as(1, {"--socket", socket, "jobs"});
   EXPECT_EQ(rc, 1) << out;
@@ -145,7 +151,8 @@ TEST(SocketChecks, TheClientRefusesADaemonOfAnotherUser) {
   EXPECT_EQ(client::Connection::connect(socket).status().message(),
             "STRIPESOLVE_DAEMON_UID must be a uid (a number), got 'nobody'");
   ::unsetenv("STRIPESOLVE_DAEMON_UID");
-  auto [rc_told, out_told] = run_client_as(1, {"--socket", socket, "--daemon-uid", "65534", "jobs"});
+  auto [rc_told, out_told] =
+      run_client_as(1, {"--socket", socket, "--daemon-uid", "65534", "jobs"});
   EXPECT_NE(out_told.find("the fake daemon answered"), std::string::npos) << out_told;
   // The user's own daemon is always accepted.
   auto [rc_own, out_own] = run_client_as(kOtherUid, {"--socket", socket, "jobs"});

@@ -1,12 +1,12 @@
-// Integration: dense solves through the daemon (B passed as an .npy file descriptor, X written into the client's .npy)
-// checked against LAPACK dgesv; cancel in the middle of a solve.
-#include <gtest/gtest.h>
-
+// Integration: dense solves through the daemon (B passed as an .npy file descriptor, X written into
+// the client's .npy) checked against LAPACK dgesv; cancel in the middle of a solve.
 #include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "protocol/npy.h"
@@ -30,9 +30,14 @@ std::vector<double> regenerate(int64_t n, uint64_t seed) {
   return a;
 }
 
-void create_matrix(client::Connection& c, const std::string& name, int64_t n, int64_t seed, int64_t stripe_rows) {
-  auto r = client::run_job(c, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"generator", "uniform"},
-                               {"seed", seed}, {"stripe_rows", stripe_rows}});
+void create_matrix(client::Connection& c, const std::string& name, int64_t n, int64_t seed,
+                   int64_t stripe_rows) {
+  auto r = client::run_job(c, {{"type", "matrix_create"},
+                               {"name", name},
+                               {"n", n},
+                               {"generator", "uniform"},
+                               {"seed", seed},
+                               {"stripe_rows", stripe_rows}});
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   ASSERT_EQ((*r)["state"], "COMPLETED") << r->dump();
 }
@@ -81,7 +86,8 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
   const std::vector<double> ref = stripe::lapack_solve(a, n, b, nrhs);
   ASSERT_FALSE(ref.empty());
   const double ref_residual = stripe::scaled_residual(a.data(), n, ref.data(), b.data(), nrhs);
-  EXPECT_LT(residual, 100 * std::max(ref_residual, 1e-16)) << "daemon " << residual << " vs dgesv " << ref_residual;
+  EXPECT_LT(residual, 100 * std::max(ref_residual, 1e-16))
+      << "daemon " << residual << " vs dgesv " << ref_residual;
   double diff = 0;
   for (size_t k = 0; k < ref.size(); ++k) diff = std::max(diff, std::abs((*x)[k] - ref[k]));
   EXPECT_LT(diff / stripe::max_abs(ref), 1e-8);
@@ -97,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(Pivots, SolveIntegration, ::testing::Values("row", "loc
 
 // Solves `rhs_shape` right-hand sides (C-order `values`) of matrix A through the CLI's request
 // into x.npy; the finished job.
-nlohmann::json solve_file(DaemonFixture& d, client::Connection& c, const std::vector<int64_t>& rhs_shape,
+nlohmann::json solve_file(DaemonFixture& d, client::Connection& c,
+                          const std::vector<int64_t>& rhs_shape,
                           const std::vector<double>& values) {
   const std::string rhs_path = d.dir() + "/b.npy";
   write_npy(rhs_path, rhs_shape, values);

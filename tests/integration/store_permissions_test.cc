@@ -2,10 +2,11 @@
 // with store.group, 0640 and 2750 with that group; a store made before (0644 files in 0755
 // folders) is closed when the daemon opens it.
 #include <grp.h>
-#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -24,7 +25,7 @@ struct Entry {
 };
 std::vector<Entry> walk(const std::string& root) {
   std::vector<Entry> out;
-  struct stat st{};
+  struct stat st {};
   ::lstat(root.c_str(), &st);
   out.push_back({root, st.st_mode & 07777, st.st_gid, true});
   for (const auto& e : fs::recursive_directory_iterator(root)) {
@@ -37,8 +38,11 @@ std::vector<Entry> walk(const std::string& root) {
 // A matrix, its factors and their blobs: every kind of file the store writes.
 void fill_store(DaemonFixture& d) {
   auto c = d.connect();
-  auto created = client::run_job(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 200},
-                                      {"generator", "diag_dominant"}, {"stripe_rows", 64}});
+  auto created = client::run_job(*c, {{"type", "matrix_create"},
+                                      {"name", "M"},
+                                      {"n", 200},
+                                      {"generator", "diag_dominant"},
+                                      {"stripe_rows", 64}});
   ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
   auto solved = client::run_job(*c, {{"type", "dense_solve"}, {"matrix", "M"}});
   ASSERT_EQ((*solved)["state"], "COMPLETED") << solved->dump();
@@ -75,7 +79,7 @@ TEST(StorePermissions, AStoreMadeBeforeIsClosedWhenOpened) {
   }
   for (const Entry& e : walk(dir + "/store")) ::chmod(e.path.c_str(), e.dir ? 0755 : 0644);
   DaemonFixture again([&](daemon::DaemonConfig& c) { c.store.paths = {dir + "/store"}; });
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat((dir + "/store").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
   ASSERT_EQ(::stat((dir + "/store/objects").c_str(), &st), 0);

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "client/commands.h"
-
 #include "tests/integration/npy_files.h"
 #include "tridiag/gallery.h"
 
@@ -121,7 +120,8 @@ client::TridiagRequest request_for(const BatchFiles& files) {
   return r;
 }
 
-nlohmann::json solve(client::Connection& c, client::TridiagRequest request, const std::string& out) {
+nlohmann::json solve(client::Connection& c, client::TridiagRequest request,
+                     const std::string& out) {
   request.out_path = out;
   auto job = client::build_tridiag_job(request);
   EXPECT_TRUE(job.is_ok()) << job.status().to_string();

@@ -1,13 +1,14 @@
 // Integration: what goes wrong with tridiagonal batches gets a clear, exact message (bad shapes,
 // dtypes, sizes, NaN, singular systems, unknown algorithm, no GPU, the memory cap), and the jobs
 // live like every other job (listed, cancelled, fetched later) through the API and the CLI.
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <fstream>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"

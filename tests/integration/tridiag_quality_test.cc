@@ -3,13 +3,14 @@
 // algorithm on the CPU: the job is within 10x of LAPACK on every system (after falling back to
 // gepp on exactly the systems that need it), or ends COMPLETED_WITH_WARNING naming the cause;
 // never a plain COMPLETED above the backward-error tolerance.
-#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
 #include <sstream>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -27,7 +28,8 @@ TridiagBatch hard_batch() {
   TridiagBatch b;
   b.layout = tridiag::BatchLayout::kRagged;
   std::vector<tridiag::TridiagonalMatrix> systems;
-  for (std::size_t n : {3u, 8u, 64u, 9u}) systems.push_back(tridiag::toeplitz_matrix(n, 1.0, 1e-8, 1.0));
+  for (std::size_t n : {3u, 8u, 64u, 9u})
+    systems.push_back(tridiag::toeplitz_matrix(n, 1.0, 1e-8, 1.0));
   systems.push_back(tridiag::diagonally_dominant_matrix(40, 1));
   systems.push_back(tridiag::near_singular_matrix(30, 2));
   for (std::size_t j = 0; j < systems.size(); ++j) {
@@ -52,7 +54,8 @@ double worst_ratio_to_lapack(const TridiagBatch& b, const std::vector<double>& x
     EXPECT_EQ(tridiag::lapack_dgtsv(&b.dl[o], &b.d[o], &b.du[o], &b.rhs[o], n, ref), 0);
     const double lapack =
         tridiag::relative_residual(&b.dl[o], &b.d[o], &b.du[o], ref.data(), &b.rhs[o], n);
-    const double ours = tridiag::relative_residual(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.rhs[o], n);
+    const double ours =
+        tridiag::relative_residual(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.rhs[o], n);
     worst = std::max(worst, ours / std::max(lapack, 1e-17));
   }
   return worst;
@@ -100,8 +103,8 @@ TEST(TridiagQuality, EveryAlgorithmWithinTenTimesLapackOrWarned) {
       EXPECT_NE(job["warning"].get<std::string>().find("may be inaccurate"), std::string::npos)
           << job.dump();
     }
-    const bool may_fall_back = std::string(k.algorithm) == "auto" ||
-                               std::string(k.algorithm) == "spike" || k.fallback;
+    const bool may_fall_back =
+        std::string(k.algorithm) == "auto" || std::string(k.algorithm) == "spike" || k.fallback;
     if (may_fall_back) {
       EXPECT_EQ(state, "COMPLETED") << job.dump();
     }

@@ -1,10 +1,10 @@
 // Integration: tridiagonal batches through the daemon (dl, d, du, rhs passed as .npy file
 // descriptors, x written into the client's .npy of the rhs's shape, or streamed by `result`),
 // every system checked against LAPACK dgtsv.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
@@ -25,7 +25,8 @@ double backward_error(const std::vector<double>& dl, const std::vector<double>& 
   double r_max = 0, a_max = 0, x_max = 0, f_max = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double lo = i > 0 ? dl[i] : 0.0, up = i + 1 < n ? du[i] : 0.0;
-    const double ax = (i > 0 ? lo * x[i - 1] : 0.0) + d[i] * x[i] + (i + 1 < n ? up * x[i + 1] : 0.0);
+    const double ax =
+        (i > 0 ? lo * x[i - 1] : 0.0) + d[i] * x[i] + (i + 1 < n ? up * x[i + 1] : 0.0);
     r_max = std::max(r_max, std::abs(ax - f[i]));
     a_max = std::max(a_max, std::abs(lo) + std::abs(d[i]) + std::abs(up));
     x_max = std::max(x_max, std::abs(x[i]));
@@ -57,12 +58,12 @@ double expect_matches_lapack(const TridiagBatch& b, const std::vector<double>& x
     // Beside dgtsv (GEPP) the bound is what a backward-stable solver guarantees: a normwise
     // backward error within a small multiple of n eps. The daemon's default on a GPU machine is
     // SPIKE with diagonal pivoting (000 §III), whose residual on random systems was seen at
-    // 133x dgtsv's (8.1e-14 vs 6.1e-16, n = 257: about 1.4 n eps as a relative residual), so "within 100x of dgtsv"
-    // would be a bound on GEPP, not on stability.
+    // 133x dgtsv's (8.1e-14 vs 6.1e-16, n = 257: about 1.4 n eps as a relative residual), so
+    // "within 100x of dgtsv" would be a bound on GEPP, not on stability.
     const double eta = backward_error(dl, d, du, xj, f);
     EXPECT_LE(eta, 10.0 * static_cast<double>(n) * 2.220446049250313e-16)
-        << "system " << j << ": backward error " << eta << ", relative residual " << r
-        << " (dgtsv " << r_ref << ")";
+        << "system " << j << ": backward error " << eta << ", relative residual " << r << " (dgtsv "
+        << r_ref << ")";
     EXPECT_LT(r, 1e-9) << "system " << j;
     double x_max = 0, diff = 0, ref_max = 0;
     for (std::size_t i = 0; i < n; ++i) {

@@ -1,15 +1,14 @@
 // Orchestration of the device solvers: recursive SPIKE levels, the interleaved and shared-memory
 // paths, workspace layout and breakdown flags (device_solve.h).
-#include "tridiag/cuda/device_solve.h"
-
-#include <cuda_runtime.h>
-
 #include <algorithm>
-#include <climits>
 #include <mutex>
 #include <string>
 
+#include <climits>
+#include <cuda_runtime.h>
+
 #include "tridiag/cuda/cuda_check.h"
+#include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/group_spike.cuh"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/spike_kernels.cuh"
@@ -20,9 +19,13 @@ namespace {
 
 constexpr std::size_t kFlagBytes = 256;
 
-std::size_t round_up(std::size_t v) { return (v + 255) / 256 * 256; }
+std::size_t round_up(std::size_t v) {
+  return (v + 255) / 256 * 256;
+}
 
-std::size_t parts_of(std::size_t rows) { return (rows + kPartitionRows - 1) / kPartitionRows; }
+std::size_t parts_of(std::size_t rows) {
+  return (rows + kPartitionRows - 1) / kPartitionRows;
+}
 
 // Bytes the two passes over a system of `rows` rows need below it, per level 18 arrays of its
 // warp separators (13 from pass 1, 5 for their system), down to a system that fits a group.
@@ -91,8 +94,8 @@ Status solve_in_passes(const OnePass& s, Bump& ws, unsigned long long* reduced_f
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 1 (warp ends) launch"));
   launch_form_separators(e, m, L, D, U, G, stream);
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "warp separator system launch"));
-  const OnePass reduced{s.pivoting,   L,       D,     U, G, xs, m, m, s.tol,
-                        reduced_flag, nullptr, s.stride * kWarpRows};
+  const OnePass reduced{s.pivoting,          L, D, U, G, xs, m, m, s.tol, reduced_flag, nullptr,
+                        s.stride * kWarpRows};
   STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(reduced, ws, reduced_flag, stream));
   launch_warp_finish(s, xs, stream);
   return cuda_check(cudaGetLastError(), "SPIKE pass 2 (warp finish) launch");
@@ -107,13 +110,13 @@ Status spike_level(bool pivoting, const double* dl, const double* d, const doubl
   }
   const std::size_t parts = parts_of(args.rows);
   const std::size_t tiles = (parts + kPartitionsPerBlock - 1) / kPartitionsPerBlock;
-  PartitionData pd{ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
-                   ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
-                   ws.take(parts), ws.take(parts)};
+  PartitionData pd{ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
+                   ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts)};
   double *rl = ws.take(parts), *rd = ws.take(parts), *ru = ws.take(parts);
   double *rf = ws.take(parts), *rx = ws.take(parts);
   launch_partition_ends(pivoting, dl, d, du, f, 0, 0, tiles, args, pd, stream);
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 1 (partition ends) launch"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaGetLastError(), "SPIKE pass 1 (partition ends) launch"));
   launch_form_reduced(pd, parts, rl, rd, ru, rf, stream);
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE reduced-system launch"));
   LevelArgs next = args;
@@ -128,14 +131,16 @@ Status spike_level(bool pivoting, const double* dl, const double* d, const doubl
 bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n) {
   switch (algorithm) {
     case Algorithm::kSpike:
-    case Algorithm::kThomas: return true;
+    case Algorithm::kThomas:
+      return true;
     case Algorithm::kCr:
     case Algorithm::kPcr:
     case Algorithm::kCrPcr:
     case Algorithm::kPcrThomas:
     case Algorithm::kCrPcrThomas:
       return layout == BatchLayout::kStrided && n <= kMaxReductionSystem;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -153,10 +158,11 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t
 Status read_flags(const char* name, const unsigned long long* dev_flags, std::size_t n_per_system,
                   std::size_t rows, cudaStream_t stream) {
   unsigned long long flags[kFlagSlots];
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
-      cudaMemcpyAsync(flags, dev_flags, sizeof flags, cudaMemcpyDeviceToHost, stream),
-      "reading the breakdown flags"));
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaStreamSynchronize(stream), "tridiagonal solve on the GPU"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemcpyAsync(flags, dev_flags, sizeof flags, cudaMemcpyDeviceToHost, stream),
+                 "reading the breakdown flags"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaStreamSynchronize(stream), "tridiagonal solve on the GPU"));
   for (int k : {kPivotFlag, kReducedFlag, kSolutionFlag}) {
     if (flags[k] == ULLONG_MAX) continue;
     std::string where;
@@ -166,15 +172,14 @@ Status read_flags(const char* name, const unsigned long long* dev_flags, std::si
     const std::size_t row = n_per_system != 0 ? flags[k] % n_per_system : flags[k];
     return Status::numerical(where + name +
                              (k != kSolutionFlag ? " (GPU): zero, tiny or non-finite pivot at row "
-                                     : " (GPU): non-finite solution at row ") +
+                                                 : " (GPU): non-finite solution at row ") +
                              std::to_string(row));
   }
   return Status::ok();
 }
 
-Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& b,
-                    void* workspace, std::size_t workspace_size, double pivot_tolerance,
-                    void* stream_ptr) {
+Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& b, void* workspace,
+                    std::size_t workspace_size, double pivot_tolerance, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   const std::size_t n = layout == BatchLayout::kInterleaved ? b.rows / b.count : b.system_size;
   if (!supported(algorithm, layout, n)) {
@@ -184,10 +189,9 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                                  "batches of n <= 4096)");
   }
   if (workspace_size < workspace_bytes(algorithm, layout, b.rows)) {
-    return Status::invalid_argument("GPU workspace of " + std::to_string(workspace_size) +
-                                    " bytes is smaller than the " +
-                                    std::to_string(workspace_bytes(algorithm, layout, b.rows)) +
-                                    " bytes needed");
+    return Status::invalid_argument(
+        "GPU workspace of " + std::to_string(workspace_size) + " bytes is smaller than the " +
+        std::to_string(workspace_bytes(algorithm, layout, b.rows)) + " bytes needed");
   }
   ensure_shared_limits();
   auto* flags = static_cast<unsigned long long*>(workspace);
@@ -200,8 +204,8 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
   if (layout == BatchLayout::kInterleaved) {
     double* piv = ws.take(b.rows);
     auto* kinds = reinterpret_cast<unsigned char*>(ws.p);
-    launch_interleaved(pivoting, b.dl, b.d, b.du, b.f, b.x, n, b.count, piv, kinds,
-                       pivot_tolerance, flags, stream);
+    launch_interleaved(pivoting, b.dl, b.d, b.du, b.f, b.x, n, b.count, piv, kinds, pivot_tolerance,
+                       flags, stream);
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved kernel launch"));
     return read_flags(name, flags, n, b.rows, stream);
   }
@@ -211,8 +215,18 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
   if ((algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) &&
       (b.system_size != 0 || b.rows > static_cast<std::size_t>(kPartitionRows))) {
     const std::size_t n = b.system_size != 0 ? b.system_size : b.rows;
-    const OnePass s{pivoting, b.dl, b.d, b.du, b.f, b.x, b.rows, n, pivot_tolerance,
-                    flags + kPivotFlag, flags + kSolutionFlag, 1};
+    const OnePass s{pivoting,
+                    b.dl,
+                    b.d,
+                    b.du,
+                    b.f,
+                    b.x,
+                    b.rows,
+                    n,
+                    pivot_tolerance,
+                    flags + kPivotFlag,
+                    flags + kSolutionFlag,
+                    1};
     STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(s, ws, flags + kReducedFlag, stream));
     return read_flags(name, flags, b.system_size, b.rows, stream);
   }
@@ -221,8 +235,8 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, b.dl, b.d, b.du, b.f, b.x, args, ws, stream));
     return read_flags(name, flags, b.system_size, b.rows, stream);
   }
-  launch_reduction_solver(algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n,
-                          pivot_tolerance, flags, stream);
+  launch_reduction_solver(algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n, pivot_tolerance,
+                          flags, stream);
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), std::string(name) + " kernel launch"));
   return read_flags(name, flags, n, b.rows, stream);
 }
@@ -248,19 +262,18 @@ Status solve_host_chunked(bool pivoting, const double* dl, const double* d, cons
                  "clearing the breakdown flags"));
   Bump ws{static_cast<char*>(workspace) + kFlagBytes};
   const std::size_t parts = parts_of(rows);
-  PartitionData pd{ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
-                   ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
-                   ws.take(parts), ws.take(parts)};
+  PartitionData pd{ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),
+                   ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts)};
   double *rl = ws.take(parts), *rd = ws.take(parts), *ru = ws.take(parts);
   double *rf = ws.take(parts), *rx = ws.take(parts);
   LevelArgs args{rows, system_size, 1, rows, pivot_tolerance, flags};
   const double* host_in[4] = {dl, d, du, f};
   auto upload = [&](std::size_t row0, std::size_t count) -> Status {
     for (int k = 0; k < 4; ++k) {
-      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
-          cudaMemcpyAsync(chunk[k], host_in[k] + row0, count * sizeof(double),
-                          cudaMemcpyHostToDevice, stream),
-          "uploading chunk at row " + std::to_string(row0)));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          cuda_check(cudaMemcpyAsync(chunk[k], host_in[k] + row0, count * sizeof(double),
+                                     cudaMemcpyHostToDevice, stream),
+                     "uploading chunk at row " + std::to_string(row0)));
     }
     return Status::ok();
   };
@@ -268,9 +281,10 @@ Status solve_host_chunked(bool pivoting, const double* dl, const double* d, cons
     const std::size_t count = std::min(chunk_rows, rows - row0);
     STRIPESOLVE_RETURN_IF_ERROR(upload(row0, count));
     const std::size_t tiles = (count + kTileRows - 1) / kTileRows;
-    launch_partition_ends(pivoting, chunk[0], chunk[1], chunk[2], chunk[3], row0,
-                          row0 / kTileRows, tiles, args, pd, stream);
-    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 1 launch (chunk at row " + std::to_string(row0) + ")"));
+    launch_partition_ends(pivoting, chunk[0], chunk[1], chunk[2], chunk[3], row0, row0 / kTileRows,
+                          tiles, args, pd, stream);
+    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
+        cudaGetLastError(), "SPIKE pass 1 launch (chunk at row " + std::to_string(row0) + ")"));
   }
   launch_form_reduced(pd, parts, rl, rd, ru, rf, stream);
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE reduced-system launch"));
@@ -282,7 +296,8 @@ Status solve_host_chunked(bool pivoting, const double* dl, const double* d, cons
     const std::size_t tiles = (count + kTileRows - 1) / kTileRows;
     launch_partition_solve(pivoting, chunk[0], chunk[1], chunk[2], chunk[3], chunk[4], row0,
                            row0 / kTileRows, tiles, rx, args, stream);
-    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "SPIKE pass 2 launch (chunk at row " + std::to_string(row0) + ")"));
+    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
+        cudaGetLastError(), "SPIKE pass 2 launch (chunk at row " + std::to_string(row0) + ")"));
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
         cudaMemcpyAsync(x + row0, chunk[4], count * sizeof(double), cudaMemcpyDeviceToHost, stream),
         "downloading chunk at row " + std::to_string(row0)));
@@ -300,10 +315,11 @@ __global__ void zero_couplings_kernel(double* dl, double* du, const std::size_t*
 }
 }  // namespace
 
-Status zero_ragged_couplings(double* dl, double* du, const std::size_t* offsets,
-                             std::size_t count, void* stream) {
+Status zero_ragged_couplings(double* dl, double* du, const std::size_t* offsets, std::size_t count,
+                             void* stream) {
   const unsigned blocks = static_cast<unsigned>((count + 255) / 256);
-  zero_couplings_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(dl, du, offsets, count);
+  zero_couplings_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(dl, du, offsets,
+                                                                               count);
   return cuda_check(cudaGetLastError(), "ragged coupling kernel launch");
 }
 

@@ -61,8 +61,8 @@ Status solve_host_chunked(bool pivoting, const double* dl, const double* d, cons
 
 // Zeroes dl at the first and du at the last row of each ragged system (offsets: count + 1
 // device-side prefix sums) in device arrays.
-Status zero_ragged_couplings(double* dl, double* du, const std::size_t* offsets,
-                             std::size_t count, void* stream);
+Status zero_ragged_couplings(double* dl, double* du, const std::size_t* offsets, std::size_t count,
+                             void* stream);
 
 // Number of CUDA devices; an error when the runtime reports one.
 Result<int> device_count();

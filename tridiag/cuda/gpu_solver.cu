@@ -1,13 +1,13 @@
 // Host entry point of the GPU path (tridiag/gpu.h): device memory, copies, chunking, the
 // choice of kAuto and its fallbacks, and the quality check of every solve (on the device while
 // the batch is there; tridiag.h says what the check does).
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <string>
 #include <vector>
+
+#include <cuda_runtime.h>
 
 #include "tridiag/batch_check.h"
 #include "tridiag/cuda/cuda_check.h"
@@ -30,11 +30,14 @@ class DeviceBuffer {
     if (p_ != nullptr) cudaFree(p_);
   }
   Status allocate(std::size_t bytes, const char* what) {
-    return gpu::cuda_check(cudaMalloc(&p_, std::max<std::size_t>(bytes, 1)),
-                           std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes for " + what);
+    return gpu::cuda_check(
+        cudaMalloc(&p_, std::max<std::size_t>(bytes, 1)),
+        std::string("cudaMalloc of ") + std::to_string(bytes) + " bytes for " + what);
   }
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
 
  private:
   void* p_ = nullptr;
@@ -43,7 +46,8 @@ class DeviceBuffer {
 Result<std::size_t> budget_of(const GpuOptions& options) {
   if (options.device_memory_budget != 0) return options.device_memory_budget;
   std::size_t free_bytes = 0, total = 0;
-  STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      gpu::cuda_check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo"));
   return free_bytes / 10 * 9;
 }
 
@@ -75,7 +79,8 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
   if (whole <= budget) {
     DeviceBuffer buf[5], ws, check, offsets;
     const char* names[5] = {"dl", "d", "du", "f", "x"};
-    for (int k = 0; k < 5; ++k) STRIPESOLVE_RETURN_IF_ERROR(buf[k].allocate(rows * sizeof(double), names[k]));
+    for (int k = 0; k < 5; ++k)
+      STRIPESOLVE_RETURN_IF_ERROR(buf[k].allocate(rows * sizeof(double), names[k]));
     STRIPESOLVE_RETURN_IF_ERROR(ws.allocate(ws_bytes, "the solver workspace"));
     STRIPESOLVE_RETURN_IF_ERROR(check.allocate(check_bytes, "the quality check"));
     const double* in[4] = {arrays.dl, arrays.d, arrays.du, arrays.f};
@@ -87,32 +92,37 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
     if (ragged) {
       std::vector<std::size_t> off(systems + 1, 0);
       for (std::size_t j = 0; j < systems; ++j) off[j + 1] = off[j] + shape.sizes[j];
-      STRIPESOLVE_RETURN_IF_ERROR(offsets.allocate(off.size() * sizeof(std::size_t), "ragged offsets"));
-      STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(
-          cudaMemcpy(offsets.as<void>(), off.data(), off.size() * sizeof(std::size_t), cudaMemcpyHostToDevice),
-          "copying ragged offsets"));
-      STRIPESOLVE_RETURN_IF_ERROR(gpu::zero_ragged_couplings(buf[0].as<double>(), buf[2].as<double>(),
-                                                             offsets.as<std::size_t>(), systems, stream));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          offsets.allocate(off.size() * sizeof(std::size_t), "ragged offsets"));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          gpu::cuda_check(cudaMemcpy(offsets.as<void>(), off.data(),
+                                     off.size() * sizeof(std::size_t), cudaMemcpyHostToDevice),
+                          "copying ragged offsets"));
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::zero_ragged_couplings(
+          buf[0].as<double>(), buf[2].as<double>(), offsets.as<std::size_t>(), systems, stream));
     }
-    gpu::DeviceBatch b{buf[0].as<double>(), buf[1].as<double>(), buf[2].as<double>(),
-                       buf[3].as<double>(), buf[4].as<double>(), rows,
-                       shape.layout == BatchLayout::kStrided ? n : 0, systems};
+    gpu::DeviceBatch b{buf[0].as<double>(),
+                       buf[1].as<double>(),
+                       buf[2].as<double>(),
+                       buf[3].as<double>(),
+                       buf[4].as<double>(),
+                       rows,
+                       shape.layout == BatchLayout::kStrided ? n : 0,
+                       systems};
     const Status st = gpu::solve_device(alg, shape.layout, b, ws.as<void>(), ws_bytes,
                                         options.solve.pivot_tolerance, stream);
     if (!st.is_ok() && !(past_breakdown && st.code() == StatusCode::kNumerical)) return st;
-    STRIPESOLVE_RETURN_IF_ERROR(gpu::check_on_device(shape.layout, b, systems,
-                                                     ragged ? offsets.as<std::size_t>() : nullptr,
-                                                     check.as<void>(), check_bytes, stream,
-                                                     attempt.check));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        gpu::check_on_device(shape.layout, b, systems, ragged ? offsets.as<std::size_t>() : nullptr,
+                             check.as<void>(), check_bytes, stream, attempt.check));
     attempt.checked_on_device = true;
     // Copying x back overwrites an f it aliases: keep f for the systems' fallback.
     if (!attempt.check.suspects.empty() && arrays.x == arrays.f) {
       attempt.f_kept.assign(arrays.f, arrays.f + rows);
     }
-    STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaMemcpy(arrays.x, buf[4].as<double>(),
-                                                           rows * sizeof(double),
-                                                           cudaMemcpyDeviceToHost),
-                                                "copying x from the device"));
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(
+        cudaMemcpy(arrays.x, buf[4].as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
+        "copying x from the device"));
     return st;
   }
   if (ragged || shape.layout == BatchLayout::kInterleaved ||
@@ -129,8 +139,8 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
                                       " bytes cannot hold the reduced systems (" +
                                       std::to_string(ws_chunked) + " bytes) and one chunk");
   }
-  std::size_t chunk_rows = (budget - ws_chunked) / per_row / gpu::kChunkGranularity *
-                           gpu::kChunkGranularity;
+  std::size_t chunk_rows =
+      (budget - ws_chunked) / per_row / gpu::kChunkGranularity * gpu::kChunkGranularity;
   chunk_rows = std::min(chunk_rows, (rows + gpu::kChunkGranularity - 1) / gpu::kChunkGranularity *
                                         gpu::kChunkGranularity);
   DeviceBuffer buf[5], ws;
@@ -145,8 +155,8 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
                   std::to_string(budget) + " bytes); checked on the CPU");
   // The batch is never whole on the device, so the check runs on the CPU afterwards, from f.
   if (arrays.x == arrays.f) attempt.f_kept.assign(arrays.f, arrays.f + rows);
-  return gpu::solve_host_chunked(alg == Algorithm::kSpike, arrays.dl, arrays.d, arrays.du,
-                                 arrays.f, arrays.x, rows, systems > 1 ? n : 0, chunk_rows, chunk,
+  return gpu::solve_host_chunked(alg == Algorithm::kSpike, arrays.dl, arrays.d, arrays.du, arrays.f,
+                                 arrays.x, rows, systems > 1 ? n : 0, chunk_rows, chunk,
                                  ws.as<void>(), ws_chunked, options.solve.pivot_tolerance, stream);
 }
 
@@ -200,7 +210,8 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
   }
   STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaSetDevice(options.device), "cudaSetDevice"));
   const bool automatic = options.solve.algorithm == Algorithm::kAuto;
-  report.algorithm = automatic ? choose_gpu_algorithm(shape, options.solve) : options.solve.algorithm;
+  report.algorithm =
+      automatic ? choose_gpu_algorithm(shape, options.solve) : options.solve.algorithm;
   if (automatic) {
     report.notes.push_back("auto chose " + std::string(algorithm_name(report.algorithm)) + " (" +
                            (options.solve.require_stable ? "stable" : "unpivoted") +
@@ -215,8 +226,8 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
   // An explicit algorithm that may fall back checks past a breakdown, as the CPU path solves
   // the systems that broke down again; auto first tries spike on the GPU.
   const bool past_breakdown = !automatic && may_fall_back;
-  const Status st = run_on_gpu(report.algorithm, shape, arrays, options, past_breakdown,
-                               report.notes, attempt);
+  const Status st =
+      run_on_gpu(report.algorithm, shape, arrays, options, past_breakdown, report.notes, attempt);
   const bool checked_past_breakdown = st.code() == StatusCode::kNumerical && past_breakdown;
   if (checked_past_breakdown) {
     report.notes.push_back(std::string(algorithm_name(report.algorithm)) +
@@ -237,11 +248,11 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
     report.notes.push_back(std::string(algorithm_name(report.algorithm)) + " broke down (" +
                            st.message() + "); solved again with spike");
     Attempt retry_attempt;
-    const Status retry = run_on_gpu(Algorithm::kSpike, shape, arrays, options, false,
-                                    report.notes, retry_attempt);
+    const Status retry =
+        run_on_gpu(Algorithm::kSpike, shape, arrays, options, false, report.notes, retry_attempt);
     if (retry.is_ok()) {
-      return settle_attempt(Algorithm::kSpike, shape, arrays, may_fall_back, threads,
-                            retry_attempt, report, outcome);
+      return settle_attempt(Algorithm::kSpike, shape, arrays, may_fall_back, threads, retry_attempt,
+                            report, outcome);
     }
     if (retry.code() != StatusCode::kNumerical) return retry;
     spike_failure = retry.message();

@@ -47,7 +47,7 @@ STRIPESOLVE_HD int pcr_first_solve(GroupSystem& s, int q, int lane, double l, do
   double f = row ? g : 0.0;
   // PCR step k: row i takes rows i - k and i + k divided by their diagonals (one reciprocal and
   // 6 shuffles a step); a and c are the couplings to rows i - k and i + k. 4 steps: q <= 16.
-STRIPESOLVE_UNROLL
+  STRIPESOLVE_UNROLL
   for (int step = 0; step < 4; ++step) {
     const int k = 1 << step;
     if (k >= q) break;

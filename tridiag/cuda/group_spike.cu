@@ -28,15 +28,15 @@
 // Pass::kFinish after the caller has solved the system of warp separators): 72 bytes per
 // unknown, against the 72 plus about a third of spike_kernels.cu's 9-row levels, whose
 // reduced systems go through global memory level by level.
-#include "tridiag/cuda/group_spike.cuh"
-#include "tridiag/cuda/group_solve.h"
-#include "tridiag/cuda/small_solves.h"
-#include "tridiag/cuda/warp_solves.h"
+#include <cstdint>
 
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
-#include <cstdint>
+#include "tridiag/cuda/group_solve.h"
+#include "tridiag/cuda/group_spike.cuh"
+#include "tridiag/cuda/small_solves.h"
+#include "tridiag/cuda/warp_solves.h"
 
 namespace stripesolve::tridiag::gpu {
 
@@ -74,8 +74,8 @@ struct GroupArgs {
   std::size_t group_capacity;  // rows a group holds (some may be identity rows past the end)
   int warps;                   // per group
   int groups_per_block;
-  WarpEnds ends;               // Pass::kEnds: where each warp's separator data goes
-  const double* x_sep;         // Pass::kFinish: the separators' solution
+  WarpEnds ends;        // Pass::kEnds: where each warp's separator data goes
+  const double* x_sep;  // Pass::kFinish: the separators' solution
 };
 
 std::size_t shared_bytes(int warps, int groups_per_block) {
@@ -88,8 +88,7 @@ __device__ void flag(const GroupArgs& g, unsigned long long* f, std::size_t row)
 }
 
 // Index, first row and number of real rows of group gi of this block.
-__device__ std::size_t group_start(const GroupArgs& g, int gi, int& rows,
-                                   std::size_t& group) {
+__device__ std::size_t group_start(const GroupArgs& g, int gi, int& rows, std::size_t& group) {
   group = std::size_t{blockIdx.x} * g.groups_per_block + gi;
   const std::size_t row0 = group * g.group_capacity;
   rows = 0;  // the rest of the group's 288 W rows are identity rows
@@ -174,8 +173,8 @@ __device__ void solve_group(const GroupArgs& g, GroupShared& gs, const WarpShare
 
 // The system of a group of one warp: one row, which lane 31 holds (rl, rd, cs, rg).
 template <bool kPivot>
-__device__ void solve_lone_group(const GroupArgs& g, GroupShared& gs, int gi, double rl,
-                                 double rd, double cs, double rg, const WarpShared& ws) {
+__device__ void solve_lone_group(const GroupArgs& g, GroupShared& gs, int gi, double rl, double rd,
+                                 double cs, double rg, const WarpShared& ws) {
   const double z[3] = {ws.sys.Z[0][30], ws.sys.Z[1][30], ws.sys.Z[2][30]}, none[3] = {};
   const SeparatorRow r = separator_row(rl, rd, cs, rg, z, none, none);
   GroupSystem& s = gs.sys;
@@ -192,8 +191,8 @@ __device__ void solve_lone_group(const GroupArgs& g, GroupShared& gs, int gi, do
 // group's end): 16 bytes a copy where every array's first row is 16-byte aligned, else 8.
 // Against 8 bytes everywhere, the 16-byte copies made spike 3-5% faster and thomas at n = 4096
 // 7% (H100).
-__device__ void load_rows(const GroupArgs& g, WarpShared& ws, std::size_t group_row0,
-                          int warp_row0, int group_rows, int lane) {
+__device__ void load_rows(const GroupArgs& g, WarpShared& ws, std::size_t group_row0, int warp_row0,
+                          int group_rows, int lane) {
   const double* const src[4] = {g.s.dl, g.s.d, g.s.du, g.s.f};
   double* const dst[4] = {ws.in[0], ws.in[1], ws.in[2], ws.f};
   auto identity = [](int k) { return k == 1 ? 1.0 : 0.0; };
@@ -234,14 +233,12 @@ __device__ void level_barrier(bool lone) {
 // spilling) was measured slower: spike at n = 256 fell from 42 to 30 and 24 G unknowns/s (H100).
 // kLone: every group is one warp (g.warps == 1).
 template <bool kPivot, Pass kPass, bool kLone>
-__global__ void __launch_bounds__(32 * kMaxGroupWarps)
-    group_spike_kernel(GroupArgs g) {
+__global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupArgs g) {
   constexpr bool kFlagPivots = kPass != Pass::kFinish;  // pass 2 meets what pass 1 reported
   extern __shared__ double smem[];
   const int wb = threadIdx.x >> 5, lane = threadIdx.x & 31;
   WarpShared* const warps = reinterpret_cast<WarpShared*>(smem);
-  GroupShared* const groups =
-      reinterpret_cast<GroupShared*>(warps + g.warps * g.groups_per_block);
+  GroupShared* const groups = reinterpret_cast<GroupShared*>(warps + g.warps * g.groups_per_block);
   WarpShared& ws = warps[wb];
   const int gi = wb / g.warps, w = wb % g.warps;
   int group_rows = 0;
@@ -400,8 +397,7 @@ __global__ void form_separators_kernel(WarpEnds e, std::size_t count, double* L,
 }
 
 template <Pass kPass, bool kLone>
-void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes,
-            void* stream) {
+void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes, void* stream) {
   auto kernel = g.s.pivoting ? group_spike_kernel<true, kPass, kLone>
                              : group_spike_kernel<false, kPass, kLone>;
   static const bool limits_set = [] {
@@ -418,8 +414,7 @@ void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t byt
 
 // Both passes: groups of one warp, 288 rows each, kBlockWarps to a block.
 template <Pass kPass>
-void launch_lone_warps(const OnePass& s, const WarpEnds& ends, const double* x_sep,
-                       void* stream) {
+void launch_lone_warps(const OnePass& s, const WarpEnds& ends, const double* x_sep, void* stream) {
   const GroupArgs g{s, kWarpRows, 1, kBlockWarps, ends, x_sep};
   const std::size_t blocks = (separators(s.rows) + kBlockWarps - 1) / kBlockWarps;
   launch<kPass, true>(g, blocks, 32 * kBlockWarps, shared_bytes(1, kBlockWarps), stream);
@@ -456,8 +451,8 @@ void launch_warp_ends(const OnePass& s, const WarpEnds& ends, void* stream) {
 void launch_form_separators(const WarpEnds& ends, std::size_t count, double* rl, double* rd,
                             double* ru, double* rf, void* stream) {
   const unsigned blocks = static_cast<unsigned>((count + 255) / 256);
-  form_separators_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(ends, count, rl,
-                                                                               rd, ru, rf);
+  form_separators_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(ends, count, rl, rd,
+                                                                                ru, rf);
 }
 
 void launch_warp_finish(const OnePass& s, const double* x_sep, void* stream) {

@@ -8,8 +8,8 @@
 
 namespace stripesolve::tridiag::gpu {
 
-inline constexpr int kWarpRows = 32 * kLaneRows;           // 288
-inline constexpr int kMaxGroupWarps = 16;                  // one block of 512 threads
+inline constexpr int kWarpRows = 32 * kLaneRows;  // 288
+inline constexpr int kMaxGroupWarps = 16;         // one block of 512 threads
 inline constexpr std::size_t kMaxGroupSystem = std::size_t{kWarpRows} * kMaxGroupWarps;  // 4608
 
 // The rows of one solve by the kernel. Couplings (dl, du) are cut at every multiple of n, so
@@ -42,7 +42,9 @@ struct WarpEnds {
   double* e_first[3];         // lane 0's first interior row, for f and its two spikes
   double* z_first[3];         // the warp level's first row
 };
-inline std::size_t separators(std::size_t rows) { return (rows + kWarpRows - 1) / kWarpRows; }
+inline std::size_t separators(std::size_t rows) {
+  return (rows + kWarpRows - 1) / kWarpRows;
+}
 void launch_warp_ends(const OnePass& s, const WarpEnds& ends, void* stream);
 void launch_form_separators(const WarpEnds& ends, std::size_t count, double* rl, double* rd,
                             double* ru, double* rf, void* stream);

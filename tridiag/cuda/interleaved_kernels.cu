@@ -5,8 +5,8 @@
 // footprint stays within a few rows (cache lines stay live until every thread consumed them).
 #include <cuda_runtime.h>
 
-#include "tridiag/cuda/spike_kernels.cuh"
 #include "tridiag/cuda/small_solves.h"
+#include "tridiag/cuda/spike_kernels.cuh"
 
 namespace stripesolve::tridiag::gpu {
 
@@ -33,9 +33,12 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
       const std::size_t row = k;
       bool ok = true;
       const double scale = largest_magnitude(A(k), d[at(k)], C(k));
-      const bool bad1 = kPivot ? (cur == 0.0 || !isfinite(cur)) : !(fabs(cur) > tol * scale && isfinite(cur));
+      const bool bad1 =
+          kPivot ? (cur == 0.0 || !isfinite(cur)) : !(fabs(cur) > tol * scale && isfinite(cur));
       if (k + 1 == n) {
-        piv[at(k)] = cur; kinds[at(k)] = 1; x[at(k)] = g;
+        piv[at(k)] = cur;
+        kinds[at(k)] = 1;
+        x[at(k)] = g;
         ok = !bad1;
         k += 1;
       } else {
@@ -47,7 +50,9 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
           one = fabs(cur) * sigma >= kKappa * fabs(a2 * c1);
         }
         if (one) {
-          piv[at(k)] = cur; kinds[at(k)] = 1; x[at(k)] = g;
+          piv[at(k)] = cur;
+          kinds[at(k)] = 1;
+          x[at(k)] = g;
           ok = !bad1;
           const double m = a2 / cur;
           g = f[at(k + 1)] - m * g;
@@ -57,8 +62,12 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
           const double delta = cur * b2 - a2 * c1;
           ok = delta != 0.0 && isfinite(delta);
           const double f1 = f[at(k + 1)];
-          piv[at(k)] = cur; piv[at(k + 1)] = b2; kinds[at(k)] = 2; kinds[at(k + 1)] = 0;
-          x[at(k)] = g; x[at(k + 1)] = f1;
+          piv[at(k)] = cur;
+          piv[at(k + 1)] = b2;
+          kinds[at(k)] = 2;
+          kinds[at(k + 1)] = 0;
+          x[at(k)] = g;
+          x[at(k + 1)] = f1;
           if (k + 2 < n) {
             const double z = (cur * f1 - a2 * g) / delta;
             g = f[at(k + 2)] - a3 * z;
@@ -67,7 +76,10 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
           k += 2;
         }
       }
-      if (!ok) { atomicMin(&flags[0], static_cast<unsigned long long>(j * n + row)); active = false; }
+      if (!ok) {
+        atomicMin(&flags[0], static_cast<unsigned long long>(j * n + row));
+        active = false;
+      }
     }
     __syncthreads();
     if (end >= n) break;
@@ -96,7 +108,10 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
         next = v;
         r -= 1;
       }
-      if (!isfinite(next)) { atomicMin(&flags[1], static_cast<unsigned long long>(j * n + r)); active = false; }
+      if (!isfinite(next)) {
+        atomicMin(&flags[1], static_cast<unsigned long long>(j * n + r));
+        active = false;
+      }
     }
     __syncthreads();
     if (stop == 0) break;
@@ -106,15 +121,16 @@ __global__ void interleaved_kernel(const double* dl, const double* d, const doub
 }  // namespace
 
 void launch_interleaved(bool pivoting, const double* dl, const double* d, const double* du,
-                        const double* f, double* x, std::size_t n, std::size_t count,
-                        double* piv, unsigned char* kinds, double tol,
-                        unsigned long long* flags, void* stream) {
+                        const double* f, double* x, std::size_t n, std::size_t count, double* piv,
+                        unsigned char* kinds, double tol, unsigned long long* flags, void* stream) {
   const unsigned blocks = static_cast<unsigned>((count + 127) / 128);
   auto st = static_cast<cudaStream_t>(stream);
   if (pivoting) {
-    interleaved_kernel<true><<<blocks, 128, 0, st>>>(dl, d, du, f, x, n, count, piv, kinds, tol, flags);
+    interleaved_kernel<true>
+        <<<blocks, 128, 0, st>>>(dl, d, du, f, x, n, count, piv, kinds, tol, flags);
   } else {
-    interleaved_kernel<false><<<blocks, 128, 0, st>>>(dl, d, du, f, x, n, count, piv, kinds, tol, flags);
+    interleaved_kernel<false>
+        <<<blocks, 128, 0, st>>>(dl, d, du, f, x, n, count, piv, kinds, tol, flags);
   }
 }
 

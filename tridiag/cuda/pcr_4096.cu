@@ -24,12 +24,11 @@
 // next system's copy (cp.async by every thread, read after a barrier, refilled after the first
 // level's barrier), the edge rows (written by lanes 0 and 31 of each warp, one array a level's
 // parity) and two transpose arrays, written and read between barriers.
-#include "tridiag/cuda/reduction_kernels.cuh"
-
 #include <cstdint>
 
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_rows.cuh"
 
 namespace stripesolve::tridiag::gpu {
@@ -42,10 +41,14 @@ constexpr int N = 4096, M = 16, kWarps = 8, T = 32 * kWarps;
 // Row r in the copy's arrays: two doubles of padding every 16 rows, so that a thread's 16
 // consecutive rows are read by 16-byte loads without bank conflicts (and copied 16 bytes at a
 // time).
-__device__ __forceinline__ int in_at(int r) { return r + 2 * (r >> 4); }
+__device__ __forceinline__ int in_at(int r) {
+  return r + 2 * (r >> 4);
+}
 constexpr int kIn = N + 2 * (N / 16);
 // Row r in a transpose array: all three layouts read and write it without bank conflicts.
-__device__ __forceinline__ int at(int r) { return r + (r >> 4) + (r >> 8); }
+__device__ __forceinline__ int at(int r) {
+  return r + (r >> 4) + (r >> 8);
+}
 constexpr int kOne = N + N / 16 + N / 256 + 2;
 constexpr int kEdge = 3 * 2 * kWarps * 8;  // a level's edge rows: a, c, f
 constexpr std::size_t kBytes = (4 * kIn + 2 * kOne + 2 * kEdge) * sizeof(double);
@@ -391,11 +394,11 @@ void launch_pcr_4096(Algorithm algorithm, const double* dl, const double* d, con
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
   const int ni = static_cast<int>(n);
   if (algorithm == Algorithm::kPcr) {
-    pcr_4096_kernel<Algorithm::kPcr><<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, tol,
-                                                               flags);
+    pcr_4096_kernel<Algorithm::kPcr>
+        <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, tol, flags);
   } else {
-    pcr_4096_kernel<Algorithm::kPcrThomas><<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count,
-                                                                     tol, flags);
+    pcr_4096_kernel<Algorithm::kPcrThomas>
+        <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, tol, flags);
   }
 }
 

@@ -18,10 +18,9 @@
 // the next copy, the transpose to the classes), the edge rows (written by lanes 0 and 31 of
 // each warp, one array a step's parity), and one array holding each warp's transpose array
 // for its class's solve, then the solution, written and read between barriers.
-#include "tridiag/cuda/reduction_kernels.cuh"
-
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_rows.cuh"
 
 namespace stripesolve::tridiag::gpu {
@@ -34,9 +33,9 @@ template <int W>
 struct Layout {
   static constexpr int kLogW = W == 8 ? 3 : 4;
   static constexpr int N = 256 * W;
-  static constexpr int kIn = N + N / 8;                // an input array (pad(r))
+  static constexpr int kIn = N + N / 8;                     // an input array (pad(r))
   static constexpr int kOne = N + N / 8 + N / (8 * W) + 8;  // the transpose array (at(r))
-  static constexpr int kEdge = 3 * 2 * W * 8;          // a step's edge rows: a, c, f
+  static constexpr int kEdge = 3 * 2 * W * 8;               // a step's edge rows: a, c, f
   static constexpr std::size_t kBytes = (4 * kIn + kOne + 2 * kEdge) * sizeof(double);
   // Row r in the transpose array: lanes reading 8 consecutive rows each, or rows 8 W apart
   // (a class's consecutive layout), hit distinct banks.
@@ -122,9 +121,9 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   using L = Layout<W>;
   constexpr int T = 32 * W;
   extern __shared__ double sm[];
-  double* in = sm;                   // the next system: dl, d, du, f
-  double* one = in + 4 * L::kIn;     // the warps' transpose arrays, then the solution
-  double* edges = one + L::kOne;     // two steps' edge rows
+  double* in = sm;                // the next system: dl, d, du, f
+  double* one = in + 4 * L::kIn;  // the warps' transpose arrays, then the solution
+  double* edges = one + L::kOne;  // two steps' edge rows
   const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
   std::size_t sys = blockIdx.x;
   prefetch<W>(in, dl, d, du, f, sys * n, n);
@@ -171,7 +170,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
     __syncthreads();  // read before the next system's copy overwrites it
     if (sys + gridDim.x < count) prefetch<W>(in, dl, d, du, f, (sys + gridDim.x) * n, n);
     solve_system<A, 8>(ctx, w, one + c * kWarpArray);  // x in the class layout
-    __syncthreads();  // the warps' transpose arrays are free
+    __syncthreads();                                   // the warps' transpose arrays are free
 #pragma unroll
     for (int k = 0; k < 8; ++k) one[L::at(W * (t + 32 * k) + c)] = w.f[k];
     __syncthreads();
@@ -187,12 +186,12 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 }
 
 template <Algorithm A, int W>
-void launch(const double* dl, const double* d, const double* du, const double* f, double* x,
-            int n, std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
+void launch(const double* dl, const double* d, const double* du, const double* f, double* x, int n,
+            std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
   const std::size_t most = std::size_t(multiprocessors()) * (16 / W);
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
-  pcr_block_kernel<A, W><<<blocks, 32 * W, Layout<W>::kBytes, s>>>(dl, d, du, f, x, n, count,
-                                                                  tol, flags);
+  pcr_block_kernel<A, W>
+      <<<blocks, 32 * W, Layout<W>::kBytes, s>>>(dl, d, du, f, x, n, count, tol, flags);
 }
 
 template <int W>
@@ -206,10 +205,9 @@ void set_limits() {
 
 }  // namespace
 
-void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d,
-                       const double* du, const double* f, double* x, std::size_t n,
-                       std::size_t count, double tol, unsigned long long* flags,
-                       void* stream) {
+void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d, const double* du,
+                       const double* f, double* x, std::size_t n, std::size_t count, double tol,
+                       unsigned long long* flags, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const int ni = static_cast<int>(n);
   if (algorithm == Algorithm::kPcr) {

@@ -2,12 +2,12 @@
 // rounding (no fused multiply-add: the CPU build does not contract), reduced per system as the
 // bit patterns of non-negative doubles (their order as unsigned integers is their order as
 // numbers, and a NaN lands above +inf), then classified against the shared tolerance.
-#include <cuda_runtime.h>
-
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <string>
+
+#include <climits>
+#include <cuda_runtime.h>
 
 #include "tridiag/cuda/cuda_check.h"
 #include "tridiag/cuda/quality_check.h"

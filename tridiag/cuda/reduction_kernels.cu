@@ -19,11 +19,10 @@
 // Ownership: a block owns its system, each warp its class's rows in registers (only its lanes
 // write them, and their copies in shared memory); shared memory is written between barriers by
 // the threads whose rows it holds, or by the warp that uses a part as its transpose array.
-#include "tridiag/cuda/reduction_kernels.cuh"
-
 #include <cuda_runtime.h>
 
 #include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_reduction.cuh"
 #include "tridiag/cuda/warp_rows.cuh"
 
@@ -39,7 +38,7 @@ template <int W>
 struct Block {
   static constexpr int kLogW = W == 2 ? 1 : W == 4 ? 2 : W == 8 ? 3 : 4;
   static constexpr int N = 256 * W;
-  static constexpr int P = N + 32;  // doubles an array takes: one of padding every 8 W rows
+  static constexpr int P = N + 32;         // doubles an array takes: one of padding every 8 W rows
   static_assert(W * kWarpArray <= 2 * P);  // the warps' transpose arrays fit two arrays
   // Row r's place in an array: lanes of a warp, 8 W rows apart, hit distinct banks.
   static __device__ int at(int r) { return r + (r >> (3 + kLogW)); }
@@ -224,20 +223,19 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 }
 
 template <Algorithm A, int W>
-void launch(const double* dl, const double* d, const double* du, const double* f, double* x,
-            int n, std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
+void launch(const double* dl, const double* d, const double* du, const double* f, double* x, int n,
+            std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
   using P = Block<W>;
-  const std::size_t most =
-      P::kPrefetch ? std::size_t(multiprocessors()) * P::kBlocksPerSm : count;
+  const std::size_t most = P::kPrefetch ? std::size_t(multiprocessors()) * P::kBlocksPerSm : count;
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
-  block_reduction_kernel<A, W><<<blocks, 32 * W, P::kBytes, s>>>(dl, d, du, f, x, n, count, tol,
-                                                                flags);
+  block_reduction_kernel<A, W>
+      <<<blocks, 32 * W, P::kBytes, s>>>(dl, d, du, f, x, n, count, tol, flags);
 }
 
 template <int W>
 void set_limits() {
-  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr,
-                        Algorithm::kPcrThomas, Algorithm::kCrPcrThomas}) {
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr, Algorithm::kPcrThomas,
+                        Algorithm::kCrPcrThomas}) {
     with_algorithm(alg, [&]<Algorithm A>() {
       if constexpr (is_cr(A) || W <= 4) {
         cudaFuncSetAttribute(block_reduction_kernel<A, W>,

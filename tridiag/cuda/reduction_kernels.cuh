@@ -16,10 +16,9 @@ void set_reduction_shared_limits();
 
 // pcr and pcr_thomas for 1024 < n <= 2048 (pcr_blocks.cu) and 2048 < n <= 4096
 // (pcr_4096.cu).
-void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d,
-                       const double* du, const double* f, double* x, std::size_t n,
-                       std::size_t count, double tol, unsigned long long* flags,
-                       void* stream);
+void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d, const double* du,
+                       const double* f, double* x, std::size_t n, std::size_t count, double tol,
+                       unsigned long long* flags, void* stream);
 void launch_pcr_4096(Algorithm algorithm, const double* dl, const double* d, const double* du,
                      const double* f, double* x, std::size_t n, std::size_t count, double tol,
                      unsigned long long* flags, void* stream);

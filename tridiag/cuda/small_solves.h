@@ -32,11 +32,13 @@ using std::fabs;
 using std::isfinite;
 #endif
 
-inline constexpr int kLaneRows = 9;               // a lane's partition: 8 interior rows + separator
-inline constexpr int kLaneQ = kLaneRows - 1;      // its interior rows
+inline constexpr int kLaneRows = 9;           // a lane's partition: 8 interior rows + separator
+inline constexpr int kLaneQ = kLaneRows - 1;  // its interior rows
 inline constexpr double kPivotKappa = 0.6180339887498949;  // 000 §III: (sqrt(5) - 1) / 2
 
-STRIPESOLVE_HD inline bool pivot_ok(double p) { return p != 0.0 && isfinite(p); }
+STRIPESOLVE_HD inline bool pivot_ok(double p) {
+  return p != 0.0 && isfinite(p);
+}
 
 // The high 32 bits of a non-negative double: they order non-negative doubles, infinity and NaN
 // (above infinity) as the doubles themselves, to 20 bits of mantissa, and a warp takes their
@@ -104,12 +106,12 @@ STRIPESOLVE_HD inline double reciprocal(double d) {
 // the forward sweeps skip it.
 template <bool kPivot>
 STRIPESOLVE_HD STRIPESOLVE_FORCEINLINE int lane_solve(const double* __restrict__ a,
-                                                     double (&b)[kLaneRows],
-                                                     double* __restrict__ c,
-                                                     double (&y)[kLaneRows], double (&sl)[kLaneQ],
-                                                     double (&sr)[kLaneQ], double tol) {
+                                                      double (&b)[kLaneRows],
+                                                      double* __restrict__ c,
+                                                      double (&y)[kLaneRows], double (&sl)[kLaneQ],
+                                                      double (&sr)[kLaneQ], double tol) {
   constexpr int Q = kLaneQ;
-STRIPESOLVE_UNROLL
+  STRIPESOLVE_UNROLL
   for (int k = 0; k < Q; ++k) sl[k] = sr[k] = 0.0;
   sl[0] = -a[0];
   sr[Q - 1] = -c[Q - 1];
@@ -121,7 +123,7 @@ STRIPESOLVE_UNROLL
     bool two[kLaneQ];     // row k is the second row of a 2x2 pivot
     double cur = b[0];
     bool skip = false;
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int k = 0; k < Q; ++k) {
       two[k] = skip;
       const bool active = !skip;
@@ -155,7 +157,7 @@ STRIPESOLVE_UNROLL
       skip = do2;
     }
     bool done = false;  // row j was solved with row j + 1 (first row of a 2x2 pivot)
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int j = Q - 1; j >= 0; --j) {
       const bool act = !done;
       const bool pair = j > 0 && two[j];
@@ -186,7 +188,7 @@ STRIPESOLVE_UNROLL
     }
   } else {
     double pc = 0.0;
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int k = 0; k < Q; ++k) {
       const double lo = k > 0 ? a[k] : 0.0, up = k < Q - 1 ? c[k] : 0.0;
       const double piv = b[k] - lo * pc;
@@ -204,7 +206,7 @@ STRIPESOLVE_UNROLL
       }
       if (k == Q - 1) sr[k] *= inv;
     }
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int k = Q - 2; k >= 0; --k) {
       y[k] -= c[k] * y[k + 1];
       sl[k] -= c[k] * sl[k + 1];
@@ -256,7 +258,7 @@ STRIPESOLVE_HD inline int pivot_solve(const double* __restrict__ L, const double
   double held[kFixed ? kMax + 1 : 1];  // z in registers (one spare: reads past q are guarded)
   double* const z = kFixed ? held : z_in;
   if constexpr (kFixed) {
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int i = 0; i <= kMax; ++i) held[i] = i < q ? z_in[i] : 0.0;
   }
   unsigned two = 0;  // bit k: row k is the second row of a 2x2 pivot
@@ -290,13 +292,13 @@ STRIPESOLVE_UNROLL
     skip = active && !one;
   };
   if constexpr (kFixed) {
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int k = 0; k < kMax - 1; ++k) {
       if (k >= q - 1) break;
       eliminate(k);
     }
   } else {
-STRIPESOLVE_UNROLL_2
+    STRIPESOLVE_UNROLL_2
     for (int k = 0; k < q - 1; ++k) eliminate(k);
   }
   {
@@ -326,16 +328,16 @@ STRIPESOLVE_UNROLL_2
     done = act && pair;
   };
   if constexpr (kFixed) {
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int j = kMax - 1; j >= 0; --j) {
       if (j < q) substitute(j);
     }
   } else {
-STRIPESOLVE_UNROLL_2
+    STRIPESOLVE_UNROLL_2
     for (int j = q - 1; j >= 0; --j) substitute(j);
   }
   if constexpr (kFixed) {
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int i = 0; i < kMax; ++i) {
       if (i < q) z_in[i] = held[i];
     }

@@ -12,18 +12,16 @@
 //
 // Pass 1 factors each interior in shared memory and solves for f and the two spikes, keeping
 // only the ends (the left spike needs a fifth shared array; the right one lives in registers,
-// its forward-eliminated values being zero but in the last row). Pass 2 re-solves each interior with the separators known
-// (f - a_first x_left e_1 - c_last x_right e_q), so the only global traffic is two reads of the
-// input and one write of x (72 bytes per unknown) plus about 1/9 for the reduced systems.
-#include "tridiag/cuda/spike_kernels.cuh"
-
+// its forward-eliminated values being zero but in the last row). Pass 2 re-solves each interior
+// with the separators known (f - a_first x_left e_1 - c_last x_right e_q), so the only global
+// traffic is two reads of the input and one write of x (72 bytes per unknown) plus about 1/9 for
+// the reduced systems.
+#include <climits>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
-#include <cuda_pipeline.h>
-
-#include <climits>
-
 #include "tridiag/cuda/small_solves.h"
+#include "tridiag/cuda/spike_kernels.cuh"
 
 namespace stripesolve::tridiag::gpu {
 
@@ -123,7 +121,10 @@ __device__ bool solve_interior(const Tile& s, int t, int q, std::size_t start, c
         s.d[at(k)] = cur;
         s.kind[at(k)] = 1;
         ok = cur != 0.0 && isfinite(cur);
-        if (!ok) { flag_row(&a.flags[0], start + row, a); return false; }
+        if (!ok) {
+          flag_row(&a.flags[0], start + row, a);
+          return false;
+        }
         break;
       }
       const double a2 = A(k + 1), c1 = C(k), b2 = s.d[at(k + 1)];
@@ -151,7 +152,10 @@ __device__ bool solve_interior(const Tile& s, int t, int q, std::size_t start, c
         }
         k += 2;
       }
-      if (!ok) { flag_row(&a.flags[0], start + row, a); return false; }
+      if (!ok) {
+        flag_row(&a.flags[0], start + row, a);
+        return false;
+      }
     }
     for (int k = q; k > 0;) {
       const int j = k - 1;
@@ -192,7 +196,10 @@ __device__ bool solve_interior(const Tile& s, int t, int q, std::size_t start, c
       const double lo = A(k), up = C(k);
       const double piv = s.d[at(k)] - lo * pc;
       const double scale = largest_magnitude(lo, s.d[at(k)], up);
-      if (!(fabs(piv) > a.tol * scale && isfinite(piv))) { flag_row(&a.flags[0], start + k, a); return false; }
+      if (!(fabs(piv) > a.tol * scale && isfinite(piv))) {
+        flag_row(&a.flags[0], start + k, a);
+        return false;
+      }
       const double inv = 1.0 / piv;
       pc = up * inv;
       py = (s.f[at(k)] - lo * py) * inv;
@@ -237,8 +244,12 @@ __global__ void partition_ends_kernel(const double* dl, const double* d, const d
   out.sc[p] = s.du[q * LD + t];
   out.sf[p] = s.f[q * LD + t];
   if (q == 0) {  // empty interior: "last" is the left separator, "first" the right one
-    out.yf[p] = 0.0; out.r[p] = 0.0; out.s[p] = 1.0;
-    out.yl[p] = 0.0; out.p[p] = p > 0 ? 1.0 : 0.0; out.q[p] = 0.0;
+    out.yf[p] = 0.0;
+    out.r[p] = 0.0;
+    out.s[p] = 1.0;
+    out.yl[p] = 0.0;
+    out.p[p] = p > 0 ? 1.0 : 0.0;
+    out.q[p] = 0.0;
     return;
   }
   const double a_first = s.dl[t], c_last = s.du[(q - 1) * LD + t];
@@ -328,7 +339,8 @@ __global__ void small_system_kernel(const double* dl, const double* d, const dou
   double cur = di[0];
   for (int k = 0; k < n && ok;) {
     const double scale = largest_magnitude(lo[k], di[k], up[k]);
-    const bool bad = kPivot ? (cur == 0.0 || !isfinite(cur)) : !(fabs(cur) > a.tol * scale && isfinite(cur));
+    const bool bad =
+        kPivot ? (cur == 0.0 || !isfinite(cur)) : !(fabs(cur) > a.tol * scale && isfinite(cur));
     bool one = true;
     if (kPivot && k + 1 < n) {
       const double a3 = k + 2 < n ? lo[k + 2] : 0.0, c2 = k + 2 < n ? up[k + 1] : 0.0;
@@ -336,7 +348,11 @@ __global__ void small_system_kernel(const double* dl, const double* d, const dou
       one = fabs(cur) * sigma >= kKappa * fabs(lo[k + 1] * up[k]);
     }
     if (one) {
-      if (bad) { ok = false; flag_row(&a.flags[0], k, a); break; }
+      if (bad) {
+        ok = false;
+        flag_row(&a.flags[0], k, a);
+        break;
+      }
       kind[k] = 1;
       if (k + 1 < n) {
         const double m = lo[k + 1] / cur;
@@ -350,7 +366,11 @@ __global__ void small_system_kernel(const double* dl, const double* d, const dou
       k += 1;
     } else {
       const double b2 = di[k + 1], delta = cur * b2 - lo[k + 1] * up[k];
-      if (delta == 0.0 || !isfinite(delta)) { ok = false; flag_row(&a.flags[0], k, a); break; }
+      if (delta == 0.0 || !isfinite(delta)) {
+        ok = false;
+        flag_row(&a.flags[0], k, a);
+        break;
+      }
       kind[k] = 2;
       kind[k + 1] = 0;
       di[k] = cur;
@@ -390,27 +410,32 @@ void launch_partition_ends(bool pivoting, const double* dl, const double* d, con
                            void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   if (pivoting) {
-    partition_ends_kernel<true><<<tiles, T, kSharedBytesPass1, st>>>(dl, d, du, f, chunk_row0, tile0, args, out);
+    partition_ends_kernel<true>
+        <<<tiles, T, kSharedBytesPass1, st>>>(dl, d, du, f, chunk_row0, tile0, args, out);
   } else {
-    partition_ends_kernel<false><<<tiles, T, kSharedBytesPass1, st>>>(dl, d, du, f, chunk_row0, tile0, args, out);
+    partition_ends_kernel<false>
+        <<<tiles, T, kSharedBytesPass1, st>>>(dl, d, du, f, chunk_row0, tile0, args, out);
   }
 }
 
 void launch_form_reduced(const PartitionData& in, std::size_t parts, double* rl, double* rd,
                          double* ru, double* rf, void* stream) {
   const unsigned blocks = static_cast<unsigned>((parts + 255) / 256);
-  form_reduced_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(in, parts, rl, rd, ru, rf);
+  form_reduced_kernel<<<blocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(in, parts, rl, rd, ru,
+                                                                             rf);
 }
 
 void launch_partition_solve(bool pivoting, const double* dl, const double* d, const double* du,
-                            const double* f, double* x, std::size_t chunk_row0,
-                            std::size_t tile0, std::size_t tiles, const double* rx,
-                            const LevelArgs& args, void* stream) {
+                            const double* f, double* x, std::size_t chunk_row0, std::size_t tile0,
+                            std::size_t tiles, const double* rx, const LevelArgs& args,
+                            void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   if (pivoting) {
-    partition_solve_kernel<true><<<tiles, T, kSharedBytes, st>>>(dl, d, du, f, x, chunk_row0, tile0, rx, args);
+    partition_solve_kernel<true>
+        <<<tiles, T, kSharedBytes, st>>>(dl, d, du, f, x, chunk_row0, tile0, rx, args);
   } else {
-    partition_solve_kernel<false><<<tiles, T, kSharedBytes, st>>>(dl, d, du, f, x, chunk_row0, tile0, rx, args);
+    partition_solve_kernel<false>
+        <<<tiles, T, kSharedBytes, st>>>(dl, d, du, f, x, chunk_row0, tile0, rx, args);
   }
 }
 
@@ -425,10 +450,14 @@ void launch_small_system(bool pivoting, const double* dl, const double* d, const
 }
 
 void set_shared_memory_limits() {
-  cudaFuncSetAttribute(partition_ends_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytesPass1);
-  cudaFuncSetAttribute(partition_ends_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytesPass1);
-  cudaFuncSetAttribute(partition_solve_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-  cudaFuncSetAttribute(partition_solve_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  cudaFuncSetAttribute(partition_ends_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       kSharedBytesPass1);
+  cudaFuncSetAttribute(partition_ends_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       kSharedBytesPass1);
+  cudaFuncSetAttribute(partition_solve_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       kSharedBytes);
+  cudaFuncSetAttribute(partition_solve_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       kSharedBytes);
 }
 
 }  // namespace stripesolve::tridiag::gpu

@@ -5,7 +5,7 @@
 
 namespace stripesolve::tridiag::gpu {
 
-inline constexpr int kPartitionRows = 9;     // 8 interior rows + 1 separator (kSpikePartition)
+inline constexpr int kPartitionRows = 9;  // 8 interior rows + 1 separator (kSpikePartition)
 inline constexpr int kPartitionsPerBlock = 128;
 inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;
 inline constexpr int kSharedPitch = kPartitionsPerBlock + 1;  // odd pitch: no bank conflicts
@@ -14,7 +14,8 @@ inline constexpr std::size_t kSharedBytes =
 // Pass 1 also holds the left spike: one more array, 8-byte aligned after the kind bytes.
 inline constexpr std::size_t kSharedBytesPass1 =
     (4 * std::size_t{kPartitionRows} * kSharedPitch + (kPartitionRows * kSharedPitch + 7) / 8 +
-     std::size_t{kPartitionRows} * kSharedPitch) * sizeof(double);
+     std::size_t{kPartitionRows} * kSharedPitch) *
+    sizeof(double);
 
 // flags[0]: smallest (original) row with a zero, tiny or non-finite pivot; flags[1]: smallest
 // row with a non-finite solution. ULLONG_MAX when none.
@@ -43,18 +44,17 @@ void launch_form_reduced(const PartitionData& in, std::size_t parts, double* rl,
                          double* ru, double* rf, void* stream);
 // Pass 2: interiors from the separator solutions rx; writes x (rows from chunk_row0 on).
 void launch_partition_solve(bool pivoting, const double* dl, const double* d, const double* du,
-                            const double* f, double* x, std::size_t chunk_row0,
-                            std::size_t tile0, std::size_t tiles, const double* rx,
-                            const LevelArgs& args, void* stream);
+                            const double* f, double* x, std::size_t chunk_row0, std::size_t tile0,
+                            std::size_t tiles, const double* rx, const LevelArgs& args,
+                            void* stream);
 // A system of at most kPartitionRows rows solved directly by one thread (diagonal pivoting, or
 // Thomas when !pivoting).
 void launch_small_system(bool pivoting, const double* dl, const double* d, const double* du,
                          const double* f, double* x, const LevelArgs& args, void* stream);
 // One thread per system of an interleaved batch, dynamic tiling (000 §III-B).
 void launch_interleaved(bool pivoting, const double* dl, const double* d, const double* du,
-                        const double* f, double* x, std::size_t n, std::size_t count,
-                        double* piv, unsigned char* kinds, double tol,
-                        unsigned long long* flags, void* stream);
+                        const double* f, double* x, std::size_t n, std::size_t count, double* piv,
+                        unsigned char* kinds, double tol, unsigned long long* flags, void* stream);
 
 // Raises the kernels' dynamic shared memory limit to kSharedBytes (once per process).
 void set_shared_memory_limits();

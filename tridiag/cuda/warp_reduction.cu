@@ -4,10 +4,9 @@
 // the current one (row r at pad(r), so that lanes reading consecutive rows hit distinct banks).
 // Ownership: a warp owns its systems and its shared buffers (input, and one array for the
 // transposes), each lane its registers; the lanes meet only at __syncwarp.
-#include "tridiag/cuda/warp_reduction.cuh"
-
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/warp_reduction.cuh"
 #include "tridiag/cuda/warp_rows.cuh"
 
 namespace stripesolve::tridiag::gpu {
@@ -94,24 +93,22 @@ __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
 }
 
 template <Algorithm A, int M>
-void launch(const double* dl, const double* d, const double* du, const double* f, double* x,
-            int n, std::size_t count, double tol, unsigned long long* flags,
-            cudaStream_t stream) {
+void launch(const double* dl, const double* d, const double* du, const double* f, double* x, int n,
+            std::size_t count, double tol, unsigned long long* flags, cudaStream_t stream) {
   const int sms = multiprocessors();
   const std::size_t want = (count + kWarps - 1) / kWarps;
   const unsigned blocks =
       static_cast<unsigned>(want < std::size_t(sms) * kBlocksPerSm ? want : sms * kBlocksPerSm);
   const std::size_t bytes = std::size_t(kWarps) * kArrays * kWarpArray * sizeof(double);
-  warp_reduction_kernel<A, M><<<blocks, 32 * kWarps, bytes, stream>>>(dl, d, du, f, x, n, count,
-                                                                     tol, flags);
+  warp_reduction_kernel<A, M>
+      <<<blocks, 32 * kWarps, bytes, stream>>>(dl, d, du, f, x, n, count, tol, flags);
 }
 
 }  // namespace
 
-void launch_warp_reduction(Algorithm algorithm, const double* dl, const double* d,
-                           const double* du, const double* f, double* x, std::size_t n,
-                           std::size_t count, double tol, unsigned long long* flags,
-                           void* stream) {
+void launch_warp_reduction(Algorithm algorithm, const double* dl, const double* d, const double* du,
+                           const double* f, double* x, std::size_t n, std::size_t count, double tol,
+                           unsigned long long* flags, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const int ni = static_cast<int>(n);
   with_algorithm(algorithm, [&]<Algorithm A>() {

@@ -10,9 +10,8 @@ namespace stripesolve::tridiag::gpu {
 
 inline constexpr std::size_t kMaxWarpSystem = 256;
 
-void launch_warp_reduction(Algorithm algorithm, const double* dl, const double* d,
-                           const double* du, const double* f, double* x, std::size_t n,
-                           std::size_t count, double tol, unsigned long long* flags,
-                           void* stream);
+void launch_warp_reduction(Algorithm algorithm, const double* dl, const double* d, const double* du,
+                           const double* f, double* x, std::size_t n, std::size_t count, double tol,
+                           unsigned long long* flags, void* stream);
 
 }  // namespace stripesolve::tridiag::gpu

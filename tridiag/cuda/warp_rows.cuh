@@ -26,9 +26,9 @@
 // reported at its row (the smallest such row of the lane, Ctx).
 #pragma once
 
-#include <climits>
 #include <type_traits>
 
+#include <climits>
 #include <cuda_runtime.h>
 
 #include "tridiag/cuda/small_solves.h"
@@ -37,11 +37,13 @@
 namespace stripesolve::tridiag::gpu::warp {
 
 constexpr unsigned kFull = 0xffffffffu;
-constexpr int kLogSmallRows = 6;    // the hybrids stop CR at 64 rows
+constexpr int kLogSmallRows = 6;  // the hybrids stop CR at 64 rows
 
 // Where row r of a warp's system lies in its shared-memory arrays (one double of padding
 // every 8 rows: lanes reading consecutive rows, 8 a lane, hit distinct banks).
-__device__ __forceinline__ int pad(int r) { return r + (r >> 3); }
+__device__ __forceinline__ int pad(int r) {
+  return r + (r >> 3);
+}
 constexpr int kWarpArray = 256 + 32;  // doubles such an array takes (pad(255) + 1, rounded)
 
 // What a lane reports, and where the rows of the warp's system are in the whole system: row q
@@ -75,8 +77,7 @@ struct Row {
 };
 
 __device__ __forceinline__ Row shfl_up(double a, double c, double f, int by) {
-  return {__shfl_up_sync(kFull, a, by), __shfl_up_sync(kFull, c, by),
-          __shfl_up_sync(kFull, f, by)};
+  return {__shfl_up_sync(kFull, a, by), __shfl_up_sync(kFull, c, by), __shfl_up_sync(kFull, f, by)};
 }
 __device__ __forceinline__ Row shfl_down(double a, double c, double f, int by) {
   return {__shfl_down_sync(kFull, a, by), __shfl_down_sync(kFull, c, by),
@@ -107,8 +108,7 @@ __device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, 
 }
 
 // Stores the solution's row r of the system at `base`, noting a non-finite value.
-__device__ __forceinline__ void store_x(auto& ctx, double* x, std::size_t base, int r,
-                                        double v) {
+__device__ __forceinline__ void store_x(auto& ctx, double* x, std::size_t base, int r, double v) {
   if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
   x[base + r] = v;
 }
@@ -309,7 +309,7 @@ __device__ void thomas_in_class(auto& ctx, Rows<M>& w) {
 
 template <int M>
 __device__ void pcr_to_classes(auto& ctx, Rows<M>& w, double* tmp) {
-  pcr_within_lanes<M, 1>(ctx, w);             // distances 1 .. M / 2
+  pcr_within_lanes<M, 1>(ctx, w);                                        // distances 1 .. M / 2
   for (int g = 1; g < 32 / M; g *= 2) pcr_step_across<M, 1>(ctx, w, g);  // M .. 16
   if constexpr (M > 1) {
     transpose<M, true>(tmp, w.a);
@@ -392,18 +392,25 @@ __device__ __forceinline__ void copy_async(double* dst, const double* src) {
 __device__ __forceinline__ void commit_copies() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
-__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
 
 // Calls f.template operator()<A>() with `alg`, one of the five, as the constant A (host code:
 // one kernel instantiation each).
 template <typename F>
 void with_algorithm(Algorithm alg, F f) {
   switch (alg) {
-    case Algorithm::kCr: return f.template operator()<Algorithm::kCr>();
-    case Algorithm::kPcr: return f.template operator()<Algorithm::kPcr>();
-    case Algorithm::kCrPcr: return f.template operator()<Algorithm::kCrPcr>();
-    case Algorithm::kPcrThomas: return f.template operator()<Algorithm::kPcrThomas>();
-    default: return f.template operator()<Algorithm::kCrPcrThomas>();
+    case Algorithm::kCr:
+      return f.template operator()<Algorithm::kCr>();
+    case Algorithm::kPcr:
+      return f.template operator()<Algorithm::kPcr>();
+    case Algorithm::kCrPcr:
+      return f.template operator()<Algorithm::kCrPcr>();
+    case Algorithm::kPcrThomas:
+      return f.template operator()<Algorithm::kPcrThomas>();
+    default:
+      return f.template operator()<Algorithm::kCrPcrThomas>();
   }
 }
 

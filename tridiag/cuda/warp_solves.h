@@ -52,7 +52,7 @@ struct DeviceWarp {
   // Every v[i] becomes its largest value over the warp.
   template <int N>
   __device__ void max_each(unsigned (&v)[N]) {
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int i = 0; i < N; ++i) v[i] = __reduce_max_sync(0xffffffffu, v[i]);
   }
 };
@@ -68,7 +68,7 @@ STRIPESOLVE_HD bool warp_level_accurate(const WarpSystem& s, int lane, Warp& war
   double v[10] = {};  // ||A||, then per column ||r||, ||x||, ||b||: the lane's part of each
   if (r < 31) {
     v[0] = fabs(s.D[r]) + (r > 0 ? fabs(s.L[r]) : 0.0) + (r < 30 ? fabs(s.U[r]) : 0.0);
-STRIPESOLVE_UNROLL
+    STRIPESOLVE_UNROLL
     for (int c = 0; c < 3; ++c) {
       const double x = s.Z[c][r], b = s.rhs[c][r];
       double res = s.D[r] * x - b;
@@ -80,11 +80,11 @@ STRIPESOLVE_UNROLL
     }
   }
   unsigned h[10];
-STRIPESOLVE_UNROLL
+  STRIPESOLVE_UNROLL
   for (int i = 0; i < 10; ++i) h[i] = high_word(v[i]);
   warp.max_each(h);
   bool ok = true;
-STRIPESOLVE_UNROLL
+  STRIPESOLVE_UNROLL
   for (int c = 0; c < 3; ++c) {
     const double rmax = from_high_word(h[1 + 3 * c]), xmax = from_high_word(h[2 + 3 * c]);
     const double amax = from_high_word(h[0]), bmax = from_high_word(h[3 + 3 * c]);

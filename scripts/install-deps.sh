@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev liblapacke-dev  # CPU backend (BLAS, LAPACK)
   libsqlite3-dev          # the daemon's job journal (daemon/job_journal.h)
   python3-matplotlib      # docs/plots (bench/plots/make_plots.py, its test; examples/adi's PNG)
+  clang-format            # scripts/check-style.sh (version 14 on Debian 12: the tree's format)
 )
 
 missing=()

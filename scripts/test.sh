@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Sets up and runs every test tier: installs dependencies (Debian 12 packages), then builds and
-# runs the unit and integration tests in the release build, under ASan+UBSan, and the threaded
-# tests under ThreadSanitizer. Usage: scripts/test.sh [release|asan|tsan ...] (default: all three).
+# Sets up and runs every test tier: installs dependencies (Debian 12 packages), checks the format
+# (scripts/check-style.sh), then builds and runs the unit and integration tests in the release
+# build, under ASan+UBSan, and the threaded tests under ThreadSanitizer.
+# Usage: scripts/test.sh [release|asan|tsan ...] (default: all three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
+scripts/check-style.sh
 
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(release asan tsan)

@@ -10,7 +10,8 @@
 # the one-pass kernel's launches of that benchmark (scripts/ncu-summary.py prints each launch's
 # occupancy and stall reasons; PROFILE_N=n profiles only strided batches of n;
 # PROFILE_KERNEL=regex and PROFILE_MODE=reduction profile another kernel and benchmark mode, e.g.
-# reduction_kernel). Logs and JSON go to $OUT.
+# reduction_kernel). TRIDIAG_CPU=1 runs only the CPU tridiagonal benchmark on 2 pinned cores of
+# the quiet GPU machine (2^22 unknowns, as docs/performance.md quotes). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev libsqlite3-dev libsqlite3-0.
@@ -60,6 +61,11 @@ if [ "${STORAGE_ONLY:-0}" = 1 ]; then  # only the storage benchmark
   build storage_bench
   run_storage_bench
   exit 0
+fi
+if [ "${TRIDIAG_CPU:-0}" = 1 ]; then  # the CPU benchmark on 2 pinned cores
+  build tridiag_cpu_bench
+  OPENBLAS_NUM_THREADS=1 taskset -c 0,1 $BUILD/bench/tridiag/tridiag_cpu_bench 22 2 > "$OUT/cpu_bench.json"
+  exit $?
 fi
 if [ "${TRIDIAG_QUICK:-0}" = 1 ]; then  # kernels only: GPU tests, strided batches
   build tridiag_test tridiag_gpu_bench

@@ -23,6 +23,7 @@
 #include "base/units.h"
 #include "gpu/devices.h"
 #include "scheduler/dense_solve.h"
+#include "scheduler/lapack_checks.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 
@@ -121,13 +122,7 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
 void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::vector<double>& b,
                            int64_t nrhs, const SolveReport& rep, double bound,
                            const std::string& what) {
-  const std::vector<double> ref = stripe::lapack_solve(a, n, b, nrhs);
-  ASSERT_FALSE(ref.empty()) << what;
-  const double res = stripe::scaled_residual(a.data(), n, rep.x.data(), b.data(), nrhs);
-  const double ref_res = stripe::scaled_residual(a.data(), n, ref.data(), b.data(), nrhs);
-  EXPECT_LT(res, std::max(bound, 10 * ref_res)) << what << " (LAPACK " << ref_res << ")";
-  EXPECT_NEAR(rep.residual, res, 1e-3 * res + static_cast<double>(n) * 2.2e-16) << what;
-  EXPECT_GT(stripe::max_abs(rep.x), 0.0) << what;
+  expect_solution_near_lapack(a, n, b, nrhs, rep, bound, what);
   EXPECT_NE(rep.backend, "cpu") << what;
 }
 

@@ -31,31 +31,21 @@ constexpr uid_t kThirdUid = 1;  // daemon
 // A child process that opens `count` connections as `uid` and sends nothing. Returns its pid;
 // it holds them until killed.
 pid_t open_silent_connections(const std::string& socket, uid_t uid, int count) {
-  int ready[2];
-  if (::pipe(ready) != 0) return -1;
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // async-signal-safe calls only
-    ::close(ready[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
-        ::setresuid(uid, uid, uid) != 0) {
-      ::_exit(99);
-    }
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, socket.c_str(), std::min(socket.size(), sizeof(addr.sun_path) - 1));
-    for (int i = 0; i < count; ++i) {
-      const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-      if (fd >= 0) (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    }
-    const char done = 1;
-    if (::write(ready[1], &done, 1) != 1) ::_exit(96);
-    while (true) ::pause();
-  }
-  ::close(ready[1]);
-  char done = 0;
-  if (::read(ready[0], &done, 1) != 1) ADD_FAILURE() << "the child ended before it was ready";
-  ::close(ready[0]);
-  return pid;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socket.c_str(), std::min(socket.size(), sizeof(addr.sun_path) - 1));
+  return fork_ready_as(
+      uid,
+      [&] {
+        for (int i = 0; i < count; ++i) {
+          const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+          if (fd >= 0) (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+        }
+        return true;
+      },
+      [] {
+        while (true) ::pause();
+      });
 }
 
 TEST(Lockout, SilentConnectionsOfOneUserLockNobodyOut) {

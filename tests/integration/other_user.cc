@@ -34,11 +34,7 @@ std::pair<int, std::string> run_client_as(uid_t uid, const std::vector<std::stri
     ::dup2(pipefd[1], 1);
     ::dup2(pipefd[1], 2);
     ::close(pipefd[0]);
-    const gid_t gid = static_cast<gid_t>(uid);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 ||
-        ::setresuid(uid, uid, uid) != 0) {
-      ::_exit(99);
-    }
+    if (!become(uid)) ::_exit(99);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(98);
   }
@@ -52,6 +48,12 @@ std::pair<int, std::string> run_client_as(uid_t uid, const std::vector<std::stri
   int status = 0;
   ::waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+bool become(uid_t uid) {
+  const gid_t gid = static_cast<gid_t>(uid);
+  return ::setgroups(0, nullptr) == 0 && ::setresgid(gid, gid, gid) == 0 &&
+         ::setresuid(uid, uid, uid) == 0;
 }
 
 std::string make_shared_dir(const std::string& tag) {

@@ -84,43 +84,33 @@ pid_t fake_daemon_as(uid_t uid, const std::string& path) {
       protocol::MessageType::kWelcome, 0, {{"version", 1}}, protocol::kFlagFinal));
   const std::string answer = *protocol::encode_frame(
       protocol::make_error_frame(0, Status::unavailable("the fake daemon answered")));
-  int ready[2];
-  if (::pipe(ready) != 0) return -1;
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // async-signal-safe calls only
-    ::close(ready[0]);
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(uid, uid, uid) != 0 ||
-        ::setresuid(uid, uid, uid) != 0) {
-      ::_exit(99);
-    }
-    ::umask(0);  // a socket everybody may connect to
-    const int l = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), std::min(path.size(), sizeof(addr.sun_path) - 1));
-    if (::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(l, 8) != 0)
-      ::_exit(97);
-    const char ok = 1;
-    if (::write(ready[1], &ok, 1) != 1) ::_exit(96);
-    while (true) {
-      const int c = ::accept(l, nullptr, nullptr);
-      if (c < 0) continue;
-      // Clients that refuse us close at once: MSG_NOSIGNAL, or SIGPIPE would end the fake.
-      (void)::send(c, welcome.data(), welcome.size(), MSG_NOSIGNAL);
-      char buf[256];
-      bool answered = false;
-      while (::read(c, buf, sizeof buf) > 0) {
-        if (!answered) (void)::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
-        answered = true;
-      }
-      ::close(c);
-    }
-  }
-  ::close(ready[1]);
-  char ok = 0;
-  if (::read(ready[0], &ok, 1) != 1) ADD_FAILURE() << "the child ended before it was ready";
-  ::close(ready[0]);
-  return pid;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), std::min(path.size(), sizeof(addr.sun_path) - 1));
+  int l = -1;
+  return fork_ready_as(
+      uid,
+      [&] {
+        ::umask(0);  // a socket everybody may connect to
+        l = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        return ::bind(l, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+               ::listen(l, 8) == 0;
+      },
+      [&] {
+        while (true) {
+          const int c = ::accept(l, nullptr, nullptr);
+          if (c < 0) continue;
+          // Clients that refuse us close at once: MSG_NOSIGNAL, or SIGPIPE would end the fake.
+          (void)::send(c, welcome.data(), welcome.size(), MSG_NOSIGNAL);
+          char buf[256];
+          bool answered = false;
+          while (::read(c, buf, sizeof buf) > 0) {
+            if (!answered) (void)::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+            answered = true;
+          }
+          ::close(c);
+        }
+      });
 }
 
 TEST(SocketChecks, TheClientRefusesADaemonOfAnotherUser) {

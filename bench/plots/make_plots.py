@@ -28,6 +28,7 @@ DENSE_GPU_TIERS = {
              "dense_gpu/results/h100_ssd_n32768_4GiB_8GiB_2026-11-25.json"],
     "H200": ["dense_gpu/results/h200_fits_n32768_2026-11-26_master.json",
              "dense_gpu/results/h200_ram_n57344_12GiB_2026-11-26_master.json",
+             "dense_gpu/results/h200_ram_n57344_12GiB_2026-11-26_lookahead_takes_critical.json",
              "dense_gpu/results/h200_ssd_n49152_4GiB_8GiB_2026-11-26.json"],
 }
 DENSE_GPU_MULTI = ["dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_2026-11-26.json",
@@ -155,7 +156,7 @@ def plot_dense_gpu_tiers(res, plt):
                     c = r["cusolver"]
                     vals["cuSOLVER getrf+getrs"].append(
                         None if c.get("skipped") else num(c["tflops"], "cusolver.tflops"))
-                    upd = [x for x in r["dgemm"] if x["role"] == "update_shape"]
+                    upd = [x for x in r.get("dgemm", []) if x["role"] == "update_shape"]  # absent: --skip dgemm
                     vals["DGEMM, J update shape"].append(
                         num(upd[0]["tflops"], "dgemm.tflops") if upd else None)
     grouped_bars(ax, groups, list(vals), vals,
@@ -184,7 +185,7 @@ def plot_dense_gpu_multi(res, plt):
             gpus = int(doc["args"].get("gpus", 1))
             labels.append(f"{gpus} x {card(doc)}")
             factor.append(num(r["stripesolve"]["tflops_factor"], "stripesolve.tflops_factor"))
-            upd = [x for x in r["dgemm"] if x["role"] == "update_shape"]
+            upd = [x for x in r.get("dgemm", []) if x["role"] == "update_shape"]  # absent: --skip dgemm
             dgemm = num(upd[0]["tflops"], "dgemm.tflops")
             n, budget = r["n"], num(r["gpu_memory"], "gpu_memory") / 2**30
     bars = ax.bar(labels, factor, 0.5, color=STRIPESOLVE_COLORS[:len(labels)])

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Builds bench_dense_gpu on the GPU machine and runs one of issue 16's benchmark modes, leaving
-# JSON, logs and the plot in $OUT. Dependencies the machine lacks come from the Debian packages
-# carried in .debs/ (unpacked into /opt/dep), as scripts/device-check.sh does; BENCH=path runs a
-# binary built elsewhere instead of building. Extra arguments go to the benchmark.
+# JSON and logs in $OUT (bench/plots/make_plots.py draws the plot from results/). Dependencies
+# the machine lacks come from the Debian packages carried in .debs/ (unpacked into /opt/dep), as
+# scripts/device-check.sh does; BENCH=path runs a binary built elsewhere instead of building.
+# Extra arguments go to the benchmark.
 # Usage (repository root):
 #   bench/dense_gpu/device_run.sh fits|ram|ssd|smoke [bench_dense_gpu args...]
 #     fits   n = 32768, 57344, the RAM cache holds A, the engine's default device budget
@@ -53,5 +54,4 @@ for r in d.get("runs", []):
     if "ssd" in r:
         print("  ssd:", json.dumps(r["ssd"]))
 EOF
-python3 bench/dense_gpu/plot.py "$OUT/dense_gpu_$MODE.json" --out "$OUT/dense_gpu_$MODE.png" || true
 exit $rc

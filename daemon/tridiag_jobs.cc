@@ -362,7 +362,8 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
             ? 1
             : std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
     const uint64_t need = std::min<uint64_t>(
-        cap, (2 * 5 * 8 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
+        cap,
+        (sizeof(double) * 2 * 5 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
     std::vector<gpu::DeviceBudget::Reservation> held;
     Status reserved = Status::ok();
     for (int d = 0; d < devices && reserved.is_ok(); ++d) {

@@ -277,8 +277,7 @@ class CudaLane final : public DeviceLane {
       tickets_.erase(it);
     }
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-    const Status st =
-        cuda_check(cudaEventSynchronize(done), "copy of a stripe part from the device");
+    Status st = cuda_check(cudaEventSynchronize(done), "copy of a stripe part from the device");
     (void)cudaEventDestroy(done);
     return st;
   }

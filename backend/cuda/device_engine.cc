@@ -9,12 +9,12 @@
 
 #include <climits>
 #include <cublas_v2.h>
-#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <fmt/format.h>
 
 #include "backend/cuda/kernels.cuh"
+#include "backend/cuda/sm_fence.h"
 #include "gpu/cuda/check.h"
 #include "gpu/devices.h"
 
@@ -37,62 +37,6 @@ Status cusolver_check(cusolverStatus_t st, const std::string& what) {
   return Status::internal(msg);
 }
 
-// The driver API calls of the green context (engine.gpu_panel_sms), looked up through the
-// runtime (cudaGetDriverEntryPointByVersion) instead of linking libcuda: the binaries then
-// load on hosts without a driver (CI), where the CUDA engine is never opened.
-struct Driver {
-  decltype(&cuGetErrorName) get_error_name = nullptr;
-  decltype(&cuDeviceGet) device_get = nullptr;
-  decltype(&cuDeviceGetDevResource) get_resource = nullptr;
-  decltype(&cuDevSmResourceSplitByCount) split_by_count = nullptr;
-  decltype(&cuDevResourceGenerateDesc) generate_desc = nullptr;
-  decltype(&cuGreenCtxCreate) green_create = nullptr;
-  decltype(&cuGreenCtxDestroy) green_destroy = nullptr;
-  decltype(&cuGreenCtxStreamCreate) green_stream_create = nullptr;
-};
-
-template <class F>
-Status look_up(const char* symbol, F& fn) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t e =
-      cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &found);
-  if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
-    return Status::unavailable(fmt::format(
-        "the CUDA driver lacks {} (green contexts, needed by engine.gpu_panel_sms)", symbol));
-  }
-  fn = reinterpret_cast<F>(p);
-  return Status::ok();
-}
-
-// The driver's entry points, looked up once (kUnavailable when the driver is too old).
-Result<const Driver*> driver() {
-  static const Result<Driver> loaded = []() -> Result<Driver> {
-    Driver d;
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuGetErrorName", d.get_error_name));
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuDeviceGet", d.device_get));
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuDeviceGetDevResource", d.get_resource));
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuDevSmResourceSplitByCount", d.split_by_count));
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuDevResourceGenerateDesc", d.generate_desc));
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuGreenCtxCreate", d.green_create));
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuGreenCtxDestroy", d.green_destroy));
-    STRIPESOLVE_RETURN_IF_ERROR(look_up("cuGreenCtxStreamCreate", d.green_stream_create));
-    return d;
-  }();
-  if (!loaded.is_ok()) return loaded.status();
-  return &*loaded;
-}
-
-Status driver_check(CUresult r, const std::string& what) {
-  if (r == CUDA_SUCCESS) return Status::ok();
-  const char* name = nullptr;
-  auto d = driver();
-  if (d.is_ok()) (void)(*d)->get_error_name(r, &name);
-  return Status::internal(what + ": " +
-                          (name != nullptr ? name : std::to_string(static_cast<int>(r))));
-}
-
-#define RETURN_DRIVER(expr, what) STRIPESOLVE_RETURN_IF_ERROR(driver_check((expr), (what)))
 #define RETURN_CUDA(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cuda_check((expr), (what)))
 #define RETURN_CUBLAS(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cublas_check((expr), (what)))
 #define RETURN_CUSOLVER(expr, what) STRIPESOLVE_RETURN_IF_ERROR(cusolver_check((expr), (what)))
@@ -128,20 +72,14 @@ class CudaLane final : public DeviceLane {
     }
   }
 
-  // fence: the green context of the SMs the sweep lanes may use (null: all SMs).
-  Status init(bool high_priority, CUgreenCtx fence, void* workspace) {
+  // fence: the SMs the sweep lanes may use (null: all SMs).
+  Status init(bool high_priority, SmFence* fence, void* workspace) {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     int least = 0, greatest = 0;
     RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
     const int prio = high_priority ? greatest : least;
     if (fence != nullptr && !high_priority) {
-      // Kernels of this stream run on the fence's SMs only; copies and events work as on any
-      // stream of the device's primary context.
-      STRIPESOLVE_ASSIGN_OR_RETURN(const Driver* d, driver());
-      CUstream s = nullptr;
-      RETURN_DRIVER(d->green_stream_create(&s, fence, CU_STREAM_NON_BLOCKING, prio),
-                    "cuGreenCtxStreamCreate");
-      compute_ = reinterpret_cast<cudaStream_t>(s);
+      STRIPESOLVE_ASSIGN_OR_RETURN(compute_, fence->stream(prio));
     } else {
       RETURN_CUDA(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, prio), "stream");
     }
@@ -696,35 +634,9 @@ class CudaLane final : public DeviceLane {
 class CudaEngine final : public DeviceEngine {
  public:
   explicit CudaEngine(int device) : device_(device) {}
-  ~CudaEngine() override {
-    if (fence_ != nullptr) (*driver())->green_destroy(fence_);  // after every lane (they are gone)
-  }
-
-  // The green context of all SMs but `panel_sms` for the sweep lanes (see DeviceEngineOptions).
+  // The sweep lanes' SMs: all but `panel_sms` (see DeviceEngineOptions).
   Status fence_sms(int panel_sms) {
-    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-    RETURN_CUDA(cudaFree(nullptr), "primary context");  // the green context retains it
-    STRIPESOLVE_ASSIGN_OR_RETURN(const Driver* d, driver());
-    CUdevice dev = 0;
-    RETURN_DRIVER(d->device_get(&dev, device_), "cuDeviceGet");
-    CUdevResource all{}, part{}, rest{};
-    RETURN_DRIVER(d->get_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM), "SM resource");
-    const auto total = static_cast<int>(all.sm.smCount);
-    if (panel_sms >= total) {
-      return Status::invalid_argument(
-          fmt::format("engine.gpu_panel_sms = {} leaves the J updates none of the device's {} SMs",
-                      panel_sms, total));
-    }
-    unsigned groups = 1;
-    RETURN_DRIVER(
-        d->split_by_count(&part, &groups, &all, &rest, 0, static_cast<unsigned>(panel_sms)),
-        "cuDevSmResourceSplitByCount");
-    CUdevResourceDesc desc = nullptr;
-    RETURN_DRIVER(d->generate_desc(&desc, &rest, 1), "cuDevResourceGenerateDesc");
-    RETURN_DRIVER(d->green_create(&fence_, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM),
-                  "cuGreenCtxCreate");
-    fenced_sms_ = static_cast<int>(rest.sm.smCount);
-    total_sms_ = total;
+    STRIPESOLVE_ASSIGN_OR_RETURN(fence_, SmFence::create(device_, panel_sms));
     return Status::ok();
   }
 
@@ -734,7 +646,7 @@ class CudaEngine final : public DeviceEngine {
       if (dev.index == device_) d = gpu::describe(dev);
     }
     if (fence_ != nullptr) {
-      d += fmt::format(", J updates on {} of {} SMs", fenced_sms_, total_sms_);
+      d += fmt::format(", J updates on {} of {} SMs", fence_->sms(), fence_->total_sms());
     }
     return d;
   }
@@ -798,15 +710,13 @@ class CudaEngine final : public DeviceEngine {
                                                 PivotMode mode, int64_t j_rows, int64_t k_rows,
                                                 void* workspace) override {
     auto lane = std::make_unique<CudaLane>(device_, rows, cols, mode, j_rows, k_rows);
-    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, fence_, workspace));
+    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, fence_.get(), workspace));
     return std::unique_ptr<DeviceLane>(std::move(lane));
   }
 
  private:
   const int device_;
-  CUgreenCtx fence_ = nullptr;  // null: no SMs set aside
-  int fenced_sms_ = 0;
-  int total_sms_ = 0;
+  std::unique_ptr<SmFence> fence_;  // null: no SMs set aside; outlives every lane
 };
 
 }  // namespace

@@ -142,6 +142,15 @@ struct DeviceEngineOptions {
   // on all SMs, waits for each GEMM block to finish: 20.5 ms alone, 108-117 ms beside two GEMM
   // streams on the H200 (bench_panel_sms).
   int panel_sms = 0;
+  // The depth (k) of each J-update GEMM: an update by a meta-stripe (k = S^m S) runs as GEMMs of
+  // at most this depth, accumulating into J; 0: one GEMM. A GEMM block holds its SM for the
+  // whole k loop, so the panel's kernels, each waiting for blocks to finish, get SMs as many
+  // times more often as the pieces are shorter. bench_panel_sms on the H200 (57344 x 2048 panel
+  // beside two streams of 2048 x 49152 x 8192 GEMMs): k whole, panel 117 ms, GEMMs 53.0
+  // TFLOP/s; pieces of 2048, 52 ms and 56.3; of 1024, 38 ms and 54.6. The whole RAM-tier solve
+  // did not change (n = 57344: 38.5 / 37.9 / 39.1 TFLOP/s at 2048 / 1024 / 0 on one H200, 59.1
+  // / 59.0 at 2048 / 0 on two): the eliminations got shorter and the sweeps longer. So 0.
+  int64_t update_k = 0;
 };
 
 class DeviceEngine {

@@ -38,14 +38,8 @@ Daemon::~Daemon() {
 }
 
 void Daemon::register_builtin_jobs(JobRegistry& registry) {
-  // New matrices get the stripe height of the backend that will solve them (S = 2048 for the GPU
-  // tier): the planner sees a device when the engine's budget is left to the solve.
-  matrix_engine_ = config_.engine;
-  if (backend_ == "cuda" && matrix_engine_.gpu_memory == 0) {
-    const auto devices = gpu::list_devices();
-    if (!devices.empty()) matrix_engine_.gpu_memory = devices.front().free_memory / 10 * 9;
-  }
-  register_matrix_jobs(registry, *store_, matrix_engine_);
+  // New matrices get the planner's stripe height (the same on the CPU and the GPU tier).
+  register_matrix_jobs(registry, *store_, config_.engine);
   register_dense_jobs(registry, *store_, uploads_, config_.engine,
                       DenseJobLimits{config_.server.limits.max_rhs_bytes, available_memory_bytes});
   register_tridiag_jobs(registry, uploads_, config_.tridiag);

@@ -58,9 +58,6 @@ class Daemon {
 
   DaemonConfig config_;
   std::string backend_ = "cpu";  // the dense engine's resolved backend (set by start())
-  // The engine as the matrix jobs plan new matrices with it (set by start(); the jobs hold a
-  // reference to it).
-  scheduler::EngineConfig matrix_engine_;
   std::function<void(JobRegistry&)> register_jobs_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Metrics metrics_;

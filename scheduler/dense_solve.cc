@@ -602,7 +602,8 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
       STRIPESOLVE_ASSIGN_OR_RETURN(
           auto engine,
           backend::DeviceEngine::open(static_cast<int>(d),
-                                      {.panel_sms = static_cast<int>(config.gpu_panel_sms)}));
+                                      {.panel_sms = static_cast<int>(config.gpu_panel_sms),
+                                       .update_k = config.gpu_update_k}));
       engines.push_back(engine.get());
       owned.push_back(std::move(engine));
     }

@@ -222,6 +222,35 @@ TEST_P(GpuDenseTest, SweepsFencedOffThePanelsSmsMatchLapack) {
       << none_left.status().to_string();
 }
 
+// engine.gpu_update_k: each J update by a meta-stripe (k = S^m S = 256 here) as GEMMs of depth
+// 48, the last one shorter; the results match LAPACK, streaming and resident, and a negative
+// depth is refused at open, naming the key.
+TEST_P(GpuDenseTest, UpdatesInShortGemmsMatchLapack) {
+  if (GetParam() != "cuda") GTEST_SKIP() << "the GEMM depth is the CUDA engine's";
+  auto pieces = backend::DeviceEngine::open(0, {.update_k = 48});
+  ASSERT_TRUE(pieces.is_ok()) << pieces.status().to_string();
+  engine_ = std::move(*pieces);
+  const int64_t n = 28 * 64 + 5;
+  const auto a = generated("A", n, "uniform", 29);
+  const auto b = random_rhs(n, 3);
+  for (bool streaming : {true, false}) {
+    EngineConfig c = gpu_engine(streaming);
+    c.ram_budget = 64 * kMiB;
+    c.meta_stripes = 4;
+    if (streaming) c.gpu_memory = 18 * kMiB, c.segment_columns = 512;
+    DenseSolveOptions o;
+    o.reuse_factors = false;
+    o.store_factors = false;
+    auto rep = solve("A", b, 3, o, c);
+    ASSERT_TRUE(rep.is_ok()) << streaming << ": " << rep.status().to_string();
+    expect_matches_lapack(a, n, b, 3, *rep, 1e-13, streaming ? "pieces, streaming" : "pieces");
+  }
+  auto negative = backend::DeviceEngine::open(0, {.update_k = -1});
+  ASSERT_FALSE(negative.is_ok());
+  EXPECT_NE(negative.status().message().find("engine.gpu_update_k"), std::string::npos)
+      << negative.status().to_string();
+}
+
 // Two devices (scheduler/multi_gpu_elimination.h): stripe j's updates and elimination on device
 // j mod 2, eliminated stripes adopted by the other device. Every strategy and pivot mode, J parts
 // streaming or resident, and the RAM tier's shape (U blocks of S^m = 4 assembled on both

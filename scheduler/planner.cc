@@ -71,6 +71,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
   map.get("gpu_panel_sms", c.gpu_panel_sms, 0, 1024);
+  map.get("gpu_update_k", c.gpu_update_k, 0, int64_t{1} << 20);
   map.get("assumed_gflops", c.assumed_gflops, 0.0, 1e9);
   map.get("ssd_bytes_per_second", c.ssd_bytes_per_second, 0.0, 1e15);
   map.get("progress_interval_seconds", c.progress_interval_seconds, 0.01, 3600.0);
@@ -116,7 +117,11 @@ uint64_t full_stripe_bytes(int64_t n, int64_t s) {
 int64_t new_matrix_stripe_rows(int64_t n, const EngineConfig& config, const Machine& m) {
   int64_t s = config.stripe_rows;
   if (s <= 0) {
-    s = m.gpus > 0 ? 2048 : 1024;
+    // 1024 on the GPU tier too: at n = 57344 (RAM tier, 12 GiB, H200) S = 1024 factored at 39.7
+    // TFLOP/s on one GPU and 68.9 on two, against 38.5 / 59.1 for S = 2048 and 35.8 / 65.5 for
+    // 512; the fitting n = 32768 ran alike (docs/performance.md, tenth session). Narrower stripes
+    // shorten each elimination on the critical path; K = S^m S stays about 8192.
+    s = 1024;
     while (s > 64 && 4 * full_stripe_bytes(n, s) > m.ram_budget) s /= 2;
   }
   return std::clamp<int64_t>(s, 1, std::max<int64_t>(1, n));

@@ -59,6 +59,7 @@ struct EngineConfig {
   uint64_t gpu_memory = 0;           // device bytes per GPU a dense solve may use; 0 = 90% of free
   int64_t gpus = 0;                  // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
   int64_t gpu_panel_sms = 0;         // SMs the J updates leave to elim.I (DeviceEngineOptions)
+  int64_t gpu_update_k = 0;          // depth of each J-update GEMM on a GPU (DeviceEngineOptions)
   double assumed_gflops = 0;         // for the time bound; 0 = 15 GFLOP/s per core (CPU)
   double ssd_bytes_per_second = 0;   // for the time bound; 0 = 1 GB/s per path
   double progress_interval_seconds = 0.5;  // rate limit of the progress callback
@@ -66,7 +67,7 @@ struct EngineConfig {
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, cores, gpu_memory, gpus, gpu_panel_sms,
-// assumed_gflops,
+// gpu_update_k, assumed_gflops,
 // ssd_bytes_per_second, progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
 

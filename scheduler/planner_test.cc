@@ -100,12 +100,12 @@ TEST(PlannerTest, GpuSegmentLengthFollowsEq15) {
   c.gpu_memory = 40 * kGiB;
   c.cores = 16;
   Plan p = plan_dense(100000, 0, c, describe_machine(c, 4)).value();
-  EXPECT_EQ(p.stripe_rows, 2048);
+  EXPECT_EQ(p.stripe_rows, 1024);
   EXPECT_EQ(p.elim_j_workers, 2);
   // Eq 15 gives 524288 columns; copies overlap GEMMs only with several segments: at most 8192.
   EXPECT_EQ(p.segment_columns, 8192);
   // 8b: K = S^m S of about 8192 rows for the J updates, and the working set fits 40 GiB.
-  EXPECT_EQ(p.meta_stripes, 4);
+  EXPECT_EQ(p.meta_stripes, 8);
   EXPECT_LE(p.device_bytes_needed, 40 * kGiB);
   EXPECT_FALSE(p.device_resident);  // 80 GB of matrix
 }
@@ -115,11 +115,12 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   c.ram_budget = 64 * kGiB;
   c.gpu_memory = 12 * kGiB;
   c.cores = 16;
-  // n = 57344, S = 2048: the U block of K = 8192 rows is 3.5 GiB, a stripe 0.9 GiB.
+  // n = 57344, S = 1024: the U block of K = 8192 rows is 3.5 GiB, a stripe 0.45 GiB.
   Plan p = plan_dense(57344, 0, c, describe_machine(c, 1)).value();
+  EXPECT_EQ(p.stripe_rows, 1024);
   // Issue 16's RAM tier: 12 GiB still holds K = 8192 (the look-ahead lane's J parts are the next
   // meta-stripe's stripes, kept anyway).
-  EXPECT_EQ(p.meta_stripes, 4);
+  EXPECT_EQ(p.meta_stripes, 8);
   EXPECT_EQ(p.lookahead_workers, 1);
   EXPECT_LE(p.device_bytes_needed, 12 * kGiB);
   EXPECT_FALSE(p.device_resident);

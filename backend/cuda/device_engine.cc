@@ -73,8 +73,9 @@ class CudaLane final : public DeviceLane {
   }
 
   // fence: the SMs the sweep lanes may use (null: all SMs).
-  Status init(bool high_priority, SmFence* fence, void* workspace) {
+  Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k) {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    update_k_ = update_k;
     int least = 0, greatest = 0;
     RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
     const int prio = high_priority ? greatest : least;
@@ -378,12 +379,17 @@ class CudaLane final : public DeviceLane {
                         op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
             "dtrsm of the J multipliers");
       } else {
-        RETURN_CUBLAS(
-            cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
-                        static_cast<int>(b - a), static_cast<int>(k), &minus_one, multipliers,
-                        static_cast<int>(j.ld), op.u.data + (a - c0) * op.u.ld,
-                        static_cast<int>(op.u.ld), &one, j.data + a * j.ld, static_cast<int>(j.ld)),
-            "dgemm of the J update");
+        // In pieces of update_k_ along k (DeviceEngineOptions::update_k).
+        const int64_t piece = update_k_ > 0 ? update_k_ : k;
+        for (int64_t k0 = 0; k0 < k; k0 += piece) {
+          const int64_t depth = std::min(piece, k - k0);
+          RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
+                                    static_cast<int>(b - a), static_cast<int>(depth), &minus_one,
+                                    multipliers + k0 * j.ld, static_cast<int>(j.ld),
+                                    op.u.data + (a - c0) * op.u.ld + k0, static_cast<int>(op.u.ld),
+                                    &one, j.data + a * j.ld, static_cast<int>(j.ld)),
+                        "dgemm of the J update");
+        }
       }
       if (op.host_out != nullptr) {
         RETURN_CUDA(cudaEventRecord(events_[2 + 2 * s], compute_), "event");
@@ -629,11 +635,12 @@ class CudaLane final : public DeviceLane {
   double* gather_ = nullptr;
   uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;
+  int64_t update_k_ = 0;  // DeviceEngineOptions::update_k
 };
 
 class CudaEngine final : public DeviceEngine {
  public:
-  explicit CudaEngine(int device) : device_(device) {}
+  CudaEngine(int device, int64_t update_k) : device_(device), update_k_(update_k) {}
   // The sweep lanes' SMs: all but `panel_sms` (see DeviceEngineOptions).
   Status fence_sms(int panel_sms) {
     STRIPESOLVE_ASSIGN_OR_RETURN(fence_, SmFence::create(device_, panel_sms));
@@ -710,12 +717,13 @@ class CudaEngine final : public DeviceEngine {
                                                 PivotMode mode, int64_t j_rows, int64_t k_rows,
                                                 void* workspace) override {
     auto lane = std::make_unique<CudaLane>(device_, rows, cols, mode, j_rows, k_rows);
-    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, fence_.get(), workspace));
+    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, fence_.get(), workspace, update_k_));
     return std::unique_ptr<DeviceLane>(std::move(lane));
   }
 
  private:
   const int device_;
+  const int64_t update_k_;          // DeviceEngineOptions::update_k
   std::unique_ptr<SmFence> fence_;  // null: no SMs set aside; outlives every lane
 };
 
@@ -728,7 +736,11 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
     return Status::unavailable(fmt::format("no CUDA device {} ({} visible)", device, count));
   }
   RETURN_CUDA(cudaSetDevice(device), "cudaSetDevice");
-  auto engine = std::make_unique<CudaEngine>(device);
+  if (options.update_k < 0) {
+    return Status::invalid_argument(
+        fmt::format("engine.gpu_update_k = {}: must be 0 or more", options.update_k));
+  }
+  auto engine = std::make_unique<CudaEngine>(device, options.update_k);
   if (options.panel_sms > 0) STRIPESOLVE_RETURN_IF_ERROR(engine->fence_sms(options.panel_sms));
   return std::unique_ptr<DeviceEngine>(std::move(engine));
 }

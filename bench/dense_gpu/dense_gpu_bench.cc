@@ -5,8 +5,8 @@
 // progress on stderr (bench/dense_gpu/README.md).
 //
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
-//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0] [--reps 2]
-//                   [--dgemm-reps 5]
+//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
+//                   [--update-k 0] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
@@ -101,6 +101,7 @@ struct Args {
   int64_t elim_j_workers = 0;  // k; 0 = the planner's
   int64_t gpus = 0;            // devices; 0 = every device of the host
   int64_t panel_sms = 0;       // engine.gpu_panel_sms
+  int64_t update_k = 0;        // engine.gpu_update_k
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";
   std::string cusolver_api = "legacy";
@@ -114,6 +115,7 @@ struct Args {
   std::fprintf(stderr,
                "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
                "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
+               "[--update-k K] "
                "[--panel-sms K] [--reps R] "
                "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--meta-stripes M] "
                "[--elim-j-workers K] [--dir D] "
@@ -171,6 +173,8 @@ Args parse_args(int argc, char** argv) {
       a.gpus = parse_int(arg, v, 0, 64);
     } else if (arg == "--panel-sms") {
       a.panel_sms = parse_int(arg, v, 0, 1024);
+    } else if (arg == "--update-k") {
+      a.update_k = parse_int(arg, v, 0, int64_t{1} << 20);
     } else if (arg == "--reps") {
       a.reps = static_cast<int>(parse_int(arg, v, 1, 1000));
     } else if (arg == "--dgemm-reps") {
@@ -231,6 +235,7 @@ json args_json(const Args& a) {
   j["gpu_memory"] = a.gpu_memory ? json(*a.gpu_memory) : json("engine default");
   j["gpus"] = a.gpus == 0 ? json("all") : json(a.gpus);
   j["panel_sms"] = a.panel_sms;
+  j["update_k"] = a.update_k;
   j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
   return j;
 }
@@ -494,6 +499,7 @@ int main(int argc, char** argv) {
     config.elim_j_workers = args.elim_j_workers;
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;
+    config.gpu_update_k = args.update_k;
     config.progress_interval_seconds = 10;
     run["ram_budget"] = config.ram_budget;
     run["gpu_memory"] = config.gpu_memory;

@@ -6,6 +6,9 @@
 // free for elim.I (docs/performance.md).
 //
 //   build/release/bench/dense_gpu/bench_panel_sms [m=57344] [h=2048] [panel SM counts: 8,16,24,32]
+//     [GEMM k pieces: 2048,1024] [recursive panel leaves: 64,128,256,512] [nogreen]
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +39,70 @@ __global__ void fill(double* p, size_t n, unsigned seed) {
   }
 }
 
+// dlaswp on the cols-wide block a: for k < count, rows k and ipiv[k] - 1 swapped, in order
+// (thread per column; the pivots staged through shared memory).
+__global__ void row_swaps(double* a, int lda, int cols, const int* ipiv, int count) {
+  __shared__ int piv[1024];
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  double* col = a + size_t(c) * lda;
+  for (int k0 = 0; k0 < count; k0 += 1024) {
+    const int len = count - k0 < 1024 ? count - k0 : 1024;
+    __syncthreads();
+    for (int t = threadIdx.x; t < len; t += blockDim.x) piv[t] = ipiv[k0 + t] - 1;
+    __syncthreads();
+    if (c >= cols) continue;
+    for (int t = 0; t < len; ++t) {
+      const int k = k0 + t, other = piv[t];
+      if (other != k) {
+        const double x = col[k];
+        col[k] = col[other];
+        col[other] = x;
+      }
+    }
+  }
+}
+
+__global__ void add_offset(int* ipiv, int count, int offset) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k < count) ipiv[k] += offset;
+}
+
+// Recursive LU with partial pivoting of the m x n panel a (column-major, lda), as LAPACK dgetrf2:
+// most of the flops in one dtrsm and one dgemm per level; cuSOLVER getrf below `leaf` columns.
+// Leaves the same factors and 1-based pivots as getrf.
+struct Recursive {
+  cublasHandle_t blas;
+  cusolverDnHandle_t solver;
+  cudaStream_t stream;
+  double* work;
+  int* info;
+  int leaf;
+
+  void swaps(double* a, int lda, int cols, const int* ipiv, int count) {
+    if (cols <= 0 || count <= 0) return;
+    row_swaps<<<(cols + 127) / 128, 128, 0, stream>>>(a, lda, cols, ipiv, count);
+  }
+
+  void factor(double* a, int lda, int m, int n, int* ipiv) {
+    if (n <= leaf) {
+      CK(cusolverDnDgetrf(solver, m, n, a, lda, work, ipiv, info));
+      return;
+    }
+    const int n1 = (n / 2 + 31) / 32 * 32, n2 = n - n1;
+    const double one = 1.0, minus = -1.0;
+    factor(a, lda, m, n1, ipiv);
+    double* right = a + size_t(n1) * lda;
+    swaps(right, lda, n2, ipiv, n1);
+    CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
+                   n1, n2, &one, a, lda, right, lda));
+    CK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, m - n1, n2, n1, &minus, a + n1, lda, right, lda,
+                   &one, right + n1, lda));
+    factor(right + n1, lda, m - n1, n2, ipiv + n1);
+    swaps(a + n1, lda, n1, ipiv + n1, n2);
+    add_offset<<<(n2 + 255) / 256, 256, 0, stream>>>(ipiv + n1, n2, n1);
+  }
+};
+
 struct Streams {
   cudaStream_t panel = nullptr;
   cudaStream_t gemm[2] = {nullptr, nullptr};
@@ -47,9 +114,14 @@ struct Problem {
   double *panel, *pristine, *work;
   int* ipiv;
   int* info;
+  int* ipiv2;
+  double* check;  // the recursive panel's factors, against getrf's
   double *ga, *gb, *gc[2];
   cublasHandle_t blas[2];
   cusolverDnHandle_t solver;
+  cublasHandle_t panel_blas;
+  int leaf = 0;        // > 0: the recursive panel with this leaf width instead of getrf
+  int gemm_chunk = 0;  // > 0: each GEMM as gk / gemm_chunk GEMMs of k = gemm_chunk
 };
 
 float elapsed(cudaEvent_t a, cudaEvent_t b) {
@@ -73,9 +145,12 @@ void run(Problem& p, const Streams& s, int panels, int gemms, const char* label)
   for (int i = 0; i < 2 && gemms > 0; ++i) {
     CK(cublasSetStream(p.blas[i], s.gemm[i]));
     CK(cudaEventRecord(g0[i], s.gemm[i]));
+    const int chunk = p.gemm_chunk > 0 ? p.gemm_chunk : p.gk;
     for (int r = 0; r < gemms; ++r) {
-      CK(cublasDgemm(p.blas[i], CUBLAS_OP_N, CUBLAS_OP_N, p.gm, p.gn, p.gk, &minus, p.ga, p.gm,
-                     p.gb, p.gk, &one, p.gc[i], p.gm));
+      for (int k0 = 0; k0 < p.gk; k0 += chunk) {
+        CK(cublasDgemm(p.blas[i], CUBLAS_OP_N, CUBLAS_OP_N, p.gm, p.gn, chunk, &minus,
+                       p.ga + size_t(k0) * p.gm, p.gm, p.gb + k0, p.gk, &one, p.gc[i], p.gm));
+      }
     }
     CK(cudaEventRecord(g1[i], s.gemm[i]));
   }
@@ -85,7 +160,13 @@ void run(Problem& p, const Streams& s, int panels, int gemms, const char* label)
     CK(cudaMemcpyAsync(p.panel, p.pristine, sizeof(double) * size_t(p.m) * p.h,
                        cudaMemcpyDeviceToDevice, s.panel));
     CK(cudaEventRecord(p0, s.panel));
-    CK(cusolverDnDgetrf(p.solver, p.m, p.h, p.panel, p.m, p.work, p.ipiv, p.info));
+    if (p.leaf > 0) {
+      CK(cublasSetStream(p.panel_blas, s.panel));
+      Recursive rec{p.panel_blas, p.solver, s.panel, p.work, p.info, p.leaf};
+      rec.factor(p.panel, p.m, p.m, p.h, p.ipiv2);
+    } else {
+      CK(cusolverDnDgetrf(p.solver, p.m, p.h, p.panel, p.m, p.work, p.ipiv, p.info));
+    }
     CK(cudaEventRecord(p1, s.panel));
     CK(cudaEventSynchronize(p1));
     const float ms = elapsed(p0, p1);
@@ -101,6 +182,33 @@ void run(Problem& p, const Streams& s, int panels, int gemms, const char* label)
   std::printf("%-44s panel mean %7.2f ms best %7.2f ms | GEMM %6.2f TFLOP/s\n", label,
               panels ? panel_ms / panels : 0.f, panels ? best : 0.f, rate);
   std::fflush(stdout);
+}
+
+// The recursive panel against getrf on the same input: pivots that differ and the largest
+// difference of the factors.
+void verify(Problem& p, cudaStream_t stream) {
+  const size_t count = size_t(p.m) * p.h;
+  CK(cudaMemcpyAsync(p.check, p.pristine, sizeof(double) * count, cudaMemcpyDeviceToDevice, stream));
+  CK(cudaMemcpyAsync(p.panel, p.pristine, sizeof(double) * count, cudaMemcpyDeviceToDevice, stream));
+  CK(cusolverDnSetStream(p.solver, stream));
+  CK(cublasSetStream(p.panel_blas, stream));
+  CK(cusolverDnDgetrf(p.solver, p.m, p.h, p.check, p.m, p.work, p.ipiv, p.info));
+  Recursive rec{p.panel_blas, p.solver, stream, p.work, p.info, p.leaf};
+  rec.factor(p.panel, p.m, p.m, p.h, p.ipiv2);
+  std::vector<int> a(p.h), b(p.h);
+  CK(cudaMemcpyAsync(a.data(), p.ipiv, sizeof(int) * p.h, cudaMemcpyDeviceToHost, stream));
+  CK(cudaMemcpyAsync(b.data(), p.ipiv2, sizeof(int) * p.h, cudaMemcpyDeviceToHost, stream));
+  const double one = 1.0, minus = -1.0;
+  CK(cublasDgeam(p.panel_blas, CUBLAS_OP_N, CUBLAS_OP_N, p.m, p.h, &one, p.check, p.m, &minus,
+                 p.panel, p.m, p.check, p.m));
+  int at = 0;
+  CK(cublasIdamax(p.panel_blas, int(std::min<size_t>(count, 2147483647)), p.check, 1, &at));
+  double diff = 0;
+  CK(cudaMemcpy(&diff, p.check + at - 1, sizeof(double), cudaMemcpyDeviceToHost));
+  int differ = 0;
+  for (int k = 0; k < p.h; ++k) differ += a[k] != b[k];
+  std::printf("recursive panel, leaf %d: %d of %d pivots differ from getrf's, max |factor "
+              "difference| %.3e\n", p.leaf, differ, p.h, std::fabs(diff));
 }
 
 struct Green {
@@ -135,6 +243,15 @@ int main(int argc, char** argv) {
     for (char* t = std::strtok(argv[3], ","); t; t = std::strtok(nullptr, ","))
       counts.push_back(std::atoi(t));
   }
+  std::vector<int> chunks = {2048, 1024};
+  std::vector<int> leaves = {64, 128, 256, 512};
+  auto list = [](char* arg, std::vector<int>& out) {
+    out.clear();
+    for (char* t = std::strtok(arg, ","); t; t = std::strtok(nullptr, ",")) out.push_back(std::atoi(t));
+  };
+  if (argc > 4) list(argv[4], chunks);
+  if (argc > 5) list(argv[5], leaves);
+  const bool skip_green = argc > 6 && std::strcmp(argv[6], "nogreen") == 0;
   CK(cudaSetDevice(0));
   CK(cudaFree(nullptr));
   CUdevice dev;
@@ -160,6 +277,9 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&p.work, sizeof(double) * size_t(lwork)));
   CK(cudaMalloc(&p.ipiv, sizeof(int) * h));
   CK(cudaMalloc(&p.info, sizeof(int)));
+  CK(cudaMalloc(&p.ipiv2, sizeof(int) * h));
+  CK(cudaMalloc(&p.check, sizeof(double) * size_t(m) * h));
+  CK(cublasCreate(&p.panel_blas));
   int least = 0, greatest = 0;
   CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
 
@@ -170,6 +290,36 @@ int main(int argc, char** argv) {
   run(p, primary, 5, 0, "panel alone, all SMs");
   run(p, primary, 0, 10, "GEMM alone, all SMs");
   run(p, primary, 5, 40, "both, all SMs, panel high priority");
+
+  // Shorter GEMM blocks: the k loop of each GEMM in pieces, so SMs free up for the panel's
+  // kernels more often.
+  for (int chunk : chunks) {
+    p.gemm_chunk = chunk;
+    char label[96];
+    std::snprintf(label, sizeof label, "GEMM alone, k in pieces of %d", chunk);
+    run(p, primary, 0, 10, label);
+    std::snprintf(label, sizeof label, "both, GEMM k in pieces of %d", chunk);
+    run(p, primary, 5, 40, label);
+  }
+  p.gemm_chunk = 0;
+  // The recursive panel (most flops in dtrsm + dgemm), alone and beside the GEMMs.
+  for (int leaf : leaves) {
+    p.leaf = leaf;
+    verify(p, primary.panel);
+    char label[96];
+    std::snprintf(label, sizeof label, "recursive panel (leaf %d) alone", leaf);
+    run(p, primary, 5, 0, label);
+    std::snprintf(label, sizeof label, "recursive panel (leaf %d) beside GEMMs", leaf);
+    run(p, primary, 5, 40, label);
+    for (int chunk : chunks) {
+      p.gemm_chunk = chunk;
+      std::snprintf(label, sizeof label, "recursive (leaf %d), GEMM k pieces %d", leaf, chunk);
+      run(p, primary, 5, 40, label);
+    }
+    p.gemm_chunk = 0;
+  }
+  p.leaf = 0;
+  if (skip_green) return 0;
 
   // Only the GEMMs go to a green context of the SMs left over; the panel stays in the primary
   // context (all SMs, `got` of them free of GEMMs). The panel itself in a small green context

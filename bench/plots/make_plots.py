@@ -31,8 +31,8 @@ DENSE_GPU_TIERS = {
              "dense_gpu/results/h200_ram_n57344_12GiB_2026-11-26_lookahead_takes_critical.json",
              "dense_gpu/results/h200_ssd_n49152_4GiB_8GiB_2026-11-26.json"],
 }
-DENSE_GPU_MULTI = ["dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_2026-11-26.json",
-                   "dense_gpu/results/h200x2_ram_n57344_12GiB_2gpus_2026-11-26.json"]
+DENSE_GPU_MULTI = ["dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_S1024_2026-11-26.json",
+                   "dense_gpu/results/h200x2_ram_n57344_12GiB_2gpus_S1024_2026-11-26.json"]
 TRIDIAG_GPU = "tridiag/results/gpu_bench_h100_2026-11-24_session4.json"
 TRIDIAG_CPU = "tridiag/results/cpu_bench_2cores.json"
 STORAGE = "storage/results/h100_host_nvme_run4_same_files.json"
@@ -193,7 +193,7 @@ def plot_dense_gpu_multi(res, plt):
     ax.axhline(dgemm, color="black", ls="--", lw=1, label=f"one GPU's DGEMM at the J update shape ({dgemm:.1f})")
     ax.axhline(2 * dgemm, color="black", ls=":", lw=1, label="two GPUs' DGEMM")
     ax.set_ylabel("factor TFLOP/s")
-    ax.set_title(f"Dense LU, RAM tier, n = {n}, {budget:.0f} GiB per device: "
+    ax.set_title(f"Dense LU, RAM tier, n = {n}, S = {r['stripe_rows']}, {budget:.0f} GiB per device: "
                  f"{factor[-1] / factor[0]:.2f}x on two", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     ax.set_ylim(0, 2.3 * dgemm)

@@ -1,6 +1,8 @@
 #include "base/logging.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -59,11 +61,14 @@ int journal_priority(spdlog::level::level_enum level) {
 }
 
 // A file sink that can be reopened in place after rotation (spdlog's basic_file_sink cannot).
+// Each line goes to the file in one write() on an O_APPEND descriptor, never through a stdio
+// buffer: set_up_logging makes a new sink for the same file while the old one may still log, and
+// a buffer flushed later in pieces would cut lines of the other in two.
 class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit ReopenableFileSink(std::string path) : path_(std::move(path)) {}
   ~ReopenableFileSink() override {
-    if (file_ != nullptr) std::fclose(file_);
+    if (fd_ >= 0) ::close(fd_);
   }
 
   Status open() {
@@ -73,31 +78,37 @@ class ReopenableFileSink final : public spdlog::sinks::base_sink<std::mutex> {
 
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
-    if (file_ == nullptr) return;
+    if (fd_ < 0) return;
     spdlog::memory_buf_t buf;
     formatter_->format(msg, buf);
-    std::fwrite(buf.data(), 1, buf.size(), file_);
+    const char* p = buf.data();
+    size_t left = buf.size();
+    while (left > 0) {  // a regular file takes the line whole; the loop is for signals
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // a full disk loses log lines, never the daemon
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
   }
-  void flush_() override {
-    if (file_ != nullptr) std::fflush(file_);
-  }
+  void flush_() override {}  // nothing is buffered here
 
  private:
   Status open_locked() {
-    if (file_ != nullptr) {
-      std::fclose(file_);
-      file_ = nullptr;
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
     }
     std::error_code ec;
     const auto dir = std::filesystem::path(path_).parent_path();
     if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-    file_ = std::fopen(path_.c_str(), "a");
-    if (file_ == nullptr) return Status::from_errno(errno, "cannot open log file " + path_);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) return Status::from_errno(errno, "cannot open log file " + path_);
     return Status::ok();
   }
 
   std::string path_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
 };
 
 // Every logger writes to one distribution sink that lives as long as the process; set_up_logging

@@ -7,7 +7,7 @@
 
 namespace stripesolve {
 
-void internal_error(std::string_view what, std::source_location where) {
+void internal_error(std::string_view what, SourceLocation where) {
   // Write to stderr directly as well: the logger may not be set up, or may be what broke.
   std::fprintf(stderr, "stripesolve internal error at %s:%u (%s): %.*s\n", where.file_name(),
                static_cast<unsigned>(where.line()), where.function_name(),

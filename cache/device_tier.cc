@@ -11,7 +11,7 @@ namespace stripesolve::cache {
 DeviceTier::DeviceTier(uint64_t pool_bytes, std::function<Status()> abandon)
     : pool_(pool_bytes, Arena::OffsetsOnly{}), abandon_(std::move(abandon)) {}
 
-Status DeviceTier::wait_locked(Lock& lock) {
+Status DeviceTier::wait_locked(MutexLock& lock) {
   changed_.wait_for(lock, std::chrono::milliseconds(50));
   if (!failure_.is_ok()) return failure_;
   if (abandon_) {
@@ -26,28 +26,29 @@ Status DeviceTier::wait_locked(Lock& lock) {
 }
 
 uint64_t DeviceTier::capacity() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return pool_.capacity();
 }
 
 uint64_t DeviceTier::used() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return pool_.used();
 }
 
 uint64_t DeviceTier::peak() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return peak_;
 }
 
 std::optional<DeviceInstance> DeviceTier::find(int64_t stripe) const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = parts_.find(stripe);
   if (it == parts_.end()) return std::nullopt;
   return it->second;
 }
 
-Result<Extent> DeviceTier::allocate_locked(Lock& lock, uint64_t bytes, const std::string& what) {
+Result<Extent> DeviceTier::allocate_locked(MutexLock& lock, uint64_t bytes,
+                                           const std::string& what) {
   for (;;) {
     if (!failure_.is_ok()) return failure_;
     if (auto e = pool_.allocate(bytes)) {
@@ -68,7 +69,7 @@ Result<Extent> DeviceTier::allocate_locked(Lock& lock, uint64_t bytes, const std
 }
 
 Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, uint64_t bytes) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   STRIPESOLVE_CHECK(parts_.find(stripe) == parts_.end(),
                     "GPU tier: stripe " + std::to_string(stripe) + " allocated twice");
   STRIPESOLVE_ASSIGN_OR_RETURN(Extent e,
@@ -79,17 +80,17 @@ Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, ui
 }
 
 uint64_t DeviceTier::largest_free_piece() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return pool_.largest_hole();
 }
 
 uint64_t DeviceTier::free_bytes() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return pool_.free_bytes();
 }
 
 void DeviceTier::set_newer(int64_t stripe, bool newer) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = parts_.find(stripe);
   STRIPESOLVE_CHECK(it != parts_.end(),
                     "GPU tier: no instance of stripe " + std::to_string(stripe));
@@ -97,7 +98,7 @@ void DeviceTier::set_newer(int64_t stripe, bool newer) {
 }
 
 void DeviceTier::set_uses(int64_t stripe, int64_t uses) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = parts_.find(stripe);
   STRIPESOLVE_CHECK(it != parts_.end(),
                     "GPU tier: no instance of stripe " + std::to_string(stripe));
@@ -105,14 +106,14 @@ void DeviceTier::set_uses(int64_t stripe, int64_t uses) {
 }
 
 bool DeviceTier::release_use(int64_t stripe) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = parts_.find(stripe);
   if (it == parts_.end()) return false;
   return --it->second.uses <= 0;
 }
 
 void DeviceTier::free(int64_t stripe) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = parts_.find(stripe);
   if (it == parts_.end()) return;
   pool_.release(Extent{it->second.offset, it->second.bytes});
@@ -122,7 +123,7 @@ void DeviceTier::free(int64_t stripe) {
 
 Result<DeviceTier::Block> DeviceTier::acquire_block(int64_t i0, int64_t i1, uint64_t bytes,
                                                     int64_t uses) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   const auto key = std::make_pair(i0, i1);
   for (;;) {
     if (!failure_.is_ok()) return failure_;
@@ -152,7 +153,7 @@ Result<DeviceTier::Block> DeviceTier::acquire_block(int64_t i0, int64_t i1, uint
 }
 
 void DeviceTier::block_ready(int64_t i0, int64_t i1) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = blocks_.find({i0, i1});
   STRIPESOLVE_CHECK(it != blocks_.end(), "GPU tier: no block to mark ready");
   it->second.ready = true;
@@ -160,7 +161,7 @@ void DeviceTier::block_ready(int64_t i0, int64_t i1) {
 }
 
 void DeviceTier::release_block(int64_t i0, int64_t i1) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = blocks_.find({i0, i1});
   if (it == blocks_.end()) return;
   if (--it->second.uses > 0) return;
@@ -170,18 +171,18 @@ void DeviceTier::release_block(int64_t i0, int64_t i1) {
 }
 
 void DeviceTier::begin_work() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   ++working_;
 }
 
 void DeviceTier::end_work() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   --working_;
   changed_.notify_all();
 }
 
 void DeviceTier::fail(Status status) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (failure_.is_ok()) failure_ = std::move(status);
   changed_.notify_all();
 }

@@ -18,14 +18,13 @@
 // Thread-safety: all methods are thread-safe (one mutex); offsets never move while allocated.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <utility>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/arena.h"
 
@@ -85,10 +84,10 @@ class DeviceTier {
   void fail(Status status);
 
  private:
-  using Lock = std::unique_lock<std::mutex>;
-  Result<Extent> allocate_locked(Lock& lock, uint64_t bytes, const std::string& what);
+  Result<Extent> allocate_locked(MutexLock& lock, uint64_t bytes, const std::string& what)
+      REQUIRES(mu_);
   // Waits for a change (or 50 ms); the failure to return, if any.
-  Status wait_locked(Lock& lock);
+  Status wait_locked(MutexLock& lock) REQUIRES(mu_);
 
   struct BlockEntry {
     Extent extent;
@@ -96,15 +95,15 @@ class DeviceTier {
     bool ready = false;
   };
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  Arena pool_;  // offsets only (no host memory)
-  std::function<Status()> abandon_;
-  std::map<int64_t, DeviceInstance> parts_;                   // guarded by mu_
-  std::map<std::pair<int64_t, int64_t>, BlockEntry> blocks_;  // guarded by mu_
-  int64_t working_ = 0;                                       // guarded by mu_
-  uint64_t peak_ = 0;                                         // guarded by mu_
-  Status failure_;                                            // guarded by mu_
+  mutable Mutex mu_;
+  CondVar changed_;
+  Arena pool_ GUARDED_BY(mu_);  // offsets only (no host memory)
+  const std::function<Status()> abandon_;
+  std::map<int64_t, DeviceInstance> parts_ GUARDED_BY(mu_);
+  std::map<std::pair<int64_t, int64_t>, BlockEntry> blocks_ GUARDED_BY(mu_);
+  int64_t working_ GUARDED_BY(mu_) = 0;
+  uint64_t peak_ GUARDED_BY(mu_) = 0;
+  Status failure_ GUARDED_BY(mu_);
 };
 
 }  // namespace stripesolve::cache

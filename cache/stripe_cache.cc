@@ -80,7 +80,7 @@ void StripeCache::evict_locked(Cell& c) {
   }
 }
 
-Result<Extent> StripeCache::allocate_locked(Lock& lock, int64_t stripe, uint64_t bytes) {
+Result<Extent> StripeCache::allocate_locked(MutexLock& lock, int64_t stripe, uint64_t bytes) {
   const uint64_t want = Arena::round_up(bytes);
   if (want > arena_.capacity()) {
     return Status::resource_exhausted("cache: " + part_name(stripe) + " needs " +
@@ -140,7 +140,7 @@ CellView StripeCache::take_hit_locked(Cell& c, const PartRequest& req) {
 }
 
 std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (!failure_.is_ok()) return std::nullopt;
   auto it = cells_.find(req.stripe);
   if (it == cells_.end()) return std::nullopt;
@@ -153,7 +153,7 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
   STRIPESOLVE_CHECK(req.target == CellState::kWaitElimI || req.target == CellState::kWaitElimJ ||
                         req.target == CellState::kStuck,
                     "cache: bad request target " + std::string(cell_state_name(req.target)));
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (!failure_.is_ok()) return failure_;
     auto it = cells_.find(req.stripe);
@@ -188,7 +188,7 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
 }
 
 Result<CellView> StripeCache::wait_for(int64_t stripe, CellState state) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (!failure_.is_ok()) return failure_;
     auto it = cells_.find(stripe);
@@ -198,13 +198,13 @@ Result<CellView> StripeCache::wait_for(int64_t stripe, CellState state) {
 }
 
 void StripeCache::transition(int64_t stripe, CellState to) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   cell_locked(stripe);
   transition_locked(stripe, to);
 }
 
 void StripeCache::finish_elim_i(int64_t stripe, bool modified) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   Cell& c = cell_locked(stripe);
   const bool was_dirty = c.view.dirty;
   transition_locked(stripe, c.count > 0 ? CellState::kStuck : CellState::kIdle);
@@ -212,19 +212,19 @@ void StripeCache::finish_elim_i(int64_t stripe, bool modified) {
 }
 
 void StripeCache::release_use(int64_t stripe) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   release_use_locked(stripe);
 }
 
 void StripeCache::finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, bool on_device) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   cell_locked(stripe);
   for (int64_t i = i_begin; i < i_end; ++i) release_use_locked(i);
   transition_locked(stripe, on_device ? CellState::kOnDevice : CellState::kIdle);
 }
 
 void StripeCache::discard_idle() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   std::vector<int64_t> idle;
   for (const auto& [stripe, c] : cells_) {
     if (c.state == CellState::kIdle) idle.push_back(stripe);
@@ -233,7 +233,7 @@ void StripeCache::discard_idle() {
 }
 
 uint64_t StripeCache::on_device_bytes() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   uint64_t bytes = 0;
   for (const auto& [stripe, c] : cells_) {
     if (c.state == CellState::kOnDevice) bytes += c.extent.bytes;
@@ -251,7 +251,7 @@ void StripeCache::release_use_locked(int64_t stripe) {
 }
 
 void StripeCache::remove(int64_t stripe) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   cell_locked(stripe);
   transition_locked(stripe, CellState::kAbsent);
 }
@@ -264,7 +264,7 @@ std::optional<IoWork> StripeCache::next_io_work() {
 
 std::vector<IoWork> StripeCache::next_io_batch(size_t max) {
   STRIPESOLVE_CHECK(max > 0, "cache: next_io_batch of no cells");
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (shut_down_ || !failure_.is_ok()) return {};
     std::vector<Cell*> downloads;
@@ -293,7 +293,7 @@ std::vector<IoWork> StripeCache::next_io_batch(size_t max) {
 }
 
 void StripeCache::finish_io(const IoWork& work, const Status& result) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (!result.is_ok()) {
     ++stats_.failed_transfers;
     if (failure_.is_ok()) failure_ = result;
@@ -310,7 +310,7 @@ void StripeCache::finish_io(const IoWork& work, const Status& result) {
 }
 
 Status StripeCache::flush() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (!failure_.is_ok()) return failure_;
     if (cells_.empty()) return Status::ok();
@@ -337,7 +337,7 @@ Status StripeCache::flush() {
 }
 
 Status StripeCache::write_back() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (!failure_.is_ok()) return failure_;
     bool pending = false;
@@ -367,49 +367,49 @@ Status StripeCache::write_back() {
 }
 
 void StripeCache::release_read(int64_t stripe) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   cell_locked(stripe);
   transition_locked(stripe, CellState::kIdle);
 }
 
 void StripeCache::fail(Status status) {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   if (failure_.is_ok() && !status.is_ok()) failure_ = std::move(status);
   ++changes_;
   changed_.notify_all();
 }
 
 uint64_t StripeCache::changes() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return changes_;
 }
 
 Status StripeCache::wait_change(uint64_t seen) {
-  Lock lock(mu_);
-  changed_.wait(lock, [&] { return changes_ != seen || !failure_.is_ok(); });
+  MutexLock lock(mu_);
+  while (changes_ == seen && failure_.is_ok()) changed_.wait(lock);
   return failure_;
 }
 
 void StripeCache::shutdown() {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   shut_down_ = true;
   changed_.notify_all();
 }
 
 Status StripeCache::failure() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   return failure_;
 }
 
 CacheStats StripeCache::stats() const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   CacheStats s = stats_;
   s.cells = cells_.size();
   return s;
 }
 
 CellState StripeCache::state_of(int64_t stripe) const {
-  Lock lock(mu_);
+  MutexLock lock(mu_);
   auto it = cells_.find(stripe);
   return it == cells_.end() ? CellState::kAbsent : it->second.state;
 }

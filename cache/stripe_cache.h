@@ -28,14 +28,13 @@
 // the statistics; one condition variable `changed_` is notified on every change.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/arena.h"
 #include "cache/cell_state.h"
@@ -176,27 +175,25 @@ class StripeCache {
     bool keep_after_upload = false;  // write_back(): kUploading -> kIdle
     Extent extent;
   };
-  using Lock = std::unique_lock<std::mutex>;
-
   // The one place where a state changes. Deletes the cell (and frees its extent) on kAbsent.
-  void transition_locked(int64_t stripe, CellState to);
-  Cell& cell_locked(int64_t stripe);
-  void release_use_locked(int64_t stripe);
-  CellView take_hit_locked(Cell& c, const PartRequest& req);
-  Result<Extent> allocate_locked(Lock& lock, int64_t stripe, uint64_t bytes);
+  void transition_locked(int64_t stripe, CellState to) REQUIRES(mu_);
+  Cell& cell_locked(int64_t stripe) REQUIRES(mu_);
+  void release_use_locked(int64_t stripe) REQUIRES(mu_);
+  CellView take_hit_locked(Cell& c, const PartRequest& req) REQUIRES(mu_);
+  Result<Extent> allocate_locked(MutexLock& lock, int64_t stripe, uint64_t bytes) REQUIRES(mu_);
   // Eviction policy, in one place: the longest idle evictable cell; nullptr if none.
-  Cell* choose_victim_locked();
-  void evict_locked(Cell& cell);
+  Cell* choose_victim_locked() REQUIRES(mu_);
+  void evict_locked(Cell& cell) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  Arena arena_;                    // guarded by mu_
-  std::map<int64_t, Cell> cells_;  // guarded by mu_
-  uint64_t clock_ = 0;             // guarded by mu_; logical time for last_use
-  uint64_t changes_ = 0;           // guarded by mu_; see changes()
-  CacheStats stats_;               // guarded by mu_
-  Status failure_;                 // guarded by mu_
-  bool shut_down_ = false;         // guarded by mu_
+  mutable Mutex mu_;
+  CondVar changed_;
+  Arena arena_ GUARDED_BY(mu_);
+  std::map<int64_t, Cell> cells_ GUARDED_BY(mu_);
+  uint64_t clock_ GUARDED_BY(mu_) = 0;    // logical time for last_use
+  uint64_t changes_ GUARDED_BY(mu_) = 0;  // see changes()
+  CacheStats stats_ GUARDED_BY(mu_);
+  Status failure_ GUARDED_BY(mu_);
+  bool shut_down_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace stripesolve::cache

@@ -4,7 +4,10 @@
 
 add_library(stripesolve_options INTERFACE)
 target_compile_options(stripesolve_options INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow=local -Wnon-virtual-dtor>
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wnon-virtual-dtor>
+  $<$<COMPILE_LANG_AND_ID:CXX,GNU>:-Wshadow=local>
+  # clang (scripts/check-threads.sh): the thread-safety analysis of base/thread_annotations.h.
+  $<$<COMPILE_LANG_AND_ID:CXX,Clang>:-Wthread-safety>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${STRIPESOLVE_WERROR}>>:-Werror>
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${STRIPESOLVE_NATIVE}>>:-march=native>)
 target_include_directories(stripesolve_options INTERFACE ${PROJECT_SOURCE_DIR})

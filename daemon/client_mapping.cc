@@ -7,10 +7,11 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "base/mutex.h"
 
 namespace stripesolve::daemon {
 namespace {
@@ -22,7 +23,7 @@ struct Slot {
 };
 
 std::array<Slot, kMaxClientMappings> g_slots;
-std::mutex g_slots_mu;  // serializes claiming and freeing slots (never taken by the handler)
+Mutex g_slots_mu;  // serializes claiming and freeing slots (never taken by the handler)
 struct sigaction g_previous {};
 std::once_flag g_installed;
 
@@ -76,7 +77,7 @@ Result<ClientMapping> ClientMapping::map(int fd, uint64_t length, bool writable)
   m.size_ = length;
   m.mapped_ = (length + page - 1) / page * page;
   {
-    std::lock_guard<std::mutex> lock(g_slots_mu);
+    MutexLock lock(g_slots_mu);
     for (size_t i = 0; i < g_slots.size(); ++i) {
       if (g_slots[i].begin.load() == 0 && g_slots[i].end.load() == 0) {
         m.slot_ = static_cast<int>(i);
@@ -141,7 +142,7 @@ void ClientMapping::release() {
   s.begin.store(0, std::memory_order_release);
   if (data_ != nullptr) ::munmap(data_, mapped_);
   {
-    std::lock_guard<std::mutex> lock(g_slots_mu);
+    MutexLock lock(g_slots_mu);
     s.end.store(0, std::memory_order_release);
     s.truncated.store(false);
   }

@@ -30,7 +30,7 @@ Daemon::Daemon(DaemonConfig config, std::function<void(JobRegistry&)> register_j
 
 Daemon::~Daemon() {
   {
-    std::lock_guard<std::mutex> lock(drain_mu_);
+    MutexLock lock(drain_mu_);
     if (drain_thread_.joinable()) drain_thread_.join();
   }
   server_.reset();
@@ -129,7 +129,7 @@ Status Daemon::start() {
 int Daemon::run() {
   server_->run();
   {
-    std::lock_guard<std::mutex> lock(drain_mu_);
+    MutexLock lock(drain_mu_);
     if (drain_thread_.joinable()) drain_thread_.join();
   }
   logger("daemon")->info("stripesolved stopped");
@@ -148,7 +148,7 @@ void Daemon::request_stop(const std::string& policy) {
   const auto delivery = std::chrono::seconds(config_.server.delivery_timeout_seconds);
   // The drain thread may end the I/O loop before this assignment completes; run() joins it under
   // the same mutex.
-  std::lock_guard<std::mutex> lock(drain_mu_);
+  MutexLock lock(drain_mu_);
   drain_thread_ = std::thread([this, timeout, delivery] {
     auto log = logger("daemon");
     if (!jobs_->wait_idle(std::chrono::steady_clock::now() + timeout)) {

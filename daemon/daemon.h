@@ -12,10 +12,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "daemon/daemon_config.h"
 #include "daemon/job_manager.h"
@@ -67,8 +67,8 @@ class Daemon {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Server> server_;
   std::atomic<bool> stopping_{false};
-  std::mutex drain_mu_;
-  std::thread drain_thread_;  // guarded by drain_mu_ (set by request_stop, joined by run)
+  Mutex drain_mu_;
+  std::thread drain_thread_ GUARDED_BY(drain_mu_);  // (set by request_stop, joined by run)
 };
 
 }  // namespace stripesolve::daemon

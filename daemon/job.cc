@@ -77,19 +77,19 @@ Job::Job(uint64_t id, uid_t owner, std::string type, Lane lane, nlohmann::json p
       files_(std::move(files)) {}
 
 int Job::file(size_t index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return index < files_.size() ? files_[index].get() : -1;
 }
 
 size_t Job::file_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return files_.size();
 }
 
 size_t Job::release_files() {
   std::vector<UniqueFd> files;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     files.swap(files_);
   }
   size_t held = 0;
@@ -98,7 +98,7 @@ size_t Job::release_files() {
 }
 
 JobState Job::state() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_;
 }
 
@@ -115,7 +115,7 @@ bool Job::legal_edge(JobState from, JobState to) const {
 
 bool Job::try_transition(JobState next) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!legal_edge(state_, next)) return false;
     state_ = next;
     const auto now = Clock::now();
@@ -129,7 +129,7 @@ bool Job::try_transition(JobState next) {
 
 bool Job::cancel_if_pending(Status reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != JobState::kPending) return false;
     state_ = JobState::kCancelled;
     error_ = std::move(reason);
@@ -143,7 +143,7 @@ bool Job::cancel_if_pending(Status reason) {
 void Job::transition(JobState next) {
   JobState from;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     from = state_;
   }
   if (!try_transition(next)) {
@@ -155,7 +155,7 @@ void Job::transition(JobState next) {
 void Job::request_cancel(bool by_shutdown) {
   std::vector<std::function<void()>> hooks;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (cancel_requested_.load()) return;
     cancel_for_restart_.store(by_shutdown, std::memory_order_release);
     cancel_requested_.store(true, std::memory_order_release);
@@ -166,7 +166,7 @@ void Job::request_cancel(bool by_shutdown) {
 
 void Job::on_cancel(std::function<void()> hook) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!cancel_requested_.load()) {
       cancel_hooks_.push_back(std::move(hook));
       return;
@@ -177,34 +177,34 @@ void Job::on_cancel(std::function<void()> hook) {
 
 void Job::set_progress(nlohmann::json progress) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     progress_ = std::move(progress);
   }
   notify();
 }
 
 nlohmann::json Job::progress() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return progress_;
 }
 
 void Job::set_result(nlohmann::json result) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   result_ = std::move(result);
 }
 
 void Job::set_error(Status status) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   error_ = std::move(status);
 }
 
 Status Job::error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return error_;
 }
 
 void Job::append_log(std::string line) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   log_.push_back(iso_time(Clock::now()) + " " + std::move(line));
   if (log_.size() > kMaxLogLines) {
     log_.pop_front();
@@ -213,7 +213,7 @@ void Job::append_log(std::string line) {
 }
 
 Job::LogSlice Job::log_since(uint64_t from) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   LogSlice slice;
   slice.first = std::max(from, log_dropped_);
   slice.next = log_dropped_ + log_.size();
@@ -227,22 +227,22 @@ Job::LogSlice Job::log_since(uint64_t from) const {
 }
 
 std::vector<std::string> Job::log_lines() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {log_.begin(), log_.end()};
 }
 
 void Job::add_trace_span(TraceSpan span) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   spans_.push_back(std::move(span));
 }
 
 void Job::set_engine_trace(std::string chrome_json) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   engine_trace_ = std::move(chrome_json);
 }
 
 std::string Job::trace_json() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nlohmann::json events = nlohmann::json::array();
   // The engine's own trace (per-role spans, 002 Fig 28) comes first when it recorded one.
   if (!engine_trace_.empty()) {
@@ -273,7 +273,7 @@ Status Job::begin_solution(int64_t n, int64_t nrhs) {
     return Status::invalid_argument(
         fmt::format("solution shape ({}, {}) must be positive", n, nrhs));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (solution_ != nullptr || fetched_)
     return Status::failed_precondition("solution already begun");
   solution_ = std::make_shared<std::vector<double>>(static_cast<size_t>(n * nrhs), 0.0);
@@ -286,7 +286,7 @@ Status Job::publish_rows(int64_t row_begin, int64_t rows, const double* x) {
   int64_t n, nrhs;
   std::shared_ptr<std::vector<double>> buffer;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     n = n_;
     nrhs = nrhs_;
     buffer = solution_;
@@ -301,7 +301,7 @@ Status Job::publish_rows(int64_t row_begin, int64_t rows, const double* x) {
     for (int64_t j = 0; j < nrhs; ++j) dst[(row_begin + i) * nrhs + j] = x[j * rows + i];
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     published_.push_back({row_begin, rows});
   }
   notify();
@@ -317,7 +317,7 @@ Status Job::set_solution(std::vector<int64_t> array_shape, std::vector<double> v
                     fmt::join(array_shape, ", ")));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (solution_ != nullptr || fetched_)
       return Status::failed_precondition("solution already begun");
     solution_ = std::make_shared<std::vector<double>>(std::move(values));
@@ -331,12 +331,12 @@ Status Job::set_solution(std::vector<int64_t> array_shape, std::vector<double> v
 }
 
 std::vector<int64_t> Job::array_shape() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return array_shape_;
 }
 
 std::vector<Job::RowRange> Job::published_since(size_t from, int64_t* n, int64_t* nrhs) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   *n = n_;
   *nrhs = nrhs_;
   if (from >= published_.size()) return {};
@@ -344,48 +344,48 @@ std::vector<Job::RowRange> Job::published_since(size_t from, int64_t* n, int64_t
 }
 
 bool Job::has_solution() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return solution_ != nullptr;
 }
 
 std::shared_ptr<const std::vector<double>> Job::solution_buffer() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return solution_;
 }
 
 void Job::mark_fetched() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   fetched_ = true;
   solution_.reset();
 }
 
 bool Job::fetched() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return fetched_;
 }
 
 void Job::set_result_location(std::string path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   result_location_ = std::move(path);
 }
 
 std::string Job::result_location() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return result_location_;
 }
 
 Clock::time_point Job::started() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return started_;
 }
 
 nlohmann::json Job::result() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return result_;
 }
 
 void Job::restore_history(History history) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   state_ = history.state;
   if (history.created != Clock::time_point{}) created_ = history.created;
   started_ = history.started;
@@ -401,25 +401,25 @@ void Job::restore_history(History history) {
 }
 
 Clock::time_point Job::finished() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return finished_;
 }
 
 uint64_t Job::add_listener(std::function<void()> fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   listeners_.emplace_back(next_listener_, std::move(fn));
   return next_listener_++;
 }
 
 void Job::remove_listener(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::erase_if(listeners_, [&](const auto& l) { return l.first == handle; });
 }
 
 void Job::notify() {
   std::vector<std::function<void()>> fns;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     fns.reserve(listeners_.size());
     for (auto& l : listeners_) fns.push_back(l.second);
   }
@@ -427,7 +427,7 @@ void Job::notify() {
 }
 
 nlohmann::json Job::to_json() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nlohmann::json j = {{"id", id_},
                       {"type", type_},
                       {"owner_uid", owner_},
@@ -455,15 +455,11 @@ nlohmann::json Job::to_json() const {
     j["error"] = {{"code", std::string(status_code_name(error_.code()))},
                   {"message", error_.message()}};
   }
-  if (n_ > 0)
-    j["solution"] = {{"shape", {n_, nrhs_}},
-                     {"rows_ready",
-                      [&] {
-                        int64_t r = 0;
-                        for (auto& p : published_) r += p.rows;
-                        return r;
-                      }()},
-                     {"fetched", fetched_}};
+  if (n_ > 0) {
+    int64_t rows_ready = 0;
+    for (auto& p : published_) rows_ready += p.rows;
+    j["solution"] = {{"shape", {n_, nrhs_}}, {"rows_ready", rows_ready}, {"fetched", fetched_}};
+  }
   if (!array_shape_.empty()) j["solution"]["array_shape"] = array_shape_;
   return j;
 }

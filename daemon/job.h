@@ -20,12 +20,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 
@@ -197,27 +197,27 @@ class Job {
   std::atomic<bool> cancel_for_restart_{false};
   std::function<void(const Job&)> state_hook_;  // set before sharing, then read only
 
-  mutable std::mutex mu_;
-  JobState state_ = JobState::kPending;                 // guarded by mu_
-  Clock::time_point started_{}, finished_{};            // guarded by mu_
-  nlohmann::json progress_ = nlohmann::json::object();  // guarded by mu_
-  nlohmann::json result_;                               // guarded by mu_
-  Status error_;                                        // guarded by mu_
-  std::deque<std::string> log_;                         // guarded by mu_
-  uint64_t log_dropped_ = 0;      // lines dropped from log_'s front; guarded by mu_
-  std::vector<TraceSpan> spans_;  // guarded by mu_
-  std::string engine_trace_;      // guarded by mu_
+  mutable Mutex mu_;
+  JobState state_ GUARDED_BY(mu_) = JobState::kPending;
+  Clock::time_point started_ GUARDED_BY(mu_){}, finished_{};
+  nlohmann::json progress_ GUARDED_BY(mu_) = nlohmann::json::object();
+  nlohmann::json result_ GUARDED_BY(mu_);
+  Status error_ GUARDED_BY(mu_);
+  std::deque<std::string> log_ GUARDED_BY(mu_);
+  uint64_t log_dropped_ = 0;  // lines dropped from log_'s front; guarded by mu_
+  std::vector<TraceSpan> spans_ GUARDED_BY(mu_);
+  std::string engine_trace_ GUARDED_BY(mu_);
   std::vector<std::function<void()>> cancel_hooks_;                    // guarded by mu_
   std::vector<std::pair<uint64_t, std::function<void()>>> listeners_;  // guarded by mu_
-  uint64_t next_listener_ = 1;                                         // guarded by mu_
+  uint64_t next_listener_ GUARDED_BY(mu_) = 1;
   // Solution (row-major n x nrhs). The vector is sized once in begin_solution().
   std::shared_ptr<std::vector<double>> solution_;  // pointer guarded by mu_
-  int64_t n_ = 0, nrhs_ = 0;                       // guarded by mu_
-  std::vector<int64_t> array_shape_;               // guarded by mu_
-  std::vector<RowRange> published_;                // guarded by mu_
-  bool fetched_ = false;                           // guarded by mu_
-  std::string result_location_;                    // guarded by mu_
-  std::vector<UniqueFd> files_;                    // guarded by mu_
+  int64_t n_ GUARDED_BY(mu_) = 0, nrhs_ = 0;
+  std::vector<int64_t> array_shape_ GUARDED_BY(mu_);
+  std::vector<RowRange> published_ GUARDED_BY(mu_);
+  bool fetched_ GUARDED_BY(mu_) = false;
+  std::string result_location_ GUARDED_BY(mu_);
+  std::vector<UniqueFd> files_ GUARDED_BY(mu_);
 };
 
 }  // namespace stripesolve::daemon

@@ -149,6 +149,7 @@ Result<std::unique_ptr<JobJournal>> JobJournal::open(const std::string& dir) {
   }
   std::unique_ptr<JobJournal> journal(new JobJournal(dir, db));
   sqlite3_busy_timeout(db, 5000);  // an operator's sqlite3 shell may hold a read lock briefly
+  MutexLock lock(journal->mu_);    // not shared yet: for the analysis
   STRIPESOLVE_RETURN_IF_ERROR(journal->exec("PRAGMA journal_mode=WAL"));
   STRIPESOLVE_RETURN_IF_ERROR(journal->exec("PRAGMA synchronous=FULL"));
   STRIPESOLVE_RETURN_IF_ERROR(journal->exec(kSchema));
@@ -180,7 +181,7 @@ Status JobJournal::exec(const char* sql) const {
 }
 
 uint64_t JobJournal::next_id() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_,
               "SELECT max(value, (SELECT coalesce(max(id), 0) + 1 FROM jobs)) FROM meta "
               "WHERE key = 'next_job_id'");
@@ -189,7 +190,7 @@ uint64_t JobJournal::next_id() const {
 }
 
 Status JobJournal::record_submit(const Job& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   STRIPESOLVE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
   Statement insert(
       db_, "INSERT INTO jobs (id, owner, type, params, state, created) VALUES (?, ?, ?, ?, ?, ?)");
@@ -220,7 +221,7 @@ Status JobJournal::record_state(const Job& job, const std::string& result_file) 
   const Status error = job.error();
   const nlohmann::json log = job.log_lines();
   const double now = to_seconds(Clock::now());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   STRIPESOLVE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
   Statement update(
       db_,
@@ -262,7 +263,7 @@ Status JobJournal::record_state(const Job& job, const std::string& result_file) 
 Status JobJournal::forget(uint64_t id) {
   std::string file;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Statement q(db_, "SELECT result_file FROM jobs WHERE id = ?");
     q.bind(1, static_cast<int64_t>(id));
     if (q.ok() && sqlite3_step(q.get()) == SQLITE_ROW) file = q.text(0);
@@ -285,7 +286,7 @@ Status JobJournal::forget(uint64_t id) {
 }
 
 Result<std::vector<JournalRecord>> JobJournal::load() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Statement q(
       db_,
       "SELECT id, owner, type, params, state, created, started, finished, result, error_code, "

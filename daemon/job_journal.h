@@ -22,12 +22,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "daemon/job.h"
 
@@ -79,11 +79,11 @@ class JobJournal {
 
  private:
   JobJournal(std::string dir, sqlite3* db) : dir_(std::move(dir)), db_(db) {}
-  Status exec(const char* sql) const;
+  Status exec(const char* sql) const REQUIRES(mu_);
 
   const std::string dir_;
-  mutable std::mutex mu_;
-  sqlite3* db_;  // guarded by mu_
+  mutable Mutex mu_;
+  sqlite3* db_ GUARDED_BY(mu_);
 };
 
 }  // namespace stripesolve::daemon

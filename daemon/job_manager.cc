@@ -98,7 +98,7 @@ JobManager::~JobManager() {
   stop_accepting();
   cancel_all();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -123,7 +123,7 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
   }
   std::shared_ptr<Job> job;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!accepting_) {
       return Status::unavailable(std::string(kDrainingMessage));
     }
@@ -170,7 +170,7 @@ Result<std::shared_ptr<Job>> JobManager::submit(uid_t owner, const nlohmann::jso
 }
 
 Result<std::shared_ptr<Job>> JobManager::find(uid_t requester, uint64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = jobs_.find(id);
   // Another user's job reads exactly like a job that does not exist.
   if (it == jobs_.end() || !may_access(requester, it->second->owner())) {
@@ -180,7 +180,7 @@ Result<std::shared_ptr<Job>> JobManager::find(uid_t requester, uint64_t id) cons
 }
 
 std::vector<std::shared_ptr<Job>> JobManager::list(uid_t requester, bool all) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<Job>> out;
   for (const auto& [id, job] : jobs_) {
     if (job->owner() == requester || (all && requester == 0)) out.push_back(job);
@@ -191,7 +191,7 @@ std::vector<std::shared_ptr<Job>> JobManager::list(uid_t requester, bool all) co
 Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
   STRIPESOLVE_ASSIGN_OR_RETURN(std::shared_ptr<Job> job, find(requester, id));
   if (!is_terminal(job->state())) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     user_cancels_.insert(id);
   }
   job->request_cancel();
@@ -199,7 +199,7 @@ Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
   if (job->cancel_if_pending(Status::cancelled(reason))) {  // it never runs
     job->append_log(reason);
     release_files(*job);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     --active_;
     cv_.notify_all();
   } else if (job->state() == JobState::kRunning) {
@@ -212,7 +212,7 @@ Result<std::shared_ptr<Job>> JobManager::cancel(uid_t requester, uint64_t id) {
 size_t JobManager::expire(Clock::time_point now) {
   std::vector<uint64_t> expired;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       const JobState s = it->second->state();
       if (is_terminal(s) && it->second->finished() + config_.result_ttl <= now) {
@@ -235,14 +235,14 @@ size_t JobManager::expire(Clock::time_point now) {
 }
 
 void JobManager::stop_accepting() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   accepting_ = false;
 }
 
 void JobManager::cancel_all() {
   std::vector<std::shared_ptr<Job>> live;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     shutdown_cancel_ = true;
     for (const auto& [id, job] : jobs_) {
       if (!is_terminal(job->state())) live.push_back(job);
@@ -258,7 +258,7 @@ void JobManager::cancel_all() {
     if (job->cancel_if_pending(reason)) {
       job->append_log("cancelled at daemon shutdown while pending");
       release_files(*job);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       --active_;
     }
   }
@@ -266,12 +266,15 @@ void JobManager::cancel_all() {
 }
 
 bool JobManager::wait_idle(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_until(lock, deadline, [&] { return active_ == 0; });
+  MutexLock lock(mu_);
+  while (active_ != 0) {
+    if (!cv_.wait_until(lock, deadline)) return active_ == 0;
+  }
+  return true;
 }
 
 JobManager::Counts JobManager::counts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Counts c;
   c.submitted_total = submitted_total_;
   for (const auto& [id, job] : jobs_) {
@@ -300,7 +303,7 @@ JobManager::Counts JobManager::counts() const {
 }
 
 std::vector<std::shared_ptr<Job>> JobManager::running_jobs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<Job>> out;
   for (const auto& [id, job] : jobs_) {
     if (job->state() == JobState::kRunning) out.push_back(job);
@@ -311,7 +314,7 @@ std::vector<std::shared_ptr<Job>> JobManager::running_jobs() const {
 void JobManager::release_files(Job& job) {
   const auto closed = static_cast<int64_t>(job.release_files());
   if (closed == 0) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_held_.find(job.owner());
   if (it == files_held_.end()) return;
   it->second -= closed;
@@ -323,8 +326,8 @@ void JobManager::worker_loop(Lane lane) {
   while (true) {
     std::shared_ptr<Job> job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !q.queue.empty(); });
+      MutexLock lock(mu_);
+      while (!stopping_ && q.queue.empty()) cv_.wait(lock);
       if (q.queue.empty()) return;  // stopping with nothing left
       job = std::move(q.queue.front());
       q.queue.pop_front();
@@ -332,7 +335,7 @@ void JobManager::worker_loop(Lane lane) {
     if (!job->try_transition(JobState::kRunning)) continue;  // cancelled while pending
     run_job(job);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       --active_;
     }
     cv_.notify_all();
@@ -400,14 +403,14 @@ void JobManager::run_job(const std::shared_ptr<Job>& job) {
 }
 
 bool JobManager::stopped_by_shutdown(const Job& job) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return journal_ != nullptr && shutdown_cancel_ && !user_cancels_.contains(job.id());
 }
 
 void JobManager::journal_state(const Job& job) {
   if (journal_ == nullptr) return;
   if (const JobState state = job.state(); is_terminal(state)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const bool by_user = user_cancels_.erase(job.id()) > 0;
     if (state == JobState::kCancelled && shutdown_cancel_ && !by_user) {
       // Stopped by the shutdown, not by its owner: the journal keeps it PENDING or RUNNING, and
@@ -520,11 +523,11 @@ Result<JobManager::Restored> JobManager::restore() {
       journal_state(*job);
     }
     job->set_state_hook([this](const Job& j) { journal_state(j); });
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs_[job->id()] = job;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto* list : {&first, &after}) {
       for (auto& job : *list) {
         lane_queue(job->lane()).queue.push_back(job);

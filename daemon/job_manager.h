@@ -28,13 +28,11 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,6 +41,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "daemon/job.h"
 #include "daemon/job_journal.h"
@@ -170,17 +169,17 @@ class JobManager {
   JobJournal* const journal_;
   std::shared_ptr<spdlog::logger> log_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;                     // queue changes, stop, job finished
-  std::map<uint64_t, std::shared_ptr<Job>> jobs_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // queue changes, stop, job finished
+  std::map<uint64_t, std::shared_ptr<Job>> jobs_ GUARDED_BY(mu_);
   LaneQueue small_, dense_, tridiag_;  // queues guarded by mu_; workers fixed after construction
-  uint64_t next_id_ = 1;               // guarded by mu_
-  uint64_t submitted_total_ = 0;       // guarded by mu_
-  int64_t active_ = 0;                 // pending + running, guarded by mu_
-  bool accepting_ = true;              // guarded by mu_
-  bool stopping_ = false;              // guarded by mu_
-  bool shutdown_cancel_ = false;       // cancel_all() ran; guarded by mu_
-  std::set<uint64_t> user_cancels_;    // jobs a user asked to cancel; guarded by mu_
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  uint64_t submitted_total_ GUARDED_BY(mu_) = 0;
+  int64_t active_ = 0;  // pending + running, guarded by mu_
+  bool accepting_ GUARDED_BY(mu_) = true;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool shutdown_cancel_ = false;     // cancel_all() ran; guarded by mu_
+  std::set<uint64_t> user_cancels_;  // jobs a user asked to cancel; guarded by mu_
   std::map<uid_t, int64_t>
       files_held_;  // by owner, files of pending and running jobs; guarded by mu_
 };

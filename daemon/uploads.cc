@@ -11,7 +11,7 @@
 namespace stripesolve::daemon {
 
 Status UploadStore::reserve(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (bytes > max_total_ || held_ > max_total_ - bytes) {
     return Status::resource_exhausted(
                fmt::format("uploads waiting in the daemon would exceed "
@@ -25,12 +25,12 @@ Status UploadStore::reserve(uint64_t bytes) {
 }
 
 void UploadStore::release(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   held_ -= std::min(held_, bytes);
 }
 
 uint64_t UploadStore::put(uid_t owner, std::string bytes, uint64_t connection) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t id = next_id_++;
   uploads_[id] = Entry{owner, std::move(bytes), std::chrono::steady_clock::now(), connection};
   return id;
@@ -42,7 +42,7 @@ void UploadStore::claim(uid_t owner, uint64_t id) {
 }
 
 void UploadStore::claim_named(uid_t owner, const nlohmann::json& job) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Iterative: the job came from a client (its nesting is bounded by the frame parser anyway).
   std::vector<const nlohmann::json*> todo = {&job};
   while (!todo.empty()) {
@@ -63,16 +63,22 @@ void UploadStore::claim_named(uid_t owner, const nlohmann::json& job) {
 }
 
 size_t UploadStore::drop_connection(uint64_t connection) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::erase_if(uploads_, [&](const auto& kv) {
-    if (kv.second.connection != connection || kv.second.claimed) return false;
-    held_ -= std::min<uint64_t>(held_, kv.second.bytes.size());
-    return true;
-  });
+  MutexLock lock(mu_);
+  size_t dropped = 0;
+  for (auto it = uploads_.begin(); it != uploads_.end();) {
+    if (it->second.connection != connection || it->second.claimed) {
+      ++it;
+      continue;
+    }
+    held_ -= std::min<uint64_t>(held_, it->second.bytes.size());
+    it = uploads_.erase(it);
+    ++dropped;
+  }
+  return dropped;
 }
 
 Result<std::string> UploadStore::take(uid_t owner, uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = uploads_.find(id);
   if (it == uploads_.end() || !may_access(owner, it->second.owner)) {
     return Status::not_found(fmt::format(
@@ -88,16 +94,22 @@ Result<std::string> UploadStore::take(uid_t owner, uint64_t id) {
 }
 
 size_t UploadStore::expire(std::chrono::steady_clock::time_point now, std::chrono::seconds ttl) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return std::erase_if(uploads_, [&](const auto& kv) {
-    if (kv.second.created + ttl > now) return false;
-    held_ -= std::min<uint64_t>(held_, kv.second.bytes.size());
-    return true;
-  });
+  MutexLock lock(mu_);
+  size_t expired = 0;
+  for (auto it = uploads_.begin(); it != uploads_.end();) {
+    if (it->second.created + ttl > now) {
+      ++it;
+      continue;
+    }
+    held_ -= std::min<uint64_t>(held_, it->second.bytes.size());
+    it = uploads_.erase(it);
+    ++expired;
+  }
+  return expired;
 }
 
 uint64_t UploadStore::bytes_held() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return held_;
 }
 

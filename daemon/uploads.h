@@ -20,11 +20,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace stripesolve::daemon {
@@ -60,13 +60,13 @@ class UploadStore {
     uint64_t connection;
     bool claimed = false;
   };
-  void claim(uid_t owner, uint64_t id);  // mu_ held
+  void claim(uid_t owner, uint64_t id) REQUIRES(mu_);
 
   const uint64_t max_total_;
-  mutable std::mutex mu_;
-  std::map<uint64_t, Entry> uploads_;  // guarded by mu_
-  uint64_t next_id_ = 1;               // guarded by mu_
-  uint64_t held_ = 0;                  // guarded by mu_: reserved unfinished + finished bytes
+  mutable Mutex mu_;
+  std::map<uint64_t, Entry> uploads_ GUARDED_BY(mu_);
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
+  uint64_t held_ GUARDED_BY(mu_) = 0;  // reserved unfinished + finished bytes
 };
 
 }  // namespace stripesolve::daemon

@@ -1,43 +1,44 @@
 #include <map>
 #include <memory>
 
+#include "base/mutex.h"
 #include "base/units.h"
 #include "gpu/devices.h"
 
 namespace stripesolve::gpu {
 
 DeviceBudget& DeviceBudget::of(int device) {
-  static std::mutex mu;
+  static Mutex mu;
   static std::map<int, std::unique_ptr<DeviceBudget>> budgets;
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   auto& slot = budgets[device];
   if (!slot) slot = std::make_unique<DeviceBudget>();
   return *slot;
 }
 
 void DeviceBudget::set_limit(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   limit_ = bytes;
 }
 
 uint64_t DeviceBudget::limit() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return limit_;
 }
 
 uint64_t DeviceBudget::reserved() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return reserved_;
 }
 
 uint64_t DeviceBudget::available() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (limit_ == 0) return UINT64_MAX;
   return limit_ > reserved_ ? limit_ - reserved_ : 0;
 }
 
 Result<DeviceBudget::Reservation> DeviceBudget::reserve(uint64_t bytes, const std::string& what) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (limit_ > 0 && (bytes > limit_ || reserved_ > limit_ - bytes)) {
     return Status::resource_exhausted(what + ": needs " + format_bytes(bytes) +
                                       " of device memory, " + format_bytes(reserved_) + " of the " +
@@ -48,7 +49,7 @@ Result<DeviceBudget::Reservation> DeviceBudget::reserve(uint64_t bytes, const st
 }
 
 void DeviceBudget::release(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   reserved_ -= std::min(reserved_, bytes);
 }
 

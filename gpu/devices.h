@@ -14,10 +14,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace stripesolve::gpu {
@@ -82,9 +82,9 @@ class DeviceBudget {
  private:
   void release(uint64_t bytes);
 
-  mutable std::mutex mu_;
-  uint64_t limit_ = 0;     // guarded by mu_
-  uint64_t reserved_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  uint64_t limit_ GUARDED_BY(mu_) = 0;
+  uint64_t reserved_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace stripesolve::gpu

@@ -284,7 +284,7 @@ FactorProgress::FactorProgress(storage::StripedMatrix& factor,
 
 FactorProgress::~FactorProgress() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   queued_.notify_all();
@@ -292,9 +292,9 @@ FactorProgress::~FactorProgress() {
 }
 
 void FactorProgress::run_recorder() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    queued_.wait(lock, [this] { return stop_ || !pending_.empty(); });
+    while (!stop_ && pending_.empty()) queued_.wait(lock);
     if (pending_.empty()) return;  // stopped, nothing left
     std::vector<storage::ProgressLog::Record> batch;
     batch.swap(pending_);
@@ -310,7 +310,7 @@ void FactorProgress::run_recorder() {
 
 void FactorProgress::note_eliminated(int64_t stripe, const stripe::StripePivots& pivots,
                                      double max_abs_u) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   eliminated_[stripe] = {pivots, max_abs_u};
 }
 
@@ -328,7 +328,7 @@ Status FactorProgress::record(const cache::CellView& cell) {
   if (final) {
     std::pair<stripe::StripePivots, double> e;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = eliminated_.find(s);
       if (it == eliminated_.end()) {
         return Status::internal(
@@ -344,7 +344,7 @@ Status FactorProgress::record(const cache::CellView& cell) {
     w.f64(-1);
     w.bytes({});
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!failure_.is_ok()) return failure_;
   pending_.push_back(std::move(w.out()));
   queued_.notify_one();

@@ -31,16 +31,15 @@
 // on elim.I's thread. `mu_` guards the pivots, the queue and the recorder's first error.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "cache/stripe_cache.h"
 #include "scheduler/strategy.h"
@@ -142,12 +141,12 @@ class FactorProgress {
 
   storage::StripedMatrix& factor_;
   std::unique_ptr<storage::ProgressLog> log_;
-  std::mutex mu_;
-  std::condition_variable queued_;
-  std::map<int64_t, std::pair<stripe::StripePivots, double>> eliminated_;  // guarded by mu_
-  std::vector<storage::ProgressLog::Record> pending_;                      // guarded by mu_
-  Status failure_;                                                         // guarded by mu_
-  bool stop_ = false;                                                      // guarded by mu_
+  Mutex mu_;
+  CondVar queued_;
+  std::map<int64_t, std::pair<stripe::StripePivots, double>> eliminated_ GUARDED_BY(mu_);
+  std::vector<storage::ProgressLog::Record> pending_ GUARDED_BY(mu_);
+  Status failure_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread recorder_;
 };
 

@@ -51,7 +51,7 @@ stripe::StripePart cell_part(const storage::StripedMatrix& layout, const CellVie
 
 Monitor::Monitor(EngineContext& ctx)
     : ctx_(ctx), thread_([this] {
-        std::unique_lock<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         const auto tick = std::chrono::milliseconds(20);
         while (!stop_) {
           stop_cv_.wait_for(lock, tick);
@@ -62,7 +62,7 @@ Monitor::Monitor(EngineContext& ctx)
 
 Monitor::~Monitor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   stop_cv_.notify_all();

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "base/mutex.h"
 #include "cache/stripe_cache.h"
 #include "scheduler/factor_progress.h"
 #include "scheduler/progress.h"
@@ -174,9 +175,9 @@ class Monitor {
 
  private:
   EngineContext& ctx_;
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false;  // guarded by mu_
+  Mutex mu_;
+  CondVar stop_cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

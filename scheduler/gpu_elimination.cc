@@ -82,14 +82,23 @@ Status GpuElimination::open() {
     }
   }
   perm_count_.assign(static_cast<size_t>(g.stripes), 0);
-  download_ticket_.assign(static_cast<size_t>(g.stripes), 0);
-  download_wait_mu_ = std::make_unique<std::mutex[]>(static_cast<size_t>(g.stripes));
-  peer_uses_.assign(static_cast<size_t>(g.stripes), 0);
-  for (size_t i = 0; i < adopters.size(); ++i) peer_uses_[i] = __builtin_popcountll(adopters[i]);
-  free_pending_.assign(static_cast<size_t>(g.stripes), false);
-  adopted_.assign(static_cast<size_t>(g.stripes), false);
+  download_wait_mu_ = std::make_unique<Mutex[]>(static_cast<size_t>(g.stripes));
+  {  // no other thread yet: the locks are for the analysis
+    MutexLock downloads(downloads_mu_);
+    download_ticket_.assign(static_cast<size_t>(g.stripes), 0);
+  }
   {
-    std::lock_guard<std::mutex> lock(kept_->mu);
+    MutexLock peers(peer_mu_);
+    peer_uses_.assign(static_cast<size_t>(g.stripes), 0);
+    for (size_t i = 0; i < adopters.size(); ++i) peer_uses_[i] = __builtin_popcountll(adopters[i]);
+    free_pending_.assign(static_cast<size_t>(g.stripes), false);
+  }
+  {
+    MutexLock adopting(adopt_mu_);
+    adopted_.assign(static_cast<size_t>(g.stripes), false);
+  }
+  {
+    MutexLock lock(kept_->mu);
     kept_->of_stripe.assign(static_cast<size_t>(g.stripes), 0);
   }
 
@@ -232,7 +241,7 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
     auto ticket = lane_i_->download_later(b, part.data, was_newer ? 0 : block_col, b.cols);
     st = ticket.status();
     if (st.is_ok()) {
-      std::lock_guard<std::mutex> lock(downloads_mu_);
+      MutexLock lock(downloads_mu_);
       download_ticket_[static_cast<size_t>(i)] = *ticket;
     }
     if (st.is_ok() && uses == 0) st = wait_download(i);
@@ -244,7 +253,7 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
   }
   tier_->set_newer(i, false);
   {
-    std::lock_guard<std::mutex> lock(kept_->mu);  // its RAM cell is final now, no longer kept
+    MutexLock lock(kept_->mu);  // its RAM cell is final now, no longer kept
     kept_->bytes -= kept_->of_stripe[static_cast<size_t>(i)];
     kept_->of_stripe[static_cast<size_t>(i)] = 0;
   }
@@ -270,7 +279,7 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
 void GpuElimination::drop_instance(int64_t i) {
   if (keeps(i)) return;
   {
-    std::lock_guard<std::mutex> lock(peer_mu_);
+    MutexLock lock(peer_mu_);
     if (peer_uses_[static_cast<size_t>(i)] > 0) {
       free_pending_[static_cast<size_t>(i)] = true;
       return;
@@ -290,7 +299,7 @@ Result<const double*> GpuElimination::peer_source(int64_t i, int64_t from) const
 
 void GpuElimination::release_peer_use(int64_t i) {
   {
-    std::lock_guard<std::mutex> lock(peer_mu_);
+    MutexLock lock(peer_mu_);
     if (--peer_uses_[static_cast<size_t>(i)] > 0 || !free_pending_[static_cast<size_t>(i)]) return;
     free_pending_[static_cast<size_t>(i)] = false;
   }
@@ -298,14 +307,14 @@ void GpuElimination::release_peer_use(int64_t i) {
 }
 
 Status GpuElimination::wait_download(int64_t stripe) {
-  std::lock_guard<std::mutex> waiting(download_wait_mu_[static_cast<size_t>(stripe)]);
+  MutexLock waiting(download_wait_mu_[static_cast<size_t>(stripe)]);
   uint64_t ticket = 0;
   {
-    std::lock_guard<std::mutex> lock(downloads_mu_);
+    MutexLock lock(downloads_mu_);
     ticket = download_ticket_[static_cast<size_t>(stripe)];
   }
   STRIPESOLVE_RETURN_IF_ERROR(lane_i_->wait(ticket));
-  std::lock_guard<std::mutex> lock(downloads_mu_);
+  MutexLock lock(downloads_mu_);
   if (download_ticket_[static_cast<size_t>(stripe)] == ticket)
     download_ticket_[static_cast<size_t>(stripe)] = 0;
   return Status::ok();
@@ -315,7 +324,7 @@ Status GpuElimination::adopt(int worker, const CellView& cell, const stripe::Str
                              GpuElimination& owner) {
   const storage::StripeGeometry& g = geometry_;
   const int64_t i = cell.stripe;
-  std::lock_guard<std::mutex> lock(adopt_mu_);
+  MutexLock lock(adopt_mu_);
   if (adopted_[static_cast<size_t>(i)]) return Status::ok();
   adopted_[static_cast<size_t>(i)] = true;
   const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
@@ -436,8 +445,9 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
 bool GpuElimination::keep_j(const Task& t, const CellView& j) {
   const storage::StripeGeometry& g = geometry_;
   const uint64_t part = part_bytes(g, j.stripe, j.i0_store);
-  std::lock_guard<std::mutex> lock(kept_->mu);
+  MutexLock lock(kept_->mu);
   const uint64_t before = kept_->of_stripe[static_cast<size_t>(j.stripe)];
+  const uint64_t kept_bytes = kept_->bytes;
   const bool keep = [&] {
     // A kept J's RAM cell stays reserved (kOnDevice). Unless RAM holds the whole matrix, it
     // keeps room beside the kept parts for the working set: 2 S^m + 2 stripes (002 Eq 17) and
@@ -448,7 +458,7 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) {
           static_cast<uint64_t>(2 * params_.meta_stripes + 2 + params_.elim_j_workers +
                                 params_.lookahead_workers) *
           plan_.stripe_bytes;
-      if (kept_->bytes - before + part + reserve > plan_.ram_budget) return false;
+      if (kept_bytes - before + part + reserve > plan_.ram_budget) return false;
     }
     if (plan_.device_resident) return true;
     const int64_t mj = meta_of_[static_cast<size_t>(j.stripe)];

@@ -33,10 +33,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "backend/device_engine.h"
+#include "base/mutex.h"
 #include "cache/device_tier.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/planner.h"
@@ -59,9 +59,9 @@ struct DeviceShare {
 // The RAM bytes of the cells whose J values are kept on a device (kOnDevice), shared by the
 // devices of a solve (they share the RAM cache). Thread-safe through `mu`.
 struct KeepLedger {
-  std::mutex mu;
-  uint64_t bytes = 0;               // guarded by mu
-  std::vector<uint64_t> of_stripe;  // guarded by mu; per stripe
+  Mutex mu;
+  uint64_t bytes GUARDED_BY(mu) = 0;
+  std::vector<uint64_t> of_stripe GUARDED_BY(mu);  // per stripe
 };
 
 class GpuElimination final : public Elimination {
@@ -172,18 +172,20 @@ class GpuElimination final : public Elimination {
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   bool pinned_ = false;
   bool overlap_ = false;
-  std::vector<int64_t> meta_of_;           // meta-stripe index of each stripe
-  std::mutex downloads_mu_;                // guards download_ticket_
-  std::vector<uint64_t> download_ticket_;  // per stripe: its copy to RAM not yet waited for
+  std::vector<int64_t> meta_of_;  // meta-stripe index of each stripe
+  Mutex downloads_mu_;
+  // Per stripe: its copy to RAM not yet waited for.
+  std::vector<uint64_t> download_ticket_ GUARDED_BY(downloads_mu_);
   // Per stripe: held while a thread waits for its copy to RAM, so a second waiter returns only
   // once the copy has landed.
-  std::unique_ptr<std::mutex[]> download_wait_mu_;
+  std::unique_ptr<Mutex[]> download_wait_mu_;
   std::shared_ptr<KeepLedger> kept_;
-  std::mutex peer_mu_;              // guards peer_uses_, free_pending_
-  std::vector<int> peer_uses_;      // per own stripe: devices yet to adopt it
-  std::vector<bool> free_pending_;  // per own stripe: dropped while peers had to copy it
-  std::mutex adopt_mu_;             // guards adopted_; held during an adoption
-  std::vector<bool> adopted_;
+  Mutex peer_mu_;
+  std::vector<int> peer_uses_ GUARDED_BY(peer_mu_);      // per own stripe: devices yet to adopt it
+  std::vector<bool> free_pending_ GUARDED_BY(peer_mu_);  // per own stripe: dropped while peers
+                                                         // had to copy it
+  Mutex adopt_mu_;                                       // held during an adoption
+  std::vector<bool> adopted_ GUARDED_BY(adopt_mu_);
 };
 
 }  // namespace stripesolve::scheduler

@@ -26,21 +26,21 @@ IoRole::~IoRole() {
 }
 
 void IoRole::set_sources(storage::StripedMatrix* original, storage::StripedMatrix* factor) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   original_ = original;
   factor_ = factor;
   written_.assign(original == nullptr ? 0 : original->geometry().stripes, false);
 }
 
 void IoRole::mark_written(const std::vector<bool>& written) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (size_t s = 0; s < written.size() && s < written_.size(); ++s) {
     if (written[s]) written_[s] = true;
   }
 }
 
 void IoRole::set_write_hook(WriteHook hook) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   write_hook_ = std::move(hook);
 }
 
@@ -50,7 +50,7 @@ Status IoRole::upload(const cache::IoWork& work) {
   storage::StripedMatrix* object = nullptr;
   WriteHook hook;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     object = factor_;
     hook = write_hook_;
   }
@@ -63,7 +63,7 @@ Status IoRole::upload(const cache::IoWork& work) {
   STRIPESOLVE_RETURN_IF_ERROR(object->write_part(s, c0, work.cell.buffer));
   if (hook) STRIPESOLVE_RETURN_IF_ERROR(hook(work.cell));
   progress_.add_io(0, layout.data_bytes);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   written_[s] = true;
   return Status::ok();
 }
@@ -72,7 +72,7 @@ void IoRole::download(std::span<const cache::IoWork> works) {
   // The batch holds no upload, so the written flags cannot change while it is read.
   std::vector<storage::StripedMatrix*> objects;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const cache::IoWork& w : works) {
       const int64_t s = w.cell.stripe;
       objects.push_back((factor_ != nullptr && written_[s]) ? factor_ : original_);

@@ -19,11 +19,11 @@
 
 #include <cstddef>
 #include <functional>
-#include <mutex>
 #include <span>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cache/stripe_cache.h"
 #include "scheduler/progress.h"
 #include "scheduler/trace.h"
@@ -65,11 +65,11 @@ class IoRole {
   cache::StripeCache& cache_;
   ProgressMeter& progress_;
   TraceRecorder* trace_;
-  std::mutex mu_;
-  storage::StripedMatrix* original_ = nullptr;  // guarded by mu_
-  storage::StripedMatrix* factor_ = nullptr;    // guarded by mu_
-  std::vector<bool> written_;                   // guarded by mu_
-  WriteHook write_hook_;                        // guarded by mu_
+  Mutex mu_;
+  storage::StripedMatrix* original_ GUARDED_BY(mu_) = nullptr;
+  storage::StripedMatrix* factor_ GUARDED_BY(mu_) = nullptr;
+  std::vector<bool> written_ GUARDED_BY(mu_);
+  WriteHook write_hook_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

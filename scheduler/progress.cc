@@ -9,9 +9,14 @@ ProgressMeter::ProgressMeter(Sink sink, double interval_seconds)
 
 void ProgressMeter::begin_phase(const std::string& phase, double total_flops,
                                 int64_t stripes_total) {
-  if (!phase_.empty()) emit();
+  bool had_phase = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
+    had_phase = !phase_.empty();
+  }
+  if (had_phase) emit();
+  {
+    MutexLock lock(mu_);
     earlier_flops_ += static_cast<double>(flops_.exchange(0));
     stripes_.store(0);
     phase_ = phase;
@@ -23,17 +28,17 @@ void ProgressMeter::begin_phase(const std::string& phase, double total_flops,
 }
 
 void ProgressMeter::set_cache_counts(CacheCounts counts) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   cache_counts_ = std::move(counts);
 }
 
 double ProgressMeter::total_flops_done() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return earlier_flops_ + static_cast<double>(flops_.load());
 }
 
 Progress ProgressMeter::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto now = Clock::now();
   const double phase_s = std::chrono::duration<double>(now - phase_start_).count();
   const double total_s = std::chrono::duration<double>(now - start_).count();
@@ -55,8 +60,8 @@ Progress ProgressMeter::snapshot() const {
 
 void ProgressMeter::maybe_emit() {
   if (!sink_) return;
-  std::unique_lock<std::mutex> lock(emit_mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  if (!emit_mu_.try_lock()) return;
+  MutexLock lock(emit_mu_, std::adopt_lock);
   const auto now = Clock::now();
   if (std::chrono::duration<double>(now - last_emit_).count() < interval_) return;
   last_emit_ = now;
@@ -65,7 +70,7 @@ void ProgressMeter::maybe_emit() {
 
 void ProgressMeter::emit() {
   if (!sink_) return;
-  std::lock_guard<std::mutex> lock(emit_mu_);
+  MutexLock lock(emit_mu_);
   last_emit_ = Clock::now();
   sink_(snapshot());
 }

@@ -13,8 +13,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace stripesolve::scheduler {
 
@@ -85,15 +86,15 @@ class ProgressMeter {
   std::atomic<int64_t> stripes_{0};
   std::atomic<uint64_t> read_{0};
   std::atomic<uint64_t> written_{0};
-  mutable std::mutex mu_;  // guards the phase fields and cache_counts_
-  std::string phase_;
-  double phase_total_ = 0;
-  int64_t phase_stripes_ = 0;
-  double earlier_flops_ = 0;  // flops of finished phases
-  Clock::time_point phase_start_ = start_;
-  CacheCounts cache_counts_;
-  std::mutex emit_mu_;  // one callback at a time; guards last_emit_
-  Clock::time_point last_emit_{};
+  mutable Mutex mu_;
+  std::string phase_ GUARDED_BY(mu_);
+  double phase_total_ GUARDED_BY(mu_) = 0;
+  int64_t phase_stripes_ GUARDED_BY(mu_) = 0;
+  double earlier_flops_ GUARDED_BY(mu_) = 0;  // flops of finished phases
+  Clock::time_point phase_start_ GUARDED_BY(mu_) = start_;
+  CacheCounts cache_counts_ GUARDED_BY(mu_);
+  Mutex emit_mu_;  // one callback at a time
+  Clock::time_point last_emit_ GUARDED_BY(emit_mu_){};
 };
 
 }  // namespace stripesolve::scheduler

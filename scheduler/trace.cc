@@ -20,7 +20,7 @@ void TraceRecorder::record(const std::string& role, std::string name, Clock::tim
   using std::chrono::microseconds;
   const int64_t ts = duration_cast<microseconds>(begin - epoch_).count();
   const int64_t dur = duration_cast<microseconds>(end - begin).count();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   events_.push_back(Event{std::move(name), tid_locked(role), ts, dur, std::move(args)});
 }
 
@@ -38,12 +38,12 @@ TraceRecorder::Span::~Span() {
 }
 
 size_t TraceRecorder::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return events_.size();
 }
 
 std::string TraceRecorder::to_json() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   nlohmann::json events = nlohmann::json::array();
   for (const auto& [role, tid] : roles_) {
     events.push_back({{"name", "thread_name"},

@@ -10,10 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace stripesolve::scheduler {
 
@@ -55,12 +56,12 @@ class TraceRecorder {
     int64_t dur_us;
     Args args;
   };
-  int tid_locked(const std::string& role);
+  int tid_locked(const std::string& role) REQUIRES(mu_);
 
   const Clock::time_point epoch_;
-  mutable std::mutex mu_;
-  std::vector<Event> events_;         // guarded by mu_
-  std::map<std::string, int> roles_;  // guarded by mu_: role -> tid, in order of appearance
+  mutable Mutex mu_;
+  std::vector<Event> events_ GUARDED_BY(mu_);
+  std::map<std::string, int> roles_ GUARDED_BY(mu_);  // role -> tid, in order of appearance
 };
 
 }  // namespace stripesolve::scheduler

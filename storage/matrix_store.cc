@@ -294,7 +294,7 @@ Status MatrixStore::remove(std::string_view name) {
   // A corrupt manifest must not make its object impossible to remove (issue 15).
   const bool corrupt = !i.is_ok() && i.status().code() == StatusCode::kCorruption;
   if (!i.is_ok() && !corrupt) return i.status();
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   if (shared_->open_count.count(n) != 0) {
     return Status::failed_precondition("object '" + n + "' is open and cannot be removed");
   }
@@ -363,7 +363,7 @@ ObjectNameLock& ObjectNameLock::operator=(ObjectNameLock&& other) noexcept {
 void ObjectNameLock::release() {
   if (!store_) return;
   {
-    std::lock_guard lock(store_->mu);
+    MutexLock lock(store_->mu);
     store_->locked_names.erase(name_);
   }
   store_->name_unlocked.notify_all();
@@ -373,7 +373,7 @@ void ObjectNameLock::release() {
 Result<ObjectNameLock> MatrixStore::lock_name(std::string_view name,
                                               const std::function<bool()>& cancelled) {
   const std::string n(name);
-  std::unique_lock lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   while (shared_->locked_names.count(n) != 0) {
     // Polled: the canceller has no handle on this condition variable.
     shared_->name_unlocked.wait_for(lock, std::chrono::milliseconds(50));
@@ -475,7 +475,7 @@ Result<std::vector<std::string>> MatrixStore::resumable_factors() const {
 Status MatrixStore::remove_resumable(std::string_view name) {
   const std::string n(name);
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     if (shared_->open_count.count(n) != 0) {
       return Status::failed_precondition("factor '" + n + "' is open");
     }
@@ -486,7 +486,7 @@ Status MatrixStore::remove_resumable(std::string_view name) {
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_for_in_place(std::string_view name) {
   const std::string n(name);
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     if (shared_->open_count.count(n) != 0) {
       return Status::failed_precondition("matrix '" + n +
                                          "' is open; close it before factoring "

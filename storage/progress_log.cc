@@ -71,7 +71,10 @@ Result<std::unique_ptr<ProgressLog>> ProgressLog::open(const std::string& path, 
     pos += kFrameBytes + len;
   }
   if (dropped_bytes != nullptr) *dropped_bytes = bytes.size() - pos;
-  log->end_ = pos;
+  {
+    MutexLock lock(log->mu_);  // not shared yet: for the analysis
+    log->end_ = pos;
+  }
   if (pos != bytes.size()) {
     if (::ftruncate(fd, static_cast<off_t>(pos)) != 0)
       return Status::from_errno(errno, "truncate " + path);
@@ -94,7 +97,7 @@ Status ProgressLog::append(const std::vector<Record>& payloads) {
     const std::vector<std::byte> framed = frame(p);
     record.insert(record.end(), framed.begin(), framed.end());
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t done = 0;
   while (done < record.size()) {
     const ssize_t n =

@@ -15,11 +15,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace stripesolve::storage {
@@ -48,8 +48,8 @@ class ProgressLog {
 
  private:
   ProgressLog(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  std::mutex mu_;
-  uint64_t end_ = 0;  // guarded by mu_: where the next record goes
+  Mutex mu_;
+  uint64_t end_ GUARDED_BY(mu_) = 0;  // where the next record goes
   const int fd_;
   const std::string path_;
 };

@@ -9,14 +9,13 @@
 
 #include <sys/types.h>
 
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "storage/io_engine.h"
 #include "storage/manifest.h"
@@ -34,10 +33,10 @@ struct StoreShared {
   std::shared_ptr<IoEngine> engine;
   int lock_fd = -1;
 
-  std::mutex mu;
+  Mutex mu;
   std::map<std::string, int> open_count;  // GUARDED_BY(mu): open StripedMatrix objects per name
   std::set<std::string> locked_names;     // GUARDED_BY(mu): names held by an ObjectNameLock
-  std::condition_variable name_unlocked;  // a name left locked_names
+  CondVar name_unlocked;                  // a name left locked_names
 
   ~StoreShared();
 

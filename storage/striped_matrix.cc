@@ -23,14 +23,14 @@ StripedMatrix::StripedMatrix(std::shared_ptr<StoreShared> store, Manifest manife
       files_(std::move(files)),
       mode_(mode),
       manifest_(std::move(manifest)) {
-  std::lock_guard lock(store_->mu);
+  MutexLock lock(store_->mu);
   ++store_->open_count[info_.name];
 }
 
 StripedMatrix::~StripedMatrix() {
   bool discard = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     discard = mode_ == Mode::kNewFactor && !committed_ && !kept_;
   }
   if (discard) {
@@ -40,12 +40,12 @@ StripedMatrix::~StripedMatrix() {
                                st.to_string());
     }
   }
-  std::lock_guard lock(store_->mu);
+  MutexLock lock(store_->mu);
   if (--store_->open_count[info_.name] == 0) store_->open_count.erase(info_.name);
 }
 
 std::vector<std::optional<uint32_t>> StripedMatrix::checksums() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return manifest_.checksums;
 }
 
@@ -111,7 +111,7 @@ class StripedMatrix::PartSource final : public IoBatchSource {
       }
       b.requests_left = b.requests.size();
       if (m_.store_->config.verify_checksums) {
-        std::lock_guard lock(m_.mu_);
+        MutexLock lock(m_.mu_);
         for (const IoPiece& p : b.pieces) {
           b.stored.push_back(p.whole_segment ? m_.manifest_.checksums[p.segment] : std::nullopt);
         }
@@ -178,7 +178,7 @@ Status StripedMatrix::write_part(int64_t stripe, int64_t col_begin, const std::b
   if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
   STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, col_begin));
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (committed_) return Status::failed_precondition(describe() + " is already committed");
   }
   std::vector<IoPiece> pieces;
@@ -193,7 +193,7 @@ Status StripedMatrix::write_part(int64_t stripe, int64_t col_begin, const std::b
     }
   };
   Status st = store_->engine->run(requests, record);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (size_t k = 0; k < pieces.size(); ++k) {
     manifest_.checksums[pieces[k].segment] = st.is_ok() ? sums[k] : std::nullopt;
   }
@@ -207,7 +207,7 @@ Status StripedMatrix::write_blob(std::string_view key, std::span<const std::byte
   const std::string k(key);
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(k, "blob key"));
   if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (committed_) return Status::failed_precondition(describe() + " is already committed");
   STRIPESOLVE_RETURN_IF_ERROR(write_file_atomically(
       store_->blob_path(info_.name, k),
@@ -222,7 +222,7 @@ Result<std::vector<std::byte>> StripedMatrix::read_blob(std::string_view key) co
   STRIPESOLVE_RETURN_IF_ERROR(check_object_name(k, "blob key"));
   BlobEntry entry;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = manifest_.blobs.find(k);
     if (it == manifest_.blobs.end()) {
       return Status::not_found(describe() + " has no blob '" + k + "'");
@@ -242,12 +242,12 @@ Result<std::vector<std::byte>> StripedMatrix::read_blob(std::string_view key) co
 }
 
 void StripedMatrix::keep_uncommitted() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   kept_ = true;
 }
 
 void StripedMatrix::set_factor_of(const FactorOf& of) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   manifest_.info.factor_of = of;
 }
 
@@ -262,7 +262,7 @@ std::string StripedMatrix::progress_path() const {
 
 Status StripedMatrix::commit() {
   if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (committed_) return Status::failed_precondition(describe() + " is already committed");
   // Checksums of partly written segments: read those segments back, one at a time.
   uint64_t longest = 0;

@@ -28,11 +28,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "storage/data_file.h"
 #include "storage/geometry.h"
@@ -125,7 +125,7 @@ class StripedMatrix {
   const std::vector<DataFile> files_;
   const Mode mode_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   Manifest manifest_;       // GUARDED_BY(mu_): checksums and blobs as they change
   bool committed_ = false;  // GUARDED_BY(mu_)
   bool kept_ = false;       // GUARDED_BY(mu_): keep_uncommitted()

@@ -65,7 +65,7 @@ Status UringEngine::probe() {
 
 Result<std::unique_ptr<UringEngine::Ring>> UringEngine::acquire() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       auto ring = std::move(idle_.back());
       idle_.pop_back();
@@ -82,7 +82,7 @@ Result<std::unique_ptr<UringEngine::Ring>> UringEngine::acquire() {
 }
 
 void UringEngine::release(std::unique_ptr<Ring> ring) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   idle_.push_back(std::move(ring));
 }
 

@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "storage/io_engine.h"
 
 namespace stripesolve::storage {
@@ -50,7 +50,7 @@ class UringEngine final : public IoEngine {
 
   const unsigned queue_depth_;
   const uint64_t request_bytes_;
-  std::mutex mu_;
+  Mutex mu_;
   std::vector<std::unique_ptr<Ring>> idle_;  // GUARDED_BY(mu_)
 };
 

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace stripesolve::tridiag {
 
@@ -27,7 +28,7 @@ Status parallel_for(std::size_t count, unsigned threads, std::size_t grain,
   }
   std::atomic<std::size_t> next{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
+  Mutex mu;
   std::size_t error_chunk = chunks;  // guarded by mu
   Status error;                      // guarded by mu
   auto run = [&](unsigned worker) {
@@ -37,7 +38,7 @@ Status parallel_for(std::size_t count, unsigned threads, std::size_t grain,
       const std::size_t begin = chunk * grain;
       Status st = body(begin, std::min(count, begin + grain), worker);
       if (!st.is_ok()) {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         if (chunk < error_chunk) {
           error_chunk = chunk;
           error = std::move(st);

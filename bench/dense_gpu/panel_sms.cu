@@ -188,8 +188,10 @@ void run(Problem& p, const Streams& s, int panels, int gemms, const char* label)
 // difference of the factors.
 void verify(Problem& p, cudaStream_t stream) {
   const size_t count = size_t(p.m) * p.h;
-  CK(cudaMemcpyAsync(p.check, p.pristine, sizeof(double) * count, cudaMemcpyDeviceToDevice, stream));
-  CK(cudaMemcpyAsync(p.panel, p.pristine, sizeof(double) * count, cudaMemcpyDeviceToDevice, stream));
+  CK(cudaMemcpyAsync(p.check, p.pristine, sizeof(double) * count, cudaMemcpyDeviceToDevice,
+                     stream));
+  CK(cudaMemcpyAsync(p.panel, p.pristine, sizeof(double) * count, cudaMemcpyDeviceToDevice,
+                     stream));
   CK(cusolverDnSetStream(p.solver, stream));
   CK(cublasSetStream(p.panel_blas, stream));
   CK(cusolverDnDgetrf(p.solver, p.m, p.h, p.check, p.m, p.work, p.ipiv, p.info));
@@ -207,8 +209,10 @@ void verify(Problem& p, cudaStream_t stream) {
   CK(cudaMemcpy(&diff, p.check + at - 1, sizeof(double), cudaMemcpyDeviceToHost));
   int differ = 0;
   for (int k = 0; k < p.h; ++k) differ += a[k] != b[k];
-  std::printf("recursive panel, leaf %d: %d of %d pivots differ from getrf's, max |factor "
-              "difference| %.3e\n", p.leaf, differ, p.h, std::fabs(diff));
+  std::printf(
+      "recursive panel, leaf %d: %d of %d pivots differ from getrf's, max |factor "
+      "difference| %.3e\n",
+      p.leaf, differ, p.h, std::fabs(diff));
 }
 
 struct Green {
@@ -247,7 +251,8 @@ int main(int argc, char** argv) {
   std::vector<int> leaves = {64, 128, 256, 512};
   auto list = [](char* arg, std::vector<int>& out) {
     out.clear();
-    for (char* t = std::strtok(arg, ","); t; t = std::strtok(nullptr, ",")) out.push_back(std::atoi(t));
+    for (char* t = std::strtok(arg, ","); t; t = std::strtok(nullptr, ","))
+      out.push_back(std::atoi(t));
   };
   if (argc > 4) list(argv[4], chunks);
   if (argc > 5) list(argv[5], leaves);

@@ -5,12 +5,14 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
+#include "storage/column_batches.h"
 #include "storage/matrix_store.h"
 #include "storage/npy.h"
 #include "storage/object_writer.h"
@@ -38,7 +40,9 @@ std::pair<int64_t, int64_t> whole_columns(int64_t h, int64_t e0, int64_t e1) {
 
 // Reads elements of a dense n x n file into stripe order. C order: the whole columns of a window
 // are h row segments read in one batch (one read when they are whole rows) and transposed in
-// tiles over the cores (storage/transpose.h); Fortran order: one read per column segment.
+// tiles over the cores (storage/transpose.h). Fortran order: fill_batch reads a range of whole
+// columns in one sequential read and gathers every stripe's rows from it (column_batches.h);
+// fill, one read per column segment, is left for buffers too small to plan batches.
 class DenseReader {
  public:
   DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite)
@@ -62,6 +66,43 @@ class DenseReader {
       STRIPESOLVE_RETURN_IF_ERROR(fill_rows(g, I, cl * h, e1, out + (cl * h - e0)));
     }
     return check_ ? check_finite(g, I, e0, count, out) : Status::ok();
+  }
+
+  // The windows of batch b (Fortran order): the file's whole columns [col_begin, col_end) in one
+  // read into the staging block, then each window's rows copied out of it over the cores.
+  Status fill_batch(const StripeGeometry& g, const ColumnBatch& b,
+                    std::span<const ElementRun> runs) {
+    const uint64_t item = static_cast<uint64_t>(l_.item_bytes);
+    const int64_t col0 = b.col_begin;
+    staging_.resize(static_cast<size_t>(b.col_end - col0) * static_cast<size_t>(n_) * item);
+    const IoRequest req =
+        request(static_cast<uint64_t>(col0 * n_), staging_.size(), staging_.data());
+    STRIPESOLVE_RETURN_IF_ERROR(engine_.run({&req, 1}));
+    std::vector<int64_t> start(runs.size() + 1, 0);  // the runs as one range of elements
+    for (size_t i = 0; i < runs.size(); ++i) start[i + 1] = start[i] + runs[i].count;
+    parallel_for(start.back(), 64 * 1024, [&](int64_t lo, int64_t hi) {
+      size_t i = std::upper_bound(start.begin(), start.end(), lo) - start.begin() - 1;
+      for (; i < runs.size() && start[i] < hi; ++i) {
+        const ElementRun& run = runs[i];
+        const int64_t h = g.rows(run.stripe), rb = g.row_begin(run.stripe);
+        int64_t k = std::max(lo, start[i]) - start[i];
+        const int64_t k_end = std::min(hi, start[i + 1]) - start[i];
+        while (k < k_end) {  // one column segment of the stripe at a time
+          const int64_t e = run.e0 + k, c = e / h, r = e % h;
+          const int64_t len = std::min(h - r, k_end - k);
+          const unsigned char* src =
+              staging_.data() + static_cast<uint64_t>((c - col0) * n_ + rb + r) * item;
+          double* out = run.out + k;
+          for (int64_t j = 0; j < len; ++j) out[j] = decode(src + j * item, enc_);
+          k += len;
+        }
+      }
+    });
+    if (!check_) return Status::ok();
+    for (const ElementRun& run : runs) {
+      STRIPESOLVE_RETURN_IF_ERROR(check_finite(g, run.stripe, run.e0, run.count, run.out));
+    }
+    return Status::ok();
   }
 
  private:
@@ -150,6 +191,7 @@ class DenseReader {
   int64_t n_;
   bool check_;
   std::vector<unsigned char> tmp_;
+  std::vector<unsigned char> staging_;  // fill_batch's columns
   PreadEngine engine_;
 };
 
@@ -213,9 +255,29 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd,
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       auto writer, ObjectWriter::begin(shared_, name, "matrix", source, g, placement_params(n)));
-  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
-                               AlignedBuffer::allocate(shared_->config.import_buffer));
   DenseReader reader(fd, path, layout, n, options.check_finite);
+  const uint64_t budget = shared_->config.import_buffer;
+  if (layout.fortran_order) {
+    // Batches of several stripes' windows over a range of columns: the stream's two halves of
+    // budget / 4 each and a staging block of at most budget / 4 of the file's columns, 3/4 of
+    // import_buffer in all (192 MiB by default).
+    STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(budget / 2));
+    const std::vector<ColumnBatch> batches = plan_column_batches(
+        writer->placement(), batch_capacity(buffer), budget / 4, layout.item_bytes);
+    if (!batches.empty()) {
+      std::vector<std::vector<StripeWindow>> windows;
+      windows.reserve(batches.size());
+      for (const ColumnBatch& b : batches) windows.push_back(b.windows);
+      StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
+      const auto produce = [&](size_t k, std::span<const ElementRun> runs) {
+        return reader.fill_batch(g, batches[k], runs);
+      };
+      STRIPESOLVE_RETURN_IF_ERROR(
+          write_stripe_batches(stream, windows, produce, writer->manifest().checksums));
+      return writer->finish();
+    }
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(budget));
   StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
   const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
     return reader.fill(g, I, e0, count, out);

@@ -23,8 +23,7 @@ std::vector<ColumnBatch> batches_of_width(const Placement& pl, int64_t width) {
       const uint64_t data_end = std::min(end, g.stripe_bytes(I));
       b.windows.push_back(StripeWindow{I, begin, end});
       b.col_begin = std::min(b.col_begin, static_cast<int64_t>(begin / kElementBytes / h));
-      b.col_end = std::max(b.col_end,
-                           static_cast<int64_t>((data_end / kElementBytes + h - 1) / h));
+      b.col_end = std::max(b.col_end, static_cast<int64_t>((data_end / kElementBytes + h - 1) / h));
     }
     if (!b.windows.empty()) out.push_back(std::move(b));
   }

@@ -52,6 +52,11 @@ class DenseReader {
         enc_{l_.item_bytes, l_.big_endian},
         n_(n),
         check_(check_finite) {}
+  ~DenseReader() {
+    if (direct_fd_ >= 0) ::close(direct_fd_);
+  }
+  DenseReader(const DenseReader&) = delete;
+  DenseReader& operator=(const DenseReader&) = delete;
 
   Status fill(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count, double* out) {
     const int64_t h = g.rows(I), e1 = e0 + count;
@@ -68,16 +73,27 @@ class DenseReader {
     return check_ ? check_finite(g, I, e0, count, out) : Status::ok();
   }
 
+  // Readies fill_batch for batches of at most `columns` columns: the staging block, and a second
+  // descriptor of the file opened with O_DIRECT where the filesystem allows it, so the columns
+  // go from the disk to the block without the page cache (no copy, nothing to evict).
+  Status prepare_batches(int64_t columns) {
+    const uint64_t bytes = static_cast<uint64_t>(columns * n_) * l_.item_bytes;
+    STRIPESOLVE_ASSIGN_OR_RETURN(staging_, AlignedBuffer::allocate(bytes + 2 * kAlignment));
+    const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+    direct_fd_ = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    return Status::ok();
+  }
+
   // The windows of batch b (Fortran order): the file's whole columns [col_begin, col_end) in one
   // read into the staging block, then each window's rows copied out of it over the cores.
   Status fill_batch(const StripeGeometry& g, const ColumnBatch& b,
                     std::span<const ElementRun> runs) {
     const uint64_t item = static_cast<uint64_t>(l_.item_bytes);
     const int64_t col0 = b.col_begin;
-    staging_.resize(static_cast<size_t>(b.col_end - col0) * static_cast<size_t>(n_) * item);
-    const IoRequest req =
-        request(static_cast<uint64_t>(col0 * n_), staging_.size(), staging_.data());
-    STRIPESOLVE_RETURN_IF_ERROR(engine_.run({&req, 1}));
+    const uint64_t bytes = static_cast<uint64_t>((b.col_end - col0) * n_) * item;
+    const uint64_t offset = l_.data_offset + static_cast<uint64_t>(col0 * n_) * item;
+    const unsigned char* cols = nullptr;
+    STRIPESOLVE_ASSIGN_OR_RETURN(cols, read_columns(offset, bytes));
     std::vector<int64_t> start(runs.size() + 1, 0);  // the runs as one range of elements
     for (size_t i = 0; i < runs.size(); ++i) start[i + 1] = start[i] + runs[i].count;
     parallel_for(start.back(), 64 * 1024, [&](int64_t lo, int64_t hi) {
@@ -90,8 +106,7 @@ class DenseReader {
         while (k < k_end) {  // one column segment of the stripe at a time
           const int64_t e = run.e0 + k, c = e / h, r = e % h;
           const int64_t len = std::min(h - r, k_end - k);
-          const unsigned char* src =
-              staging_.data() + static_cast<uint64_t>((c - col0) * n_ + rb + r) * item;
+          const unsigned char* src = cols + static_cast<uint64_t>((c - col0) * n_ + rb + r) * item;
           double* out = run.out + k;
           for (int64_t j = 0; j < len; ++j) out[j] = decode(src + j * item, enc_);
           k += len;
@@ -158,6 +173,39 @@ class DenseReader {
     return Status::ok();
   }
 
+  // File bytes [offset, offset + bytes) into the staging block; returns where they start in it.
+  // O_DIRECT reads cover the 4 KiB-aligned range around them; a read that meets the end of the
+  // file before `bytes` is an error, as for the buffered read.
+  Result<const unsigned char*> read_columns(uint64_t offset, uint64_t bytes) {
+    auto* block = reinterpret_cast<unsigned char*>(staging_.data());
+    if (direct_fd_ >= 0) {
+      const uint64_t begin = align_down(offset), need = offset + bytes - begin;
+      const uint64_t length = std::min<uint64_t>(align_up(need), staging_.size());
+      uint64_t done = 0;
+      while (done < need) {
+        const ssize_t got =
+            ::pread(direct_fd_, block + done, length - done, static_cast<off_t>(begin + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && errno == EINVAL && done == 0) break;  // alignment refused: buffered
+        if (got < 0) {
+          return Status::from_errno(errno,
+                                    "read " + path_ + " at offset " + std::to_string(begin + done));
+        }
+        if (got == 0) {
+          return Status::invalid_argument(path_ + ": unexpected end of file at offset " +
+                                          std::to_string(begin + done));
+        }
+        done += static_cast<uint64_t>(got);
+      }
+      if (done >= need) return block + (offset - begin);
+      ::close(direct_fd_);
+      direct_fd_ = -1;
+    }
+    const IoRequest req{IoOp::kRead, fd_, &path_, offset, bytes, staging_.data()};
+    STRIPESOLVE_RETURN_IF_ERROR(engine_.run({&req, 1}));
+    return block;
+  }
+
   // The first non-finite value of the window, named by its row and column.
   Status check_finite(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count,
                       const double* out) const {
@@ -191,7 +239,8 @@ class DenseReader {
   int64_t n_;
   bool check_;
   std::vector<unsigned char> tmp_;
-  std::vector<unsigned char> staging_;  // fill_batch's columns
+  AlignedBuffer staging_;  // fill_batch's columns
+  int direct_fd_ = -1;     // the file again, O_DIRECT (-1: buffered reads)
   PreadEngine engine_;
 };
 
@@ -267,7 +316,12 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd,
     if (!batches.empty()) {
       std::vector<std::vector<StripeWindow>> windows;
       windows.reserve(batches.size());
-      for (const ColumnBatch& b : batches) windows.push_back(b.windows);
+      int64_t widest = 0;
+      for (const ColumnBatch& b : batches) {
+        windows.push_back(b.windows);
+        widest = std::max(widest, b.col_end - b.col_begin);
+      }
+      STRIPESOLVE_RETURN_IF_ERROR(reader.prepare_batches(widest));
       StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
       const auto produce = [&](size_t k, std::span<const ElementRun> runs) {
         return reader.fill_batch(g, batches[k], runs);

@@ -39,10 +39,11 @@ std::pair<int64_t, int64_t> whole_columns(int64_t h, int64_t e0, int64_t e1) {
 }
 
 // Reads elements of a dense n x n file into stripe order. C order: the whole columns of a window
-// are h row segments read in one batch (one read when they are whole rows) and transposed in
-// tiles over the cores (storage/transpose.h). Fortran order: fill_batch reads a range of whole
-// columns in one sequential read and gathers every stripe's rows from it (column_batches.h);
-// fill, one read per column segment, is left for buffers too small to plan batches.
+// are h row segments read in one batch (one O_DIRECT read into the staging block when they are
+// whole rows) and transposed in tiles over the cores (storage/transpose.h). Fortran order:
+// fill_batch reads a range of whole columns in one sequential read and gathers every stripe's rows
+// from it (column_batches.h); fill, one read per column segment, is left for buffers too small to
+// plan batches.
 class DenseReader {
  public:
   DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite)
@@ -73,15 +74,9 @@ class DenseReader {
     return check_ ? check_finite(g, I, e0, count, out) : Status::ok();
   }
 
-  // Readies fill_batch for batches of at most `columns` columns: the staging block, and a second
-  // descriptor of the file opened with O_DIRECT where the filesystem allows it, so the columns
-  // go from the disk to the block without the page cache (no copy, nothing to evict).
+  // Readies fill_batch for batches of at most `columns` columns (the staging block).
   Status prepare_batches(int64_t columns) {
-    const uint64_t bytes = static_cast<uint64_t>(columns * n_) * l_.item_bytes;
-    STRIPESOLVE_ASSIGN_OR_RETURN(staging_, AlignedBuffer::allocate(bytes + 2 * kAlignment));
-    const std::string self = "/proc/self/fd/" + std::to_string(fd_);
-    direct_fd_ = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-    return Status::ok();
+    return prepare_staging(static_cast<uint64_t>(columns * n_) * l_.item_bytes);
   }
 
   // The windows of batch b (Fortran order): the file's whole columns [col_begin, col_end) in one
@@ -93,7 +88,7 @@ class DenseReader {
     const uint64_t bytes = static_cast<uint64_t>((b.col_end - col0) * n_) * item;
     const uint64_t offset = l_.data_offset + static_cast<uint64_t>(col0 * n_) * item;
     const unsigned char* cols = nullptr;
-    STRIPESOLVE_ASSIGN_OR_RETURN(cols, read_columns(offset, bytes));
+    STRIPESOLVE_ASSIGN_OR_RETURN(cols, read_staged(offset, bytes));
     std::vector<int64_t> start(runs.size() + 1, 0);  // the runs as one range of elements
     for (size_t i = 0; i < runs.size(); ++i) start[i + 1] = start[i] + runs[i].count;
     parallel_for(start.back(), 64 * 1024, [&](int64_t lo, int64_t hi) {
@@ -125,15 +120,20 @@ class DenseReader {
   Status fill_block(const StripeGeometry& g, int64_t I, int64_t cf, int64_t cl, double* out) {
     const int64_t h = g.rows(I), rb = g.row_begin(I), w = cl - cf;
     const uint64_t item = static_cast<uint64_t>(l_.item_bytes);
+    if (w == n_) {  // whole rows: one contiguous run of the file, through the staging block
+      const uint64_t bytes = static_cast<uint64_t>(h * n_) * item;
+      STRIPESOLVE_RETURN_IF_ERROR(prepare_staging(bytes));
+      const unsigned char* rows = nullptr;
+      STRIPESOLVE_ASSIGN_OR_RETURN(
+          rows, read_staged(l_.data_offset + static_cast<uint64_t>(rb * n_) * item, bytes));
+      rows_to_columns(rows, h, w, enc_, out, h);
+      return Status::ok();
+    }
     tmp_.resize(static_cast<size_t>(h * w) * item);
     std::vector<IoRequest> reqs;
-    if (w == n_) {  // whole rows: one contiguous run of the file
-      reqs.push_back(request(static_cast<uint64_t>(rb * n_), tmp_.size(), tmp_.data()));
-    } else {
-      for (int64_t r = 0; r < h; ++r) {
-        reqs.push_back(request(static_cast<uint64_t>((rb + r) * n_ + cf), w * item,
-                               tmp_.data() + static_cast<uint64_t>(r * w) * item));
-      }
+    for (int64_t r = 0; r < h; ++r) {
+      reqs.push_back(request(static_cast<uint64_t>((rb + r) * n_ + cf), w * item,
+                             tmp_.data() + static_cast<uint64_t>(r * w) * item));
     }
     STRIPESOLVE_RETURN_IF_ERROR(engine_.run(reqs));
     rows_to_columns(tmp_.data(), h, w, enc_, out, h);
@@ -173,10 +173,31 @@ class DenseReader {
     return Status::ok();
   }
 
+  // A staging block for reads of up to `bytes`, and a second descriptor of the file opened with
+  // O_DIRECT where the filesystem allows it (tried once), so large reads go from the disk to the
+  // block without the page cache: no copy, nothing to evict, on cores the transposes need.
+  Status prepare_staging(uint64_t bytes) {
+    if (staging_.size() < bytes + 2 * kAlignment) {
+      staging_ = AlignedBuffer();
+      STRIPESOLVE_ASSIGN_OR_RETURN(staging_, AlignedBuffer::allocate(bytes + 2 * kAlignment));
+    }
+    if (!direct_tried_) {
+      // Only a descriptor open for reading is reopened (the same file, read-only): a caller's
+      // write-only descriptor still fails its reads as before.
+      direct_tried_ = true;
+      const int flags = ::fcntl(fd_, F_GETFL);
+      if (flags >= 0 && (flags & O_ACCMODE) != O_WRONLY) {
+        const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+        direct_fd_ = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+      }
+    }
+    return Status::ok();
+  }
+
   // File bytes [offset, offset + bytes) into the staging block; returns where they start in it.
   // O_DIRECT reads cover the 4 KiB-aligned range around them; a read that meets the end of the
   // file before `bytes` is an error, as for the buffered read.
-  Result<const unsigned char*> read_columns(uint64_t offset, uint64_t bytes) {
+  Result<const unsigned char*> read_staged(uint64_t offset, uint64_t bytes) {
     auto* block = reinterpret_cast<unsigned char*>(staging_.data());
     if (direct_fd_ >= 0) {
       const uint64_t begin = align_down(offset), need = offset + bytes - begin;
@@ -241,6 +262,7 @@ class DenseReader {
   std::vector<unsigned char> tmp_;
   AlignedBuffer staging_;  // fill_batch's columns
   int direct_fd_ = -1;     // the file again, O_DIRECT (-1: buffered reads)
+  bool direct_tried_ = false;
   PreadEngine engine_;
 };
 

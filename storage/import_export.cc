@@ -46,13 +46,15 @@ std::pair<int64_t, int64_t> whole_columns(int64_t h, int64_t e0, int64_t e1) {
 // plan batches.
 class DenseReader {
  public:
-  DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite)
+  DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite,
+              bool direct_reads)
       : fd_(fd),
         path_(std::move(path)),
         l_(std::move(layout)),
         enc_{l_.item_bytes, l_.big_endian},
         n_(n),
-        check_(check_finite) {}
+        check_(check_finite),
+        direct_tried_(!direct_reads) {}
   ~DenseReader() {
     if (direct_fd_ >= 0) ::close(direct_fd_);
   }
@@ -326,7 +328,7 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd,
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       auto writer, ObjectWriter::begin(shared_, name, "matrix", source, g, placement_params(n)));
-  DenseReader reader(fd, path, layout, n, options.check_finite);
+  DenseReader reader(fd, path, layout, n, options.check_finite, options.direct_reads);
   const uint64_t budget = shared_->config.import_buffer;
   if (layout.fortran_order) {
     // Batches of several stripes' windows over a range of columns: the stream's two halves of

@@ -185,7 +185,8 @@ TEST(ColumnBatches, CoverEveryStripeInOrderWithinTheBounds) {
 }
 
 // The batched Fortran-order import (buffers large enough to plan batches) against the values,
-// for float64 and big-endian float32, n not a multiple of S, and export back to C order.
+// for float64 and big-endian float32, n not a multiple of S, and export back to C order; then
+// with direct_reads off, both orders read through the page cache.
 TEST_F(ImportExportTest, FortranOrderInBatchesOfSeveralStripes) {
   for (auto [n, s, buffer] : {std::tuple{150, 7, 1 << 20}, std::tuple{300, 64, 2 << 20}}) {
     store_.reset();
@@ -207,6 +208,11 @@ TEST_F(ImportExportTest, FortranOrderInBatchesOfSeveralStripes) {
     write_matrix_file(f32, header_v(1, dict(">f4", true, n, n)), n, true, true, true);
     ASSERT_TRUE(store_->import_npy("S" + tag, f32, options).is_ok());
     expect_values("S" + tag, true);
+    options.direct_reads = false;  // the same batches through the page cache
+    ASSERT_TRUE(store_->import_npy("P" + tag, f64, options).is_ok());
+    expect_values("P" + tag, false);
+    ASSERT_TRUE(store_->import_npy("Q" + tag, c64, options).is_ok());
+    expect_values("Q" + tag, false);
   }
 }
 

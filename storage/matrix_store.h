@@ -41,6 +41,9 @@ struct ImportOptions {
   // Chooses S once the order n is known from the file's header (the daemon's planner).
   std::function<int64_t(int64_t n)> stripe_rows_for;
   bool check_finite = true;  // refuse NaN and infinite values
+  // Large reads of the file through a second, O_DIRECT descriptor (reopened through
+  // /proc/self/fd) where allowed; false reads everything through the page cache.
+  bool direct_reads = true;
 };
 
 struct DenseLayout;

@@ -5,12 +5,15 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "storage/column_batches.h"
 #include "storage/matrix_store.h"
 #include "storage/npy.h"
 #include "storage/object_writer.h"
@@ -37,17 +40,27 @@ std::pair<int64_t, int64_t> whole_columns(int64_t h, int64_t e0, int64_t e1) {
 }
 
 // Reads elements of a dense n x n file into stripe order. C order: the whole columns of a window
-// are h row segments read in one batch (one read when they are whole rows) and transposed in
-// tiles over the cores (storage/transpose.h); Fortran order: one read per column segment.
+// are h row segments read in one batch (one O_DIRECT read into the staging block when they are
+// whole rows) and transposed in tiles over the cores (storage/transpose.h). Fortran order:
+// fill_batch reads a range of whole columns in one sequential read and gathers every stripe's rows
+// from it (column_batches.h); fill, one read per column segment, is left for buffers too small to
+// plan batches.
 class DenseReader {
  public:
-  DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite)
+  DenseReader(int fd, std::string path, DenseLayout layout, int64_t n, bool check_finite,
+              bool direct_reads)
       : fd_(fd),
         path_(std::move(path)),
         l_(std::move(layout)),
         enc_{l_.item_bytes, l_.big_endian},
         n_(n),
-        check_(check_finite) {}
+        check_(check_finite),
+        direct_tried_(!direct_reads) {}
+  ~DenseReader() {
+    if (direct_fd_ >= 0) ::close(direct_fd_);
+  }
+  DenseReader(const DenseReader&) = delete;
+  DenseReader& operator=(const DenseReader&) = delete;
 
   Status fill(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count, double* out) {
     const int64_t h = g.rows(I), e1 = e0 + count;
@@ -64,20 +77,66 @@ class DenseReader {
     return check_ ? check_finite(g, I, e0, count, out) : Status::ok();
   }
 
+  // Readies fill_batch for batches of at most `columns` columns (the staging block).
+  Status prepare_batches(int64_t columns) {
+    return prepare_staging(static_cast<uint64_t>(columns * n_) * l_.item_bytes);
+  }
+
+  // The windows of batch b (Fortran order): the file's whole columns [col_begin, col_end) in one
+  // read into the staging block, then each window's rows copied out of it over the cores.
+  Status fill_batch(const StripeGeometry& g, const ColumnBatch& b,
+                    std::span<const ElementRun> runs) {
+    const uint64_t item = static_cast<uint64_t>(l_.item_bytes);
+    const int64_t col0 = b.col_begin;
+    const uint64_t bytes = static_cast<uint64_t>((b.col_end - col0) * n_) * item;
+    const uint64_t offset = l_.data_offset + static_cast<uint64_t>(col0 * n_) * item;
+    const unsigned char* cols = nullptr;
+    STRIPESOLVE_ASSIGN_OR_RETURN(cols, read_staged(offset, bytes));
+    std::vector<int64_t> start(runs.size() + 1, 0);  // the runs as one range of elements
+    for (size_t i = 0; i < runs.size(); ++i) start[i + 1] = start[i] + runs[i].count;
+    parallel_for(start.back(), 64 * 1024, [&](int64_t lo, int64_t hi) {
+      size_t i = std::upper_bound(start.begin(), start.end(), lo) - start.begin() - 1;
+      for (; i < runs.size() && start[i] < hi; ++i) {
+        const ElementRun& run = runs[i];
+        const int64_t h = g.rows(run.stripe), rb = g.row_begin(run.stripe);
+        int64_t k = std::max(lo, start[i]) - start[i];
+        const int64_t k_end = std::min(hi, start[i + 1]) - start[i];
+        while (k < k_end) {  // one column segment of the stripe at a time
+          const int64_t e = run.e0 + k, c = e / h, r = e % h;
+          const int64_t len = std::min(h - r, k_end - k);
+          const unsigned char* src = cols + static_cast<uint64_t>((c - col0) * n_ + rb + r) * item;
+          double* out = run.out + k;
+          for (int64_t j = 0; j < len; ++j) out[j] = decode(src + j * item, enc_);
+          k += len;
+        }
+      }
+    });
+    if (!check_) return Status::ok();
+    for (const ElementRun& run : runs) {
+      STRIPESOLVE_RETURN_IF_ERROR(check_finite(g, run.stripe, run.e0, run.count, run.out));
+    }
+    return Status::ok();
+  }
+
  private:
   // Whole columns [cf, cl) of stripe I, C order: out[r + (c - cf) h].
   Status fill_block(const StripeGeometry& g, int64_t I, int64_t cf, int64_t cl, double* out) {
     const int64_t h = g.rows(I), rb = g.row_begin(I), w = cl - cf;
     const uint64_t item = static_cast<uint64_t>(l_.item_bytes);
+    if (w == n_) {  // whole rows: one contiguous run of the file, through the staging block
+      const uint64_t bytes = static_cast<uint64_t>(h * n_) * item;
+      STRIPESOLVE_RETURN_IF_ERROR(prepare_staging(bytes));
+      const unsigned char* rows = nullptr;
+      STRIPESOLVE_ASSIGN_OR_RETURN(
+          rows, read_staged(l_.data_offset + static_cast<uint64_t>(rb * n_) * item, bytes));
+      rows_to_columns(rows, h, w, enc_, out, h);
+      return Status::ok();
+    }
     tmp_.resize(static_cast<size_t>(h * w) * item);
     std::vector<IoRequest> reqs;
-    if (w == n_) {  // whole rows: one contiguous run of the file
-      reqs.push_back(request(static_cast<uint64_t>(rb * n_), tmp_.size(), tmp_.data()));
-    } else {
-      for (int64_t r = 0; r < h; ++r) {
-        reqs.push_back(request(static_cast<uint64_t>((rb + r) * n_ + cf), w * item,
-                               tmp_.data() + static_cast<uint64_t>(r * w) * item));
-      }
+    for (int64_t r = 0; r < h; ++r) {
+      reqs.push_back(request(static_cast<uint64_t>((rb + r) * n_ + cf), w * item,
+                             tmp_.data() + static_cast<uint64_t>(r * w) * item));
     }
     STRIPESOLVE_RETURN_IF_ERROR(engine_.run(reqs));
     rows_to_columns(tmp_.data(), h, w, enc_, out, h);
@@ -117,6 +176,60 @@ class DenseReader {
     return Status::ok();
   }
 
+  // A staging block for reads of up to `bytes`, and a second descriptor of the file opened with
+  // O_DIRECT where the filesystem allows it (tried once), so large reads go from the disk to the
+  // block without the page cache: no copy, nothing to evict, on cores the transposes need.
+  Status prepare_staging(uint64_t bytes) {
+    if (staging_.size() < bytes + 2 * kAlignment) {
+      staging_ = AlignedBuffer();
+      STRIPESOLVE_ASSIGN_OR_RETURN(staging_, AlignedBuffer::allocate(bytes + 2 * kAlignment));
+    }
+    if (!direct_tried_) {
+      // Only a descriptor open for reading is reopened (the same file, read-only): a caller's
+      // write-only descriptor still fails its reads as before.
+      direct_tried_ = true;
+      const int flags = ::fcntl(fd_, F_GETFL);
+      if (flags >= 0 && (flags & O_ACCMODE) != O_WRONLY) {
+        const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+        direct_fd_ = ::open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+      }
+    }
+    return Status::ok();
+  }
+
+  // File bytes [offset, offset + bytes) into the staging block; returns where they start in it.
+  // O_DIRECT reads cover the 4 KiB-aligned range around them; a read that meets the end of the
+  // file before `bytes` is an error, as for the buffered read.
+  Result<const unsigned char*> read_staged(uint64_t offset, uint64_t bytes) {
+    auto* block = reinterpret_cast<unsigned char*>(staging_.data());
+    if (direct_fd_ >= 0) {
+      const uint64_t begin = align_down(offset), need = offset + bytes - begin;
+      const uint64_t length = std::min<uint64_t>(align_up(need), staging_.size());
+      uint64_t done = 0;
+      while (done < need) {
+        const ssize_t got =
+            ::pread(direct_fd_, block + done, length - done, static_cast<off_t>(begin + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && errno == EINVAL && done == 0) break;  // alignment refused: buffered
+        if (got < 0) {
+          return Status::from_errno(errno,
+                                    "read " + path_ + " at offset " + std::to_string(begin + done));
+        }
+        if (got == 0) {
+          return Status::invalid_argument(path_ + ": unexpected end of file at offset " +
+                                          std::to_string(begin + done));
+        }
+        done += static_cast<uint64_t>(got);
+      }
+      if (done >= need) return block + (offset - begin);
+      ::close(direct_fd_);
+      direct_fd_ = -1;
+    }
+    const IoRequest req{IoOp::kRead, fd_, &path_, offset, bytes, staging_.data()};
+    STRIPESOLVE_RETURN_IF_ERROR(engine_.run({&req, 1}));
+    return block;
+  }
+
   // The first non-finite value of the window, named by its row and column.
   Status check_finite(const StripeGeometry& g, int64_t I, int64_t e0, int64_t count,
                       const double* out) const {
@@ -150,6 +263,9 @@ class DenseReader {
   int64_t n_;
   bool check_;
   std::vector<unsigned char> tmp_;
+  AlignedBuffer staging_;  // fill_batch's columns
+  int direct_fd_ = -1;     // the file again, O_DIRECT (-1: buffered reads)
+  bool direct_tried_ = false;
   PreadEngine engine_;
 };
 
@@ -213,9 +329,34 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd,
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       auto writer, ObjectWriter::begin(shared_, name, "matrix", source, g, placement_params(n)));
-  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
-                               AlignedBuffer::allocate(shared_->config.import_buffer));
-  DenseReader reader(fd, path, layout, n, options.check_finite);
+  DenseReader reader(fd, path, layout, n, options.check_finite, options.direct_reads);
+  const uint64_t budget = shared_->config.import_buffer;
+  if (layout.fortran_order) {
+    // Batches of several stripes' windows over a range of columns: the stream's two halves of
+    // budget / 4 each and a staging block of at most budget / 4 of the file's columns, 3/4 of
+    // import_buffer in all (192 MiB by default).
+    STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(budget / 2));
+    const std::vector<ColumnBatch> batches = plan_column_batches(
+        writer->placement(), batch_capacity(buffer), budget / 4, layout.item_bytes);
+    if (!batches.empty()) {
+      std::vector<std::vector<StripeWindow>> windows;
+      windows.reserve(batches.size());
+      int64_t widest = 0;
+      for (const ColumnBatch& b : batches) {
+        windows.push_back(b.windows);
+        widest = std::max(widest, b.col_end - b.col_begin);
+      }
+      STRIPESOLVE_RETURN_IF_ERROR(reader.prepare_batches(widest));
+      StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
+      const auto produce = [&](size_t k, std::span<const ElementRun> runs) {
+        return reader.fill_batch(g, batches[k], runs);
+      };
+      STRIPESOLVE_RETURN_IF_ERROR(
+          write_stripe_batches(stream, windows, produce, writer->manifest().checksums));
+      return writer->finish();
+    }
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(budget));
   StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
   const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
     return reader.fill(g, I, e0, count, out);
@@ -334,7 +475,35 @@ Status MatrixStore::export_npy(std::string_view name, int fd, const std::string&
     }
     return Status::ok();
   };
-  const auto consume = [&](int64_t I, int64_t e0, int64_t count, const double* in) {
+  // Write-behind: once all the rows of stripe I are written, their writeback starts, and the
+  // rows of the stripe before are waited for and dropped from the page cache. The export then
+  // holds about two stripes of the file in the cache instead of all of it until the fsync, its
+  // disk writes overlap its reads, and it reuses the pages it frees rather than touching fresh
+  // memory (costly on VMs that hand freed memory back to the host). Filesystems that do not
+  // support sync_file_range are left to the fsync.
+  std::optional<std::pair<uint64_t, uint64_t>> behind;
+  const auto sync_range = [&](uint64_t begin, uint64_t end, unsigned flags) {
+    if (::sync_file_range(fd, static_cast<off_t>(begin), static_cast<off_t>(end - begin), flags) ==
+            0 ||
+        errno == EINVAL || errno == ESPIPE || errno == ENOSYS || errno == EOPNOTSUPP) {
+      return Status::ok();
+    }
+    return Status::from_errno(errno, "write " + label);
+  };
+  const auto write_behind = [&](int64_t I) {
+    const uint64_t begin = file_offset(g.row_begin(I) * n);
+    const uint64_t end = file_offset((g.row_begin(I) + g.rows(I)) * n);
+    STRIPESOLVE_RETURN_IF_ERROR(sync_range(begin, end, SYNC_FILE_RANGE_WRITE));
+    if (behind) {
+      const auto [b, e] = *behind;
+      STRIPESOLVE_RETURN_IF_ERROR(sync_range(
+          b, e, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER));
+      ::posix_fadvise(fd, static_cast<off_t>(b), static_cast<off_t>(e - b), POSIX_FADV_DONTNEED);
+    }
+    behind = {begin, end};
+    return Status::ok();
+  };
+  const auto write_window = [&](int64_t I, int64_t e0, int64_t count, const double* in) {
     const int64_t h = g.rows(I), rb = g.row_begin(I), e1 = e0 + count;
     const auto [cf, cl] = whole_columns(h, e0, e1);
     if (cf >= cl) return write_rows(I, e0, e1, in);
@@ -350,6 +519,10 @@ Status MatrixStore::export_npy(std::string_view name, int fd, const std::string&
     }
     STRIPESOLVE_RETURN_IF_ERROR(io.run(reqs));
     return write_rows(I, cl * h, e1, in + (cl * h - e0));
+  };
+  const auto consume = [&](int64_t I, int64_t e0, int64_t count, const double* in) {
+    STRIPESOLVE_RETURN_IF_ERROR(write_window(I, e0, count, in));
+    return e0 + count == g.rows(I) * n ? write_behind(I) : Status::ok();
   };
   STRIPESOLVE_RETURN_IF_ERROR(write_at(0, header.data(), header.size()));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,

@@ -1,12 +1,17 @@
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "storage/column_batches.h"
 #include "storage/data_file.h"
+#include "storage/engine_select.h"
+#include "storage/fault_engine.h"
 #include "storage/matrix_store.h"
 #include "storage/npy.h"
 #include "storage/store_test_support.h"
@@ -134,6 +139,115 @@ TEST_F(ImportExportTest, FortranOrderV2Float32IsWidened) {
   write_matrix_file(in, header_v(2, dict("<f4", true, 131, 131)), 131, true, true, false);
   ASSERT_TRUE(store_->import_npy("F", in).is_ok());
   expect_values("F", true);
+}
+
+// Batches over column ranges: n not a multiple of S (a last stripe of 3 rows), several stripes'
+// windows per batch, windows that start before their batch's first column (4 KiB alignment), and
+// every stripe covered in order, within both bounds.
+TEST(ColumnBatches, CoverEveryStripeInOrderWithinTheBounds) {
+  for (auto [n, s, batch, staging, item] :
+       {std::tuple{150, 7, 256 * 1024, 256 * 1024, 8}, std::tuple{150, 7, 256 * 1024, 64 * 1024, 4},
+        std::tuple{300, 64, 512 * 1024, 512 * 1024, 8}, std::tuple{5, 7, 65536, 65536, 8}}) {
+    auto g = make_geometry(n, s);
+    ASSERT_TRUE(g.is_ok());
+    auto pl = Placement::make(*g, PlacementParams{2, 1, 0, kAlignment});
+    ASSERT_TRUE(pl.is_ok()) << pl.status().to_string();
+    const auto batches = plan_column_batches(*pl, batch, staging, item);
+    const std::string tag = std::to_string(n) + "/" + std::to_string(s);
+    ASSERT_GE(batches.size(), n > 5 ? 2u : 1u) << tag;
+    std::vector<uint64_t> next(static_cast<size_t>(g->stripes), 0);
+    size_t widest = 0;
+    for (const ColumnBatch& b : batches) {
+      uint64_t bytes = 0;
+      widest = std::max(widest, b.windows.size());
+      EXPECT_LE(static_cast<uint64_t>(b.col_end - b.col_begin) * n * item, staging) << tag;
+      for (const StripeWindow& w : b.windows) {
+        EXPECT_EQ(w.begin, next[w.stripe]) << tag;
+        EXPECT_GT(w.end, w.begin);
+        EXPECT_EQ(w.end % kAlignment, 0u);
+        const int64_t h = g->rows(w.stripe);
+        const uint64_t data_end = std::min(w.end, g->stripe_bytes(w.stripe));
+        EXPECT_GE(static_cast<int64_t>(w.begin / 8) / h, b.col_begin) << tag;
+        EXPECT_LE((static_cast<int64_t>(data_end / 8) + h - 1) / h, b.col_end) << tag;
+        next[w.stripe] = w.end;
+        bytes += w.end - w.begin;
+      }
+      EXPECT_LE(bytes, static_cast<uint64_t>(batch)) << tag;
+    }
+    for (int64_t I = 0; I < g->stripes; ++I) EXPECT_EQ(next[I], pl->stored_bytes(I)) << tag;
+    if (g->stripes > 1) {
+      EXPECT_GT(widest, 1u) << tag;
+    }
+  }
+  auto g = make_geometry(150, 7);
+  auto pl = Placement::make(*g, PlacementParams{1, 1, 0, kAlignment});
+  EXPECT_TRUE(plan_column_batches(*pl, 8192, 8192, 8).empty());  // too small: stripe by stripe
+}
+
+// The batched Fortran-order import (buffers large enough to plan batches) against the values,
+// for float64 and big-endian float32, n not a multiple of S, and export back to C order; then
+// with direct_reads off, both orders read through the page cache.
+TEST_F(ImportExportTest, FortranOrderInBatchesOfSeveralStripes) {
+  for (auto [n, s, buffer] : {std::tuple{150, 7, 1 << 20}, std::tuple{300, 64, 2 << 20}}) {
+    store_.reset();
+    config_.import_buffer = buffer;
+    store_ = std::move(MatrixStore::open(config_)).value();
+    ImportOptions options;
+    options.stripe_rows = s;
+    const std::string tag = std::to_string(n);
+    const std::string f64 = dir_ + "/bf" + tag + ".npy", c64 = dir_ + "/bc" + tag + ".npy";
+    const std::string out = dir_ + "/bo" + tag + ".npy";
+    write_matrix_file(f64, header_v(1, dict("<f8", true, n, n)), n, true, false, false);
+    auto info = store_->import_npy("F" + tag, f64, options);
+    ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+    expect_values("F" + tag, false);
+    write_matrix_file(c64, make_npy_header({n, n}), n, false, false, false);
+    ASSERT_TRUE(store_->export_npy("F" + tag, out).is_ok());
+    EXPECT_EQ(*read_whole_file(out, 1 << 20), *read_whole_file(c64, 1 << 20)) << tag;
+    const std::string f32 = dir_ + "/bs" + tag + ".npy";
+    write_matrix_file(f32, header_v(1, dict(">f4", true, n, n)), n, true, true, true);
+    ASSERT_TRUE(store_->import_npy("S" + tag, f32, options).is_ok());
+    expect_values("S" + tag, true);
+    options.direct_reads = false;  // the same batches through the page cache
+    ASSERT_TRUE(store_->import_npy("P" + tag, f64, options).is_ok());
+    expect_values("P" + tag, false);
+    ASSERT_TRUE(store_->import_npy("Q" + tag, c64, options).is_ok());
+    expect_values("Q" + tag, false);
+  }
+}
+
+// A non-finite value and a full disk during a batched Fortran-order import: the reason, and
+// nothing of the object left behind.
+TEST_F(ImportExportTest, FortranOrderBatchErrorsLeaveNothing) {
+  store_.reset();
+  config_.import_buffer = 1 << 20;
+  store_ = std::move(MatrixStore::open(config_)).value();
+  const int64_t n = 150;
+  const std::string f = dir_ + "/fnan.npy";
+  std::string data(static_cast<size_t>(8 * n * n), '\0');
+  const double inf = INFINITY;
+  std::memcpy(data.data() + 8 * (140 * n + 100), &inf, 8);  // row 100, column 140
+  std::ofstream(f, std::ios::binary) << header_v(1, dict("<f8", true, n, n)) << data;
+  ImportOptions options;
+  options.stripe_rows = 7;
+  auto info = store_->import_npy("X", f, options);
+  EXPECT_EQ(info.status().message(), f + ": non-finite value inf at row 100, column 140");
+  EXPECT_FALSE(std::filesystem::exists(config_.paths[0] + "/objects/X"));
+
+  StoreConfig inner_config;
+  inner_config.io_engine = "pread";
+  auto inner = make_io_engine(inner_config);
+  ASSERT_TRUE(inner.is_ok());
+  auto fault = std::make_shared<FaultEngine>(*inner, FaultPlan{FaultPlan::Kind::kFail, 5, ENOSPC});
+  store_.reset();
+  store_ = std::move(MatrixStore::open(config_, fault)).value();
+  const std::string g = dir_ + "/full.npy";
+  write_matrix_file(g, header_v(1, dict("<f8", true, n, n)), n, true, false, false);
+  info = store_->import_npy("Y", g, options);
+  EXPECT_TRUE(fault->fired());
+  EXPECT_EQ(info.status().code(), StatusCode::kNoSpace) << info.status().to_string();
+  for (const auto& p : config_.paths) EXPECT_FALSE(std::filesystem::exists(p + "/objects/Y"));
+  EXPECT_TRUE(store_->list()->empty());
 }
 
 TEST_F(ImportExportTest, V3BigEndianSmallerThanStripe) {

@@ -41,6 +41,9 @@ struct ImportOptions {
   // Chooses S once the order n is known from the file's header (the daemon's planner).
   std::function<int64_t(int64_t n)> stripe_rows_for;
   bool check_finite = true;  // refuse NaN and infinite values
+  // Large reads of the file through a second, O_DIRECT descriptor (reopened through
+  // /proc/self/fd) where allowed; false reads everything through the page cache.
+  bool direct_reads = true;
 };
 
 struct DenseLayout;
@@ -81,8 +84,11 @@ class MatrixStore {
                                       int64_t stripe_rows = 0);
 
   // Imports a square float64/float32 (widened) .npy file, v1-v3, C or Fortran order, streaming
-  // through config.import_buffer. Bad header, dtype, shape, size or (when checked) a non-finite
-  // value is kInvalidArgument naming the file (and row/column); nothing is left in the store.
+  // through config.import_buffer (C order: the buffer and a block of one window of the file's
+  // rows; Fortran order: half the buffer and a block of a quarter of it of whole columns; large
+  // reads bypass the page cache through an O_DIRECT reopen of the file). Bad header, dtype, shape,
+  // size or (when checked) a non-finite value is kInvalidArgument naming the file (and row/column);
+  // nothing is left in the store.
   Result<MatrixInfo> import_npy(std::string_view name, const std::string& path,
                                 const ImportOptions& options = {});
   // The same from an open file (the daemon's imports: a descriptor the client passed, never a

@@ -84,51 +84,111 @@ Status checksum_mismatch(const Placement& placement, std::span<const DataFile> f
                             " bytes): stored " + hex32(stored) + ", computed " + hex32(computed));
 }
 
+uint64_t batch_capacity(const AlignedBuffer& buffer) {
+  return halves_of(buffer).window;
+}
+
 Status write_stripes(const StripeStream& s, const ElementProducer& produce,
                      std::vector<std::optional<uint32_t>>& checksums) {
-  // The calling thread produces window k + 1 in one half while a writer task checksums and
-  // writes window k from the other; one write is in flight at a time, in window order, so the
-  // running checksums extend in order.
+  const Halves halves = halves_of(*s.buffer);
+  std::vector<std::vector<StripeWindow>> batches;
+  for (const Window& w : windows_of(*s.placement, halves.window)) {
+    batches.push_back({StripeWindow{w.stripe, w.begin, w.end}});
+  }
+  const auto one = [&produce](size_t, std::span<const ElementRun> runs) {
+    for (const ElementRun& r : runs) {
+      STRIPESOLVE_RETURN_IF_ERROR(produce(r.stripe, r.e0, r.count, r.out));
+    }
+    return Status::ok();
+  };
+  return write_stripe_batches(s, batches, one, checksums);
+}
+
+Status write_stripe_batches(const StripeStream& s,
+                            std::span<const std::vector<StripeWindow>> batches,
+                            const BatchProducer& produce,
+                            std::vector<std::optional<uint32_t>>& checksums) {
+  // The calling thread produces batch k + 1 in one half while a writer task checksums and
+  // writes batch k from the other; one batch is in flight at a time, in order, so the running
+  // checksums of each segment extend in order.
   const Placement& pl = *s.placement;
+  const StripeGeometry& g = pl.geometry();
   checksums.assign(pl.segment_count(), std::nullopt);
   const Halves halves = halves_of(*s.buffer);
-  std::vector<uint32_t> running;  // the current stripe's segments; owned by the writer task
+  std::vector<uint32_t> running(pl.segment_count(), 0);  // owned by the writer task
+  std::vector<uint64_t> next_byte(static_cast<size_t>(g.stripes), 0);
   std::future<Status> in_flight;
   auto wait = [&in_flight]() -> Status {
     return in_flight.valid() ? in_flight.get() : Status::ok();
   };
-  const std::vector<Window> windows = windows_of(pl, halves.window);
-  for (size_t k = 0; k < windows.size(); ++k) {
-    const Window win = windows[k];
+  std::vector<ElementRun> runs;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const std::vector<StripeWindow>& batch = batches[k];
     std::byte* base = halves.base[k % 2];
+    runs.clear();
+    uint64_t offset = 0;
+    for (const StripeWindow& w : batch) {
+      const bool valid = w.stripe >= 0 && w.stripe < g.stripes && w.begin == next_byte[w.stripe] &&
+                         w.end > w.begin && w.end <= pl.stored_bytes(w.stripe) &&
+                         w.end % kAlignment == 0;
+      if (!valid || offset + (w.end - w.begin) > halves.window) {
+        (void)wait();
+        return Status::internal("write_stripe_batches: batch " + std::to_string(k) +
+                                " has a window of stripe " + std::to_string(w.stripe) + " [" +
+                                std::to_string(w.begin) + ", " + std::to_string(w.end) +
+                                ") out of order or beyond the buffer");
+      }
+      next_byte[w.stripe] = w.end;
+      const uint64_t data_end = std::min(g.stripe_bytes(w.stripe), w.end);
+      runs.push_back(ElementRun{w.stripe, static_cast<int64_t>(w.begin / kElementBytes),
+                                static_cast<int64_t>((data_end - w.begin) / kElementBytes),
+                                reinterpret_cast<double*>(base + offset)});
+      offset += w.end - w.begin;
+    }
     if (halves.count == 1) STRIPESOLVE_RETURN_IF_ERROR(wait());
-    const uint64_t data = pl.geometry().stripe_bytes(win.stripe);
-    const uint64_t data_end = std::min(data, win.end);
-    const auto count = static_cast<int64_t>((data_end - win.begin) / kElementBytes);
-    Status produced = produce(win.stripe, static_cast<int64_t>(win.begin / kElementBytes), count,
-                              reinterpret_cast<double*>(base));
+    Status produced = produce(k, runs);
     const Status written = wait();
     STRIPESOLVE_RETURN_IF_ERROR(produced);
     STRIPESOLVE_RETURN_IF_ERROR(written);
-    std::memset(base + (data_end - win.begin), 0, win.end - data_end);  // 4 KiB tail padding
-    in_flight = std::async(std::launch::async, [&s, &pl, &running, &checksums, win, base] {
+    offset = 0;
+    for (const StripeWindow& w : batch) {  // 4 KiB tail padding
+      const uint64_t data_end = std::min(g.stripe_bytes(w.stripe), w.end);
+      std::memset(base + offset + (data_end - w.begin), 0, w.end - data_end);
+      offset += w.end - w.begin;
+    }
+    in_flight = std::async(std::launch::async, [&s, &pl, &running, &checksums, &batch, base] {
       std::vector<IoPiece> pieces;
-      std::vector<IoRequest> requests;
-      make_requests(s, win.stripe, win.begin, win.end, IoOp::kWrite, base, pieces, requests);
-      if (win.begin == 0) running.assign(pl.segments(win.stripe).size(), 0);
-      for (const IoPiece& p : pieces) {
-        uint32_t& crc = running[p.segment - pl.first_segment(win.stripe)];
-        crc = crc32c_extend(crc, base + p.buffer_offset, p.length);
+      std::vector<IoRequest> requests, batch_requests;
+      uint64_t at = 0;
+      for (const StripeWindow& w : batch) {
+        make_requests(s, w.stripe, w.begin, w.end, IoOp::kWrite, base + at, pieces, requests);
+        for (const IoPiece& p : pieces) {
+          uint32_t& crc = running[p.segment];
+          crc = crc32c_extend(crc, base + at + p.buffer_offset, p.length);
+        }
+        batch_requests.insert(batch_requests.end(), requests.begin(), requests.end());
+        at += w.end - w.begin;
       }
-      STRIPESOLVE_RETURN_IF_ERROR(s.engine->run(requests));
-      if (win.last_of_stripe) {
-        for (size_t i = 0; i < running.size(); ++i)
-          checksums[pl.first_segment(win.stripe) + i] = running[i];
+      STRIPESOLVE_RETURN_IF_ERROR(s.engine->run(batch_requests));
+      for (const StripeWindow& w : batch) {
+        if (w.end != pl.stored_bytes(w.stripe)) continue;
+        const int64_t first = pl.first_segment(w.stripe);
+        for (size_t i = 0; i < pl.segments(w.stripe).size(); ++i) {
+          checksums[first + i] = running[first + i];
+        }
       }
       return Status::ok();
     });
   }
-  return wait();
+  STRIPESOLVE_RETURN_IF_ERROR(wait());
+  for (int64_t I = 0; I < g.stripes; ++I) {
+    if (next_byte[I] != pl.stored_bytes(I)) {
+      return Status::internal("write_stripe_batches: stripe " + std::to_string(I) +
+                              " written up to byte " + std::to_string(next_byte[I]) + " of " +
+                              std::to_string(pl.stored_bytes(I)));
+    }
+  }
+  return Status::ok();
 }
 
 Status read_stripes(const StripeStream& s, const ElementConsumer& consume,

@@ -42,6 +42,37 @@ struct StripeStream {
 Status write_stripes(const StripeStream& s, const ElementProducer& produce,
                      std::vector<std::optional<uint32_t>>& checksums);
 
+// Bytes [begin, end) of the stored part of stripe I (4 KiB aligned, end <= stored_bytes(I)).
+struct StripeWindow {
+  int64_t stripe = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+// The data elements of one window of a batch: out[k] is element e0 + k of the stripe
+// (column-major, leading dimension h_I); `count` leaves out the 4 KiB padding.
+struct ElementRun {
+  int64_t stripe = 0;
+  int64_t e0 = 0;
+  int64_t count = 0;
+  double* out = nullptr;
+};
+using BatchProducer = std::function<Status(size_t batch, std::span<const ElementRun> runs)>;
+
+// The bytes one batch of write_stripe_batches may hold with `buffer` (half of it, 4 KiB aligned).
+uint64_t batch_capacity(const AlignedBuffer& buffer);
+
+// Writes stripes [0, N) as `batches` of windows, possibly of several stripes: a batch's windows
+// lie one after another in a half of the buffer, are produced by one call of `produce` and written
+// with all their requests in flight together, while the next batch is produced. Over all batches,
+// each stripe's windows must come in order and cover [0, stored_bytes) exactly, and each batch
+// must fit batch_capacity(); otherwise kInternal before anything is written for that batch.
+// write_stripes is the case of one window per batch. Fills `checksums` (one per segment).
+Status write_stripe_batches(const StripeStream& s,
+                            std::span<const std::vector<StripeWindow>> batches,
+                            const BatchProducer& produce,
+                            std::vector<std::optional<uint32_t>>& checksums);
+
 // Reads stripes [0, N) into `consume`; when `verify`, compares each segment with its known checksum
 // and returns kCorruption naming segment, stripe, path and offset on a mismatch.
 Status read_stripes(const StripeStream& s, const ElementConsumer& consume,

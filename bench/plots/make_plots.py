@@ -36,7 +36,7 @@ DENSE_GPU_MULTI = ["dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_S1024_2026-11
 TRIDIAG_GPU = "tridiag/results/gpu_bench_h100_2026-11-24_session4.json"
 TRIDIAG_CPU = "tridiag/results/cpu_bench_2cores.json"
 STORAGE = "storage/results/h100_host_nvme_run4_same_files.json"
-TRANSFER = "storage/results/transfer_2core_n16384_2026-11-26.json"
+TRANSFER = "storage/results/transfer_2core_n16384_2026-11-26_final_run1.json"
 DAEMON_E2E = [("dev VM, 2 cores, CPU", "daemon/results/tridiag_e2e_dev_vm.json"),
               ("H100 host, 1 GPU", "daemon/results/tridiag_e2e_h100.json"),
               ("H200 pair, 1 GPU", "daemon/results/tridiag_e2e_h200x2_1gpu_2026-11-26.json"),

@@ -1,7 +1,6 @@
 // Orchestration of the device solvers: recursive SPIKE levels, the interleaved and shared-memory
 // paths, workspace layout and breakdown flags (device_solve.h).
 #include <algorithm>
-#include <mutex>
 #include <string>
 
 #include <climits>
@@ -59,12 +58,17 @@ struct Bump {
   }
 };
 
-void ensure_shared_limits() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    set_shared_memory_limits();
-    set_reduction_shared_limits();
-  });
+// The kernels' dynamic shared memory limits, raised once per process; the first error is
+// every caller's (a launch asking for more than the default 48 KB would fail anyway).
+Status ensure_shared_limits() {
+  static const cudaError_t first = [] {
+    for (cudaError_t e :
+         {set_shared_memory_limits(), set_reduction_shared_limits(), set_group_spike_limits()}) {
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  }();
+  return cuda_check(first, "raising the tridiagonal kernels' shared memory limits");
 }
 
 }  // namespace
@@ -193,7 +197,7 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
         "GPU workspace of " + std::to_string(workspace_size) + " bytes is smaller than the " +
         std::to_string(workspace_bytes(algorithm, layout, b.rows)) + " bytes needed");
   }
-  ensure_shared_limits();
+  STRIPESOLVE_RETURN_IF_ERROR(ensure_shared_limits());
   auto* flags = static_cast<unsigned long long*>(workspace);
   STRIPESOLVE_RETURN_IF_ERROR(
       cuda_check(cudaMemsetAsync(flags, 0xFF, kFlagSlots * sizeof(unsigned long long), stream),
@@ -255,7 +259,7 @@ Status solve_host_chunked(bool pivoting, const double* dl, const double* d, cons
       chunk_rows == 0) {
     return Status::invalid_argument("chunked GPU solve: workspace or chunk size too small");
   }
-  ensure_shared_limits();
+  STRIPESOLVE_RETURN_IF_ERROR(ensure_shared_limits());
   auto* flags = static_cast<unsigned long long*>(workspace);
   STRIPESOLVE_RETURN_IF_ERROR(
       cuda_check(cudaMemsetAsync(flags, 0xFF, kFlagSlots * sizeof(unsigned long long), stream),

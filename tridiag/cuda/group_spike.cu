@@ -400,16 +400,19 @@ template <Pass kPass, bool kLone>
 void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes, void* stream) {
   auto kernel = g.s.pivoting ? group_spike_kernel<true, kPass, kLone>
                              : group_spike_kernel<false, kPass, kLone>;
-  static const bool limits_set = [] {
-    const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
-    for (auto k :
-         {group_spike_kernel<true, kPass, kLone>, group_spike_kernel<false, kPass, kLone>}) {
-      cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
-    }
-    return true;
-  }();
-  (void)limits_set;
   kernel<<<static_cast<unsigned>(blocks), threads, bytes, static_cast<cudaStream_t>(stream)>>>(g);
+}
+
+// The shared memory a launch of launch<kPass, kLone> may ask for, both pivoting variants.
+template <Pass kPass, bool kLone>
+cudaError_t set_limits() {
+  const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
+  for (auto k : {group_spike_kernel<true, kPass, kLone>, group_spike_kernel<false, kPass, kLone>}) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 // Both passes: groups of one warp, 288 rows each, kBlockWarps to a block.
@@ -457,6 +460,14 @@ void launch_form_separators(const WarpEnds& ends, std::size_t count, double* rl,
 
 void launch_warp_finish(const OnePass& s, const double* x_sep, void* stream) {
   launch_lone_warps<Pass::kFinish>(s, {}, x_sep, stream);
+}
+
+cudaError_t set_group_spike_limits() {
+  for (cudaError_t e : {set_limits<Pass::kWhole, true>(), set_limits<Pass::kWhole, false>(),
+                        set_limits<Pass::kEnds, true>(), set_limits<Pass::kFinish, true>()}) {
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace stripesolve::tridiag::gpu

@@ -30,6 +30,9 @@ struct OnePass {
 
 // Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once.
 void launch_group_spike(const OnePass& s, void* stream);
+// Raises the kernels' dynamic shared memory limit to what their launches ask for; the first
+// error, if any. Once per process, before the first launch (device_solve.cu).
+cudaError_t set_group_spike_limits();
 
 // A system of any size in two passes over it, every warp of 288 rows a partition of SPIKE
 // whose separator is its last row. Pass 1 leaves each warp's part of its separator's row of

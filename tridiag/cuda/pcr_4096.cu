@@ -402,12 +402,12 @@ void launch_pcr_4096(Algorithm algorithm, const double* dl, const double* d, con
   }
 }
 
-void set_pcr_4096_limits() {
+cudaError_t set_pcr_4096_limits() {
   const int bytes = static_cast<int>(kBytes);
-  cudaFuncSetAttribute(pcr_4096_kernel<Algorithm::kPcr>,
-                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  cudaFuncSetAttribute(pcr_4096_kernel<Algorithm::kPcrThomas>,
-                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  const cudaError_t e = cudaFuncSetAttribute(pcr_4096_kernel<Algorithm::kPcr>, attr, bytes);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(pcr_4096_kernel<Algorithm::kPcrThomas>, attr, bytes);
 }
 
 }  // namespace stripesolve::tridiag::gpu

@@ -195,12 +195,12 @@ void launch(const double* dl, const double* d, const double* du, const double* f
 }
 
 template <int W>
-void set_limits() {
+cudaError_t set_limits() {
   const int bytes = static_cast<int>(Layout<W>::kBytes);
-  cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcr, W>,
-                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcrThomas, W>,
-                       cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  const cudaError_t e = cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcr, W>, attr, bytes);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcrThomas, W>, attr, bytes);
 }
 
 }  // namespace
@@ -216,8 +216,8 @@ void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d, c
   launch<Algorithm::kPcrThomas, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
 }
 
-void set_pcr_block_limits() {
-  set_limits<8>();
+cudaError_t set_pcr_block_limits() {
+  return set_limits<8>();
 }
 
 }  // namespace stripesolve::tridiag::gpu

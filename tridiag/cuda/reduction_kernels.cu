@@ -233,23 +233,26 @@ void launch(const double* dl, const double* d, const double* du, const double* f
 }
 
 template <int W>
-void set_limits() {
+cudaError_t set_limits() {
+  cudaError_t first = cudaSuccess;
   for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr, Algorithm::kPcrThomas,
                         Algorithm::kCrPcrThomas}) {
     with_algorithm(alg, [&]<Algorithm A>() {
       if constexpr (is_cr(A) || W <= 4) {
-        cudaFuncSetAttribute(block_reduction_kernel<A, W>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(Block<W>::kBytes));
+        const cudaError_t e = cudaFuncSetAttribute(block_reduction_kernel<A, W>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(Block<W>::kBytes));
+        if (first == cudaSuccess) first = e;
       }
     });
   }
+  return first;
 }
 
 }  // namespace
 
-void set_pcr_block_limits();  // pcr_blocks.cu
-void set_pcr_4096_limits();   // pcr_4096.cu
+cudaError_t set_pcr_block_limits();  // pcr_blocks.cu
+cudaError_t set_pcr_4096_limits();   // pcr_4096.cu
 
 void launch_reduction_solver(Algorithm algorithm, const double* dl, const double* d,
                              const double* du, const double* f, double* x, std::size_t n,
@@ -274,13 +277,12 @@ void launch_reduction_solver(Algorithm algorithm, const double* dl, const double
   });
 }
 
-void set_reduction_shared_limits() {
-  set_limits<2>();
-  set_limits<4>();
-  set_limits<8>();
-  set_limits<16>();
-  set_pcr_block_limits();
-  set_pcr_4096_limits();
+cudaError_t set_reduction_shared_limits() {
+  for (cudaError_t e : {set_limits<2>(), set_limits<4>(), set_limits<8>(), set_limits<16>(),
+                        set_pcr_block_limits(), set_pcr_4096_limits()}) {
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace stripesolve::tridiag::gpu

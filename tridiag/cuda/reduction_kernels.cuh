@@ -12,7 +12,7 @@ void launch_reduction_solver(Algorithm algorithm, const double* dl, const double
                              const double* du, const double* f, double* x, std::size_t n,
                              std::size_t count, double tol, unsigned long long* flags,
                              void* stream);
-void set_reduction_shared_limits();
+cudaError_t set_reduction_shared_limits();
 
 // pcr and pcr_thomas for 1024 < n <= 2048 (pcr_blocks.cu) and 2048 < n <= 4096
 // (pcr_4096.cu).

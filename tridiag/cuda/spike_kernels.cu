@@ -449,15 +449,15 @@ void launch_small_system(bool pivoting, const double* dl, const double* d, const
   }
 }
 
-void set_shared_memory_limits() {
-  cudaFuncSetAttribute(partition_ends_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       kSharedBytesPass1);
-  cudaFuncSetAttribute(partition_ends_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       kSharedBytesPass1);
-  cudaFuncSetAttribute(partition_solve_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       kSharedBytes);
-  cudaFuncSetAttribute(partition_solve_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       kSharedBytes);
+cudaError_t set_shared_memory_limits() {
+  const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  for (cudaError_t e : {cudaFuncSetAttribute(partition_ends_kernel<true>, attr, kSharedBytesPass1),
+                        cudaFuncSetAttribute(partition_ends_kernel<false>, attr, kSharedBytesPass1),
+                        cudaFuncSetAttribute(partition_solve_kernel<true>, attr, kSharedBytes),
+                        cudaFuncSetAttribute(partition_solve_kernel<false>, attr, kSharedBytes)}) {
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace stripesolve::tridiag::gpu

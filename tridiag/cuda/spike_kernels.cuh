@@ -57,6 +57,6 @@ void launch_interleaved(bool pivoting, const double* dl, const double* d, const 
                         unsigned char* kinds, double tol, unsigned long long* flags, void* stream);
 
 // Raises the kernels' dynamic shared memory limit to kSharedBytes (once per process).
-void set_shared_memory_limits();
+cudaError_t set_shared_memory_limits();
 
 }  // namespace stripesolve::tridiag::gpu

@@ -113,6 +113,12 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
     return c;
   }
 
+  // With engine_ as set by the test: a uniform n x n matrix (seed `seed`) and `nrhs` right-hand
+  // sides solved at S^m = 4 with J parts streaming through an 18 MiB device budget, then
+  // resident; both match LAPACK.
+  void expect_streaming_and_resident_match_lapack(int64_t n, uint64_t seed, int64_t nrhs,
+                                                  const std::string& label);
+
   std::string root_;
   std::unique_ptr<storage::MatrixStore> store_;
   backend::CpuBackend cpu_;
@@ -141,6 +147,26 @@ std::vector<double> random_rhs(int64_t n, int64_t nrhs) {
   std::vector<double> b(static_cast<size_t>(n * nrhs));
   for (size_t k = 0; k < b.size(); ++k) b[k] = std::sin(0.37 * static_cast<double>(k) + 1.0);
   return b;
+}
+
+void GpuDenseTest::expect_streaming_and_resident_match_lapack(int64_t n, uint64_t seed,
+                                                              int64_t nrhs,
+                                                              const std::string& label) {
+  const auto a = generated("A", n, "uniform", seed);
+  const auto b = random_rhs(n, nrhs);
+  for (bool streaming : {true, false}) {
+    EngineConfig c = gpu_engine(streaming);
+    c.ram_budget = 64 * kMiB;
+    c.meta_stripes = 4;
+    if (streaming) c.gpu_memory = 18 * kMiB, c.segment_columns = 512;
+    DenseSolveOptions o;
+    o.reuse_factors = false;
+    o.store_factors = false;
+    auto rep = solve("A", b, nrhs, o, c);
+    ASSERT_TRUE(rep.is_ok()) << label << ", streaming " << streaming << ": "
+                             << rep.status().to_string();
+    expect_matches_lapack(a, n, b, nrhs, *rep, 1e-13, label + (streaming ? ", streaming" : ""));
+  }
 }
 
 TEST_P(GpuDenseTest, EveryStrategyAndPivotModeMatchesLapack) {
@@ -201,21 +227,7 @@ TEST_P(GpuDenseTest, SweepsFencedOffThePanelsSmsMatchLapack) {
   ASSERT_TRUE(fenced.is_ok()) << fenced.status().to_string();
   EXPECT_NE((*fenced)->description().find(" SMs"), std::string::npos) << (*fenced)->description();
   engine_ = std::move(*fenced);
-  const int64_t n = 28 * 64;
-  const auto a = generated("A", n, "uniform", 23);
-  const auto b = random_rhs(n, 2);
-  for (bool streaming : {true, false}) {
-    EngineConfig c = gpu_engine(streaming);
-    c.ram_budget = 64 * kMiB;
-    c.meta_stripes = 4;
-    if (streaming) c.gpu_memory = 18 * kMiB, c.segment_columns = 512;
-    DenseSolveOptions o;
-    o.reuse_factors = false;
-    o.store_factors = false;
-    auto rep = solve("A", b, 2, o, c);
-    ASSERT_TRUE(rep.is_ok()) << streaming << ": " << rep.status().to_string();
-    expect_matches_lapack(a, n, b, 2, *rep, 1e-13, streaming ? "fenced, streaming" : "fenced");
-  }
+  expect_streaming_and_resident_match_lapack(28 * 64, 23, 2, "fenced");
   auto none_left = backend::DeviceEngine::open(0, {.panel_sms = 100000});
   ASSERT_FALSE(none_left.is_ok());
   EXPECT_NE(none_left.status().message().find("engine.gpu_panel_sms"), std::string::npos)
@@ -230,21 +242,7 @@ TEST_P(GpuDenseTest, UpdatesInShortGemmsMatchLapack) {
   auto pieces = backend::DeviceEngine::open(0, {.update_k = 48});
   ASSERT_TRUE(pieces.is_ok()) << pieces.status().to_string();
   engine_ = std::move(*pieces);
-  const int64_t n = 28 * 64 + 5;
-  const auto a = generated("A", n, "uniform", 29);
-  const auto b = random_rhs(n, 3);
-  for (bool streaming : {true, false}) {
-    EngineConfig c = gpu_engine(streaming);
-    c.ram_budget = 64 * kMiB;
-    c.meta_stripes = 4;
-    if (streaming) c.gpu_memory = 18 * kMiB, c.segment_columns = 512;
-    DenseSolveOptions o;
-    o.reuse_factors = false;
-    o.store_factors = false;
-    auto rep = solve("A", b, 3, o, c);
-    ASSERT_TRUE(rep.is_ok()) << streaming << ": " << rep.status().to_string();
-    expect_matches_lapack(a, n, b, 3, *rep, 1e-13, streaming ? "pieces, streaming" : "pieces");
-  }
+  expect_streaming_and_resident_match_lapack(28 * 64 + 5, 29, 3, "GEMMs of depth 48");
   auto negative = backend::DeviceEngine::open(0, {.update_k = -1});
   ASSERT_FALSE(negative.is_ok());
   EXPECT_NE(negative.status().message().find("engine.gpu_update_k"), std::string::npos)

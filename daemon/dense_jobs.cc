@@ -12,19 +12,13 @@
 #include "protocol/messages.h"
 #include "protocol/npy.h"
 #include "scheduler/dense_solve.h"
+#include "storage/generators.h"
 
 namespace stripesolve::daemon {
 namespace {
 
 using protocol::get_int;
 using protocol::get_string;
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 nlohmann::json progress_json(const scheduler::Progress& p) {
   return {{"phase", p.phase},
@@ -165,25 +159,6 @@ Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits) {
   return Status::ok();
 }
 
-Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs,
-                                         uint64_t seed) {
-  if (kind != "ones" && kind != "uniform") {
-    return Status::invalid_argument("rhs.generate must be 'ones' or 'uniform', got '" + kind + "'");
-  }
-  std::vector<double> b(static_cast<size_t>(n * nrhs), 1.0);
-  if (kind == "uniform") {
-    for (int64_t j = 0; j < nrhs; ++j) {
-      for (int64_t i = 0; i < n; ++i) {
-        const uint64_t h =
-            splitmix64(seed ^ splitmix64(static_cast<uint64_t>(j) * 0x100000001b3ull +
-                                         static_cast<uint64_t>(i)));
-        b[j * n + i] = static_cast<double>(h >> 11) * 0x1.0p-53 - 0.5;
-      }
-    }
-  }
-  return b;
-}
-
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
                          const scheduler::EngineConfig& engine, DenseJobLimits limits) {
   registry.add(
@@ -224,7 +199,8 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
           if (rhs.contains("seed")) {
             STRIPESOLVE_ASSIGN_OR_RETURN(seed, get_int(rhs, "seed", 0, INT64_MAX));
           }
-          STRIPESOLVE_ASSIGN_OR_RETURN(b, generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
+          STRIPESOLVE_ASSIGN_OR_RETURN(
+              b, storage::generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
         }
         if (nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
         two_d = two_d || nrhs > 1;

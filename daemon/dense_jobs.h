@@ -44,10 +44,6 @@ inline constexpr uint64_t kRhsCopiesInFlight = 4;
 // within the available memory. kResourceExhausted naming the limit otherwise.
 Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits);
 
-// The generated right-hand sides: "ones", or "uniform" on [-0.5, 0.5) from (seed, row, col).
-Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs,
-                                         uint64_t seed);
-
 // `store`, `uploads` and `engine` must outlive the registry's jobs.
 // The factor a queued job of `type` with `params` makes and may resume after a restart (a dense
 // solve, not in place); nullopt for any other job.

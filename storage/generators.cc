@@ -144,4 +144,22 @@ void fill_generated(const GeneratorSpec& spec, int64_t n, int64_t row0, int64_t 
   }
 }
 
+Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs,
+                                         uint64_t seed) {
+  if (kind != "ones" && kind != "uniform") {
+    return Status::invalid_argument("rhs.generate must be 'ones' or 'uniform', got '" + kind + "'");
+  }
+  std::vector<double> b(static_cast<size_t>(n * nrhs), 1.0);
+  if (kind == "uniform") {
+    for (int64_t j = 0; j < nrhs; ++j) {
+      for (int64_t i = 0; i < n; ++i) {
+        const uint64_t h =
+            mix(seed ^ mix(static_cast<uint64_t>(j) * 0x100000001b3ull + static_cast<uint64_t>(i)));
+        b[j * n + i] = static_cast<double>(h >> 11) * 0x1.0p-53 - 0.5;
+      }
+    }
+  }
+  return b;
+}
+
 }  // namespace stripesolve::storage

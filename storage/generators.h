@@ -45,4 +45,9 @@ double generated_value(const GeneratorSpec& spec, int64_t n, int64_t row, int64_
 void fill_generated(const GeneratorSpec& spec, int64_t n, int64_t row0, int64_t rows, int64_t e0,
                     int64_t count, double* out);
 
+// The generated right-hand sides of a dense solve (n x nrhs, column-major): "ones", or "uniform"
+// on [-0.5, 0.5) from (seed, row, col); kInvalidArgument naming the kind otherwise.
+Result<std::vector<double>> generate_rhs(const std::string& kind, int64_t n, int64_t nrhs,
+                                         uint64_t seed);
+
 }  // namespace stripesolve::storage

@@ -93,5 +93,22 @@ TEST(Generators, UnknownNameListsKnownOnes) {
             "identity, hilbert, gepp_growth, wilkinson, wilkinson_t, graded, near_singular)");
 }
 
+TEST(Generators, RightHandSides) {
+  const auto ones = generate_rhs("ones", 5, 2, 1).value();
+  EXPECT_EQ(ones, std::vector<double>(10, 1.0));
+  const auto u = generate_rhs("uniform", 100, 3, 42).value();
+  ASSERT_EQ(u.size(), 300u);
+  for (double v : u) {
+    EXPECT_GE(v, -0.5);
+    EXPECT_LT(v, 0.5);
+  }
+  EXPECT_NE(u[0], u[1]);
+  EXPECT_NE(u[0], u[100]);  // columns differ
+  EXPECT_EQ(u, generate_rhs("uniform", 100, 3, 42).value());
+  EXPECT_NE(u, generate_rhs("uniform", 100, 3, 43).value());
+  EXPECT_EQ(generate_rhs("normal", 4, 1, 0).status().message(),
+            "rhs.generate must be 'ones' or 'uniform', got 'normal'");
+}
+
 }  // namespace
 }  // namespace stripesolve::storage

@@ -8,7 +8,8 @@
 // the same kernel around the system of their 288-row warps' separators, cuda/group_spike.cu;
 // systems beyond the device budget in chunks, cuda/spike_kernels.cu); spike and thomas for
 // interleaved batches (one thread per system, dynamic tiling); cr, pcr, cr_pcr, pcr_thomas,
-// cr_pcr_thomas for strided batches of n <= 4096 (one block per system, rows in registers).
+// cr_pcr_thomas for strided batches of n <= 4096 (a warp a system up to 256 rows, a block a
+// system above, rows in registers; docs/tridiag-kernels.md maps each size to its kernel).
 // bondeli and gepp are CPU-only (gepp's row interchanges are what diagonal pivoting avoids on
 // the GPU; bondeli's structure is SPIKE's).
 // kAuto: spike when stable is required, else thomas; on breakdown it falls back to spike, and

@@ -35,8 +35,9 @@ struct DeviceBatch {
 // pivoting, or with Thomas: 000 §II "SPIKE-Thomas"), kSpike and kThomas on interleaved batches
 // (one thread per system, dynamic tiling 000 §III-B), and kCr, kPcr, kCrPcr, kPcrThomas,
 // kCrPcrThomas on strided batches of n <= kMaxReductionSystem (a warp a system up to 256 rows,
-// a block of n / 256 warps above, the rows in registers: warp_reduction.cu,
-// reduction_kernels.cu). Others: kUnimplemented.
+// a block of 2, 4, 8 or 16 warps above (8 for pcr and pcr_thomas above 1024 rows), the rows in
+// registers: warp_reduction.cu, reduction_kernels.cu, pcr_blocks.cu, pcr_4096.cu; the map is
+// docs/tridiag-kernels.md). Others: kUnimplemented.
 inline constexpr std::size_t kMaxReductionSystem = 4096;
 
 bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n);

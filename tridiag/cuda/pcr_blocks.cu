@@ -1,7 +1,6 @@
 // pcr and pcr_thomas for strided batches of 1024 < n <= 2048 rows: a block of W = 8 warps a
 // system, blocks looping over systems and copying the next one into shared memory by cp.async
-// while they solve the current one. (The code takes W = 16 too, which solved 2048 < n <= 4096
-// at 50% of the H100's copy roofline for pcr; pcr_4096.cu, at 62%, has taken those sizes.)
+// while they solve the current one. Only W = 8 is launched (pcr_4096.cu takes n > 2048).
 //
 // The PCR steps at distances 1 .. W / 2 run with lane t of the block's warp c holding the 8
 // consecutive rows 8 (32 c + t) + s, as in a warp's system (warp_rows.cuh): a step takes its

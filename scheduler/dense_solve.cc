@@ -209,14 +209,9 @@ std::string factor_name_for(std::string_view matrix_name, const DenseSolveOption
 
 namespace {
 
-Result<SolveReport> solve_with(backend::Backend& backend,
-                               const std::vector<backend::DeviceEngine*>& engines,
-                               storage::MatrixStore& store, std::string_view matrix_name,
-                               const double* b, int64_t nrhs, const DenseSolveOptions& options,
-                               const EngineConfig& config_in, CancelToken& cancel,
-                               const SolveCallbacks& callbacks, TraceRecorder* trace) {
-  const auto start = Clock::now();
-  const std::string name(matrix_name);
+// The request's shape and options, before anything is opened.
+Status check_request(const std::string& name, const double* b, int64_t nrhs,
+                     const DenseSolveOptions& options) {
   if (nrhs < 1 || b == nullptr) {
     return Status::invalid_argument("dense solve of '" + name +
                                     "': need at least one right-hand side, got " +
@@ -232,6 +227,101 @@ Result<SolveReport> solve_with(backend::Backend& backend,
         "dense solve of '" + name +
         "': in_place turns the matrix into its factors, which are then stored");
   }
+  return Status::ok();
+}
+
+// The engines' device budgets: each within what the daemon's other GPU jobs leave of its device
+// (a default budget shrinks to it; an engine.gpu_memory it cannot give fails naming both
+// figures), the plan taking the smallest; reserved for this solve until `reservations` go.
+// Without engines: the CPU tier.
+Status reserve_devices(const std::vector<backend::DeviceEngine*>& engines,
+                       const EngineConfig& config_in, const std::string& name, EngineConfig* config,
+                       SolveReport* report,
+                       std::vector<gpu::DeviceBudget::Reservation>* reservations) {
+  const backend::DeviceEngine* engine = engines.empty() ? nullptr : engines.front();
+  report->backend = engine == nullptr ? "cpu" : engine->device() >= 0 ? "cuda" : "host";
+  config->gpus = static_cast<int64_t>(engines.size());
+  config->gpu_memory = 0;
+  if (engine == nullptr) return Status::ok();
+  report->device = engines.size() == 1 ? engine->description()
+                                       : std::to_string(engines.size()) +
+                                             " devices: " + engine->description() + ", ...";
+  for (const backend::DeviceEngine* e : engines) {
+    gpu::DeviceBudget& shared = gpu::DeviceBudget::of(e->device());
+    uint64_t budget = device_budget(config_in, e->free_memory());
+    if (config_in.gpu_memory == 0) budget = std::min(budget, shared.available());
+    config->gpu_memory = config->gpu_memory == 0 ? budget : std::min(config->gpu_memory, budget);
+  }
+  for (const backend::DeviceEngine* e : engines) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(auto r,
+                                 gpu::DeviceBudget::of(e->device())
+                                     .reserve(config->gpu_memory, "dense solve of '" + name + "'"));
+    reservations->push_back(std::move(r));
+  }
+  return Status::ok();
+}
+
+// Opens what the solve reads: A (unless in place), and the stored factor with its pivots and
+// growth when one of this very matrix may be reused (sv.factor then set); holds the factor's
+// name lock while this solve may make it.
+Status open_inputs(Solve& sv, const storage::MatrixInfo& info, CancelToken& cancel) {
+  if (sv.options.in_place) {
+    if (info.kind == "factor") {
+      if (!sv.options.reuse_factors) {
+        return Status::failed_precondition("matrix '" + sv.name +
+                                           "' was factored in place; its original values are gone");
+      }
+      STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor, sv.store.open_factor(sv.name));
+    }
+  } else {
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.a, sv.store.open_matrix(sv.name));
+    // Concurrent first solves of one matrix make one factor: the later ones wait here until it
+    // is committed (or given up), then reuse it (issue 15).
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        sv.factor_lock,
+        sv.store.lock_name(sv.report.factor_name, [&cancel] { return cancel.cancelled(); }));
+    auto existing = sv.store.open_factor(sv.report.factor_name);
+    if (existing.is_ok()) {
+      // Only the factor of this very matrix: its id (made at creation, so a matrix removed and
+      // made again under its name never matches), order and data checksums (issue 15).
+      const bool same = storage::is_factor_of((*existing)->info(), sv.a->info());
+      if (sv.options.reuse_factors && same) {
+        sv.factor = std::move(*existing);
+      } else {
+        existing->reset();
+        STRIPESOLVE_RETURN_IF_ERROR(sv.store.remove(sv.report.factor_name));
+      }
+    } else if (existing.status().code() != StatusCode::kNotFound) {
+      return existing.status();
+    }
+  }
+  if (sv.factor) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(auto blob, sv.factor->read_blob(kPivotsBlob));
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots, parse_all(blob, sv.g.stripes, sv.report.factor_name));
+    // A factor made before the growth was recorded has no such blob: growth -1.
+    if (auto bytes = sv.factor->read_blob(kMaxAbsUBlob); bytes.is_ok() && bytes->size() == 8) {
+      std::memcpy(&sv.max_abs_u, bytes->data(), 8);
+    }
+    if (!sv.pivots.empty() && sv.pivots[0].mode != sv.options.pivot) {
+      return Status::failed_precondition("factor '" + sv.report.factor_name + "' was made with " +
+                                         std::string(backend::pivot_mode_name(sv.pivots[0].mode)) +
+                                         " pivoting, not " +
+                                         std::string(backend::pivot_mode_name(sv.options.pivot)));
+    }
+    sv.report.reused_factors = true;
+  }
+  return Status::ok();
+}
+
+Result<SolveReport> solve_with(backend::Backend& backend,
+                               const std::vector<backend::DeviceEngine*>& engines,
+                               storage::MatrixStore& store, std::string_view matrix_name,
+                               const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                               const EngineConfig& config_in, CancelToken& cancel,
+                               const SolveCallbacks& callbacks, TraceRecorder* trace) {
+  const auto start = Clock::now();
+  const std::string name(matrix_name);
+  STRIPESOLVE_RETURN_IF_ERROR(check_request(name, b, nrhs, options));
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
   Solve sv{store,   name,    options, info.geometry, {}, {}, nullptr, nullptr,
            nullptr, nullptr, {},      false,         {}};
@@ -240,34 +330,10 @@ Result<SolveReport> solve_with(backend::Backend& backend,
   SolveReport& report = sv.report;
 
   EngineConfig config = config_in;
-  std::vector<gpu::DeviceBudget::Reservation> device_reservations;
   const backend::DeviceEngine* engine = engines.empty() ? nullptr : engines.front();
-  report.backend = engine == nullptr ? "cpu" : engine->device() >= 0 ? "cuda" : "host";
-  if (engine != nullptr) {
-    report.device = engines.size() == 1 ? engine->description()
-                                        : std::to_string(engines.size()) +
-                                              " devices: " + engine->description() + ", ...";
-    config.gpus = static_cast<int64_t>(engines.size());
-    // Each device's budget within what the daemon's other GPU jobs leave of its shared budget
-    // (a default budget shrinks to it; an engine.gpu_memory it cannot give fails naming both
-    // figures). The plan takes the smallest.
-    config.gpu_memory = 0;
-    for (const backend::DeviceEngine* e : engines) {
-      gpu::DeviceBudget& shared = gpu::DeviceBudget::of(e->device());
-      uint64_t budget = device_budget(config_in, e->free_memory());
-      if (config_in.gpu_memory == 0) budget = std::min(budget, shared.available());
-      config.gpu_memory = config.gpu_memory == 0 ? budget : std::min(config.gpu_memory, budget);
-    }
-    for (const backend::DeviceEngine* e : engines) {
-      STRIPESOLVE_ASSIGN_OR_RETURN(
-          auto r, gpu::DeviceBudget::of(e->device())
-                      .reserve(config.gpu_memory, "dense solve of '" + name + "'"));
-      device_reservations.push_back(std::move(r));
-    }
-  } else {
-    config.gpus = 0;
-    config.gpu_memory = 0;
-  }
+  std::vector<gpu::DeviceBudget::Reservation> device_reservations;
+  STRIPESOLVE_RETURN_IF_ERROR(
+      reserve_devices(engines, config_in, name, &config, &report, &device_reservations));
   STRIPESOLVE_ASSIGN_OR_RETURN(
       report.plan, plan_dense(n, g.stripe_rows, config, describe_machine(config, info.path_count)));
   const Plan& plan = report.plan;
@@ -277,51 +343,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
             report.backend, report.device.empty() ? "" : " on ", report.device, plan_to_text(plan));
   report.factor_name = factor_name_for(name, options);
 
-  if (options.in_place) {
-    if (info.kind == "factor") {
-      if (!options.reuse_factors) {
-        return Status::failed_precondition("matrix '" + name +
-                                           "' was factored in place; its original values are gone");
-      }
-      STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor, store.open_factor(name));
-    }
-  } else {
-    STRIPESOLVE_ASSIGN_OR_RETURN(sv.a, store.open_matrix(name));
-    // Concurrent first solves of one matrix make one factor: the later ones wait here until it
-    // is committed (or given up), then reuse it (issue 15).
-    STRIPESOLVE_ASSIGN_OR_RETURN(sv.factor_lock, store.lock_name(report.factor_name, [&cancel] {
-      return cancel.cancelled();
-    }));
-    auto existing = store.open_factor(report.factor_name);
-    if (existing.is_ok()) {
-      // Only the factor of this very matrix: its id (made at creation, so a matrix removed and
-      // made again under its name never matches), order and data checksums (issue 15).
-      const bool same = storage::is_factor_of((*existing)->info(), sv.a->info());
-      if (options.reuse_factors && same) {
-        sv.factor = std::move(*existing);
-      } else {
-        existing->reset();
-        STRIPESOLVE_RETURN_IF_ERROR(store.remove(report.factor_name));
-      }
-    } else if (existing.status().code() != StatusCode::kNotFound) {
-      return existing.status();
-    }
-  }
-  if (sv.factor) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(auto blob, sv.factor->read_blob(kPivotsBlob));
-    STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots, parse_all(blob, g.stripes, report.factor_name));
-    // A factor made before the growth was recorded has no such blob: growth -1.
-    if (auto bytes = sv.factor->read_blob(kMaxAbsUBlob); bytes.is_ok() && bytes->size() == 8) {
-      std::memcpy(&sv.max_abs_u, bytes->data(), 8);
-    }
-    if (!sv.pivots.empty() && sv.pivots[0].mode != options.pivot) {
-      return Status::failed_precondition("factor '" + report.factor_name + "' was made with " +
-                                         std::string(backend::pivot_mode_name(sv.pivots[0].mode)) +
-                                         " pivoting, not " +
-                                         std::string(backend::pivot_mode_name(options.pivot)));
-    }
-    report.reused_factors = true;
-  }
+  STRIPESOLVE_RETURN_IF_ERROR(open_inputs(sv, info, cancel));
 
   cache::StripeCache cache(config.ram_budget);
   ProgressMeter progress(callbacks.on_progress, config.progress_interval_seconds);

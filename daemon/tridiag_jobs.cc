@@ -268,6 +268,40 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - origin).count();
 }
 
+// The batch on the GPUs. The job's device memory comes from the budget the daemon's GPU jobs
+// share (a dense solve's GPU tier holds its own from it): what the batch needs (its five arrays
+// and about as much workspace), at most tridiag.gpu_memory or 90% of the free memory; when the
+// budget cannot give it, kResourceExhausted naming both figures. A strided or ragged batch is
+// shared by every device (tridiag::solve_batch_gpus), each with its part's share of the memory
+// from its own budget.
+Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
+                                           const tridiag::BatchArrays& arrays,
+                                           const tridiag::SolveOptions& options,
+                                           const TridiagPlan& plan,
+                                           const TridiagJobConfig& config) {
+  tridiag::GpuOptions gpu;
+  gpu.solve = options;
+  uint64_t cap = config.gpu_memory;
+  if (cap == 0) {
+    const auto devices = gpu::list_devices();
+    cap = devices.empty() ? 0 : devices.front().free_memory / 10 * 9;
+  }
+  const int devices =
+      shape.layout == tridiag::BatchLayout::kInterleaved
+          ? 1
+          : std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
+  const uint64_t need = std::min<uint64_t>(
+      cap, (sizeof(double) * 2 * 5 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
+  std::vector<gpu::DeviceBudget::Reservation> held;
+  for (int d = 0; d < devices; ++d) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        auto r, gpu::DeviceBudget::of(d).reserve(need, "tridiagonal batch on the GPU"));
+    held.push_back(std::move(r));
+  }
+  gpu.device_memory_budget = need;
+  return tridiag::solve_batch_gpus(shape, arrays, gpu, devices);
+}
+
 Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
                                    const TridiagJobConfig& config) {
   Job& job = ctx.job();
@@ -344,42 +378,7 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
   const auto solve_start = Clock::now();
   Result<tridiag::SolveReport> report = Status::internal("the batch was not solved");
   if (use_gpu) {
-    tridiag::GpuOptions gpu;
-    gpu.solve = options;
-    // The job's device memory comes from the budget the daemon's GPU jobs share (a dense solve's
-    // GPU tier holds its own from it): what the batch needs (its five arrays and about as much
-    // workspace), at most tridiag.gpu_memory or 90% of the free memory. When the budget cannot
-    // give it, `auto` solves on the CPU and `gpu` fails naming both figures.
-    uint64_t cap = config.gpu_memory;
-    if (cap == 0) {
-      const auto devices = gpu::list_devices();
-      cap = devices.empty() ? 0 : devices.front().free_memory / 10 * 9;
-    }
-    // A strided or ragged batch is shared by every device (tridiag::solve_batch_gpus), each
-    // with its part's share of the memory from its own budget.
-    const int devices =
-        shape.layout == tridiag::BatchLayout::kInterleaved
-            ? 1
-            : std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
-    const uint64_t need = std::min<uint64_t>(
-        cap,
-        (sizeof(double) * 2 * 5 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
-    std::vector<gpu::DeviceBudget::Reservation> held;
-    Status reserved = Status::ok();
-    for (int d = 0; d < devices && reserved.is_ok(); ++d) {
-      auto r = gpu::DeviceBudget::of(d).reserve(need, "tridiagonal batch on the GPU");
-      if (r.is_ok()) {
-        held.push_back(std::move(r).value());
-      } else {
-        reserved = r.status();
-      }
-    }
-    if (reserved.is_ok()) {
-      gpu.device_memory_budget = need;
-      report = tridiag::solve_batch_gpus(shape, arrays, gpu, devices);
-    } else {
-      report = reserved;
-    }
+    report = solve_on_gpus(shape, arrays, options, plan, config);
     const StatusCode code = report.is_ok() ? StatusCode::kOk : report.status().code();
     if (params.device == TridiagDevice::kAuto &&
         (code == StatusCode::kUnimplemented || code == StatusCode::kResourceExhausted)) {

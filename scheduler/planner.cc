@@ -74,6 +74,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("gpu_update_k", c.gpu_update_k, 0, int64_t{1} << 20);
   map.get("assumed_gflops", c.assumed_gflops, 0.0, 1e9);
   map.get("ssd_bytes_per_second", c.ssd_bytes_per_second, 0.0, 1e15);
+  map.get("pcie_bytes_per_second", c.pcie_bytes_per_second, 0.0, 1e15);
   map.get("progress_interval_seconds", c.progress_interval_seconds, 0.01, 3600.0);
   map.finish();
 }
@@ -91,6 +92,8 @@ Machine describe_machine(const EngineConfig& c, int64_t paths) {
                                   : 15.0 * static_cast<double>(m.cores);
   m.ssd_bytes_per_second =
       c.ssd_bytes_per_second > 0 ? c.ssd_bytes_per_second : 1e9 * static_cast<double>(m.paths);
+  m.pcie_bytes_per_second =
+      (c.pcie_bytes_per_second > 0 ? c.pcie_bytes_per_second : 50e9) * static_cast<double>(m.gpus);
   return m;
 }
 
@@ -241,6 +244,19 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     p.round_robin_levels = std::clamp<int64_t>(p.round_robin_levels, 1, 64);
   }
 
+  if (m.gpus > 0) {  // 8b: a sweep streams each J after the meta-stripe through the device once
+    const uint64_t matrix = 8ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
+    if (p.device_resident) {
+      p.pcie_bytes = matrix;
+    } else {
+      const int64_t metas = (p.stripes + p.meta_stripes - 1) / p.meta_stripes;
+      for (int64_t im = 0; im < metas; ++im) {
+        const int64_t from = std::min(p.stripes, im * p.meta_stripes);
+        p.pcie_bytes += static_cast<uint64_t>(p.stripes - from) * p.stripe_bytes;
+      }
+    }
+  }
+
   // Forecasts: cache model with the budget net of per-part slack.
   TrafficModel model{n, p.stripes, m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0};
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
@@ -250,9 +266,16 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     if (t.is_ok()) {
       f.feasible = true;
       f.traffic = *t;
+      const double compute = p.flops / (m.gflops * 1e9);
       const double io =
           static_cast<double>(t->bytes_read + t->bytes_written) / m.ssd_bytes_per_second;
-      f.time_bound_seconds = std::max(p.flops / (m.gflops * 1e9), io);
+      const double pcie = m.pcie_bytes_per_second > 0
+                              ? static_cast<double>(p.pcie_bytes) / m.pcie_bytes_per_second
+                              : 0.0;
+      f.time_bound_seconds = std::max({compute, io, pcie});
+      f.limited_by = f.time_bound_seconds == compute ? "compute"
+                     : f.time_bound_seconds == io    ? "disk"
+                                                     : "PCIe";
     }
     p.forecasts.push_back(f);
   }
@@ -271,11 +294,11 @@ std::string plan_to_text(const Plan& p) {
   if (p.gpu_memory > 0) {
     out += fmt::format(
         "  GPU tier: device budget {}, working set {} ({}), J segments of {} columns, "
-        "{} look-ahead lane\n",
+        "{} look-ahead lane, {} to the device\n",
         format_bytes(p.gpu_memory), format_bytes(p.device_bytes_needed),
         p.device_resident ? "the whole matrix stays on the device"
                           : "J stripes stream through the device",
-        p.segment_columns, p.lookahead_workers);
+        p.segment_columns, p.lookahead_workers, format_bytes(p.pcie_bytes));
   }
   for (const auto& f : p.forecasts) {
     if (!f.feasible) {
@@ -285,10 +308,10 @@ std::string plan_to_text(const Plan& p) {
     }
     const double mb = static_cast<double>(f.traffic.matrix_bytes);
     out += fmt::format(
-        "  {:<12} SSD read {} ({:.2f}x A) written {} ({:.2f}x A), time >= {:.1f} s\n",
+        "  {:<12} SSD read {} ({:.2f}x A) written {} ({:.2f}x A), time >= {:.1f} s ({}-bound)\n",
         strategy_name(f.strategy), format_bytes(f.traffic.bytes_read),
         static_cast<double>(f.traffic.bytes_read) / mb, format_bytes(f.traffic.bytes_written),
-        static_cast<double>(f.traffic.bytes_written) / mb, f.time_bound_seconds);
+        static_cast<double>(f.traffic.bytes_written) / mb, f.time_bound_seconds, f.limited_by);
   }
   for (const auto& note : p.notes) out += "  note: " + note + "\n";
   return out;
@@ -310,6 +333,7 @@ std::string plan_to_json(const Plan& p) {
                       {"gpu_memory", p.gpu_memory},
                       {"device_bytes_needed", p.device_bytes_needed},
                       {"device_resident", p.device_resident},
+                      {"pcie_bytes", p.pcie_bytes},
                       {"notes", p.notes}};
   nlohmann::json fs = nlohmann::json::array();
   for (const auto& f : p.forecasts) {
@@ -321,6 +345,7 @@ std::string plan_to_json(const Plan& p) {
       e["read_over_matrix"] =
           static_cast<double>(f.traffic.bytes_read) / static_cast<double>(f.traffic.matrix_bytes);
       e["time_bound_seconds"] = f.time_bound_seconds;
+      e["limited_by"] = f.limited_by;
     }
     fs.push_back(e);
   }

@@ -62,13 +62,15 @@ struct EngineConfig {
   int64_t gpu_update_k = 0;          // depth of each J-update GEMM on a GPU (DeviceEngineOptions)
   double assumed_gflops = 0;         // for the time bound; 0 = 15 GFLOP/s per core (CPU)
   double ssd_bytes_per_second = 0;   // for the time bound; 0 = 1 GB/s per path
+  double pcie_bytes_per_second = 0;  // for the time bound, host <-> device each way, per GPU;
+                                     // 0 = 50 GB/s (pinned copies on an H100 host: 55)
   double progress_interval_seconds = 0.5;  // rate limit of the progress callback
 };
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, cores, gpu_memory, gpus, gpu_panel_sms,
-// gpu_update_k, assumed_gflops,
-// ssd_bytes_per_second, progress_interval_seconds. Throws ConfigError (base/config.h).
+// gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
+// progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
 
 struct Machine {
@@ -77,8 +79,9 @@ struct Machine {
   int64_t cores = 1;
   uint64_t gpu_memory = 0;
   int64_t gpus = 0;
-  double gflops = 0;                // sustained dgemm rate of the backend
-  double ssd_bytes_per_second = 0;  // of all paths together
+  double gflops = 0;                 // sustained dgemm rate of the backend
+  double ssd_bytes_per_second = 0;   // of all paths together
+  double pcie_bytes_per_second = 0;  // host -> device of all GPUs together (0: no GPU)
 };
 
 // The machine as the config describes it, filling the unset values from the host. With a
@@ -95,7 +98,10 @@ struct StrategyForecast {
   Strategy strategy = Strategy::kMetaZigzag;
   bool feasible = false;  // false: the budget cannot hold the working set
   Traffic traffic;
+  // max(flops / the machine's rate, SSD bytes / the disks' rate, host -> device bytes / PCIe),
+  // and which of the three it is: "compute", "disk" or "PCIe".
   double time_bound_seconds = 0;
+  std::string limited_by;
 };
 
 struct Plan {
@@ -110,10 +116,13 @@ struct Plan {
   int64_t lookahead_workers = 0;   // elim.J lanes for the critical path only (GPU tier: 1)
   uint64_t stripe_bytes = 0;       // one full stripe, 8 S n
   uint64_t ram_budget = 0;
-  double flops = 0;                         // 2/3 n^3
-  uint64_t gpu_memory = 0;                  // device budget of the GPU tier (0: CPU backend)
-  uint64_t device_bytes_needed = 0;         // the GPU tier's working set (8b)
-  bool device_resident = false;             // the whole matrix fits the device budget beside it
+  double flops = 0;                  // 2/3 n^3
+  uint64_t gpu_memory = 0;           // device budget of the GPU tier (0: CPU backend)
+  uint64_t device_bytes_needed = 0;  // the GPU tier's working set (8b)
+  bool device_resident = false;      // the whole matrix fits the device budget beside it
+  // Host -> device bytes of the GPU tier's factorization (the same again comes back): A once
+  // when it stays on the device; else, per meta-stripe, its stripes and every J after it.
+  uint64_t pcie_bytes = 0;
   std::vector<std::string> notes;           // what was pinned, what limits the plan
   std::vector<StrategyForecast> forecasts;  // basic, zigzag, meta_zigzag
 };

@@ -64,17 +64,7 @@ void UploadStore::claim_named(uid_t owner, const nlohmann::json& job) {
 
 size_t UploadStore::drop_connection(uint64_t connection) {
   MutexLock lock(mu_);
-  size_t dropped = 0;
-  for (auto it = uploads_.begin(); it != uploads_.end();) {
-    if (it->second.connection != connection || it->second.claimed) {
-      ++it;
-      continue;
-    }
-    held_ -= std::min<uint64_t>(held_, it->second.bytes.size());
-    it = uploads_.erase(it);
-    ++dropped;
-  }
-  return dropped;
+  return drop_if([&](const Entry& e) { return e.connection == connection && !e.claimed; });
 }
 
 Result<std::string> UploadStore::take(uid_t owner, uint64_t id) {
@@ -95,17 +85,7 @@ Result<std::string> UploadStore::take(uid_t owner, uint64_t id) {
 
 size_t UploadStore::expire(std::chrono::steady_clock::time_point now, std::chrono::seconds ttl) {
   MutexLock lock(mu_);
-  size_t expired = 0;
-  for (auto it = uploads_.begin(); it != uploads_.end();) {
-    if (it->second.created + ttl > now) {
-      ++it;
-      continue;
-    }
-    held_ -= std::min<uint64_t>(held_, it->second.bytes.size());
-    it = uploads_.erase(it);
-    ++expired;
-  }
-  return expired;
+  return drop_if([&](const Entry& e) { return e.created + ttl <= now; });
 }
 
 uint64_t UploadStore::bytes_held() const {

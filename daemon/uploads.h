@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -61,6 +62,18 @@ class UploadStore {
     bool claimed = false;
   };
   void claim(uid_t owner, uint64_t id) REQUIRES(mu_);
+  // Removes the uploads `drop` picks and returns their bytes to the account; how many went.
+  template <typename Drop>
+  size_t drop_if(Drop drop) REQUIRES(mu_) {
+    uint64_t freed = 0;
+    const size_t dropped = std::erase_if(uploads_, [&](const auto& kv) {
+      if (!drop(kv.second)) return false;
+      freed += kv.second.bytes.size();
+      return true;
+    });
+    held_ -= std::min(held_, freed);
+    return dropped;
+  }
 
   const uint64_t max_total_;
   mutable Mutex mu_;

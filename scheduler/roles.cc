@@ -84,12 +84,15 @@ bool ElimJRole::critical(const Task& t) const {
 }
 
 void ElimJRole::run(int64_t worker) {
-  // 002 §8.1: critical updates first, in the order of the eliminations they wait for and then of
-  // J (the order elim.I needs them); the sweep's other updates after them in their order. Any pop
-  // order is safe: the master queues an update of J only once J's previous update has finished.
+  // 002 §8.1: critical updates first, by J and then by the eliminations they follow: elim.I
+  // factors J only after all of J's updates, so every update of the next stripe goes before any
+  // of a later one (ranking by i_end first put the previous meta-stripe's updates of every later
+  // stripe before the next stripe's update by its neighbour). The sweep's other updates after
+  // them in their order. Any pop order is safe: the master queues an update of J only once J's
+  // previous update has finished.
   const int64_t stripes = g_.stripes;
   auto rank = [this, stripes](const Task& q) {
-    return critical(q) ? q.i_end * stripes + q.stripe : stripes * stripes;
+    return critical(q) ? q.stripe * stripes + q.i_end : stripes * stripes;
   };
   auto left_to_lookahead = [this](const Task& q) {
     for (int64_t w = 0; w < lookahead_; ++w) {

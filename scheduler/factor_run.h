@@ -14,7 +14,8 @@
 //   elim.J x k: kWaitElimJ -> kElimJ -> kIdle, releasing each I (count -= 1; the last one
 //     unsticks I). Workers take the updates on the critical path first: those of a J in the
 //     meta-stripe eliminated next, lowest J first (002 §8.1); then the oldest. Look-ahead
-//     workers (FactorParams::lookahead_workers) take only those.
+//     workers (FactorParams::lookahead_workers) take only those; beside them, the other
+//     workers take them only when no other update is queued for them.
 //   monitor: checks the cancel token and emits rate-limited progress.
 // At the end every dirty part is written back and stays cached, clean (cache write_back), so the
 // substitution finds them; the caller stores the pivots and commits the factor object.

@@ -87,7 +87,8 @@ class ElimJRole {
   Elimination& elimination_;
   const std::vector<stripe::StripePivots>& pivots_;
   const std::vector<int64_t> meta_of_;  // meta-stripe of each stripe
-  const int64_t lookahead_;             // workers [0, lookahead_) take critical updates only
+  const int64_t lookahead_;  // workers [0, lookahead_) take critical updates only; the others
+                             // take them when no sweep update is queued for them
   WorkQueue<Task> queue_;
   std::vector<std::thread> threads_;
 };

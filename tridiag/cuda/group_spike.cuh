@@ -4,13 +4,9 @@
 
 #include <cstddef>
 
-#include "tridiag/cuda/small_solves.h"  // kLaneRows
+#include "tridiag/cuda/kernel_limits.h"
 
 namespace stripesolve::tridiag::gpu {
-
-inline constexpr int kWarpRows = 32 * kLaneRows;  // 288
-inline constexpr int kMaxGroupWarps = 16;         // one block of 512 threads
-inline constexpr std::size_t kMaxGroupSystem = std::size_t{kWarpRows} * kMaxGroupWarps;  // 4608
 
 // The rows of one solve by the kernel. Couplings (dl, du) are cut at every multiple of n, so
 // that a strided batch of systems of n rows, or one system (n = rows), is one solve. Breakdown

@@ -28,6 +28,7 @@
 
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_rows.cuh"
 
@@ -37,7 +38,7 @@ namespace {
 
 using namespace warp;
 
-constexpr int N = 4096, M = 16, kWarps = 8, T = 32 * kWarps;
+constexpr int N = static_cast<int>(kMaxReductionSystem), M = 16, kWarps = 8, T = 32 * kWarps;
 // Row r in the copy's arrays: two doubles of padding every 16 rows, so that a thread's 16
 // consecutive rows are read by 16-byte loads without bank conflicts (and copied 16 bytes at a
 // time).

@@ -4,11 +4,10 @@
 
 #include <cstddef>
 
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag::gpu {
-
-inline constexpr std::size_t kMaxWarpSystem = 256;
 
 void launch_warp_reduction(Algorithm algorithm, const double* dl, const double* d, const double* du,
                            const double* f, double* x, std::size_t n, std::size_t count, double tol,

@@ -24,8 +24,9 @@ struct OnePass {
   std::size_t stride;
 };
 
-// Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once.
-void launch_group_spike(const OnePass& s, void* stream);
+// Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once,
+// in groups of `warps` warps (choose_kernel's width: 1 where a warp holds whole systems).
+void launch_group_spike(const OnePass& s, int warps, void* stream);
 // Raises the kernels' dynamic shared memory limit to what their launches ask for; the first
 // error, if any. Once per process, before the first launch (device_solve.cu).
 cudaError_t set_group_spike_limits();

@@ -19,8 +19,11 @@
 // Ownership: a block owns its system, each warp its class's rows in registers (only its lanes
 // write them, and their copies in shared memory); shared memory is written between barriers by
 // the threads whose rows it holds, or by the warp that uses a part as its transpose array.
+#include <string>
+
 #include <cuda_runtime.h>
 
+#include "base/internal_error.h"
 #include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_reduction.cuh"
@@ -254,26 +257,35 @@ cudaError_t set_limits() {
 cudaError_t set_pcr_block_limits();  // pcr_blocks.cu
 cudaError_t set_pcr_4096_limits();   // pcr_4096.cu
 
-void launch_reduction_solver(Algorithm algorithm, const double* dl, const double* d,
-                             const double* du, const double* f, double* x, std::size_t n,
-                             std::size_t count, double tol, unsigned long long* flags,
-                             void* stream) {
-  if (n <= kMaxWarpSystem) {
-    return launch_warp_reduction(algorithm, dl, d, du, f, x, n, count, tol, flags, stream);
+void launch_reduction_solver(KernelChoice kernel, Algorithm algorithm, const double* dl,
+                             const double* d, const double* du, const double* f, double* x,
+                             std::size_t n, std::size_t count, double tol,
+                             unsigned long long* flags, void* stream) {
+  switch (kernel.kernel) {
+    case Kernel::kWarpReduction:
+      return launch_warp_reduction(algorithm, kernel.width, dl, d, du, f, x, n, count, tol, flags,
+                                   stream);
+    case Kernel::kPcrBlock:
+      return launch_pcr_blocks(algorithm, dl, d, du, f, x, n, count, tol, flags, stream);
+    case Kernel::kPcr4096:
+      return launch_pcr_4096(algorithm, dl, d, du, f, x, n, count, tol, flags, stream);
+    case Kernel::kBlockReduction:
+      break;
+    default:
+      internal_error("launch_reduction_solver: " + std::string(kernel_name(kernel.kernel)) +
+                     " is not a reduction kernel");
   }
   auto s = static_cast<cudaStream_t>(stream);
   const int ni = static_cast<int>(n);
   with_algorithm(algorithm, [&]<Algorithm A>() {
-    if (n <= 512) return launch<A, 2>(dl, d, du, f, x, ni, count, tol, flags, s);
-    if (n <= 1024) return launch<A, 4>(dl, d, du, f, x, ni, count, tol, flags, s);
-    if constexpr (is_cr(A)) {
-      if (n <= 2048) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
-      return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
-    } else if (n <= 2048) {
-      return launch_pcr_blocks(A, dl, d, du, f, x, n, count, tol, flags, stream);
-    } else {
-      return launch_pcr_4096(A, dl, d, du, f, x, n, count, tol, flags, stream);
+    if (kernel.width == 2) return launch<A, 2>(dl, d, du, f, x, ni, count, tol, flags, s);
+    if (kernel.width == 4) return launch<A, 4>(dl, d, du, f, x, ni, count, tol, flags, s);
+    if constexpr (is_cr(A)) {  // pcr and pcr_thomas have no block_reduction_kernel above W = 4
+      if (kernel.width == 8) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+      if (kernel.width == 16) return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
     }
+    internal_error("block_reduction_kernel for " + std::string(algorithm_name(A)) + " with " +
+                   std::to_string(kernel.width) + " warps");
   });
 }
 

@@ -196,10 +196,6 @@ bool gpu_available() {
   return count.is_ok() && *count > 0;
 }
 
-Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
-  return options.require_stable ? Algorithm::kSpike : Algorithm::kThomas;
-}
-
 Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
                          const GpuOptions& options, SolveReport& report, BatchOutcome& outcome) {
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));

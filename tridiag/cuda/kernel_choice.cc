@@ -1,9 +1,17 @@
-// The choice of a batch's kernel (kernel_choice.h) against kernel_limits.h.
+// The choice of a batch's kernel (kernel_choice.h) against kernel_limits.h, and of kAuto's
+// algorithm on the GPU (gpu.h), one definition for the builds with and without CUDA.
 #include "tridiag/cuda/kernel_choice.h"
 
 #include "tridiag/cuda/kernel_limits.h"
+#include "tridiag/gpu.h"
 
-namespace stripesolve::tridiag::gpu {
+namespace stripesolve::tridiag {
+
+Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
+  return options.require_stable ? Algorithm::kSpike : Algorithm::kThomas;
+}
+
+namespace gpu {
 
 namespace {
 
@@ -91,4 +99,5 @@ std::string_view kernel_name(Kernel kernel) {
   return "unknown";
 }
 
-}  // namespace stripesolve::tridiag::gpu
+}  // namespace gpu
+}  // namespace stripesolve::tridiag

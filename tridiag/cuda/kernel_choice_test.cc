@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "tridiag/cuda/kernel_limits.h"
+#include "tridiag/gpu.h"
 
 namespace stripesolve::tridiag::gpu {
 
@@ -169,6 +170,15 @@ TEST(KernelChoiceTest, CpuOnlyAlgorithmsHaveNoKernel) {
     EXPECT_EQ(choose_kernel(a, BatchLayout::kStrided, 100, Residence::kStreamed),
               (KernelChoice{Kernel::kUnsupported}));
   }
+}
+
+TEST(KernelChoiceTest, AutoIsSpikeWhenStableElseThomasInEveryBuild) {
+  SolveOptions options;
+  const BatchShape shape{BatchLayout::kStrided, 100, 10, {}};
+  options.require_stable = true;
+  EXPECT_EQ(choose_gpu_algorithm(shape, options), Algorithm::kSpike);
+  options.require_stable = false;
+  EXPECT_EQ(choose_gpu_algorithm(shape, options), Algorithm::kThomas);
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ KernelChoice choose_reduction(Algorithm algorithm, BatchLayout layout, std::size
   if (!pcr || n <= kMaxPcrSharedCopySystem) {
     return {Kernel::kBlockReduction, power_of_two_for(n, kClassRows, kMinBlockWarps)};
   }
-  if (n <= kMaxPcrShuffleSystem) return {Kernel::kPcrBlock};
-  return {Kernel::kPcr4096};
+  if (n <= kMaxPcrShuffleSystem) return {Kernel::kPcrShuffleSteps};
+  return {Kernel::kPcrLevelGroups};
 }
 
 }  // namespace
@@ -91,10 +91,10 @@ std::string_view kernel_name(Kernel kernel) {
       return "warp_reduction";
     case Kernel::kBlockReduction:
       return "block_reduction";
-    case Kernel::kPcrBlock:
-      return "pcr_block";
-    case Kernel::kPcr4096:
-      return "pcr_4096";
+    case Kernel::kPcrShuffleSteps:
+      return "pcr_shuffle_steps";
+    case Kernel::kPcrLevelGroups:
+      return "pcr_level_groups";
   }
   return "unknown";
 }

@@ -23,10 +23,10 @@ enum class Kernel {
   kInterleaved,   // interleaved_kernel: a thread a system
   kChunked,       // the 9-row SPIKE levels, the batch streamed from host memory in chunks
   // cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas.
-  kWarpReduction,   // warp_reduction_kernel<A, M>: a warp a system
-  kBlockReduction,  // block_reduction_kernel<A, W>: a block of W warps a system
-  kPcrBlock,        // pcr_block_kernel<A>: pcr and pcr_thomas, 8 warps, 8 rows a thread
-  kPcr4096,         // pcr_4096_kernel<A>: pcr and pcr_thomas, 8 warps, 16 rows a thread
+  kWarpReduction,    // warp_reduction_kernel<A, M>: a warp a system
+  kBlockReduction,   // block_reduction_kernel<A, W>: a block of W warps a system
+  kPcrShuffleSteps,  // pcr_shuffle_kernel<A>: pcr and pcr_thomas, 8 warps, 8 rows a thread
+  kPcrLevelGroups,   // pcr_level_groups_kernel<A>: pcr and pcr_thomas, 8 warps, 16 rows a thread
 };
 
 struct KernelChoice {

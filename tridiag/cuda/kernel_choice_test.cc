@@ -151,10 +151,10 @@ TEST(KernelChoiceTest, CrAndItsHybridsAboveAThousandRows) {
 TEST(KernelChoiceTest, PcrAndPcrThomasAboveAThousandRows) {
   for (Algorithm a : kPcrFamily) {
     SCOPED_TRACE(algorithm_name(a));
-    EXPECT_EQ(strided(a, 1025), (KernelChoice{Kernel::kPcrBlock}));
-    EXPECT_EQ(strided(a, 2048), (KernelChoice{Kernel::kPcrBlock}));
-    EXPECT_EQ(strided(a, 2049), (KernelChoice{Kernel::kPcr4096}));
-    EXPECT_EQ(strided(a, 4096), (KernelChoice{Kernel::kPcr4096}));
+    EXPECT_EQ(strided(a, 1025), (KernelChoice{Kernel::kPcrShuffleSteps}));
+    EXPECT_EQ(strided(a, 2048), (KernelChoice{Kernel::kPcrShuffleSteps}));
+    EXPECT_EQ(strided(a, 2049), (KernelChoice{Kernel::kPcrLevelGroups}));
+    EXPECT_EQ(strided(a, 4096), (KernelChoice{Kernel::kPcrLevelGroups}));
   }
 }
 

@@ -33,7 +33,7 @@ inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;  // 1152
 inline constexpr std::size_t kChunkGranularity = kTileRows;
 
 // ---- cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas on strided batches (warp_reduction.cu,
-// reduction_kernels.cu, pcr_blocks.cu, pcr_4096.cu).
+// reduction_kernels.cu, pcr_shuffle_steps.cu, pcr_level_groups.cu).
 
 // A warp a system: up to kMaxLaneRows rows a lane (M = 1, 2, 4 or 8, the smallest with
 // n <= 32 M).
@@ -46,8 +46,8 @@ inline constexpr int kMinBlockWarps = 2;
 inline constexpr int kMaxBlockWarps = 16;
 inline constexpr std::size_t kMaxReductionSystem = kClassRows * kMaxBlockWarps;  // 4096
 // pcr and pcr_thomas take block_reduction_kernel up to kMaxPcrSharedCopyWarps warps, then
-// pcr_block_kernel (kPcrShuffleWarps warps), then pcr_4096_kernel up to kMaxReductionSystem
-// (its padded size).
+// pcr_shuffle_kernel (kPcrShuffleWarps warps), then pcr_level_groups_kernel up to
+// kMaxReductionSystem (its padded size).
 inline constexpr int kMaxPcrSharedCopyWarps = 4;
 inline constexpr std::size_t kMaxPcrSharedCopySystem = kClassRows * kMaxPcrSharedCopyWarps;  // 1024
 inline constexpr int kPcrShuffleWarps = 8;

@@ -13,8 +13,8 @@
 
 namespace stripesolve::tridiag::gpu {
 
-// For gtest's messages (found by argument-dependent lookup).
-void PrintTo(const KernelChoice& c, std::ostream* os) {
+// For gtest's messages: gtest finds PrintTo, under that name, by argument-dependent lookup.
+void PrintTo(const KernelChoice& c, std::ostream* os) {  // NOLINT(readability-identifier-naming)
   *os << kernel_name(c.kernel) << " width " << c.width;
 }
 

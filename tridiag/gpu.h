@@ -47,6 +47,8 @@ struct GpuOptions {
 // Whether this build has CUDA and a device is present (cudaGetDeviceCount succeeds and is > 0).
 bool gpu_available();
 
+// What kAuto runs on the GPU (spike when options.require_stable, else thomas); defined once for
+// the builds with and without CUDA (cuda/kernel_choice.cc).
 Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options);
 
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,

@@ -8,10 +8,6 @@ bool gpu_available() {
   return false;
 }
 
-Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
-  return options.require_stable ? Algorithm::kSpike : Algorithm::kThomas;
-}
-
 Status solve_gpu_checked(const BatchShape&, const BatchArrays&, const GpuOptions&, SolveReport&,
                          BatchOutcome&) {
   return Status::unimplemented(

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag {
@@ -36,7 +37,8 @@ struct Workspace {
 inline constexpr std::size_t kCrPcrSize = 64;      // CR reduces until <= this many rows, then PCR
 inline constexpr std::size_t kPcrThomasSteps = 3;  // PCR steps before Thomas (8 subsystems)
 inline constexpr std::size_t kBondeliBlock = 256;  // block size k of Bondeli's method
-inline constexpr std::size_t kSpikePartition = 9;  // SPIKE partition: 8 interior rows + separator
+// SPIKE partition: 8 interior rows + separator, the GPU kernels' (cuda/kernel_limits.h).
+inline constexpr std::size_t kSpikePartition = gpu::kPartitionRows;
 
 Status solve_thomas(const SystemRef& s, double tol, Workspace& work);
 Status solve_cr(const SystemRef& s, double tol, Workspace& work);

@@ -9,6 +9,7 @@
 #include "tridiag/cuda/cuda_check.h"
 #include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/group_spike.cuh"
+#include "tridiag/cuda/kernel_choice.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/spike_kernels.cuh"
 
@@ -78,12 +79,13 @@ Status ensure_shared_limits() {
 // (their failures are mostly another's consequence).
 enum FlagSlot { kPivotFlag = 0, kSolutionFlag = 1, kReducedFlag = 2, kFlagSlots = 3 };
 
-// Solves s with the one-pass kernel where its systems fit a group, else in two passes around
-// the system of warp separators, which is solved the same way.
-Status solve_in_passes(const OnePass& s, Bump& ws, unsigned long long* reduced_flag,
-                       cudaStream_t stream) {
-  if (s.n <= kMaxGroupSystem) {
-    launch_group_spike(s, stream);
+// Solves s with `kernel`, choose_kernel's choice for it: the one-pass kernel where its systems
+// fit a group, else two passes around the system of warp separators, which is solved the same
+// way (with the choice for that system).
+Status solve_in_passes(KernelChoice kernel, const OnePass& s, Bump& ws,
+                       unsigned long long* reduced_flag, cudaStream_t stream) {
+  if (kernel.kernel != Kernel::kSpikeTwoPass) {
+    launch_group_spike(s, kernel.width, stream);
     return cuda_check(cudaGetLastError(), "one-pass SPIKE kernel launch");
   }
   const std::size_t m = separators(s.rows);
@@ -100,7 +102,9 @@ Status solve_in_passes(const OnePass& s, Bump& ws, unsigned long long* reduced_f
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "warp separator system launch"));
   const OnePass reduced{s.pivoting,          L, D, U, G, xs, m, m, s.tol, reduced_flag, nullptr,
                         s.stride * kWarpRows};
-  STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(reduced, ws, reduced_flag, stream));
+  const KernelChoice next =
+      choose_kernel(s.pivoting ? Algorithm::kSpike : Algorithm::kThomas, BatchLayout::kStrided, m);
+  STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(next, reduced, ws, reduced_flag, stream));
   launch_warp_finish(s, xs, stream);
   return cuda_check(cudaGetLastError(), "SPIKE pass 2 (warp finish) launch");
 }
@@ -130,22 +134,6 @@ Status spike_level(bool pivoting, const double* dl, const double* d, const doubl
   STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, rl, rd, ru, rf, rx, next, ws, stream));
   launch_partition_solve(pivoting, dl, d, du, f, x, 0, 0, tiles, rx, args, stream);
   return cuda_check(cudaGetLastError(), "SPIKE pass 2 (partition solve) launch");
-}
-
-bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n) {
-  switch (algorithm) {
-    case Algorithm::kSpike:
-    case Algorithm::kThomas:
-      return true;
-    case Algorithm::kCr:
-    case Algorithm::kPcr:
-    case Algorithm::kCrPcr:
-    case Algorithm::kPcrThomas:
-    case Algorithm::kCrPcrThomas:
-      return layout == BatchLayout::kStrided && n <= kMaxReductionSystem;
-    default:
-      return false;
-  }
 }
 
 std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows) {
@@ -185,12 +173,20 @@ Status read_flags(const char* name, const unsigned long long* dev_flags, std::si
 Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& b, void* workspace,
                     std::size_t workspace_size, double pivot_tolerance, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
-  const std::size_t n = layout == BatchLayout::kInterleaved ? b.rows / b.count : b.system_size;
-  if (!supported(algorithm, layout, n)) {
+  // Ragged batches, and strided ones of system_size 0 (one system), are one system of all their
+  // rows to the kernels.
+  const bool one_system = layout != BatchLayout::kInterleaved && b.system_size == 0;
+  const std::size_t n = layout == BatchLayout::kInterleaved ? b.rows / b.count
+                        : one_system                        ? b.rows
+                                                            : b.system_size;
+  const KernelChoice kernel =
+      choose_kernel(algorithm, one_system ? BatchLayout::kRagged : layout, n);
+  if (kernel.kernel == Kernel::kUnsupported) {
     return Status::unimplemented(std::string(algorithm_name(algorithm)) +
                                  " is not available on the GPU for this batch (GPU: spike and "
                                  "thomas for every layout; cr, pcr and their hybrids for strided "
-                                 "batches of n <= 4096)");
+                                 "batches of n <= " +
+                                 std::to_string(kMaxReductionSystem) + ")");
   }
   if (workspace_size < workspace_bytes(algorithm, layout, b.rows)) {
     return Status::invalid_argument(
@@ -205,44 +201,47 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
   Bump ws{static_cast<char*>(workspace) + kFlagBytes};
   const bool pivoting = algorithm == Algorithm::kSpike;
   const char* name = algorithm_name(algorithm).data();
-  if (layout == BatchLayout::kInterleaved) {
-    double* piv = ws.take(b.rows);
-    auto* kinds = reinterpret_cast<unsigned char*>(ws.p);
-    launch_interleaved(pivoting, b.dl, b.d, b.du, b.f, b.x, n, b.count, piv, kinds, pivot_tolerance,
-                       flags, stream);
-    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved kernel launch"));
-    return read_flags(name, flags, n, b.rows, stream);
+  switch (kernel.kernel) {
+    case Kernel::kInterleaved: {
+      double* piv = ws.take(b.rows);
+      auto* kinds = reinterpret_cast<unsigned char*>(ws.p);
+      launch_interleaved(pivoting, b.dl, b.d, b.du, b.f, b.x, n, b.count, piv, kinds,
+                         pivot_tolerance, flags, stream);
+      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved kernel launch"));
+      return read_flags(name, flags, n, b.rows, stream);
+    }
+    case Kernel::kSmallSystem: {
+      const LevelArgs args{b.rows, b.system_size, 1, b.rows, pivot_tolerance, flags};
+      launch_small_system(pivoting, b.dl, b.d, b.du, b.f, b.x, args, stream);
+      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "small-system kernel launch"));
+      return read_flags(name, flags, b.system_size, b.rows, stream);
+    }
+    case Kernel::kGroupSpikeSystemsPerWarp:
+    case Kernel::kGroupSpikeWarpsPerSystem:
+    case Kernel::kSpikeTwoPass: {
+      // Ragged batches have their couplings zeroed, so that they are one system to the kernels.
+      const OnePass s{pivoting,
+                      b.dl,
+                      b.d,
+                      b.du,
+                      b.f,
+                      b.x,
+                      b.rows,
+                      n,
+                      pivot_tolerance,
+                      flags + kPivotFlag,
+                      flags + kSolutionFlag,
+                      1};
+      STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(kernel, s, ws, flags + kReducedFlag, stream));
+      return read_flags(name, flags, b.system_size, b.rows, stream);
+    }
+    default:
+      launch_reduction_solver(kernel, algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n,
+                              pivot_tolerance, flags, stream);
+      STRIPESOLVE_RETURN_IF_ERROR(
+          cuda_check(cudaGetLastError(), std::string(name) + " kernel launch"));
+      return read_flags(name, flags, n, b.rows, stream);
   }
-  // Strided and ragged batches and single systems (ragged ones have their couplings zeroed, so
-  // that they are one system to the kernels) but the smallest single systems, which the
-  // separator form does not suit (small_system_kernel).
-  if ((algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) &&
-      (b.system_size != 0 || b.rows > static_cast<std::size_t>(kPartitionRows))) {
-    const std::size_t n = b.system_size != 0 ? b.system_size : b.rows;
-    const OnePass s{pivoting,
-                    b.dl,
-                    b.d,
-                    b.du,
-                    b.f,
-                    b.x,
-                    b.rows,
-                    n,
-                    pivot_tolerance,
-                    flags + kPivotFlag,
-                    flags + kSolutionFlag,
-                    1};
-    STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(s, ws, flags + kReducedFlag, stream));
-    return read_flags(name, flags, b.system_size, b.rows, stream);
-  }
-  if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
-    LevelArgs args{b.rows, b.system_size, 1, b.rows, pivot_tolerance, flags};
-    STRIPESOLVE_RETURN_IF_ERROR(spike_level(pivoting, b.dl, b.d, b.du, b.f, b.x, args, ws, stream));
-    return read_flags(name, flags, b.system_size, b.rows, stream);
-  }
-  launch_reduction_solver(algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n, pivot_tolerance,
-                          flags, stream);
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), std::string(name) + " kernel launch"));
-  return read_flags(name, flags, n, b.rows, stream);
 }
 
 std::size_t chunked_workspace_bytes(std::size_t rows) {

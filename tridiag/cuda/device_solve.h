@@ -16,6 +16,7 @@
 #include <cstddef>
 
 #include "base/status.h"
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag::gpu {
@@ -34,13 +35,11 @@ struct DeviceBatch {
 // GPU algorithms: kSpike and kThomas on strided/ragged batches (SPIKE partitions with diagonal
 // pivoting, or with Thomas: 000 §II "SPIKE-Thomas"), kSpike and kThomas on interleaved batches
 // (one thread per system, dynamic tiling 000 §III-B), and kCr, kPcr, kCrPcr, kPcrThomas,
-// kCrPcrThomas on strided batches of n <= kMaxReductionSystem (a warp a system up to 256 rows,
-// a block of 2, 4, 8 or 16 warps above (8 for pcr and pcr_thomas above 1024 rows), the rows in
-// registers: warp_reduction.cu, reduction_kernels.cu, pcr_blocks.cu, pcr_4096.cu; the map is
-// docs/tridiag-kernels.md). Others: kUnimplemented.
-inline constexpr std::size_t kMaxReductionSystem = 4096;
-
-bool supported(Algorithm algorithm, BatchLayout layout, std::size_t n);
+// kCrPcrThomas on strided batches of n <= kMaxReductionSystem (kernel_limits.h; a warp a system up
+// to 256 rows, a block of 2, 4, 8 or 16 warps above (8 for pcr and pcr_thomas above 1024 rows), the
+// rows in registers: warp_reduction.cu, reduction_kernels.cu, pcr_shuffle_steps.cu,
+// pcr_level_groups.cu; the map is docs/tridiag-kernels.md). Others: kUnimplemented. choose_kernel
+// (kernel_choice.h) decides.
 
 // Bytes of device workspace solve_device needs.
 std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows);
@@ -53,7 +52,6 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
 // larger than the device budget: chunks of chunk_rows rows (a multiple of
 // kChunkGranularity) go through the device buffers `chunk` (5 arrays of chunk_rows doubles:
 // dl, d, du, f, x): pass 1 per chunk, the reduced system on the device, pass 2 per chunk.
-inline constexpr std::size_t kChunkGranularity = 9 * 128;
 std::size_t chunked_workspace_bytes(std::size_t rows);
 Status solve_host_chunked(bool pivoting, const double* dl, const double* d, const double* du,
                           const double* f, double* x, std::size_t rows, std::size_t system_size,

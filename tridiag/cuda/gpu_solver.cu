@@ -12,6 +12,7 @@
 #include "tridiag/batch_check.h"
 #include "tridiag/cuda/cuda_check.h"
 #include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/kernel_choice.h"
 #include "tridiag/cuda/quality_check.h"
 #include "tridiag/gpu.h"
 #include "tridiag/gpu_part.h"
@@ -125,8 +126,8 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
         "copying x from the device"));
     return st;
   }
-  if (ragged || shape.layout == BatchLayout::kInterleaved ||
-      (alg != Algorithm::kSpike && alg != Algorithm::kThomas)) {
+  if (gpu::choose_kernel(alg, shape.layout, n, gpu::Residence::kStreamed).kernel !=
+      gpu::Kernel::kChunked) {
     return Status::resource_exhausted(
         "batch of " + std::to_string(rows) + " unknowns needs " + std::to_string(whole) +
         " device bytes, over the budget of " + std::to_string(budget) +
@@ -193,10 +194,6 @@ Status settle_attempt(Algorithm alg, const BatchShape& shape, const BatchArrays&
 bool gpu_available() {
   auto count = gpu::device_count();
   return count.is_ok() && *count > 0;
-}
-
-Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
-  return options.require_stable ? Algorithm::kSpike : Algorithm::kThomas;
 }
 
 Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,

@@ -425,14 +425,9 @@ void launch_lone_warps(const OnePass& s, const WarpEnds& ends, const double* x_s
 
 }  // namespace
 
-void launch_group_spike(const OnePass& s, void* stream) {
-  GroupArgs g{s, 0, 1, 1, {}, nullptr};
-  int systems_per_group = 1;
-  if (s.n <= std::size_t{kWarpRows}) {
-    systems_per_group = static_cast<int>(kWarpRows / s.n);
-  } else {
-    g.warps = static_cast<int>((s.n + kWarpRows - 1) / kWarpRows);
-  }
+void launch_group_spike(const OnePass& s, int warps, void* stream) {
+  GroupArgs g{s, 0, warps, 1, {}, nullptr};
+  const int systems_per_group = warps == 1 ? static_cast<int>(kWarpRows / s.n) : 1;
   g.group_capacity = systems_per_group * s.n;
   g.groups_per_block = g.warps >= kBlockWarps ? 1 : kBlockWarps / g.warps;
   const std::size_t systems = s.rows / s.n;

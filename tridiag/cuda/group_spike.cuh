@@ -4,13 +4,9 @@
 
 #include <cstddef>
 
-#include "tridiag/cuda/small_solves.h"  // kLaneRows
+#include "tridiag/cuda/kernel_limits.h"
 
 namespace stripesolve::tridiag::gpu {
-
-inline constexpr int kWarpRows = 32 * kLaneRows;  // 288
-inline constexpr int kMaxGroupWarps = 16;         // one block of 512 threads
-inline constexpr std::size_t kMaxGroupSystem = std::size_t{kWarpRows} * kMaxGroupWarps;  // 4608
 
 // The rows of one solve by the kernel. Couplings (dl, du) are cut at every multiple of n, so
 // that a strided batch of systems of n rows, or one system (n = rows), is one solve. Breakdown
@@ -28,8 +24,9 @@ struct OnePass {
   std::size_t stride;
 };
 
-// Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once.
-void launch_group_spike(const OnePass& s, void* stream);
+// Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once,
+// in groups of `warps` warps (choose_kernel's width: 1 where a warp holds whole systems).
+void launch_group_spike(const OnePass& s, int warps, void* stream);
 // Raises the kernels' dynamic shared memory limit to what their launches ask for; the first
 // error, if any. Once per process, before the first launch (device_solve.cu).
 cudaError_t set_group_spike_limits();

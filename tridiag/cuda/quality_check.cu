@@ -19,7 +19,7 @@ namespace {
 
 constexpr int kWarpSize = 32;
 constexpr int kStepsPerWarp = 16;
-constexpr std::size_t kWarpRows = kWarpSize * kStepsPerWarp;  // rows a warp checks
+constexpr std::size_t kRowsPerCheckWarp = kWarpSize * kStepsPerWarp;  // rows a warp checks
 constexpr int kBlockThreads = 256;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr unsigned long long kNoSystem = ULLONG_MAX;
@@ -159,17 +159,17 @@ __device__ void flush_warp(RowBits run, unsigned long long system, unsigned long
   if (lane == 0) add_to_system(maxima, system, run);
 }
 
-// A warp a run of kWarpRows rows (coalesced: lane k reads row k of each step). The maxima stay
-// in registers while a step's rows all belong to the system of the last; a step that crosses
+// A warp a run of kRowsPerCheckWarp rows (coalesced: lane k reads row k of each step). The maxima
+// stay in registers while a step's rows all belong to the system of the last; a step that crosses
 // systems is reduced per system (a segmented max over the lanes) and added by atomics.
 __global__ void contiguous_maxima_kernel(const double* dl, const double* d, const double* du,
                                          const double* f, const double* x, std::size_t rows,
                                          Systems systems, unsigned long long* maxima) {
   const std::size_t thread = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   const int lane = static_cast<int>(threadIdx.x % kWarpSize);
-  const std::size_t start = thread / kWarpSize * kWarpRows;
+  const std::size_t start = thread / kWarpSize * kRowsPerCheckWarp;
   if (start >= rows) return;  // the whole warp
-  const std::size_t stop = min(start + kWarpRows, rows);
+  const std::size_t stop = min(start + kRowsPerCheckWarp, rows);
   unsigned long long current = systems.of(start);
   RowBits run{0, 0, 0, 0};
   std::size_t s = systems.of(min(start + lane, stop - 1));
@@ -312,7 +312,7 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
         cudaMemsetAsync(space.maxima, 0, 4 * systems * sizeof(unsigned long long), stream),
         "clearing the check's maxima"));
-    const std::size_t warps = (b.rows + kWarpRows - 1) / kWarpRows;
+    const std::size_t warps = (b.rows + kRowsPerCheckWarp - 1) / kRowsPerCheckWarp;
     contiguous_maxima_kernel<<<blocks_for(warps * kWarpSize), kBlockThreads, 0, stream>>>(
         b.dl, b.d, b.du, b.f, b.x, b.rows, sys, space.maxima);
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "check maxima kernel launch"));

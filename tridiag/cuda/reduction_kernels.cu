@@ -6,8 +6,8 @@
 // tridiagonal system of 256 rows that one warp then solves in its registers (warp_rows.cuh):
 //   pcr, pcr_thomas  PCR steps at distances 1 .. W / 2 over the whole system, then warp c
 //                    solves class c (rows W q + c) by the warp's pcr or pcr_thomas (here for
-//                    W <= 4; at W = 8, pcr_blocks.cu, whose steps below W use shuffles; above
-//                    2048 rows, pcr_4096.cu, 16 rows a thread);
+//                    W <= 4; at W = 8, pcr_shuffle_steps.cu, whose steps below W use
+//                    shuffles; above 2048 rows, pcr_level_groups.cu, 16 rows a thread);
 //   cr, cr_pcr, cr_pcr_thomas
 //                    CR levels 1 .. W / 2 leave the class W - 1, which warp W - 1 solves by the
 //                    warp's cr, cr_pcr or cr_pcr_thomas (CR down to 64 rows holds for the
@@ -19,8 +19,11 @@
 // Ownership: a block owns its system, each warp its class's rows in registers (only its lanes
 // write them, and their copies in shared memory); shared memory is written between barriers by
 // the threads whose rows it holds, or by the warp that uses a part as its transpose array.
+#include <string>
+
 #include <cuda_runtime.h>
 
+#include "base/internal_error.h"
 #include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_reduction.cuh"
@@ -42,11 +45,12 @@ struct Block {
   static_assert(W * kWarpArray <= 2 * P);  // the warps' transpose arrays fit two arrays
   // Row r's place in an array: lanes of a warp, 8 W rows apart, hit distinct banks.
   static __device__ int at(int r) { return r + (r >> (3 + kLogW)); }
-  // From W = 8 on (only the CR family: pcr and pcr_thomas take pcr_blocks.cu, pcr_4096.cu), a block
-  // copies its next system while it solves one: 4 N doubles more of shared memory, so a block
-  // an SM at W = 16 and two at W = 8. H100, 2^26 unknowns, cr / cr_pcr / cr_pcr_thomas: at
-  // W = 16 48 / 49 / 50% of the roofline without, 65 / 58 / 59% with; at W = 8 57 / 69 / 69%
-  // without, 78 / 72 / 72% with; at W <= 4 (4 blocks an SM without) slower.
+  // From W = 8 on (only the CR family: pcr and pcr_thomas take pcr_shuffle_steps.cu and
+  // pcr_level_groups.cu), a block copies its next system while it solves one: 4 N doubles more
+  // of shared memory, so a block an SM at W = 16 and two at W = 8. H100, 2^26 unknowns, cr /
+  // cr_pcr / cr_pcr_thomas: at W = 16 48 / 49 / 50% of the roofline without, 65 / 58 / 59%
+  // with; at W = 8 57 / 69 / 69% without, 78 / 72 / 72% with; at W <= 4 (4 blocks an SM
+  // without) slower.
   static constexpr bool kPrefetch = W >= 8;
   static constexpr int kBlocksPerSm = 16 / W;
   static constexpr std::size_t kBytes = (3 * P + (kPrefetch ? 4 * N : 0)) * sizeof(double);
@@ -251,35 +255,44 @@ cudaError_t set_limits() {
 
 }  // namespace
 
-cudaError_t set_pcr_block_limits();  // pcr_blocks.cu
-cudaError_t set_pcr_4096_limits();   // pcr_4096.cu
+cudaError_t set_pcr_shuffle_limits();       // pcr_shuffle_steps.cu
+cudaError_t set_pcr_level_groups_limits();  // pcr_level_groups.cu
 
-void launch_reduction_solver(Algorithm algorithm, const double* dl, const double* d,
-                             const double* du, const double* f, double* x, std::size_t n,
-                             std::size_t count, double tol, unsigned long long* flags,
-                             void* stream) {
-  if (n <= kMaxWarpSystem) {
-    return launch_warp_reduction(algorithm, dl, d, du, f, x, n, count, tol, flags, stream);
+void launch_reduction_solver(KernelChoice kernel, Algorithm algorithm, const double* dl,
+                             const double* d, const double* du, const double* f, double* x,
+                             std::size_t n, std::size_t count, double tol,
+                             unsigned long long* flags, void* stream) {
+  switch (kernel.kernel) {
+    case Kernel::kWarpReduction:
+      return launch_warp_reduction(algorithm, kernel.width, dl, d, du, f, x, n, count, tol, flags,
+                                   stream);
+    case Kernel::kPcrShuffleSteps:
+      return launch_pcr_shuffle(algorithm, dl, d, du, f, x, n, count, tol, flags, stream);
+    case Kernel::kPcrLevelGroups:
+      return launch_pcr_level_groups(algorithm, dl, d, du, f, x, n, count, tol, flags, stream);
+    case Kernel::kBlockReduction:
+      break;
+    default:
+      internal_error("launch_reduction_solver: " + std::string(kernel_name(kernel.kernel)) +
+                     " is not a reduction kernel");
   }
   auto s = static_cast<cudaStream_t>(stream);
   const int ni = static_cast<int>(n);
   with_algorithm(algorithm, [&]<Algorithm A>() {
-    if (n <= 512) return launch<A, 2>(dl, d, du, f, x, ni, count, tol, flags, s);
-    if (n <= 1024) return launch<A, 4>(dl, d, du, f, x, ni, count, tol, flags, s);
-    if constexpr (is_cr(A)) {
-      if (n <= 2048) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
-      return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
-    } else if (n <= 2048) {
-      return launch_pcr_blocks(A, dl, d, du, f, x, n, count, tol, flags, stream);
-    } else {
-      return launch_pcr_4096(A, dl, d, du, f, x, n, count, tol, flags, stream);
+    if (kernel.width == 2) return launch<A, 2>(dl, d, du, f, x, ni, count, tol, flags, s);
+    if (kernel.width == 4) return launch<A, 4>(dl, d, du, f, x, ni, count, tol, flags, s);
+    if constexpr (is_cr(A)) {  // pcr and pcr_thomas have no block_reduction_kernel above W = 4
+      if (kernel.width == 8) return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+      if (kernel.width == 16) return launch<A, 16>(dl, d, du, f, x, ni, count, tol, flags, s);
     }
+    internal_error("block_reduction_kernel for " + std::string(algorithm_name(A)) + " with " +
+                   std::to_string(kernel.width) + " warps");
   });
 }
 
 cudaError_t set_reduction_shared_limits() {
   for (cudaError_t e : {set_limits<2>(), set_limits<4>(), set_limits<8>(), set_limits<16>(),
-                        set_pcr_block_limits(), set_pcr_4096_limits()}) {
+                        set_pcr_shuffle_limits(), set_pcr_level_groups_limits()}) {
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tridiag/cuda/kernel_limits.h"
+
 #if defined(__CUDACC__)
 #define STRIPESOLVE_HD __host__ __device__
 #define STRIPESOLVE_FORCEINLINE __forceinline__
@@ -32,8 +34,7 @@ using std::fabs;
 using std::isfinite;
 #endif
 
-inline constexpr int kLaneRows = 9;           // a lane's partition: 8 interior rows + separator
-inline constexpr int kLaneQ = kLaneRows - 1;  // its interior rows
+inline constexpr int kLaneQ = kLaneRows - 1;  // a lane's interior rows (kernel_limits.h)
 inline constexpr double kPivotKappa = 0.6180339887498949;  // 000 §III: (sqrt(5) - 1) / 2
 
 STRIPESOLVE_HD inline bool pivot_ok(double p) {

@@ -3,11 +3,10 @@
 
 #include <cstddef>
 
+#include "tridiag/cuda/kernel_limits.h"
+
 namespace stripesolve::tridiag::gpu {
 
-inline constexpr int kPartitionRows = 9;  // 8 interior rows + 1 separator (kSpikePartition)
-inline constexpr int kPartitionsPerBlock = 128;
-inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;
 inline constexpr int kSharedPitch = kPartitionsPerBlock + 1;  // odd pitch: no bank conflicts
 inline constexpr std::size_t kSharedBytes =
     std::size_t{kPartitionRows} * kSharedPitch * (4 * sizeof(double) + 1);

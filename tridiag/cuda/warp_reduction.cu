@@ -106,16 +106,23 @@ void launch(const double* dl, const double* d, const double* du, const double* f
 
 }  // namespace
 
-void launch_warp_reduction(Algorithm algorithm, const double* dl, const double* d, const double* du,
-                           const double* f, double* x, std::size_t n, std::size_t count, double tol,
-                           unsigned long long* flags, void* stream) {
+void launch_warp_reduction(Algorithm algorithm, int rows_per_lane, const double* dl,
+                           const double* d, const double* du, const double* f, double* x,
+                           std::size_t n, std::size_t count, double tol, unsigned long long* flags,
+                           void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const int ni = static_cast<int>(n);
   with_algorithm(algorithm, [&]<Algorithm A>() {
-    if (n <= 32) return launch<A, 1>(dl, d, du, f, x, ni, count, tol, flags, s);
-    if (n <= 64) return launch<A, 2>(dl, d, du, f, x, ni, count, tol, flags, s);
-    if (n <= 128) return launch<A, 4>(dl, d, du, f, x, ni, count, tol, flags, s);
-    return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+    switch (rows_per_lane) {
+      case 1:
+        return launch<A, 1>(dl, d, du, f, x, ni, count, tol, flags, s);
+      case 2:
+        return launch<A, 2>(dl, d, du, f, x, ni, count, tol, flags, s);
+      case 4:
+        return launch<A, 4>(dl, d, du, f, x, ni, count, tol, flags, s);
+      default:
+        return launch<A, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+    }
   });
 }
 

@@ -4,14 +4,15 @@
 
 #include <cstddef>
 
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag::gpu {
 
-inline constexpr std::size_t kMaxWarpSystem = 256;
-
-void launch_warp_reduction(Algorithm algorithm, const double* dl, const double* d, const double* du,
-                           const double* f, double* x, std::size_t n, std::size_t count, double tol,
-                           unsigned long long* flags, void* stream);
+// rows_per_lane: M = 1, 2, 4 or 8, choose_kernel's width (n <= 32 M).
+void launch_warp_reduction(Algorithm algorithm, int rows_per_lane, const double* dl,
+                           const double* d, const double* du, const double* f, double* x,
+                           std::size_t n, std::size_t count, double tol, unsigned long long* flags,
+                           void* stream);
 
 }  // namespace stripesolve::tridiag::gpu

@@ -44,7 +44,8 @@ constexpr int kLogSmallRows = 6;  // the hybrids stop CR at 64 rows
 __device__ __forceinline__ int pad(int r) {
   return r + (r >> 3);
 }
-constexpr int kWarpArray = 256 + 32;  // doubles such an array takes (pad(255) + 1, rounded)
+// Doubles such an array takes: pad(kMaxWarpSystem - 1) + 1, rounded.
+constexpr int kWarpArray = static_cast<int>(kMaxWarpSystem) + 32;
 
 // What a lane reports, and where the rows of the warp's system are in the whole system: row q
 // of the warp's system is row q stride + offset (one warp a system: 1 and 0; a class of a

@@ -1,7 +1,8 @@
-// pcr and pcr_thomas for strided batches of 2048 < n <= 4096 rows: a block of 8 warps a
-// system (N = 4096 rows, the rows from n on identity rows), 16 rows a thread, blocks looping
-// over systems and copying the next one into shared memory by cp.async while they solve the
-// current one.
+// pcr and pcr_thomas for strided batches of kMaxPcrShuffleSystem < n <= kMaxReductionSystem
+// (2048 < n <= 4096) rows, their 12 PCR levels in three groups of four in each thread's 16
+// registers: a block of 8 warps a system (N = 4096 rows, the rows from n on identity rows),
+// blocks looping over systems and copying the next one into shared memory by cp.async while
+// they solve the current one.
 //
 // The 12 PCR levels go in three groups of four. A group's levels are distances 2^j .. 2^(j+3)
 // with bits j .. j + 3 of the row in the thread's 16 slots, so that they are register
@@ -13,7 +14,7 @@
 //      are the ends of the system (zero couplings), so no barrier;
 //   3. bits 8 .. 11 in the slots (thread i holds rows i + 256 s, the residue class i mod 256):
 //      no neighbours at all; pcr_thomas solves the class by Thomas instead.
-// Two transposes through shared memory change the layouts. Against pcr_blocks.cu (8 rows a
+// Two transposes through shared memory change the layouts. Against pcr_shuffle_steps.cu (8 rows a
 // thread, 16 warps), shared memory and shuffles carry about 250 bytes a row instead of 400,
 // the pipe that limited it. The solution is in the class layout, whose stores coalesce.
 // The rows hold their couplings negated: x[r] = f + A x[r - d] + C x[r + d], A = -a and C = -c,
@@ -28,6 +29,7 @@
 
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_rows.cuh"
 
@@ -37,7 +39,7 @@ namespace {
 
 using namespace warp;
 
-constexpr int N = 4096, M = 16, kWarps = 8, T = 32 * kWarps;
+constexpr int N = static_cast<int>(kMaxReductionSystem), M = 16, kWarps = 8, T = 32 * kWarps;
 // Row r in the copy's arrays: two doubles of padding every 16 rows, so that a thread's 16
 // consecutive rows are read by 16-byte loads without bank conflicts (and copied 16 bytes at a
 // time).
@@ -320,10 +322,10 @@ __device__ void transpose(Rows<M>& w, double* x, double* y, auto from, auto to) 
 
 template <Algorithm A>
 __global__ void __launch_bounds__(T, 1)
-    pcr_4096_kernel(const double* __restrict__ dl, const double* __restrict__ d,
-                    const double* __restrict__ du, const double* __restrict__ f,
-                    double* __restrict__ x, int n, std::size_t count, double tol,
-                    unsigned long long* flags) {
+    pcr_level_groups_kernel(const double* __restrict__ dl, const double* __restrict__ d,
+                            const double* __restrict__ du, const double* __restrict__ f,
+                            double* __restrict__ x, int n, std::size_t count, double tol,
+                            unsigned long long* flags) {
   extern __shared__ double sm[];
   double* in = sm;                 // the next system: dl, d, du, f
   double* one = in + 4 * kIn;      // two transpose arrays
@@ -386,28 +388,29 @@ __global__ void __launch_bounds__(T, 1)
 
 }  // namespace
 
-void launch_pcr_4096(Algorithm algorithm, const double* dl, const double* d, const double* du,
-                     const double* f, double* x, std::size_t n, std::size_t count, double tol,
-                     unsigned long long* flags, void* stream) {
+void launch_pcr_level_groups(Algorithm algorithm, const double* dl, const double* d,
+                             const double* du, const double* f, double* x, std::size_t n,
+                             std::size_t count, double tol, unsigned long long* flags,
+                             void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const std::size_t most = multiprocessors();
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
   const int ni = static_cast<int>(n);
   if (algorithm == Algorithm::kPcr) {
-    pcr_4096_kernel<Algorithm::kPcr>
+    pcr_level_groups_kernel<Algorithm::kPcr>
         <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, tol, flags);
   } else {
-    pcr_4096_kernel<Algorithm::kPcrThomas>
+    pcr_level_groups_kernel<Algorithm::kPcrThomas>
         <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, tol, flags);
   }
 }
 
-cudaError_t set_pcr_4096_limits() {
+cudaError_t set_pcr_level_groups_limits() {
   const int bytes = static_cast<int>(kBytes);
   const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  const cudaError_t e = cudaFuncSetAttribute(pcr_4096_kernel<Algorithm::kPcr>, attr, bytes);
+  const cudaError_t e = cudaFuncSetAttribute(pcr_level_groups_kernel<Algorithm::kPcr>, attr, bytes);
   if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(pcr_4096_kernel<Algorithm::kPcrThomas>, attr, bytes);
+  return cudaFuncSetAttribute(pcr_level_groups_kernel<Algorithm::kPcrThomas>, attr, bytes);
 }
 
 }  // namespace stripesolve::tridiag::gpu

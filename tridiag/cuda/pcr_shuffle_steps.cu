@@ -1,6 +1,8 @@
-// pcr and pcr_thomas for strided batches of 1024 < n <= 2048 rows: a block of W = 8 warps a
-// system, blocks looping over systems and copying the next one into shared memory by cp.async
-// while they solve the current one. Only W = 8 is launched (pcr_4096.cu takes n > 2048).
+// pcr and pcr_thomas for strided batches of kMaxPcrSharedCopySystem < n <= kMaxPcrShuffleSystem
+// (1024 < n <= 2048) rows, their PCR steps across the block by shuffles: a block of
+// W = kPcrShuffleWarps = 8 warps a system, blocks looping over systems and copying the next one
+// into shared memory by cp.async while they solve the current one (pcr_level_groups.cu takes
+// n > 2048).
 //
 // The PCR steps at distances 1 .. W / 2 run with lane t of the block's warp c holding the 8
 // consecutive rows 8 (32 c + t) + s, as in a warp's system (warp_rows.cuh): a step takes its
@@ -19,6 +21,7 @@
 // for its class's solve, then the solution, written and read between barriers.
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/warp_rows.cuh"
 
@@ -28,10 +31,12 @@ namespace {
 
 using namespace warp;
 
-template <int W>
+constexpr int W = kPcrShuffleWarps;
+
 struct Layout {
-  static constexpr int kLogW = W == 8 ? 3 : 4;
-  static constexpr int N = 256 * W;
+  static constexpr int kLogW = 3;
+  static_assert(1 << kLogW == W);
+  static constexpr int N = static_cast<int>(kClassRows) * W;
   static constexpr int kIn = N + N / 8;                     // an input array (pad(r))
   static constexpr int kOne = N + N / 8 + N / (8 * W) + 8;  // the transpose array (at(r))
   static constexpr int kEdge = 3 * 2 * W * 8;               // a step's edge rows: a, c, f
@@ -43,10 +48,9 @@ struct Layout {
   static_assert(3 * kOne <= 4 * kIn);     // the transpose to the classes fits the copy's space
 };
 
-template <int W>
 __device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
                          const double* f, std::size_t base, int n) {
-  constexpr int kIn = Layout<W>::kIn;
+  constexpr int kIn = Layout::kIn;
   for (int r = threadIdx.x; r < n; r += 32 * W) {
     copy_async(in + pad(r), dl + base + r);
     copy_async(in + kIn + pad(r), d + base + r);
@@ -56,10 +60,10 @@ __device__ void prefetch(double* in, const double* dl, const double* d, const do
   commit_copies();
 }
 
-// A PCR step at distance D (1 .. 8) on the block's consecutive layout; `edge`: this step's
+// A PCR step at distance D (1, 2, 4) on the block's consecutive layout; `edge`: this step's
 // array of the warps' edge rows (slot s of warp c's lane 0 at (2 c) 8 + s, lane 31 at
 // (2 c + 1) 8 + s).
-template <int W, int D>
+template <int D>
 __device__ void pcr_step(auto& ctx, Rows<8>& w, double* edge) {
   constexpr int E = 2 * W * 8;
   const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
@@ -102,22 +106,22 @@ __device__ void pcr_step(auto& ctx, Rows<8>& w, double* edge) {
   }
 }
 
-template <int W, int D = 1>
+template <int D = 1>
 __device__ void pcr_steps(auto& ctx, Rows<8>& w, double* edges) {
   if constexpr (D < W) {
-    constexpr int kEdge = Layout<W>::kEdge;
-    pcr_step<W, D>(ctx, w, edges + (D == 1 || D == 4 || D == 16 ? 0 : kEdge));
-    pcr_steps<W, 2 * D>(ctx, w, edges);
+    constexpr int kEdge = Layout::kEdge;
+    pcr_step<D>(ctx, w, edges + (D == 1 || D == 4 ? 0 : kEdge));
+    pcr_steps<2 * D>(ctx, w, edges);
   }
 }
 
-template <Algorithm A, int W>
+template <Algorithm A>
 __global__ void __launch_bounds__(32 * W, 16 / W)
-    pcr_block_kernel(const double* __restrict__ dl, const double* __restrict__ d,
-                     const double* __restrict__ du, const double* __restrict__ f,
-                     double* __restrict__ x, int n, std::size_t count, double tol,
-                     unsigned long long* flags) {
-  using L = Layout<W>;
+    pcr_shuffle_kernel(const double* __restrict__ dl, const double* __restrict__ d,
+                       const double* __restrict__ du, const double* __restrict__ f,
+                       double* __restrict__ x, int n, std::size_t count, double tol,
+                       unsigned long long* flags) {
+  using L = Layout;
   constexpr int T = 32 * W;
   extern __shared__ double sm[];
   double* in = sm;                // the next system: dl, d, du, f
@@ -125,7 +129,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   double* edges = one + L::kOne;  // two steps' edge rows
   const int tid = threadIdx.x, c = tid >> 5, t = tid & 31;
   std::size_t sys = blockIdx.x;
-  prefetch<W>(in, dl, d, du, f, sys * n, n);
+  prefetch(in, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += gridDim.x) {
     const std::size_t base = sys * n;
     Ctx<> ctx{n, 1.0 / tol, W, c};
@@ -149,7 +153,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
       w.c[s] = cc;
       w.f[s] = g;
     }
-    pcr_steps<W>(ctx, w, edges);  // its barriers also end the reads of the copy
+    pcr_steps(ctx, w, edges);  // its barriers also end the reads of the copy
     // To the classes through the copy's space: warp c gets rows W (8 t + s) + c.
 #pragma unroll
     for (int s = 0; s < 8; ++s) {
@@ -167,7 +171,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
       w.f[s] = in[2 * L::kOne + p];
     }
     __syncthreads();  // read before the next system's copy overwrites it
-    if (sys + gridDim.x < count) prefetch<W>(in, dl, d, du, f, (sys + gridDim.x) * n, n);
+    if (sys + gridDim.x < count) prefetch(in, dl, d, du, f, (sys + gridDim.x) * n, n);
     solve_system<A, 8>(ctx, w, one + c * kWarpArray);  // x in the class layout
     __syncthreads();                                   // the warps' transpose arrays are free
 #pragma unroll
@@ -184,39 +188,34 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   }
 }
 
-template <Algorithm A, int W>
+template <Algorithm A>
 void launch(const double* dl, const double* d, const double* du, const double* f, double* x, int n,
             std::size_t count, double tol, unsigned long long* flags, cudaStream_t s) {
   const std::size_t most = std::size_t(multiprocessors()) * (16 / W);
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
-  pcr_block_kernel<A, W>
-      <<<blocks, 32 * W, Layout<W>::kBytes, s>>>(dl, d, du, f, x, n, count, tol, flags);
-}
-
-template <int W>
-cudaError_t set_limits() {
-  const int bytes = static_cast<int>(Layout<W>::kBytes);
-  const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
-  const cudaError_t e = cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcr, W>, attr, bytes);
-  if (e != cudaSuccess) return e;
-  return cudaFuncSetAttribute(pcr_block_kernel<Algorithm::kPcrThomas, W>, attr, bytes);
+  pcr_shuffle_kernel<A>
+      <<<blocks, 32 * W, Layout::kBytes, s>>>(dl, d, du, f, x, n, count, tol, flags);
 }
 
 }  // namespace
 
-void launch_pcr_blocks(Algorithm algorithm, const double* dl, const double* d, const double* du,
-                       const double* f, double* x, std::size_t n, std::size_t count, double tol,
-                       unsigned long long* flags, void* stream) {
+void launch_pcr_shuffle(Algorithm algorithm, const double* dl, const double* d, const double* du,
+                        const double* f, double* x, std::size_t n, std::size_t count, double tol,
+                        unsigned long long* flags, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const int ni = static_cast<int>(n);
   if (algorithm == Algorithm::kPcr) {
-    return launch<Algorithm::kPcr, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+    return launch<Algorithm::kPcr>(dl, d, du, f, x, ni, count, tol, flags, s);
   }
-  launch<Algorithm::kPcrThomas, 8>(dl, d, du, f, x, ni, count, tol, flags, s);
+  launch<Algorithm::kPcrThomas>(dl, d, du, f, x, ni, count, tol, flags, s);
 }
 
-cudaError_t set_pcr_block_limits() {
-  return set_limits<8>();
+cudaError_t set_pcr_shuffle_limits() {
+  const int bytes = static_cast<int>(Layout::kBytes);
+  const auto attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+  const cudaError_t e = cudaFuncSetAttribute(pcr_shuffle_kernel<Algorithm::kPcr>, attr, bytes);
+  if (e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(pcr_shuffle_kernel<Algorithm::kPcrThomas>, attr, bytes);
 }
 
 }  // namespace stripesolve::tridiag::gpu

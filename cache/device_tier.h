@@ -32,7 +32,8 @@ namespace stripesolve::cache {
 
 struct DeviceInstance {
   int64_t stripe = -1;
-  int64_t i0_store = 0;  // the instance holds columns [i0_store, n), like its RAM cell
+  int64_t i0_store = 0;  // the instance holds columns [i0_store, n): its RAM cell's or fewer
+                         // (a J holds what its updates and elimination touch)
   uint64_t offset = 0;   // in the device pool
   uint64_t bytes = 0;
   bool newer = false;  // device values newer than RAM (RAM cell in kOnDevice)

@@ -176,11 +176,12 @@ DeviceBlock GpuElimination::instance_block(const DeviceInstance& inst) const {
   return DeviceBlock{device_at(inst.offset), rows, g.n - inst.i0_store, rows};
 }
 
-Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, bool copy_in,
-                                                    backend::DeviceLane& lane, bool* created) {
+Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, int64_t from,
+                                                    bool copy_in, backend::DeviceLane& lane,
+                                                    bool* created) {
   const storage::StripeGeometry& g = geometry_;
   if (auto inst = tier_->find(cell.stripe)) {
-    if (inst->i0_store != cell.i0_store) {
+    if (inst->i0_store < cell.i0_store) {
       return Status::internal(fmt::format(
           "GPU tier: stripe {} is on the device from column {} but in RAM from column {}",
           cell.stripe, inst->i0_store, cell.i0_store));
@@ -189,19 +190,34 @@ Result<DeviceInstance> GpuElimination::instance_for(const CellView& cell, bool c
     return *inst;
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
-      DeviceInstance inst,
-      tier_->allocate(cell.stripe, cell.i0_store, part_bytes(g, cell.stripe, cell.i0_store)));
+      DeviceInstance inst, tier_->allocate(cell.stripe, from, part_bytes(g, cell.stripe, from)));
   *created = true;
   if (copy_in) {
-    const stripe::StripePart part = cell_part(layout_, cell);
     const DeviceBlock b = instance_block(inst);
-    const Status st = lane.upload(part.data, b, 0, b.cols);
+    const Status st = lane.upload(host_of(cell, inst), b, 0, b.cols);
     if (!st.is_ok()) {
       tier_->free(cell.stripe);
       return st;
     }
   }
   return inst;
+}
+
+double* GpuElimination::host_of(const CellView& cell, const DeviceInstance& inst) const {
+  const stripe::StripePart part = cell_part(layout_, cell);
+  return part.data + (inst.i0_store - cell.i0_store) * geometry_.rows(cell.stripe);
+}
+
+int64_t GpuElimination::first_device_column(const Task& t, const CellView& j) const {
+  const storage::StripeGeometry& g = geometry_;
+  int64_t first = g.row_begin(t.i_begin);
+  if (meta_of_[static_cast<size_t>(j.stripe)] == meta_of_[static_cast<size_t>(t.i_begin)]) {
+    int64_t s = j.stripe;
+    while (s > 0 && meta_of_[static_cast<size_t>(s - 1)] == meta_of_[static_cast<size_t>(j.stripe)])
+      --s;
+    first = std::min(first, g.row_begin(s));
+  }
+  return std::max(first, j.i0_store);
 }
 
 Status GpuElimination::eliminate(int64_t i, const CellView& cell, stripe::StripePivots* pivots) {
@@ -220,25 +236,27 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
     ~EndWork() { t->end_work(); }
   } end_work{tier_.get()};
   bool created = false;
-  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst, instance_for(cell, true, *lane_i_, &created));
+  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst,
+                               instance_for(cell, cell.i0_store, true, *lane_i_, &created));
   const bool was_newer = !created && inst.newer;
-  const stripe::StripePart part = cell_part(layout_, cell);
+  double* const host = host_of(cell, inst);
   const DeviceBlock b = instance_block(inst);
   const int64_t h = g.rows(i);
   const int64_t r0 = g.row_begin(i);
-  const int64_t block_col = r0 - cell.i0_store;
+  const int64_t block_col = r0 - inst.i0_store;
   std::vector<int64_t> local(static_cast<size_t>(h), 0);
   int64_t perm_count = 0;
   Status st =
       lane_i_->eliminate(b, block_col, params_.pivot, params_.substripe_rows, r0, local.data(),
                          device_raw_ + r0, device_perm_ + 4 * r0, &perm_count);
-  // The stripe is final: RAM gets it (from its diagonal on, or all of it if updates left newer
-  // multipliers on the device). The copy runs beside the next elimination; the cell stays stuck
-  // until its last update, which waits for it (wait_download), as does freeing the instance.
-  // Nothing reads a stuck cell's RAM in the meantime; a stripe no update reads waits now.
+  // The stripe is final: RAM gets it (from its diagonal on, or the whole instance if updates
+  // left newer multipliers on the device; columns left of the instance are final in RAM). The copy
+  // runs beside the next elimination; the cell stays stuck until its last update, which waits for
+  // it (wait_download), as does freeing the instance. Nothing reads a stuck cell's RAM in the
+  // meantime; a stripe no update reads waits now.
   const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
   if (st.is_ok()) {
-    auto ticket = lane_i_->download_later(b, part.data, was_newer ? 0 : block_col, b.cols);
+    auto ticket = lane_i_->download_later(b, host, was_newer ? 0 : block_col, b.cols);
     st = ticket.status();
     if (st.is_ok()) {
       MutexLock lock(downloads_mu_);
@@ -263,7 +281,7 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
   pivots->swaps.clear();
   if (params_.pivot == stripe::PivotMode::kRow) {
     pivots->swaps.resize(static_cast<size_t>(h));
-    for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = cell.i0_store + local[k];
+    for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = inst.i0_store + local[k];
   } else if (params_.pivot == stripe::PivotMode::kLocal) {
     pivots->swaps.resize(static_cast<size_t>(h));
     for (int64_t k = 0; k < h; ++k) pivots->swaps[k] = r0 + local[k];
@@ -505,12 +523,19 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   const int64_t i0r = g.row_begin(t.i_begin);
   STRIPESOLVE_ASSIGN_OR_RETURN(RangeU u, range_block(lane, t));
   bool created = false;
-  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst, instance_for(j, false, lane, &created));
-  const stripe::StripePart part = cell_part(layout_, j);
+  STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst,
+                               instance_for(j, first_device_column(t, j), false, lane, &created));
+  double* const host = host_of(j, inst);
   const bool keep = keep_j(t, j);
   backend::DeviceUpdate op;
   op.j = instance_block(inst);
-  op.j_col = i0r - j.i0_store;
+  op.j_col = i0r - inst.i0_store;
+  if (op.j_col < 0) {
+    return Status::internal(
+        fmt::format("GPU tier: stripe {} is on the device from column {}, "
+                    "right of the update's first column {}",
+                    j.stripe, inst.i0_store, i0r));
+  }
   op.u = u.u;
   op.u_inverse = u.inverse;
   if (params_.pivot == stripe::PivotMode::kRow) {
@@ -520,20 +545,21 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   }
   op.segment_columns = plan_.segment_columns > 0 ? plan_.segment_columns : 8192;
   if (created && keep && op.j_col > 0) {
-    // A kept part must be whole on the device: the update below copies only its columns.
-    const Status up = lane.upload(part.data, op.j, 0, op.j_col);
+    // A kept part must be whole on the device from its first column: the update below copies
+    // only its own columns.
+    const Status up = lane.upload(host, op.j, 0, op.j_col);
     if (!up.is_ok()) {
       tier_->free(j.stripe);
       return up;
     }
   }
-  op.host_in = created ? part.data : nullptr;
-  op.host_out = keep ? nullptr : part.data;
+  op.host_in = created ? host : nullptr;
+  op.host_out = keep ? nullptr : host;
   Status st = lane.update(op);
   // A J that was newer on the device and is not kept any more still has newer columns left of
   // this update's range (multipliers of earlier updates): copy them back too.
   if (st.is_ok() && !keep && !created && inst.newer && op.j_col > 0) {
-    st = lane.download(op.j, part.data, 0, op.j_col);
+    st = lane.download(op.j, host, 0, op.j_col);
   }
   if (!st.is_ok()) {
     tier_->free(j.stripe);

@@ -123,10 +123,18 @@ class GpuElimination final : public Elimination {
   double* device_at(uint64_t offset) const {
     return reinterpret_cast<double*>(static_cast<char*>(pool_) + offset);
   }
-  // The instance of the cell's stripe on the device: the existing one or a new one (copied in
-  // when copy_in). *created tells which.
-  Result<cache::DeviceInstance> instance_for(const cache::CellView& cell, bool copy_in,
-                                             backend::DeviceLane& lane, bool* created);
+  // The instance of the cell's stripe on the device: the existing one or a new one holding
+  // columns [from, n) (at or right of the cell's first column; copied in when copy_in).
+  // *created tells which.
+  Result<cache::DeviceInstance> instance_for(const cache::CellView& cell, int64_t from,
+                                             bool copy_in, backend::DeviceLane& lane,
+                                             bool* created);
+  // Where the instance's first column lives in the cell's RAM.
+  double* host_of(const cache::CellView& cell, const cache::DeviceInstance& inst) const;
+  // The first column a J update must put on the device: the update's own, or the first of J's
+  // meta-stripe when J is in the range's meta-stripe (its later elimination and the range blocks
+  // it joins read from there on). Columns left of it are final in RAM.
+  int64_t first_device_column(const Task& t, const cache::CellView& j) const;
   // Rows of the diagonal blocks of a range's U that are inverted once for all its updates
   // (backend::DeviceUpdate::u_inverse).
   static constexpr int64_t kInverseBlockRows = 512;

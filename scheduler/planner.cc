@@ -244,7 +244,8 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
     p.round_robin_levels = std::clamp<int64_t>(p.round_robin_levels, 1, 64);
   }
 
-  if (m.gpus > 0) {  // 8b: a sweep streams each J after the meta-stripe through the device once
+  if (m.gpus > 0) {  // 8b: a sweep streams each J after the meta-stripe through the device once,
+                     // from the meta-stripe's first column on (left of it J is final)
     const uint64_t matrix = 8ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
     if (p.device_resident) {
       p.pcie_bytes = matrix;
@@ -252,7 +253,9 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
       const int64_t metas = (p.stripes + p.meta_stripes - 1) / p.meta_stripes;
       for (int64_t im = 0; im < metas; ++im) {
         const int64_t from = std::min(p.stripes, im * p.meta_stripes);
-        p.pcie_bytes += static_cast<uint64_t>(p.stripes - from) * p.stripe_bytes;
+        const uint64_t columns = static_cast<uint64_t>(n - std::min(n, from * p.stripe_rows));
+        p.pcie_bytes += static_cast<uint64_t>(p.stripes - from) * 8ull *
+                        static_cast<uint64_t>(p.stripe_rows) * columns;
       }
     }
   }

@@ -31,8 +31,11 @@ DENSE_GPU_TIERS = {
              "dense_gpu/results/h200_ram_n57344_12GiB_2026-11-26_lookahead_takes_critical.json",
              "dense_gpu/results/h200_ssd_n49152_4GiB_8GiB_2026-11-26.json"],
 }
-DENSE_GPU_MULTI = ["dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_S1024_2026-11-26.json",
-                   "dense_gpu/results/h200x2_ram_n57344_12GiB_2gpus_S1024_2026-11-26.json"]
+DENSE_GPU_MULTI = ["dense_gpu/results/h200x4_ram_n57344_12GiB_1gpu_2026-11-26.json",
+                   "dense_gpu/results/h200x4_ram_n57344_12GiB_2gpus_2026-11-26.json",
+                   "dense_gpu/results/h200x4_ram_n57344_12GiB_4gpus_2026-11-26.json"]
+# The runs above skip the DGEMM peer; its rate at the J update shape on an H200 of the pair.
+DENSE_GPU_MULTI_DGEMM = "dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_S1024_2026-11-26.json"
 TRIDIAG_GPU = "tridiag/results/gpu_bench_h100_2026-11-24_session4.json"
 TRIDIAG_CPU = "tridiag/results/cpu_bench_2cores.json"
 STORAGE = "storage/results/h100_host_nvme_run4_same_files.json"
@@ -177,28 +180,34 @@ def plot_dense_gpu_tiers(res, plt):
 
 def plot_dense_gpu_multi(res, plt):
     fig, ax = plt.subplots(figsize=(7, 5))
-    labels, factor, dgemm = [], [], None
+    gpus, factor = [], []
     for rel in DENSE_GPU_MULTI:
         with res.reading(rel):
             doc = one_doc(res.load(rel))
             r = doc["runs"][0]
-            gpus = int(doc["args"].get("gpus", 1))
-            labels.append(f"{gpus} x {card(doc)}")
+            gpus.append(int(doc["args"].get("gpus", 1)))
             factor.append(num(r["stripesolve"]["tflops_factor"], "stripesolve.tflops_factor"))
-            upd = [x for x in r.get("dgemm", []) if x["role"] == "update_shape"]  # absent: --skip dgemm
-            dgemm = num(upd[0]["tflops"], "dgemm.tflops")
-            n, budget = r["n"], num(r["gpu_memory"], "gpu_memory") / 2**30
-    bars = ax.bar(labels, factor, 0.5, color=STRIPESOLVE_COLORS[:len(labels)])
-    bar_labels(ax, bars)
-    ax.axhline(dgemm, color="black", ls="--", lw=1, label=f"one GPU's DGEMM at the J update shape ({dgemm:.1f})")
-    ax.axhline(2 * dgemm, color="black", ls=":", lw=1, label="two GPUs' DGEMM")
+            n, budget, host = r["n"], num(r["gpu_memory"], "gpu_memory") / 2**30, card(doc)
+    with res.reading(DENSE_GPU_MULTI_DGEMM):
+        r = one_doc(res.load(DENSE_GPU_MULTI_DGEMM))["runs"][0]
+        upd = [x for x in r.get("dgemm", []) if x["role"] == "update_shape"]
+        dgemm = num(upd[0]["tflops"], "dgemm.tflops")
+    ax.plot(gpus, factor, "o-", color=STRIPESOLVE_COLORS[0], label="stripesolve factor")
+    for g, f in zip(gpus, factor):
+        ax.annotate(f"{f:.1f} ({f / factor[0]:.2f}x)", (g, f), textcoords="offset points",
+                    xytext=(6, -12), fontsize=8)
+    ax.plot(gpus, [g * dgemm for g in gpus], "k--", lw=1,
+            label=f"GPUs x one GPU's DGEMM at the J update shape ({dgemm:.1f})")
+    ax.plot(gpus, [0.8 * g * dgemm for g in gpus], "k:", lw=1, label="80% of that")
+    ax.set_xticks(gpus)
+    ax.set_xlabel(f"GPUs ({host})")
     ax.set_ylabel("factor TFLOP/s")
-    ax.set_title(f"Dense LU, RAM tier, n = {n}, S = {r['stripe_rows']}, {budget:.0f} GiB per device: "
-                 f"{factor[-1] / factor[0]:.2f}x on two", fontsize=10)
+    ax.set_title(f"Dense LU, RAM tier, n = {n}, {budget:.0f} GiB per device", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
-    ax.set_ylim(0, 2.3 * dgemm)
-    ax.grid(axis="y", alpha=0.3)
-    caption(fig, "bench/dense_gpu/results/: " + ", ".join(os.path.basename(p) for p in DENSE_GPU_MULTI))
+    ax.set_ylim(0, 1.1 * gpus[-1] * dgemm)
+    ax.grid(alpha=0.3)
+    caption(fig, "bench/dense_gpu/results/: " + ", ".join(os.path.basename(p) for p in DENSE_GPU_MULTI)
+            + "; DGEMM from " + os.path.basename(DENSE_GPU_MULTI_DGEMM))
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 

@@ -161,12 +161,12 @@ uint64_t device_budget(const EngineConfig& config, uint64_t free_bytes) {
 }
 
 // Makes sv.writable the factor object to factor A into: a new one, or the one a killed process
-// left half made when its progress can be resumed (factor_progress.h: CPU tier, factors stored,
-// the same recipe). Any other half-made one is removed (the run starts from A).
-Status open_factor_to_make(Solve& sv, bool cpu_tier, const Plan& plan) {
+// left half made when its progress can be resumed (factor_progress.h: factors stored, the same
+// recipe). Any other half-made one is removed (the run starts from A).
+Status open_factor_to_make(Solve& sv, const Plan& plan) {
   static const auto log = logger("scheduler");
   const std::string& factor_name = sv.report.factor_name;
-  const bool recorded = cpu_tier && sv.options.store_factors && sv.options.record_progress;
+  const bool recorded = sv.options.store_factors && sv.options.record_progress;
   const FactorRecipe recipe{sv.a->info().id,     sv.g.n,
                             sv.g.stripes,        sv.options.pivot,
                             sv.options.strategy, plan.meta_stripes,
@@ -174,10 +174,9 @@ Status open_factor_to_make(Solve& sv, bool cpu_tier, const Plan& plan) {
   auto left = sv.store.reopen_factor(factor_name, *sv.a);
   if (!left.is_ok() && left.status().code() != StatusCode::kNotFound) return left.status();
   if (left.is_ok()) {
-    auto progress = recorded
-                        ? FactorProgress::resume(**left, recipe, &sv.resume_point)
-                        : Result<std::unique_ptr<FactorProgress>>(Status::failed_precondition(
-                              "this solve records no progress (GPU tier, or factors not stored)"));
+    auto progress = recorded ? FactorProgress::resume(**left, recipe, &sv.resume_point)
+                             : Result<std::unique_ptr<FactorProgress>>(Status::failed_precondition(
+                                   "this solve records no progress (its factors are not stored)"));
     if (progress.is_ok()) {
       sv.writable = std::move(*left);
       sv.progress = std::move(*progress);
@@ -374,7 +373,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, store.open_for_in_place(name));
       io.set_sources(sv.writable.get(), sv.writable.get());
     } else {
-      STRIPESOLVE_RETURN_IF_ERROR(open_factor_to_make(sv, engine == nullptr, plan));
+      STRIPESOLVE_RETURN_IF_ERROR(open_factor_to_make(sv, plan));
       io.set_sources(sv.a.get(), sv.writable.get());
       if (sv.resumed) io.mark_written(sv.resume_point.written());
       if (sv.progress) {

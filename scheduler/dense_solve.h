@@ -73,7 +73,7 @@ struct DenseSolveOptions {
   // uncommitted object only if they do not fit) and are not persisted; nothing to reuse later.
   bool store_factors = true;
   // Record the factorization's durable progress so that a crash does not lose it
-  // (factor_progress.h; CPU tier, stored factors, not in place). Off only to measure its cost.
+  // (factor_progress.h; stored factors, not in place). Off only to measure its cost.
   bool record_progress = true;
 };
 

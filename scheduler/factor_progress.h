@@ -20,8 +20,13 @@
 // sends that stripe back to A (step 0). That recomputes more than needed, never less. Stripes
 // that depend on it keep their durable state: a recomputed stripe has the same bits as before.
 //
-// Only the CPU tier resumes (the GPU tier keeps U blocks and values on the device, which the
-// records do not describe), and not in place (A is being overwritten: docs/operations.md).
+// Both tiers record and resume. A record describes a part as the I/O role writes it from RAM;
+// the GPU tier's values newer on the device are not in RAM then (their cells are kOnDevice, not
+// written), so its records too name only bytes that are final for their step. A resumed GPU run
+// puts the stripes loaded final on the device (Elimination::load_final) and counts its stripes'
+// reads from the tasks left (Elimination::begin); its updates by a range are the same GEMMs as
+// before, so on the same device and configuration it computes the same bits. Not in place (A
+// is being overwritten: docs/operations.md).
 //
 // Threads: record() runs on the I/O role's thread (IoRole's write hook): it computes the part's
 // CRC while the cell is still the role's and queues the record. A recorder thread (owned here)

@@ -185,6 +185,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
     elimination = cpu.get();
   }
 
+  STRIPESOLVE_RETURN_IF_ERROR(elimination->begin(plan));
   Monitor monitor(ctx);
   {
     ElimIRole elim_i(ctx, g, *elimination, pivots, plan.loaded_final, resume.progress);

@@ -82,6 +82,21 @@ class Elimination {
   virtual Status update(int worker, const Task& t, const cache::CellView& j,
                         const std::vector<cache::CellView>& is,
                         const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) = 0;
+  // Before the roles start, with the run's plan (a resumed run skips the tasks whose effect is
+  // durable): the GPU tier counts the reads of each stripe from the tasks left.
+  virtual Status begin(const ResumePlan& plan) {
+    (void)plan;
+    return Status::ok();
+  }
+  // elim.I, for a stripe loaded final from the factor object instead of being eliminated (a
+  // resumed run): the GPU tier puts it on the device for the updates that still read it.
+  virtual Status load_final(int64_t i, const cache::CellView& cell,
+                            const stripe::StripePivots& pivots) {
+    (void)i;
+    (void)cell;
+    (void)pivots;
+    return Status::ok();
+  }
   // Whether the sweep by a range of several stripes may start before the previous range's sweep
   // has finished (its critical updates then run beside the previous sweep's last ones). The GPU
   // tier allows it only when its pool holds two ranges' U blocks beside the parts in flight.

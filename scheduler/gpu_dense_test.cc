@@ -17,6 +17,7 @@
 #include <utility>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/host_device_engine.h"
@@ -416,6 +417,87 @@ TEST_P(GpuDenseTest, FactorsEqualTheCpuBackendsAndAreReused) {
       expect_matches_lapack(a, n, b, 2, *again, 1e-10, "reused");
       o.reuse_factors = false;
     }
+  }
+}
+
+// Issue 18 on the GPU tier: a solve stopped for a restart (CancelToken::cancel(true), as a
+// daemon's planned stop; a crash leaves the same) late in the factorization, with a RAM cache
+// small enough that dirty stripes go to the factor object along the way, resumes on one device
+// and on two: stripes recorded final are loaded and put on their device (and adopted by the
+// other), durable updates are skipped, nothing is done twice, and the solution has the bits of
+// an uninterrupted run on the same engines.
+TEST_P(GpuDenseTest, AStopForARestartResumesOnTheGpuTier) {
+  std::vector<std::unique_ptr<backend::DeviceEngine>> second;
+  if (GetParam() == "host") {
+    second.push_back(backend::make_host_device_engine());
+  } else if (gpu::device_count() >= 2) {
+    second.push_back(backend::DeviceEngine::open(1).value());
+  }
+  const int64_t n = 28 * 64;
+  generated("A", n, "uniform", 31);
+  const auto b = random_rhs(n, 1);
+  EngineConfig c = gpu_engine(true);
+  c.ram_budget = 16 * kMiB;  // 17 of 28 stripes
+  c.meta_stripes = 4;
+  c.gpu_memory = 18 * kMiB;
+  c.segment_columns = 512;
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  for (size_t devices : {1u, 2u}) {
+    if (devices == 2 && second.empty()) {
+      std::printf("one CUDA device: the two-device resume runs on a 2-GPU host\n");
+      continue;
+    }
+    std::vector<backend::DeviceEngine*> engines{engine_.get()};
+    if (devices == 2) engines.push_back(second[0].get());
+    const std::string what = std::to_string(devices) + " device(s)";
+    auto run = [&](CancelToken& cancel, const SolveCallbacks& cb, TraceRecorder* trace) {
+      return solve_dense(cpu_, engines, *store_, "A", b.data(), 1, o, c, cancel, cb, trace);
+    };
+    CancelToken plain;
+    auto reference = run(plain, {}, nullptr);
+    ASSERT_TRUE(reference.is_ok()) << what << ": " << reference.status().to_string();
+    EXPECT_FALSE(reference->resumed) << what;
+    ASSERT_TRUE(store_->remove("A.lu.row").is_ok());
+    CancelToken cancel;
+    SolveCallbacks cb;
+    cb.on_progress = [&](const Progress& p) {
+      if (p.phase == "factor" && p.fraction > 0.85) cancel.cancel(/*keep_progress=*/true);
+    };
+    auto stopped = run(cancel, cb, nullptr);
+    if (stopped.is_ok()) GTEST_SKIP() << "the factorization ended before a report passed 85%";
+    ASSERT_EQ(stopped.status().code(), StatusCode::kCancelled) << stopped.status().to_string();
+    const storage::StoreConfig config = store_->config();
+    store_.reset();  // a restart
+    store_ = storage::MatrixStore::open(config).value();
+    TraceRecorder trace;
+    CancelToken again;
+    auto resumed = run(again, {}, &trace);
+    ASSERT_TRUE(resumed.is_ok()) << what << ": " << resumed.status().to_string();
+    EXPECT_TRUE(resumed->resumed) << what;
+    EXPECT_NE(resumed->backend, "cpu") << what;
+    EXPECT_GT(resumed->resumed_eliminations, 0) << what;
+    EXPECT_EQ(
+        std::memcmp(resumed->x.data(), reference->x.data(), sizeof(double) * reference->x.size()),
+        0)
+        << what;
+    // What this run did and what it found durable add up to the whole factorization. An update
+    // span covers a range of eliminated stripes ("[a, b)").
+    const int64_t stripes = resumed->plan.stripes;
+    int64_t eliminations = 0, updates = 0;
+    const nlohmann::json events = nlohmann::json::parse(trace.to_json());
+    for (const auto& e : events["traceEvents"]) {
+      const std::string name = e.value("name", std::string());
+      eliminations += name == "eliminate";
+      if (name != "update") continue;
+      int first = 0, end = 0;
+      ASSERT_EQ(std::sscanf(e["args"]["I"].get<std::string>().c_str(), "[%d, %d)", &first, &end),
+                2);
+      updates += end - first;
+    }
+    EXPECT_EQ(eliminations + resumed->resumed_eliminations, stripes) << what;
+    EXPECT_EQ(updates + resumed->resumed_updates, stripes * (stripes - 1) / 2) << what;
+    ASSERT_TRUE(store_->remove("A.lu.row").is_ok());
   }
 }
 

@@ -56,24 +56,6 @@ Status GpuElimination::open() {
   const storage::StripeGeometry& g = geometry_;
   const int64_t s_max = (g.n + g.stripes - 1) / g.stripes;
   const int64_t k_max = s_max;  // permutations are per stripe
-  // Use counts from the task list: the updates of this device's J stripes, and for each own
-  // stripe the other devices that will adopt it (those with updates that read it).
-  stripe_uses_.assign(static_cast<size_t>(g.stripes), 0);
-  std::vector<uint64_t> adopters(static_cast<size_t>(g.stripes), 0);  // device bit masks
-  std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
-  for (const Task& t : make_tasks(params_.strategy, g.stripes, params_.meta_stripes)) {
-    if (t.kind != Task::Kind::kUpdate) continue;
-    if (!share_.owns(t.stripe)) {
-      for (int64_t i = t.i_begin; i < t.i_end; ++i) {
-        if (share_.owns(i))
-          adopters[static_cast<size_t>(i)] |= 1ull << share_.owner[static_cast<size_t>(t.stripe)];
-      }
-      continue;
-    }
-    for (int64_t i = t.i_begin; i < t.i_end; ++i) ++stripe_uses_[static_cast<size_t>(i)];
-    if (t.i_end - t.i_begin > 1) ++ranges[{t.i_begin, t.i_end}];
-  }
-  range_uses_.assign(ranges.begin(), ranges.end());
   meta_of_.assign(static_cast<size_t>(g.stripes), 0);
   const int64_t metas = meta_stripe_count(g.stripes, std::max<int64_t>(1, params_.meta_stripes));
   for (int64_t im = 0; im < metas; ++im) {
@@ -87,12 +69,7 @@ Status GpuElimination::open() {
     MutexLock downloads(downloads_mu_);
     download_ticket_.assign(static_cast<size_t>(g.stripes), 0);
   }
-  {
-    MutexLock peers(peer_mu_);
-    peer_uses_.assign(static_cast<size_t>(g.stripes), 0);
-    for (size_t i = 0; i < adopters.size(); ++i) peer_uses_[i] = __builtin_popcountll(adopters[i]);
-    free_pending_.assign(static_cast<size_t>(g.stripes), false);
-  }
+  count_uses({});
   {
     MutexLock adopting(adopt_mu_);
     adopted_.assign(static_cast<size_t>(g.stripes), false);
@@ -159,6 +136,94 @@ Status GpuElimination::open() {
       plan_.segment_columns, plan_.device_resident ? ", the whole matrix stays on the device" : "",
       overlap_ ? ", sweeps overlap" : "");
   return Status::ok();
+}
+
+void GpuElimination::count_uses(const std::vector<bool>& skip) {
+  const storage::StripeGeometry& g = geometry_;
+  // The updates of this device's J stripes, and for each own stripe the other devices that will
+  // adopt it (those with updates that read it).
+  stripe_uses_.assign(static_cast<size_t>(g.stripes), 0);
+  std::vector<uint64_t> adopters(static_cast<size_t>(g.stripes), 0);  // device bit masks
+  std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
+  const std::vector<Task> tasks = make_tasks(params_.strategy, g.stripes, params_.meta_stripes);
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const Task& t = tasks[k];
+    if (t.kind != Task::Kind::kUpdate || (k < skip.size() && skip[k])) continue;
+    if (!share_.owns(t.stripe)) {
+      for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+        if (share_.owns(i))
+          adopters[static_cast<size_t>(i)] |= 1ull << share_.owner[static_cast<size_t>(t.stripe)];
+      }
+      continue;
+    }
+    for (int64_t i = t.i_begin; i < t.i_end; ++i) ++stripe_uses_[static_cast<size_t>(i)];
+    if (t.i_end - t.i_begin > 1) ++ranges[{t.i_begin, t.i_end}];
+  }
+  range_uses_.assign(ranges.begin(), ranges.end());
+  MutexLock peers(peer_mu_);
+  peer_uses_.assign(static_cast<size_t>(g.stripes), 0);
+  for (size_t i = 0; i < adopters.size(); ++i) peer_uses_[i] = __builtin_popcountll(adopters[i]);
+  free_pending_.assign(static_cast<size_t>(g.stripes), false);
+}
+
+Status GpuElimination::begin(const ResumePlan& plan) {
+  count_uses(plan.skip);
+  return Status::ok();
+}
+
+Status GpuElimination::load_final(int64_t i, const CellView& cell,
+                                  const stripe::StripePivots& pivots) {
+  const storage::StripeGeometry& g = geometry_;
+  TraceRecorder::Span span(ctx_.trace, "elim.I", "load final", {{"stripe", std::to_string(i)}});
+  loaded_final_ = true;
+  const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
+  int peers = 0;
+  {
+    MutexLock lock(peer_mu_);
+    peers = peer_uses_[static_cast<size_t>(i)];
+  }
+  if (uses == 0 && peers == 0) return Status::ok();
+  // Updates and adoptions read it from the first column of its meta-stripe on (as after its
+  // elimination: its U rows and the multipliers the U block carries along).
+  int64_t first = i;
+  while (first > 0 && meta_of_[static_cast<size_t>(first - 1)] == meta_of_[static_cast<size_t>(i)])
+    --first;
+  bool created = false;
+  const auto inst =
+      instance_for(cell, std::max(g.row_begin(first), cell.i0_store), true, *lane_i_, &created);
+  if (!inst.is_ok()) return inst.status();
+  Status st = created ? Status::ok()
+                      : Status::internal(fmt::format(
+                            "GPU tier: stripe {}, loaded final, was on the device already", i));
+  if (st.is_ok() && params_.pivot == stripe::PivotMode::kRow) {
+    st = upload_permutation(*lane_i_, i, pivots);
+  }
+  if (st.is_ok()) st = lane_i_->synchronize();
+  if (!st.is_ok()) {
+    tier_->free(i);
+    tier_->fail(st);
+    return st;
+  }
+  if (uses == 0) {
+    drop_instance(i);  // only other devices read it: freed once they have copied it
+  } else {
+    tier_->set_uses(i, uses);
+  }
+  return Status::ok();
+}
+
+Status GpuElimination::upload_permutation(backend::DeviceLane& lane, int64_t i,
+                                          const stripe::StripePivots& pivots) {
+  const storage::StripeGeometry& g = geometry_;
+  // The permutation the elimination made on the owner's device, from the swaps (relative to the
+  // diagonal).
+  std::vector<int32_t> raw(pivots.swaps.size());
+  for (size_t k = 0; k < raw.size(); ++k) {
+    raw[k] = static_cast<int32_t>(pivots.swaps[k] - g.row_begin(i));
+  }
+  const std::vector<int32_t> pairs = backend::permutation_pairs(raw);
+  perm_count_[static_cast<size_t>(i)] = static_cast<int64_t>(pairs.size() / 2);
+  return lane.upload_ints(pairs, device_perm_ + 4 * g.row_begin(i));
 }
 
 GpuElimination::~GpuElimination() {
@@ -375,14 +440,7 @@ Status GpuElimination::adopt(int worker, const CellView& cell, const stripe::Str
     owner.release_peer_use(i);
   }
   if (st.is_ok() && params_.pivot == stripe::PivotMode::kRow) {
-    // The permutation the owner made on its device, from the swaps (relative to the diagonal).
-    std::vector<int32_t> raw(pivots.swaps.size());
-    for (size_t k = 0; k < raw.size(); ++k) {
-      raw[k] = static_cast<int32_t>(pivots.swaps[k] - g.row_begin(i));
-    }
-    const std::vector<int32_t> pairs = backend::permutation_pairs(raw);
-    perm_count_[static_cast<size_t>(i)] = static_cast<int64_t>(pairs.size() / 2);
-    st = lane.upload_ints(pairs, device_perm_ + 4 * g.row_begin(i));
+    st = upload_permutation(lane, i, pivots);
   }
   if (!st.is_ok()) {
     tier_->free(i);
@@ -584,6 +642,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
 
 bool GpuElimination::factors_resident() const {
   const storage::StripeGeometry& g = geometry_;
+  if (loaded_final_) return false;
   for (int64_t i = 0; i < g.stripes; ++i) {
     auto inst = tier_->find(i);
     if (!inst || inst->i0_store != 0 || inst->newer) return false;

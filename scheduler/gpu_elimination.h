@@ -81,6 +81,14 @@ class GpuElimination final : public Elimination {
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+  // A resumed run: the use counts from the tasks it does not skip.
+  Status begin(const ResumePlan& plan) override;
+  // Stripe i loaded final from the factor object (a resumed run; its cell in RAM, this device's
+  // stripe): put on the device, with its column permutation, for the updates here and the
+  // adoptions by other devices that read it. The device substitution is then off (the swaps the
+  // substitution reads on the device are left by eliminate() only).
+  Status load_final(int64_t i, const cache::CellView& cell,
+                    const stripe::StripePivots& pivots) override;
   // Another device's eliminated stripe `i` (its cell kStuck, final in RAM once `owner` has
   // copied it back) on this device, for the updates here that read it; once (later calls
   // return at once), and not at all when none do. From the worker `worker` of this device.
@@ -115,6 +123,12 @@ class GpuElimination final : public Elimination {
                  const storage::StripedMatrix& layout, const FactorParams& params, const Plan& plan,
                  DeviceShare share, std::shared_ptr<KeepLedger> kept);
   Status open();
+  // stripe_uses_, range_uses_ and peer_uses_ from the strategy's tasks but those skipped
+  // (skip[k] for task k; empty: none). Before the roles start.
+  void count_uses(const std::vector<bool>& skip);
+  // The column permutation of final stripe i on this device, from its swaps.
+  Status upload_permutation(backend::DeviceLane& lane, int64_t i,
+                            const stripe::StripePivots& pivots);
   Status eliminate_on_device(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots);
   Status update_on_device(int worker, const Task& t, const cache::CellView& j,
                           const std::vector<cache::CellView>& is,
@@ -180,6 +194,7 @@ class GpuElimination final : public Elimination {
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   bool pinned_ = false;
   bool overlap_ = false;
+  bool loaded_final_ = false;     // some stripe came final from the factor object (load_final)
   std::vector<int64_t> meta_of_;  // meta-stripe index of each stripe
   Mutex downloads_mu_;
   // Per stripe: its copy to RAM not yet waited for.

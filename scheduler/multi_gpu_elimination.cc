@@ -51,6 +51,16 @@ Status MultiGpuElimination::update(int worker, const Task& t, const cache::CellV
   return here.update(worker, t, j, is, pivots, keep_on_device);
 }
 
+Status MultiGpuElimination::begin(const ResumePlan& plan) {
+  for (auto& d : devices_) STRIPESOLVE_RETURN_IF_ERROR(d->begin(plan));
+  return Status::ok();
+}
+
+Status MultiGpuElimination::load_final(int64_t i, const cache::CellView& cell,
+                                       const stripe::StripePivots& pivots) {
+  return owner_of(i).load_final(i, cell, pivots);  // the others adopt it from there
+}
+
 bool MultiGpuElimination::sweeps_may_overlap() const {
   for (const auto& d : devices_) {
     if (!d->sweeps_may_overlap()) return false;

@@ -36,6 +36,9 @@ class MultiGpuElimination final : public Elimination {
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+  Status begin(const ResumePlan& plan) override;
+  Status load_final(int64_t i, const cache::CellView& cell,
+                    const stripe::StripePivots& pivots) override;
   bool sweeps_may_overlap() const override;
   bool accepts(int64_t worker, const Task& t) const override;
 

@@ -37,6 +37,11 @@ void ElimIRole::run() {
     cache.transition(*i, CellState::kElimI);
     if (loaded_final_[static_cast<size_t>(*i)]) {
       // Final in the factor object; its pivots and progress were set before the run.
+      const Status st = elimination_.load_final(*i, *cell, pivots_[static_cast<size_t>(*i)]);
+      if (!st.is_ok()) {
+        cache.fail(st);
+        return;
+      }
       cache.finish_elim_i(*i, /*modified=*/false);
       continue;
     }

@@ -39,12 +39,31 @@ void print_job_id(const Globals& g, uint64_t id) {
     std::printf("%llu\n", static_cast<unsigned long long>(id));
 }
 
+// `solve --dry-run`: the plan the daemon would follow (scheduler/dense_plan.h), nothing solved.
+int print_plan(const Globals& g, const std::string& matrix) {
+  return simple_call(g, protocol::MessageType::kMatrices, {{"name", matrix}, {"plan", true}},
+                     [](const nlohmann::json& reply) {
+                       for (const auto& w : reply.value("warnings", nlohmann::json::array()))
+                         std::printf("warning: %s\n", w.get<std::string>().c_str());
+                       const std::string devices = reply.value("devices", std::string());
+                       std::printf("backend %s%s%s\n",
+                                   reply.value("backend", std::string("?")).c_str(),
+                                   devices.empty() ? "" : " on ", devices.c_str());
+                       std::printf("%s\n", reply.value("plan_text", std::string()).c_str());
+                     });
+}
+
 void add_solve(CLI::App& app, const Globals& g, int& code) {
   auto r = std::make_shared<SolveRequest>();
+  auto dry_run = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("solve", "submit a dense solve and wait for it, with progress");
   add_solve_options(cmd, *r);
   cmd->add_option("-o,--out", r->out_path, "write the solution X to this .npy as it is streamed");
-  cmd->callback([r, &g, &code] {
+  cmd->add_flag("--dry-run", *dry_run,
+                "print the plan the daemon would follow (stripe sizes, cache, devices, each "
+                "strategy's SSD traffic and time bound and what bounds it) and solve nothing");
+  cmd->callback([r, dry_run, &g, &code] {
+    if (*dry_run) return void(code = print_plan(g, r->matrix));
     // Files first: a missing --rhs or an unwritable --out fails before anything is sent.
     auto request = build_solve_job(*r);
     if (!request.is_ok()) return void(code = fail(request.status()));

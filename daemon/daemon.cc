@@ -94,7 +94,8 @@ Status Daemon::start() {
   ServerHooks hooks;
   hooks.daemon_status = [this] { return status_json(); };
   hooks.matrices = [this](const nlohmann::json& request) {
-    return matrices_query(*store_, request);
+    return request.contains("plan") ? matrix_plan_query(*store_, request, config_.engine)
+                                    : matrices_query(*store_, request);
   };
   hooks.metrics_text = [this] {
     const double up =

@@ -9,9 +9,11 @@
 #include "base/units.h"
 #include "daemon/job_files.h"
 #include "protocol/messages.h"
+#include "scheduler/dense_plan.h"
 
 namespace stripesolve::daemon {
 
+using protocol::get_bool;
 using protocol::get_int;
 using protocol::get_string;
 
@@ -60,6 +62,25 @@ Result<nlohmann::json> matrices_query(const storage::MatrixStore& store,
   nlohmann::json list = nlohmann::json::array();
   for (const auto& info : all) list.push_back(matrix_info_json(info));
   return nlohmann::json{{"matrices", std::move(list)}};
+}
+
+Result<nlohmann::json> matrix_plan_query(const storage::MatrixStore& store,
+                                         const nlohmann::json& request,
+                                         const scheduler::EngineConfig& engine) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(bool plan, get_bool(request, "plan", false));
+  if (!plan) return matrices_query(store, request);
+  if (!request.contains("name")) {
+    return Status::invalid_argument("a plan is asked for one matrix: the request names none");
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(request, "name"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
+  STRIPESOLVE_ASSIGN_OR_RETURN(scheduler::DryRun run, scheduler::plan_solve(store, name, engine));
+  return nlohmann::json{{"matrix", matrix_info_json(info)},
+                        {"backend", run.backend},
+                        {"devices", run.devices},
+                        {"warnings", run.warnings},
+                        {"plan", nlohmann::json::parse(scheduler::plan_to_json(run.plan))},
+                        {"plan_text", scheduler::plan_to_text(run.plan)}};
 }
 
 int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,

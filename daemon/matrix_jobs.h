@@ -38,6 +38,12 @@ int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
 // info}, or kNotFound naming the matrix (kCorruption for an unreadable one).
 Result<nlohmann::json> matrices_query(const storage::MatrixStore& store,
                                       const nlohmann::json& request);
+// The same with {"name": s, "plan": true}: a dense solve's dry run (scheduler/dense_plan.h) on
+// this daemon's engine configuration and devices: {"matrix": info, "backend", "devices",
+// "warnings", "plan": the plan's JSON, "plan_text": its text}. `engine` is read only.
+Result<nlohmann::json> matrix_plan_query(const storage::MatrixStore& store,
+                                         const nlohmann::json& request,
+                                         const scheduler::EngineConfig& engine);
 // `store` and `engine` must outlive the registry's jobs.
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
                           const scheduler::EngineConfig& engine);

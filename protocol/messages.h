@@ -34,7 +34,8 @@ enum class MessageType : uint16_t {
   kMetrics = 18,       // {} -> kOk {"text": <Prometheus text format>}
   kDaemonStatus = 19,  // {} -> kOk {...}
   kDaemonStop = 20,    // {"policy": "drain"|"cancel"} -> kOk, then the daemon drains and exits
-  kMatrices = 21,      // {} -> kOk {"matrices": [info...]}; {"name": s} -> kOk {"matrix": info}
+  kMatrices = 21,      // {} -> kOk {"matrices": [info...]}; {"name": s} -> kOk {"matrix": info};
+                       // {"name": s, "plan": true} -> kOk {"matrix", "plan", "plan_text", ...}
   // daemon -> client
   kWelcome = 100,   // {"version": v, "daemon": name, "uid": peer uid, "limits": {...}}
   kOk = 101,        // the reply (JSON header), or the last frame of a stream when final

@@ -16,6 +16,7 @@
 #include "scheduler/condition.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/io_role.h"
+#include "scheduler/dense_plan.h"
 #include "scheduler/multi_gpu_elimination.h"
 #include "scheduler/substitution.h"
 
@@ -150,14 +151,6 @@ Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t
   if (total > budget) return Status::ok();
   return stream_parts(ctx, a, order, "load", true,
                       [](int64_t, const stripe::StripePart&) { return Status::ok(); });
-}
-
-// The device budget of a dense solve: engine.gpu_memory (capped at 95% of the free memory) or
-// 90% of the free memory.
-uint64_t device_budget(const EngineConfig& config, uint64_t free_bytes) {
-  const uint64_t cap = free_bytes / 20 * 19;
-  if (config.gpu_memory > 0) return std::min(config.gpu_memory, cap);
-  return free_bytes / 10 * 9;
 }
 
 // Makes sv.writable the factor object to factor A into: a new one, or the one a killed process

@@ -1,0 +1,62 @@
+// Integration: `stripesolve solve MATRIX --dry-run` prints the plan the daemon would follow
+// (scheduler/dense_plan.h) and solves nothing; the same plan as JSON with --json; a missing
+// matrix is named.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/daemon_fixture.h"
+
+namespace stripesolve::testing {
+namespace {
+
+TEST(DryRun, PrintsThePlanAndSolvesNothing) {
+  DaemonFixture d;
+  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
+  auto run = [&](const std::string& args, std::string* out) {
+    const std::string path = d.dir() + "/out.txt";
+    const int st = std::system((cli + " " + args + " > " + path + " 2>&1").c_str());
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *out = ss.str();
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  std::string out;
+  ASSERT_EQ(run("matrix create A -n 512 --seed 3 --generator uniform --stripe-rows 64", &out), 0)
+      << out;
+  EXPECT_EQ(run("solve A --dry-run", &out), 0) << out;
+  EXPECT_NE(out.find("backend cpu"), std::string::npos) << out;
+  EXPECT_NE(out.find("n=512 S=64"), std::string::npos) << out;
+  for (const char* strategy : {"basic", "zigzag", "meta_zigzag"}) {
+    EXPECT_NE(out.find(strategy), std::string::npos) << strategy << " in: " << out;
+  }
+  EXPECT_NE(out.find("time >= "), std::string::npos) << out;
+  EXPECT_EQ(run("--json solve A --dry-run", &out), 0) << out;
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["plan"]["n"], 512);
+  EXPECT_EQ(j["plan"]["stripe_rows"], 64);
+  ASSERT_EQ(j["plan"]["forecasts"].size(), 3u) << out;
+  for (const auto& f : j["plan"]["forecasts"]) {
+    EXPECT_TRUE(f.contains("limited_by")) << f.dump();
+    EXPECT_GT(f["time_bound_seconds"].get<double>(), 0) << f.dump();
+  }
+  // Nothing ran: no solve job, no factor.
+  EXPECT_EQ(run("--json jobs", &out), 0) << out;
+  for (const auto& job : nlohmann::json::parse(out)["jobs"]) {
+    EXPECT_EQ(job["type"], "matrix_create") << out;
+  }
+  EXPECT_EQ(run("matrix ls", &out), 0) << out;
+  EXPECT_EQ(out.find("A.lu"), std::string::npos) << out;
+  EXPECT_NE(run("solve B --dry-run", &out), 0) << out;
+  EXPECT_NE(out.find("'B'"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace stripesolve::testing

@@ -14,9 +14,9 @@
 #include "cache/stripe_cache.h"
 #include "gpu/devices.h"
 #include "scheduler/condition.h"
+#include "scheduler/dense_plan.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/io_role.h"
-#include "scheduler/dense_plan.h"
 #include "scheduler/multi_gpu_elimination.h"
 #include "scheduler/substitution.h"
 

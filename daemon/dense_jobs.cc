@@ -303,6 +303,7 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
             {"stripes", r.plan.stripes},
             {"stripe_rows", r.plan.stripe_rows}};
         if (!r.device.empty()) result["device"] = r.device;
+        result["pivot"] = backend::pivot_mode_name(r.pivot);
         if (r.resumed) {
           // A factorization a crash interrupted, resumed from its durable progress
           // (docs/operations.md).

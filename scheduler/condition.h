@@ -70,7 +70,8 @@ struct SolveQuality {
 // working precision (rcond R)" whenever rcond < eps (even with a small backward error, as LAPACK
 // dgesvx's info = n + 1); a backward error above the tolerance names "unstable pivoting (growth
 // G)" (growth > kUnstableGrowth: then the rcond of these factors proves nothing and is not
-// used) or "ill-conditioned (rcond R)" (rcond < kIllConditioned) and says which --pivot to try.
+// used) or "ill-conditioned (rcond R)" (rcond < kIllConditioned) and says which --pivot to try:
+// gepp after row, row after any other mode.
 std::string quality_warning(const SolveQuality& q);
 
 }  // namespace stripesolve::scheduler

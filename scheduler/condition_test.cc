@@ -68,7 +68,7 @@ TEST(QualityWarning, NamesTheCause) {
                                                 .growth = 5.8e17,
                                                 .pivot = stripe::PivotMode::kRow});
   EXPECT_NE(unstable.find("unstable pivoting (growth 5.80e+17"), std::string::npos) << unstable;
-  EXPECT_NE(unstable.find("--pivot local"), std::string::npos) << unstable;
+  EXPECT_NE(unstable.find("--pivot gepp"), std::string::npos) << unstable;
   // Grown factors estimate a tiny rcond for a well-conditioned matrix: not called singular.
   const std::string grown = quality_warning({.n = 160,
                                              .backward_error = 1e-2,
@@ -84,6 +84,12 @@ TEST(QualityWarning, NamesTheCause) {
                                            .pivot = stripe::PivotMode::kNone});
   EXPECT_NE(ill.find("ill-conditioned (rcond 1.00e-13)"), std::string::npos) << ill;
   EXPECT_NE(ill.find("--pivot row"), std::string::npos) << ill;
+  const std::string gepp = quality_warning({.n = 60,
+                                            .backward_error = 1e-2,
+                                            .rcond = 0.05,
+                                            .growth = 5.8e17,
+                                            .pivot = stripe::PivotMode::kGepp});
+  EXPECT_NE(gepp.find("--pivot row"), std::string::npos) << gepp;
   EXPECT_GT(backward_error_tolerance(1'000'000), backward_error_tolerance(100));
   EXPECT_EQ(backward_error_tolerance(4), 2 * eps);
   EXPECT_EQ(backward_error_tolerance(4096), 16 * eps);

@@ -98,6 +98,12 @@ double backward_error_tolerance(int64_t n) {
          std::numeric_limits<double>::epsilon();
 }
 
+bool pivoting_to_blame(const SolveQuality& q) {
+  if (q.backward_error <= backward_error_tolerance(q.n)) return false;
+  if (q.growth > kUnstableGrowth) return true;
+  return q.rcond >= kIllConditioned;
+}
+
 std::string quality_warning(const SolveQuality& q) {
   const double tol = backward_error_tolerance(q.n);
   // Factors that grew past kUnstableGrowth are too inaccurate to estimate the condition with:

@@ -96,5 +96,18 @@ TEST(QualityWarning, NamesTheCause) {
   EXPECT_EQ(backward_error_tolerance(65536), 64 * eps);
 }
 
+// The auto switch to gepp blames the pivoting on growth, or on a miss of a matrix whose rcond is
+// fine; never on an ill-conditioned or singular one, nor on a solve within the tolerance.
+TEST(QualityWarning, PivotingToBlame) {
+  EXPECT_FALSE(
+      pivoting_to_blame({.n = 100, .backward_error = 1e-17, .rcond = 0.1, .growth = 1e60}));
+  EXPECT_TRUE(
+      pivoting_to_blame({.n = 160, .backward_error = 1e-2, .rcond = 6e-32, .growth = 7e47}));
+  EXPECT_TRUE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = 0.01, .growth = 1e5}));
+  EXPECT_FALSE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = 1e-13, .growth = 3}));
+  EXPECT_FALSE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = 1e-20, .growth = 3}));
+  EXPECT_FALSE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = -1, .growth = -1}));
+}
+
 }  // namespace
 }  // namespace stripesolve::scheduler

@@ -332,7 +332,7 @@ Status open_inputs(Solve& sv, const storage::MatrixInfo& info, uint64_t ram_budg
   return Status::ok();
 }
 
-// One solve with the options' pivoting.
+// One solve with the options' pivoting (solve_with below may make a second).
 Result<SolveReport> solve_once(backend::Backend& backend,
                                const std::vector<backend::DeviceEngine*>& engines,
                                storage::MatrixStore& store, std::string_view matrix_name,
@@ -639,14 +639,49 @@ Result<SolveReport> solve_once(backend::Backend& backend,
   return report;
 }
 
+// solve_once(), and the safety net's switch (transposed_solve.h): a kRow solve whose pivoting
+// grew is made again with kGepp. X goes to on_solution_chunk only once it is final, so a solve
+// that may switch hands it over here, after the second solve (kRow streams no chunks anyway).
 Result<SolveReport> solve_with(backend::Backend& backend,
                                const std::vector<backend::DeviceEngine*>& engines,
                                storage::MatrixStore& store, std::string_view matrix_name,
                                const double* b, int64_t nrhs, const DenseSolveOptions& options,
                                const EngineConfig& config, CancelToken& cancel,
                                const SolveCallbacks& callbacks, TraceRecorder* trace) {
-  return solve_once(backend, engines, store, matrix_name, b, nrhs, options, config, cancel,
-                    callbacks, trace);
+  const bool may_switch = options.pivot == stripe::PivotMode::kRow && !options.in_place &&
+                          options.check_quality &&
+                          options.refinement_steps == DenseSolveOptions::kRefineAuto;
+  if (!may_switch) {
+    return solve_once(backend, engines, store, matrix_name, b, nrhs, options, config, cancel,
+                      callbacks, trace);
+  }
+  SolveCallbacks held = callbacks;
+  held.on_solution_chunk = nullptr;
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      SolveReport report, solve_once(backend, engines, store, matrix_name, b, nrhs, options, config,
+                                     cancel, held, trace));
+  if (should_switch_to_gepp(options, report)) {
+    static const auto log = logger("scheduler");
+    const std::string note = gepp_switch_note(report);
+    log->warn("dense solve of '{}': {}", matrix_name, note);
+    DenseSolveOptions gepp = options;
+    gepp.pivot = stripe::PivotMode::kGepp;
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        SolveReport second, solve_once(backend, engines, store, matrix_name, b, nrhs, gepp, config,
+                                       cancel, held, trace));
+    second.pivot_switch = note;
+    second.seconds += report.seconds;
+    second.io_read_bytes += report.io_read_bytes;
+    second.io_written_bytes += report.io_written_bytes;
+    report = std::move(second);
+  }
+  if (callbacks.on_solution_chunk) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(matrix_name));
+    for (int64_t i = info.geometry.stripes - 1; i >= 0; --i) {
+      STRIPESOLVE_RETURN_IF_ERROR(emit_chunk(callbacks, info.geometry, report.x.data(), nrhs, i));
+    }
+  }
+  return report;
 }
 
 }  // namespace

@@ -14,6 +14,8 @@
 //      again by stripes, and `refinement_steps` steps x += U^-1 L^-1 (b - A x).
 // With kGepp, step 2 factors A's stored transpose "<matrix>.t" (made first when missing) with
 // kRow into "<matrix>.lu.gepp", and step 3 is the transposed solve (scheduler/transposed_solve.h).
+// A kRow solve with auto refinement that misses the tolerance because its pivoting grew is made
+// again with kGepp (the report's pivot_switch says so).
 // Roles (002 Fig 18): master (calling thread), I/O, elim.I, k elim.J, DSR, plus a monitor for
 // cancellation and progress. Cancellation is honoured within one stripe step.
 //
@@ -107,8 +109,11 @@ struct SolveReport {
   // Non-empty when the solve should end COMPLETED_WITH_WARNING: the cause and what to try
   // (scheduler/condition.h quality_warning()).
   std::string warning;
-  // The pivoting that made x.
+  // The pivoting that made x: the options', or kGepp after a switch.
   stripe::PivotMode pivot = stripe::PivotMode::kRow;
+  // Non-empty when a kRow solve was made again with kGepp (transposed_solve.h): why. seconds and
+  // the I/O counts are then those of both solves, the other figures the gepp solve's.
+  std::string pivot_switch;
   double seconds = 0;
   double load_seconds = 0;          // A read from the SSDs into the RAM cache before the
                                     // factorization (only when the cache holds all of A)

@@ -1,6 +1,9 @@
 #include "scheduler/transposed_solve.h"
 
+#include <fmt/format.h>
+
 #include "base/logging.h"
+#include "scheduler/condition.h"
 
 namespace stripesolve::scheduler {
 
@@ -37,6 +40,30 @@ Result<std::unique_ptr<storage::StripedMatrix>> open_transpose(storage::MatrixSt
       store.create_transpose(name, a, memory_budget, [&cancel] { return cancel.cancelled(); })
           .status());
   return store.open_matrix(name);
+}
+
+bool should_switch_to_gepp(const DenseSolveOptions& options, const SolveReport& report) {
+  if (options.pivot != stripe::PivotMode::kRow || options.in_place || !options.check_quality ||
+      options.refinement_steps != DenseSolveOptions::kRefineAuto || report.warning.empty()) {
+    return false;
+  }
+  const int steps =
+      report.residual_history.empty() ? 0 : static_cast<int>(report.residual_history.size()) - 1;
+  return pivoting_to_blame({.n = report.plan.n,
+                            .backward_error = report.residual,
+                            .rcond = report.rcond,
+                            .growth = report.growth,
+                            .refinement_steps = steps,
+                            .pivot = options.pivot});
+}
+
+std::string gepp_switch_note(const SolveReport& row_report) {
+  const std::string growth = row_report.growth < 0 ? std::string("by an unknown factor")
+                                                   : fmt::format("by {:.2e}", row_report.growth);
+  return fmt::format(
+      "row pivoting grew {} (backward error {:.2e} above the tolerance {:.2e}); re-solved with "
+      "gepp",
+      growth, row_report.residual, row_report.tolerance);
 }
 
 }  // namespace stripesolve::scheduler

@@ -43,4 +43,14 @@ Result<std::unique_ptr<storage::StripedMatrix>> open_transpose(storage::MatrixSt
                                                                uint64_t memory_budget,
                                                                const CancelToken& cancel);
 
+// True when a solve should be made again with gepp (the safety net's switch): it used the
+// default kRow with auto refinement and the quality checks, not in place, and it missed the
+// tolerance with the pivoting to blame (condition.h pivoting_to_blame: growth, not an
+// ill-conditioned or singular A).
+bool should_switch_to_gepp(const DenseSolveOptions& options, const SolveReport& report);
+
+// What the result says about the switch: "row pivoting grew by G (backward error E above the
+// tolerance T); re-solved with gepp".
+std::string gepp_switch_note(const SolveReport& row_report);
+
 }  // namespace stripesolve::scheduler

@@ -96,6 +96,7 @@ TEST_F(GeppSolveTest, MatchesLapackOnRaggedOrdersWithEveryStrategy) {
       EXPECT_EQ(rep->factor_name, name + ".lu.gepp") << what;
       EXPECT_EQ(rep->pivot, PivotMode::kGepp) << what;
       EXPECT_TRUE(rep->warning.empty()) << what << ": " << rep->warning;
+      EXPECT_TRUE(rep->pivot_switch.empty()) << what;
       expect_solution_near_lapack(a, n, b, 2, *rep, 1e-13, what);
     }
     auto t = store_->info(transpose_name_for(name));
@@ -105,8 +106,8 @@ TEST_F(GeppSolveTest, MatchesLapackOnRaggedOrdersWithEveryStrategy) {
 }
 
 // The transposed Wilkinson matrix grows row pivoting by 2^(n-1) and gepp not at all; the
-// Wilkinson matrix itself the other way round.
-TEST_F(GeppSolveTest, WilkinsonTransposedIsStableWithGepp) {
+// Wilkinson matrix itself the other way round. The default switches to gepp on its own.
+TEST_F(GeppSolveTest, WilkinsonTransposedIsStableWithGeppAndTheDefaultSwitches) {
   const int64_t n = 160;
   const int64_t s = 16;
   const auto a = generated("W", n, s, "wilkinson_t");
@@ -122,13 +123,33 @@ TEST_F(GeppSolveTest, WilkinsonTransposedIsStableWithGepp) {
   EXPECT_GT(g->rcond, 1e-4);  // condition 160: the estimate is trustworthy from stable factors
   expect_solution_near_lapack(a, n, b, 1, *g, 10 * std::max(lapack, 1e-16), "gepp");
 
-  // Row pivoting: the warning points to gepp.
+  // Row pivoting without refinement: no switch, the warning points to gepp.
   DenseSolveOptions row;
   row.refinement_steps = 0;
   auto plain = solve("W", b, 1, row, few_stripes(n, s));
   ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
   EXPECT_GT(plain->growth, kUnstableGrowth);
   EXPECT_NE(plain->warning.find("try --pivot gepp"), std::string::npos) << plain->warning;
+  EXPECT_TRUE(plain->pivot_switch.empty());
+
+  // The default (row, auto refinement): re-solved with gepp, said so, no warning left. The
+  // solution chunks are the final x's.
+  std::vector<double> chunked(static_cast<size_t>(n), 0.0);
+  SolveCallbacks cb;
+  cb.on_solution_chunk = [&](int64_t r0, int64_t rows, const double* x) {
+    std::memcpy(chunked.data() + r0, x, sizeof(double) * static_cast<size_t>(rows));
+    return Status::ok();
+  };
+  auto switched = solve("W", b, 1, DenseSolveOptions{}, few_stripes(n, s), cb);
+  ASSERT_TRUE(switched.is_ok()) << switched.status().to_string();
+  EXPECT_EQ(switched->pivot, PivotMode::kGepp);
+  EXPECT_TRUE(switched->warning.empty()) << switched->warning;
+  EXPECT_NE(switched->pivot_switch.find("row pivoting grew by"), std::string::npos)
+      << switched->pivot_switch;
+  EXPECT_NE(switched->pivot_switch.find("re-solved with gepp"), std::string::npos);
+  EXPECT_TRUE(switched->reused_factors);  // W.lu.gepp from the first solve
+  expect_solution_near_lapack(a, n, b, 1, *switched, 10 * std::max(lapack, 1e-16), "switched");
+  EXPECT_EQ(chunked, switched->x);
 
   // The Wilkinson matrix: row pivoting is stable, gepp grows and says to try row.
   const auto w = generated("V", n, s, "wilkinson");

@@ -161,9 +161,10 @@ TEST(SolveQuality, HardMatricesWithEveryPivotModeEndHonestly) {
 }
 
 // --pivot gepp is LAPACK's pivoting: the transposed Wilkinson matrix, which grows row pivoting by
-// 2^159, ends COMPLETED within 10x of LAPACK's backward error; the transpose and the gepp factor
-// are listed as derived from the matrix and deleted with it.
-TEST(SolveQuality, GeppSolvesTheTransposedWilkinsonMatrix) {
+// 2^159, ends COMPLETED within 10x of LAPACK's backward error; the default (row) switches to it
+// on its own and says so; the transpose and the gepp factor are listed as derived from the matrix
+// and deleted with it.
+TEST(SolveQuality, GeppSolvesTheTransposedWilkinsonMatrixAndTheDefaultSwitchesToIt) {
   DaemonFixture d(small_cache);
   auto c = d.connect();
   auto created = client::run_job(*c, {{"type", "matrix_create"},
@@ -177,7 +178,7 @@ TEST(SolveQuality, GeppSolvesTheTransposedWilkinsonMatrix) {
   const std::vector<double> b = stripe::uniform_matrix(kN, 1, 42);
   const std::vector<double> ref = stripe::lapack_solve(a, kN, b, 1);
   const double lapack_berr = stripe::scaled_residual(a.data(), kN, ref.data(), b.data(), 1);
-  for (const std::string pivot : {"gepp"}) {
+  for (const std::string pivot : {"gepp", "row"}) {
     const Outcome o = solve(d, *c, "W", pivot, b);
     ASSERT_EQ(o.job.value("state", std::string()), "COMPLETED") << pivot << ": " << o.job.dump();
     ASSERT_EQ(o.x.size(), static_cast<size_t>(kN));
@@ -188,6 +189,13 @@ TEST(SolveQuality, GeppSolvesTheTransposedWilkinsonMatrix) {
     EXPECT_EQ(r["pivot"], "gepp") << pivot;
     EXPECT_EQ(r["factor"], "W.lu.gepp") << pivot;
     EXPECT_LE(r["growth"].get<double>(), 2.0) << pivot;
+    const std::string note = r.value("pivot_switch", std::string());
+    if (pivot == "row") {
+      EXPECT_NE(note.find("row pivoting grew by"), std::string::npos) << o.job.dump();
+      EXPECT_NE(note.find("re-solved with gepp"), std::string::npos) << o.job.dump();
+    } else {
+      EXPECT_TRUE(note.empty()) << note;
+    }
   }
   auto listed = client::list_matrices(*c);
   ASSERT_TRUE(listed.is_ok());
@@ -203,10 +211,11 @@ TEST(SolveQuality, GeppSolvesTheTransposedWilkinsonMatrix) {
   ASSERT_EQ((*rm)["state"], "COMPLETED") << rm->dump();
   std::vector<std::string> deleted = (*rm)["result"]["factors_deleted"];
   std::sort(deleted.begin(), deleted.end());
-  EXPECT_EQ(deleted, (std::vector<std::string>{"W.lu.gepp", "W.t"}));
+  EXPECT_EQ(deleted, (std::vector<std::string>{"W.lu.gepp", "W.lu.row", "W.t"}));
 }
 
-// The CLI prints the quality figures labelled and exits 6 for COMPLETED_WITH_WARNING.
+// The CLI prints the quality figures labelled, exits 6 for COMPLETED_WITH_WARNING and says when
+// the solve switched to gepp.
 TEST(SolveQuality, CliLabelsTheFiguresAndExitsSixOnAWarning) {
   DaemonFixture d(small_cache);
   const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
@@ -239,6 +248,11 @@ TEST(SolveQuality, CliLabelsTheFiguresAndExitsSixOnAWarning) {
   EXPECT_TRUE(j["result"].contains("rcond"));
   EXPECT_TRUE(j["result"].contains("growth"));
   EXPECT_TRUE(j["result"].contains("backward_error"));
+  // The default pivoting grows on the transposed Wilkinson matrix: the CLI says it switched and
+  // the solve ends COMPLETED.
+  ASSERT_EQ(run("matrix create W -n 160 --generator wilkinson_t --stripe-rows 16", &out), 0) << out;
+  EXPECT_EQ(run("solve W --generate uniform --seed 4", &out), 0) << out;
+  EXPECT_NE(out.find("re-solved with gepp"), std::string::npos) << out;
 }
 
 }  // namespace

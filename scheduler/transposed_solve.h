@@ -11,8 +11,8 @@
 // its two solves (A^-1 = B^-T). The factor "<matrix>.lu.gepp" records A as what it factors, so
 // it is reused, remade and removed like the other modes' factors; the companion too.
 //
-// Cost beyond kRow: the transpose (8 n^2 bytes read per group of stripes that fits the RAM
-// budget, 8 n^2 written, once per A), and a substitution in matrix-vector passes (2 n^2 flops a
+// Cost beyond kRow: the transpose (8 n^2 bytes read and 8 n^2 written, once per A, within the RAM
+// budget), and a substitution in matrix-vector passes (2 n^2 flops a
 // right-hand side and pass, one column at a time) instead of kRow's blocked one.
 //
 // Thread-safety: plain functions; open_transpose() expects the caller to hold the name lock of

@@ -143,9 +143,10 @@ class MatrixStore {
   // placement, recording `a` (id, order, checksum summary) as what it derives from
   // (MatrixInfo::factor_of, is_factor_of()), so that it is one of a's derived objects
   // (factors_of) and goes with it. Out of core within about `memory_budget` bytes
-  // (transpose_object.h): A is read once per group of output stripes that fits. Invisible until
-  // complete; a failure or `cancelled` (may be empty; polled between windows, kCancelled) leaves
-  // nothing. 8 n^2 bytes read per group, 8 n^2 written, no flops.
+  // (transpose_object.h), a group of output stripes at a time, each filled by reading its
+  // columns of every stripe of A. Invisible until complete; a failure or `cancelled` (may be
+  // empty; polled between windows, kCancelled) leaves nothing. About 8 n^2 bytes read and 8 n^2
+  // written, no flops.
   Result<MatrixInfo> create_transpose(std::string_view name, const StripedMatrix& a,
                                       uint64_t memory_budget,
                                       const std::function<bool()>& cancelled = {});

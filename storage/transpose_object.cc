@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <optional>
 
+#include "storage/checksum.h"
 #include "storage/matrix_store.h"
 #include "storage/object_writer.h"
 #include "storage/store_shared.h"
@@ -94,15 +96,55 @@ class Group {
   std::vector<int64_t> ld_;        // and its stride (h_J of its stripe)
 };
 
+// Bytes [begin, end) of stripe I of A: whole 4 KiB blocks around its columns [c0, c1).
+struct ColumnRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+ColumnRange column_range(const Placement& pl, int64_t I, int64_t c0, int64_t c1) {
+  const auto h = static_cast<uint64_t>(pl.geometry().rows(I));
+  return {align_down(kElementBytes * h * static_cast<uint64_t>(c0)),
+          std::min(align_up(kElementBytes * h * static_cast<uint64_t>(c1)), pl.stored_bytes(I))};
+}
+
+// Reads `range` of A's stripe I into `buffer` and, when `verify`, checks the segments it covers
+// whole against their checksums (as StripedMatrix::read_parts does).
+Status read_range(const StripedMatrix& a, IoEngine& engine,
+                  const std::vector<std::optional<uint32_t>>& checksums, bool verify, int64_t I,
+                  ColumnRange range, std::byte* buffer) {
+  std::vector<IoPiece> pieces;
+  a.placement().pieces(I, range.begin, range.end, pieces);
+  std::vector<IoRequest> requests;
+  for (const IoPiece& p : pieces) {
+    const DataFile& f = a.files()[static_cast<size_t>(p.path)];
+    requests.push_back(IoRequest{IoOp::kRead, f.fd(), &f.path(), p.file_offset, p.length,
+                                 buffer + p.buffer_offset});
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(engine.run(requests));
+  for (const IoPiece& p : pieces) {
+    const std::optional<uint32_t>& stored = checksums[static_cast<size_t>(p.segment)];
+    if (!verify || !p.whole_segment || !stored) continue;
+    const uint32_t computed = crc32c_extend(0, buffer + p.buffer_offset, p.length);
+    if (computed != *stored) {
+      return checksum_mismatch(a.placement(), a.files(), p.segment, *stored, computed);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 TransposeMemory transpose_memory(const StripeGeometry& g, uint64_t budget, uint64_t import_buffer) {
-  // A quarter of the budget each for the streams (at most the store's import buffer): small
-  // windows cost requests, a small group costs whole passes over A.
-  uint64_t stream = std::min(import_buffer, budget / 4) / kAlignment * kAlignment;
+  // An eighth of the budget for the writes (at most the store's import buffer); the rest holds
+  // the group and the two reads of its columns of an input stripe, which take 2 h / n of the
+  // group each (h the tallest stripe): the larger the group, the fewer groups; the reads cost the
+  // same whatever their number (each byte of A is read once).
+  uint64_t stream = std::min(import_buffer, budget / 8) / kAlignment * kAlignment;
   stream = std::max(stream, kMinStream);
-  const uint64_t used = 2 * stream;
-  const uint64_t group = budget > used ? budget - used : 0;
+  const uint64_t left = budget > stream ? budget - stream : 0;
+  const double reads = 2.0 * static_cast<double>(g.rows(0) + 1) / static_cast<double>(g.n);
+  const auto group = static_cast<uint64_t>(static_cast<double>(left) / (1.0 + reads));
   return {stream, std::max(group, largest_stripe_bytes(g))};
 }
 
@@ -126,13 +168,21 @@ Result<MatrixInfo> MatrixStore::create_transpose(std::string_view name, const St
                                                  uint64_t memory_budget,
                                                  const std::function<bool()>& cancelled) {
   const StripeGeometry& g = a.geometry();
+  const Placement& pl = a.placement();
   const TransposeMemory memory = transpose_memory(g, memory_budget, shared_->config.import_buffer);
   const std::vector<StripeGroup> groups = transpose_groups(g, memory.group_bytes);
   uint64_t largest_group = 0;
+  uint64_t largest_read = 0;
   for (const StripeGroup& k : groups) {
     uint64_t bytes = 0;
     for (int64_t J = k.first; J < k.end; ++J) bytes += g.stripe_bytes(J);
     largest_group = std::max(largest_group, bytes);
+    const int64_t c0 = g.row_begin(k.first);
+    const int64_t c1 = g.row_end(k.end - 1);
+    for (int64_t I = 0; I < g.stripes; ++I) {
+      const ColumnRange r = column_range(pl, I, c0, c1);
+      largest_read = std::max(largest_read, r.end - r.begin);
+    }
   }
   const std::vector<std::optional<uint32_t>> a_checksums = a.checksums();
   STRIPESOLVE_ASSIGN_OR_RETURN(
@@ -141,18 +191,42 @@ Result<MatrixInfo> MatrixStore::create_transpose(std::string_view name, const St
   // What it is the transpose of: checked before reuse (is_factor_of), and it lists the object
   // among a's derived ones (factors_of), so that it goes with a.
   writer->manifest().info.factor_of = FactorOf{a.info().id, g.n, checksum_summary(a_checksums)};
-  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer in_buffer,
-                               AlignedBuffer::allocate(memory.stream_bytes));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer out_buffer,
                                AlignedBuffer::allocate(memory.stream_bytes));
+  AlignedBuffer reads[2];
+  for (AlignedBuffer& r : reads) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(r, AlignedBuffer::allocate(largest_read));
+  }
   std::vector<double> data(largest_group / kElementBytes);
   Group group(g, data);
   size_t next_group = 0;
-  const StripeStream in{&a.placement(), a.files(), shared_->engine.get(), &in_buffer};
-  const StripeStream out{&writer->placement(), writer->files(), shared_->engine.get(), &out_buffer};
+  IoEngine& engine = *shared_->engine;
   const bool verify = shared_->config.verify_checksums;
+  // One pass over A's stripes reads the group's columns of each (every byte of A is read once
+  // over all the groups); the read of stripe I + 1 overlaps the scatter of stripe I.
+  const auto fill = [&](const StripeGroup& k) -> Status {
+    const int64_t c0 = g.row_begin(k.first);
+    const int64_t c1 = g.row_end(k.end - 1);
+    auto read = [&](int64_t I) {
+      return std::async(std::launch::async, [&, I] {
+        return read_range(a, engine, a_checksums, verify, I, column_range(pl, I, c0, c1),
+                          reads[I % 2].data());
+      });
+    };
+    std::future<Status> next = read(0);
+    for (int64_t I = 0; I < g.stripes; ++I) {
+      STRIPESOLVE_RETURN_IF_ERROR(next.get());
+      if (I + 1 < g.stripes) next = read(I + 1);
+      const ColumnRange r = column_range(pl, I, c0, c1);
+      const uint64_t data_end = std::min(r.end, g.stripe_bytes(I));
+      group.scatter(I, static_cast<int64_t>(r.begin / kElementBytes),
+                    static_cast<int64_t>((data_end - r.begin) / kElementBytes),
+                    reinterpret_cast<const double*>(reads[I % 2].data()));
+    }
+    return Status::ok();
+  };
   // write_stripes asks for A^T's stripes in order: the first element of each group's first
-  // stripe makes the pass over A that fills the group.
+  // stripe fills the group.
   const auto produce = [&](int64_t J, int64_t e0, int64_t count, double* dst) -> Status {
     if (cancelled && cancelled()) {
       return Status::cancelled("transpose of '" + a.info().name + "' cancelled");
@@ -161,18 +235,13 @@ Result<MatrixInfo> MatrixStore::create_transpose(std::string_view name, const St
       if (next_group >= groups.size() || groups[next_group].first != J) {
         return Status::internal("transpose: stripe " + std::to_string(J) + " out of order");
       }
-      group.start(groups[next_group++]);
-      STRIPESOLVE_RETURN_IF_ERROR(read_stripes(
-          in,
-          [&](int64_t I, int64_t f0, int64_t n, const double* src) {
-            group.scatter(I, f0, n, src);
-            return Status::ok();
-          },
-          a_checksums, verify));
+      group.start(groups[next_group]);
+      STRIPESOLVE_RETURN_IF_ERROR(fill(groups[next_group++]));
     }
     std::memcpy(dst, group.stripe(J) + e0, static_cast<size_t>(count) * sizeof(double));
     return Status::ok();
   };
+  const StripeStream out{&writer->placement(), writer->files(), &engine, &out_buffer};
   STRIPESOLVE_RETURN_IF_ERROR(write_stripes(out, produce, writer->manifest().checksums));
   return writer->finish();
 }

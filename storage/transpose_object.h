@@ -2,9 +2,10 @@
 // output stripes are grouped to fit a memory budget.
 //
 // A group of output stripes [J0, J1) holds A^T's rows [row_begin(J0), row_end(J1 - 1)), that is
-// A's columns of the same range: one pass over all of A's stripes fills the whole group, which is
-// then written. The transpose reads A once per group and writes A^T once, so a budget that holds
-// all of A^T reads A once; a budget of k stripes reads it ceil(N / k) times.
+// A's columns of the same range: one pass over all of A's stripes, reading only those columns of
+// each (the 4 KiB blocks around them: a contiguous run of the stripe), fills the group, which is
+// then written. So A is read once (plus a block per stripe and group) and A^T written once
+// whatever the budget; a smaller budget makes more, shorter reads.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -16,10 +17,11 @@
 
 namespace stripesolve::storage {
 
-// Where the transpose's memory goes: two stream buffers of `stream_bytes` (one reads A, one
-// writes A^T; 4 KiB multiples, at least 8 KiB so that each streams in two halves) and the group
-// of output stripes (`group_bytes`). Their sum is the budget, except for budgets below 16 KiB
-// plus a stripe, which take that much.
+// Where the transpose's memory goes: the stream buffer that writes A^T (`stream_bytes`, a 4 KiB
+// multiple, at least 8 KiB so that it streams in two halves), the group of output stripes
+// (`group_bytes`) and two reads of the group's columns of one of A's stripes (2 h / n of the
+// group each, h the tallest stripe). Their sum is the budget, except for budgets too small for
+// one stripe, which take that much.
 struct TransposeMemory {
   uint64_t stream_bytes = 0;
   uint64_t group_bytes = 0;

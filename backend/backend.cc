@@ -12,6 +12,8 @@ std::string_view pivot_mode_name(PivotMode mode) {
       return "local";
     case PivotMode::kNone:
       return "none";
+    case PivotMode::kGepp:
+      return "gepp";
   }
   return "unknown";
 }
@@ -20,8 +22,13 @@ Result<PivotMode> parse_pivot_mode(std::string_view name) {
   if (name == "row") return PivotMode::kRow;
   if (name == "local") return PivotMode::kLocal;
   if (name == "none") return PivotMode::kNone;
+  if (name == "gepp") return PivotMode::kGepp;
   return Status::invalid_argument(
-      fmt::format("unknown pivot mode '{}' (expected row, local or none)", name));
+      fmt::format("unknown pivot mode '{}' (expected row, local, none or gepp)", name));
+}
+
+PivotMode elimination_pivot(PivotMode mode) {
+  return mode == PivotMode::kGepp ? PivotMode::kRow : mode;
 }
 
 namespace {

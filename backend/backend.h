@@ -42,10 +42,15 @@ enum class PivotMode {
            // GEPP applied to A^T). All of row i lives in stripe I, so the search is complete.
   kLocal,  // 002 §5 Fig 11: largest |A_qi| over the rows q of the current substripe (row swaps)
   kNone,   // no pivoting (diagonally dominant matrices, comparisons)
+  // LAPACK's row partial pivoting (GEPP of A): a mode of the dense solve only, which eliminates
+  // A^T with kRow (scheduler/transposed_solve.h). No backend or stripe routine takes it.
+  kGepp,
 };
 
-std::string_view pivot_mode_name(PivotMode mode);  // "row", "local", "none"
+std::string_view pivot_mode_name(PivotMode mode);  // "row", "local", "none", "gepp"
 Result<PivotMode> parse_pivot_mode(std::string_view name);
+// The mode the stripes are eliminated with: kRow for kGepp, the mode itself otherwise.
+PivotMode elimination_pivot(PivotMode mode);
 
 struct WorkspaceSize {
   uint64_t host_bytes = 0;    // RAM, 64-byte aligned

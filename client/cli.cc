@@ -92,6 +92,9 @@ int report_job(const Globals& g, const nlohmann::json& job) {
         figure(r.value("backward_error", -1.0)).c_str(), figure(r.value("tolerance", -1.0)).c_str(),
         r.value("refinement_steps", nlohmann::json(0)).dump().c_str(),
         figure(r.value("rcond", -1.0)).c_str(), figure(r.value("growth", -1.0)).c_str());
+    if (r.contains("pivot_switch")) {
+      std::printf("%s\n", r.value("pivot_switch", std::string()).c_str());
+    }
     if (job.contains("warning")) {
       std::fprintf(stderr, "stripesolve: warning: job %s: %s\n",
                    job.value("id", nlohmann::json(0)).dump().c_str(),

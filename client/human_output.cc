@@ -127,7 +127,7 @@ std::string matrix_details(const nlohmann::json& info) {
   }
   f.emplace_back("kind", cell(info, "kind"));
   if (info.contains("factor_of")) {
-    f.emplace_back("factors of",
+    f.emplace_back(cell(info, "kind") == "transpose" ? "transpose of" : "factors of",
                    fmt::format("matrix id {} (order {})", cell(info["factor_of"], "id"),
                                cell(info["factor_of"], "n")));
   }

@@ -19,8 +19,11 @@ void add_solve_options(CLI::App* cmd, SolveRequest& r) {
   cmd->add_option("--nrhs", r.nrhs, "number of generated right-hand sides")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--seed", r.seed, "seed of generated right-hand sides");
-  cmd->add_option("--pivot", r.pivot, "pivoting: row (default, GEPP-stable), local, none")
-      ->check(CLI::IsMember({"row", "local", "none"}));
+  cmd->add_option("--pivot", r.pivot,
+                  "pivoting: row (default; GEPP of the transpose, with --refine auto a solve "
+                  "whose pivots grew is re-solved with gepp), gepp (LAPACK's: factors a stored "
+                  "transpose NAME.t), local, none")
+      ->check(CLI::IsMember({"row", "gepp", "local", "none"}));
   cmd->add_option("--strategy", r.strategy, "elimination order: basic, zigzag, meta_zigzag")
       ->check(CLI::IsMember({"basic", "zigzag", "meta_zigzag"}));
   cmd->add_option("--refine", r.refinement,

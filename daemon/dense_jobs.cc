@@ -303,6 +303,11 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
             {"stripes", r.plan.stripes},
             {"stripe_rows", r.plan.stripe_rows}};
         if (!r.device.empty()) result["device"] = r.device;
+        result["pivot"] = backend::pivot_mode_name(r.pivot);
+        if (!r.pivot_switch.empty()) {
+          ctx.log(r.pivot_switch);
+          result["pivot_switch"] = r.pivot_switch;
+        }
         if (r.resumed) {
           // A factorization a crash interrupted, resumed from its durable progress
           // (docs/operations.md).

@@ -98,6 +98,12 @@ double backward_error_tolerance(int64_t n) {
          std::numeric_limits<double>::epsilon();
 }
 
+bool pivoting_to_blame(const SolveQuality& q) {
+  if (q.backward_error <= backward_error_tolerance(q.n)) return false;
+  if (q.growth > kUnstableGrowth) return true;
+  return q.rcond >= kIllConditioned;
+}
+
 std::string quality_warning(const SolveQuality& q) {
   const double tol = backward_error_tolerance(q.n);
   // Factors that grew past kUnstableGrowth are too inaccurate to estimate the condition with:
@@ -129,8 +135,10 @@ std::string quality_warning(const SolveQuality& q) {
     causes.push_back(
         fmt::format("pivoting (growth {}, rcond {})", figure(q.growth), figure(q.rcond)));
   }
-  // The advice is a mode whose pivot choice the same matrix does not defeat the same way.
-  const char* other = q.pivot == stripe::PivotMode::kRow ? "local" : "row";
+  // The advice is a mode whose pivot choice the same matrix does not defeat the same way: row
+  // pivoting is GEPP of A^T, gepp that of A (the Wilkinson matrix defeats one, its transpose the
+  // other), and row is the stable one to try after local or none.
+  const char* other = q.pivot == stripe::PivotMode::kRow ? "gepp" : "row";
   const std::string after = q.refinement_steps == 0 ? "without refinement"
                             : q.refinement_steps == 1
                                 ? "after 1 refinement step"

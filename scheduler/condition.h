@@ -66,11 +66,19 @@ struct SolveQuality {
   stripe::PivotMode pivot = stripe::PivotMode::kRow;
 };
 
+// True when the backward error is above the tolerance and the pivoting is to blame, not the
+// matrix: the growth is above kUnstableGrowth (then the rcond estimate proves nothing), or A is
+// neither singular nor ill-conditioned by the estimate (rcond >= kIllConditioned). False when
+// neither figure is known. The dense solve then re-solves a kRow solve with kGepp
+// (scheduler/transposed_solve.h).
+bool pivoting_to_blame(const SolveQuality& q);
+
 // Empty when the solve may end COMPLETED; otherwise the warning naming the cause: "singular to
 // working precision (rcond R)" whenever rcond < eps (even with a small backward error, as LAPACK
 // dgesvx's info = n + 1); a backward error above the tolerance names "unstable pivoting (growth
 // G)" (growth > kUnstableGrowth: then the rcond of these factors proves nothing and is not
-// used) or "ill-conditioned (rcond R)" (rcond < kIllConditioned) and says which --pivot to try.
+// used) or "ill-conditioned (rcond R)" (rcond < kIllConditioned) and says which --pivot to try:
+// gepp after row, row after any other mode.
 std::string quality_warning(const SolveQuality& q);
 
 }  // namespace stripesolve::scheduler

@@ -68,7 +68,7 @@ TEST(QualityWarning, NamesTheCause) {
                                                 .growth = 5.8e17,
                                                 .pivot = stripe::PivotMode::kRow});
   EXPECT_NE(unstable.find("unstable pivoting (growth 5.80e+17"), std::string::npos) << unstable;
-  EXPECT_NE(unstable.find("--pivot local"), std::string::npos) << unstable;
+  EXPECT_NE(unstable.find("--pivot gepp"), std::string::npos) << unstable;
   // Grown factors estimate a tiny rcond for a well-conditioned matrix: not called singular.
   const std::string grown = quality_warning({.n = 160,
                                              .backward_error = 1e-2,
@@ -84,10 +84,29 @@ TEST(QualityWarning, NamesTheCause) {
                                            .pivot = stripe::PivotMode::kNone});
   EXPECT_NE(ill.find("ill-conditioned (rcond 1.00e-13)"), std::string::npos) << ill;
   EXPECT_NE(ill.find("--pivot row"), std::string::npos) << ill;
+  const std::string gepp = quality_warning({.n = 60,
+                                            .backward_error = 1e-2,
+                                            .rcond = 0.05,
+                                            .growth = 5.8e17,
+                                            .pivot = stripe::PivotMode::kGepp});
+  EXPECT_NE(gepp.find("--pivot row"), std::string::npos) << gepp;
   EXPECT_GT(backward_error_tolerance(1'000'000), backward_error_tolerance(100));
   EXPECT_EQ(backward_error_tolerance(4), 2 * eps);
   EXPECT_EQ(backward_error_tolerance(4096), 16 * eps);
   EXPECT_EQ(backward_error_tolerance(65536), 64 * eps);
+}
+
+// The auto switch to gepp blames the pivoting on growth, or on a miss of a matrix whose rcond is
+// fine; never on an ill-conditioned or singular one, nor on a solve within the tolerance.
+TEST(QualityWarning, PivotingToBlame) {
+  EXPECT_FALSE(
+      pivoting_to_blame({.n = 100, .backward_error = 1e-17, .rcond = 0.1, .growth = 1e60}));
+  EXPECT_TRUE(
+      pivoting_to_blame({.n = 160, .backward_error = 1e-2, .rcond = 6e-32, .growth = 7e47}));
+  EXPECT_TRUE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = 0.01, .growth = 1e5}));
+  EXPECT_FALSE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = 1e-13, .growth = 3}));
+  EXPECT_FALSE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = 1e-20, .growth = 3}));
+  EXPECT_FALSE(pivoting_to_blame({.n = 100, .backward_error = 1e-10, .rcond = -1, .growth = -1}));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "scheduler/io_role.h"
 #include "scheduler/multi_gpu_elimination.h"
 #include "scheduler/substitution.h"
+#include "scheduler/transposed_solve.h"
 
 namespace stripesolve::scheduler {
 
@@ -136,6 +137,10 @@ struct Solve {
   bool resumed = false;
   std::vector<stripe::StripePivots> pivots;
   double max_abs_u = -1;  // -1: not tracked
+  // kGepp: A^T, the object factored (transposed_solve.h); A stays for the residual.
+  std::unique_ptr<storage::StripedMatrix> transposed;
+
+  storage::StripedMatrix& factored() const { return transposed ? *transposed : *a; }
 };
 
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
@@ -164,6 +169,7 @@ Status open_factor_to_make(Solve& sv, const Plan& plan) {
                             sv.g.stripes,        sv.options.pivot,
                             sv.options.strategy, plan.meta_stripes,
                             plan.substripe_rows};
+  // The factor records A (not A^T for kGepp) as what it factors: reuse checks A.
   auto left = sv.store.reopen_factor(factor_name, *sv.a);
   if (!left.is_ok() && left.status().code() != StatusCode::kNotFound) return left.status();
   if (left.is_ok()) {
@@ -214,6 +220,11 @@ Status check_request(const std::string& name, const double* b, int64_t nrhs,
         "dense solve of '" + name +
         "': refinement needs the original matrix, which in_place overwrites");
   }
+  if (options.in_place && options.pivot == stripe::PivotMode::kGepp) {
+    return Status::invalid_argument("dense solve of '" + name +
+                                    "': gepp factors the transpose of the matrix, not the matrix "
+                                    "in place");
+  }
   if (options.in_place && !options.store_factors) {
     return Status::invalid_argument(
         "dense solve of '" + name +
@@ -255,8 +266,10 @@ Status reserve_devices(const std::vector<backend::DeviceEngine*>& engines,
 
 // Opens what the solve reads: A (unless in place), and the stored factor with its pivots and
 // growth when one of this very matrix may be reused (sv.factor then set); holds the factor's
-// name lock while this solve may make it.
-Status open_inputs(Solve& sv, const storage::MatrixInfo& info, CancelToken& cancel) {
+// name lock while this solve may make it. kGepp with no factor to reuse: A's transpose too, made
+// within `ram_budget` when missing (before the solve's cache takes that memory).
+Status open_inputs(Solve& sv, const storage::MatrixInfo& info, uint64_t ram_budget,
+                   CancelToken& cancel) {
   if (sv.options.in_place) {
     if (info.kind == "factor") {
       if (!sv.options.reuse_factors) {
@@ -286,6 +299,12 @@ Status open_inputs(Solve& sv, const storage::MatrixInfo& info, CancelToken& canc
     } else if (existing.status().code() != StatusCode::kNotFound) {
       return existing.status();
     }
+    if (!sv.factor && sv.options.pivot == stripe::PivotMode::kGepp) {
+      const auto t0 = Clock::now();
+      STRIPESOLVE_ASSIGN_OR_RETURN(sv.transposed,
+                                   open_transpose(sv.store, *sv.a, ram_budget, cancel));
+      sv.report.transpose_seconds = seconds_since(t0);
+    }
   }
   if (sv.factor) {
     STRIPESOLVE_ASSIGN_OR_RETURN(auto blob, sv.factor->read_blob(kPivotsBlob));
@@ -294,7 +313,7 @@ Status open_inputs(Solve& sv, const storage::MatrixInfo& info, CancelToken& canc
     if (auto bytes = sv.factor->read_blob(kMaxAbsUBlob); bytes.is_ok() && bytes->size() == 8) {
       std::memcpy(&sv.max_abs_u, bytes->data(), 8);
     }
-    if (!sv.pivots.empty() && sv.pivots[0].mode != sv.options.pivot) {
+    if (!sv.pivots.empty() && sv.pivots[0].mode != backend::elimination_pivot(sv.options.pivot)) {
       return Status::failed_precondition("factor '" + sv.report.factor_name + "' was made with " +
                                          std::string(backend::pivot_mode_name(sv.pivots[0].mode)) +
                                          " pivoting, not " +
@@ -305,18 +324,24 @@ Status open_inputs(Solve& sv, const storage::MatrixInfo& info, CancelToken& canc
   return Status::ok();
 }
 
-Result<SolveReport> solve_with(backend::Backend& backend,
+// One solve with the options' pivoting (solve_with below may make a second).
+Result<SolveReport> solve_once(backend::Backend& backend,
                                const std::vector<backend::DeviceEngine*>& engines,
                                storage::MatrixStore& store, std::string_view matrix_name,
-                               const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                               const double* b, int64_t nrhs, const DenseSolveOptions& options_in,
                                const EngineConfig& config_in, CancelToken& cancel,
                                const SolveCallbacks& callbacks, TraceRecorder* trace) {
   const auto start = Clock::now();
   const std::string name(matrix_name);
+  const bool gepp = options_in.pivot == stripe::PivotMode::kGepp;
+  DenseSolveOptions options = options_in;
+  // The device has no transposed solve: gepp substitutes from the host, so its factors are
+  // written back even where the GPU tier would keep them on the device only.
+  if (gepp && !engines.empty()) options.store_factors = true;
   STRIPESOLVE_RETURN_IF_ERROR(check_request(name, b, nrhs, options));
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
   Solve sv{store,   name,    options, info.geometry, {}, {}, nullptr, nullptr,
-           nullptr, nullptr, {},      false,         {}};
+           nullptr, nullptr, {},      false,         {}, -1, nullptr};
   const storage::StripeGeometry& g = sv.g;
   const int64_t n = g.n;
   SolveReport& report = sv.report;
@@ -335,7 +360,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
             report.backend, report.device.empty() ? "" : " on ", report.device, plan_to_text(plan));
   report.factor_name = factor_name_for(name, options);
 
-  STRIPESOLVE_RETURN_IF_ERROR(open_inputs(sv, info, cancel));
+  STRIPESOLVE_RETURN_IF_ERROR(open_inputs(sv, info, config.ram_budget, cancel));
 
   cache::StripeCache cache(config.ram_budget);
   ProgressMeter progress(callbacks.on_progress, config.progress_interval_seconds);
@@ -367,7 +392,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       io.set_sources(sv.writable.get(), sv.writable.get());
     } else {
       STRIPESOLVE_RETURN_IF_ERROR(open_factor_to_make(sv, plan));
-      io.set_sources(sv.a.get(), sv.writable.get());
+      io.set_sources(&sv.factored(), sv.writable.get());
       if (sv.resumed) io.mark_written(sv.resume_point.written());
       if (sv.progress) {
         io.set_write_hook(
@@ -375,7 +400,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       }
     }
     // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
-    FactorParams params{.pivot = options.pivot,
+    FactorParams params{.pivot = backend::elimination_pivot(options.pivot),
                         .strategy = options.strategy,
                         .meta_stripes = plan.meta_stripes,
                         .substripe_rows = plan.substripe_rows,
@@ -388,7 +413,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
           gpu_elim, MultiGpuElimination::create(ctx, engines, *sv.writable, params, plan));
       if (!options.in_place) {
         progress.begin_phase("load", 0, g.stripes);
-        STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx, *sv.a, config.ram_budget));
+        STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx, sv.factored(), config.ram_budget));
       }
       report.load_seconds = seconds_since(t_load);
     }
@@ -437,7 +462,8 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       io.set_sources(sv.writable.get(), sv.writable.get());  // not persisted: dirty parts stay
     }
   };
-  const bool on_device = gpu_elim && gpu_elim->factors_resident();
+  const bool on_device = gpu_elim && gpu_elim->factors_resident() && !gepp;
+  // Solves with A: for gepp, whose factors are A^T's, the transposed solve.
   auto substitute_columns = [&](double* v, int64_t cols,
                                 const std::function<Status(int64_t)>& on_stripe,
                                 const std::string& phase) -> Status {
@@ -446,7 +472,18 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       return check_finite(v, n, cols);
     }
     factor_sources();
+    if (gepp) {
+      STRIPESOLVE_RETURN_IF_ERROR(substitute_transposed(ctx, factor, sv.pivots, v, cols,
+                                                        phase.empty() ? "substitute" : phase));
+      return check_finite(v, n, cols);
+    }
     return substitute(ctx, factor, sv.pivots, v, cols, on_stripe, phase);
+  };
+  // Solves with A^T (the condition estimate's other operator).
+  auto substitute_transposed_column = [&](double* v) -> Status {
+    factor_sources();
+    if (gepp) return substitute(ctx, factor, sv.pivots, v, 1, nullptr, "condition");
+    return substitute_transposed(ctx, factor, sv.pivots, v);
   };
   auto substitute_into = [&](double* v, const std::function<Status(int64_t)>& on_stripe) {
     return substitute_columns(v, nrhs, on_stripe, "");
@@ -465,9 +502,11 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     report.x.insert(report.x.end(), fixed.begin(), fixed.end());
   }
   double* x = report.x.data();
-  const bool stream_chunks = callbacks.on_solution_chunk && !on_device &&
-                             options.pivot != stripe::PivotMode::kRow &&
-                             options.refinement_steps == 0;
+  // Rows are final as the backward pass leaves them only without column interchanges.
+  const bool stream_chunks =
+      callbacks.on_solution_chunk && !on_device &&
+      (options.pivot == stripe::PivotMode::kLocal || options.pivot == stripe::PivotMode::kNone) &&
+      options.refinement_steps == 0;
   if (on_device)
     progress.begin_phase("substitute", 4.0 * static_cast<double>(n) * n * nrhs, g.stripes);
   const auto t_subst = Clock::now();
@@ -489,11 +528,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
     const auto t_condition = Clock::now();
     auto estimate = estimate_inverse_norm_1(
         n, [&](double* v) { return substitute_columns(v, 1, nullptr, "condition"); },
-        [&](double* v) {
-          factor_sources();
-          return substitute_transposed(ctx, factor, sv.pivots, v);
-        },
-        solved_fixed.data(), kConditionUnitSolves);
+        substitute_transposed_column, solved_fixed.data(), kConditionUnitSolves);
     // A numerical error here (an overflow in a solve with a unit vector) has failed the cache,
     // so it ends the solve like one of the main substitution would.
     STRIPESOLVE_RETURN_IF_ERROR(estimate.status());
@@ -572,6 +607,7 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       STRIPESOLVE_RETURN_IF_ERROR(emit_chunk(callbacks, g, x, nrhs, i));
     }
   }
+  report.pivot = options.pivot;
   progress.begin_phase("done", 0, 0);
   const cache::CacheStats cs = cache.stats();
   report.cache_hits = cs.hits;
@@ -592,6 +628,51 @@ Result<SolveReport> solve_with(backend::Backend& backend,
       on_device ? " (device)" : "", format_bytes(report.io_read_bytes),
       format_bytes(report.io_written_bytes));
   if (gpu_elim) gpu_elim->release_factors();
+  return report;
+}
+
+// solve_once(), and the safety net's switch (transposed_solve.h): a kRow solve whose pivoting
+// grew is made again with kGepp. X goes to on_solution_chunk only once it is final, so a solve
+// that may switch hands it over here, after the second solve (kRow streams no chunks anyway).
+Result<SolveReport> solve_with(backend::Backend& backend,
+                               const std::vector<backend::DeviceEngine*>& engines,
+                               storage::MatrixStore& store, std::string_view matrix_name,
+                               const double* b, int64_t nrhs, const DenseSolveOptions& options,
+                               const EngineConfig& config, CancelToken& cancel,
+                               const SolveCallbacks& callbacks, TraceRecorder* trace) {
+  const bool may_switch = options.pivot == stripe::PivotMode::kRow && !options.in_place &&
+                          options.check_quality &&
+                          options.refinement_steps == DenseSolveOptions::kRefineAuto;
+  if (!may_switch) {
+    return solve_once(backend, engines, store, matrix_name, b, nrhs, options, config, cancel,
+                      callbacks, trace);
+  }
+  SolveCallbacks held = callbacks;
+  held.on_solution_chunk = nullptr;
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      SolveReport report, solve_once(backend, engines, store, matrix_name, b, nrhs, options, config,
+                                     cancel, held, trace));
+  if (should_switch_to_gepp(options, report)) {
+    static const auto log = logger("scheduler");
+    const std::string note = gepp_switch_note(report);
+    log->warn("dense solve of '{}': {}", matrix_name, note);
+    DenseSolveOptions gepp = options;
+    gepp.pivot = stripe::PivotMode::kGepp;
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        SolveReport second, solve_once(backend, engines, store, matrix_name, b, nrhs, gepp, config,
+                                       cancel, held, trace));
+    second.pivot_switch = note;
+    second.seconds += report.seconds;
+    second.io_read_bytes += report.io_read_bytes;
+    second.io_written_bytes += report.io_written_bytes;
+    report = std::move(second);
+  }
+  if (callbacks.on_solution_chunk) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(matrix_name));
+    for (int64_t i = info.geometry.stripes - 1; i >= 0; --i) {
+      STRIPESOLVE_RETURN_IF_ERROR(emit_chunk(callbacks, info.geometry, report.x.data(), nrhs, i));
+    }
+  }
   return report;
 }
 

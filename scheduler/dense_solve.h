@@ -12,6 +12,10 @@
 //      cache (DSR role);
 //   4. the residual ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf) from the original A read
 //      again by stripes, and `refinement_steps` steps x += U^-1 L^-1 (b - A x).
+// With kGepp, step 2 factors A's stored transpose "<matrix>.t" (made first when missing) with
+// kRow into "<matrix>.lu.gepp", and step 3 is the transposed solve (scheduler/transposed_solve.h).
+// A kRow solve with auto refinement that misses the tolerance because its pivoting grew is made
+// again with kGepp (the report's pivot_switch says so).
 // Roles (002 Fig 18): master (calling thread), I/O, elim.I, k elim.J, DSR, plus a monitor for
 // cancellation and progress. Cancellation is honoured within one stripe step.
 //
@@ -62,6 +66,8 @@ struct DenseSolveOptions {
   static constexpr int kRefineAuto = -1;
   static constexpr int kMaxAutoRefinement = 10;
 
+  // kRow (the default: the fastest stable one on most matrices), kLocal, kNone, or kGepp (LAPACK's
+  // row partial pivoting through the transpose; not in place).
   stripe::PivotMode pivot = stripe::PivotMode::kRow;
   Strategy strategy = Strategy::kMetaZigzag;
   int refinement_steps = kRefineAuto;
@@ -103,9 +109,15 @@ struct SolveReport {
   // Non-empty when the solve should end COMPLETED_WITH_WARNING: the cause and what to try
   // (scheduler/condition.h quality_warning()).
   std::string warning;
+  // The pivoting that made x: the options', or kGepp after a switch.
+  stripe::PivotMode pivot = stripe::PivotMode::kRow;
+  // Non-empty when a kRow solve was made again with kGepp (transposed_solve.h): why. seconds and
+  // the I/O counts are then those of both solves, the other figures the gepp solve's.
+  std::string pivot_switch;
   double seconds = 0;
   double load_seconds = 0;          // A read from the SSDs into the RAM cache before the
                                     // factorization (only when the cache holds all of A)
+  double transpose_seconds = 0;     // kGepp: making A's transpose (about 0 when it is stored)
   double factor_seconds = 0;        // the triangulation, factors in RAM / on the device; 0 when
                                     // the factors were reused
   double persist_seconds = 0;       // writing the factors back to the store and committing them
@@ -160,7 +172,7 @@ Result<SolveReport> solve_dense(backend::Backend& backend,
                                 const EngineConfig& config, CancelToken& cancel,
                                 const SolveCallbacks& callbacks, TraceRecorder* trace);
 
-// "<matrix>.lu.<pivot>" (or the matrix itself in place).
+// "<matrix>.lu.<pivot>" (or the matrix itself in place); "<matrix>.lu.gepp" factors A^T.
 std::string factor_name_for(std::string_view matrix_name, const DenseSolveOptions& options);
 
 }  // namespace stripesolve::scheduler

@@ -551,6 +551,31 @@ TEST_P(GpuDenseTest, SingularMatrixNamesTheRow) {
       << rep.status().message();
 }
 
+// gepp on the GPU tier: A^T factored with row pivoting like any matrix, the transposed
+// solve on the host from the factors written back (the device has none), also when the options
+// keep no factors. The transposed Wilkinson matrix, which grows row pivoting by 2^(n-1), matches
+// LAPACK.
+TEST_P(GpuDenseTest, GeppMatchesLapackOnTheTransposedWilkinsonMatrix) {
+  const int64_t n = 200;
+  const auto w = generated("W", n, "wilkinson_t");
+  const auto u = generated("U", n, "uniform");
+  const auto b = random_rhs(n, 2);
+  for (bool streaming : {true, false}) {
+    for (const std::string name : {"W", "U"}) {
+      DenseSolveOptions o;
+      o.pivot = PivotMode::kGepp;
+      o.reuse_factors = false;
+      o.store_factors = false;
+      const std::string what = name + (streaming ? " / streaming" : " / resident");
+      auto rep = solve(name, b, 2, o, gpu_engine(streaming));
+      ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
+      expect_matches_lapack(name == "W" ? w : u, n, b, 2, *rep, 1e-13, what);
+      EXPECT_TRUE(rep->warning.empty()) << what << ": " << rep->warning;
+      EXPECT_EQ(rep->factor_name, name + ".lu.gepp") << what;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 

@@ -85,23 +85,34 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
 }
 
 Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& factor,
-                             const std::vector<stripe::StripePivots>& pivots, double* v) {
+                             const std::vector<stripe::StripePivots>& pivots, double* v,
+                             int64_t nrhs, const std::string& phase) {
   const storage::StripeGeometry& g = factor.geometry();
   std::vector<PartOrder> upper;
   std::vector<PartOrder> lower;
   for (int64_t i = 0; i < g.stripes; ++i) upper.push_back({i, g.row_begin(i)});
   for (int64_t i = g.stripes - 1; i >= 0; --i) lower.push_back({i, 0});
-  const double pass_flops = static_cast<double>(g.n) * static_cast<double>(g.n);
-  ctx.progress.begin_phase("condition", pass_flops, g.stripes);
-  STRIPESOLVE_RETURN_IF_ERROR(stream_parts(
+  const double pass_flops =
+      static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(nrhs);
+  ctx.progress.begin_phase(phase, pass_flops, g.stripes);
+  const Status upper_status = stream_parts(
       ctx, factor, upper, "transposed upper", true, [&](int64_t i, const stripe::StripePart& part) {
-        return stripe::transposed_upper_substitute_stripe(part, pivots[static_cast<size_t>(i)], v);
-      }));
-  ctx.progress.begin_phase("condition", pass_flops, g.stripes);
-  return stream_parts(
-      ctx, factor, lower, "transposed lower", true, [&](int64_t i, const stripe::StripePart& part) {
-        return stripe::transposed_lower_substitute_stripe(part, pivots[static_cast<size_t>(i)], v);
+        for (int64_t k = 0; k < nrhs; ++k) {
+          STRIPESOLVE_RETURN_IF_ERROR(stripe::transposed_upper_substitute_stripe(
+              part, pivots[static_cast<size_t>(i)], v + k * g.n));
+        }
+        return Status::ok();
       });
+  STRIPESOLVE_RETURN_IF_ERROR(upper_status);
+  ctx.progress.begin_phase(phase, pass_flops, g.stripes);
+  return stream_parts(ctx, factor, lower, "transposed lower", true,
+                      [&](int64_t i, const stripe::StripePart& part) {
+                        for (int64_t k = 0; k < nrhs; ++k) {
+                          STRIPESOLVE_RETURN_IF_ERROR(stripe::transposed_lower_substitute_stripe(
+                              part, pivots[static_cast<size_t>(i)], v + k * g.n));
+                        }
+                        return Status::ok();
+                      });
 }
 
 Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix& a,

@@ -37,12 +37,15 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
                   const std::function<Status(int64_t stripe)>& on_stripe,
                   const std::string& phase = "");
 
-// A^T v = c in place for one right-hand side (v: n values), with the same factors and pivots:
+// A^T V = C in place for the n x nrhs block `v` (ld = n), with the same factors and pivots:
 // pass 1 streams the parts from the diagonal (stripes first to last), pass 2 the parts from column
-// 0 (last to first); stripe/stripe_ops.h says what each step does. The condition estimate's
-// transposed solve; progress reports it as phase "condition".
+// 0 (last to first); stripe/stripe_ops.h says what each step does, one column at a time (2 n^2
+// flops a column, matrix-vector work). The condition estimate's transposed solve, and the solve
+// of --pivot gepp, whose factors are those of A^T (transposed_solve.h); progress reports both
+// passes as `phase`.
 Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& factor,
-                             const std::vector<stripe::StripePivots>& pivots, double* v);
+                             const std::vector<stripe::StripePivots>& pivots, double* v,
+                             int64_t nrhs = 1, const std::string& phase = "condition");
 
 struct ResidualResult {
   double a_norm_inf = 0;  // ||A||_inf

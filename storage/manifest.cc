@@ -144,7 +144,9 @@ Result<Manifest> manifest_from_json(std::string_view text, const std::string& wh
       if (!is_object_id(i.id)) return bad("malformed id '" + i.id + "'");
     }
     i.kind = j.at("kind").get<std::string>();
-    if (i.kind != "matrix" && i.kind != "factor") return bad("unknown kind '" + i.kind + "'");
+    if (i.kind != "matrix" && i.kind != "factor" && i.kind != "transpose") {
+      return bad("unknown kind '" + i.kind + "'");
+    }
     const auto state = state_from_name(j.at("state").get<std::string>());
     if (!state) return bad("unknown state " + j.at("state").dump());
     i.state = *state;

@@ -55,7 +55,7 @@ struct MatrixInfo {
   // again under its name is another object. Empty for objects made before ids existed.
   std::string id;
   StripeGeometry geometry;
-  std::string kind;  // "matrix" | "factor"
+  std::string kind;  // "matrix" | "factor" | "transpose" (MatrixStore::create_transpose)
   ObjectState state = ObjectState::kIncomplete;
   std::string dtype = "float64";
   uint64_t stored_bytes = 0;  // sum of the data files
@@ -65,8 +65,9 @@ struct MatrixInfo {
   std::string source;   // "generator uniform seed 7", "npy /data/a.npy", "factor of A"
   // checksum_summary() of the segment checksums: derived on read, not stored.
   uint32_t checksum_summary = 0;
-  std::optional<FactorOf> factor_of;  // factors (and matrices factored in place)
-  std::string problem;                // kCorrupt: why the manifest cannot be read
+  // Factors (and matrices factored in place): what they factor; transposes: what they transpose.
+  std::optional<FactorOf> factor_of;
+  std::string problem;  // kCorrupt: why the manifest cannot be read
 };
 
 struct Manifest {

@@ -314,7 +314,8 @@ Result<std::vector<std::string>> MatrixStore::factors_of(std::string_view name) 
   STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<MatrixInfo> all, list());
   const std::string legacy_prefix = matrix.name + ".lu.";
   for (const MatrixInfo& i : all) {
-    if (i.kind != "factor" || i.state != ObjectState::kComplete || i.name == matrix.name) continue;
+    const bool derived = i.kind == "factor" || i.kind == "transpose";
+    if (!derived || i.state != ObjectState::kComplete || i.name == matrix.name) continue;
     const bool by_id = i.factor_of && !matrix.id.empty() && i.factor_of->matrix_id == matrix.id;
     const bool legacy = !i.factor_of && i.name.rfind(legacy_prefix, 0) == 0 &&
                         i.source == "factor of " + matrix.name;

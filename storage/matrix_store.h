@@ -116,11 +116,12 @@ class MatrixStore {
   // Fails with kFailedPrecondition while the object is open. An object whose manifest is corrupt
   // is removed too (nothing of it can be used).
   Status remove(std::string_view name);
-  // The complete factors of matrix `name`: those recording its id (MatrixInfo::factor_of), and
-  // factors made before ids existed that are named NAME.lu.* with source "factor of NAME".
+  // The complete objects derived from matrix `name`: factors and transposes recording its id
+  // (MatrixInfo::factor_of), and factors made before ids existed that are named NAME.lu.* with
+  // source "factor of NAME".
   Result<std::vector<std::string>> factors_of(std::string_view name) const;
-  // remove(name), then, for a matrix, its factors (factors_of, found before the matrix goes);
-  // returns the factors removed. The matrix is removed first so that an open matrix (a solve
+  // remove(name), then, for a matrix, its derived objects (factors_of, found before the matrix
+  // goes); returns those removed. The matrix is removed first so that an open matrix (a solve
   // running) leaves everything in place.
   Result<std::vector<std::string>> remove_with_factors(std::string_view name);
 
@@ -138,6 +139,17 @@ class MatrixStore {
   // records `like`'s id, order and checksum summary (MatrixInfo::factor_of, is_factor_of()).
   Result<std::unique_ptr<StripedMatrix>> create_factor(std::string_view name,
                                                        const StripedMatrix& like);
+  // Makes object `name` of kind "transpose": A^T of the complete object `a`, in a's geometry and
+  // placement, recording `a` (id, order, checksum summary) as what it derives from
+  // (MatrixInfo::factor_of, is_factor_of()), so that it is one of a's derived objects
+  // (factors_of) and goes with it. Out of core within about `memory_budget` bytes
+  // (transpose_object.h), a group of output stripes at a time, each filled by reading its
+  // columns of every stripe of A. Invisible until complete; a failure or `cancelled` (may be
+  // empty; polled between windows, kCancelled) leaves nothing. About 8 n^2 bytes read and 8 n^2
+  // written, no flops.
+  Result<MatrixInfo> create_transpose(std::string_view name, const StripedMatrix& a,
+                                      uint64_t memory_budget,
+                                      const std::function<bool()>& cancelled = {});
   // Reopens the incomplete factor `name` whose factorization a crash interrupted: one that has a
   // progress log (StripedMatrix::progress_path). Writable as create_factor()'s (deleted if
   // destroyed uncommitted), recording `like` as what it factors. kNotFound when there is no

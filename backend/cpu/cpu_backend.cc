@@ -161,6 +161,7 @@ WorkspaceSize CpuBackend::workspace_size(const PanelFactor& op) const {
     case PivotMode::kLocal:
       return {8 * p, 0};
     case PivotMode::kNone:
+    case PivotMode::kGepp:  // refused by run()
       return {0, 0};
   }
   return {};
@@ -176,6 +177,8 @@ Status CpuBackend::run(const PanelFactor& op, const Workspace& workspace) {
       return factor_local_pivot(op, workspace);
     case PivotMode::kNone:
       return factor_no_pivot(op);
+    case PivotMode::kGepp:
+      break;  // the dense solve's mode: it eliminates A^T with kRow
   }
   return Status::invalid_argument("panel factor: unknown pivot mode");
 }

@@ -1,10 +1,11 @@
 // Integration (issue 17, dense): the hard matrices solved through the daemon with every pivot
-// mode, out of core (a cache of a few stripes). Each outcome is honest: COMPLETED within 10x of
-// LAPACK's backward error, or COMPLETED_WITH_WARNING naming the cause, or (kNone only) FAILED
-// on a zero pivot; never COMPLETED above the tolerance. The rcond estimate is checked against
-// the true 1-norm condition number (LAPACK dgetri on the matrix in RAM).
+// mode, gepp included, out of core (a cache of a few stripes). Each outcome is honest: COMPLETED
+// within 10x of LAPACK's backward error, or COMPLETED_WITH_WARNING naming the cause, or (kNone
+// only) FAILED on a zero pivot; never COMPLETED above the tolerance. The rcond estimate is checked
+// against the true 1-norm condition number (LAPACK dgetri on the matrix in RAM).
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -99,7 +100,7 @@ TEST(SolveQuality, HardMatricesWithEveryPivotModeEndHonestly) {
     const double lapack_berr = stripe::scaled_residual(a.data(), kN, ref.data(), b.data(), 1);
     const double inverse_norm = stripe::inverse_norm_1(a, kN);
     const double true_rcond = inverse_norm > 0 ? 1.0 / (stripe::norm_1(a, kN) * inverse_norm) : 0.0;
-    for (const std::string pivot : {"row", "local", "none"}) {
+    for (const std::string pivot : {"row", "gepp", "local", "none"}) {
       const std::string what = k.generator + " with " + pivot + " pivoting";
       const Outcome o = solve(d, *c, k.generator, pivot, b);
       const std::string state = o.job.value("state", std::string());
@@ -159,7 +160,62 @@ TEST(SolveQuality, HardMatricesWithEveryPivotModeEndHonestly) {
   }
 }
 
-// The CLI prints the quality figures labelled and exits 6 for COMPLETED_WITH_WARNING.
+// --pivot gepp is LAPACK's pivoting: the transposed Wilkinson matrix, which grows row pivoting by
+// 2^159, ends COMPLETED within 10x of LAPACK's backward error; the default (row) switches to it
+// on its own and says so; the transpose and the gepp factor are listed as derived from the matrix
+// and deleted with it.
+TEST(SolveQuality, GeppSolvesTheTransposedWilkinsonMatrixAndTheDefaultSwitchesToIt) {
+  DaemonFixture d(small_cache);
+  auto c = d.connect();
+  auto created = client::run_job(*c, {{"type", "matrix_create"},
+                                      {"name", "W"},
+                                      {"n", kN},
+                                      {"generator", "wilkinson_t"},
+                                      {"stripe_rows", kStripeRows}});
+  ASSERT_TRUE(created.is_ok());
+  ASSERT_EQ((*created)["state"], "COMPLETED") << created->dump();
+  const std::vector<double> a = generated("wilkinson_t", 0);
+  const std::vector<double> b = stripe::uniform_matrix(kN, 1, 42);
+  const std::vector<double> ref = stripe::lapack_solve(a, kN, b, 1);
+  const double lapack_berr = stripe::scaled_residual(a.data(), kN, ref.data(), b.data(), 1);
+  for (const std::string pivot : {"gepp", "row"}) {
+    const Outcome o = solve(d, *c, "W", pivot, b);
+    ASSERT_EQ(o.job.value("state", std::string()), "COMPLETED") << pivot << ": " << o.job.dump();
+    ASSERT_EQ(o.x.size(), static_cast<size_t>(kN));
+    const double berr = stripe::scaled_residual(a.data(), kN, o.x.data(), b.data(), 1);
+    EXPECT_LT(berr, 10 * std::max(lapack_berr, kEps / 2))
+        << pivot << " (LAPACK " << lapack_berr << ")";
+    const nlohmann::json& r = o.job["result"];
+    EXPECT_EQ(r["pivot"], "gepp") << pivot;
+    EXPECT_EQ(r["factor"], "W.lu.gepp") << pivot;
+    EXPECT_LE(r["growth"].get<double>(), 2.0) << pivot;
+    const std::string note = r.value("pivot_switch", std::string());
+    if (pivot == "row") {
+      EXPECT_NE(note.find("row pivoting grew by"), std::string::npos) << o.job.dump();
+      EXPECT_NE(note.find("re-solved with gepp"), std::string::npos) << o.job.dump();
+    } else {
+      EXPECT_TRUE(note.empty()) << note;
+    }
+  }
+  auto listed = client::list_matrices(*c);
+  ASSERT_TRUE(listed.is_ok());
+  bool transpose_listed = false;
+  for (const auto& m : *listed) {
+    if (m.value("name", std::string()) == "W.t") {
+      transpose_listed = m.value("kind", std::string()) == "transpose";
+    }
+  }
+  EXPECT_TRUE(transpose_listed) << listed->dump();
+  auto rm = client::run_job(*c, {{"type", "matrix_delete"}, {"name", "W"}});
+  ASSERT_TRUE(rm.is_ok());
+  ASSERT_EQ((*rm)["state"], "COMPLETED") << rm->dump();
+  std::vector<std::string> deleted = (*rm)["result"]["factors_deleted"];
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"W.lu.gepp", "W.lu.row", "W.t"}));
+}
+
+// The CLI prints the quality figures labelled, exits 6 for COMPLETED_WITH_WARNING and says when
+// the solve switched to gepp.
 TEST(SolveQuality, CliLabelsTheFiguresAndExitsSixOnAWarning) {
   DaemonFixture d(small_cache);
   const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
@@ -192,6 +248,11 @@ TEST(SolveQuality, CliLabelsTheFiguresAndExitsSixOnAWarning) {
   EXPECT_TRUE(j["result"].contains("rcond"));
   EXPECT_TRUE(j["result"].contains("growth"));
   EXPECT_TRUE(j["result"].contains("backward_error"));
+  // The default pivoting grows on the transposed Wilkinson matrix: the CLI says it switched and
+  // the solve ends COMPLETED.
+  ASSERT_EQ(run("matrix create W -n 160 --generator wilkinson_t --stripe-rows 16", &out), 0) << out;
+  EXPECT_EQ(run("solve W --generate uniform --seed 4", &out), 0) << out;
+  EXPECT_NE(out.find("re-solved with gepp"), std::string::npos) << out;
 }
 
 }  // namespace

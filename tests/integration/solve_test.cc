@@ -99,7 +99,7 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
   EXPECT_GT((*trace)["trace"]["traceEvents"].size(), 3u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Pivots, SolveIntegration, ::testing::Values("row", "local"));
+INSTANTIATE_TEST_SUITE_P(Pivots, SolveIntegration, ::testing::Values("row", "gepp", "local"));
 
 // Solves `rhs_shape` right-hand sides (C-order `values`) of matrix A through the CLI's request
 // into x.npy; the finished job.

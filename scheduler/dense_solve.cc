@@ -406,7 +406,8 @@ Result<SolveReport> solve_once(backend::Backend& backend,
                         .substripe_rows = plan.substripe_rows,
                         .elim_j_workers = plan.elim_j_workers,
                         .lookahead_workers = engine != nullptr ? plan.lookahead_workers : 0,
-                        .write_back = false};
+                        .write_back = false,
+                        .parts_from_meta_start = engine != nullptr};
     if (engine != nullptr) {
       const auto t_load = Clock::now();
       STRIPESOLVE_ASSIGN_OR_RETURN(

@@ -61,6 +61,11 @@ struct FactorParams {
   // Write every dirty part back to the factor object at the end (kept cached, clean). Off when
   // the factors are not persisted (DenseSolveOptions::store_factors).
   bool write_back = true;
+  // The GPU tier: a stripe's parts from its meta-stripe's first column on, for its elimination
+  // and the updates inside its meta-stripe (the U block of a range carries the multipliers
+  // inside the meta-stripe; a part loaded from its diagonal, as after an eviction or in a
+  // resumed run, would lack them).
+  bool parts_from_meta_start = false;
 };
 
 // Flops of the triangulation (the formulas of stripe/stripe_ops.h summed over all stripes).

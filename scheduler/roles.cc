@@ -150,11 +150,22 @@ MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
       params_(params),
       elim_i_(elim_i),
       elim_j_(elim_j),
-      overlap_sweeps_(overlap_sweeps) {}
+      overlap_sweeps_(overlap_sweeps) {
+  const int64_t stripes = layout.geometry().stripes;
+  const std::vector<int64_t> meta = meta_stripe_of(params.strategy, stripes, params.meta_stripes);
+  meta_first_.resize(static_cast<size_t>(stripes));
+  for (int64_t s = 0; s < stripes; ++s) {
+    const size_t k = static_cast<size_t>(s);
+    meta_first_[k] = s > 0 && meta[k - 1] == meta[k] ? meta_first_[k - 1] : s;
+  }
+}
 
 cache::PartRequest MasterRole::request_for(const Task& t, const ResumePlan& plan) const {
   const storage::StripeGeometry& g = layout_.geometry();
-  const int64_t col = g.row_begin(t.i_begin);
+  int64_t col = g.row_begin(t.i_begin);
+  if (params_.parts_from_meta_start) {
+    col = std::min(col, g.row_begin(meta_first_[static_cast<size_t>(t.stripe)]));
+  }
   cache::PartRequest req;
   req.stripe = t.stripe;
   req.col_begin = col;

@@ -113,6 +113,7 @@ class MasterRole {
   ElimIRole& elim_i_;
   ElimJRole& elim_j_;
   const bool overlap_sweeps_;
+  std::vector<int64_t> meta_first_;  // per stripe: the first stripe of its meta-stripe
 };
 
 struct PartOrder {

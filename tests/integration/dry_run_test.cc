@@ -49,7 +49,8 @@ TEST(DryRun, PrintsThePlanAndSolvesNothing) {
   }
   // Nothing ran: no solve job, no factor.
   EXPECT_EQ(run("--json jobs", &out), 0) << out;
-  for (const auto& job : nlohmann::json::parse(out)["jobs"]) {
+  const auto jobs = nlohmann::json::parse(out);
+  for (const auto& job : jobs["jobs"]) {
     EXPECT_EQ(job["type"], "matrix_create") << out;
   }
   EXPECT_EQ(run("matrix ls", &out), 0) << out;

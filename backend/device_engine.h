@@ -124,14 +124,20 @@ class DeviceLane {
   // Applies a permutation to rows [0, rows) of `target`.
   virtual Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) = 0;
 
-  // Substitution with a resident factor stripe of rows [row_begin, row_begin + rows) (part from
-  // column 0, h x n) on the n x nrhs block `rhs` in device memory (backend.h's Lower/Upper
-  // Substitution). forward: kLocal's raw row swaps (nullable). backward: afterwards applies
-  // kRow's raw column swaps to the solution (stripe::apply_solution_swaps), when given.
-  virtual Status forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                         const DeviceBlock& rhs) = 0;
-  virtual Status backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                          const DeviceBlock& rhs) = 0;
+  // A pass of the substitution over resident factor stripes, in the order given (forward:
+  // first stripe first; backward: last first), on the n x nrhs block `rhs` in device memory
+  // (backend.h's Lower/Upper Substitution per stripe). Each stripe's part is its rows
+  // [row_begin, row_begin + rows) from column 0 (h x n). forward: a stripe's raw are kLocal's row
+  // swaps (nullable); backward: kRow's raw column swaps, applied to the solution afterwards
+  // (stripe::apply_solution_swaps). The stripes are queued back to back; the lane waits once, at
+  // the end of the pass.
+  struct FactorStripe {
+    DeviceBlock part;
+    int64_t row_begin = 0;
+    const int32_t* raw = nullptr;
+  };
+  virtual Status forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) = 0;
+  virtual Status backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) = 0;
 };
 
 struct DeviceEngineOptions {

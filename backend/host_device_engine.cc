@@ -205,8 +205,22 @@ class HostLane final : public DeviceLane {
     return Status::ok();
   }
 
-  Status forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                 const DeviceBlock& rhs) override {
+  Status forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override {
+    for (const FactorStripe& s : stripes) {
+      STRIPESOLVE_RETURN_IF_ERROR(forward_one(s.part, s.row_begin, s.raw, rhs));
+    }
+    return Status::ok();
+  }
+  Status backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override {
+    for (const FactorStripe& s : stripes) {
+      STRIPESOLVE_RETURN_IF_ERROR(backward_one(s.part, s.row_begin, s.raw, rhs));
+    }
+    return Status::ok();
+  }
+
+ private:
+  Status forward_one(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                     const DeviceBlock& rhs) {
     LowerSubstitution op;
     std::vector<int64_t> swaps;
     if (device_raw != nullptr) swaps.assign(device_raw, device_raw + part.rows);
@@ -221,8 +235,8 @@ class HostLane final : public DeviceLane {
     return cpu_.run(op, {});
   }
 
-  Status backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                  const DeviceBlock& rhs) override {
+  Status backward_one(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                      const DeviceBlock& rhs) {
     UpperSubstitution op;
     op.part = part.data + row_begin * part.ld;
     op.ld = part.ld;
@@ -241,7 +255,6 @@ class HostLane final : public DeviceLane {
     return Status::ok();
   }
 
- private:
   CpuBackend cpu_;
   std::vector<double> workspace_;
 };

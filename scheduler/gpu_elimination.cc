@@ -494,17 +494,20 @@ Status GpuElimination::substitute(double* x, int64_t nrhs) {
   Status st = lane.upload(x, rhs, 0, nrhs);
   const bool local = params_.pivot == stripe::PivotMode::kLocal;
   const bool row = params_.pivot == stripe::PivotMode::kRow;
-  for (int64_t i = 0; i < g.stripes && st.is_ok(); ++i) {
-    TraceRecorder::Span span(ctx_.trace, "master", "forward (device)",
-                             {{"stripe", std::to_string(i)}});
-    st = lane.forward(instance_block(*tier_->find(i)), g.row_begin(i),
-                      local ? device_raw_ + g.row_begin(i) : nullptr, rhs);
+  std::vector<backend::DeviceLane::FactorStripe> forward, backward;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    const DeviceBlock part = instance_block(*tier_->find(i));
+    const int32_t* raw = device_raw_ + g.row_begin(i);
+    forward.push_back({part, g.row_begin(i), local ? raw : nullptr});
+    backward.insert(backward.begin(), {part, g.row_begin(i), row ? raw : nullptr});
   }
-  for (int64_t i = g.stripes - 1; i >= 0 && st.is_ok(); --i) {
-    TraceRecorder::Span span(ctx_.trace, "master", "backward (device)",
-                             {{"stripe", std::to_string(i)}});
-    st = lane.backward(instance_block(*tier_->find(i)), g.row_begin(i),
-                       row ? device_raw_ + g.row_begin(i) : nullptr, rhs);
+  if (st.is_ok()) {
+    TraceRecorder::Span span(ctx_.trace, "master", "forward (device)");
+    st = lane.forward(forward, rhs);
+  }
+  if (st.is_ok()) {
+    TraceRecorder::Span span(ctx_.trace, "master", "backward (device)");
+    st = lane.backward(backward, rhs);
   }
   if (st.is_ok()) st = lane.download(rhs, x, 0, nrhs);
   tier_->free(-1);

@@ -493,61 +493,86 @@ class CudaLane final : public DeviceLane {
     return Status::ok();
   }
 
-  Status forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                 const DeviceBlock& rhs) override {
+  Status forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-    const double one = 1.0, minus_one = -1.0;
-    const int h = static_cast<int>(part.rows);
-    const int nrhs = static_cast<int>(rhs.cols);
-    double* z = rhs.data + row_begin;
-    if (row_begin > 0) {
-      RETURN_CUBLAS(
-          cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, static_cast<int>(row_begin),
-                      &minus_one, part.data, static_cast<int>(part.ld), rhs.data,
-                      static_cast<int>(rhs.ld), &one, z, static_cast<int>(rhs.ld)),
-          "dgemm of the forward substitution");
+    for (const FactorStripe& s : stripes) {
+      STRIPESOLVE_RETURN_IF_ERROR(queue_forward(s.part, s.row_begin, s.raw, rhs));
     }
-    if (device_raw != nullptr) {
-      cuda::launch_rhs_row_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, h, compute_);
-      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of the right-hand side"));
-    }
-    RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                              CUBLAS_DIAG_UNIT, h, nrhs, &one, part.data + row_begin * part.ld,
-                              static_cast<int>(part.ld), z, static_cast<int>(rhs.ld)),
-                  "dtrsm of the forward substitution");
     RETURN_CUDA(cudaStreamSynchronize(compute_), "forward substitution");
     return Status::ok();
   }
 
-  Status backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                  const DeviceBlock& rhs) override {
+  Status backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-    const double one = 1.0, minus_one = -1.0;
-    const int h = static_cast<int>(part.rows);
-    const int nrhs = static_cast<int>(rhs.cols);
-    const int64_t right = rhs.rows - row_begin - part.rows;
-    double* x = rhs.data + row_begin;
-    const double* diag = part.data + row_begin * part.ld;
-    if (right > 0) {
-      RETURN_CUBLAS(
-          cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, static_cast<int>(right), &minus_one,
-                      diag + part.rows * part.ld, static_cast<int>(part.ld), x + part.rows,
-                      static_cast<int>(rhs.ld), &one, x, static_cast<int>(rhs.ld)),
-          "dgemm of the backward substitution");
-    }
-    RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                              CUBLAS_DIAG_NON_UNIT, h, nrhs, &one, diag, static_cast<int>(part.ld),
-                              x, static_cast<int>(rhs.ld)),
-                  "dtrsm of the backward substitution");
-    if (device_raw != nullptr) {
-      cuda::launch_solution_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, h, compute_);
-      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("solution swaps"));
+    for (const FactorStripe& s : stripes) {
+      STRIPESOLVE_RETURN_IF_ERROR(queue_backward(s.part, s.row_begin, s.raw, rhs));
     }
     RETURN_CUDA(cudaStreamSynchronize(compute_), "backward substitution");
     return Status::ok();
   }
 
  private:
+  // rhs[rows, rows + h) -= a (h x k) * rhs[from, from + k). With one right-hand side, dgemv and
+  // dtrsv below run as fast as dgemm and dtrsm (bench_substitution_ops on the H200).
+  Status subtract_product(const double* a, int64_t lda, int64_t h, int64_t k,
+                          const DeviceBlock& rhs, int64_t from, int64_t rows, const char* what) {
+    const double one = 1.0, minus_one = -1.0;
+    RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h),
+                              static_cast<int>(rhs.cols), static_cast<int>(k), &minus_one, a,
+                              static_cast<int>(lda), rhs.data + from, static_cast<int>(rhs.ld),
+                              &one, rhs.data + rows, static_cast<int>(rhs.ld)),
+                  what);
+    return Status::ok();
+  }
+
+  // rhs[rows, rows + h) <- triangle^-1 * itself.
+  Status solve_triangle(cublasFillMode_t fill, cublasDiagType_t diag, const double* t, int64_t ldt,
+                        int64_t h, const DeviceBlock& rhs, int64_t rows, const char* what) {
+    const double one = 1.0;
+    RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, static_cast<int>(h),
+                              static_cast<int>(rhs.cols), &one, t, static_cast<int>(ldt),
+                              rhs.data + rows, static_cast<int>(rhs.ld)),
+                  what);
+    return Status::ok();
+  }
+
+  Status queue_forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                       const DeviceBlock& rhs) {
+    if (row_begin > 0) {
+      STRIPESOLVE_RETURN_IF_ERROR(subtract_product(part.data, part.ld, part.rows, row_begin, rhs, 0,
+                                                   row_begin,
+                                                   "product of the forward substitution"));
+    }
+    if (device_raw != nullptr) {
+      cuda::launch_rhs_row_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
+                                 compute_);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of the right-hand side"));
+    }
+    return solve_triangle(CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT, part.data + row_begin * part.ld,
+                          part.ld, part.rows, rhs, row_begin,
+                          "triangle of the forward substitution");
+  }
+
+  Status queue_backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                        const DeviceBlock& rhs) {
+    const int64_t right = rhs.rows - row_begin - part.rows;
+    const double* diag = part.data + row_begin * part.ld;
+    if (right > 0) {
+      STRIPESOLVE_RETURN_IF_ERROR(subtract_product(diag + part.rows * part.ld, part.ld, part.rows,
+                                                   right, rhs, row_begin + part.rows, row_begin,
+                                                   "product of the backward substitution"));
+    }
+    STRIPESOLVE_RETURN_IF_ERROR(solve_triangle(CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, diag,
+                                               part.ld, part.rows, rhs, row_begin,
+                                               "triangle of the backward substitution"));
+    if (device_raw != nullptr) {
+      cuda::launch_solution_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
+                                  compute_);
+      STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("solution swaps"));
+    }
+    return Status::ok();
+  }
+
   // kLocal (002 §5, Fig 11): per substripe, dgetrf of its rows from its diagonal column (row
   // search inside the substripe), its swaps carried over the substripe's earlier multipliers,
   // then dtrsm + dgemm for the stripe's rows below it.

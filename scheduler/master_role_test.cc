@@ -4,6 +4,7 @@
 // task starts and ends.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -41,7 +43,7 @@ class HoldingElimination final : public Elimination {
     if (name != held_) return inner_.update(worker, t, j, is, pivots, keep_on_device);
     {
       std::unique_lock<std::mutex> lock(mu_);
-      released_cv_.wait_for(lock, std::chrono::seconds(2), [this] { return released_; });
+      released_cv_.wait_for(lock, std::chrono::seconds(20), [this] { return released_; });
     }
     Status st = inner_.update(worker, t, j, is, pivots, keep_on_device);
     record_start(name + " end");
@@ -49,10 +51,13 @@ class HoldingElimination final : public Elimination {
   }
   bool sweeps_may_overlap() const override { return overlap_; }
 
-  // Releases the held update once `task` has started (or after `timeout`).
-  void release_after(const std::string& task, std::chrono::milliseconds timeout) {
+  // Releases the held update once every one of `tasks` has started (or after `timeout`).
+  void release_after(const std::vector<std::string>& tasks, std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
-    started_cv_.wait_for(lock, timeout, [&] { return order_.count(task) > 0; });
+    started_cv_.wait_for(lock, timeout, [&] {
+      return std::all_of(tasks.begin(), tasks.end(),
+                         [&](const std::string& t) { return order_.count(t) > 0; });
+    });
     released_ = true;
     released_cv_.notify_all();
   }
@@ -130,11 +135,14 @@ TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousO
                       .write_back = false};
   auto cpu = CpuElimination::create(ctx, *factor, params).value();
   HoldingElimination holding(*cpu, "U15<[0,4)", overlap);
+  const std::vector<std::string> criticals = {"U8<[4,8)", "U9<[4,8)", "U10<[4,8)", "U11<[4,8)"};
+  // Overlapping, the held update ends once all four have started (whatever their order); else
+  // after a while in which they could have started.
   std::thread releaser([&] {
     if (overlap) {
-      holding.release_after("U11<[4,8)", std::chrono::milliseconds(2000));
+      holding.release_after(criticals, std::chrono::seconds(10));
     } else {
-      holding.release_after("none", std::chrono::milliseconds(300));
+      holding.release_after({"none"}, std::chrono::milliseconds(300));
     }
   });
   auto pivots = run_factorization(ctx, *factor, params, &holding);
@@ -143,7 +151,7 @@ TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousO
   const auto order = holding.order();
   const std::string held_end = "U15<[0,4) end";
   ASSERT_EQ(order.count(held_end), 1u);
-  for (const char* critical : {"U8<[4,8)", "U9<[4,8)", "U10<[4,8)", "U11<[4,8)"}) {
+  for (const std::string& critical : criticals) {
     ASSERT_EQ(order.count(critical), 1u) << critical;
     if (overlap) {
       EXPECT_LT(order.at(critical), order.at(held_end)) << critical;

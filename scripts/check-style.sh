@@ -34,7 +34,9 @@ fi
 
 status=0
 mapfile -t unformatted < <(for f in "${sources[@]}"; do
-  "$format" --dry-run "$f" 2>&1 | grep -q . && echo "$f"
+  # The whole report, not `| grep -q`: under pipefail grep's early exit fails the pipeline
+  # (clang-format's SIGPIPE) and the file went unreported.
+  [ -z "$("$format" --dry-run "$f" 2>&1)" ] || echo "$f"
 done)
 if [ "${#unformatted[@]}" -gt 0 ]; then
   echo "check-style: clang-format would change ${#unformatted[@]} files (scripts/check-style.sh --fix):"

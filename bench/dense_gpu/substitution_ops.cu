@@ -41,10 +41,14 @@ enum class Choice { kGemmTrsmSync, kGemmTrsm, kGemvTrsv, kGemvTrsm };
 
 const char* name(Choice c) {
   switch (c) {
-    case Choice::kGemmTrsmSync: return "dgemm + dtrsm, sync per stripe";
-    case Choice::kGemmTrsm: return "dgemm + dtrsm, one sync";
-    case Choice::kGemvTrsv: return "dgemv + dtrsv, one sync";
-    case Choice::kGemvTrsm: return "dgemv + dtrsm, one sync";
+    case Choice::kGemmTrsmSync:
+      return "dgemm + dtrsm, sync per stripe";
+    case Choice::kGemmTrsm:
+      return "dgemm + dtrsm, one sync";
+    case Choice::kGemvTrsv:
+      return "dgemv + dtrsv, one sync";
+    case Choice::kGemvTrsm:
+      return "dgemv + dtrsm, one sync";
   }
   return "";
 }
@@ -63,16 +67,16 @@ void pass(cublasHandle_t blas, cudaStream_t s, const Parts& parts, int n, int h,
       if (gemv) {
         CK(cublasDgemv(blas, CUBLAS_OP_N, h, rb, &minus_one, a, h, x, 1, &one, z, 1));
       } else {
-        CK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, rb, &minus_one, a, h, x, n, &one,
-                       z, n));
+        CK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, rb, &minus_one, a, h, x, n, &one, z,
+                       n));
       }
     }
     if (trsv) {
       CK(cublasDtrsv(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT, h,
                      a + size_t(rb) * h, h, z, 1));
     } else {
-      CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                     CUBLAS_DIAG_UNIT, h, nrhs, &one, a + size_t(rb) * h, h, z, n));
+      CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
+                     h, nrhs, &one, a + size_t(rb) * h, h, z, n));
     }
     if (c == Choice::kGemmTrsmSync) CK(cudaStreamSynchronize(s));
   }
@@ -84,8 +88,8 @@ void pass(cublasHandle_t blas, cudaStream_t s, const Parts& parts, int n, int h,
     const double* diag = a + size_t(rb) * h;
     if (right > 0) {
       if (gemv) {
-        CK(cublasDgemv(blas, CUBLAS_OP_N, h, right, &minus_one, diag + size_t(h) * h, h, xi + h,
-                       1, &one, xi, 1));
+        CK(cublasDgemv(blas, CUBLAS_OP_N, h, right, &minus_one, diag + size_t(h) * h, h, xi + h, 1,
+                       &one, xi, 1));
       } else {
         CK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, right, &minus_one,
                        diag + size_t(h) * h, h, xi + h, n, &one, xi, n));
@@ -153,14 +157,14 @@ int main(int argc, char** argv) {
   std::printf("n %d, stripes of %d rows, nrhs %d (best of 5, ms)\n", n, h, nrhs);
   const double one = 1.0;
   const double getrs = time_ms(s, [&] {
-    CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
-                   n, nrhs, &one, whole, n, x, n));
+    CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT, n,
+                   nrhs, &one, whole, n, x, n));
     CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
                    CUBLAS_DIAG_NON_UNIT, n, nrhs, &one, whole, n, x, n));
   });
   std::printf("  %-34s %8.2f\n", "two dtrsm over n x n (getrs)", getrs);
-  for (Choice c : {Choice::kGemmTrsmSync, Choice::kGemmTrsm, Choice::kGemvTrsv,
-                   Choice::kGemvTrsm}) {
+  for (Choice c :
+       {Choice::kGemmTrsmSync, Choice::kGemmTrsm, Choice::kGemvTrsv, Choice::kGemvTrsm}) {
     const double ms = time_ms(s, [&] { pass(blas, s, parts, n, h, nrhs, x, c); });
     std::printf("  %-34s %8.2f  (%.2fx getrs)\n", name(c), ms, getrs / ms);
   }
@@ -171,8 +175,8 @@ int main(int argc, char** argv) {
   const double minus_one = -1.0;
   std::printf("  pieces at row %d:\n", rb);
   std::printf("    dgemm h x nrhs x rb %8.3f\n", time_ms(s, [&] {
-                CK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, rb, &minus_one, a, h, x,
-                               n, &one, x + rb, n));
+                CK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, rb, &minus_one, a, h, x, n,
+                               &one, x + rb, n));
               }));
   std::printf("    dgemv h x rb        %8.3f\n", time_ms(s, [&] {
                 CK(cublasDgemv(blas, CUBLAS_OP_N, h, rb, &minus_one, a, h, x, 1, &one, x + rb, 1));

@@ -7,7 +7,8 @@
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
 //                   [--update-k 0] [--reps 2] [--dgemm-reps 5]
-//                   [--persist-factors] [--stripe-rows 0] [--meta-stripes 0] [--elim-j-workers 0]
+//                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
+//                   [--elim-j-workers 0]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
@@ -18,9 +19,11 @@
 // bandwidth and the SSD traffic against the planner's meta_zigzag forecast.
 //
 // The engine: best of --reps solves (by factor + substitution seconds), factors not persisted
-// unless --persist-factors. TFLOP/s use 2/3 n^3 (factor) and 2/3 n^3 + 2 n^2 nrhs (factor +
-// solve). cuSOLVER: A copied to the device before each rep (untimed), getrf + getrs timed with
-// events, best of --reps after a small warm-up. Both solutions' scaled residuals
+// unless --persist-factors; persisted factors record their durable progress (issue 18) unless
+// --no-records, which is there to measure what the records cost. TFLOP/s use 2/3 n^3 (factor) and
+// 2/3 n^3 + 2 n^2 nrhs (factor + solve). cuSOLVER: A copied to the device before each rep
+// (untimed), getrf + getrs timed with events, best of --reps after a small warm-up. Both solutions'
+// scaled residuals
 // ||A x - b||_inf / (||A||_inf ||x||_inf + ||b||_inf) are computed again on the device by the same
 // routine (dgemv), beside the engine's own. Without a CUDA device the run prints a note and a JSON
 // document with "skipped": true and exits 0 (unless --backend cpu: then the engine runs alone).
@@ -96,6 +99,7 @@ struct Args {
   int reps = 2;
   int dgemm_reps = 5;
   bool persist_factors = false;
+  bool records = true;         // DenseSolveOptions::record_progress (persisted factors only)
   int64_t stripe_rows = 0;     // 0 = the planner's S for the run's config
   int64_t meta_stripes = 0;    // S^m; 0 = the planner's
   int64_t elim_j_workers = 0;  // k; 0 = the planner's
@@ -112,16 +116,17 @@ struct Args {
 
 [[noreturn]] void usage(const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "bench_dense_gpu: %s\n", why.c_str());
-  std::fprintf(stderr,
-               "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
-               "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
-               "[--update-k K] "
-               "[--panel-sms K] [--reps R] "
-               "[--dgemm-reps R] [--persist-factors] [--stripe-rows S] [--meta-stripes M] "
-               "[--elim-j-workers K] [--dir D] "
-               "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
-               "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
-               "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
+  std::fprintf(
+      stderr,
+      "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
+      "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
+      "[--update-k K] "
+      "[--panel-sms K] [--reps R] "
+      "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
+      "[--elim-j-workers K] [--dir D] "
+      "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
+      "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
+      "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
   std::exit(2);
 }
 
@@ -149,6 +154,10 @@ Args parse_args(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") usage("");
     if (arg == "--persist-factors") {
       a.persist_factors = true;
+      continue;
+    }
+    if (arg == "--no-records") {
+      a.records = false;
       continue;
     }
     if (i + 1 >= argc) usage(arg + " needs a value");
@@ -226,6 +235,7 @@ json args_json(const Args& a) {
             {"reps", a.reps},
             {"dgemm_reps", a.dgemm_reps},
             {"persist_factors", a.persist_factors},
+            {"records", a.persist_factors && a.records},
             {"stripe_rows", a.stripe_rows},
             {"dir", a.dir},
             {"backend", a.backend},
@@ -537,6 +547,7 @@ int main(int argc, char** argv) {
         options.pivot = *pivot_mode;
         options.reuse_factors = false;
         options.store_factors = args.persist_factors;
+        options.record_progress = args.records;
         // Every phase change emits a snapshot, so the SSD bytes at the first snapshot of each phase
         // split the solve's traffic by phase (the planner's forecast covers the factorization).
         PhaseIo phase_io;

@@ -395,8 +395,10 @@ Result<SolveReport> solve_once(backend::Backend& backend,
       io.set_sources(&sv.factored(), sv.writable.get());
       if (sv.resumed) io.mark_written(sv.resume_point.written());
       if (sv.progress) {
+        FactorProgress* p = sv.progress.get();
         io.set_write_hook(
-            [p = sv.progress.get()](const cache::CellView& cell) { return p->record(cell); });
+            {[p](const cache::CellView& cell) { return p->checksum(cell); },
+             [p](const cache::CellView& cell, uint32_t crc) { return p->record(cell, crc); }});
       }
     }
     // Dirty parts are written back in the persist step below (timed apart from the arithmetic).

@@ -314,7 +314,11 @@ void FactorProgress::note_eliminated(int64_t stripe, const stripe::StripePivots&
   eliminated_[stripe] = {pivots, max_abs_u};
 }
 
-Status FactorProgress::record(const cache::CellView& cell) {
+uint32_t FactorProgress::checksum(const cache::CellView& cell) const {
+  return part_crc(factor_, cell.stripe, cell.i0_store, cell.buffer);
+}
+
+Status FactorProgress::record(const cache::CellView& cell, uint32_t crc) {
   const int64_t s = cell.stripe;
   // The cell's elimination range is that of its last task (a written-back cell is between
   // tasks): an elimination (I, I + 1) makes it final, an update by [I0, I1) leaves it at I1.
@@ -324,7 +328,7 @@ Status FactorProgress::record(const cache::CellView& cell) {
   w.i64(s);
   w.i64(cell.i0_store);
   w.i64(cell.elim_end);
-  w.u64(part_crc(factor_, s, cell.i0_store, cell.buffer));
+  w.u64(crc);
   if (final) {
     std::pair<stripe::StripePivots, double> e;
     {

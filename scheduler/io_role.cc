@@ -1,6 +1,7 @@
 #include "scheduler/io_role.h"
 
 #include <algorithm>
+#include <future>
 #include <string>
 
 #include "base/internal_error.h"
@@ -60,8 +61,17 @@ Status IoRole::upload(const cache::IoWork& work) {
   STRIPESOLVE_CHECK(layout.buffer_bytes <= work.cell.bytes,
                     "cell of stripe " + std::to_string(s) + " smaller than its part");
   TraceRecorder::Span span(trace_, "io", "write", part_args(work, layout));
-  STRIPESOLVE_RETURN_IF_ERROR(object->write_part(s, c0, work.cell.buffer));
-  if (hook) STRIPESOLVE_RETURN_IF_ERROR(hook(work.cell));
+  // The checksum beside the write: on the disk-bound tiers the role's thread is the critical
+  // resource (computed before or after the write, CRCs added 12% to a factorization on the SSD
+  // tier, H200 host, n = 32768).
+  std::future<uint32_t> crc;
+  if (hook) crc = std::async(std::launch::async, hook.checksum, work.cell);
+  Status st = object->write_part(s, c0, work.cell.buffer);
+  if (hook) {
+    const uint32_t value = crc.get();  // joined before returning: it reads the cell
+    if (st.is_ok()) st = hook.written(work.cell, value);
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(st);
   progress_.add_io(0, layout.data_bytes);
   MutexLock lock(mu_);
   written_[s] = true;

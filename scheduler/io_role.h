@@ -47,10 +47,16 @@ class IoRole {
   // After set_sources(): stripes already written to `factor` (a resumed factorization's durable
   // ones) are read from it.
   void mark_written(const std::vector<bool>& written);
-  // Called on the role's thread after each upload has been written, before the cache hears of
-  // it; its error fails the upload (a factorization's progress record: factor_progress.h).
-  // Empty: none. Set only while no transfer is pending, as set_sources().
-  using WriteHook = std::function<Status(const cache::CellView&)>;
+  // What each upload is followed by (a factorization's progress record: factor_progress.h).
+  // `checksum` runs on a helper thread while the part is being written (it may only read the
+  // cell's buffer, which the write also only reads); `written` on the role's thread once the
+  // write has returned, before the cache hears of the upload, with checksum's value; its error
+  // fails the upload. Empty: none. Set only while no transfer is pending, as set_sources().
+  struct WriteHook {
+    std::function<uint32_t(const cache::CellView&)> checksum;
+    std::function<Status(const cache::CellView&, uint32_t)> written;
+    explicit operator bool() const { return checksum && written; }
+  };
   void set_write_hook(WriteHook hook);
 
  private:

@@ -10,9 +10,14 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "storage/checksum.h"
 #include "storage/engine_select.h"
 #include "storage/fault_engine.h"
 #include "storage/generators.h"
@@ -214,6 +219,60 @@ TEST_P(IoRoleTest, CopyOnFirstWriteSplitsABatchByObject) {
     }
   }
   EXPECT_EQ(gate_->streams(), before + 4);
+}
+
+// The write hook: the checksum runs off the role's thread and reaches `written` with the CRC of
+// the bytes written; an error of `written` fails the upload with its message.
+TEST_P(IoRoleTest, WriteHookChecksumsBesideTheWriteAndItsErrorFailsTheUpload) {
+  open_gated();
+  auto a = store_->open_matrix("A").value();
+  auto f = store_->create_factor("F", *a).value();
+  cache::StripeCache cache(64 << 20);
+  ProgressMeter progress(nullptr, 1.0);
+  IoRole io(cache, progress, nullptr);
+  io.set_sources(a.get(), f.get());
+  std::mutex mu;
+  std::vector<std::pair<int64_t, uint32_t>> seen;   // guarded by mu
+  std::thread::id checksum_thread, written_thread;  // guarded by mu
+  bool fail = false;                                // guarded by mu
+  io.set_write_hook(
+      {[&](const cache::CellView& cell) {
+         const storage::PartLayout layout = f->part_layout(cell.stripe, cell.i0_store);
+         std::lock_guard<std::mutex> lock(mu);
+         checksum_thread = std::this_thread::get_id();
+         return storage::crc32c_extend(0, cell.buffer + layout.data_offset, layout.data_bytes);
+       },
+       [&](const cache::CellView& cell, uint32_t crc) {
+         std::lock_guard<std::mutex> lock(mu);
+         written_thread = std::this_thread::get_id();
+         if (fail) return Status::io_error("journal full");
+         seen.emplace_back(cell.stripe, crc);
+         return Status::ok();
+       }});
+  auto dirty = [&](int64_t s) {
+    ASSERT_TRUE(cache.request(request_of(*a, s, 0)).is_ok());
+    ASSERT_TRUE(cache.wait_for(s, cache::CellState::kWaitElimJ).is_ok());
+    cache.transition(s, cache::CellState::kElimJ);
+    cache.transition(s, cache::CellState::kIdle);
+  };
+  dirty(1);
+  ASSERT_TRUE(cache.flush().is_ok());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(seen.size(), 1u);
+    const storage::PartLayout layout = f->part_layout(1, 0);
+    auto buffer = storage::AlignedBuffer::allocate(layout.buffer_bytes).value();
+    ASSERT_TRUE(f->read_part(1, 0, buffer.data()).is_ok());
+    EXPECT_EQ(seen[0].first, 1);
+    EXPECT_EQ(seen[0].second,
+              storage::crc32c_extend(0, buffer.data() + layout.data_offset, layout.data_bytes));
+    EXPECT_NE(checksum_thread, written_thread);
+    fail = true;
+  }
+  dirty(2);
+  const Status st = cache.flush();
+  EXPECT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("journal full"), std::string::npos) << st.to_string();
 }
 
 // The fault engine fails the first request of stripe 3 inside the batch 1..6: the cache fails

@@ -95,7 +95,10 @@ echo "== tridiag GPU benchmark (2^26 unknowns, best of 5)"
 $BUILD/bench/tridiag/tridiag_gpu_bench 26 5 > "$OUT/gpu_bench.json" 2> "$OUT/gpu_bench.err"
 grep -E "stripesolve (spike|thomas)|cusparse gtsv2|lu_pivoting" "$OUT/gpu_bench.err"
 [ "${TRIDIAG_ONLY:-0}" = 1 ] || run_storage_bench
+build integration_test stripesolve stripesolved
+echo "== the GPU tier's crash test (daemon killed 20 times, resumed on the device)"
+STRIPESOLVE_CRASH_KILLS=20 $BUILD/tests/integration/integration_test \
+  --gtest_filter='CrashIntegration.AKilledGpu*' 2>&1 | grep -E "^\[ *(OK|FAILED|SKIPPED) *\]|Failure|crash test"
 echo "== daemon tridiagonal jobs on the GPU machine"
-build integration_test
 OPENBLAS_NUM_THREADS=1 $BUILD/tests/integration/integration_test --gtest_filter='*Tridiag*' 2>&1 \
   | grep -E "^\[ *(PASSED|FAILED|SKIPPED|OK) *\]|Failure|Expected|actual|Which is" | head -60

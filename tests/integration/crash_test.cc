@@ -32,6 +32,7 @@
 #include <gtest/gtest.h>
 
 #include "client/commands.h"
+#include "gpu/devices.h"
 #include "scheduler/factor_progress.h"
 #include "storage/progress_log.h"
 #include "tests/integration/npy_files.h"
@@ -83,14 +84,16 @@ std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
 // A spawned daemon on one directory's config, store and state; killed if a test fails.
 class SpawnedDaemon {
  public:
-  // `daemon_section`: extra lines of the config's daemon: section.
-  explicit SpawnedDaemon(std::string dir, const std::string& daemon_section = "")
+  // `daemon_section`, `engine_lines`: extra lines of the config's daemon: and engine: sections.
+  explicit SpawnedDaemon(std::string dir, const std::string& daemon_section = "",
+                         const std::string& engine_lines = "")
       : dir_(std::move(dir)) {
     std::ofstream(config()) << "log:\n  level: warn\n"
                             << (daemon_section.empty() ? "" : "daemon:\n" + daemon_section)
                             << "store:\n  paths: [" << dir_
                             << "/store]\n  direct_io: false\n  free_space_reserve: 0\n"
-                               "engine:\n  progress_interval_seconds: 0.01\n";
+                               "engine:\n  progress_interval_seconds: 0.01\n"
+                            << engine_lines;
   }
   ~SpawnedDaemon() { kill(); }
   std::string config() const { return dir_ + "/d.yaml"; }
@@ -216,10 +219,11 @@ std::vector<std::string> journal_transitions(const std::string& db_path, uint64_
   return out;
 }
 
-TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
+// The kills of the issue on the daemon with `engine_lines` (its backend).
+void kill_and_resume(const std::string& engine_lines, const std::string& backend) {
   char tmpl[] = "/tmp/ss-crash-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
-  SpawnedDaemon daemon(dir);
+  SpawnedDaemon daemon(dir, "", engine_lines);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
   constexpr int64_t n = kOrder;
@@ -290,6 +294,7 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   ASSERT_TRUE(done.is_ok()) << done.status().to_string();
   ASSERT_EQ((*done)["state"], "COMPLETED") << done->dump();
   EXPECT_EQ((*done)["id"].get<uint64_t>(), *id);
+  EXPECT_EQ((*done)["result"].value("backend", std::string()), backend) << done->dump();
   std::cout << "crash test: " << records_checked
             << " progress records written after a restart checked\n";
   // The last run found the factorization under way and resumed it (the job's result says what it
@@ -346,6 +351,20 @@ TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
 // A stop for a reboot (SIGTERM with shutdown policy cancel) costs no work: the journal keeps the
 // running solve, the next start runs it again (resuming its factorization when the stop came in
 // the middle of it), and a waiting client follows it to its end.
+TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
+  kill_and_resume("  backend: cpu\n", "cpu");
+}
+
+// The same on the GPU tier, with a device budget so small that J stripes stream through it and
+// dirty stripes reach the store along the way (the GPU tier's records and resume, issue 18).
+TEST(CrashIntegration, AKilledGpuSolveResumesWithTheSameSolution) {
+  if (gpu::device_count() == 0) {
+    GTEST_SKIP() << "no CUDA device on this host (or a build without CUDA): the GPU tier's crash "
+                    "test runs on a GPU machine (scripts/device-check.sh)";
+  }
+  kill_and_resume("  backend: cuda\n  gpu_memory: 16MiB\n  gpus: 1\n", "cuda");
+}
+
 TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   char tmpl[] = "/tmp/ss-crash-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);

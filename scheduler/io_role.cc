@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 #include <string>
+#include <system_error>
 
 #include "base/internal_error.h"
 
@@ -65,10 +66,17 @@ Status IoRole::upload(const cache::IoWork& work) {
   // resource (computed before or after the write, CRCs added 12% to a factorization on the SSD
   // tier, H200 host, n = 32768).
   std::future<uint32_t> crc;
-  if (hook) crc = std::async(std::launch::async, hook.checksum, work.cell);
+  if (hook) {
+    try {
+      crc = std::async(std::launch::async, hook.checksum, work.cell);
+    } catch (const std::system_error&) {
+      // No thread to be had: the checksum after the write, on this thread.
+    }
+  }
   Status st = object->write_part(s, c0, work.cell.buffer);
   if (hook) {
-    const uint32_t value = crc.get();  // joined before returning: it reads the cell
+    // Joined before returning: it reads the cell.
+    const uint32_t value = crc.valid() ? crc.get() : hook.checksum(work.cell);
     if (st.is_ok()) st = hook.written(work.cell, value);
   }
   STRIPESOLVE_RETURN_IF_ERROR(st);

@@ -6,9 +6,6 @@
 // without one) and on the host engine (backend/host_device_engine.h), which runs the same roles,
 // device tier, copies and keep/free decisions with host memory and the CPU's arithmetic, so the
 // GPU tier's logic is tested in CI too.
-#include <unistd.h>
-
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +22,7 @@
 #include "gpu/devices.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/lapack_checks.h"
+#include "scheduler/test_store.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 
@@ -47,19 +45,8 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
     } else {
       engine_ = backend::make_host_device_engine();
     }
-    static std::atomic<int> counter{0};
-    root_ = ::testing::TempDir() + "/gpu_dense_test." + std::to_string(::getpid()) + "." +
-            std::to_string(counter++);
-    std::filesystem::remove_all(root_);
-    storage::StoreConfig c;
-    c.paths = {root_ + "/ssd0", root_ + "/ssd1"};
-    c.stripe_rows = 64;
-    c.round_robin_levels = 3;
-    c.min_segment_bytes = 4096;
-    c.free_space_reserve = 0;
-    c.import_buffer = 1 << 20;
-    c.io_engine = "pread";
-    store_ = storage::MatrixStore::open(c).value();
+    root_ = temp_store_root("gpu_dense_test");
+    store_ = storage::MatrixStore::open(test_store_config(root_)).value();
   }
   void TearDown() override {
     store_.reset();
@@ -68,12 +55,7 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
 
   std::vector<double> generated(const std::string& name, int64_t n, const std::string& generator,
                                 uint64_t seed = 7) {
-    storage::GeneratorSpec spec{generator, seed};
-    EXPECT_TRUE(store_->create_generated(name, n, spec, 64).is_ok());
-    std::vector<double> a(static_cast<size_t>(n * n));
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < n; ++r) a[r + c * n] = storage::generated_value(spec, n, r, c);
-    return a;
+    return create_generated_values(*store_, name, n, 64, generator, seed);
   }
 
   // The factor object's values (n x n, column-major) as stored.

@@ -2,9 +2,6 @@
 // the safety net's switch to it, against LAPACK dgesv (whose pivoting gepp is).
 #include "scheduler/transposed_solve.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +10,7 @@
 
 #include "scheduler/condition.h"
 #include "scheduler/lapack_checks.h"
+#include "scheduler/test_store.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 
@@ -24,18 +22,8 @@ using stripe::PivotMode;
 class GeppSolveTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    root_ = ::testing::TempDir() + "/transposed_solve_test." + std::to_string(::getpid()) + "." +
-            std::to_string(counter++);
-    std::filesystem::remove_all(root_);
-    storage::StoreConfig c;
-    c.paths = {root_ + "/ssd0", root_ + "/ssd1"};
-    c.round_robin_levels = 3;
-    c.min_segment_bytes = 4096;
-    c.free_space_reserve = 0;
-    c.import_buffer = 1 << 20;
-    c.io_engine = "pread";
-    store_ = storage::MatrixStore::open(c).value();
+    root_ = temp_store_root("transposed_solve_test");
+    store_ = storage::MatrixStore::open(test_store_config(root_)).value();
   }
   void TearDown() override {
     store_.reset();
@@ -45,12 +33,7 @@ class GeppSolveTest : public ::testing::Test {
   // A generated matrix in the store and its values in RAM (column-major).
   std::vector<double> generated(const std::string& name, int64_t n, int64_t s,
                                 const std::string& generator, uint64_t seed = 7) {
-    storage::GeneratorSpec spec{generator, seed};
-    EXPECT_TRUE(store_->create_generated(name, n, spec, s).is_ok());
-    std::vector<double> a(static_cast<size_t>(n * n));
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < n; ++r) a[r + c * n] = storage::generated_value(spec, n, r, c);
-    return a;
+    return create_generated_values(*store_, name, n, s, generator, seed);
   }
 
   Result<SolveReport> solve(const std::string& name, const std::vector<double>& b, int64_t nrhs,

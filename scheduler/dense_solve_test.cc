@@ -81,6 +81,22 @@ class DenseSolveTest : public ::testing::Test {
     return c;
   }
 
+  // The resume tests' setting: a uniform 640 x 640 "A" in stripes of 64 (made by the call), one
+  // right-hand side b, factors made anew and four stripes of RAM, so that dirty stripes go back
+  // to the factor object all along.
+  struct ResumeSetting {
+    std::vector<double> b;
+    DenseSolveOptions options;
+    EngineConfig config;
+  };
+  ResumeSetting resume_setting() {
+    const int64_t n = 640, s = 64;
+    generated("A", n, s, "uniform");
+    ResumeSetting r{stripe::uniform_matrix(n, 1, 5), {}, small_engine(4 * 8ull * s * n + 8 * 4096)};
+    r.options.reuse_factors = false;
+    return r;
+  }
+
   std::string root_;
   std::unique_ptr<storage::MatrixStore> store_;
 };
@@ -510,13 +526,8 @@ TEST_F(DenseSolveTest, AKilledFactorizationResumesWithTheSameBits) {
   // run's threads are checked by AStopForARestartKeepsTheFactorizationsProgress (no fork).
   GTEST_SKIP() << "fork() followed by threads is not supported under ThreadSanitizer";
 #endif
-  const int64_t n = 640, s = 64;
-  generated("A", n, s, "uniform");
-  const auto b = stripe::uniform_matrix(n, 1, 5);
-  DenseSolveOptions o;
-  o.reuse_factors = false;
-  // Four stripes of RAM: dirty stripes go back to the factor object all along.
-  const EngineConfig config = small_engine(4 * 8ull * s * n + 8 * 4096);
+  const ResumeSetting setting = resume_setting();
+  const auto& [b, o, config] = setting;
   auto reference = solve("A", b, 1, o, config);
   ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
   EXPECT_FALSE(reference->resumed);
@@ -571,12 +582,8 @@ TEST_F(DenseSolveTest, AKilledFactorizationResumesWithTheSameBits) {
 // half-made factor as a crash would: the next solve resumes it, with the bits of an
 // uninterrupted run. A plain cancel removes it.
 TEST_F(DenseSolveTest, AStopForARestartKeepsTheFactorizationsProgress) {
-  const int64_t n = 640, s = 64;
-  generated("A", n, s, "uniform");
-  const auto b = stripe::uniform_matrix(n, 1, 5);
-  DenseSolveOptions o;
-  o.reuse_factors = false;
-  const EngineConfig config = small_engine(4 * 8ull * s * n + 8 * 4096);
+  const ResumeSetting setting = resume_setting();
+  const auto& [b, o, config] = setting;
   auto reference = solve("A", b, 1, o, config);
   ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
   const std::string progress = root_ + "/ssd0/objects/A.lu.row/progress";

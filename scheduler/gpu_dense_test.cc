@@ -115,6 +115,21 @@ void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::v
   EXPECT_NE(rep.backend, "cpu") << what;
 }
 
+// A solve with strategy s and pivot mode p that makes its factors anew.
+DenseSolveOptions fresh_factors(Strategy s, PivotMode p) {
+  DenseSolveOptions o;
+  o.pivot = p;
+  o.strategy = s;
+  o.reuse_factors = false;
+  return o;
+}
+
+// "strategy / pivot mode / streaming or resident", what a failed check names.
+std::string run_label(Strategy s, PivotMode p, bool streaming) {
+  return std::string(strategy_name(s)) + " / " + std::string(backend::pivot_mode_name(p)) +
+         (streaming ? " / streaming" : " / resident");
+}
+
 // The largest |a - reference| and the largest |reference| entry.
 std::pair<double, double> difference(const std::vector<double>& a,
                                      const std::vector<double>& reference) {
@@ -160,14 +175,9 @@ TEST_P(GpuDenseTest, EveryStrategyAndPivotModeMatchesLapack) {
   for (bool streaming : {true, false}) {
     for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
       for (PivotMode p : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
-        DenseSolveOptions o;
-        o.pivot = p;
-        o.strategy = s;
-        o.reuse_factors = false;
+        const DenseSolveOptions o = fresh_factors(s, p);
         const bool dominant = p == PivotMode::kNone;
-        const std::string what = std::string(strategy_name(s)) + " / " +
-                                 std::string(backend::pivot_mode_name(p)) +
-                                 (streaming ? " / streaming" : " / resident");
+        const std::string what = run_label(s, p, streaming);
         auto rep = solve(dominant ? "D" : "A", b, 3, o, gpu_engine(streaming));
         ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
         expect_matches_lapack(dominant ? d : a, n, b, 3, *rep,
@@ -261,14 +271,9 @@ TEST_P(GpuDenseTest, TwoDevicesMatchLapackAndTheOneDeviceFactors) {
       // The single-stripe strategies only streaming and without the one-device run (CI time).
       if (s != Strategy::kMetaZigzag && !streaming) continue;
       for (PivotMode p : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
-        DenseSolveOptions o;
-        o.pivot = p;
-        o.strategy = s;
-        o.reuse_factors = false;
+        const DenseSolveOptions o = fresh_factors(s, p);
         const bool dominant = p == PivotMode::kNone;
-        const std::string what = std::string(strategy_name(s)) + " / " +
-                                 std::string(backend::pivot_mode_name(p)) +
-                                 (streaming ? " / streaming" : " / resident");
+        const std::string what = run_label(s, p, streaming);
         const std::string m = dominant ? "D" : "A";
         auto rep = solve_dense(cpu_, two, *store_, m, b.data(), 2, o, gpu_engine(streaming), cancel,
                                {}, nullptr);

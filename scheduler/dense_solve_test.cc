@@ -29,41 +29,10 @@ namespace {
 
 using stripe::PivotMode;
 
-class DenseSolveTest : public ::testing::Test {
+class DenseSolveTest : public ::testing::Test, protected TestStore {
  protected:
-  void SetUp() override {
-    root_ = temp_store_root("dense_solve_test");
-    store_ = storage::MatrixStore::open(test_store_config(root_)).value();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(root_);
-  }
-
-  // A generated matrix in the store and its values in RAM (column-major).
-  std::vector<double> generated(const std::string& name, int64_t n, int64_t s,
-                                const std::string& generator, uint64_t seed = 7) {
-    return create_generated_values(*store_, name, n, s, generator, seed);
-  }
-
-  // Stores arbitrary values: made as identity, overwritten in place and committed.
-  void store_values(const std::string& name, int64_t n, int64_t s, const std::vector<double>& a) {
-    ASSERT_TRUE(store_->create_generated(name, n, {"identity", 0}, s).is_ok());
-    auto m = store_->open_for_in_place(name).value();
-    const storage::StripeGeometry& g = m->geometry();
-    for (int64_t i = 0; i < g.stripes; ++i) {
-      const storage::PartLayout l = m->part_layout(i, 0);
-      std::byte* buf = static_cast<std::byte*>(std::aligned_alloc(4096, l.buffer_bytes));
-      std::memset(buf, 0, l.buffer_bytes);
-      double* d = reinterpret_cast<double*>(buf + l.data_offset);
-      for (int64_t c = 0; c < n; ++c)
-        for (int64_t r = 0; r < g.rows(i); ++r)
-          d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
-      ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
-      std::free(buf);
-    }
-    ASSERT_TRUE(m->commit().is_ok());
-  }
+  void SetUp() override { open_store("dense_solve_test"); }
+  void TearDown() override { close_store(); }
 
   Result<SolveReport> solve(const std::string& name, const std::vector<double>& b, int64_t nrhs,
                             const DenseSolveOptions& o, const EngineConfig& c,
@@ -96,9 +65,6 @@ class DenseSolveTest : public ::testing::Test {
     r.options.reuse_factors = false;
     return r;
   }
-
-  std::string root_;
-  std::unique_ptr<storage::MatrixStore> store_;
 };
 
 // Checks x against LAPACK: scaled residual small, x close to dgesv's, not trivially zero.

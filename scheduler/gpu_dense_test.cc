@@ -32,7 +32,7 @@ namespace {
 using stripe::PivotMode;
 
 // The parameter: "cuda" (the device) or "host" (the host engine).
-class GpuDenseTest : public ::testing::TestWithParam<std::string> {
+class GpuDenseTest : public ::testing::TestWithParam<std::string>, protected TestStore {
  protected:
   void SetUp() override {
     if (GetParam() == "cuda") {
@@ -45,17 +45,13 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
     } else {
       engine_ = backend::make_host_device_engine();
     }
-    root_ = temp_store_root("gpu_dense_test");
-    store_ = storage::MatrixStore::open(test_store_config(root_)).value();
+    open_store("gpu_dense_test");
   }
-  void TearDown() override {
-    store_.reset();
-    if (!root_.empty()) std::filesystem::remove_all(root_);
-  }
+  void TearDown() override { close_store(); }
 
   std::vector<double> generated(const std::string& name, int64_t n, const std::string& generator,
                                 uint64_t seed = 7) {
-    return create_generated_values(*store_, name, n, 64, generator, seed);
+    return TestStore::generated(name, n, 64, generator, seed);
   }
 
   // The factor object's values (n x n, column-major) as stored.
@@ -102,8 +98,6 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
   void expect_streaming_and_resident_match_lapack(int64_t n, uint64_t seed, int64_t nrhs,
                                                   const std::string& label);
 
-  std::string root_;
-  std::unique_ptr<storage::MatrixStore> store_;
   backend::CpuBackend cpu_;
   std::unique_ptr<backend::DeviceEngine> engine_;
 };
@@ -514,22 +508,7 @@ TEST_P(GpuDenseTest, SingularMatrixNamesTheRow) {
   const int64_t n = 200;
   std::vector<double> a = generated("tmp", n, "uniform", 9);
   for (int64_t c = 0; c < n; ++c) a[70 + c * n] = 0.0;
-  ASSERT_TRUE(store_->create_generated("S", n, {"identity", 0}, 64).is_ok());
-  auto m = store_->open_for_in_place("S").value();
-  const storage::StripeGeometry& g = m->geometry();
-  for (int64_t i = 0; i < g.stripes; ++i) {
-    const storage::PartLayout l = m->part_layout(i, 0);
-    std::byte* buf = static_cast<std::byte*>(std::aligned_alloc(4096, l.buffer_bytes));
-    std::memset(buf, 0, l.buffer_bytes);
-    double* d = reinterpret_cast<double*>(buf + l.data_offset);
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < g.rows(i); ++r)
-        d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
-    ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
-    std::free(buf);
-  }
-  ASSERT_TRUE(m->commit().is_ok());
-  m.reset();
+  ASSERT_NO_FATAL_FAILURE(store_values("S", n, 64, a));
   DenseSolveOptions o;
   auto rep = solve("S", random_rhs(n, 1), 1, o, gpu_engine(false));
   ASSERT_FALSE(rep.is_ok());

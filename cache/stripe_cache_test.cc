@@ -58,6 +58,15 @@ PartRequest j_request(int64_t stripe, int64_t col = 0) {
   return PartRequest{stripe, col, kPart, CellState::kWaitElimJ, 0, 1, 0};
 }
 
+// Runs elim.I on stripe s (eliminating [s, s + 1)) for one J stripe that will need it: download,
+// eliminate, finish; the cell is stuck until that J stripe is done with it.
+void eliminate_i(StripeCache& cache, int64_t s) {
+  ASSERT_TRUE(cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
+  ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimI).is_ok());
+  cache.transition(s, CellState::kElimI);
+  cache.finish_elim_i(s);
+}
+
 // Runs one J-type step on the cell: wait for the download, add 1 to every value, go idle (dirty).
 void update_once(StripeCache& cache, int64_t stripe) {
   CellView v = cache.request(j_request(stripe)).value();
@@ -118,11 +127,7 @@ TEST(StripeCacheTest, StuckPartsAreNeverEvictedAndAFullStuckCacheFails) {
   StripeCache cache(2 * kPart);
   FakeIo io(cache);
   for (int64_t s : {0, 1}) {
-    ASSERT_TRUE(
-        cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
-    ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimI).is_ok());
-    cache.transition(s, CellState::kElimI);
-    cache.finish_elim_i(s);
+    ASSERT_NO_FATAL_FAILURE(eliminate_i(cache, s));
     EXPECT_EQ(cache.state_of(s), CellState::kStuck);
   }
   auto r = cache.request(j_request(2));
@@ -208,11 +213,7 @@ TEST(StripeCacheTest, FinishElimJReleasesTheIStripesAndIdlesJTogether) {
   StripeCache cache(4 * kPart);
   FakeIo io(cache);
   for (int64_t s : {0, 1}) {
-    ASSERT_TRUE(
-        cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimI, s, s + 1, 1}).is_ok());
-    ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimI).is_ok());
-    cache.transition(s, CellState::kElimI);
-    cache.finish_elim_i(s);
+    ASSERT_NO_FATAL_FAILURE(eliminate_i(cache, s));
   }
   ASSERT_TRUE(cache.request(PartRequest{2, 0, kPart, CellState::kWaitElimJ, 0, 2, 0}).is_ok());
   ASSERT_TRUE(cache.wait_for(2, CellState::kWaitElimJ).is_ok());

@@ -15,6 +15,7 @@
 #include "gpu/devices.h"
 #include "scheduler/condition.h"
 #include "scheduler/dense_plan.h"
+#include "scheduler/factor_blobs.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/io_role.h"
 #include "scheduler/multi_gpu_elimination.h"
@@ -26,61 +27,10 @@ namespace stripesolve::scheduler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::string_view kPivotsBlob = "pivots";
 // One step of Hager's iteration after the fixed vectors: a transposed solve and a solve with a
 // unit vector, 4 passes over the factors (dlacn2's usual 2 steps would double the estimate's
 // I/O for a better bound on few matrices; scheduler/condition.h).
 constexpr int kConditionUnitSolves = 1;
-// max|U| of the factorization (8 bytes, little-endian double), for the growth of later solves
-// that reuse the factor.
-constexpr std::string_view kMaxAbsUBlob = "max_abs_u";
-
-void put_u64(std::vector<std::byte>& out, uint64_t v) {
-  for (int k = 0; k < 8; ++k) out.push_back(static_cast<std::byte>((v >> (8 * k)) & 0xff));
-}
-
-uint64_t get_u64(std::span<const std::byte> in, size_t pos) {
-  uint64_t v = 0;
-  for (int k = 0; k < 8; ++k) v |= static_cast<uint64_t>(in[pos + k]) << (8 * k);
-  return v;
-}
-
-// u64 count, then per stripe: u64 length + stripe::serialize_pivots bytes.
-std::vector<std::byte> serialize_all(const std::vector<stripe::StripePivots>& pivots) {
-  std::vector<std::byte> out;
-  put_u64(out, pivots.size());
-  for (const auto& p : pivots) {
-    const auto bytes = stripe::serialize_pivots(p);
-    put_u64(out, bytes.size());
-    out.insert(out.end(), bytes.begin(), bytes.end());
-  }
-  return out;
-}
-
-Result<std::vector<stripe::StripePivots>> parse_all(std::span<const std::byte> in, int64_t stripes,
-                                                    const std::string& name) {
-  auto bad = [&](const std::string& what) {
-    return Status::corruption("factor '" + name + "': pivots blob " + what);
-  };
-  if (in.size() < 8) return bad("is truncated");
-  const uint64_t count = get_u64(in, 0);
-  if (count != static_cast<uint64_t>(stripes)) {
-    return bad("holds " + std::to_string(count) + " stripes, the factor has " +
-               std::to_string(stripes));
-  }
-  std::vector<stripe::StripePivots> out;
-  size_t pos = 8;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (pos + 8 > in.size()) return bad("is truncated");
-    const uint64_t len = get_u64(in, pos);
-    pos += 8;
-    if (len > in.size() - pos) return bad("is truncated");
-    STRIPESOLVE_ASSIGN_OR_RETURN(auto p, stripe::parse_pivots(in.subspan(pos, len)));
-    out.push_back(std::move(p));
-    pos += len;
-  }
-  return out;
-}
 
 double norm_inf(const double* v, int64_t n, int64_t nrhs) {
   double m = 0;
@@ -307,12 +257,10 @@ Status open_inputs(Solve& sv, const storage::MatrixInfo& info, uint64_t ram_budg
     }
   }
   if (sv.factor) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(auto blob, sv.factor->read_blob(kPivotsBlob));
-    STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots, parse_all(blob, sv.g.stripes, sv.report.factor_name));
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.pivots,
+                                 read_pivots(*sv.factor, sv.g.stripes, sv.report.factor_name));
     // A factor made before the growth was recorded has no such blob: growth -1.
-    if (auto bytes = sv.factor->read_blob(kMaxAbsUBlob); bytes.is_ok() && bytes->size() == 8) {
-      std::memcpy(&sv.max_abs_u, bytes->data(), 8);
-    }
+    sv.max_abs_u = read_max_abs_u(*sv.factor);
     if (!sv.pivots.empty() && sv.pivots[0].mode != backend::elimination_pivot(sv.options.pivot)) {
       return Status::failed_precondition("factor '" + sv.report.factor_name + "' was made with " +
                                          std::string(backend::pivot_mode_name(sv.pivots[0].mode)) +
@@ -441,12 +389,8 @@ Result<SolveReport> solve_once(backend::Backend& backend,
         TraceRecorder::Span span(trace, "master", "write_back");
         STRIPESOLVE_RETURN_IF_ERROR(cache.write_back());
       }
-      STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kPivotsBlob, serialize_all(sv.pivots)));
-      if (sv.max_abs_u >= 0) {
-        std::vector<std::byte> bytes(8);
-        std::memcpy(bytes.data(), &sv.max_abs_u, 8);
-        STRIPESOLVE_RETURN_IF_ERROR(sv.writable->write_blob(kMaxAbsUBlob, bytes));
-      }
+      STRIPESOLVE_RETURN_IF_ERROR(write_pivots(*sv.writable, sv.pivots));
+      STRIPESOLVE_RETURN_IF_ERROR(write_max_abs_u(*sv.writable, sv.max_abs_u));
       STRIPESOLVE_RETURN_IF_ERROR(sv.writable->commit());
       io.set_write_hook({});
       sv.progress.reset();  // its recorder syncs the factor: stopped before the factor closes

@@ -18,6 +18,7 @@
 
 #include "scheduler/condition.h"
 #include "scheduler/lapack_checks.h"
+#include "scheduler/test_store.h"
 #include "storage/engine_select.h"
 #include "storage/fault_engine.h"
 #include "storage/generators.h"
@@ -28,57 +29,10 @@ namespace {
 
 using stripe::PivotMode;
 
-class DenseSolveTest : public ::testing::Test {
+class DenseSolveTest : public ::testing::Test, protected TestStore {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    root_ = ::testing::TempDir() + "/dense_solve_test." + std::to_string(::getpid()) + "." +
-            std::to_string(counter++);
-    std::filesystem::remove_all(root_);
-    storage::StoreConfig c;
-    c.paths = {root_ + "/ssd0", root_ + "/ssd1"};
-    c.stripe_rows = 64;
-    c.round_robin_levels = 3;
-    c.min_segment_bytes = 4096;
-    c.free_space_reserve = 0;
-    c.import_buffer = 1 << 20;
-    c.io_engine = "pread";
-    store_ = storage::MatrixStore::open(c).value();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(root_);
-  }
-
-  // A generated matrix in the store and its values in RAM (column-major).
-  std::vector<double> generated(const std::string& name, int64_t n, int64_t s,
-                                const std::string& generator, uint64_t seed = 7) {
-    storage::GeneratorSpec spec{generator, seed};
-    EXPECT_TRUE(store_->create_generated(name, n, spec, s).is_ok());
-    std::vector<double> a(static_cast<size_t>(n * n));
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < n; ++r) a[r + c * n] = storage::generated_value(spec, n, r, c);
-    return a;
-  }
-
-  // Stores arbitrary values: made as identity, overwritten in place and committed.
-  void store_values(const std::string& name, int64_t n, int64_t s, const std::vector<double>& a) {
-    ASSERT_TRUE(store_->create_generated(name, n, {"identity", 0}, s).is_ok());
-    auto m = store_->open_for_in_place(name).value();
-    const storage::StripeGeometry& g = m->geometry();
-    for (int64_t i = 0; i < g.stripes; ++i) {
-      const storage::PartLayout l = m->part_layout(i, 0);
-      std::byte* buf = static_cast<std::byte*>(std::aligned_alloc(4096, l.buffer_bytes));
-      std::memset(buf, 0, l.buffer_bytes);
-      double* d = reinterpret_cast<double*>(buf + l.data_offset);
-      for (int64_t c = 0; c < n; ++c)
-        for (int64_t r = 0; r < g.rows(i); ++r)
-          d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
-      ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
-      std::free(buf);
-    }
-    ASSERT_TRUE(m->commit().is_ok());
-  }
+  void SetUp() override { open_store("dense_solve_test"); }
+  void TearDown() override { close_store(); }
 
   Result<SolveReport> solve(const std::string& name, const std::vector<double>& b, int64_t nrhs,
                             const DenseSolveOptions& o, const EngineConfig& c,
@@ -96,8 +50,21 @@ class DenseSolveTest : public ::testing::Test {
     return c;
   }
 
-  std::string root_;
-  std::unique_ptr<storage::MatrixStore> store_;
+  // The resume tests' setting: a uniform 640 x 640 "A" in stripes of 64 (made by the call), one
+  // right-hand side b, factors made anew and four stripes of RAM, so that dirty stripes go back
+  // to the factor object all along.
+  struct ResumeSetting {
+    std::vector<double> b;
+    DenseSolveOptions options;
+    EngineConfig config;
+  };
+  ResumeSetting resume_setting() {
+    const int64_t n = 640, s = 64;
+    generated("A", n, s, "uniform");
+    ResumeSetting r{stripe::uniform_matrix(n, 1, 5), {}, small_engine(4 * 8ull * s * n + 8 * 4096)};
+    r.options.reuse_factors = false;
+    return r;
+  }
 };
 
 // Checks x against LAPACK: scaled residual small, x close to dgesv's, not trivially zero.
@@ -525,13 +492,8 @@ TEST_F(DenseSolveTest, AKilledFactorizationResumesWithTheSameBits) {
   // run's threads are checked by AStopForARestartKeepsTheFactorizationsProgress (no fork).
   GTEST_SKIP() << "fork() followed by threads is not supported under ThreadSanitizer";
 #endif
-  const int64_t n = 640, s = 64;
-  generated("A", n, s, "uniform");
-  const auto b = stripe::uniform_matrix(n, 1, 5);
-  DenseSolveOptions o;
-  o.reuse_factors = false;
-  // Four stripes of RAM: dirty stripes go back to the factor object all along.
-  const EngineConfig config = small_engine(4 * 8ull * s * n + 8 * 4096);
+  const ResumeSetting setting = resume_setting();
+  const auto& [b, o, config] = setting;
   auto reference = solve("A", b, 1, o, config);
   ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
   EXPECT_FALSE(reference->resumed);
@@ -586,12 +548,8 @@ TEST_F(DenseSolveTest, AKilledFactorizationResumesWithTheSameBits) {
 // half-made factor as a crash would: the next solve resumes it, with the bits of an
 // uninterrupted run. A plain cancel removes it.
 TEST_F(DenseSolveTest, AStopForARestartKeepsTheFactorizationsProgress) {
-  const int64_t n = 640, s = 64;
-  generated("A", n, s, "uniform");
-  const auto b = stripe::uniform_matrix(n, 1, 5);
-  DenseSolveOptions o;
-  o.reuse_factors = false;
-  const EngineConfig config = small_engine(4 * 8ull * s * n + 8 * 4096);
+  const ResumeSetting setting = resume_setting();
+  const auto& [b, o, config] = setting;
   auto reference = solve("A", b, 1, o, config);
   ASSERT_TRUE(reference.is_ok()) << reference.status().to_string();
   const std::string progress = root_ + "/ssd0/objects/A.lu.row/progress";

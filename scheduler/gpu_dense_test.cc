@@ -6,9 +6,6 @@
 // without one) and on the host engine (backend/host_device_engine.h), which runs the same roles,
 // device tier, copies and keep/free decisions with host memory and the CPU's arithmetic, so the
 // GPU tier's logic is tested in CI too.
-#include <unistd.h>
-
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +22,7 @@
 #include "gpu/devices.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/lapack_checks.h"
+#include "scheduler/test_store.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 
@@ -34,7 +32,7 @@ namespace {
 using stripe::PivotMode;
 
 // The parameter: "cuda" (the device) or "host" (the host engine).
-class GpuDenseTest : public ::testing::TestWithParam<std::string> {
+class GpuDenseTest : public ::testing::TestWithParam<std::string>, protected TestStore {
  protected:
   void SetUp() override {
     if (GetParam() == "cuda") {
@@ -47,33 +45,13 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
     } else {
       engine_ = backend::make_host_device_engine();
     }
-    static std::atomic<int> counter{0};
-    root_ = ::testing::TempDir() + "/gpu_dense_test." + std::to_string(::getpid()) + "." +
-            std::to_string(counter++);
-    std::filesystem::remove_all(root_);
-    storage::StoreConfig c;
-    c.paths = {root_ + "/ssd0", root_ + "/ssd1"};
-    c.stripe_rows = 64;
-    c.round_robin_levels = 3;
-    c.min_segment_bytes = 4096;
-    c.free_space_reserve = 0;
-    c.import_buffer = 1 << 20;
-    c.io_engine = "pread";
-    store_ = storage::MatrixStore::open(c).value();
+    open_store("gpu_dense_test");
   }
-  void TearDown() override {
-    store_.reset();
-    if (!root_.empty()) std::filesystem::remove_all(root_);
-  }
+  void TearDown() override { close_store(); }
 
   std::vector<double> generated(const std::string& name, int64_t n, const std::string& generator,
                                 uint64_t seed = 7) {
-    storage::GeneratorSpec spec{generator, seed};
-    EXPECT_TRUE(store_->create_generated(name, n, spec, 64).is_ok());
-    std::vector<double> a(static_cast<size_t>(n * n));
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < n; ++r) a[r + c * n] = storage::generated_value(spec, n, r, c);
-    return a;
+    return TestStore::generated(name, n, 64, generator, seed);
   }
 
   // The factor object's values (n x n, column-major) as stored.
@@ -120,8 +98,6 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string> {
   void expect_streaming_and_resident_match_lapack(int64_t n, uint64_t seed, int64_t nrhs,
                                                   const std::string& label);
 
-  std::string root_;
-  std::unique_ptr<storage::MatrixStore> store_;
   backend::CpuBackend cpu_;
   std::unique_ptr<backend::DeviceEngine> engine_;
 };
@@ -131,6 +107,21 @@ void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::v
                            const std::string& what) {
   expect_solution_near_lapack(a, n, b, nrhs, rep, bound, what);
   EXPECT_NE(rep.backend, "cpu") << what;
+}
+
+// A solve with strategy s and pivot mode p that makes its factors anew.
+DenseSolveOptions fresh_factors(Strategy s, PivotMode p) {
+  DenseSolveOptions o;
+  o.pivot = p;
+  o.strategy = s;
+  o.reuse_factors = false;
+  return o;
+}
+
+// "strategy / pivot mode / streaming or resident", what a failed check names.
+std::string run_label(Strategy s, PivotMode p, bool streaming) {
+  return std::string(strategy_name(s)) + " / " + std::string(backend::pivot_mode_name(p)) +
+         (streaming ? " / streaming" : " / resident");
 }
 
 // The largest |a - reference| and the largest |reference| entry.
@@ -178,14 +169,9 @@ TEST_P(GpuDenseTest, EveryStrategyAndPivotModeMatchesLapack) {
   for (bool streaming : {true, false}) {
     for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
       for (PivotMode p : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
-        DenseSolveOptions o;
-        o.pivot = p;
-        o.strategy = s;
-        o.reuse_factors = false;
+        const DenseSolveOptions o = fresh_factors(s, p);
         const bool dominant = p == PivotMode::kNone;
-        const std::string what = std::string(strategy_name(s)) + " / " +
-                                 std::string(backend::pivot_mode_name(p)) +
-                                 (streaming ? " / streaming" : " / resident");
+        const std::string what = run_label(s, p, streaming);
         auto rep = solve(dominant ? "D" : "A", b, 3, o, gpu_engine(streaming));
         ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
         expect_matches_lapack(dominant ? d : a, n, b, 3, *rep,
@@ -279,14 +265,9 @@ TEST_P(GpuDenseTest, TwoDevicesMatchLapackAndTheOneDeviceFactors) {
       // The single-stripe strategies only streaming and without the one-device run (CI time).
       if (s != Strategy::kMetaZigzag && !streaming) continue;
       for (PivotMode p : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
-        DenseSolveOptions o;
-        o.pivot = p;
-        o.strategy = s;
-        o.reuse_factors = false;
+        const DenseSolveOptions o = fresh_factors(s, p);
         const bool dominant = p == PivotMode::kNone;
-        const std::string what = std::string(strategy_name(s)) + " / " +
-                                 std::string(backend::pivot_mode_name(p)) +
-                                 (streaming ? " / streaming" : " / resident");
+        const std::string what = run_label(s, p, streaming);
         const std::string m = dominant ? "D" : "A";
         auto rep = solve_dense(cpu_, two, *store_, m, b.data(), 2, o, gpu_engine(streaming), cancel,
                                {}, nullptr);
@@ -532,22 +513,7 @@ TEST_P(GpuDenseTest, SingularMatrixNamesTheRow) {
   const int64_t n = 200;
   std::vector<double> a = generated("tmp", n, "uniform", 9);
   for (int64_t c = 0; c < n; ++c) a[70 + c * n] = 0.0;
-  ASSERT_TRUE(store_->create_generated("S", n, {"identity", 0}, 64).is_ok());
-  auto m = store_->open_for_in_place("S").value();
-  const storage::StripeGeometry& g = m->geometry();
-  for (int64_t i = 0; i < g.stripes; ++i) {
-    const storage::PartLayout l = m->part_layout(i, 0);
-    std::byte* buf = static_cast<std::byte*>(std::aligned_alloc(4096, l.buffer_bytes));
-    std::memset(buf, 0, l.buffer_bytes);
-    double* d = reinterpret_cast<double*>(buf + l.data_offset);
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < g.rows(i); ++r)
-        d[r + c * g.rows(i)] = a[(g.row_begin(i) + r) + c * n];
-    ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
-    std::free(buf);
-  }
-  ASSERT_TRUE(m->commit().is_ok());
-  m.reset();
+  ASSERT_NO_FATAL_FAILURE(store_values("S", n, 64, a));
   DenseSolveOptions o;
   auto rep = solve("S", random_rhs(n, 1), 1, o, gpu_engine(false));
   ASSERT_FALSE(rep.is_ok());

@@ -150,6 +150,22 @@ class IoRoleTest : public ::testing::TestWithParam<std::string> {
     return storage::generated_value(kSpec, kN, r, c);
   }
 
+  // What the copy-on-first-write tests run on (after open_gated()): A, its factor F, a 64 MiB
+  // cache and an I/O role that reads A and writes F.
+  struct FactorIo {
+    explicit FactorIo(storage::MatrixStore& store)
+        : a(store.open_matrix("A").value()),
+          f(store.create_factor("F", *a).value()),
+          io(cache, progress, nullptr) {
+      io.set_sources(a.get(), f.get());
+    }
+    std::unique_ptr<storage::StripedMatrix> a;
+    std::unique_ptr<storage::StripedMatrix> f;
+    cache::StripeCache cache{64 << 20};
+    ProgressMeter progress{nullptr, 1.0};
+    IoRole io;
+  };
+
   std::string root_;
   storage::StoreConfig config_;
   std::shared_ptr<storage::FaultEngine> fault_;
@@ -185,37 +201,32 @@ TEST_P(IoRoleTest, WaitingDownloadsAreOneStreamAndEachPartArrivesOnce) {
 // factor and 3, 4 from A: three streams.
 TEST_P(IoRoleTest, CopyOnFirstWriteSplitsABatchByObject) {
   open_gated();
-  auto a = store_->open_matrix("A").value();
-  auto f = store_->create_factor("F", *a).value();
-  cache::StripeCache cache(64 << 20);
-  ProgressMeter progress(nullptr, 1.0);
-  IoRole io(cache, progress, nullptr);
-  io.set_sources(a.get(), f.get());
+  FactorIo rig(*store_);
   const auto written = [](int64_t r, int64_t c) { return 1000.0 + r + 0.5 * c; };
   {
-    const cache::CellView cell = cache.request(request_of(*a, 2, 0)).value();
-    ASSERT_TRUE(cache.wait_for(2, cache::CellState::kWaitElimJ).is_ok());
-    cache.transition(2, cache::CellState::kElimJ);
-    const storage::PartLayout layout = a->part_layout(2, 0);
-    const int64_t h = a->geometry().rows(2);
+    const cache::CellView cell = rig.cache.request(request_of(*rig.a, 2, 0)).value();
+    ASSERT_TRUE(rig.cache.wait_for(2, cache::CellState::kWaitElimJ).is_ok());
+    rig.cache.transition(2, cache::CellState::kElimJ);
+    const storage::PartLayout layout = rig.a->part_layout(2, 0);
+    const int64_t h = rig.a->geometry().rows(2);
     for (int64_t c = 0; c < kN; ++c) {
       for (int64_t r = 0; r < h; ++r) {
-        const double v = written(a->geometry().row_begin(2) + r, c);
+        const double v = written(rig.a->geometry().row_begin(2) + r, c);
         std::memcpy(cell.buffer + layout.data_offset + 8 * (c * h + r), &v, 8);
       }
     }
-    cache.transition(2, cache::CellState::kIdle);
-    ASSERT_TRUE(cache.flush().is_ok());  // dirty: uploaded to the factor
+    rig.cache.transition(2, cache::CellState::kIdle);
+    ASSERT_TRUE(rig.cache.flush().is_ok());  // dirty: uploaded to the factor
   }
   const int before = gate_->streams();
-  queue_behind_one(cache, *a, 0, {1, 2, 3, 4}, /*col_step=*/0);
+  queue_behind_one(rig.cache, *rig.a, 0, {1, 2, 3, 4}, /*col_step=*/0);
   for (int64_t s = 0; s < 5; ++s) {
-    auto cell = cache.wait_for(s, cache::CellState::kWaitElimJ);
+    auto cell = rig.cache.wait_for(s, cache::CellState::kWaitElimJ);
     ASSERT_TRUE(cell.is_ok()) << cell.status().to_string();
     if (s == 2) {
-      EXPECT_TRUE(holds(*a, *cell, written));
+      EXPECT_TRUE(holds(*rig.a, *cell, written));
     } else {
-      EXPECT_TRUE(holds(*a, *cell, generated)) << "stripe " << s;
+      EXPECT_TRUE(holds(*rig.a, *cell, generated)) << "stripe " << s;
     }
   }
   EXPECT_EQ(gate_->streams(), before + 4);
@@ -225,19 +236,14 @@ TEST_P(IoRoleTest, CopyOnFirstWriteSplitsABatchByObject) {
 // the bytes written; an error of `written` fails the upload with its message.
 TEST_P(IoRoleTest, WriteHookChecksumsBesideTheWriteAndItsErrorFailsTheUpload) {
   open_gated();
-  auto a = store_->open_matrix("A").value();
-  auto f = store_->create_factor("F", *a).value();
-  cache::StripeCache cache(64 << 20);
-  ProgressMeter progress(nullptr, 1.0);
-  IoRole io(cache, progress, nullptr);
-  io.set_sources(a.get(), f.get());
+  FactorIo rig(*store_);
   std::mutex mu;
   std::vector<std::pair<int64_t, uint32_t>> seen;   // guarded by mu
   std::thread::id checksum_thread, written_thread;  // guarded by mu
   bool fail = false;                                // guarded by mu
-  io.set_write_hook(
+  rig.io.set_write_hook(
       {[&](const cache::CellView& cell) {
-         const storage::PartLayout layout = f->part_layout(cell.stripe, cell.i0_store);
+         const storage::PartLayout layout = rig.f->part_layout(cell.stripe, cell.i0_store);
          std::lock_guard<std::mutex> lock(mu);
          checksum_thread = std::this_thread::get_id();
          return storage::crc32c_extend(0, cell.buffer + layout.data_offset, layout.data_bytes);
@@ -250,19 +256,19 @@ TEST_P(IoRoleTest, WriteHookChecksumsBesideTheWriteAndItsErrorFailsTheUpload) {
          return Status::ok();
        }});
   auto dirty = [&](int64_t s) {
-    ASSERT_TRUE(cache.request(request_of(*a, s, 0)).is_ok());
-    ASSERT_TRUE(cache.wait_for(s, cache::CellState::kWaitElimJ).is_ok());
-    cache.transition(s, cache::CellState::kElimJ);
-    cache.transition(s, cache::CellState::kIdle);
+    ASSERT_TRUE(rig.cache.request(request_of(*rig.a, s, 0)).is_ok());
+    ASSERT_TRUE(rig.cache.wait_for(s, cache::CellState::kWaitElimJ).is_ok());
+    rig.cache.transition(s, cache::CellState::kElimJ);
+    rig.cache.transition(s, cache::CellState::kIdle);
   };
   dirty(1);
-  ASSERT_TRUE(cache.flush().is_ok());
+  ASSERT_TRUE(rig.cache.flush().is_ok());
   {
     std::lock_guard<std::mutex> lock(mu);
     ASSERT_EQ(seen.size(), 1u);
-    const storage::PartLayout layout = f->part_layout(1, 0);
+    const storage::PartLayout layout = rig.f->part_layout(1, 0);
     auto buffer = storage::AlignedBuffer::allocate(layout.buffer_bytes).value();
-    ASSERT_TRUE(f->read_part(1, 0, buffer.data()).is_ok());
+    ASSERT_TRUE(rig.f->read_part(1, 0, buffer.data()).is_ok());
     EXPECT_EQ(seen[0].first, 1);
     EXPECT_EQ(seen[0].second,
               storage::crc32c_extend(0, buffer.data() + layout.data_offset, layout.data_bytes));
@@ -270,7 +276,7 @@ TEST_P(IoRoleTest, WriteHookChecksumsBesideTheWriteAndItsErrorFailsTheUpload) {
     fail = true;
   }
   dirty(2);
-  const Status st = cache.flush();
+  const Status st = rig.cache.flush();
   EXPECT_FALSE(st.is_ok());
   EXPECT_NE(st.to_string().find("journal full"), std::string::npos) << st.to_string();
 }

@@ -2,9 +2,6 @@
 // the safety net's switch to it, against LAPACK dgesv (whose pivoting gepp is).
 #include "scheduler/transposed_solve.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +10,7 @@
 
 #include "scheduler/condition.h"
 #include "scheduler/lapack_checks.h"
+#include "scheduler/test_store.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 
@@ -21,37 +19,10 @@ namespace {
 
 using stripe::PivotMode;
 
-class GeppSolveTest : public ::testing::Test {
+class GeppSolveTest : public ::testing::Test, protected TestStore {
  protected:
-  void SetUp() override {
-    static std::atomic<int> counter{0};
-    root_ = ::testing::TempDir() + "/transposed_solve_test." + std::to_string(::getpid()) + "." +
-            std::to_string(counter++);
-    std::filesystem::remove_all(root_);
-    storage::StoreConfig c;
-    c.paths = {root_ + "/ssd0", root_ + "/ssd1"};
-    c.round_robin_levels = 3;
-    c.min_segment_bytes = 4096;
-    c.free_space_reserve = 0;
-    c.import_buffer = 1 << 20;
-    c.io_engine = "pread";
-    store_ = storage::MatrixStore::open(c).value();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(root_);
-  }
-
-  // A generated matrix in the store and its values in RAM (column-major).
-  std::vector<double> generated(const std::string& name, int64_t n, int64_t s,
-                                const std::string& generator, uint64_t seed = 7) {
-    storage::GeneratorSpec spec{generator, seed};
-    EXPECT_TRUE(store_->create_generated(name, n, spec, s).is_ok());
-    std::vector<double> a(static_cast<size_t>(n * n));
-    for (int64_t c = 0; c < n; ++c)
-      for (int64_t r = 0; r < n; ++r) a[r + c * n] = storage::generated_value(spec, n, r, c);
-    return a;
-  }
+  void SetUp() override { open_store("transposed_solve_test"); }
+  void TearDown() override { close_store(); }
 
   Result<SolveReport> solve(const std::string& name, const std::vector<double>& b, int64_t nrhs,
                             const DenseSolveOptions& o, uint64_t budget,
@@ -70,9 +41,6 @@ class GeppSolveTest : public ::testing::Test {
     o.pivot = PivotMode::kGepp;
     return o;
   }
-
-  std::string root_;
-  std::unique_ptr<storage::MatrixStore> store_;
 };
 
 // A budget of a few stripes: the transpose goes in several groups, every pass streams.
@@ -206,29 +174,14 @@ TEST_F(GeppSolveTest, FactorAndTransposeAreReusedRemadeAndRemovedWithTheMatrix) 
 
 TEST_F(GeppSolveTest, SingularMatrixIsStillANumericalError) {
   const int64_t n = 100;
-  // Row 70 zero (written over an identity, as dense_solve_test's store_values does): a zero
-  // column of A^T, whose elimination meets a zero pivot.
-  storage::GeneratorSpec spec{"uniform", 31};
-  ASSERT_TRUE(store_->create_generated("S", n, {"identity", 0}, 32).is_ok());
-  {
-    auto m = store_->open_for_in_place("S").value();
-    const storage::StripeGeometry& g = m->geometry();
-    for (int64_t i = 0; i < g.stripes; ++i) {
-      const storage::PartLayout l = m->part_layout(i, 0);
-      std::byte* buf = static_cast<std::byte*>(std::aligned_alloc(4096, l.buffer_bytes));
-      std::memset(buf, 0, l.buffer_bytes);
-      double* d = reinterpret_cast<double*>(buf + l.data_offset);
-      for (int64_t c = 0; c < n; ++c) {
-        for (int64_t r = 0; r < g.rows(i); ++r) {
-          const int64_t row = g.row_begin(i) + r;
-          d[r + c * g.rows(i)] = row == 70 ? 0.0 : storage::generated_value(spec, n, row, c);
-        }
-      }
-      ASSERT_TRUE(m->write_part(i, 0, buf).is_ok());
-      std::free(buf);
-    }
-    ASSERT_TRUE(m->commit().is_ok());
-  }
+  // Row 70 zero (written over an identity by store_values): a zero column of A^T, whose
+  // elimination meets a zero pivot.
+  const storage::GeneratorSpec spec{"uniform", 31};
+  std::vector<double> a(static_cast<size_t>(n * n));
+  for (int64_t c = 0; c < n; ++c)
+    for (int64_t r = 0; r < n; ++r)
+      a[r + c * n] = r == 70 ? 0.0 : storage::generated_value(spec, n, r, c);
+  ASSERT_NO_FATAL_FAILURE(store_values("S", n, 32, a));
   const auto b = stripe::uniform_matrix(n, 1, 32);
   auto rep = solve("S", b, 1, gepp(), 64 << 20);
   ASSERT_FALSE(rep.is_ok());

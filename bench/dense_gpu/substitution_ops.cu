@@ -11,14 +11,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    auto e_ = (x);                                                                    \
-    if (static_cast<int>(e_) != 0) {                                                  \
-      std::fprintf(stderr, "%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, (int)e_); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "cuda_check.cuh"
 
 // Well-conditioned triangles: 1 + small values, diagonal 2 + |.| (the upper one non-unit).
 __global__ void fill(double* p, size_t count, size_t ld, size_t diag_row0, unsigned seed) {

@@ -1,9 +1,6 @@
 // Integration: `stripesolve solve MATRIX --dry-run` prints the plan the daemon would follow
 // (scheduler/dense_plan.h) and solves nothing; the same plan as JSON with --json; a missing
 // matrix is named.
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -16,27 +13,18 @@ namespace {
 
 TEST(DryRun, PrintsThePlanAndSolvesNothing) {
   DaemonFixture d;
-  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  auto run = [&](const std::string& args, std::string* out) {
-    const std::string path = d.dir() + "/out.txt";
-    const int st = std::system((cli + " " + args + " > " + path + " 2>&1").c_str());
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    *out = ss.str();
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
-  std::string out;
-  ASSERT_EQ(run("matrix create A -n 512 --seed 3 --generator uniform --stripe-rows 64", &out), 0)
+  Cli cli(d);
+  const std::string& out = cli.out();  // what the last cli.run() printed
+  ASSERT_EQ(cli.run("matrix create A -n 512 --seed 3 --generator uniform --stripe-rows 64"), 0)
       << out;
-  EXPECT_EQ(run("solve A --dry-run", &out), 0) << out;
+  EXPECT_EQ(cli.run("solve A --dry-run"), 0) << out;
   EXPECT_NE(out.find("backend cpu"), std::string::npos) << out;
   EXPECT_NE(out.find("n=512 S=64"), std::string::npos) << out;
   for (const char* strategy : {"basic", "zigzag", "meta_zigzag"}) {
     EXPECT_NE(out.find(strategy), std::string::npos) << strategy << " in: " << out;
   }
   EXPECT_NE(out.find("time >= "), std::string::npos) << out;
-  EXPECT_EQ(run("--json solve A --dry-run", &out), 0) << out;
+  EXPECT_EQ(cli.run("--json solve A --dry-run"), 0) << out;
   const auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j["backend"], "cpu");
@@ -48,14 +36,14 @@ TEST(DryRun, PrintsThePlanAndSolvesNothing) {
     EXPECT_GT(f["time_bound_seconds"].get<double>(), 0) << f.dump();
   }
   // Nothing ran: no solve job, no factor.
-  EXPECT_EQ(run("--json jobs", &out), 0) << out;
+  EXPECT_EQ(cli.run("--json jobs"), 0) << out;
   const auto jobs = nlohmann::json::parse(out);
   for (const auto& job : jobs["jobs"]) {
     EXPECT_EQ(job["type"], "matrix_create") << out;
   }
-  EXPECT_EQ(run("matrix ls", &out), 0) << out;
+  EXPECT_EQ(cli.run("matrix ls"), 0) << out;
   EXPECT_EQ(out.find("A.lu"), std::string::npos) << out;
-  EXPECT_NE(run("solve B --dry-run", &out), 0) << out;
+  EXPECT_NE(cli.run("solve B --dry-run"), 0) << out;
   EXPECT_NE(out.find("'B'"), std::string::npos) << out;
 }
 

@@ -3,14 +3,10 @@
 // within 10x of LAPACK's backward error, or COMPLETED_WITH_WARNING naming the cause, or (kNone
 // only) FAILED on a zero pivot; never COMPLETED above the tolerance. The rcond estimate is checked
 // against the true 1-norm condition number (LAPACK dgetri on the matrix in RAM).
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -218,30 +214,20 @@ TEST(SolveQuality, GeppSolvesTheTransposedWilkinsonMatrixAndTheDefaultSwitchesTo
 // the solve switched to gepp.
 TEST(SolveQuality, CliLabelsTheFiguresAndExitsSixOnAWarning) {
   DaemonFixture d(small_cache);
-  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  auto run = [&](const std::string& args, std::string* out) {
-    const std::string path = d.dir() + "/out.txt";
-    const int st = std::system((cli + " " + args + " > " + path + " 2>&1").c_str());
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    *out = ss.str();
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
-  std::string out;
-  ASSERT_EQ(run("matrix create U -n 96 --seed 3 --generator uniform --stripe-rows 16", &out), 0)
+  Cli cli(d);
+  const std::string& out = cli.out();  // what the last cli.run() printed
+  ASSERT_EQ(cli.run("matrix create U -n 96 --seed 3 --generator uniform --stripe-rows 16"), 0)
       << out;
-  ASSERT_EQ(run("matrix create S -n 96 --seed 3 --generator near_singular --stripe-rows 16", &out),
-            0)
+  ASSERT_EQ(cli.run("matrix create S -n 96 --seed 3 --generator near_singular --stripe-rows 16"), 0)
       << out;
-  EXPECT_EQ(run("solve U", &out), 0) << out;
+  EXPECT_EQ(cli.run("solve U"), 0) << out;
   for (const char* label : {"backward error", "rcond estimate", "pivot growth"}) {
     EXPECT_NE(out.find(label), std::string::npos) << label << " in: " << out;
   }
-  EXPECT_EQ(run("solve S", &out), 6) << out;
+  EXPECT_EQ(cli.run("solve S"), 6) << out;
   EXPECT_NE(out.find("COMPLETED_WITH_WARNING"), std::string::npos) << out;
   EXPECT_NE(out.find("singular to working precision"), std::string::npos) << out;
-  EXPECT_EQ(run("--json solve S", &out), 6) << out;
+  EXPECT_EQ(cli.run("--json solve S"), 6) << out;
   const auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j["state"], "COMPLETED_WITH_WARNING");
@@ -250,8 +236,8 @@ TEST(SolveQuality, CliLabelsTheFiguresAndExitsSixOnAWarning) {
   EXPECT_TRUE(j["result"].contains("backward_error"));
   // The default pivoting grows on the transposed Wilkinson matrix: the CLI says it switched and
   // the solve ends COMPLETED.
-  ASSERT_EQ(run("matrix create W -n 160 --generator wilkinson_t --stripe-rows 16", &out), 0) << out;
-  EXPECT_EQ(run("solve W --generate uniform --seed 4", &out), 0) << out;
+  ASSERT_EQ(cli.run("matrix create W -n 160 --generator wilkinson_t --stripe-rows 16"), 0) << out;
+  EXPECT_EQ(cli.run("solve W --generate uniform --seed 4"), 0) << out;
   EXPECT_NE(out.find("re-solved with gepp"), std::string::npos) << out;
 }
 

@@ -12,14 +12,7 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    auto e_ = (x);                                                                    \
-    if (static_cast<int>(e_) != 0) {                                                  \
-      std::fprintf(stderr, "%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, (int)e_); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "cuda_check.cuh"
 
 __global__ void fill(double* p, size_t count, unsigned seed) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +28,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -79,6 +81,15 @@ std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
     std::this_thread::sleep_for(5ms);
   }
   return nullptr;
+}
+
+// A new directory for one test's daemon (config, socket, store, state, logs).
+std::string crash_dir() {
+  char tmpl[] = "/tmp/ss-crash-XXXXXX";
+  const char* dir = ::mkdtemp(tmpl);
+  // Thrown, the test fails (gtest reports the exception) before it touches any directory.
+  if (dir == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  return dir;
 }
 
 // A spawned daemon on one directory's config, store and state; killed if a test fails.
@@ -221,8 +232,7 @@ std::vector<std::string> journal_transitions(const std::string& db_path, uint64_
 
 // The kills of the issue on the daemon with `engine_lines` (its backend).
 void kill_and_resume(const std::string& engine_lines, const std::string& backend) {
-  char tmpl[] = "/tmp/ss-crash-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  const std::string dir = crash_dir();
   SpawnedDaemon daemon(dir, "", engine_lines);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
@@ -366,8 +376,7 @@ TEST(CrashIntegration, AKilledGpuSolveResumesWithTheSameSolution) {
 }
 
 TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
-  char tmpl[] = "/tmp/ss-crash-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  const std::string dir = crash_dir();
   SpawnedDaemon daemon(dir, "  shutdown:\n    policy: cancel\n");
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
@@ -406,8 +415,7 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
 // A half-made factor that no queued job will resume (here the journal is gone) is removed at
 // start-up instead of lingering, invisible, in the store.
 TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
-  char tmpl[] = "/tmp/ss-crash-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  const std::string dir = crash_dir();
   SpawnedDaemon daemon(dir);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
@@ -436,8 +444,7 @@ TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
 }
 
 TEST(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
-  char tmpl[] = "/tmp/ss-crash-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  const std::string dir = crash_dir();
   SpawnedDaemon daemon(dir);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);

@@ -6,7 +6,8 @@
 // free for elim.I (docs/performance.md).
 //
 //   build/release/bench/dense_gpu/bench_panel_sms [m=57344] [h=2048] [panel SM counts: 8,16,24,32]
-//     [GEMM k pieces: 2048,1024] [recursive panel leaves: 64,128,256,512] [nogreen]
+//     [GEMM k pieces: 2048,1024] [recursive panel leaves: 64,128,256,512; fused:
+//     cooperative_panel.h] [nogreen]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include "cooperative_panel.h"
 #include "cuda_check.cuh"
 
 __global__ void fill(double* p, size_t n, unsigned seed) {
@@ -113,7 +115,9 @@ struct Problem {
   cublasHandle_t blas[2];
   cusolverDnHandle_t solver;
   cublasHandle_t panel_blas;
-  int leaf = 0;        // > 0: the recursive panel with this leaf width instead of getrf
+  int leaf = 0;  // > 0: the recursive panel with this leaf width instead of getrf;
+                 // -1: CooperativePanel (cooperative_panel.h)
+  void* lu_scratch = nullptr;
   int gemm_chunk = 0;  // > 0: each GEMM as gk / gemm_chunk GEMMs of k = gemm_chunk
 };
 
@@ -153,7 +157,11 @@ void run(Problem& p, const Streams& s, int panels, int gemms, const char* label)
     CK(cudaMemcpyAsync(p.panel, p.pristine, sizeof(double) * size_t(p.m) * p.h,
                        cudaMemcpyDeviceToDevice, s.panel));
     CK(cudaEventRecord(p0, s.panel));
-    if (p.leaf > 0) {
+    if (p.leaf < 0) {
+      CK(cublasSetStream(p.panel_blas, s.panel));
+      CooperativePanel lu(0, p.lu_scratch);
+      CK(lu.factor(p.panel, p.m, p.m, p.h, p.ipiv2, p.info, p.panel_blas, s.panel));
+    } else if (p.leaf > 0) {
       CK(cublasSetStream(p.panel_blas, s.panel));
       Recursive rec{p.panel_blas, p.solver, s.panel, p.work, p.info, p.leaf};
       rec.factor(p.panel, p.m, p.m, p.h, p.ipiv2);
@@ -188,8 +196,13 @@ void verify(Problem& p, cudaStream_t stream) {
   CK(cusolverDnSetStream(p.solver, stream));
   CK(cublasSetStream(p.panel_blas, stream));
   CK(cusolverDnDgetrf(p.solver, p.m, p.h, p.check, p.m, p.work, p.ipiv, p.info));
-  Recursive rec{p.panel_blas, p.solver, stream, p.work, p.info, p.leaf};
-  rec.factor(p.panel, p.m, p.m, p.h, p.ipiv2);
+  if (p.leaf < 0) {
+    CooperativePanel lu(0, p.lu_scratch);
+    CK(lu.factor(p.panel, p.m, p.m, p.h, p.ipiv2, p.info, p.panel_blas, stream));
+  } else {
+    Recursive rec{p.panel_blas, p.solver, stream, p.work, p.info, p.leaf};
+    rec.factor(p.panel, p.m, p.m, p.h, p.ipiv2);
+  }
   std::vector<int> a(p.h), b(p.h);
   CK(cudaMemcpyAsync(a.data(), p.ipiv, sizeof(int) * p.h, cudaMemcpyDeviceToHost, stream));
   CK(cudaMemcpyAsync(b.data(), p.ipiv2, sizeof(int) * p.h, cudaMemcpyDeviceToHost, stream));
@@ -203,7 +216,8 @@ void verify(Problem& p, cudaStream_t stream) {
   int differ = 0;
   for (int k = 0; k < p.h; ++k) differ += a[k] != b[k];
   std::printf(
-      "recursive panel, leaf %d: %d of %d pivots differ from getrf's, max |factor "
+      "recursive panel, leaf %d (-1: CooperativePanel): %d of %d pivots differ from getrf's, max "
+      "|factor "
       "difference| %.3e\n",
       p.leaf, differ, p.h, std::fabs(diff));
 }
@@ -245,7 +259,7 @@ int main(int argc, char** argv) {
   auto list = [](char* arg, std::vector<int>& out) {
     out.clear();
     for (char* t = std::strtok(arg, ","); t; t = std::strtok(nullptr, ","))
-      out.push_back(std::atoi(t));
+      out.push_back(std::strcmp(t, "fused") == 0 ? -1 : std::atoi(t));
   };
   if (argc > 4) list(argv[4], chunks);
   if (argc > 5) list(argv[5], leaves);
@@ -278,6 +292,9 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&p.ipiv2, sizeof(int) * h));
   CK(cudaMalloc(&p.check, sizeof(double) * size_t(m) * h));
   CK(cublasCreate(&p.panel_blas));
+  CK(cudaMalloc(&p.lu_scratch, CooperativePanel::scratch_bytes(0)));
+  std::printf("CooperativePanel leaf width at m = %d: %d columns\n", m,
+              CooperativePanel::leaf_columns(m, 0));
   int least = 0, greatest = 0;
   CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
 

@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
   const int log2_rows = argc > 1 ? std::atoi(argv[1]) : 26;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
   const bool reduction = argc > 3 && std::string(argv[3]) == "reduction";
+  const bool interleaved_only = argc > 3 && std::string(argv[3]) == "interleaved";
   const bool quick = reduction || (argc > 3 && std::string(argv[3]) == "quick");
   const std::size_t only_n = quick && argc > 4 ? std::stoull(argv[4]) : 0;
   const std::size_t rows = std::size_t{1} << log2_rows;
@@ -200,6 +201,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%-40s %8.2f G unknowns/s  %5.1f%% roofline  residual %.2e%s\n",
                  name.c_str(), rows / s / 1e9, 100.0 * 40.0 * rows / s / bw, res, check);
   };
+  // Ours: call it before residual() reads dev.x (not as an argument beside it: the order in
+  // which a call's arguments run is unspecified, and GCC runs them right to left).
   auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) -> Timing {
     const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
     ensure_ws(bytes);
@@ -235,16 +238,19 @@ int main(int argc, char** argv) {
     return {s, st.is_ok() ? c : NAN};
   };
   // 1. One random system, stable solvers (quick: ours only).
-  if (only_n == 0 && !reduction) {
+  if (only_n == 0 && !reduction && !interleaved_only) {
     nlohmann::json c;
     TridiagonalMatrix m = stability_matrix(1, rows, 21);
     std::vector<double> f = random_vector(rows, 22);
     dev.upload(m, f);
-    record(c, "stripesolve spike", ours(Algorithm::kSpike, BatchLayout::kStrided, rows, 1),
-           residual(m, f, dev.x, rows, false, 1));
-    record(c, "stripesolve thomas (unpivoted)",
-           ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1),
-           residual(m, f, dev.x, rows, false, 1));
+    {
+      const Timing t = ours(Algorithm::kSpike, BatchLayout::kStrided, rows, 1);
+      record(c, "stripesolve spike", t, residual(m, f, dev.x, rows, false, 1));
+    }
+    {
+      const Timing t = ours(Algorithm::kThomas, BatchLayout::kStrided, rows, 1);
+      record(c, "stripesolve thomas (unpivoted)", t, residual(m, f, dev.x, rows, false, 1));
+    }
     if (!quick) {
       const int mi = static_cast<int>(rows);
       std::size_t bsize = 0;
@@ -272,6 +278,7 @@ int main(int argc, char** argv) {
   nlohmann::json batches = nlohmann::json::array();
   std::vector<std::size_t> sizes = {256, 1024, 4096};
   if (only_n != 0) sizes = {only_n};
+  if (interleaved_only) sizes = {64, 256, 1024, 4096, 16384};
   for (std::size_t n : sizes) {
     const std::size_t count = rows / n;
     for (int dominant = reduction ? 1 : 0; dominant < 2; ++dominant) {
@@ -290,22 +297,28 @@ int main(int argc, char** argv) {
                             Algorithm::kPcrThomas, Algorithm::kCrPcrThomas})
           algs.push_back(a);
       }
-      for (Algorithm a : algs) {
-        record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided",
-               ours(a, BatchLayout::kStrided, n, count), residual(m, f, dev.x, n, false, count));
-      }
       std::size_t bsize = 0;
       const int ni = static_cast<int>(n), ci = static_cast<int>(count);
-      CHECK_SPARSE(cusparseDgtsv2StridedBatch_bufferSizeExt(h, ni, dev.dl, dev.d, dev.du, dev.x, ci,
-                                                            ni, &bsize));
-      ensure_ws(bsize);
-      auto reset = [&] {
-        CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice));
-      };
-      double s = best_time(reps, reset, [&] {
-        CHECK_SPARSE(cusparseDgtsv2StridedBatch(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, ws));
-      });
-      record(c, "cusparse gtsv2StridedBatch", Timing{s}, residual(m, f, dev.x, n, false, count));
+      double s = 0;
+      if (!interleaved_only) {
+        for (Algorithm a : algs) {
+          {
+            const Timing t = ours(a, BatchLayout::kStrided, n, count);
+            record(c, "stripesolve " + std::string(algorithm_name(a)) + " strided", t,
+                   residual(m, f, dev.x, n, false, count));
+          }
+        }
+        CHECK_SPARSE(cusparseDgtsv2StridedBatch_bufferSizeExt(h, ni, dev.dl, dev.d, dev.du, dev.x,
+                                                              ci, ni, &bsize));
+        ensure_ws(bsize);
+        auto reset = [&] {
+          CHECK_CUDA(cudaMemcpy(dev.x, dev.f, rows * 8, cudaMemcpyDeviceToDevice));
+        };
+        s = best_time(reps, reset, [&] {
+          CHECK_SPARSE(cusparseDgtsv2StridedBatch(h, ni, dev.dl, dev.d, dev.du, dev.x, ci, ni, ws));
+        });
+        record(c, "cusparse gtsv2StridedBatch", Timing{s}, residual(m, f, dev.x, n, false, count));
+      }
       if (quick) {
         batches.push_back(c);
         continue;
@@ -315,8 +328,11 @@ int main(int argc, char** argv) {
       TridiagonalMatrix mi = interleave(m, n, count, fi);
       dev.upload(mi, fi);
       for (Algorithm a : {Algorithm::kSpike, Algorithm::kThomas}) {
-        record(c, "stripesolve " + std::string(algorithm_name(a)) + " interleaved",
-               ours(a, BatchLayout::kInterleaved, n, count), residual(m, f, dev.x, n, true, count));
+        {
+          const Timing t = ours(a, BatchLayout::kInterleaved, n, count);
+          record(c, "stripesolve " + std::string(algorithm_name(a)) + " interleaved", t,
+                 residual(m, f, dev.x, n, true, count));
+        }
       }
       for (int algo : {0, 1, 2}) {
         CHECK_SPARSE(cusparseDgtsvInterleavedBatch_bufferSizeExt(h, algo, ni, dev.dl, dev.d, dev.du,
@@ -339,7 +355,7 @@ int main(int argc, char** argv) {
   }
   out["strided_batches"] = batches;
   // 3. One system through a small device budget in chunks (000 §IV-B), transfers included.
-  if (!quick) {
+  if (!quick && !interleaved_only) {
     const std::size_t n = rows;
     TridiagonalMatrix m = stability_matrix(1, n, 41);
     std::vector<double> f = random_vector(n, 42), x(n);
@@ -362,7 +378,7 @@ int main(int argc, char** argv) {
   // 4. solve_batch_gpu end to end on the ADI example's batch (1024 systems of 1024, diagonally
   // dominant): copies, solve, the device check and the report, best of reps; check_seconds is
   // the report's (CUDA events around the check).
-  {
+  if (!interleaved_only) {
     const std::size_t n = 1024, count = 1024;
     TridiagonalMatrix m = diagonally_dominant_matrix(n * count, 51);
     std::vector<double> f = random_vector(n * count, 52), x(n * count);

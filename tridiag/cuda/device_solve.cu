@@ -1,5 +1,6 @@
-// Orchestration of the device solvers: recursive SPIKE levels, the interleaved and shared-memory
-// paths, workspace layout and breakdown flags (device_solve.h).
+// Orchestration of the device solvers: recursive SPIKE levels, the one-pass and shared-memory
+// paths (interleaved batches through the one-pass kernels), workspace layout and breakdown
+// flags (device_solve.h).
 #include <algorithm>
 #include <string>
 
@@ -136,11 +137,8 @@ Status spike_level(bool pivoting, const double* dl, const double* d, const doubl
   return cuda_check(cudaGetLastError(), "SPIKE pass 2 (partition solve) launch");
 }
 
-std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows) {
-  if (layout == BatchLayout::kInterleaved &&
-      (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas)) {
-    return kFlagBytes + round_up(rows * sizeof(double)) + round_up(rows);
-  }
+std::size_t workspace_bytes(Algorithm algorithm, BatchLayout /*every layout alike*/,
+                            std::size_t rows) {
   if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
     return kFlagBytes + std::max(spike_level_bytes(rows), two_pass_bytes(rows));
   }
@@ -202,14 +200,6 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
   const bool pivoting = algorithm == Algorithm::kSpike;
   const char* name = algorithm_name(algorithm).data();
   switch (kernel.kernel) {
-    case Kernel::kInterleaved: {
-      double* piv = ws.take(b.rows);
-      auto* kinds = reinterpret_cast<unsigned char*>(ws.p);
-      launch_interleaved(pivoting, b.dl, b.d, b.du, b.f, b.x, n, b.count, piv, kinds,
-                         pivot_tolerance, flags, stream);
-      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved kernel launch"));
-      return read_flags(name, flags, n, b.rows, stream);
-    }
     case Kernel::kSmallSystem: {
       const LevelArgs args{b.rows, b.system_size, 1, b.rows, pivot_tolerance, flags};
       launch_small_system(pivoting, b.dl, b.d, b.du, b.f, b.x, args, stream);
@@ -231,9 +221,11 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                       pivot_tolerance,
                       flags + kPivotFlag,
                       flags + kSolutionFlag,
-                      1};
+                      1,
+                      layout == BatchLayout::kInterleaved ? b.count : 0};
       STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(kernel, s, ws, flags + kReducedFlag, stream));
-      return read_flags(name, flags, b.system_size, b.rows, stream);
+      return read_flags(name, flags, layout == BatchLayout::kInterleaved ? n : b.system_size,
+                        b.rows, stream);
     }
     default:
       launch_reduction_solver(kernel, algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n,

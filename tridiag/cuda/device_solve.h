@@ -34,10 +34,10 @@ struct DeviceBatch {
 
 // GPU algorithms: kSpike and kThomas on strided/ragged batches (SPIKE partitions with diagonal
 // pivoting, or with Thomas: 000 §II "SPIKE-Thomas"), kSpike and kThomas on interleaved batches
-// (one thread per system, dynamic tiling 000 §III-B), and kCr, kPcr, kCrPcr, kPcrThomas,
-// kCrPcrThomas on strided batches of n <= kMaxReductionSystem (kernel_limits.h; a warp a system up
-// to 256 rows, a block of 2, 4, 8 or 16 warps above (8 for pcr and pcr_thomas above 1024 rows), the
-// rows in registers: warp_reduction.cu, reduction_kernels.cu, pcr_shuffle_steps.cu,
+// (the same kernels, reading and writing the interleaved rows in place), and kCr, kPcr, kCrPcr,
+// kPcrThomas, kCrPcrThomas on strided batches of n <= kMaxReductionSystem (kernel_limits.h; a warp
+// a system up to 256 rows, a block of 2, 4, 8 or 16 warps above (8 for pcr and pcr_thomas above
+// 1024 rows), the rows in registers: warp_reduction.cu, reduction_kernels.cu, pcr_shuffle_steps.cu,
 // pcr_level_groups.cu; the map is docs/tridiag-kernels.md). Others: kUnimplemented. choose_kernel
 // (kernel_choice.h) decides.
 

@@ -1,6 +1,8 @@
 // One-pass SPIKE for strided batches (000 §II-III), three levels deep, every system read once
 // and written once (40 bytes per unknown); and the same kernel as the first level of two passes
-// for larger systems.
+// for larger systems. Interleaved batches (row i of system j at i * count + j) go through the
+// same kernels: a block copies its systems' rows in and out together, consecutive threads taking
+// consecutive systems (load_block_interleaved), and the two passes read through RowPlace.
 //
 // A group of W warps owns whole systems: one system of up to 288 W rows, or 288 / n systems of
 // n <= 288 rows (decoupled by zeroing dl and du at their boundaries); a block holds about 4
@@ -28,6 +30,7 @@
 // Pass::kFinish after the caller has solved the system of warp separators): 72 bytes per
 // unknown, against the 72 plus about a third of spike_kernels.cu's 9-row levels, whose
 // reduced systems go through global memory level by level.
+#include <algorithm>
 #include <cstdint>
 
 #include <cuda_pipeline.h>
@@ -45,6 +48,9 @@ namespace {
 constexpr int Q = kLaneQ;  // interior rows of a lane
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kBlockWarps = 4;  // warps per block when groups are smaller
+// Systems of an interleaved batch a block takes where it can hold them (up to kMaxGroupWarps
+// warps), so that one row of them is 128 contiguous bytes (docs/performance.md).
+constexpr int kInterleavedBlockSystems = 16;
 
 // What a launch does: a whole solve, or pass 1 or 2 of a system larger than a group.
 enum class Pass { kWhole, kEnds, kFinish };
@@ -187,6 +193,25 @@ __device__ void solve_lone_group(const GroupArgs& g, GroupShared& gs, int gi, do
   report_group(g, gs, gi, bad);
 }
 
+// Where row `row` of the solve lies in the arrays: at `row`, or in an interleaved batch at
+// (row % n) * count + row / n. Walks rows in steps without dividing again.
+struct RowPlace {
+  std::size_t system, i;  // interleaved: the system and the row within it; else the row
+  __device__ RowPlace(const OnePass& s, std::size_t row)
+      : system(s.count != 0 ? row / s.n : 0), i(s.count != 0 ? row % s.n : row) {}
+  __device__ std::size_t at(const OnePass& s) const {
+    return s.count != 0 ? i * s.count + system : i;
+  }
+  __device__ void advance(const OnePass& s, int step) {
+    i += step;
+    if (s.count == 0) return;
+    while (i >= s.n) {
+      i -= s.n;
+      ++system;
+    }
+  }
+};
+
 // Starts copying a warp's rows of dl, d, du and f into shared memory (identity rows past the
 // group's end): 16 bytes a copy where every array's first row is 16-byte aligned, else 8.
 // Against 8 bytes everywhere, the 16-byte copies made spike 3-5% faster and thomas at n = 4096
@@ -197,24 +222,108 @@ __device__ void load_rows(const GroupArgs& g, WarpShared& ws, std::size_t group_
   double* const dst[4] = {ws.in[0], ws.in[1], ws.in[2], ws.f};
   auto identity = [](int k) { return k == 1 ? 1.0 : 0.0; };
   const std::size_t first = group_row0 + warp_row0;
-  bool wide = true;
+  bool wide = g.s.count == 0;  // interleaved rows are 8 bytes apiece
   for (int k = 0; k < 4; ++k) wide &= (reinterpret_cast<std::uintptr_t>(src[k] + first) & 15) == 0;
   const int step = wide ? 2 : 1;
-  for (int i = step * lane; i < kWarpRows; i += 32 * step) {
+  RowPlace place(g.s, first + step * lane);
+  for (int i = step * lane; i < kWarpRows; i += 32 * step, place.advance(g.s, 32 * step)) {
     const int r = warp_row0 + i;
+    const std::size_t at = place.at(g.s);
     for (int k = 0; k < 4; ++k) {
       if (wide && r + 1 < group_rows) {
-        __pipeline_memcpy_async(&dst[k][i], src[k] + group_row0 + r, 2 * sizeof(double));
+        __pipeline_memcpy_async(&dst[k][i], src[k] + at, 2 * sizeof(double));
         continue;
       }
       if (r < group_rows) {
-        __pipeline_memcpy_async(&dst[k][i], src[k] + group_row0 + r, sizeof(double));
+        __pipeline_memcpy_async(&dst[k][i], src[k] + at, sizeof(double));
       } else {
         dst[k][i] = identity(k);
       }
       if (wide) dst[k][i + 1] = identity(k);
     }
   }
+}
+
+// The block's systems of an interleaved batch (whole systems only: kWhole). A group holds
+// per_group systems (several where it is one warp, else one over its W warps); the group's rows
+// are those of its systems one after another, 288 to a warp.
+struct BlockSystems {
+  std::size_t first;  // the block's first system
+  int count;          // its systems (fewer in the last block)
+  int per_group;
+  __device__ explicit BlockSystems(const GroupArgs& g) {
+    per_group = static_cast<int>(g.group_capacity / g.s.n);
+    first = std::size_t{blockIdx.x} * g.groups_per_block * per_group;
+    const std::size_t all = g.s.rows / g.s.n;
+    const std::size_t most = std::size_t(g.groups_per_block) * per_group;
+    count = static_cast<int>(first >= all ? 0 : (all - first < most ? all - first : most));
+  }
+  // Row i of the block's system j: its warp in the block and its row there.
+  __device__ void place(const GroupArgs& g, int j, int i, int& warp, int& row) const {
+    const int q = (j % per_group) * static_cast<int>(g.s.n) + i;
+    warp = (j / per_group) * g.warps + q / kWarpRows;
+    row = q % kWarpRows;
+  }
+};
+
+// Calls f(j, i, warp, row) for row i of each of the block's systems j (warp and row: where it
+// lies in shared memory), consecutive threads taking consecutive systems of one row. Where the
+// block's systems divide its threads, each thread keeps its system and steps through rows
+// without dividing (the divisions cost as much as the solve's arithmetic at n = 256).
+template <typename F>
+__device__ void for_block_rows(const GroupArgs& g, const BlockSystems& b, F&& f) {
+  const int n = static_cast<int>(g.s.n);
+  const int threads = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  if (b.count > 0 && b.count <= threads && threads % b.count == 0) {
+    const int j = t % b.count, step = threads / b.count;
+    const int first_warp = (j / b.per_group) * g.warps;
+    int q = (j % b.per_group) * n + t / b.count;  // the row among the group's rows
+    for (int i = t / b.count; i < n; i += step, q += step) {
+      f(j, i, first_warp + q / kWarpRows, q % kWarpRows);
+    }
+    return;
+  }
+  for (int e = t; e < b.count * n; e += threads) {
+    const int i = e / b.count, j = e - i * b.count;
+    int warp = 0, row = 0;
+    b.place(g, j, i, warp, row);
+    f(j, i, warp, row);
+  }
+}
+
+// load_rows for a block of an interleaved batch: the whole block copies its systems' rows
+// (their contiguous bytes, where a warp of its own would read 8 bytes of every 32). The caller
+// waits for the copies and syncs the block.
+__device__ void load_block_interleaved(const GroupArgs& g, WarpShared* warps, int group_rows,
+                                       int warp_row0, int lane) {
+  const BlockSystems b(g);
+  const double* const src[4] = {g.s.dl, g.s.d, g.s.du, g.s.f};
+  for_block_rows(g, b, [&](int j, int i, int warp, int r) {
+    WarpShared& ws = warps[warp];
+    const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
+    __pipeline_memcpy_async(&ws.in[0][r], src[0] + at, sizeof(double));
+    __pipeline_memcpy_async(&ws.in[1][r], src[1] + at, sizeof(double));
+    __pipeline_memcpy_async(&ws.in[2][r], src[2] + at, sizeof(double));
+    __pipeline_memcpy_async(&ws.f[r], src[3] + at, sizeof(double));
+  });
+  WarpShared& own = warps[threadIdx.x >> 5];
+  const int first_identity = group_rows > warp_row0 ? group_rows - warp_row0 : 0;
+  for (int r = first_identity + lane; r < kWarpRows; r += 32) {
+    own.in[0][r] = 0.0;
+    own.in[1][r] = 1.0;
+    own.in[2][r] = 0.0;
+    own.f[r] = 0.0;
+  }
+}
+
+// The x of such a block, from each warp's staging rows, as load_block_interleaved reads.
+__device__ void store_block_interleaved(const GroupArgs& g, const WarpShared* warps) {
+  const BlockSystems b(g);
+  for_block_rows(g, b, [&](int j, int i, int warp, int r) {
+    const double v = warps[warp].f[r];
+    if (!isfinite(v) && g.s.x_flag != nullptr) flag(g, g.s.x_flag, (b.first + j) * g.s.n + i);
+    g.s.x[std::size_t(i) * g.s.count + b.first + j] = v;
+  });
 }
 
 // The barrier between levels: the block's, or only the warp's where every group is one warp
@@ -253,10 +362,20 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
       x_left = group > 0 ? g.x_sep[group - 1] : 0.0;
     }
   }
-  load_rows(g, ws, group_row0, warp_row0, group_rows, lane);
+  // Interleaved batches: the block reads (and writes) its systems together.
+  const bool block_io = kPass == Pass::kWhole && g.s.count != 0;
+  if (block_io) {
+    load_block_interleaved(g, warps, group_rows, warp_row0, lane);
+  } else {
+    load_rows(g, ws, group_row0, warp_row0, group_rows, lane);
+  }
   __pipeline_commit();
   __pipeline_wait_prior(0);
-  __syncwarp();
+  if (block_io) {
+    __syncthreads();
+  } else {
+    __syncwarp();
+  }
   // Lane level. Couplings across system boundaries are zeroed in shared memory first.
   const int r0 = lane * kLaneRows;
   double* const a = &ws.in[0][r0];
@@ -365,13 +484,19 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
 #pragma unroll
   for (int k = 0; k < Q; ++k) out[r0 + k] = y[k] + sl[k] * xp + sr[k] * xs;
   out[r0 + Q] = xs;
+  if (block_io) {
+    __syncthreads();
+    store_block_interleaved(g, warps);
+    return;
+  }
   __syncwarp();
-  for (int i = lane; i < kWarpRows; i += 32) {
+  RowPlace place(g.s, group_row0 + warp_row0 + lane);
+  for (int i = lane; i < kWarpRows; i += 32, place.advance(g.s, 32)) {
     const int r = warp_row0 + i;
     if (r >= group_rows) break;
     const double v = out[i];
     if (!isfinite(v) && g.s.x_flag != nullptr) flag(g, g.s.x_flag, group_row0 + r);
-    g.s.x[group_row0 + r] = v;
+    g.s.x[place.at(g.s)] = v;
   }
 }
 
@@ -406,7 +531,11 @@ void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t byt
 // The shared memory a launch of launch<kPass, kLone> may ask for, both pivoting variants.
 template <Pass kPass, bool kLone>
 cudaError_t set_limits() {
-  const int most = static_cast<int>(shared_bytes(kMaxGroupWarps, 1));
+  std::size_t bytes = 0;  // the largest block: W warps a group, up to kMaxGroupWarps / W groups
+  for (int w = 1; w <= kMaxGroupWarps; ++w) {
+    bytes = std::max(bytes, shared_bytes(w, std::max(1, kMaxGroupWarps / w)));
+  }
+  const int most = static_cast<int>(bytes);
   for (auto k : {group_spike_kernel<true, kPass, kLone>, group_spike_kernel<false, kPass, kLone>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
@@ -430,6 +559,10 @@ void launch_group_spike(const OnePass& s, int warps, void* stream) {
   const int systems_per_group = warps == 1 ? static_cast<int>(kWarpRows / s.n) : 1;
   g.group_capacity = systems_per_group * s.n;
   g.groups_per_block = g.warps >= kBlockWarps ? 1 : kBlockWarps / g.warps;
+  if (s.count != 0) {  // interleaved: enough systems a block for contiguous bytes in each row
+    const int wanted = (kInterleavedBlockSystems + systems_per_group - 1) / systems_per_group;
+    g.groups_per_block = std::max(g.groups_per_block, std::min(wanted, kMaxGroupWarps / g.warps));
+  }
   const std::size_t systems = s.rows / s.n;
   const std::size_t groups = (systems + systems_per_group - 1) / systems_per_group;
   const std::size_t blocks = (groups + g.groups_per_block - 1) / g.groups_per_block;

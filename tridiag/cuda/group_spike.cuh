@@ -1,5 +1,6 @@
-// One-pass SPIKE for strided batches of small and medium systems (n <= kMaxGroupSystem), and
-// its two passes for larger systems; internal to tridiag/cuda/. See group_spike.cu.
+// One-pass SPIKE for strided and interleaved batches of small and medium systems (n <=
+// kMaxGroupSystem), and its two passes for larger systems; internal to tridiag/cuda/. See
+// group_spike.cu.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,9 @@ struct OnePass {
   unsigned long long* pivot_flag;
   unsigned long long* x_flag;
   std::size_t stride;
+  // 0: the arrays hold the rows in order. Else an interleaved batch of `count` systems of n
+  // rows: row i of system j at i * count + j (the kernels read and write it in place).
+  std::size_t count = 0;
 };
 
 // Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once,

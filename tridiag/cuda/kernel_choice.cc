@@ -26,7 +26,6 @@ KernelChoice choose_spike(BatchLayout layout, std::size_t n, Residence residence
   if (residence == Residence::kStreamed) {
     return {layout == BatchLayout::kStrided ? Kernel::kChunked : Kernel::kUnsupported};
   }
-  if (layout == BatchLayout::kInterleaved) return {Kernel::kInterleaved};
   if (layout == BatchLayout::kRagged && n <= static_cast<std::size_t>(kPartitionRows)) {
     return {Kernel::kSmallSystem};
   }
@@ -83,8 +82,6 @@ std::string_view kernel_name(Kernel kernel) {
       return "group_spike_warps_per_system";
     case Kernel::kSpikeTwoPass:
       return "spike_two_pass";
-    case Kernel::kInterleaved:
-      return "interleaved";
     case Kernel::kChunked:
       return "chunked";
     case Kernel::kWarpReduction:

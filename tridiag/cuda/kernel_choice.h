@@ -20,7 +20,6 @@ enum class Kernel {
   kGroupSpikeSystemsPerWarp,  // group_spike_kernel: a warp holds kWarpRows / n whole systems
   kGroupSpikeWarpsPerSystem,  // group_spike_kernel: a group of ceil(n / kWarpRows) warps a system
   kSpikeTwoPass,  // group_spike_kernel's two passes of lone warps around the separators' system
-  kInterleaved,   // interleaved_kernel: a thread a system
   kChunked,       // the 9-row SPIKE levels, the batch streamed from host memory in chunks
   // cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas.
   kWarpReduction,    // warp_reduction_kernel<A, M>: a warp a system

@@ -9,7 +9,7 @@
 
 namespace stripesolve::tridiag::gpu {
 
-// ---- SPIKE (spike and thomas): group_spike.cu, spike_kernels.cu, interleaved_kernels.cu.
+// ---- SPIKE (spike and thomas): group_spike.cu, spike_kernels.cu.
 
 // A SPIKE partition: 8 interior rows and the separator after them (000 §II). The lanes of
 // group_spike_kernel, the threads of the 9-row levels (spike_kernels.cu) and the CPU's spike

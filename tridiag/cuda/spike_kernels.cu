@@ -7,8 +7,7 @@
 // transpose on the data assigned to one thread block"), so the per-thread sequential solves
 // read conflict-free shared memory and the global traffic stays coalesced. Because every
 // thread's whole partition sits in shared memory, the 1x1/2x2 divergence of diagonal pivoting
-// can no longer scatter global accesses (the problem dynamic tiling solves in 000 §III-B);
-// the interleaved path, which reads global memory directly, uses dynamic tiling.
+// can no longer scatter global accesses (the problem dynamic tiling solves in 000 §III-B).
 //
 // Pass 1 factors each interior in shared memory and solves for f and the two spikes, keeping
 // only the ends (the left spike needs a fifth shared array; the right one lives in registers,

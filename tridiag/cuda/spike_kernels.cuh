@@ -50,10 +50,6 @@ void launch_partition_solve(bool pivoting, const double* dl, const double* d, co
 // Thomas when !pivoting).
 void launch_small_system(bool pivoting, const double* dl, const double* d, const double* du,
                          const double* f, double* x, const LevelArgs& args, void* stream);
-// One thread per system of an interleaved batch, dynamic tiling (000 §III-B).
-void launch_interleaved(bool pivoting, const double* dl, const double* d, const double* du,
-                        const double* f, double* x, std::size_t n, std::size_t count, double* piv,
-                        unsigned char* kinds, double tol, unsigned long long* flags, void* stream);
 
 // Raises the kernels' dynamic shared memory limit to kSharedBytes (once per process).
 cudaError_t set_shared_memory_limits();

@@ -92,7 +92,7 @@ TEST(ResultDeathTest, ValueOfErrorAborts) {
 }
 
 TEST(ResultDeathTest, OkStatusAborts) {
-  EXPECT_DEATH(Result<int>{Status::ok()}, "Result constructed from an OK Status");
+  EXPECT_DEATH((void)Result<int>{Status::ok()}, "Result constructed from an OK Status");
 }
 
 }  // namespace

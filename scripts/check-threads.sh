@@ -4,6 +4,7 @@
 # touched without its mutex, or a REQUIRES(mu_) function called without it, fails the build.
 # Only the annotated code matters, so no tests, benchmarks, examples or CUDA (about 4 minutes on
 # 2 cores; the build stays in build/clang-threads for the next run).
+# scripts/test.sh runs it only without the asan tier, whose clang build runs the same analysis.
 # Usage: scripts/check-threads.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -194,20 +194,28 @@ __device__ void solve_lone_group(const GroupArgs& g, GroupShared& gs, int gi, do
 }
 
 // Where row `row` of the solve lies in the arrays: at `row`, or in an interleaved batch at
-// (row % n) * count + row / n. Walks rows in steps without dividing again.
+// (row % n) * count + row / n. Walks rows in steps without dividing again. A template, so that
+// the strided kernels stay as they were (a run-time test here cost them 10-15%).
+template <bool kInterleaved>
 struct RowPlace {
-  std::size_t system, i;  // interleaved: the system and the row within it; else the row
-  __device__ RowPlace(const OnePass& s, std::size_t row)
-      : system(s.count != 0 ? row / s.n : 0), i(s.count != 0 ? row % s.n : row) {}
+  std::size_t system = 0, i;  // interleaved: the system and the row within it; else the row
+  __device__ RowPlace(const OnePass& s, std::size_t row) : i(row) {
+    if constexpr (kInterleaved) {
+      system = row / s.n;
+      i = row % s.n;
+    }
+  }
   __device__ std::size_t at(const OnePass& s) const {
-    return s.count != 0 ? i * s.count + system : i;
+    if constexpr (kInterleaved) return i * s.count + system;
+    return i;
   }
   __device__ void advance(const OnePass& s, int step) {
     i += step;
-    if (s.count == 0) return;
-    while (i >= s.n) {
-      i -= s.n;
-      ++system;
+    if constexpr (kInterleaved) {
+      while (i >= s.n) {
+        i -= s.n;
+        ++system;
+      }
     }
   }
 };
@@ -216,16 +224,17 @@ struct RowPlace {
 // group's end): 16 bytes a copy where every array's first row is 16-byte aligned, else 8.
 // Against 8 bytes everywhere, the 16-byte copies made spike 3-5% faster and thomas at n = 4096
 // 7% (H100).
+template <bool kInterleaved>
 __device__ void load_rows(const GroupArgs& g, WarpShared& ws, std::size_t group_row0, int warp_row0,
                           int group_rows, int lane) {
   const double* const src[4] = {g.s.dl, g.s.d, g.s.du, g.s.f};
   double* const dst[4] = {ws.in[0], ws.in[1], ws.in[2], ws.f};
   auto identity = [](int k) { return k == 1 ? 1.0 : 0.0; };
   const std::size_t first = group_row0 + warp_row0;
-  bool wide = g.s.count == 0;  // interleaved rows are 8 bytes apiece
+  bool wide = !kInterleaved;  // interleaved rows are 8 bytes apiece
   for (int k = 0; k < 4; ++k) wide &= (reinterpret_cast<std::uintptr_t>(src[k] + first) & 15) == 0;
   const int step = wide ? 2 : 1;
-  RowPlace place(g.s, first + step * lane);
+  RowPlace<kInterleaved> place(g.s, first + step * lane);
   for (int i = step * lane; i < kWarpRows; i += 32 * step, place.advance(g.s, 32 * step)) {
     const int r = warp_row0 + i;
     const std::size_t at = place.at(g.s);
@@ -341,7 +350,7 @@ __device__ void level_barrier(bool lone) {
 // registers a thread: 4 blocks of 4 warps per SM. Forcing 5 or 6 (96 and 80 registers,
 // spilling) was measured slower: spike at n = 256 fell from 42 to 30 and 24 G unknowns/s (H100).
 // kLone: every group is one warp (g.warps == 1).
-template <bool kPivot, Pass kPass, bool kLone>
+template <bool kPivot, Pass kPass, bool kLone, bool kInterleaved>
 __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupArgs g) {
   constexpr bool kFlagPivots = kPass != Pass::kFinish;  // pass 2 meets what pass 1 reported
   extern __shared__ double smem[];
@@ -363,15 +372,15 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     }
   }
   // Interleaved batches: the block reads (and writes) its systems together.
-  const bool block_io = kPass == Pass::kWhole && g.s.count != 0;
-  if (block_io) {
+  constexpr bool block_io = kInterleaved && kPass == Pass::kWhole;
+  if constexpr (block_io) {
     load_block_interleaved(g, warps, group_rows, warp_row0, lane);
   } else {
-    load_rows(g, ws, group_row0, warp_row0, group_rows, lane);
+    load_rows<kInterleaved>(g, ws, group_row0, warp_row0, group_rows, lane);
   }
   __pipeline_commit();
   __pipeline_wait_prior(0);
-  if (block_io) {
+  if constexpr (block_io) {
     __syncthreads();
   } else {
     __syncwarp();
@@ -484,13 +493,13 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
 #pragma unroll
   for (int k = 0; k < Q; ++k) out[r0 + k] = y[k] + sl[k] * xp + sr[k] * xs;
   out[r0 + Q] = xs;
-  if (block_io) {
+  if constexpr (block_io) {
     __syncthreads();
     store_block_interleaved(g, warps);
     return;
   }
   __syncwarp();
-  RowPlace place(g.s, group_row0 + warp_row0 + lane);
+  RowPlace<kInterleaved> place(g.s, group_row0 + warp_row0 + lane);
   for (int i = lane; i < kWarpRows; i += 32, place.advance(g.s, 32)) {
     const int r = warp_row0 + i;
     if (r >= group_rows) break;
@@ -523,8 +532,11 @@ __global__ void form_separators_kernel(WarpEnds e, std::size_t count, double* L,
 
 template <Pass kPass, bool kLone>
 void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes, void* stream) {
-  auto kernel = g.s.pivoting ? group_spike_kernel<true, kPass, kLone>
-                             : group_spike_kernel<false, kPass, kLone>;
+  const bool il = g.s.count != 0;
+  auto kernel = g.s.pivoting ? (il ? group_spike_kernel<true, kPass, kLone, true>
+                                   : group_spike_kernel<true, kPass, kLone, false>)
+                             : (il ? group_spike_kernel<false, kPass, kLone, true>
+                                   : group_spike_kernel<false, kPass, kLone, false>);
   kernel<<<static_cast<unsigned>(blocks), threads, bytes, static_cast<cudaStream_t>(stream)>>>(g);
 }
 
@@ -536,7 +548,10 @@ cudaError_t set_limits() {
     bytes = std::max(bytes, shared_bytes(w, std::max(1, kMaxGroupWarps / w)));
   }
   const int most = static_cast<int>(bytes);
-  for (auto k : {group_spike_kernel<true, kPass, kLone>, group_spike_kernel<false, kPass, kLone>}) {
+  for (auto k : {group_spike_kernel<true, kPass, kLone, false>,
+                 group_spike_kernel<false, kPass, kLone, false>,
+                 group_spike_kernel<true, kPass, kLone, true>,
+                 group_spike_kernel<false, kPass, kLone, true>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
     if (e != cudaSuccess) return e;

@@ -41,8 +41,8 @@ __device__ inline bool better(double v, int r, double best, int best_row) {
   return v > best || (v == best && r < best_row);  // LAPACK's idamax: the first largest
 }
 
-// The block's largest (value, row), in every thread. sv / sr: kWarps entries of shared memory.
-__device__ void block_argmax(double& v, int& r, double* sv, int* sr) {
+// The warp's largest (value, row), in lane 0.
+__device__ void warp_argmax(double& v, int& r) {
   for (int off = 16; off > 0; off >>= 1) {
     const double ov = __shfl_down_sync(~0u, v, off);
     const int orow = __shfl_down_sync(~0u, r, off);
@@ -51,6 +51,11 @@ __device__ void block_argmax(double& v, int& r, double* sv, int* sr) {
       r = orow;
     }
   }
+}
+
+// The block's largest (value, row), in every thread. sv / sr: kWarps entries of shared memory.
+__device__ void block_argmax(double& v, int& r, double* sv, int* sr) {
+  warp_argmax(v, r);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (lane == 0) {
     sv[warp] = v;
@@ -60,14 +65,7 @@ __device__ void block_argmax(double& v, int& r, double* sv, int* sr) {
   if (warp == 0) {
     v = lane < kWarps ? sv[lane] : -1.0;
     r = lane < kWarps ? sr[lane] : INT_MAX;
-    for (int off = 16; off > 0; off >>= 1) {
-      const double ov = __shfl_down_sync(~0u, v, off);
-      const int orow = __shfl_down_sync(~0u, r, off);
-      if (better(ov, orow, v, r)) {
-        v = ov;
-        r = orow;
-      }
-    }
+    warp_argmax(v, r);
     if (lane == 0) {
       sv[0] = v;
       sr[0] = r;

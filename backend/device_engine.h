@@ -24,6 +24,7 @@
 // (naming the call).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,6 +45,11 @@ struct DeviceBlock {
   // Columns [c0, cols) as a block of their own.
   DeviceBlock from_column(int64_t c0) const { return {data + c0 * ld, rows, cols - c0, ld}; }
 };
+
+// Bytes of the columns [c0, c1) of a column-major part with leading dimension `ld`.
+inline size_t column_bytes(int64_t ld, int64_t c0, int64_t c1) {
+  return sizeof(double) * static_cast<size_t>(ld) * static_cast<size_t>(c1 - c0);
+}
 
 // A permutation of columns: for p < count, column first + pairs[2p] receives (old) column
 // first + pairs[2p + 1]. `pairs` is in device memory.

@@ -14,10 +14,6 @@
 namespace stripesolve::backend {
 namespace {
 
-size_t column_bytes(int64_t ld, int64_t c0, int64_t c1) {
-  return sizeof(double) * static_cast<size_t>(ld) * static_cast<size_t>(c1 - c0);
-}
-
 void permute(double* a, int64_t ld, int64_t rows, const ColumnPermutation& p) {
   std::vector<double> tmp(static_cast<size_t>(rows * p.count));
   for (int64_t q = 0; q < p.count; ++q) {

@@ -9,15 +9,13 @@
 #include <gtest/gtest.h>
 
 #include "cache/stripe_cache.h"
+#include "cache/test_parts.h"
 
 namespace stripesolve::cache {
 namespace {
 
-constexpr uint64_t kPart = 2 * kExtentAlignment;
-
-PartRequest j_request(int64_t stripe) {
-  return PartRequest{stripe, 0, kPart, CellState::kWaitElimJ, 0, 1, 0};
-}
+using testing::j_request;
+using testing::kPart;
 
 std::vector<int64_t> stripes_of(const std::vector<IoWork>& batch, IoWork::Kind kind) {
   std::vector<int64_t> out;

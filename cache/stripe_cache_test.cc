@@ -9,10 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include "cache/test_parts.h"
+
 namespace stripesolve::cache {
 namespace {
 
-constexpr uint64_t kPart = 2 * kExtentAlignment;  // every test part: 1024 doubles
+using testing::j_request;
+using testing::kPart;
 
 // A stand-in for the scheduler's I/O role over an in-memory "disk": one double array per stripe.
 class FakeIo {
@@ -53,10 +56,6 @@ class FakeIo {
   std::vector<int64_t> uploads_;
   std::thread thread_;
 };
-
-PartRequest j_request(int64_t stripe, int64_t col = 0) {
-  return PartRequest{stripe, col, kPart, CellState::kWaitElimJ, 0, 1, 0};
-}
 
 // Runs elim.I on stripe s (eliminating [s, s + 1)) for one J stripe that will need it: download,
 // eliminate, finish; the cell is stuck until that J stripe is done with it.

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/job_manager.h"
+#include "daemon/wait_terminal.h"
 
 namespace stripesolve::daemon {
 namespace {
@@ -50,10 +51,6 @@ JobRegistry registry_with(Blocker& blocker, std::atomic<int>* runs = nullptr) {
   r.add("batch", Lane::kTridiag,
         [](JobContext&) -> Result<nlohmann::json> { return nlohmann::json::object(); });
   return r;
-}
-
-void wait_terminal(const std::shared_ptr<Job>& job) {
-  for (int i = 0; i < 5000 && !is_terminal(job->state()); ++i) std::this_thread::sleep_for(1ms);
 }
 
 TEST(JobJournalTest, RecordsSurviveReopenAndIdsAreNeverReused) {

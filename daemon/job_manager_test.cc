@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/wait_terminal.h"
+
 namespace stripesolve::daemon {
 namespace {
 
@@ -45,10 +47,6 @@ JobRegistry registry_with(Gate& gate) {
     return Status::numerical("zero pivot in row 7");
   });
   return r;
-}
-
-void wait_terminal(const std::shared_ptr<Job>& job) {
-  for (int i = 0; i < 5000 && !is_terminal(job->state()); ++i) std::this_thread::sleep_for(1ms);
 }
 
 TEST(JobManagerTest, RunsJobsAndReportsResults) {

@@ -12,8 +12,8 @@ namespace stripesolve::storage {
 
 namespace {
 
-constexpr uint32_t kMagic = 0x52505353;  // "SSPR" little-endian
-constexpr size_t kFrameBytes = 12;       // magic, length, CRC
+constexpr uint32_t kRecordMagic = 0x52505353;  // "SSPR" little-endian
+constexpr size_t kFrameBytes = 12;             // magic, length, CRC
 
 void put_u32(std::vector<std::byte>& out, uint32_t v) {
   for (int k = 0; k < 4; ++k) out.push_back(static_cast<std::byte>((v >> (8 * k)) & 0xff));
@@ -30,7 +30,7 @@ uint32_t get_u32(const std::byte* p) {
 std::vector<std::byte> ProgressLog::frame(std::span<const std::byte> payload) {
   std::vector<std::byte> out;
   out.reserve(payload.size() + kFrameBytes);
-  put_u32(out, kMagic);
+  put_u32(out, kRecordMagic);
   put_u32(out, static_cast<uint32_t>(payload.size()));
   out.insert(out.end(), payload.begin(), payload.end());
   put_u32(out, crc32c(out));
@@ -65,7 +65,7 @@ Result<std::unique_ptr<ProgressLog>> ProgressLog::open(const std::string& path, 
   while (bytes.size() - pos >= kFrameBytes) {
     const std::byte* p = bytes.data() + pos;
     const uint64_t len = get_u32(p + 4);
-    if (get_u32(p) != kMagic || len > bytes.size() - pos - kFrameBytes) break;
+    if (get_u32(p) != kRecordMagic || len > bytes.size() - pos - kFrameBytes) break;
     if (crc32c_extend(0, p, 8 + len) != get_u32(p + 8 + len)) break;
     if (records != nullptr) records->emplace_back(p + 8, p + 8 + len);
     pos += kFrameBytes + len;

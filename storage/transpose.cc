@@ -8,16 +8,14 @@
 namespace stripesolve::storage {
 namespace {
 
-constexpr int64_t kTile = 32;  // 32 x 32 doubles: 8 KiB, two tiles fit L1
-
 template <int kItem, bool kBig>
 void rows_to_columns_tiled(const unsigned char* src, int64_t r0, int64_t r1, int64_t cols,
                            double* dst, int64_t ld) {
   const ElementEncoding e{kItem, kBig};
-  for (int64_t rt = r0; rt < r1; rt += kTile) {
-    const int64_t re = std::min(r1, rt + kTile);
-    for (int64_t ct = 0; ct < cols; ct += kTile) {
-      const int64_t ce = std::min(cols, ct + kTile);
+  for (int64_t rt = r0; rt < r1; rt += kTransposeTile) {
+    const int64_t re = std::min(r1, rt + kTransposeTile);
+    for (int64_t ct = 0; ct < cols; ct += kTransposeTile) {
+      const int64_t ce = std::min(cols, ct + kTransposeTile);
       for (int64_t c = ct; c < ce; ++c) {
         double* d = dst + c * ld;
         const unsigned char* s = src + (c * kItem);
@@ -48,7 +46,7 @@ void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t
 
 void rows_to_columns(const unsigned char* src, int64_t rows, int64_t cols, ElementEncoding e,
                      double* dst, int64_t ld) {
-  parallel_for(rows, kTile, [&](int64_t r0, int64_t r1) {
+  parallel_for(rows, kTransposeTile, [&](int64_t r0, int64_t r1) {
     if (e.item_bytes == 8) {
       e.big_endian ? rows_to_columns_tiled<8, true>(src, r0, r1, cols, dst, ld)
                    : rows_to_columns_tiled<8, false>(src, r0, r1, cols, dst, ld);
@@ -60,11 +58,11 @@ void rows_to_columns(const unsigned char* src, int64_t rows, int64_t cols, Eleme
 }
 
 void columns_to_rows(const double* src, int64_t ld, int64_t rows, int64_t cols, double* dst) {
-  parallel_for(rows, kTile, [&](int64_t r0, int64_t r1) {
-    for (int64_t rt = r0; rt < r1; rt += kTile) {
-      const int64_t re = std::min(r1, rt + kTile);
-      for (int64_t ct = 0; ct < cols; ct += kTile) {
-        const int64_t ce = std::min(cols, ct + kTile);
+  parallel_for(rows, kTransposeTile, [&](int64_t r0, int64_t r1) {
+    for (int64_t rt = r0; rt < r1; rt += kTransposeTile) {
+      const int64_t re = std::min(r1, rt + kTransposeTile);
+      for (int64_t ct = 0; ct < cols; ct += kTransposeTile) {
+        const int64_t ce = std::min(cols, ct + kTransposeTile);
         for (int64_t r = rt; r < re; ++r) {
           double* d = dst + r * cols;
           for (int64_t c = ct; c < ce; ++c) d[c] = src[r + c * ld];

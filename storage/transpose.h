@@ -13,6 +13,10 @@
 
 namespace stripesolve::storage {
 
+// The side of the square tiles the transposes move: 32 x 32 doubles (8 KiB), so a tile of the
+// source and one of the destination fit L1.
+inline constexpr int64_t kTransposeTile = 32;
+
 // How the elements of a file are encoded.
 struct ElementEncoding {
   int item_bytes = 8;  // 8 (float64) or 4 (float32)

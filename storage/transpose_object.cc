@@ -16,7 +16,6 @@
 namespace stripesolve::storage {
 namespace {
 
-constexpr int64_t kTile = 32;  // 32 x 32 doubles: 8 KiB, a tile of A and one of A^T fit L1
 constexpr uint64_t kMinStream = 2 * kAlignment;
 
 uint64_t largest_stripe_bytes(const StripeGeometry& g) {
@@ -65,11 +64,11 @@ class Group {
     const int64_t first = std::max(e0 / h, col_begin_);
     const int64_t last = std::min((e0 + count - 1) / h + 1, col_end_);
     if (last <= first) return;
-    parallel_for(last - first, kTile, [&](int64_t b, int64_t e) {
-      for (int64_t ct = first + b; ct < first + e; ct += kTile) {
-        const int64_t ce = std::min(first + e, ct + kTile);
-        for (int64_t qt = 0; qt < h; qt += kTile) {
-          const int64_t qe = std::min(h, qt + kTile);
+    parallel_for(last - first, kTransposeTile, [&](int64_t b, int64_t e) {
+      for (int64_t ct = first + b; ct < first + e; ct += kTransposeTile) {
+        const int64_t ce = std::min(first + e, ct + kTransposeTile);
+        for (int64_t qt = 0; qt < h; qt += kTransposeTile) {
+          const int64_t qe = std::min(h, qt + kTransposeTile);
           for (int64_t c = ct; c < ce; ++c) {
             const int64_t q0 = std::max(qt, e0 - c * h);
             const int64_t q1 = std::min(qe, e0 + count - c * h);

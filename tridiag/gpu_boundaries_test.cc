@@ -12,40 +12,30 @@
 
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
+#include "tridiag/gpu_test_batch.h"
 #include "tridiag/lapack_reference.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                              \
-  if (!gpu_available())                                                 \
-  GTEST_SKIP() << "no CUDA device (or a build without CUDA): GPU path " \
-                  "not tested here"
-
 // Both sides of every limit: the ragged single system (9), a warp's rows a lane (32 .. 256),
 // a one-warp SPIKE group (288), the block sizes (512 .. 4096) and SPIKE's one pass (4608).
-constexpr std::size_t kSizes[] = {9,   10,  32,  33,   64,   65,   128,  129,  256,  257,  288,
-                                  289, 512, 513, 1024, 1025, 2048, 2049, 4096, 4097, 4608, 4609};
+constexpr std::size_t kBoundarySizes[] = {9,    10,   32,   33,   64,   65,  128,  129,
+                                          256,  257,  288,  289,  512,  513, 1024, 1025,
+                                          2048, 2049, 4096, 4097, 4608, 4609};
 constexpr std::size_t kSystems = 3;  // a few a size: the boundaries, not the grid, are tested
 
 constexpr Algorithm kGpuAlgorithms[] = {
     Algorithm::kSpike, Algorithm::kThomas,    Algorithm::kCr,         Algorithm::kPcr,
     Algorithm::kCrPcr, Algorithm::kPcrThomas, Algorithm::kCrPcrThomas};
 
-struct Batch {
-  std::vector<double> dl, d, du, f;
-};
-
-Batch diagonally_dominant_batch(const std::vector<std::size_t>& sizes, std::uint64_t seed) {
-  Batch b;
+StridedSystems diagonally_dominant_batch(const std::vector<std::size_t>& sizes,
+                                         std::uint64_t seed) {
+  StridedSystems b;
   for (std::size_t j = 0; j < sizes.size(); ++j) {
-    const TridiagonalMatrix m = diagonally_dominant_matrix(sizes[j], seed + 31 * j);
-    const std::vector<double> f = random_vector(sizes[j], seed + 31 * j + 7);
-    b.dl.insert(b.dl.end(), m.dl.begin(), m.dl.end());
-    b.d.insert(b.d.end(), m.d.begin(), m.d.end());
-    b.du.insert(b.du.end(), m.du.begin(), m.du.end());
-    b.f.insert(b.f.end(), f.begin(), f.end());
+    b.append(diagonally_dominant_matrix(sizes[j], seed + 31 * j),
+             random_vector(sizes[j], seed + 31 * j + 7));
   }
   return b;
 }
@@ -60,7 +50,7 @@ bool is_spike_family(Algorithm a) {
 // well conditioned) and not zero, and no system solved again on the CPU (which would hide a
 // wrong kernel).
 void expect_like_lapack(Algorithm alg, BatchLayout layout, const std::vector<std::size_t>& sizes) {
-  const Batch b = diagonally_dominant_batch(sizes, 1000 + sizes[0]);
+  const StridedSystems b = diagonally_dominant_batch(sizes, 1000 + sizes[0]);
   BatchShape shape{layout, sizes[0], sizes.size(), {}};
   if (layout == BatchLayout::kRagged) shape.sizes = sizes;
   std::vector<double> x(b.f.size()), xc(b.f.size());
@@ -99,7 +89,7 @@ void expect_like_lapack(Algorithm alg, BatchLayout layout, const std::vector<std
 TEST(GpuBoundariesTest, StridedBatchesOnEachSideOfEveryLimit) {
   SKIP_WITHOUT_GPU();
   for (Algorithm alg : kGpuAlgorithms) {
-    for (std::size_t n : kSizes) {
+    for (std::size_t n : kBoundarySizes) {
       if (!is_spike_family(alg) && n > 4096) continue;  // the next test
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
       expect_like_lapack(alg, BatchLayout::kStrided, std::vector<std::size_t>(kSystems, n));
@@ -124,7 +114,7 @@ TEST(GpuBoundariesTest, CrFamilyBeyondItsLimitIsUnimplemented) {
     if (is_spike_family(alg)) continue;
     for (std::size_t n : {4097, 4608, 4609}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
-      const Batch b = diagonally_dominant_batch(std::vector<std::size_t>(kSystems, n), 5);
+      const StridedSystems b = diagonally_dominant_batch(std::vector<std::size_t>(kSystems, n), 5);
       std::vector<double> x(b.f.size());
       GpuOptions options;
       options.solve.algorithm = alg;

@@ -16,31 +16,19 @@
 #include "gpu/devices.h"
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
+#include "tridiag/gpu_test_batch.h"
 #include "tridiag/lapack_reference.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                              \
-  if (!gpu_available())                                                 \
-  GTEST_SKIP() << "no CUDA device (or a build without CUDA): GPU path " \
-                  "not tested here"
-
-struct Batch {
-  std::vector<double> dl, d, du, f;
-};
-
-Batch make_batch(const std::vector<std::size_t>& sizes, int type) {
-  Batch b;
+StridedSystems make_batch(const std::vector<std::size_t>& sizes, int type) {
+  StridedSystems b;
   for (std::size_t j = 0; j < sizes.size(); ++j) {
-    TridiagonalMatrix m = type == 0 ? diagonally_dominant_matrix(sizes[j], 17 * j + 1)
-                                    : stability_matrix(type, sizes[j], 17 * j + 1);
-    std::vector<double> f = random_vector(sizes[j], 5 * j + 2);
-    b.dl.insert(b.dl.end(), m.dl.begin(), m.dl.end());
-    b.d.insert(b.d.end(), m.d.begin(), m.d.end());
-    b.du.insert(b.du.end(), m.du.begin(), m.du.end());
-    b.f.insert(b.f.end(), f.begin(), f.end());
+    b.append(type == 0 ? diagonally_dominant_matrix(sizes[j], 17 * j + 1)
+                       : stability_matrix(type, sizes[j], 17 * j + 1),
+             random_vector(sizes[j], 5 * j + 2));
   }
   return b;
 }
@@ -54,7 +42,7 @@ std::vector<double> interleave(const std::vector<double>& v, std::size_t n, std:
 }
 
 // Residual of each system (strided order); the largest.
-double max_residual(const Batch& b, const std::vector<std::size_t>& sizes,
+double max_residual(const StridedSystems& b, const std::vector<std::size_t>& sizes,
                     const std::vector<double>& x) {
   double worst = 0;
   std::size_t o = 0;
@@ -66,7 +54,7 @@ double max_residual(const Batch& b, const std::vector<std::size_t>& sizes,
 }
 
 void compare(Algorithm alg, const std::vector<std::size_t>& sizes, int type, BatchLayout layout) {
-  Batch b = make_batch(sizes, type);
+  StridedSystems b = make_batch(sizes, type);
   const std::size_t rows = b.f.size();
   BatchShape shape{layout, sizes[0], sizes.size(), {}};
   if (layout == BatchLayout::kRagged) shape.sizes = sizes;
@@ -134,9 +122,9 @@ TEST(GpuTest, InterleavedBatches) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
       const std::size_t m = 300;
       const std::vector<std::size_t> sizes(m, n);
-      Batch b = make_batch(sizes, alg == Algorithm::kSpike ? 1 : 0);
-      const Batch il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
-                     interleave(b.f, n, m)};
+      StridedSystems b = make_batch(sizes, alg == Algorithm::kSpike ? 1 : 0);
+      const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
+                              interleave(b.f, n, m)};
       std::vector<double> xg(m * n), x(m * n), xc(m * n);
       SolveOptions opt;
       opt.algorithm = alg;
@@ -200,7 +188,7 @@ void expect_stability_suite_within_ten_times_cpu(std::size_t n, std::size_t coun
   for (int type = 1; type <= kStabilityTypes; ++type) {
     SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
     const std::vector<std::size_t> sizes(count, n);
-    Batch b = make_batch(sizes, type);
+    StridedSystems b = make_batch(sizes, type);
     std::vector<double> xc(n * count), xg(n * count);
     BatchShape shape{BatchLayout::kStrided, n, count, {}};
     SolveOptions opt;
@@ -238,7 +226,7 @@ TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
       {600, 3}, {600, 8}, {600, 287}, {600, 599}, {3000, 1151}, {3000, 1152}, {3000, 2999}};
   for (auto [n, bad_row] : cases) {
     SCOPED_TRACE("n=" + std::to_string(n) + " row " + std::to_string(bad_row));
-    Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+    StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
     const std::size_t o = 3 * n + bad_row;
     b.d[o] = std::numeric_limits<double>::quiet_NaN();
     std::vector<double> x(n * count);
@@ -270,7 +258,7 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
       for (bool pivot : {true, false}) {
         SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n) + " row " +
                      std::to_string(bad_row) + (pivot ? " (pivot)" : " (right-hand side)"));
-        Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+        StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
         const std::size_t o = 2 * n + bad_row;
         if (pivot) {
           b.d[o] = std::numeric_limits<double>::quiet_NaN();
@@ -315,7 +303,7 @@ TEST(GpuTest, TwoPassBreakdownNamesTheRow) {
        {std::size_t{100003}, std::size_t{288 * 10 + 287}, std::size_t{288 * 288 * 3 - 1}, n - 1}) {
     for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " row " + std::to_string(bad_row));
-      Batch b = make_batch({n}, 0);
+      StridedSystems b = make_batch({n}, 0);
       b.d[bad_row] = std::numeric_limits<double>::quiet_NaN();
       std::vector<double> x(n);
       BatchShape shape{BatchLayout::kStrided, n, 1, {}};
@@ -373,7 +361,7 @@ TEST(GpuTest, PcrFamilyOnToeplitzSystemsFallsBackOrWarns) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 512, count = 8;
   const std::vector<std::size_t> toeplitz = {2, 5};
-  Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+  StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
   const TridiagonalMatrix t = toeplitz_matrix(n, 1.0, 1e-8, 1.0);
   for (std::size_t j : toeplitz) {
     std::copy(t.dl.begin(), t.dl.end(), b.dl.begin() + static_cast<std::ptrdiff_t>(j * n));
@@ -432,7 +420,7 @@ TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
   SKIP_WITHOUT_GPU();
   const std::vector<std::size_t> sizes = {1,  2,   3,   5,   8,    9,    17,
                                           64, 100, 255, 512, 1000, 4097, 20000};
-  Batch b;
+  StridedSystems b;
   std::vector<std::size_t> offsets = {0};
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     const TridiagonalMatrix m = j % 2 == 1 ? toeplitz_matrix(sizes[j], 1.0, 1e-8, 1.0)
@@ -471,7 +459,7 @@ TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
 TEST(GpuTest, NonFiniteSolutionIsCaughtAndSolvedAgain) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 300, count = 6;
-  Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+  StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
   b.d[3 * n] = 0.0;  // system 3 starts with a zero pivot; [[0, c], [a, d]] is nonsingular
   const BatchShape shape{BatchLayout::kStrided, n, count, {}};
   for (Algorithm alg : {Algorithm::kThomas, Algorithm::kPcr}) {
@@ -499,20 +487,20 @@ TEST(GpuTest, NonFiniteSolutionIsCaughtAndSolvedAgain) {
 TEST(GpuTest, AllGoodBatchReportsNoFallback) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 1000, count = 64;
-  Batch b = make_batch(std::vector<std::size_t>(count, n), 0);
+  StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
   std::vector<std::size_t> sizes;
   for (std::size_t j = 0; j < count; ++j) sizes.push_back(1 + 31 * j);
-  Batch ragged = make_batch(sizes, 0);
-  const Batch il{interleave(b.dl, n, count), interleave(b.d, n, count), interleave(b.du, n, count),
-                 interleave(b.f, n, count)};
+  StridedSystems ragged = make_batch(sizes, 0);
+  const StridedSystems il{interleave(b.dl, n, count), interleave(b.d, n, count),
+                          interleave(b.du, n, count), interleave(b.f, n, count)};
   for (BatchLayout layout :
        {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
     for (Algorithm alg : {Algorithm::kAuto, Algorithm::kThomas}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " layout " +
                    std::to_string(static_cast<int>(layout)));
-      const Batch& in = layout == BatchLayout::kRagged        ? ragged
-                        : layout == BatchLayout::kInterleaved ? il
-                                                              : b;
+      const StridedSystems& in = layout == BatchLayout::kRagged        ? ragged
+                                 : layout == BatchLayout::kInterleaved ? il
+                                                                       : b;
       BatchShape shape{layout, n, count, {}};
       if (layout == BatchLayout::kRagged) shape.sizes = sizes;
       std::vector<double> x(in.f.size());
@@ -567,7 +555,7 @@ TEST(GpuTest, DeviceCheckMatchesTheCpuBackwardError) {
       if (layout == BatchLayout::kRagged) {
         for (std::size_t j = 0; j < count; ++j) sizes[j] = n + j % 3;
       }
-      Batch b = make_batch(sizes, 1);
+      StridedSystems b = make_batch(sizes, 1);
       std::vector<double> x(b.f.size());
       SolveOptions gepp;
       gepp.algorithm = Algorithm::kGepp;
@@ -686,7 +674,7 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   for (std::size_t j = 0; j < 41; ++j) ragged.push_back(100 + 97 * j);
   for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kRagged}) {
     const std::vector<std::size_t>& sizes = layout == BatchLayout::kStrided ? strided : ragged;
-    Batch b = make_batch(sizes, 0);
+    StridedSystems b = make_batch(sizes, 0);
     BatchShape shape{layout, sizes[0], sizes.size(), {}};
     if (layout == BatchLayout::kRagged) shape.sizes = sizes;
     std::vector<double> one(b.f.size()), two(b.f.size());

@@ -16,7 +16,7 @@ namespace stripesolve::tridiag {
 namespace {
 
 // Systems one after another, each with its LAPACK residual.
-struct Batch {
+struct RaggedBatch {
   std::vector<std::size_t> sizes;
   std::vector<double> dl, d, du, f, lapack;
 
@@ -53,11 +53,11 @@ struct Batch {
 };
 
 // Sizes odd and even, below and above the hybrids' and spike's thresholds.
-const std::size_t kSizes[] = {2, 3, 5, 8, 9, 64, 100, 255, 512};
+const std::size_t kMixedSizes[] = {2, 3, 5, 8, 9, 64, 100, 255, 512};
 
-Batch named_batch(bool near_singular) {
-  Batch b;
-  for (std::size_t n : kSizes) {
+RaggedBatch named_batch(bool near_singular) {
+  RaggedBatch b;
+  for (std::size_t n : kMixedSizes) {
     b.add(near_singular ? near_singular_matrix(n, n) : toeplitz_matrix(n, 1.0, 1e-8, 1.0), n + 7);
   }
   return b;
@@ -81,7 +81,7 @@ std::string describe(const SolveOptions& o) {
          (o.fallback ? " with fallback" : "");
 }
 
-void expect_within_ten_times_lapack_or_warned(const Batch& b) {
+void expect_within_ten_times_lapack_or_warned(const RaggedBatch& b) {
   for (const SolveOptions& opt : every_request()) {
     SCOPED_TRACE(describe(opt));
     std::vector<double> x;
@@ -124,7 +124,7 @@ TEST(QualityTest, NearlySingularEveryAlgorithm) {
 }
 
 TEST(QualityTest, OnlyTheAffectedSystemsFallBack) {
-  Batch b;
+  RaggedBatch b;
   b.add(diagonally_dominant_matrix(50, 1), 2);
   b.add(toeplitz_matrix(40, 1.0, 1e-8, 1.0), 3);
   b.add(diagonally_dominant_matrix(30, 4), 5);
@@ -195,7 +195,7 @@ TEST(QualityTest, InterleavedFallbackWritesItsSystemOnly) {
 // solver" is gepp with one system's solution spoiled: only that system is solved again, the
 // others keep their bits; without the fallback it is a warning and nothing changes.
 TEST(QualityTest, CheckingAnotherSolversSolutionFallsBackPerSystem) {
-  Batch b;
+  RaggedBatch b;
   for (std::uint64_t k = 0; k < 4; ++k)
     b.add(stability_matrix(1, 33 + k, 10 + k), 20 + k);  // U(-1,1)
   std::vector<double> good;
@@ -260,7 +260,7 @@ TEST(QualityTest, CheckingAnInterleavedSolutionScattersTheRedoneSystem) {
 }
 
 TEST(QualityTest, ExplicitAlgorithmWarnsNamingTheCause) {
-  Batch b;
+  RaggedBatch b;
   b.add(diagonally_dominant_matrix(64, 1), 2);
   b.add(toeplitz_matrix(512, 1.0, 1e-8, 1.0), 3);
   SolveOptions opt;

@@ -18,12 +18,12 @@
 namespace stripesolve::tridiag {
 namespace {
 
-constexpr double kEps = std::numeric_limits<double>::epsilon();
+constexpr double kMachineEps = std::numeric_limits<double>::epsilon();
 
 template <bool kPivot>
 int solve_on_emulated_warp(gpu::WarpSystem& s) {
   return run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {
-    return gpu::warp_level_solve<kPivot>(s, lane, kEps, warp);
+    return gpu::warp_level_solve<kPivot>(s, lane, kMachineEps, warp);
   });
 }
 
@@ -81,7 +81,7 @@ TEST(WarpSolvesTest, ThomasOnDominantSystemsMatchesLapack) {
     ASSERT_EQ(solve_on_emulated_warp<false>(s), -1);
     for (int c = 0; c < 3; ++c) {
       SCOPED_TRACE("trial " + std::to_string(trial) + " column " + std::to_string(c));
-      EXPECT_LE(backward_error(in, s, c), 4 * kEps);
+      EXPECT_LE(backward_error(in, s, c), 4 * kMachineEps);
       EXPECT_LE(difference_from_lapack(in, s, c), 1e-13);
     }
   }
@@ -99,7 +99,7 @@ TEST(WarpSolvesTest, PivotingOnRandomSystemsIsBackwardStable) {
     if (bad >= 0) continue;  // an exactly singular pivot of the whole system (none expected)
     for (int c = 0; c < 3; ++c) worst = std::max(worst, backward_error(in, s, c));
   }
-  EXPECT_LE(worst, 32 * kEps);
+  EXPECT_LE(worst, 32 * kMachineEps);
   EXPECT_GT(worst, 0.0);
 }
 
@@ -134,9 +134,9 @@ TEST(WarpSolvesTest, ShiftedSplitCatchesMostEvenSplitMisses) {
       for (int c = 0; c < 3; ++c) std::copy(s.Z[c], s.Z[c] + 32, s.rhs[c]);
       run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {
         if (k == 0) {
-          gpu::split_solve<true, gpu::EvenSplit>(s, lane, kEps, warp);
+          gpu::split_solve<true, gpu::EvenSplit>(s, lane, kMachineEps, warp);
         } else {
-          gpu::split_solve<true, gpu::ShiftedSplit>(s, lane, kEps, warp);
+          gpu::split_solve<true, gpu::ShiftedSplit>(s, lane, kMachineEps, warp);
         }
         const bool ok = gpu::warp_level_accurate(s, lane, warp);
         if (lane == 0) accurate[k] = ok;
@@ -164,7 +164,7 @@ TEST(WarpSolvesTest, SingularPartitionFallsBackToTheWholeSystem) {
   gpu::WarpSystem s = in;
   EXPECT_EQ(solve_on_emulated_warp<true>(s), -1);
   for (int c = 0; c < 3; ++c) {
-    EXPECT_LE(backward_error(in, s, c), 32 * kEps) << "column " << c;
+    EXPECT_LE(backward_error(in, s, c), 32 * kMachineEps) << "column " << c;
     EXPECT_LE(difference_from_lapack(in, s, c), 1e-10) << "column " << c;
   }
 }

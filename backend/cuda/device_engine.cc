@@ -45,11 +45,6 @@ uint64_t align_up(uint64_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
-// Bytes of one column range [c0, c1) of a part with `rows` rows.
-size_t column_bytes(int64_t rows, int64_t c0, int64_t c1) {
-  return sizeof(double) * static_cast<size_t>(rows) * static_cast<size_t>(c1 - c0);
-}
-
 class CudaLane final : public DeviceLane {
  public:
   CudaLane(int device, int64_t rows, int64_t cols, PivotMode mode, int64_t j_rows, int64_t k_rows)

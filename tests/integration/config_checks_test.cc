@@ -12,14 +12,11 @@
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/integration/npy_files.h"
+#include "tests/integration/processes.h"
 
 namespace stripesolve::testing {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // Runs `stripesolved --config <yaml> --check-config`; returns its exit code and stderr + stdout.
 std::pair<int, std::string> check_config(const std::string& dir, const std::string& yaml) {
@@ -28,13 +25,7 @@ std::pair<int, std::string> check_config(const std::string& dir, const std::stri
   const int st = std::system((std::string(STRIPESOLVE_DAEMON_BINARY) + " --config " + file +
                               " --check-config > " + out + " 2>&1")
                                  .c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_text(out)};
-}
-
-nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
-  auto r = client::run_job(c, job);
-  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-  return r.is_ok() ? *r : nlohmann::json::object();
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(out)};
 }
 
 // Names of 122-128 characters could be created but never solved: "NAME.lu.row" did not fit.
@@ -42,20 +33,20 @@ TEST(ConfigChecks, MatrixNamesLeaveRoomForTheirFactors) {
   DaemonFixture d;
   auto c = d.connect();
   const std::string longest(119, 'n');
-  auto too_long = run(*c, {{"type", "matrix_create"}, {"name", longest + "x"}, {"n", 10}});
+  auto too_long = run_ok(*c, {{"type", "matrix_create"}, {"name", longest + "x"}, {"n", 10}});
   EXPECT_EQ(too_long["state"], "FAILED");
   EXPECT_EQ(too_long["error"]["message"],
             "matrix name '" + longest +
                 "x' has 120 characters; matrix names have at most 119, so "
                 "that the names of their factors (NAME.lu.<pivot>) fit in 128");
   ASSERT_EQ(
-      run(*c, {{"type", "matrix_create"}, {"name", longest}, {"n", 40}, {"seed", 3}})["state"],
+      run_ok(*c, {{"type", "matrix_create"}, {"name", longest}, {"n", 40}, {"seed", 3}})["state"],
       "COMPLETED");
   for (const char* pivot : {"row", "local", "none"}) {
-    auto solved = run(*c, {{"type", "dense_solve"},
-                           {"matrix", longest},
-                           {"pivot", pivot},
-                           {"rhs", {{"generate", "ones"}, {"nrhs", 1}}}});
+    auto solved = run_ok(*c, {{"type", "dense_solve"},
+                              {"matrix", longest},
+                              {"pivot", pivot},
+                              {"rhs", {{"generate", "ones"}, {"nrhs", 1}}}});
     EXPECT_EQ(solved["state"], "COMPLETED") << pivot << ": " << solved.dump();
   }
 }
@@ -67,7 +58,7 @@ TEST(ConfigChecks, UsageErrorsExitTwoAndNameTheWord) {
   const int daemon_status =
       std::system((std::string(STRIPESOLVE_DAEMON_BINARY) + " --bogus > " + out + " 2>&1").c_str());
   EXPECT_EQ(WEXITSTATUS(daemon_status), 2);
-  EXPECT_NE(read_text(out).find("--bogus"), std::string::npos) << read_text(out);
+  EXPECT_NE(read_file(out).find("--bogus"), std::string::npos) << read_file(out);
   Cli cli(d);
   EXPECT_EQ(cli.run("frobnicate"), 2);
   EXPECT_NE(cli.out().find("unknown command 'frobnicate' (one of: solve, submit, tridiag"),
@@ -107,7 +98,8 @@ TEST(ConfigChecks, ADuplicatedYamlKeyFailsTheConfigCheck) {
 TEST(ConfigChecks, AnObjectWithACorruptManifestIsListedAndRemovable) {
   DaemonFixture d;
   auto c = d.connect();
-  ASSERT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
+  ASSERT_EQ(run_ok(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"],
+            "COMPLETED");
   const std::string manifest = d.dir() + "/store/objects/M/manifest.json";
   std::ofstream(manifest) << "{\"format\": \"stripesolve-object\", truncated";
   auto list = client::list_matrices(*c);
@@ -118,10 +110,11 @@ TEST(ConfigChecks, AnObjectWithACorruptManifestIsListedAndRemovable) {
   EXPECT_EQ(m["state"], "corrupt");
   EXPECT_EQ(m["problem"], "manifest " + manifest + ": not valid JSON");
   EXPECT_EQ(client::show_matrix(*c, "M").status().code(), StatusCode::kCorruption);
-  auto rm = run(*c, {{"type", "matrix_delete"}, {"name", "M"}});
+  auto rm = run_ok(*c, {{"type", "matrix_delete"}, {"name", "M"}});
   EXPECT_EQ(rm["state"], "COMPLETED") << rm.dump();
   EXPECT_TRUE(client::list_matrices(*c)->empty());
-  EXPECT_EQ(run(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"], "COMPLETED");
+  EXPECT_EQ(run_ok(*c, {{"type", "matrix_create"}, {"name", "M"}, {"n", 30}})["state"],
+            "COMPLETED");
 }
 
 }  // namespace

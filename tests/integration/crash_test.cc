@@ -38,6 +38,7 @@
 #include "scheduler/factor_progress.h"
 #include "storage/progress_log.h"
 #include "tests/integration/npy_files.h"
+#include "tests/integration/processes.h"
 
 extern char** environ;
 
@@ -60,27 +61,6 @@ pid_t spawn(std::vector<std::string> args, const std::string& stderr_path = "") 
   const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   return rc == 0 ? pid : -1;
-}
-
-// Waits for `pid` to exit (up to 120 s, then SIGKILL); returns its wait status or -1.
-int wait_exit(pid_t pid) {
-  int status = 0;
-  for (int i = 0; i < 24000; ++i) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(5ms);
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return -1;
-}
-
-std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
-  for (int i = 0; i < 4000; ++i) {
-    auto c = client::Connection::connect(socket);
-    if (c.is_ok()) return std::move(c).value();
-    std::this_thread::sleep_for(5ms);
-  }
-  return nullptr;
 }
 
 // A new directory for one test's daemon (config, socket, store, state, logs).
@@ -114,7 +94,7 @@ class SpawnedDaemon {
     pid_ = spawn({STRIPESOLVE_DAEMON_BINARY, "--config", config(), "--socket", socket(),
                   "--ram-budget", "8MiB"},
                  log_path(++starts_));
-    return pid_ > 0 ? wait_connect(socket()) : nullptr;
+    return pid_ > 0 ? wait_connect(socket(), 20s) : nullptr;
   }
   // What the daemon's k-th start (from 1) wrote to stderr (its log, at level warn).
   std::string log_path(int k) const { return dir_ + "/daemon." + std::to_string(k) + ".log"; }
@@ -122,7 +102,7 @@ class SpawnedDaemon {
   // SIGTERM, as systemd stops it for a reboot; returns the wait status.
   int terminate() {
     ::kill(pid_, SIGTERM);
-    const int status = wait_exit(pid_);
+    const int status = wait_exit(pid_, 120s);
     pid_ = -1;
     return status;
   }
@@ -134,7 +114,7 @@ class SpawnedDaemon {
   }
   int stop(client::Connection& c) {
     (void)c.call(protocol::MessageType::kDaemonStop, {{"policy", "cancel"}});
-    const int status = wait_exit(pid_);
+    const int status = wait_exit(pid_, 120s);
     pid_ = -1;
     return status;
   }
@@ -345,7 +325,7 @@ void kill_and_resume(const std::string& engine_lines, const std::string& backend
   }
 
   // The watcher followed the job to its end across the restarts.
-  const int watch_status = wait_exit(watcher);
+  const int watch_status = wait_exit(watcher, 120s);
   EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0)
       << read_file(dir + "/watch.err");
   if (kills_while_running > 0) {
@@ -405,7 +385,7 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   if (factorization_under_way) {
     EXPECT_TRUE(done->contains("result") && (*done)["result"].contains("resumed")) << done->dump();
   }
-  const int watch_status = wait_exit(watcher);
+  const int watch_status = wait_exit(watcher, 120s);
   EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0)
       << read_file(dir + "/watch.err");
   EXPECT_EQ(daemon.stop(*c), 0);

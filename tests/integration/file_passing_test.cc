@@ -42,10 +42,6 @@ std::unique_ptr<DaemonFixture> shared_daemon(const std::string& dir) {
   });
 }
 
-std::string read_text(const std::string& path) {
-  return read_file(path);
-}
-
 bool is_symlink(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
@@ -82,7 +78,7 @@ TEST(FilePassing, ExportNeverWritesThroughAPlantedSymlink) {
   auto [rc, out] =
       run_client_as(kOtherUid, {"--socket", d->socket(), "matrix", "export", "M", target});
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_EQ(read_text(secret), "root's secret\n");
+  EXPECT_EQ(read_file(secret), "root's secret\n");
   EXPECT_FALSE(is_symlink(target));  // the rename replaced the planted link, not its target
   const NpyArray x = read_npy(target);
   EXPECT_EQ(x.shape, (std::vector<int64_t>{50, 50}));
@@ -102,7 +98,7 @@ TEST(FilePassing, ExportNeverWritesThroughAPlantedSymlink) {
             std::string::npos)
       << out2;
   EXPECT_EQ(d->daemon().jobs().counts().submitted_total, jobs_before);
-  EXPECT_EQ(read_text(secret), "root's secret\n");
+  EXPECT_EQ(read_file(secret), "root's secret\n");
   d.reset();
   std::filesystem::remove_all(dir);
 }

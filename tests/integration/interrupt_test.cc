@@ -52,7 +52,7 @@ pid_t spawn_client(const std::vector<std::string>& args, const std::string& out)
   return pid;
 }
 
-int wait_exit(pid_t pid) {
+int exit_code(pid_t pid) {
   int st = 0;
   ::waitpid(pid, &st, 0);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -99,7 +99,7 @@ TEST(ClientInterrupt, OneCtrlCLeavesTheJobRunningTwoCancelIt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       ::kill(pid, SIGINT);
     }
-    const int code = wait_exit(pid);
+    const int code = exit_code(pid);
     const std::string text = read_file(out);
     EXPECT_NE(text.find("job " + std::to_string(id) +
                         " keeps running; Ctrl-C again within 2 s cancels it"),

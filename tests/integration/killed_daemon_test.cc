@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include "client/commands.h"
+#include "tests/integration/npy_files.h"
+#include "tests/integration/processes.h"
 
 extern char** environ;
 
@@ -35,18 +37,6 @@ pid_t spawn_daemon(const std::string& config, const std::string& socket) {
   return pid;
 }
 
-// Waits for `pid` to exit (up to 60 s, then SIGKILL); returns its wait status or -1.
-int wait_exit(pid_t pid) {
-  int status = 0;
-  for (int i = 0; i < 12000; ++i) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(5ms);
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, &status, 0);
-  return -1;
-}
-
 // Kills a spawned daemon that a failed assertion left running.
 struct DaemonGuard {
   pid_t pid = -1;
@@ -57,15 +47,6 @@ struct DaemonGuard {
     }
   }
 };
-
-std::unique_ptr<client::Connection> wait_connect(const std::string& socket) {
-  for (int i = 0; i < 2000; ++i) {
-    auto c = client::Connection::connect(socket);
-    if (c.is_ok()) return std::move(c).value();
-    std::this_thread::sleep_for(5ms);
-  }
-  return nullptr;
-}
 
 TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   char tmpl[] = "/tmp/ss-kill-XXXXXX";
@@ -78,7 +59,7 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   pid_t pid = spawn_daemon(config, socket);
   guard.pid = pid;
   ASSERT_GT(pid, 0);
-  auto c = wait_connect(socket);
+  auto c = wait_connect(socket, 10s);
   ASSERT_NE(c, nullptr);
   auto created = client::run_job(
       *c, {{"type", "matrix_create"}, {"name", "K"}, {"n", 1200}, {"stripe_rows", 30}});
@@ -106,7 +87,7 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
     }
     if (f->flags & protocol::kFlagFinal) break;
   }
-  int status = wait_exit(pid);
+  int status = wait_exit(pid, 60s);
   guard.pid = -1;
   ASSERT_TRUE(killed) << "the solve ended before the daemon could be killed";
   EXPECT_EQ(end.code(), StatusCode::kUnavailable);
@@ -121,7 +102,7 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   pid = spawn_daemon(config, socket);
   guard.pid = pid;
   ASSERT_GT(pid, 0);
-  c = wait_connect(socket);
+  c = wait_connect(socket, 10s);
   ASSERT_NE(c, nullptr);
   auto list = client::list_matrices(*c);
   ASSERT_TRUE(list.is_ok());
@@ -134,7 +115,7 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
   EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
   EXPECT_LT((*done)["result"]["residual"].get<double>(), 1e-13);
   ASSERT_TRUE(c->call(MessageType::kDaemonStop, {{"policy", "cancel"}}).is_ok());
-  status = wait_exit(pid);
+  status = wait_exit(pid, 60s);
   guard.pid = -1;
   ASSERT_NE(status, -1) << "the daemon did not exit within 60 s of daemon stop";
   EXPECT_TRUE(WIFEXITED(status));
@@ -148,13 +129,6 @@ TEST(KilledDaemonIntegration, ClientSeesAClearErrorAndARestartRecovers) {
 namespace stripesolve::testing {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   char tmpl[] = "/tmp/ss-sig-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
@@ -165,7 +139,7 @@ TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   DaemonGuard guard;
   guard.pid = spawn_daemon(config, socket);
   ASSERT_GT(guard.pid, 0);
-  auto c = wait_connect(socket);
+  auto c = wait_connect(socket, 10s);
   ASSERT_NE(c, nullptr);
   ASSERT_TRUE(client::list_matrices(*c).is_ok());
   // Rotate: move the file away, SIGHUP, and the daemon writes to a new file at the old path.
@@ -173,11 +147,11 @@ TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   ::kill(guard.pid, SIGHUP);
   bool reopened = false;
   for (int i = 0; i < 2000 && !reopened; ++i) {
-    reopened = read_text(log).find("SIGHUP: logs reopened") != std::string::npos;
+    reopened = read_file(log).find("SIGHUP: logs reopened") != std::string::npos;
     if (!reopened) std::this_thread::sleep_for(5ms);
   }
   EXPECT_TRUE(reopened);
-  EXPECT_NE(read_text(log + ".1").find("\"logger\":\"daemon\""), std::string::npos);  // JSON lines
+  EXPECT_NE(read_file(log + ".1").find("\"logger\":\"daemon\""), std::string::npos);  // JSON lines
   // SIGTERM with a job running: drain (the default policy), then exit 0.
   ASSERT_TRUE(client::run_job(*c, {{"type", "matrix_create"}, {"name", "S"}, {"n", 200}}).is_ok());
   client::SolveRequest req;
@@ -190,13 +164,13 @@ TEST(SignalIntegration, SighupReopensTheLogAndSigtermDrainsWithExitZero) {
   if (done.is_ok()) {
     EXPECT_EQ((*done)["state"], "COMPLETED") << done->dump();
   }
-  const int status = wait_exit(guard.pid);
+  const int status = wait_exit(guard.pid, 60s);
   guard.pid = -1;
   ASSERT_NE(status, -1);
   EXPECT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_FALSE(std::filesystem::exists(socket));
-  EXPECT_NE(read_text(log).find("stripesolved stopped"), std::string::npos);
+  EXPECT_NE(read_file(log).find("stripesolved stopped"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

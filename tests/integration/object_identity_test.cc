@@ -11,23 +11,18 @@
 
 #include "client/commands.h"
 #include "tests/integration/daemon_fixture.h"
+#include "tests/integration/processes.h"
 
 namespace stripesolve::testing {
 namespace {
 
-nlohmann::json run(client::Connection& c, const nlohmann::json& job) {
-  auto r = client::run_job(c, job);
-  EXPECT_TRUE(r.is_ok()) << r.status().to_string();
-  return r.is_ok() ? *r : nlohmann::json::object();
-}
-
 nlohmann::json create(client::Connection& c, const std::string& name, int64_t n) {
-  return run(
+  return run_ok(
       c, {{"type", "matrix_create"}, {"name", name}, {"n", n}, {"seed", 7}, {"stripe_rows", 48}});
 }
 
 nlohmann::json solve(client::Connection& c, const std::string& name) {
-  return run(
+  return run_ok(
       c,
       {{"type", "dense_solve"}, {"matrix", name}, {"rhs", {{"generate", "uniform"}, {"nrhs", 2}}}});
 }
@@ -52,7 +47,7 @@ TEST(ObjectIdentity, RemovingAMatrixRemovesItsFactorsAndANewOneIsFactoredAgain) 
   EXPECT_EQ(first["result"]["factor"], "S.lu.row");
   EXPECT_EQ(names(*c), (std::vector<std::string>{"S", "S.lu.row"}));
 
-  const auto rm = run(*c, {{"type", "matrix_delete"}, {"name", "S"}});
+  const auto rm = run_ok(*c, {{"type", "matrix_delete"}, {"name", "S"}});
   ASSERT_EQ(rm["state"], "COMPLETED") << rm.dump();
   EXPECT_EQ(rm["result"]["factors_deleted"], nlohmann::json::array({"S.lu.row"}));
   EXPECT_TRUE(names(*c).empty());

@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 using protocol::MessageType;
 
 // Runs a request to its end; returns the final job.
-nlohmann::json run(client::Connection& c, const client::TridiagRequest& request) {
+nlohmann::json run_request(client::Connection& c, const client::TridiagRequest& request) {
   auto job = client::build_tridiag_job(request);
   EXPECT_TRUE(job.is_ok()) << job.status().to_string();
   if (!job.is_ok()) return {};
@@ -34,7 +34,7 @@ nlohmann::json run(client::Connection& c, const client::TridiagRequest& request)
 
 // The failure of a request: "<code>: <message>".
 std::string failure(client::Connection& c, const client::TridiagRequest& request) {
-  nlohmann::json job = run(c, request);
+  nlohmann::json job = run_request(c, request);
   EXPECT_EQ(job.value("state", std::string()), "FAILED") << job.dump();
   return job["error"].value("code", std::string()) + ": " +
          job["error"].value("message", std::string());
@@ -142,7 +142,7 @@ TEST(TridiagErrors, AutoFallbackIsNotedInTheResultAndTheLog) {
   client::TridiagRequest req = request_for(write_batch(d.dir(), "", b));
   req.unstable_ok = true;
   req.device = "cpu";
-  nlohmann::json job = run(*c, req);
+  nlohmann::json job = run_request(*c, req);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
   EXPECT_EQ(job["result"]["notes"],
             nlohmann::json({"auto chose thomas (unpivoted requested, 1 systems, 8 unknowns, CPU)",
@@ -184,7 +184,7 @@ TEST(TridiagErrors, BatchesOverTheMemoryCapAreRefused) {
                       write_batch(d.dir(), "", strided_batch(4, 600, MatrixKind::kGeneral, 9)))),
       "ResourceExhausted: the batch has 2400 unknowns, 75.00 KiB as four float64 arrays, over "
       "tridiag.max_bytes (64.00 KiB); split it into smaller batches or raise tridiag.max_bytes");
-  nlohmann::json fits = run(
+  nlohmann::json fits = run_request(
       *c, request_for(write_batch(d.dir(), "f", strided_batch(4, 500, MatrixKind::kGeneral, 9))));
   EXPECT_EQ(fits["state"], "COMPLETED") << fits.dump();
 }
@@ -197,7 +197,7 @@ TEST(TridiagErrors, JobsAreListedCancelledAndRunBesideADenseSolve) {
   ASSERT_TRUE(dense.is_ok());
   const BatchFiles files =
       write_batch(d.dir(), "", strided_batch(5, 30, MatrixKind::kDiagonallyDominant, 10));
-  nlohmann::json beside = run(*c, request_for(files));
+  nlohmann::json beside = run_request(*c, request_for(files));
   EXPECT_EQ(beside["state"], "COMPLETED") << beside.dump();
   // With the tridiag lane held, a batch waits PENDING and can be cancelled there.
   auto holder = client::submit_job(*c, {{"type", "gated_tridiag"}});

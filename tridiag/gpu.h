@@ -42,6 +42,11 @@ struct GpuOptions {
   std::size_t device_memory_budget = 0;
   // The CUDA device the call runs on (it becomes the calling thread's current device).
   int device = 0;
+  // Where the result promises stability (auto, spike, or a fallback asked for) and the batch is
+  // whole on the device: one step of iterative refinement on the device when a system's
+  // backward error is above 1.25 eps though within its tolerance (cuda/refinement.h), kept
+  // only if the check finds it no worse. A note says when it ran.
+  bool refine = true;
 };
 
 // Whether this build has CUDA and a device is present (cudaGetDeviceCount succeeds and is > 0).

@@ -519,26 +519,6 @@ TEST(GpuTest, AllGoodBatchReportsNoFallback) {
 }
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
-// A device copy of a host vector, freed with it.
-class DeviceCopy {
- public:
-  template <typename T>
-  explicit DeviceCopy(const std::vector<T>& v) {
-    EXPECT_EQ(cudaMalloc(&p_, v.size() * sizeof(T)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  }
-  DeviceCopy(const DeviceCopy&) = delete;
-  DeviceCopy& operator=(const DeviceCopy&) = delete;
-  ~DeviceCopy() { cudaFree(p_); }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(p_);
-  }
-
- private:
-  void* p_ = nullptr;
-};
-
 // The device check against the CPU's backward_error, system by system: the worst clean system
 // and its error to the bit, the suspects (a spoiled and a NaN solution) with their errors, in the
 // three layouts, for systems within a warp's step, across steps and over several warps. The

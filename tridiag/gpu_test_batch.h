@@ -1,9 +1,13 @@
-// For the GPU tests: systems one after another (strided order), and the skip without a device.
+// For the GPU tests: systems one after another (strided order), the skip without a device, and
+// device copies of host vectors.
 #pragma once
 
 #include <vector>
 
 #include <gtest/gtest.h>
+#if defined(STRIPESOLVE_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
 
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
@@ -25,5 +29,27 @@ struct StridedSystems {
     f.insert(f.end(), rhs.begin(), rhs.end());
   }
 };
+
+#if defined(STRIPESOLVE_HAVE_CUDA)
+// A device copy of a host vector, freed with it.
+class DeviceCopy {
+ public:
+  template <typename T>
+  explicit DeviceCopy(const std::vector<T>& v) {
+    EXPECT_EQ(cudaMalloc(&p_, v.size() * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() { cudaFree(p_); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+};
+#endif
 
 }  // namespace stripesolve::tridiag

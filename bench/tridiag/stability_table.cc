@@ -175,6 +175,9 @@ void row(const std::string& label, const Batch& b, const std::vector<Run>& runs,
       continue;
     }
     std::string mark;
+    for (const std::string& note : r->notes) {
+      if (note.starts_with("refined once")) mark += " R";  // the GPU path's refinement
+    }
     if (!r->fell_back.empty()) mark += fmt::format(" F{}", r->fell_back.size());
     if (!r->warning.empty()) {
       mark += " W";
@@ -256,9 +259,10 @@ int gpu_tables(std::size_t large, std::size_t systems, std::size_t large_systems
       "SolveOptions::fallback (cr, pcr and their hybrids: strided batches of n <= 4096 only, "
       "`n/a` beyond; ragged batches: spike and thomas). Each cell is the largest relative "
       "residual over the batch. Every GPU solve checks each system's backward error on the "
-      "device against the CPU's tolerance; `F k` and `W` are the GPU path's report (k systems "
-      "solved again with gepp on the CPU; a kept result with a warning). No cell is a plain "
-      "result above the tolerance.\n",
+      "device against the CPU's tolerance; `R`, `F k` and `W` are the GPU path's report (the "
+      "batch refined once on the device, GpuOptions::refine: some system's backward error was "
+      "above 1.25 eps; k systems solved again with gepp on the CPU; a kept result with a "
+      "warning). No cell is a plain result above the tolerance.\n",
       large, systems, large_systems, systems, large_systems, large);
   const std::vector<Run> runs = gpu_runs();
   table(512, systems, runs);

@@ -3,6 +3,7 @@
 // the batch is there; tridiag.h says what the check does).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/kernel_choice.h"
 #include "tridiag/cuda/quality_check.h"
+#include "tridiag/cuda/refinement.h"
 #include "tridiag/gpu.h"
 #include "tridiag/gpu_part.h"
 
@@ -60,13 +62,91 @@ struct Attempt {
   std::vector<double> f_kept;
 };
 
+// A backward error in a note ("1.23e-16").
+std::string error_text(double e) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", e);
+  return text;
+}
+
+// The device buffers and launches an attempt on the whole batch shares with its refinement.
+struct OnDevice {
+  Algorithm algorithm;
+  BatchLayout layout;
+  gpu::DeviceBatch batch;
+  std::size_t systems;
+  const std::size_t* offsets;  // ragged: the device prefix sums; else null
+  void* workspace;
+  std::size_t workspace_bytes;
+  void* check_workspace;
+  std::size_t check_bytes;
+  double pivot_tolerance;
+  cudaStream_t stream;
+};
+
+// One refinement step (cuda/refinement.h) of the solution in dev.batch.x: residual, a solve
+// with the same algorithm, the update, the check again. The refined x is kept when the check
+// finds no more suspects and no larger worst error within the tolerance than `check` did (then
+// `check` becomes the new check); else the first x is put back. A breakdown of the second solve
+// keeps the first x. `notes` says which.
+Status refine_on_device(const OnDevice& dev, std::vector<std::string>& notes,
+                        gpu::DeviceCheck& check) {
+  const std::size_t rows = dev.batch.rows;
+  DeviceBuffer r, dx, first;
+  STRIPESOLVE_RETURN_IF_ERROR(r.allocate(rows * sizeof(double), "the refinement's residual"));
+  STRIPESOLVE_RETURN_IF_ERROR(dx.allocate(rows * sizeof(double), "the refinement's correction"));
+  STRIPESOLVE_RETURN_IF_ERROR(first.allocate(rows * sizeof(double), "the first solution"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      gpu::residual_on_device(dev.layout, dev.batch, r.as<double>(), dev.stream));
+  gpu::DeviceBatch correction = dev.batch;
+  correction.f = r.as<double>();
+  correction.x = dx.as<double>();
+  const Status solved = gpu::solve_device(dev.algorithm, dev.layout, correction, dev.workspace,
+                                          dev.workspace_bytes, dev.pivot_tolerance, dev.stream);
+  if (solved.code() == StatusCode::kNumerical) {
+    notes.push_back("refinement on the device broke down (" + solved.message() +
+                    "); the first solution is kept");
+    return Status::ok();
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(solved);
+  STRIPESOLVE_RETURN_IF_ERROR(
+      gpu::cuda_check(cudaMemcpyAsync(first.as<double>(), dev.batch.x, rows * sizeof(double),
+                                      cudaMemcpyDeviceToDevice, dev.stream),
+                      "keeping the first solution"));
+  STRIPESOLVE_RETURN_IF_ERROR(gpu::add_on_device(dev.batch.x, dx.as<double>(), rows, dev.stream));
+  gpu::DeviceCheck after;
+  STRIPESOLVE_RETURN_IF_ERROR(gpu::check_on_device(dev.layout, dev.batch, dev.systems, dev.offsets,
+                                                   dev.check_workspace, dev.check_bytes, dev.stream,
+                                                   after));
+  after.seconds += check.seconds;
+  if (after.suspects.size() > check.suspects.size() ||
+      after.worst_clean_error > check.worst_clean_error) {
+    notes.push_back(
+        "refinement on the device did not help (worst backward error within the "
+        "tolerance " +
+        error_text(check.worst_clean_error) + " -> " + error_text(after.worst_clean_error) + ", " +
+        std::to_string(check.suspects.size()) + " -> " + std::to_string(after.suspects.size()) +
+        " above it); the first solution is kept");
+    check.seconds = after.seconds;
+    return gpu::cuda_check(cudaMemcpyAsync(dev.batch.x, first.as<double>(), rows * sizeof(double),
+                                           cudaMemcpyDeviceToDevice, dev.stream),
+                           "restoring the first solution");
+  }
+  notes.push_back("refined once on the device: worst backward error within the tolerance " +
+                  error_text(check.worst_clean_error) + " -> " +
+                  error_text(after.worst_clean_error));
+  check = std::move(after);
+  return Status::ok();
+}
+
 // One attempt with one algorithm, the whole batch on the device (then checked there) or (SPIKE/
 // Thomas, one system or strided) streamed in chunks. A breakdown (kNumerical) is returned at
 // once unless `past_breakdown`: then the batch is checked and copied back all the same, and the
 // breakdown is returned for a note (the check finds the systems it spoilt).
+// `refine`: one refinement step where the check asks for it (GpuOptions::refine).
 Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
-                  const GpuOptions& options, bool past_breakdown, std::vector<std::string>& notes,
-                  Attempt& attempt) {
+                  const GpuOptions& options, bool past_breakdown, bool refine,
+                  std::vector<std::string>& notes, Attempt& attempt) {
   const std::size_t rows = shape.unknowns();
   const std::size_t systems = shape.systems();
   const std::size_t n = shape.layout == BatchLayout::kRagged ? 0 : shape.n;
@@ -113,10 +193,29 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
     const Status st = gpu::solve_device(alg, shape.layout, b, ws.as<void>(), ws_bytes,
                                         options.solve.pivot_tolerance, stream);
     if (!st.is_ok() && !(past_breakdown && st.code() == StatusCode::kNumerical)) return st;
-    STRIPESOLVE_RETURN_IF_ERROR(
-        gpu::check_on_device(shape.layout, b, systems, ragged ? offsets.as<std::size_t>() : nullptr,
-                             check.as<void>(), check_bytes, stream, attempt.check));
+    const OnDevice dev{alg,
+                       shape.layout,
+                       b,
+                       systems,
+                       ragged ? offsets.as<std::size_t>() : nullptr,
+                       ws.as<void>(),
+                       ws_bytes,
+                       check.as<void>(),
+                       check_bytes,
+                       options.solve.pivot_tolerance,
+                       stream};
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::check_on_device(shape.layout, b, systems, dev.offsets,
+                                                     check.as<void>(), check_bytes, stream,
+                                                     attempt.check));
     attempt.checked_on_device = true;
+    constexpr double kEps = 2.220446049250313e-16;
+    if (refine && st.is_ok() && attempt.check.worst_clean_error > gpu::kRefineAboveEps * kEps) {
+      if (whole + 3 * rows * sizeof(double) <= budget) {
+        STRIPESOLVE_RETURN_IF_ERROR(refine_on_device(dev, notes, attempt.check));
+      } else {
+        notes.push_back("not refined: the device budget holds the batch but not the refinement");
+      }
+    }
     // Copying x back overwrites an f it aliases: keep f for the systems' fallback.
     if (!attempt.check.suspects.empty() && arrays.x == arrays.f) {
       attempt.f_kept.assign(arrays.f, arrays.f + rows);
@@ -223,8 +322,9 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
   // An explicit algorithm that may fall back checks past a breakdown, as the CPU path solves
   // the systems that broke down again; auto first tries spike on the GPU.
   const bool past_breakdown = !automatic && may_fall_back;
-  const Status st =
-      run_on_gpu(report.algorithm, shape, arrays, options, past_breakdown, report.notes, attempt);
+  const bool refine = options.refine && may_fall_back;
+  const Status st = run_on_gpu(report.algorithm, shape, arrays, options, past_breakdown, refine,
+                               report.notes, attempt);
   const bool checked_past_breakdown = st.code() == StatusCode::kNumerical && past_breakdown;
   if (checked_past_breakdown) {
     report.notes.push_back(std::string(algorithm_name(report.algorithm)) +
@@ -245,8 +345,8 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
     report.notes.push_back(std::string(algorithm_name(report.algorithm)) + " broke down (" +
                            st.message() + "); solved again with spike");
     Attempt retry_attempt;
-    const Status retry =
-        run_on_gpu(Algorithm::kSpike, shape, arrays, options, false, report.notes, retry_attempt);
+    const Status retry = run_on_gpu(Algorithm::kSpike, shape, arrays, options, false, refine,
+                                    report.notes, retry_attempt);
     if (retry.is_ok()) {
       return settle_attempt(Algorithm::kSpike, shape, arrays, may_fall_back, threads, retry_attempt,
                             report, outcome);

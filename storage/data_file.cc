@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/logging.h"
+#include "base/unique_fd.h"
 #include "storage/placement.h"
 
 namespace stripesolve::storage {
@@ -153,50 +155,40 @@ Status write_file_atomically(const std::string& path, std::string_view content, 
   return sync_directory(std::filesystem::path(path).parent_path().string());
 }
 
-Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::from_errno(errno, "open " + path);
+namespace {
+
+// The first `limit` bytes of the file (fewer if it is shorter), read in 64 KiB steps so that a
+// large limit costs no memory the file does not fill.
+Result<std::string> read_up_to(const std::string& path, uint64_t limit) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Status::from_errno(errno, "open " + path);
   std::string out;
   char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+  while (out.size() < limit) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, limit - out.size()));
+    const ssize_t n = ::read(fd.get(), buf, want);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Status::from_errno(err, "read " + path);
-    }
+    if (n < 0) return Status::from_errno(errno, "read " + path);
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
-    if (out.size() > max_bytes) {
-      ::close(fd);
-      return Status::invalid_argument(path + " is larger than " + std::to_string(max_bytes) +
-                                      " bytes");
-    }
   }
-  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> read_whole_file(const std::string& path, uint64_t max_bytes) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      std::string out, read_up_to(path, max_bytes == UINT64_MAX ? max_bytes : max_bytes + 1));
+  if (out.size() > max_bytes) {
+    return Status::invalid_argument(path + " is larger than " + std::to_string(max_bytes) +
+                                    " bytes");
+  }
   return out;
 }
 
 Result<std::string> read_whole_file_prefix(const std::string& path, uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::from_errno(errno, "open " + path);
-  std::string out(max_bytes, '\0');
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::read(fd, out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return Status::from_errno(err, "read " + path);
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  out.resize(done);
-  return out;
+  return read_up_to(path, max_bytes);
 }
 
 Status make_directory(const std::string& path, mode_t mode) {

@@ -56,11 +56,9 @@ void expect_like_lapack(Algorithm alg, BatchLayout layout, const std::vector<std
   std::vector<double> x(b.f.size()), xc(b.f.size());
   GpuOptions options;
   options.solve.algorithm = alg;
-  const auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()},
-                              options.solve);
+  const auto rc = solve_batch(shape, b.arrays(xc), options.solve);
   ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
-  const auto r =
-      solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, options);
+  const auto r = solve_batch_gpu(shape, b.arrays(x), options);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_TRUE(r->fell_back.empty()) << r->fell_back.size() << " systems solved again on the CPU";
   EXPECT_EQ(r->warned, 0u) << r->warning;
@@ -119,8 +117,7 @@ TEST(GpuBoundariesTest, CrFamilyBeyondItsLimitIsUnimplemented) {
       GpuOptions options;
       options.solve.algorithm = alg;
       const auto r =
-          solve_batch_gpu({BatchLayout::kStrided, n, kSystems, {}},
-                          {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, options);
+          solve_batch_gpu({BatchLayout::kStrided, n, kSystems, {}}, b.arrays(x), options);
       ASSERT_FALSE(r.is_ok());
       EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().to_string();
     }

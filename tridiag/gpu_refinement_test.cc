@@ -128,9 +128,7 @@ TEST(GpuRefinementTest, BringsTheLargeStabilitySystemsToLapack) {
       std::vector<double> x(b.f.size());
       GpuOptions options;
       options.refine = refine;
-      auto r =
-          solve_batch_gpu({BatchLayout::kStrided, n, count, {}},
-                          {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, options);
+      auto r = solve_batch_gpu({BatchLayout::kStrided, n, count, {}}, b.arrays(x), options);
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       const bool refined = std::any_of(r->notes.begin(), r->notes.end(), [](const auto& note) {
         return note.starts_with("refined once on the device");

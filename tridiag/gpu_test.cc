@@ -61,12 +61,11 @@ void compare(Algorithm alg, const std::vector<std::size_t>& sizes, int type, Bat
   std::vector<double> xc(rows), xg(rows);
   SolveOptions opt;
   opt.algorithm = alg;
-  auto rc = solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+  auto rc = solve_batch(shape, b.arrays(xc), opt);
   ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
   GpuOptions gopt;
   gopt.solve = opt;
-  auto rg =
-      solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()}, gopt);
+  auto rg = solve_batch_gpu(shape, b.arrays(xg), gopt);
   ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
   double nx = 0;
   for (double v : xg) nx += v * v;
@@ -128,8 +127,7 @@ TEST(GpuTest, InterleavedBatches) {
       std::vector<double> xg(m * n), x(m * n), xc(m * n);
       SolveOptions opt;
       opt.algorithm = alg;
-      auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}},
-                            {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+      auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), opt);
       ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
       GpuOptions gopt;
       gopt.solve = opt;
@@ -193,14 +191,13 @@ void expect_stability_suite_within_ten_times_cpu(std::size_t n, std::size_t coun
     BatchShape shape{BatchLayout::kStrided, n, count, {}};
     SolveOptions opt;
     opt.algorithm = Algorithm::kSpike;
-    auto rc =
-        solve_batch(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xc.data()}, opt);
+    auto rc = solve_batch(shape, b.arrays(xc), opt);
     if (!rc.is_ok()) continue;  // CPU spike reports a breakdown
     const double res_c = max_residual(b, sizes, xc);
     if (!std::isfinite(res_c)) continue;
     GpuOptions gopt;
     gopt.solve = opt;
-    const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), xg.data()};
+    const BatchArrays arrays = b.arrays(xg);
     auto rg = solve_batch_gpu(shape, arrays, gopt);
     ASSERT_TRUE(rg.is_ok()) << rg.status().to_string();
     EXPECT_LE(max_residual(b, sizes, xg), 10 * res_c + 1e-15) << "CPU spike " << res_c;
@@ -233,8 +230,7 @@ TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
     BatchShape shape{BatchLayout::kStrided, n, count, {}};
     GpuOptions gopt;
     gopt.solve.algorithm = Algorithm::kThomas;
-    auto r =
-        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    auto r = solve_batch_gpu(shape, b.arrays(x), gopt);
     ASSERT_FALSE(r.is_ok());
     EXPECT_NE(r.status().message().find("system 3: thomas (GPU)"), std::string::npos)
         << r.status().message();
@@ -269,7 +265,7 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
         BatchShape shape{BatchLayout::kStrided, n, count, {}};
         GpuOptions gopt;
         gopt.solve.algorithm = alg;
-        const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()};
+        const BatchArrays arrays = b.arrays(x);
         auto r = solve_batch_gpu(shape, arrays, gopt);
         ASSERT_FALSE(r.is_ok());
         const std::string& m = r.status().message();
@@ -309,7 +305,7 @@ TEST(GpuTest, TwoPassBreakdownNamesTheRow) {
       BatchShape shape{BatchLayout::kStrided, n, 1, {}};
       GpuOptions gopt;
       gopt.solve.algorithm = alg;
-      const BatchArrays arrays{b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()};
+      const BatchArrays arrays = b.arrays(x);
       auto r = solve_batch_gpu(shape, arrays, gopt);
       ASSERT_FALSE(r.is_ok());
       EXPECT_TRUE(r.status().message().ends_with("pivot at row " + std::to_string(bad_row)))
@@ -377,8 +373,7 @@ TEST(GpuTest, PcrFamilyOnToeplitzSystemsFallsBackOrWarns) {
       GpuOptions gopt;
       gopt.solve.algorithm = alg;
       gopt.solve.fallback = fallback;
-      auto r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()},
-                               gopt);
+      auto r = solve_batch_gpu(shape, b.arrays(x), gopt);
       if (!fallback && !r.is_ok()) {  // a breakdown stays an error without the fallback
         EXPECT_EQ(r.status().code(), StatusCode::kNumerical);
         EXPECT_TRUE(r.status().message().starts_with("system 2:") ||
@@ -425,11 +420,7 @@ TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
   for (std::size_t j = 0; j < sizes.size(); ++j) {
     const TridiagonalMatrix m = j % 2 == 1 ? toeplitz_matrix(sizes[j], 1.0, 1e-8, 1.0)
                                            : diagonally_dominant_matrix(sizes[j], 17 * j + 1);
-    const std::vector<double> f = random_vector(sizes[j], 5 * j + 2);
-    b.dl.insert(b.dl.end(), m.dl.begin(), m.dl.end());
-    b.d.insert(b.d.end(), m.d.begin(), m.d.end());
-    b.du.insert(b.du.end(), m.du.begin(), m.du.end());
-    b.f.insert(b.f.end(), f.begin(), f.end());
+    b.append(m, random_vector(sizes[j], 5 * j + 2));
     offsets.push_back(offsets.back() + sizes[j]);
   }
   const BatchShape shape{BatchLayout::kRagged, 0, 0, sizes};
@@ -439,8 +430,7 @@ TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
     GpuOptions gopt;
     gopt.solve.algorithm = alg;
     gopt.solve.fallback = true;
-    auto r =
-        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    auto r = solve_batch_gpu(shape, b.arrays(x), gopt);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     for (std::size_t j : r->fell_back) EXPECT_EQ(j % 2, 1u) << "system " << j << " fell back";
     EXPECT_EQ(r->warned, 0u) << r->warning;
@@ -468,15 +458,14 @@ TEST(GpuTest, NonFiniteSolutionIsCaughtAndSolvedAgain) {
     GpuOptions gopt;
     gopt.solve.algorithm = alg;
     gopt.solve.fallback = true;
-    auto r =
-        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    auto r = solve_batch_gpu(shape, b.arrays(x), gopt);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     EXPECT_EQ(r->fell_back, std::vector<std::size_t>{3});
     EXPECT_LE(r->max_backward_error, r->tolerance);
     for (double v : x) ASSERT_TRUE(std::isfinite(v));
     EXPECT_LT(max_residual(b, std::vector<std::size_t>(count, n), x), 1e-13);
     gopt.solve.fallback = false;
-    r = solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gopt);
+    r = solve_batch_gpu(shape, b.arrays(x), gopt);
     ASSERT_FALSE(r.is_ok());
     EXPECT_TRUE(r.status().message().starts_with("system 3:")) << r.status().message();
   }
@@ -539,9 +528,7 @@ TEST(GpuTest, DeviceCheckMatchesTheCpuBackwardError) {
       std::vector<double> x(b.f.size());
       SolveOptions gepp;
       gepp.algorithm = Algorithm::kGepp;
-      ASSERT_TRUE(solve_batch({BatchLayout::kRagged, 0, 0, sizes},
-                              {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), x.data()}, gepp)
-                      .is_ok());
+      ASSERT_TRUE(solve_batch({BatchLayout::kRagged, 0, 0, sizes}, b.arrays(x), gepp).is_ok());
       std::vector<std::size_t> offsets = {0};
       for (std::size_t size : sizes) offsets.push_back(offsets.back() + size);
       x[offsets[7] + sizes[7] / 2] *= 1.0 + 1e-3;
@@ -659,11 +646,8 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
     if (layout == BatchLayout::kRagged) shape.sizes = sizes;
     std::vector<double> one(b.f.size()), two(b.f.size());
     GpuOptions o;
-    ASSERT_TRUE(
-        solve_batch_gpu(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), one.data()}, o)
-            .is_ok());
-    auto r = solve_batch_gpus(shape, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), two.data()},
-                              o, 2);
+    ASSERT_TRUE(solve_batch_gpu(shape, b.arrays(one), o).is_ok());
+    auto r = solve_batch_gpus(shape, b.arrays(two), o, 2);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     double diff = 0, scale = 0;
     for (std::size_t k = 0; k < one.size(); ++k) {

@@ -11,6 +11,7 @@
 
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
+#include "tridiag/tridiag.h"
 
 namespace stripesolve::tridiag {
 
@@ -27,6 +28,10 @@ struct StridedSystems {
     d.insert(d.end(), m.d.begin(), m.d.end());
     du.insert(du.end(), m.du.begin(), m.du.end());
     f.insert(f.end(), rhs.begin(), rhs.end());
+  }
+  // The arrays of a solve of these systems into x.
+  BatchArrays arrays(std::vector<double>& x) const {
+    return {dl.data(), d.data(), du.data(), f.data(), x.data()};
   }
 };
 

@@ -44,14 +44,22 @@ void swap_rows_of_columns(double* part, int64_t ld, int64_t row_begin, int64_t r
                    part + row_begin + col_b * ld);
 }
 
+// A panel to factor: p rows of the part from its diagonal column dc on (m columns, ld), the
+// first at `a`.
+struct Panel {
+  int64_t p, dc, m, ld;
+  double* a;
+};
+
+Panel panel_of(const PanelFactor& op) {
+  const int64_t dc = op.block_col + op.panel_row;
+  return {op.panel_rows, dc, op.cols - dc, op.ld, op.part + op.panel_row + dc * op.ld};
+}
+
 // kRow: GEPP on the transposed panel (column interchanges on the panel), 002 §5 generalised to
 // the whole row as ARCHITECTURE.md §7 asks.
 Status factor_row_pivot(const PanelFactor& op, const Workspace& ws) {
-  const int64_t p = op.panel_rows;
-  const int64_t dc = op.block_col + op.panel_row;
-  const int64_t m = op.cols - dc;
-  const int64_t ld = op.ld;
-  double* panel = op.part + op.panel_row + dc * ld;
+  const auto [p, dc, m, ld, panel] = panel_of(op);
   auto* ipiv = reinterpret_cast<lapack_int*>(ws.host);
   auto* w = reinterpret_cast<double*>(ws.host + 8 * p);
   constexpr int64_t kTile = 256;
@@ -95,11 +103,7 @@ Status factor_row_pivot(const PanelFactor& op, const Workspace& ws) {
 
 // kLocal: 002 §5 Fig 11, pivot search among the substripe's rows.
 Status factor_local_pivot(const PanelFactor& op, const Workspace& ws) {
-  const int64_t p = op.panel_rows;
-  const int64_t dc = op.block_col + op.panel_row;
-  const int64_t m = op.cols - dc;
-  const int64_t ld = op.ld;
-  double* panel = op.part + op.panel_row + dc * ld;
+  const auto [p, dc, m, ld, panel] = panel_of(op);
   auto* ipiv = reinterpret_cast<lapack_int*>(ws.host);
   // The pivot search only looks at the panel's diagonal block, so factor that square and carry
   // the swaps and L^-1 over the panel's right part as a level-3 dtrsm.
@@ -121,11 +125,7 @@ Status factor_local_pivot(const PanelFactor& op, const Workspace& ws) {
 }
 
 Status factor_no_pivot(const PanelFactor& op) {
-  const int64_t p = op.panel_rows;
-  const int64_t dc = op.block_col + op.panel_row;
-  const int64_t m = op.cols - dc;
-  const int64_t ld = op.ld;
-  double* a = op.part + op.panel_row + dc * ld;
+  const auto [p, dc, m, ld, a] = panel_of(op);
   for (int64_t k = 0; k < p; ++k) {
     const double d = a[k + k * ld];
     STRIPESOLVE_RETURN_IF_ERROR(check_pivot(d, op.global_row + op.panel_row + k));

@@ -168,6 +168,21 @@ Status read_flags(const char* name, const unsigned long long* dev_flags, std::si
   return Status::ok();
 }
 
+namespace {
+
+// Before a solve: the kernels' shared-memory limits set, and the breakdown flags at the start
+// of `workspace` cleared (all ones: no breakdown yet).
+Result<unsigned long long*> start_flags(void* workspace, cudaStream_t stream) {
+  STRIPESOLVE_RETURN_IF_ERROR(ensure_shared_limits());
+  auto* flags = static_cast<unsigned long long*>(workspace);
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemsetAsync(flags, 0xFF, kFlagSlots * sizeof(unsigned long long), stream),
+                 "clearing the breakdown flags"));
+  return flags;
+}
+
+}  // namespace
+
 Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& b, void* workspace,
                     std::size_t workspace_size, double pivot_tolerance, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
@@ -191,11 +206,7 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
         "GPU workspace of " + std::to_string(workspace_size) + " bytes is smaller than the " +
         std::to_string(workspace_bytes(algorithm, layout, b.rows)) + " bytes needed");
   }
-  STRIPESOLVE_RETURN_IF_ERROR(ensure_shared_limits());
-  auto* flags = static_cast<unsigned long long*>(workspace);
-  STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemsetAsync(flags, 0xFF, kFlagSlots * sizeof(unsigned long long), stream),
-                 "clearing the breakdown flags"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(unsigned long long* const flags, start_flags(workspace, stream));
   Bump ws{static_cast<char*>(workspace) + kFlagBytes};
   const bool pivoting = algorithm == Algorithm::kSpike;
   const char* name = algorithm_name(algorithm).data();
@@ -250,11 +261,7 @@ Status solve_host_chunked(bool pivoting, const double* dl, const double* d, cons
       chunk_rows == 0) {
     return Status::invalid_argument("chunked GPU solve: workspace or chunk size too small");
   }
-  STRIPESOLVE_RETURN_IF_ERROR(ensure_shared_limits());
-  auto* flags = static_cast<unsigned long long*>(workspace);
-  STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemsetAsync(flags, 0xFF, kFlagSlots * sizeof(unsigned long long), stream),
-                 "clearing the breakdown flags"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(unsigned long long* const flags, start_flags(workspace, stream));
   Bump ws{static_cast<char*>(workspace) + kFlagBytes};
   const std::size_t parts = parts_of(rows);
   PartitionData pd{ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts), ws.take(parts),

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/logging.h"
+#include "base/read_fd.h"
 #include "base/unique_fd.h"
 #include "storage/placement.h"
 
@@ -157,22 +158,11 @@ Status write_file_atomically(const std::string& path, std::string_view content, 
 
 namespace {
 
-// The first `limit` bytes of the file (fewer if it is shorter), read in 64 KiB steps so that a
-// large limit costs no memory the file does not fill.
+// The first `limit` bytes of the file (fewer if it is shorter).
 Result<std::string> read_up_to(const std::string& path, uint64_t limit) {
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Status::from_errno(errno, "open " + path);
-  std::string out;
-  char buf[65536];
-  while (out.size() < limit) {
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buf, limit - out.size()));
-    const ssize_t n = ::read(fd.get(), buf, want);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::from_errno(errno, "read " + path);
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
+  return read_fd(fd.get(), path, limit);
 }
 
 }  // namespace

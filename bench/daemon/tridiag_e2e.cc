@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -32,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/logging.h"
+#include "base/read_fd.h"
 #include "client/commands.h"
 #include "client/connection.h"
 #include "daemon/daemon.h"
@@ -83,12 +83,9 @@ std::pair<double, std::string> run_cli(const std::vector<std::string>& args) {
     ::_exit(98);
   }
   ::close(pipefd[1]);
-  std::string out;
-  std::array<char, 4096> buf{};
-  ssize_t n;
-  while ((n = ::read(pipefd[0], buf.data(), buf.size())) > 0)
-    out.append(buf.data(), static_cast<size_t>(n));
+  const Result<std::string> read = read_fd(pipefd[0], "the client's output");
   ::close(pipefd[0]);
+  const std::string out = read.is_ok() ? *read : read.status().to_string();
   int status = 0;
   ::waitpid(pid, &status, 0);
   const double s = seconds_since(t0);

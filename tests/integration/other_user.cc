@@ -5,8 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdlib>
+
+#include "base/read_fd.h"
 
 namespace stripesolve::testing {
 
@@ -39,12 +40,9 @@ std::pair<int, std::string> run_client_as(uid_t uid, const std::vector<std::stri
     ::_exit(98);
   }
   ::close(pipefd[1]);
-  std::string out;
-  std::array<char, 4096> buf{};
-  ssize_t n;
-  while ((n = ::read(pipefd[0], buf.data(), buf.size())) > 0)
-    out.append(buf.data(), static_cast<size_t>(n));
+  const Result<std::string> read = read_fd(pipefd[0], "the client's output");
   ::close(pipefd[0]);
+  const std::string out = read.is_ok() ? *read : read.status().to_string();
   int status = 0;
   ::waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};

@@ -4,20 +4,25 @@
 #     tree, in check mode: prints the files that differ and fails;
 #   - with --tidy BASE: clang-tidy (.clang-tidy's small profile) on the C++ files changed since
 #     BASE, with the compile database of BUILD (default build/release), when that build has been
-#     configured; CUDA files are left to nvcc. About 20 s a file on the 2-core VM, so CI runs the
-#     format check only (scripts/test.sh) and clang-tidy is for a change before it is committed.
-# `--fix` rewrites the files clang-format flags instead of failing.
-# Usage: scripts/check-style.sh [--fix | --tidy BASE]   (repository root or anywhere inside it)
+#     configured; CUDA files are left to nvcc. The compile database must list files one by one:
+#     the unity presets (release, tsan) list their batches, so use BUILD=build/asan. About 10-20 s
+#     a file on the 2-core VM: CI (scripts/test.sh) runs it on the files of the commit under test
+#     (--tidy HEAD~1 --no-format, after configuring the asan tier).
+# `--fix` rewrites the files clang-format flags instead of failing; `--no-format` (after --tidy
+# BASE) skips the format check.
+# Usage: scripts/check-style.sh [--fix | --tidy BASE [--no-format]]   (anywhere in the tree)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fix=0
 base=""
+format_check=1
 case "${1:-}" in
   --fix) fix=1 ;;
-  --tidy) base=${2:?--tidy needs the commit to compare with, e.g. HEAD~1} ;;
+  --tidy) base=${2:?--tidy needs the commit to compare with, e.g. HEAD~1}
+          [ "${3:-}" != --no-format ] || format_check=0 ;;
   "") ;;
-  *) echo "usage: scripts/check-style.sh [--fix | --tidy BASE]" >&2; exit 2 ;;
+  *) echo "usage: scripts/check-style.sh [--fix | --tidy BASE [--no-format]]" >&2; exit 2 ;;
 esac
 build=${BUILD:-build/release}
 format=${CLANG_FORMAT:-clang-format}
@@ -33,17 +38,19 @@ if [ "$fix" = 1 ]; then
 fi
 
 status=0
-mapfile -t unformatted < <(for f in "${sources[@]}"; do
-  # The whole report, not `| grep -q`: under pipefail grep's early exit fails the pipeline
-  # (clang-format's SIGPIPE) and the file went unreported.
-  [ -z "$("$format" --dry-run "$f" 2>&1)" ] || echo "$f"
-done)
-if [ "${#unformatted[@]}" -gt 0 ]; then
-  echo "check-style: clang-format would change ${#unformatted[@]} files (scripts/check-style.sh --fix):"
-  printf '  %s\n' "${unformatted[@]}"
-  status=1
-else
-  echo "check-style: clang-format: ${#sources[@]} files formatted"
+if [ "$format_check" = 1 ]; then
+  mapfile -t unformatted < <(for f in "${sources[@]}"; do
+    # The whole report, not `| grep -q`: under pipefail grep's early exit fails the pipeline
+    # (clang-format's SIGPIPE) and the file went unreported.
+    [ -z "$("$format" --dry-run "$f" 2>&1)" ] || echo "$f"
+  done)
+  if [ "${#unformatted[@]}" -gt 0 ]; then
+    echo "check-style: clang-format would change ${#unformatted[@]} files (scripts/check-style.sh --fix):"
+    printf '  %s\n' "${unformatted[@]}"
+    status=1
+  else
+    echo "check-style: clang-format: ${#sources[@]} files formatted"
+  fi
 fi
 
 if [ -z "$base" ]; then

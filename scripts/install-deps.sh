@@ -16,6 +16,7 @@ packages=(
   libsqlite3-dev          # the daemon's job journal (daemon/job_journal.h)
   python3-matplotlib      # docs/plots (bench/plots/make_plots.py, its test; examples/adi's PNG)
   clang-format            # scripts/check-style.sh (version 14 on Debian 12: the tree's format)
+  clang-tidy              # scripts/check-style.sh --tidy (CI: the files of the commit under test)
   clang libclang-rt-14-dev  # the asan tier (clang's ASan + UBSan, thread-safety analysis)
 )
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up and runs every test tier: installs dependencies (Debian 12 packages), checks the format
-# (scripts/check-style.sh), then builds and runs the unit and integration tests in the release
+# (scripts/check-style.sh; with the asan tier also clang-tidy on the commit's C++ files), then builds and runs the unit and integration tests in the release
 # build, under ASan+UBSan (built by clang with -Werror=thread-safety: the lock discipline of
 # base/thread_annotations.h), and the threaded tests under ThreadSanitizer. Without the asan tier
 # the lock discipline is checked by scripts/check-threads.sh instead.
@@ -20,6 +20,11 @@ for preset in "${presets[@]}"; do
   echo "=== ${preset}: configure, build, test ==="
   start=$(date +%s)
   cmake --preset "$preset" >/dev/null
+  # clang-tidy (.clang-tidy) on the C++ files the commit under test changes, with the asan
+  # build's compile database (file by file; the unity presets' names the batches only).
+  if [ "$preset" = asan ] && git rev-parse -q --verify HEAD~1 > /dev/null; then
+    BUILD=build/asan scripts/check-style.sh --tidy HEAD~1 --no-format
+  fi
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
   echo "=== ${preset}: done in $(( $(date +%s) - start )) s ==="

@@ -1,6 +1,7 @@
-# Project-wide compile options and the two helpers every module uses:
+# Project-wide compile options and the helpers every module uses:
 #   stripesolve_library(NAME SOURCES ... DEPS ...)   a static library stripesolve_<NAME>
 #   stripesolve_test(NAME SOURCES ... DEPS ... [LABELS ...])  a GoogleTest binary registered with CTest
+#   stripesolve_cuda_one_by_one(SOURCES...)          CUDA files kept out of unity batches
 
 add_library(stripesolve_options INTERFACE)
 target_compile_options(stripesolve_options INTERFACE
@@ -26,8 +27,20 @@ if(STRIPESOLVE_HAVE_CUDA)
   target_compile_definitions(stripesolve_options INTERFACE STRIPESOLVE_HAVE_CUDA=1)
 endif()
 
+# Unity builds (CMAKE_UNITY_BUILD: the release and tsan presets) batch C++ files only: CMake 3.27
+# and later batch CUDA files too, whose kernels and file-local helpers share names. Called in the
+# directory of the target that compiles them.
+function(stripesolve_cuda_one_by_one)
+  foreach(src IN LISTS ARGN)
+    if(src MATCHES "\\.cu$")
+      set_source_files_properties(${src} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+    endif()
+  endforeach()
+endfunction()
+
 function(stripesolve_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  stripesolve_cuda_one_by_one(${ARG_SOURCES})
   add_library(stripesolve_${name} STATIC ${ARG_SOURCES})
   add_library(stripesolve::${name} ALIAS stripesolve_${name})
   target_link_libraries(stripesolve_${name} PUBLIC stripesolve_options ${ARG_DEPS}

@@ -118,6 +118,11 @@ class DeviceLane {
                            int64_t substripe_rows, int64_t global_row, int64_t* host_swaps,
                            int32_t* device_raw, int32_t* device_perm, int64_t* perm_count) = 0;
 
+  // The largest |entry| of the part's upper trapezoid (row r from local column block_col + r
+  // on; NaNs skipped): an eliminated stripe's U, for the pivot growth (stripe::max_abs_upper on
+  // the device). Waits for the lane's work.
+  virtual Result<double> max_abs_upper(const DeviceBlock& part, int64_t block_col) = 0;
+
   virtual Status update(const DeviceUpdate& op) = 0;
 
   // dst[dst_row + r, c] = src[r, c] for the src block (meta-stripe U blocks).

@@ -113,6 +113,16 @@ class HostLane final : public DeviceLane {
     return Status::ok();
   }
 
+  Result<double> max_abs_upper(const DeviceBlock& part, int64_t block_col) override {
+    double most = 0;
+    for (int64_t c = block_col; c < part.cols; ++c) {
+      const int64_t rows = std::min(part.rows, c - block_col + 1);
+      for (int64_t r = 0; r < rows; ++r)
+        most = std::max(most, std::fabs(part.data[r + c * part.ld]));
+    }
+    return most;
+  }
+
   Status update(const DeviceUpdate& op) override {
     const DeviceBlock& j = op.j;
     const int64_t k = op.u.rows;

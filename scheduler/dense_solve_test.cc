@@ -49,6 +49,13 @@ class DenseSolveTest : public ::testing::Test, protected TestStore {
     c.progress_interval_seconds = 0.01;
     return c;
   }
+  // small_engine on the CPU whatever the machine has: for the tests of what the CPU engine does
+  // (its trace's roles and phases, its bits); gpu_dense_test has the GPU tier's.
+  static EngineConfig cpu_engine(uint64_t budget) {
+    EngineConfig c = small_engine(budget);
+    c.backend = ComputeBackend::kCpu;
+    return c;
+  }
 
   // The resume tests' setting: a uniform 640 x 640 "A" in stripes of 64 (made by the call), one
   // right-hand side b, factors made anew and four stripes of RAM, so that dirty stripes go back
@@ -61,7 +68,7 @@ class DenseSolveTest : public ::testing::Test, protected TestStore {
   ResumeSetting resume_setting() {
     const int64_t n = 640, s = 64;
     generated("A", n, s, "uniform");
-    ResumeSetting r{stripe::uniform_matrix(n, 1, 5), {}, small_engine(4 * 8ull * s * n + 8 * 4096)};
+    ResumeSetting r{stripe::uniform_matrix(n, 1, 5), {}, cpu_engine(4 * 8ull * s * n + 8 * 4096)};
     r.options.reuse_factors = false;
     return r;
   }
@@ -341,19 +348,19 @@ TEST_F(DenseSolveTest, InPlaceFactorsTheMatrixItselfAndReusesIt) {
   const auto b = stripe::uniform_matrix(n, 1, 8);
   DenseSolveOptions o;
   o.in_place = true;
-  auto rep = solve("A", b, 1, o, small_engine(64 << 20));
+  auto rep = solve("A", b, 1, o, cpu_engine(64 << 20));
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
   EXPECT_EQ(rep->residual, -1.0);
   EXPECT_EQ(rep->factor_name, "A");
   const std::vector<double> ref = stripe::lapack_solve(a, n, b, 1);
   EXPECT_LT(stripe::scaled_residual(a.data(), n, rep->x.data(), b.data(), 1), 1e-13);
   EXPECT_EQ(store_->info("A").value().kind, "factor");
-  auto again = solve("A", b, 1, o, small_engine(64 << 20));
+  auto again = solve("A", b, 1, o, cpu_engine(64 << 20));
   ASSERT_TRUE(again.is_ok()) << again.status().to_string();
   EXPECT_TRUE(again->reused_factors);
   EXPECT_EQ(again->x, rep->x);
   o.refinement_steps = 1;
-  EXPECT_EQ(solve("A", b, 1, o, small_engine(64 << 20)).status().message(),
+  EXPECT_EQ(solve("A", b, 1, o, cpu_engine(64 << 20)).status().message(),
             "dense solve of 'A': refinement needs the original matrix, which in_place overwrites");
 }
 
@@ -369,7 +376,7 @@ TEST_F(DenseSolveTest, TraceHasEveryRoleAndProgressReachesTheEnd) {
     if (phases.empty() || phases.back() != p.phase) phases.push_back(p.phase);
     if (p.phase == "factor") factor_fraction = std::max(factor_fraction, p.fraction);
   };
-  auto rep = solve("A", b, 1, DenseSolveOptions{}, small_engine(64 << 20), cb, &trace);
+  auto rep = solve("A", b, 1, DenseSolveOptions{}, cpu_engine(64 << 20), cb, &trace);
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
   EXPECT_NEAR(factor_fraction, 1.0, 1e-9);
   EXPECT_EQ(phases, (std::vector<std::string>{"factor", "forward", "backward", "condition",

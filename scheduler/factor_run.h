@@ -114,7 +114,7 @@ class Elimination {
     return true;
   }
   // The largest |U| entry of the stripes eliminated so far (the pivot growth's numerator), read
-  // once the roles are joined; -1 where it is not tracked (the GPU tier: U stays on the device).
+  // once the roles are joined; -1 where it is not tracked.
   virtual double max_abs_u() const { return -1; }
   // The same of stripe `i` alone, on elim.I's thread once it has eliminated it (its progress
   // record carries it); -1 where not tracked.

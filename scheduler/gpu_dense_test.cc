@@ -177,6 +177,8 @@ TEST_P(GpuDenseTest, EveryStrategyAndPivotModeMatchesLapack) {
         expect_matches_lapack(dominant ? d : a, n, b, 3, *rep,
                               p == PivotMode::kLocal ? 1e-10 : 1e-13, what);
         EXPECT_EQ(rep->plan.device_resident, !streaming) << what;
+        // The pivot growth is read on the device (max |U| / max |A|): known.
+        EXPECT_GT(rep->growth, 0.0) << what;
       }
     }
   }

@@ -63,6 +63,7 @@ Status GpuElimination::open() {
     }
   }
   perm_count_.assign(static_cast<size_t>(g.stripes), 0);
+  stripe_max_abs_u_.assign(static_cast<size_t>(g.stripes), -1);
   download_wait_mu_ = std::make_unique<Mutex[]>(static_cast<size_t>(g.stripes));
   {  // no other thread yet: the locks are for the analysis
     MutexLock downloads(downloads_mu_);
@@ -225,6 +226,16 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
   Status st =
       lane_i_->eliminate(b, block_col, params_.pivot, params_.substripe_rows, r0, local.data(),
                          device_raw_ + r0, device_perm_ + 4 * r0, &perm_count);
+  if (st.is_ok()) {
+    // The stripe's U is final on the device: its largest entry for the pivot growth, read there
+    // (one pass over the instance, a small fraction of the panel's time).
+    auto most = lane_i_->max_abs_upper(b, block_col);
+    st = most.status();
+    if (st.is_ok()) {
+      stripe_max_abs_u_[static_cast<size_t>(i)] = *most;
+      max_abs_u_ = std::max(max_abs_u_, *most);
+    }
+  }
   // The stripe is final: RAM gets it (from its diagonal on, or the whole instance if updates
   // left newer multipliers on the device; columns left of the instance are final in RAM). The copy
   // runs beside the next elimination; the cell stays stuck until its last update, which waits for

@@ -104,6 +104,13 @@ class GpuElimination final : public Elimination {
   int device() const { return engine_.device(); }
   const DeviceShare& share() const { return share_; }
 
+  // The largest |U| entry of the stripes eliminated here so far (the pivot growth's numerator,
+  // read on the device), and a stripe's; -1 for a stripe eliminated elsewhere or not yet.
+  double max_abs_u() const override { return max_abs_u_; }
+  double stripe_max_abs_u(int64_t i) const override {
+    return stripe_max_abs_u_[static_cast<size_t>(i)];
+  }
+
   // When the pool holds two ranges' U blocks beside a stripe per elim.J lane and a meta-stripe's
   // stripes for elim.I (the working set of two sweeps, the master's gates bound it so).
   bool sweeps_may_overlap() const override { return overlap_; }
@@ -203,6 +210,8 @@ class GpuElimination final : public Elimination {
   // once the copy has landed.
   std::unique_ptr<Mutex[]> download_wait_mu_;
   std::shared_ptr<KeepLedger> kept_;
+  double max_abs_u_ = 0;                  // written by elim.I only, read after it is joined
+  std::vector<double> stripe_max_abs_u_;  // per stripe; written and read by elim.I only
   Mutex peer_mu_;
   std::vector<int> peer_uses_ GUARDED_BY(peer_mu_);      // per own stripe: devices yet to adopt it
   std::vector<bool> free_pending_ GUARDED_BY(peer_mu_);  // per own stripe: dropped while peers

@@ -1,5 +1,7 @@
 #include "scheduler/multi_gpu_elimination.h"
 
+#include <algorithm>
+
 namespace stripesolve::scheduler {
 
 Result<std::unique_ptr<MultiGpuElimination>> MultiGpuElimination::create(
@@ -35,6 +37,12 @@ MultiGpuElimination::~MultiGpuElimination() {
 Status MultiGpuElimination::eliminate(int64_t i, const cache::CellView& cell,
                                       stripe::StripePivots* pivots) {
   return owner_of(i).eliminate(i, cell, pivots);
+}
+
+double MultiGpuElimination::max_abs_u() const {
+  double most = 0;
+  for (const auto& d : devices_) most = std::max(most, d->max_abs_u());
+  return most;
 }
 
 Status MultiGpuElimination::update(int worker, const Task& t, const cache::CellView& j,

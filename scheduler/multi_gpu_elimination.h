@@ -42,6 +42,12 @@ class MultiGpuElimination final : public Elimination {
   bool sweeps_may_overlap() const override;
   bool accepts(int64_t worker, const Task& t) const override;
 
+  // The largest |U| entry over the devices' eliminations, and stripe i's from its device.
+  double max_abs_u() const override;
+  double stripe_max_abs_u(int64_t i) const override {
+    return devices_[static_cast<size_t>(device_of(i))]->stripe_max_abs_u(i);
+  }
+
   // Device substitution (one device, factors resident there).
   bool factors_resident() const;
   Status substitute(double* x, int64_t nrhs);

@@ -3,6 +3,7 @@
 #include "backend/device_engine.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -91,6 +92,7 @@ class CudaLane final : public DeviceLane {
     solver_work_ = reinterpret_cast<double*>(p + l.solver);
     ipiv_ = reinterpret_cast<int32_t*>(p + l.ipiv);
     info_ = reinterpret_cast<int32_t*>(p + l.info);
+    max_bits_ = reinterpret_cast<unsigned long long*>(p + l.max_bits);
     gather_ = reinterpret_cast<double*>(p + l.gather);
     gather_bytes_ = l.total - l.gather;
     solver_lwork_ = l.lwork;
@@ -98,7 +100,7 @@ class CudaLane final : public DeviceLane {
   }
 
   struct Layout {
-    uint64_t transposed = 0, solver = 0, ipiv = 0, info = 0, gather = 0, total = 0;
+    uint64_t transposed = 0, solver = 0, ipiv = 0, info = 0, max_bits = 0, gather = 0, total = 0;
     int lwork = 0;
   };
 
@@ -131,6 +133,7 @@ class CudaLane final : public DeviceLane {
     }
     l.ipiv = take(sizeof(int32_t) * static_cast<uint64_t>(std::max<int64_t>(rows_, 1)));
     l.info = take(sizeof(int32_t) * 2);
+    l.max_bits = take(sizeof(unsigned long long));
     // Permutations of one stripe's swaps touch at most 2 S columns.
     l.gather = take(column_bytes(std::max(j_rows_, rows_), 0, 2 * std::max(k_rows_, rows_)));
     l.total = at;
@@ -314,6 +317,22 @@ class CudaLane final : public DeviceLane {
       for (int64_t k = 0; k < h; ++k) host_swaps[k] = ipiv[k];
     }
     return Status::ok();
+  }
+
+  Result<double> max_abs_upper(const DeviceBlock& part, int64_t block_col) override {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    RETURN_CUDA(cudaMemsetAsync(max_bits_, 0, sizeof(unsigned long long), compute_),
+                "clearing the growth's maximum");
+    cuda::launch_max_abs_upper(part.data, part.ld, part.rows, part.cols, block_col, max_bits_,
+                               compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("max_abs_upper kernel"));
+    unsigned long long bits = 0;
+    RETURN_CUDA(cudaMemcpyAsync(&bits, max_bits_, sizeof bits, cudaMemcpyDeviceToHost, compute_),
+                "copying the growth's maximum");
+    RETURN_CUDA(cudaStreamSynchronize(compute_), "synchronizing the growth's maximum");
+    double most = 0;
+    std::memcpy(&most, &bits, sizeof most);
+    return most;
   }
 
   Status update(const DeviceUpdate& op) override {
@@ -652,6 +671,7 @@ class CudaLane final : public DeviceLane {
   double* solver_work_ = nullptr;
   int32_t* ipiv_ = nullptr;
   int32_t* info_ = nullptr;
+  unsigned long long* max_bits_ = nullptr;  // max_abs_upper's result
   double* gather_ = nullptr;
   uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;

@@ -39,6 +39,25 @@ __global__ void doolittle(double* a, int64_t ld, int64_t h, int64_t m) {
   }
 }
 
+// Rows r of the trapezoid from column block_col + r on; NaNs skipped (as std::max does on the
+// CPU); the maximum as the bits of a non-negative double (their order is the numbers').
+__global__ void max_abs_upper(const double* a, int64_t ld, int64_t rows, int64_t width,
+                              int64_t block_col, unsigned long long* out) {
+  unsigned long long best = 0;
+  const int64_t total = rows * width;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = idx % rows, c = idx / rows;
+    if (c < r) continue;
+    const double v = fabs(a[r + (block_col + c) * ld]);
+    if (v == v) best = max(best, static_cast<unsigned long long>(__double_as_longlong(v)));
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    best = max(best, __shfl_down_sync(0xffffffffu, best, offset));
+  }
+  if ((threadIdx.x & 31) == 0) atomicMax(out, best);
+}
+
 __global__ void first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,
                                  int32_t* result) {
   const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -114,6 +133,15 @@ void launch_permute_columns(double* a, int64_t ld, int64_t rows, int64_t first,
 void launch_doolittle(double* region, int64_t ld, int64_t h, int64_t m, cudaStream_t stream) {
   const dim3 grid(blocks_for(h), static_cast<unsigned>(m < 4096 ? m : 4096));
   doolittle<<<grid, kThreads, 0, stream>>>(region, ld, h, m);
+}
+
+void launch_max_abs_upper(const double* a, int64_t ld, int64_t rows, int64_t cols,
+                          int64_t block_col, unsigned long long* out, cudaStream_t stream) {
+  const int64_t width = cols - block_col;
+  if (rows <= 0 || width <= 0) return;
+  const int64_t blocks = (rows * width + kThreads - 1) / kThreads;
+  max_abs_upper<<<static_cast<unsigned>(blocks < 2048 ? blocks : 2048), kThreads, 0, stream>>>(
+      a, ld, rows, width, block_col, out);
 }
 
 void launch_first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,

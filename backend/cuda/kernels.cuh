@@ -16,6 +16,11 @@ void launch_permute_columns(double* a, int64_t ld, int64_t rows, int64_t first,
 // diagonal D) and L_W^T (unit upper). Rescales it to unit lower L = U_W^T D^-1 and U = D L_W^T.
 void launch_doolittle(double* region, int64_t ld, int64_t h, int64_t m, cudaStream_t stream);
 
+// The largest |a(r, c)| over rows r < rows and columns block_col + r <= c < cols (an eliminated
+// stripe's U; NaNs skipped) into *out as the bits of the double (device, zeroed by the caller).
+void launch_max_abs_upper(const double* a, int64_t ld, int64_t rows, int64_t cols,
+                          int64_t block_col, unsigned long long* out, cudaStream_t stream);
+
 // The smallest row r < rows holding a non-finite value in columns [0, cols), or INT32_MAX, into
 // *result (device int32, set to INT32_MAX by the caller).
 void launch_first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,

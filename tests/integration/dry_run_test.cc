@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "gpu/devices.h"
 #include "tests/integration/daemon_fixture.h"
 
 namespace stripesolve::testing {
@@ -18,7 +19,9 @@ TEST(DryRun, PrintsThePlanAndSolvesNothing) {
   ASSERT_EQ(cli.run("matrix create A -n 512 --seed 3 --generator uniform --stripe-rows 64"), 0)
       << out;
   EXPECT_EQ(cli.run("solve A --dry-run"), 0) << out;
-  EXPECT_NE(out.find("backend cpu"), std::string::npos) << out;
+  // engine.backend auto: the GPU tier where a device is present.
+  const std::string backend = gpu::device_count() > 0 ? "cuda" : "cpu";
+  EXPECT_NE(out.find("backend " + backend), std::string::npos) << out;
   EXPECT_NE(out.find("n=512 S=64"), std::string::npos) << out;
   for (const char* strategy : {"basic", "zigzag", "meta_zigzag"}) {
     EXPECT_NE(out.find(strategy), std::string::npos) << strategy << " in: " << out;
@@ -27,7 +30,7 @@ TEST(DryRun, PrintsThePlanAndSolvesNothing) {
   EXPECT_EQ(cli.run("--json solve A --dry-run"), 0) << out;
   const auto j = nlohmann::json::parse(out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << out;
-  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["backend"], backend);
   EXPECT_EQ(j["plan"]["n"], 512);
   EXPECT_EQ(j["plan"]["stripe_rows"], 64);
   ASSERT_EQ(j["plan"]["forecasts"].size(), 3u) << out;

@@ -36,7 +36,7 @@ GpuElimination::GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine
       geometry_(layout.geometry()),
       params_(params),
       plan_(plan),
-      share_(share),
+      share_(std::move(share)),
       kept_(kept ? std::move(kept) : std::make_shared<KeepLedger>()) {}
 
 Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ctx,
@@ -46,7 +46,7 @@ Result<std::unique_ptr<GpuElimination>> GpuElimination::create(EngineContext& ct
                                                                const Plan& plan, DeviceShare share,
                                                                std::shared_ptr<KeepLedger> kept) {
   std::unique_ptr<GpuElimination> e(
-      new GpuElimination(ctx, engine, layout, params, plan, share, std::move(kept)));
+      new GpuElimination(ctx, engine, layout, params, plan, std::move(share), std::move(kept)));
   STRIPESOLVE_RETURN_IF_ERROR(e->open());
   return e;
 }
@@ -450,7 +450,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
   if (created && keep && op.j_col > 0) {
     // A kept part must be whole on the device from its first column: the update below copies
     // only its own columns.
-    const Status up = lane.upload(host, op.j, 0, op.j_col);
+    Status up = lane.upload(host, op.j, 0, op.j_col);
     if (!up.is_ok()) {
       tier_->free(j.stripe);
       return up;

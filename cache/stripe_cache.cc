@@ -18,6 +18,10 @@ bool usable_for(CellState state, CellState target) {
          (state == CellState::kStuck && target != CellState::kWaitElimJ) ||
          (state == CellState::kOnDevice && target != CellState::kStuck);
 }
+// Whether a cell's columns include those a request asks for.
+bool holds(const CellView& cell, const PartRequest& req) {
+  return cell.i0_store <= req.col_begin && cell.i1_store >= req.col_end;
+}
 std::string part_name(int64_t stripe) {
   return "stripe " + std::to_string(stripe);
 }
@@ -145,7 +149,7 @@ std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
   auto it = cells_.find(req.stripe);
   if (it == cells_.end()) return std::nullopt;
   Cell& c = it->second;
-  if (!usable_for(c.state, req.target) || c.view.i0_store > req.col_begin) return std::nullopt;
+  if (!usable_for(c.state, req.target) || !holds(c.view, req)) return std::nullopt;
   return take_hit_locked(c, req);
 }
 
@@ -159,10 +163,8 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
     auto it = cells_.find(req.stripe);
     if (it == cells_.end()) break;
     Cell& c = it->second;
-    if (usable_for(c.state, req.target) && c.view.i0_store <= req.col_begin) {
-      return take_hit_locked(c, req);
-    }
-    if (c.state == CellState::kIdle) {  // stored from a later column than needed: drop it
+    if (usable_for(c.state, req.target) && holds(c.view, req)) return take_hit_locked(c, req);
+    if (c.state == CellState::kIdle) {  // holds other columns than needed: drop it
       evict_locked(c);
       continue;
     }
@@ -175,8 +177,9 @@ Result<CellView> StripeCache::request(const PartRequest& req) {
                     "cache: two requesters raced for " + part_name(req.stripe));
   ++stats_.misses;
   Cell& c = cells_[req.stripe];
-  c.view = CellView{req.stripe,   req.col_begin, arena_.base() + e.offset, e.bytes, req.elim_begin,
-                    req.elim_end, false};
+  c.view = CellView{req.stripe, req.col_begin,  arena_.base() + e.offset,
+                    e.bytes,    req.elim_begin, req.elim_end,
+                    false,      req.col_end};
   c.extent = e;
   c.target = req.target;
   c.count = req.count;

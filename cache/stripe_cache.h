@@ -1,11 +1,11 @@
 // The RAM cache of stripe parts (002 §7.2 L_PC, Fig 15; §8.3 Fig 19).
 //
 // One Arena with a hard byte budget holds the values; a table of cells, one per cached stripe part,
-// holds per cell: stripe index, i0_store (first stored column), extent, the elimination range it
-// waits for, count (J stripes that still need this eliminated stripe; "stuck" while > 0), state,
-// dirty bit and last use. Every state change goes through one transition function that checks the
-// edge (cell_state.h; an illegal edge is a bug: internal_error), logs old -> new at trace level
-// (logger "cache") and wakes every waiter.
+// holds per cell: stripe index, the stored columns [i0_store, i1_store), extent, the elimination
+// range it waits for, count (J stripes that still need this eliminated stripe; "stuck" while > 0),
+// state, dirty bit and last use. Every state change goes through one transition function that
+// checks the edge (cell_state.h; an illegal edge is a bug: internal_error), logs old -> new at
+// trace level (logger "cache") and wakes every waiter.
 //
 // Memory: request() never allocates past the budget. A part that does not fit evicts idle cells,
 // the longest idle first (clean ones are dropped, dirty ones go to kWaitUpload for the I/O role),
@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -41,26 +42,33 @@
 
 namespace stripesolve::cache {
 
-// What a role sees of a cell. Buffer, i0_store and bytes never change during the cell's life.
+// The end column of a part through column n (storage::kThroughN).
+inline constexpr int64_t kThroughN = std::numeric_limits<int64_t>::max();
+
+// What a role sees of a cell. Buffer, i0_store, i1_store and bytes never change during the cell's
+// life.
 struct CellView {
   int64_t stripe = -1;
-  int64_t i0_store = 0;         // the part holds columns [i0_store, n) of the stripe
+  int64_t i0_store = 0;         // the part holds columns [i0_store, i1_store) of the stripe
   std::byte* buffer = nullptr;  // 4 KiB aligned, `bytes` long
   uint64_t bytes = 0;
   int64_t elim_begin = 0;  // the elimination range the cell waits for
   int64_t elim_end = 0;
   bool dirty = false;
+  int64_t i1_store = kThroughN;  // kThroughN: through column n (every part the elimination uses)
 };
 
 struct PartRequest {
   int64_t stripe = 0;
-  int64_t col_begin =
-      0;  // columns [col_begin, n) are needed; a cell with i0_store <= col_begin serves
-  uint64_t buffer_bytes = 0;  // I/O buffer size for the part from col_begin (storage part_layout)
+  // Columns [col_begin, col_end) are needed; a cell with i0_store <= col_begin and
+  // i1_store >= col_end serves.
+  int64_t col_begin = 0;
+  uint64_t buffer_bytes = 0;  // I/O buffer size for those columns (storage part_layout)
   CellState target = CellState::kWaitElimJ;  // kWaitElimI, kWaitElimJ or kStuck (DSR)
   int64_t elim_begin = 0;
   int64_t elim_end = 0;
   int64_t count = 0;  // kWaitElimI: J stripes that will need it once eliminated
+  int64_t col_end = kThroughN;
 };
 
 struct IoWork {
@@ -91,12 +99,12 @@ class StripeCache {
   Arena& arena() { return arena_; }
 
   // Master or DSR. Waits while the stripe's cell is busy with an earlier operation. A cell in
-  // kIdle/kStuck with i0_store <= col_begin is a hit and moves to `target` (kStuck stays kStuck);
-  // otherwise (absent, or stored from a later column: evicted first) it is a miss: an extent is
+  // kIdle/kStuck that holds the columns asked for is a hit and moves to `target` (kStuck stays
+  // kStuck); otherwise (absent, or holding other columns: evicted first) it is a miss: an extent is
   // allocated (evicting/waiting as above) and the cell starts in kWaitDownload.
   Result<CellView> request(const PartRequest& req);
-  // request() restricted to an immediate hit: the part is cached in a usable state from a column
-  // <= col_begin. Never waits, never allocates; nullopt otherwise (or after a failure).
+  // request() restricted to an immediate hit: the part is cached in a usable state and holds the
+  // columns asked for. Never waits, never allocates; nullopt otherwise (or after a failure).
   std::optional<CellView> try_hit(const PartRequest& req);
 
   // Waits until the stripe's cell is in `state`. Returns the cache's failure if it failed.

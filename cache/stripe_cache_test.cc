@@ -292,3 +292,44 @@ TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
 
 }  // namespace
 }  // namespace stripesolve::cache
+
+namespace stripesolve::cache {
+namespace {
+
+PartRequest dsr_columns(int64_t stripe, int64_t col_begin, int64_t col_end) {
+  PartRequest req{stripe, col_begin, kPart, CellState::kStuck, 0, 0, 0};
+  req.col_end = col_end;
+  return req;
+}
+
+TEST(StripeCacheTest, APartServesTheColumnsItHolds) {
+  StripeCache cache(4 * kPart);
+  FakeIo io(cache);
+  // A prefix [0, 40) as the forward passes read it.
+  ASSERT_TRUE(cache.request(dsr_columns(0, 0, 40)).is_ok());
+  const CellView prefix = cache.wait_for(0, CellState::kStuck).value();
+  EXPECT_EQ(prefix.i0_store, 0);
+  EXPECT_EQ(prefix.i1_store, 40);
+  cache.release_read(0);
+  // Inside it: a hit.
+  ASSERT_TRUE(cache.request(dsr_columns(0, 8, 40)).is_ok());
+  cache.release_read(0);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  // Past its end (the backward pass's suffix, or a J update through n): the idle prefix is
+  // dropped and the part read again.
+  EXPECT_FALSE(cache.try_hit(dsr_columns(0, 8, 41)));
+  ASSERT_TRUE(cache.request(dsr_columns(0, 8, kThroughN)).is_ok());
+  const CellView suffix = cache.wait_for(0, CellState::kStuck).value();
+  EXPECT_EQ(suffix.i0_store, 8);
+  EXPECT_EQ(suffix.i1_store, kThroughN);
+  cache.release_read(0);
+  EXPECT_EQ(cache.stats().misses, 2u);
+  // A part through n serves any range that starts at or after its first column.
+  EXPECT_TRUE(cache.try_hit(dsr_columns(0, 8, 12)));
+  cache.release_read(0);
+  EXPECT_FALSE(cache.try_hit(j_request(0, 7)));
+  EXPECT_EQ(cache.stats().hits, 2u);
+}
+
+}  // namespace
+}  // namespace stripesolve::cache

@@ -16,8 +16,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cache/arena.h"
 #include "scheduler/condition.h"
 #include "scheduler/lapack_checks.h"
+#include "scheduler/substitution.h"
 #include "scheduler/test_store.h"
 #include "storage/engine_select.h"
 #include "storage/fault_engine.h"
@@ -146,6 +148,58 @@ TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
   expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "n=1500");
   EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
+}
+
+TEST_F(DenseSolveTest, PassesReadTheColumnsTheyNeedUnlessTheFactorFits) {
+  const int64_t n = 640, s = 64;  // 10 stripes of 320 KiB
+  generated("A", n, s, "uniform");
+  auto a = std::move(store_->open_matrix("A")).value();
+  const storage::StripeGeometry& g = a->geometry();
+  const uint64_t whole = cache::Arena::round_up(a->part_layout(0, 0).buffer_bytes);
+  for (const uint64_t parts : {uint64_t{3}, uint64_t{9}, uint64_t{10}}) {
+    const bool fits = parts == 10;
+    const auto lower =
+        pass_parts(*a, parts * whole, PassDirection::kFirstToLast, PassColumns::kLower);
+    const auto upper =
+        pass_parts(*a, parts * whole, PassDirection::kLastToFirst, PassColumns::kUpper);
+    ASSERT_EQ(lower.size(), 10u);
+    ASSERT_EQ(upper.size(), 10u);
+    for (int64_t k = 0; k < 10; ++k) {
+      const PartOrder& l = lower[static_cast<size_t>(k)];
+      EXPECT_EQ(l.stripe, k);
+      EXPECT_EQ(l.col_begin, 0);
+      EXPECT_EQ(l.col_end, fits ? storage::kThroughN : g.row_end(k)) << parts << " parts, " << k;
+      const PartOrder& u = upper[static_cast<size_t>(k)];
+      EXPECT_EQ(u.stripe, 9 - k);
+      EXPECT_EQ(u.col_begin, fits ? 0 : g.row_begin(9 - k)) << parts << " parts, " << k;
+      EXPECT_EQ(u.col_end, storage::kThroughN);
+    }
+  }
+}
+
+TEST_F(DenseSolveTest, ConditionEstimateReadsUnderTwoMatricesWithAQuarterCached) {
+  // Its solves with A and A^T read only the columns each pass needs (issue 17: it read 2.6 A).
+  const int64_t n = 1024, s = 64;
+  const auto a = generated("A", n, s, "uniform", 3);
+  const auto b = stripe::uniform_matrix(n, 1, 4);
+  const uint64_t matrix = 8ull * n * n;
+  DenseSolveOptions o;
+  auto first = solve("A", b, 1, o, small_engine(matrix / 4));  // makes and stores the factors
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  uint64_t reads[2] = {0, 0};
+  for (const bool quality : {false, true}) {
+    o.check_quality = quality;
+    auto rep = solve("A", b, 1, o, small_engine(matrix / 4));
+    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+    EXPECT_TRUE(rep->reused_factors);
+    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, quality ? "quality on" : "quality off");
+    reads[quality] = rep->io_read_bytes;
+  }
+  std::printf("reads with a quarter cached: %.2f A without the estimate, %.2f A with it\n",
+              static_cast<double>(reads[0]) / static_cast<double>(matrix),
+              static_cast<double>(reads[1]) / static_cast<double>(matrix));
+  EXPECT_GT(reads[1], reads[0]);
+  EXPECT_LT(reads[1] - reads[0], 1.85 * static_cast<double>(matrix));
 }
 
 TEST_F(DenseSolveTest, StoredFactorsAreReusedAndStaleOnesReplaced) {

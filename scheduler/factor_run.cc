@@ -45,8 +45,10 @@ double factorization_flops(const storage::StripeGeometry& g) {
 stripe::StripePart cell_part(const storage::StripedMatrix& layout, const CellView& cell) {
   const storage::StripeGeometry& g = layout.geometry();
   const uint64_t offset = layout.part_layout(cell.stripe, cell.i0_store).data_offset;
-  return stripe::StripePart{reinterpret_cast<double*>(cell.buffer + offset),
-                            g.row_begin(cell.stripe), g.rows(cell.stripe), cell.i0_store, g.n};
+  stripe::StripePart part{reinterpret_cast<double*>(cell.buffer + offset), g.row_begin(cell.stripe),
+                          g.rows(cell.stripe), cell.i0_store, g.n};
+  if (cell.i1_store < g.n) part.col_end = cell.i1_store;
+  return part;
 }
 
 Monitor::Monitor(EngineContext& ctx)

@@ -11,6 +11,8 @@ namespace stripesolve::scheduler {
 
 namespace {
 
+static_assert(cache::kThroughN == storage::kThroughN, "a part through n is one value in both");
+
 TraceRecorder::Args part_args(const cache::IoWork& work, const storage::PartLayout& layout) {
   return {{"stripe", std::to_string(work.cell.stripe)},
           {"col", std::to_string(work.cell.i0_store)},
@@ -58,6 +60,9 @@ Status IoRole::upload(const cache::IoWork& work) {
   }
   STRIPESOLVE_CHECK(object != nullptr,
                     "upload of stripe " + std::to_string(s) + " in a read-only phase");
+  STRIPESOLVE_CHECK(work.cell.i1_store == cache::kThroughN,
+                    "upload of stripe " + std::to_string(s) + " that holds columns up to " +
+                        std::to_string(work.cell.i1_store) + " only");
   const storage::PartLayout layout = object->part_layout(s, c0);
   STRIPESOLVE_CHECK(layout.buffer_bytes <= work.cell.bytes,
                     "cell of stripe " + std::to_string(s) + " smaller than its part");
@@ -115,10 +120,11 @@ Status IoRole::read_stream(storage::StripedMatrix& object, std::span<const cache
   std::vector<storage::PartRead> parts;
   std::vector<storage::PartLayout> layouts;
   for (const cache::IoWork& w : works) {
-    const storage::PartLayout layout = object.part_layout(w.cell.stripe, w.cell.i0_store);
+    const storage::PartLayout layout =
+        object.part_layout(w.cell.stripe, w.cell.i0_store, w.cell.i1_store);
     STRIPESOLVE_CHECK(layout.buffer_bytes <= w.cell.bytes,
                       "cell of stripe " + std::to_string(w.cell.stripe) + " smaller than its part");
-    parts.push_back({w.cell.stripe, w.cell.i0_store, w.cell.buffer});
+    parts.push_back({w.cell.stripe, w.cell.i0_store, w.cell.buffer, w.cell.i1_store});
     layouts.push_back(layout);
   }
   // Parts overlap on the disk, so each span runs from the previous arrival to its own: the io row

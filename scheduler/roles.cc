@@ -300,7 +300,8 @@ DsrRole::DsrRole(cache::StripeCache& cache, const storage::StripedMatrix& layout
           cache::PartRequest req;
           req.stripe = p.stripe;
           req.col_begin = p.col_begin;
-          req.buffer_bytes = layout.part_layout(p.stripe, p.col_begin).buffer_bytes;
+          req.col_end = p.col_end < layout.geometry().n ? p.col_end : cache::kThroughN;
+          req.buffer_bytes = layout.part_layout(p.stripe, p.col_begin, p.col_end).buffer_bytes;
           req.target = CellState::kStuck;
           auto cell = cache.request(req);
           if (!cell.is_ok()) {

@@ -116,9 +116,11 @@ class MasterRole {
   std::vector<int64_t> meta_first_;  // per stripe: the first stripe of its meta-stripe
 };
 
+// One part a read-only pass uses: columns [col_begin, col_end) of a stripe (kThroughN: through n).
 struct PartOrder {
   int64_t stripe = 0;
   int64_t col_begin = 0;
+  int64_t col_end = storage::kThroughN;
 };
 
 class DsrRole {

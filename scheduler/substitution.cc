@@ -3,9 +3,33 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cache/arena.h"
+
 namespace stripesolve::scheduler {
 
 using cache::CellState;
+
+std::vector<PartOrder> pass_parts(const storage::StripedMatrix& layout, uint64_t cache_bytes,
+                                  PassDirection direction, PassColumns columns) {
+  const storage::StripeGeometry& g = layout.geometry();
+  uint64_t whole = 0;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    whole += cache::Arena::round_up(layout.part_layout(i, 0).buffer_bytes);
+  }
+  const bool fits = whole <= cache_bytes;
+  std::vector<PartOrder> order;
+  for (int64_t k = 0; k < g.stripes; ++k) {
+    const int64_t i = direction == PassDirection::kFirstToLast ? k : g.stripes - 1 - k;
+    if (fits) {
+      order.push_back({i, 0});
+    } else if (columns == PassColumns::kLower) {
+      order.push_back({i, 0, g.row_end(i)});
+    } else {
+      order.push_back({i, g.row_begin(i)});
+    }
+  }
+  return order;
+}
 
 Status stream_parts(EngineContext& ctx, const storage::StripedMatrix& layout,
                     const std::vector<PartOrder>& order, const std::string& phase, bool keep,
@@ -48,10 +72,11 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
                   const std::function<Status(int64_t)>& on_stripe, const std::string& phase) {
   const storage::StripeGeometry& g = factor.geometry();
   const double stripe_flops = 2.0 * static_cast<double>(g.n) * static_cast<double>(nrhs);
-  std::vector<PartOrder> forward;
-  std::vector<PartOrder> backward;
-  for (int64_t i = 0; i < g.stripes; ++i) forward.push_back({i, 0});
-  for (int64_t i = g.stripes - 1; i >= 0; --i) backward.push_back({i, g.row_begin(i)});
+  const uint64_t cache_bytes = ctx.cache.stats().budget;
+  const std::vector<PartOrder> forward =
+      pass_parts(factor, cache_bytes, PassDirection::kFirstToLast, PassColumns::kLower);
+  const std::vector<PartOrder> backward =
+      pass_parts(factor, cache_bytes, PassDirection::kLastToFirst, PassColumns::kUpper);
   backend::WorkspaceSize need;
   for (int64_t i = 0; i < g.stripes; ++i) {
     const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
@@ -88,10 +113,11 @@ Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& f
                              const std::vector<stripe::StripePivots>& pivots, double* v,
                              int64_t nrhs, const std::string& phase) {
   const storage::StripeGeometry& g = factor.geometry();
-  std::vector<PartOrder> upper;
-  std::vector<PartOrder> lower;
-  for (int64_t i = 0; i < g.stripes; ++i) upper.push_back({i, g.row_begin(i)});
-  for (int64_t i = g.stripes - 1; i >= 0; --i) lower.push_back({i, 0});
+  const uint64_t cache_bytes = ctx.cache.stats().budget;
+  const std::vector<PartOrder> upper =
+      pass_parts(factor, cache_bytes, PassDirection::kFirstToLast, PassColumns::kUpper);
+  const std::vector<PartOrder> lower =
+      pass_parts(factor, cache_bytes, PassDirection::kLastToFirst, PassColumns::kLower);
   const double pass_flops =
       static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(nrhs);
   ctx.progress.begin_phase(phase, pass_flops, g.stripes);

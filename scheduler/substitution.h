@@ -21,6 +21,20 @@
 
 namespace stripesolve::scheduler {
 
+enum class PassDirection { kFirstToLast, kLastToFirst };
+// kLower: the L passes read columns [0, row_end(I)) of stripe I (L reaches no further); kUpper:
+// the U passes read [row_begin(I), n).
+enum class PassColumns { kLower, kUpper };
+
+// The parts a pass over the factor's stripes reads, in pass order. When the whole factor fits in
+// `cache_bytes`, whole parts (from column 0 through n): read once, they serve every later pass.
+// Otherwise only the columns the pass needs, about half of each part: a pass that turns back over
+// the same columns (backward U then U^T, L^T then the next solve's L) starts with the parts the
+// previous one left cached, and half parts leave twice as many there. (Reading the last stripes of
+// a pass whole for a next pass over the other half costs what reading the halves apart does.)
+std::vector<PartOrder> pass_parts(const storage::StripedMatrix& layout, uint64_t cache_bytes,
+                                  PassDirection direction, PassColumns columns);
+
 // Streams the parts of `order` through the cache and calls `use` for each on the calling thread,
 // in order; `keep`: release used parts as idle cells instead of deleting them. Stops at the first
 // error (of `use`, I/O, or cancellation).

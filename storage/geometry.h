@@ -4,18 +4,23 @@
 // [I*n/N, (I+1)*n/N), so heights differ by at most one and never exceed S. Stripe I is stored
 // column-major with leading dimension h_I: element (r, c), r in stripe I, is at stripe-local byte
 // offset 8 * ((r - row_begin(I)) + c * h_I). The part of stripe I from column c0 to n is therefore
-// one contiguous byte run [8*h_I*c0, 8*h_I*n) (002 §7.1).
+// one contiguous byte run [8*h_I*c0, 8*h_I*n) (002 §7.1), and so is any column range [c0, c1).
 //
 // Thread-safety: a plain value.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "base/status.h"
 
 namespace stripesolve::storage {
 
 inline constexpr uint64_t kElementBytes = 8;  // float64
+
+// The end column of a part that runs through column n (the parts the elimination moves); a part
+// that ends earlier (the forward passes read columns [0, row_end(I)) only) names its end.
+inline constexpr int64_t kThroughN = std::numeric_limits<int64_t>::max();
 
 struct StripeGeometry {
   int64_t n = 0;            // matrix order (rows = cols = n)

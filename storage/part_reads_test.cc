@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -27,15 +30,16 @@ class PartReadsTest : public StoreCaseTest {
     return m.is_ok() ? std::move(m).value() : nullptr;
   }
 
-  // Whether `buffer` holds part (I, c0) of the generated matrix; counts the nonzero values so that
-  // a buffer left at zero cannot pass for the matrix.
-  bool holds_part(const StripedMatrix& m, int64_t I, int64_t c0, const std::byte* buffer) {
+  // Whether `buffer` holds columns [c0, c1) of stripe I of the generated matrix; counts the
+  // nonzero values so that a buffer left at zero cannot pass for the matrix.
+  bool holds_part(const StripedMatrix& m, int64_t I, int64_t c0, const std::byte* buffer,
+                  int64_t c1 = kThroughN) {
     const StripeGeometry& g = m.geometry();
-    const PartLayout layout = m.part_layout(I, c0);
+    const PartLayout layout = m.part_layout(I, c0, c1);
     const int64_t h = g.rows(I);
     std::vector<double> v(layout.data_bytes / 8);
     if (!v.empty()) std::memcpy(v.data(), buffer + layout.data_offset, layout.data_bytes);
-    for (int64_t c = c0; c < g.n; ++c) {
+    for (int64_t c = c0; c < std::min(c1, g.n); ++c) {
       for (int64_t r = 0; r < h; ++r) {
         const double want = generated_value(spec_, g.n, g.row_begin(I) + r, c);
         if (v[(c - c0) * h + r] != want) return false;
@@ -81,6 +85,41 @@ TEST_P(PartReadsTest, StreamEqualsTheGenerator) {
     }
   }
   EXPECT_GT(nonzero_, 0);
+}
+
+TEST_P(PartReadsTest, ColumnRangesEqualTheGenerator) {
+  // The forward passes read columns [0, row_end(I)) only: ranges that end before n read fewer
+  // bytes and hold the same values as the part through n.
+  for (int64_t n : {7, 131, 301, 128}) {
+    auto m = make(n);
+    ASSERT_NE(m, nullptr);
+    const StripeGeometry& g = m->geometry();
+    for (int64_t I = 0; I < g.stripes; ++I) {
+      const int64_t r1 = g.row_end(I);
+      for (const auto& [c0, c1] : std::vector<std::pair<int64_t, int64_t>>{
+               {0, r1}, {1, 5}, {g.n / 2, g.n}, {0, 1}, {3, 3}, {0, kThroughN}}) {
+        const PartLayout layout = m->part_layout(I, c0, c1);
+        EXPECT_EQ(layout.data_bytes, 8 * static_cast<uint64_t>(g.rows(I) * (std::min(c1, n) - c0)));
+        EXPECT_LE(layout.buffer_bytes, m->part_layout(I, c0).buffer_bytes);
+        EXPECT_EQ(layout.buffer_bytes % 4096, 0u);
+        auto buffer = std::move(AlignedBuffer::allocate(layout.buffer_bytes + 1)).value();
+        ASSERT_TRUE(m->read_part(I, c0, buffer.data(), c1).is_ok());
+        EXPECT_TRUE(holds_part(*m, I, c0, buffer.data(), c1))
+            << "n = " << n << " stripe " << I << " columns [" << c0 << ", " << c1 << ")";
+      }
+    }
+    // A prefix of a long stripe is a fraction of its bytes.
+    if (n == 301) {
+      EXPECT_LT(m->part_layout(0, 0, g.row_end(0)).buffer_bytes * 3,
+                m->part_layout(0, 0).buffer_bytes);
+    }
+  }
+  EXPECT_GT(nonzero_, 0);
+  auto m = std::move(store_->open_matrix("A131")).value();
+  std::vector<std::byte> none(8);
+  EXPECT_EQ(
+      m->read_part(0, 5, none.data(), 4).message(),
+      "matrix 'A131': stripe 0 from column 5 to column 4 is outside 3 stripes of 131 columns");
 }
 
 TEST_P(PartReadsTest, RingOfTwoBuffersIsNotOverwrittenBeforeItsPartIsDone) {

@@ -53,32 +53,40 @@ std::string StripedMatrix::describe() const {
   return info_.kind + " '" + info_.name + "'";
 }
 
-PartLayout StripedMatrix::part_layout(int64_t stripe, int64_t col_begin) const {
+PartLayout StripedMatrix::part_layout(int64_t stripe, int64_t col_begin, int64_t col_end) const {
   const StripeGeometry& g = placement_.geometry();
   const auto h = static_cast<uint64_t>(g.rows(stripe));
+  const int64_t c1 = std::min(col_end, g.n);
   const uint64_t first = kElementBytes * h * static_cast<uint64_t>(col_begin);
   const uint64_t begin = align_down(first);
-  return PartLayout{placement_.stored_bytes(stripe) - begin, first - begin,
-                    kElementBytes * h * static_cast<uint64_t>(g.n - col_begin)};
+  const uint64_t stored = placement_.stored_bytes(stripe);
+  const uint64_t end =
+      c1 == g.n ? stored
+                : std::min(stored, align_up(kElementBytes * h * static_cast<uint64_t>(c1)));
+  return PartLayout{end - begin, first - begin,
+                    kElementBytes * h * static_cast<uint64_t>(c1 - col_begin)};
 }
 
-Status StripedMatrix::check_part(int64_t stripe, int64_t col_begin) const {
+Status StripedMatrix::check_part(int64_t stripe, int64_t col_begin, int64_t col_end) const {
   const StripeGeometry& g = placement_.geometry();
-  if (stripe < 0 || stripe >= g.stripes || col_begin < 0 || col_begin > g.n) {
+  if (stripe < 0 || stripe >= g.stripes || col_begin < 0 || col_begin > g.n ||
+      col_end < col_begin) {
+    const std::string end = col_end >= g.n ? "" : " to column " + std::to_string(col_end);
     return Status::invalid_argument(describe() + ": stripe " + std::to_string(stripe) +
-                                    " from column " + std::to_string(col_begin) + " is outside " +
-                                    std::to_string(g.stripes) + " stripes of " +
+                                    " from column " + std::to_string(col_begin) + end +
+                                    " is outside " + std::to_string(g.stripes) + " stripes of " +
                                     std::to_string(g.n) + " columns");
   }
   return Status::ok();
 }
 
-void StripedMatrix::part_requests(int64_t stripe, int64_t col_begin, IoOp op, std::byte* buffer,
-                                  std::vector<IoPiece>& pieces,
+void StripedMatrix::part_requests(int64_t stripe, int64_t col_begin, int64_t col_end, IoOp op,
+                                  std::byte* buffer, std::vector<IoPiece>& pieces,
                                   std::vector<IoRequest>& requests) const {
-  const PartLayout layout = part_layout(stripe, col_begin);
-  const uint64_t end = placement_.stored_bytes(stripe);
-  placement_.pieces(stripe, end - layout.buffer_bytes, end, pieces);
+  const PartLayout layout = part_layout(stripe, col_begin, col_end);
+  const uint64_t begin = align_down(kElementBytes * static_cast<uint64_t>(geometry().rows(stripe)) *
+                                    static_cast<uint64_t>(col_begin));
+  placement_.pieces(stripe, begin, begin + layout.buffer_bytes, pieces);
   requests.reserve(pieces.size());
   for (const IoPiece& p : pieces) {
     requests.push_back(IoRequest{op, files_[p.path].fd(), &files_[p.path].path(), p.file_offset,
@@ -103,7 +111,8 @@ class StripedMatrix::PartSource final : public IoBatchSource {
       const size_t index = next_++;
       Batch& b = open_.emplace_back();
       b.part = index;
-      m_.part_requests(part.stripe, part.col_begin, IoOp::kRead, part.buffer, b.pieces, b.requests);
+      m_.part_requests(part.stripe, part.col_begin, part.col_end, IoOp::kRead, part.buffer,
+                       b.pieces, b.requests);
       if (b.requests.empty()) {  // a part of zero bytes, when 8 * h * n is a multiple of 4 KiB
         open_.pop_back();
         if (on_done_) on_done_(index);
@@ -163,20 +172,23 @@ class StripedMatrix::PartSource final : public IoBatchSource {
   size_t first_batch_ = 0;
 };
 
-Status StripedMatrix::read_part(int64_t stripe, int64_t col_begin, std::byte* buffer) {
-  const PartRead part{stripe, col_begin, buffer};
+Status StripedMatrix::read_part(int64_t stripe, int64_t col_begin, std::byte* buffer,
+                                int64_t col_end) {
+  const PartRead part{stripe, col_begin, buffer, col_end};
   return read_parts({&part, 1}, PartDone());
 }
 
 Status StripedMatrix::read_parts(std::span<const PartRead> parts, const PartDone& on_done) {
-  for (const PartRead& p : parts) STRIPESOLVE_RETURN_IF_ERROR(check_part(p.stripe, p.col_begin));
+  for (const PartRead& p : parts) {
+    STRIPESOLVE_RETURN_IF_ERROR(check_part(p.stripe, p.col_begin, p.col_end));
+  }
   PartSource source(*this, parts, on_done);
   return store_->engine->run_batches(source);
 }
 
 Status StripedMatrix::write_part(int64_t stripe, int64_t col_begin, const std::byte* buffer) {
   if (!writable()) return Status::failed_precondition(describe() + " is open read-only");
-  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, col_begin));
+  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, col_begin, kThroughN));
   {
     MutexLock lock(mu_);
     if (committed_) return Status::failed_precondition(describe() + " is already committed");
@@ -184,7 +196,8 @@ Status StripedMatrix::write_part(int64_t stripe, int64_t col_begin, const std::b
   std::vector<IoPiece> pieces;
   std::vector<IoRequest> requests;
   // The engine only reads from write buffers; IoRequest has one pointer type for both directions.
-  part_requests(stripe, col_begin, IoOp::kWrite, const_cast<std::byte*>(buffer), pieces, requests);
+  part_requests(stripe, col_begin, kThroughN, IoOp::kWrite, const_cast<std::byte*>(buffer), pieces,
+                requests);
   // Checksums of whole segments, computed as each write completes (the buffer does not change).
   std::vector<std::optional<uint32_t>> sums(pieces.size());
   const auto record = [&](size_t k) {

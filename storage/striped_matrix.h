@@ -4,7 +4,8 @@
 // buffer and the object's segments on all paths in one engine batch, so every path is busy at once
 // (002 §7.3). The buffer layout is PartLayout: the part starts at buffer + data_offset,
 // column-major with leading dimension h_I; the bytes before it are columns < c0 of the same stripe
-// (read from disk, written back unchanged), the bytes after it up to buffer_bytes are zero padding.
+// (read from disk, written back unchanged), the bytes after it up to buffer_bytes are zero padding
+// (or, for a read that ends at a column c1 < n, the columns after c1 up to the next 4 KiB).
 //
 // read_parts() reads a list of parts as one stream over the engine (run_batches): the requests of
 // the next part are queued while the current part is in flight, so the disk does not idle between
@@ -47,14 +48,16 @@ struct StoreShared;
 struct PartLayout {
   uint64_t buffer_bytes = 0;  // multiple of 4 KiB
   uint64_t data_offset = 0;   // where element (row_begin(I), c0) lies in the buffer
-  uint64_t data_bytes = 0;    // 8 * h_I * (n - c0)
+  uint64_t data_bytes = 0;    // 8 * h_I * (c1 - c0)
 };
 
-// One stripe part to read: stripe `stripe` from column `col_begin` into `buffer` (PartLayout).
+// One stripe part to read: columns [col_begin, col_end) of stripe `stripe` into `buffer`
+// (PartLayout); col_end at or past n (kThroughN) reads through column n.
 struct PartRead {
   int64_t stripe = 0;
   int64_t col_begin = 0;
   std::byte* buffer = nullptr;
+  int64_t col_end = kThroughN;
 };
 
 // Called on the thread of read_parts() when part `index` of the list has arrived and its checksums
@@ -80,8 +83,11 @@ class StripedMatrix {
   const std::vector<DataFile>& files() const { return files_; }
   std::vector<std::optional<uint32_t>> checksums() const;
 
-  PartLayout part_layout(int64_t stripe, int64_t col_begin) const;
-  Status read_part(int64_t stripe, int64_t col_begin, std::byte* buffer);
+  // The buffer of columns [col_begin, col_end) of a stripe (col_end past n: through n). Parts are
+  // written only through n.
+  PartLayout part_layout(int64_t stripe, int64_t col_begin, int64_t col_end = kThroughN) const;
+  Status read_part(int64_t stripe, int64_t col_begin, std::byte* buffer,
+                   int64_t col_end = kThroughN);
   // Reads `parts` in list order as one stream, calling `on_done` (may be empty) as each arrives;
   // with io_uring, parts complete in about list order but not necessarily in it. Entries may share
   // a buffer (a ring of buffers): a part starts only after every earlier part with the same buffer
@@ -114,8 +120,8 @@ class StripedMatrix {
 
  private:
   class PartSource;
-  Status check_part(int64_t stripe, int64_t col_begin) const;
-  void part_requests(int64_t stripe, int64_t col_begin, IoOp op, std::byte* buffer,
+  Status check_part(int64_t stripe, int64_t col_begin, int64_t col_end) const;
+  void part_requests(int64_t stripe, int64_t col_begin, int64_t col_end, IoOp op, std::byte* buffer,
                      std::vector<IoPiece>& pieces, std::vector<IoRequest>& requests) const;
   std::string describe() const;
 

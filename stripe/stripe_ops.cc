@@ -12,12 +12,21 @@
 namespace stripesolve::stripe {
 namespace {
 
-Status check_part(const StripePart& part, std::string_view what) {
+// `needed_end`: the op reads columns up to there (0: through n).
+Status check_part(const StripePart& part, std::string_view what, int64_t needed_end = 0) {
   if (part.data == nullptr || part.rows < 1 || part.row_begin < 0 || part.n < 1 ||
       part.row_begin + part.rows > part.n || part.col_begin < 0 || part.col_begin >= part.n) {
     return Status::invalid_argument(
         fmt::format("{}: bad stripe part rows [{}, {}) columns [{}, {}) of n={}", what,
                     part.row_begin, part.row_begin + part.rows, part.col_begin, part.n, part.n));
+  }
+  const int64_t need = needed_end > 0 ? needed_end : part.n;
+  if (part.held_end() < need || part.held_end() > part.n) {
+    return Status::invalid_argument(
+        fmt::format("{}: stripe part rows [{}, {}) holds columns [{}, {}), needs them up to {} of "
+                    "n={}",
+                    what, part.row_begin, part.row_begin + part.rows, part.col_begin,
+                    part.held_end(), need, part.n));
   }
   return Status::ok();
 }
@@ -255,7 +264,8 @@ Status update_stripe(backend::Backend& backend, const StripePart& stripe_i,
 Status forward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
                                  const StripePivots& pivots, double* rhs, int64_t ld_rhs,
                                  int64_t nrhs, const backend::Workspace& workspace) {
-  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "forward substitution"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      check_part(stripe, "forward substitution", stripe.row_begin + stripe.rows));
   if (stripe.col_begin != 0) {
     return Status::invalid_argument(fmt::format(
         "forward substitution: part of rows from {} starts at column {}, needs column 0",
@@ -364,7 +374,8 @@ Status transposed_upper_substitute_stripe(const StripePart& stripe, const Stripe
 
 Status transposed_lower_substitute_stripe(const StripePart& stripe, const StripePivots& pivots,
                                           double* v) {
-  STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "transposed lower substitution"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      check_part(stripe, "transposed lower substitution", stripe.row_begin + stripe.rows));
   if (stripe.col_begin != 0) {
     return Status::invalid_argument(fmt::format(
         "transposed lower substitution: part of rows from {} starts at column {}, needs column 0",

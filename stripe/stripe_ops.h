@@ -55,8 +55,13 @@ struct StripePart {
   int64_t rows = 0;
   int64_t col_begin = 0;
   int64_t n = 0;
+  // Where the held columns end; 0: at n. Only the forward passes (forward_substitute_stripe,
+  // transposed_lower_substitute_stripe) take parts that end earlier: their L reaches column
+  // row_begin + rows, no further. Every other op needs the part through n.
+  int64_t col_end = 0;
 
-  // Element (row, col) in global indices; row in the stripe, col in [col_begin, n).
+  int64_t held_end() const { return col_end > 0 ? col_end : n; }
+  // Element (row, col) in global indices; row in the stripe, col in [col_begin, held_end()).
   double* at(int64_t row, int64_t col) const {
     return data + (row - row_begin) + (col - col_begin) * rows;
   }

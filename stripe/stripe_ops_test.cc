@@ -75,9 +75,13 @@ class StripedMatrix {
     }
     STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace ws, HostWorkspace::allocate(need, "test"));
     for (int64_t I = 0; I < stripes_.count; ++I) {
-      auto buf = read(I, 0);
-      STRIPESOLVE_RETURN_IF_ERROR(forward_substitute_stripe(be, view(I, 0, buf), pivots_[I],
-                                                            x.data(), n_, nrhs, ws.view()));
+      // Columns [0, row_end) only, as the out-of-core forward pass reads them.
+      const int64_t row_end = stripes_.begin(I) + stripes_.size(I);
+      std::vector<double> buf(data_[I].begin(), data_[I].begin() + stripes_.size(I) * row_end);
+      StripePart prefix = view(I, 0, buf);
+      prefix.col_end = row_end;
+      STRIPESOLVE_RETURN_IF_ERROR(
+          forward_substitute_stripe(be, prefix, pivots_[I], x.data(), n_, nrhs, ws.view()));
     }
     for (int64_t I = stripes_.count - 1; I >= 0; --I) {
       const int64_t c0 = stripes_.begin(I);
@@ -202,6 +206,18 @@ TEST(StripeOps, RejectsPartsInTheWrongPlace) {
   EXPECT_EQ(eliminate_stripe(cpu, late, PivotMode::kNone, 2, {}, &p),
             Status::invalid_argument(
                 "eliminate stripe: part of rows from 4 starts at column 5, after its diagonal"));
+  // Parts that end before n: enough for the forward passes up to the stripe's last row, never
+  // for an op that reads through n.
+  StripePart prefix{a.data(), 4, 4, 0, 10, 7};
+  std::vector<double> x(10, 1.0);
+  EXPECT_EQ(forward_substitute_stripe(cpu, prefix, p, x.data(), 10, 1, {}),
+            Status::invalid_argument("forward substitution: stripe part rows [4, 8) holds columns "
+                                     "[0, 7), needs them up to 8 of n=10"));
+  prefix.col_end = 8;
+  EXPECT_TRUE(transposed_lower_substitute_stripe(prefix, p, x.data()).is_ok());
+  EXPECT_EQ(backward_substitute_stripe(cpu, prefix, x.data(), 10, 1, {}),
+            Status::invalid_argument("backward substitution: stripe part rows [4, 8) holds "
+                                     "columns [0, 8), needs them up to 10 of n=10"));
 }
 
 // A backend whose block updates and substitutions want scratch memory: every stripe op asks

@@ -49,6 +49,9 @@ class DenseSolveTest : public ::testing::Test, protected TestStore {
     c.elim_j_workers = workers;
     c.cores = 2;
     c.progress_interval_seconds = 0.01;
+    // On a GPU machine: a device budget of its own per solve (the default takes 90% of the free
+    // memory), so that the tests run side by side (ctest -j) on one card.
+    c.gpu_memory = kTestGpuMemory;
     return c;
   }
   // small_engine on the CPU whatever the machine has: for the tests of what the CPU engine does

@@ -14,6 +14,10 @@
 
 namespace stripesolve::scheduler {
 
+// The device budget of a test's solve on a GPU machine (EngineConfig::gpu_memory): the default,
+// 90% of the free memory, would let only one test at a time have the card (ctest -j).
+inline constexpr uint64_t kTestGpuMemory = 1ull << 30;
+
 class TestStore {
  protected:
   // Opens store_ in a new directory root_ = TempDir/<prefix>.<pid>.<k>, unique per process and

@@ -32,6 +32,7 @@ class GeppSolveTest : public ::testing::Test, protected TestStore {
     c.elim_j_workers = 2;
     c.cores = 2;
     c.progress_interval_seconds = 0.01;
+    c.gpu_memory = kTestGpuMemory;  // test_store.h
     CancelToken cancel;
     return solve_dense(*store_, name, b.data(), nrhs, o, c, cancel, cb, nullptr);
   }

@@ -85,6 +85,9 @@ DaemonFixture::DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak) {
   config.store.free_space_reserve = 0;
   config.engine.ram_budget = 16ull << 20;  // below the 1600-order test matrix (20 MB): out of core
   config.engine_ram_budget_set = true;
+  // A device budget per daemon on a GPU machine (the default is 90% of the free memory), so
+  // that the tests' daemons run side by side (ctest -j) on one card.
+  config.engine.gpu_memory = 1ull << 30;
   if (tweak) tweak(config);
   socket_ = config.server.socket;
   daemon_ = std::make_unique<daemon::Daemon>(

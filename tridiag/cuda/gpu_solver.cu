@@ -366,11 +366,9 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
 
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
                                     const GpuOptions& options) {
-  SolveReport report;
-  BatchOutcome outcome;
-  STRIPESOLVE_RETURN_IF_ERROR(solve_gpu_checked(shape, arrays, options, report, outcome));
-  summarize(report.algorithm, outcome, report);
-  return report;
+  return summarized([&](SolveReport& report, BatchOutcome& outcome) {
+    return solve_gpu_checked(shape, arrays, options, report, outcome);
+  });
 }
 
 }  // namespace stripesolve::tridiag

@@ -206,8 +206,10 @@ int main(int argc, char** argv) {
   auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) -> Timing {
     const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
     ensure_ws(bytes);
-    gpu::DeviceBatch b{
-        dev.dl, dev.d, dev.du, dev.f, dev.x, rows, layout == BatchLayout::kStrided ? n : 0, count};
+    gpu::DeviceBatch b{{dev.dl, dev.d, dev.du, dev.f, dev.x},
+                       rows,
+                       layout == BatchLayout::kStrided ? n : 0,
+                       count};
     Status st;
     const double s = best_time(
         reps, [] {},

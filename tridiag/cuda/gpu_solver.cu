@@ -182,11 +182,8 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
       STRIPESOLVE_RETURN_IF_ERROR(gpu::zero_ragged_couplings(
           buf[0].as<double>(), buf[2].as<double>(), offsets.as<std::size_t>(), systems, stream));
     }
-    gpu::DeviceBatch b{buf[0].as<double>(),
-                       buf[1].as<double>(),
-                       buf[2].as<double>(),
-                       buf[3].as<double>(),
-                       buf[4].as<double>(),
+    gpu::DeviceBatch b{{buf[0].as<double>(), buf[1].as<double>(), buf[2].as<double>(),
+                        buf[3].as<double>(), buf[4].as<double>()},
                        rows,
                        shape.layout == BatchLayout::kStrided ? n : 0,
                        systems};

@@ -25,19 +25,9 @@ Status DeviceTier::wait_locked(MutexLock& lock) {
   return Status::ok();
 }
 
-uint64_t DeviceTier::capacity() const {
+DeviceTier::Usage DeviceTier::usage() const {
   MutexLock lock(mu_);
-  return pool_.capacity();
-}
-
-uint64_t DeviceTier::used() const {
-  MutexLock lock(mu_);
-  return pool_.used();
-}
-
-uint64_t DeviceTier::peak() const {
-  MutexLock lock(mu_);
-  return peak_;
+  return Usage{pool_.capacity(), pool_.used(), peak_, pool_.free_bytes(), pool_.largest_hole()};
 }
 
 std::optional<DeviceInstance> DeviceTier::find(int64_t stripe) const {
@@ -77,16 +67,6 @@ Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, ui
   DeviceInstance inst{stripe, i0_store, e.offset, e.bytes, false, 0};
   parts_[stripe] = inst;
   return inst;
-}
-
-uint64_t DeviceTier::largest_free_piece() const {
-  MutexLock lock(mu_);
-  return pool_.largest_hole();
-}
-
-uint64_t DeviceTier::free_bytes() const {
-  MutexLock lock(mu_);
-  return pool_.free_bytes();
 }
 
 void DeviceTier::set_newer(int64_t stripe, bool newer) {

@@ -69,20 +69,21 @@ Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, ui
   return inst;
 }
 
-void DeviceTier::set_newer(int64_t stripe, bool newer) {
-  MutexLock lock(mu_);
+DeviceInstance& DeviceTier::instance_locked(int64_t stripe) {
   auto it = parts_.find(stripe);
   STRIPESOLVE_CHECK(it != parts_.end(),
                     "GPU tier: no instance of stripe " + std::to_string(stripe));
-  it->second.newer = newer;
+  return it->second;
+}
+
+void DeviceTier::set_newer(int64_t stripe, bool newer) {
+  MutexLock lock(mu_);
+  instance_locked(stripe).newer = newer;
 }
 
 void DeviceTier::set_uses(int64_t stripe, int64_t uses) {
   MutexLock lock(mu_);
-  auto it = parts_.find(stripe);
-  STRIPESOLVE_CHECK(it != parts_.end(),
-                    "GPU tier: no instance of stripe " + std::to_string(stripe));
-  it->second.uses = uses;
+  instance_locked(stripe).uses = uses;
 }
 
 bool DeviceTier::release_use(int64_t stripe) {

@@ -93,6 +93,8 @@ class DeviceTier {
       REQUIRES(mu_);
   // Waits for a change (or 50 ms); the failure to return, if any.
   Status wait_locked(MutexLock& lock) REQUIRES(mu_);
+  // The stripe's instance, which must exist.
+  DeviceInstance& instance_locked(int64_t stripe) REQUIRES(mu_);
 
   struct BlockEntry {
     Extent extent;

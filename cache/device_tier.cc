@@ -25,19 +25,9 @@ Status DeviceTier::wait_locked(MutexLock& lock) {
   return Status::ok();
 }
 
-uint64_t DeviceTier::capacity() const {
+DeviceTier::Usage DeviceTier::usage() const {
   MutexLock lock(mu_);
-  return pool_.capacity();
-}
-
-uint64_t DeviceTier::used() const {
-  MutexLock lock(mu_);
-  return pool_.used();
-}
-
-uint64_t DeviceTier::peak() const {
-  MutexLock lock(mu_);
-  return peak_;
+  return Usage{pool_.capacity(), pool_.used(), peak_, pool_.free_bytes(), pool_.largest_hole()};
 }
 
 std::optional<DeviceInstance> DeviceTier::find(int64_t stripe) const {
@@ -79,30 +69,21 @@ Result<DeviceInstance> DeviceTier::allocate(int64_t stripe, int64_t i0_store, ui
   return inst;
 }
 
-uint64_t DeviceTier::largest_free_piece() const {
-  MutexLock lock(mu_);
-  return pool_.largest_hole();
-}
-
-uint64_t DeviceTier::free_bytes() const {
-  MutexLock lock(mu_);
-  return pool_.free_bytes();
+DeviceInstance& DeviceTier::instance_locked(int64_t stripe) {
+  auto it = parts_.find(stripe);
+  STRIPESOLVE_CHECK(it != parts_.end(),
+                    "GPU tier: no instance of stripe " + std::to_string(stripe));
+  return it->second;
 }
 
 void DeviceTier::set_newer(int64_t stripe, bool newer) {
   MutexLock lock(mu_);
-  auto it = parts_.find(stripe);
-  STRIPESOLVE_CHECK(it != parts_.end(),
-                    "GPU tier: no instance of stripe " + std::to_string(stripe));
-  it->second.newer = newer;
+  instance_locked(stripe).newer = newer;
 }
 
 void DeviceTier::set_uses(int64_t stripe, int64_t uses) {
   MutexLock lock(mu_);
-  auto it = parts_.find(stripe);
-  STRIPESOLVE_CHECK(it != parts_.end(),
-                    "GPU tier: no instance of stripe " + std::to_string(stripe));
-  it->second.uses = uses;
+  instance_locked(stripe).uses = uses;
 }
 
 bool DeviceTier::release_use(int64_t stripe) {

@@ -48,9 +48,15 @@ class DeviceTier {
   DeviceTier(const DeviceTier&) = delete;
   DeviceTier& operator=(const DeviceTier&) = delete;
 
-  uint64_t capacity() const;
-  uint64_t used() const;
-  uint64_t peak() const;
+  // The pool at one moment (read under one lock).
+  struct Usage {
+    uint64_t capacity = 0;
+    uint64_t used = 0;
+    uint64_t peak = 0;  // the most `used` has been
+    uint64_t free_bytes = 0;
+    uint64_t largest_free_piece = 0;  // the largest allocation that would succeed now
+  };
+  Usage usage() const;
 
   // The stripe's instance, if it has one.
   std::optional<DeviceInstance> find(int64_t stripe) const;
@@ -58,8 +64,6 @@ class DeviceTier {
   // Creates the stripe's instance (none may exist) of `bytes`, waiting for room; fails when the
   // pool cannot hold it even after every other holder has finished (`in_flight` = 0).
   Result<DeviceInstance> allocate(int64_t stripe, int64_t i0_store, uint64_t bytes);
-  uint64_t free_bytes() const;
-  uint64_t largest_free_piece() const;  // the largest allocation that would succeed now
   void set_newer(int64_t stripe, bool newer);
   void set_uses(int64_t stripe, int64_t uses);
   // One update no longer reads eliminated stripe `stripe`; true when that was the last.
@@ -89,6 +93,8 @@ class DeviceTier {
       REQUIRES(mu_);
   // Waits for a change (or 50 ms); the failure to return, if any.
   Status wait_locked(MutexLock& lock) REQUIRES(mu_);
+  // The stripe's instance, which must exist.
+  DeviceInstance& instance_locked(int64_t stripe) REQUIRES(mu_);
 
   struct BlockEntry {
     Extent extent;

@@ -42,7 +42,7 @@ TEST(DeviceTier, ConcurrentAsksForABlockMakeOne) {
   b.join();
   EXPECT_EQ(created.load(), 1);
   EXPECT_EQ(offsets[0].load(), offsets[1].load());
-  EXPECT_EQ(tier.used(), 0u) << "the block goes after its last release";
+  EXPECT_EQ(tier.usage().used, 0u) << "the block goes after its last release";
 }
 
 // A worker waiting for someone else's block frees nothing: when the allocating worker is the

@@ -12,6 +12,7 @@
 #include "protocol/messages.h"
 #include "protocol/npy.h"
 #include "scheduler/dense_solve.h"
+#include "scheduler/report_json.h"
 #include "storage/generators.h"
 
 namespace stripesolve::daemon {
@@ -292,16 +293,11 @@ void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, Upl
             {"factor_seconds", r.factor_seconds},
             {"gflops", r.gflops},
             {"backend", r.backend},
-            {"io_read_bytes", r.io_read_bytes},
-            {"io_written_bytes", r.io_written_bytes},
-            {"cache_hits", r.cache_hits},
-            {"cache_misses", r.cache_misses},
-            {"cache_peak_bytes", r.cache_peak_bytes},
-            {"cache_budget", r.cache_budget},
             {"factor", r.factor_name},
             {"reused_factors", r.reused_factors},
             {"stripes", r.plan.stripes},
             {"stripe_rows", r.plan.stripe_rows}};
+        result.update(scheduler::io_counters_json(r));
         if (!r.device.empty()) result["device"] = r.device;
         result["pivot"] = backend::pivot_mode_name(r.pivot);
         if (!r.pivot_switch.empty()) {

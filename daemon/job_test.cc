@@ -80,6 +80,18 @@ TEST(JobTest, CancelHooksRunOnceAndLate) {
   EXPECT_TRUE(job.cancel_requested());
 }
 
+// What readers of `job` find after its first publication: one range, rows [row_begin, row_begin +
+// rows) of an n x nrhs solution.
+void expect_one_range(const Job& job, int64_t row_begin, int64_t rows, int64_t n, int64_t nrhs) {
+  int64_t got_n = 0, got_nrhs = 0;
+  const auto ranges = job.published_since(0, &got_n, &got_nrhs);
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].row_begin, row_begin);
+  EXPECT_EQ(ranges[0].rows, rows);
+  EXPECT_EQ(got_n, n);
+  EXPECT_EQ(got_nrhs, nrhs);
+}
+
 TEST(JobTest, PublishedRowsAreRowMajorAndNotifyListeners) {
   Job job(3, 1000, "t", Lane::kDense, nlohmann::json::object());
   int events = 0;
@@ -88,11 +100,7 @@ TEST(JobTest, PublishedRowsAreRowMajorAndNotifyListeners) {
   const double x[] = {1, 2, 10, 20};  // rows 2..3, column-major (ld 2): col0 = 1,2 col1 = 10,20
   ASSERT_TRUE(job.publish_rows(2, 2, x).is_ok());
   EXPECT_EQ(events, 1);
-  int64_t n, nrhs;
-  auto ranges = job.published_since(0, &n, &nrhs);
-  ASSERT_EQ(ranges.size(), 1u);
-  EXPECT_EQ(ranges[0].row_begin, 2);
-  EXPECT_EQ(n, 4);
+  expect_one_range(job, 2, 2, 4, 2);
   auto buf = job.solution_buffer();
   EXPECT_EQ((*buf)[4], 1);
   EXPECT_EQ((*buf)[5], 10);
@@ -114,12 +122,7 @@ TEST(JobTest, SetSolutionPublishesAWholeArrayAsOneValueRows) {
             "solution of 5 values does not fill an array of shape [2, 3]");
   ASSERT_TRUE(job.set_solution({2, 3}, {1, 2, 3, 4, 5, 6}).is_ok());
   EXPECT_EQ(events, 1);
-  int64_t n, nrhs;
-  auto ranges = job.published_since(0, &n, &nrhs);
-  ASSERT_EQ(ranges.size(), 1u);
-  EXPECT_EQ(ranges[0].rows, 6);
-  EXPECT_EQ(n, 6);
-  EXPECT_EQ(nrhs, 1);
+  expect_one_range(job, 0, 6, 6, 1);
   EXPECT_EQ(job.array_shape(), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ((*job.solution_buffer())[5], 6);
   EXPECT_EQ(job.to_json()["solution"]["array_shape"], nlohmann::json({2, 3}));

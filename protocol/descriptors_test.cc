@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/descriptor_test_support.h"
+
 namespace stripesolve::protocol {
 namespace {
 
@@ -74,20 +76,7 @@ TEST(Descriptors, TooManyInOneMessageIsAnErrorAndNothingLeaks) {
   // The sender refuses; a raw sendmsg with nine gets through to the receiver's check.
   EXPECT_EQ(send_with_descriptors(s.a, "x", raw).message(),
             "9 descriptors in one frame, at most 8");
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 9)] = {};
-  char byte = 'x';
-  iovec iov{&byte, 1};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int) * 9);
-  std::memcpy(CMSG_DATA(c), raw.data(), sizeof(int) * 9);
-  ASSERT_EQ(::sendmsg(s.a, &msg, 0), 1);
+  ASSERT_EQ(send_unchecked(s.a, "x", raw), 1);
   std::vector<UniqueFd> got;
   std::array<char, 8> buf{};
   auto r = receive_with_descriptors(s.b, buf.data(), buf.size(), false, &got);

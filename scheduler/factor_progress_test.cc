@@ -3,15 +3,11 @@
 // to the matrix.
 #include "scheduler/factor_progress.h"
 
-#include <unistd.h>
-
-#include <atomic>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
 
+#include "scheduler/test_store.h"
 #include "storage/matrix_store.h"
 
 namespace stripesolve::scheduler {
@@ -102,19 +98,10 @@ TEST(PlanResumeTest, TheRemainingTasksAreConsistentForEveryPrefix) {
   }
 }
 
-class FactorProgressTest : public ::testing::Test {
+class FactorProgressTest : public ::testing::Test, protected TestStore {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    root_ = ::testing::TempDir() + "/factor_progress_test." + std::to_string(::getpid()) + "." +
-            std::to_string(counter++);
-    std::filesystem::remove_all(root_);
-    storage::StoreConfig c;
-    c.paths = {root_ + "/ssd0", root_ + "/ssd1"};
-    c.min_segment_bytes = 4096;
-    c.free_space_reserve = 0;
-    c.io_engine = "pread";
-    store_ = storage::MatrixStore::open(c).value();
+    open_store("factor_progress_test");
     ASSERT_TRUE(store_->create_generated("A", 60, {"uniform", 3}, 20).is_ok());
     a_ = store_->open_matrix("A").value();
     factor_ = store_->create_factor("A.lu.row", *a_).value();
@@ -123,8 +110,7 @@ class FactorProgressTest : public ::testing::Test {
   void TearDown() override {
     factor_.reset();
     a_.reset();
-    store_.reset();
-    std::filesystem::remove_all(root_);
+    close_store();
   }
 
   // Writes stripe `s` of A, plus `delta`, from column `col` to the factor as a cell after a task
@@ -143,8 +129,6 @@ class FactorProgressTest : public ::testing::Test {
     ASSERT_TRUE(progress->record(cell).is_ok());
   }
 
-  std::string root_;
-  std::unique_ptr<storage::MatrixStore> store_;
   std::unique_ptr<storage::StripedMatrix> a_;
   std::unique_ptr<storage::StripedMatrix> factor_;
   FactorRecipe recipe_;

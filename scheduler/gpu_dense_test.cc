@@ -91,6 +91,16 @@ class GpuDenseTest : public ::testing::TestWithParam<std::string>, protected Tes
     c.progress_interval_seconds = 0.01;
     return c;
   }
+  // gpu_engine(true) in the shape of the RAM tier: a 64 MiB cache, S^m = 4, and J parts streaming
+  // in segments of 512 columns through a device budget of `gpu_memory`.
+  static EngineConfig ram_tier_engine(uint64_t gpu_memory) {
+    EngineConfig c = gpu_engine(true);
+    c.ram_budget = 64 * kMiB;
+    c.meta_stripes = 4;
+    c.segment_columns = 512;
+    c.gpu_memory = gpu_memory;
+    return c;
+  }
 
   // With engine_ as set by the test: a uniform n x n matrix (seed `seed`) and `nrhs` right-hand
   // sides solved at S^m = 4 with J parts streaming through an 18 MiB device budget, then
@@ -115,6 +125,14 @@ DenseSolveOptions fresh_factors(Strategy s, PivotMode p) {
   o.pivot = p;
   o.strategy = s;
   o.reuse_factors = false;
+  return o;
+}
+
+// A solve that makes its factors anew and does not keep them.
+DenseSolveOptions throwaway_factors() {
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  o.store_factors = false;
   return o;
 }
 
@@ -147,14 +165,12 @@ void GpuDenseTest::expect_streaming_and_resident_match_lapack(int64_t n, uint64_
   const auto a = generated("A", n, "uniform", seed);
   const auto b = random_rhs(n, nrhs);
   for (bool streaming : {true, false}) {
-    EngineConfig c = gpu_engine(streaming);
-    c.ram_budget = 64 * kMiB;
-    c.meta_stripes = 4;
-    if (streaming) c.gpu_memory = 18 * kMiB, c.segment_columns = 512;
-    DenseSolveOptions o;
-    o.reuse_factors = false;
-    o.store_factors = false;
-    auto rep = solve("A", b, nrhs, o, c);
+    EngineConfig c = ram_tier_engine(18 * kMiB);
+    if (!streaming) {  // resident
+      c.gpu_memory = gpu_engine(false).gpu_memory;
+      c.segment_columns = 0;
+    }
+    auto rep = solve("A", b, nrhs, throwaway_factors(), c);
     ASSERT_TRUE(rep.is_ok()) << label << ", streaming " << streaming << ": "
                              << rep.status().to_string();
     expect_matches_lapack(a, n, b, nrhs, *rep, 1e-13, label + (streaming ? ", streaming" : ""));
@@ -192,15 +208,7 @@ TEST_P(GpuDenseTest, RamTierShapeKeepsWhatRoomAllows) {
   const auto a = generated("A", n, "uniform", 21);
   const auto b = random_rhs(n, 1);
   for (uint64_t budget : {14 * kMiB, 18 * kMiB, 22 * kMiB}) {
-    EngineConfig c = gpu_engine(true);
-    c.ram_budget = 64 * kMiB;
-    c.meta_stripes = 4;
-    c.segment_columns = 512;
-    c.gpu_memory = budget;
-    DenseSolveOptions o;
-    o.reuse_factors = false;
-    o.store_factors = false;
-    auto rep = solve("A", b, 1, o, c);
+    auto rep = solve("A", b, 1, throwaway_factors(), ram_tier_engine(budget));
     ASSERT_TRUE(rep.is_ok()) << format_bytes(budget) << ": " << rep.status().to_string();
     EXPECT_FALSE(rep->plan.device_resident);
     expect_matches_lapack(a, n, b, 1, *rep, 1e-13, format_bytes(budget));
@@ -294,16 +302,10 @@ TEST_P(GpuDenseTest, TwoDevicesMatchLapackAndTheOneDeviceFactors) {
   const auto r = generated("R", big, "uniform", 21);
   const auto rb = random_rhs(big, 1);
   for (uint64_t budget : {14 * kMiB, 22 * kMiB}) {
-    EngineConfig c = gpu_engine(true);
-    c.ram_budget = 64 * kMiB;
-    c.meta_stripes = 4;
+    EngineConfig c = ram_tier_engine(budget);
     c.elim_j_workers = 4;
-    c.segment_columns = 512;
-    c.gpu_memory = budget;
-    DenseSolveOptions o;
-    o.reuse_factors = false;
-    o.store_factors = false;
-    auto rep = solve_dense(cpu_, two, *store_, "R", rb.data(), 1, o, c, cancel, {}, nullptr);
+    auto rep = solve_dense(cpu_, two, *store_, "R", rb.data(), 1, throwaway_factors(), c, cancel,
+                           {}, nullptr);
     ASSERT_TRUE(rep.is_ok()) << format_bytes(budget) << ": " << rep.status().to_string();
     EXPECT_FALSE(rep->plan.device_resident);
     expect_matches_lapack(r, big, rb, 1, *rep, 1e-13, "two devices, " + format_bytes(budget));
@@ -535,10 +537,8 @@ TEST_P(GpuDenseTest, GeppMatchesLapackOnTheTransposedWilkinsonMatrix) {
   const auto b = random_rhs(n, 2);
   for (bool streaming : {true, false}) {
     for (const std::string name : {"W", "U"}) {
-      DenseSolveOptions o;
+      DenseSolveOptions o = throwaway_factors();
       o.pivot = PivotMode::kGepp;
-      o.reuse_factors = false;
-      o.store_factors = false;
       const std::string what = name + (streaming ? " / streaming" : " / resident");
       auto rep = solve(name, b, 2, o, gpu_engine(streaming));
       ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();

@@ -392,7 +392,8 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) {
         block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
     // The next U block needs its bytes in one piece: a kept part must not split the last hole
     // that holds one.
-    return tier_->free_bytes() >= device_reserve && tier_->largest_free_piece() >= block;
+    const cache::DeviceTier::Usage usage = tier_->usage();
+    return usage.free_bytes >= device_reserve && usage.largest_free_piece >= block;
   }();
   kept_->bytes = kept_->bytes - before + (keep ? part : 0);
   kept_->of_stripe[static_cast<size_t>(j.stripe)] = keep ? part : 0;

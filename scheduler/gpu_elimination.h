@@ -123,7 +123,7 @@ class GpuElimination final : public Elimination {
   void release_factors();
 
   uint64_t pool_bytes() const { return pool_bytes_; }
-  uint64_t peak_bytes() const { return tier_->peak(); }
+  uint64_t peak_bytes() const { return tier_->usage().peak; }
 
  private:
   GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,

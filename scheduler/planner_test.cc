@@ -17,6 +17,27 @@ Machine cpu_machine(uint64_t ram, int64_t cores = 2) {
   return describe_machine(c, 1);
 }
 
+// The sizes a plan chose for the stripes and the workers, as text to compare at once.
+std::string shape_of(const Plan& p) {
+  return "S " + std::to_string(p.stripe_rows) + ", N " + std::to_string(p.stripes) +
+         ", substripe " + std::to_string(p.substripe_rows) + ", S^m " +
+         std::to_string(p.meta_stripes) + ", J workers " + std::to_string(p.elim_j_workers);
+}
+
+// A GPU host of 16 cores and 64 GiB of RAM cache with `gpu_memory` of device budget.
+EngineConfig gpu_host(uint64_t gpu_memory) {
+  EngineConfig c;
+  c.ram_budget = 64 * kGiB;
+  c.gpu_memory = gpu_memory;
+  c.cores = 16;
+  return c;
+}
+
+// The plan for n on `gpus` devices of the host `c` (stripe rows chosen by the planner).
+Plan plan_on(const EngineConfig& c, int64_t n, int gpus = 1) {
+  return plan_dense(n, 0, c, describe_machine(c, gpus)).value();
+}
+
 TEST(PlannerTest, ParsesEveryKey) {
   ConfigMap map = ConfigMap::parse(
       "ram_budget: 2GiB\nstripe_rows: 512\nsubstripe_rows: 64\nmeta_stripes: 3\n"
@@ -48,11 +69,7 @@ TEST(PlannerTest, UnknownKeyIsAConfigError) {
 TEST(PlannerTest, WholeMatrixInCacheGivesOneMetaStripe) {
   // n = 4096, 128 MiB matrix, 1 GiB cache: S = 1024, N = 4, one meta-stripe (S^m = N).
   Plan p = plan_dense(4096, 0, EngineConfig{}, cpu_machine(kGiB)).value();
-  EXPECT_EQ(p.stripe_rows, 1024);
-  EXPECT_EQ(p.stripes, 4);
-  EXPECT_EQ(p.meta_stripes, 4);
-  EXPECT_EQ(p.substripe_rows, 128);
-  EXPECT_EQ(p.elim_j_workers, 2);
+  EXPECT_EQ(shape_of(p), "S 1024, N 4, substripe 128, S^m 4, J workers 2");
   EXPECT_EQ(p.segment_columns, 0);
   ASSERT_EQ(p.forecasts.size(), 3u);
   for (const auto& f : p.forecasts) {
@@ -85,21 +102,13 @@ TEST(PlannerTest, PinnedValuesWin) {
   c.elim_j_workers = 5;
   c.round_robin_levels = 7;
   Plan p = plan_dense(1000, 0, c, cpu_machine(kGiB)).value();
-  EXPECT_EQ(p.stripe_rows, 300);
-  EXPECT_EQ(p.stripes, 4);
-  EXPECT_EQ(p.substripe_rows, 50);
-  EXPECT_EQ(p.meta_stripes, 3);
-  EXPECT_EQ(p.elim_j_workers, 5);
+  EXPECT_EQ(shape_of(p), "S 300, N 4, substripe 50, S^m 3, J workers 5");
   EXPECT_EQ(p.round_robin_levels, 7);
   EXPECT_GE(p.notes.size(), 5u);
 }
 
 TEST(PlannerTest, GpuSegmentLengthFollowsEq15) {
-  EngineConfig c;
-  c.ram_budget = 64 * kGiB;
-  c.gpu_memory = 40 * kGiB;
-  c.cores = 16;
-  Plan p = plan_dense(100000, 0, c, describe_machine(c, 4)).value();
+  Plan p = plan_on(gpu_host(40 * kGiB), 100000, 4);
   EXPECT_EQ(p.stripe_rows, 1024);
   EXPECT_EQ(p.elim_j_workers, 2);
   // Eq 15 gives 524288 columns; copies overlap GEMMs only with several segments: at most 8192.
@@ -111,12 +120,9 @@ TEST(PlannerTest, GpuSegmentLengthFollowsEq15) {
 }
 
 TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
-  EngineConfig c;
-  c.ram_budget = 64 * kGiB;
-  c.gpu_memory = 12 * kGiB;
-  c.cores = 16;
+  EngineConfig c = gpu_host(12 * kGiB);
   // n = 57344, S = 1024: the U block of K = 8192 rows is 3.5 GiB, a stripe 0.45 GiB.
-  Plan p = plan_dense(57344, 0, c, describe_machine(c, 1)).value();
+  Plan p = plan_on(c, 57344);
   EXPECT_EQ(p.stripe_rows, 1024);
   // Issue 16's RAM tier: 12 GiB still holds K = 8192 (the look-ahead lane's J parts are the next
   // meta-stripe's stripes, kept anyway).
@@ -138,14 +144,13 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   EXPECT_EQ(limits(p), "disk disk disk ");
   EXPECT_NE(plan_to_text(p).find("(disk-bound)"), std::string::npos) << plan_to_text(p);
   c.ssd_bytes_per_second = 1e12;
-  EXPECT_EQ(limits(plan_dense(57344, 0, c, describe_machine(c, 1)).value()),
-            "compute compute compute ");
+  EXPECT_EQ(limits(plan_on(c, 57344)), "compute compute compute ");
   c.pcie_bytes_per_second = 25e9;  // 3.0 s
-  const Plan slow_link = plan_dense(57344, 0, c, describe_machine(c, 1)).value();
+  const Plan slow_link = plan_on(c, 57344);
   EXPECT_EQ(limits(slow_link), "PCIe PCIe PCIe ");
   EXPECT_NE(plan_to_json(slow_link).find("\"limited_by\":\"PCIe\""), std::string::npos);
   c.gpu_memory = 70 * kGiB;
-  Plan q = plan_dense(32768, 0, c, describe_machine(c, 1)).value();
+  Plan q = plan_on(c, 32768);
   EXPECT_TRUE(q.device_resident);
   EXPECT_NE(plan_to_text(q).find("the whole matrix stays on the device"), std::string::npos);
   EXPECT_EQ(q.pcie_bytes, 8ull * 32768 * 32768);  // A once

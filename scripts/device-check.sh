@@ -18,10 +18,7 @@
 # Usage (repository root): scripts/device-check.sh
 set -u
 OUT=${OUT:-/tmp/device-check}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/device_check.log") 2>&1
-{ head -2 /etc/os-release; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; }
-source scripts/device-deps.sh
+source scripts/device-start.sh device_check.log
 BUILD=/tmp/ssbuild
 EXTRA=()
 [ "${TRIDIAG_PROFILE:-0}" = 1 ] && EXTRA=(-DCMAKE_CUDA_FLAGS=-lineinfo)

@@ -1,20 +1,15 @@
 #include "storage/stripe_stream.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <future>
+
+#include <fmt/format.h>
 
 #include "storage/checksum.h"
 
 namespace stripesolve::storage {
 namespace {
-
-std::string hex32(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%08x", v);
-  return buf;
-}
 
 // Requests for window [begin, end) of stripe I held at `base`; `pieces` is filled alongside.
 void make_requests(const StripeStream& s, int64_t I, uint64_t begin, uint64_t end, IoOp op,
@@ -77,11 +72,11 @@ Halves halves_of(const AlignedBuffer& buffer) {
 Status checksum_mismatch(const Placement& placement, std::span<const DataFile> files,
                          int64_t segment, uint32_t stored, uint32_t computed) {
   const Segment& seg = placement.segment(segment);
-  return Status::corruption("checksum mismatch in segment " + std::to_string(segment) +
-                            " (stripe " + std::to_string(placement.stripe_of_segment(segment)) +
-                            ", " + files[seg.path].path() + " at offset " +
-                            std::to_string(seg.file_offset) + ", " + std::to_string(seg.length) +
-                            " bytes): stored " + hex32(stored) + ", computed " + hex32(computed));
+  return Status::corruption(fmt::format(
+      "checksum mismatch in segment {} (stripe {}, {} at offset {}, {} bytes): stored {:08x}, "
+      "computed {:08x}",
+      segment, placement.stripe_of_segment(segment), files[seg.path].path(), seg.file_offset,
+      seg.length, stored, computed));
 }
 
 uint64_t batch_capacity(const AlignedBuffer& buffer) {

@@ -8,21 +8,29 @@
 namespace stripesolve::storage {
 namespace {
 
+// Calls tile(rt, re, ct, ce) for the tiles [rt, re) x [ct, ce) of rows [r0, r1) and columns
+// [0, cols), kTransposeTile square, a row of tiles after another.
+template <typename Tile>
+void for_each_tile(int64_t r0, int64_t r1, int64_t cols, Tile&& tile) {
+  for (int64_t rt = r0; rt < r1; rt += kTransposeTile) {
+    const int64_t re = std::min(r1, rt + kTransposeTile);
+    for (int64_t ct = 0; ct < cols; ct += kTransposeTile) {
+      tile(rt, re, ct, std::min(cols, ct + kTransposeTile));
+    }
+  }
+}
+
 template <int kItem, bool kBig>
 void rows_to_columns_tiled(const unsigned char* src, int64_t r0, int64_t r1, int64_t cols,
                            double* dst, int64_t ld) {
   const ElementEncoding e{kItem, kBig};
-  for (int64_t rt = r0; rt < r1; rt += kTransposeTile) {
-    const int64_t re = std::min(r1, rt + kTransposeTile);
-    for (int64_t ct = 0; ct < cols; ct += kTransposeTile) {
-      const int64_t ce = std::min(cols, ct + kTransposeTile);
-      for (int64_t c = ct; c < ce; ++c) {
-        double* d = dst + c * ld;
-        const unsigned char* s = src + (c * kItem);
-        for (int64_t r = rt; r < re; ++r) d[r] = decode(s + r * cols * kItem, e);
-      }
+  for_each_tile(r0, r1, cols, [&](int64_t rt, int64_t re, int64_t ct, int64_t ce) {
+    for (int64_t c = ct; c < ce; ++c) {
+      double* d = dst + c * ld;
+      const unsigned char* s = src + (c * kItem);
+      for (int64_t r = rt; r < re; ++r) d[r] = decode(s + r * cols * kItem, e);
     }
-  }
+  });
 }
 
 }  // namespace
@@ -59,16 +67,12 @@ void rows_to_columns(const unsigned char* src, int64_t rows, int64_t cols, Eleme
 
 void columns_to_rows(const double* src, int64_t ld, int64_t rows, int64_t cols, double* dst) {
   parallel_for(rows, kTransposeTile, [&](int64_t r0, int64_t r1) {
-    for (int64_t rt = r0; rt < r1; rt += kTransposeTile) {
-      const int64_t re = std::min(r1, rt + kTransposeTile);
-      for (int64_t ct = 0; ct < cols; ct += kTransposeTile) {
-        const int64_t ce = std::min(cols, ct + kTransposeTile);
-        for (int64_t r = rt; r < re; ++r) {
-          double* d = dst + r * cols;
-          for (int64_t c = ct; c < ce; ++c) d[c] = src[r + c * ld];
-        }
+    for_each_tile(r0, r1, cols, [&](int64_t rt, int64_t re, int64_t ct, int64_t ce) {
+      for (int64_t r = rt; r < re; ++r) {
+        double* d = dst + r * cols;
+        for (int64_t c = ct; c < ce; ++c) d[c] = src[r + c * ld];
       }
-    }
+    });
   });
 }
 

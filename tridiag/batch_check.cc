@@ -42,7 +42,7 @@ SystemRef system_ref(const BatchShape& shape, const BatchArrays& arrays,
     return {g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), n};
   }
   const std::size_t o = offsets[j];
-  SystemRef s{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o, n};
+  SystemRef s{{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o}, n};
   if (s.x == s.f) {
     g[3].assign(s.f, s.f + n);
     s.f = g[3].data();

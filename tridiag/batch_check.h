@@ -91,4 +91,15 @@ void merge_outcome(const BatchOutcome& part, std::size_t first_system, BatchOutc
 // outcome, and appends its fallbacks to fell_back and notes (at most a few notes, then a count).
 void summarize(Algorithm algorithm, const BatchOutcome& outcome, SolveReport& report);
 
+// The report of a checked solve: runs solve(report, outcome) (solve_batch_checked or the GPU's
+// like of it), then summarizes the outcome into the report.
+template <typename Solve>
+Result<SolveReport> summarized(Solve&& solve) {
+  SolveReport report;
+  BatchOutcome outcome;
+  STRIPESOLVE_RETURN_IF_ERROR(solve(report, outcome));
+  summarize(report.algorithm, outcome, report);
+  return report;
+}
+
 }  // namespace stripesolve::tridiag

@@ -4,29 +4,21 @@
 #include <cmath>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "tridiag/diagonal_pivoting.h"
 #include "tridiag/system_solvers.h"
 
 namespace stripesolve::tridiag {
 
-namespace {
-
-std::string format_value(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-}  // namespace
-
 Status check_pivot(const char* name, double pivot, double scale, double tol, std::size_t row) {
   if (std::abs(pivot) > tol * scale && std::isfinite(pivot)) return Status::ok();
   if (!std::isfinite(pivot)) {
-    return Status::numerical(std::string(name) + ": non-finite pivot " + format_value(pivot) +
-                             " at row " + std::to_string(row));
+    return Status::numerical(
+        fmt::format("{}: non-finite pivot {:.3g} at row {}", name, pivot, row));
   }
-  return Status::numerical(std::string(name) + ": zero or tiny pivot " + format_value(pivot) +
-                           " at row " + std::to_string(row));
+  return Status::numerical(
+      fmt::format("{}: zero or tiny pivot {:.3g} at row {}", name, pivot, row));
 }
 
 Status check_finite(const char* name, const double* x, std::size_t n) {
@@ -115,8 +107,8 @@ Status solve_gepp(const SystemRef& s, Workspace& work) {
 Status dp_factor(const double* dl, const double* d, const double* du, std::size_t n, double* piv,
                  std::uint8_t* kinds, std::size_t row_offset) {
   auto bad = [row_offset](double v, std::size_t row) {
-    return Status::numerical("spike: singular or non-finite pivot " + format_value(v) + " at row " +
-                             std::to_string(row + row_offset));
+    return Status::numerical(
+        fmt::format("spike: singular or non-finite pivot {:.3g} at row {}", v, row + row_offset));
   };
   double cur = d[0];
   std::size_t k = 0;

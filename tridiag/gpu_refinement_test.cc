@@ -75,14 +75,11 @@ TEST(GpuRefinementTest, ResidualMatchesTheCpuInEveryLayout) {
       };
       DeviceCopy dl(arrange(b.dl)), d(arrange(b.d)), du(arrange(b.du)), f(arrange(b.f)),
           dx(arrange(x)), r(std::vector<double>(rows, -7.0));
-      const gpu::DeviceBatch batch{dl.as<double>(),
-                                   d.as<double>(),
-                                   du.as<double>(),
-                                   f.as<double>(),
-                                   dx.as<double>(),
-                                   rows,
-                                   layout == BatchLayout::kStrided ? n : 0,
-                                   count};
+      const gpu::DeviceBatch batch{
+          {dl.as<double>(), d.as<double>(), du.as<double>(), f.as<double>(), dx.as<double>()},
+          rows,
+          layout == BatchLayout::kStrided ? n : 0,
+          count};
       ASSERT_TRUE(gpu::residual_on_device(layout, batch, r.as<double>(), nullptr).is_ok());
       std::vector<double> got(rows);
       ASSERT_EQ(

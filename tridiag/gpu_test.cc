@@ -548,14 +548,11 @@ TEST(GpuTest, DeviceCheckMatchesTheCpuBackwardError) {
       auto arrange = [&](const std::vector<double>& v) { return il ? interleave(v, n, count) : v; };
       DeviceCopy dl(arrange(b.dl)), d(arrange(b.d)), du(arrange(b.du)), f(arrange(b.f)),
           dx(arrange(x)), dev_offsets(offsets);
-      const gpu::DeviceBatch batch{dl.as<double>(),
-                                   d.as<double>(),
-                                   du.as<double>(),
-                                   f.as<double>(),
-                                   dx.as<double>(),
-                                   b.f.size(),
-                                   layout == BatchLayout::kStrided ? n : 0,
-                                   count};
+      const gpu::DeviceBatch batch{
+          {dl.as<double>(), d.as<double>(), du.as<double>(), f.as<double>(), dx.as<double>()},
+          b.f.size(),
+          layout == BatchLayout::kStrided ? n : 0,
+          count};
       const std::size_t bytes = gpu::check_workspace_bytes(layout, count);
       DeviceCopy ws{std::vector<char>(bytes)};
       gpu::DeviceCheck check;

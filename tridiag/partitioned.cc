@@ -85,7 +85,7 @@ Status solve_spike(const SystemRef& sys, unsigned threads) {
     ru[j] = c * next.s;
     rf[j] = sys.f[s] - a * cur.yl - c * next.yf;
   }
-  SystemRef reduced{rl.data(), rd.data(), ru.data(), rf.data(), rx.data(), parts};
+  SystemRef reduced{{rl.data(), rd.data(), ru.data(), rf.data(), rx.data()}, parts};
   if (Status rs = solve_spike(reduced, parts >= 4096 ? threads : 1); !rs.is_ok()) {
     // Deeper levels already say so; name the reduced system once.
     if (rs.message().rfind("reduced system", 0) == 0) return rs;
@@ -189,7 +189,7 @@ Status solve_bondeli(const SystemRef& sys, double tol, Workspace& w) {
       hf[li] = y[L] - ll * y[b];
     }
   }
-  SystemRef h{hl, hd, hu, hf, hx, hn};
+  SystemRef h{{hl, hd, hu, hf, hx}, hn};
   Status st = solve_thomas(h, tol, w);
   if (!st.is_ok()) return Status::numerical("bondeli: interface system: " + st.message());
   // Step 3: x_i = y_i + the two spikes times their interface values.

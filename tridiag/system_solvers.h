@@ -18,13 +18,9 @@
 
 namespace stripesolve::tridiag {
 
-struct SystemRef {
-  const double* dl;
-  const double* d;
-  const double* du;
-  const double* f;
-  double* x;
-  std::size_t n;
+// One system: its arrays, each of n doubles (x may alias f).
+struct SystemRef : BatchArrays {
+  std::size_t n = 0;
 };
 
 struct Workspace {

@@ -288,11 +288,9 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
 
 Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arrays,
                                 const SolveOptions& options) {
-  SolveReport report;
-  BatchOutcome outcome;
-  STRIPESOLVE_RETURN_IF_ERROR(solve_batch_checked(shape, arrays, options, report, outcome));
-  summarize(report.algorithm, outcome, report);
-  return report;
+  return summarized([&](SolveReport& report, BatchOutcome& outcome) {
+    return solve_batch_checked(shape, arrays, options, report, outcome);
+  });
 }
 
 }  // namespace stripesolve::tridiag

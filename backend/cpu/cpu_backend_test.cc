@@ -2,22 +2,37 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "stripe/dense_reference.h"
+
 namespace stripesolve::backend {
 namespace {
 
-std::vector<double> random_block(int64_t rows, int64_t cols, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(-0.5, 0.5);
-  std::vector<double> a(static_cast<size_t>(rows * cols));
-  for (auto& v : a) v = dist(gen);
-  return a;
-}
+using stripe::uniform_matrix;
+
+// The operands of a BlockUpdate, random: U (k x cols, its diagonal raised by `boost` so that the
+// triangular solve is well conditioned) and T (t_rows x cols).
+struct UpdateOperands {
+  int64_t k, cols, t_rows;
+  std::vector<double> u, t;
+
+  UpdateOperands(int64_t k_, int64_t cols_, int64_t t_rows_, double boost)
+      : k(k_),
+        cols(cols_),
+        t_rows(t_rows_),
+        u(uniform_matrix(k, cols, 1)),
+        t(uniform_matrix(t_rows, cols, 2)) {
+    for (int64_t i = 0; i < k; ++i) u[i + i * k] += boost;
+  }
+  // The update by U of `target`, a t_rows x cols block (a copy of t).
+  BlockUpdate of(std::vector<double>& target) const {
+    return BlockUpdate{u.data(), k, k, cols, target.data(), t_rows, t_rows};
+  }
+};
 
 // Checks panel * Q = L * U (kRow) or P * panel = L * U (kLocal, kNone) on a p x m panel that is
 // a whole part (block_col = 0, panel_row = 0, rows = p).
@@ -51,7 +66,7 @@ TEST(CpuBackend, PanelFactorReproducesThePanel) {
   const int64_t p = 9;
   const int64_t m = 23;
   for (auto mode : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
-    const auto original = random_block(p, m, 3);
+    const auto original = uniform_matrix(p, m, 3);
     auto lu = original;
     std::vector<int64_t> swaps(p);
     PanelFactor op{lu.data(), p, p, m, 0, 0, p, mode, swaps.data(), 100};
@@ -105,12 +120,10 @@ TEST(CpuBackend, RejectsBadShapesAndSmallWorkspace) {
 // T <- T * triu(U)^-1 then T_right -= T_left * U_right, against a naive loop.
 TEST(CpuBackend, BlockUpdateMatchesNaiveElimination) {
   CpuBackend cpu;
-  const int64_t k = 6, cols = 15, t_rows = 5;
-  auto u = random_block(k, cols, 1);
-  for (int64_t i = 0; i < k; ++i) u[i + i * k] += 3.0;
-  const auto t0 = random_block(t_rows, cols, 2);
+  const UpdateOperands op(6, 15, 5, 3.0);
+  const auto& [k, cols, t_rows, u, t0] = op;
   auto t = t0;
-  ASSERT_TRUE(cpu.run(BlockUpdate{u.data(), k, k, cols, t.data(), t_rows, t_rows}, {}).is_ok());
+  ASSERT_TRUE(cpu.run(op.of(t), {}).is_ok());
   // Naive: eliminate each row of T with the rows of U in order (002 Fig 5 <JI>,<JK>).
   auto ref = t0;
   for (int64_t i = 0; i < k; ++i) {
@@ -127,9 +140,9 @@ TEST(CpuBackend, SubstitutionsSolveTriangularSystems) {
   CpuBackend cpu;
   const int64_t n = 12, r0 = 5, h = 4, nrhs = 2;
   // Stripe rows [5, 9) from column 0, with a dominant diagonal block.
-  auto part = random_block(h, n, 4);
+  auto part = uniform_matrix(h, n, 4);
   for (int64_t i = 0; i < h; ++i) part[i + (r0 + i) * h] += 4.0;
-  const auto rhs0 = random_block(n, nrhs, 5);
+  const auto rhs0 = uniform_matrix(n, nrhs, 5);
   auto rhs = rhs0;
   std::vector<int64_t> swaps = {1, 1, 3, 3};
   ASSERT_TRUE(
@@ -167,25 +180,19 @@ TEST(CpuBackend, SubstitutionsSolveTriangularSystems) {
 // Several elim.J threads update disjoint stripes with the same U at once.
 TEST(CpuBackend, ConcurrentBlockUpdatesOnDisjointData) {
   CpuBackend cpu;
-  const int64_t k = 32, cols = 200, t_rows = 40;
-  auto u = random_block(k, cols, 1);
-  for (int64_t i = 0; i < k; ++i) u[i + i * k] += 4.0;
-  const auto t0 = random_block(t_rows, cols, 2);
-  auto expected = t0;
-  ASSERT_TRUE(
-      cpu.run(BlockUpdate{u.data(), k, k, cols, expected.data(), t_rows, t_rows}, {}).is_ok());
-  std::vector<std::vector<double>> ts(4, t0);
+  const UpdateOperands op(32, 200, 40, 4.0);
+  auto expected = op.t;
+  ASSERT_TRUE(cpu.run(op.of(expected), {}).is_ok());
+  std::vector<std::vector<double>> ts(4, op.t);
   std::vector<Status> results(ts.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < ts.size(); ++i) {
-    threads.emplace_back([&, i] {
-      results[i] = cpu.run(BlockUpdate{u.data(), k, k, cols, ts[i].data(), t_rows, t_rows}, {});
-    });
+    threads.emplace_back([&, i] { results[i] = cpu.run(op.of(ts[i]), {}); });
   }
   for (auto& th : threads) th.join();
   for (size_t i = 0; i < ts.size(); ++i) {
     EXPECT_TRUE(results[i].is_ok());
-    for (size_t e = 0; e < t0.size(); ++e) ASSERT_NEAR(ts[i][e], expected[e], 1e-12);
+    for (size_t e = 0; e < op.t.size(); ++e) ASSERT_NEAR(ts[i][e], expected[e], 1e-12);
   }
 }
 

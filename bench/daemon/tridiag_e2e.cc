@@ -14,7 +14,6 @@
 // write); solve_in_memory: tridiag::solve_batch on the arrays in this process. Target (issue
 // 15): end to end within 2x of the reported solve.
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,7 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/logging.h"
-#include "base/read_fd.h"
+#include "base/run_child.h"
 #include "client/commands.h"
 #include "client/connection.h"
 #include "daemon/daemon.h"
@@ -65,32 +64,14 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs the CLI; returns its wall time and stdout.
+// Runs the CLI; returns its wall time (-1 when it failed) and stdout.
 std::pair<double, std::string> run_cli(const std::vector<std::string>& args) {
-  int pipefd[2];
-  if (::pipe(pipefd) != 0) return {-1, ""};
-  std::vector<std::string> argv_s = {STRIPESOLVE_CLIENT_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> argv = {STRIPESOLVE_CLIENT_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
   const auto t0 = Clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(pipefd[1], 1);
-    ::close(pipefd[0]);
-    ::execv(argv[0], argv.data());
-    ::_exit(98);
-  }
-  ::close(pipefd[1]);
-  const Result<std::string> read = read_fd(pipefd[0], "the client's output");
-  ::close(pipefd[0]);
-  const std::string out = read.is_ok() ? *read : read.status().to_string();
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const ChildRun run = run_child(argv);
   const double s = seconds_since(t0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return {-1, out};
-  return {s, out};
+  return {run.exit_code == 0 ? s : -1, run.output};
 }
 
 }  // namespace

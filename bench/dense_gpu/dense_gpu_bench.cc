@@ -65,6 +65,7 @@
 #include "bench/dense_gpu/trace_summary.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/planner.h"
+#include "scheduler/report_json.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
 
@@ -309,14 +310,9 @@ json report_json(const sch::SolveReport& r, int64_t n, int64_t nrhs) {
       {"tflops_factor", r.factor_seconds > 0 ? factor_flops(n) / r.factor_seconds * 1e-12 : 0},
       {"tflops_factor_solve", fs > 0 ? solve_flops(n, nrhs) / fs * 1e-12 : 0},
       {"residual", r.residual},
-      {"io_read_bytes", r.io_read_bytes},
-      {"io_written_bytes", r.io_written_bytes},
-      {"cache_hits", r.cache_hits},
-      {"cache_misses", r.cache_misses},
-      {"cache_peak_bytes", r.cache_peak_bytes},
-      {"cache_budget", r.cache_budget},
       {"factor_name", r.factor_name},
       {"plan", plan_summary(r.plan)}};
+  j.update(sch::io_counters_json(r));
   return j;
 }
 

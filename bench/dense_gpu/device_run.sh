@@ -12,13 +12,10 @@
 #     smoke  n = 8192 in the ssd mode's shape with small budgets (a minute: checks the flow)
 set -u
 OUT=${OUT:-/tmp/dense-gpu-out}
-mkdir -p "$OUT"
 MODE=${1:-smoke}
 shift || true
-exec > >(tee "$OUT/device_run_$MODE.log") 2>&1
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc;
-  free -g | sed -n 2p; df -h /var/tmp | tail -1; } 2>&1
-source scripts/device-deps.sh  # also for a carried BENCH: its libraries
+source scripts/device-start.sh "device_run_$MODE.log"  # its dependencies also serve a carried BENCH
+{ free -g | sed -n 2p; df -h /var/tmp | tail -1; } 2>&1
 B=${BENCH:-}
 if [ -z "$B" ]; then
   BUILD=${BUILD:-build/device-dense-gpu}  # inside the tree: kept while the machine stays warm

@@ -12,36 +12,9 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include "bench/common/cuda_timing.h"
+#include "bench_device.cuh"
 #include "cuda_check.cuh"
-
-__global__ void fill(double* p, size_t count, unsigned seed) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-    unsigned x = static_cast<unsigned>(i) * 2654435761u + seed;
-    x ^= x >> 13;
-    x *= 0x5bd1e995u;
-    x ^= x >> 15;
-    p[i] = (x & 0xffffff) / double(0x1000000) - 0.5;
-  }
-}
-
-template <typename F>
-double best_ms(cudaStream_t s, double* a, size_t count, F&& f) {
-  cudaEvent_t start, stop;
-  CK(cudaEventCreate(&start));
-  CK(cudaEventCreate(&stop));
-  double best = 1e30;
-  for (int r = 0; r < 6; ++r) {  // the first is a warm-up
-    fill<<<1024, 256, 0, s>>>(a, count, 11u);
-    CK(cudaEventRecord(start, s));
-    f();
-    CK(cudaEventRecord(stop, s));
-    CK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, start, stop));
-    if (r > 0 && ms < best) best = ms;
-  }
-  return best;
-}
 
 int main(int argc, char** argv) {
   const int64_t h = argc > 1 ? std::atoll(argv[1]) : 1024;
@@ -76,7 +49,9 @@ int main(int argc, char** argv) {
     CK(cusolverDnDgetrf_bufferSize(solver, int(m), int(h), a, int(m), &lwork));
     double* work = nullptr;
     CK(cudaMalloc(&work, sizeof(double) * lwork));
-    const double legacy = best_ms(s, a, count, [&] {
+    // getrf factors in place: a fresh panel before each run.
+    const auto refill = [&] { fill<<<1024, 256, 0, s>>>(a, count, 11u); };
+    const double legacy = stripesolve::bench::best_cuda_ms(s, 5, refill, [&] {
       CK(cusolverDnDgetrf(solver, int(m), int(h), a, int(m), work, ipiv32, info));
     });
     std::printf("  m %6lld  legacy Dgetrf    %7.2f ms  %5.2f TFLOP/s\n", static_cast<long long>(m),
@@ -95,7 +70,7 @@ int main(int argc, char** argv) {
       void* dwork = nullptr;
       CK(cudaMalloc(&dwork, device_bytes + 8));
       std::vector<char> hwork(host_bytes + 8);
-      const double x = best_ms(s, a, count, [&] {
+      const double x = stripesolve::bench::best_cuda_ms(s, 5, refill, [&] {
         CK(cusolverDnXgetrf(solver, params, m, h, CUDA_R_64F, a, m, ipiv64, CUDA_R_64F, dwork,
                             device_bytes, hwork.data(), host_bytes, info));
       });

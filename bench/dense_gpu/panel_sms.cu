@@ -21,18 +21,9 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include "bench_device.cuh"
 #include "cooperative_panel.h"
 #include "cuda_check.cuh"
-
-__global__ void fill(double* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    unsigned x = static_cast<unsigned>(i) * 2654435761u + seed;
-    x ^= x >> 13;
-    x *= 0x5bd1e995u;
-    x ^= x >> 15;
-    p[i] = (x & 0xffffff) / double(0x1000000) - 0.5;
-  }
-}
 
 // dlaswp on the cols-wide block a: for k < count, rows k and ipiv[k] - 1 swapped, in order
 // (thread per column; the pivots staged through shared memory).

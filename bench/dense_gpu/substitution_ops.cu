@@ -11,19 +11,25 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "bench/common/cuda_timing.h"
+#include "bench_device.cuh"
 #include "cuda_check.cuh"
 
 // Well-conditioned triangles: 1 + small values, diagonal 2 + |.| (the upper one non-unit).
-__global__ void fill(double* p, size_t count, size_t ld, size_t diag_row0, unsigned seed) {
+__global__ void fill_triangles(double* p, size_t count, size_t ld, size_t diag_row0,
+                               unsigned seed) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-    unsigned x = static_cast<unsigned>(i) * 2654435761u + seed;
-    x ^= x >> 13;
-    x *= 0x5bd1e995u;
-    x ^= x >> 15;
-    double v = ((x & 0xffffff) / double(0x1000000) - 0.5) * 1e-3;
+    double v = hashed_uniform(i, seed) * 1e-3;
     if (i % ld + diag_row0 == i / ld) v += 2.0;
     p[i] = v;
   }
+}
+
+// The best of 5 runs of f (ms).
+template <typename F>
+double best_ms(cudaStream_t s, F&& f) {
+  return stripesolve::bench::best_cuda_ms(
+      s, 5, [] {}, f);
 }
 
 struct Parts {
@@ -99,26 +105,6 @@ void pass(cublasHandle_t blas, cudaStream_t s, const Parts& parts, int n, int h,
   }
 }
 
-template <typename F>
-double time_ms(cudaStream_t s, F&& f) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  f();  // warm-up
-  CK(cudaStreamSynchronize(s));
-  double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
-    CK(cudaEventRecord(a, s));
-    f();
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    best = ms < best ? ms : best;
-  }
-  return best;
-}
-
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 32768;
   const int h = argc > 2 ? std::atoi(argv[2]) : 1024;
@@ -136,20 +122,20 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n / h; ++i) {
     double* p = nullptr;
     CK(cudaMalloc(&p, sizeof(double) * size_t(h) * n));
-    fill<<<1024, 256, 0, s>>>(p, size_t(h) * n, h, size_t(i) * h, 17u + i);
+    fill_triangles<<<1024, 256, 0, s>>>(p, size_t(h) * n, h, size_t(i) * h, 17u + i);
     parts.stripes.push_back(p);
   }
   double* x = nullptr;
   CK(cudaMalloc(&x, sizeof(double) * size_t(n) * nrhs));
-  fill<<<256, 256, 0, s>>>(x, size_t(n) * nrhs, size_t(n) + 1, 0, 5u);
+  fill_triangles<<<256, 256, 0, s>>>(x, size_t(n) * nrhs, size_t(n) + 1, 0, 5u);
   double* whole = nullptr;  // getrs's shape: one n x n factor, ld n
   CK(cudaMalloc(&whole, sizeof(double) * size_t(n) * n));
-  fill<<<4096, 256, 0, s>>>(whole, size_t(n) * n, n, 0, 99u);
+  fill_triangles<<<4096, 256, 0, s>>>(whole, size_t(n) * n, n, 0, 99u);
   CK(cudaStreamSynchronize(s));
 
   std::printf("n %d, stripes of %d rows, nrhs %d (best of 5, ms)\n", n, h, nrhs);
   const double one = 1.0;
-  const double getrs = time_ms(s, [&] {
+  const double getrs = best_ms(s, [&] {
     CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT, n,
                    nrhs, &one, whole, n, x, n));
     CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
@@ -158,7 +144,7 @@ int main(int argc, char** argv) {
   std::printf("  %-34s %8.2f\n", "two dtrsm over n x n (getrs)", getrs);
   for (Choice c :
        {Choice::kGemmTrsmSync, Choice::kGemmTrsm, Choice::kGemvTrsv, Choice::kGemvTrsm}) {
-    const double ms = time_ms(s, [&] { pass(blas, s, parts, n, h, nrhs, x, c); });
+    const double ms = best_ms(s, [&] { pass(blas, s, parts, n, h, nrhs, x, c); });
     std::printf("  %-34s %8.2f  (%.2fx getrs)\n", name(c), ms, getrs / ms);
   }
   // The pieces alone, stripe in the middle.
@@ -167,18 +153,18 @@ int main(int argc, char** argv) {
   const int rb = mid * h;
   const double minus_one = -1.0;
   std::printf("  pieces at row %d:\n", rb);
-  std::printf("    dgemm h x nrhs x rb %8.3f\n", time_ms(s, [&] {
+  std::printf("    dgemm h x nrhs x rb %8.3f\n", best_ms(s, [&] {
                 CK(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, h, nrhs, rb, &minus_one, a, h, x, n,
                                &one, x + rb, n));
               }));
-  std::printf("    dgemv h x rb        %8.3f\n", time_ms(s, [&] {
+  std::printf("    dgemv h x rb        %8.3f\n", best_ms(s, [&] {
                 CK(cublasDgemv(blas, CUBLAS_OP_N, h, rb, &minus_one, a, h, x, 1, &one, x + rb, 1));
               }));
-  std::printf("    dtrsm h x nrhs      %8.3f\n", time_ms(s, [&] {
+  std::printf("    dtrsm h x nrhs      %8.3f\n", best_ms(s, [&] {
                 CK(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
                                CUBLAS_DIAG_UNIT, h, nrhs, &one, a + size_t(rb) * h, h, x + rb, n));
               }));
-  std::printf("    dtrsv h             %8.3f\n", time_ms(s, [&] {
+  std::printf("    dtrsv h             %8.3f\n", best_ms(s, [&] {
                 CK(cublasDtrsv(blas, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT, h,
                                a + size_t(rb) * h, h, x + rb, 1));
               }));

@@ -75,10 +75,12 @@ class Results:
 
     @contextlib.contextmanager
     def reading(self, rel):
-        """Turns a missing field or a wrong type met while plotting `rel` into a ResultError."""
+        """Loads `rel` for plotting (the value of the with statement) and turns a missing field or
+        a wrong type met while plotting it into a ResultError."""
         path = os.path.join(self.root, rel)
+        doc = self.load(rel)
         try:
-            yield
+            yield doc
         except ResultError:
             raise
         except KeyError as e:
@@ -131,8 +133,11 @@ def grouped_bars(ax, groups, series, values, colors, fmt="{:.1f}", headroom=1.35
     ax.set_xticklabels(groups, fontsize=8)
 
 
-def caption(fig, text):
+def captioned(fig, text, bottom=0.04):
+    """`fig` with `text` (where its data comes from) along its foot, laid out above it."""
     fig.text(0.01, 0.005, text, fontsize=7, color="#444444", ha="left", va="bottom", wrap=True)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    return fig
 
 
 def plot_dense_gpu_tiers(res, plt):
@@ -143,8 +148,8 @@ def plot_dense_gpu_tiers(res, plt):
     for card_name, rels in DENSE_GPU_TIERS.items():
         for rel in rels:
             files.append(os.path.basename(rel))
-            with res.reading(rel):
-                doc = one_doc(res.load(rel))
+            with res.reading(rel) as doc:
+                doc = one_doc(doc)
                 for r in doc["runs"]:
                     label = f"{card(doc)}\n{doc['mode']}, n={r['n']}"
                     if doc["mode"] == "ssd":
@@ -173,23 +178,21 @@ def plot_dense_gpu_tiers(res, plt):
     ax_ssd.set_title("SSD tier: factorization vs disk bound")
     ax_ssd.legend(fontsize=8, loc="upper left")
     ax_ssd.grid(axis="y", alpha=0.3)
-    caption(fig, "bench/dense_gpu/results/: " + ", ".join(files))
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    return fig
+    return captioned(fig, "bench/dense_gpu/results/: " + ", ".join(files), 0.05)
 
 
 def plot_dense_gpu_multi(res, plt):
     fig, ax = plt.subplots(figsize=(7, 5))
     gpus, factor = [], []
     for rel in DENSE_GPU_MULTI:
-        with res.reading(rel):
-            doc = one_doc(res.load(rel))
+        with res.reading(rel) as doc:
+            doc = one_doc(doc)
             r = doc["runs"][0]
             gpus.append(int(doc["args"].get("gpus", 1)))
             factor.append(num(r["stripesolve"]["tflops_factor"], "stripesolve.tflops_factor"))
             n, budget, host = r["n"], num(r["gpu_memory"], "gpu_memory") / 2**30, card(doc)
-    with res.reading(DENSE_GPU_MULTI_DGEMM):
-        r = one_doc(res.load(DENSE_GPU_MULTI_DGEMM))["runs"][0]
+    with res.reading(DENSE_GPU_MULTI_DGEMM) as doc:
+        r = one_doc(doc)["runs"][0]
         upd = [x for x in r.get("dgemm", []) if x["role"] == "update_shape"]
         dgemm = num(upd[0]["tflops"], "dgemm.tflops")
     ax.plot(gpus, factor, "o-", color=STRIPESOLVE_COLORS[0], label="stripesolve factor")
@@ -206,10 +209,9 @@ def plot_dense_gpu_multi(res, plt):
     ax.legend(fontsize=8, loc="upper left")
     ax.set_ylim(0, 1.1 * gpus[-1] * dgemm)
     ax.grid(alpha=0.3)
-    caption(fig, "bench/dense_gpu/results/: " + ", ".join(os.path.basename(p) for p in DENSE_GPU_MULTI)
-            + "; DGEMM from " + os.path.basename(DENSE_GPU_MULTI_DGEMM))
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    return fig
+    return captioned(fig, "bench/dense_gpu/results/: "
+                     + ", ".join(os.path.basename(p) for p in DENSE_GPU_MULTI)
+                     + "; DGEMM from " + os.path.basename(DENSE_GPU_MULTI_DGEMM), 0.05)
 
 
 TRIDIAG_RANDOM = ["stripesolve thomas strided", "stripesolve spike strided",
@@ -221,8 +223,7 @@ TRIDIAG_DOMINANT = ["stripesolve thomas strided", "stripesolve cr_pcr strided",
 
 def plot_tridiag_gpu(res, plt):
     rel = TRIDIAG_GPU
-    with res.reading(rel):
-        d = res.load(rel)
+    with res.reading(rel) as d:
         fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [3, 3, 1.4]})
         for ax, matrix, names, title in [
                 (axes[0], "random U(-1,1)", TRIDIAG_RANDOM, "random U(-1,1)"),
@@ -260,15 +261,12 @@ def plot_tridiag_gpu(res, plt):
         axes[2].grid(axis="y", alpha=0.3)
         fig.suptitle(f"Batched tridiagonal solves on the GPU ({d['device']}), "
                      f"{d['unknowns']} unknowns per case, best of 5")
-        caption(fig, f"bench/{rel}")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    return fig
+    return captioned(fig, f"bench/{rel}")
 
 
 def plot_tridiag_cpu(res, plt):
     rel = TRIDIAG_CPU
-    with res.reading(rel):
-        d = res.load(rel)
+    with res.reading(rel) as d:
         cases = d["cases"]
         algos = ["auto", "thomas", "gepp", "spike", "bondeli", "cr"]
         groups = [f"{c['systems']} x n={c['n']}" for c in cases]
@@ -285,16 +283,13 @@ def plot_tridiag_cpu(res, plt):
                      f"{d['total_unknowns']} unknowns per case")
         ax.legend(fontsize=8, ncol=3)
         ax.grid(axis="y", alpha=0.3)
-        caption(fig, f"bench/{rel}")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    return fig
+    return captioned(fig, f"bench/{rel}")
 
 
 def plot_storage(res, plt):
     fig, (ax, ax_t) = plt.subplots(1, 2, figsize=(14, 5.2))
     rel = STORAGE
-    with res.reading(rel):
-        d = res.load(rel)
+    with res.reading(rel) as d:
         keys = [("raw_write_gbps", "raw O_DIRECT write"), ("part_write_gbps", "write_part"),
                 ("raw_read_gbps", "raw O_DIRECT read, fresh file"),
                 ("raw_same_files_one_stream_read_gbps", "raw read, the matrix's files"),
@@ -311,8 +306,7 @@ def plot_storage(res, plt):
         ax.legend(fontsize=7, ncol=2, loc="upper left")
         ax.grid(axis="y", alpha=0.3)
     rel_t = TRANSFER
-    with res.reading(rel_t):
-        t = res.load(rel_t)
+    with res.reading(rel_t) as t:
         runs = t["runs"]
         groups = [r["operation"].replace("_", " ") for r in runs]
         vals = {"measured (best)": [num(r["best_seconds"], "best_seconds") for r in runs],
@@ -323,9 +317,7 @@ def plot_storage(res, plt):
                        f"{t['nproc']}-core VM")
         ax_t.legend(fontsize=8)
         ax_t.grid(axis="y", alpha=0.3)
-    caption(fig, f"bench/{rel}, bench/{rel_t}")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    return fig
+    return captioned(fig, f"bench/{rel}, bench/{rel_t}")
 
 
 def plot_daemon_e2e(res, plt):
@@ -333,8 +325,7 @@ def plot_daemon_e2e(res, plt):
     vals = {"stripesolve tridiag --out (end to end)": [], "solve reported by the daemon": [],
             "LAPACK dgtsv loop, same host": [], "upload path (before descriptors)": []}
     for label, rel in DAEMON_E2E:
-        with res.reading(rel):
-            d = res.load(rel)
+        with res.reading(rel) as d:
             groups.append(f"{label}\n{d['systems']} x n={d['n']}")
             vals["stripesolve tridiag --out (end to end)"].append(
                 num(d["command"]["end_to_end_seconds"], "end_to_end_seconds"))
@@ -350,16 +341,14 @@ def plot_daemon_e2e(res, plt):
     ax.set_title("Tridiagonal batch through the daemon, end to end (.npy in, .npy out)")
     ax.legend(fontsize=8, loc="upper left")
     ax.grid(axis="y", alpha=0.3)
-    caption(fig, "bench/daemon/results/: " + ", ".join(os.path.basename(p) for _, p in DAEMON_E2E))
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    return fig
+    return captioned(fig, "bench/daemon/results/: "
+                     + ", ".join(os.path.basename(p) for _, p in DAEMON_E2E))
 
 
 def plot_dense_ooc(res, plt):
     fig, (ax, ax_n) = plt.subplots(1, 2, figsize=(13, 5))
     rel = DENSE_OOC_SWEEP
-    with res.reading(rel):
-        docs = res.load(rel)
+    with res.reading(rel) as docs:
         if not isinstance(docs, list) or not docs:
             raise ValueError("expected a list of bench_dense_ooc documents")
         docs = sorted(docs, key=lambda x: x["n"])
@@ -381,8 +370,7 @@ def plot_dense_ooc(res, plt):
     groups, vals = [], {s: [] for s in OOC_STRATEGIES}
     vals["OpenBLAS (in RAM)"] = []
     for k, rel in enumerate(DENSE_OOC_N8192):
-        with res.reading(rel):
-            d = res.load(rel)
+        with res.reading(rel) as d:
             fractions = sorted({r["cache_fraction"] for r in d["runs"]}, reverse=True)
             for f in fractions:
                 groups.append(f"run {k + 1}\ncache {f:g} x A")
@@ -397,10 +385,8 @@ def plot_dense_ooc(res, plt):
     ax_n.set_title(f"n = {n8192}: strategies against OpenBLAS, two runs")
     ax_n.legend(fontsize=7, ncol=4, loc="upper center")
     ax_n.grid(axis="y", alpha=0.3)
-    caption(fig, f"bench/{DENSE_OOC_SWEEP}, " + ", ".join(f"bench/{p}" for p in DENSE_OOC_N8192)
-            + "; 2-core dev VM")
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    return fig
+    return captioned(fig, f"bench/{DENSE_OOC_SWEEP}, "
+                     + ", ".join(f"bench/{p}" for p in DENSE_OOC_N8192) + "; 2-core dev VM")
 
 
 # PNG name -> function; docs/performance.md shows each.

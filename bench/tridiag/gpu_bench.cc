@@ -24,6 +24,7 @@
 #include <cusparse.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/common/cuda_timing.h"
 #include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/quality_check.h"
 #include "tridiag/gallery.h"
@@ -70,24 +71,7 @@ struct Dev {
 // Best time in seconds of `reps` runs of body; setup runs before each, untimed.
 template <typename Setup, typename Body>
 double best_time(int reps, Setup&& setup, Body&& body) {
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  float best = 1e30f;
-  for (int r = 0; r < reps + 1; ++r) {  // first run warms up
-    setup();
-    CHECK_CUDA(cudaDeviceSynchronize());
-    CHECK_CUDA(cudaEventRecord(a));
-    body();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    if (r > 0) best = std::min(best, ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return best / 1000.0;
+  return stripesolve::bench::best_cuda_ms(nullptr, reps, setup, body) / 1000.0;
 }
 
 // Largest relative residual over the systems of size n (strided order) of the device result.
@@ -206,8 +190,10 @@ int main(int argc, char** argv) {
   auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) -> Timing {
     const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
     ensure_ws(bytes);
-    gpu::DeviceBatch b{
-        dev.dl, dev.d, dev.du, dev.f, dev.x, rows, layout == BatchLayout::kStrided ? n : 0, count};
+    gpu::DeviceBatch b{{dev.dl, dev.d, dev.du, dev.f, dev.x},
+                       rows,
+                       layout == BatchLayout::kStrided ? n : 0,
+                       count};
     Status st;
     const double s = best_time(
         reps, [] {},

@@ -2,14 +2,11 @@
 # The ADI example on the GPU machine: builds stripesolved (with CUDA) and stripesolve_adi, then
 # runs examples/adi/run.sh on each grid of ADI_GRIDS with the daemon solving on the CPU and on
 # the GPU (--device cpu / gpu). Dependencies the machine lacks come from Debian packages carried
-# in .debs/ (as scripts/device-check.sh). Logs, fields and PNGs go to $OUT.
+# in .debs/ (scripts/device-start.sh). Logs, fields and PNGs go to $OUT.
 # Usage (repository root): examples/adi/device_run.sh
 set -u
 OUT=${OUT:-/tmp/adi-out}
-mkdir -p "$OUT"
-exec > >(tee "$OUT/device_run.log") 2>&1
-{ head -2 /etc/os-release; nvidia-smi --query-gpu=name,memory.total --format=csv,noheader; nproc; }
-source scripts/device-deps.sh
+source scripts/device-start.sh device_run.log
 BUILD=/tmp/adibuild
 cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRIPESOLVE_BUILD_BENCH=OFF \
   "${DEPS_CMAKE_ARGS[@]}" > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }

@@ -210,10 +210,38 @@ std::vector<std::string> journal_transitions(const std::string& db_path, uint64_
   return out;
 }
 
+// A test's daemon lives in `dir_`, a new directory removed after the test (kept, with the daemon's
+// logs, after a failure).
+class CrashIntegration : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  // The CLI's `watch` of job `id`, which follows the job across the daemon's restarts (its stderr
+  // in dir_/watch.err).
+  pid_t spawn_watcher(const SpawnedDaemon& daemon, uint64_t id) const {
+    return spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(), "--reconnect-timeout",
+                  "120", "watch", std::to_string(id)},
+                 dir_ + "/watch.err");
+  }
+  // Waits for the watcher, which must have followed the job to its end; returns its stderr.
+  std::string expect_watcher_succeeded(pid_t watcher) const {
+    const int status = wait_exit(watcher, 120s);
+    const std::string err = read_file(dir_ + "/watch.err");
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err;
+    return err;
+  }
+
+  void kill_and_resume(const std::string& engine_lines, const std::string& backend);
+
+  const std::string dir_ = crash_dir();
+};
+
 // The kills of the issue on the daemon with `engine_lines` (its backend).
-void kill_and_resume(const std::string& engine_lines, const std::string& backend) {
-  const std::string dir = crash_dir();
-  SpawnedDaemon daemon(dir, "", engine_lines);
+void CrashIntegration::kill_and_resume(const std::string& engine_lines,
+                                       const std::string& backend) {
+  SpawnedDaemon daemon(dir_, "", engine_lines);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
   constexpr int64_t n = kOrder;
@@ -227,20 +255,18 @@ void kill_and_resume(const std::string& engine_lines, const std::string& backend
   ASSERT_TRUE(reference_job.is_ok());
   ASSERT_EQ((*reference_job)["state"], "COMPLETED") << reference_job->dump();
   const uint64_t reference_id = (*reference_job)["id"].get<uint64_t>();
-  const std::vector<double> reference = fetch_solution(*c, reference_id, dir + "/reference.npy");
+  const std::vector<double> reference = fetch_solution(*c, reference_id, dir_ + "/reference.npy");
   ASSERT_EQ(reference.size(), static_cast<size_t>(n));
 
   // The interrupted run, followed by the CLI's `watch` across the restarts.
   auto id = client::submit_job(*c, solve_job("K"));
   ASSERT_TRUE(id.is_ok());
-  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(),
-                               "--reconnect-timeout", "120", "watch", std::to_string(*id)},
-                              dir + "/watch.err");
+  const pid_t watcher = spawn_watcher(daemon, *id);
   ASSERT_GT(watcher, 0);
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> moment(0.02, std::max(0.05, 0.6 * reference_seconds));
   int kills_while_running = 0;
-  const std::string progress = dir + "/store/objects/K.lu.row/progress";
+  const std::string progress = dir_ + "/store/objects/K.lu.row/progress";
   std::vector<scheduler::ProgressRecord> before;  // the log at the previous kill
   bool last_kill_left_progress = false;
   int64_t records_checked = 0;
@@ -255,7 +281,7 @@ void kill_and_resume(const std::string& engine_lines, const std::string& backend
     // moves its stripe past the stripe's durable step (no durable work done again), except for
     // stripes it found torn and sent back to the matrix.
     const std::vector<scheduler::ProgressRecord> now =
-        progress_records(progress, dir + "/progress.copy");
+        progress_records(progress, dir_ + "/progress.copy");
     const std::set<int64_t> torn = restarted_stripes(read_file(daemon.log_path(daemon.starts())));
     // (The same log grown, not a new factorization's: one killed after its commit starts again.)
     const bool grown =
@@ -292,7 +318,7 @@ void kill_and_resume(const std::string& engine_lines, const std::string& backend
   if (last_kill_left_progress) {
     EXPECT_TRUE(done->contains("result") && (*done)["result"].contains("resumed")) << done->dump();
   }
-  const std::vector<double> resumed = fetch_solution(*c, *id, dir + "/resumed.npy");
+  const std::vector<double> resumed = fetch_solution(*c, *id, dir_ + "/resumed.npy");
   ASSERT_EQ(resumed.size(), reference.size());
   // A re-run performs the same operations in the same order: the same bits.
   EXPECT_EQ(std::memcmp(resumed.data(), reference.data(), reference.size() * sizeof(double)), 0);
@@ -307,15 +333,15 @@ void kill_and_resume(const std::string& engine_lines, const std::string& backend
   bool reference_listed = false;
   for (const auto& j : (*jobs)["jobs"]) reference_listed |= j["id"].get<uint64_t>() == reference_id;
   EXPECT_TRUE(reference_listed) << jobs->dump();
-  EXPECT_EQ(fetch_solution(*c, reference_id, dir + "/reference-again.npy"), reference);
+  EXPECT_EQ(fetch_solution(*c, reference_id, dir_ + "/reference-again.npy"), reference);
   // The journal holds every start of the job (one more than the kills that found it running).
-  const auto transitions = journal_transitions(dir + "/state/state.db", *id);
+  const auto transitions = journal_transitions(dir_ + "/state/state.db", *id);
   ASSERT_FALSE(transitions.empty());
   EXPECT_EQ(transitions.front(), "PENDING");
   EXPECT_EQ(transitions.back(), "COMPLETED");
   EXPECT_GE(std::count(transitions.begin(), transitions.end(), "RUNNING"), kills_while_running + 1);
   // The store is consistent: the matrix is whole, nothing is left half made (no progress log).
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir + "/store/objects")) {
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_ + "/store/objects")) {
     EXPECT_NE(entry.path().filename(), "progress") << entry.path();
   }
   auto list = client::list_matrices(*c);
@@ -325,29 +351,25 @@ void kill_and_resume(const std::string& engine_lines, const std::string& backend
   }
 
   // The watcher followed the job to its end across the restarts.
-  const int watch_status = wait_exit(watcher, 120s);
-  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0)
-      << read_file(dir + "/watch.err");
+  const std::string watch_err = expect_watcher_succeeded(watcher);
   if (kills_while_running > 0) {
-    EXPECT_NE(read_file(dir + "/watch.err")
-                  .find("daemon restarting, job " + std::to_string(*id) + " will resume"),
+    EXPECT_NE(watch_err.find("daemon restarting, job " + std::to_string(*id) + " will resume"),
               std::string::npos)
-        << read_file(dir + "/watch.err");
+        << watch_err;
   }
   EXPECT_EQ(daemon.stop(*c), 0);
-  std::filesystem::remove_all(dir);
 }
 
 // A stop for a reboot (SIGTERM with shutdown policy cancel) costs no work: the journal keeps the
 // running solve, the next start runs it again (resuming its factorization when the stop came in
 // the middle of it), and a waiting client follows it to its end.
-TEST(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
+TEST_F(CrashIntegration, AKilledSolveResumesWithTheSameSolution) {
   kill_and_resume("  backend: cpu\n", "cpu");
 }
 
 // The same on the GPU tier, with a device budget so small that J stripes stream through it and
 // dirty stripes reach the store along the way (the GPU tier's records and resume, issue 18).
-TEST(CrashIntegration, AKilledGpuSolveResumesWithTheSameSolution) {
+TEST_F(CrashIntegration, AKilledGpuSolveResumesWithTheSameSolution) {
   if (gpu::device_count() == 0) {
     GTEST_SKIP() << "no CUDA device on this host (or a build without CUDA): the GPU tier's crash "
                     "test runs on a GPU machine (scripts/device-check.sh)";
@@ -355,17 +377,14 @@ TEST(CrashIntegration, AKilledGpuSolveResumesWithTheSameSolution) {
   kill_and_resume("  backend: cuda\n  gpu_memory: 16MiB\n  gpus: 1\n", "cuda");
 }
 
-TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
-  const std::string dir = crash_dir();
-  SpawnedDaemon daemon(dir, "  shutdown:\n    policy: cancel\n");
+TEST_F(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
+  SpawnedDaemon daemon(dir_, "  shutdown:\n    policy: cancel\n");
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
   ASSERT_NO_FATAL_FAILURE(create_k(*c));
   auto id = client::submit_job(*c, solve_job("K"));
   ASSERT_TRUE(id.is_ok());
-  const pid_t watcher = spawn({STRIPESOLVE_CLIENT_BINARY, "--socket", daemon.socket(),
-                               "--reconnect-timeout", "120", "watch", std::to_string(*id)},
-                              dir + "/watch.err");
+  const pid_t watcher = spawn_watcher(daemon, *id);
   ASSERT_GT(watcher, 0);
   for (int i = 0; i < 2000; ++i) {
     auto job = c->call(protocol::MessageType::kStatus, {{"job", *id}});
@@ -376,7 +395,7 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   const int status = daemon.terminate();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   const bool factorization_under_way =
-      std::filesystem::exists(dir + "/store/objects/K.lu.row/progress");
+      std::filesystem::exists(dir_ + "/store/objects/K.lu.row/progress");
   c = daemon.start();
   ASSERT_NE(c, nullptr);
   auto done = client::follow_job(*c, *id, "", nullptr);
@@ -385,24 +404,20 @@ TEST(CrashIntegration, AStopForARebootKeepsTheRunningSolve) {
   if (factorization_under_way) {
     EXPECT_TRUE(done->contains("result") && (*done)["result"].contains("resumed")) << done->dump();
   }
-  const int watch_status = wait_exit(watcher, 120s);
-  EXPECT_TRUE(WIFEXITED(watch_status) && WEXITSTATUS(watch_status) == 0)
-      << read_file(dir + "/watch.err");
+  expect_watcher_succeeded(watcher);
   EXPECT_EQ(daemon.stop(*c), 0);
-  std::filesystem::remove_all(dir);
 }
 
 // A half-made factor that no queued job will resume (here the journal is gone) is removed at
 // start-up instead of lingering, invisible, in the store.
-TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
-  const std::string dir = crash_dir();
-  SpawnedDaemon daemon(dir);
+TEST_F(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
+  SpawnedDaemon daemon(dir_);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
   ASSERT_NO_FATAL_FAILURE(create_k(*c));
   auto id = client::submit_job(*c, solve_job("K"));
   ASSERT_TRUE(id.is_ok());
-  const std::string factor = dir + "/store/objects/K.lu.row";
+  const std::string factor = dir_ + "/store/objects/K.lu.row";
   bool under_way = false;
   for (int i = 0; i < 4000 && !under_way; ++i) {
     under_way = std::filesystem::exists(factor + "/progress");
@@ -412,7 +427,7 @@ TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
   daemon.kill();
   if (!under_way) GTEST_SKIP() << "the solve ended before its factorization was seen under way";
   ASSERT_TRUE(std::filesystem::exists(factor + "/progress"));
-  std::filesystem::remove_all(dir + "/state");  // the journal is lost: no job will resume it
+  std::filesystem::remove_all(dir_ + "/state");  // the journal is lost: no job will resume it
   c = daemon.start();
   ASSERT_NE(c, nullptr);
   EXPECT_FALSE(std::filesystem::exists(factor));
@@ -420,22 +435,20 @@ TEST(CrashIntegration, AHalfMadeFactorNoJobResumesIsRemoved) {
             std::string::npos)
       << read_file(daemon.log_path(2));
   EXPECT_EQ(daemon.stop(*c), 0);
-  std::filesystem::remove_all(dir);
 }
 
-TEST(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
-  const std::string dir = crash_dir();
-  SpawnedDaemon daemon(dir);
+TEST_F(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
+  SpawnedDaemon daemon(dir_);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
   constexpr int64_t n = 1500;
   std::vector<double> a(static_cast<size_t>(n * n));
   for (size_t i = 0; i < a.size(); ++i)
     a[i] = static_cast<double>(i % 97) - 48.0 + (i % (n + 1) == 0 ? 5e3 : 0);
-  write_npy(dir + "/a.npy", {n, n}, a);
+  write_npy(dir_ + "/a.npy", {n, n}, a);
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> moment(0.0, 0.15);
-  auto request = client::build_import_job("A", dir + "/a.npy", 100);
+  auto request = client::build_import_job("A", dir_ + "/a.npy", 100);
   ASSERT_TRUE(request.is_ok()) << request.status().to_string();
   auto id = client::submit_request(*c, *request);
   ASSERT_TRUE(id.is_ok());
@@ -460,14 +473,13 @@ TEST(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
         std::string::npos)
         << job->dump();
     EXPECT_TRUE(matrices.empty()) << list->dump();
-    auto again = client::build_import_job("A", dir + "/a.npy", 100);
+    auto again = client::build_import_job("A", dir_ + "/a.npy", 100);
     ASSERT_TRUE(again.is_ok());
     auto redone = client::wait_request(*c, *again);
     ASSERT_TRUE(redone.is_ok()) << redone.status().to_string();
     EXPECT_EQ((*redone)["state"], "COMPLETED") << redone->dump();
   }
   EXPECT_EQ(daemon.stop(*c), 0);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "client/commands.h"
 #include "client/tridiag_request.h"
+#include "protocol/descriptor_test_support.h"
 #include "protocol/descriptors.h"
 #include "tests/integration/daemon_fixture.h"
 #include "tests/integration/npy_files.h"
@@ -218,20 +219,8 @@ TEST(FilePassing, DescriptorsAreCheckedAndAllAreClosed) {
   std::vector<int> nine;
   for (int i = 0; i < 9; ++i) nine.push_back(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   auto raw = d.connect();
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 9)] = {};
   const std::string ping = *protocol::encode_frame(protocol::make_frame(MessageType::kPing, 5));
-  iovec iov{const_cast<char*>(ping.data()), ping.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(sizeof(int) * 9);
-  std::memcpy(CMSG_DATA(cm), nine.data(), sizeof(int) * 9);
-  ASSERT_EQ(::sendmsg(raw->fd(), &msg, MSG_NOSIGNAL), static_cast<ssize_t>(ping.size()));
+  ASSERT_EQ(protocol::send_unchecked(raw->fd(), ping, nine), static_cast<ssize_t>(ping.size()));
   auto reply = raw->receive();
   ASSERT_TRUE(reply.is_ok());
   EXPECT_EQ(protocol::status_from_error_frame(*reply).message(),

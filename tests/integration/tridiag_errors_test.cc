@@ -40,6 +40,14 @@ std::string failure(client::Connection& c, const client::TridiagRequest& request
          job["error"].value("message", std::string());
 }
 
+// The failure of the request for `files` after `change(request)`.
+template <typename Change>
+std::string failure(client::Connection& c, const BatchFiles& files, Change change) {
+  client::TridiagRequest request = request_for(files);
+  change(request);
+  return failure(c, request);
+}
+
 TEST(TridiagErrors, NonFiniteInputsNameTheArrayAndIndex) {
   DaemonFixture d;
   auto c = d.connect();
@@ -59,48 +67,39 @@ TEST(TridiagErrors, ShapesDtypesAndSizesAreChecked) {
   const TridiagBatch b = strided_batch(50, 257, MatrixKind::kDiagonallyDominant, 3);
   const BatchFiles good = write_batch(d.dir(), "", b);
   // du of the wrong shape.
-  client::TridiagRequest req = request_for(good);
-  req.du_path = d.dir() + "/du_short.npy";
-  write_npy(req.du_path, {50, 256}, std::vector<double>(50 * 256, 1.0));
-  EXPECT_EQ(failure(*c, req),
+  const std::string du_short = d.dir() + "/du_short.npy";
+  write_npy(du_short, {50, 256}, std::vector<double>(50 * 256, 1.0));
+  EXPECT_EQ(failure(*c, good, [&](auto& req) { req.du_path = du_short; }),
             "InvalidArgument: du has shape (50, 256) but rhs has shape (50, 257); dl, d, du and "
-            "rhs must all "
-            "have the same shape");
+            "rhs must all have the same shape");
   // d as float32 beside float64 arrays.
-  req = request_for(good);
-  req.d_path = d.dir() + "/d32.npy";
-  write_npy_f32(req.d_path, b.shape, b.d);
-  EXPECT_EQ(failure(*c, req),
+  const std::string d32 = d.dir() + "/d32.npy";
+  write_npy_f32(d32, b.shape, b.d);
+  EXPECT_EQ(failure(*c, good, [&](auto& req) { req.d_path = d32; }),
             "InvalidArgument: d is float32 but rhs is float64; dl, d, du and rhs must all have the "
             "same dtype");
   // Not an .npy at all.
-  req = request_for(good);
-  req.rhs_path = d.dir() + "/rhs.txt";
-  std::ofstream(req.rhs_path) << "1 2 3\n";
-  EXPECT_EQ(failure(*c, req), "InvalidArgument: rhs: npy: bad magic (not a .npy file)");
+  const std::string text = d.dir() + "/rhs.txt";
+  std::ofstream(text) << "1 2 3\n";
+  EXPECT_EQ(failure(*c, good, [&](auto& req) { req.rhs_path = text; }),
+            "InvalidArgument: rhs: npy: bad magic (not a .npy file)");
   // Ragged sizes that do not add up, and sizes with 2-D arrays.
-  const TridiagBatch r = ragged_batch({3, 5, 2}, MatrixKind::kDiagonallyDominant, 4);
-  req = request_for(write_batch(d.dir(), "r", r));
-  req.sizes = "3,5,3";
-  EXPECT_EQ(failure(*c, req),
+  const BatchFiles ragged =
+      write_batch(d.dir(), "r", ragged_batch({3, 5, 2}, MatrixKind::kDiagonallyDominant, 4));
+  EXPECT_EQ(failure(*c, ragged, [](auto& req) { req.sizes = "3,5,3"; }),
             "InvalidArgument: the sizes add up to 11 unknowns but rhs has 10 elements");
-  req = request_for(good);
-  req.sizes = "12850";
-  EXPECT_EQ(failure(*c, req),
+  EXPECT_EQ(failure(*c, good, [](auto& req) { req.sizes = "12850"; }),
             "InvalidArgument: with sizes the arrays must be 1-D (the systems one after another), "
-            "rhs has shape "
-            "(50, 257)");
+            "rhs has shape (50, 257)");
   // A sizes file of floats.
-  req = request_for(write_batch(d.dir(), "r", r));
-  req.sizes = d.dir() + "/sizes_f.npy";
-  write_npy(req.sizes, {3}, {3, 5, 2});
-  EXPECT_EQ(failure(*c, req),
+  const std::string sizes_f = d.dir() + "/sizes_f.npy";
+  write_npy(sizes_f, {3}, {3, 5, 2});
+  EXPECT_EQ(failure(*c, ragged, [&](auto& req) { req.sizes = sizes_f; }),
             "InvalidArgument: sizes: npy: dtype float64 where an integer array (int64 or int32) is "
             "needed");
   // An empty system.
-  req =
-      request_for(write_batch(d.dir(), "e", single_system(0, MatrixKind::kDiagonallyDominant, 5)));
-  EXPECT_EQ(failure(*c, req),
+  EXPECT_EQ(failure(*c, request_for(write_batch(
+                            d.dir(), "e", single_system(0, MatrixKind::kDiagonallyDominant, 5)))),
             "InvalidArgument: rhs has shape (0,): a system needs at least one unknown (n >= 1)");
 }
 
@@ -160,19 +159,13 @@ TEST(TridiagErrors, UnknownAlgorithmAndMissingGpu) {
   auto c = d.connect();
   const BatchFiles files =
       write_batch(d.dir(), "", single_system(10, MatrixKind::kDiagonallyDominant, 8));
-  client::TridiagRequest req = request_for(files);
-  req.algorithm = "lu";
-  EXPECT_EQ(failure(*c, req),
+  EXPECT_EQ(failure(*c, files, [](auto& req) { req.algorithm = "lu"; }),
             "InvalidArgument: unknown tridiagonal algorithm 'lu' (expected auto, thomas, cr, pcr, "
-            "cr_pcr, "
-            "pcr_thomas, cr_pcr_thomas, bondeli, spike or gepp)");
+            "cr_pcr, pcr_thomas, cr_pcr_thomas, bondeli, spike or gepp)");
   if (tridiag::gpu_available()) GTEST_SKIP() << "a GPU is present: device gpu is not an error here";
-  req = request_for(files);
-  req.device = "gpu";
-  EXPECT_EQ(failure(*c, req),
+  EXPECT_EQ(failure(*c, files, [](auto& req) { req.device = "gpu"; }),
             "FailedPrecondition: device 'gpu' was requested but the daemon has no usable GPU (no "
-            "CUDA device, "
-            "or built without CUDA); use device 'cpu' or 'auto'");
+            "CUDA device, or built without CUDA); use device 'cpu' or 'auto'");
 }
 
 TEST(TridiagErrors, BatchesOverTheMemoryCapAreRefused) {

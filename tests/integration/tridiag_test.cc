@@ -80,6 +80,24 @@ double expect_matches_lapack(const TridiagBatch& b, const std::vector<double>& x
   return worst;
 }
 
+// The solution the daemon wrote to `out`: float64 of `shape`, every system checked against LAPACK
+// (expect_matches_lapack). Returns the largest relative residual (infinity for a wrong shape).
+double expect_solution_matches_lapack(const std::string& out, const std::vector<int64_t>& shape,
+                                      const TridiagBatch& b, bool well_conditioned) {
+  const NpyArray x = read_npy(out);
+  EXPECT_EQ(x.shape, shape);
+  EXPECT_EQ(x.dtype, protocol::NpyDtype::kFloat64);  // solutions are always float64
+  if (x.shape != shape) return INFINITY;
+  return expect_matches_lapack(b, x.values, well_conditioned);
+}
+
+// Expects the job's result to hold each of `fields` with its value.
+void expect_result_fields(const nlohmann::json& job, const nlohmann::json& fields) {
+  for (const auto& [key, value] : fields.items()) {
+    EXPECT_EQ(job["result"][key], value) << key << " in " << job["result"].dump();
+  }
+}
+
 // What device auto picks on this machine, and the algorithm auto runs there (stable).
 std::string auto_device() {
   return tridiag::gpu_available() ? "gpu" : "cpu";
@@ -88,31 +106,34 @@ std::string auto_stable_algorithm() {
   return tridiag::gpu_available() ? "spike" : "gepp";
 }
 
-class TridiagRoundTrip : public ::testing::TestWithParam<MatrixKind> {};
+// Each test with a daemon of its own and a connection to it.
+class TridiagIntegration : public ::testing::Test {
+ protected:
+  DaemonFixture d_;
+  std::unique_ptr<client::Connection> c_ = d_.connect();
+};
+
+class TridiagRoundTrip : public TridiagIntegration,
+                         public ::testing::WithParamInterface<MatrixKind> {};
 
 TEST_P(TridiagRoundTrip, StridedBatchMatchesLapack) {
   const MatrixKind kind = GetParam();
   const bool dominant = kind == MatrixKind::kDiagonallyDominant;
-  DaemonFixture d;
-  auto c = d.connect();
   const TridiagBatch b = strided_batch(50, 257, kind, dominant ? 1 : 2);
-  const std::string out = d.dir() + "/x.npy";
-  nlohmann::json job = solve(*c, request_for(write_batch(d.dir(), "", b)), out);
+  const std::string out = d_.dir() + "/x.npy";
+  nlohmann::json job = solve(*c_, request_for(write_batch(d_.dir(), "", b)), out);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
   EXPECT_EQ(job["lane"], "tridiag");
-  const NpyArray x = read_npy(out);
-  ASSERT_EQ(x.shape, (std::vector<int64_t>{50, 257}));
-  EXPECT_EQ(x.dtype, protocol::NpyDtype::kFloat64);
-  const double worst = expect_matches_lapack(b, x.values, dominant);
+  const double worst = expect_solution_matches_lapack(out, {50, 257}, b, dominant);
   const auto& r = job["result"];
-  EXPECT_EQ(r["shape"], nlohmann::json({50, 257}));
-  EXPECT_EQ(r["systems"], 50);
-  EXPECT_EQ(r["unknowns"], 50 * 257);
-  EXPECT_EQ(r["layout"], "strided");
-  EXPECT_EQ(r["dtype"], "float64");
-  EXPECT_EQ(r["requested_algorithm"], "auto");
-  EXPECT_EQ(r["algorithm"], auto_stable_algorithm());
-  EXPECT_EQ(r["device"], auto_device());
+  expect_result_fields(job, {{"shape", {50, 257}},
+                             {"systems", 50},
+                             {"unknowns", 50 * 257},
+                             {"layout", "strided"},
+                             {"dtype", "float64"},
+                             {"requested_algorithm", "auto"},
+                             {"algorithm", auto_stable_algorithm()},
+                             {"device", auto_device()}});
   EXPECT_GE(r["seconds"].get<double>(), 0.0);
   // The daemon's residual is computed on the same arrays with the same formula.
   EXPECT_DOUBLE_EQ(r["max_relative_residual"].get<double>(), worst);
@@ -121,14 +142,13 @@ TEST_P(TridiagRoundTrip, StridedBatchMatchesLapack) {
 
   // The unpivoted choice on the same batch: thomas on the CPU, spike-thomas on the GPU; general
   // matrices may break down on some systems and fall back to gepp (said in the notes).
-  client::TridiagRequest unstable = request_for(write_batch(d.dir(), "u", b));
+  client::TridiagRequest unstable = request_for(write_batch(d_.dir(), "u", b));
   unstable.unstable_ok = true;
   unstable.device = "cpu";
-  const std::string out2 = d.dir() + "/x2.npy";
-  nlohmann::json job2 = solve(*c, unstable, out2);
+  const std::string out2 = d_.dir() + "/x2.npy";
+  nlohmann::json job2 = solve(*c_, unstable, out2);
   ASSERT_EQ(job2["state"], "COMPLETED") << job2.dump();
-  EXPECT_EQ(job2["result"]["algorithm"], "thomas");
-  EXPECT_EQ(job2["result"]["device"], "cpu");
+  expect_result_fields(job2, {{"algorithm", "thomas"}, {"device", "cpu"}});
   // Without pivoting a general matrix may lose digits without breaking down: only the
   // diagonally dominant batch is held to LAPACK's accuracy.
   if (dominant) expect_matches_lapack(b, read_npy(out2).values, true);
@@ -142,95 +162,72 @@ INSTANTIATE_TEST_SUITE_P(Matrices, TridiagRoundTrip,
                          ::testing::Values(MatrixKind::kDiagonallyDominant, MatrixKind::kGeneral),
                          matrix_kind_name);
 
-TEST(TridiagIntegration, SingleSystemFromFloat32Arrays) {
-  DaemonFixture d;
-  auto c = d.connect();
+TEST_F(TridiagIntegration, SingleSystemFromFloat32Arrays) {
   TridiagBatch b = single_system(1000, MatrixKind::kGeneral, 3);
   narrow_to_float(b);  // the reference sees exactly what the float32 files hold
-  const std::string out = d.dir() + "/x.npy";
-  nlohmann::json job = solve(*c, request_for(write_batch(d.dir(), "", b, /*float32=*/true)), out);
+  const std::string out = d_.dir() + "/x.npy";
+  nlohmann::json job = solve(*c_, request_for(write_batch(d_.dir(), "", b, /*float32=*/true)), out);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
-  EXPECT_EQ(job["result"]["dtype"], "float32");
-  EXPECT_EQ(job["result"]["systems"], 1);
-  const NpyArray x = read_npy(out);
-  ASSERT_EQ(x.shape, (std::vector<int64_t>{1000}));
-  EXPECT_EQ(x.dtype, protocol::NpyDtype::kFloat64);  // solutions are always float64
-  expect_matches_lapack(b, x.values, false);
+  expect_result_fields(job, {{"dtype", "float32"}, {"systems", 1}});
+  expect_solution_matches_lapack(out, {1000}, b, false);
 }
 
-TEST(TridiagIntegration, RaggedBatchFromAListAndFromAnNpy) {
-  DaemonFixture d;
-  auto c = d.connect();
+TEST_F(TridiagIntegration, RaggedBatchFromAListAndFromAnNpy) {
   const TridiagBatch small = ragged_batch({3, 5, 2}, MatrixKind::kGeneral, 4);
-  client::TridiagRequest req = request_for(write_batch(d.dir(), "s", small));
+  client::TridiagRequest req = request_for(write_batch(d_.dir(), "s", small));
   req.sizes = "3,5,2";
-  const std::string out = d.dir() + "/xs.npy";
-  nlohmann::json job = solve(*c, req, out);
+  const std::string out = d_.dir() + "/xs.npy";
+  nlohmann::json job = solve(*c_, req, out);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
   EXPECT_EQ(job["params"]["sizes"], nlohmann::json({3, 5, 2}));  // small lists travel inline
-  EXPECT_EQ(job["result"]["layout"], "ragged");
-  EXPECT_EQ(job["result"]["systems"], 3);
-  const NpyArray xs = read_npy(out);
-  ASSERT_EQ(xs.shape, (std::vector<int64_t>{10}));
-  expect_matches_lapack(small, xs.values, false);
+  expect_result_fields(job, {{"layout", "ragged"}, {"systems", 3}});
+  expect_solution_matches_lapack(out, {10}, small, false);
 
   // Sizes from 1 to 3000, n = 1 and n = 2 included, given as an int64 .npy.
   const std::vector<std::size_t> sizes = {1, 2, 3000, 17, 256, 1, 999};
   const TridiagBatch big = ragged_batch(sizes, MatrixKind::kDiagonallyDominant, 5);
-  client::TridiagRequest req2 = request_for(write_batch(d.dir(), "b", big));
-  req2.sizes = d.dir() + "/sizes.npy";
+  client::TridiagRequest req2 = request_for(write_batch(d_.dir(), "b", big));
+  req2.sizes = d_.dir() + "/sizes.npy";
   write_npy_i64(req2.sizes, std::vector<int64_t>(sizes.begin(), sizes.end()));
-  const std::string out2 = d.dir() + "/xb.npy";
-  nlohmann::json job2 = solve(*c, req2, out2);
+  const std::string out2 = d_.dir() + "/xb.npy";
+  nlohmann::json job2 = solve(*c_, req2, out2);
   ASSERT_EQ(job2["state"], "COMPLETED") << job2.dump();
   EXPECT_TRUE(job2["params"]["sizes"].contains("fd"));
-  const NpyArray xb = read_npy(out2);
-  ASSERT_EQ(xb.shape, (std::vector<int64_t>{4276}));
-  expect_matches_lapack(big, xb.values, true);
+  expect_solution_matches_lapack(out2, {4276}, big, true);
 }
 
-TEST(TridiagIntegration, InterleavedLayout) {
-  DaemonFixture d;
-  auto c = d.connect();
+TEST_F(TridiagIntegration, InterleavedLayout) {
   const TridiagBatch b = interleaved_batch(257, 50, MatrixKind::kDiagonallyDominant, 6);
-  client::TridiagRequest req = request_for(write_batch(d.dir(), "", b));
+  client::TridiagRequest req = request_for(write_batch(d_.dir(), "", b));
   req.layout = "interleaved";
   req.algorithm = "thomas";
-  const std::string out = d.dir() + "/x.npy";
-  nlohmann::json job = solve(*c, req, out);
+  const std::string out = d_.dir() + "/x.npy";
+  nlohmann::json job = solve(*c_, req, out);
   ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
-  EXPECT_EQ(job["result"]["layout"], "interleaved");
-  EXPECT_EQ(job["result"]["algorithm"], "thomas");
-  EXPECT_EQ(job["result"]["systems"], 50);
-  const NpyArray x = read_npy(out);
-  ASSERT_EQ(x.shape, (std::vector<int64_t>{257, 50}));
-  expect_matches_lapack(b, x.values, true);
+  expect_result_fields(job, {{"layout", "interleaved"}, {"algorithm", "thomas"}, {"systems", 50}});
+  expect_solution_matches_lapack(out, {257, 50}, b, true);
 }
 
-TEST(TridiagIntegration, ResultIsFetchedLaterAndWideRowsStream) {
+TEST_F(TridiagIntegration, ResultIsFetchedLaterAndWideRowsStream) {
   // Two systems of 600000 unknowns: one row of the (2, 600000) solution is 4.8 MB, more than a
   // frame's payload, so the stream must not be framed by the array's rows.
-  DaemonFixture d;
-  auto c = d.connect();
   const TridiagBatch b = strided_batch(2, 600000, MatrixKind::kDiagonallyDominant, 7);
-  client::TridiagRequest req = request_for(write_batch(d.dir(), "", b));
+  client::TridiagRequest req = request_for(write_batch(d_.dir(), "", b));
   req.device = "cpu";
   auto job = client::build_tridiag_job(req);
   ASSERT_TRUE(job.is_ok()) << job.status().to_string();
-  auto id = client::submit_request(*c, *job);
+  auto id = client::submit_request(*c_, *job);
   ASSERT_TRUE(id.is_ok());
-  auto done = client::follow_job(*c, *id, "", nullptr);
+  auto done = client::follow_job(*c_, *id, "", nullptr);
   ASSERT_TRUE(done.is_ok());
   ASSERT_EQ((*done)["state"], "COMPLETED") << done->dump();
   EXPECT_EQ((*done)["solution"]["array_shape"], nlohmann::json({2, 600000}));
-  const std::string out = d.dir() + "/x.npy";
+  const std::string out = d_.dir() + "/x.npy";
   std::vector<int64_t> shape;
-  auto rows = client::fetch_result(*c, *id, out, &shape);
+  auto rows = client::fetch_result(*c_, *id, out, &shape);
   ASSERT_TRUE(rows.is_ok()) << rows.status().to_string();
   EXPECT_EQ(shape, (std::vector<int64_t>{2, 600000}));
-  const NpyArray x = read_npy(out);
-  ASSERT_EQ(x.shape, (std::vector<int64_t>{2, 600000}));
-  expect_matches_lapack(b, x.values, true);
+  expect_solution_matches_lapack(out, {2, 600000}, b, true);
 }
 
 }  // namespace

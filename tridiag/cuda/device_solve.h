@@ -21,12 +21,8 @@
 
 namespace stripesolve::tridiag::gpu {
 
-struct DeviceBatch {
-  const double* dl;
-  const double* d;
-  const double* du;
-  const double* f;
-  double* x;
+// The batch's arrays in device memory, each of `rows` doubles.
+struct DeviceBatch : BatchArrays {
   std::size_t rows;         // unknowns in all
   std::size_t system_size;  // strided: n; ragged or one system: 0
   std::size_t count;        // interleaved: number of systems (rows = n * count)

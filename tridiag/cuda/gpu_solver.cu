@@ -182,11 +182,8 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
       STRIPESOLVE_RETURN_IF_ERROR(gpu::zero_ragged_couplings(
           buf[0].as<double>(), buf[2].as<double>(), offsets.as<std::size_t>(), systems, stream));
     }
-    gpu::DeviceBatch b{buf[0].as<double>(),
-                       buf[1].as<double>(),
-                       buf[2].as<double>(),
-                       buf[3].as<double>(),
-                       buf[4].as<double>(),
+    gpu::DeviceBatch b{{buf[0].as<double>(), buf[1].as<double>(), buf[2].as<double>(),
+                        buf[3].as<double>(), buf[4].as<double>()},
                        rows,
                        shape.layout == BatchLayout::kStrided ? n : 0,
                        systems};
@@ -366,11 +363,9 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
 
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
                                     const GpuOptions& options) {
-  SolveReport report;
-  BatchOutcome outcome;
-  STRIPESOLVE_RETURN_IF_ERROR(solve_gpu_checked(shape, arrays, options, report, outcome));
-  summarize(report.algorithm, outcome, report);
-  return report;
+  return summarized([&](SolveReport& report, BatchOutcome& outcome) {
+    return solve_gpu_checked(shape, arrays, options, report, outcome);
+  });
 }
 
 }  // namespace stripesolve::tridiag

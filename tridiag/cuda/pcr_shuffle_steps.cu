@@ -50,14 +50,7 @@ struct Layout {
 
 __device__ void prefetch(double* in, const double* dl, const double* d, const double* du,
                          const double* f, std::size_t base, int n) {
-  constexpr int kIn = Layout::kIn;
-  for (int r = threadIdx.x; r < n; r += 32 * W) {
-    copy_async(in + pad(r), dl + base + r);
-    copy_async(in + kIn + pad(r), d + base + r);
-    copy_async(in + 2 * kIn + pad(r), du + base + r);
-    copy_async(in + 3 * kIn + pad(r), f + base + r);
-  }
-  commit_copies();
+  copy_system_async<Layout::kIn, 32 * W>(in, dl, d, du, f, base, n, threadIdx.x);
 }
 
 // A PCR step at distance D (1, 2, 4) on the block's consecutive layout; `edge`: this step's

@@ -24,13 +24,7 @@ constexpr int kArrays = 5;       // dl, d, du, f, and one for the transposes
 // Starts copying the system at `base` into the warp's buffer (rows < n).
 __device__ void prefetch(double* buf, const double* dl, const double* d, const double* du,
                          const double* f, std::size_t base, int n) {
-  for (int r = threadIdx.x & 31; r < n; r += 32) {
-    copy_async(buf + pad(r), dl + base + r);
-    copy_async(buf + kWarpArray + pad(r), d + base + r);
-    copy_async(buf + 2 * kWarpArray + pad(r), du + base + r);
-    copy_async(buf + 3 * kWarpArray + pad(r), f + base + r);
-  }
-  commit_copies();
+  copy_system_async<kWarpArray, 32>(buf, dl, d, du, f, base, n, threadIdx.x & 31);
 }
 
 template <int M>

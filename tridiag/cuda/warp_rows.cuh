@@ -393,6 +393,20 @@ __device__ __forceinline__ void copy_async(double* dst, const double* src) {
 __device__ __forceinline__ void commit_copies() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
+// Starts copying rows first, first + kStep, ... (< n) of the system at `base` into the four
+// arrays of `in`, kArray doubles apart (dl, d, du, f), row r at pad(r), and commits the copies.
+template <int kArray, int kStep>
+__device__ __forceinline__ void copy_system_async(double* in, const double* dl, const double* d,
+                                                  const double* du, const double* f,
+                                                  std::size_t base, int n, int first) {
+  for (int r = first; r < n; r += kStep) {
+    copy_async(in + pad(r), dl + base + r);
+    copy_async(in + kArray + pad(r), d + base + r);
+    copy_async(in + 2 * kArray + pad(r), du + base + r);
+    copy_async(in + 3 * kArray + pad(r), f + base + r);
+  }
+  commit_copies();
+}
 __device__ __forceinline__ void wait_copies() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }

@@ -1,0 +1,14 @@
+#include "scheduler/report_json.h"
+
+namespace stripesolve::scheduler {
+
+nlohmann::json io_counters_json(const SolveReport& report) {
+  return {{"io_read_bytes", report.io_read_bytes},
+          {"io_written_bytes", report.io_written_bytes},
+          {"cache_hits", report.cache_hits},
+          {"cache_misses", report.cache_misses},
+          {"cache_peak_bytes", report.cache_peak_bytes},
+          {"cache_budget", report.cache_budget}};
+}
+
+}  // namespace stripesolve::scheduler

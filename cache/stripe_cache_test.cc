@@ -202,12 +202,6 @@ TEST(StripeCacheTest, ConcurrentRequestsStayWithinBudgetAndKeepEveryUpdate) {
   EXPECT_GT(st.uploads, 0u);
 }
 
-}  // namespace
-}  // namespace stripesolve::cache
-
-namespace stripesolve::cache {
-namespace {
-
 TEST(StripeCacheTest, FinishElimJReleasesTheIStripesAndIdlesJTogether) {
   StripeCache cache(4 * kPart);
   FakeIo io(cache);
@@ -242,12 +236,6 @@ TEST(StripeCacheTest, DsrRequestWaitsForTheReaderToRemoveParts) {
   EXPECT_EQ(cache.stats().misses, 6u);
 }
 
-}  // namespace
-}  // namespace stripesolve::cache
-
-namespace stripesolve::cache {
-namespace {
-
 TEST(StripeCacheTest, WriteBackKeepsPartsCachedAndClean) {
   StripeCache cache(4 * kPart);
   FakeIo io(cache);
@@ -269,12 +257,6 @@ TEST(StripeCacheTest, WriteBackKeepsPartsCachedAndClean) {
   EXPECT_EQ(io.uploads().size(), 2u);
 }
 
-}  // namespace
-}  // namespace stripesolve::cache
-
-namespace stripesolve::cache {
-namespace {
-
 TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
   StripeCache cache(4 * kPart);
   FakeIo io(cache);
@@ -289,12 +271,6 @@ TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
   EXPECT_FALSE(cache.try_hit(j_request(0, -1)));  // stored from a later column than asked
   EXPECT_EQ(cache.stats().hits, 1u);
 }
-
-}  // namespace
-}  // namespace stripesolve::cache
-
-namespace stripesolve::cache {
-namespace {
 
 PartRequest dsr_columns(int64_t stripe, int64_t col_begin, int64_t col_end) {
   PartRequest req{stripe, col_begin, kPart, CellState::kStuck, 0, 0, 0};

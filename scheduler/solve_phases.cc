@@ -1,0 +1,427 @@
+#include "scheduler/solve_phases.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/device_engine.h"
+#include "base/logging.h"
+#include "base/units.h"
+#include "scheduler/condition.h"
+#include "scheduler/factor_blobs.h"
+#include "scheduler/factor_run.h"
+#include "scheduler/substitution.h"
+#include "scheduler/transposed_solve.h"
+
+namespace stripesolve::scheduler {
+
+namespace {
+
+// One step of Hager's iteration after the fixed vectors: a transposed solve and a solve with a
+// unit vector, 4 passes over the factors (dlacn2's usual 2 steps would double the estimate's
+// I/O for a better bound on few matrices; scheduler/condition.h).
+constexpr int kConditionUnitSolves = 1;
+
+double norm_inf(const double* v, int64_t n, int64_t nrhs) {
+  double m = 0;
+  for (int64_t k = 0; k < n * nrhs; ++k) m = std::max(m, std::fabs(v[k]));
+  return m;
+}
+
+Status check_finite(const double* x, int64_t n, int64_t nrhs) {
+  for (int64_t j = 0; j < nrhs; ++j) {
+    for (int64_t r = 0; r < n; ++r) {
+      if (!std::isfinite(x[r + j * n])) {
+        return Status::numerical("non-finite solution at row " + std::to_string(r));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+double seconds_since(SolveClock::time_point t0) {
+  return std::chrono::duration<double>(SolveClock::now() - t0).count();
+}
+
+// Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
+// factorization starts with the matrix in (pinned) RAM: the GPU tier's "host-resident A".
+Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget) {
+  const storage::StripeGeometry& g = a.geometry();
+  uint64_t total = 0;
+  std::vector<PartOrder> order;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    total += cache::Arena::round_up(a.part_layout(i, 0).buffer_bytes);
+    order.push_back({i, 0});
+  }
+  if (total > budget) return Status::ok();
+  return stream_parts(ctx, a, order, "load", true,
+                      [](int64_t, const stripe::StripePart&) { return Status::ok(); });
+}
+
+// Makes sv.writable the factor object to factor A into: a new one, or the one a killed process
+// left half made when its progress can be resumed (factor_progress.h: factors stored, the same
+// recipe). Any other half-made one is removed (the run starts from A).
+Status open_factor_to_make(Solve& sv, const Plan& plan) {
+  static const auto log = logger("scheduler");
+  const std::string& factor_name = sv.report.factor_name;
+  const bool recorded = sv.options.store_factors && sv.options.record_progress;
+  const FactorRecipe recipe{sv.a->info().id,     sv.g.n,
+                            sv.g.stripes,        sv.options.pivot,
+                            sv.options.strategy, plan.meta_stripes,
+                            plan.substripe_rows};
+  // The factor records A (not A^T for kGepp) as what it factors: reuse checks A.
+  auto left = sv.store.reopen_factor(factor_name, *sv.a);
+  if (!left.is_ok() && left.status().code() != StatusCode::kNotFound) return left.status();
+  if (left.is_ok()) {
+    auto progress = recorded ? FactorProgress::resume(**left, recipe, &sv.resume_point)
+                             : Result<std::unique_ptr<FactorProgress>>(Status::failed_precondition(
+                                   "this solve records no progress (its factors are not stored)"));
+    if (progress.is_ok()) {
+      sv.writable = std::move(*left);
+      sv.progress = std::move(*progress);
+      sv.resumed = true;
+      return Status::ok();
+    }
+    log->warn(
+        "the half-made factor '{}' left by an earlier process cannot be resumed ({}); "
+        "factoring from the start",
+        factor_name, progress.status().message());
+    left->reset();  // uncommitted: removed
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, sv.store.create_factor(factor_name, *sv.a));
+  if (recorded) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv.progress, FactorProgress::start(*sv.writable, recipe));
+  }
+  return Status::ok();
+}
+
+// LAPACK dgerfs's rule for auto refinement after the residual of step `step`: go on while above
+// eps and each step at least halves the error. A step that made x worse is undone (x_before).
+bool refinement_goes_on(int step, double berr, SolveReport& report, double* x,
+                        std::vector<double>& x_before, int64_t size) {
+  const double eps = std::numeric_limits<double>::epsilon() / 2;
+  if ((step == 0 && berr <= report.tolerance) || berr <= eps) return false;
+  if (step > 0) {
+    const double before = report.residual_history[static_cast<size_t>(step - 1)];
+    if (berr > before) {
+      std::copy(x_before.begin(), x_before.end(), x);
+      report.residual = before;
+    }
+    if (berr > 0.5 * before) return false;
+  }
+  x_before.assign(x, x + size);
+  return true;
+}
+
+}  // namespace
+
+Status emit_chunk(const SolveCallbacks& cb, const storage::StripeGeometry& g, const double* x,
+                  int64_t nrhs, int64_t i) {
+  const int64_t h = g.rows(i);
+  const int64_t r0 = g.row_begin(i);
+  std::vector<double> chunk(static_cast<size_t>(h * nrhs));
+  for (int64_t k = 0; k < nrhs; ++k) {
+    std::memcpy(chunk.data() + k * h, x + r0 + k * g.n, sizeof(double) * static_cast<size_t>(h));
+  }
+  return cb.on_solution_chunk(r0, h, chunk.data());
+}
+
+SolvePhases::KeepProgressOnStop::~KeepProgressOnStop() {
+  // A solve stopped for now (CancelToken::keep_progress) leaves its half-made factor and its
+  // progress as a crash would, for the next run to resume.
+  if (cancel.cancelled() && cancel.keep_progress() && sv.progress && sv.writable) {
+    sv.writable->keep_uncommitted();
+  }
+}
+
+SolvePhases::SolvePhases(const SolveRequest& req, Solve& sv, const EngineConfig& config)
+    : req_(req),
+      sv_(sv),
+      config_(config),
+      gepp_(req.options.pivot == stripe::PivotMode::kGepp),
+      engine_(req.engines.empty() ? nullptr : req.engines.front()),
+      cache_(config.ram_budget),
+      progress_(req.callbacks.on_progress, config.progress_interval_seconds),
+      keep_progress_on_stop_{sv, req.cancel},
+      io_(cache_, progress_, req.trace),
+      ctx_{req.backend, cache_,    progress_,
+           req.cancel,  req.trace, config.progress_interval_seconds} {
+  progress_.set_cache_counts([this](uint64_t* hits, uint64_t* misses) {
+    const cache::CacheStats s = cache_.stats();
+    *hits = s.hits;
+    *misses = s.misses;
+  });
+}
+
+Status SolvePhases::factor() {
+  if (!sv_.factor) STRIPESOLVE_RETURN_IF_ERROR(triangulate());
+  if (sv_.factor) sv_.factor_lock.release();  // committed and open: the next solve may reuse it
+  on_device_ = gpu_elim_ && gpu_elim_->factors_resident() && !gepp_;
+  return Status::ok();
+}
+
+// The object to factor into and the I/O role's sources for it.
+Status SolvePhases::open_factor_objects() {
+  if (req_.options.in_place) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(sv_.writable, sv_.store.open_for_in_place(sv_.name));
+    io_.set_sources(sv_.writable.get(), sv_.writable.get());
+    return Status::ok();
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(open_factor_to_make(sv_, sv_.report.plan));
+  io_.set_sources(&sv_.factored(), sv_.writable.get());
+  if (sv_.resumed) io_.mark_written(sv_.resume_point.written());
+  if (sv_.progress) {
+    FactorProgress* p = sv_.progress.get();
+    io_.set_write_hook(
+        {[p](const cache::CellView& cell) { return p->checksum(cell); },
+         [p](const cache::CellView& cell, uint32_t crc) { return p->record(cell, crc); }});
+  }
+  return Status::ok();
+}
+
+Status SolvePhases::triangulate() {
+  STRIPESOLVE_RETURN_IF_ERROR(open_factor_objects());
+  const Plan& plan = sv_.report.plan;
+  SolveReport& report = sv_.report;
+  // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
+  FactorParams params{.pivot = backend::elimination_pivot(req_.options.pivot),
+                      .strategy = req_.options.strategy,
+                      .meta_stripes = plan.meta_stripes,
+                      .substripe_rows = plan.substripe_rows,
+                      .elim_j_workers = plan.elim_j_workers,
+                      .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
+                      .write_back = false,
+                      .parts_from_meta_start = engine_ != nullptr};
+  if (engine_ != nullptr) {
+    const auto t_load = SolveClock::now();
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        gpu_elim_, MultiGpuElimination::create(ctx_, req_.engines, *sv_.writable, params, plan));
+    if (!req_.options.in_place) {
+      progress_.begin_phase("load", 0, sv_.g.stripes);
+      STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx_, sv_.factored(), config_.ram_budget));
+    }
+    report.load_seconds = seconds_since(t_load);
+  }
+  const double flops = factorization_flops(sv_.g);
+  progress_.begin_phase("factor", flops, sv_.g.stripes);
+  const auto t0 = SolveClock::now();
+  ResumeStats skipped;
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      sv_.pivots,
+      run_factorization(ctx_, *sv_.writable, params, gpu_elim_.get(), &sv_.max_abs_u,
+                        {sv_.resumed ? &sv_.resume_point : nullptr, sv_.progress.get(), &skipped}));
+  report.resumed = sv_.resumed;
+  report.resumed_eliminations = skipped.eliminations;
+  report.resumed_updates = skipped.updates;
+  if (req_.cancel.cancelled()) return Status::cancelled("dense solve cancelled");
+  report.factor_seconds = seconds_since(t0);
+  report.gflops = report.factor_seconds > 0 ? flops / report.factor_seconds / 1e9 : 0.0;
+  return req_.options.store_factors ? persist() : Status::ok();
+}
+
+// Dirty parts to the factor object (they stay cached, clean, for the substitution), the pivots and
+// growth beside them, the factor committed and opened read-only.
+Status SolvePhases::persist() {
+  const auto t_persist = SolveClock::now();
+  {
+    TraceRecorder::Span span(req_.trace, "master", "write_back");
+    STRIPESOLVE_RETURN_IF_ERROR(cache_.write_back());
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(write_pivots(*sv_.writable, sv_.pivots));
+  STRIPESOLVE_RETURN_IF_ERROR(write_max_abs_u(*sv_.writable, sv_.max_abs_u));
+  STRIPESOLVE_RETURN_IF_ERROR(sv_.writable->commit());
+  io_.set_write_hook({});
+  sv_.progress.reset();  // its recorder syncs the factor: stopped before the factor closes
+  io_.set_sources(nullptr, nullptr);
+  sv_.writable.reset();
+  STRIPESOLVE_ASSIGN_OR_RETURN(sv_.factor, sv_.store.open_factor(sv_.report.factor_name));
+  sv_.report.persist_seconds = seconds_since(t_persist);
+  return Status::ok();
+}
+
+void SolvePhases::use_factor_sources() {
+  if (sv_.factor) {
+    io_.set_sources(sv_.factor.get(), nullptr);
+  } else {
+    io_.set_sources(sv_.writable.get(), sv_.writable.get());  // not persisted: dirty parts stay
+  }
+}
+
+Status SolvePhases::solve_columns(double* v, int64_t cols,
+                                  const std::function<Status(int64_t)>& on_stripe,
+                                  const std::string& phase) {
+  const int64_t n = sv_.g.n;
+  if (on_device_) {
+    STRIPESOLVE_RETURN_IF_ERROR(gpu_elim_->substitute(v, cols));
+    return check_finite(v, n, cols);
+  }
+  use_factor_sources();
+  if (gepp_) {
+    STRIPESOLVE_RETURN_IF_ERROR(substitute_transposed(ctx_, factor_object(), sv_.pivots, v, cols,
+                                                      phase.empty() ? "substitute" : phase));
+    return check_finite(v, n, cols);
+  }
+  return scheduler::substitute(ctx_, factor_object(), sv_.pivots, v, cols, on_stripe, phase);
+}
+
+Status SolvePhases::solve_transposed_column(double* v) {
+  use_factor_sources();
+  if (gepp_)
+    return scheduler::substitute(ctx_, factor_object(), sv_.pivots, v, 1, nullptr, "condition");
+  return substitute_transposed(ctx_, factor_object(), sv_.pivots, v);
+}
+
+Status SolvePhases::substitute() {
+  const DenseSolveOptions& options = req_.options;
+  const int64_t n = sv_.g.n;
+  const int64_t nrhs = req_.nrhs;
+  SolveReport& report = sv_.report;
+  // The condition estimate needs the factors in RAM or the store, and ||A||_1 (from the residual
+  // pass) and so A: not in place.
+  const bool factors_on_host = !on_device_ || sv_.factor != nullptr;
+  const bool estimate = options.check_quality && !options.in_place && factors_on_host;
+  // The estimator's two fixed vectors ride along as columns nrhs and nrhs + 1 (the same passes
+  // over the factors), which saves it two of its usual six solves.
+  const int64_t extra = estimate ? 2 : 0;
+  report.x.assign(req_.b, req_.b + n * nrhs);
+  if (extra > 0) {
+    const std::vector<double> fixed = estimator_fixed_vectors(n);
+    report.x.insert(report.x.end(), fixed.begin(), fixed.end());
+  }
+  double* x = report.x.data();
+  // Rows are final as the backward pass leaves them only without column interchanges.
+  stream_chunks_ =
+      req_.callbacks.on_solution_chunk && !on_device_ &&
+      (options.pivot == stripe::PivotMode::kLocal || options.pivot == stripe::PivotMode::kNone) &&
+      options.refinement_steps == 0;
+  if (on_device_) {
+    progress_.begin_phase("substitute", 4.0 * static_cast<double>(n) * n * nrhs, sv_.g.stripes);
+  }
+  const auto t_subst = SolveClock::now();
+  STRIPESOLVE_RETURN_IF_ERROR(solve_columns(
+      x, nrhs + extra,
+      [&](int64_t i) {
+        return stream_chunks_ ? emit_chunk(req_.callbacks, sv_.g, x, nrhs, i) : Status::ok();
+      },
+      ""));
+  report.substitution_seconds = seconds_since(t_subst);
+  const std::vector<double> solved_fixed(report.x.begin() + n * nrhs, report.x.end());
+  report.x.resize(static_cast<size_t>(n * nrhs));
+  return estimate ? estimate_condition(solved_fixed) : Status::ok();
+}
+
+// The rest of the condition estimate, while the factors are still cached from the substitution
+// (002's zigzag: each pass starts where the previous one ended).
+Status SolvePhases::estimate_condition(const std::vector<double>& solved_fixed) {
+  const auto t_condition = SolveClock::now();
+  auto estimate = estimate_inverse_norm_1(
+      sv_.g.n, [&](double* v) { return solve_columns(v, 1, nullptr, "condition"); },
+      [&](double* v) { return solve_transposed_column(v); }, solved_fixed.data(),
+      kConditionUnitSolves);
+  // A numerical error here (an overflow in a solve with a unit vector) has failed the cache, so
+  // it ends the solve like one of the main substitution would.
+  STRIPESOLVE_RETURN_IF_ERROR(estimate.status());
+  inverse_norm_1_ = *estimate;
+  sv_.report.condition_seconds = seconds_since(t_condition);
+  return Status::ok();
+}
+
+Status SolvePhases::check() {
+  SolveReport& report = sv_.report;
+  report.tolerance = backward_error_tolerance(sv_.g.n);
+  if (!req_.options.in_place) {
+    STRIPESOLVE_RETURN_IF_ERROR(residual_and_refinement(report.x.data()));
+  }
+  if (req_.options.check_quality) {
+    report.warning = quality_warning(
+        {.n = sv_.g.n,
+         .backward_error = report.residual,
+         .rcond = report.rcond,
+         .growth = report.growth,
+         .refinement_steps = report.residual_history.empty()
+                                 ? 0
+                                 : static_cast<int>(report.residual_history.size()) - 1,
+         .pivot = req_.options.pivot});
+  }
+  return Status::ok();
+}
+
+Status SolvePhases::residual_and_refinement(double* x) {
+  const auto t_residual = SolveClock::now();
+  const DenseSolveOptions& options = req_.options;
+  const int64_t n = sv_.g.n;
+  const int64_t nrhs = req_.nrhs;
+  SolveReport& report = sv_.report;
+  // Factors neither stored nor resident on the device would have to be written out before the
+  // residual pass just in case: auto refinement leaves them alone (explicit steps still write
+  // them), and a solve above the tolerance then ends with its warning.
+  const bool factors_kept = sv_.factor != nullptr || on_device_;
+  const bool refine_auto = options.refinement_steps == DenseSolveOptions::kRefineAuto &&
+                           options.check_quality && factors_kept;
+  const int max_steps =
+      refine_auto ? DenseSolveOptions::kMaxAutoRefinement : std::max(0, options.refinement_steps);
+  if (!sv_.factor && (on_device_ || max_steps == 0)) {
+    cache_.discard_idle();  // factors not persisted and not needed from RAM any more
+  } else if (!sv_.factor) {
+    STRIPESOLVE_RETURN_IF_ERROR(cache_.write_back());  // refinement reads them again
+  }
+  std::vector<double> r(static_cast<size_t>(n * nrhs));
+  std::vector<double> x_before;  // the x before the last auto step, in case it got worse
+  const double b_norm = norm_inf(req_.b, n, nrhs);
+  ResidualResult res;
+  for (int step = 0;; ++step) {
+    STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());  // factor cells must not serve reads of A
+    io_.set_sources(sv_.a.get(), nullptr);
+    STRIPESOLVE_ASSIGN_OR_RETURN(res, residual(ctx_, *sv_.a, req_.b, x, nrhs, r.data()));
+    const double denom = res.a_norm_inf * norm_inf(x, n, nrhs) + b_norm;
+    const double berr = denom > 0 ? res.r_norm_inf / denom : res.r_norm_inf;
+    report.residual_history.push_back(berr);
+    report.residual = berr;
+    if (step == max_steps) break;
+    if (refine_auto && !refinement_goes_on(step, berr, report, x, x_before, n * nrhs)) break;
+    STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());
+    STRIPESOLVE_RETURN_IF_ERROR(solve_columns(r.data(), nrhs, nullptr, ""));
+    for (int64_t k = 0; k < n * nrhs; ++k) x[k] += r[static_cast<size_t>(k)];
+  }
+  if (sv_.max_abs_u >= 0 && res.a_max_abs > 0) report.growth = sv_.max_abs_u / res.a_max_abs;
+  if (inverse_norm_1_ > 0 && res.a_norm_1 > 0) {
+    report.rcond = 1.0 / (res.a_norm_1 * inverse_norm_1_);
+  }
+  report.residual_seconds = seconds_since(t_residual);
+  return Status::ok();
+}
+
+Result<SolveReport> SolvePhases::finish(SolveClock::time_point start) {
+  SolveReport& report = sv_.report;
+  const storage::StripeGeometry& g = sv_.g;
+  if (req_.callbacks.on_solution_chunk && !stream_chunks_) {
+    for (int64_t i = g.stripes - 1; i >= 0; --i) {
+      STRIPESOLVE_RETURN_IF_ERROR(emit_chunk(req_.callbacks, g, report.x.data(), req_.nrhs, i));
+    }
+  }
+  report.pivot = req_.options.pivot;
+  progress_.begin_phase("done", 0, 0);
+  const cache::CacheStats cs = cache_.stats();
+  report.cache_hits = cs.hits;
+  report.cache_misses = cs.misses;
+  report.cache_peak_bytes = cs.peak_bytes;
+  report.cache_budget = cs.budget;
+  report.io_read_bytes = progress_.io_read_bytes();
+  report.io_written_bytes = progress_.io_written_bytes();
+  report.seconds = seconds_since(start);
+  static const auto log = logger("scheduler");
+  if (!report.warning.empty()) log->warn("dense solve of '{}': {}", sv_.name, report.warning);
+  log->info(
+      "dense solve of '{}' done in {:.3f} s on {}: residual {:.3g}, rcond {:.3g}, growth "
+      "{:.3g}, factor {:.2f} GFLOP/s ({:.3f} s){}, substitution {:.3f} s{}, SSD read {} written {}",
+      sv_.name, report.seconds, report.device.empty() ? report.backend : report.device,
+      report.residual, report.rcond, report.growth, report.gflops, report.factor_seconds,
+      report.reused_factors ? " (reused factors)" : "", report.substitution_seconds,
+      on_device_ ? " (device)" : "", format_bytes(report.io_read_bytes),
+      format_bytes(report.io_written_bytes));
+  if (gpu_elim_) gpu_elim_->release_factors();
+  return std::move(report);
+}
+
+}  // namespace stripesolve::scheduler

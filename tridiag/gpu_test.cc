@@ -657,5 +657,25 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   }
 }
 
+// Systems of 4096 rows take the one-pass kernel with more than the default 48 KB of shared
+// memory, whose limit is raised per device: a process that raised it on device 0 only failed
+// every such launch on device 1 (the daemon's tridiagonal jobs on a 2-GPU host).
+TEST(GpuTest, LargeSystemsSolveOnEveryDevice) {
+  SKIP_WITHOUT_GPU();
+  const int devices = ::stripesolve::gpu::device_count();
+  if (devices < 2) GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
+  const std::vector<std::size_t> sizes(16, 4096);
+  StridedSystems b = make_batch(sizes, 0);
+  const BatchShape shape{BatchLayout::kStrided, sizes[0], sizes.size(), {}};
+  for (int d = 0; d < devices; ++d) {
+    std::vector<double> x(b.f.size());
+    GpuOptions o;
+    o.device = d;
+    const auto r = solve_batch_gpu(shape, b.arrays(x), o);
+    ASSERT_TRUE(r.is_ok()) << "device " << d << ": " << r.status().to_string();
+    EXPECT_LT(max_residual(b, sizes, x), 1e-12) << "device " << d;
+  }
+}
+
 }  // namespace
 }  // namespace stripesolve::tridiag

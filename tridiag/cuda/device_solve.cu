@@ -2,6 +2,8 @@
 // paths (interleaved batches through the one-pass kernels), workspace layout and breakdown
 // flags (device_solve.h).
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include <climits>
@@ -60,17 +62,27 @@ struct Bump {
   }
 };
 
-// The kernels' dynamic shared memory limits, raised once per process; the first error is
-// every caller's (a launch asking for more than the default 48 KB would fail anyway).
+// The kernels' dynamic shared memory limits, raised once per device: cudaFuncSetAttribute acts on
+// the current device only, so a process that raised them on device 0 alone had every launch of
+// more than the default 48 KB fail on device 1 ("invalid argument"; a batch spread over two
+// GPUs). The first error on a device is every caller's there.
 Status ensure_shared_limits() {
-  static const cudaError_t first = [] {
+  int device = 0;
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetDevice(&device), "cudaGetDevice"));
+  static std::mutex mu;
+  static std::map<int, cudaError_t> raised;  // by device; guarded by mu
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = raised.find(device);
+  if (it == raised.end()) {
+    cudaError_t first = cudaSuccess;
     for (cudaError_t e :
          {set_shared_memory_limits(), set_reduction_shared_limits(), set_group_spike_limits()}) {
-      if (e != cudaSuccess) return e;
+      if (e != cudaSuccess && first == cudaSuccess) first = e;
     }
-    return cudaSuccess;
-  }();
-  return cuda_check(first, "raising the tridiagonal kernels' shared memory limits");
+    it = raised.emplace(device, first).first;
+  }
+  return cuda_check(it->second, "raising the tridiagonal kernels' shared memory limits on device " +
+                                    std::to_string(device));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "daemon/job_files.h"
 #include "daemon/npy_file.h"
 #include "daemon/tridiag_input.h"
+#include "daemon/tridiag_sources.h"
 #include "gpu/devices.h"
 #include "protocol/messages.h"
 #include "protocol/npy.h"
@@ -23,134 +24,9 @@
 namespace stripesolve::daemon {
 namespace {
 
-constexpr std::array<std::string_view, 4> kArrayNames = {"dl", "d", "du", "rhs"};
 // Above this the job log warns that the solution is inaccurate (a backward-stable solve of a
 // reasonably conditioned system is near 1e-16).
 constexpr double kInaccurateResidual = 1e-6;
-
-// One input array of a job: an upload's image, or a file the client passed (read in place).
-struct Source {
-  std::string bytes;  // the upload, or empty
-  int fd = -1;        // the passed file, or -1
-  protocol::NpyHeader header;
-};
-
-// The input arrays of a job, their headers and the ragged sizes.
-struct Inputs {
-  std::array<Source, 4> arrays;
-  std::optional<std::vector<int64_t>> sizes;
-};
-
-Result<int64_t> upload_id(const nlohmann::json& job, std::string_view field) {
-  auto it = job.find(field);
-  if (it == job.end()) {
-    return Status::invalid_argument(fmt::format(
-        "missing field '{}' (an .npy file: {{\"fd\": i}}, or an upload: {{\"upload\": id}})",
-        field));
-  }
-  if (!it->is_object() || !it->contains("upload")) {
-    return Status::invalid_argument(fmt::format(
-        "field '{}' must be {{\"fd\": i}} or {{\"upload\": id}}, got {}", field, it->dump()));
-  }
-  auto id = protocol::get_int(*it, "upload", 1, INT64_MAX);
-  if (!id.is_ok()) return id.status().with_context(field);
-  return *id;
-}
-
-Result<std::string> take_upload(UploadStore& uploads, uid_t owner, const nlohmann::json& job,
-                                std::string_view field) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(int64_t id, upload_id(job, field));
-  auto bytes = uploads.take(owner, static_cast<uint64_t>(id));
-  if (!bytes.is_ok()) return bytes.status().with_context(field);
-  return std::move(bytes).value();
-}
-
-// The sizes of a ragged batch: inline, an upload or a passed file. A file's entries are
-// bounded before they are read: no more than rhs has elements (every system has an unknown),
-// and rhs within tridiag.max_bytes.
-Result<std::vector<int64_t>> read_sizes(const JobContext& ctx, const std::string& upload,
-                                        const protocol::NpyHeader& rhs, uint64_t max_bytes) {
-  const nlohmann::json& field = ctx.params()["sizes"];
-  if (!field.is_object()) return parse_inline_sizes(field);
-  auto header = Result<protocol::NpyHeader>(Status::internal("no sizes header"));
-  int fd = -1;
-  if (names_file(ctx.params(), "sizes")) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(fd, job_input_file(ctx, "sizes"));
-    header = read_npy_header(fd);
-  } else {
-    header = protocol::inspect_npy(upload);
-  }
-  if (!header.is_ok()) return header.status().with_context("sizes");
-  if (header->shape.size() != 1) {
-    return Status::invalid_argument(
-        fmt::format("sizes has shape {}; it must be 1-D", protocol::format_shape(header->shape)));
-  }
-  if (fd < 0) {
-    auto values = protocol::npy_int_values(upload, *header);
-    if (!values.is_ok()) return values.status().with_context("sizes");
-    return std::move(values).value();
-  }
-  STRIPESOLVE_RETURN_IF_ERROR(check_batch_bytes(static_cast<uint64_t>(rhs.elements()), max_bytes));
-  if (header->elements() > rhs.elements()) {
-    return Status::invalid_argument(fmt::format(
-        "sizes has {} entries but rhs has {} elements (every system needs at least one unknown)",
-        header->elements(), rhs.elements()));
-  }
-  auto values = read_npy_ints(fd, *header);
-  if (!values.is_ok()) return values.status().with_context("sizes");
-  return std::move(values).value();
-}
-
-// Takes every upload the job names before checking any of them, so that none is left behind in
-// the store (holding memory until it expires) when the job fails. Passed files are only looked
-// at here (their headers); their data is read in the load phase.
-Result<Inputs> take_inputs(const JobContext& ctx, UploadStore& uploads, uint64_t max_bytes) {
-  const nlohmann::json& job = ctx.params();
-  const uid_t owner = ctx.owner();
-  Inputs in;
-  Status first_error;
-  auto keep_first = [&](const Status& st) {
-    if (first_error.is_ok()) first_error = st;
-  };
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
-    if (names_file(job, kArrayNames[k])) continue;
-    auto bytes = take_upload(uploads, owner, job, kArrayNames[k]);
-    if (bytes.is_ok()) {
-      in.arrays[k].bytes = std::move(bytes).value();
-    } else {
-      keep_first(bytes.status());
-    }
-  }
-  std::string sizes_upload;
-  if (job.contains("sizes") && job["sizes"].is_object() && !names_file(job, "sizes")) {
-    auto bytes = take_upload(uploads, owner, job, "sizes");
-    if (bytes.is_ok()) {
-      sizes_upload = std::move(bytes).value();
-    } else {
-      keep_first(bytes.status());
-    }
-  }
-  STRIPESOLVE_RETURN_IF_ERROR(first_error);
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
-    Source& a = in.arrays[k];
-    Result<protocol::NpyHeader> header = Status::internal("no header");
-    if (names_file(job, kArrayNames[k])) {
-      auto fd = job_input_file(ctx, kArrayNames[k]);
-      if (!fd.is_ok()) return fd.status();
-      a.fd = *fd;
-      header = read_npy_header(a.fd);
-    } else {
-      header = protocol::inspect_npy(a.bytes);
-    }
-    if (!header.is_ok()) return header.status().with_context(kArrayNames[k]);
-    a.header = *header;
-  }
-  if (job.contains("sizes")) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(in.sizes,
-                                 read_sizes(ctx, sizes_upload, in.arrays[3].header, max_bytes));
-  }
-  return in;
-}
 
 // One float64 array of the batch: the client's file mapped in place (daemon/client_mapping.h),
 // or values of the daemon's own, not zero-filled (a read or the solver fills every one).
@@ -175,7 +51,7 @@ struct Array {
 // A passed float64 file in C order is mapped and used where it lies; anything else (float32,
 // Fortran order, an odd data offset, an upload, no mapping slot left) is converted into an
 // array of the daemon's own.
-Result<Array> load_array(Source& source, std::size_t count) {
+Result<Array> load_array(TridiagSource& source, std::size_t count) {
   const protocol::NpyHeader& h = source.header;
   if (source.fd >= 0 && h.dtype == protocol::NpyDtype::kFloat64 &&
       (!h.fortran_order || h.shape.size() == 1) && h.data_offset % alignof(double) == 0) {
@@ -232,7 +108,7 @@ Status check_not_truncated(const std::array<Array, 4>& a, const Array& x) {
   for (std::size_t k = 0; k < a.size(); ++k) {
     if (a[k].truncated()) {
       return Status::invalid_argument(
-          fmt::format("{}: the file was truncated while the daemon read it", kArrayNames[k]));
+          fmt::format("{}: the file was truncated while the daemon read it", kTridiagArrays[k]));
     }
   }
   if (x.truncated()) {
@@ -309,7 +185,7 @@ struct TridiagRun {
 
   JobContext& ctx;
   const TridiagJobConfig& config;
-  Inputs in;
+  TridiagInputs in;
   TridiagParams params;
   TridiagPlan plan;
   int out_fd = -1;  // the client's file for the solution, or -1
@@ -332,7 +208,7 @@ struct TridiagRun {
 // Takes the inputs and checks the request (parameters, device, the arrays' shapes, the output
 // file) before any array is read.
 Status prepare_run(TridiagRun& r, UploadStore& uploads) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(r.in, take_inputs(r.ctx, uploads, r.config.max_bytes));
+  STRIPESOLVE_ASSIGN_OR_RETURN(r.in, take_tridiag_inputs(r.ctx, uploads, r.config.max_bytes));
   STRIPESOLVE_ASSIGN_OR_RETURN(r.params, parse_tridiag_params(r.ctx.params()));
   r.have_gpu = tridiag::gpu_available();
   if (r.params.device == TridiagDevice::kGpu && !r.have_gpu) {
@@ -341,8 +217,8 @@ Status prepare_run(TridiagRun& r, UploadStore& uploads) {
         "without CUDA); use device 'cpu' or 'auto'");
   }
   std::vector<NamedHeader> named;
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k)
-    named.push_back({kArrayNames[k], r.in.arrays[k].header});
+  for (std::size_t k = 0; k < kTridiagArrays.size(); ++k)
+    named.push_back({kTridiagArrays[k], r.in.arrays[k].header});
   STRIPESOLVE_ASSIGN_OR_RETURN(
       r.plan, check_tridiag_batch(named, r.params.layout, r.in.sizes, r.config.max_bytes));
   // The solution goes into the client's file when it passed one ("out"), else it is kept for
@@ -380,11 +256,11 @@ Result<LoadedBatch> load_batch(TridiagRun& r) {
   const auto load_start = Clock::now();
   r.progress("load", 0.0);
   LoadedBatch l;
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
+  for (std::size_t k = 0; k < kTridiagArrays.size(); ++k) {
     auto values = load_array(r.in.arrays[k], r.plan.unknowns);
-    if (!values.is_ok()) return values.status().with_context(kArrayNames[k]);
+    if (!values.is_ok()) return values.status().with_context(kTridiagArrays[k]);
     l.a[k] = std::move(values).value();
-    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kArrayNames[k], l.a[k].span(), r.plan, r.threads));
+    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kTridiagArrays[k], l.a[k].span(), r.plan, r.threads));
     r.progress("load", 0.1 * static_cast<double>(k + 1) / 4);
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(l.solution, solution_array(r.out_fd, r.plan));

@@ -132,6 +132,216 @@ Status write_rows(const NpyOutput& out, int64_t row_begin, int64_t rows, int64_t
   return out.write(static_cast<uint64_t>(row_begin * nrhs), row_major.data(), row_major.size());
 }
 
+// The right-hand sides in column-major order, and the shape the solution takes.
+struct Rhs {
+  std::vector<double> b;
+  int64_t nrhs = 1;
+  bool two_d = false;  // the solution has the right-hand sides' shape: (n) or (n, k)
+};
+
+// Right-hand sides from an .npy the owner uploaded (float64), taken from the store.
+Result<Rhs> take_uploaded_rhs(const JobContext& ctx, UploadStore& uploads,
+                              const nlohmann::json& rhs, const std::string& matrix, int64_t n,
+                              const DenseJobLimits& limits) {
+  Rhs r;
+  STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::string bytes,
+                               uploads.take(ctx.owner(), static_cast<uint64_t>(upload)));
+  STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header, protocol::parse_npy_header(bytes));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      check_rhs_size(header.rows(), std::max<int64_t>(1, header.cols()), limits));
+  r.two_d = header.shape.size() == 2;
+  int64_t rows = 0;
+  STRIPESOLVE_ASSIGN_OR_RETURN(r.b, protocol::npy_to_column_major(bytes, &rows, &r.nrhs));
+  if (rows != n) {
+    return Status::invalid_argument(fmt::format(
+        "the right-hand sides have {} rows but matrix '{}' has order {}", rows, matrix, n));
+  }
+  return r;
+}
+
+// Right-hand sides the daemon generates: {"generate": "ones"|"uniform", "nrhs": k, "seed": s}.
+Result<Rhs> generated_rhs(const nlohmann::json& rhs, int64_t n, const DenseJobLimits& limits) {
+  Rhs r;
+  const std::string kind = rhs.value("generate", std::string("ones"));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      r.nrhs,
+      get_int(rhs.contains("nrhs") ? rhs : nlohmann::json{{"nrhs", 1}}, "nrhs", 1, INT64_MAX));
+  STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(n, r.nrhs, limits));
+  int64_t seed = 1;
+  if (rhs.contains("seed")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(seed, get_int(rhs, "seed", 0, INT64_MAX));
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(r.b,
+                               storage::generate_rhs(kind, n, r.nrhs, static_cast<uint64_t>(seed)));
+  return r;
+}
+
+// The right-hand sides the job names: a passed file, an upload, or generated (the default: ones);
+// each bounded before it is allocated, and checked finite.
+Result<Rhs> gather_rhs(const JobContext& ctx, UploadStore& uploads, const std::string& matrix,
+                       int64_t n, const DenseJobLimits& limits) {
+  const nlohmann::json rhs = ctx.params().value("rhs", nlohmann::json{{"generate", "ones"}});
+  Rhs r;
+  if (names_file(ctx.params(), "rhs")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(r.b, read_rhs_file(ctx, n, limits, &r.nrhs, &r.two_d));
+  } else if (rhs.contains("upload")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(r, take_uploaded_rhs(ctx, uploads, rhs, matrix, n, limits));
+  } else {
+    STRIPESOLVE_ASSIGN_OR_RETURN(r, generated_rhs(rhs, n, limits));
+  }
+  if (r.nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
+  r.two_d = r.two_d || r.nrhs > 1;
+  STRIPESOLVE_RETURN_IF_ERROR(check_rhs_finite(r.b, n));
+  return r;
+}
+
+// The solution goes into the client's file when it passed one ("out"), rows as the engine
+// finalizes them; else it is kept for `result` to stream.
+Result<std::optional<NpyOutput>> open_solution(JobContext& ctx, int64_t n, const Rhs& rhs) {
+  if (!names_file(ctx.params(), "out")) {
+    STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, rhs.nrhs));
+    return std::optional<NpyOutput>();
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(int out_fd, job_output_file(ctx, "out"));
+  auto begun = NpyOutput::begin(
+      out_fd, rhs.two_d ? std::vector<int64_t>{n, rhs.nrhs} : std::vector<int64_t>{n});
+  if (!begun.is_ok()) return begun.status().with_context("out");
+  return std::optional<NpyOutput>(*begun);
+}
+
+void log_solve_request(JobContext& ctx, const SolveParams& params, int64_t n, int64_t nrhs) {
+  const int steps = params.options.refinement_steps;
+  ctx.log(
+      fmt::format("solving '{}' (n = {}, {} right-hand side(s), pivot {}, strategy {}, "
+                  "refinement {}{}{})",
+                  params.matrix, n, nrhs, backend::pivot_mode_name(params.options.pivot),
+                  scheduler::strategy_name(params.options.strategy),
+                  steps == scheduler::DenseSolveOptions::kRefineAuto ? std::string("auto")
+                                                                     : std::to_string(steps),
+                  params.options.in_place ? ", in place" : "",
+                  params.options.reuse_factors ? "" : ", no reuse"));
+}
+
+// Solves through the engine, which cancel reaches at once. Solution rows go to the client's file or
+// to the job as the engine finalizes them (all at the end when it hands X only then); progress
+// and the engine's trace go to the job.
+Result<scheduler::SolveReport> solve_and_publish(JobContext& ctx, storage::MatrixStore& store,
+                                                 const scheduler::EngineConfig& engine,
+                                                 const SolveParams& params, int64_t n,
+                                                 const Rhs& rhs,
+                                                 const std::optional<NpyOutput>& out) {
+  // The token outlives this call: a cancel hook may run after the solve returned.
+  auto token = std::make_shared<scheduler::CancelToken>();
+  // A stop for a restart keeps the factorization's durable progress for the next run.
+  ctx.job().on_cancel([token, &job = ctx.job()] { token->cancel(job.cancel_for_restart()); });
+  std::atomic<int64_t> published{0};
+  Job& job = ctx.job();
+  const int64_t nrhs = rhs.nrhs;
+  scheduler::SolveCallbacks callbacks;
+  callbacks.on_progress = [&job](const scheduler::Progress& p) {
+    job.set_progress(progress_json(p));
+  };
+  const auto publish = [&job, &out, nrhs](int64_t row_begin, int64_t rows, const double* x) {
+    if (!out) return job.publish_rows(row_begin, rows, x);
+    Status st = write_rows(*out, row_begin, rows, nrhs, x);
+    return st.is_ok() ? st : st.with_context("writing the solution into the client's file (out)");
+  };
+  callbacks.on_solution_chunk = [&publish, &published](int64_t row_begin, int64_t rows,
+                                                       const double* x) {
+    STRIPESOLVE_RETURN_IF_ERROR(publish(row_begin, rows, x));
+    published += rows;
+    return Status::ok();
+  };
+  scheduler::TraceRecorder trace;
+  auto report = scheduler::solve_dense(store, params.matrix, rhs.b.data(), nrhs, params.options,
+                                       engine, *token, callbacks, &trace);
+  job.set_engine_trace(trace.to_json());
+  if (!report.is_ok()) return report.status();
+  if (published.load() == 0 && report->x.size() == static_cast<size_t>(n * nrhs)) {
+    // The engine handed X only at the end: publish it in one piece.
+    STRIPESOLVE_RETURN_IF_ERROR(publish(0, n, report->x.data()));
+  } else if (published.load() != n) {
+    return Status::internal(
+        fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
+  }
+  return report;
+}
+
+void log_solve_outcome(JobContext& ctx, const scheduler::SolveReport& r) {
+  // Figures the engine does not track (growth on the GPU tier, rcond without stored factors)
+  // are < 0.
+  const auto figure = [](double v) {
+    return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v);
+  };
+  ctx.log(fmt::format(
+      "backward error {:.3e} (tolerance {:.3e}, {} refinement steps), rcond estimate {}, "
+      "pivot growth {}",
+      r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
+      figure(r.rcond), figure(r.growth)));
+  ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}",
+                      r.residual, r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
+                      format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
+                      r.reused_factors ? ", reused factors " + r.factor_name : ""));
+  if (!r.pivot_switch.empty()) ctx.log(r.pivot_switch);
+  if (r.resumed) {
+    // A factorization a crash interrupted, resumed from its durable progress
+    // (docs/operations.md).
+    ctx.log(fmt::format(
+        "resumed the factorization: {} stripes and {} stripe updates were durable and not "
+        "done again",
+        r.resumed_eliminations, r.resumed_updates));
+  }
+}
+
+nlohmann::json dense_result(const std::string& matrix, int64_t n, int64_t nrhs,
+                            const scheduler::SolveReport& r, const std::optional<NpyOutput>& out) {
+  nlohmann::json result{
+      {"matrix", matrix},
+      {"shape", {n, nrhs}},
+      {"residual", r.residual},
+      {"residual_history", r.residual_history},
+      {"backward_error", r.residual},
+      {"tolerance", r.tolerance},
+      {"refinement_steps", r.residual_history.empty() ? 0 : r.residual_history.size() - 1},
+      {"rcond", r.rcond},
+      {"growth", r.growth},
+      {"seconds", r.seconds},
+      {"factor_seconds", r.factor_seconds},
+      {"gflops", r.gflops},
+      {"backend", r.backend},
+      {"factor", r.factor_name},
+      {"reused_factors", r.reused_factors},
+      {"stripes", r.plan.stripes},
+      {"stripe_rows", r.plan.stripe_rows}};
+  result.update(scheduler::io_counters_json(r));
+  if (!r.device.empty()) result["device"] = r.device;
+  result["pivot"] = backend::pivot_mode_name(r.pivot);
+  if (!r.pivot_switch.empty()) result["pivot_switch"] = r.pivot_switch;
+  if (r.resumed) {
+    result["resumed"] = {{"eliminations", r.resumed_eliminations}, {"updates", r.resumed_updates}};
+  }
+  // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
+  if (!r.warning.empty()) result["warning"] = r.warning;
+  if (out) result["output"] = {{"bytes", out->file_bytes()}};
+  return result;
+}
+
+Result<nlohmann::json> run_dense_solve(JobContext& ctx, storage::MatrixStore& store,
+                                       UploadStore& uploads, const scheduler::EngineConfig& engine,
+                                       const DenseJobLimits& limits) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(SolveParams params, parse_params(ctx.params()));
+  STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(params.matrix));
+  const int64_t n = info.geometry.n;
+  STRIPESOLVE_ASSIGN_OR_RETURN(Rhs rhs, gather_rhs(ctx, uploads, params.matrix, n, limits));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<NpyOutput> out, open_solution(ctx, n, rhs));
+  log_solve_request(ctx, params, n, rhs.nrhs);
+  STRIPESOLVE_ASSIGN_OR_RETURN(scheduler::SolveReport report,
+                               solve_and_publish(ctx, store, engine, params, n, rhs, out));
+  log_solve_outcome(ctx, report);
+  return dense_result(params.matrix, n, rhs.nrhs, report, out);
+}
+
 }  // namespace
 
 Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits) {
@@ -162,163 +372,10 @@ Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits) {
 
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
                          const scheduler::EngineConfig& engine, DenseJobLimits limits) {
-  registry.add(
-      "dense_solve", Lane::kDense,
-      [&store, &uploads, &engine, limits](JobContext& ctx) -> Result<nlohmann::json> {
-        STRIPESOLVE_ASSIGN_OR_RETURN(SolveParams params, parse_params(ctx.params()));
-        STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(params.matrix));
-        const int64_t n = info.geometry.n;
-        const nlohmann::json rhs = ctx.params().value("rhs", nlohmann::json{{"generate", "ones"}});
-        std::vector<double> b;
-        int64_t nrhs = 1;
-        bool two_d = false;  // the solution has the right-hand sides' shape: (n) or (n, k)
-        if (names_file(ctx.params(), "rhs")) {
-          STRIPESOLVE_ASSIGN_OR_RETURN(b, read_rhs_file(ctx, n, limits, &nrhs, &two_d));
-        } else if (rhs.contains("upload")) {
-          STRIPESOLVE_ASSIGN_OR_RETURN(int64_t upload, get_int(rhs, "upload", 1, INT64_MAX));
-          STRIPESOLVE_ASSIGN_OR_RETURN(
-              std::string bytes, uploads.take(ctx.job().owner(), static_cast<uint64_t>(upload)));
-          STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader header,
-                                       protocol::parse_npy_header(bytes));
-          STRIPESOLVE_RETURN_IF_ERROR(
-              check_rhs_size(header.rows(), std::max<int64_t>(1, header.cols()), limits));
-          two_d = header.shape.size() == 2;
-          int64_t rows = 0;
-          STRIPESOLVE_ASSIGN_OR_RETURN(b, protocol::npy_to_column_major(bytes, &rows, &nrhs));
-          if (rows != n) {
-            return Status::invalid_argument(
-                fmt::format("the right-hand sides have {} rows but matrix '{}' has order {}", rows,
-                            params.matrix, n));
-          }
-        } else {
-          const std::string kind = rhs.value("generate", std::string("ones"));
-          STRIPESOLVE_ASSIGN_OR_RETURN(
-              nrhs, get_int(rhs.contains("nrhs") ? rhs : nlohmann::json{{"nrhs", 1}}, "nrhs", 1,
-                            INT64_MAX));
-          STRIPESOLVE_RETURN_IF_ERROR(check_rhs_size(n, nrhs, limits));
-          int64_t seed = 1;
-          if (rhs.contains("seed")) {
-            STRIPESOLVE_ASSIGN_OR_RETURN(seed, get_int(rhs, "seed", 0, INT64_MAX));
-          }
-          STRIPESOLVE_ASSIGN_OR_RETURN(
-              b, storage::generate_rhs(kind, n, nrhs, static_cast<uint64_t>(seed)));
-        }
-        if (nrhs <= 0) return Status::invalid_argument("the right-hand sides have no columns");
-        two_d = two_d || nrhs > 1;
-        STRIPESOLVE_RETURN_IF_ERROR(check_rhs_finite(b, n));
-        // The solution goes into the client's file when it passed one ("out"), rows as the engine
-        // finalizes them; else it is kept for `result` to stream.
-        std::optional<NpyOutput> out;
-        if (names_file(ctx.params(), "out")) {
-          STRIPESOLVE_ASSIGN_OR_RETURN(int out_fd, job_output_file(ctx, "out"));
-          auto begun = NpyOutput::begin(
-              out_fd, two_d ? std::vector<int64_t>{n, nrhs} : std::vector<int64_t>{n});
-          if (!begun.is_ok()) return begun.status().with_context("out");
-          out = *begun;
-        } else {
-          STRIPESOLVE_RETURN_IF_ERROR(ctx.job().begin_solution(n, nrhs));
-        }
-        const int steps = params.options.refinement_steps;
-        ctx.log(
-            fmt::format("solving '{}' (n = {}, {} right-hand side(s), pivot {}, strategy {}, "
-                        "refinement {}{}{})",
-                        params.matrix, n, nrhs, backend::pivot_mode_name(params.options.pivot),
-                        scheduler::strategy_name(params.options.strategy),
-                        steps == scheduler::DenseSolveOptions::kRefineAuto ? std::string("auto")
-                                                                           : std::to_string(steps),
-                        params.options.in_place ? ", in place" : "",
-                        params.options.reuse_factors ? "" : ", no reuse"));
-
-        // The token outlives this call: a cancel hook may run after the solve returned.
-        auto token = std::make_shared<scheduler::CancelToken>();
-        // A stop for a restart keeps the factorization's durable progress for the next run.
-        ctx.job().on_cancel([token, &job = ctx.job()] { token->cancel(job.cancel_for_restart()); });
-        std::atomic<int64_t> published{0};
-        Job& job = ctx.job();
-        scheduler::SolveCallbacks callbacks;
-        callbacks.on_progress = [&job](const scheduler::Progress& p) {
-          job.set_progress(progress_json(p));
-        };
-        const auto publish = [&job, &out, nrhs](int64_t row_begin, int64_t rows, const double* x) {
-          if (!out) return job.publish_rows(row_begin, rows, x);
-          Status st = write_rows(*out, row_begin, rows, nrhs, x);
-          return st.is_ok() ? st
-                            : st.with_context("writing the solution into the client's file (out)");
-        };
-        callbacks.on_solution_chunk = [&publish, &published](int64_t row_begin, int64_t rows,
-                                                             const double* x) {
-          STRIPESOLVE_RETURN_IF_ERROR(publish(row_begin, rows, x));
-          published += rows;
-          return Status::ok();
-        };
-        scheduler::TraceRecorder trace;
-        auto report = scheduler::solve_dense(store, params.matrix, b.data(), nrhs, params.options,
-                                             engine, *token, callbacks, &trace);
-        job.set_engine_trace(trace.to_json());
-        if (!report.is_ok()) return report.status();
-        if (published.load() == 0 && report->x.size() == static_cast<size_t>(n * nrhs)) {
-          // The engine handed X only at the end: publish it in one piece.
-          STRIPESOLVE_RETURN_IF_ERROR(publish(0, n, report->x.data()));
-        } else if (published.load() != n) {
-          return Status::internal(
-              fmt::format("the engine finalized {} of {} solution rows", published.load(), n));
-        }
-        const auto& r = *report;
-        // Figures the engine does not track (growth on the GPU tier, rcond without stored factors)
-        // are < 0.
-        const auto figure = [](double v) {
-          return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v);
-        };
-        ctx.log(fmt::format(
-            "backward error {:.3e} (tolerance {:.3e}, {} refinement steps), rcond estimate {}, "
-            "pivot growth {}",
-            r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
-            figure(r.rcond), figure(r.growth)));
-        ctx.log(
-            fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}",
-                        r.residual, r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
-                        format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
-                        r.reused_factors ? ", reused factors " + r.factor_name : ""));
-        nlohmann::json result{
-            {"matrix", params.matrix},
-            {"shape", {n, nrhs}},
-            {"residual", r.residual},
-            {"residual_history", r.residual_history},
-            {"backward_error", r.residual},
-            {"tolerance", r.tolerance},
-            {"refinement_steps", r.residual_history.empty() ? 0 : r.residual_history.size() - 1},
-            {"rcond", r.rcond},
-            {"growth", r.growth},
-            {"seconds", r.seconds},
-            {"factor_seconds", r.factor_seconds},
-            {"gflops", r.gflops},
-            {"backend", r.backend},
-            {"factor", r.factor_name},
-            {"reused_factors", r.reused_factors},
-            {"stripes", r.plan.stripes},
-            {"stripe_rows", r.plan.stripe_rows}};
-        result.update(scheduler::io_counters_json(r));
-        if (!r.device.empty()) result["device"] = r.device;
-        result["pivot"] = backend::pivot_mode_name(r.pivot);
-        if (!r.pivot_switch.empty()) {
-          ctx.log(r.pivot_switch);
-          result["pivot_switch"] = r.pivot_switch;
-        }
-        if (r.resumed) {
-          // A factorization a crash interrupted, resumed from its durable progress
-          // (docs/operations.md).
-          ctx.log(fmt::format(
-              "resumed the factorization: {} stripes and {} stripe updates were durable and not "
-              "done again",
-              r.resumed_eliminations, r.resumed_updates));
-          result["resumed"] = {{"eliminations", r.resumed_eliminations},
-                               {"updates", r.resumed_updates}};
-        }
-        // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
-        if (!r.warning.empty()) result["warning"] = r.warning;
-        if (out) result["output"] = {{"bytes", out->file_bytes()}};
-        return result;
-      });
+  registry.add("dense_solve", Lane::kDense,
+               [&store, &uploads, &engine, limits](JobContext& ctx) -> Result<nlohmann::json> {
+                 return run_dense_solve(ctx, store, uploads, engine, limits);
+               });
 }
 
 }  // namespace stripesolve::daemon

@@ -14,6 +14,7 @@
 #include "daemon/job_files.h"
 #include "daemon/npy_file.h"
 #include "daemon/tridiag_input.h"
+#include "daemon/tridiag_sources.h"
 #include "gpu/devices.h"
 #include "protocol/messages.h"
 #include "protocol/npy.h"
@@ -23,134 +24,9 @@
 namespace stripesolve::daemon {
 namespace {
 
-constexpr std::array<std::string_view, 4> kArrayNames = {"dl", "d", "du", "rhs"};
 // Above this the job log warns that the solution is inaccurate (a backward-stable solve of a
 // reasonably conditioned system is near 1e-16).
 constexpr double kInaccurateResidual = 1e-6;
-
-// One input array of a job: an upload's image, or a file the client passed (read in place).
-struct Source {
-  std::string bytes;  // the upload, or empty
-  int fd = -1;        // the passed file, or -1
-  protocol::NpyHeader header;
-};
-
-// The input arrays of a job, their headers and the ragged sizes.
-struct Inputs {
-  std::array<Source, 4> arrays;
-  std::optional<std::vector<int64_t>> sizes;
-};
-
-Result<int64_t> upload_id(const nlohmann::json& job, std::string_view field) {
-  auto it = job.find(field);
-  if (it == job.end()) {
-    return Status::invalid_argument(fmt::format(
-        "missing field '{}' (an .npy file: {{\"fd\": i}}, or an upload: {{\"upload\": id}})",
-        field));
-  }
-  if (!it->is_object() || !it->contains("upload")) {
-    return Status::invalid_argument(fmt::format(
-        "field '{}' must be {{\"fd\": i}} or {{\"upload\": id}}, got {}", field, it->dump()));
-  }
-  auto id = protocol::get_int(*it, "upload", 1, INT64_MAX);
-  if (!id.is_ok()) return id.status().with_context(field);
-  return *id;
-}
-
-Result<std::string> take_upload(UploadStore& uploads, uid_t owner, const nlohmann::json& job,
-                                std::string_view field) {
-  STRIPESOLVE_ASSIGN_OR_RETURN(int64_t id, upload_id(job, field));
-  auto bytes = uploads.take(owner, static_cast<uint64_t>(id));
-  if (!bytes.is_ok()) return bytes.status().with_context(field);
-  return std::move(bytes).value();
-}
-
-// The sizes of a ragged batch: inline, an upload or a passed file. A file's entries are
-// bounded before they are read: no more than rhs has elements (every system has an unknown),
-// and rhs within tridiag.max_bytes.
-Result<std::vector<int64_t>> read_sizes(const JobContext& ctx, const std::string& upload,
-                                        const protocol::NpyHeader& rhs, uint64_t max_bytes) {
-  const nlohmann::json& field = ctx.params()["sizes"];
-  if (!field.is_object()) return parse_inline_sizes(field);
-  auto header = Result<protocol::NpyHeader>(Status::internal("no sizes header"));
-  int fd = -1;
-  if (names_file(ctx.params(), "sizes")) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(fd, job_input_file(ctx, "sizes"));
-    header = read_npy_header(fd);
-  } else {
-    header = protocol::inspect_npy(upload);
-  }
-  if (!header.is_ok()) return header.status().with_context("sizes");
-  if (header->shape.size() != 1) {
-    return Status::invalid_argument(
-        fmt::format("sizes has shape {}; it must be 1-D", protocol::format_shape(header->shape)));
-  }
-  if (fd < 0) {
-    auto values = protocol::npy_int_values(upload, *header);
-    if (!values.is_ok()) return values.status().with_context("sizes");
-    return std::move(values).value();
-  }
-  STRIPESOLVE_RETURN_IF_ERROR(check_batch_bytes(static_cast<uint64_t>(rhs.elements()), max_bytes));
-  if (header->elements() > rhs.elements()) {
-    return Status::invalid_argument(fmt::format(
-        "sizes has {} entries but rhs has {} elements (every system needs at least one unknown)",
-        header->elements(), rhs.elements()));
-  }
-  auto values = read_npy_ints(fd, *header);
-  if (!values.is_ok()) return values.status().with_context("sizes");
-  return std::move(values).value();
-}
-
-// Takes every upload the job names before checking any of them, so that none is left behind in
-// the store (holding memory until it expires) when the job fails. Passed files are only looked
-// at here (their headers); their data is read in the load phase.
-Result<Inputs> take_inputs(const JobContext& ctx, UploadStore& uploads, uint64_t max_bytes) {
-  const nlohmann::json& job = ctx.params();
-  const uid_t owner = ctx.owner();
-  Inputs in;
-  Status first_error;
-  auto keep_first = [&](const Status& st) {
-    if (first_error.is_ok()) first_error = st;
-  };
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
-    if (names_file(job, kArrayNames[k])) continue;
-    auto bytes = take_upload(uploads, owner, job, kArrayNames[k]);
-    if (bytes.is_ok()) {
-      in.arrays[k].bytes = std::move(bytes).value();
-    } else {
-      keep_first(bytes.status());
-    }
-  }
-  std::string sizes_upload;
-  if (job.contains("sizes") && job["sizes"].is_object() && !names_file(job, "sizes")) {
-    auto bytes = take_upload(uploads, owner, job, "sizes");
-    if (bytes.is_ok()) {
-      sizes_upload = std::move(bytes).value();
-    } else {
-      keep_first(bytes.status());
-    }
-  }
-  STRIPESOLVE_RETURN_IF_ERROR(first_error);
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
-    Source& a = in.arrays[k];
-    Result<protocol::NpyHeader> header = Status::internal("no header");
-    if (names_file(job, kArrayNames[k])) {
-      auto fd = job_input_file(ctx, kArrayNames[k]);
-      if (!fd.is_ok()) return fd.status();
-      a.fd = *fd;
-      header = read_npy_header(a.fd);
-    } else {
-      header = protocol::inspect_npy(a.bytes);
-    }
-    if (!header.is_ok()) return header.status().with_context(kArrayNames[k]);
-    a.header = *header;
-  }
-  if (job.contains("sizes")) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(in.sizes,
-                                 read_sizes(ctx, sizes_upload, in.arrays[3].header, max_bytes));
-  }
-  return in;
-}
 
 // One float64 array of the batch: the client's file mapped in place (daemon/client_mapping.h),
 // or values of the daemon's own, not zero-filled (a read or the solver fills every one).
@@ -175,7 +51,7 @@ struct Array {
 // A passed float64 file in C order is mapped and used where it lies; anything else (float32,
 // Fortran order, an odd data offset, an upload, no mapping slot left) is converted into an
 // array of the daemon's own.
-Result<Array> load_array(Source& source, std::size_t count) {
+Result<Array> load_array(TridiagSource& source, std::size_t count) {
   const protocol::NpyHeader& h = source.header;
   if (source.fd >= 0 && h.dtype == protocol::NpyDtype::kFloat64 &&
       (!h.fortran_order || h.shape.size() == 1) && h.data_offset % alignof(double) == 0) {
@@ -232,7 +108,7 @@ Status check_not_truncated(const std::array<Array, 4>& a, const Array& x) {
   for (std::size_t k = 0; k < a.size(); ++k) {
     if (a[k].truncated()) {
       return Status::invalid_argument(
-          fmt::format("{}: the file was truncated while the daemon read it", kArrayNames[k]));
+          fmt::format("{}: the file was truncated while the daemon read it", kTridiagArrays[k]));
     }
   }
   if (x.truncated()) {
@@ -302,119 +178,190 @@ Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
   return tridiag::solve_batch_gpus(shape, arrays, gpu, devices);
 }
 
-Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
-                                   const TridiagJobConfig& config) {
-  Job& job = ctx.job();
-  STRIPESOLVE_ASSIGN_OR_RETURN(Inputs in, take_inputs(ctx, uploads, config.max_bytes));
-  STRIPESOLVE_ASSIGN_OR_RETURN(TridiagParams params, parse_tridiag_params(ctx.params()));
-  const bool have_gpu = tridiag::gpu_available();
-  if (params.device == TridiagDevice::kGpu && !have_gpu) {
+// What the phases of one job share: the job, its inputs, its checked parameters and the batch's
+// plan.
+struct TridiagRun {
+  TridiagRun(JobContext& c, const TridiagJobConfig& cfg) : ctx(c), config(cfg) {}
+
+  JobContext& ctx;
+  const TridiagJobConfig& config;
+  TridiagInputs in;
+  TridiagParams params;
+  TridiagPlan plan;
+  int out_fd = -1;  // the client's file for the solution, or -1
+  bool have_gpu = false;
+  unsigned threads = 0;
+
+  void progress(std::string_view phase, double fraction) const {
+    ctx.job().set_progress({{"phase", phase},
+                            {"fraction", fraction},
+                            {"systems", plan.count},
+                            {"unknowns", plan.unknowns}});
+  }
+  void span(const char* name, Clock::time_point start) const {
+    Job& job = ctx.job();
+    job.add_trace_span({name, "tridiag", micros_since(job.created(), start),
+                        micros_since(start, Clock::now()), 0});
+  }
+};
+
+// Takes the inputs and checks the request (parameters, device, the arrays' shapes, the output
+// file) before any array is read.
+Status prepare_run(TridiagRun& r, UploadStore& uploads) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(r.in, take_tridiag_inputs(r.ctx, uploads, r.config.max_bytes));
+  STRIPESOLVE_ASSIGN_OR_RETURN(r.params, parse_tridiag_params(r.ctx.params()));
+  r.have_gpu = tridiag::gpu_available();
+  if (r.params.device == TridiagDevice::kGpu && !r.have_gpu) {
     return Status::failed_precondition(
         "device 'gpu' was requested but the daemon has no usable GPU (no CUDA device, or built "
         "without CUDA); use device 'cpu' or 'auto'");
   }
   std::vector<NamedHeader> named;
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k)
-    named.push_back({kArrayNames[k], in.arrays[k].header});
+  for (std::size_t k = 0; k < kTridiagArrays.size(); ++k)
+    named.push_back({kTridiagArrays[k], r.in.arrays[k].header});
   STRIPESOLVE_ASSIGN_OR_RETURN(
-      TridiagPlan plan, check_tridiag_batch(named, params.layout, in.sizes, config.max_bytes));
+      r.plan, check_tridiag_batch(named, r.params.layout, r.in.sizes, r.config.max_bytes));
   // The solution goes into the client's file when it passed one ("out"), else it is kept for
   // `result` to stream. The output is checked before the inputs are read.
-  int out_fd = -1;
-  if (names_file(ctx.params(), "out")) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(out_fd, job_output_file(ctx, "out"));
+  if (names_file(r.ctx.params(), "out")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(r.out_fd, job_output_file(r.ctx, "out"));
   }
-  bool use_gpu =
-      params.device == TridiagDevice::kGpu || (params.device == TridiagDevice::kAuto && have_gpu);
-  ctx.log(fmt::format(
-      "tridiagonal batch: {}, {} unknowns, {}; algorithm {}{}{}, device {}", plan.describe(),
-      plan.unknowns, protocol::npy_dtype_name(plan.dtype),
-      tridiag::algorithm_name(params.algorithm), params.unstable_ok ? " (unstable ok)" : "",
-      params.fallback ? " (fallback to gepp)" : "", tridiag_device_name(params.device)));
-  auto progress = [&](std::string_view phase, double fraction) {
-    job.set_progress({{"phase", phase},
-                      {"fraction", fraction},
-                      {"systems", plan.count},
-                      {"unknowns", plan.unknowns}});
-  };
-  auto span = [&](const char* name, Clock::time_point start) {
-    job.add_trace_span({name, "tridiag", micros_since(job.created(), start),
-                        micros_since(start, Clock::now()), 0});
-  };
+  r.threads = static_cast<unsigned>(r.config.threads);
+  return Status::ok();
+}
 
-  const auto threads = static_cast<unsigned>(config.threads);
-  // Load: a passed float64 file is mapped where it lies (no copy), other files are read and
-  // converted (float32 widens); an upload is converted and dropped before the next, so the
-  // peak holds one array twice at most.
-  const auto load_start = Clock::now();
-  progress("load", 0.0);
+bool gpu_chosen(const TridiagRun& r) {
+  return r.params.device == TridiagDevice::kGpu ||
+         (r.params.device == TridiagDevice::kAuto && r.have_gpu);
+}
+
+void log_batch_request(const TridiagRun& r) {
+  const TridiagParams& p = r.params;
+  r.ctx.log(fmt::format("tridiagonal batch: {}, {} unknowns, {}; algorithm {}{}{}, device {}",
+                        r.plan.describe(), r.plan.unknowns, protocol::npy_dtype_name(r.plan.dtype),
+                        tridiag::algorithm_name(p.algorithm), p.unstable_ok ? " (unstable ok)" : "",
+                        p.fallback ? " (fallback to gepp)" : "", tridiag_device_name(p.device)));
+}
+
+// The batch in memory: the four input arrays and the solution's.
+struct LoadedBatch {
   std::array<Array, 4> a;
-  for (std::size_t k = 0; k < kArrayNames.size(); ++k) {
-    auto values = load_array(in.arrays[k], plan.unknowns);
-    if (!values.is_ok()) return values.status().with_context(kArrayNames[k]);
-    a[k] = std::move(values).value();
-    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kArrayNames[k], a[k].span(), plan, threads));
-    progress("load", 0.1 * static_cast<double>(k + 1) / 4);
-  }
-  STRIPESOLVE_ASSIGN_OR_RETURN(Solution solution, solution_array(out_fd, plan));
-  Array& x = solution.x;
-  span("load", load_start);
-  STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
-  if (ctx.cancelled()) return Status::cancelled("cancelled before the solve");
+  Solution solution;
+};
 
-  const tridiag::BatchShape shape = plan.shape();
-  const tridiag::BatchArrays arrays{a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data()};
-  tridiag::SolveOptions options;
-  options.algorithm = params.algorithm;
-  options.require_stable = !params.unstable_ok;
-  options.fallback = params.fallback;
-  options.threads = threads;
-  std::vector<std::string> notes;
-  if (params.device == TridiagDevice::kAuto) {
-    notes.push_back(have_gpu ? "device auto chose the GPU"
-                             : "device auto chose the CPU (no GPU available)");
+// Load: a passed float64 file is mapped where it lies (no copy), other files are read and
+// converted (float32 widens); an upload is converted and dropped before the next, so the
+// peak holds one array twice at most.
+Result<LoadedBatch> load_batch(TridiagRun& r) {
+  const auto load_start = Clock::now();
+  r.progress("load", 0.0);
+  LoadedBatch l;
+  for (std::size_t k = 0; k < kTridiagArrays.size(); ++k) {
+    auto values = load_array(r.in.arrays[k], r.plan.unknowns);
+    if (!values.is_ok()) return values.status().with_context(kTridiagArrays[k]);
+    l.a[k] = std::move(values).value();
+    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kTridiagArrays[k], l.a[k].span(), r.plan, r.threads));
+    r.progress("load", 0.1 * static_cast<double>(k + 1) / 4);
   }
-  progress("solve", 0.1);
+  STRIPESOLVE_ASSIGN_OR_RETURN(l.solution, solution_array(r.out_fd, r.plan));
+  r.span("load", load_start);
+  STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(l.a, l.solution.x));
+  return l;
+}
+
+// What the solve hands on: the solver's report, where it ran, how long it took, and the notes
+// for the job (the daemon's, then the solver's).
+struct SolvedBatch {
+  tridiag::SolveReport report;
+  bool on_gpu = false;
+  double seconds = 0;
+  std::vector<std::string> notes;
+};
+
+tridiag::SolveOptions solve_options(const TridiagRun& r) {
+  tridiag::SolveOptions options;
+  options.algorithm = r.params.algorithm;
+  options.require_stable = !r.params.unstable_ok;
+  options.fallback = r.params.fallback;
+  options.threads = r.threads;
+  return options;
+}
+
+// Solve: on the GPUs when chosen; with device auto, a batch the GPU cannot take is solved on the
+// CPU instead.
+Result<SolvedBatch> solve_on_chosen_device(const TridiagRun& r, const LoadedBatch& l) {
+  const tridiag::BatchShape shape = r.plan.shape();
+  const auto& a = l.a;
+  const tridiag::BatchArrays arrays{a[0].data(), a[1].data(), a[2].data(), a[3].data(),
+                                    l.solution.x.data()};
+  const tridiag::SolveOptions options = solve_options(r);
+  SolvedBatch s;
+  s.on_gpu = gpu_chosen(r);
+  if (r.params.device == TridiagDevice::kAuto) {
+    s.notes.push_back(r.have_gpu ? "device auto chose the GPU"
+                                 : "device auto chose the CPU (no GPU available)");
+  }
+  r.progress("solve", 0.1);
   const auto solve_start = Clock::now();
   Result<tridiag::SolveReport> report = Status::internal("the batch was not solved");
-  if (use_gpu) {
-    report = solve_on_gpus(shape, arrays, options, plan, config);
+  if (s.on_gpu) {
+    report = solve_on_gpus(shape, arrays, options, r.plan, r.config);
     const StatusCode code = report.is_ok() ? StatusCode::kOk : report.status().code();
-    if (params.device == TridiagDevice::kAuto &&
+    if (r.params.device == TridiagDevice::kAuto &&
         (code == StatusCode::kUnimplemented || code == StatusCode::kResourceExhausted)) {
-      notes.push_back("the GPU could not take the batch (" + report.status().message() +
-                      "); solved on the CPU");
-      use_gpu = false;
+      s.notes.push_back("the GPU could not take the batch (" + report.status().message() +
+                        "); solved on the CPU");
+      s.on_gpu = false;
       report = tridiag::solve_batch(shape, arrays, options);
     }
   } else {
     report = tridiag::solve_batch(shape, arrays, options);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - solve_start).count();
-  span("solve", solve_start);
+  s.seconds = std::chrono::duration<double>(Clock::now() - solve_start).count();
+  r.span("solve", solve_start);
   // Breakdown and singular systems (kNumerical) end the job FAILED with tridiag's message.
   if (!report.is_ok()) return report.status();
-  if (ctx.cancelled())
-    return Status::cancelled("cancelled during the solve (the solution was discarded)");
-  progress("check", 0.9);
+  s.report = std::move(report).value();
+  s.notes.insert(s.notes.end(), s.report.notes.begin(), s.report.notes.end());
+  return s;
+}
+
+// Check: every system's residual, then that the client truncated no file meanwhile. The input
+// arrays are released after.
+Result<ResidualSummary> check_solution(const TridiagRun& r, LoadedBatch& l) {
+  r.progress("check", 0.9);
   const auto check_start = Clock::now();
+  auto& a = l.a;
+  const Array& x = l.solution.x;
   const ResidualSummary residual = max_relative_residual(
-      plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data(), threads);
-  span("check", check_start);
+      r.plan, a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data(), r.threads);
+  r.span("check", check_start);
   STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
   for (auto& a_k : a) a_k = Array{};
-  notes.insert(notes.end(), report->notes.begin(), report->notes.end());
-  for (const std::string& note : notes) ctx.log("note: " + note);
-  const std::string algorithm(tridiag::algorithm_name(report->algorithm));
-  const char* device = use_gpu ? "gpu" : "cpu";
-  ctx.log(
+  return residual;
+}
+
+const char* solved_on(const SolvedBatch& s) {
+  return s.on_gpu ? "gpu" : "cpu";
+}
+
+void log_batch_outcome(const TridiagRun& r, const SolvedBatch& s, const ResidualSummary& residual) {
+  for (const std::string& note : s.notes) r.ctx.log("note: " + note);
+  r.ctx.log(
       fmt::format("solved with {} on the {} in {:.3f} s; max relative residual {:.3e} (system {})",
-                  algorithm, device, seconds, residual.max_relative, residual.worst_system));
+                  tridiag::algorithm_name(s.report.algorithm), solved_on(s), s.seconds,
+                  residual.max_relative, residual.worst_system));
   if (!(residual.max_relative <= kInaccurateResidual)) {
-    ctx.warn(fmt::format("relative residual {:.3e} in system {}: the solution is inaccurate",
-                         residual.max_relative, residual.worst_system));
+    r.ctx.warn(fmt::format("relative residual {:.3e} in system {}: the solution is inaccurate",
+                           residual.max_relative, residual.worst_system));
   }
-  const std::string warning = quality_warning(*report, residual, algorithm, device);
+}
+
+nlohmann::json tridiag_result(const TridiagRun& r, const SolvedBatch& s,
+                              const ResidualSummary& residual) {
+  const TridiagPlan& plan = r.plan;
+  const std::string algorithm(tridiag::algorithm_name(s.report.algorithm));
+  const std::string warning = quality_warning(s.report, residual, algorithm, solved_on(s));
   nlohmann::json result = {
       {"shape", plan.array_shape},
       {"systems", plan.count},
@@ -424,34 +371,57 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
                                                                      : "strided"},
       {"dtype", protocol::npy_dtype_name(plan.dtype)},
       {"algorithm", algorithm},
-      {"requested_algorithm", tridiag::algorithm_name(params.algorithm)},
-      {"device", device},
-      {"seconds", seconds},
+      {"requested_algorithm", tridiag::algorithm_name(r.params.algorithm)},
+      {"device", solved_on(s)},
+      {"seconds", s.seconds},
       {"max_relative_residual", residual.max_relative},
       {"worst_system", residual.worst_system},
       {"backward_error", residual.max_backward_error},
       {"worst_backward_system", residual.worst_backward_system},
       {"tolerance", residual.tolerance},
-      {"fell_back", report->fell_back.size()},
-      {"fell_back_systems", first_fallbacks(report->fell_back)},
-      {"notes", notes}};
+      {"fell_back", s.report.fell_back.size()},
+      {"fell_back_systems", first_fallbacks(s.report.fell_back)},
+      {"notes", s.notes}};
   // The job manager ends a result with a warning COMPLETED_WITH_WARNING.
   if (!warning.empty()) result["warning"] = warning;
-  if (solution.out) {
-    if (x.mapping.data() == nullptr) {  // not mapped: write what the solver produced
-      progress("write", 0.95);
-      const auto write_start = Clock::now();
-      Status st = solution.out->write(0, x.data(), x.size);
-      if (!st.is_ok()) return st.with_context("writing the solution into the client's file (out)");
-      span("write", write_start);
-    }
-    result["output"] = {{"bytes", solution.out->file_bytes()},
-                        {"mapped", x.mapping.data() != nullptr}};
-  } else {
-    STRIPESOLVE_RETURN_IF_ERROR(
-        job.set_solution(plan.array_shape, std::vector<double>(x.data(), x.data() + x.size)));
+  return result;
+}
+
+// Deliver: the solution is in the client's file (written here when it could not be mapped), or
+// handed to the job for `result` to stream.
+Status deliver_solution(const TridiagRun& r, const Solution& solution, nlohmann::json& result) {
+  const Array& x = solution.x;
+  if (!solution.out) {
+    return r.ctx.job().set_solution(r.plan.array_shape,
+                                    std::vector<double>(x.data(), x.data() + x.size));
   }
-  progress("done", 1.0);
+  if (x.mapping.data() == nullptr) {  // not mapped: write what the solver produced
+    r.progress("write", 0.95);
+    const auto write_start = Clock::now();
+    Status st = solution.out->write(0, x.data(), x.size);
+    if (!st.is_ok()) return st.with_context("writing the solution into the client's file (out)");
+    r.span("write", write_start);
+  }
+  result["output"] = {{"bytes", solution.out->file_bytes()},
+                      {"mapped", x.mapping.data() != nullptr}};
+  return Status::ok();
+}
+
+Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
+                                   const TridiagJobConfig& config) {
+  TridiagRun r{ctx, config};
+  STRIPESOLVE_RETURN_IF_ERROR(prepare_run(r, uploads));
+  log_batch_request(r);
+  STRIPESOLVE_ASSIGN_OR_RETURN(LoadedBatch loaded, load_batch(r));
+  if (ctx.cancelled()) return Status::cancelled("cancelled before the solve");
+  STRIPESOLVE_ASSIGN_OR_RETURN(SolvedBatch solved, solve_on_chosen_device(r, loaded));
+  if (ctx.cancelled())
+    return Status::cancelled("cancelled during the solve (the solution was discarded)");
+  STRIPESOLVE_ASSIGN_OR_RETURN(ResidualSummary residual, check_solution(r, loaded));
+  log_batch_outcome(r, solved, residual);
+  nlohmann::json result = tridiag_result(r, solved, residual);
+  STRIPESOLVE_RETURN_IF_ERROR(deliver_solution(r, loaded.solution, result));
+  r.progress("done", 1.0);
   return result;
 }
 

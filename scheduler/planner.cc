@@ -115,6 +115,200 @@ uint64_t full_stripe_bytes(int64_t n, int64_t s) {
   return 8ull * static_cast<uint64_t>(s) * n;
 }
 
+// Stripe heights are n/N rounded (002 Eq 3): the largest is ceil(n/N).
+int64_t largest_stripe_rows(const Plan& p) {
+  return (p.n + p.stripes - 1) / p.stripes;
+}
+
+// S: the stored matrix decides; else pinned; else 1024 reduced until 4 stripes fit (Eq 17,
+// S^m=2). Then N and the bytes of the largest stripe.
+void choose_stripe_rows(Plan& p, int64_t stored_stripe_rows, const EngineConfig& config,
+                        const Machine& m) {
+  if (stored_stripe_rows > 0) {
+    p.stripe_rows = std::min(stored_stripe_rows, p.n);
+    p.notes.push_back("S taken from the stored matrix");
+  } else {
+    p.stripe_rows = new_matrix_stripe_rows(p.n, config, m);
+    if (config.stripe_rows > 0) p.notes.push_back("S pinned by engine.stripe_rows");
+  }
+  p.stripes = stripe_count(p.n, p.stripe_rows);
+  p.stripe_bytes = full_stripe_bytes(p.n, largest_stripe_rows(p));
+}
+
+// Full stripes the cache holds, with one 4 KiB slack per cached part (alignment of extents and of
+// O_DIRECT buffers).
+uint64_t parts_in_cache(const Plan& p, const Machine& m) {
+  const uint64_t per_part = p.stripe_bytes + 2 * 4096;
+  return m.ram_budget / per_part;
+}
+
+// S': pinned, else S/8 within [32, 256]; never above the largest stripe.
+void choose_substripe_rows(Plan& p, const EngineConfig& config) {
+  const int64_t max_rows = largest_stripe_rows(p);
+  if (config.substripe_rows > 0) {
+    p.substripe_rows = std::min(config.substripe_rows, max_rows);
+    p.notes.push_back("S' pinned by engine.substripe_rows");
+  } else {
+    p.substripe_rows = std::min<int64_t>(max_rows, std::clamp<int64_t>(p.stripe_rows / 8, 32, 256));
+  }
+}
+
+// k, the elim.J workers, and the GPU tier's look-ahead lanes.
+void choose_workers(Plan& p, const EngineConfig& config, const Machine& m) {
+  if (config.elim_j_workers > 0) {
+    p.elim_j_workers = config.elim_j_workers;
+    p.notes.push_back("k pinned by engine.elim_j_workers");
+  } else {
+    p.elim_j_workers = m.gpus > 0 ? 2 * m.gpus : std::clamp<int64_t>(m.cores, 1, 16);
+  }
+  // The GPU tier adds one look-ahead lane: the next meta-stripe's updates run beside the sweep.
+  // Its J parts are that meta-stripe's stripes, which the device keeps anyway (the S^m term of
+  // device_bytes_needed): it needs no J slot of its own.
+  p.lookahead_workers = m.gpus > 0 ? m.gpus : 0;  // one per device
+}
+
+// The devices the work is shared by (1 on the CPU backend).
+int64_t devices_in_use(const Machine& m) {
+  return std::max<int64_t>(1, m.gpus);
+}
+
+// The elim.J workers each device runs.
+int64_t workers_per_device(const Plan& p, const Machine& m) {
+  const int64_t devices = devices_in_use(m);
+  return std::max<int64_t>(1, (p.elim_j_workers + devices - 1) / devices);
+}
+
+// S^m from the cache: pinned, else as many as the cache allows.
+void choose_meta_stripes(Plan& p, const EngineConfig& config, uint64_t cached_parts) {
+  if (config.meta_stripes > 0) {
+    p.meta_stripes = std::min(config.meta_stripes, p.stripes);
+    p.notes.push_back("S^m pinned by engine.meta_stripes");
+    return;
+  }
+  // The whole matrix fits: one meta-stripe, whose inner order is the basic strategy's with
+  // its full look-ahead (002 §8.1) and no zigzag sweep boundaries. Otherwise Eq 18: the
+  // largest S^m for which the cache holds 2 S^m + 2 full stripes (fewest SSD passes).
+  if (cached_parts >= static_cast<uint64_t>(p.stripes)) {
+    p.meta_stripes = p.stripes;
+  } else {
+    const int64_t peak = cached_parts >= 4 ? static_cast<int64_t>((cached_parts - 2) / 2) : 1;
+    p.meta_stripes = std::clamp<int64_t>(peak, 1, p.stripes);
+  }
+}
+
+// S^m on the GPU tier, unless pinned: no more than the device budget holds.
+void fit_meta_stripes_to_device(Plan& p, const EngineConfig& config, const Machine& m) {
+  if (m.gpus <= 0 || config.meta_stripes != 0) return;
+  // 8b: a J update by K = S^m S eliminated rows moves 8 bytes each way per 2K flops per
+  // element; K of about 8192 keeps the device at its DGEMM rate while J streams over PCIe.
+  // The device must hold the meta-stripe's U block (K x n), its stripes, a J part per
+  // elim.J worker plus one, and elim.I's transposed stripe and solver workspace.
+  const int64_t workers = workers_per_device(p, m);
+  int64_t dev = std::max<int64_t>(1, (8192 + p.stripe_rows - 1) / p.stripe_rows);
+  while (dev > 1 && device_bytes_needed(p, dev, workers) > m.gpu_memory) {
+    --dev;
+  }
+  if (dev < p.meta_stripes) {
+    p.meta_stripes = dev;
+    p.notes.push_back(
+        fmt::format("S^m = {} from the device budget (K = {} rows)", dev, dev * p.stripe_rows));
+  }
+}
+
+// The GPU tier's working set, and whether the whole matrix stays on the devices beside it.
+void size_device_working_set(Plan& p, const Machine& m) {
+  if (m.gpus <= 0) return;
+  const uint64_t need = device_bytes_needed(p, p.meta_stripes, workers_per_device(p, m));
+  p.device_bytes_needed = need;
+  // Each device keeps its own stripes (stripe j on device j mod gpus).
+  const int64_t devices = devices_in_use(m);
+  const uint64_t own = static_cast<uint64_t>((p.stripes + devices - 1) / devices);
+  p.device_resident = need + own * p.stripe_bytes <= m.gpu_memory;
+  p.gpu_memory = m.gpu_memory;
+  if (need > m.gpu_memory) {
+    p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",
+                                  format_bytes(m.gpu_memory), format_bytes(need)));
+  }
+}
+
+void note_small_cache(Plan& p, uint64_t cached_parts) {
+  if (cached_parts < static_cast<uint64_t>(p.meta_stripes) + 2 && p.stripes > 1) {
+    p.notes.push_back(
+        fmt::format("cache holds {} full stripes, fewer than S^m + 2 = {} (002 Eq 17): I/O bound",
+                    cached_parts, p.meta_stripes + 2));
+  }
+}
+
+// S^s: pinned; on the GPU tier Eq 15; else whole parts (0).
+void choose_segment_columns(Plan& p, const EngineConfig& config, const Machine& m) {
+  if (config.segment_columns > 0) {
+    p.segment_columns = config.segment_columns;
+    p.notes.push_back("S^s pinned by engine.segment_columns");
+  } else if (m.gpus > 0) {  // Eq 15, at most 8192 columns so that copies overlap the GEMMs
+    p.segment_columns =
+        static_cast<int64_t>(m.gpu_memory / 8 / static_cast<uint64_t>(1 + 2 * p.elim_j_workers) /
+                             static_cast<uint64_t>(p.stripe_rows));
+    p.segment_columns = std::clamp<int64_t>(p.segment_columns, 1024, 8192);
+  }
+}
+
+void choose_round_robin_levels(Plan& p, const EngineConfig& config, const Machine& m) {
+  if (config.round_robin_levels > 0) {
+    p.round_robin_levels = config.round_robin_levels;
+    p.notes.push_back("N_RRlevel pinned by engine.round_robin_levels");
+  } else {  // Eqs 19-20 with NV_LPC the cache capacity in values, Q = 4
+    const double root = std::sqrt(static_cast<double>(m.ram_budget) / 8.0);
+    const double eq19 = std::ceil(static_cast<double>(p.n) / root);
+    p.round_robin_levels = static_cast<int64_t>(std::max(eq19, std::ceil(4.0 * p.n / root)));
+    p.round_robin_levels = std::clamp<int64_t>(p.round_robin_levels, 1, 64);
+  }
+}
+
+void forecast_pcie_bytes(Plan& p, const Machine& m) {
+  if (m.gpus <= 0) return;
+  // 8b: a sweep streams each J after the meta-stripe through the device once, from the
+  // meta-stripe's first column on (left of it J is final)
+  const int64_t n = p.n;
+  const uint64_t matrix = 8ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
+  if (p.device_resident) {
+    p.pcie_bytes = matrix;
+    return;
+  }
+  const int64_t metas = (p.stripes + p.meta_stripes - 1) / p.meta_stripes;
+  for (int64_t im = 0; im < metas; ++im) {
+    const int64_t from = std::min(p.stripes, im * p.meta_stripes);
+    const uint64_t columns = static_cast<uint64_t>(n - std::min(n, from * p.stripe_rows));
+    p.pcie_bytes += static_cast<uint64_t>(p.stripes - from) * 8ull *
+                    static_cast<uint64_t>(p.stripe_rows) * columns;
+  }
+}
+
+// Each strategy's SSD traffic and the time bound of compute, disk and PCIe it implies.
+void forecast_strategies(Plan& p, const Machine& m) {
+  // Forecasts: cache model with the budget net of per-part slack.
+  TrafficModel model{p.n, p.stripes, m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0};
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    StrategyForecast f;
+    f.strategy = s;
+    auto t = predict_traffic(s, p.meta_stripes, model);
+    if (t.is_ok()) {
+      f.feasible = true;
+      f.traffic = *t;
+      const double compute = p.flops / (m.gflops * 1e9);
+      const double io =
+          static_cast<double>(t->bytes_read + t->bytes_written) / m.ssd_bytes_per_second;
+      const double pcie = m.pcie_bytes_per_second > 0
+                              ? static_cast<double>(p.pcie_bytes) / m.pcie_bytes_per_second
+                              : 0.0;
+      f.time_bound_seconds = std::max({compute, io, pcie});
+      f.limited_by = f.time_bound_seconds == compute ? "compute"
+                     : f.time_bound_seconds == io    ? "disk"
+                                                     : "PCIe";
+    }
+    p.forecasts.push_back(f);
+  }
+}
+
 }  // namespace
 
 int64_t new_matrix_stripe_rows(int64_t n, const EngineConfig& config, const Machine& m) {
@@ -138,150 +332,18 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   p.n = n;
   p.ram_budget = m.ram_budget;
   p.flops = 2.0 / 3.0 * std::pow(static_cast<double>(n), 3);
-
-  // S: the stored matrix decides; else pinned; else 1024 reduced until 4 stripes fit (Eq 17,
-  // S^m=2).
-  if (stored_stripe_rows > 0) {
-    p.stripe_rows = std::min(stored_stripe_rows, n);
-    p.notes.push_back("S taken from the stored matrix");
-  } else {
-    p.stripe_rows = new_matrix_stripe_rows(n, config, m);
-    if (config.stripe_rows > 0) p.notes.push_back("S pinned by engine.stripe_rows");
-  }
-  p.stripes = stripe_count(n, p.stripe_rows);
-  // Stripe heights are n/N rounded (002 Eq 3): the largest is ceil(n/N).
-  const int64_t max_rows = (n + p.stripes - 1) / p.stripes;
-  p.stripe_bytes = full_stripe_bytes(n, max_rows);
-  // One 4 KiB slack per cached part (alignment of extents and of O_DIRECT buffers).
-  const uint64_t per_part = p.stripe_bytes + 2 * 4096;
-  const uint64_t parts_in_cache = m.ram_budget / per_part;
-
-  if (config.substripe_rows > 0) {
-    p.substripe_rows = std::min(config.substripe_rows, max_rows);
-    p.notes.push_back("S' pinned by engine.substripe_rows");
-  } else {
-    p.substripe_rows = std::min<int64_t>(max_rows, std::clamp<int64_t>(p.stripe_rows / 8, 32, 256));
-  }
-
-  if (config.elim_j_workers > 0) {
-    p.elim_j_workers = config.elim_j_workers;
-    p.notes.push_back("k pinned by engine.elim_j_workers");
-  } else {
-    p.elim_j_workers = m.gpus > 0 ? 2 * m.gpus : std::clamp<int64_t>(m.cores, 1, 16);
-  }
-
-  if (config.meta_stripes > 0) {
-    p.meta_stripes = std::min(config.meta_stripes, p.stripes);
-    p.notes.push_back("S^m pinned by engine.meta_stripes");
-  } else {
-    // The whole matrix fits: one meta-stripe, whose inner order is the basic strategy's with
-    // its full look-ahead (002 §8.1) and no zigzag sweep boundaries. Otherwise Eq 18: the
-    // largest S^m for which the cache holds 2 S^m + 2 full stripes (fewest SSD passes).
-    if (parts_in_cache >= static_cast<uint64_t>(p.stripes)) {
-      p.meta_stripes = p.stripes;
-    } else {
-      const int64_t peak = parts_in_cache >= 4 ? static_cast<int64_t>((parts_in_cache - 2) / 2) : 1;
-      p.meta_stripes = std::clamp<int64_t>(peak, 1, p.stripes);
-    }
-  }
-  // The GPU tier adds one look-ahead lane: the next meta-stripe's updates run beside the sweep.
-  // Its J parts are that meta-stripe's stripes, which the device keeps anyway (the S^m term of
-  // device_bytes_needed): it needs no J slot of its own.
-  p.lookahead_workers = m.gpus > 0 ? m.gpus : 0;  // one per device
-  const int64_t per_device = std::max<int64_t>(1, m.gpus);
-  const int64_t device_workers =
-      std::max<int64_t>(1, (p.elim_j_workers + per_device - 1) / per_device);
-  if (m.gpus > 0 && config.meta_stripes == 0) {
-    // 8b: a J update by K = S^m S eliminated rows moves 8 bytes each way per 2K flops per
-    // element; K of about 8192 keeps the device at its DGEMM rate while J streams over PCIe.
-    // The device must hold the meta-stripe's U block (K x n), its stripes, a J part per
-    // elim.J worker plus one, and elim.I's transposed stripe and solver workspace.
-    int64_t dev = std::max<int64_t>(1, (8192 + p.stripe_rows - 1) / p.stripe_rows);
-    while (dev > 1 && device_bytes_needed(p, dev, device_workers) > m.gpu_memory) {
-      --dev;
-    }
-    if (dev < p.meta_stripes) {
-      p.meta_stripes = dev;
-      p.notes.push_back(
-          fmt::format("S^m = {} from the device budget (K = {} rows)", dev, dev * p.stripe_rows));
-    }
-  }
-  if (m.gpus > 0) {
-    const uint64_t need = device_bytes_needed(p, p.meta_stripes, device_workers);
-    p.device_bytes_needed = need;
-    // Each device keeps its own stripes (stripe j on device j mod gpus).
-    const uint64_t own = static_cast<uint64_t>((p.stripes + per_device - 1) / per_device);
-    p.device_resident = need + own * p.stripe_bytes <= m.gpu_memory;
-    p.gpu_memory = m.gpu_memory;
-    if (need > m.gpu_memory) {
-      p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",
-                                    format_bytes(m.gpu_memory), format_bytes(need)));
-    }
-  }
-  if (parts_in_cache < static_cast<uint64_t>(p.meta_stripes) + 2 && p.stripes > 1) {
-    p.notes.push_back(
-        fmt::format("cache holds {} full stripes, fewer than S^m + 2 = {} (002 Eq 17): I/O bound",
-                    parts_in_cache, p.meta_stripes + 2));
-  }
-
-  if (config.segment_columns > 0) {
-    p.segment_columns = config.segment_columns;
-    p.notes.push_back("S^s pinned by engine.segment_columns");
-  } else if (m.gpus > 0) {  // Eq 15, at most 8192 columns so that copies overlap the GEMMs
-    p.segment_columns =
-        static_cast<int64_t>(m.gpu_memory / 8 / static_cast<uint64_t>(1 + 2 * p.elim_j_workers) /
-                             static_cast<uint64_t>(p.stripe_rows));
-    p.segment_columns = std::clamp<int64_t>(p.segment_columns, 1024, 8192);
-  }
-
-  if (config.round_robin_levels > 0) {
-    p.round_robin_levels = config.round_robin_levels;
-    p.notes.push_back("N_RRlevel pinned by engine.round_robin_levels");
-  } else {  // Eqs 19-20 with NV_LPC the cache capacity in values, Q = 4
-    const double root = std::sqrt(static_cast<double>(m.ram_budget) / 8.0);
-    const double eq19 = std::ceil(static_cast<double>(n) / root);
-    p.round_robin_levels = static_cast<int64_t>(std::max(eq19, std::ceil(4.0 * n / root)));
-    p.round_robin_levels = std::clamp<int64_t>(p.round_robin_levels, 1, 64);
-  }
-
-  if (m.gpus > 0) {  // 8b: a sweep streams each J after the meta-stripe through the device once,
-                     // from the meta-stripe's first column on (left of it J is final)
-    const uint64_t matrix = 8ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
-    if (p.device_resident) {
-      p.pcie_bytes = matrix;
-    } else {
-      const int64_t metas = (p.stripes + p.meta_stripes - 1) / p.meta_stripes;
-      for (int64_t im = 0; im < metas; ++im) {
-        const int64_t from = std::min(p.stripes, im * p.meta_stripes);
-        const uint64_t columns = static_cast<uint64_t>(n - std::min(n, from * p.stripe_rows));
-        p.pcie_bytes += static_cast<uint64_t>(p.stripes - from) * 8ull *
-                        static_cast<uint64_t>(p.stripe_rows) * columns;
-      }
-    }
-  }
-
-  // Forecasts: cache model with the budget net of per-part slack.
-  TrafficModel model{n, p.stripes, m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0};
-  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
-    StrategyForecast f;
-    f.strategy = s;
-    auto t = predict_traffic(s, p.meta_stripes, model);
-    if (t.is_ok()) {
-      f.feasible = true;
-      f.traffic = *t;
-      const double compute = p.flops / (m.gflops * 1e9);
-      const double io =
-          static_cast<double>(t->bytes_read + t->bytes_written) / m.ssd_bytes_per_second;
-      const double pcie = m.pcie_bytes_per_second > 0
-                              ? static_cast<double>(p.pcie_bytes) / m.pcie_bytes_per_second
-                              : 0.0;
-      f.time_bound_seconds = std::max({compute, io, pcie});
-      f.limited_by = f.time_bound_seconds == compute ? "compute"
-                     : f.time_bound_seconds == io    ? "disk"
-                                                     : "PCIe";
-    }
-    p.forecasts.push_back(f);
-  }
+  choose_stripe_rows(p, stored_stripe_rows, config, m);
+  const uint64_t cached_parts = parts_in_cache(p, m);
+  choose_substripe_rows(p, config);
+  choose_workers(p, config, m);
+  choose_meta_stripes(p, config, cached_parts);
+  fit_meta_stripes_to_device(p, config, m);
+  size_device_working_set(p, m);
+  note_small_cache(p, cached_parts);
+  choose_segment_columns(p, config, m);
+  choose_round_robin_levels(p, config, m);
+  forecast_pcie_bytes(p, m);
+  forecast_strategies(p, m);
   return p;
 }
 

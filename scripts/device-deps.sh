@@ -1,8 +1,8 @@
-# Sourced by the scripts that build on the GPU machine (through scripts/device-start.sh, and by
-# dev_run.sh): unpacks the Debian packages carried in .debs/ (what that machine lacks: liburing,
-# CLI11, nlohmann-json, LAPACKE, SQLite; the list is in device-check.sh) into /opt/dep, points the
-# loader and pkg-config at them, and sets DEPS_CMAKE_ARGS, the CMake arguments that find them.
-# Run from the repository root.
+# Sourced by the scripts that build on the GPU machine (through scripts/device-start.sh, or
+# directly by a one-off script that only needs the dependencies): unpacks the Debian packages
+# carried in .debs/ (what that machine lacks: liburing, CLI11, nlohmann-json, LAPACKE, SQLite; the
+# list is in device-check.sh) into /opt/dep, points the loader and pkg-config at them, and sets
+# DEPS_CMAKE_ARGS, the CMake arguments that find them. Run from the repository root.
 PREFIX=/opt/dep
 L=$PREFIX/usr/lib/x86_64-linux-gnu
 mkdir -p $PREFIX

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <thread>
 
+#include "backend/cpu/cpu_backend.h"
 #include "backend/device_engine.h"
 #include "base/logging.h"
 #include "base/units.h"
@@ -202,6 +205,14 @@ Status SolvePhases::triangulate() {
       STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx_, sv_.factored(), config_.ram_budget));
     }
     report.load_seconds = seconds_since(t_load);
+  }
+  // The CPU tier: each worker's BLAS calls on its share of the cores (cpu_backend.h).
+  std::optional<backend::BlasThreadsScope> blas_threads;
+  if (engine_ == nullptr) {
+    const int64_t cores = config_.cores > 0
+                              ? config_.cores
+                              : std::max<int64_t>(1, std::thread::hardware_concurrency());
+    blas_threads.emplace(static_cast<int>(std::max<int64_t>(1, cores / plan.elim_j_workers)));
   }
   const double flops = factorization_flops(sv_.g);
   progress_.begin_phase("factor", flops, sv_.g.stripes);

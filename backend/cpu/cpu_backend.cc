@@ -258,6 +258,18 @@ Status CpuBackend::run(const UpperSubstitution& op, const Workspace&) {
   return Status::ok();
 }
 
+BlasThreadsScope::BlasThreadsScope(int threads) : before_(openblas_get_num_threads()) {
+  openblas_set_num_threads(std::max(1, threads));
+}
+
+BlasThreadsScope::~BlasThreadsScope() {
+  openblas_set_num_threads(before_);
+}
+
+int blas_threads() {
+  return openblas_get_num_threads();
+}
+
 std::unique_ptr<Backend> make_cpu_backend() {
   return std::make_unique<CpuBackend>();
 }

@@ -49,4 +49,23 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend();
 
+// OpenBLAS's threads per call, for a scope: the CPU tier's factorization runs its k elim.J
+// workers' GEMMs (and elim.I's panels) on cores / k threads each. Left at OpenBLAS's default (all
+// cores per call, as the daemon did), 16 workers on 16 cores factored 27% slower (n = 16384,
+// 268 against 367 GFLOP/s): the pool serves one caller at a time. The setting is the process's:
+// the scope restores what it found, and solves that overlap in one process may see each other's
+// (only their speed depends on it).
+class BlasThreadsScope {
+ public:
+  explicit BlasThreadsScope(int threads);
+  ~BlasThreadsScope();
+  BlasThreadsScope(const BlasThreadsScope&) = delete;
+  BlasThreadsScope& operator=(const BlasThreadsScope&) = delete;
+
+ private:
+  int before_;
+};
+// OpenBLAS's current threads per call.
+int blas_threads();
+
 }  // namespace stripesolve::backend

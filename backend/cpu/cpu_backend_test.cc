@@ -196,5 +196,19 @@ TEST(CpuBackend, ConcurrentBlockUpdatesOnDisjointData) {
   }
 }
 
+TEST(BlasThreadsScope, SetsTheThreadsPerCallAndRestoresThem) {
+  const int before = blas_threads();
+  {
+    BlasThreadsScope two(2);
+    EXPECT_EQ(blas_threads(), 2);
+    {
+      BlasThreadsScope none(0);  // at least one
+      EXPECT_EQ(blas_threads(), 1);
+    }
+    EXPECT_EQ(blas_threads(), 2);
+  }
+  EXPECT_EQ(blas_threads(), before);
+}
+
 }  // namespace
 }  // namespace stripesolve::backend

@@ -14,8 +14,9 @@
 // --progress off records no factorization progress (DenseSolveOptions::record_progress), to
 // measure what the resume after a crash costs (issue 18: at most 2%).
 // Each measurement is the best of --reps runs (the peer's too), which tames a shared machine.
-// OpenBLAS threads: the peer runs with --peer-threads; the engine's elim.J workers each call
-// dgemm, so they run with --worker-threads OpenBLAS threads each (openblas_set_num_threads).
+// OpenBLAS threads: the peer runs with --peer-threads; the engine's factorization sets its own
+// (cores / elim.J workers per call, backend::BlasThreadsScope), and --worker-threads is the
+// setting for the rest of the solve (substitution, condition estimate, residual).
 // The store uses O_DIRECT where the filesystem allows it, so reads do not hit the page cache.
 #include <chrono>
 #include <cstdio>

@@ -351,12 +351,11 @@ Status StripeCache::write_back() {
         ++stats_.uploads;
         transition_locked(s, CellState::kWaitUpload);
         pending = true;
-      } else if (c.state == CellState::kWaitUpload || c.state == CellState::kUploading) {
-        pending = true;
-      } else if (c.view.dirty && !is_in_flight(c.state)) {
+      } else if (c.state == CellState::kWaitUpload || c.state == CellState::kUploading ||
+                 is_in_flight(c.state)) {
+        pending = true;  // an upload, or an operation whose cell may become dirty, still runs
+      } else if (c.view.dirty) {
         stuck_dirty = true;
-      } else if (is_in_flight(c.state)) {
-        pending = true;  // an operation still runs; its cell may become dirty
       }
     }
     if (!pending) {

@@ -131,7 +131,7 @@ Status IoRole::read_stream(storage::StripedMatrix& object, std::span<const cache
   // of the trace shows when each part arrived without overlapping spans.
   TraceRecorder::Clock::time_point last = TraceRecorder::Clock::now();
   std::vector<bool> reported(works.size(), false);
-  const Status st = object.read_parts(parts, [&](size_t k) {
+  Status st = object.read_parts(parts, [&](size_t k) {
     const TraceRecorder::Clock::time_point now = TraceRecorder::Clock::now();
     if (trace_ != nullptr) trace_->record("io", "read", last, now, part_args(works[k], layouts[k]));
     last = now;

@@ -39,7 +39,7 @@ SystemRef system_ref(const BatchShape& shape, const BatchArrays& arrays,
     for (int k = 0; k < (with_x ? 5 : 4); ++k) {
       for (std::size_t i = 0; i < n; ++i) g[k][i] = src[k][i * systems + j];
     }
-    return {g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data(), n};
+    return {{g[0].data(), g[1].data(), g[2].data(), g[3].data(), g[4].data()}, n};
   }
   const std::size_t o = offsets[j];
   SystemRef s{{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o}, n};

@@ -148,7 +148,7 @@ TEST(QualityTest, OnlyTheAffectedSystemsFallBack) {
     std::vector<double> own(n);
     Workspace w;
     ASSERT_TRUE(
-        solve_thomas({&b.dl[o], &b.d[o], &b.du[o], &b.f[o], own.data(), n}, 2.2e-16, w).is_ok());
+        solve_thomas({{&b.dl[o], &b.d[o], &b.du[o], &b.f[o], own.data()}, n}, 2.2e-16, w).is_ok());
     for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(x[o + i], own[i]) << j << " " << i;
   }
   for (std::size_t j = 0; j < 4; ++j) EXPECT_LE(b.residual(x, j), 10 * b.lapack[j] + 1e-16);

@@ -53,7 +53,7 @@ struct RaggedBatch {
 };
 
 // Sizes odd and even, below and above the hybrids' and spike's thresholds.
-const std::size_t kMixedSizes[] = {2, 3, 5, 8, 9, 64, 100, 255, 512};
+constexpr std::size_t kMixedSizes[] = {2, 3, 5, 8, 9, 64, 100, 255, 512};
 
 RaggedBatch named_batch(bool near_singular) {
   RaggedBatch b;

@@ -153,6 +153,33 @@ TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
   EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
 }
 
+// The CPU tier's critical-path helpers (backend/cpu/critical_helpers.h): the critical updates
+// (128 x 1372..1500 x 128, above the split's threshold) go in pieces; the solutions still match
+// LAPACK in every pivot mode, whole cached and a quarter cached.
+TEST_F(DenseSolveTest, CriticalPathHelpersKeepTheSolution) {
+  const int64_t n = 1500, s = 128;
+  const auto a_uniform = generated("U", n, s, "uniform", 3);
+  const auto a_dd = generated("D", n, s, "diag_dominant", 3);
+  const auto b = stripe::uniform_matrix(n, 2, 4);
+  for (PivotMode pm : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
+    for (uint64_t budget : {8ull * n * n + (1u << 20), 8ull * n * n / 4}) {
+      DenseSolveOptions o;
+      o.pivot = pm;
+      o.reuse_factors = false;
+      EngineConfig c = cpu_engine(budget);
+      c.critical_threads = 3;
+      const bool dd = pm == PivotMode::kNone;
+      auto rep = solve(dd ? "D" : "U", b, 2, o, c);
+      const std::string what =
+          std::string(backend::pivot_mode_name(pm)) + " cache " + std::to_string(budget);
+      ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
+      EXPECT_EQ(rep->plan.critical_threads, 3) << what;
+      expect_matches_lapack(dd ? a_dd : a_uniform, n, b, 2, *rep,
+                            pm == PivotMode::kLocal ? 1e-11 : 1e-13, what);
+    }
+  }
+}
+
 TEST_F(DenseSolveTest, PassesReadTheColumnsTheyNeedUnlessTheFactorFits) {
   const int64_t n = 640, s = 64;  // 10 stripes of 320 KiB
   generated("A", n, s, "uniform");

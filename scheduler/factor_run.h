@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/critical_helpers.h"
 #include "base/mutex.h"
 #include "cache/stripe_cache.h"
 #include "scheduler/factor_progress.h"
@@ -66,6 +67,9 @@ struct FactorParams {
   // inside the meta-stripe; a part loaded from its diagonal, as after an eviction or in a
   // resumed run, would lack them).
   bool parts_from_meta_start = false;
+  // The CPU tier: helper threads that elim.I's eliminations and the critical updates split their
+  // block updates over (backend/cpu/critical_helpers.h); 0: none.
+  int64_t critical_threads = 0;
 };
 
 // Flops of the triangulation (the formulas of stripe/stripe_ops.h summed over all stripes).
@@ -148,6 +152,7 @@ class CpuElimination final : public Elimination {
   EngineContext& ctx_;
   const storage::StripedMatrix& layout_;
   FactorParams params_;
+  std::unique_ptr<backend::CriticalHelpers> helpers_;     // null without params.critical_threads
   stripe::HostWorkspace eliminate_workspace_;             // elim.I's
   std::vector<stripe::HostWorkspace> update_workspaces_;  // one per elim.J worker, each its own
   double max_abs_u_ = 0;                  // written by elim.I only, read after it is joined

@@ -68,6 +68,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("round_robin_levels", c.round_robin_levels, 0, 1 << 16);
   map.get("elim_j_workers", c.elim_j_workers, 0, 256);
   map.get("cores", c.cores, 0, 1 << 16);
+  map.get("critical_threads", c.critical_threads, -1, 1024);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
   map.get("gpu_panel_sms", c.gpu_panel_sms, 0, 1024);
@@ -165,6 +166,15 @@ void choose_workers(Plan& p, const EngineConfig& config, const Machine& m) {
   // Its J parts are that meta-stripe's stripes, which the device keeps anyway (the S^m term of
   // device_bytes_needed): it needs no J slot of its own.
   p.lookahead_workers = m.gpus > 0 ? m.gpus : 0;  // one per device
+  // The CPU tier splits elim.I's block updates and the critical updates over helpers
+  // (backend/cpu/critical_helpers.h): half the cores, which the sweep lanes leave idle about half
+  // the time. With few cores the chain is short beside the sweeps: none below 4.
+  if (config.critical_threads >= 0) {
+    p.critical_threads = config.critical_threads;
+    p.notes.push_back("critical-path helpers pinned by engine.critical_threads");
+  } else {
+    p.critical_threads = m.gpus == 0 && m.cores >= 4 ? m.cores / 2 : 0;
+  }
 }
 
 // The devices the work is shared by (1 on the CPU backend).
@@ -349,11 +359,14 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
 
 std::string plan_to_text(const Plan& p) {
   std::string out = fmt::format(
-      "n={} S={} N={} S'={} S^s={} S^m={} N_RRlevel={} k={} stripe={} cache={} ({:.1f} stripes)\n",
+      "n={} S={} N={} S'={} S^s={} S^m={} N_RRlevel={} k={}{} stripe={} cache={} ({:.1f} "
+      "stripes)\n",
       p.n, p.stripe_rows, p.stripes, p.substripe_rows,
       p.segment_columns == 0 ? std::string("whole") : std::to_string(p.segment_columns),
-      p.meta_stripes, p.round_robin_levels, p.elim_j_workers, format_bytes(p.stripe_bytes),
-      format_bytes(p.ram_budget),
+      p.meta_stripes, p.round_robin_levels, p.elim_j_workers,
+      p.critical_threads > 0 ? fmt::format(" (+{} critical-path helpers)", p.critical_threads)
+                             : std::string(),
+      format_bytes(p.stripe_bytes), format_bytes(p.ram_budget),
       static_cast<double>(p.ram_budget) /
           static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
   if (p.gpu_memory > 0) {
@@ -392,6 +405,7 @@ std::string plan_to_json(const Plan& p) {
                       {"round_robin_levels", p.round_robin_levels},
                       {"elim_j_workers", p.elim_j_workers},
                       {"lookahead_workers", p.lookahead_workers},
+                      {"critical_threads", p.critical_threads},
                       {"stripe_bytes", p.stripe_bytes},
                       {"ram_budget", p.ram_budget},
                       {"flops", p.flops},

@@ -43,7 +43,7 @@ TEST(PlannerTest, ParsesEveryKey) {
       "ram_budget: 2GiB\nstripe_rows: 512\nsubstripe_rows: 64\nmeta_stripes: 3\n"
       "elim_j_workers: 4\ncores: 8\nround_robin_levels: 6\nsegment_columns: 10000\n"
       "gpu_memory: 40GiB\ngpus: 1\nassumed_gflops: 100\nssd_bytes_per_second: 3e9\n"
-      "progress_interval_seconds: 1\n",
+      "progress_interval_seconds: 1\ncritical_threads: 0\n",
       "engine.yaml");
   EngineConfig c;
   parse_engine_config(map, c);
@@ -53,6 +53,7 @@ TEST(PlannerTest, ParsesEveryKey) {
   EXPECT_EQ(c.meta_stripes, 3);
   EXPECT_EQ(c.elim_j_workers, 4);
   EXPECT_EQ(c.cores, 8);
+  EXPECT_EQ(c.critical_threads, 0);
   EXPECT_EQ(c.round_robin_levels, 6);
   EXPECT_EQ(c.segment_columns, 10000);
   EXPECT_EQ(c.gpu_memory, 40 * kGiB);
@@ -105,6 +106,17 @@ TEST(PlannerTest, PinnedValuesWin) {
   EXPECT_EQ(shape_of(p), "S 300, N 4, substripe 50, S^m 3, J workers 5");
   EXPECT_EQ(p.round_robin_levels, 7);
   EXPECT_GE(p.notes.size(), 5u);
+}
+
+TEST(PlannerTest, CriticalPathHelpersOnManyCoresOnly) {
+  EXPECT_EQ(plan_dense(4096, 0, EngineConfig{}, cpu_machine(kGiB, 2)).value().critical_threads, 0);
+  const Plan many = plan_dense(16384, 0, EngineConfig{}, cpu_machine(kGiB, 16)).value();
+  EXPECT_EQ(many.critical_threads, 8);
+  EXPECT_NE(plan_to_text(many).find("(+8 critical-path helpers)"), std::string::npos);
+  EngineConfig none;
+  none.critical_threads = 0;
+  EXPECT_EQ(plan_dense(16384, 0, none, cpu_machine(kGiB, 16)).value().critical_threads, 0);
+  EXPECT_EQ(plan_on(gpu_host(40 * kGiB), 100000).critical_threads, 0);  // the GPU tier: none
 }
 
 TEST(PlannerTest, GpuSegmentLengthFollowsEq15) {

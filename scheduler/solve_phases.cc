@@ -195,7 +195,8 @@ Status SolvePhases::triangulate() {
                       .elim_j_workers = plan.elim_j_workers,
                       .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
                       .write_back = false,
-                      .parts_from_meta_start = engine_ != nullptr};
+                      .parts_from_meta_start = engine_ != nullptr,
+                      .critical_threads = engine_ == nullptr ? plan.critical_threads : 0};
   if (engine_ != nullptr) {
     const auto t_load = SolveClock::now();
     STRIPESOLVE_ASSIGN_OR_RETURN(

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <utility>
 
 #include <cblas.h>
 #include <fmt/format.h>
 #include <lapacke.h>
+
+#include "backend/cpu/critical_helpers.h"
 
 namespace stripesolve::backend {
 namespace {
@@ -27,6 +30,23 @@ Status check_int(std::string_view op, std::initializer_list<int64_t> values) {
 
 blasint bi(int64_t v) {
   return static_cast<blasint>(v);
+}
+
+// A block update splits (on the critical path) from about 1 ms of one core's work, into pieces
+// of at least 32 rows (dtrsm) and 256 columns (dgemm).
+constexpr double kMinSplitFlops = 4e7;
+constexpr int64_t kMinPieceRows = 32;
+constexpr int64_t kMinPieceColumns = 256;
+
+// body(begin, end) over `pieces` near-equal ranges of [0, count), on `helpers` when there are
+// several pieces.
+void each_piece(CriticalHelpers* helpers, int pieces, int64_t count,
+                const std::function<void(int64_t, int64_t)>& body) {
+  if (pieces <= 1 || helpers == nullptr) {
+    body(0, count);
+    return;
+  }
+  helpers->run(pieces, [&](int p) { body(count * p / pieces, count * (p + 1) / pieces); });
 }
 
 Status check_pivot(double pivot, int64_t global_row) {
@@ -195,13 +215,26 @@ WorkspaceSize CpuBackend::workspace_size(const BlockUpdate&) const {
 Status CpuBackend::run(const BlockUpdate& op, const Workspace&) {
   STRIPESOLVE_RETURN_IF_ERROR(can_implement(op));
   if (op.k == 0 || op.t_rows == 0) return Status::ok();
-  cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, bi(op.t_rows),
-              bi(op.k), 1.0, op.u, bi(op.ld_u), op.t, bi(op.ld_t));
-  if (op.cols > op.k) {
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, bi(op.t_rows), bi(op.cols - op.k),
-                bi(op.k), -1.0, op.t, bi(op.ld_t), op.u + op.k * op.ld_u, bi(op.ld_u), 1.0,
-                op.t + op.k * op.ld_t, bi(op.ld_t));
-  }
+  // On the critical path (critical_helpers.h) the dtrsm goes in pieces of rows and the dgemm in
+  // pieces of columns; each piece computes its entries as the whole call would.
+  CriticalHelpers* helpers = critical_helpers();
+  const bool split =
+      helpers != nullptr && 2.0 * static_cast<double>(op.t_rows) * op.k * op.cols >= kMinSplitFlops;
+  const int row_pieces =
+      split ? static_cast<int>(std::min<int64_t>(helpers->ways(), op.t_rows / kMinPieceRows)) : 1;
+  each_piece(helpers, row_pieces, op.t_rows, [&](int64_t r0, int64_t r1) {
+    cblas_dtrsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, bi(r1 - r0),
+                bi(op.k), 1.0, op.u, bi(op.ld_u), op.t + r0, bi(op.ld_t));
+  });
+  const int64_t right = op.cols - op.k;
+  if (right <= 0) return Status::ok();
+  const int col_pieces =
+      split ? static_cast<int>(std::min<int64_t>(helpers->ways(), right / kMinPieceColumns)) : 1;
+  each_piece(helpers, col_pieces, right, [&](int64_t c0, int64_t c1) {
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, bi(op.t_rows), bi(c1 - c0), bi(op.k),
+                -1.0, op.t, bi(op.ld_t), op.u + (op.k + c0) * op.ld_u, bi(op.ld_u), 1.0,
+                op.t + (op.k + c0) * op.ld_t, bi(op.ld_t));
+  });
   return Status::ok();
 }
 

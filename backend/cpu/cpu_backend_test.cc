@@ -1,12 +1,14 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "backend/cpu/critical_helpers.h"
 #include "stripe/dense_reference.h"
 
 namespace stripesolve::backend {
@@ -194,6 +196,49 @@ TEST(CpuBackend, ConcurrentBlockUpdatesOnDisjointData) {
     EXPECT_TRUE(results[i].is_ok());
     for (size_t e = 0; e < op.t.size(); ++e) ASSERT_NEAR(ts[i][e], expected[e], 1e-12);
   }
+}
+
+// On the critical path a block update goes in pieces over the helpers, with the same result.
+TEST(CpuBackend, BlockUpdateSplitOverCriticalHelpersMatchesOneCall) {
+  CpuBackend cpu;
+  const UpdateOperands op(64, 2000, 200, 8.0);  // 5.1e7 flops: above the split's threshold
+  auto whole = op.t;
+  ASSERT_TRUE(cpu.run(op.of(whole), {}).is_ok());
+  CriticalHelpers helpers(3);
+  auto split = op.t;
+  {
+    const CriticalScope scope(&helpers);
+    EXPECT_EQ(critical_helpers(), &helpers);
+    ASSERT_TRUE(cpu.run(op.of(split), {}).is_ok());
+  }
+  EXPECT_EQ(critical_helpers(), nullptr);
+  EXPECT_EQ(helpers.helped(), 6);  // 4 pieces of rows, 4 of columns: 3 + 3 on the helpers
+  double worst = 0;
+  for (size_t e = 0; e < whole.size(); ++e) {
+    worst = std::max(worst, std::abs(split[e] - whole[e]) / std::max(1.0, std::abs(whole[e])));
+  }
+  EXPECT_LE(worst, 1e-13);
+  // A small update stays in one piece.
+  const UpdateOperands small(8, 100, 10, 4.0);
+  auto t = small.t;
+  const CriticalScope scope(&helpers);
+  ASSERT_TRUE(cpu.run(small.of(t), {}).is_ok());
+  EXPECT_EQ(helpers.helped(), 6);
+}
+
+TEST(CriticalHelpers, RunsEveryPieceOnceFromSeveralCallers) {
+  CriticalHelpers helpers(2);
+  std::vector<std::atomic<int>> hits(4 * 7);
+  std::vector<std::thread> callers;
+  callers.reserve(4);
+  for (size_t c = 0; c < 4; ++c) {
+    callers.emplace_back([&, c] {
+      helpers.run(7, [&](int p) { hits[c * 7 + static_cast<size_t>(p)].fetch_add(1); });
+    });
+  }
+  for (auto& th : callers) th.join();
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  EXPECT_EQ(helpers.helped(), 4 * 6);
 }
 
 TEST(BlasThreadsScope, SetsTheThreadsPerCallAndRestoresThem) {

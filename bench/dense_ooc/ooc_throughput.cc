@@ -7,6 +7,7 @@
 //   bench_dense_ooc [--n 8192] [--stripe-rows 512] [--cache 1,0.25] [--strategies all]
 //                   [--pivot row|gepp] [--dir /var/tmp/stripesolve-bench-ooc] [--paths 1]
 //                   [--peer-threads 0 (= cores)] [--worker-threads 1] [--elim-j-workers 0]
+//                   [--critical-threads -1 (= planner; 0 = none)]
 //                   [--trace file.json] [--reps 2] [--quality on|off] [--progress on|off]
 //
 // --quality off skips the solve's quality contract (condition estimate, automatic refinement;
@@ -60,7 +61,7 @@ std::vector<std::string> split(const std::string& s) {
       "usage: bench_dense_ooc [--n N] [--stripe-rows S] [--cache F,F..] "
       "[--strategies all|basic,zigzag,meta_zigzag] [--pivot row|gepp|local|none] [--dir D] "
       "[--paths P] [--peer-threads T] [--worker-threads T] [--elim-j-workers K] "
-      "[--trace FILE] [--reps R] [--quality on|off] [--progress on|off]\n");
+      "[--critical-threads T] [--trace FILE] [--reps R] [--quality on|off] [--progress on|off]\n");
   std::exit(2);
 }
 
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   int peer_threads = 0;
   int worker_threads = 1;
   int64_t workers = 0;
+  int64_t critical_threads = -1;
   std::string trace_file;
   int reps = 2;
   bool quality = true;
@@ -105,6 +107,8 @@ int main(int argc, char** argv) {
       worker_threads = std::stoi(v);
     else if (arg == "--elim-j-workers")
       workers = std::stoll(v);
+    else if (arg == "--critical-threads")
+      critical_threads = std::stoll(v);
     else if (arg == "--trace")
       trace_file = v;
     else if (arg == "--reps")
@@ -200,6 +204,7 @@ int main(int argc, char** argv) {
       ss::scheduler::EngineConfig config;
       config.ram_budget = static_cast<uint64_t>(fraction * matrix_bytes) + 64 * 4096;
       config.elim_j_workers = workers;
+      config.critical_threads = critical_threads;
       ss::scheduler::DenseSolveOptions options;
       options.pivot = *pivot_mode;
       options.strategy = strategy;
@@ -230,6 +235,7 @@ int main(int argc, char** argv) {
       const auto& plan = rep->plan;
       r["meta_stripes"] = plan.meta_stripes;
       r["elim_j_workers"] = plan.elim_j_workers;
+      r["critical_threads"] = plan.critical_threads;
       r["substripe_rows"] = plan.substripe_rows;
       r["seconds"] = rep->seconds;
       r["gflops"] = flops / rep->seconds * 1e-9;

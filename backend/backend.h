@@ -117,6 +117,9 @@ struct BlockUpdate {
 // `row_swaps` (nullable; kLocal only) has `rows` entries: step k swaps local rows k and
 // row_swaps[k] of b_I, applied in order after the L_left product.
 // Flops: 2 * rows * row_begin * nrhs + rows^2 * nrhs.
+// `transposed`: the step of a solve with L^T instead (the condition estimate's A^-T, --pivot
+// gepp's solves): z_I <- unit_tril(L_II)^-T z_I, then the row_swaps in reverse order, then
+// rows [0, row_begin) of rhs -= L_left^T z_I.
 struct LowerSubstitution {
   const double* part = nullptr;
   int64_t ld = 0;
@@ -126,6 +129,7 @@ struct LowerSubstitution {
   double* rhs = nullptr;
   int64_t ld_rhs = 0;
   int64_t nrhs = 0;
+  bool transposed = false;
 };
 
 // Backward substitution of one stripe: x_I <- triu(U_II)^-1 * (z_I - U_right * x_right).
@@ -133,6 +137,8 @@ struct LowerSubstitution {
 // U_right = columns [rows, cols) where cols = n - row_begin. `rhs` points at row row_begin of the
 // n x nrhs block: its rows [0, rows) are updated, rows [rows, cols) read.
 // Flops: 2 * rows * (cols - rows) * nrhs + rows^2 * nrhs.
+// `transposed`: the step of a solve with U^T instead: z_I <- triu(U_II)^-T z_I, then rows
+// [rows, cols) of rhs -= U_right^T z_I.
 struct UpperSubstitution {
   const double* part = nullptr;
   int64_t ld = 0;
@@ -141,6 +147,7 @@ struct UpperSubstitution {
   double* rhs = nullptr;
   int64_t ld_rhs = 0;
   int64_t nrhs = 0;
+  bool transposed = false;
 };
 
 // Shape checks shared by every backend (InvalidArgument naming the field).

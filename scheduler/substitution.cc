@@ -121,24 +121,25 @@ Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& f
   const double pass_flops =
       static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(nrhs);
   ctx.progress.begin_phase(phase, pass_flops, g.stripes);
+  backend::WorkspaceSize need;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
+    need = stripe::larger(need, stripe::substitution_workspace_size(ctx.backend, probe, nrhs));
+  }
+  STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace,
+                               stripe::HostWorkspace::allocate(need, "transposed substitution"));
   const Status upper_status = stream_parts(
       ctx, factor, upper, "transposed upper", true, [&](int64_t i, const stripe::StripePart& part) {
-        for (int64_t k = 0; k < nrhs; ++k) {
-          STRIPESOLVE_RETURN_IF_ERROR(stripe::transposed_upper_substitute_stripe(
-              part, pivots[static_cast<size_t>(i)], v + k * g.n));
-        }
-        return Status::ok();
+        return stripe::transposed_upper_substitute_stripe(
+            ctx.backend, part, pivots[static_cast<size_t>(i)], v, g.n, nrhs, workspace.view());
       });
   STRIPESOLVE_RETURN_IF_ERROR(upper_status);
   ctx.progress.begin_phase(phase, pass_flops, g.stripes);
-  return stream_parts(ctx, factor, lower, "transposed lower", true,
-                      [&](int64_t i, const stripe::StripePart& part) {
-                        for (int64_t k = 0; k < nrhs; ++k) {
-                          STRIPESOLVE_RETURN_IF_ERROR(stripe::transposed_lower_substitute_stripe(
-                              part, pivots[static_cast<size_t>(i)], v + k * g.n));
-                        }
-                        return Status::ok();
-                      });
+  return stream_parts(
+      ctx, factor, lower, "transposed lower", true, [&](int64_t i, const stripe::StripePart& part) {
+        return stripe::transposed_lower_substitute_stripe(
+            ctx.backend, part, pivots[static_cast<size_t>(i)], v, g.n, nrhs, workspace.view());
+      });
 }
 
 Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix& a,

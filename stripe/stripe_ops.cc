@@ -334,8 +334,9 @@ double max_abs_upper(const StripePart& stripe) {
 // v_{<I})) and B the backward one (B = Q_0 S_0 .. Q_{N-1} S_{N-1}, S_I: v_I <- U_II^-1 (v_I -
 // U_{I,>I} v_{>I})). So A^-T = F^T B^T: B^T = S_{N-1}^T Q_{N-1}^T .. S_0^T Q_0^T is pass 1
 // (Q_0^T acts first) and F^T = T_0^T .. T_{N-1}^T pass 2, T_{N-1}^T first.
-Status transposed_upper_substitute_stripe(const StripePart& stripe, const StripePivots& pivots,
-                                          double* v) {
+Status transposed_upper_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
+                                          const StripePivots& pivots, double* v, int64_t ld_v,
+                                          int64_t nrhs, const backend::Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(check_part(stripe, "transposed upper substitution"));
   if (stripe.col_begin > stripe.row_begin) {
     return Status::invalid_argument(fmt::format(
@@ -343,37 +344,32 @@ Status transposed_upper_substitute_stripe(const StripePart& stripe, const Stripe
         "diagonal",
         stripe.row_begin, stripe.col_begin));
   }
-  const int64_t r0 = stripe.row_begin;
-  const int64_t h = stripe.rows;
   if (pivots.mode == PivotMode::kRow) {
     // Q_I^T = T_{h-1} .. T_0: the first transposition acts first.
     for (size_t k = 0; k < pivots.swaps.size(); ++k) {
-      std::swap(v[pivots.row_begin + static_cast<int64_t>(k)], v[pivots.swaps[k]]);
+      const int64_t a = pivots.row_begin + static_cast<int64_t>(k);
+      const int64_t b = pivots.swaps[k];
+      if (a == b) continue;
+      for (int64_t j = 0; j < nrhs; ++j) std::swap(v[a + j * ld_v], v[b + j * ld_v]);
     }
   }
-  double* vi = v + r0;
-  for (int64_t c = 0; c < h; ++c) {  // U_II^T is lower: row c of it is column c of U_II
-    const double* col = stripe.at(r0, r0 + c);
-    double sum = vi[c];
-    for (int64_t r = 0; r < c; ++r) sum -= col[r] * vi[r];
-    vi[c] = sum / col[c];
-  }
-  for (int64_t c = r0 + h; c < stripe.n; ++c) {
-    const double* col = stripe.at(r0, c);
-    double dot = 0;
-    for (int64_t r = 0; r < h; ++r) dot += col[r] * vi[r];
-    v[c] -= dot;
-  }
-  for (int64_t r = 0; r < h; ++r) {
-    if (!std::isfinite(vi[r])) {
-      return Status::numerical(fmt::format("non-finite transposed solution at row {}", r0 + r));
+  backend::UpperSubstitution op = upper_op(stripe, v, ld_v, nrhs);
+  op.transposed = true;
+  STRIPESOLVE_RETURN_IF_ERROR(run_with(backend, op, workspace));
+  for (int64_t j = 0; j < nrhs; ++j) {
+    for (int64_t r = 0; r < stripe.rows; ++r) {
+      if (!std::isfinite(op.rhs[r + j * ld_v])) {
+        return Status::numerical(
+            fmt::format("non-finite transposed solution at row {}", stripe.row_begin + r));
+      }
     }
   }
   return Status::ok();
 }
 
-Status transposed_lower_substitute_stripe(const StripePart& stripe, const StripePivots& pivots,
-                                          double* v) {
+Status transposed_lower_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
+                                          const StripePivots& pivots, double* v, int64_t ld_v,
+                                          int64_t nrhs, const backend::Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(
       check_part(stripe, "transposed lower substitution", stripe.row_begin + stripe.rows));
   if (stripe.col_begin != 0) {
@@ -381,28 +377,16 @@ Status transposed_lower_substitute_stripe(const StripePart& stripe, const Stripe
         "transposed lower substitution: part of rows from {} starts at column {}, needs column 0",
         stripe.row_begin, stripe.col_begin));
   }
-  const int64_t r0 = stripe.row_begin;
-  const int64_t h = stripe.rows;
-  double* vi = v + r0;
-  for (int64_t c = h - 1; c >= 0; --c) {  // L_II^T is unit upper: row c of it is column c of L_II
-    const double* col = stripe.at(r0, r0 + c);
-    double sum = vi[c];
-    for (int64_t r = c + 1; r < h; ++r) sum -= col[r] * vi[r];
-    vi[c] = sum;
-  }
+  // P_I = S_{h-1} .. S_0 (the forward pass swaps in order): the op undoes them in reverse order.
+  std::vector<int64_t> local;
   if (pivots.mode == PivotMode::kLocal) {
-    // P_I = S_{h-1} .. S_0 (the forward pass swaps in order), so P_I^T swaps in reverse order.
-    for (int64_t k = static_cast<int64_t>(pivots.swaps.size()) - 1; k >= 0; --k) {
-      std::swap(v[pivots.row_begin + k], v[pivots.swaps[static_cast<size_t>(k)]]);
-    }
+    local.resize(pivots.swaps.size());
+    for (size_t k = 0; k < local.size(); ++k) local[k] = pivots.swaps[k] - pivots.row_begin;
   }
-  for (int64_t c = 0; c < r0; ++c) {
-    const double* col = stripe.at(r0, c);
-    double dot = 0;
-    for (int64_t r = 0; r < h; ++r) dot += col[r] * vi[r];
-    v[c] -= dot;
-  }
-  return Status::ok();
+  backend::LowerSubstitution op =
+      lower_op(stripe, local.empty() ? nullptr : local.data(), v, ld_v, nrhs);
+  op.transposed = true;
+  return run_with(backend, op, workspace);
 }
 
 }  // namespace stripesolve::stripe

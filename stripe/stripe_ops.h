@@ -161,12 +161,15 @@ double max_abs_upper(const StripePart& stripe);
 //     Q_I^T (kRow), solves U_II^T v_I = v_I and subtracts U_{I,>I}^T v_I from the rows below;
 //   pass 2, I = N-1..0, on the part from column 0 (the forward pass's part): solves
 //     L_II^T t = v_I, v_I = P_I^T t (kLocal) and subtracts L_{I,<I}^T v_I from the rows above.
-// One right-hand side of n values; 2 h n flops per stripe and pass, in host loops (the part is
-// column-major, so every inner loop is a contiguous dot product).
-Status transposed_upper_substitute_stripe(const StripePart& stripe, const StripePivots& pivots,
-                                          double* v);
-Status transposed_lower_substitute_stripe(const StripePart& stripe, const StripePivots& pivots,
-                                          double* v);
+// `nrhs` right-hand sides of n values (ld_v); 2 h n nrhs flops per stripe and pass, in the
+// backend's transposed substitutions (BLAS dtrsm and dgemm on the CPU: the host loops they
+// replace, a dot product per column, ran at about 1 GFLOP/s whatever the cores).
+Status transposed_upper_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
+                                          const StripePivots& pivots, double* v, int64_t ld_v,
+                                          int64_t nrhs, const backend::Workspace& workspace);
+Status transposed_lower_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
+                                          const StripePivots& pivots, double* v, int64_t ld_v,
+                                          int64_t nrhs, const backend::Workspace& workspace);
 
 // Pivots as bytes (stored as a blob beside the factors) and back. Little-endian:
 // u32 magic "SPV1", u32 mode, i64 row_begin, i64 count, count x i64 swaps.

@@ -214,7 +214,7 @@ TEST(StripeOps, RejectsPartsInTheWrongPlace) {
             Status::invalid_argument("forward substitution: stripe part rows [4, 8) holds columns "
                                      "[0, 7), needs them up to 8 of n=10"));
   prefix.col_end = 8;
-  EXPECT_TRUE(transposed_lower_substitute_stripe(prefix, p, x.data()).is_ok());
+  EXPECT_TRUE(transposed_lower_substitute_stripe(cpu, prefix, p, x.data(), 10, 1, {}).is_ok());
   EXPECT_EQ(backward_substitute_stripe(cpu, prefix, x.data(), 10, 1, {}),
             Status::invalid_argument("backward substitution: stripe part rows [4, 8) holds "
                                      "columns [0, 8), needs them up to 10 of n=10"));

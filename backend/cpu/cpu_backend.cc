@@ -251,6 +251,24 @@ Status CpuBackend::run(const LowerSubstitution& op, const Workspace&) {
   STRIPESOLVE_RETURN_IF_ERROR(can_implement(op));
   if (op.nrhs == 0) return Status::ok();
   double* z = op.rhs + op.row_begin;
+  if (op.transposed) {
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasUnit, bi(op.rows),
+                bi(op.nrhs), 1.0, op.part + op.row_begin * op.ld, bi(op.ld), z, bi(op.ld_rhs));
+    if (op.row_swaps != nullptr) {
+      for (int64_t k = op.rows - 1; k >= 0; --k) {
+        const int64_t other = op.row_swaps[k];
+        if (other == k) continue;
+        for (int64_t j = 0; j < op.nrhs; ++j)
+          std::swap(z[k + j * op.ld_rhs], z[other + j * op.ld_rhs]);
+      }
+    }
+    if (op.row_begin > 0) {
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, bi(op.row_begin), bi(op.nrhs),
+                  bi(op.rows), -1.0, op.part, bi(op.ld), z, bi(op.ld_rhs), 1.0, op.rhs,
+                  bi(op.ld_rhs));
+    }
+    return Status::ok();
+  }
   if (op.row_begin > 0) {
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, bi(op.rows), bi(op.nrhs),
                 bi(op.row_begin), -1.0, op.part, bi(op.ld), op.rhs, bi(op.ld_rhs), 1.0, z,
@@ -281,6 +299,16 @@ WorkspaceSize CpuBackend::workspace_size(const UpperSubstitution&) const {
 Status CpuBackend::run(const UpperSubstitution& op, const Workspace&) {
   STRIPESOLVE_RETURN_IF_ERROR(can_implement(op));
   if (op.nrhs == 0) return Status::ok();
+  if (op.transposed) {
+    cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit, bi(op.rows),
+                bi(op.nrhs), 1.0, op.part, bi(op.ld), op.rhs, bi(op.ld_rhs));
+    if (op.cols > op.rows) {
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, bi(op.cols - op.rows), bi(op.nrhs),
+                  bi(op.rows), -1.0, op.part + op.rows * op.ld, bi(op.ld), op.rhs, bi(op.ld_rhs),
+                  1.0, op.rhs + op.rows, bi(op.ld_rhs));
+    }
+    return Status::ok();
+  }
   if (op.cols > op.rows) {
     cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, bi(op.rows), bi(op.nrhs),
                 bi(op.cols - op.rows), -1.0, op.part + op.rows * op.ld, bi(op.ld), op.rhs + op.rows,

@@ -179,6 +179,55 @@ TEST(CpuBackend, SubstitutionsSolveTriangularSystems) {
   }
 }
 
+// The transposed steps (the condition estimate's A^-T, --pivot gepp's solves), several columns.
+TEST(CpuBackend, TransposedSubstitutionsSolveWithTheTransposes) {
+  CpuBackend cpu;
+  const int64_t n = 12, r0 = 5, h = 4, nrhs = 2;
+  auto part = uniform_matrix(h, n, 6);  // rows [5, 9) from column 0
+  for (int64_t i = 0; i < h; ++i) part[i + (r0 + i) * h] += 4.0;
+  const auto rhs0 = uniform_matrix(n, nrhs, 7);
+  // Upper, from the diagonal column: z_I <- U_II^-T z_I, then rows below -= U_right^T z_I.
+  auto z = rhs0;
+  const double* u = part.data() + r0 * h;
+  UpperSubstitution up{u, h, h, n - r0, z.data() + r0, n, nrhs};
+  up.transposed = true;
+  ASSERT_TRUE(cpu.run(up, {}).is_ok());
+  for (int64_t j = 0; j < nrhs; ++j) {
+    for (int64_t c = 0; c < n - r0; ++c) {  // (U^T z)_c over the stripe's rows
+      double s = 0;
+      for (int64_t i = 0; i < std::min(h, c + 1); ++i) s += u[i + c * h] * z[r0 + i + j * n];
+      if (c < h) {
+        EXPECT_NEAR(s, rhs0[r0 + c + j * n], 1e-13);
+      } else {
+        EXPECT_NEAR(z[r0 + c + j * n], rhs0[r0 + c + j * n] - s, 1e-13);
+      }
+    }
+    for (int64_t i = 0; i < r0; ++i) EXPECT_EQ(z[i + j * n], rhs0[i + j * n]);
+  }
+  // Lower, from column 0: t <- L_II^-T z_I, z_I <- P^T t (swaps in reverse order), then rows
+  // above -= L_left^T z_I.
+  z = rhs0;
+  std::vector<int64_t> swaps = {1, 1, 3, 3};
+  LowerSubstitution lo{part.data(), h, h, r0, swaps.data(), z.data(), n, nrhs};
+  lo.transposed = true;
+  ASSERT_TRUE(cpu.run(lo, {}).is_ok());
+  for (int64_t j = 0; j < nrhs; ++j) {
+    std::vector<double> t(z.begin() + r0 + j * n, z.begin() + r0 + h + j * n);
+    std::swap(t[2], t[3]);  // P applied again: the order before the swaps
+    std::swap(t[0], t[1]);
+    for (int64_t c = 0; c < h; ++c) {  // (L_II^T t)_c, unit diagonal
+      double s = t[c];
+      for (int64_t i = c + 1; i < h; ++i) s += part[i + (r0 + c) * h] * t[i];
+      EXPECT_NEAR(s, rhs0[r0 + c + j * n], 1e-13);
+    }
+    for (int64_t c = 0; c < r0; ++c) {
+      double s = 0;
+      for (int64_t i = 0; i < h; ++i) s += part[i + c * h] * z[r0 + i + j * n];
+      EXPECT_NEAR(z[c + j * n], rhs0[c + j * n] - s, 1e-13);
+    }
+  }
+}
+
 // Several elim.J threads update disjoint stripes with the same U at once.
 TEST(CpuBackend, ConcurrentBlockUpdatesOnDisjointData) {
   CpuBackend cpu;

@@ -19,76 +19,76 @@ class StripedMatrix {
  public:
   StripedMatrix(const std::vector<double>& a, int64_t n, int64_t stripe_rows)
       : n_(n), stripes_(EvenPartition::with_max_part(n, stripe_rows)) {
-    for (int64_t I = 0; I < stripes_.count; ++I) {
-      const int64_t h = stripes_.size(I);
+    for (int64_t i = 0; i < stripes_.count; ++i) {
+      const int64_t h = stripes_.size(i);
       data_.emplace_back(h * n);
       for (int64_t c = 0; c < n; ++c) {
-        for (int64_t r = 0; r < h; ++r) data_[I][r + c * h] = a[stripes_.begin(I) + r + c * n];
+        for (int64_t r = 0; r < h; ++r) data_[i][r + c * h] = a[stripes_.begin(i) + r + c * n];
       }
     }
     pivots_.resize(stripes_.count);
   }
 
   // A copy of stripe I from column c0 (like a cache cell filled by read_part).
-  std::vector<double> read(int64_t I, int64_t c0) const {
-    const int64_t h = stripes_.size(I);
-    return {data_[I].begin() + h * c0, data_[I].end()};
+  std::vector<double> read(int64_t i, int64_t c0) const {
+    const int64_t h = stripes_.size(i);
+    return {data_[i].begin() + h * c0, data_[i].end()};
   }
-  void write(int64_t I, int64_t c0, const std::vector<double>& part) {
-    std::memcpy(data_[I].data() + stripes_.size(I) * c0, part.data(), part.size() * 8);
+  void write(int64_t i, int64_t c0, const std::vector<double>& part) {
+    std::memcpy(data_[i].data() + stripes_.size(i) * c0, part.data(), part.size() * 8);
   }
-  StripePart view(int64_t I, int64_t c0, std::vector<double>& buffer) const {
-    return {buffer.data(), stripes_.begin(I), stripes_.size(I), c0, n_};
+  StripePart view(int64_t i, int64_t c0, std::vector<double>& buffer) const {
+    return {buffer.data(), stripes_.begin(i), stripes_.size(i), c0, n_};
   }
 
-  Status eliminate(backend::Backend& be, int64_t I, PivotMode mode, int64_t sub) {
-    const int64_t c0 = stripes_.begin(I);
-    auto buf = read(I, c0);
-    const auto part = view(I, c0, buf);
+  Status eliminate(backend::Backend& be, int64_t i, PivotMode mode, int64_t sub) {
+    const int64_t c0 = stripes_.begin(i);
+    auto buf = read(i, c0);
+    const auto part = view(i, c0, buf);
     std::vector<std::byte> ws(eliminate_workspace_size(be, part, mode, sub).host_bytes + 64);
     STRIPESOLVE_RETURN_IF_ERROR(
-        eliminate_stripe(be, part, mode, sub, {ws.data(), ws.size(), nullptr, 0}, &pivots_[I]));
+        eliminate_stripe(be, part, mode, sub, {ws.data(), ws.size(), nullptr, 0}, &pivots_[i]));
     // The pivots travel through their blob format, as they do through the store.
-    STRIPESOLVE_ASSIGN_OR_RETURN(pivots_[I], parse_pivots(serialize_pivots(pivots_[I])));
-    write(I, c0, buf);
+    STRIPESOLVE_ASSIGN_OR_RETURN(pivots_[i], parse_pivots(serialize_pivots(pivots_[i])));
+    write(i, c0, buf);
     return Status::ok();
   }
 
-  Status update(backend::Backend& be, int64_t I, int64_t J) {
-    const int64_t c0 = stripes_.begin(I);
-    auto bi = read(I, c0);
-    auto bj = read(J, c0);
+  Status update(backend::Backend& be, int64_t i, int64_t j) {
+    const int64_t c0 = stripes_.begin(i);
+    auto bi = read(i, c0);
+    auto bj = read(j, c0);
     STRIPESOLVE_ASSIGN_OR_RETURN(
         HostWorkspace ws, HostWorkspace::allocate(
-                              update_workspace_size(be, view(I, c0, bi), view(J, c0, bj)), "test"));
+                              update_workspace_size(be, view(i, c0, bi), view(j, c0, bj)), "test"));
     STRIPESOLVE_RETURN_IF_ERROR(
-        update_stripe(be, view(I, c0, bi), pivots_[I], view(J, c0, bj), ws.view()));
-    write(J, c0, bj);
+        update_stripe(be, view(i, c0, bi), pivots_[i], view(j, c0, bj), ws.view()));
+    write(j, c0, bj);
     return Status::ok();
   }
 
   Status solve(backend::Backend& be, std::vector<double>& x, int64_t nrhs) {
     backend::WorkspaceSize need;
-    for (int64_t I = 0; I < stripes_.count; ++I) {
-      const StripePart probe{nullptr, stripes_.begin(I), stripes_.size(I), 0, n_};
+    for (int64_t i = 0; i < stripes_.count; ++i) {
+      const StripePart probe{nullptr, stripes_.begin(i), stripes_.size(i), 0, n_};
       need = larger(need, substitution_workspace_size(be, probe, nrhs));
     }
     STRIPESOLVE_ASSIGN_OR_RETURN(HostWorkspace ws, HostWorkspace::allocate(need, "test"));
-    for (int64_t I = 0; I < stripes_.count; ++I) {
+    for (int64_t i = 0; i < stripes_.count; ++i) {
       // Columns [0, row_end) only, as the out-of-core forward pass reads them.
-      const int64_t row_end = stripes_.begin(I) + stripes_.size(I);
-      std::vector<double> buf(data_[I].begin(), data_[I].begin() + stripes_.size(I) * row_end);
-      StripePart prefix = view(I, 0, buf);
+      const int64_t row_end = stripes_.begin(i) + stripes_.size(i);
+      std::vector<double> buf(data_[i].begin(), data_[i].begin() + stripes_.size(i) * row_end);
+      StripePart prefix = view(i, 0, buf);
       prefix.col_end = row_end;
       STRIPESOLVE_RETURN_IF_ERROR(
-          forward_substitute_stripe(be, prefix, pivots_[I], x.data(), n_, nrhs, ws.view()));
+          forward_substitute_stripe(be, prefix, pivots_[i], x.data(), n_, nrhs, ws.view()));
     }
-    for (int64_t I = stripes_.count - 1; I >= 0; --I) {
-      const int64_t c0 = stripes_.begin(I);
-      auto buf = read(I, c0);
+    for (int64_t i = stripes_.count - 1; i >= 0; --i) {
+      const int64_t c0 = stripes_.begin(i);
+      auto buf = read(i, c0);
       STRIPESOLVE_RETURN_IF_ERROR(
-          backward_substitute_stripe(be, view(I, c0, buf), x.data(), n_, nrhs, ws.view()));
-      apply_solution_swaps(pivots_[I], x.data(), n_, nrhs);
+          backward_substitute_stripe(be, view(i, c0, buf), x.data(), n_, nrhs, ws.view()));
+      apply_solution_swaps(pivots_[i], x.data(), n_, nrhs);
     }
     return Status::ok();
   }
@@ -108,41 +108,41 @@ enum class Order { kRightLooking, kLeftLooking, kZigzag, kMetaZigzag };
 // all its updates" but visits J stripes in different orders (002 §8.4).
 Status triangulate(backend::Backend& be, StripedMatrix& m, Order order, PivotMode mode,
                    int64_t sub) {
-  const int64_t N = m.count();
+  const int64_t stripes = m.count();
   switch (order) {
     case Order::kRightLooking:
-      for (int64_t I = 0; I < N; ++I) {
-        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, I, mode, sub));
-        for (int64_t J = I + 1; J < N; ++J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+      for (int64_t i = 0; i < stripes; ++i) {
+        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, i, mode, sub));
+        for (int64_t j = i + 1; j < stripes; ++j) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, i, j));
       }
       return Status::ok();
     case Order::kLeftLooking:
-      for (int64_t J = 0; J < N; ++J) {
-        for (int64_t I = 0; I < J; ++I) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
-        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, J, mode, sub));
+      for (int64_t j = 0; j < stripes; ++j) {
+        for (int64_t i = 0; i < j; ++i) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, i, j));
+        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, j, mode, sub));
       }
       return Status::ok();
     case Order::kZigzag:
-      for (int64_t I = 0; I < N; ++I) {
-        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, I, mode, sub));
-        if (I % 2 == 0) {
-          for (int64_t J = N - 1; J > I; --J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+      for (int64_t i = 0; i < stripes; ++i) {
+        STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, i, mode, sub));
+        if (i % 2 == 0) {
+          for (int64_t j = stripes - 1; j > i; --j) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, i, j));
         } else {
-          for (int64_t J = I + 1; J < N; ++J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+          for (int64_t j = i + 1; j < stripes; ++j) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, i, j));
         }
       }
       return Status::ok();
     case Order::kMetaZigzag: {
       // Meta-stripes of 2: eliminate a meta-stripe's stripes, then update every later J by the
       // whole range of I's, J visited from the last one down.
-      for (int64_t M0 = 0; M0 < N; M0 += 2) {
-        const int64_t M1 = std::min(N, M0 + 2);
-        for (int64_t I = M0; I < M1; ++I) {
-          STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, I, mode, sub));
-          for (int64_t J = I + 1; J < M1; ++J) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+      for (int64_t m0 = 0; m0 < stripes; m0 += 2) {
+        const int64_t m1 = std::min(stripes, m0 + 2);
+        for (int64_t i = m0; i < m1; ++i) {
+          STRIPESOLVE_RETURN_IF_ERROR(m.eliminate(be, i, mode, sub));
+          for (int64_t j = i + 1; j < m1; ++j) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, i, j));
         }
-        for (int64_t J = N - 1; J >= M1; --J) {
-          for (int64_t I = M0; I < M1; ++I) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, I, J));
+        for (int64_t j = stripes - 1; j >= m1; --j) {
+          for (int64_t i = m0; i < m1; ++i) STRIPESOLVE_RETURN_IF_ERROR(m.update(be, i, j));
         }
       }
       return Status::ok();

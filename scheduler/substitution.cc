@@ -9,6 +9,22 @@ namespace stripesolve::scheduler {
 
 using cache::CellState;
 
+namespace {
+
+// The workspace of a pass's substitutions with nrhs columns, for its largest stripe.
+Result<stripe::HostWorkspace> substitution_workspace(EngineContext& ctx,
+                                                     const storage::StripeGeometry& g, int64_t nrhs,
+                                                     const std::string& what) {
+  backend::WorkspaceSize need;
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
+    need = stripe::larger(need, stripe::substitution_workspace_size(ctx.backend, probe, nrhs));
+  }
+  return stripe::HostWorkspace::allocate(need, what);
+}
+
+}  // namespace
+
 std::vector<PartOrder> pass_parts(const storage::StripedMatrix& layout, uint64_t cache_bytes,
                                   PassDirection direction, PassColumns columns) {
   const storage::StripeGeometry& g = layout.geometry();
@@ -77,13 +93,8 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
       pass_parts(factor, cache_bytes, PassDirection::kFirstToLast, PassColumns::kLower);
   const std::vector<PartOrder> backward =
       pass_parts(factor, cache_bytes, PassDirection::kLastToFirst, PassColumns::kUpper);
-  backend::WorkspaceSize need;
-  for (int64_t i = 0; i < g.stripes; ++i) {
-    const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
-    need = stripe::larger(need, stripe::substitution_workspace_size(ctx.backend, probe, nrhs));
-  }
   STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace,
-                               stripe::HostWorkspace::allocate(need, "substitution"));
+                               substitution_workspace(ctx, g, nrhs, "substitution"));
 
   ctx.progress.begin_phase(phase.empty() ? "forward" : phase,
                            stripe_flops * static_cast<double>(g.n) / 2.0, g.stripes);
@@ -121,13 +132,8 @@ Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& f
   const double pass_flops =
       static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(nrhs);
   ctx.progress.begin_phase(phase, pass_flops, g.stripes);
-  backend::WorkspaceSize need;
-  for (int64_t i = 0; i < g.stripes; ++i) {
-    const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
-    need = stripe::larger(need, stripe::substitution_workspace_size(ctx.backend, probe, nrhs));
-  }
   STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace,
-                               stripe::HostWorkspace::allocate(need, "transposed substitution"));
+                               substitution_workspace(ctx, g, nrhs, "transposed substitution"));
   const Status upper_status = stream_parts(
       ctx, factor, upper, "transposed upper", true, [&](int64_t i, const stripe::StripePart& part) {
         return stripe::transposed_upper_substitute_stripe(

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "cache/arena.h"
+
 namespace stripesolve::scheduler {
 
 using cache::CellState;
@@ -21,6 +23,14 @@ ElimIRole::ElimIRole(EngineContext& ctx, const storage::StripeGeometry& g, Elimi
 
 ElimIRole::~ElimIRole() {
   close_and_join();
+}
+
+bool whole_parts_fit(const storage::StripedMatrix& layout, uint64_t cache_bytes) {
+  uint64_t whole = 0;
+  for (int64_t i = 0; i < layout.geometry().stripes; ++i) {
+    whole += cache::Arena::round_up(layout.part_layout(i, 0).buffer_bytes);
+  }
+  return whole <= cache_bytes;
 }
 
 void ElimIRole::close_and_join() {
@@ -233,6 +243,7 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
     if (!handed_out[k]) ++left[static_cast<size_t>(tasks[k].stripe)];
   }
   size_t next_elim = 0;
+  const bool all_fit = whole_parts_fit(layout_, cache.stats().budget);
   auto hand_out = [&](size_t k) {
     dispatch(tasks[k]);
     handed_out[k] = true;
@@ -283,9 +294,12 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
     // The next elimination past the window: on the CPU tier the whole matrix is one meta-stripe
     // when it fits, and the last stripes' updates, one I at a time, hold the front back by more
     // than the window (n = 16384 on 16 cores: E11 waited 223 ms after its last update for the
-    // front to move, the chain's lag 47 ms on average).
+    // front to move, the chain's lag 47 ms on average). Only when nothing is ever evicted: in a
+    // small cache an elimination handed out early pins its stripe (kStuck), and the front's miss
+    // may need exactly that memory (a cache of two stripes evicts J between its last update and
+    // its elimination; eliminating it at once left no part to evict).
     while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
-    if (next_elim < elim_at.size() && elim_at[next_elim] >= front + window) {
+    if (all_fit && next_elim < elim_at.size() && elim_at[next_elim] >= front + window) {
       const Task& e = tasks[elim_at[next_elim]];
       if (left[static_cast<size_t>(e.stripe)] == 1 && reads_ready(e) &&
           cache.try_hit(request_for(e, plan))) {

@@ -116,6 +116,10 @@ class MasterRole {
   std::vector<int64_t> meta_first_;  // per stripe: the first stripe of its meta-stripe
 };
 
+// Whether every stripe's whole part (from column 0 through n) fits `cache_bytes` at once: then
+// nothing is ever evicted.
+bool whole_parts_fit(const storage::StripedMatrix& layout, uint64_t cache_bytes);
+
 // One part a read-only pass uses: columns [col_begin, col_end) of a stripe (kThroughN: through n).
 struct PartOrder {
   int64_t stripe = 0;

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cache/arena.h"
-
 namespace stripesolve::scheduler {
 
 using cache::CellState;
@@ -28,11 +26,7 @@ Result<stripe::HostWorkspace> substitution_workspace(EngineContext& ctx,
 std::vector<PartOrder> pass_parts(const storage::StripedMatrix& layout, uint64_t cache_bytes,
                                   PassDirection direction, PassColumns columns) {
   const storage::StripeGeometry& g = layout.geometry();
-  uint64_t whole = 0;
-  for (int64_t i = 0; i < g.stripes; ++i) {
-    whole += cache::Arena::round_up(layout.part_layout(i, 0).buffer_bytes);
-  }
-  const bool fits = whole <= cache_bytes;
+  const bool fits = whole_parts_fit(layout, cache_bytes);
   std::vector<PartOrder> order;
   for (int64_t k = 0; k < g.stripes; ++k) {
     const int64_t i = direction == PassDirection::kFirstToLast ? k : g.stripes - 1 - k;

@@ -1,11 +1,14 @@
-// Boost.Asio's thread_pool runs the pieces (a well-kept pool instead of one written here); a
-// std::latch per run() waits for them.
+// A small pool of std::threads under base/mutex.h. Boost.Asio's thread_pool did the same job but
+// does not build under ThreadSanitizer (its handlers use std::atomic_thread_fence, which GCC
+// refuses with -fsanitize=thread), and the CI runs the threaded tests there.
 #include "backend/cpu/critical_helpers.h"
 
-#include <latch>
+#include <deque>
+#include <thread>
+#include <utility>
+#include <vector>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
+#include "base/mutex.h"
 
 namespace stripesolve::backend {
 
@@ -13,16 +16,45 @@ namespace {
 thread_local CriticalHelpers* current_helpers = nullptr;
 }  // namespace
 
+// The helpers' queue. Ownership: `jobs` and `closing` under `mu`; each job is run by the helper
+// that pops it; run() waits on `done` for its own pieces.
 struct CriticalHelpers::Pool {
-  explicit Pool(int threads) : pool(static_cast<std::size_t>(threads)) {}
-  boost::asio::thread_pool pool;
+  Mutex mu;
+  CondVar work;  // a job queued, or closing
+  CondVar done;  // a piece finished
+  std::deque<std::function<void()>> jobs GUARDED_BY(mu);
+  bool closing GUARDED_BY(mu) = false;
+  std::vector<std::thread> threads;
+
+  void serve() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        MutexLock lock(mu);
+        while (jobs.empty() && !closing) work.wait(lock);
+        if (jobs.empty()) return;
+        job = std::move(jobs.front());
+        jobs.pop_front();
+      }
+      job();
+    }
+  }
 };
 
 CriticalHelpers::CriticalHelpers(int threads)
-    : threads_(threads < 1 ? 1 : threads), pool_(std::make_unique<Pool>(threads_)) {}
+    : threads_(threads < 1 ? 1 : threads), pool_(std::make_unique<Pool>()) {
+  for (int t = 0; t < threads_; ++t) {
+    pool_->threads.emplace_back([pool = pool_.get()] { pool->serve(); });
+  }
+}
 
 CriticalHelpers::~CriticalHelpers() {
-  pool_->pool.join();
+  {
+    MutexLock lock(pool_->mu);
+    pool_->closing = true;
+  }
+  pool_->work.notify_all();
+  for (auto& t : pool_->threads) t.join();
 }
 
 void CriticalHelpers::run(int pieces, const std::function<void(int)>& piece) {
@@ -30,16 +62,24 @@ void CriticalHelpers::run(int pieces, const std::function<void(int)>& piece) {
     if (pieces == 1) piece(0);
     return;
   }
-  std::latch done(pieces - 1);
-  for (int p = 1; p < pieces; ++p) {
-    boost::asio::post(pool_->pool, [this, &piece, &done, p] {
-      piece(p);
-      helped_.fetch_add(1, std::memory_order_relaxed);
-      done.count_down();
-    });
+  Pool& pool = *pool_;
+  int left = pieces - 1;  // pieces on the helpers not finished yet; under pool.mu
+  {
+    MutexLock lock(pool.mu);
+    for (int p = 1; p < pieces; ++p) {
+      pool.jobs.emplace_back([this, &pool, &piece, &left, p] {
+        piece(p);
+        helped_.fetch_add(1, std::memory_order_relaxed);
+        MutexLock done_lock(pool.mu);
+        --left;
+        pool.done.notify_all();
+      });
+    }
   }
+  pool.work.notify_all();
   piece(0);
-  done.wait();
+  MutexLock lock(pool.mu);
+  while (left > 0) pool.done.wait(lock);
 }
 
 CriticalScope::CriticalScope(CriticalHelpers* helpers) : before_(current_helpers) {

@@ -125,6 +125,21 @@ int64_t first_non_finite_row(const StripePart& stripe, int64_t c0, int64_t c1) {
   return worst == stripe.rows ? -1 : stripe.row_begin + worst;
 }
 
+// The stripe's rows of a solution just computed (`rows` at the stripe's first row, ld, nrhs
+// columns): a numerical error naming the first non-finite row ("non-finite <what> at row R").
+Status check_solved_rows(const StripePart& stripe, const double* rows, int64_t ld, int64_t nrhs,
+                         std::string_view what) {
+  for (int64_t j = 0; j < nrhs; ++j) {
+    for (int64_t r = 0; r < stripe.rows; ++r) {
+      if (!std::isfinite(rows[r + j * ld])) {
+        return Status::numerical(
+            fmt::format("non-finite {} at row {}", what, stripe.row_begin + r));
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 backend::WorkspaceSize eliminate_workspace_size(const backend::Backend& backend,
@@ -298,15 +313,7 @@ Status backward_substitute_stripe(backend::Backend& backend, const StripePart& s
   }
   const auto op = upper_op(stripe, rhs, ld_rhs, nrhs);
   STRIPESOLVE_RETURN_IF_ERROR(run_with(backend, op, workspace));
-  for (int64_t j = 0; j < nrhs; ++j) {
-    for (int64_t r = 0; r < stripe.rows; ++r) {
-      if (!std::isfinite(op.rhs[r + j * ld_rhs])) {
-        return Status::numerical(
-            fmt::format("non-finite solution at row {}", stripe.row_begin + r));
-      }
-    }
-  }
-  return Status::ok();
+  return check_solved_rows(stripe, op.rhs, ld_rhs, nrhs, "solution");
 }
 
 void apply_solution_swaps(const StripePivots& pivots, double* rhs, int64_t ld_rhs, int64_t nrhs) {
@@ -356,15 +363,7 @@ Status transposed_upper_substitute_stripe(backend::Backend& backend, const Strip
   backend::UpperSubstitution op = upper_op(stripe, v, ld_v, nrhs);
   op.transposed = true;
   STRIPESOLVE_RETURN_IF_ERROR(run_with(backend, op, workspace));
-  for (int64_t j = 0; j < nrhs; ++j) {
-    for (int64_t r = 0; r < stripe.rows; ++r) {
-      if (!std::isfinite(op.rhs[r + j * ld_v])) {
-        return Status::numerical(
-            fmt::format("non-finite transposed solution at row {}", stripe.row_begin + r));
-      }
-    }
-  }
-  return Status::ok();
+  return check_solved_rows(stripe, op.rhs, ld_v, nrhs, "transposed solution");
 }
 
 Status transposed_lower_substitute_stripe(backend::Backend& backend, const StripePart& stripe,

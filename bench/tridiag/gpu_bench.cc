@@ -3,15 +3,16 @@
 // roofline: 40 bytes per unknown (dl, d, du, f read, x written) / time / the bandwidth of a
 // device-to-device copy measured in the same run. Kernel times only (data resident on the
 // device), best of `reps`; each result's relative residual is checked on the host.
-// Our kernels' results also carry the device quality check's time on the same data
-// (gpu::check_on_device, run by every solve_batch_gpu: check_seconds and its fraction of the
-// solve), and section 4 times solve_batch_gpu end to end (transfers, check and all) on the ADI
-// example's batch, 1024 systems of 1024, with the report's check_seconds.
-// Usage: tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n] | reduction]  -> JSON on
-// stdout. quick: only ours on the one system, and the strided batches, spike and thomas beside
-// gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes minutes);
-// with n, only strided batches of n (for profiling one kernel configuration). reduction: the
-// quick run's diagonally dominant batches with cr, pcr and their hybrids.
+// Our kernels' results also carry the device quality check's cost on the same data: the solve
+// as every solve_batch_gpu runs it (gpu::prepare_check, the solve, whose one-pass kernels check
+// each system as they write x, gpu::check_on_device) less the solve alone (check_seconds and
+// its fraction of the solve), and section 4 times solve_batch_gpu end to end (transfers, check and
+// all) on the ADI example's batch, 1024 systems of 1024, with the report's check_seconds. Usage:
+// tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n] | interleaved [n] | reduction]  ->
+// JSON on stdout. quick: only ours on the one system, and the strided batches, spike and thomas
+// beside gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes
+// minutes); with n, only strided batches of n (for profiling one kernel configuration). reduction:
+// the quick run's diagonally dominant batches with cr, pcr and their hybrids.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
   const bool reduction = argc > 3 && std::string(argv[3]) == "reduction";
   const bool interleaved_only = argc > 3 && std::string(argv[3]) == "interleaved";
   const bool quick = reduction || (argc > 3 && std::string(argv[3]) == "quick");
-  const std::size_t only_n = quick && argc > 4 ? std::stoull(argv[4]) : 0;
+  const std::size_t only_n = (quick || interleaved_only) && argc > 4 ? std::stoull(argv[4]) : 0;
   const std::size_t rows = std::size_t{1} << log2_rows;
   nlohmann::json out;
   cudaDeviceProp prop{};
@@ -212,15 +213,28 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMalloc(&check_ws, check_bytes));
       check_ws_size = check_bytes;
     }
+    // The solve as solve_batch_gpu runs it: the check's state, the solve (whose one-pass kernels
+    // check every system as they go), the rest of the check; its cost is the difference.
     gpu::DeviceCheck found;
-    const double c = best_time(
+    const double checked = best_time(
         reps, [] {},
         [&] {
-          Status r = gpu::check_on_device(layout, b, count, nullptr, check_ws, check_ws_size,
-                                          nullptr, found);
+          stripesolve::Result<gpu::CheckTarget> target =
+              gpu::prepare_check(layout, count, n, check_ws, check_ws_size, nullptr);
+          if (!target.is_ok()) {
+            st = target.status();
+            return;
+          }
+          Status r = gpu::solve_device(alg, layout, b, ws, ws_size, 2.220446049250313e-16, nullptr,
+                                       &*target);
+          if (r.is_ok()) {
+            r = gpu::check_on_device(layout, b, count, nullptr, check_ws, check_ws_size, nullptr,
+                                     found, &*target);
+          }
           if (!r.is_ok()) st = r;
         });
     if (!st.is_ok()) std::fprintf(stderr, "check: %s\n", st.to_string().c_str());
+    const double c = checked - s;
     return {s, st.is_ok() ? c : NAN};
   };
   // 1. One random system, stable solvers (quick: ours only).
@@ -264,7 +278,7 @@ int main(int argc, char** argv) {
   nlohmann::json batches = nlohmann::json::array();
   std::vector<std::size_t> sizes = {256, 1024, 4096};
   if (only_n != 0) sizes = {only_n};
-  if (interleaved_only) sizes = {64, 256, 1024, 4096, 16384};
+  if (interleaved_only && only_n == 0) sizes = {64, 256, 1024, 4096, 16384};
   for (std::size_t n : sizes) {
     const std::size_t count = rows / n;
     for (int dominant = reduction ? 1 : 0; dominant < 2; ++dominant) {

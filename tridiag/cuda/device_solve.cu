@@ -196,7 +196,8 @@ Result<unsigned long long*> start_flags(void* workspace, cudaStream_t stream) {
 }  // namespace
 
 Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& b, void* workspace,
-                    std::size_t workspace_size, double pivot_tolerance, void* stream_ptr) {
+                    std::size_t workspace_size, double pivot_tolerance, void* stream_ptr,
+                    CheckTarget* check) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   // Ragged batches, and strided ones of system_size 0 (one system), are one system of all their
   // rows to the kernels.
@@ -233,19 +234,30 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     case Kernel::kGroupSpikeWarpsPerSystem:
     case Kernel::kSpikeTwoPass: {
       // Ragged batches have their couplings zeroed, so that they are one system to the kernels.
-      const OnePass s{pivoting,
-                      b.dl,
-                      b.d,
-                      b.du,
-                      b.f,
-                      b.x,
-                      b.rows,
-                      n,
-                      pivot_tolerance,
-                      flags + kPivotFlag,
-                      flags + kSolutionFlag,
-                      1,
-                      layout == BatchLayout::kInterleaved ? b.count : 0};
+      OnePass s{pivoting,
+                b.dl,
+                b.d,
+                b.du,
+                b.f,
+                b.x,
+                b.rows,
+                n,
+                pivot_tolerance,
+                flags + kPivotFlag,
+                flags + kSolutionFlag,
+                1,
+                layout == BatchLayout::kInterleaved ? b.count : 0};
+      // The one-pass kernels check the systems of a strided batch as they go, and those of an
+      // interleaved batch where a warp holds them whole (n <= 288). Interleaved systems over a
+      // group of warps are checked apart: the rows read again cost more there than a separate
+      // pass (H200: +70% of the solve against +40%, docs/performance.md).
+      const bool fused = layout == BatchLayout::kStrided
+                             ? kernel.kernel != Kernel::kSpikeTwoPass
+                             : kernel.kernel == Kernel::kGroupSpikeSystemsPerWarp;
+      if (check != nullptr && fused && !one_system && layout != BatchLayout::kRagged) {
+        s.check = *check;
+        check->rows_checked = true;
+      }
       STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(kernel, s, ws, flags + kReducedFlag, stream));
       return read_flags(name, flags, layout == BatchLayout::kInterleaved ? n : b.system_size,
                         b.rows, stream);

@@ -37,12 +37,26 @@ struct DeviceBatch : BatchArrays {
 // pcr_level_groups.cu; the map is docs/tridiag-kernels.md). Others: kUnimplemented. choose_kernel
 // (kernel_choice.h) decides.
 
+// Where a check's verdicts go on the device: plain device pointers into the check's workspace
+// (quality_check.h: prepare_check), for the one-pass kernels that check their rows as they write x.
+struct CheckTarget {
+  unsigned long long* header = nullptr;  // the worst error's bits, its system, suspects, spare
+  double* errors = nullptr;              // per system: its backward error; -1 for a suspect
+  unsigned long long* suspect_system = nullptr;
+  double* suspect_error = nullptr;
+  double tolerance = 0.0;     // backward_error_tolerance_of(n) of the batch's systems
+  bool rows_checked = false;  // set by solve_device where the solve kernels checked every row
+};
+
 // Bytes of device workspace solve_device needs.
 std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows);
 
+// `check` (optional): prepare_check's target; where the batch goes through the one-pass kernels
+// (strided, n <= kMaxGroupSystem; interleaved, n <= kWarpRows) they check every system as they
+// write x and set check->rows_checked.
 Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& batch,
                     void* workspace, std::size_t workspace_size, double pivot_tolerance,
-                    void* stream);
+                    void* stream, CheckTarget* check = nullptr);
 
 // Level 0 of SPIKE streamed from host memory (000 §IV-B) for one system or a strided batch
 // larger than the device budget: chunks of chunk_rows rows (a multiple of

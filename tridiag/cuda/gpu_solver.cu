@@ -187,8 +187,13 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
                        rows,
                        shape.layout == BatchLayout::kStrided ? n : 0,
                        systems};
+    // The one-pass kernels check the systems as they solve them: the check's state first.
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        gpu::CheckTarget target,
+        gpu::prepare_check(shape.layout, systems, ragged ? 0 : rows / systems, check.as<void>(),
+                           check_bytes, stream));
     const Status st = gpu::solve_device(alg, shape.layout, b, ws.as<void>(), ws_bytes,
-                                        options.solve.pivot_tolerance, stream);
+                                        options.solve.pivot_tolerance, stream, &target);
     if (!st.is_ok() && !(past_breakdown && st.code() == StatusCode::kNumerical)) return st;
     const OnDevice dev{alg,
                        shape.layout,
@@ -203,7 +208,7 @@ Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arr
                        stream};
     STRIPESOLVE_RETURN_IF_ERROR(gpu::check_on_device(shape.layout, b, systems, dev.offsets,
                                                      check.as<void>(), check_bytes, stream,
-                                                     attempt.check));
+                                                     attempt.check, &target));
     attempt.checked_on_device = true;
     constexpr double kEps = 2.220446049250313e-16;
     if (refine && st.is_ok() && attempt.check.worst_clean_error > gpu::kRefineAboveEps * kEps) {

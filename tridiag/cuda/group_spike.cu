@@ -36,6 +36,7 @@
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/group_check.cuh"
 #include "tridiag/cuda/group_solve.h"
 #include "tridiag/cuda/group_spike.cuh"
 #include "tridiag/cuda/small_solves.h"
@@ -70,7 +71,10 @@ static_assert(sizeof(WarpSystem) <= sizeof(double) * 3 * kWarpRows);
 struct GroupShared {
   // Each warp's part of its separator's row (lane 31's RL, RD, cs, RG), for separator_row.
   double RL[kMaxGroupWarps], RD[kMaxGroupWarps], CS[kMaxGroupWarps], RG[kMaxGroupWarps];
-  GroupSystem sys;              // the system of warp separators, then their solution
+  union {
+    GroupSystem sys;                         // the system of warp separators, then their solution
+    check::RowBits checked[kMaxGroupWarps];  // then, for the quality check, each warp's maxima
+  };
   bool failed[kMaxGroupWarps];  // a row of the warp failed at the lane or warp level
 };
 static_assert(kMaxGroupWarps <= kMaxGroupRows);
@@ -325,6 +329,52 @@ __device__ void load_block_interleaved(const GroupArgs& g, WarpShared* warps, in
   }
 }
 
+// The quality check's terms of row r of block warp `warp` (row i of its system; its dl, d, du
+// and f given; x of the group's rows in its warps' staging rows), into that warp's rows the solve
+// no longer needs (in[0..2]: |r|, |A| row sum, |f|; group_check.cuh reduces them).
+__device__ __forceinline__ void put_row_terms(const GroupArgs& g, WarpShared* warps, int warp,
+                                              int r, int i, double dl, double d, double du,
+                                              double f) {
+  const bool left = i > 0, right = i + 1 < static_cast<int>(g.s.n);
+  const double* x = warps[warp].f;
+  const double x_left = !left ? 0.0 : r > 0 ? x[r - 1] : warps[warp - 1].f[kWarpRows - 1];
+  const double x_right = !right ? 0.0 : r + 1 < kWarpRows ? x[r + 1] : warps[warp + 1].f[0];
+  const check::RowBits t =
+      check::row_bits(left ? dl : 0.0, d, right ? du : 0.0, x_left, x[r], x_right, f);
+  warps[warp].in[0][r] = check::double_of(t.r);
+  warps[warp].in[1][r] = check::double_of(t.a);
+  warps[warp].in[2][r] = check::double_of(t.f);
+}
+
+// The terms of a warp's rows of a strided batch, after its x went out: the rows are read again,
+// all nine of a lane's at once so that their latencies overlap. (Most of the check's cost: the
+// block read them a few microseconds before, yet L2 hints to keep them did not make it cheaper.)
+__device__ void put_warp_terms(const GroupArgs& g, WarpShared* warps, int wb,
+                               std::size_t group_row0, int warp_row0, int group_rows, int lane) {
+  constexpr int kSteps = kWarpRows / 32;
+  double dl[kSteps], d[kSteps], du[kSteps], f[kSteps];
+  const std::size_t first = group_row0 + warp_row0 + lane;
+#pragma unroll
+  for (int k = 0; k < kSteps; ++k) {
+    if (warp_row0 + 32 * k + lane < group_rows) {
+      const std::size_t at = first + 32 * k;
+      dl[k] = g.s.dl[at];
+      d[k] = g.s.d[at];
+      du[k] = g.s.du[at];
+      f[k] = g.s.f[at];
+    }
+  }
+  const int n = static_cast<int>(g.s.n);
+  int i = static_cast<int>(first % g.s.n);  // the row in its system
+#pragma unroll
+  for (int k = 0; k < kSteps; ++k) {
+    if (warp_row0 + 32 * k + lane < group_rows) {
+      put_row_terms(g, warps, wb, 32 * k + lane, i, dl[k], d[k], du[k], f[k]);
+    }
+    i = n >= 32 ? (i + 32 >= n ? i + 32 - n : i + 32) : (i + 32) % n;
+  }
+}
+
 // The x of such a block, from each warp's staging rows, as load_block_interleaved reads.
 __device__ void store_block_interleaved(const GroupArgs& g, const WarpShared* warps) {
   const BlockSystems b(g);
@@ -333,6 +383,77 @@ __device__ void store_block_interleaved(const GroupArgs& g, const WarpShared* wa
     if (!isfinite(v) && g.s.x_flag != nullptr) flag(g, g.s.x_flag, (b.first + j) * g.s.n + i);
     g.s.x[std::size_t(i) * g.s.count + b.first + j] = v;
   });
+}
+
+// The terms of the rows of such a block (x in the staging rows, the block synced), read again
+// as load_block_interleaved reads them: where the block's systems divide its threads, kBatch
+// rows of a thread at a time, their loads first.
+__device__ void put_block_terms(const GroupArgs& g, WarpShared* warps) {
+  constexpr int kBatch = 8;
+  const BlockSystems b(g);
+  const int n = static_cast<int>(g.s.n);
+  const int threads = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
+  if (!(b.count > 0 && b.count <= threads && threads % b.count == 0)) {
+    for_block_rows(g, b, [&](int j, int i, int warp, int r) {
+      const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
+      put_row_terms(g, warps, warp, r, i, g.s.dl[at], g.s.d[at], g.s.du[at], g.s.f[at]);
+    });
+    return;
+  }
+  const int j = t % b.count, step = threads / b.count;
+  const int first_warp = (j / b.per_group) * g.warps, q0 = (j % b.per_group) * n;
+  for (int i0 = t / b.count; i0 < n; i0 += kBatch * step) {
+    double dl[kBatch], d[kBatch], du[kBatch], f[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * step;
+      if (i < n) {
+        const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
+        dl[u] = g.s.dl[at];
+        d[u] = g.s.d[at];
+        du[u] = g.s.du[at];
+        f[u] = g.s.f[at];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * step;
+      if (i < n) {
+        const int q = q0 + i;
+        put_row_terms(g, warps, first_warp + q / kWarpRows, q % kWarpRows, i, dl[u], d[u], du[u],
+                      f[u]);
+      }
+    }
+  }
+}
+
+// Every system of group gi gets its verdict from the terms put_row_terms left (the block synced
+// since): by its warp where a warp holds whole systems, else by the group's first warp from
+// each warp's maxima (a block barrier between).
+__device__ void group_verdicts(const GroupArgs& g, WarpShared* warps, GroupShared& gs, int gi,
+                               int w, int lane, bool lone) {
+  int group_rows = 0;
+  std::size_t group = 0;
+  group_start(g, gi, group_rows, group);
+  const WarpShared& ws = warps[gi * g.warps + w];
+  const check::WarpTerms t{ws.in[0], ws.in[1], ws.in[2], ws.f};
+  const int n = static_cast<int>(g.s.n);
+  if (lone) {
+    const std::size_t per_group = g.group_capacity / g.s.n;
+    if (group_rows > 0)
+      check::lone_warp_verdicts(t, group_rows, n, group * per_group, g.s.check, lane);
+    return;
+  }
+  const int warp_row0 = w * kWarpRows;
+  const int rows = group_rows > warp_row0 ? min(group_rows - warp_row0, kWarpRows) : 0;
+  const check::RowBits m = check::warp_rows_max(t, rows, lane);
+  if (lane == 0) gs.checked[w] = m;
+  __syncthreads();
+  if (w == 0 && group_rows > 0) {
+    const check::RowBits zero{0, 0, 0, 0};
+    const check::RowBits all = check::warp_max(lane < g.warps ? gs.checked[lane] : zero);
+    if (lane == 0) check::classify(group, check::error_of(all), g.s.check.tolerance, g.s.check);
+  }
 }
 
 // The barrier between levels: the block's, or only the warp's where every group is one warp
@@ -350,7 +471,8 @@ __device__ void level_barrier(bool lone) {
 // registers a thread: 4 blocks of 4 warps per SM. Forcing 5 or 6 (96 and 80 registers,
 // spilling) was measured slower: spike at n = 256 fell from 42 to 30 and 24 G unknowns/s (H100).
 // kLone: every group is one warp (g.warps == 1).
-template <bool kPivot, Pass kPass, bool kLone, bool kInterleaved>
+// kCheck (whole solves only): the quality check as x goes out (group_check.cuh).
+template <bool kPivot, Pass kPass, bool kLone, bool kInterleaved, bool kCheck = false>
 __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupArgs g) {
   constexpr bool kFlagPivots = kPass != Pass::kFinish;  // pass 2 meets what pass 1 reported
   extern __shared__ double smem[];
@@ -493,9 +615,15 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
 #pragma unroll
   for (int k = 0; k < Q; ++k) out[r0 + k] = y[k] + sl[k] * xp + sr[k] * xs;
   out[r0 + Q] = xs;
+  // kCheck: the quality check, every row's terms, then each system's verdict.
   if constexpr (block_io) {
     __syncthreads();
     store_block_interleaved(g, warps);
+    if constexpr (kCheck) {
+      put_block_terms(g, warps);
+      __syncthreads();
+      group_verdicts(g, warps, groups[gi], gi, w, lane, lone);
+    }
     return;
   }
   __syncwarp();
@@ -506,6 +634,12 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     const double v = out[i];
     if (!isfinite(v) && g.s.x_flag != nullptr) flag(g, g.s.x_flag, group_row0 + r);
     g.s.x[place.at(g.s)] = v;
+  }
+  if constexpr (kCheck) {
+    level_barrier(lone);  // the rows next to the warp's: the group's other warps' x
+    put_warp_terms(g, warps, wb, group_row0, warp_row0, group_rows, lane);
+    __syncwarp();  // the warp's own terms (a group of warps syncs the block in group_verdicts)
+    group_verdicts(g, warps, groups[gi], gi, w, lane, lone);
   }
 }
 
@@ -530,28 +664,40 @@ __global__ void form_separators_kernel(WarpEnds e, std::size_t count, double* L,
   G[i] = r.g;
 }
 
-template <Pass kPass, bool kLone>
-void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes, void* stream) {
+template <Pass kPass, bool kLone, bool kCheck>
+void launch_checked(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes,
+                    void* stream) {
   const bool il = g.s.count != 0;
-  auto kernel = g.s.pivoting ? (il ? group_spike_kernel<true, kPass, kLone, true>
-                                   : group_spike_kernel<true, kPass, kLone, false>)
-                             : (il ? group_spike_kernel<false, kPass, kLone, true>
-                                   : group_spike_kernel<false, kPass, kLone, false>);
+  auto kernel = g.s.pivoting ? (il ? group_spike_kernel<true, kPass, kLone, true, kCheck>
+                                   : group_spike_kernel<true, kPass, kLone, false, kCheck>)
+                             : (il ? group_spike_kernel<false, kPass, kLone, true, kCheck>
+                                   : group_spike_kernel<false, kPass, kLone, false, kCheck>);
   kernel<<<static_cast<unsigned>(blocks), threads, bytes, static_cast<cudaStream_t>(stream)>>>(g);
 }
 
-// The shared memory a launch of launch<kPass, kLone> may ask for, both pivoting variants.
+// Whole solves check where the caller gave a target; the two passes never do.
 template <Pass kPass, bool kLone>
+void launch(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes, void* stream) {
+  if (kPass == Pass::kWhole && g.s.check.errors != nullptr) {
+    launch_checked<kPass, kLone, kPass == Pass::kWhole>(g, blocks, threads, bytes, stream);
+  } else {
+    launch_checked<kPass, kLone, false>(g, blocks, threads, bytes, stream);
+  }
+}
+
+// The shared memory a launch of launch<kPass, kLone> may ask for, both pivoting variants, with
+// and without the check.
+template <Pass kPass, bool kLone, bool kCheck>
 cudaError_t set_limits() {
   std::size_t bytes = 0;  // the largest block: W warps a group, up to kMaxGroupWarps / W groups
   for (int w = 1; w <= kMaxGroupWarps; ++w) {
     bytes = std::max(bytes, shared_bytes(w, std::max(1, kMaxGroupWarps / w)));
   }
   const int most = static_cast<int>(bytes);
-  for (auto k : {group_spike_kernel<true, kPass, kLone, false>,
-                 group_spike_kernel<false, kPass, kLone, false>,
-                 group_spike_kernel<true, kPass, kLone, true>,
-                 group_spike_kernel<false, kPass, kLone, true>}) {
+  for (auto k : {group_spike_kernel<true, kPass, kLone, false, kCheck>,
+                 group_spike_kernel<false, kPass, kLone, false, kCheck>,
+                 group_spike_kernel<true, kPass, kLone, true, kCheck>,
+                 group_spike_kernel<false, kPass, kLone, true, kCheck>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
     if (e != cudaSuccess) return e;
@@ -606,8 +752,10 @@ void launch_warp_finish(const OnePass& s, const double* x_sep, void* stream) {
 }
 
 cudaError_t set_group_spike_limits() {
-  for (cudaError_t e : {set_limits<Pass::kWhole, true>(), set_limits<Pass::kWhole, false>(),
-                        set_limits<Pass::kEnds, true>(), set_limits<Pass::kFinish, true>()}) {
+  for (cudaError_t e :
+       {set_limits<Pass::kWhole, true, false>(), set_limits<Pass::kWhole, false, false>(),
+        set_limits<Pass::kWhole, true, true>(), set_limits<Pass::kWhole, false, true>(),
+        set_limits<Pass::kEnds, true, false>(), set_limits<Pass::kFinish, true, false>()}) {
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/kernel_limits.h"
 
 namespace stripesolve::tridiag::gpu {
@@ -26,6 +27,9 @@ struct OnePass {
   // 0: the arrays hold the rows in order. Else an interleaved batch of `count` systems of n
   // rows: row i of system j at i * count + j (the kernels read and write it in place).
   std::size_t count = 0;
+  // Where errors is set (whole solves by launch_group_spike only): every system's verdict of the
+  // quality check (check_terms.cuh), from its rows as x goes out.
+  CheckTarget check{};
 };
 
 // Solves s.rows / s.n systems of s.n <= kMaxGroupSystem rows, each read once and written once,

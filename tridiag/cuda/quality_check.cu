@@ -1,7 +1,6 @@
-// The device check of a solution (quality_check.h): per-row terms of backward_error() with its
-// rounding (no fused multiply-add: the CPU build does not contract), reduced per system as the
-// bit patterns of non-negative doubles (their order as unsigned integers is their order as
-// numbers, and a NaN lands above +inf), then classified against the shared tolerance.
+// The device check of a solution (quality_check.h): per-row terms of backward_error() reduced per
+// system and classified against the shared tolerance (the arithmetic: check_terms.cuh), by
+// kernels of its own, or after a solve whose kernels checked the rows (CheckTarget).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -9,6 +8,7 @@
 #include <climits>
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/check_terms.cuh"
 #include "tridiag/cuda/cuda_check.h"
 #include "tridiag/cuda/quality_check.h"
 #include "tridiag/tolerance.h"
@@ -17,104 +17,47 @@ namespace stripesolve::tridiag::gpu {
 
 namespace {
 
+using check::classify;
+using check::error_of;
+using check::kFullMask;
+using check::kInfBits;
+using check::kNoSystem;
+using check::max_bits;
+using check::row_bits;
+using check::RowBits;
+using check::shfl_down;
+
 constexpr int kWarpSize = 32;
 constexpr int kStepsPerWarp = 16;
 constexpr std::size_t kRowsPerCheckWarp = kWarpSize * kStepsPerWarp;  // rows a warp checks
 constexpr int kBlockThreads = 256;
-constexpr unsigned kFullMask = 0xffffffffu;
-constexpr unsigned long long kNoSystem = ULLONG_MAX;
-constexpr unsigned long long kInfBits = 0x7ff0000000000000ULL;
 
 std::size_t round_up(std::size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
-// The reductions' results, the first bytes of the workspace.
-struct CheckHeader {
-  unsigned long long worst_bits;    // the worst backward error within its tolerance, as bits
-  unsigned long long worst_system;  // the first system with it (kNoSystem: none)
-  unsigned long long suspects;      // entries in the suspect list
-  unsigned long long unused;
-};
-
+// The verdicts' target and, for the row kernels of strided and ragged batches, per system the
+// maxima of |r|, |A| row, |x| and |f|.
 struct CheckSpace {
-  CheckHeader* header;
-  double* errors;                      // per system: its backward error; -1 for a suspect
-  unsigned long long* maxima;          // strided and ragged: per system |r|, |A| row, |x|, |f|
-  unsigned long long* suspect_system;  // the suspects, in no order
-  double* suspect_error;
+  CheckTarget target;
+  unsigned long long* maxima;
 };
 
 CheckSpace carve(void* workspace, BatchLayout layout, std::size_t systems) {
   char* p = static_cast<char*>(workspace);
   CheckSpace s{};
-  s.header = reinterpret_cast<CheckHeader*>(p);
-  p += round_up(sizeof(CheckHeader));
-  s.errors = reinterpret_cast<double*>(p);
+  s.target.header = reinterpret_cast<unsigned long long*>(p);
+  p += round_up(check::kHeaderSlots * sizeof(unsigned long long));
+  s.target.errors = reinterpret_cast<double*>(p);
   p += round_up(systems * sizeof(double));
   if (layout != BatchLayout::kInterleaved) {
     s.maxima = reinterpret_cast<unsigned long long*>(p);
     p += round_up(4 * systems * sizeof(unsigned long long));
   }
-  s.suspect_system = reinterpret_cast<unsigned long long*>(p);
+  s.target.suspect_system = reinterpret_cast<unsigned long long*>(p);
   p += round_up(systems * sizeof(unsigned long long));
-  s.suspect_error = reinterpret_cast<double*>(p);
+  s.target.suspect_error = reinterpret_cast<double*>(p);
   return s;
-}
-
-// A row's (or a system's) maxima of |residual|, |A| row sum, |x| and |f|, as bits.
-struct RowBits {
-  unsigned long long r, a, x, f;
-};
-
-__device__ __forceinline__ unsigned long long bits_of(double v) {
-  return static_cast<unsigned long long>(__double_as_longlong(v));
-}
-__device__ __forceinline__ double double_of(unsigned long long v) {
-  return __longlong_as_double(static_cast<long long>(v));
-}
-
-__device__ __forceinline__ RowBits max_bits(const RowBits& p, const RowBits& q) {
-  return {max(p.r, q.r), max(p.a, q.a), max(p.x, q.x), max(p.f, q.f)};
-}
-
-__device__ __forceinline__ RowBits shfl_down(const RowBits& v, int offset) {
-  return {__shfl_down_sync(kFullMask, v.r, offset), __shfl_down_sync(kFullMask, v.a, offset),
-          __shfl_down_sync(kFullMask, v.x, offset), __shfl_down_sync(kFullMask, v.f, offset)};
-}
-
-// One row of backward_error() (backward_error.cc: Maxima::add), in its order of operations.
-__device__ __forceinline__ RowBits row_bits(double left, double diag, double right, double x_left,
-                                            double x_mid, double x_right, double rhs) {
-  const double ax = __dadd_rn(__dadd_rn(__dmul_rn(left, x_left), __dmul_rn(diag, x_mid)),
-                              __dmul_rn(right, x_right));
-  const double a = __dadd_rn(__dadd_rn(fabs(left), fabs(diag)), fabs(right));
-  return {bits_of(fabs(__dsub_rn(rhs, ax))), bits_of(fabs(a)), bits_of(fabs(x_mid)),
-          bits_of(fabs(rhs))};
-}
-
-// backward_error()'s result from a system's maxima: +inf for a non-finite residual or x.
-__device__ double error_of(const RowBits& m) {
-  const double inf = double_of(kInfBits);
-  if (m.r >= kInfBits || m.x >= kInfBits) return inf;
-  const double r = double_of(m.r);
-  const double den = __dadd_rn(__dmul_rn(double_of(m.a), double_of(m.x)), double_of(m.f));
-  if (den == 0.0) return r == 0.0 ? 0.0 : inf;
-  return __ddiv_rn(r, den);
-}
-
-// Within the tolerance: a candidate for the worst; else onto the suspect list.
-__device__ void classify(std::size_t system, double error, double tolerance,
-                         const CheckSpace& space) {
-  if (error <= tolerance) {
-    space.errors[system] = error;
-    atomicMax(&space.header->worst_bits, bits_of(error));
-    return;
-  }
-  space.errors[system] = -1.0;
-  const unsigned long long k = atomicAdd(&space.header->suspects, 1ULL);
-  space.suspect_system[k] = system;
-  space.suspect_error[k] = error;
 }
 
 // Where the systems of a strided (offsets null) or ragged batch start.
@@ -210,19 +153,19 @@ __global__ void contiguous_maxima_kernel(const double* dl, const double* d, cons
 }
 
 __global__ void contiguous_errors_kernel(const unsigned long long* maxima, Systems systems,
-                                         CheckSpace space) {
+                                         CheckTarget target) {
   const std::size_t s = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (s >= systems.count) return;
   const unsigned long long* m = maxima + 4 * s;
   classify(s, error_of({m[0], m[1], m[2], m[3]}),
-           backward_error_tolerance_of(systems.begin(s + 1) - systems.begin(s)), space);
+           backward_error_tolerance_of(systems.begin(s + 1) - systems.begin(s)), target);
 }
 
 // A thread a system: element i of system j at i * count + j, so a warp reads 32 consecutive
 // doubles of each array at each i.
 __global__ void interleaved_errors_kernel(const double* dl, const double* d, const double* du,
                                           const double* f, const double* x, std::size_t n,
-                                          std::size_t count, double tolerance, CheckSpace space) {
+                                          std::size_t count, double tolerance, CheckTarget target) {
   const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (j >= count) return;
   RowBits m{0, 0, 0, 0};
@@ -236,15 +179,36 @@ __global__ void interleaved_errors_kernel(const double* dl, const double* d, con
     x_left = x_mid;
     x_mid = x_right;
   }
-  classify(j, error_of(m), tolerance, space);
+  classify(j, error_of(m), tolerance, target);
+}
+
+// The worst error within the tolerance (suspects are -1): a block's maximum, one atomic a block.
+__global__ void worst_kernel(std::size_t systems, CheckTarget target) {
+  __shared__ unsigned long long block_worst;
+  if (threadIdx.x == 0) block_worst = 0;
+  __syncthreads();
+  unsigned long long worst = 0;
+  for (std::size_t s = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; s < systems;
+       s += std::size_t{gridDim.x} * blockDim.x) {
+    const double e = target.errors[s];
+    if (e > 0.0) worst = max(worst, check::bits_of(e));
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    worst = max(worst, __shfl_xor_sync(kFullMask, worst, offset));
+  }
+  if ((threadIdx.x & 31) == 0 && worst != 0) atomicMax(&block_worst, worst);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_worst != 0) {
+    atomicMax(&target.header[check::kWorstBits], block_worst);
+  }
 }
 
 // The first system whose error is the worst one within the tolerance.
-__global__ void first_worst_kernel(std::size_t systems, CheckSpace space) {
+__global__ void first_worst_kernel(std::size_t systems, CheckTarget target) {
   const std::size_t s = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (s >= systems) return;
-  if (bits_of(space.errors[s]) == space.header->worst_bits) {
-    atomicMin(&space.header->worst_system, static_cast<unsigned long long>(s));
+  if (check::bits_of(target.errors[s]) == target.header[check::kWorstBits]) {
+    atomicMin(&target.header[check::kWorstSystem], static_cast<unsigned long long>(s));
   }
 }
 
@@ -272,7 +236,8 @@ class EventPair {
 }  // namespace
 
 std::size_t check_workspace_bytes(BatchLayout layout, std::size_t systems) {
-  std::size_t bytes = round_up(sizeof(CheckHeader)) + round_up(systems * sizeof(double)) +
+  std::size_t bytes = round_up(check::kHeaderSlots * sizeof(unsigned long long)) +
+                      round_up(systems * sizeof(double)) +
                       round_up(systems * sizeof(unsigned long long)) +
                       round_up(systems * sizeof(double));
   if (layout != BatchLayout::kInterleaved) {
@@ -281,9 +246,29 @@ std::size_t check_workspace_bytes(BatchLayout layout, std::size_t systems) {
   return bytes;
 }
 
+Result<CheckTarget> prepare_check(BatchLayout layout, std::size_t systems, std::size_t n,
+                                  void* workspace, std::size_t workspace_size, void* stream_ptr) {
+  if (systems == 0 || workspace_size < check_workspace_bytes(layout, systems)) {
+    return Status::invalid_argument("prepare_check: a batch of " + std::to_string(systems) +
+                                    " systems, " + std::to_string(workspace_size) +
+                                    " bytes of workspace");
+  }
+  cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+  CheckTarget target = carve(workspace, layout, systems).target;
+  target.tolerance = backward_error_tolerance_of(n);
+  constexpr std::size_t kSlot = sizeof(unsigned long long);
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemsetAsync(target.header, 0, check::kHeaderSlots * kSlot, stream),
+                 "clearing the check's state"));
+  STRIPESOLVE_RETURN_IF_ERROR(
+      cuda_check(cudaMemsetAsync(target.header + check::kWorstSystem, 0xFF, kSlot, stream),
+                 "clearing the check's state"));
+  return target;
+}
+
 Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t systems,
                        const std::size_t* offsets, void* workspace, std::size_t workspace_size,
-                       void* stream_ptr, DeviceCheck& out) {
+                       void* stream_ptr, DeviceCheck& out, const CheckTarget* solved) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   if (systems == 0 || workspace_size < check_workspace_bytes(layout, systems) ||
       (layout == BatchLayout::kRagged && offsets == nullptr) ||
@@ -293,20 +278,24 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
                                     " bytes of workspace, offsets or system size missing");
   }
   const CheckSpace space = carve(workspace, layout, systems);
+  const CheckTarget& target = space.target;
+  const bool rows_checked = solved != nullptr && solved->rows_checked;
   EventPair timer;
   STRIPESOLVE_RETURN_IF_ERROR(timer.create());
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaEventRecord(timer.start, stream), "timing the check"));
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
-      cudaMemsetAsync(space.header, 0, sizeof(CheckHeader), stream), "clearing the check's state"));
-  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
-      cudaMemsetAsync(&space.header->worst_system, 0xFF, sizeof(unsigned long long), stream),
-      "clearing the check's state"));
-  if (layout == BatchLayout::kInterleaved) {
+  if (rows_checked) {
+    // The solve's kernels gave every system its verdict.
+  } else if (layout == BatchLayout::kInterleaved) {
+    STRIPESOLVE_RETURN_IF_ERROR(
+        prepare_check(layout, systems, b.rows / systems, workspace, workspace_size, stream)
+            .status());
     interleaved_errors_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(
         b.dl, b.d, b.du, b.f, b.x, b.rows / systems, systems,
-        backward_error_tolerance_of(b.rows / systems), space);
+        backward_error_tolerance_of(b.rows / systems), target);
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved check kernel launch"));
   } else {
+    STRIPESOLVE_RETURN_IF_ERROR(
+        prepare_check(layout, systems, b.system_size, workspace, workspace_size, stream).status());
     const Systems sys{layout == BatchLayout::kRagged ? offsets : nullptr,
                       layout == BatchLayout::kRagged ? 0 : b.system_size, systems};
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
@@ -317,14 +306,16 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
         b.dl, b.d, b.du, b.f, b.x, b.rows, sys, space.maxima);
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "check maxima kernel launch"));
     contiguous_errors_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(space.maxima, sys,
-                                                                                space);
+                                                                                target);
     STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "check errors kernel launch"));
   }
-  first_worst_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(systems, space);
+  worst_kernel<<<std::min(blocks_for(systems), 1024u), kBlockThreads, 0, stream>>>(systems, target);
+  STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "check worst-error kernel launch"));
+  first_worst_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(systems, target);
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "check worst-system kernel launch"));
-  CheckHeader h{};
+  unsigned long long h[check::kHeaderSlots] = {};
   STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemcpyAsync(&h, space.header, sizeof h, cudaMemcpyDeviceToHost, stream),
+      cuda_check(cudaMemcpyAsync(h, target.header, sizeof h, cudaMemcpyDeviceToHost, stream),
                  "copying the check's result from the device"));
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaEventRecord(timer.stop, stream), "timing the check"));
   STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaStreamSynchronize(stream), "the check on the GPU"));
@@ -332,24 +323,26 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
   STRIPESOLVE_RETURN_IF_ERROR(
       cuda_check(cudaEventElapsedTime(&ms, timer.start, timer.stop), "timing the check"));
   out.seconds = ms / 1e3;
-  std::memcpy(&out.worst_clean_error, &h.worst_bits, sizeof(double));
-  out.worst_clean_system = h.worst_system == kNoSystem || out.worst_clean_error == 0.0
+  std::memcpy(&out.worst_clean_error, &h[check::kWorstBits], sizeof(double));
+  const unsigned long long worst_system = h[check::kWorstSystem];
+  out.worst_clean_system = worst_system == kNoSystem || out.worst_clean_error == 0.0
                                ? 0
-                               : static_cast<std::size_t>(h.worst_system);
+                               : static_cast<std::size_t>(worst_system);
   out.suspects.clear();
-  if (h.suspects == 0) return Status::ok();
-  std::vector<unsigned long long> system(h.suspects);
-  std::vector<double> error(h.suspects);
+  const unsigned long long suspects = h[check::kSuspects];
+  if (suspects == 0) return Status::ok();
+  std::vector<unsigned long long> system(suspects);
+  std::vector<double> error(suspects);
   STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemcpy(system.data(), space.suspect_system,
-                            h.suspects * sizeof(unsigned long long), cudaMemcpyDeviceToHost),
+      cuda_check(cudaMemcpy(system.data(), target.suspect_system,
+                            suspects * sizeof(unsigned long long), cudaMemcpyDeviceToHost),
                  "copying the check's suspects from the device"));
   STRIPESOLVE_RETURN_IF_ERROR(
-      cuda_check(cudaMemcpy(error.data(), space.suspect_error, h.suspects * sizeof(double),
+      cuda_check(cudaMemcpy(error.data(), target.suspect_error, suspects * sizeof(double),
                             cudaMemcpyDeviceToHost),
                  "copying the check's suspects from the device"));
-  out.suspects.reserve(h.suspects);
-  for (std::size_t k = 0; k < h.suspects; ++k) {
+  out.suspects.reserve(suspects);
+  for (std::size_t k = 0; k < suspects; ++k) {
     out.suspects.push_back({static_cast<std::size_t>(system[k]), error[k]});
   }
   std::sort(out.suspects.begin(), out.suspects.end(),

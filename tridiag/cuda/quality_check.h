@@ -12,6 +12,14 @@
 // Cost: one read of dl, d, du, f and x (x three times, from cache), ~10 flops a row, a few
 // atomics a system and three small launches; one 32-byte copy back when every system is within
 // its tolerance, a second of 16 bytes a system otherwise.
+//
+// Checked as solved: the one-pass SPIKE kernels (group_spike.cu: strided batches of n <=
+// kMaxGroupSystem, interleaved ones of n <= kWarpRows) check their rows as they write x, from
+// dl, d, du and f read again and x in shared memory, and give each system its verdict; no
+// separate pass over x. (The second read still costs 30-130% of the solve on an H200, against
+// 50-220% for the separate pass: docs/performance.md.) A caller passes prepare_check's CheckTarget
+// to solve_device, which sets rows_checked where its kernel did that, and then calls
+// check_on_device with that target: only the worst system's search and the copies remain.
 // Threading: asynchronous on `stream` but for the final copies, which synchronise it.
 #pragma once
 
@@ -36,11 +44,17 @@ struct DeviceCheck {
 // Bytes of device workspace check_on_device needs for `systems` systems.
 std::size_t check_workspace_bytes(BatchLayout layout, std::size_t systems);
 
-// Checks the solution in batch.x. `systems`: the number of systems; `offsets` (ragged only):
-// the device copy of the count + 1 prefix sums of the sizes. The batch's dl and du outside a
-// system (dl of its first row, du of its last) are ignored.
+// Clears the check's state in `workspace` (asynchronous on `stream`) and returns the target for a
+// solve of `systems` systems of n rows (n = 0 for a ragged batch: never checked as solved).
+Result<CheckTarget> prepare_check(BatchLayout layout, std::size_t systems, std::size_t n,
+                                  void* workspace, std::size_t workspace_size, void* stream);
+
+// Checks the solution in batch.x. With `solved` (prepare_check's target after solve_device) whose
+// rows_checked is set, the rows are not read again. `systems`: the number of systems; `offsets`
+// (ragged only): the device copy of the count + 1 prefix sums of the sizes. The batch's dl and du
+// outside a system (dl of its first row, du of its last) are ignored.
 Status check_on_device(BatchLayout layout, const DeviceBatch& batch, std::size_t systems,
                        const std::size_t* offsets, void* workspace, std::size_t workspace_size,
-                       void* stream, DeviceCheck& out);
+                       void* stream, DeviceCheck& out, const CheckTarget* solved = nullptr);
 
 }  // namespace stripesolve::tridiag::gpu

@@ -1,0 +1,190 @@
+// The quality check inside the one-pass SPIKE kernels (cuda/group_check.cuh): each system's
+// verdict from the solve itself against the separate device check on the same x and against the
+// CPU's backward_error, to the bit, for spike and thomas, strided and interleaved batches of
+// systems of one row, a few, a warp's step and more, a whole warp, and several warps (strided;
+// interleaved ones that large go through the separate check, which must agree all the same). Systems
+// made to fail (a pivot thomas cannot take, a NaN right-hand side) must come out as suspects.
+// Every test skips with a message when no CUDA device is present.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#if defined(STRIPESOLVE_HAVE_CUDA)
+#include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/quality_check.h"
+#endif
+#include "tridiag/gallery.h"
+#include "tridiag/gpu.h"
+#include "tridiag/gpu_test_batch.h"
+#include "tridiag/tridiag.h"
+
+namespace stripesolve::tridiag {
+namespace {
+
+#if defined(STRIPESOLVE_HAVE_CUDA)
+// Element i of system j at i * count + j, and back.
+std::vector<double> to_interleaved(const std::vector<double>& v, std::size_t n,
+                                   std::size_t count) {
+  std::vector<double> out(v.size());
+  for (std::size_t j = 0; j < count; ++j)
+    for (std::size_t i = 0; i < n; ++i) out[i * count + j] = v[j * n + i];
+  return out;
+}
+std::vector<double> from_interleaved(const std::vector<double>& v, std::size_t n,
+                                     std::size_t count) {
+  std::vector<double> out(v.size());
+  for (std::size_t j = 0; j < count; ++j)
+    for (std::size_t i = 0; i < n; ++i) out[j * n + i] = v[i * count + j];
+  return out;
+}
+
+// What the check must find: the CPU's verdicts on x.
+struct Expected {
+  double worst = 0.0;
+  std::size_t worst_system = 0;
+  std::vector<Suspect> suspects;
+};
+
+Expected expected_verdicts(const StridedSystems& b, const std::vector<double>& x, std::size_t n,
+                           std::size_t count) {
+  Expected e;
+  const double tolerance = backward_error_tolerance(n);
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::size_t o = j * n;
+    const double error = backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n);
+    if (!(error <= tolerance)) {
+      e.suspects.push_back({j, error});
+    } else if (error > e.worst) {
+      e.worst = error;
+      e.worst_system = j;
+    }
+  }
+  return e;
+}
+
+void expect_verdicts(const gpu::DeviceCheck& check, const Expected& e) {
+  EXPECT_EQ(check.worst_clean_error, e.worst);
+  EXPECT_EQ(check.worst_clean_system, e.worst_system);
+  ASSERT_EQ(check.suspects.size(), e.suspects.size());
+  for (std::size_t k = 0; k < e.suspects.size(); ++k) {
+    EXPECT_EQ(check.suspects[k].system, e.suspects[k].system);
+    EXPECT_EQ(check.suspects[k].backward_error, e.suspects[k].backward_error);
+  }
+}
+
+TEST(GpuFusedCheckTest, VerdictsOfTheSolveMatchTheSeparateCheckAndTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
+    for (std::size_t n : {1, 3, 31, 33, 100, 288, 289, 700, 4608}) {
+      for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kInterleaved}) {
+        SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n) + " layout " +
+                     std::to_string(static_cast<int>(layout)));
+        const std::size_t count = 300;
+        StridedSystems b;
+        for (std::size_t j = 0; j < count; ++j) {
+          b.append(stability_matrix(1, n, 31 * j + 7), random_vector(n, 3 * j + 1));
+        }
+        // System 7: a first pivot thomas cannot take without growth (spike pivots past it);
+        // system 20: a NaN right-hand side, a non-finite x.
+        if (n > 1) b.d[7 * n] = 1e-9 * std::fabs(b.dl[7 * n + 1]);
+        b.f[20 * n + n / 2] = std::numeric_limits<double>::quiet_NaN();
+        const bool il = layout == BatchLayout::kInterleaved;
+        auto arrange = [&](const std::vector<double>& v) {
+          return il ? to_interleaved(v, n, count) : v;
+        };
+        DeviceCopy dl(arrange(b.dl)), d(arrange(b.d)), du(arrange(b.du)), f(arrange(b.f)),
+            dx(std::vector<double>(b.f.size()));
+        const gpu::DeviceBatch batch{
+            {dl.as<double>(), d.as<double>(), du.as<double>(), f.as<double>(), dx.as<double>()},
+            b.f.size(),
+            il ? 0 : n,
+            count};
+        DeviceCopy ws{std::vector<char>(gpu::workspace_bytes(alg, layout, b.f.size()))};
+        const std::size_t bytes = gpu::check_workspace_bytes(layout, count);
+        DeviceCopy check_ws{std::vector<char>(bytes)};
+        auto target = gpu::prepare_check(layout, count, n, check_ws.as<void>(), bytes, nullptr);
+        ASSERT_TRUE(target.is_ok()) << target.status().to_string();
+        const Status solved =
+            gpu::solve_device(alg, layout, batch, ws.as<void>(),
+                              gpu::workspace_bytes(alg, layout, b.f.size()), 2.220446049250313e-16,
+                              nullptr, &*target);
+        // The NaN (and thomas's pivot) are breakdowns the solve reports; the kernels go on.
+        EXPECT_EQ(solved.code(), StatusCode::kNumerical) << solved.to_string();
+        // Interleaved systems over several warps are checked apart (device_solve.h).
+        EXPECT_EQ(target->rows_checked, !il || n <= 288);
+        gpu::DeviceCheck fused, separate;
+        ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(),
+                                         bytes, nullptr, fused, &*target)
+                        .is_ok());
+        ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(),
+                                         bytes, nullptr, separate)
+                        .is_ok());
+        std::vector<double> x(b.f.size());
+        ASSERT_EQ(cudaMemcpy(x.data(), dx.as<double>(), x.size() * sizeof(double),
+                             cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        if (il) x = from_interleaved(x, n, count);
+        const Expected e = expected_verdicts(b, x, n, count);
+        EXPECT_GT(e.worst, 0.0);
+        ASSERT_FALSE(e.suspects.empty());
+        {
+          SCOPED_TRACE("fused");
+          expect_verdicts(fused, e);
+        }
+        {
+          SCOPED_TRACE("separate");
+          expect_verdicts(separate, e);
+        }
+      }
+    }
+  }
+}
+
+// The paths the one-pass kernels do not take leave the rows to the separate check.
+TEST(GpuFusedCheckTest, TwoPassSystemsAreCheckedApart) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 5000, count = 3;
+  StridedSystems b;
+  for (std::size_t j = 0; j < count; ++j) {
+    b.append(stability_matrix(1, n, 5 * j + 3), random_vector(n, j + 11));
+  }
+  DeviceCopy dl(b.dl), d(b.d), du(b.du), f(b.f), dx(std::vector<double>(b.f.size()));
+  const gpu::DeviceBatch batch{
+      {dl.as<double>(), d.as<double>(), du.as<double>(), f.as<double>(), dx.as<double>()},
+      b.f.size(),
+      n,
+      count};
+  const std::size_t ws_bytes =
+      gpu::workspace_bytes(Algorithm::kSpike, BatchLayout::kStrided, b.f.size());
+  DeviceCopy ws{std::vector<char>(ws_bytes)};
+  const std::size_t bytes = gpu::check_workspace_bytes(BatchLayout::kStrided, count);
+  DeviceCopy check_ws{std::vector<char>(bytes)};
+  auto target =
+      gpu::prepare_check(BatchLayout::kStrided, count, n, check_ws.as<void>(), bytes, nullptr);
+  ASSERT_TRUE(target.is_ok());
+  ASSERT_TRUE(gpu::solve_device(Algorithm::kSpike, BatchLayout::kStrided, batch, ws.as<void>(),
+                                ws_bytes, 2.220446049250313e-16, nullptr, &*target)
+                  .is_ok());
+  EXPECT_FALSE(target->rows_checked);
+  gpu::DeviceCheck check;
+  ASSERT_TRUE(gpu::check_on_device(BatchLayout::kStrided, batch, count, nullptr,
+                                   check_ws.as<void>(), bytes, nullptr, check, &*target)
+                  .is_ok());
+  std::vector<double> x(b.f.size());
+  ASSERT_EQ(
+      cudaMemcpy(x.data(), dx.as<double>(), x.size() * sizeof(double), cudaMemcpyDeviceToHost),
+      cudaSuccess);
+  expect_verdicts(check, expected_verdicts(b, x, n, count));
+  EXPECT_TRUE(check.suspects.empty());
+}
+#else
+TEST(GpuFusedCheckTest, VerdictsOfTheSolveMatchTheSeparateCheckAndTheCpu) {
+  GTEST_SKIP() << "built without CUDA: the fused device check is not compiled";
+}
+#endif
+
+}  // namespace
+}  // namespace stripesolve::tridiag

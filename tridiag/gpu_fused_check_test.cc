@@ -2,9 +2,9 @@
 // verdict from the solve itself against the separate device check on the same x and against the
 // CPU's backward_error, to the bit, for spike and thomas, strided and interleaved batches of
 // systems of one row, a few, a warp's step and more, a whole warp, and several warps (strided;
-// interleaved ones that large go through the separate check, which must agree all the same). Systems
-// made to fail (a pivot thomas cannot take, a NaN right-hand side) must come out as suspects.
-// Every test skips with a message when no CUDA device is present.
+// interleaved ones that large go through the separate check, which must agree all the same).
+// Systems made to fail (a pivot thomas cannot take, a NaN right-hand side) must come out as
+// suspects. Every test skips with a message when no CUDA device is present.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -25,22 +25,6 @@ namespace stripesolve::tridiag {
 namespace {
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
-// Element i of system j at i * count + j, and back.
-std::vector<double> to_interleaved(const std::vector<double>& v, std::size_t n,
-                                   std::size_t count) {
-  std::vector<double> out(v.size());
-  for (std::size_t j = 0; j < count; ++j)
-    for (std::size_t i = 0; i < n; ++i) out[i * count + j] = v[j * n + i];
-  return out;
-}
-std::vector<double> from_interleaved(const std::vector<double>& v, std::size_t n,
-                                     std::size_t count) {
-  std::vector<double> out(v.size());
-  for (std::size_t j = 0; j < count; ++j)
-    for (std::size_t i = 0; i < n; ++i) out[j * n + i] = v[i * count + j];
-  return out;
-}
-
 // What the check must find: the CPU's verdicts on x.
 struct Expected {
   double worst = 0.0;
@@ -93,7 +77,7 @@ TEST(GpuFusedCheckTest, VerdictsOfTheSolveMatchTheSeparateCheckAndTheCpu) {
         b.f[20 * n + n / 2] = std::numeric_limits<double>::quiet_NaN();
         const bool il = layout == BatchLayout::kInterleaved;
         auto arrange = [&](const std::vector<double>& v) {
-          return il ? to_interleaved(v, n, count) : v;
+          return il ? interleave(v, n, count) : v;
         };
         DeviceCopy dl(arrange(b.dl)), d(arrange(b.d)), du(arrange(b.du)), f(arrange(b.f)),
             dx(std::vector<double>(b.f.size()));
@@ -107,26 +91,25 @@ TEST(GpuFusedCheckTest, VerdictsOfTheSolveMatchTheSeparateCheckAndTheCpu) {
         DeviceCopy check_ws{std::vector<char>(bytes)};
         auto target = gpu::prepare_check(layout, count, n, check_ws.as<void>(), bytes, nullptr);
         ASSERT_TRUE(target.is_ok()) << target.status().to_string();
-        const Status solved =
-            gpu::solve_device(alg, layout, batch, ws.as<void>(),
-                              gpu::workspace_bytes(alg, layout, b.f.size()), 2.220446049250313e-16,
-                              nullptr, &*target);
+        const Status solved = gpu::solve_device(alg, layout, batch, ws.as<void>(),
+                                                gpu::workspace_bytes(alg, layout, b.f.size()),
+                                                2.220446049250313e-16, nullptr, &*target);
         // The NaN (and thomas's pivot) are breakdowns the solve reports; the kernels go on.
         EXPECT_EQ(solved.code(), StatusCode::kNumerical) << solved.to_string();
         // Interleaved systems over several warps are checked apart (device_solve.h).
         EXPECT_EQ(target->rows_checked, !il || n <= 288);
         gpu::DeviceCheck fused, separate;
-        ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(),
-                                         bytes, nullptr, fused, &*target)
+        ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(), bytes,
+                                         nullptr, fused, &*target)
                         .is_ok());
-        ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(),
-                                         bytes, nullptr, separate)
+        ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(), bytes,
+                                         nullptr, separate)
                         .is_ok());
         std::vector<double> x(b.f.size());
         ASSERT_EQ(cudaMemcpy(x.data(), dx.as<double>(), x.size() * sizeof(double),
                              cudaMemcpyDeviceToHost),
                   cudaSuccess);
-        if (il) x = from_interleaved(x, n, count);
+        if (il) x = interleave(x, n, count, /*back=*/true);
         const Expected e = expected_verdicts(b, x, n, count);
         EXPECT_GT(e.worst, 0.0);
         ASSERT_FALSE(e.suspects.empty());

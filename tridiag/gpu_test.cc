@@ -33,14 +33,6 @@ StridedSystems make_batch(const std::vector<std::size_t>& sizes, int type) {
   return b;
 }
 
-// Element i of system j at i * count + j.
-std::vector<double> interleave(const std::vector<double>& v, std::size_t n, std::size_t count) {
-  std::vector<double> out(v.size());
-  for (std::size_t j = 0; j < count; ++j)
-    for (std::size_t i = 0; i < n; ++i) out[i * count + j] = v[j * n + i];
-  return out;
-}
-
 // Residual of each system (strided order); the largest.
 double max_residual(const StridedSystems& b, const std::vector<std::size_t>& sizes,
                     const std::vector<double>& x) {

@@ -35,6 +35,24 @@ struct StridedSystems {
   }
 };
 
+// Systems of n rows moved from strided order (element i of system j at j * n + i) to interleaved
+// order (at i * count + j), or back.
+inline std::vector<double> interleave(const std::vector<double>& v, std::size_t n,
+                                      std::size_t count, bool back = false) {
+  std::vector<double> out(v.size());
+  for (std::size_t j = 0; j < count; ++j) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t strided = j * n + i, interleaved = i * count + j;
+      if (back) {
+        out[strided] = v[interleaved];
+      } else {
+        out[interleaved] = v[strided];
+      }
+    }
+  }
+  return out;
+}
+
 #if defined(STRIPESOLVE_HAVE_CUDA)
 // A device copy of a host vector, freed with it.
 class DeviceCopy {

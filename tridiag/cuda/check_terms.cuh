@@ -6,8 +6,9 @@
 // the shared tolerance. Internal to tridiag/cuda/.
 #pragma once
 
-#include <climits>
 #include <cooperative_groups.h>
+
+#include <climits>
 #include <cuda_runtime.h>
 
 #include "tridiag/cuda/device_solve.h"
@@ -50,10 +51,9 @@ __device__ __forceinline__ RowBits shfl(const RowBits& v, int lane) {
 // The maxima over the whole warp, in every lane.
 __device__ __forceinline__ RowBits warp_max(RowBits v) {
   for (int offset = 16; offset > 0; offset /= 2) {
-    v = max_bits(v, {__shfl_xor_sync(kFullMask, v.r, offset),
-                     __shfl_xor_sync(kFullMask, v.a, offset),
-                     __shfl_xor_sync(kFullMask, v.x, offset),
-                     __shfl_xor_sync(kFullMask, v.f, offset)});
+    v = max_bits(
+        v, {__shfl_xor_sync(kFullMask, v.r, offset), __shfl_xor_sync(kFullMask, v.a, offset),
+            __shfl_xor_sync(kFullMask, v.x, offset), __shfl_xor_sync(kFullMask, v.f, offset)});
   }
   return v;
 }

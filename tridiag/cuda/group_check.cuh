@@ -42,7 +42,7 @@ __device__ inline void lone_warp_verdicts(const WarpTerms& t, int rows, int n,
                                           int lane) {
   const RowBits zero{0, 0, 0, 0};
   RowBits run = zero, carry = zero;
-  bool run_used = false;  // warp-uniform
+  bool run_used = false;                   // warp-uniform
   int sys_row = lane % n, key = lane / n;  // this lane's row: its row in its system, its system
   for (int base = 0; base < rows; base += 32) {
     const bool valid = base + lane < rows;

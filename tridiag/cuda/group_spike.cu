@@ -72,8 +72,8 @@ struct GroupShared {
   // Each warp's part of its separator's row (lane 31's RL, RD, cs, RG), for separator_row.
   double RL[kMaxGroupWarps], RD[kMaxGroupWarps], CS[kMaxGroupWarps], RG[kMaxGroupWarps];
   union {
-    GroupSystem sys;                         // the system of warp separators, then their solution
-    check::RowBits checked[kMaxGroupWarps];  // then, for the quality check, each warp's maxima
+    GroupSystem sys;                        // the system of warp separators, then their solution
+    check::RowMax checked[kMaxGroupWarps];  // then, for the quality check, each warp's maxima
   };
   bool failed[kMaxGroupWarps];  // a row of the warp failed at the lane or warp level
 };
@@ -330,30 +330,60 @@ __device__ void load_block_interleaved(const GroupArgs& g, WarpShared* warps, in
 }
 
 // The quality check's terms of row r of block warp `warp` (row i of its system; its dl, d, du
-// and f given; x of the group's rows in its warps' staging rows), into that warp's rows the solve
-// no longer needs (in[0..2]: |r|, |A| row sum, |f|; group_check.cuh reduces them).
-__device__ __forceinline__ void put_row_terms(const GroupArgs& g, WarpShared* warps, int warp,
-                                              int r, int i, double dl, double d, double du,
-                                              double f) {
+// and f given; x of the group's rows in its warps' staging rows).
+__device__ __forceinline__ check::RowMax row_terms(const GroupArgs& g, const WarpShared* warps,
+                                                   int warp, int r, int i, double dl, double d,
+                                                   double du, double f) {
   const bool left = i > 0, right = i + 1 < static_cast<int>(g.s.n);
   const double* x = warps[warp].f;
   const double x_left = !left ? 0.0 : r > 0 ? x[r - 1] : warps[warp - 1].f[kWarpRows - 1];
   const double x_right = !right ? 0.0 : r + 1 < kWarpRows ? x[r + 1] : warps[warp + 1].f[0];
-  const check::RowBits t =
-      check::row_bits(left ? dl : 0.0, d, right ? du : 0.0, x_left, x[r], x_right, f);
-  warps[warp].in[0][r] = check::double_of(t.r);
-  warps[warp].in[1][r] = check::double_of(t.a);
-  warps[warp].in[2][r] = check::double_of(t.f);
+  return check::row_max(left ? dl : 0.0, d, right ? du : 0.0, x_left, x[r], x_right, f);
 }
 
-// The terms of a warp's rows of a strided batch, after its x went out: the rows are read again,
-// all nine of a lane's at once so that their latencies overlap. (Most of the check's cost: the
-// block read them a few microseconds before, yet L2 hints to keep them did not make it cheaper.)
-__device__ void put_warp_terms(const GroupArgs& g, WarpShared* warps, int wb,
-                               std::size_t group_row0, int warp_row0, int group_rows, int lane) {
+// The verdicts of group gi's systems: by the warp where a warp holds whole systems, else by the
+// group's first warp from each warp's maxima (a block barrier between). term(k): the lane's row
+// of step k of its warp's rows (32 rows a step).
+template <typename Term>
+__device__ void group_verdicts(const GroupArgs& g, GroupShared& gs, int gi, int w, int lane,
+                               bool lone, Term&& term) {
+  constexpr int kSteps = kWarpRows / 32;
+  int group_rows = 0;
+  std::size_t group = 0;
+  group_start(g, gi, group_rows, group);
+  if (lone) {
+    const std::size_t per_group = g.group_capacity / g.s.n;
+    if (group_rows > 0) {
+      check::lone_warp_verdicts<kSteps>(term, group_rows, static_cast<int>(g.s.n),
+                                        group * per_group, g.s.check, lane);
+    }
+    return;
+  }
+  const int warp_row0 = w * kWarpRows;
+  const int rows = group_rows > warp_row0 ? min(group_rows - warp_row0, kWarpRows) : 0;
+  const check::RowMax m = check::warp_rows_max<kSteps>(term, rows, lane);
+  if (lane == 0) gs.checked[w] = m;
+  __syncthreads();
+  if (w == 0 && group_rows > 0) {
+    const check::RowMax zero{0, 0, 0, 0};
+    const check::RowMax all = check::warp_max(lane < g.warps ? gs.checked[lane] : zero);
+    if (lane == 0) check::classify(group, check::error_of(all), g.s.check.tolerance, g.s.check);
+  }
+}
+
+// The check of a warp's rows of a strided batch, after its x went out: the rows are read again,
+// all nine of a lane's at once so that their latencies overlap, and each row's terms go straight
+// into its system's maxima. (It costs 30-130% of the solve on an H200, and not for the read: with
+// the rows taken from shared memory it cost as much. docs/performance.md says what fits.)
+__device__ void strided_verdicts(const GroupArgs& g, WarpShared* warps, GroupShared& gs, int gi,
+                                 int w, int wb, std::size_t group_row0, int warp_row0,
+                                 int group_rows, int lane, bool lone) {
   constexpr int kSteps = kWarpRows / 32;
   double dl[kSteps], d[kSteps], du[kSteps], f[kSteps];
+  int row[kSteps];  // each step's row in its system
   const std::size_t first = group_row0 + warp_row0 + lane;
+  const int n = static_cast<int>(g.s.n);
+  int i = static_cast<int>(first % g.s.n);
 #pragma unroll
   for (int k = 0; k < kSteps; ++k) {
     if (warp_row0 + 32 * k + lane < group_rows) {
@@ -363,16 +393,12 @@ __device__ void put_warp_terms(const GroupArgs& g, WarpShared* warps, int wb,
       du[k] = g.s.du[at];
       f[k] = g.s.f[at];
     }
-  }
-  const int n = static_cast<int>(g.s.n);
-  int i = static_cast<int>(first % g.s.n);  // the row in its system
-#pragma unroll
-  for (int k = 0; k < kSteps; ++k) {
-    if (warp_row0 + 32 * k + lane < group_rows) {
-      put_row_terms(g, warps, wb, 32 * k + lane, i, dl[k], d[k], du[k], f[k]);
-    }
+    row[k] = i;
     i = n >= 32 ? (i + 32 >= n ? i + 32 - n : i + 32) : (i + 32) % n;
   }
+  group_verdicts(g, gs, gi, w, lane, lone, [&](int k) {
+    return row_terms(g, warps, wb, 32 * k + lane, row[k], dl[k], d[k], du[k], f[k]);
+  });
 }
 
 // The x of such a block, from each warp's staging rows, as load_block_interleaved reads.
@@ -385,10 +411,19 @@ __device__ void store_block_interleaved(const GroupArgs& g, const WarpShared* wa
   });
 }
 
-// The terms of the rows of such a block (x in the staging rows, the block synced), read again
-// as load_block_interleaved reads them: where the block's systems divide its threads, kBatch
-// rows of a thread at a time, their loads first.
-__device__ void put_block_terms(const GroupArgs& g, WarpShared* warps) {
+// A row's terms kept in its warp's rows the solve no longer needs (in[0..2]: |r|, |A| row, |f|).
+__device__ __forceinline__ void keep_row_terms(WarpShared& ws, int r, const check::RowMax& t) {
+  ws.in[0][r] = t.r;
+  ws.in[1][r] = t.a;
+  ws.in[2][r] = t.f;
+}
+
+// The check of such a block (x in the staging rows, the block synced): each row read again as
+// load_block_interleaved reads it (where the block's systems divide its threads, kBatch rows of
+// a thread at a time, their loads first), its terms kept in shared memory, then each warp's
+// verdicts from them.
+__device__ void interleaved_verdicts(const GroupArgs& g, WarpShared* warps, GroupShared& gs, int gi,
+                                     int w, int wb, int lane, bool lone) {
   constexpr int kBatch = 8;
   const BlockSystems b(g);
   const int n = static_cast<int>(g.s.n);
@@ -396,64 +431,41 @@ __device__ void put_block_terms(const GroupArgs& g, WarpShared* warps) {
   if (!(b.count > 0 && b.count <= threads && threads % b.count == 0)) {
     for_block_rows(g, b, [&](int j, int i, int warp, int r) {
       const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
-      put_row_terms(g, warps, warp, r, i, g.s.dl[at], g.s.d[at], g.s.du[at], g.s.f[at]);
+      keep_row_terms(warps[warp], r,
+                     row_terms(g, warps, warp, r, i, g.s.dl[at], g.s.d[at], g.s.du[at], g.s.f[at]));
     });
-    return;
-  }
-  const int j = t % b.count, step = threads / b.count;
-  const int first_warp = (j / b.per_group) * g.warps, q0 = (j % b.per_group) * n;
-  for (int i0 = t / b.count; i0 < n; i0 += kBatch * step) {
-    double dl[kBatch], d[kBatch], du[kBatch], f[kBatch];
+  } else {
+    const int j = t % b.count, step = threads / b.count;
+    const int first_warp = (j / b.per_group) * g.warps, q0 = (j % b.per_group) * n;
+    for (int i0 = t / b.count; i0 < n; i0 += kBatch * step) {
+      double dl[kBatch], d[kBatch], du[kBatch], f[kBatch];
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int i = i0 + u * step;
-      if (i < n) {
-        const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
-        dl[u] = g.s.dl[at];
-        d[u] = g.s.d[at];
-        du[u] = g.s.du[at];
-        f[u] = g.s.f[at];
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * step;
+        if (i < n) {
+          const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
+          dl[u] = g.s.dl[at];
+          d[u] = g.s.d[at];
+          du[u] = g.s.du[at];
+          f[u] = g.s.f[at];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        const int i = i0 + u * step;
+        if (i < n) {
+          const int q = q0 + i, warp = first_warp + q / kWarpRows, r = q % kWarpRows;
+          keep_row_terms(warps[warp], r, row_terms(g, warps, warp, r, i, dl[u], d[u], du[u], f[u]));
+        }
       }
     }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int i = i0 + u * step;
-      if (i < n) {
-        const int q = q0 + i;
-        put_row_terms(g, warps, first_warp + q / kWarpRows, q % kWarpRows, i, dl[u], d[u], du[u],
-                      f[u]);
-      }
-    }
   }
-}
-
-// Every system of group gi gets its verdict from the terms put_row_terms left (the block synced
-// since): by its warp where a warp holds whole systems, else by the group's first warp from
-// each warp's maxima (a block barrier between).
-__device__ void group_verdicts(const GroupArgs& g, WarpShared* warps, GroupShared& gs, int gi,
-                               int w, int lane, bool lone) {
-  int group_rows = 0;
-  std::size_t group = 0;
-  group_start(g, gi, group_rows, group);
-  const WarpShared& ws = warps[gi * g.warps + w];
-  const check::WarpTerms t{ws.in[0], ws.in[1], ws.in[2], ws.f};
-  const int n = static_cast<int>(g.s.n);
-  if (lone) {
-    const std::size_t per_group = g.group_capacity / g.s.n;
-    if (group_rows > 0)
-      check::lone_warp_verdicts(t, group_rows, n, group * per_group, g.s.check, lane);
-    return;
-  }
-  const int warp_row0 = w * kWarpRows;
-  const int rows = group_rows > warp_row0 ? min(group_rows - warp_row0, kWarpRows) : 0;
-  const check::RowBits m = check::warp_rows_max(t, rows, lane);
-  if (lane == 0) gs.checked[w] = m;
   __syncthreads();
-  if (w == 0 && group_rows > 0) {
-    const check::RowBits zero{0, 0, 0, 0};
-    const check::RowBits all = check::warp_max(lane < g.warps ? gs.checked[lane] : zero);
-    if (lane == 0) check::classify(group, check::error_of(all), g.s.check.tolerance, g.s.check);
-  }
+  const WarpShared& ws = warps[wb];
+  group_verdicts(g, gs, gi, w, lane, lone, [&](int k) {
+    const int r = 32 * k + lane;
+    return check::RowMax{ws.in[0][r], ws.in[1][r], fabs(ws.f[r]), ws.in[2][r]};
+  });
 }
 
 // The barrier between levels: the block's, or only the warp's where every group is one warp
@@ -619,11 +631,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
   if constexpr (block_io) {
     __syncthreads();
     store_block_interleaved(g, warps);
-    if constexpr (kCheck) {
-      put_block_terms(g, warps);
-      __syncthreads();
-      group_verdicts(g, warps, groups[gi], gi, w, lane, lone);
-    }
+    if constexpr (kCheck) interleaved_verdicts(g, warps, groups[gi], gi, w, wb, lane, lone);
     return;
   }
   __syncwarp();
@@ -637,9 +645,8 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
   }
   if constexpr (kCheck) {
     level_barrier(lone);  // the rows next to the warp's: the group's other warps' x
-    put_warp_terms(g, warps, wb, group_row0, warp_row0, group_rows, lane);
-    __syncwarp();  // the warp's own terms (a group of warps syncs the block in group_verdicts)
-    group_verdicts(g, warps, groups[gi], gi, w, lane, lone);
+    strided_verdicts(g, warps, groups[gi], gi, w, wb, group_row0, warp_row0, group_rows, lane,
+                     lone);
   }
 }
 

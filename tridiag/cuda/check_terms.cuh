@@ -43,21 +43,6 @@ __device__ __forceinline__ RowBits shfl_down(const RowBits& v, int offset) {
           __shfl_down_sync(kFullMask, v.x, offset), __shfl_down_sync(kFullMask, v.f, offset)};
 }
 
-__device__ __forceinline__ RowBits shfl(const RowBits& v, int lane) {
-  return {__shfl_sync(kFullMask, v.r, lane), __shfl_sync(kFullMask, v.a, lane),
-          __shfl_sync(kFullMask, v.x, lane), __shfl_sync(kFullMask, v.f, lane)};
-}
-
-// The maxima over the whole warp, in every lane.
-__device__ __forceinline__ RowBits warp_max(RowBits v) {
-  for (int offset = 16; offset > 0; offset /= 2) {
-    v = max_bits(
-        v, {__shfl_xor_sync(kFullMask, v.r, offset), __shfl_xor_sync(kFullMask, v.a, offset),
-            __shfl_xor_sync(kFullMask, v.x, offset), __shfl_xor_sync(kFullMask, v.f, offset)});
-  }
-  return v;
-}
-
 // One row of backward_error() (backward_error.cc: Maxima::add), in its order of operations.
 __device__ __forceinline__ RowBits row_bits(double left, double diag, double right, double x_left,
                                             double x_mid, double x_right, double rhs) {

@@ -7,7 +7,7 @@
 //
 //   build/release/bench/dense_gpu/bench_panel_sms [m=57344] [h=2048] [panel SM counts: 8,16,24,32]
 //     [GEMM k pieces: 2048,1024] [recursive panel leaves: 64,128,256,512; fused:
-//     cooperative_panel.h] [nogreen]
+//     cooperative_panel.h; tournament: tournament_panel.h] [nogreen]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +24,7 @@
 #include "bench_device.cuh"
 #include "cooperative_panel.h"
 #include "cuda_check.cuh"
+#include "tournament_panel.h"
 
 // dlaswp on the cols-wide block a: for k < count, rows k and ipiv[k] - 1 swapped, in order
 // (thread per column; the pivots staged through shared memory).
@@ -107,8 +108,9 @@ struct Problem {
   cusolverDnHandle_t solver;
   cublasHandle_t panel_blas;
   int leaf = 0;  // > 0: the recursive panel with this leaf width instead of getrf;
-                 // -1: CooperativePanel (cooperative_panel.h)
+                 // -1: CooperativePanel (cooperative_panel.h); -2: TournamentPanel
   void* lu_scratch = nullptr;
+  void* tournament_scratch = nullptr;
   int gemm_chunk = 0;  // > 0: each GEMM as gk / gemm_chunk GEMMs of k = gemm_chunk
 };
 
@@ -148,7 +150,11 @@ void run(Problem& p, const Streams& s, int panels, int gemms, const char* label)
     CK(cudaMemcpyAsync(p.panel, p.pristine, sizeof(double) * size_t(p.m) * p.h,
                        cudaMemcpyDeviceToDevice, s.panel));
     CK(cudaEventRecord(p0, s.panel));
-    if (p.leaf < 0) {
+    if (p.leaf == -2) {
+      CK(cublasSetStream(p.panel_blas, s.panel));
+      TournamentPanel lu(p.tournament_scratch);
+      CK(lu.factor(p.panel, p.m, p.m, p.h, p.ipiv2, p.info, p.panel_blas, s.panel));
+    } else if (p.leaf < 0) {
       CK(cublasSetStream(p.panel_blas, s.panel));
       CooperativePanel lu(0, p.lu_scratch);
       CK(lu.factor(p.panel, p.m, p.m, p.h, p.ipiv2, p.info, p.panel_blas, s.panel));
@@ -176,6 +182,48 @@ void run(Problem& p, const Streams& s, int panels, int gemms, const char* label)
   std::fflush(stdout);
 }
 
+__global__ void lu_parts(const double* lu, int m, int h, double* l, double* u) {
+  const size_t count = size_t(m) * h;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const int r = int(i % m), c = int(i / m);
+    l[i] = r > c ? lu[i] : (r == c ? 1.0 : 0.0);
+    if (r < h) u[r + size_t(c) * h] = r <= c ? lu[i] : 0.0;
+  }
+}
+
+double max_abs(cublasHandle_t blas, const double* x, size_t count) {
+  int at = 0;
+  CK(cublasIdamax(blas, int(std::min<size_t>(count, 2147483647)), x, 1, &at));
+  double v = 0;
+  CK(cudaMemcpy(&v, x + at - 1, sizeof(double), cudaMemcpyDeviceToHost));
+  return std::fabs(v);
+}
+
+// Factors lu (ipiv) of the pristine panel: max |P A - L U| / max |A|, max |L|, max |U| / max |A|.
+void quality(Problem& p, const double* lu, const int* ipiv, const char* label,
+             cudaStream_t stream) {
+  const size_t count = size_t(p.m) * p.h;
+  double *pa, *l, *u;
+  CK(cudaMalloc(&pa, sizeof(double) * count));
+  CK(cudaMalloc(&l, sizeof(double) * count));
+  CK(cudaMalloc(&u, sizeof(double) * size_t(p.h) * p.h));
+  CK(cudaMemcpyAsync(pa, p.pristine, sizeof(double) * count, cudaMemcpyDeviceToDevice, stream));
+  row_swaps<<<(p.h + 127) / 128, 128, 0, stream>>>(pa, p.m, p.h, ipiv, p.h);
+  lu_parts<<<1024, 256, 0, stream>>>(lu, p.m, p.h, l, u);
+  const double one = 1.0, minus = -1.0;
+  CK(cublasDgemm(p.panel_blas, CUBLAS_OP_N, CUBLAS_OP_N, p.m, p.h, p.h, &minus, l, p.m, u, p.h,
+                 &one, pa, p.m));
+  CK(cudaStreamSynchronize(stream));
+  const double a = max_abs(p.panel_blas, p.pristine, count);
+  std::printf("%-10s max |PA - LU| / max |A| %.3e, max |L| %.3f, max |U| / max |A| %.3f\n", label,
+              max_abs(p.panel_blas, pa, count) / a, max_abs(p.panel_blas, l, count),
+              max_abs(p.panel_blas, u, size_t(p.h) * p.h) / a);
+  CK(cudaFree(pa));
+  CK(cudaFree(l));
+  CK(cudaFree(u));
+}
+
 // The recursive panel against getrf on the same input: pivots that differ and the largest
 // difference of the factors.
 void verify(Problem& p, cudaStream_t stream) {
@@ -187,7 +235,12 @@ void verify(Problem& p, cudaStream_t stream) {
   CK(cusolverDnSetStream(p.solver, stream));
   CK(cublasSetStream(p.panel_blas, stream));
   CK(cusolverDnDgetrf(p.solver, p.m, p.h, p.check, p.m, p.work, p.ipiv, p.info));
-  if (p.leaf < 0) {
+  if (p.leaf == -2) {
+    TournamentPanel lu(p.tournament_scratch);
+    CK(lu.factor(p.panel, p.m, p.m, p.h, p.ipiv2, p.info, p.panel_blas, stream));
+    quality(p, p.check, p.ipiv, "getrf", stream);
+    quality(p, p.panel, p.ipiv2, "tournament", stream);
+  } else if (p.leaf < 0) {
     CooperativePanel lu(0, p.lu_scratch);
     CK(lu.factor(p.panel, p.m, p.m, p.h, p.ipiv2, p.info, p.panel_blas, stream));
   } else {
@@ -207,7 +260,8 @@ void verify(Problem& p, cudaStream_t stream) {
   int differ = 0;
   for (int k = 0; k < p.h; ++k) differ += a[k] != b[k];
   std::printf(
-      "recursive panel, leaf %d (-1: CooperativePanel): %d of %d pivots differ from getrf's, max "
+      "recursive panel, leaf %d (-1: CooperativePanel, -2: TournamentPanel): %d of %d pivots "
+      "differ from getrf's, max "
       "|factor "
       "difference| %.3e\n",
       p.leaf, differ, p.h, std::fabs(diff));
@@ -250,7 +304,9 @@ int main(int argc, char** argv) {
   auto list = [](char* arg, std::vector<int>& out) {
     out.clear();
     for (char* t = std::strtok(arg, ","); t; t = std::strtok(nullptr, ","))
-      out.push_back(std::strcmp(t, "fused") == 0 ? -1 : std::atoi(t));
+      out.push_back(std::strcmp(t, "fused") == 0        ? -1
+                    : std::strcmp(t, "tournament") == 0 ? -2
+                                                        : std::atoi(t));
   };
   if (argc > 4) list(argv[4], chunks);
   if (argc > 5) list(argv[5], leaves);
@@ -284,6 +340,7 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&p.check, sizeof(double) * size_t(m) * h));
   CK(cublasCreate(&p.panel_blas));
   CK(cudaMalloc(&p.lu_scratch, CooperativePanel::scratch_bytes(0)));
+  CK(cudaMalloc(&p.tournament_scratch, TournamentPanel::scratch_bytes(m)));
   std::printf("CooperativePanel leaf width at m = %d: %d columns\n", m,
               CooperativePanel::leaf_columns(m, 0));
   int least = 0, greatest = 0;

@@ -448,6 +448,35 @@ TEST_F(DenseSolveTest, InPlaceFactorsTheMatrixItselfAndReusesIt) {
             "dense solve of 'A': refinement needs the original matrix, which in_place overwrites");
 }
 
+// Factors that are not stored and fit the RAM cache take no disk space: with the store's
+// reserve raised to all the free space once A is made, a solve that does not store its factors
+// completes (its factor object sparse and never written), and one that does is refused before it
+// starts, kNoSpace naming the free space; neither leaves an object behind.
+TEST_F(DenseSolveTest, FactorsKeptInRamNeedNoDiskSpace) {
+  const int64_t n = 1024;
+  const auto a = generated("A", n, 64, "uniform");
+  const auto b = stripe::uniform_matrix(n, 1, 3);
+  storage::StoreConfig config = store_->config();
+  auto free = storage::free_space(config.paths[0]);
+  ASSERT_TRUE(free.is_ok()) << free.status().to_string();
+  config.free_space_reserve = free->bytes;  // nothing left beyond it
+  store_.reset();
+  store_ = std::move(storage::MatrixStore::open(config)).value();
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  o.store_factors = false;
+  auto rep = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_LT(stripe::scaled_residual(a.data(), n, rep->x.data(), b.data(), 1), 1e-13);
+  o.store_factors = true;
+  auto refused = solve("A", b, 1, o, small_engine(64 << 20));
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kNoSpace) << refused.status().to_string();
+  EXPECT_NE(refused.status().message().find("not enough free space"), std::string::npos)
+      << refused.status().to_string();
+  EXPECT_EQ(store_->list().value().size(), 1u);
+}
+
 TEST_F(DenseSolveTest, TraceHasEveryRoleAndProgressReachesTheEnd) {
   const int64_t n = 300;
   generated("A", n, 64, "uniform");

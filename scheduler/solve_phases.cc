@@ -47,25 +47,30 @@ double seconds_since(SolveClock::time_point t0) {
   return std::chrono::duration<double>(SolveClock::now() - t0).count();
 }
 
+// Whether all of A's stripes fit a RAM cache of `budget` bytes at once.
+bool fits_cache(const storage::StripedMatrix& a, uint64_t budget) {
+  uint64_t total = 0;
+  for (int64_t i = 0; i < a.geometry().stripes; ++i) {
+    total += cache::Arena::round_up(a.part_layout(i, 0).buffer_bytes);
+  }
+  return total <= budget;
+}
+
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
 // factorization starts with the matrix in (pinned) RAM: the GPU tier's "host-resident A".
 Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget) {
-  const storage::StripeGeometry& g = a.geometry();
-  uint64_t total = 0;
+  if (!fits_cache(a, budget)) return Status::ok();
   std::vector<PartOrder> order;
-  for (int64_t i = 0; i < g.stripes; ++i) {
-    total += cache::Arena::round_up(a.part_layout(i, 0).buffer_bytes);
-    order.push_back({i, 0});
-  }
-  if (total > budget) return Status::ok();
+  for (int64_t i = 0; i < a.geometry().stripes; ++i) order.push_back({i, 0});
   return stream_parts(ctx, a, order, "load", true,
                       [](int64_t, const stripe::StripePart&) { return Status::ok(); });
 }
 
 // Makes sv.writable the factor object to factor A into: a new one, or the one a killed process
 // left half made when its progress can be resumed (factor_progress.h: factors stored, the same
-// recipe). Any other half-made one is removed (the run starts from A).
-Status open_factor_to_make(Solve& sv, const Plan& plan) {
+// recipe). Any other half-made one is removed (the run starts from A). `space`: how a new one
+// takes its disk space (MatrixStore::create_factor).
+Status open_factor_to_make(Solve& sv, const Plan& plan, storage::DiskSpace space) {
   static const auto log = logger("scheduler");
   const std::string& factor_name = sv.report.factor_name;
   const bool recorded = sv.options.store_factors && sv.options.record_progress;
@@ -92,7 +97,7 @@ Status open_factor_to_make(Solve& sv, const Plan& plan) {
         factor_name, progress.status().message());
     left->reset();  // uncommitted: removed
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, sv.store.create_factor(factor_name, *sv.a));
+  STRIPESOLVE_ASSIGN_OR_RETURN(sv.writable, sv.store.create_factor(factor_name, *sv.a, space));
   if (recorded) {
     STRIPESOLVE_ASSIGN_OR_RETURN(sv.progress, FactorProgress::start(*sv.writable, recipe));
   }
@@ -171,7 +176,14 @@ Status SolvePhases::open_factor_objects() {
     io_.set_sources(sv_.writable.get(), sv_.writable.get());
     return Status::ok();
   }
-  STRIPESOLVE_RETURN_IF_ERROR(open_factor_to_make(sv_, sv_.report.plan));
+  // Factors that are not stored and fit the RAM cache beside nothing else are never written:
+  // their object takes no disk space up front (a host whose disks hold A but not A twice still
+  // solves in RAM). Should a cell be written all the same, a full disk fails it with kNoSpace.
+  const bool stays_in_ram =
+      !req_.options.store_factors && fits_cache(sv_.factored(), config_.ram_budget);
+  STRIPESOLVE_RETURN_IF_ERROR(open_factor_to_make(
+      sv_, sv_.report.plan,
+      stays_in_ram ? storage::DiskSpace::kSparse : storage::DiskSpace::kReserved));
   io_.set_sources(&sv_.factored(), sv_.writable.get());
   if (sv_.resumed) io_.mark_written(sv_.resume_point.written());
   if (sv_.progress) {

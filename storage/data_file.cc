@@ -105,6 +105,10 @@ Status preallocate(const DataFile& file, uint64_t bytes) {
     return Status::from_errno(rc,
                               "preallocate " + std::to_string(bytes) + " bytes for " + file.path());
   }
+  return set_size(file, bytes);
+}
+
+Status set_size(const DataFile& file, uint64_t bytes) {
   if (::ftruncate(file.fd(), static_cast<off_t>(bytes)) != 0) {
     return Status::from_errno(errno, "truncate " + file.path() + " to " + std::to_string(bytes));
   }

@@ -67,8 +67,17 @@ using OpenCall = int (*)(const char* path, int flags, mode_t mode);
 Result<DataFile> open_data_file(const std::string& path, int flags, bool want_direct,
                                 OpenCall call = nullptr, mode_t mode = 0600);
 
+// How a new object takes its disk space (ObjectWriter::begin, MatrixStore::create_factor).
+enum class DiskSpace {
+  kReserved,  // checked against the filesystems (check_free_space_for), every block allocated
+  kSparse,    // files sized only: blocks taken when written (a write may then meet kNoSpace)
+};
+
 // Reserves `bytes` for the file (fallocate; ftruncate where the filesystem cannot preallocate).
 Status preallocate(const DataFile& file, uint64_t bytes);
+// Sizes the file to `bytes` without reserving its blocks (ftruncate: a sparse file reading as
+// zeros; blocks are taken when written, and such a write may fail with kNoSpace).
+Status set_size(const DataFile& file, uint64_t bytes);
 
 // Bytes available to unprivileged users on the filesystem holding `dir`, and its device id.
 struct FreeSpace {

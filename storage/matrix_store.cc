@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <map>
 #include <random>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -87,8 +89,18 @@ Result<std::string> check_markers(const StoreShared& store) {
   STRIPESOLVE_RETURN_IF_ERROR(check_distinct_paths(config));
   gid_t gid = static_cast<gid_t>(-1);
   if (!config.group.empty()) {
-    const group* g = ::getgrnam(config.group.c_str());
-    if (g == nullptr) return Status::not_found("store.group '" + config.group + "' does not exist");
+    group entry{};
+    group* g = nullptr;
+    std::vector<char> buffer(16 * 1024);
+    int rc = 0;
+    while ((rc = ::getgrnam_r(config.group.c_str(), &entry, buffer.data(), buffer.size(), &g)) ==
+               ERANGE &&
+           buffer.size() < (1u << 20)) {
+      buffer.resize(buffer.size() * 2);
+    }
+    if (rc != 0 || g == nullptr) {
+      return Status::not_found("store.group '" + config.group + "' does not exist");
+    }
     gid = g->gr_gid;
   }
   std::string id;
@@ -115,8 +127,8 @@ Result<std::string> check_markers(const StoreShared& store) {
     const auto this_id = j["store_id"].get<std::string>();
     const auto index = j["path_index"].get<int64_t>();
     if (!id.empty() && this_id != id) {
-      return Status::failed_precondition("store path " + dir + " belongs to store " + this_id +
-                                         ", the other paths to store " + id);
+      return Status::failed_precondition(fmt::format(
+          "store path {} belongs to store {}, the other paths to store {}", dir, this_id, id));
     }
     if (index != static_cast<int64_t>(p)) {
       return Status::failed_precondition("store path " + dir + " is path " + std::to_string(index) +
@@ -152,7 +164,7 @@ void clean_up(const StoreShared& store) {
     const std::string objects = store.config.paths[p] + "/objects";
     for (const std::string& name : list_dir(objects)) {
       if (name.rfind(".removing-", 0) == 0) {
-        (void)remove_tree(objects + "/" + name);
+        (void)remove_tree(fmt::format("{}/{}", objects, name));
         continue;
       }
       if (!check_object_name(name, "object").is_ok()) continue;
@@ -440,11 +452,12 @@ Result<std::unique_ptr<StripedMatrix>> MatrixStore::open_factor(std::string_view
 }
 
 Result<std::unique_ptr<StripedMatrix>> MatrixStore::create_factor(std::string_view name,
-                                                                  const StripedMatrix& like) {
+                                                                  const StripedMatrix& like,
+                                                                  DiskSpace space) {
   STRIPESOLVE_ASSIGN_OR_RETURN(
       auto writer,
       ObjectWriter::begin(shared_, std::string(name), "factor", "factor of " + like.info().name,
-                          like.geometry(), like.info().placement));
+                          like.geometry(), like.info().placement, space));
   // Published with the factor at commit(): what it factors, for reuse checks (is_factor_of).
   writer->manifest().info.factor_of =
       FactorOf{like.info().id, like.geometry().n, checksum_summary(like.checksums())};

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "storage/data_file.h"
 #include "storage/generators.h"
 #include "storage/io_engine.h"
 #include "storage/manifest.h"
@@ -137,8 +138,14 @@ class MatrixStore {
   // A new writable factor object with the geometry and placement of `like`, state "incomplete"
   // (invisible until commit(); deleted if destroyed uncommitted). Its data starts as zeros. It
   // records `like`'s id, order and checksum summary (MatrixInfo::factor_of, is_factor_of()).
+  // `space`: kReserved checks the filesystems for its 8 n^2 bytes (kNoSpace naming them) and
+  // allocates every block, so that a factorization never meets a full disk midway; kSparse
+  // only sizes its files, for a factor that is not expected to be written (a solve that keeps
+  // its factors in RAM and does not store them): blocks are taken if and when written, and
+  // such a write fails with kNoSpace when the disk is full.
   Result<std::unique_ptr<StripedMatrix>> create_factor(std::string_view name,
-                                                       const StripedMatrix& like);
+                                                       const StripedMatrix& like,
+                                                       DiskSpace space = DiskSpace::kReserved);
   // Makes object `name` of kind "transpose": A^T of the complete object `a`, in a's geometry and
   // placement, recording `a` (id, order, checksum summary) as what it derives from
   // (MatrixInfo::factor_of, is_factor_of()), so that it is one of a's derived objects

@@ -70,8 +70,9 @@ Status check_free_space_for(const StoreShared& store, const StripeGeometry& geom
 }
 
 Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(
-    std::shared_ptr<StoreShared> store, const std::string& name, const std::string& kind,
-    const std::string& source, const StripeGeometry& geometry, const PlacementParams& params) {
+    const std::shared_ptr<StoreShared>& store, const std::string& name, const std::string& kind,
+    const std::string& source, const StripeGeometry& geometry, const PlacementParams& params,
+    DiskSpace space) {
   STRIPESOLVE_RETURN_IF_ERROR(kind == "matrix" ? check_matrix_name(name)
                                                : check_object_name(name, "object name"));
   if (params.path_count > static_cast<int>(store->config.paths.size())) {
@@ -80,7 +81,9 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(
                                     std::to_string(store->config.paths.size()));
   }
   // Space first: the placement holds a record per segment, as many as the object is large.
-  STRIPESOLVE_RETURN_IF_ERROR(check_free_space_for(*store, geometry, params));
+  if (space == DiskSpace::kReserved) {
+    STRIPESOLVE_RETURN_IF_ERROR(check_free_space_for(*store, geometry, params));
+  }
   STRIPESOLVE_ASSIGN_OR_RETURN(Placement placement, Placement::make(geometry, params));
   std::unique_ptr<ObjectWriter> w(new ObjectWriter(store, std::move(placement)));
 
@@ -113,7 +116,8 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(
     STRIPESOLVE_ASSIGN_OR_RETURN(
         DataFile f, open_data_file(store->data_path(p, name), O_RDWR | O_CREAT | O_EXCL,
                                    store->config.direct_io, nullptr, store->file_mode()));
-    STRIPESOLVE_RETURN_IF_ERROR(preallocate(f, m.file_bytes[p]));
+    STRIPESOLVE_RETURN_IF_ERROR(space == DiskSpace::kReserved ? preallocate(f, m.file_bytes[p])
+                                                              : set_size(f, m.file_bytes[p]));
     w->files_.push_back(std::move(f));
   }
   return w;

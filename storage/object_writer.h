@@ -30,8 +30,9 @@ Status check_free_space_for(const StoreShared& store, const StripeGeometry& geom
 class ObjectWriter {
  public:
   static Result<std::unique_ptr<ObjectWriter>> begin(
-      std::shared_ptr<StoreShared> store, const std::string& name, const std::string& kind,
-      const std::string& source, const StripeGeometry& geometry, const PlacementParams& params);
+      const std::shared_ptr<StoreShared>& store, const std::string& name, const std::string& kind,
+      const std::string& source, const StripeGeometry& geometry, const PlacementParams& params,
+      DiskSpace space = DiskSpace::kReserved);
   ~ObjectWriter();
 
   const Placement& placement() const { return placement_; }

@@ -36,6 +36,9 @@ DENSE_GPU_MULTI = ["dense_gpu/results/h200x4_ram_n57344_12GiB_1gpu_2026-11-26.js
                    "dense_gpu/results/h200x4_ram_n57344_12GiB_4gpus_2026-11-26.json"]
 # The runs above skip the DGEMM peer; its rate at the J update shape on an H200 of the pair.
 DENSE_GPU_MULTI_DGEMM = "dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_S1024_2026-11-26.json"
+# The same at the issue's "n about 100000" (a pair of H200s, 24 GiB per device).
+DENSE_GPU_MULTI_LARGE = ["dense_gpu/results/h200x2_ram_n98304_24GiB_1gpu_2026-11-27.json",
+                         "dense_gpu/results/h200x2_ram_n98304_24GiB_2gpus_2026-11-27.json"]
 TRIDIAG_GPU = "tridiag/results/gpu_bench_h100_2026-11-24_session4.json"
 TRIDIAG_CPU = "tridiag/results/cpu_bench_2cores.json"
 STORAGE = "storage/results/h100_host_nvme_run4_same_files.json"
@@ -181,36 +184,48 @@ def plot_dense_gpu_tiers(res, plt):
     return captioned(fig, "bench/dense_gpu/results/: " + ", ".join(files), 0.05)
 
 
-def plot_dense_gpu_multi(res, plt):
-    fig, ax = plt.subplots(figsize=(7, 5))
+def gpu_series(res, files):
+    """(GPUs, factor TFLOP/s, n, GiB per device, card) of a list of bench_dense_gpu files."""
     gpus, factor = [], []
-    for rel in DENSE_GPU_MULTI:
+    for rel in files:
         with res.reading(rel) as doc:
             doc = one_doc(doc)
             r = doc["runs"][0]
             gpus.append(int(doc["args"].get("gpus", 1)))
             factor.append(num(r["stripesolve"]["tflops_factor"], "stripesolve.tflops_factor"))
             n, budget, host = r["n"], num(r["gpu_memory"], "gpu_memory") / 2**30, card(doc)
+    return gpus, factor, n, budget, host
+
+
+def plot_dense_gpu_multi(res, plt):
+    fig, ax = plt.subplots(figsize=(7, 5))
+    gpus, factor, n, budget, host = gpu_series(res, DENSE_GPU_MULTI)
+    large = gpu_series(res, DENSE_GPU_MULTI_LARGE)
     with res.reading(DENSE_GPU_MULTI_DGEMM) as doc:
         r = one_doc(doc)["runs"][0]
         upd = [x for x in r.get("dgemm", []) if x["role"] == "update_shape"]
         dgemm = num(upd[0]["tflops"], "dgemm.tflops")
-    ax.plot(gpus, factor, "o-", color=STRIPESOLVE_COLORS[0], label="stripesolve factor")
-    for g, f in zip(gpus, factor):
-        ax.annotate(f"{f:.1f} ({f / factor[0]:.2f}x)", (g, f), textcoords="offset points",
-                    xytext=(6, -12), fontsize=8)
+    ax.plot(gpus, factor, "o-", color=STRIPESOLVE_COLORS[0],
+            label=f"stripesolve factor, n = {n}, {budget:.0f} GiB per device")
+    ax.plot(large[0], large[1], "s-", color=STRIPESOLVE_COLORS[1],
+            label=f"stripesolve factor, n = {large[2]}, {large[3]:.0f} GiB per device ({large[4]})")
+    for xs, ys, dy in ((gpus, factor, -12), (large[0], large[1], 6)):
+        for g, f in zip(xs, ys):
+            ax.annotate(f"{f:.1f} ({f / ys[0]:.2f}x)", (g, f), textcoords="offset points",
+                        xytext=(6, dy), fontsize=8)
     ax.plot(gpus, [g * dgemm for g in gpus], "k--", lw=1,
             label=f"GPUs x one GPU's DGEMM at the J update shape ({dgemm:.1f})")
     ax.plot(gpus, [0.8 * g * dgemm for g in gpus], "k:", lw=1, label="80% of that")
     ax.set_xticks(gpus)
     ax.set_xlabel(f"GPUs ({host})")
     ax.set_ylabel("factor TFLOP/s")
-    ax.set_title(f"Dense LU, RAM tier, n = {n}, {budget:.0f} GiB per device", fontsize=10)
+    ax.set_title("Dense LU, RAM tier, against GPUs", fontsize=10)
     ax.legend(fontsize=8, loc="upper left")
     ax.set_ylim(0, 1.1 * gpus[-1] * dgemm)
     ax.grid(alpha=0.3)
     return captioned(fig, "bench/dense_gpu/results/: "
-                     + ", ".join(os.path.basename(p) for p in DENSE_GPU_MULTI)
+                     + ", ".join(os.path.basename(p)
+                                 for p in DENSE_GPU_MULTI + DENSE_GPU_MULTI_LARGE)
                      + "; DGEMM from " + os.path.basename(DENSE_GPU_MULTI_DGEMM), 0.05)
 
 

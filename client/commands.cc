@@ -65,7 +65,8 @@ Result<JobRequest> build_solve_job(const SolveRequest& r) {
              {"refinement", r.refinement == "auto" ? nlohmann::json("auto")
                                                    : nlohmann::json(std::stoll(r.refinement))},
              {"in_place", r.in_place},
-             {"reuse", r.reuse}};
+             {"reuse", r.reuse},
+             {"store", r.store}};
   if (!r.rhs_path.empty()) {
     STRIPESOLVE_ASSIGN_OR_RETURN(UniqueFd fd, open_input(r.rhs_path, "--rhs"));
     req.job["rhs"] = req.pass(std::move(fd));

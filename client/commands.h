@@ -51,6 +51,7 @@ struct SolveRequest {
   std::string refinement = "auto";  // "auto" or a number of steps (checked by the CLI)
   bool in_place = false;
   bool reuse = true;
+  bool store = true;  // false: the factors live for this solve only (nothing left to reuse)
 };
 
 // The dense_solve job: opens the right-hand sides and creates the output (when given) before

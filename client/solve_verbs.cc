@@ -33,6 +33,10 @@ void add_solve_options(CLI::App* cmd, SolveRequest& r) {
   cmd->add_flag("--in-place", r.in_place, "overwrite the matrix with its factors (half the disk)");
   cmd->add_flag_callback(
       "--no-reuse", [&r] { r.reuse = false; }, "factor again even if stored factors exist");
+  cmd->add_flag_callback(
+      "--no-store", [&r] { r.store = false; },
+      "do not keep the factors: they live for this solve only, and take no disk space when the "
+      "matrix fits the RAM cache");
 }
 
 void print_job_id(const Globals& g, uint64_t id) {

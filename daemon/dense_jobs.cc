@@ -56,13 +56,14 @@ Result<SolveParams> parse_params(const nlohmann::json& p) {
     STRIPESOLVE_ASSIGN_OR_RETURN(int64_t steps, get_int(p, "refinement", 0, 100));
     s.options.refinement_steps = static_cast<int>(steps);
   }
-  for (const char* key : {"in_place", "reuse"}) {
+  for (const char* key : {"in_place", "reuse", "store"}) {
     if (p.contains(key) && !p[key].is_boolean()) {
       return Status::invalid_argument(fmt::format("field '{}' must be a boolean", key));
     }
   }
   s.options.in_place = p.value("in_place", false);
   s.options.reuse_factors = p.value("reuse", true);
+  s.options.store_factors = p.value("store", true);
   return s;
 }
 
@@ -371,7 +372,7 @@ Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits) {
 }
 
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
-                         const scheduler::EngineConfig& engine, DenseJobLimits limits) {
+                         const scheduler::EngineConfig& engine, const DenseJobLimits& limits) {
   registry.add("dense_solve", Lane::kDense,
                [&store, &uploads, &engine, limits](JobContext& ctx) -> Result<nlohmann::json> {
                  return run_dense_solve(ctx, store, uploads, engine, limits);

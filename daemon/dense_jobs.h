@@ -50,6 +50,6 @@ Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits);
 std::optional<std::string> factor_to_resume(const std::string& type, const nlohmann::json& params);
 
 void register_dense_jobs(JobRegistry& registry, storage::MatrixStore& store, UploadStore& uploads,
-                         const scheduler::EngineConfig& engine, DenseJobLimits limits);
+                         const scheduler::EngineConfig& engine, const DenseJobLimits& limits);
 
 }  // namespace stripesolve::daemon

@@ -398,7 +398,8 @@ Template make_template(Rng& r, uint64_t upload_guess) {
           {"strategy", r.pick(std::vector<std::string>{"basic", "zigzag", "meta_zigzag"})},
           {"refinement", static_cast<int64_t>(r.below(3))},
           {"in_place", r.chance(0.1)},
-          {"reuse", r.chance(0.8)}};
+          {"reuse", r.chance(0.8)},
+          {"store", r.chance(0.8)}};
       if (r.chance(0.7)) {
         job["rhs"] = {
             {"generate", r.chance(0.5) ? "ones" : "uniform"},

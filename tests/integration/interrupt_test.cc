@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/daemon_fixture.h"
+#include "tests/integration/processes.h"
 
 namespace stripesolve::testing {
 namespace {
@@ -28,28 +29,6 @@ std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The client with `args`, stdout and stderr into `out`. Everything the child needs is made
-// before fork(): the daemon's threads run in this process, so the child only calls
-// async-signal-safe functions.
-pid_t spawn_client(const std::vector<std::string>& args, const std::string& out) {
-  std::string bin = STRIPESOLVE_CLIENT_BINARY;
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  argv.push_back(bin.data());
-  for (std::string& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const int fd = ::open(out.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    ::execv(bin.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  return pid;
 }
 
 int exit_code(pid_t pid) {
@@ -68,11 +47,11 @@ TEST(ClientInterrupt, OneCtrlCLeavesTheJobRunningTwoCancelIt) {
   // A solve of several seconds: n = 3000 through a cache of eight 32-row stripes.
   DaemonFixture d(
       [](daemon::DaemonConfig& c) { c.engine.ram_budget = 8 * 32 * 3000 * 8 + (1 << 20); });
-  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  ASSERT_EQ(std::system(
-                (cli + " matrix create M -n 3000 --generator uniform --stripe-rows 32 > /dev/null")
-                    .c_str()),
-            0);
+  ASSERT_EQ(exit_code(spawn_client({"--socket", d.socket(), "matrix", "create", "M", "-n", "3000",
+                                    "--generator", "uniform", "--stripe-rows", "32"},
+                                   d.dir() + "/create.txt")),
+            0)
+      << read_file(d.dir() + "/create.txt");
   for (int presses : {1, 2}) {
     const std::string tag = std::to_string(presses);
     const std::string out = d.dir() + "/client" + tag + ".txt";

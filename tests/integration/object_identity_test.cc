@@ -1,6 +1,9 @@
 // Integration (issue 15, point 4): stored objects have identities. A factor is reused only for
 // the matrix it was made from, `matrix rm` takes the matrix's factors with it, and concurrent
 // first solves of one matrix share one factorization.
+#include <sys/wait.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -62,6 +65,45 @@ TEST(ObjectIdentity, RemovingAMatrixRemovesItsFactorsAndANewOneIsFactoredAgain) 
   EXPECT_EQ(third["result"]["reused_factors"], true);  // its own factor is reused
 }
 
+// `solve --no-store` ("store": false): the factors live for the solve only, so nothing is left
+// to list or reuse; the field must be a boolean, and in_place (which makes the matrix its own
+// factors) refuses it.
+TEST(ObjectIdentity, ASolveThatDoesNotStoreItsFactorsLeavesNone) {
+  DaemonFixture d;
+  auto c = d.connect();
+  ASSERT_EQ(create(*c, "S", 100)["state"], "COMPLETED");
+  client::SolveRequest r;
+  r.matrix = "S";
+  r.generate = "uniform";
+  r.store = false;
+  auto job = client::build_solve_job(r);
+  ASSERT_TRUE(job.is_ok()) << job.status().to_string();
+  const auto first = run_ok(*c, job->job);
+  ASSERT_EQ(first["state"], "COMPLETED") << first.dump();
+  EXPECT_LT(first["result"]["residual"].get<double>(), 1e-12);
+  EXPECT_EQ(names(*c), (std::vector<std::string>{"S"}));
+  const auto second = run_ok(*c, job->job);
+  ASSERT_EQ(second["state"], "COMPLETED") << second.dump();
+  EXPECT_EQ(second["result"]["reused_factors"], false);
+  EXPECT_EQ(names(*c), (std::vector<std::string>{"S"}));
+
+  auto bad = client::run_job(
+      *c,
+      {{"type", "dense_solve"}, {"matrix", "S"}, {"rhs", {{"generate", "ones"}}}, {"store", "no"}});
+  ASSERT_FALSE(bad.is_ok() && (*bad)["state"] == "COMPLETED");
+  const std::string why = bad.is_ok() ? bad->dump() : bad.status().message();
+  EXPECT_NE(why.find("field 'store' must be a boolean"), std::string::npos) << why;
+  const auto in_place = client::run_job(*c, {{"type", "dense_solve"},
+                                             {"matrix", "S"},
+                                             {"rhs", {{"generate", "ones"}}},
+                                             {"in_place", true},
+                                             {"store", false}});
+  const std::string refused = in_place.is_ok() ? in_place->dump() : in_place.status().message();
+  EXPECT_NE(refused.find("in_place turns the matrix into its factors"), std::string::npos)
+      << refused;
+  EXPECT_EQ(names(*c), (std::vector<std::string>{"S"}));
+}
+
 TEST(ObjectIdentity, AStaleFactorOfTheSameNameIsNotReused) {
   DaemonFixture d;
   auto c = d.connect();
@@ -86,8 +128,9 @@ TEST(ObjectIdentity, TheCliSaysWhichFactorsWentWithTheMatrix) {
   ASSERT_EQ(create(*c, "M", 60)["state"], "COMPLETED");
   ASSERT_EQ(solve(*c, "M")["state"], "COMPLETED");
   const std::string out = d.dir() + "/rm.txt";
-  const std::string cli = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket();
-  ASSERT_EQ(std::system((cli + " matrix rm M > " + out + " 2>&1").c_str()), 0);
+  const int status = wait_exit(spawn_client({"--socket", d.socket(), "matrix", "rm", "M"}, out),
+                               std::chrono::seconds(60));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "deleted M\ndeleted its factor M.lu.row\n");

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,5 +26,10 @@ std::unique_ptr<client::Connection> wait_connect(const std::string& socket,
 
 // Runs `job` to its end through client::run_job; a failure fails the test and gives {}.
 nlohmann::json run_ok(client::Connection& c, const nlohmann::json& job);
+
+// Starts the client binary with `args`, its stdout and stderr into the file `out`; its pid.
+// Safe beside the in-process daemon's threads (the child only calls async-signal-safe
+// functions).
+pid_t spawn_client(const std::vector<std::string>& args, const std::string& out);
 
 }  // namespace stripesolve::testing

@@ -48,6 +48,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -90,7 +91,8 @@ constexpr uint64_t kPingIdBase = uint64_t{1} << 62;  // burst request ids stay b
 constexpr auto kSessionTimeout = std::chrono::seconds(20);
 
 uint64_t env_u64(const char* name, uint64_t fallback) {
-  const char* v = std::getenv(name);
+  // Read before any thread starts; nothing in the test sets the environment.
+  const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe)
   return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
 }
 
@@ -250,18 +252,18 @@ std::string raw_frame(uint16_t type, uint32_t flags, uint64_t request_id, const 
   return out + json + payload;
 }
 
-const std::vector<std::string> kNames = {"f0",
-                                         "f1",
-                                         "f2",
-                                         "f3",
-                                         "f0.lu.row",
-                                         "",
-                                         "x",
-                                         "-bad",
-                                         "a/b",
-                                         std::string(130, 'n'),
-                                         std::string(119, 'm')};
-const std::vector<std::string> kWords = {
+const std::vector<std::string> fuzz_names = {"f0",
+                                             "f1",
+                                             "f2",
+                                             "f3",
+                                             "f0.lu.row",
+                                             "",
+                                             "x",
+                                             "-bad",
+                                             "a/b",
+                                             std::string(130, 'n'),
+                                             std::string(119, 'm')};
+const std::vector<std::string> fuzz_words = {
     "matrix_create", "matrix_list",  "matrix_show",   "matrix_delete", "dense_solve",
     "tridiag_solve", "uniform",      "diag_dominant", "normal",        "identity",
     "hilbert",       "gepp_growth",  "ones",          "row",           "local",
@@ -287,9 +289,9 @@ nlohmann::json random_value(Rng& r, bool deep, int depth = 0) {
     case 5:
       return r.pick(std::vector<double>{0.5, -0.0, 1e308, -1e308, 3.7, 1e-320});
     case 6:
-      return r.pick(kWords);
+      return r.pick(fuzz_words);
     case 7:
-      return r.pick(kNames);
+      return r.pick(fuzz_names);
     case 8: {
       std::string s(r.below(40), ' ');
       for (char& c : s) c = static_cast<char>(r.below(256));
@@ -303,7 +305,7 @@ nlohmann::json random_value(Rng& r, bool deep, int depth = 0) {
     case 10: {
       nlohmann::json o = nlohmann::json::object();
       for (uint64_t k = r.below(4); k > 0; --k)
-        o[r.pick(kWords)] = random_value(r, deep, depth + 1);
+        o[r.pick(fuzz_words)] = random_value(r, deep, depth + 1);
       return o;
     }
     default: {  // deep nesting, around the parser's limit of 32 levels
@@ -375,7 +377,7 @@ Template make_template(Rng& r, uint64_t upload_guess) {
     case 6:
       submit(
           {{"type", "matrix_create"},
-           {"name", r.pick(kNames)},
+           {"name", r.pick(fuzz_names)},
            {"n", r.chance(0.9) ? static_cast<int64_t>(1 + r.below(200))
                                : r.pick(std::vector<int64_t>{1000000, int64_t{1} << 30, 100000})},
            {"seed", static_cast<int64_t>(r.below(10))},
@@ -387,13 +389,14 @@ Template make_template(Rng& r, uint64_t upload_guess) {
       submit({{"type", "matrix_list"}});
       break;
     case 8:
-      submit({{"type", r.chance(0.5) ? "matrix_show" : "matrix_delete"}, {"name", r.pick(kNames)}});
+      submit({{"type", r.chance(0.5) ? "matrix_show" : "matrix_delete"},
+              {"name", r.pick(fuzz_names)}});
       break;
     case 9:
     case 10: {
       nlohmann::json job = {
           {"type", "dense_solve"},
-          {"matrix", r.pick(kNames)},
+          {"matrix", r.pick(fuzz_names)},
           {"pivot", r.pick(std::vector<std::string>{"row", "local", "none"})},
           {"strategy", r.pick(std::vector<std::string>{"basic", "zigzag", "meta_zigzag"})},
           {"refinement", static_cast<int64_t>(r.below(3))},
@@ -452,12 +455,12 @@ void mutate_json(nlohmann::json& header, Rng& r, bool gentle) {
       std::advance(it, static_cast<long>(r.below(header.size())));
       header.erase(it);
     } else {
-      header[r.pick(kWords)] = random_value(r, !gentle);
+      header[r.pick(fuzz_words)] = random_value(r, !gentle);
     }
     return;
   }
   if (&node == &header && gentle) {
-    header = {{r.pick(kWords), random_value(r, false)}};
+    header = {{r.pick(fuzz_words), random_value(r, false)}};
     return;
   }
   if (node.is_object() && r.chance(0.5)) {
@@ -466,7 +469,7 @@ void mutate_json(nlohmann::json& header, Rng& r, bool gentle) {
       std::advance(it, static_cast<long>(r.below(node.size())));
       node.erase(it);
     } else {
-      node[r.pick(kWords)] = random_value(r, !gentle);
+      node[r.pick(fuzz_words)] = random_value(r, !gentle);
     }
     return;
   }
@@ -571,7 +574,7 @@ bool run_session(const DaemonProcess& daemon, Rng& r, Counters& counters, uint64
   const int fd = daemon.connect_socket();
   if (fd < 0) {
     // The daemon refuses nobody below max_connections; a failed connect is a daemon gone.
-    counters.fail(std::string("connect failed: ") + std::strerror(errno));
+    counters.fail("connect failed: " + std::generic_category().message(errno));
     return false;
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);

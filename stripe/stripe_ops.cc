@@ -281,10 +281,20 @@ Status forward_substitute_stripe(backend::Backend& backend, const StripePart& st
                                  int64_t nrhs, const backend::Workspace& workspace) {
   STRIPESOLVE_RETURN_IF_ERROR(
       check_part(stripe, "forward substitution", stripe.row_begin + stripe.rows));
-  if (stripe.col_begin != 0) {
+  const int64_t c0 = stripe.col_begin;
+  if (c0 > stripe.row_begin) {
     return Status::invalid_argument(fmt::format(
-        "forward substitution: part of rows from {} starts at column {}, needs column 0",
-        stripe.row_begin, stripe.col_begin));
+        "forward substitution: part of rows from {} starts at column {}, after its diagonal",
+        stripe.row_begin, c0));
+  }
+  for (int64_t k = 0; k < nrhs && c0 > 0; ++k) {
+    const double* column = rhs + k * ld_rhs;
+    if (std::any_of(column, column + c0, [](double v) { return v != 0.0; })) {
+      return Status::invalid_argument(fmt::format(
+          "forward substitution: part of rows from {} starts at column {}, and the right-hand "
+          "side is not zero above it",
+          stripe.row_begin, c0));
+    }
   }
   std::vector<int64_t> local;
   if (pivots.mode == PivotMode::kLocal) {
@@ -297,8 +307,14 @@ Status forward_substitute_stripe(backend::Backend& backend, const StripePart& st
     local.resize(pivots.swaps.size());
     for (size_t k = 0; k < local.size(); ++k) local[k] = pivots.swaps[k] - stripe.row_begin;
   }
+  // A part from column c0 is the op's part in a frame shifted by c0: its left block multiplies
+  // z rows [c0, row_begin) (the rows above c0 are zero), its diagonal block sits at column
+  // row_begin - c0 of the part.
+  StripePart shifted = stripe;
+  shifted.row_begin -= c0;
+  shifted.col_begin = 0;
   return run_with(backend,
-                  lower_op(stripe, local.empty() ? nullptr : local.data(), rhs, ld_rhs, nrhs),
+                  lower_op(shifted, local.empty() ? nullptr : local.data(), rhs + c0, ld_rhs, nrhs),
                   workspace);
 }
 

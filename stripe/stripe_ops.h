@@ -133,8 +133,10 @@ Status update_stripe(backend::Backend& backend, const StripePart& stripe_i,
                      const backend::Workspace& workspace);
 
 // Forward substitution of stripe I (call for I = 0..N-1 in order): rows of stripe I of the n x
-// nrhs block `rhs` (ld_rhs) become z_I = L_II^-1 P_I (b_I - L_left z_{<I}). The part must start
-// at column 0. With kRow/kNone, P_I is the identity.
+// nrhs block `rhs` (ld_rhs) become z_I = L_II^-1 P_I (b_I - L_left z_{<I}). With kRow/kNone, P_I
+// is the identity. The part may start at a column c > 0 (at most I's first row) when the rows of
+// `rhs` above c are all zero (z is zero there too: a right-hand side such as a unit vector);
+// InvalidArgument otherwise.
 Status forward_substitute_stripe(backend::Backend& backend, const StripePart& stripe,
                                  const StripePivots& pivots, double* rhs, int64_t ld_rhs,
                                  int64_t nrhs, const backend::Workspace& workspace);

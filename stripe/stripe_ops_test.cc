@@ -220,6 +220,35 @@ TEST(StripeOps, RejectsPartsInTheWrongPlace) {
                                      "columns [0, 8), needs them up to 10 of n=10"));
 }
 
+// The forward pass from a column c > 0 (its right-hand side zero above c, as a unit vector's):
+// the same rows as from column 0, and refused when the right-hand side is not zero above c or c
+// lies after the stripe's first row.
+TEST(StripeOps, ForwardPassFromAColumnSkipsTheZeroRows) {
+  backend::CpuBackend cpu;
+  const int64_t n = 10, r0 = 4, rows = 4, c0 = 2;
+  std::vector<double> a(static_cast<size_t>(rows * (r0 + rows)));
+  for (size_t k = 0; k < a.size(); ++k) a[k] = 0.25 + 0.01 * static_cast<double>(k % 13);
+  std::vector<double> x(n, 0.0);
+  for (int64_t r = c0; r < n; ++r) x[r] = 1.0 + 0.1 * static_cast<double>(r);
+  std::vector<double> whole = x, skipped = x;
+  StripePivots p{PivotMode::kNone, r0, {}};
+  StripePart from0{a.data(), r0, rows, 0, n, r0 + rows};
+  ASSERT_TRUE(forward_substitute_stripe(cpu, from0, p, whole.data(), n, 1, {}).is_ok());
+  StripePart from_c0{a.data() + c0 * rows, r0, rows, c0, n, r0 + rows};
+  ASSERT_TRUE(forward_substitute_stripe(cpu, from_c0, p, skipped.data(), n, 1, {}).is_ok());
+  for (int64_t r = 0; r < n; ++r) EXPECT_NEAR(skipped[r], whole[r], 1e-14) << "row " << r;
+  EXPECT_NE(skipped[r0], x[r0]);
+  std::vector<double> dense(n, 1.0);
+  EXPECT_EQ(forward_substitute_stripe(cpu, from_c0, p, dense.data(), n, 1, {}),
+            Status::invalid_argument("forward substitution: part of rows from 4 starts at column "
+                                     "2, and the right-hand side is not zero above it"));
+  StripePart late{a.data(), r0, rows, r0 + 1, n, r0 + rows};
+  EXPECT_EQ(
+      forward_substitute_stripe(cpu, late, p, skipped.data(), n, 1, {}),
+      Status::invalid_argument(
+          "forward substitution: part of rows from 4 starts at column 5, after its diagonal"));
+}
+
 // A backend whose block updates and substitutions want scratch memory: every stripe op asks
 // for it and refuses to run short, before it touches the part.
 class HungryBackend final : public backend::Backend {

@@ -1,5 +1,6 @@
 #include "cache/arena.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -27,6 +28,21 @@ Arena::~Arena() {
 uint64_t Arena::largest_hole() const {
   uint64_t best = 0;
   for (const auto& [off, bytes] : holes_) best = bytes > best ? bytes : best;
+  return best;
+}
+
+uint64_t Arena::largest_hole_with(std::vector<Extent> extents) const {
+  for (const auto& [offset, bytes] : holes_) extents.push_back(Extent{offset, bytes});
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent& a, const Extent& b) { return a.offset < b.offset; });
+  uint64_t best = 0;
+  uint64_t run_begin = 0;
+  uint64_t run_end = 0;
+  for (const Extent& e : extents) {
+    if (e.offset != run_end) run_begin = e.offset;  // extents never overlap: a gap ends the run
+    run_end = e.offset + e.bytes;
+    best = std::max(best, run_end - run_begin);
+  }
   return best;
 }
 

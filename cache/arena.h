@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
 namespace stripesolve::cache {
 
@@ -46,6 +47,9 @@ class Arena {
   uint64_t free_bytes() const { return capacity_ - used_; }
   // The largest extent allocate() could return now.
   uint64_t largest_hole() const;
+  // The largest extent allocate() could return once `extents` (obtained from allocate() and not
+  // yet released) were released too.
+  uint64_t largest_hole_with(std::vector<Extent> extents) const;
 
   // First fit; `bytes` is rounded up to 4 KiB. nullopt when no hole is large enough.
   std::optional<Extent> allocate(uint64_t bytes);

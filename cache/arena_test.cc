@@ -41,6 +41,22 @@ TEST(ArenaTest, ReleasedNeighboursCoalesce) {
   EXPECT_EQ(a.used(), 0u);
 }
 
+TEST(ArenaTest, LargestHoleWithExtentsCountsOnlyNeighbours) {
+  Arena a(5 * kExtentAlignment);
+  auto e0 = a.allocate(kExtentAlignment).value();
+  auto e1 = a.allocate(kExtentAlignment).value();
+  auto e2 = a.allocate(kExtentAlignment).value();
+  auto e3 = a.allocate(2 * kExtentAlignment).value();
+  a.release(e0);
+  EXPECT_EQ(a.largest_hole_with({}), kExtentAlignment);
+  EXPECT_EQ(a.largest_hole_with({e1}), 2 * kExtentAlignment);      // joins the hole at 0
+  EXPECT_EQ(a.largest_hole_with({e2}), kExtentAlignment);          // e1 between them
+  EXPECT_EQ(a.largest_hole_with({e3, e2}), 3 * kExtentAlignment);  // any order
+  EXPECT_EQ(a.largest_hole_with({e1, e2, e3}), 5 * kExtentAlignment);
+  EXPECT_EQ(a.used(), 4 * kExtentAlignment);  // nothing was released
+  EXPECT_EQ(a.largest_hole(), kExtentAlignment);
+}
+
 TEST(ArenaDeathTest, DoubleReleaseIsABug) {
   Arena a(4 * kExtentAlignment);
   auto e0 = a.allocate(kExtentAlignment).value();

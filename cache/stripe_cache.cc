@@ -65,10 +65,10 @@ void StripeCache::transition_locked(int64_t stripe, CellState to) {
   changed_.notify_all();
 }
 
-StripeCache::Cell* StripeCache::choose_victim_locked() {
+StripeCache::Cell* StripeCache::choose_victim_locked(int64_t spared) {
   Cell* victim = nullptr;
   for (auto& [stripe, c] : cells_) {
-    if (!is_evictable(c.state)) continue;
+    if (!is_evictable(c.state) || stripe == spared) continue;
     if (victim == nullptr || c.last_use < victim->last_use) victim = &c;
   }
   return victim;
@@ -84,7 +84,9 @@ void StripeCache::evict_locked(Cell& c) {
   }
 }
 
-Result<Extent> StripeCache::allocate_locked(MutexLock& lock, int64_t stripe, uint64_t bytes) {
+Result<std::optional<Extent>> StripeCache::allocate_locked(MutexLock& lock, int64_t stripe,
+                                                           uint64_t bytes, bool may_wait,
+                                                           int64_t spared) {
   const uint64_t want = Arena::round_up(bytes);
   if (want > arena_.capacity()) {
     return Status::resource_exhausted("cache: " + part_name(stripe) + " needs " +
@@ -96,7 +98,7 @@ Result<Extent> StripeCache::allocate_locked(MutexLock& lock, int64_t stripe, uin
     if (auto e = arena_.allocate(want)) {
       stats_.bytes_in_use = arena_.used();
       if (stats_.bytes_in_use > stats_.peak_bytes) stats_.peak_bytes = stats_.bytes_in_use;
-      return *e;
+      return e;
     }
     uint64_t uploading = 0;
     bool in_flight = false;
@@ -110,10 +112,17 @@ Result<Extent> StripeCache::allocate_locked(MutexLock& lock, int64_t stripe, uin
     }
     // Enough memory is on its way back: wait for it before evicting more.
     if (uploading > 0 && arena_.free_bytes() + uploading >= want) {
+      if (!may_wait) return std::optional<Extent>();
       changed_.wait(lock);
       continue;
     }
-    if (Cell* victim = choose_victim_locked()) {
+    // The spared stripe goes last: only when nothing in flight could return memory instead.
+    Cell* victim = choose_victim_locked(spared);
+    if (victim == nullptr && !in_flight && spared >= 0) {
+      auto it = cells_.find(spared);
+      if (it != cells_.end() && is_evictable(it->second.state)) victim = &it->second;
+    }
+    if (victim != nullptr) {
       evict_locked(*victim);
       continue;
     }
@@ -129,6 +138,7 @@ Result<Extent> StripeCache::allocate_locked(MutexLock& lock, int64_t stripe, uin
           std::to_string(arena_.used()) + " bytes of parts none of which can be evicted (" + held +
           ")");
     }
+    if (!may_wait) return std::optional<Extent>();
     changed_.wait(lock);  // backpressure: in-flight work will return memory
   }
 }
@@ -154,40 +164,75 @@ std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
 }
 
 Result<CellView> StripeCache::request(const PartRequest& req) {
+  MutexLock lock(mu_);
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<CellView> cell,
+                               request_locked(lock, req, /*may_wait=*/true, /*spared=*/-1));
+  return *cell;  // request_locked returns a cell or an error when it may wait
+}
+
+Result<std::optional<CellView>> StripeCache::try_request(const PartRequest& req, int64_t spared) {
+  MutexLock lock(mu_);
+  return request_locked(lock, req, /*may_wait=*/false, spared);
+}
+
+Result<std::optional<CellView>> StripeCache::request_locked(MutexLock& lock, const PartRequest& req,
+                                                            bool may_wait, int64_t spared) {
   STRIPESOLVE_CHECK(req.target == CellState::kWaitElimI || req.target == CellState::kWaitElimJ ||
                         req.target == CellState::kStuck,
                     "cache: bad request target " + std::string(cell_state_name(req.target)));
-  MutexLock lock(mu_);
   for (;;) {
     if (!failure_.is_ok()) return failure_;
     auto it = cells_.find(req.stripe);
     if (it == cells_.end()) break;
     Cell& c = it->second;
-    if (usable_for(c.state, req.target) && holds(c.view, req)) return take_hit_locked(c, req);
+    if (usable_for(c.state, req.target) && holds(c.view, req))
+      return std::optional<CellView>(take_hit_locked(c, req));
     if (c.state == CellState::kIdle) {  // holds other columns than needed: drop it
       evict_locked(c);
       continue;
     }
+    if (!may_wait) return std::optional<CellView>();
     changed_.wait(lock);  // busy with an earlier operation
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(Extent e, allocate_locked(lock, req.stripe, req.buffer_bytes));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      std::optional<Extent> e,
+      allocate_locked(lock, req.stripe, req.buffer_bytes, may_wait, spared));
+  if (!e) return std::optional<CellView>();
   // allocate_locked may have waited; nobody else creates this stripe's cell (one requester per
   // stripe at a time: the master walks tasks in order, DSR runs in other phases).
   STRIPESOLVE_CHECK(cells_.find(req.stripe) == cells_.end(),
                     "cache: two requesters raced for " + part_name(req.stripe));
   ++stats_.misses;
   Cell& c = cells_[req.stripe];
-  c.view = CellView{req.stripe, req.col_begin,  arena_.base() + e.offset,
-                    e.bytes,    req.elim_begin, req.elim_end,
+  c.view = CellView{req.stripe, req.col_begin,  arena_.base() + e->offset,
+                    e->bytes,   req.elim_begin, req.elim_end,
                     false,      req.col_end};
-  c.extent = e;
+  c.extent = *e;
   c.target = req.target;
   c.count = req.count;
   c.created = ++clock_;
   c.read_once = req.target == CellState::kStuck;
   c.state = CellState::kAbsent;
   transition_locked(req.stripe, CellState::kWaitDownload);
-  return c.view;
+  return std::optional<CellView>(c.view);
+}
+
+bool StripeCache::fits_beside(uint64_t bytes, int64_t kept_stripe) const {
+  MutexLock lock(mu_);
+  std::vector<Extent> returning;
+  for (const auto& [stripe, c] : cells_) {
+    if (stripe == kept_stripe) continue;
+    // Evictable now, on its way out, or busy with work already handed out that ends in kIdle
+    // (a J update; a download for one). kOnDevice and stuck cells stay put.
+    const bool comes_back =
+        is_evictable(c.state) || c.state == CellState::kWaitUpload ||
+        c.state == CellState::kUploading || c.state == CellState::kWaitElimJ ||
+        c.state == CellState::kElimJ ||
+        ((c.state == CellState::kWaitDownload || c.state == CellState::kDownloading) &&
+         c.target == CellState::kWaitElimJ);
+    if (comes_back) returning.push_back(c.extent);
+  }
+  return arena_.largest_hole_with(std::move(returning)) >= Arena::round_up(bytes);
 }
 
 Result<CellView> StripeCache::wait_for(int64_t stripe, CellState state) {

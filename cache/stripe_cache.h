@@ -103,6 +103,17 @@ class StripeCache {
   // kStuck); otherwise (absent, or holding other columns: evicted first) it is a miss: an extent is
   // allocated (evicting/waiting as above) and the cell starts in kWaitDownload.
   Result<CellView> request(const PartRequest& req);
+  // request() that never waits: where request() would wait (the cell busy with an earlier
+  // operation, or memory that in-flight work or uploads must return first) it returns nullopt,
+  // having started the evictions it could. Called again after a change, it goes on from there.
+  // The cell of stripe `spared` (if any) is evicted only when nothing in flight could return
+  // memory instead (the master's next elimination, about to be handed out).
+  Result<std::optional<CellView>> try_request(const PartRequest& req, int64_t spared = -1);
+  // Whether a part of `bytes` would find room once every cell but `kept_stripe`'s that is
+  // evictable, being written back, or busy with a J update already handed out (or its download)
+  // has given its memory back: the master's test before it pins `kept_stripe` (an elimination
+  // handed out early) while a miss waits for memory. Fragmentation included; a snapshot.
+  bool fits_beside(uint64_t bytes, int64_t kept_stripe) const;
   // request() restricted to an immediate hit: the part is cached in a usable state and holds the
   // columns asked for. Never waits, never allocates; nullopt otherwise (or after a failure).
   std::optional<CellView> try_hit(const PartRequest& req);
@@ -188,9 +199,16 @@ class StripeCache {
   Cell& cell_locked(int64_t stripe) REQUIRES(mu_);
   void release_use_locked(int64_t stripe) REQUIRES(mu_);
   CellView take_hit_locked(Cell& c, const PartRequest& req) REQUIRES(mu_);
-  Result<Extent> allocate_locked(MutexLock& lock, int64_t stripe, uint64_t bytes) REQUIRES(mu_);
-  // Eviction policy, in one place: the longest idle evictable cell; nullptr if none.
-  Cell* choose_victim_locked() REQUIRES(mu_);
+  // request() and try_request(); nullopt only when !may_wait.
+  Result<std::optional<CellView>> request_locked(MutexLock& lock, const PartRequest& req,
+                                                 bool may_wait, int64_t spared) REQUIRES(mu_);
+  // nullopt only when !may_wait and the memory must come back first. `spared`: see
+  // try_request().
+  Result<std::optional<Extent>> allocate_locked(MutexLock& lock, int64_t stripe, uint64_t bytes,
+                                                bool may_wait, int64_t spared) REQUIRES(mu_);
+  // Eviction policy, in one place: the longest idle evictable cell but `spared`'s; nullptr if
+  // none.
+  Cell* choose_victim_locked(int64_t spared) REQUIRES(mu_);
   void evict_locked(Cell& cell) REQUIRES(mu_);
 
   mutable Mutex mu_;

@@ -180,6 +180,7 @@ TEST(StripeCacheTest, ConcurrentRequestsStayWithinBudgetAndKeepEveryUpdate) {
   FakeIo io(cache);
   std::atomic<uint64_t> max_seen{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int r = 0; r < kRounds; ++r) {
@@ -270,6 +271,75 @@ TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
   cache.transition(0, CellState::kIdle);
   EXPECT_FALSE(cache.try_hit(j_request(0, -1)));  // stored from a later column than asked
   EXPECT_EQ(cache.stats().hits, 1u);
+}
+
+// try_request() until it returns a cell, waiting for a change in between.
+CellView try_request_until_served(StripeCache& cache, const PartRequest& req, int64_t spared) {
+  for (;;) {
+    const uint64_t seen = cache.changes();
+    auto r = cache.try_request(req, spared);
+    EXPECT_TRUE(r.is_ok());
+    if (!r.is_ok()) return {};
+    if (*r) return **r;
+    EXPECT_TRUE(cache.wait_change(seen).is_ok());
+  }
+}
+
+// try_request() returns where request() would wait and goes on from there when called again;
+// the spared stripe is evicted only when nothing in flight could return memory instead.
+TEST(StripeCacheTest, TryRequestNeverWaitsAndSparesAStripeWhileMemoryComesBack) {
+  StripeCache cache(3 * kPart);
+  FakeIo io(cache);
+  update_once(cache, 0);  // offsets 0, 1, 2 parts: stripes 0, 1, 2
+  update_once(cache, 1);
+  eliminate_i(cache, 2);                     // stuck until a J is done with it
+  ASSERT_TRUE(cache.try_hit(j_request(1)));  // J = 1 handed out: its memory comes back later
+  // Full: 0 idle, 1 busy, 2 stuck. With 0 spared nothing is evicted and nothing waited for.
+  auto r = cache.try_request(j_request(3), /*spared=*/0);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(cache.state_of(0), CellState::kIdle);
+  EXPECT_EQ(cache.stats().cells, 3u);
+  // Room beside a pinned stripe: 1 comes back (one part); 0 and 1 are neighbours (two).
+  EXPECT_TRUE(cache.fits_beside(kPart, 0));
+  EXPECT_FALSE(cache.fits_beside(2 * kPart, 0));
+  EXPECT_TRUE(cache.fits_beside(2 * kPart, 2));
+  // J = 1 done: it is the victim (written back first), the spared 0 stays.
+  cache.transition(1, CellState::kElimJ);
+  cache.transition(1, CellState::kIdle);
+  try_request_until_served(cache, j_request(3), /*spared=*/0);
+  EXPECT_EQ(cache.state_of(0), CellState::kIdle);
+  EXPECT_EQ(cache.state_of(1), CellState::kAbsent);
+  EXPECT_EQ(io.uploads(), std::vector<int64_t>{1});
+  // Nothing in flight once J = 3 is done: the spared stripe goes when nothing else can.
+  ASSERT_TRUE(cache.wait_for(3, CellState::kWaitElimJ).is_ok());
+  cache.transition(3, CellState::kElimJ);
+  cache.transition(3, CellState::kIdle);
+  try_request_until_served(cache, j_request(4), /*spared=*/3);  // 0 is the longest idle
+  EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
+  EXPECT_EQ(cache.state_of(3), CellState::kIdle);
+  ASSERT_TRUE(cache.wait_for(4, CellState::kWaitElimJ).is_ok());
+  cache.transition(4, CellState::kElimJ);
+  cache.transition(4, CellState::kIdle);
+  ASSERT_TRUE(cache.try_hit(j_request(4)));  // 4 busy, 2 stuck: only 3, the spared one
+  r = cache.try_request(j_request(5), /*spared=*/3);
+  ASSERT_TRUE(r.is_ok());
+  EXPECT_FALSE(*r);  // 4 in flight: wait for it rather than evict 3
+  EXPECT_EQ(cache.state_of(3), CellState::kIdle);
+  cache.transition(4, CellState::kElimJ);
+  cache.transition(4, CellState::kIdle);
+  EXPECT_LE(cache.stats().peak_bytes, cache.stats().budget);
+}
+
+// The spared stripe is the victim when nothing is in flight.
+TEST(StripeCacheTest, ASparedStripeGoesWhenNothingElseCanMakeRoom) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  update_once(cache, 0);
+  eliminate_i(cache, 1);
+  try_request_until_served(cache, j_request(2), /*spared=*/0);
+  EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
+  EXPECT_EQ(io.uploads(), std::vector<int64_t>{0});
 }
 
 PartRequest dsr_columns(int64_t stripe, int64_t col_begin, int64_t col_end) {

@@ -202,7 +202,8 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
   {
     ElimIRole elim_i(ctx, g, *elimination, pivots, plan.loaded_final, resume.progress);
     ElimJRole elim_j(ctx, g, params, *elimination, pivots);
-    MasterRole(ctx, layout, params, elim_i, elim_j, elimination->sweeps_may_overlap())
+    MasterRole(ctx, layout, params, elim_i, elim_j, elimination->sweeps_may_overlap(),
+               !elimination->keeps_parts_on_device())
         .run(tasks, plan);
   }
   STRIPESOLVE_RETURN_IF_ERROR(cache.failure());

@@ -110,6 +110,10 @@ class Elimination {
   // has finished (its critical updates then run beside the previous sweep's last ones). The GPU
   // tier allows it only when its pool holds two ranges' U blocks beside the parts in flight.
   virtual bool sweeps_may_overlap() const { return true; }
+  // Whether J parts may stay newer on the device (kOnDevice: their RAM cells neither evictable
+  // nor free until their elimination). The master then hands out no elimination before its
+  // turn out of core (it could not tell which memory comes back).
+  virtual bool keeps_parts_on_device() const { return false; }
   // Whether elim.J worker `worker` may take update `t` (several GPUs: each worker serves one
   // device, and a J's updates run on its device).
   virtual bool accepts(int64_t worker, const Task& t) const {

@@ -114,6 +114,7 @@ class GpuElimination final : public Elimination {
   // When the pool holds two ranges' U blocks beside a stripe per elim.J lane and a meta-stripe's
   // stripes for elim.I (the working set of two sweeps, the master's gates bound it so).
   bool sweeps_may_overlap() const override { return overlap_; }
+  bool keeps_parts_on_device() const override { return true; }
 
   // Whether every stripe's factor is resident from column 0 (device substitution possible).
   bool factors_resident() const;

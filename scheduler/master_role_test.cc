@@ -11,24 +11,27 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "backend/cpu/cpu_backend.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/io_role.h"
+#include "scheduler/trace.h"
 #include "storage/matrix_store.h"
 
 namespace stripesolve::scheduler {
 namespace {
 
-// Delegates to the CPU elimination; the update of `held` waits until released.
+// Delegates to the CPU elimination; each update named in `held` waits until released.
 class HoldingElimination final : public Elimination {
  public:
-  HoldingElimination(Elimination& inner, std::string held, bool overlap)
+  HoldingElimination(Elimination& inner, std::vector<std::string> held, bool overlap)
       : inner_(inner), held_(std::move(held)), overlap_(overlap) {}
 
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override {
@@ -40,10 +43,13 @@ class HoldingElimination final : public Elimination {
                 const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override {
     const std::string name = to_string(t);
     record_start(name);
-    if (name != held_) return inner_.update(worker, t, j, is, pivots, keep_on_device);
+    if (std::find(held_.begin(), held_.end(), name) == held_.end()) {
+      return inner_.update(worker, t, j, is, pivots, keep_on_device);
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
-      released_cv_.wait_for(lock, std::chrono::seconds(20), [this] { return released_; });
+      released_cv_.wait_for(lock, std::chrono::seconds(20),
+                            [&] { return released_.count(name) > 0; });
     }
     Status st = inner_.update(worker, t, j, is, pivots, keep_on_device);
     record_start(name + " end");
@@ -51,17 +57,19 @@ class HoldingElimination final : public Elimination {
   }
   bool sweeps_may_overlap() const override { return overlap_; }
 
-  // Releases the held update once every one of `tasks` has started (or after `timeout`).
-  void release_after(const std::vector<std::string>& tasks, std::chrono::milliseconds timeout) {
+  // Releases the held update `which` (the first held one if empty) once every one of `tasks`
+  // has started (or after `timeout`).
+  void release_after(const std::vector<std::string>& tasks, std::chrono::milliseconds timeout,
+                     const std::string& which = "") {
     std::unique_lock<std::mutex> lock(mu_);
     started_cv_.wait_for(lock, timeout, [&] {
       return std::all_of(tasks.begin(), tasks.end(),
                          [&](const std::string& t) { return order_.count(t) > 0; });
     });
-    released_ = true;
+    released_.insert(which.empty() ? held_.front() : which);
     released_cv_.notify_all();
   }
-  // Start position of each task (0 first), and of the held update's end.
+  // Start position of each task (0 first), and of each held update's end.
   std::map<std::string, int> order() const {
     std::lock_guard<std::mutex> lock(mu_);
     return order_;
@@ -75,12 +83,12 @@ class HoldingElimination final : public Elimination {
   }
 
   Elimination& inner_;
-  const std::string held_;
+  const std::vector<std::string> held_;
   const bool overlap_;
   mutable std::mutex mu_;
   std::condition_variable started_cv_;
   std::condition_variable released_cv_;
-  bool released_ = false;             // guarded by mu_
+  std::set<std::string> released_;    // guarded by mu_
   std::map<std::string, int> order_;  // guarded by mu_
   int next_ = 0;                      // guarded by mu_
 };
@@ -105,6 +113,38 @@ class MasterRoleTest : public ::testing::TestWithParam<bool> {
     std::filesystem::remove_all(root_);
   }
 
+  // A (16 stripes of 16 rows, from `generator`), its factor object, a cache of `cache_bytes`
+  // (a function of A, 0: 64 MiB) with a traced I/O role, and the CPU elimination with `params`:
+  // what the tests share.
+  struct Rig {
+    std::unique_ptr<storage::StripedMatrix> a;
+    std::unique_ptr<storage::StripedMatrix> factor;
+    std::unique_ptr<backend::Backend> backend = backend::make_cpu_backend();
+    std::unique_ptr<cache::StripeCache> cache;
+    ProgressMeter progress{nullptr, 1.0};
+    CancelToken cancel;
+    TraceRecorder trace;
+    std::unique_ptr<IoRole> io;
+    std::unique_ptr<EngineContext> ctx;
+    std::unique_ptr<Elimination> cpu;
+  };
+  std::unique_ptr<Rig> rig(const std::string& generator, uint64_t parts_in_cache,
+                           const FactorParams& params) {
+    auto r = std::make_unique<Rig>();
+    EXPECT_TRUE(store_->create_generated("A", 16 * 16, {generator, 3}, 16).is_ok());
+    r->a = store_->open_matrix("A").value();
+    r->factor = store_->create_factor("A.lu.row", *r->a).value();
+    const uint64_t part = cache::Arena::round_up(r->a->part_layout(1, 0).buffer_bytes);
+    r->cache =
+        std::make_unique<cache::StripeCache>(parts_in_cache > 0 ? parts_in_cache * part : 64 << 20);
+    r->io = std::make_unique<IoRole>(*r->cache, r->progress, &r->trace);
+    r->io->set_sources(r->a.get(), r->factor.get());
+    r->ctx = std::make_unique<EngineContext>(
+        EngineContext{*r->backend, *r->cache, r->progress, r->cancel, nullptr, 1.0});
+    r->cpu = CpuElimination::create(*r->ctx, *r->factor, params).value();
+    return r;
+  }
+
   std::string root_;
   std::unique_ptr<storage::MatrixStore> store_;
 };
@@ -116,25 +156,14 @@ class MasterRoleTest : public ::testing::TestWithParam<bool> {
 // for the end of sweep 0 either way (elim.I runs at most one meta-stripe ahead).
 TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousOne) {
   const bool overlap = GetParam();
-  const int64_t n = 16 * 16;
-  ASSERT_TRUE(store_->create_generated("A", n, {"diag_dominant", 3}, 16).is_ok());
-  auto a = store_->open_matrix("A").value();
-  auto factor = store_->create_factor("A.lu.row", *a).value();
-  auto backend = backend::make_cpu_backend();
-  cache::StripeCache cache(64ull << 20);
-  ProgressMeter progress(nullptr, 1.0);
-  CancelToken cancel;
-  IoRole io(cache, progress, nullptr);
-  io.set_sources(a.get(), factor.get());
-  EngineContext ctx{*backend, cache, progress, cancel, nullptr, 1.0};
-  FactorParams params{.pivot = stripe::PivotMode::kRow,
-                      .strategy = Strategy::kMetaZigzag,
-                      .meta_stripes = 4,
-                      .substripe_rows = 8,
-                      .elim_j_workers = 2,
-                      .write_back = false};
-  auto cpu = CpuElimination::create(ctx, *factor, params).value();
-  HoldingElimination holding(*cpu, "U15<[0,4)", overlap);
+  const FactorParams params{.pivot = stripe::PivotMode::kRow,
+                            .strategy = Strategy::kMetaZigzag,
+                            .meta_stripes = 4,
+                            .substripe_rows = 8,
+                            .elim_j_workers = 2,
+                            .write_back = false};
+  auto r = rig("diag_dominant", 0, params);
+  HoldingElimination holding(*r->cpu, {"U15<[0,4)"}, overlap);
   const std::vector<std::string> criticals = {"U8<[4,8)", "U9<[4,8)", "U10<[4,8)", "U11<[4,8)"};
   // Overlapping, the held update ends once all four have started (whatever their order); else
   // after a while in which they could have started.
@@ -145,7 +174,7 @@ TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousO
       holding.release_after({"none"}, std::chrono::milliseconds(300));
     }
   });
-  auto pivots = run_factorization(ctx, *factor, params, &holding);
+  auto pivots = run_factorization(*r->ctx, *r->factor, params, &holding);
   releaser.join();
   ASSERT_TRUE(pivots.is_ok()) << pivots.status().to_string();
   const auto order = holding.order();
@@ -160,6 +189,44 @@ TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousO
     }
   }
   EXPECT_GT(order.at("E8"), order.at(held_end));
+}
+
+// Out of core, the next elimination goes as soon as its stripe's last update ends, while the
+// front's miss waits for memory, instead of its stripe being evicted for that miss and read
+// again after the sweep. A cache of three parts in the zigzag order (16 stripes): stripe 0
+// stuck, and the updates of J = 1 and J = 5 by it held, so that the sweep's miss of J = 6 waits
+// for memory. J = 1 is released first: its stripe is then the only part that could be evicted,
+// and the master hands out E1 instead; J = 5 follows once E1 has started (or after a while).
+TEST_F(MasterRoleTest, AnEliminationGoesBeforeTheSweepThatWouldEvictItsStripe) {
+  const FactorParams params{.pivot = stripe::PivotMode::kRow,
+                            .strategy = Strategy::kMetaZigzag,
+                            .meta_stripes = 1,
+                            .substripe_rows = 8,
+                            .elim_j_workers = 2,
+                            .write_back = false};
+  auto r = rig("uniform", 3, params);
+  HoldingElimination holding(*r->cpu, {"U1<[0,1)", "U5<[0,1)"}, /*overlap=*/true);
+  std::thread releaser([&] {
+    holding.release_after({"U5<[0,1)"}, std::chrono::seconds(10), "U1<[0,1)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the master's turn
+    holding.release_after({"E1"}, std::chrono::seconds(2), "U5<[0,1)");
+  });
+  auto pivots = run_factorization(*r->ctx, *r->factor, params, &holding);
+  releaser.join();
+  ASSERT_TRUE(pivots.is_ok()) << pivots.status().to_string();
+  const auto order = holding.order();
+  ASSERT_EQ(order.count("U5<[0,1) end"), 1u);
+  ASSERT_EQ(order.count("E1"), 1u);
+  // E1 on the part its update left, not on one read again after the sweep by stripe 0.
+  int reads_of_1 = 0;
+  const nlohmann::json events = nlohmann::json::parse(r->trace.to_json())["traceEvents"];
+  for (const auto& e : events) {
+    if (e.value("name", "") == "read" && e["args"].value("stripe", "") == "1") ++reads_of_1;
+  }
+  EXPECT_EQ(reads_of_1, 1);
+  EXPECT_LT(order.at("E1"), order.at("U5<[0,1) end"));
+  const auto stats = r->cache->stats();
+  EXPECT_LE(stats.peak_bytes, stats.budget);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweeps, MasterRoleTest, ::testing::Values(false, true),

@@ -154,13 +154,14 @@ void ElimJRole::run(int64_t worker) {
 
 MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
                        const FactorParams& params, ElimIRole& elim_i, ElimJRole& elim_j,
-                       bool overlap_sweeps)
+                       bool overlap_sweeps, bool early_eliminations)
     : ctx_(ctx),
       layout_(layout),
       params_(params),
       elim_i_(elim_i),
       elim_j_(elim_j),
-      overlap_sweeps_(overlap_sweeps) {
+      overlap_sweeps_(overlap_sweeps),
+      early_eliminations_(early_eliminations) {
   const int64_t stripes = layout.geometry().stripes;
   const std::vector<int64_t> meta = meta_stripe_of(params.strategy, stripes, params.meta_stripes);
   meta_first_.resize(static_cast<size_t>(stripes));
@@ -271,6 +272,50 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
     return overlap_sweeps_ || t.i_end - t.i_begin == 1 ||
            swept_by(meta_of[static_cast<size_t>(t.i_begin)] - 1);
   };
+  // The next elimination, before its turn in the list: once its stripe has no other task left
+  // and what it reads is ready. An elimination pins its stripe (kStuck) until its updates, so it
+  // goes only when nothing is ever evicted, or when the cache would still find room for
+  // `needed` bytes (the front's part) beside it: in a small cache the front's miss may need
+  // exactly that stripe's memory (a cache of two stripes evicts J between its last update and
+  // its elimination; eliminating it at once left no part to evict).
+  auto hand_out_elimination = [&](uint64_t needed) -> bool {
+    while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
+    if (next_elim == elim_at.size()) return false;
+    const Task& e = tasks[elim_at[next_elim]];
+    if (left[static_cast<size_t>(e.stripe)] != 1 || !reads_ready(e)) return false;
+    if (!all_fit && !(early_eliminations_ && cache.fits_beside(needed, e.stripe))) return false;
+    if (!cache.try_hit(request_for(e, plan))) return false;
+    hand_out(elim_at[next_elim]);
+    return true;
+  };
+  // The front's miss. Waiting for memory (for in-flight updates to finish, for write-backs),
+  // the master hands out nothing else but the next elimination, whose stripe would otherwise
+  // be the first victim once its last update leaves it idle, to be read again for the
+  // elimination after the sweep (n = 16384 on 16 cores, a quarter cached: each elimination
+  // started 180 ms after its last update on average). Other hits would take the memory the
+  // miss waits for. False once the cache failed (recorded there).
+  auto request_miss = [&](const cache::PartRequest& req) -> bool {
+    if (!early_eliminations_) {
+      auto cell = cache.request(req);
+      if (!cell.is_ok()) cache.fail(cell.status());
+      return cell.is_ok();
+    }
+    for (;;) {
+      if (ctx_.cancel.cancelled()) cache.fail(cancelled_status());
+      const uint64_t seen = cache.changes();
+      hand_out_elimination(req.buffer_bytes);
+      // The next elimination's stripe is evicted last (it may turn idle right after the check).
+      while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
+      const int64_t spared = next_elim < elim_at.size() ? tasks[elim_at[next_elim]].stripe : -1;
+      auto cell = cache.try_request(req, spared);
+      if (!cell.is_ok()) {
+        cache.fail(cell.status());
+        return false;
+      }
+      if (*cell) return true;
+      if (!cache.wait_change(seen).is_ok()) return false;
+    }
+  };
   size_t front = 0;
   while (front < tasks.size()) {
     if (ctx_.cancel.cancelled()) {
@@ -291,23 +336,17 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
         progressed = true;
       }
     }
+    while (front < tasks.size() && handed_out[front]) ++front;
     // The next elimination past the window: on the CPU tier the whole matrix is one meta-stripe
     // when it fits, and the last stripes' updates, one I at a time, hold the front back by more
     // than the window (n = 16384 on 16 cores: E11 waited 223 ms after its last update for the
-    // front to move, the chain's lag 47 ms on average). Only when nothing is ever evicted: in a
-    // small cache an elimination handed out early pins its stripe (kStuck), and the front's miss
-    // may need exactly that memory (a cache of two stripes evicts J between its last update and
-    // its elimination; eliminating it at once left no part to evict).
+    // front to move, the chain's lag 47 ms on average).
     while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
-    if (all_fit && next_elim < elim_at.size() && elim_at[next_elim] >= front + window) {
-      const Task& e = tasks[elim_at[next_elim]];
-      if (left[static_cast<size_t>(e.stripe)] == 1 && reads_ready(e) &&
-          cache.try_hit(request_for(e, plan))) {
-        hand_out(elim_at[next_elim]);
-        progressed = true;
-      }
+    if (front < tasks.size() && next_elim < elim_at.size() &&
+        elim_at[next_elim] >= front + window &&
+        hand_out_elimination(request_for(tasks[front], plan).buffer_bytes)) {
+      progressed = true;
     }
-    while (front < tasks.size() && handed_out[front]) ++front;
     if (progressed || front == tasks.size()) continue;
     const Task& t = tasks[front];
     const cache::CellState state = cache.state_of(t.stripe);
@@ -315,11 +354,7 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
         (state == cache::CellState::kAbsent || state == cache::CellState::kIdle)) {
       // A miss (or a part cached from a later column than needed): the cache downloads it,
       // waiting for memory.
-      auto cell = cache.request(request_for(t, plan));
-      if (!cell.is_ok()) {
-        cache.fail(cell.status());
-        break;
-      }
+      if (!request_miss(request_for(t, plan))) break;
       hand_out(front);
       continue;
     }

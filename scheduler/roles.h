@@ -95,9 +95,12 @@ class ElimJRole {
 
 class MasterRole {
  public:
-  // overlap_sweeps: Elimination::sweeps_may_overlap().
+  // overlap_sweeps: Elimination::sweeps_may_overlap(). early_eliminations:
+  // !Elimination::keeps_parts_on_device() (an elimination may go before its turn out of core
+  // when the cache keeps room for the front's part beside it).
   MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
-             ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps);
+             ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps,
+             bool early_eliminations = true);
   // Walks `tasks` (002 Fig 20) to the end or to the first failure (which it records in the
   // cache), then closes both compute roles' queues and waits for them. `plan`: the tasks a
   // resumed run skips and each eliminated stripe's count (plan_resume()).
@@ -113,6 +116,7 @@ class MasterRole {
   ElimIRole& elim_i_;
   ElimJRole& elim_j_;
   const bool overlap_sweeps_;
+  const bool early_eliminations_;
   std::vector<int64_t> meta_first_;  // per stripe: the first stripe of its meta-stripe
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/internal_error.h"
 #include "cache/arena.h"
 
 namespace stripesolve::scheduler {
@@ -246,6 +247,7 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
   size_t next_elim = 0;
   const bool all_fit = whole_parts_fit(layout_, cache.stats().budget);
   auto hand_out = [&](size_t k) {
+    STRIPESOLVE_CHECK(!handed_out[k], "master: " + to_string(tasks[k]) + " handed out twice");
     dispatch(tasks[k]);
     handed_out[k] = true;
     --left[static_cast<size_t>(tasks[k].stripe)];
@@ -294,7 +296,8 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
   // elimination after the sweep (n = 16384 on 16 cores, a quarter cached: each elimination
   // started 180 ms after its last update on average). Other hits would take the memory the
   // miss waits for. False once the cache failed (recorded there).
-  auto request_miss = [&](const cache::PartRequest& req) -> bool {
+  auto request_miss = [&](size_t k) -> bool {
+    const cache::PartRequest req = request_for(tasks[k], plan);
     if (!early_eliminations_) {
       auto cell = cache.request(req);
       if (!cell.is_ok()) cache.fail(cell.status());
@@ -303,7 +306,9 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
     for (;;) {
       if (ctx_.cancel.cancelled()) cache.fail(cancelled_status());
       const uint64_t seen = cache.changes();
-      hand_out_elimination(req.buffer_bytes);
+      // Not the miss itself: an elimination whose part turned idle meanwhile is this request's
+      // hit, and handed out here too it would run twice.
+      if (tasks[k].kind != Task::Kind::kEliminate) hand_out_elimination(req.buffer_bytes);
       // The next elimination's stripe is evicted last (it may turn idle right after the check).
       while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
       const int64_t spared = next_elim < elim_at.size() ? tasks[elim_at[next_elim]].stripe : -1;
@@ -354,7 +359,7 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
         (state == cache::CellState::kAbsent || state == cache::CellState::kIdle)) {
       // A miss (or a part cached from a later column than needed): the cache downloads it,
       // waiting for memory.
-      if (!request_miss(request_for(t, plan))) break;
+      if (!request_miss(front)) break;
       hand_out(front);
       continue;
     }

@@ -76,6 +76,13 @@ bool MultiGpuElimination::sweeps_may_overlap() const {
   return true;
 }
 
+bool MultiGpuElimination::keeps_parts_on_device() const {
+  for (const auto& d : devices_) {
+    if (d->keeps_parts_on_device()) return true;
+  }
+  return false;
+}
+
 bool MultiGpuElimination::accepts(int64_t worker, const Task& t) const {
   return devices_.size() == 1 || worker % devices() == device_of(t.stripe);
 }

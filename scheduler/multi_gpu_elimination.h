@@ -40,6 +40,7 @@ class MultiGpuElimination final : public Elimination {
   Status load_final(int64_t i, const cache::CellView& cell,
                     const stripe::StripePivots& pivots) override;
   bool sweeps_may_overlap() const override;
+  bool keeps_parts_on_device() const override;
   bool accepts(int64_t worker, const Task& t) const override;
 
   // The largest |U| entry over the devices' eliminations, and stripe i's from its device.

@@ -280,14 +280,19 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
   // `needed` bytes (the front's part) beside it: in a small cache the front's miss may need
   // exactly that stripe's memory (a cache of two stripes evicts J between its last update and
   // its elimination; eliminating it at once left no part to evict).
-  auto hand_out_elimination = [&](uint64_t needed) -> bool {
+  // The list position of the first elimination not handed out yet (tasks.size(): none left).
+  auto next_elimination = [&]() -> size_t {
     while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
-    if (next_elim == elim_at.size()) return false;
-    const Task& e = tasks[elim_at[next_elim]];
+    return next_elim < elim_at.size() ? elim_at[next_elim] : tasks.size();
+  };
+  auto hand_out_elimination = [&](uint64_t needed) -> bool {
+    const size_t k = next_elimination();
+    if (k == tasks.size()) return false;
+    const Task& e = tasks[k];
     if (left[static_cast<size_t>(e.stripe)] != 1 || !reads_ready(e)) return false;
     if (!all_fit && !(early_eliminations_ && cache.fits_beside(needed, e.stripe))) return false;
     if (!cache.try_hit(request_for(e, plan))) return false;
-    hand_out(elim_at[next_elim]);
+    hand_out(k);
     return true;
   };
   // The front's miss. Waiting for memory (for in-flight updates to finish, for write-backs),
@@ -310,8 +315,8 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
       // hit, and handed out here too it would run twice.
       if (tasks[k].kind != Task::Kind::kEliminate) hand_out_elimination(req.buffer_bytes);
       // The next elimination's stripe is evicted last (it may turn idle right after the check).
-      while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
-      const int64_t spared = next_elim < elim_at.size() ? tasks[elim_at[next_elim]].stripe : -1;
+      const size_t e = next_elimination();
+      const int64_t spared = e < tasks.size() ? tasks[e].stripe : -1;
       auto cell = cache.try_request(req, spared);
       if (!cell.is_ok()) {
         cache.fail(cell.status());
@@ -346,9 +351,8 @@ void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
     // when it fits, and the last stripes' updates, one I at a time, hold the front back by more
     // than the window (n = 16384 on 16 cores: E11 waited 223 ms after its last update for the
     // front to move, the chain's lag 47 ms on average).
-    while (next_elim < elim_at.size() && handed_out[elim_at[next_elim]]) ++next_elim;
-    if (front < tasks.size() && next_elim < elim_at.size() &&
-        elim_at[next_elim] >= front + window &&
+    const size_t e = next_elimination();
+    if (front < tasks.size() && e < tasks.size() && e >= front + window &&
         hand_out_elimination(request_for(tasks[front], plan).buffer_bytes)) {
       progressed = true;
     }

@@ -65,11 +65,12 @@ void StripeCache::transition_locked(int64_t stripe, CellState to) {
   changed_.notify_all();
 }
 
-StripeCache::Cell* StripeCache::choose_victim_locked(int64_t spared) {
+StripeCache::Cell* StripeCache::choose_victim_locked(StripeRange spared, bool from_spared) {
   Cell* victim = nullptr;
   for (auto& [stripe, c] : cells_) {
-    if (!is_evictable(c.state) || stripe == spared) continue;
-    if (victim == nullptr || c.last_use < victim->last_use) victim = &c;
+    if (!is_evictable(c.state) || spared.contains(stripe) != from_spared) continue;
+    // cells_ is ordered by stripe: among the spared the latest evictable one wins.
+    if (from_spared || victim == nullptr || c.last_use < victim->last_use) victim = &c;
   }
   return victim;
 }
@@ -86,7 +87,7 @@ void StripeCache::evict_locked(Cell& c) {
 
 Result<std::optional<Extent>> StripeCache::allocate_locked(MutexLock& lock, int64_t stripe,
                                                            uint64_t bytes, bool may_wait,
-                                                           int64_t spared) {
+                                                           StripeRange spared) {
   const uint64_t want = Arena::round_up(bytes);
   if (want > arena_.capacity()) {
     return Status::resource_exhausted("cache: " + part_name(stripe) + " needs " +
@@ -116,12 +117,9 @@ Result<std::optional<Extent>> StripeCache::allocate_locked(MutexLock& lock, int6
       changed_.wait(lock);
       continue;
     }
-    // The spared stripe goes last: only when nothing in flight could return memory instead.
-    Cell* victim = choose_victim_locked(spared);
-    if (victim == nullptr && !in_flight && spared >= 0) {
-      auto it = cells_.find(spared);
-      if (it != cells_.end() && is_evictable(it->second.state)) victim = &it->second;
-    }
+    // The spared stripes go last: only when nothing in flight could return memory instead.
+    Cell* victim = choose_victim_locked(spared, /*from_spared=*/false);
+    if (victim == nullptr && !in_flight) victim = choose_victim_locked(spared, true);
     if (victim != nullptr) {
       evict_locked(*victim);
       continue;
@@ -166,17 +164,18 @@ std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
 Result<CellView> StripeCache::request(const PartRequest& req) {
   MutexLock lock(mu_);
   STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<CellView> cell,
-                               request_locked(lock, req, /*may_wait=*/true, /*spared=*/-1));
+                               request_locked(lock, req, /*may_wait=*/true, /*spared=*/{}));
   return *cell;  // request_locked returns a cell or an error when it may wait
 }
 
-Result<std::optional<CellView>> StripeCache::try_request(const PartRequest& req, int64_t spared) {
+Result<std::optional<CellView>> StripeCache::try_request(const PartRequest& req,
+                                                         StripeRange spared) {
   MutexLock lock(mu_);
   return request_locked(lock, req, /*may_wait=*/false, spared);
 }
 
 Result<std::optional<CellView>> StripeCache::request_locked(MutexLock& lock, const PartRequest& req,
-                                                            bool may_wait, int64_t spared) {
+                                                            bool may_wait, StripeRange spared) {
   STRIPESOLVE_CHECK(req.target == CellState::kWaitElimI || req.target == CellState::kWaitElimJ ||
                         req.target == CellState::kStuck,
                     "cache: bad request target " + std::string(cell_state_name(req.target)));

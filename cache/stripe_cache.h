@@ -71,6 +71,13 @@ struct PartRequest {
   int64_t col_end = kThroughN;
 };
 
+// Stripes [begin, end); empty when end <= begin.
+struct StripeRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool contains(int64_t stripe) const { return begin <= stripe && stripe < end; }
+};
+
 struct IoWork {
   enum class Kind { kDownload, kUpload };
   Kind kind = Kind::kDownload;
@@ -106,9 +113,10 @@ class StripeCache {
   // request() that never waits: where request() would wait (the cell busy with an earlier
   // operation, or memory that in-flight work or uploads must return first) it returns nullopt,
   // having started the evictions it could. Called again after a change, it goes on from there.
-  // The cell of stripe `spared` (if any) is evicted only when nothing in flight could return
-  // memory instead (the master's next elimination, about to be handed out).
-  Result<std::optional<CellView>> try_request(const PartRequest& req, int64_t spared = -1);
+  // The cells of the `spared` stripes are evicted only when nothing in flight could return
+  // memory instead (the master's next elimination and the rest of its meta-stripe, whose
+  // updates inside the meta-stripe come next), the one of the latest stripe first.
+  Result<std::optional<CellView>> try_request(const PartRequest& req, StripeRange spared = {});
   // Whether a part of `bytes` would find room once every cell but `kept_stripe`'s that is
   // evictable, being written back, or busy with a J update already handed out (or its download)
   // has given its memory back: the master's test before it pins `kept_stripe` (an elimination
@@ -201,14 +209,14 @@ class StripeCache {
   CellView take_hit_locked(Cell& c, const PartRequest& req) REQUIRES(mu_);
   // request() and try_request(); nullopt only when !may_wait.
   Result<std::optional<CellView>> request_locked(MutexLock& lock, const PartRequest& req,
-                                                 bool may_wait, int64_t spared) REQUIRES(mu_);
+                                                 bool may_wait, StripeRange spared) REQUIRES(mu_);
   // nullopt only when !may_wait and the memory must come back first. `spared`: see
   // try_request().
   Result<std::optional<Extent>> allocate_locked(MutexLock& lock, int64_t stripe, uint64_t bytes,
-                                                bool may_wait, int64_t spared) REQUIRES(mu_);
-  // Eviction policy, in one place: the longest idle evictable cell but `spared`'s; nullptr if
-  // none.
-  Cell* choose_victim_locked(int64_t spared) REQUIRES(mu_);
+                                                bool may_wait, StripeRange spared) REQUIRES(mu_);
+  // Eviction policy, in one place: the longest idle evictable cell outside `spared`; with
+  // `from_spared`, the evictable cell of the latest spared stripe. nullptr if none.
+  Cell* choose_victim_locked(StripeRange spared, bool from_spared) REQUIRES(mu_);
   void evict_locked(Cell& cell) REQUIRES(mu_);
 
   mutable Mutex mu_;

@@ -274,7 +274,7 @@ TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
 }
 
 // try_request() until it returns a cell, waiting for a change in between.
-CellView try_request_until_served(StripeCache& cache, const PartRequest& req, int64_t spared) {
+CellView try_request_until_served(StripeCache& cache, const PartRequest& req, StripeRange spared) {
   for (;;) {
     const uint64_t seen = cache.changes();
     auto r = cache.try_request(req, spared);
@@ -295,7 +295,7 @@ TEST(StripeCacheTest, TryRequestNeverWaitsAndSparesAStripeWhileMemoryComesBack) 
   eliminate_i(cache, 2);                     // stuck until a J is done with it
   ASSERT_TRUE(cache.try_hit(j_request(1)));  // J = 1 handed out: its memory comes back later
   // Full: 0 idle, 1 busy, 2 stuck. With 0 spared nothing is evicted and nothing waited for.
-  auto r = cache.try_request(j_request(3), /*spared=*/0);
+  auto r = cache.try_request(j_request(3), /*spared=*/{0, 1});
   ASSERT_TRUE(r.is_ok());
   EXPECT_FALSE(*r);
   EXPECT_EQ(cache.state_of(0), CellState::kIdle);
@@ -307,7 +307,7 @@ TEST(StripeCacheTest, TryRequestNeverWaitsAndSparesAStripeWhileMemoryComesBack) 
   // J = 1 done: it is the victim (written back first), the spared 0 stays.
   cache.transition(1, CellState::kElimJ);
   cache.transition(1, CellState::kIdle);
-  try_request_until_served(cache, j_request(3), /*spared=*/0);
+  try_request_until_served(cache, j_request(3), /*spared=*/{0, 1});
   EXPECT_EQ(cache.state_of(0), CellState::kIdle);
   EXPECT_EQ(cache.state_of(1), CellState::kAbsent);
   EXPECT_EQ(io.uploads(), std::vector<int64_t>{1});
@@ -315,14 +315,14 @@ TEST(StripeCacheTest, TryRequestNeverWaitsAndSparesAStripeWhileMemoryComesBack) 
   ASSERT_TRUE(cache.wait_for(3, CellState::kWaitElimJ).is_ok());
   cache.transition(3, CellState::kElimJ);
   cache.transition(3, CellState::kIdle);
-  try_request_until_served(cache, j_request(4), /*spared=*/3);  // 0 is the longest idle
+  try_request_until_served(cache, j_request(4), /*spared=*/{3, 4});  // 0 is the longest idle
   EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
   EXPECT_EQ(cache.state_of(3), CellState::kIdle);
   ASSERT_TRUE(cache.wait_for(4, CellState::kWaitElimJ).is_ok());
   cache.transition(4, CellState::kElimJ);
   cache.transition(4, CellState::kIdle);
   ASSERT_TRUE(cache.try_hit(j_request(4)));  // 4 busy, 2 stuck: only 3, the spared one
-  r = cache.try_request(j_request(5), /*spared=*/3);
+  r = cache.try_request(j_request(5), /*spared=*/{3, 4});
   ASSERT_TRUE(r.is_ok());
   EXPECT_FALSE(*r);  // 4 in flight: wait for it rather than evict 3
   EXPECT_EQ(cache.state_of(3), CellState::kIdle);
@@ -337,9 +337,41 @@ TEST(StripeCacheTest, ASparedStripeGoesWhenNothingElseCanMakeRoom) {
   FakeIo io(cache);
   update_once(cache, 0);
   eliminate_i(cache, 1);
-  try_request_until_served(cache, j_request(2), /*spared=*/0);
+  try_request_until_served(cache, j_request(2), /*spared=*/{0, 1});
   EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
   EXPECT_EQ(io.uploads(), std::vector<int64_t>{0});
+}
+
+// A range of spared stripes (the next elimination's meta-stripe): the others go first, whatever
+// their age; then the latest spared stripe, the one the chain reaches last.
+TEST(StripeCacheTest, SparedStripesGoLastAndTheLatestOfThemFirst) {
+  StripeCache cache(4 * kPart);
+  FakeIo io(cache);
+  update_once(cache, 1);  // the longest idle
+  update_once(cache, 2);
+  update_once(cache, 0);
+  update_once(cache, 3);
+  try_request_until_served(cache, j_request(4), /*spared=*/{1, 3});
+  EXPECT_EQ(cache.state_of(0), CellState::kAbsent);  // the longest idle outside [1, 3)
+  try_request_until_served(cache, j_request(5), /*spared=*/{1, 3});
+  EXPECT_EQ(cache.state_of(3), CellState::kAbsent);
+  EXPECT_EQ(cache.state_of(1), CellState::kIdle);
+  EXPECT_EQ(cache.state_of(2), CellState::kIdle);
+  EXPECT_EQ(io.uploads(), (std::vector<int64_t>{0, 3}));
+}
+
+// Nothing else evictable and nothing in flight: the latest spared stripe goes, not the longest
+// idle one (the chain reaches it last).
+TEST(StripeCacheTest, TheLatestSparedStripeGoesFirst) {
+  StripeCache cache(3 * kPart);
+  FakeIo io(cache);
+  update_once(cache, 1);
+  update_once(cache, 2);
+  eliminate_i(cache, 0);
+  try_request_until_served(cache, j_request(3), /*spared=*/{1, 3});
+  EXPECT_EQ(cache.state_of(2), CellState::kAbsent);
+  EXPECT_EQ(cache.state_of(1), CellState::kIdle);
+  EXPECT_EQ(io.uploads(), std::vector<int64_t>{2});
 }
 
 PartRequest dsr_columns(int64_t stripe, int64_t col_begin, int64_t col_end) {

@@ -154,8 +154,9 @@ TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
 }
 
 // The CPU tier's critical-path helpers (backend/cpu/critical_helpers.h): the critical updates
-// (128 x 1372..1500 x 128, above the split's threshold) go in pieces; the solutions still match
-// LAPACK in every pivot mode, whole cached and a quarter cached.
+// (128 x 1372..1500 x 128, above the split's threshold) go in pieces, and a quarter cached on
+// 8 cores every update does (split sweeps, the sweep's pieces behind the critical ones); the
+// solutions still match LAPACK in every pivot mode, whole cached and a quarter cached.
 TEST_F(DenseSolveTest, CriticalPathHelpersKeepTheSolution) {
   const int64_t n = 1500, s = 128;
   const auto a_uniform = generated("U", n, s, "uniform", 3);
@@ -168,12 +169,14 @@ TEST_F(DenseSolveTest, CriticalPathHelpersKeepTheSolution) {
       o.reuse_factors = false;
       EngineConfig c = cpu_engine(budget);
       c.critical_threads = 3;
+      c.cores = 8;
       const bool dd = pm == PivotMode::kNone;
       auto rep = solve(dd ? "D" : "U", b, 2, o, c);
       const std::string what =
           std::string(backend::pivot_mode_name(pm)) + " cache " + std::to_string(budget);
       ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
       EXPECT_EQ(rep->plan.critical_threads, 3) << what;
+      EXPECT_EQ(rep->plan.split_sweeps, budget < 8ull * n * n) << what;
       expect_matches_lapack(dd ? a_dd : a_uniform, n, b, 2, *rep,
                             pm == PivotMode::kLocal ? 1e-11 : 1e-13, what);
     }

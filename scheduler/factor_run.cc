@@ -92,6 +92,7 @@ Result<std::unique_ptr<CpuElimination>> CpuElimination::create(EngineContext& ct
     }
   }
   e->stripe_max_abs_u_.assign(static_cast<size_t>(g.stripes), -1);
+  e->meta_of_ = meta_stripe_of(params.strategy, g.stripes, params.meta_stripes);
   if (params.critical_threads > 0) {
     e->helpers_ = std::make_unique<backend::CriticalHelpers>(static_cast<int>(
         std::min<int64_t>(params.critical_threads, std::numeric_limits<int>::max())));
@@ -129,10 +130,16 @@ Status CpuElimination::update(int worker, const Task& t, const CellView& j,
   *keep_on_device = false;
   const std::string role = "elim.J" + std::to_string(worker);
   const stripe::StripePart pj = cell_part(layout_, j);
-  // The update elim.I waits for next: J right after the range (on the CPU tier the planner makes
-  // the whole matrix one meta-stripe when it fits, so the meta-stripe rule of ElimJRole would
-  // take every update and split them all at once, 16 workers over 8 helpers: 10-25% slower).
-  const backend::CriticalScope critical(t.stripe == t.i_end ? helpers_.get() : nullptr);
+  // On the critical path: the update elim.I waits for next, J right after the range (on the CPU
+  // tier the planner makes the whole matrix one meta-stripe when it fits, so the meta-stripe
+  // rule of ElimJRole would take every update and split them all at once, 16 workers over 8
+  // helpers: 10-25% slower), and with split sweeps every update of the meta-stripe eliminated
+  // next. The other updates split only with split sweeps, their pieces behind the critical ones.
+  const bool critical =
+      t.stripe == t.i_end || (params_.split_sweeps && meta_of_[static_cast<size_t>(t.stripe)] ==
+                                                          meta_of_[static_cast<size_t>(t.i_end)]);
+  const backend::CriticalScope scope(critical || params_.split_sweeps ? helpers_.get() : nullptr,
+                                     /*background=*/!critical);
   for (const CellView& ci : is) {
     TraceRecorder::Span span(ctx_.trace, role, "update",
                              {{"J", std::to_string(t.stripe)}, {"I", std::to_string(ci.stripe)}});

@@ -70,6 +70,10 @@ struct FactorParams {
   // The CPU tier: helper threads that elim.I's eliminations and the critical updates split their
   // block updates over (backend/cpu/critical_helpers.h); 0: none.
   int64_t critical_threads = 0;
+  // The CPU tier out of core (Plan::split_sweeps): every J update splits over the helpers too,
+  // the sweep's pieces queued behind those of the critical path (the updates of the meta-stripe
+  // eliminated next).
+  bool split_sweeps = false;
 };
 
 // Flops of the triangulation (the formulas of stripe/stripe_ops.h summed over all stripes).
@@ -156,6 +160,7 @@ class CpuElimination final : public Elimination {
   EngineContext& ctx_;
   const storage::StripedMatrix& layout_;
   FactorParams params_;
+  std::vector<int64_t> meta_of_;                          // each stripe's meta-stripe (strategy.h)
   std::unique_ptr<backend::CriticalHelpers> helpers_;     // null without params.critical_threads
   stripe::HostWorkspace eliminate_workspace_;             // elim.I's
   std::vector<stripe::HostWorkspace> update_workspaces_;  // one per elim.J worker, each its own

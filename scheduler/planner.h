@@ -116,6 +116,7 @@ struct Plan {
   int64_t elim_j_workers = 0;      // k
   int64_t lookahead_workers = 0;   // elim.J lanes for the critical path only (GPU tier: 1)
   int64_t critical_threads = 0;    // CPU tier: helpers of elim.I and the critical updates
+  bool split_sweeps = false;       // CPU tier out of core: every J update over the helpers too
   uint64_t stripe_bytes = 0;       // one full stripe, 8 S n
   uint64_t ram_budget = 0;
   double flops = 0;                  // 2/3 n^3

@@ -110,12 +110,26 @@ TEST(PlannerTest, PinnedValuesWin) {
 
 TEST(PlannerTest, CriticalPathHelpersOnManyCoresOnly) {
   EXPECT_EQ(plan_dense(4096, 0, EngineConfig{}, cpu_machine(kGiB, 2)).value().critical_threads, 0);
-  const Plan many = plan_dense(16384, 0, EngineConfig{}, cpu_machine(kGiB, 16)).value();
+  // The whole matrix cached: k = 16 single-threaded workers, half the cores help the chain.
+  const Plan many = plan_dense(16384, 0, EngineConfig{}, cpu_machine(4 * kGiB, 16)).value();
+  EXPECT_EQ(many.meta_stripes, many.stripes);
+  EXPECT_EQ(many.elim_j_workers, 16);
   EXPECT_EQ(many.critical_threads, 8);
+  EXPECT_FALSE(many.split_sweeps);
   EXPECT_NE(plan_to_text(many).find("(+8 critical-path helpers)"), std::string::npos);
+  // Out of core: cores / 4 workers split every update over the other cores.
+  const Plan ooc = plan_dense(16384, 0, EngineConfig{}, cpu_machine(kGiB, 16)).value();
+  EXPECT_LT(ooc.meta_stripes, ooc.stripes);
+  EXPECT_EQ(ooc.elim_j_workers, 4);
+  EXPECT_EQ(ooc.critical_threads, 12);
+  EXPECT_TRUE(ooc.split_sweeps);
+  EXPECT_NE(plan_to_text(ooc).find("(+12 critical-path helpers, every update split over them)"),
+            std::string::npos);
   EngineConfig none;
   none.critical_threads = 0;
-  EXPECT_EQ(plan_dense(16384, 0, none, cpu_machine(kGiB, 16)).value().critical_threads, 0);
+  const Plan pinned = plan_dense(16384, 0, none, cpu_machine(kGiB, 16)).value();
+  EXPECT_EQ(pinned.critical_threads, 0);
+  EXPECT_FALSE(pinned.split_sweeps);
   EXPECT_EQ(plan_on(gpu_host(40 * kGiB), 100000).critical_threads, 0);  // the GPU tier: none
 }
 

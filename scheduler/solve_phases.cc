@@ -208,7 +208,8 @@ Status SolvePhases::triangulate() {
                       .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
                       .write_back = false,
                       .parts_from_meta_start = engine_ != nullptr,
-                      .critical_threads = engine_ == nullptr ? plan.critical_threads : 0};
+                      .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,
+                      .split_sweeps = engine_ == nullptr && plan.split_sweeps};
   if (engine_ != nullptr) {
     const auto t_load = SolveClock::now();
     STRIPESOLVE_ASSIGN_OR_RETURN(
@@ -219,13 +220,16 @@ Status SolvePhases::triangulate() {
     }
     report.load_seconds = seconds_since(t_load);
   }
-  // The CPU tier: each worker's BLAS calls on its share of the cores (cpu_backend.h).
+  // The CPU tier: each worker's BLAS calls on its share of the cores (cpu_backend.h), or on one
+  // when the sweeps split over the helpers (OpenBLAS's pool serves one caller at a time).
   std::optional<backend::BlasThreadsScope> blas_threads;
   if (engine_ == nullptr) {
     const int64_t cores = config_.cores > 0
                               ? config_.cores
                               : std::max<int64_t>(1, std::thread::hardware_concurrency());
-    blas_threads.emplace(static_cast<int>(std::max<int64_t>(1, cores / plan.elim_j_workers)));
+    blas_threads.emplace(plan.split_sweeps
+                             ? 1
+                             : static_cast<int>(std::max<int64_t>(1, cores / plan.elim_j_workers)));
   }
   const double flops = factorization_flops(sv_.g);
   progress_.begin_phase("factor", flops, sv_.g.stripes);

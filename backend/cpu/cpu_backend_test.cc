@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -288,6 +290,43 @@ TEST(CriticalHelpers, RunsEveryPieceOnceFromSeveralCallers) {
   for (auto& th : callers) th.join();
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
   EXPECT_EQ(helpers.helped(), 4 * 6);
+}
+
+// A critical scope's pieces go ahead of the background pieces already queued (the sweep
+// updates that share the helpers must not delay the chain's).
+TEST(CriticalHelpers, CriticalPiecesOvertakeQueuedBackgroundOnes) {
+  CriticalHelpers helpers(1);
+  std::mutex mu;
+  std::vector<std::string> order;
+  std::atomic<bool> helper_busy{false};
+  std::atomic<bool> release{false};
+  auto record = [&](const std::string& what) {
+    const std::lock_guard<std::mutex> lock(mu);
+    order.push_back(what);
+  };
+  std::thread background([&] {
+    const CriticalScope scope(&helpers, /*background=*/true);
+    helpers.run(4, [&](int p) {
+      if (p == 0) return;
+      if (p == 1) {
+        helper_busy = true;
+        while (!release) std::this_thread::yield();
+      }
+      record("b" + std::to_string(p));
+    });
+  });
+  while (!helper_busy) std::this_thread::yield();  // the one helper holds b1; b2, b3 queued
+  std::thread critical([&] {
+    const CriticalScope scope(&helpers);
+    helpers.run(3, [&](int p) {
+      if (p > 0) record("c" + std::to_string(p));
+    });
+  });
+  while (helpers.queued() < 4) std::this_thread::yield();
+  release = true;
+  critical.join();
+  background.join();
+  EXPECT_EQ(order, (std::vector<std::string>{"b1", "c1", "c2", "b2", "b3"}));
 }
 
 TEST(BlasThreadsScope, SetsTheThreadsPerCallAndRestoresThem) {

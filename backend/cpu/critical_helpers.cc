@@ -3,6 +3,7 @@
 // refuses with -fsanitize=thread), and the CI runs the threaded tests there.
 #include "backend/cpu/critical_helpers.h"
 
+#include <cstddef>
 #include <deque>
 #include <thread>
 #include <utility>
@@ -14,6 +15,7 @@ namespace stripesolve::backend {
 
 namespace {
 thread_local CriticalHelpers* current_helpers = nullptr;
+thread_local bool current_background = false;
 }  // namespace
 
 // The helpers' queue. Ownership: `jobs` and `closing` under `mu`; each job is run by the helper
@@ -22,7 +24,9 @@ struct CriticalHelpers::Pool {
   Mutex mu;
   CondVar work;  // a job queued, or closing
   CondVar done;  // a piece finished
+  // Pieces of critical scopes, then background ones: [0, urgent) and [urgent, size()).
   std::deque<std::function<void()>> jobs GUARDED_BY(mu);
+  size_t urgent GUARDED_BY(mu) = 0;
   bool closing GUARDED_BY(mu) = false;
   std::vector<std::thread> threads;
 
@@ -35,6 +39,7 @@ struct CriticalHelpers::Pool {
         if (jobs.empty()) return;
         job = std::move(jobs.front());
         jobs.pop_front();
+        if (urgent > 0) --urgent;
       }
       job();
     }
@@ -67,13 +72,20 @@ void CriticalHelpers::run(int pieces, const std::function<void(int)>& piece) {
   {
     MutexLock lock(pool.mu);
     for (int p = 1; p < pieces; ++p) {
-      pool.jobs.emplace_back([this, &pool, &piece, &left, p] {
+      auto job = [this, &pool, &piece, &left, p] {
         piece(p);
         helped_.fetch_add(1, std::memory_order_relaxed);
         MutexLock done_lock(pool.mu);
         --left;
         pool.done.notify_all();
-      });
+      };
+      if (current_background) {
+        pool.jobs.emplace_back(std::move(job));
+      } else {
+        pool.jobs.emplace(pool.jobs.begin() + static_cast<std::ptrdiff_t>(pool.urgent),
+                          std::move(job));
+        ++pool.urgent;
+      }
     }
   }
   pool.work.notify_all();
@@ -82,12 +94,20 @@ void CriticalHelpers::run(int pieces, const std::function<void(int)>& piece) {
   while (left > 0) pool.done.wait(lock);
 }
 
-CriticalScope::CriticalScope(CriticalHelpers* helpers) : before_(current_helpers) {
+int64_t CriticalHelpers::queued() const {
+  MutexLock lock(pool_->mu);
+  return static_cast<int64_t>(pool_->jobs.size());
+}
+
+CriticalScope::CriticalScope(CriticalHelpers* helpers, bool background)
+    : before_(current_helpers), before_background_(current_background) {
   current_helpers = helpers;
+  current_background = background;
 }
 
 CriticalScope::~CriticalScope() {
   current_helpers = before_;
+  current_background = before_background_;
 }
 
 CriticalHelpers* critical_helpers() {

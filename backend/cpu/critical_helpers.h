@@ -39,6 +39,8 @@ class CriticalHelpers {
   void run(int pieces, const std::function<void(int)>& piece);
   // Pieces run on the helpers so far (tests).
   int64_t helped() const { return helped_.load(std::memory_order_relaxed); }
+  // Pieces waiting for a helper now (tests).
+  int64_t queued() const;
 
  private:
   struct Pool;
@@ -48,16 +50,19 @@ class CriticalHelpers {
 };
 
 // While it lives, the calling thread's block updates on the CPU backend split over `helpers`
-// (null: no split). Scopes nest; each restores what it found.
+// (null: no split). Pieces of a `background` scope (sweep updates that share the helpers) queue
+// behind all others; the others' go ahead of every queued background piece. Scopes nest; each
+// restores what it found.
 class CriticalScope {
  public:
-  explicit CriticalScope(CriticalHelpers* helpers);
+  explicit CriticalScope(CriticalHelpers* helpers, bool background = false);
   ~CriticalScope();
   CriticalScope(const CriticalScope&) = delete;
   CriticalScope& operator=(const CriticalScope&) = delete;
 
  private:
   CriticalHelpers* before_;
+  bool before_background_;
 };
 
 // The calling thread's helpers (its innermost CriticalScope), or null.

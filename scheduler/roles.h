@@ -18,7 +18,8 @@
 //   MasterRole  the calling thread: walks the strategy's task list, requests each task's part
 //               from the cache (002 §8.2 "master") and hands the task to elim.I or elim.J:
 //               misses in the list's order, hits as soon as everything the task depends on
-//               has been handed out. It never runs ahead of a stripe's own order.
+//               has been handed out. It never runs ahead of a stripe's own order. Its walk of
+//               the list is a class of its own (MasterRole::Walk, master_walk.cc).
 //   DsrRole     one thread: requests the parts of a read-only phase in the order they will be
 //               used, as kStuck cells; the cache budget bounds how far it runs ahead.
 //
@@ -107,6 +108,8 @@ class MasterRole {
   void run(const std::vector<Task>& tasks, const ResumePlan& plan);
 
  private:
+  class Walk;  // run()'s walk of the list (master_walk.cc)
+
   cache::PartRequest request_for(const Task& t, const ResumePlan& plan) const;
   void dispatch(const Task& t);
 

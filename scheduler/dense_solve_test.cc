@@ -153,6 +153,21 @@ TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
   EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
 }
 
+// Two I/O threads (engine.io_threads): write-backs beside the reads, the same solution.
+TEST_F(DenseSolveTest, TwoIoThreadsKeepTheSolution) {
+  const int64_t n = 1500, s = 128;
+  const auto a = generated("A", n, s, "uniform", 3);
+  const auto b = stripe::uniform_matrix(n, 2, 4);
+  DenseSolveOptions o;
+  EngineConfig c = cpu_engine(8ull * n * n / 4);
+  c.io_threads = 2;
+  auto rep = solve("A", b, 2, o, c);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  expect_matches_lapack(a, n, b, 2, *rep, 1e-13, "two I/O threads");
+  EXPECT_GT(rep->io_written_bytes, 8ull * n * n);  // evicted dirty parts went back
+  EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
+}
+
 // The CPU tier's critical-path helpers (backend/cpu/critical_helpers.h): the critical updates
 // (128 x 1372..1500 x 128, above the split's threshold) go in pieces, and a quarter cached on
 // 8 cores every update does (split sweeps, the sweep's pieces behind the critical ones); the

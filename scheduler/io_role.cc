@@ -21,12 +21,15 @@ TraceRecorder::Args part_args(const cache::IoWork& work, const storage::PartLayo
 
 }  // namespace
 
-IoRole::IoRole(cache::StripeCache& cache, ProgressMeter& progress, TraceRecorder* trace)
-    : cache_(cache), progress_(progress), trace_(trace), thread_([this] { run(); }) {}
+IoRole::IoRole(cache::StripeCache& cache, ProgressMeter& progress, TraceRecorder* trace,
+               int threads)
+    : cache_(cache), progress_(progress), trace_(trace) {
+  for (int t = 0; t < std::max(1, threads); ++t) threads_.emplace_back([this] { run(); });
+}
 
 IoRole::~IoRole() {
   cache_.shutdown();
-  thread_.join();
+  for (auto& t : threads_) t.join();
 }
 
 void IoRole::set_sources(storage::StripedMatrix* original, storage::StripedMatrix* factor) {
@@ -92,7 +95,8 @@ Status IoRole::upload(const cache::IoWork& work) {
 }
 
 void IoRole::download(std::span<const cache::IoWork> works) {
-  // The batch holds no upload, so the written flags cannot change while it is read.
+  // A stripe's upload and its download never overlap (one cell state at a time), so the batch's
+  // written flags cannot change while it is read, whatever the other I/O threads do.
   std::vector<storage::StripedMatrix*> objects;
   {
     MutexLock lock(mu_);

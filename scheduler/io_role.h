@@ -1,4 +1,5 @@
-// The I/O role (002 §8.2 "SSDA thread"): one thread that serves the cache's transfer requests.
+// The I/O role (002 §8.2 "SSDA thread"): one thread (or engine.io_threads) that serves the cache's
+// transfer requests.
 // Downloads read stripe parts into their cells with StripedMatrix::read_parts; uploads write an
 // evicted dirty cell back with write_part (storage fans each transfer out over all paths).
 //
@@ -36,7 +37,10 @@ class IoRole {
   // The most downloads in one stream: bounds how long a waiting upload (which frees memory) waits.
   static constexpr size_t kMaxBatch = 16;
 
-  IoRole(cache::StripeCache& cache, ProgressMeter& progress, TraceRecorder* trace);
+  // `threads` >= 1 serve the queue side by side (engine.io_threads: a write-back beside the
+  // reads; storage reads and writes different stripes concurrently, and a stripe's upload and
+  // download never overlap, its cell being in one state at a time).
+  IoRole(cache::StripeCache& cache, ProgressMeter& progress, TraceRecorder* trace, int threads = 1);
   ~IoRole();  // shuts the cache's I/O queue down and joins
   IoRole(const IoRole&) = delete;
   IoRole& operator=(const IoRole&) = delete;
@@ -76,7 +80,7 @@ class IoRole {
   storage::StripedMatrix* factor_ GUARDED_BY(mu_) = nullptr;
   std::vector<bool> written_ GUARDED_BY(mu_);
   WriteHook write_hook_ GUARDED_BY(mu_);
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace stripesolve::scheduler

@@ -74,7 +74,7 @@ class GateEngine final : public storage::IoEngine {
 
 constexpr int64_t kN = 400;  // 7 stripes of S = 64 (the last one 16 rows)
 constexpr int64_t kS = 64;
-const storage::GeneratorSpec kSpec{"uniform", 5};
+storage::GeneratorSpec uniform_spec() { return {"uniform", 5}; }
 
 class IoRoleTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -94,7 +94,7 @@ class IoRoleTest : public ::testing::TestWithParam<std::string> {
     config_.import_buffer = 1 << 20;
     config_.io_engine = GetParam();
     auto clean = storage::MatrixStore::open(config_).value();
-    ASSERT_TRUE(clean->create_generated("A", kN, kSpec, kS).is_ok());
+    ASSERT_TRUE(clean->create_generated("A", kN, uniform_spec(), kS).is_ok());
   }
   void TearDown() override {
     store_.reset();
@@ -147,7 +147,7 @@ class IoRoleTest : public ::testing::TestWithParam<std::string> {
     return true;
   }
   static double generated(int64_t r, int64_t c) {
-    return storage::generated_value(kSpec, kN, r, c);
+    return storage::generated_value(uniform_spec(), kN, r, c);
   }
 
   // What the copy-on-first-write tests run on (after open_gated()): A, its factor F, a 64 MiB
@@ -230,6 +230,49 @@ TEST_P(IoRoleTest, CopyOnFirstWriteSplitsABatchByObject) {
     }
   }
   EXPECT_EQ(gate_->streams(), before + 4);
+}
+
+// Two I/O threads (engine.io_threads = 2): every stripe written back by them reads back from the
+// factor, and every part read arrives once with its values.
+TEST_P(IoRoleTest, TwoThreadsWriteBackAndReadEveryPartOnce) {
+  open_gated();
+  auto a = store_->open_matrix("A").value();
+  auto f = store_->create_factor("F", *a).value();
+  const auto written = [](int64_t r, int64_t c) { return -1.0 - r - 0.25 * c; };
+  {
+    cache::StripeCache cache(64 << 20);
+    ProgressMeter progress(nullptr, 1.0);
+    IoRole io(cache, progress, nullptr, 2);
+    io.set_sources(a.get(), f.get());
+    for (int64_t s = 0; s < 7; ++s) {
+      const cache::CellView cell = cache.request(request_of(*a, s, 0)).value();
+      ASSERT_TRUE(cache.wait_for(s, cache::CellState::kWaitElimJ).is_ok());
+      ASSERT_TRUE(holds(*a, cell, generated)) << "stripe " << s;
+      cache.transition(s, cache::CellState::kElimJ);
+      const storage::PartLayout layout = a->part_layout(s, 0);
+      const int64_t h = a->geometry().rows(s);
+      for (int64_t c = 0; c < kN; ++c) {
+        for (int64_t r = 0; r < h; ++r) {
+          const double v = written(a->geometry().row_begin(s) + r, c);
+          std::memcpy(cell.buffer + layout.data_offset + 8 * (c * h + r), &v, 8);
+        }
+      }
+      cache.transition(s, cache::CellState::kIdle);
+    }
+    ASSERT_TRUE(cache.flush().is_ok());  // seven uploads over the two threads
+    EXPECT_EQ(progress.io_written_bytes(), progress.io_read_bytes());
+  }
+  cache::StripeCache cache(64 << 20);
+  ProgressMeter progress(nullptr, 1.0);
+  IoRole io(cache, progress, nullptr, 2);
+  io.set_sources(f.get(), nullptr);
+  for (int64_t s = 0; s < 7; ++s) ASSERT_TRUE(cache.request(request_of(*f, s, 0)).is_ok());
+  for (int64_t s = 0; s < 7; ++s) {
+    auto cell = cache.wait_for(s, cache::CellState::kWaitElimJ);
+    ASSERT_TRUE(cell.is_ok()) << cell.status().to_string();
+    EXPECT_TRUE(holds(*f, *cell, written)) << "stripe " << s;
+  }
+  EXPECT_EQ(cache.stats().failed_transfers, 0u);
 }
 
 // The write hook: the checksum runs off the role's thread and reaches `written` with the CRC of

@@ -69,6 +69,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("elim_j_workers", c.elim_j_workers, 0, 256);
   map.get("cores", c.cores, 0, 1 << 16);
   map.get("critical_threads", c.critical_threads, -1, 1024);
+  map.get("io_threads", c.io_threads, 1, 8);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
   map.get("gpu_panel_sms", c.gpu_panel_sms, 0, 1024);

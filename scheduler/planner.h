@@ -57,6 +57,7 @@ struct EngineConfig {
   int64_t elim_j_workers = 0;        // k; 0 = planner
   int64_t cores = 0;                 // 0 = std::thread::hardware_concurrency()
   int64_t critical_threads = -1;     // CPU tier's critical-path helpers; -1 = planner, 0 = none
+  int64_t io_threads = 1;            // I/O role threads (transfers side by side); 1..8
   uint64_t gpu_memory = 0;           // device bytes per GPU a dense solve may use; 0 = 90% of free
   int64_t gpus = 0;                  // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
   int64_t gpu_panel_sms = 0;         // SMs the J updates leave to elim.I (DeviceEngineOptions)
@@ -69,7 +70,8 @@ struct EngineConfig {
 };
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
-// meta_stripes, round_robin_levels, elim_j_workers, cores, critical_threads, gpu_memory, gpus,
+// meta_stripes, round_robin_levels, elim_j_workers, cores, critical_threads, io_threads,
+// gpu_memory, gpus,
 // gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);

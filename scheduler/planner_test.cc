@@ -43,10 +43,11 @@ TEST(PlannerTest, ParsesEveryKey) {
       "ram_budget: 2GiB\nstripe_rows: 512\nsubstripe_rows: 64\nmeta_stripes: 3\n"
       "elim_j_workers: 4\ncores: 8\nround_robin_levels: 6\nsegment_columns: 10000\n"
       "gpu_memory: 40GiB\ngpus: 1\nassumed_gflops: 100\nssd_bytes_per_second: 3e9\n"
-      "progress_interval_seconds: 1\ncritical_threads: 0\n",
+      "progress_interval_seconds: 1\ncritical_threads: 0\nio_threads: 2\n",
       "engine.yaml");
   EngineConfig c;
   parse_engine_config(map, c);
+  EXPECT_EQ(c.io_threads, 2);
   EXPECT_EQ(c.ram_budget, 2 * kGiB);
   EXPECT_EQ(c.stripe_rows, 512);
   EXPECT_EQ(c.substripe_rows, 64);
@@ -65,6 +66,14 @@ TEST(PlannerTest, UnknownKeyIsAConfigError) {
   ConfigMap map = ConfigMap::parse("meta_stripe: 3\n", "engine.yaml");
   EngineConfig c;
   EXPECT_THROW(parse_engine_config(map, c), ConfigError);
+}
+
+TEST(PlannerTest, IoThreadsOutOfRangeIsAConfigError) {
+  for (const char* text : {"io_threads: 0\n", "io_threads: 9\n"}) {
+    ConfigMap map = ConfigMap::parse(text, "engine.yaml");
+    EngineConfig c;
+    EXPECT_THROW(parse_engine_config(map, c), ConfigError) << text;
+  }
 }
 
 TEST(PlannerTest, WholeMatrixInCacheGivesOneMetaStripe) {

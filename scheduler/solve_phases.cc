@@ -152,7 +152,7 @@ SolvePhases::SolvePhases(const SolveRequest& req, Solve& sv, const EngineConfig&
       cache_(config.ram_budget),
       progress_(req.callbacks.on_progress, config.progress_interval_seconds),
       keep_progress_on_stop_{sv, req.cancel},
-      io_(cache_, progress_, req.trace),
+      io_(cache_, progress_, req.trace, static_cast<int>(config.io_threads)),
       ctx_{req.backend, cache_,    progress_,
            req.cancel,  req.trace, config.progress_interval_seconds} {
   progress_.set_cache_counts([this](uint64_t* hits, uint64_t* misses) {

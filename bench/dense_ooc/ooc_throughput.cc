@@ -7,7 +7,7 @@
 //   bench_dense_ooc [--n 8192] [--stripe-rows 512] [--cache 1,0.25] [--strategies all]
 //                   [--pivot row|gepp] [--dir /var/tmp/stripesolve-bench-ooc] [--paths 1]
 //                   [--peer-threads 0 (= cores)] [--worker-threads 1] [--elim-j-workers 0]
-//                   [--critical-threads -1 (= planner; 0 = none)]
+//                   [--critical-threads -1 (= planner; 0 = none)] [--io-threads 1]
 //                   [--trace file.json] [--reps 2] [--quality on|off] [--progress on|off]
 //
 // --quality off skips the solve's quality contract (condition estimate, automatic refinement;
@@ -61,7 +61,8 @@ std::vector<std::string> split(const std::string& s) {
       "usage: bench_dense_ooc [--n N] [--stripe-rows S] [--cache F,F..] "
       "[--strategies all|basic,zigzag,meta_zigzag] [--pivot row|gepp|local|none] [--dir D] "
       "[--paths P] [--peer-threads T] [--worker-threads T] [--elim-j-workers K] "
-      "[--critical-threads T] [--trace FILE] [--reps R] [--quality on|off] [--progress on|off]\n");
+      "[--critical-threads T] [--io-threads N] [--trace FILE] [--reps R] [--quality on|off] "
+      "[--progress on|off]\n");
   std::exit(2);
 }
 
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   int worker_threads = 1;
   int64_t workers = 0;
   int64_t critical_threads = -1;
+  int64_t io_threads = 1;
   std::string trace_file;
   int reps = 2;
   bool quality = true;
@@ -109,6 +111,8 @@ int main(int argc, char** argv) {
       workers = std::stoll(v);
     else if (arg == "--critical-threads")
       critical_threads = std::stoll(v);
+    else if (arg == "--io-threads")
+      io_threads = std::stoll(v);
     else if (arg == "--trace")
       trace_file = v;
     else if (arg == "--reps")
@@ -205,6 +209,7 @@ int main(int argc, char** argv) {
       config.ram_budget = static_cast<uint64_t>(fraction * matrix_bytes) + 64 * 4096;
       config.elim_j_workers = workers;
       config.critical_threads = critical_threads;
+      config.io_threads = io_threads;
       ss::scheduler::DenseSolveOptions options;
       options.pivot = *pivot_mode;
       options.strategy = strategy;
@@ -236,6 +241,7 @@ int main(int argc, char** argv) {
       r["meta_stripes"] = plan.meta_stripes;
       r["elim_j_workers"] = plan.elim_j_workers;
       r["critical_threads"] = plan.critical_threads;
+      r["io_threads"] = io_threads;
       r["substripe_rows"] = plan.substripe_rows;
       r["seconds"] = rep->seconds;
       r["gflops"] = flops / rep->seconds * 1e-9;

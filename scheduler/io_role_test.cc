@@ -74,7 +74,9 @@ class GateEngine final : public storage::IoEngine {
 
 constexpr int64_t kN = 400;  // 7 stripes of S = 64 (the last one 16 rows)
 constexpr int64_t kS = 64;
-storage::GeneratorSpec uniform_spec() { return {"uniform", 5}; }
+storage::GeneratorSpec uniform_spec() {
+  return {"uniform", 5};
+}
 
 class IoRoleTest : public ::testing::TestWithParam<std::string> {
  protected:

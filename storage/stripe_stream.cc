@@ -34,11 +34,11 @@ struct Window {
 
 std::vector<Window> windows_of(const Placement& pl, uint64_t window) {
   std::vector<Window> out;
-  for (int64_t I = 0; I < pl.geometry().stripes; ++I) {
-    const uint64_t stored = pl.stored_bytes(I);
+  for (int64_t i = 0; i < pl.geometry().stripes; ++i) {
+    const uint64_t stored = pl.stored_bytes(i);
     for (uint64_t w = 0; w < stored; w += window) {
       const uint64_t end = std::min(stored, w + window);
-      out.push_back(Window{I, w, end, end == stored});
+      out.push_back(Window{i, w, end, end == stored});
     }
   }
   return out;
@@ -86,9 +86,17 @@ uint64_t batch_capacity(const AlignedBuffer& buffer) {
 Status write_stripes(const StripeStream& s, const ElementProducer& produce,
                      std::vector<std::optional<uint32_t>>& checksums) {
   const Halves halves = halves_of(*s.buffer);
+  // Consecutive windows share a batch up to a half of the buffer (stripes smaller than a half:
+  // fewer batches, each one the disk's queue fills and drains).
   std::vector<std::vector<StripeWindow>> batches;
+  uint64_t batch_bytes = 0;
   for (const Window& w : windows_of(*s.placement, halves.window)) {
-    batches.push_back({StripeWindow{w.stripe, w.begin, w.end}});
+    if (batches.empty() || batch_bytes + (w.end - w.begin) > halves.window) {
+      batches.emplace_back();
+      batch_bytes = 0;
+    }
+    batches.back().push_back(StripeWindow{w.stripe, w.begin, w.end});
+    batch_bytes += w.end - w.begin;
   }
   const auto one = [&produce](size_t, std::span<const ElementRun> runs) {
     for (const ElementRun& r : runs) {
@@ -152,19 +160,30 @@ Status write_stripe_batches(const StripeStream& s,
       offset += w.end - w.begin;
     }
     in_flight = std::async(std::launch::async, [&s, &pl, &running, &checksums, &batch, base] {
-      std::vector<IoPiece> pieces;
+      std::vector<IoPiece> pieces, batch_pieces;
       std::vector<IoRequest> requests, batch_requests;
+      std::vector<uint64_t> piece_base;  // the buffer offset of each piece's window
       uint64_t at = 0;
       for (const StripeWindow& w : batch) {
         make_requests(s, w.stripe, w.begin, w.end, IoOp::kWrite, base + at, pieces, requests);
-        for (const IoPiece& p : pieces) {
-          uint32_t& crc = running[p.segment];
-          crc = crc32c_extend(crc, base + at + p.buffer_offset, p.length);
-        }
+        batch_pieces.insert(batch_pieces.end(), pieces.begin(), pieces.end());
+        piece_base.insert(piece_base.end(), pieces.size(), at);
         batch_requests.insert(batch_requests.end(), requests.begin(), requests.end());
         at += w.end - w.begin;
       }
-      STRIPESOLVE_RETURN_IF_ERROR(s.engine->run(batch_requests));
+      // The checksums beside the writes (both only read the buffer): computed first, they held
+      // every batch's writes back by a pass over it (create of 2 GiB on 2 cores: 0.67x the
+      // disk's write bound).
+      std::future<void> crcs = std::async(std::launch::async, [&] {
+        for (size_t i = 0; i < batch_pieces.size(); ++i) {
+          const IoPiece& p = batch_pieces[i];
+          uint32_t& crc = running[p.segment];
+          crc = crc32c_extend(crc, base + piece_base[i] + p.buffer_offset, p.length);
+        }
+      });
+      const Status wrote = s.engine->run(batch_requests);
+      crcs.get();
+      STRIPESOLVE_RETURN_IF_ERROR(wrote);
       for (const StripeWindow& w : batch) {
         if (w.end != pl.stored_bytes(w.stripe)) continue;
         const int64_t first = pl.first_segment(w.stripe);
@@ -176,11 +195,11 @@ Status write_stripe_batches(const StripeStream& s,
     });
   }
   STRIPESOLVE_RETURN_IF_ERROR(wait());
-  for (int64_t I = 0; I < g.stripes; ++I) {
-    if (next_byte[I] != pl.stored_bytes(I)) {
-      return Status::internal("write_stripe_batches: stripe " + std::to_string(I) +
-                              " written up to byte " + std::to_string(next_byte[I]) + " of " +
-                              std::to_string(pl.stored_bytes(I)));
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    if (next_byte[i] != pl.stored_bytes(i)) {
+      return Status::internal("write_stripe_batches: stripe " + std::to_string(i) +
+                              " written up to byte " + std::to_string(next_byte[i]) + " of " +
+                              std::to_string(pl.stored_bytes(i)));
     }
   }
   return Status::ok();

@@ -135,9 +135,8 @@ std::string describe_config(const DaemonConfig& c) {
   out += fmt::format(
       "engine:\n  backend: {}\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n"
       "  segment_columns: {}\n  meta_stripes: {}\n  round_robin_levels: {}\n"
-      "  elim_j_workers: {}\n  cores: {}\n  critical_threads: {}\n  io_threads: {}\n  gpu_memory: "
-      "{}\n"
-      "  gpus: {}\n"
+      "  elim_j_workers: {}\n  cores: {}\n  critical_threads: {}\n  io_threads: {}\n"
+      "  gpu_memory: {}\n  gpus: {}\n"
       "  gpu_panel_sms: {}\n  gpu_update_k: {}\n  assumed_gflops: {}\n"
       "  ssd_bytes_per_second: {}\n  pcie_bytes_per_second: {}\n"
       "  progress_interval_seconds: {}\n",

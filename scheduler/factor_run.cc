@@ -136,8 +136,7 @@ Status CpuElimination::update(int worker, const Task& t, const CellView& j,
   // helpers: 10-25% slower), and with split sweeps every update of the meta-stripe eliminated
   // next. The other updates split only with split sweeps, their pieces behind the critical ones.
   const bool critical =
-      t.stripe == t.i_end || (params_.split_sweeps && meta_of_[static_cast<size_t>(t.stripe)] ==
-                                                          meta_of_[static_cast<size_t>(t.i_end)]);
+      t.stripe == t.i_end || (params_.split_sweeps && updates_next_meta_stripe(meta_of_, t));
   const backend::CriticalScope scope(critical || params_.split_sweeps ? helpers_.get() : nullptr,
                                      /*background=*/!critical);
   for (const CellView& ci : is) {

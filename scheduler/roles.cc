@@ -95,7 +95,7 @@ void ElimJRole::close_and_join() {
 }
 
 bool ElimJRole::critical(const Task& t) const {
-  return meta_of_[static_cast<size_t>(t.stripe)] == meta_of_[static_cast<size_t>(t.i_end)];
+  return updates_next_meta_stripe(meta_of_, t);
 }
 
 void ElimJRole::run(int64_t worker) {

@@ -54,6 +54,12 @@ int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes);
 // The meta-stripe of every stripe under `strategy` (each stripe its own for basic and zigzag).
 std::vector<int64_t> meta_stripe_of(Strategy strategy, int64_t stripes, int64_t meta_stripes);
 
+// Whether update `t` is on the critical path: its J lies in the meta-stripe of the stripe right
+// after its range (`meta_of` as meta_stripe_of() gives it), the one eliminated next.
+inline bool updates_next_meta_stripe(const std::vector<int64_t>& meta_of, const Task& t) {
+  return meta_of[static_cast<size_t>(t.stripe)] == meta_of[static_cast<size_t>(t.i_end)];
+}
+
 // The task list of `strategy` for `stripes` >= 1 stripes; `meta_stripes` (S^m >= 1) is used by
 // kMetaZigzag only (S^m = 1 gives the zigzag order). The list has about N^2 / 2 tasks.
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes);

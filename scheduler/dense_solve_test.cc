@@ -168,6 +168,32 @@ TEST_F(DenseSolveTest, TwoIoThreadsKeepTheSolution) {
   EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
 }
 
+// Where the upward sweeps take the next meta-stripe (engine.upward_lead): first, the planner's
+// place and last (002's order) give the same solution, and the planner's costs no more reads.
+TEST_F(DenseSolveTest, AnyUpwardLeadKeepsTheSolution) {
+  const int64_t n = 1500, s = 128;
+  const auto a = generated("A", n, s, "uniform", 3);
+  const auto b = stripe::uniform_matrix(n, 1, 4);
+  std::vector<uint64_t> reads;
+  for (int64_t lead : {int64_t{0}, int64_t{-1}, int64_t{1000}}) {
+    DenseSolveOptions o;
+    o.reuse_factors = false;
+    EngineConfig c = cpu_engine(8ull * n * n / 4);
+    c.upward_lead = lead;
+    auto rep = solve("A", b, 1, o, c);
+    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+    ASSERT_LT(rep->plan.meta_stripes, rep->plan.stripes);
+    if (lead < 0) {
+      EXPECT_GE(rep->plan.upward_lead, 1);  // the planner's
+    } else {
+      EXPECT_EQ(rep->plan.upward_lead, lead);
+    }
+    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "upward lead " + std::to_string(lead));
+    reads.push_back(rep->io_read_bytes);
+  }
+  EXPECT_LE(reads[1], reads[2] + reads[2] / 50);
+}
+
 // The CPU tier's critical-path helpers (backend/cpu/critical_helpers.h): the critical updates
 // (128 x 1372..1500 x 128, above the split's threshold) go in pieces, and a quarter cached on
 // 8 cores every update does (split sweeps, the sweep's pieces behind the critical ones); the

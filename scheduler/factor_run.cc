@@ -154,7 +154,8 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
     Elimination* elimination, double* max_abs_u, const FactorResume& resume) {
   const storage::StripeGeometry& g = layout.geometry();
   const int64_t stripes = g.stripes;
-  const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes);
+  const std::vector<Task> tasks =
+      make_tasks(params.strategy, stripes, params.meta_stripes, params.upward_lead);
   std::vector<stripe::StripePivots> pivots(static_cast<size_t>(stripes));
   std::vector<int64_t> steps;
   double resumed_max_abs_u = 0;

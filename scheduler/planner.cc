@@ -70,6 +70,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("cores", c.cores, 0, 1 << 16);
   map.get("critical_threads", c.critical_threads, -1, 1024);
   map.get("io_threads", c.io_threads, 1, 8);
+  map.get("upward_lead", c.upward_lead, -1, int64_t{1} << 30);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
   map.get("gpu_panel_sms", c.gpu_panel_sms, 0, 1024);
@@ -219,6 +220,24 @@ void choose_sweep_split(Plan& p, const EngineConfig& config, const Machine& m) {
   p.split_sweeps = p.critical_threads > 0;
 }
 
+// Where meta_zigzag's upward sweeps take the next meta-stripe (strategy.h), unless pinned. The
+// CPU tier out of core: right after the stripes the downward sweep before left cached (the cache
+// holds about 2 S^m + 2 stripes: S^m stuck, S^m of the next meta-stripe spared, the rest the
+// sweep's last J stripes; the cache model reads no more bytes from one stripe past them on), so
+// that its eliminations overlap the rest of the sweep (n = 16384 on 16 cores, a quarter cached:
+// the disk had been half idle 0.5-1 s at the end of each upward sweep, the chain running alone).
+// The GPU tier keeps 002's order (its look-ahead lanes take the next meta-stripe's updates).
+void choose_upward_lead(Plan& p, const EngineConfig& config, const Machine& m,
+                        uint64_t cached_parts) {
+  if (config.upward_lead >= 0) {
+    p.upward_lead = config.upward_lead;
+    p.notes.push_back("upward sweeps' lead pinned by engine.upward_lead");
+  } else if (m.gpus <= 0 && p.meta_stripes < p.stripes) {
+    const uint64_t held = 2 * static_cast<uint64_t>(p.meta_stripes);
+    p.upward_lead = cached_parts > held ? static_cast<int64_t>(cached_parts - held) + 1 : 1;
+  }
+}
+
 // S^m on the GPU tier, unless pinned: no more than the device budget holds.
 void fit_meta_stripes_to_device(Plan& p, const EngineConfig& config, const Machine& m) {
   if (m.gpus <= 0 || config.meta_stripes != 0) return;
@@ -309,11 +328,12 @@ void forecast_pcie_bytes(Plan& p, const Machine& m) {
 // Each strategy's SSD traffic and the time bound of compute, disk and PCIe it implies.
 void forecast_strategies(Plan& p, const Machine& m) {
   // Forecasts: cache model with the budget net of per-part slack.
-  TrafficModel model{p.n, p.stripes, m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0};
+  TrafficModel model{p.n, p.stripes, m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0,
+                     m.gpus <= 0};
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;
-    auto t = predict_traffic(s, p.meta_stripes, model);
+    auto t = predict_traffic(s, p.meta_stripes, model, p.upward_lead);
     if (t.is_ok()) {
       f.feasible = true;
       f.traffic = *t;
@@ -362,6 +382,7 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   choose_meta_stripes(p, config, cached_parts);
   choose_sweep_split(p, config, m);
   fit_meta_stripes_to_device(p, config, m);
+  choose_upward_lead(p, config, m, cached_parts);
   size_device_working_set(p, m);
   note_small_cache(p, cached_parts);
   choose_segment_columns(p, config, m);
@@ -384,6 +405,11 @@ std::string plan_to_text(const Plan& p) {
       format_bytes(p.stripe_bytes), format_bytes(p.ram_budget),
       static_cast<double>(p.ram_budget) /
           static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
+  if (p.upward_lead >= 0 && p.meta_stripes < p.stripes) {
+    out += fmt::format(
+        "  meta_zigzag's upward sweeps: the next meta-stripe after the first {} stripes\n",
+        p.upward_lead);
+  }
   if (p.gpu_memory > 0) {
     out += fmt::format(
         "  GPU tier: device budget {}, working set {} ({}), J segments of {} columns, "
@@ -422,6 +448,7 @@ std::string plan_to_json(const Plan& p) {
                       {"lookahead_workers", p.lookahead_workers},
                       {"critical_threads", p.critical_threads},
                       {"split_sweeps", p.split_sweeps},
+                      {"upward_lead", p.upward_lead},
                       {"stripe_bytes", p.stripe_bytes},
                       {"ram_budget", p.ram_budget},
                       {"flops", p.flops},

@@ -58,6 +58,9 @@ struct EngineConfig {
   int64_t cores = 0;                 // 0 = std::thread::hardware_concurrency()
   int64_t critical_threads = -1;     // CPU tier's critical-path helpers; -1 = planner, 0 = none
   int64_t io_threads = 1;            // I/O role threads (transfers side by side); 1..8
+  // meta_zigzag's upward sweeps visit the next meta-stripe after this many stripes (strategy.h);
+  // -1 = planner; a value of at least the stripe count keeps 002's order (the next one last).
+  int64_t upward_lead = -1;
   uint64_t gpu_memory = 0;           // device bytes per GPU a dense solve may use; 0 = 90% of free
   int64_t gpus = 0;                  // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
   int64_t gpu_panel_sms = 0;         // SMs the J updates leave to elim.I (DeviceEngineOptions)
@@ -71,7 +74,7 @@ struct EngineConfig {
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, cores, critical_threads, io_threads,
-// gpu_memory, gpus,
+// upward_lead, gpu_memory, gpus,
 // gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
@@ -119,6 +122,7 @@ struct Plan {
   int64_t lookahead_workers = 0;   // elim.J lanes for the critical path only (GPU tier: 1)
   int64_t critical_threads = 0;    // CPU tier: helpers of elim.I and the critical updates
   bool split_sweeps = false;       // CPU tier out of core: every J update over the helpers too
+  int64_t upward_lead = -1;        // meta_zigzag's upward sweeps (strategy.h); -1: next one last
   uint64_t stripe_bytes = 0;       // one full stripe, 8 S n
   uint64_t ram_budget = 0;
   double flops = 0;                  // 2/3 n^3

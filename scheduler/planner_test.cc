@@ -142,6 +142,27 @@ TEST(PlannerTest, CriticalPathHelpersOnManyCoresOnly) {
   EXPECT_EQ(plan_on(gpu_host(40 * kGiB), 100000).critical_threads, 0);  // the GPU tier: none
 }
 
+// The CPU tier out of core moves the next meta-stripe up in the upward sweeps, after the stripes
+// the sweep before left cached; whole cached and on the GPU tier 002's order stays (-1).
+TEST(PlannerTest, UpwardLeadOutOfCoreOnTheCpuTierOnly) {
+  const Plan ooc = plan_dense(16384, 512, EngineConfig{}, cpu_machine(kGiB, 16)).value();
+  ASSERT_LT(ooc.meta_stripes, ooc.stripes);
+  // 1 GiB holds 15 stripes of 64 MiB (each with its slack): S^m = 6, lead 15 - 12 + 1 = 4.
+  EXPECT_EQ(ooc.meta_stripes, 6);
+  EXPECT_EQ(ooc.upward_lead, 4);
+  EXPECT_NE(plan_to_text(ooc).find("upward sweeps: the next meta-stripe after the first 4 stripes"),
+            std::string::npos);
+  EXPECT_NE(plan_to_json(ooc).find("\"upward_lead\":4"), std::string::npos);
+  EXPECT_EQ(plan_dense(16384, 512, EngineConfig{}, cpu_machine(4 * kGiB, 16)).value().upward_lead,
+            -1);
+  EXPECT_EQ(plan_on(gpu_host(8 * kGiB), 100000).upward_lead, -1);
+  EngineConfig pinned;
+  pinned.upward_lead = 1000;
+  const Plan p = plan_dense(16384, 512, pinned, cpu_machine(kGiB, 16)).value();
+  EXPECT_EQ(p.upward_lead, 1000);
+  EXPECT_NE(plan_to_text(p).find("pinned by engine.upward_lead"), std::string::npos);
+}
+
 TEST(PlannerTest, GpuSegmentLengthFollowsEq15) {
   Plan p = plan_on(gpu_host(40 * kGiB), 100000, 4);
   EXPECT_EQ(p.stripe_rows, 1024);

@@ -203,6 +203,7 @@ Status SolvePhases::triangulate() {
   FactorParams params{.pivot = backend::elimination_pivot(req_.options.pivot),
                       .strategy = req_.options.strategy,
                       .meta_stripes = plan.meta_stripes,
+                      .upward_lead = plan.upward_lead,
                       .substripe_rows = plan.substripe_rows,
                       .elim_j_workers = plan.elim_j_workers,
                       .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,

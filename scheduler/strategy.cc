@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 namespace stripesolve::scheduler {
 
@@ -82,10 +83,27 @@ Status single_stripe_order(const TaskVisitor& visit, int64_t stripes, bool zigza
   return Status::ok();
 }
 
+// An upward sweep by [i0, i1): J from the last stripe back to i1, except that with a lead >= 0
+// the next meta-stripe [i1, i2) comes right after the first `lead` stripes (top to bottom, the
+// stripe eliminated next first), the rest following upward.
+Status upward_sweep(const TaskVisitor& visit, int64_t stripes, int64_t i0, int64_t i1, int64_t i2,
+                    int64_t lead) {
+  const int64_t lead_begin = lead < 0 ? i1 : std::max(i1, stripes - lead);
+  for (int64_t j = stripes - 1; j >= lead_begin; --j)
+    STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
+  for (int64_t j = i1; j < std::min(i2, lead_begin); ++j)
+    STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
+  for (int64_t j = lead_begin - 1; j >= i2; --j)
+    STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
+  return Status::ok();
+}
+
 // 002 Fig 20, meta-stripes zigzag (002 §8.4.3, Eqs 9-11): inside meta-stripe [I0, I1) the stripes
 // are eliminated and update each other one I at a time; every later J is then updated by the whole
-// range [I0, I1) in one task, scanned downward for even I^m and upward for odd I^m.
-Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta_stripes) {
+// range [I0, I1) in one task, scanned downward for even I^m and upward for odd I^m (the upward
+// one with the next meta-stripe moved forward by `upward_lead`, upward_sweep()).
+Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta_stripes,
+                         int64_t upward_lead) {
   const int64_t nm = meta_stripe_count(stripes, meta_stripes);
   for (int64_t im = 0; im < nm; ++im) {
     const int64_t i0 = im * stripes / nm;
@@ -100,8 +118,8 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
       for (int64_t j = i1; j < stripes; ++j)
         STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
     } else {
-      for (int64_t j = stripes - 1; j >= i1; --j)
-        STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
+      const int64_t i2 = (im + 2) * stripes / nm;
+      STRIPESOLVE_RETURN_IF_ERROR(upward_sweep(visit, stripes, i0, i1, i2, upward_lead));
     }
   }
   return Status::ok();
@@ -110,24 +128,28 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
 }  // namespace
 
 Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                     const TaskVisitor& visit) {
+                     const TaskVisitor& visit, int64_t upward_lead) {
   switch (strategy) {
     case Strategy::kBasic:
       return single_stripe_order(visit, stripes, false);
     case Strategy::kZigzag:
       return single_stripe_order(visit, stripes, true);
     case Strategy::kMetaZigzag:
-      return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes));
+      return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes), upward_lead);
   }
   return Status::ok();
 }
 
-std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes) {
+std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
+                             int64_t upward_lead) {
   std::vector<Task> out;
-  (void)for_each_task(strategy, stripes, meta_stripes, [&out](const Task& t) {
-    out.push_back(t);
-    return Status::ok();
-  });
+  (void)for_each_task(
+      strategy, stripes, meta_stripes,
+      [&out](const Task& t) {
+        out.push_back(t);
+        return Status::ok();
+      },
+      upward_lead);
   return out;
 }
 
@@ -177,7 +199,12 @@ struct ModelCell {
 
 class CacheModel {
  public:
-  CacheModel(const TrafficModel& m, Traffic& t) : m_(m), t_(t) {}
+  // `meta_of`: each stripe's meta-stripe, to spare the next elimination's (empty: none spared).
+  CacheModel(const TrafficModel& m, Traffic& t, std::vector<int64_t> meta_of)
+      : m_(m), t_(t), meta_of_(std::move(meta_of)) {}
+
+  // Eliminations go in stripe order whatever the strategy: the next one is stripe `eliminated`.
+  void eliminated(int64_t stripe) { next_elim_ = stripe + 1; }
 
   int64_t row_begin(int64_t s) const { return s * m_.n / m_.stripes; }
   int64_t rows(int64_t s) const { return row_begin(s + 1) - row_begin(s); }
@@ -195,12 +222,8 @@ class CacheModel {
     const uint64_t bytes =
         8ull * static_cast<uint64_t>(rows(stripe)) * static_cast<uint64_t>(m_.n - col);
     while (used_ + bytes > m_.ram_budget) {
-      auto victim = cells_.end();
-      for (auto c = cells_.begin(); c != cells_.end(); ++c) {
-        if (c->second.count > 0) continue;
-        if (std::find(pinned.begin(), pinned.end(), c->first) != pinned.end()) continue;
-        if (victim == cells_.end() || c->second.last_use < victim->second.last_use) victim = c;
-      }
+      auto victim = choose_victim(pinned, false);
+      if (victim == cells_.end()) victim = choose_victim(pinned, true);
       if (victim == cells_.end()) {
         return Status::resource_exhausted(
             "cache budget of " + std::to_string(m_.ram_budget) + " bytes cannot hold stripe " +
@@ -223,6 +246,26 @@ class CacheModel {
     cells_.erase(it);
   }
 
+  // As StripeCache::choose_victim_locked: the longest idle of the cells not spared, else the
+  // latest spared one.
+  std::map<int64_t, ModelCell>::iterator choose_victim(const std::vector<int64_t>& pinned,
+                                                       bool from_spared) {
+    auto victim = cells_.end();
+    for (auto c = cells_.begin(); c != cells_.end(); ++c) {
+      if (c->second.count > 0) continue;
+      if (std::find(pinned.begin(), pinned.end(), c->first) != pinned.end()) continue;
+      if (spared(c->first) != from_spared) continue;
+      if (from_spared || victim == cells_.end() || c->second.last_use < victim->second.last_use)
+        victim = c;
+    }
+    return victim;
+  }
+
+  bool spared(int64_t stripe) const {
+    return !meta_of_.empty() && next_elim_ < m_.stripes && stripe >= next_elim_ &&
+           meta_of_[static_cast<size_t>(stripe)] == meta_of_[static_cast<size_t>(next_elim_)];
+  }
+
   ModelCell& cell(int64_t stripe) { return cells_.at(stripe); }
   bool has(int64_t stripe) const { return cells_.count(stripe) != 0; }
 
@@ -237,6 +280,8 @@ class CacheModel {
   const TrafficModel& m_;
   Traffic& t_;
   std::map<int64_t, ModelCell> cells_;
+  const std::vector<int64_t> meta_of_;
+  int64_t next_elim_ = 0;
   uint64_t used_ = 0;
   uint64_t clock_ = 0;
 };
@@ -252,6 +297,7 @@ Status replay_task(const Task& task, const TrafficModel& model, CacheModel& cach
     STRIPESOLVE_ASSIGN_OR_RETURN(ModelCell * cell, cache.acquire(task.stripe, col, pinned));
     cell->dirty = true;
     cell->count = model.stripes - 1 - task.stripe;
+    cache.eliminated(task.stripe);
     return Status::ok();
   }
   for (int64_t i = task.i_begin; i < task.i_end; ++i) {
@@ -265,7 +311,7 @@ Status replay_task(const Task& task, const TrafficModel& model, CacheModel& cach
 }
 
 Result<Traffic> replay(
-    const TrafficModel& model,
+    const TrafficModel& model, std::vector<int64_t> meta_of,
     const std::function<Status(const std::function<Status(const Task&)>&)>& tasks) {
   if (model.n < 1 || model.stripes < 1 || model.stripes > model.n) {
     return Status::invalid_argument(
@@ -274,7 +320,7 @@ Result<Traffic> replay(
   }
   Traffic t;
   t.matrix_bytes = 8ull * static_cast<uint64_t>(model.n) * static_cast<uint64_t>(model.n);
-  CacheModel cache(model, t);
+  CacheModel cache(model, t, std::move(meta_of));
   std::vector<int64_t> pinned;
   STRIPESOLVE_RETURN_IF_ERROR(
       tasks([&](const Task& task) { return replay_task(task, model, cache, pinned); }));
@@ -285,16 +331,19 @@ Result<Traffic> replay(
 }  // namespace
 
 Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficModel& model) {
-  return replay(model, [&tasks](const TaskVisitor& visit) {
+  return replay(model, {}, [&tasks](const TaskVisitor& visit) {
     for (const Task& task : tasks) STRIPESOLVE_RETURN_IF_ERROR(visit(task));
     return Status::ok();
   });
 }
 
-Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes,
-                                const TrafficModel& model) {
-  return replay(model, [&](const TaskVisitor& visit) {
-    return for_each_task(strategy, model.stripes, meta_stripes, visit);
+Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model,
+                                int64_t upward_lead) {
+  std::vector<int64_t> meta_of;
+  if (model.spare_next_meta_stripe && model.stripes >= 1)
+    meta_of = meta_stripe_of(strategy, model.stripes, meta_stripes);
+  return replay(model, std::move(meta_of), [&](const TaskVisitor& visit) {
+    return for_each_task(strategy, model.stripes, meta_stripes, visit, upward_lead);
   });
 }
 

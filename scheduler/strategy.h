@@ -62,11 +62,19 @@ inline bool updates_next_meta_stripe(const std::vector<int64_t>& meta_of, const 
 
 // The task list of `strategy` for `stripes` >= 1 stripes; `meta_stripes` (S^m >= 1) is used by
 // kMetaZigzag only (S^m = 1 gives the zigzag order). The list has about N^2 / 2 tasks.
-std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes);
+//
+// `upward_lead` (kMetaZigzag): where an upward sweep (odd I^m, J from the last stripe back)
+// visits the next meta-stripe, whose eliminations wait for its updates. -1 (or >= stripes): last,
+// as in 002 Fig 20, so the eliminations run alone after the sweep. L >= 0: right after the
+// sweep's first L stripes (those the downward sweep before it left cached), so that they overlap
+// the rest of the sweep; the other stripes keep their upward order, the next meta-stripe's
+// stripes go top to bottom.
+std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
+                             int64_t upward_lead = -1);
 // The same tasks in the same order, handed to `visit` one at a time instead of stored (memory
 // O(1)); stops at the first error `visit` returns and returns it.
 Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                     const std::function<Status(const Task&)>& visit);
+                     const std::function<Status(const Task&)>& visit, int64_t upward_lead = -1);
 
 // Checks the properties above; returns an internal error naming the first violated one.
 Status check_tasks(const std::vector<Task>& tasks, int64_t stripes);
@@ -75,6 +83,9 @@ struct TrafficModel {
   int64_t n = 0;            // matrix order
   int64_t stripes = 0;      // N (stripe I holds rows [I*n/N, (I+1)*n/N), 002 Eq 3)
   uint64_t ram_budget = 0;  // bytes of stripe parts the cache may hold at once
+  // The CPU tier's master (scheduler/master_walk.cc): the stripes of the next elimination's
+  // meta-stripe are evicted last. Only predict_traffic(strategy, ...) models it.
+  bool spare_next_meta_stripe = false;
 };
 
 struct Traffic {
@@ -91,6 +102,7 @@ struct Traffic {
 Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficModel& model);
 // The same for the tasks of make_tasks(strategy, model.stripes, meta_stripes), generated as they
 // are replayed: memory O(N) (the cache model), not O(N^2) (the planner's forecasts, issue 15).
-Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model);
+Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model,
+                                int64_t upward_lead = -1);
 
 }  // namespace stripesolve::scheduler

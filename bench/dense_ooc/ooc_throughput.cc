@@ -7,8 +7,13 @@
 //   bench_dense_ooc [--n 8192] [--stripe-rows 512] [--cache 1,0.25] [--strategies all]
 //                   [--pivot row|gepp] [--dir /var/tmp/stripesolve-bench-ooc] [--paths 1]
 //                   [--peer-threads 0 (= cores)] [--worker-threads 1] [--elim-j-workers 0]
-//                   [--critical-threads -1 (= planner; 0 = none)] [--io-threads 1]
+//                   [--critical-threads -1 (= planner; 0 = none)] [--io-threads 1[,2..]]
+//                   [--upward-lead -1[,L..] (= planner)] [--rounds 1]
 //                   [--trace file.json] [--reps 2] [--quality on|off] [--progress on|off]
+//
+// --io-threads and --upward-lead take lists (engine.io_threads, engine.upward_lead): each cache
+// size and strategy runs every combination, and --rounds R repeats the combinations R times in
+// turn, so that settings are compared on the same machine minutes apart, not runs apart.
 //
 // --quality off skips the solve's quality contract (condition estimate, automatic refinement;
 // DenseSolveOptions::check_quality), to measure what it costs (issue 17: at most 5%).
@@ -61,7 +66,8 @@ std::vector<std::string> split(const std::string& s) {
       "usage: bench_dense_ooc [--n N] [--stripe-rows S] [--cache F,F..] "
       "[--strategies all|basic,zigzag,meta_zigzag] [--pivot row|gepp|local|none] [--dir D] "
       "[--paths P] [--peer-threads T] [--worker-threads T] [--elim-j-workers K] "
-      "[--critical-threads T] [--io-threads N] [--trace FILE] [--reps R] [--quality on|off] "
+      "[--critical-threads T] [--io-threads N[,N..]] [--upward-lead L[,L..]] [--rounds R] [--trace "
+      "FILE] [--reps R] [--quality on|off] "
       "[--progress on|off]\n");
   std::exit(2);
 }
@@ -80,7 +86,9 @@ int main(int argc, char** argv) {
   int worker_threads = 1;
   int64_t workers = 0;
   int64_t critical_threads = -1;
-  int64_t io_threads = 1;
+  std::string io_threads_list = "1";
+  std::string upward_leads = "-1";
+  int rounds = 1;
   std::string trace_file;
   int reps = 2;
   bool quality = true;
@@ -112,7 +120,11 @@ int main(int argc, char** argv) {
     else if (arg == "--critical-threads")
       critical_threads = std::stoll(v);
     else if (arg == "--io-threads")
-      io_threads = std::stoll(v);
+      io_threads_list = v;
+    else if (arg == "--upward-lead")
+      upward_leads = v;
+    else if (arg == "--rounds")
+      rounds = std::max(1, std::stoi(v));
     else if (arg == "--trace")
       trace_file = v;
     else if (arg == "--reps")
@@ -202,84 +214,107 @@ int main(int argc, char** argv) {
 
   openblas_set_num_threads(worker_threads);
   nlohmann::json runs = nlohmann::json::array();
+  // The engine settings each cache size and strategy runs with, in turn, --rounds times.
+  struct Setting {
+    int round = 0;
+    std::string io_threads;
+    std::string upward_lead;
+  };
+  std::vector<Setting> settings;
+  for (int round = 0; round < rounds; ++round) {
+    for (const auto& io_text : split(io_threads_list)) {
+      for (const auto& lead_text : split(upward_leads))
+        settings.push_back({round, io_text, lead_text});
+    }
+  }
   for (const auto& cache_text : split(caches)) {
     const double fraction = std::stod(cache_text);
     for (auto strategy : strategy_list) {
-      ss::scheduler::EngineConfig config;
-      config.ram_budget = static_cast<uint64_t>(fraction * matrix_bytes) + 64 * 4096;
-      config.elim_j_workers = workers;
-      config.critical_threads = critical_threads;
-      config.io_threads = io_threads;
-      ss::scheduler::DenseSolveOptions options;
-      options.pivot = *pivot_mode;
-      options.strategy = strategy;
-      options.reuse_factors = false;
-      options.check_quality = quality;
-      options.record_progress = progress;
-      ss::scheduler::CancelToken cancel;
-      ss::scheduler::TraceRecorder trace;
-      // gepp's transpose is made by every run, like its factor (reuse_factors off).
-      const auto drop_transpose = [&] { (void)(*store)->remove("A.t"); };
-      drop_transpose();
-      auto rep = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config, cancel,
-                                            {}, trace_file.empty() ? nullptr : &trace);
-      for (int k = 1; k < reps && rep.is_ok(); ++k) {
+      for (const Setting& setting : settings) {
+        const int round = setting.round;
+        const std::string& io_text = setting.io_threads;
+        const std::string& lead_text = setting.upward_lead;
+        const int64_t io_threads = std::stoll(io_text);
+        ss::scheduler::EngineConfig config;
+        config.ram_budget = static_cast<uint64_t>(fraction * matrix_bytes) + 64 * 4096;
+        config.elim_j_workers = workers;
+        config.critical_threads = critical_threads;
+        config.io_threads = io_threads;
+        config.upward_lead = std::stoll(lead_text);
+        ss::scheduler::DenseSolveOptions options;
+        options.pivot = *pivot_mode;
+        options.strategy = strategy;
+        options.reuse_factors = false;
+        options.check_quality = quality;
+        options.record_progress = progress;
+        ss::scheduler::CancelToken cancel;
+        ss::scheduler::TraceRecorder trace;
+        // gepp's transpose is made by every run, like its factor (reuse_factors off).
+        const auto drop_transpose = [&] { (void)(*store)->remove("A.t"); };
         drop_transpose();
-        auto again = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config,
-                                                cancel, {}, nullptr);
-        if (!again.is_ok() || again->seconds < rep->seconds) rep = std::move(again);
-      }
-      nlohmann::json r = {{"cache_fraction", fraction},
-                          {"cache_bytes", config.ram_budget},
-                          {"strategy", std::string(ss::scheduler::strategy_name(strategy))}};
-      if (!rep.is_ok()) {
-        r["error"] = rep.status().to_string();
-        runs.push_back(r);
-        continue;
-      }
-      const auto& plan = rep->plan;
-      r["meta_stripes"] = plan.meta_stripes;
-      r["elim_j_workers"] = plan.elim_j_workers;
-      r["critical_threads"] = plan.critical_threads;
-      r["io_threads"] = io_threads;
-      r["substripe_rows"] = plan.substripe_rows;
-      r["seconds"] = rep->seconds;
-      r["gflops"] = flops / rep->seconds * 1e-9;
-      r["ratio_to_openblas"] = peer_seconds / rep->seconds;
-      r["transpose_seconds"] = rep->transpose_seconds;
-      r["factor_seconds"] = rep->factor_seconds;
-      r["substitution_seconds"] = rep->substitution_seconds;
-      r["residual_seconds"] = rep->residual_seconds;
-      r["condition_seconds"] = rep->condition_seconds;
-      r["quality"] = quality;
-      r["progress_records"] = progress;
-      r["rcond"] = rep->rcond;
-      r["growth"] = rep->growth;
-      // Factor + substitution: the work dgetrf + dgetrs do (the residual pass is extra here).
-      const double solve_s = rep->factor_seconds + rep->substitution_seconds;
-      r["factor_and_substitution_ratio_to_openblas"] = peer_seconds / solve_s;
-      r["factor_gflops"] = rep->gflops;
-      r["factor_ratio_to_dgetrf"] = rep->gflops / peer_getrf_gflops;
-      r["ssd_read_over_matrix"] = double(rep->io_read_bytes) / matrix_bytes;
-      r["ssd_written_over_matrix"] = double(rep->io_written_bytes) / matrix_bytes;
-      for (const auto& f : plan.forecasts) {
-        if (f.strategy == strategy && f.feasible) {
-          r["predicted_factor_read_over_matrix"] = double(f.traffic.bytes_read) / matrix_bytes;
-          r["predicted_factor_written_over_matrix"] =
-              double(f.traffic.bytes_written) / matrix_bytes;
+        auto rep = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config, cancel,
+                                              {}, trace_file.empty() ? nullptr : &trace);
+        for (int k = 1; k < reps && rep.is_ok(); ++k) {
+          drop_transpose();
+          auto again = ss::scheduler::solve_dense(**store, "A", b.data(), nrhs, options, config,
+                                                  cancel, {}, nullptr);
+          if (!again.is_ok() || again->seconds < rep->seconds) rep = std::move(again);
         }
+        nlohmann::json r = {{"cache_fraction", fraction},
+                            {"cache_bytes", config.ram_budget},
+                            {"strategy", std::string(ss::scheduler::strategy_name(strategy))},
+                            {"round", round},
+                            {"io_threads", io_threads}};
+        if (!rep.is_ok()) {
+          r["error"] = rep.status().to_string();
+          runs.push_back(r);
+          continue;
+        }
+        const auto& plan = rep->plan;
+        r["meta_stripes"] = plan.meta_stripes;
+        r["elim_j_workers"] = plan.elim_j_workers;
+        r["critical_threads"] = plan.critical_threads;
+        r["upward_lead"] = plan.upward_lead;
+        r["substripe_rows"] = plan.substripe_rows;
+        r["seconds"] = rep->seconds;
+        r["gflops"] = flops / rep->seconds * 1e-9;
+        r["ratio_to_openblas"] = peer_seconds / rep->seconds;
+        r["transpose_seconds"] = rep->transpose_seconds;
+        r["factor_seconds"] = rep->factor_seconds;
+        r["substitution_seconds"] = rep->substitution_seconds;
+        r["residual_seconds"] = rep->residual_seconds;
+        r["condition_seconds"] = rep->condition_seconds;
+        r["quality"] = quality;
+        r["progress_records"] = progress;
+        r["rcond"] = rep->rcond;
+        r["growth"] = rep->growth;
+        // Factor + substitution: the work dgetrf + dgetrs do (the residual pass is extra here).
+        const double solve_s = rep->factor_seconds + rep->substitution_seconds;
+        r["factor_and_substitution_ratio_to_openblas"] = peer_seconds / solve_s;
+        r["factor_gflops"] = rep->gflops;
+        r["factor_ratio_to_dgetrf"] = rep->gflops / peer_getrf_gflops;
+        r["ssd_read_over_matrix"] = double(rep->io_read_bytes) / matrix_bytes;
+        r["ssd_written_over_matrix"] = double(rep->io_written_bytes) / matrix_bytes;
+        for (const auto& f : plan.forecasts) {
+          if (f.strategy == strategy && f.feasible) {
+            r["predicted_factor_read_over_matrix"] = double(f.traffic.bytes_read) / matrix_bytes;
+            r["predicted_factor_written_over_matrix"] =
+                double(f.traffic.bytes_written) / matrix_bytes;
+          }
+        }
+        r["cache_hits"] = rep->cache_hits;
+        r["cache_misses"] = rep->cache_misses;
+        r["cache_peak_bytes"] = rep->cache_peak_bytes;
+        r["residual"] = rep->residual;
+        runs.push_back(r);
+        if (!trace_file.empty()) {
+          std::ofstream(trace_file + "." + std::string(ss::scheduler::strategy_name(strategy)) +
+                        "." + cache_text + ".io" + io_text + ".lead" + lead_text + ".r" +
+                        std::to_string(round) + ".json")
+              << trace.to_json();
+        }
+        std::cerr << r.dump() << "\n";
       }
-      r["cache_hits"] = rep->cache_hits;
-      r["cache_misses"] = rep->cache_misses;
-      r["cache_peak_bytes"] = rep->cache_peak_bytes;
-      r["residual"] = rep->residual;
-      runs.push_back(r);
-      if (!trace_file.empty()) {
-        std::ofstream(trace_file + "." + std::string(ss::scheduler::strategy_name(strategy)) + "." +
-                      cache_text + ".json")
-            << trace.to_json();
-      }
-      std::cerr << r.dump() << "\n";
     }
   }
   out["runs"] = runs;

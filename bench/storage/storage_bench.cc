@@ -62,22 +62,25 @@ void check(const Status& st) {
   if (!st.is_ok()) die(st.to_string());
 }
 
-// One 8 MiB block of a file, for the plain loops below.
+// One block of a file (8 MiB, or the store's request size), for the plain loops below.
 struct RawBlock {
   int fd;
   uint64_t offset;
 };
 constexpr uint64_t kRawBlock = 8 * kMiB;
 
-// Seconds to move `blocks` with plain O_DIRECT pwrite/pread, one block at a time per thread:
-// `streams` threads, thread k taking blocks k, k + streams, ... (streams = 1: one request at a
-// time, as dd does; 4: 32 MiB in flight, as deep as the store's default queue of 32 x 1 MiB).
-double move_raw_blocks(const std::vector<RawBlock>& blocks, int streams, bool write) {
+// Seconds to move `blocks` of `block` bytes with plain O_DIRECT pwrite/pread, one block at a time
+// per thread: `streams` threads, thread k taking blocks k, k + streams, ... (streams = 1: one
+// request at a time, as dd does; 4 of 8 MiB: 32 MiB in flight, as many bytes as the store's
+// default queue of 32 x 1 MiB; the store's queue depth of its request size: the same requests
+// in flight as the store keeps, issue 19's "raw loop with the same queue depth").
+double move_raw_blocks(const std::vector<RawBlock>& blocks, int streams, bool write,
+                       uint64_t block = kRawBlock) {
   std::vector<AlignedBuffer> buffers;
   for (int k = 0; k < streams; ++k) {
-    auto buffer = AlignedBuffer::allocate(kRawBlock);
+    auto buffer = AlignedBuffer::allocate(block);
     check(buffer.status());
-    std::memset(buffer->data(), 0x5a, kRawBlock);
+    std::memset(buffer->data(), 0x5a, block);
     buffers.push_back(std::move(buffer).value());
   }
   const double t0 = now();
@@ -86,9 +89,9 @@ double move_raw_blocks(const std::vector<RawBlock>& blocks, int streams, bool wr
     threads.emplace_back([&, k] {
       for (std::size_t b = k; b < blocks.size(); b += streams) {
         const auto off = static_cast<off_t>(blocks[b].offset);
-        const ssize_t got = write ? ::pwrite(blocks[b].fd, buffers[k].data(), kRawBlock, off)
-                                  : ::pread(blocks[b].fd, buffers[k].data(), kRawBlock, off);
-        if (got != static_cast<ssize_t>(kRawBlock)) {
+        const ssize_t got = write ? ::pwrite(blocks[b].fd, buffers[k].data(), block, off)
+                                  : ::pread(blocks[b].fd, buffers[k].data(), block, off);
+        if (got != static_cast<ssize_t>(block)) {
           die(std::string("raw ") + (write ? "pwrite" : "pread") + " failed");
         }
       }
@@ -99,16 +102,17 @@ double move_raw_blocks(const std::vector<RawBlock>& blocks, int streams, bool wr
 }
 
 // Write then read throughput (GB/s) of a fresh preallocated file of `bytes` on the same
-// filesystem as the store.
-std::pair<double, double> raw_throughput(const std::string& path, uint64_t bytes, int streams) {
+// filesystem as the store, in requests of `block` bytes.
+std::pair<double, double> raw_throughput(const std::string& path, uint64_t bytes, int streams,
+                                         uint64_t block = kRawBlock) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
   if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
   std::vector<RawBlock> blocks;
-  for (uint64_t off = 0; off + kRawBlock <= bytes; off += kRawBlock) blocks.push_back({fd, off});
-  const uint64_t moved = blocks.size() * kRawBlock;
+  for (uint64_t off = 0; off + block <= bytes; off += block) blocks.push_back({fd, off});
+  const uint64_t moved = blocks.size() * block;
   if (::posix_fallocate(fd, 0, static_cast<off_t>(moved)) != 0) die("fallocate " + path);
-  const double write_s = move_raw_blocks(blocks, streams, true);
-  const double read_s = move_raw_blocks(blocks, streams, false);
+  const double write_s = move_raw_blocks(blocks, streams, true, block);
+  const double read_s = move_raw_blocks(blocks, streams, false, block);
   ::close(fd);
   ::unlink(path.c_str());
   return {moved / write_s / 1e9, moved / read_s / 1e9};
@@ -118,7 +122,8 @@ std::pair<double, double> raw_throughput(const std::string& path, uint64_t bytes
 // the same place on the disk as the store's reads, so neither side gains from data just written
 // (the fresh-file loop reads what it wrote a moment before, which an SSD may still hold in its
 // fast cache).
-double raw_read_files(const std::vector<std::string>& paths, int streams) {
+double raw_read_files(const std::vector<std::string>& paths, int streams,
+                      uint64_t block = kRawBlock) {
   std::vector<int> fds;
   std::vector<RawBlock> blocks;
   for (const std::string& path : paths) {
@@ -126,11 +131,11 @@ double raw_read_files(const std::vector<std::string>& paths, int streams) {
     if (fd < 0) die("open " + path + " with O_DIRECT: " + std::strerror(errno));
     fds.push_back(fd);
     const auto size = static_cast<uint64_t>(::lseek(fd, 0, SEEK_END));
-    for (uint64_t off = 0; off + kRawBlock <= size; off += kRawBlock) blocks.push_back({fd, off});
+    for (uint64_t off = 0; off + block <= size; off += block) blocks.push_back({fd, off});
   }
-  const double s = move_raw_blocks(blocks, streams, false);
+  const double s = move_raw_blocks(blocks, streams, false, block);
   for (int fd : fds) ::close(fd);
-  return static_cast<double>(blocks.size() * kRawBlock) / s / 1e9;
+  return static_cast<double>(blocks.size() * block) / s / 1e9;
 }
 
 struct PartRun {
@@ -280,10 +285,15 @@ int main(int argc, char** argv) {
     }
     for (int rep = 0; rep < o.reps; ++rep) {
       // Raw first, on the same filesystem, then the store: same disk state within one rep. The
-      // ratios use the better of one and four requests in flight: what the disk can do.
+      // ratios use the best of one and four 8 MiB requests in flight and the store's own queue
+      // depth of its request size: what the disk can do.
+      const int depth = static_cast<int>(o.queue_depth);
+      const uint64_t request = o.request_mib * kMiB;
       const auto [raw1_w, raw1_r] = raw_throughput(o.dir + "/raw.bin", 8 * n * n, 1);
       const auto [raw4_w, raw4_r] = raw_throughput(o.dir + "/raw.bin", 8 * n * n, 4);
-      const double raw_w = std::max(raw1_w, raw4_w), raw_r = std::max(raw1_r, raw4_r);
+      const auto [rawq_w, rawq_r] = raw_throughput(o.dir + "/raw.bin", 8 * n * n, depth, request);
+      const double raw_w = std::max({raw1_w, raw4_w, rawq_w});
+      const double raw_r = std::max({raw1_r, raw4_r, rawq_r});
       const PartRun w = move_parts(**f, 0, 1, true, *buffer);
       const PartRun r = move_parts(**a, 0, 1, false, *buffer);
       const PartRun rh = move_parts(**a, 1, 2, false, *buffer);  // parts from column n/2
@@ -292,7 +302,8 @@ int main(int argc, char** argv) {
       std::vector<std::string> data_paths;
       for (const auto& file : (*a)->files()) data_paths.push_back(file.path());
       const double rawf1 = raw_read_files(data_paths, 1), rawf4 = raw_read_files(data_paths, 4);
-      const double raw_same = std::max(rawf1, rawf4);
+      const double rawfq = raw_read_files(data_paths, depth, request);
+      const double raw_same = std::max({rawf1, rawf4, rawfq});
       const auto [small_us, raw_small_us] = small_read_us(**a, *buffer, 200);
       rows.push_back({{"paths", paths},
                       {"rep", rep},
@@ -304,6 +315,8 @@ int main(int argc, char** argv) {
                       {"raw_one_stream_read_gbps", raw1_r},
                       {"raw_four_streams_write_gbps", raw4_w},
                       {"raw_four_streams_read_gbps", raw4_r},
+                      {"raw_queue_depth_write_gbps", rawq_w},
+                      {"raw_queue_depth_read_gbps", rawq_r},
                       {"part_write_gbps", w.gbps},
                       {"part_read_gbps", r.gbps},
                       {"half_part_read_gbps", rh.gbps},
@@ -318,6 +331,7 @@ int main(int argc, char** argv) {
                       {"half_read_pipelined_ratio", rhp.gbps / raw_r},
                       {"raw_same_files_one_stream_read_gbps", rawf1},
                       {"raw_same_files_four_streams_read_gbps", rawf4},
+                      {"raw_same_files_queue_depth_read_gbps", rawfq},
                       {"read_pipelined_same_files_ratio", rp.gbps / raw_same},
                       {"half_read_pipelined_same_files_ratio", rhp.gbps / raw_same},
                       {"read_same_files_ratio", r.gbps / raw_same}});
@@ -337,6 +351,8 @@ int main(int argc, char** argv) {
                             "raw_read_gbps",
                             "raw_one_stream_read_gbps",
                             "raw_four_streams_read_gbps",
+                            "raw_queue_depth_write_gbps",
+                            "raw_queue_depth_read_gbps",
                             "part_write_gbps",
                             "part_read_gbps",
                             "half_part_read_gbps",
@@ -351,6 +367,7 @@ int main(int argc, char** argv) {
                             "half_read_pipelined_ratio",
                             "raw_same_files_one_stream_read_gbps",
                             "raw_same_files_four_streams_read_gbps",
+                            "raw_same_files_queue_depth_read_gbps",
                             "read_pipelined_same_files_ratio",
                             "half_read_pipelined_same_files_ratio",
                             "read_same_files_ratio"}) {

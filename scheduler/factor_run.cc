@@ -74,9 +74,10 @@ Monitor::~Monitor() {
 
 Result<std::unique_ptr<CpuElimination>> CpuElimination::create(EngineContext& ctx,
                                                                const storage::StripedMatrix& layout,
-                                                               const FactorParams& params) {
+                                                               const FactorParams& params,
+                                                               std::vector<int64_t> meta_of) {
   const storage::StripeGeometry& g = layout.geometry();
-  std::unique_ptr<CpuElimination> e(new CpuElimination(ctx, layout, params));
+  std::unique_ptr<CpuElimination> e(new CpuElimination(ctx, layout, params, std::move(meta_of)));
   // Sized for the widest parts (stripe 0 from column 0); outside the cache budget (elim.I's is
   // a substripe_rows / S fraction of one stripe for kRow; the CPU backend's updates need none).
   backend::WorkspaceSize eliminate, update;
@@ -92,7 +93,6 @@ Result<std::unique_ptr<CpuElimination>> CpuElimination::create(EngineContext& ct
     }
   }
   e->stripe_max_abs_u_.assign(static_cast<size_t>(g.stripes), -1);
-  e->meta_of_ = meta_stripe_of(params.strategy, g.stripes, params.meta_stripes);
   if (params.critical_threads > 0) {
     e->helpers_ = std::make_unique<backend::CriticalHelpers>(static_cast<int>(
         std::min<int64_t>(params.critical_threads, std::numeric_limits<int>::max())));
@@ -156,6 +156,10 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
   const int64_t stripes = g.stripes;
   const std::vector<Task> tasks =
       make_tasks(params.strategy, stripes, params.meta_stripes, params.upward_lead);
+  // Each stripe's meta-stripe, computed once: the master, elim.J and the CPU elimination read
+  // the critical path and the meta-stripes' bounds from it.
+  const std::vector<int64_t> meta_of =
+      meta_stripe_of(params.strategy, stripes, params.meta_stripes);
   std::vector<stripe::StripePivots> pivots(static_cast<size_t>(stripes));
   std::vector<int64_t> steps;
   double resumed_max_abs_u = 0;
@@ -200,7 +204,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
   cache::StripeCache& cache = ctx.cache;
   std::unique_ptr<CpuElimination> cpu;
   if (elimination == nullptr) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(cpu, CpuElimination::create(ctx, layout, params));
+    STRIPESOLVE_ASSIGN_OR_RETURN(cpu, CpuElimination::create(ctx, layout, params, meta_of));
     elimination = cpu.get();
   }
 
@@ -208,8 +212,8 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
   Monitor monitor(ctx);
   {
     ElimIRole elim_i(ctx, g, *elimination, pivots, plan.loaded_final, resume.progress);
-    ElimJRole elim_j(ctx, g, params, *elimination, pivots);
-    MasterRole(ctx, layout, params, elim_i, elim_j, elimination->sweeps_may_overlap(),
+    ElimJRole elim_j(ctx, g, params, meta_of, *elimination, pivots);
+    MasterRole(ctx, layout, params, meta_of, elim_i, elim_j, elimination->sweeps_may_overlap(),
                !elimination->keeps_parts_on_device())
         .run(tasks, plan);
   }

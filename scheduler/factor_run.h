@@ -25,6 +25,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -141,10 +142,12 @@ class Elimination {
 class CpuElimination final : public Elimination {
  public:
   // Allocates elim.I's workspace and one per elim.J worker, each for the largest stripes of
-  // `layout` (stripe_ops' *_workspace_size).
+  // `layout` (stripe_ops' *_workspace_size). `meta_of`: each stripe's meta-stripe under
+  // `params` (meta_stripe_of(), as run_factorization computes it for the roles).
   static Result<std::unique_ptr<CpuElimination>> create(EngineContext& ctx,
                                                         const storage::StripedMatrix& layout,
-                                                        const FactorParams& params);
+                                                        const FactorParams& params,
+                                                        std::vector<int64_t> meta_of);
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
@@ -156,12 +159,12 @@ class CpuElimination final : public Elimination {
 
  private:
   CpuElimination(EngineContext& ctx, const storage::StripedMatrix& layout,
-                 const FactorParams& params)
-      : ctx_(ctx), layout_(layout), params_(params) {}
+                 const FactorParams& params, std::vector<int64_t> meta_of)
+      : ctx_(ctx), layout_(layout), params_(params), meta_of_(std::move(meta_of)) {}
   EngineContext& ctx_;
   const storage::StripedMatrix& layout_;
   FactorParams params_;
-  std::vector<int64_t> meta_of_;                          // each stripe's meta-stripe (strategy.h)
+  const std::vector<int64_t> meta_of_;                    // each stripe's meta-stripe (strategy.h)
   std::unique_ptr<backend::CriticalHelpers> helpers_;     // null without params.critical_threads
   stripe::HostWorkspace eliminate_workspace_;             // elim.I's
   std::vector<stripe::HostWorkspace> update_workspaces_;  // one per elim.J worker, each its own

@@ -141,7 +141,10 @@ class MasterRoleTest : public ::testing::TestWithParam<bool> {
     r->io->set_sources(r->a.get(), r->factor.get());
     r->ctx = std::make_unique<EngineContext>(
         EngineContext{*r->backend, *r->cache, r->progress, r->cancel, nullptr, 1.0});
-    r->cpu = CpuElimination::create(*r->ctx, *r->factor, params).value();
+    r->cpu = CpuElimination::create(*r->ctx, *r->factor, params,
+                                    meta_stripe_of(params.strategy, r->factor->geometry().stripes,
+                                                   params.meta_stripes))
+                 .value();
     return r;
   }
 

@@ -71,9 +71,9 @@ class MasterRole::Walk {
   const std::vector<Task>& tasks_;
   const ResumePlan& plan_;
   const size_t window_;
-  const bool all_fit_;  // nothing is ever evicted
-  const std::vector<int64_t> meta_of_;
-  std::vector<int64_t> meta_last_;  // per meta-stripe: its last stripe
+  const bool all_fit_;                   // nothing is ever evicted
+  const std::vector<int64_t>& meta_of_;  // the role's: meta-stripe of each stripe
+  std::vector<int64_t> meta_last_;       // per meta-stripe: its last stripe
   // A resumed run's skipped tasks count as handed out (and their eliminations as done).
   std::vector<bool> handed_out_;
   std::vector<bool> eliminated_;  // E handed out
@@ -95,8 +95,7 @@ MasterRole::Walk::Walk(MasterRole& role, const std::vector<Task>& tasks, const R
       window_(static_cast<size_t>(role.layout_.geometry().stripes +
                                   2 * role.params_.elim_j_workers + 2)),
       all_fit_(whole_parts_fit(role.layout_, cache_.stats().budget)),
-      meta_of_(meta_stripe_of(role.params_.strategy, role.layout_.geometry().stripes,
-                              role.params_.meta_stripes)),
+      meta_of_(role.meta_of_),
       handed_out_(plan.skip) {
   const int64_t stripes = role.layout_.geometry().stripes;
   meta_last_.assign(static_cast<size_t>(meta_of_.back() + 1), 0);

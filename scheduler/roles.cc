@@ -71,13 +71,13 @@ void ElimIRole::run() {
 }
 
 ElimJRole::ElimJRole(EngineContext& ctx, const storage::StripeGeometry& g,
-                     const FactorParams& params, Elimination& elimination,
-                     const std::vector<stripe::StripePivots>& pivots)
+                     const FactorParams& params, const std::vector<int64_t>& meta_of,
+                     Elimination& elimination, const std::vector<stripe::StripePivots>& pivots)
     : ctx_(ctx),
       g_(g),
       elimination_(elimination),
       pivots_(pivots),
-      meta_of_(meta_stripe_of(params.strategy, g.stripes, params.meta_stripes)),
+      meta_of_(meta_of),
       lookahead_(std::max<int64_t>(0, params.lookahead_workers)) {
   const int64_t workers = std::max<int64_t>(1, params.elim_j_workers) + lookahead_;
   for (int64_t w = 0; w < workers; ++w) threads_.emplace_back([this, w] { run(w); });
@@ -153,21 +153,22 @@ void ElimJRole::run(int64_t worker) {
 }
 
 MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
-                       const FactorParams& params, ElimIRole& elim_i, ElimJRole& elim_j,
-                       bool overlap_sweeps, bool early_eliminations)
+                       const FactorParams& params, const std::vector<int64_t>& meta_of,
+                       ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps,
+                       bool early_eliminations)
     : ctx_(ctx),
       layout_(layout),
       params_(params),
+      meta_of_(meta_of),
       elim_i_(elim_i),
       elim_j_(elim_j),
       overlap_sweeps_(overlap_sweeps),
       early_eliminations_(early_eliminations) {
   const int64_t stripes = layout.geometry().stripes;
-  const std::vector<int64_t> meta = meta_stripe_of(params.strategy, stripes, params.meta_stripes);
   meta_first_.resize(static_cast<size_t>(stripes));
   for (int64_t s = 0; s < stripes; ++s) {
     const size_t k = static_cast<size_t>(s);
-    meta_first_[k] = s > 0 && meta[k - 1] == meta[k] ? meta_first_[k - 1] : s;
+    meta_first_[k] = s > 0 && meta_of_[k - 1] == meta_of_[k] ? meta_first_[k - 1] : s;
   }
 }
 

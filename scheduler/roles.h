@@ -69,8 +69,10 @@ class ElimIRole {
 
 class ElimJRole {
  public:
+  // meta_of: each stripe's meta-stripe (run_factorization's; outlives the role).
   ElimJRole(EngineContext& ctx, const storage::StripeGeometry& g, const FactorParams& params,
-            Elimination& elimination, const std::vector<stripe::StripePivots>& pivots);
+            const std::vector<int64_t>& meta_of, Elimination& elimination,
+            const std::vector<stripe::StripePivots>& pivots);
   ~ElimJRole();  // close_and_join()
   ElimJRole(const ElimJRole&) = delete;
   ElimJRole& operator=(const ElimJRole&) = delete;
@@ -87,7 +89,7 @@ class ElimJRole {
   const storage::StripeGeometry& g_;
   Elimination& elimination_;
   const std::vector<stripe::StripePivots>& pivots_;
-  const std::vector<int64_t> meta_of_;  // meta-stripe of each stripe
+  const std::vector<int64_t>& meta_of_;  // meta-stripe of each stripe
   const int64_t lookahead_;  // workers [0, lookahead_) take critical updates only; the others
                              // take them when no sweep update is queued for them
   WorkQueue<Task> queue_;
@@ -98,10 +100,11 @@ class MasterRole {
  public:
   // overlap_sweeps: Elimination::sweeps_may_overlap(). early_eliminations:
   // !Elimination::keeps_parts_on_device() (an elimination may go before its turn out of core
-  // when the cache keeps room for the front's part beside it).
+  // when the cache keeps room for the front's part beside it). meta_of: each stripe's
+  // meta-stripe (run_factorization's; outlives the role).
   MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
-             ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps,
-             bool early_eliminations = true);
+             const std::vector<int64_t>& meta_of, ElimIRole& elim_i, ElimJRole& elim_j,
+             bool overlap_sweeps, bool early_eliminations = true);
   // Walks `tasks` (002 Fig 20) to the end or to the first failure (which it records in the
   // cache), then closes both compute roles' queues and waits for them. `plan`: the tasks a
   // resumed run skips and each eliminated stripe's count (plan_resume()).
@@ -116,6 +119,7 @@ class MasterRole {
   EngineContext& ctx_;
   const storage::StripedMatrix& layout_;
   const FactorParams& params_;
+  const std::vector<int64_t>& meta_of_;  // meta-stripe of each stripe
   ElimIRole& elim_i_;
   ElimJRole& elim_j_;
   const bool overlap_sweeps_;

@@ -22,6 +22,30 @@ std::string iso_time(Clock::time_point t) {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+// A job's params as the daemon's replies show them: a structured value more than
+// kShownParamsDepth levels down (params itself is level 1) is replaced by a note. The params are
+// the client's JSON as submitted, checked only when the job runs, and the job list sends them
+// 3 levels into its header, which the protocol bounds at 32 levels (protocol/frame.cc): params
+// nested 29 deep made a reply no client could read (the protocol fuzz test). Params the daemon
+// accepts nest 2 levels.
+constexpr int kShownParamsDepth = 16;
+
+nlohmann::json shown_params(const nlohmann::json& v, int level) {
+  if (!v.is_structured()) return v;
+  if (level > kShownParamsDepth) {
+    return fmt::format("(nested deeper than {} levels: not shown)", kShownParamsDepth);
+  }
+  nlohmann::json out = v.is_array() ? nlohmann::json::array() : nlohmann::json::object();
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (v.is_array()) {
+      out.push_back(shown_params(*it, level + 1));
+    } else {
+      out[it.key()] = shown_params(it.value(), level + 1);
+    }
+  }
+  return out;
+}
 }  // namespace
 
 std::string_view job_state_name(JobState s) {
@@ -436,7 +460,7 @@ nlohmann::json Job::to_json() const {
                       {"created", iso_time(created_)},
                       {"started", iso_time(started_)},
                       {"finished", iso_time(finished_)},
-                      {"params", params_},
+                      {"params", shown_params(params_, 1)},
                       {"progress", progress_}};
   // A finished job's progress says so: a completed one is whole, and none has an ETA left.
   if (is_terminal(state_) && j["progress"].is_object()) {

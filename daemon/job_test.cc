@@ -1,6 +1,11 @@
 #include "daemon/job.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
+
+#include "protocol/frame.h"
+#include "protocol/messages.h"
 
 namespace stripesolve::daemon {
 namespace {
@@ -39,6 +44,37 @@ TEST(JobTest, FinishedJobsShowNoStaleProgress) {
 }
 
 // `logs -f` reads on from where it stopped; the numbering survives the bound on kept lines.
+// A client's params nested deeper than the replies may carry are shown cut, so that the job
+// list's frame stays readable (protocol/frame.cc bounds a header at 32 levels).
+TEST(JobTest, DeeplyNestedParamsAreShownCut) {
+  nlohmann::json deep = 1;
+  for (int k = 0; k < 29; ++k) deep = nlohmann::json::array({deep});
+  Job job(1, 1000, "dense_solve", Lane::kDense,
+          {{"store", deep}, {"matrix", "A"}, {"rhs", {{"generate", "ones"}}}});
+  const nlohmann::json shown = job.to_json()["params"];
+  EXPECT_EQ(shown["matrix"], "A");
+  EXPECT_EQ(shown["rhs"]["generate"], "ones");
+  // params (level 1) > store (2) > 14 arrays more (levels 3..16) > the note.
+  nlohmann::json v = shown["store"];
+  int levels = 1;
+  while (v.is_array()) {
+    v = v[0];
+    ++levels;
+  }
+  EXPECT_EQ(levels, 16);
+  EXPECT_EQ(v, "(nested deeper than 16 levels: not shown)");
+  EXPECT_EQ(job.params()["store"], deep);  // what the job runs with is the client's
+  // The job list's reply as the daemon frames it parses.
+  const nlohmann::json reply = {{"jobs", nlohmann::json::array({job.to_json()})}};
+  std::string bytes;
+  ASSERT_TRUE(
+      protocol::append_frame(bytes, protocol::make_frame(protocol::MessageType::kOk, 7, reply))
+          .is_ok());
+  protocol::FrameParser parser;
+  ASSERT_TRUE(parser.feed(bytes).is_ok()) << parser.error().message();
+  EXPECT_TRUE(parser.next().has_value());
+}
+
 TEST(JobTest, LogLinesAreNumberedForFollowing) {
   Job job(1, 1000, "t", Lane::kSmall, nlohmann::json::object());
   for (int i = 0; i < 2005; ++i) job.append_log("line " + std::to_string(i));

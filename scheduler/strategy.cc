@@ -203,7 +203,8 @@ class CacheModel {
   CacheModel(const TrafficModel& m, Traffic& t, std::vector<int64_t> meta_of)
       : m_(m), t_(t), meta_of_(std::move(meta_of)) {}
 
-  // Eliminations go in stripe order whatever the strategy: the next one is stripe `eliminated`.
+  // `stripe` has been eliminated. Eliminations go in stripe order whatever the strategy, so the
+  // next one is stripe + 1.
   void eliminated(int64_t stripe) { next_elim_ = stripe + 1; }
 
   int64_t row_begin(int64_t s) const { return s * m_.n / m_.stripes; }

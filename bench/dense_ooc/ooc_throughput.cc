@@ -231,16 +231,13 @@ int main(int argc, char** argv) {
     const double fraction = std::stod(cache_text);
     for (auto strategy : strategy_list) {
       for (const Setting& setting : settings) {
-        const int round = setting.round;
-        const std::string& io_text = setting.io_threads;
-        const std::string& lead_text = setting.upward_lead;
-        const int64_t io_threads = std::stoll(io_text);
+        const int64_t io_threads = std::stoll(setting.io_threads);
         ss::scheduler::EngineConfig config;
         config.ram_budget = static_cast<uint64_t>(fraction * matrix_bytes) + 64 * 4096;
         config.elim_j_workers = workers;
         config.critical_threads = critical_threads;
         config.io_threads = io_threads;
-        config.upward_lead = std::stoll(lead_text);
+        config.upward_lead = std::stoll(setting.upward_lead);
         ss::scheduler::DenseSolveOptions options;
         options.pivot = *pivot_mode;
         options.strategy = strategy;
@@ -263,7 +260,7 @@ int main(int argc, char** argv) {
         nlohmann::json r = {{"cache_fraction", fraction},
                             {"cache_bytes", config.ram_budget},
                             {"strategy", std::string(ss::scheduler::strategy_name(strategy))},
-                            {"round", round},
+                            {"round", setting.round},
                             {"io_threads", io_threads}};
         if (!rep.is_ok()) {
           r["error"] = rep.status().to_string();
@@ -309,8 +306,8 @@ int main(int argc, char** argv) {
         runs.push_back(r);
         if (!trace_file.empty()) {
           std::ofstream(trace_file + "." + std::string(ss::scheduler::strategy_name(strategy)) +
-                        "." + cache_text + ".io" + io_text + ".lead" + lead_text + ".r" +
-                        std::to_string(round) + ".json")
+                        "." + cache_text + ".io" + setting.io_threads + ".lead" +
+                        setting.upward_lead + ".r" + std::to_string(setting.round) + ".json")
               << trace.to_json();
         }
         std::cerr << r.dump() << "\n";

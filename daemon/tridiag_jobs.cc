@@ -147,9 +147,9 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
 // The batch on the GPUs. The job's device memory comes from the budget the daemon's GPU jobs
 // share (a dense solve's GPU tier holds its own from it): what the batch needs (its five arrays
 // and about as much workspace), at most tridiag.gpu_memory or 90% of the free memory; when the
-// budget cannot give it, kResourceExhausted naming both figures. A strided or ragged batch is
-// shared by every device (tridiag::solve_batch_gpus), each with its part's share of the memory
-// from its own budget.
+// budget cannot give it, kResourceExhausted naming both figures. The batch is shared by every
+// device (tridiag::solve_batch_gpus: runs of whole systems, an interleaved batch's as columns of
+// its rows), each with its part's share of the memory from its own budget.
 Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
                                            const tridiag::BatchArrays& arrays,
                                            const tridiag::SolveOptions& options,
@@ -163,9 +163,7 @@ Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
     cap = devices.empty() ? 0 : devices.front().free_memory / 10 * 9;
   }
   const int devices =
-      shape.layout == tridiag::BatchLayout::kInterleaved
-          ? 1
-          : std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
+      std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
   const uint64_t need = std::min<uint64_t>(
       cap, (sizeof(double) * 2 * 5 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
   std::vector<gpu::DeviceBudget::Reservation> held;

@@ -7,9 +7,9 @@
 // single systems of any size (systems of n <= 4608 in one pass, larger ones in two passes of
 // the same kernel around the system of their 288-row warps' separators, cuda/group_spike.cu;
 // systems beyond the device budget in chunks, cuda/spike_kernels.cu); spike and thomas for
-// interleaved batches (one thread per system, dynamic tiling); cr, pcr, cr_pcr, pcr_thomas,
-// cr_pcr_thomas for strided batches of n <= 4096 (a warp a system up to 256 rows, a block a
-// system above, rows in registers; docs/tridiag-kernels.md maps each size to its kernel).
+// interleaved batches (the same kernels, reading the interleaved rows in place); cr, pcr, cr_pcr,
+// pcr_thomas, cr_pcr_thomas for strided batches of n <= 4096 (a warp a system up to 256 rows, a
+// block a system above, rows in registers; docs/tridiag-kernels.md maps each size to its kernel).
 // bondeli and gepp are CPU-only (gepp's row interchanges are what diagonal pivoting avoids on
 // the GPU; bondeli's structure is SPIKE's).
 // kAuto: spike when stable is required, else thomas; on breakdown it falls back to spike, and
@@ -62,8 +62,11 @@ Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& 
 // The batch over devices 0 .. devices-1 at once (issue 19): a strided or ragged batch is cut
 // into `devices` runs of whole systems of about equal unknowns, each solved by solve_batch_gpu
 // on its device (device_memory_budget per device) on a thread of its own; the report's notes
-// are those of every part. Interleaved batches, batches of fewer systems than devices and
-// devices <= 1 run on options.device alone. The first part that fails fails the call.
+// are those of every part. An interleaved batch is cut into runs of systems too, each device
+// copying its systems' columns of every row (cudaMemcpy2D) and solving them as an interleaved
+// batch of its own; its check's findings come back numbered in the batch, and the fallbacks run
+// once for the whole batch. Batches of fewer systems than devices and devices <= 1 run on
+// options.device alone. The first part that fails fails the call.
 Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays& arrays,
                                      const GpuOptions& options, int devices);
 

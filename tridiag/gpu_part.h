@@ -10,8 +10,11 @@
 namespace stripesolve::tridiag {
 
 // Solves on options.device and checks every system (fallbacks to gepp on the CPU included):
-// the algorithm, notes and check_seconds in `report`, the check's outcome in `outcome`.
+// the algorithm, notes and check_seconds in `report`, the check's outcome in `outcome`. An
+// interleaved batch with `spread` > 1 is shared by devices 0 .. spread-1 instead, each taking
+// a run of its systems (their columns of every row) with options' budget.
 Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
-                         const GpuOptions& options, SolveReport& report, BatchOutcome& outcome);
+                         const GpuOptions& options, SolveReport& report, BatchOutcome& outcome,
+                         int spread = 1);
 
 }  // namespace stripesolve::tridiag

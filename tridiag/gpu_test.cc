@@ -649,6 +649,74 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   }
 }
 
+// An interleaved batch shared by two devices: each copies its run of systems' columns and solves
+// them as a batch of its own. The solution agrees with the one-device solve to rounding, for
+// systems several to a warp and over several warps, an odd count (parts of 18 and 19), and x in
+// place of f; a system that breaks down on the second device is solved again with gepp and
+// reported under its number in the batch.
+TEST(GpuTest, TwoDevicesShareInterleavedBatches) {
+  SKIP_WITHOUT_GPU();
+  if (::stripesolve::gpu::device_count() < 2)
+    GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
+  const std::size_t m = 37;
+  for (std::size_t n : {100, 700}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const std::vector<std::size_t> sizes(m, n);
+    StridedSystems b = make_batch(sizes, 0);
+    StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
+                      interleave(b.f, n, m)};
+    const BatchShape shape{BatchLayout::kInterleaved, n, m, {}};
+    std::vector<double> one(m * n), two(m * n);
+    GpuOptions o;
+    ASSERT_TRUE(solve_batch_gpu(shape, il.arrays(one), o).is_ok());
+    auto r = solve_batch_gpus(shape, il.arrays(two), o, 2);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    double diff = 0, scale = 0;
+    for (std::size_t k = 0; k < one.size(); ++k) {
+      diff = std::max(diff, std::fabs(one[k] - two[k]));
+      scale = std::max(scale, std::fabs(one[k]));
+    }
+    EXPECT_LE(diff, 1e-12 * scale);
+    EXPECT_GT(scale, 0.0);
+    EXPECT_LT(max_residual(b, sizes, interleave(two, n, m, true)), 1e-12);
+    const auto on_two = std::find_if(r->notes.begin(), r->notes.end(), [](const std::string& s) {
+      return s.find("on 2 devices") != std::string::npos;
+    });
+    EXPECT_NE(on_two, r->notes.end());
+
+    // x in place of f.
+    std::vector<double> in_place = il.f;
+    ASSERT_TRUE(solve_batch_gpus(
+                    shape,
+                    {il.dl.data(), il.d.data(), il.du.data(), in_place.data(), in_place.data()}, o,
+                    2)
+                    .is_ok());
+    EXPECT_EQ(in_place, two);
+
+    // System 30 (on device 1) breaks down under thomas: a zero first pivot.
+    il.d[0 * m + 30] = 0.0;
+    il.du[0 * m + 30] = 1.0;
+    GpuOptions t;
+    t.solve.algorithm = Algorithm::kThomas;
+    t.solve.fallback = true;
+    std::vector<double> x(m * n), x1(m * n);
+    const auto r1 = solve_batch_gpu(shape, il.arrays(x1), t);
+    ASSERT_TRUE(r1.is_ok()) << r1.status().to_string();
+    r = solve_batch_gpus(shape, il.arrays(x), t, 2);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    // The systems that fell back (30, and any that shared its warp's levels) are numbered in the
+    // batch, as on one device.
+    EXPECT_EQ(r->fell_back, r1->fell_back);
+    EXPECT_NE(std::find(r->fell_back.begin(), r->fell_back.end(), 30u), r->fell_back.end());
+    EXPECT_EQ(r->warned, 0u);
+    EXPECT_LE(r->max_backward_error, r->tolerance);
+    const auto broke = std::find_if(r->notes.begin(), r->notes.end(), [](const std::string& s) {
+      return s.find("on device 1") != std::string::npos;
+    });
+    EXPECT_NE(broke, r->notes.end());
+  }
+}
+
 // Systems of 4096 rows take the one-pass kernel with more than the default 48 KB of shared
 // memory, whose limit is raised per device: a process that raised it on device 0 only failed
 // every such launch on device 1 (the daemon's tridiagonal jobs on a 2-GPU host).

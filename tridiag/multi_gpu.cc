@@ -1,6 +1,8 @@
 // solve_batch_gpus (tridiag/gpu.h): a batch cut into runs of whole systems, one per device;
 // each part is solved and checked on its device (its fallbacks on the CPU, on its thread), and
-// the parts' outcomes merge into one report.
+// the parts' outcomes merge into one report. An interleaved batch's runs are columns of its rows:
+// the GPU path cuts it itself (solve_gpu_checked's `spread`), so that the check's fallbacks and
+// report see the batch whole.
 #include <algorithm>
 #include <string>
 #include <thread>
@@ -53,9 +55,13 @@ std::vector<Part> cut(const BatchShape& shape, int devices) {
 
 Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays& arrays,
                                      const GpuOptions& options, int devices) {
-  if (devices <= 1 || shape.layout == BatchLayout::kInterleaved ||
-      shape.systems() < static_cast<std::size_t>(devices)) {
+  if (devices <= 1 || shape.systems() < static_cast<std::size_t>(devices)) {
     return solve_batch_gpu(shape, arrays, options);
+  }
+  if (shape.layout == BatchLayout::kInterleaved) {
+    return summarized([&](SolveReport& report, BatchOutcome& outcome) {
+      return solve_gpu_checked(shape, arrays, options, report, outcome, devices);
+    });
   }
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   const std::vector<Part> parts = cut(shape, devices);

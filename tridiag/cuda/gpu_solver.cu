@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -139,92 +141,244 @@ Status refine_on_device(const OnDevice& dev, std::vector<std::string>& notes,
   return Status::ok();
 }
 
+// Where a batch on one device lies in the host arrays: the whole batch, one block per array; or,
+// for a part of an interleaved batch spread over devices, the columns [first, first + count) of
+// its n rows, `pitch` systems apart.
+struct HostColumns {
+  std::size_t first = 0;
+  std::size_t pitch = 0;  // 0: the whole batch
+};
+
+Status copy_rows(double* dst, const double* src, const BatchShape& shape, const HostColumns& cols,
+                 cudaMemcpyKind kind, const std::string& what) {
+  if (cols.pitch == 0) {
+    return gpu::cuda_check(cudaMemcpy(dst, src, shape.unknowns() * sizeof(double), kind), what);
+  }
+  const std::size_t width = shape.count * sizeof(double), pitch = cols.pitch * sizeof(double);
+  if (kind == cudaMemcpyHostToDevice) {
+    return gpu::cuda_check(cudaMemcpy2D(dst, width, src + cols.first, pitch, width, shape.n, kind),
+                           what);
+  }
+  return gpu::cuda_check(cudaMemcpy2D(dst + cols.first, pitch, src, width, width, shape.n, kind),
+                         what);
+}
+
+// Device bytes of a batch whole on the device: its five arrays, the solver's and the check's
+// workspaces, a ragged batch's offsets.
+std::size_t whole_bytes(Algorithm alg, const BatchShape& shape) {
+  const std::size_t rows = shape.unknowns(), systems = shape.systems();
+  return 5 * rows * sizeof(double) + gpu::workspace_bytes(alg, shape.layout, rows) +
+         gpu::check_workspace_bytes(shape.layout, systems) +
+         (shape.layout == BatchLayout::kRagged ? (systems + 1) * sizeof(std::size_t) : 0);
+}
+
+// A batch whole on one device, from its copy in to the copy of x back (the buffers are freed on
+// the device that is current then).
+struct Resident {
+  DeviceBuffer buf[5], ws, check, offsets;
+  double* x() const { return buf[4].as<double>(); }
+};
+
+// Copies the batch (its columns `cols` of the host arrays) to the current device, solves it with
+// `alg` and checks it there, refined once where `refine` and the check ask for it (`budget`
+// bytes permitting). x stays on the device. Returns the solve's status: a breakdown (kNumerical)
+// is returned at once unless `past_breakdown`, which checks past it.
+Status solve_resident(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
+                      const HostColumns& cols, std::size_t budget, double pivot_tolerance,
+                      bool past_breakdown, bool refine, Resident& res,
+                      std::vector<std::string>& notes, Attempt& attempt) {
+  const std::size_t rows = shape.unknowns();
+  const std::size_t systems = shape.systems();
+  const bool ragged = shape.layout == BatchLayout::kRagged;
+  const std::size_t ws_bytes = gpu::workspace_bytes(alg, shape.layout, rows);
+  const std::size_t check_bytes = gpu::check_workspace_bytes(shape.layout, systems);
+  cudaStream_t stream = nullptr;
+  const char* names[5] = {"dl", "d", "du", "f", "x"};
+  for (int k = 0; k < 5; ++k)
+    STRIPESOLVE_RETURN_IF_ERROR(res.buf[k].allocate(rows * sizeof(double), names[k]));
+  STRIPESOLVE_RETURN_IF_ERROR(res.ws.allocate(ws_bytes, "the solver workspace"));
+  STRIPESOLVE_RETURN_IF_ERROR(res.check.allocate(check_bytes, "the quality check"));
+  const double* in[4] = {arrays.dl, arrays.d, arrays.du, arrays.f};
+  for (int k = 0; k < 4; ++k) {
+    STRIPESOLVE_RETURN_IF_ERROR(copy_rows(res.buf[k].as<double>(), in[k], shape, cols,
+                                          cudaMemcpyHostToDevice,
+                                          std::string("copying ") + names[k] + " to the device"));
+  }
+  if (ragged) {
+    std::vector<std::size_t> off(systems + 1, 0);
+    for (std::size_t j = 0; j < systems; ++j) off[j + 1] = off[j] + shape.sizes[j];
+    STRIPESOLVE_RETURN_IF_ERROR(
+        res.offsets.allocate(off.size() * sizeof(std::size_t), "ragged offsets"));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        gpu::cuda_check(cudaMemcpy(res.offsets.as<void>(), off.data(),
+                                   off.size() * sizeof(std::size_t), cudaMemcpyHostToDevice),
+                        "copying ragged offsets"));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        gpu::zero_ragged_couplings(res.buf[0].as<double>(), res.buf[2].as<double>(),
+                                   res.offsets.as<std::size_t>(), systems, stream));
+  }
+  gpu::DeviceBatch b{{res.buf[0].as<double>(), res.buf[1].as<double>(), res.buf[2].as<double>(),
+                      res.buf[3].as<double>(), res.x()},
+                     rows,
+                     shape.layout == BatchLayout::kStrided ? shape.n : 0,
+                     systems};
+  // The one-pass kernels check the systems as they solve them: the check's state first.
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      gpu::CheckTarget target,
+      gpu::prepare_check(shape.layout, systems, ragged ? 0 : rows / systems, res.check.as<void>(),
+                         check_bytes, stream));
+  const Status st = gpu::solve_device(alg, shape.layout, b, res.ws.as<void>(), ws_bytes,
+                                      pivot_tolerance, stream, &target);
+  if (!st.is_ok() && !(past_breakdown && st.code() == StatusCode::kNumerical)) return st;
+  const OnDevice dev{alg,
+                     shape.layout,
+                     b,
+                     systems,
+                     ragged ? res.offsets.as<std::size_t>() : nullptr,
+                     res.ws.as<void>(),
+                     ws_bytes,
+                     res.check.as<void>(),
+                     check_bytes,
+                     pivot_tolerance,
+                     stream};
+  STRIPESOLVE_RETURN_IF_ERROR(gpu::check_on_device(shape.layout, b, systems, dev.offsets,
+                                                   res.check.as<void>(), check_bytes, stream,
+                                                   attempt.check, &target));
+  attempt.checked_on_device = true;
+  constexpr double kEps = 2.220446049250313e-16;
+  if (refine && st.is_ok() && attempt.check.worst_clean_error > gpu::kRefineAboveEps * kEps) {
+    if (whole_bytes(alg, shape) + 3 * rows * sizeof(double) <= budget) {
+      STRIPESOLVE_RETURN_IF_ERROR(refine_on_device(dev, notes, attempt.check));
+    } else {
+      notes.push_back("not refined: the device budget holds the batch but not the refinement");
+    }
+  }
+  return st;
+}
+
+// An interleaved batch over devices 0 .. devices-1 (solve_batch_gpus): its systems cut into
+// runs of about count / devices, each run's columns of every row copied to its device, solved
+// and checked there on a thread of its own (each device with `options`' budget). What the
+// devices found merges into `attempt`, systems numbered in the batch; x comes back once every
+// part is checked (f kept first where x aliases it and a system will be solved again).
+Status run_interleaved_parts(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
+                             const GpuOptions& options, int devices, bool past_breakdown,
+                             bool refine, std::vector<std::string>& notes, Attempt& attempt) {
+  const std::size_t parts = static_cast<std::size_t>(devices);
+  std::vector<std::unique_ptr<Resident>> res(parts);
+  std::vector<std::vector<std::string>> part_notes(parts);
+  std::vector<Attempt> found(parts);
+  std::vector<std::size_t> first(parts + 1);
+  for (std::size_t p = 0; p <= parts; ++p) first[p] = shape.count * p / parts;
+  auto part_shape = [&](std::size_t p) {
+    return BatchShape{BatchLayout::kInterleaved, shape.n, first[p + 1] - first[p], {}};
+  };
+  auto solve_part = [&](std::size_t p) -> Status {
+    STRIPESOLVE_RETURN_IF_ERROR(
+        gpu::cuda_check(cudaSetDevice(static_cast<int>(p)), "cudaSetDevice"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(const std::size_t budget, budget_of(options));
+    const BatchShape mine = part_shape(p);
+    if (whole_bytes(alg, mine) > budget) {
+      return Status::resource_exhausted(
+          "an interleaved batch's part of " + std::to_string(mine.unknowns()) + " unknowns needs " +
+          std::to_string(whole_bytes(alg, mine)) + " device bytes, over device " +
+          std::to_string(p) + "'s budget of " + std::to_string(budget) +
+          "; interleaved batches are not solved in chunks");
+    }
+    res[p] = std::make_unique<Resident>();
+    return solve_resident(alg, mine, arrays, {first[p], shape.count}, budget,
+                          options.solve.pivot_tolerance, past_breakdown, refine, *res[p],
+                          part_notes[p], found[p]);
+  };
+  std::vector<std::future<Status>> solved;
+  for (std::size_t p = 0; p < parts; ++p) {
+    solved.push_back(std::async(std::launch::async, solve_part, p));
+  }
+  std::vector<Status> status;
+  for (auto& s : solved) status.push_back(s.get());
+  // Frees every part's buffers on its own device, whatever happens below, and makes the
+  // caller's device current again.
+  struct Release {
+    std::vector<std::unique_ptr<Resident>>& res;
+    int caller = 0;
+    ~Release() {
+      for (std::size_t p = 0; p < res.size(); ++p) {
+        if (res[p] == nullptr) continue;
+        if (cudaSetDevice(static_cast<int>(p)) == cudaSuccess) res[p].reset();
+      }
+      cudaSetDevice(caller);
+    }
+  } release{res, options.device};
+  std::string broke_down;
+  for (std::size_t p = 0; p < parts; ++p) {
+    const bool broke = past_breakdown && status[p].code() == StatusCode::kNumerical;
+    if (!status[p].is_ok() && !broke) return status[p];
+    if (broke && broke_down.empty()) {
+      broke_down = status[p].message() + " (the part of systems " + std::to_string(first[p]) +
+                   " to " + std::to_string(first[p + 1] - 1) + " on device " + std::to_string(p) +
+                   ")";
+    }
+    for (const std::string& note : part_notes[p]) {
+      notes.push_back("device " + std::to_string(p) + ": " + note);
+    }
+    const gpu::DeviceCheck& c = found[p].check;
+    for (Suspect s : c.suspects) {
+      s.system += first[p];
+      attempt.check.suspects.push_back(s);
+    }
+    if (c.worst_clean_error > attempt.check.worst_clean_error) {
+      attempt.check.worst_clean_error = c.worst_clean_error;
+      attempt.check.worst_clean_system = c.worst_clean_system + first[p];
+    }
+    // The parts ran at once: the longest check is the one the caller waited for.
+    attempt.check.seconds = std::max(attempt.check.seconds, c.seconds);
+  }
+  attempt.checked_on_device = true;
+  if (!attempt.check.suspects.empty() && arrays.x == arrays.f) {
+    attempt.f_kept.assign(arrays.f, arrays.f + shape.unknowns());
+  }
+  for (std::size_t p = 0; p < parts; ++p) {
+    STRIPESOLVE_RETURN_IF_ERROR(
+        gpu::cuda_check(cudaSetDevice(static_cast<int>(p)), "cudaSetDevice"));
+    STRIPESOLVE_RETURN_IF_ERROR(copy_rows(arrays.x, res[p]->x(), part_shape(p),
+                                          {first[p], shape.count}, cudaMemcpyDeviceToHost,
+                                          "copying x from device " + std::to_string(p)));
+  }
+  notes.push_back("interleaved batch on " + std::to_string(parts) +
+                  " devices, a run of systems each (its columns of every row copied)");
+  return broke_down.empty() ? Status::ok() : Status::numerical(broke_down);
+}
+
 // One attempt with one algorithm, the whole batch on the device (then checked there) or (SPIKE/
-// Thomas, one system or strided) streamed in chunks. A breakdown (kNumerical) is returned at
-// once unless `past_breakdown`: then the batch is checked and copied back all the same, and the
-// breakdown is returned for a note (the check finds the systems it spoilt).
+// Thomas, one system or strided) streamed in chunks; an interleaved batch over `devices`
+// devices when there are several (run_interleaved_parts). A breakdown (kNumerical) is returned
+// at once unless `past_breakdown`: then the batch is checked and copied back all the same, and
+// the breakdown is returned for a note (the check finds the systems it spoilt).
 // `refine`: one refinement step where the check asks for it (GpuOptions::refine).
 Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
-                  const GpuOptions& options, bool past_breakdown, bool refine,
+                  const GpuOptions& options, int devices, bool past_breakdown, bool refine,
                   std::vector<std::string>& notes, Attempt& attempt) {
+  if (devices > 1 && shape.layout == BatchLayout::kInterleaved) {
+    return run_interleaved_parts(alg, shape, arrays, options, devices, past_breakdown, refine,
+                                 notes, attempt);
+  }
   const std::size_t rows = shape.unknowns();
   const std::size_t systems = shape.systems();
   const std::size_t n = shape.layout == BatchLayout::kRagged ? 0 : shape.n;
-  const bool ragged = shape.layout == BatchLayout::kRagged;
   STRIPESOLVE_ASSIGN_OR_RETURN(const std::size_t budget, budget_of(options));
-  const std::size_t ws_bytes = gpu::workspace_bytes(alg, shape.layout, rows);
-  const std::size_t check_bytes = gpu::check_workspace_bytes(shape.layout, systems);
-  const std::size_t whole = 5 * rows * sizeof(double) + ws_bytes + check_bytes +
-                            (ragged ? (systems + 1) * sizeof(std::size_t) : 0);
+  const std::size_t whole = whole_bytes(alg, shape);
   cudaStream_t stream = nullptr;
   if (whole <= budget) {
-    DeviceBuffer buf[5], ws, check, offsets;
-    const char* names[5] = {"dl", "d", "du", "f", "x"};
-    for (int k = 0; k < 5; ++k)
-      STRIPESOLVE_RETURN_IF_ERROR(buf[k].allocate(rows * sizeof(double), names[k]));
-    STRIPESOLVE_RETURN_IF_ERROR(ws.allocate(ws_bytes, "the solver workspace"));
-    STRIPESOLVE_RETURN_IF_ERROR(check.allocate(check_bytes, "the quality check"));
-    const double* in[4] = {arrays.dl, arrays.d, arrays.du, arrays.f};
-    for (int k = 0; k < 4; ++k) {
-      STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(
-          cudaMemcpy(buf[k].as<double>(), in[k], rows * sizeof(double), cudaMemcpyHostToDevice),
-          std::string("copying ") + names[k] + " to the device"));
-    }
-    if (ragged) {
-      std::vector<std::size_t> off(systems + 1, 0);
-      for (std::size_t j = 0; j < systems; ++j) off[j + 1] = off[j] + shape.sizes[j];
-      STRIPESOLVE_RETURN_IF_ERROR(
-          offsets.allocate(off.size() * sizeof(std::size_t), "ragged offsets"));
-      STRIPESOLVE_RETURN_IF_ERROR(
-          gpu::cuda_check(cudaMemcpy(offsets.as<void>(), off.data(),
-                                     off.size() * sizeof(std::size_t), cudaMemcpyHostToDevice),
-                          "copying ragged offsets"));
-      STRIPESOLVE_RETURN_IF_ERROR(gpu::zero_ragged_couplings(
-          buf[0].as<double>(), buf[2].as<double>(), offsets.as<std::size_t>(), systems, stream));
-    }
-    gpu::DeviceBatch b{{buf[0].as<double>(), buf[1].as<double>(), buf[2].as<double>(),
-                        buf[3].as<double>(), buf[4].as<double>()},
-                       rows,
-                       shape.layout == BatchLayout::kStrided ? n : 0,
-                       systems};
-    // The one-pass kernels check the systems as they solve them: the check's state first.
-    STRIPESOLVE_ASSIGN_OR_RETURN(
-        gpu::CheckTarget target,
-        gpu::prepare_check(shape.layout, systems, ragged ? 0 : rows / systems, check.as<void>(),
-                           check_bytes, stream));
-    const Status st = gpu::solve_device(alg, shape.layout, b, ws.as<void>(), ws_bytes,
-                                        options.solve.pivot_tolerance, stream, &target);
+    Resident res;
+    const Status st = solve_resident(alg, shape, arrays, {}, budget, options.solve.pivot_tolerance,
+                                     past_breakdown, refine, res, notes, attempt);
     if (!st.is_ok() && !(past_breakdown && st.code() == StatusCode::kNumerical)) return st;
-    const OnDevice dev{alg,
-                       shape.layout,
-                       b,
-                       systems,
-                       ragged ? offsets.as<std::size_t>() : nullptr,
-                       ws.as<void>(),
-                       ws_bytes,
-                       check.as<void>(),
-                       check_bytes,
-                       options.solve.pivot_tolerance,
-                       stream};
-    STRIPESOLVE_RETURN_IF_ERROR(gpu::check_on_device(shape.layout, b, systems, dev.offsets,
-                                                     check.as<void>(), check_bytes, stream,
-                                                     attempt.check, &target));
-    attempt.checked_on_device = true;
-    constexpr double kEps = 2.220446049250313e-16;
-    if (refine && st.is_ok() && attempt.check.worst_clean_error > gpu::kRefineAboveEps * kEps) {
-      if (whole + 3 * rows * sizeof(double) <= budget) {
-        STRIPESOLVE_RETURN_IF_ERROR(refine_on_device(dev, notes, attempt.check));
-      } else {
-        notes.push_back("not refined: the device budget holds the batch but not the refinement");
-      }
-    }
     // Copying x back overwrites an f it aliases: keep f for the systems' fallback.
     if (!attempt.check.suspects.empty() && arrays.x == arrays.f) {
       attempt.f_kept.assign(arrays.f, arrays.f + rows);
     }
-    STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(
-        cudaMemcpy(arrays.x, buf[4].as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
-        "copying x from the device"));
+    STRIPESOLVE_RETURN_IF_ERROR(copy_rows(arrays.x, res.x(), shape, {}, cudaMemcpyDeviceToHost,
+                                          "copying x from the device"));
     return st;
   }
   if (gpu::choose_kernel(alg, shape.layout, n, gpu::Residence::kStreamed).kernel !=
@@ -298,13 +452,18 @@ bool gpu_available() {
 }
 
 Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
-                         const GpuOptions& options, SolveReport& report, BatchOutcome& outcome) {
+                         const GpuOptions& options, SolveReport& report, BatchOutcome& outcome,
+                         int spread) {
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   STRIPESOLVE_ASSIGN_OR_RETURN(const int devices, gpu::device_count());
   if (devices == 0) return Status::unavailable("no CUDA device present");
   if (options.device < 0 || options.device >= devices) {
     return Status::invalid_argument("tridiag: device " + std::to_string(options.device) + " of " +
                                     std::to_string(devices));
+  }
+  if (spread > devices) {
+    return Status::invalid_argument("tridiag: " + std::to_string(spread) + " devices asked for, " +
+                                    std::to_string(devices) + " present");
   }
   STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaSetDevice(options.device), "cudaSetDevice"));
   const bool automatic = options.solve.algorithm == Algorithm::kAuto;
@@ -325,8 +484,8 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
   // the systems that broke down again; auto first tries spike on the GPU.
   const bool past_breakdown = !automatic && may_fall_back;
   const bool refine = options.refine && may_fall_back;
-  const Status st = run_on_gpu(report.algorithm, shape, arrays, options, past_breakdown, refine,
-                               report.notes, attempt);
+  const Status st = run_on_gpu(report.algorithm, shape, arrays, options, spread, past_breakdown,
+                               refine, report.notes, attempt);
   const bool checked_past_breakdown = st.code() == StatusCode::kNumerical && past_breakdown;
   if (checked_past_breakdown) {
     report.notes.push_back(std::string(algorithm_name(report.algorithm)) +
@@ -347,8 +506,8 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
     report.notes.push_back(std::string(algorithm_name(report.algorithm)) + " broke down (" +
                            st.message() + "); solved again with spike");
     Attempt retry_attempt;
-    const Status retry = run_on_gpu(Algorithm::kSpike, shape, arrays, options, false, refine,
-                                    report.notes, retry_attempt);
+    const Status retry = run_on_gpu(Algorithm::kSpike, shape, arrays, options, spread, false,
+                                    refine, report.notes, retry_attempt);
     if (retry.is_ok()) {
       return settle_attempt(Algorithm::kSpike, shape, arrays, may_fall_back, threads, retry_attempt,
                             report, outcome);
@@ -369,7 +528,7 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
                                     const GpuOptions& options) {
   return summarized([&](SolveReport& report, BatchOutcome& outcome) {
-    return solve_gpu_checked(shape, arrays, options, report, outcome);
+    return solve_gpu_checked(shape, arrays, options, report, outcome, 1);
   });
 }
 

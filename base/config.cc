@@ -197,6 +197,34 @@ void ConfigMap::get(std::string_view key, int64_t& out, int64_t min, int64_t max
   out = value;
 }
 
+void ConfigMap::get(std::string_view key, std::vector<int64_t>& out, int64_t min, int64_t max) {
+  auto found = lookup(*impl_, key);
+  if (!found) return;
+  const YAML::Node& v = *found;
+  if (!v.IsSequence()) {
+    throw ConfigError(where(key) + ": expected a sequence of integers such as [0, 2], got '" +
+                      scalar_text(v) + "'");
+  }
+  std::vector<int64_t> items;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string item = impl_->source + ":" + std::to_string(v[i].Mark().line + 1) + ": " +
+                             join_path(impl_->path, key) + "[" + std::to_string(i) + "]";
+    int64_t value = 0;
+    if (!v[i].IsScalar() || !YAML::convert<int64_t>::decode(v[i], value)) {
+      throw ConfigError(item + ": expected an integer, got '" + scalar_text(v[i]) + "'");
+    }
+    if (value < min || value > max) {
+      throw ConfigError(item + ": " + std::to_string(value) + " is out of range [" +
+                        std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    if (std::find(items.begin(), items.end(), value) != items.end()) {
+      throw ConfigError(item + ": " + std::to_string(value) + " is listed twice");
+    }
+    items.push_back(value);
+  }
+  out = std::move(items);
+}
+
 void ConfigMap::get(std::string_view key, double& out, double min, double max) {
   auto found = lookup(*impl_, key);
   if (!found) return;

@@ -53,6 +53,8 @@ class ConfigMap {
   void get(std::string_view key, std::string& out);
   void get(std::string_view key, std::vector<std::string>& out);  // a sequence of strings
   void get(std::string_view key, int64_t& out, int64_t min, int64_t max);
+  // A sequence of integers, each within [min, max] and none twice (`[0, 2]`).
+  void get(std::string_view key, std::vector<int64_t>& out, int64_t min, int64_t max);
   void get(std::string_view key, double& out, double min, double max);
   // A byte size: an integer or a string with a unit (base/units.h), within [min, max].
   void get_bytes(std::string_view key, uint64_t& out, uint64_t min = 0, uint64_t max = UINT64_MAX);

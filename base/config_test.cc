@@ -19,6 +19,7 @@ struct CacheLike {
   bool pinned = true;
   std::vector<std::string> paths = {"/tmp/a"};
   std::string mode = "auto";
+  std::vector<int64_t> lanes;
 };
 
 struct Whole {
@@ -33,6 +34,7 @@ void parse_cache(ConfigMap& map, CacheLike& c) {
   map.get("pinned", c.pinned);
   map.get("paths", c.paths);
   map.get_choice("mode", c.mode, {"auto", "pinned", "pageable"});
+  map.get("lanes", c.lanes, 0, 63);
   map.finish();
 }
 
@@ -78,6 +80,7 @@ cache:
   pinned: false
   paths: [/ssd0, /ssd1]
   mode: pageable
+  lanes: [2, 0]
 )");
   EXPECT_EQ(w.log.level, "debug");
   EXPECT_EQ(w.log.file, "/var/log/s.jsonl");
@@ -87,6 +90,7 @@ cache:
   EXPECT_FALSE(w.cache.pinned);
   EXPECT_EQ(w.cache.paths, (std::vector<std::string>{"/ssd0", "/ssd1"}));
   EXPECT_EQ(w.cache.mode, "pageable");
+  EXPECT_EQ(w.cache.lanes, (std::vector<int64_t>{2, 0}));
 }
 
 TEST(Config, NullValueKeepsDefault) {
@@ -98,7 +102,7 @@ TEST(Config, NullValueKeepsDefault) {
 TEST(Config, UnknownKeyNamesPathAndLine) {
   EXPECT_EQ(error_of("log:\n  level: info\ncache:\n  io_threads: 2\n  ram_budgt: 1GiB\n"),
             "test.yaml:5: cache.ram_budgt: unknown key (expected one of: fraction, io_threads, "
-            "mode, paths, pinned, ram_budget)");
+            "lanes, mode, paths, pinned, ram_budget)");
   EXPECT_EQ(error_of("logging:\n  level: info\n"),
             "test.yaml:1: logging: unknown key (expected one of: cache, log)");
 }
@@ -117,6 +121,18 @@ TEST(Config, WrongTypeNamesPathAndLine) {
   EXPECT_EQ(error_of("cache: 3\n"), "test.yaml:1: cache: expected a mapping, got '3'");
   EXPECT_EQ(error_of("cache:\n  fraction: half\n"),
             "test.yaml:2: cache.fraction: expected a number, got 'half'");
+}
+
+TEST(Config, IntegerSequencesNameTheBadItem) {
+  EXPECT_EQ(error_of("cache:\n  lanes: 1\n"),
+            "test.yaml:2: cache.lanes: expected a sequence of integers such as [0, 2], got '1'");
+  EXPECT_EQ(error_of("cache:\n  lanes: [0, one]\n"),
+            "test.yaml:2: cache.lanes[1]: expected an integer, got 'one'");
+  EXPECT_EQ(error_of("cache:\n  lanes:\n    - 0\n    - 64\n"),
+            "test.yaml:4: cache.lanes[1]: 64 is out of range [0, 63]");
+  EXPECT_EQ(error_of("cache:\n  lanes: [1, 3, 1]\n"),
+            "test.yaml:2: cache.lanes[2]: 1 is listed twice");
+  EXPECT_TRUE(parse("cache:\n  lanes: []\n").cache.lanes.empty());
 }
 
 TEST(Config, OutOfRangeNamesPathAndLine) {

@@ -26,6 +26,11 @@ void print_daemon_status(const nlohmann::json& r) {
     std::printf("metrics for Prometheus: %s\n", url.c_str());
   }
   for (const auto& d : r.value("devices", nlohmann::json::array())) {
+    if (!d.value("used", true)) {
+      std::printf("GPU %d: %s, not used (engine.devices / engine.gpus)\n", d.value("index", 0),
+                  d.value("name", std::string()).c_str());
+      continue;
+    }
     const uint64_t dense = d.value("dense_gpu_memory", uint64_t{0});
     std::printf("GPU %d: %s, %s (%s free), dense solves may use %s, %s held by jobs now\n",
                 d.value("index", 0), d.value("name", std::string()).c_str(),

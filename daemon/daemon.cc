@@ -53,13 +53,19 @@ Status Daemon::start() {
   if (!backend.is_ok()) return backend.status();
   for (const auto& w : warnings) logger("daemon")->warn("{}", w);
   backend_ = std::string(scheduler::compute_backend_name(*backend));
-  for (const auto& d : gpu::list_devices()) {
+  const std::vector<gpu::DeviceInfo> all = gpu::list_devices();
+  auto used = gpu::choose_devices(config_.engine.devices, config_.engine.gpus,
+                                  static_cast<int>(all.size()));
+  if (!used.is_ok()) return used.status();
+  used_devices_ = std::move(used).value();
+  for (const auto& d : all) {
     // The device memory the daemon's GPU jobs (dense solves, tridiagonal batches) hold together:
     // 90% of what is free at start; a job that would pass it fails or falls back to the CPU.
     gpu::DeviceBudget::of(d.index).set_limit(d.free_memory / 10 * 9);
-    logger("daemon")->info("GPU {}: {}{}, jobs' budget {}", d.index, gpu::describe(d),
-                           backend_ == "cuda" && d.index == 0 ? " (dense solves)" : "",
-                           format_bytes(d.free_memory / 10 * 9));
+    const bool in_use = is_used(d.index);
+    logger("daemon")->info("GPU {}: {}, {}", d.index, gpu::describe(d),
+                           in_use ? "jobs' budget " + format_bytes(d.free_memory / 10 * 9)
+                                  : std::string("not used (engine.devices / engine.gpus)"));
   }
   auto store = storage::MatrixStore::open(config_.store);
   if (!store.is_ok())
@@ -242,6 +248,7 @@ nlohmann::json Daemon::devices_json() const {
   for (const auto& d : gpu::list_devices()) {
     const gpu::DeviceBudget& budget = gpu::DeviceBudget::of(d.index);
     out.push_back({{"index", d.index},
+                   {"used", is_used(d.index)},
                    {"name", d.name},
                    {"total_memory", d.total_memory},
                    {"free_memory", d.free_memory},

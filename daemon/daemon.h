@@ -8,12 +8,14 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/status.h"
@@ -55,9 +57,14 @@ class Daemon {
   // After the journal is restored: removes the half-made factors (kept by the store for their
   // factorization to resume) that no queued dense solve will resume.
   void remove_unclaimed_factors();
+  // Whether the daemon's jobs use GPU `index` (engine.devices / engine.gpus).
+  bool is_used(int index) const {
+    return std::find(used_devices_.begin(), used_devices_.end(), index) != used_devices_.end();
+  }
 
   DaemonConfig config_;
-  std::string backend_ = "cpu";  // the dense engine's resolved backend (set by start())
+  std::string backend_ = "cpu";    // the dense engine's resolved backend (set by start())
+  std::vector<int> used_devices_;  // the GPUs the jobs use (set by start())
   std::function<void(JobRegistry&)> register_jobs_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Metrics metrics_;

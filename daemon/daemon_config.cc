@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/config.h"
 #include "base/units.h"
@@ -27,6 +28,8 @@ void parse_root(ConfigMap& root, DaemonConfig& c) {
   scheduler::parse_engine_config(engine, c.engine);
   ConfigMap tridiag = root.section("tridiag");
   parse_tridiag_job_config(tridiag, c.tridiag);
+  c.tridiag.devices = c.engine.devices;  // the daemon's GPUs, for both kinds of job
+  c.tridiag.gpus = c.engine.gpus;
   root.finish();
 }
 }  // namespace
@@ -136,7 +139,7 @@ std::string describe_config(const DaemonConfig& c) {
       "engine:\n  backend: {}\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n"
       "  segment_columns: {}\n  meta_stripes: {}\n  round_robin_levels: {}\n"
       "  elim_j_workers: {}\n  cores: {}\n  critical_threads: {}\n  io_threads: {}\n"
-      "  upward_lead: {}\n  gpu_memory: {}\n  gpus: {}\n"
+      "  upward_lead: {}\n  gpu_memory: {}\n  gpus: {}\n  devices: [{}]\n"
       "  gpu_panel_sms: {}\n  gpu_update_k: {}\n  assumed_gflops: {}\n"
       "  ssd_bytes_per_second: {}\n  pcie_bytes_per_second: {}\n"
       "  progress_interval_seconds: {}\n",
@@ -144,8 +147,9 @@ std::string describe_config(const DaemonConfig& c) {
       c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
       e.stripe_rows, e.substripe_rows, e.segment_columns, e.meta_stripes, e.round_robin_levels,
       e.elim_j_workers, e.cores, e.critical_threads, e.io_threads, e.upward_lead,
-      format_bytes(e.gpu_memory), e.gpus, e.gpu_panel_sms, e.gpu_update_k, e.assumed_gflops,
-      e.ssd_bytes_per_second, e.pcie_bytes_per_second, e.progress_interval_seconds);
+      format_bytes(e.gpu_memory), e.gpus, fmt::join(e.devices, ", "), e.gpu_panel_sms,
+      e.gpu_update_k, e.assumed_gflops, e.ssd_bytes_per_second, e.pcie_bytes_per_second,
+      e.progress_interval_seconds);
   out += fmt::format("tridiag:\n  max_bytes: {}\n  threads: {}\n  gpu_memory: {}\n",
                      format_bytes(c.tridiag.max_bytes), c.tridiag.threads,
                      format_bytes(c.tridiag.gpu_memory));

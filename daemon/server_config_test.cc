@@ -34,7 +34,7 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
       "log:\n  level: debug\ndaemon:\n  socket: /tmp/x.sock\n  socket_mode: \"0660\"\n"
       "  limits:\n    max_connections: 8\n    max_queued_bytes: 1MiB\n"
       "  concurrency:\n    small: 3\n    tridiag: 5\n  shutdown:\n    policy: cancel\n"
-      "tridiag:\n  max_bytes: 64MiB\n  threads: 2\n",
+      "tridiag:\n  max_bytes: 64MiB\n  threads: 2\nengine:\n  devices: [1, 0]\n",
       "t.yaml");
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_EQ(c.server.socket, "/tmp/x.sock");
@@ -45,10 +45,14 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(c.tridiag.max_bytes, 64 * kMiB);
   EXPECT_EQ(c.tridiag.threads, 2);
   EXPECT_EQ(c.tridiag.gpu_memory, 0u);
+  // engine.devices are the daemon's GPUs: the tridiagonal batches take them too.
+  EXPECT_EQ(c.engine.devices, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(c.tridiag.devices, c.engine.devices);
   EXPECT_EQ(c.server.shutdown_policy, "cancel");
   resolve_defaults(c);
   EXPECT_EQ(c.server.socket, "/tmp/x.sock");
   EXPECT_NE(describe_config(c).find("max_connections: 8"), std::string::npos);
+  EXPECT_NE(describe_config(c).find("  devices: [1, 0]\n"), std::string::npos);
   EXPECT_NE(describe_config(c).find("tridiag:\n  max_bytes: 64.00 MiB"), std::string::npos)
       << describe_config(c);
 }

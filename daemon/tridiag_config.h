@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "base/units.h"
 
@@ -19,6 +20,10 @@ struct TridiagJobConfig {
   uint64_t max_bytes = 2 * kGiB;
   int64_t threads = 0;      // CPU threads per job; 0 = all cores
   uint64_t gpu_memory = 0;  // device bytes per job; 0 = 90% of the free device memory
+  // The GPUs batches are shared by: engine.devices, else the first engine.gpus (0: all); the
+  // daemon copies them from its engine section (they are not keys of this one).
+  std::vector<int64_t> devices;
+  int64_t gpus = 0;
 };
 
 // Reads a `tridiag:` section (throws ConfigError, see base/config.h).

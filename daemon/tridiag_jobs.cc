@@ -147,9 +147,10 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
 // The batch on the GPUs. The job's device memory comes from the budget the daemon's GPU jobs
 // share (a dense solve's GPU tier holds its own from it): what the batch needs (its five arrays
 // and about as much workspace), at most tridiag.gpu_memory or 90% of the free memory; when the
-// budget cannot give it, kResourceExhausted naming both figures. The batch is shared by every
-// device (tridiag::solve_batch_gpus: runs of whole systems, an interleaved batch's as columns of
-// its rows), each with its part's share of the memory from its own budget.
+// budget cannot give it, kResourceExhausted naming both figures. The batch is shared by the
+// daemon's devices (engine.devices or engine.gpus; tridiag::solve_batch_gpus: runs of whole
+// systems, an interleaved batch's as columns of its rows), each with its part's share of the
+// memory from its own budget.
 Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
                                            const tridiag::BatchArrays& arrays,
                                            const tridiag::SolveOptions& options,
@@ -157,21 +158,24 @@ Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
                                            const TridiagJobConfig& config) {
   tridiag::GpuOptions gpu;
   gpu.solve = options;
+  const std::vector<gpu::DeviceInfo> all = gpu::list_devices();
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      std::vector<int> devices,
+      gpu::choose_devices(config.devices, config.gpus, static_cast<int>(all.size())));
+  if (devices.empty()) return Status::unavailable("the daemon sees no CUDA device");
+  devices.resize(std::min(devices.size(), std::max<std::size_t>(1, shape.systems())));
   uint64_t cap = config.gpu_memory;
-  if (cap == 0) {
-    const auto devices = gpu::list_devices();
-    cap = devices.empty() ? 0 : devices.front().free_memory / 10 * 9;
-  }
-  const int devices =
-      std::max(1, std::min<int>(gpu::device_count(), static_cast<int>(shape.systems())));
+  if (cap == 0) cap = all[static_cast<std::size_t>(devices.front())].free_memory / 10 * 9;
+  const uint64_t parts = devices.size();
   const uint64_t need = std::min<uint64_t>(
-      cap, (sizeof(double) * 2 * 5 * static_cast<uint64_t>(plan.unknowns) + devices - 1) / devices);
+      cap, (sizeof(double) * 2 * 5 * static_cast<uint64_t>(plan.unknowns) + parts - 1) / parts);
   std::vector<gpu::DeviceBudget::Reservation> held;
-  for (int d = 0; d < devices; ++d) {
+  for (const int d : devices) {
     STRIPESOLVE_ASSIGN_OR_RETURN(
         auto r, gpu::DeviceBudget::of(d).reserve(need, "tridiagonal batch on the GPU"));
     held.push_back(std::move(r));
   }
+  gpu.device = devices.front();
   gpu.device_memory_budget = need;
   return tridiag::solve_batch_gpus(shape, arrays, gpu, devices);
 }

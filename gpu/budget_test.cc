@@ -49,5 +49,21 @@ TEST(Devices, ListMatchesCount) {
   EXPECT_FALSE(describe(devices[0]).empty());
 }
 
+TEST(Devices, ChooseTakesTheListOrTheFirstCount) {
+  using V = std::vector<int>;
+  EXPECT_EQ(*choose_devices({}, 0, 4), (V{0, 1, 2, 3}));  // every device
+  EXPECT_EQ(*choose_devices({}, 2, 4), (V{0, 1}));
+  EXPECT_EQ(*choose_devices({}, 8, 2), (V{0, 1}));      // at most what the host has
+  EXPECT_EQ(*choose_devices({3, 1}, 0, 4), (V{3, 1}));  // the list, in its order
+  EXPECT_TRUE(choose_devices({2}, 0, 0)->empty());      // no device: the CPU
+  const auto absent = choose_devices({1, 3}, 0, 2);
+  ASSERT_FALSE(absent.is_ok());
+  EXPECT_EQ(absent.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(absent.status().message(),
+            "engine.devices names device 3, but this host has 2 CUDA devices (0-1)");
+  EXPECT_EQ(choose_devices({1}, 0, 1).status().message(),
+            "engine.devices names device 1, but this host has 1 CUDA device (0)");
+}
+
 }  // namespace
 }  // namespace stripesolve::gpu

@@ -44,6 +44,13 @@ std::vector<DeviceInfo> list_devices();
 // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 79.1 GiB, 78.2 GiB free)".
 std::string describe(const DeviceInfo& device);
 
+// The devices the daemon's jobs use, by CUDA ordinal (engine.devices, engine.gpus): `listed` in
+// its order when it is not empty, each below `available` (else kInvalidArgument: "engine.devices
+// names device 3, but this host has 2 CUDA devices (0-1)"); otherwise devices 0 .. count-1, every
+// device when count is 0, at most `available`. Empty when `available` is 0.
+Result<std::vector<int>> choose_devices(const std::vector<int64_t>& listed, int64_t count,
+                                        int available);
+
 // The bytes of one device that jobs may hold at once. A reservation is released by its
 // destructor. The budget of device d is set once at daemon start (set_limit), before any job.
 class DeviceBudget {

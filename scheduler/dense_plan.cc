@@ -26,18 +26,21 @@ Result<DryRun> plan_solve(const storage::MatrixStore& store, std::string_view ma
   if (which == ComputeBackend::kCuda) {
     const std::vector<gpu::DeviceInfo> all = gpu::list_devices();
     if (all.empty()) return Status::unavailable("the daemon sees no CUDA device");
-    const size_t count =
-        config.gpus > 0 ? std::min(static_cast<size_t>(config.gpus), all.size()) : all.size();
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        const std::vector<int> chosen,
+        gpu::choose_devices(config.devices, config.gpus, static_cast<int>(all.size())));
     run.backend = "cuda";
-    for (size_t d = 0; d < count; ++d) {
-      const gpu::DeviceInfo& dev = all[d];
+    for (const int d : chosen) {
+      const gpu::DeviceInfo& dev = all[static_cast<size_t>(d)];
       uint64_t budget = device_budget(config, dev.free_memory);
       if (config.gpu_memory == 0)
         budget = std::min(budget, gpu::DeviceBudget::of(dev.index).available());
       c.gpu_memory = c.gpu_memory == 0 ? budget : std::min(c.gpu_memory, budget);
-      run.devices += fmt::format("{}{} (device {})", d == 0 ? "" : ", ", dev.name, dev.index);
+      run.devices +=
+          fmt::format("{}{} (device {})", run.devices.empty() ? "" : ", ", dev.name, dev.index);
     }
-    c.gpus = static_cast<int64_t>(count);
+    c.gpus = static_cast<int64_t>(chosen.size());
+    c.devices.clear();
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(run.plan, plan_dense(info.geometry.n, info.geometry.stripe_rows, c,
                                                     describe_machine(c, info.path_count)));

@@ -2,10 +2,11 @@
 // `stripesolve solve MATRIX --dry-run` (issues 16 and 19: "the dry run prints the plan", each
 // strategy's time bound and what bounds it, compute, disk or PCIe).
 //
-// The devices and their budget are found as a solve finds them (dense_solve.cc): engine.gpus
-// devices (0: all), each giving engine.gpu_memory capped at 95% of its free memory, or 90% of
-// its free memory and no more than other jobs leave it; the smallest of them is the plan's. A
-// solve started later may find other figures (another job may have taken or freed memory).
+// The devices and their budget are found as a solve finds them (dense_solve.cc): engine.devices
+// or the first engine.gpus devices (0: all), each giving engine.gpu_memory capped at 95% of its
+// free memory, or 90% of its free memory and no more than other jobs leave it; the smallest of them
+// is the plan's. A solve started later may find other figures (another job may have taken or freed
+// memory).
 //
 // Thread-safety: plan_solve may be called from any thread (it reads the store's manifest and
 // the devices' free memory; nothing is reserved).

@@ -64,11 +64,22 @@ Status reserve_devices(const std::vector<backend::DeviceEngine*>& engines,
   const backend::DeviceEngine* engine = engines.empty() ? nullptr : engines.front();
   report->backend = engine == nullptr ? "cpu" : engine->device() >= 0 ? "cuda" : "host";
   config->gpus = static_cast<int64_t>(engines.size());
+  config->devices.clear();  // the engines are the devices now
   config->gpu_memory = 0;
   if (engine == nullptr) return Status::ok();
-  report->device = engines.size() == 1 ? engine->description()
-                                       : std::to_string(engines.size()) +
-                                             " devices: " + engine->description() + ", ...";
+  // "device 1: NVIDIA H200 (...)", "2 devices (1, 0): NVIDIA H200 (...), ..." (the host
+  // engine of the tests has no ordinal).
+  std::string ordinals;
+  for (const backend::DeviceEngine* e : engines) {
+    if (e->device() >= 0) ordinals += (ordinals.empty() ? "" : ", ") + std::to_string(e->device());
+  }
+  if (engines.size() == 1) {
+    report->device = (ordinals.empty() ? "" : "device " + ordinals + ": ") + engine->description();
+  } else {
+    report->device = std::to_string(engines.size()) + " devices" +
+                     (ordinals.empty() ? "" : " (" + ordinals + ")") + ": " +
+                     engine->description() + ", ...";
+  }
   for (const backend::DeviceEngine* e : engines) {
     gpu::DeviceBudget& shared = gpu::DeviceBudget::of(e->device());
     uint64_t budget = device_budget(config_in, e->free_memory());
@@ -224,18 +235,18 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
   static const auto log = logger("scheduler");
   for (const auto& w : warnings) log->warn("{}", w);
   auto cpu = backend::make_cpu_backend();
-  // engine.gpus devices (0: every device the host has), device 0 first.
+  // engine.devices in their order, or the first engine.gpus devices (0: every device).
   std::vector<std::unique_ptr<backend::DeviceEngine>> owned;
   std::vector<backend::DeviceEngine*> engines;
   if (which == ComputeBackend::kCuda) {
-    const int64_t available = std::max(1, gpu::device_count());
-    const int64_t count = config.gpus > 0 ? std::min(config.gpus, available) : available;
-    for (int64_t d = 0; d < count; ++d) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        const std::vector<int> devices,
+        gpu::choose_devices(config.devices, config.gpus, std::max(1, gpu::device_count())));
+    for (const int d : devices) {
       STRIPESOLVE_ASSIGN_OR_RETURN(
           auto engine,
-          backend::DeviceEngine::open(static_cast<int>(d),
-                                      {.panel_sms = static_cast<int>(config.gpu_panel_sms),
-                                       .update_k = config.gpu_update_k}));
+          backend::DeviceEngine::open(d, {.panel_sms = static_cast<int>(config.gpu_panel_sms),
+                                          .update_k = config.gpu_update_k}));
       engines.push_back(engine.get());
       owned.push_back(std::move(engine));
     }

@@ -549,6 +549,36 @@ TEST_P(GpuDenseTest, GeppMatchesLapackOnTheTransposedWilkinsonMatrix) {
   }
 }
 
+// engine.devices chooses the GPUs a solve opens, by ordinal, in the list's order: device 1
+// alone, then both named the other way round; each solve matches LAPACK and its report names the
+// devices. (Through the solve_dense overload the daemon calls, which opens the engines itself.)
+TEST_P(GpuDenseTest, EngineDevicesChooseTheGpus) {
+  if (GetParam() != "cuda") GTEST_SKIP() << "engine.devices opens CUDA devices";
+  if (gpu::device_count() < 2) {
+    GTEST_SKIP() << "fewer than two CUDA devices on this host: choosing among them runs on a "
+                    "2-GPU host";
+  }
+  const int64_t n = 600;
+  const auto a = generated("A", n, "uniform");
+  const auto b = random_rhs(n, 2);
+  CancelToken cancel;
+  for (const auto& [devices, named] : std::vector<std::pair<std::vector<int64_t>, std::string>>{
+           {{1}, "device 1: "}, {{1, 0}, "2 devices (1, 0): "}}) {
+    EngineConfig c = gpu_engine(true);
+    c.devices = devices;
+    auto rep = solve_dense(*store_, "A", b.data(), 2, throwaway_factors(), c, cancel, {}, nullptr);
+    ASSERT_TRUE(rep.is_ok()) << named << rep.status().to_string();
+    expect_matches_lapack(a, n, b, 2, *rep, 1e-13, named);
+    EXPECT_EQ(rep->device.rfind(named, 0), 0u) << rep->device;
+  }
+  EngineConfig absent = gpu_engine(true);
+  absent.devices = {gpu::device_count()};
+  const auto r =
+      solve_dense(*store_, "A", b.data(), 2, throwaway_factors(), absent, cancel, {}, nullptr);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("engine.devices names device"), std::string::npos);
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 

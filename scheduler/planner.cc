@@ -45,11 +45,16 @@ Result<ComputeBackend> resolve_backend(const EngineConfig& c, std::vector<std::s
   const ComputeBackend chosen = c.backend == ComputeBackend::kAuto
                                     ? (devices > 0 ? ComputeBackend::kCuda : ComputeBackend::kCpu)
                                     : c.backend;
-  if (warnings != nullptr && chosen == ComputeBackend::kCpu && (c.gpu_memory > 0 || c.gpus > 0)) {
-    warnings->push_back(devices == 0 ? "engine.gpus / engine.gpu_memory are set but this host has "
-                                       "no CUDA device: they are ignored, the CPU backend runs"
-                                     : "engine.gpus / engine.gpu_memory are set but engine.backend "
-                                       "is cpu: they are ignored");
+  if (warnings != nullptr && chosen == ComputeBackend::kCpu &&
+      (c.gpu_memory > 0 || c.gpus > 0 || !c.devices.empty())) {
+    warnings->push_back(devices == 0
+                            ? "engine.gpus / engine.devices / engine.gpu_memory are set but this "
+                              "host has no CUDA device: they are ignored, the CPU backend runs"
+                            : "engine.gpus / engine.devices / engine.gpu_memory are set but "
+                              "engine.backend is cpu: they are ignored");
+  }
+  if (chosen == ComputeBackend::kCuda) {
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::choose_devices(c.devices, c.gpus, devices).status());
   }
   return chosen;
 }
@@ -73,6 +78,12 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("upward_lead", c.upward_lead, -1, int64_t{1} << 30);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
+  map.get("devices", c.devices, 0, 63);
+  if (!c.devices.empty() && c.gpus > 0 && c.gpus != static_cast<int64_t>(c.devices.size())) {
+    throw ConfigError(map.where("gpus") + ": " + std::to_string(c.gpus) + " GPUs, but " +
+                      "engine.devices lists " + std::to_string(c.devices.size()) +
+                      "; set one of them");
+  }
   map.get("gpu_panel_sms", c.gpu_panel_sms, 0, 1024);
   map.get("gpu_update_k", c.gpu_update_k, 0, int64_t{1} << 20);
   map.get("assumed_gflops", c.assumed_gflops, 0.0, 1e9);

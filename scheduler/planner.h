@@ -61,8 +61,11 @@ struct EngineConfig {
   // meta_zigzag's upward sweeps visit the next meta-stripe after this many stripes (strategy.h);
   // -1 = planner; a value of at least the stripe count keeps 002's order (the next one last).
   int64_t upward_lead = -1;
-  uint64_t gpu_memory = 0;           // device bytes per GPU a dense solve may use; 0 = 90% of free
-  int64_t gpus = 0;                  // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
+  uint64_t gpu_memory = 0;  // device bytes per GPU a dense solve may use; 0 = 90% of free
+  int64_t gpus = 0;         // GPUs a dense solve uses (devices 0 .. gpus-1); 0 = all
+  // The GPUs by CUDA ordinal, in place of gpus (both set: they must agree in number); empty =
+  // devices 0 .. gpus-1. The daemon's tridiagonal batches use the same devices.
+  std::vector<int64_t> devices;
   int64_t gpu_panel_sms = 0;         // SMs the J updates leave to elim.I (DeviceEngineOptions)
   int64_t gpu_update_k = 0;          // depth of each J-update GEMM on a GPU (DeviceEngineOptions)
   double assumed_gflops = 0;         // for the time bound; 0 = 15 GFLOP/s per core (CPU)
@@ -74,7 +77,7 @@ struct EngineConfig {
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, cores, critical_threads, io_threads,
-// upward_lead, gpu_memory, gpus,
+// upward_lead, gpu_memory, gpus, devices,
 // gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
@@ -95,8 +98,9 @@ struct Machine {
 Machine describe_machine(const EngineConfig& config, int64_t paths);
 
 // The backend a solve will use on this host: kCpu or kCuda. kCuda asked for on a host without a
-// device is kFailedPrecondition ("engine.backend is cuda but ..."). `warnings` (optional) gets
-// what the caller should log: GPU keys set on a host that will not use a GPU.
+// device is kFailedPrecondition ("engine.backend is cuda but ..."); kCuda with an
+// engine.devices entry the host lacks is kInvalidArgument (gpu::choose_devices). `warnings`
+// (optional) gets what the caller should log: GPU keys set on a host that will not use a GPU.
 Result<ComputeBackend> resolve_backend(const EngineConfig& config,
                                        std::vector<std::string>* warnings = nullptr);
 

@@ -62,6 +62,40 @@ TEST(PlannerTest, ParsesEveryKey) {
   EXPECT_EQ(c.assumed_gflops, 100.0);
 }
 
+// engine.devices names the GPUs by ordinal; with engine.gpus too, the two must agree.
+TEST(PlannerTest, DevicesListTheGpusByOrdinal) {
+  {
+    ConfigMap map = ConfigMap::parse("devices: [2, 0]\ngpus: 2\n", "engine.yaml");
+    EngineConfig c;
+    parse_engine_config(map, c);
+    EXPECT_EQ(c.devices, (std::vector<int64_t>{2, 0}));
+  }
+  ConfigMap map = ConfigMap::parse("gpus: 3\ndevices: [1]\n", "engine.yaml");
+  EngineConfig c;
+  try {
+    parse_engine_config(map, c);
+    ADD_FAILURE() << "gpus: 3 with one device listed was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "engine.yaml:1: gpus: 3 GPUs, but engine.devices lists 1; set one of them");
+  }
+  // On a host without a device the CPU runs, with a warning that names the key.
+  if (gpu::device_count() == 0) {
+    EngineConfig listed;
+    listed.devices = {1};
+    std::vector<std::string> warnings;
+    EXPECT_EQ(resolve_backend(listed, &warnings).value(), ComputeBackend::kCpu);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("engine.devices"), std::string::npos);
+  } else {
+    EngineConfig absent;
+    absent.devices = {gpu::device_count()};
+    const auto r = resolve_backend(absent);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.status().message().find("engine.devices names device"), std::string::npos);
+  }
+}
+
 TEST(PlannerTest, UnknownKeyIsAConfigError) {
   ConfigMap map = ConfigMap::parse("meta_stripe: 3\n", "engine.yaml");
   EngineConfig c;

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "base/status.h"
 #include "tridiag/tridiag.h"
@@ -59,15 +60,17 @@ Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& opti
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
                                     const GpuOptions& options = {});
 
-// The batch over devices 0 .. devices-1 at once (issue 19): a strided or ragged batch is cut
-// into `devices` runs of whole systems of about equal unknowns, each solved by solve_batch_gpu
+// The batch over `devices` (CUDA ordinals, as gpu::choose_devices gives them) at once (issue
+// 19): a strided or ragged batch is cut into one run of whole systems of about equal unknowns
+// per device, each solved by solve_batch_gpu
 // on its device (device_memory_budget per device) on a thread of its own; the report's notes
 // are those of every part. An interleaved batch is cut into runs of systems too, each device
 // copying its systems' columns of every row (cudaMemcpy2D) and solving them as an interleaved
 // batch of its own; its check's findings come back numbered in the batch, and the fallbacks run
-// once for the whole batch. Batches of fewer systems than devices and devices <= 1 run on
-// options.device alone. The first part that fails fails the call.
+// once for the whole batch. A batch of fewer systems than devices runs on the first device
+// alone (so does one device; no device: options.device). The first part that fails fails the
+// call.
 Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays& arrays,
-                                     const GpuOptions& options, int devices);
+                                     const GpuOptions& options, std::span<const int> devices);
 
 }  // namespace stripesolve::tridiag

@@ -9,7 +9,7 @@ bool gpu_available() {
 }
 
 Status solve_gpu_checked(const BatchShape&, const BatchArrays&, const GpuOptions&, SolveReport&,
-                         BatchOutcome&, int) {
+                         BatchOutcome&, std::span<const int>) {
   return Status::unimplemented(
       "tridiag: this build has no CUDA support (STRIPESOLVE_HAVE_CUDA off)");
 }

@@ -11,10 +11,11 @@ namespace stripesolve::tridiag {
 
 // Solves on options.device and checks every system (fallbacks to gepp on the CPU included):
 // the algorithm, notes and check_seconds in `report`, the check's outcome in `outcome`. An
-// interleaved batch with `spread` > 1 is shared by devices 0 .. spread-1 instead, each taking
-// a run of its systems (their columns of every row) with options' budget.
+// interleaved batch with more than one device in `spread` (CUDA ordinals) is shared by those
+// devices instead, each taking a run of its systems (their columns of every row) with options'
+// budget.
 Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
                          const GpuOptions& options, SolveReport& report, BatchOutcome& outcome,
-                         int spread = 1);
+                         std::span<const int> spread = {});
 
 }  // namespace stripesolve::tridiag

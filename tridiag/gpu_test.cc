@@ -619,8 +619,19 @@ TEST(GpuTest, BreakdownFallbackAndUnsupported) {
 namespace stripesolve::tridiag {
 namespace {
 
+// The largest difference of two solutions against the first's largest value.
+double scaled_max_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double diff = 0, scale = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    diff = std::max(diff, std::fabs(a[k] - b[k]));
+    scale = std::max(scale, std::fabs(a[k]));
+  }
+  return scale > 0 ? diff / scale : 1.0;
+}
+
 // A batch shared by two devices (solve_batch_gpus) agrees with the one-device solve to rounding
-// (a part's kernel and tiling follow its own number of systems, so not bit for bit).
+// (a part's kernel and tiling follow its own number of systems, so not bit for bit), the devices
+// named in either order.
 TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   SKIP_WITHOUT_GPU();
   if (::stripesolve::gpu::device_count() < 2)
@@ -633,19 +644,17 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
     StridedSystems b = make_batch(sizes, 0);
     BatchShape shape{layout, sizes[0], sizes.size(), {}};
     if (layout == BatchLayout::kRagged) shape.sizes = sizes;
-    std::vector<double> one(b.f.size()), two(b.f.size());
+    std::vector<double> one(b.f.size()), two(b.f.size()), reversed(b.f.size());
     GpuOptions o;
     ASSERT_TRUE(solve_batch_gpu(shape, b.arrays(one), o).is_ok());
-    auto r = solve_batch_gpus(shape, b.arrays(two), o, 2);
+    auto r = solve_batch_gpus(shape, b.arrays(two), o, std::vector<int>{0, 1});
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    double diff = 0, scale = 0;
-    for (std::size_t k = 0; k < one.size(); ++k) {
-      diff = std::max(diff, std::fabs(one[k] - two[k]));
-      scale = std::max(scale, std::fabs(one[k]));
-    }
-    EXPECT_LE(diff, 1e-12 * scale);
+    EXPECT_LE(scaled_max_difference(one, two), 1e-12);
     EXPECT_LT(max_residual(b, sizes, two), 1e-12);
     EXPECT_NE(r->notes.back().find("2 devices"), std::string::npos);
+    r = solve_batch_gpus(shape, b.arrays(reversed), o, std::vector<int>{1, 0});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_LE(scaled_max_difference(one, reversed), 1e-12);
   }
 }
 
@@ -668,16 +677,11 @@ TEST(GpuTest, TwoDevicesShareInterleavedBatches) {
     const BatchShape shape{BatchLayout::kInterleaved, n, m, {}};
     std::vector<double> one(m * n), two(m * n);
     GpuOptions o;
+    const std::vector<int> both{0, 1};
     ASSERT_TRUE(solve_batch_gpu(shape, il.arrays(one), o).is_ok());
-    auto r = solve_batch_gpus(shape, il.arrays(two), o, 2);
+    auto r = solve_batch_gpus(shape, il.arrays(two), o, both);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    double diff = 0, scale = 0;
-    for (std::size_t k = 0; k < one.size(); ++k) {
-      diff = std::max(diff, std::fabs(one[k] - two[k]));
-      scale = std::max(scale, std::fabs(one[k]));
-    }
-    EXPECT_LE(diff, 1e-12 * scale);
-    EXPECT_GT(scale, 0.0);
+    EXPECT_LE(scaled_max_difference(one, two), 1e-12);
     EXPECT_LT(max_residual(b, sizes, interleave(two, n, m, true)), 1e-12);
     const auto on_two = std::find_if(r->notes.begin(), r->notes.end(), [](const std::string& s) {
       return s.find("on 2 devices") != std::string::npos;
@@ -689,7 +693,7 @@ TEST(GpuTest, TwoDevicesShareInterleavedBatches) {
     ASSERT_TRUE(solve_batch_gpus(
                     shape,
                     {il.dl.data(), il.d.data(), il.du.data(), in_place.data(), in_place.data()}, o,
-                    2)
+                    both)
                     .is_ok());
     EXPECT_EQ(in_place, two);
 
@@ -702,7 +706,7 @@ TEST(GpuTest, TwoDevicesShareInterleavedBatches) {
     std::vector<double> x(m * n), x1(m * n);
     const auto r1 = solve_batch_gpu(shape, il.arrays(x1), t);
     ASSERT_TRUE(r1.is_ok()) << r1.status().to_string();
-    r = solve_batch_gpus(shape, il.arrays(x), t, 2);
+    r = solve_batch_gpus(shape, il.arrays(x), t, both);
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     // The systems that fell back (30, and any that shared its warp's levels) are numbered in the
     // batch, as on one device.
@@ -714,6 +718,17 @@ TEST(GpuTest, TwoDevicesShareInterleavedBatches) {
       return s.find("on device 1") != std::string::npos;
     });
     EXPECT_NE(broke, r->notes.end());
+
+    // The devices named the other way round: system 30's part is on device 0 now.
+    std::vector<double> x_reversed(m * n);
+    r = solve_batch_gpus(shape, il.arrays(x_reversed), t, std::vector<int>{1, 0});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    EXPECT_EQ(r->fell_back, r1->fell_back);
+    EXPECT_LE(scaled_max_difference(x, x_reversed), 1e-12);
+    EXPECT_NE(std::find_if(
+                  r->notes.begin(), r->notes.end(),
+                  [](const std::string& s) { return s.find("on device 0") != std::string::npos; }),
+              r->notes.end());
   }
 }
 

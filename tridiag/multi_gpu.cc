@@ -22,11 +22,11 @@ struct Part {
 };
 
 // Runs of whole systems with about unknowns / devices each.
-std::vector<Part> cut(const BatchShape& shape, int devices) {
+std::vector<Part> cut(const BatchShape& shape, std::size_t devices) {
   std::vector<Part> parts;
   const std::size_t systems = shape.systems();
   if (shape.layout == BatchLayout::kStrided) {
-    for (int p = 0; p < devices; ++p) {
+    for (std::size_t p = 0; p < devices; ++p) {
       const std::size_t b = systems * p / devices, e = systems * (p + 1) / devices;
       if (e > b)
         parts.push_back({BatchShape{BatchLayout::kStrided, shape.n, e - b, {}}, b * shape.n, b});
@@ -39,7 +39,7 @@ std::vector<Part> cut(const BatchShape& shape, int devices) {
     unknowns += shape.sizes[j];
     const bool last = j + 1 == systems;
     const std::size_t share = total * (parts.size() + 1) / devices;
-    if (last || (done + unknowns >= share && static_cast<int>(parts.size()) + 1 < devices)) {
+    if (last || (done + unknowns >= share && parts.size() + 1 < devices)) {
       parts.push_back(
           {BatchShape{BatchLayout::kRagged, 0, 0, shape.sizes.subspan(begin, j + 1 - begin)}, done,
            begin});
@@ -54,9 +54,11 @@ std::vector<Part> cut(const BatchShape& shape, int devices) {
 }  // namespace
 
 Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays& arrays,
-                                     const GpuOptions& options, int devices) {
-  if (devices <= 1 || shape.systems() < static_cast<std::size_t>(devices)) {
-    return solve_batch_gpu(shape, arrays, options);
+                                     const GpuOptions& options, std::span<const int> devices) {
+  if (devices.size() <= 1 || shape.systems() < devices.size()) {
+    GpuOptions first = options;
+    if (!devices.empty()) first.device = devices.front();
+    return solve_batch_gpu(shape, arrays, first);
   }
   if (shape.layout == BatchLayout::kInterleaved) {
     return summarized([&](SolveReport& report, BatchOutcome& outcome) {
@@ -64,7 +66,7 @@ Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays&
     });
   }
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
-  const std::vector<Part> parts = cut(shape, devices);
+  const std::vector<Part> parts = cut(shape, devices.size());
   std::vector<SolveReport> reports(parts.size());
   std::vector<BatchOutcome> outcomes(parts.size());
   std::vector<Status> status(parts.size(), Status::internal("not run"));
@@ -74,7 +76,7 @@ Result<SolveReport> solve_batch_gpus(const BatchShape& shape, const BatchArrays&
       const std::size_t o = parts[p].first_unknown;
       const BatchArrays a{arrays.dl + o, arrays.d + o, arrays.du + o, arrays.f + o, arrays.x + o};
       GpuOptions mine = options;
-      mine.device = static_cast<int>(p);
+      mine.device = devices[p];
       status[p] = solve_gpu_checked(parts[p].shape, a, mine, reports[p], outcomes[p]);
     });
   }

@@ -28,10 +28,11 @@ double seconds_of(const BatchShape& shape, const BatchArrays& arrays, int device
   double best = 1e30;
   for (int r = 0; r <= reps; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
+    std::vector<int> all(static_cast<std::size_t>(devices));
+    for (int d = 0; d < devices; ++d) all[static_cast<std::size_t>(d)] = d;
     auto report = devices == 1 ? solve_batch_gpu(shape, arrays, {})
-                               : solve_batch_gpus(shape, arrays, {}, devices);
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                               : solve_batch_gpus(shape, arrays, {}, all);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!report.is_ok()) {
       failure = report.status().to_string();
       return -1;
@@ -92,8 +93,9 @@ int main(int argc, char** argv) {
   }
   const nlohmann::json out = {
       {"benchmark", "tridiag_multi_gpu"},
-      {"what", "solve_batch_gpus on every device against solve_batch_gpu on device 0, host "
-               "arrays (copies, check and fallbacks included), random U(-1,1) systems, auto"},
+      {"what",
+       "solve_batch_gpus on every device against solve_batch_gpu on device 0, host "
+       "arrays (copies, check and fallbacks included), random U(-1,1) systems, auto"},
       {"unknowns", unknowns},
       {"devices", devices},
       {"reps", reps},

@@ -256,15 +256,16 @@ Status solve_resident(Algorithm alg, const BatchShape& shape, const BatchArrays&
   return st;
 }
 
-// An interleaved batch over devices 0 .. devices-1 (solve_batch_gpus): its systems cut into
+// An interleaved batch over `devices` (CUDA ordinals; solve_batch_gpus): its systems cut into
 // runs of about count / devices, each run's columns of every row copied to its device, solved
 // and checked there on a thread of its own (each device with `options`' budget). What the
 // devices found merges into `attempt`, systems numbered in the batch; x comes back once every
 // part is checked (f kept first where x aliases it and a system will be solved again).
 Status run_interleaved_parts(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
-                             const GpuOptions& options, int devices, bool past_breakdown,
-                             bool refine, std::vector<std::string>& notes, Attempt& attempt) {
-  const std::size_t parts = static_cast<std::size_t>(devices);
+                             const GpuOptions& options, std::span<const int> devices,
+                             bool past_breakdown, bool refine, std::vector<std::string>& notes,
+                             Attempt& attempt) {
+  const std::size_t parts = devices.size();
   std::vector<std::unique_ptr<Resident>> res(parts);
   std::vector<std::vector<std::string>> part_notes(parts);
   std::vector<Attempt> found(parts);
@@ -274,15 +275,14 @@ Status run_interleaved_parts(Algorithm alg, const BatchShape& shape, const Batch
     return BatchShape{BatchLayout::kInterleaved, shape.n, first[p + 1] - first[p], {}};
   };
   auto solve_part = [&](std::size_t p) -> Status {
-    STRIPESOLVE_RETURN_IF_ERROR(
-        gpu::cuda_check(cudaSetDevice(static_cast<int>(p)), "cudaSetDevice"));
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaSetDevice(devices[p]), "cudaSetDevice"));
     STRIPESOLVE_ASSIGN_OR_RETURN(const std::size_t budget, budget_of(options));
     const BatchShape mine = part_shape(p);
     if (whole_bytes(alg, mine) > budget) {
       return Status::resource_exhausted(
           "an interleaved batch's part of " + std::to_string(mine.unknowns()) + " unknowns needs " +
           std::to_string(whole_bytes(alg, mine)) + " device bytes, over device " +
-          std::to_string(p) + "'s budget of " + std::to_string(budget) +
+          std::to_string(devices[p]) + "'s budget of " + std::to_string(budget) +
           "; interleaved batches are not solved in chunks");
     }
     res[p] = std::make_unique<Resident>();
@@ -300,26 +300,27 @@ Status run_interleaved_parts(Algorithm alg, const BatchShape& shape, const Batch
   // caller's device current again.
   struct Release {
     std::vector<std::unique_ptr<Resident>>& res;
+    std::span<const int> devices;
     int caller = 0;
     ~Release() {
       for (std::size_t p = 0; p < res.size(); ++p) {
         if (res[p] == nullptr) continue;
-        if (cudaSetDevice(static_cast<int>(p)) == cudaSuccess) res[p].reset();
+        if (cudaSetDevice(devices[p]) == cudaSuccess) res[p].reset();
       }
       cudaSetDevice(caller);
     }
-  } release{res, options.device};
+  } release{res, devices, options.device};
   std::string broke_down;
   for (std::size_t p = 0; p < parts; ++p) {
     const bool broke = past_breakdown && status[p].code() == StatusCode::kNumerical;
     if (!status[p].is_ok() && !broke) return status[p];
     if (broke && broke_down.empty()) {
       broke_down = status[p].message() + " (the part of systems " + std::to_string(first[p]) +
-                   " to " + std::to_string(first[p + 1] - 1) + " on device " + std::to_string(p) +
-                   ")";
+                   " to " + std::to_string(first[p + 1] - 1) + " on device " +
+                   std::to_string(devices[p]) + ")";
     }
     for (const std::string& note : part_notes[p]) {
-      notes.push_back("device " + std::to_string(p) + ": " + note);
+      notes.push_back("device " + std::to_string(devices[p]) + ": " + note);
     }
     const gpu::DeviceCheck& c = found[p].check;
     for (Suspect s : c.suspects) {
@@ -338,11 +339,10 @@ Status run_interleaved_parts(Algorithm alg, const BatchShape& shape, const Batch
     attempt.f_kept.assign(arrays.f, arrays.f + shape.unknowns());
   }
   for (std::size_t p = 0; p < parts; ++p) {
-    STRIPESOLVE_RETURN_IF_ERROR(
-        gpu::cuda_check(cudaSetDevice(static_cast<int>(p)), "cudaSetDevice"));
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaSetDevice(devices[p]), "cudaSetDevice"));
     STRIPESOLVE_RETURN_IF_ERROR(copy_rows(arrays.x, res[p]->x(), part_shape(p),
                                           {first[p], shape.count}, cudaMemcpyDeviceToHost,
-                                          "copying x from device " + std::to_string(p)));
+                                          "copying x from device " + std::to_string(devices[p])));
   }
   notes.push_back("interleaved batch on " + std::to_string(parts) +
                   " devices, a run of systems each (its columns of every row copied)");
@@ -356,9 +356,9 @@ Status run_interleaved_parts(Algorithm alg, const BatchShape& shape, const Batch
 // the breakdown is returned for a note (the check finds the systems it spoilt).
 // `refine`: one refinement step where the check asks for it (GpuOptions::refine).
 Status run_on_gpu(Algorithm alg, const BatchShape& shape, const BatchArrays& arrays,
-                  const GpuOptions& options, int devices, bool past_breakdown, bool refine,
-                  std::vector<std::string>& notes, Attempt& attempt) {
-  if (devices > 1 && shape.layout == BatchLayout::kInterleaved) {
+                  const GpuOptions& options, std::span<const int> devices, bool past_breakdown,
+                  bool refine, std::vector<std::string>& notes, Attempt& attempt) {
+  if (devices.size() > 1 && shape.layout == BatchLayout::kInterleaved) {
     return run_interleaved_parts(alg, shape, arrays, options, devices, past_breakdown, refine,
                                  notes, attempt);
   }
@@ -453,7 +453,7 @@ bool gpu_available() {
 
 Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
                          const GpuOptions& options, SolveReport& report, BatchOutcome& outcome,
-                         int spread) {
+                         std::span<const int> spread) {
   STRIPESOLVE_RETURN_IF_ERROR(validate_batch(shape, arrays));
   STRIPESOLVE_ASSIGN_OR_RETURN(const int devices, gpu::device_count());
   if (devices == 0) return Status::unavailable("no CUDA device present");
@@ -461,9 +461,11 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
     return Status::invalid_argument("tridiag: device " + std::to_string(options.device) + " of " +
                                     std::to_string(devices));
   }
-  if (spread > devices) {
-    return Status::invalid_argument("tridiag: " + std::to_string(spread) + " devices asked for, " +
-                                    std::to_string(devices) + " present");
+  for (const int d : spread) {
+    if (d < 0 || d >= devices) {
+      return Status::invalid_argument("tridiag: device " + std::to_string(d) + " of " +
+                                      std::to_string(devices));
+    }
   }
   STRIPESOLVE_RETURN_IF_ERROR(gpu::cuda_check(cudaSetDevice(options.device), "cudaSetDevice"));
   const bool automatic = options.solve.algorithm == Algorithm::kAuto;
@@ -528,7 +530,7 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,
                                     const GpuOptions& options) {
   return summarized([&](SolveReport& report, BatchOutcome& outcome) {
-    return solve_gpu_checked(shape, arrays, options, report, outcome, 1);
+    return solve_gpu_checked(shape, arrays, options, report, outcome);
   });
 }
 

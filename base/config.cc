@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "base/units.h"
@@ -48,9 +49,9 @@ void check_duplicate_keys(const YAML::Node& node, const std::string& path,
     const std::string key_path = join_path(path, key);
     auto [it, fresh] = first_line.emplace(key, line);
     if (!fresh) {
-      throw ConfigError(source + ":" + std::to_string(line) + ": " + key_path +
-                        ": duplicate key (also set at line " + std::to_string(it->second) +
-                        "); set each key once");
+      throw ConfigError(
+          fmt::format("{}:{}: {}: duplicate key (also set at line {}); set each key once", source,
+                      line, key_path, it->second));
     }
     check_duplicate_keys(kv.second, key_path, source);
   }
@@ -207,18 +208,17 @@ void ConfigMap::get(std::string_view key, std::vector<int64_t>& out, int64_t min
   }
   std::vector<int64_t> items;
   for (size_t i = 0; i < v.size(); ++i) {
-    const std::string item = impl_->source + ":" + std::to_string(v[i].Mark().line + 1) + ": " +
-                             join_path(impl_->path, key) + "[" + std::to_string(i) + "]";
+    const std::string item = fmt::format("{}:{}: {}[{}]", impl_->source, v[i].Mark().line + 1,
+                                         join_path(impl_->path, key), i);
     int64_t value = 0;
     if (!v[i].IsScalar() || !YAML::convert<int64_t>::decode(v[i], value)) {
-      throw ConfigError(item + ": expected an integer, got '" + scalar_text(v[i]) + "'");
+      throw ConfigError(fmt::format("{}: expected an integer, got '{}'", item, scalar_text(v[i])));
     }
     if (value < min || value > max) {
-      throw ConfigError(item + ": " + std::to_string(value) + " is out of range [" +
-                        std::to_string(min) + ", " + std::to_string(max) + "]");
+      throw ConfigError(fmt::format("{}: {} is out of range [{}, {}]", item, value, min, max));
     }
     if (std::find(items.begin(), items.end(), value) != items.end()) {
-      throw ConfigError(item + ": " + std::to_string(value) + " is listed twice");
+      throw ConfigError(fmt::format("{}: {} is listed twice", item, value));
     }
     items.push_back(value);
   }

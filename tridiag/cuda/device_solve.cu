@@ -247,13 +247,11 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                 flags + kSolutionFlag,
                 1,
                 layout == BatchLayout::kInterleaved ? b.count : 0};
-      // The one-pass kernels check the systems of a strided batch as they go, and those of an
-      // interleaved batch where a warp holds them whole (n <= 288). Interleaved systems over a
-      // group of warps are checked apart: the rows read again cost more there than a separate
-      // pass (H200: +70% of the solve against +40%, docs/performance.md).
-      const bool fused = layout == BatchLayout::kStrided
-                             ? kernel.kernel != Kernel::kSpikeTwoPass
-                             : kernel.kernel == Kernel::kGroupSpikeSystemsPerWarp;
+      // The one-pass kernels check the systems of a strided batch as they go. Interleaved
+      // batches are checked apart: the separate pass, in runs of rows where the systems are
+      // few, costs less than the rows read again in the kernel (H200, n = 64: +48% of the solve
+      // against +96%; docs/performance.md).
+      const bool fused = layout == BatchLayout::kStrided && kernel.kernel != Kernel::kSpikeTwoPass;
       if (check != nullptr && fused && !one_system && layout != BatchLayout::kRagged) {
         s.check = *check;
         check->rows_checked = true;

@@ -51,9 +51,9 @@ struct CheckTarget {
 // Bytes of device workspace solve_device needs.
 std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows);
 
-// `check` (optional): prepare_check's target; where the batch goes through the one-pass kernels
-// (strided, n <= kMaxGroupSystem; interleaved, n <= kWarpRows) they check every system as they
-// write x and set check->rows_checked.
+// `check` (optional): prepare_check's target; where a strided batch goes through the one-pass
+// kernels (n <= kMaxGroupSystem) they check every system as they write x and set
+// check->rows_checked (interleaved batches are checked apart).
 Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& batch,
                     void* workspace, std::size_t workspace_size, double pivot_tolerance,
                     void* stream, CheckTarget* check = nullptr);

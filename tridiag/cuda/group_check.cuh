@@ -1,10 +1,9 @@
 // The quality check inside the one-pass SPIKE kernels (group_spike.cu; quality_check.h says what
-// is checked): after the solve, each row's terms (|r|, |A| row sum, |x|, |f|), from registers
-// (strided batches) or from the warp's shared rows the solve no longer needs (interleaved), are
-// reduced per system, each system getting its verdict without atomics on the maxima: a system
-// lies whole in one warp (n <= 288) or whole in one group of warps. The maxima are doubles
-// (fmax: one instruction, where the bit patterns of check_terms.cuh take several). Internal to
-// tridiag/cuda/.
+// is checked): after the solve of a strided batch, each row's terms (|r|, |A| row sum, |x|,
+// |f|), from registers, are reduced per system, each system getting its verdict without atomics on
+// the maxima: a system lies whole in one warp (n <= 288) or whole in one group of warps. The maxima
+// are doubles (fmax: one instruction, where the bit patterns of check_terms.cuh take several).
+// Internal to tridiag/cuda/.
 #pragma once
 
 #include "tridiag/cuda/check_terms.cuh"

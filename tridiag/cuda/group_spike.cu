@@ -411,63 +411,6 @@ __device__ void store_block_interleaved(const GroupArgs& g, const WarpShared* wa
   });
 }
 
-// A row's terms kept in its warp's rows the solve no longer needs (in[0..2]: |r|, |A| row, |f|).
-__device__ __forceinline__ void keep_row_terms(WarpShared& ws, int r, const check::RowMax& t) {
-  ws.in[0][r] = t.r;
-  ws.in[1][r] = t.a;
-  ws.in[2][r] = t.f;
-}
-
-// The check of such a block (x in the staging rows, the block synced): each row read again as
-// load_block_interleaved reads it (where the block's systems divide its threads, kBatch rows of
-// a thread at a time, their loads first), its terms kept in shared memory, then each warp's
-// verdicts from them.
-__device__ void interleaved_verdicts(const GroupArgs& g, WarpShared* warps, GroupShared& gs, int gi,
-                                     int w, int wb, int lane, bool lone) {
-  constexpr int kBatch = 8;
-  const BlockSystems b(g);
-  const int n = static_cast<int>(g.s.n);
-  const int threads = static_cast<int>(blockDim.x), t = static_cast<int>(threadIdx.x);
-  if (!(b.count > 0 && b.count <= threads && threads % b.count == 0)) {
-    for_block_rows(g, b, [&](int j, int i, int warp, int r) {
-      const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
-      keep_row_terms(warps[warp], r,
-                     row_terms(g, warps, warp, r, i, g.s.dl[at], g.s.d[at], g.s.du[at], g.s.f[at]));
-    });
-  } else {
-    const int j = t % b.count, step = threads / b.count;
-    const int first_warp = (j / b.per_group) * g.warps, q0 = (j % b.per_group) * n;
-    for (int i0 = t / b.count; i0 < n; i0 += kBatch * step) {
-      double dl[kBatch], d[kBatch], du[kBatch], f[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * step;
-        if (i < n) {
-          const std::size_t at = std::size_t(i) * g.s.count + b.first + j;
-          dl[u] = g.s.dl[at];
-          d[u] = g.s.d[at];
-          du[u] = g.s.du[at];
-          f[u] = g.s.f[at];
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        const int i = i0 + u * step;
-        if (i < n) {
-          const int q = q0 + i, warp = first_warp + q / kWarpRows, r = q % kWarpRows;
-          keep_row_terms(warps[warp], r, row_terms(g, warps, warp, r, i, dl[u], d[u], du[u], f[u]));
-        }
-      }
-    }
-  }
-  __syncthreads();
-  const WarpShared& ws = warps[wb];
-  group_verdicts(g, gs, gi, w, lane, lone, [&](int k) {
-    const int r = 32 * k + lane;
-    return check::RowMax{ws.in[0][r], ws.in[1][r], fabs(ws.f[r]), ws.in[2][r]};
-  });
-}
-
 // The barrier between levels: the block's, or only the warp's where every group is one warp
 // (n <= 288, and both passes of larger systems), so that a warp held up (by the warp level's
 // fallback) holds up no other.
@@ -483,9 +426,11 @@ __device__ void level_barrier(bool lone) {
 // registers a thread: 4 blocks of 4 warps per SM. Forcing 5 or 6 (96 and 80 registers,
 // spilling) was measured slower: spike at n = 256 fell from 42 to 30 and 24 G unknowns/s (H100).
 // kLone: every group is one warp (g.warps == 1).
-// kCheck (whole solves only): the quality check as x goes out (group_check.cuh).
+// kCheck (whole solves of strided batches only): the quality check as x goes out
+// (group_check.cuh).
 template <bool kPivot, Pass kPass, bool kLone, bool kInterleaved, bool kCheck = false>
 __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupArgs g) {
+  static_assert(!(kCheck && kInterleaved), "interleaved batches are checked apart");
   constexpr bool kFlagPivots = kPass != Pass::kFinish;  // pass 2 meets what pass 1 reported
   extern __shared__ double smem[];
   const int wb = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -627,11 +572,10 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
 #pragma unroll
   for (int k = 0; k < Q; ++k) out[r0 + k] = y[k] + sl[k] * xp + sr[k] * xs;
   out[r0 + Q] = xs;
-  // kCheck: the quality check, every row's terms, then each system's verdict.
+  // An interleaved block's x goes out together (its check is the separate pass).
   if constexpr (block_io) {
     __syncthreads();
     store_block_interleaved(g, warps);
-    if constexpr (kCheck) interleaved_verdicts(g, warps, groups[gi], gi, w, wb, lane, lone);
     return;
   }
   __syncwarp();
@@ -643,6 +587,7 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     if (!isfinite(v) && g.s.x_flag != nullptr) flag(g, g.s.x_flag, group_row0 + r);
     g.s.x[place.at(g.s)] = v;
   }
+  // kCheck: the quality check, every row's terms, then each system's verdict.
   if constexpr (kCheck) {
     level_barrier(lone);  // the rows next to the warp's: the group's other warps' x
     strided_verdicts(g, warps, groups[gi], gi, w, wb, group_row0, warp_row0, group_rows, lane,
@@ -671,13 +616,15 @@ __global__ void form_separators_kernel(WarpEnds e, std::size_t count, double* L,
   G[i] = r.g;
 }
 
+// Interleaved batches are never checked in the kernel: the separate pass costs less
+// (quality_check.cu; docs/performance.md, twenty-third session).
 template <Pass kPass, bool kLone, bool kCheck>
 void launch_checked(const GroupArgs& g, std::size_t blocks, int threads, std::size_t bytes,
                     void* stream) {
   const bool il = g.s.count != 0;
-  auto kernel = g.s.pivoting ? (il ? group_spike_kernel<true, kPass, kLone, true, kCheck>
+  auto kernel = g.s.pivoting ? (il ? group_spike_kernel<true, kPass, kLone, true>
                                    : group_spike_kernel<true, kPass, kLone, false, kCheck>)
-                             : (il ? group_spike_kernel<false, kPass, kLone, true, kCheck>
+                             : (il ? group_spike_kernel<false, kPass, kLone, true>
                                    : group_spike_kernel<false, kPass, kLone, false, kCheck>);
   kernel<<<static_cast<unsigned>(blocks), threads, bytes, static_cast<cudaStream_t>(stream)>>>(g);
 }
@@ -703,8 +650,8 @@ cudaError_t set_limits() {
   const int most = static_cast<int>(bytes);
   for (auto k : {group_spike_kernel<true, kPass, kLone, false, kCheck>,
                  group_spike_kernel<false, kPass, kLone, false, kCheck>,
-                 group_spike_kernel<true, kPass, kLone, true, kCheck>,
-                 group_spike_kernel<false, kPass, kLone, true, kCheck>}) {
+                 group_spike_kernel<true, kPass, kLone, true>,
+                 group_spike_kernel<false, kPass, kLone, true>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
     if (e != cudaSuccess) return e;

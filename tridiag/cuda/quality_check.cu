@@ -36,24 +36,22 @@ std::size_t round_up(std::size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
-// The verdicts' target and, for the row kernels of strided and ragged batches, per system the
-// maxima of |r|, |A| row, |x| and |f|.
+// The verdicts' target and, for the row kernels (strided and ragged batches, interleaved ones
+// checked in runs of rows), per system the maxima of |r|, |A| row, |x| and |f|.
 struct CheckSpace {
   CheckTarget target;
   unsigned long long* maxima;
 };
 
-CheckSpace carve(void* workspace, BatchLayout layout, std::size_t systems) {
+CheckSpace carve(void* workspace, std::size_t systems) {
   char* p = static_cast<char*>(workspace);
   CheckSpace s{};
   s.target.header = reinterpret_cast<unsigned long long*>(p);
   p += round_up(check::kHeaderSlots * sizeof(unsigned long long));
   s.target.errors = reinterpret_cast<double*>(p);
   p += round_up(systems * sizeof(double));
-  if (layout != BatchLayout::kInterleaved) {
-    s.maxima = reinterpret_cast<unsigned long long*>(p);
-    p += round_up(4 * systems * sizeof(unsigned long long));
-  }
+  s.maxima = reinterpret_cast<unsigned long long*>(p);
+  p += round_up(4 * systems * sizeof(unsigned long long));
   s.target.suspect_system = reinterpret_cast<unsigned long long*>(p);
   p += round_up(systems * sizeof(unsigned long long));
   s.target.suspect_error = reinterpret_cast<double*>(p);
@@ -170,6 +168,7 @@ __global__ void interleaved_errors_kernel(const double* dl, const double* d, con
   if (j >= count) return;
   RowBits m{0, 0, 0, 0};
   double x_left = 0.0, x_mid = x[j];
+#pragma unroll 4
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t at = i * count + j;
     const bool has_right = i + 1 < n;
@@ -180,6 +179,46 @@ __global__ void interleaved_errors_kernel(const double* dl, const double* d, con
     x_mid = x_right;
   }
   classify(j, error_of(m), tolerance, target);
+}
+
+// Interleaved systems too few to fill the device a thread each: thread t checks the rows
+// [c * run, (c + 1) * run) of system j = t % count (c = t / count; a warp still reads consecutive
+// systems of a row) and adds its maxima to the system's by atomics; contiguous_errors_kernel
+// then gives the verdicts.
+__global__ void interleaved_maxima_kernel(const double* dl, const double* d, const double* du,
+                                          const double* f, const double* x, std::size_t n,
+                                          std::size_t count, std::size_t run,
+                                          unsigned long long* maxima) {
+  const std::size_t t = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  const std::size_t j = t % count, first = t / count * run;
+  if (first >= n) return;
+  const std::size_t stop = min(first + run, n);
+  RowBits m{0, 0, 0, 0};
+  double x_left = first > 0 ? x[(first - 1) * count + j] : 0.0, x_mid = x[first * count + j];
+#pragma unroll 4
+  for (std::size_t i = first; i < stop; ++i) {
+    const std::size_t at = i * count + j;
+    const bool has_right = i + 1 < n;
+    const double x_right = has_right ? x[at + count] : 0.0;
+    m = max_bits(m, row_bits(i > 0 ? dl[at] : 0.0, d[at], has_right ? du[at] : 0.0, x_left, x_mid,
+                             x_right, f[at]));
+    x_left = x_mid;
+    x_mid = x_right;
+  }
+  add_to_system(maxima, j, m);
+}
+
+// Threads that fill the current device about twice (an H200: 132 SMs of 2048 threads, 540672):
+// an interleaved batch of fewer systems is checked in runs of at least 32 rows.
+std::size_t fill_threads() {
+  int device = 0, sms = 0, threads = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) !=
+          cudaSuccess) {
+    return std::size_t{2} * 132 * 2048;
+  }
+  return std::size_t{2} * static_cast<std::size_t>(sms) * static_cast<std::size_t>(threads);
 }
 
 // The worst error within the tolerance (suspects are -1): a block's maximum, one atomic a block.
@@ -240,10 +279,8 @@ std::size_t check_workspace_bytes(BatchLayout layout, std::size_t systems) {
                       round_up(systems * sizeof(double)) +
                       round_up(systems * sizeof(unsigned long long)) +
                       round_up(systems * sizeof(double));
-  if (layout != BatchLayout::kInterleaved) {
-    bytes += round_up(4 * systems * sizeof(unsigned long long));
-  }
-  return bytes;
+  (void)layout;  // every layout's rows may be checked in runs (maxima per system)
+  return bytes + round_up(4 * systems * sizeof(unsigned long long));
 }
 
 Result<CheckTarget> prepare_check(BatchLayout layout, std::size_t systems, std::size_t n,
@@ -254,7 +291,7 @@ Result<CheckTarget> prepare_check(BatchLayout layout, std::size_t systems, std::
                                     " bytes of workspace");
   }
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
-  CheckTarget target = carve(workspace, layout, systems).target;
+  CheckTarget target = carve(workspace, systems).target;
   target.tolerance = backward_error_tolerance_of(n);
   constexpr std::size_t kSlot = sizeof(unsigned long long);
   STRIPESOLVE_RETURN_IF_ERROR(
@@ -277,7 +314,7 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
                                     " systems, " + std::to_string(workspace_size) +
                                     " bytes of workspace, offsets or system size missing");
   }
-  const CheckSpace space = carve(workspace, layout, systems);
+  const CheckSpace space = carve(workspace, systems);
   const CheckTarget& target = space.target;
   const bool rows_checked = solved != nullptr && solved->rows_checked;
   EventPair timer;
@@ -286,13 +323,29 @@ Status check_on_device(BatchLayout layout, const DeviceBatch& b, std::size_t sys
   if (rows_checked) {
     // The solve's kernels gave every system its verdict.
   } else if (layout == BatchLayout::kInterleaved) {
+    const std::size_t n = b.rows / systems;
     STRIPESOLVE_RETURN_IF_ERROR(
-        prepare_check(layout, systems, b.rows / systems, workspace, workspace_size, stream)
-            .status());
-    interleaved_errors_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(
-        b.dl, b.d, b.du, b.f, b.x, b.rows / systems, systems,
-        backward_error_tolerance_of(b.rows / systems), target);
-    STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved check kernel launch"));
+        prepare_check(layout, systems, n, workspace, workspace_size, stream).status());
+    const std::size_t runs = std::clamp<std::size_t>(fill_threads() / systems, 1, (n + 31) / 32);
+    if (runs == 1) {
+      interleaved_errors_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(
+          b.dl, b.d, b.du, b.f, b.x, n, systems, backward_error_tolerance_of(n), target);
+      STRIPESOLVE_RETURN_IF_ERROR(
+          cuda_check(cudaGetLastError(), "interleaved check kernel launch"));
+    } else {
+      const std::size_t run = (n + runs - 1) / runs;
+      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(
+          cudaMemsetAsync(space.maxima, 0, 4 * systems * sizeof(unsigned long long), stream),
+          "clearing the check's maxima"));
+      interleaved_maxima_kernel<<<blocks_for(systems * ((n + run - 1) / run)), kBlockThreads, 0,
+                                  stream>>>(b.dl, b.d, b.du, b.f, b.x, n, systems, run,
+                                            space.maxima);
+      STRIPESOLVE_RETURN_IF_ERROR(
+          cuda_check(cudaGetLastError(), "interleaved check maxima kernel launch"));
+      contiguous_errors_kernel<<<blocks_for(systems), kBlockThreads, 0, stream>>>(
+          space.maxima, Systems{nullptr, n, systems}, target);
+      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "check errors kernel launch"));
+    }
   } else {
     STRIPESOLVE_RETURN_IF_ERROR(
         prepare_check(layout, systems, b.system_size, workspace, workspace_size, stream).status());

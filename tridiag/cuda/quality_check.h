@@ -8,19 +8,22 @@
 //
 // Layouts: strided and ragged (systems one after another: a warp a run of 512 rows, maxima per
 // system through atomics, so that one large system spreads over the whole device) and
-// interleaved (a thread a system, reading consecutive addresses across the warp).
+// interleaved (a thread a system, reading consecutive addresses across the warp; when the
+// systems are too few to fill the device, a thread a run of at least 32 rows of a system, the
+// runs' maxima joined per system through atomics).
 // Cost: one read of dl, d, du, f and x (x three times, from cache), ~10 flops a row, a few
 // atomics a system and three small launches; one 32-byte copy back when every system is within
 // its tolerance, a second of 16 bytes a system otherwise.
 //
 // Checked as solved: the one-pass SPIKE kernels (group_spike.cu: strided batches of n <=
-// kMaxGroupSystem, interleaved ones of n <= kWarpRows) check their rows as they write x, from
-// dl, d, du and f read again and x in shared memory, and give each system its verdict; no
-// separate pass over x. (It still costs 30-130% of the solve on an H200, against 50-260% for
-// the separate pass: docs/performance.md.) A caller passes prepare_check's CheckTarget
-// to solve_device, which sets rows_checked where its kernel did that, and then calls
-// check_on_device with that target: only the worst system's search and the copies remain.
-// Threading: asynchronous on `stream` but for the final copies, which synchronise it.
+// kMaxGroupSystem) check their rows as they write x, from dl, d, du and f read again and x in
+// shared memory, and give each system its verdict; no separate pass over x. (It still costs
+// 30-130% of the solve on an H200, against 50-260% for the separate pass: docs/performance.md.
+// Interleaved batches are checked apart, the separate pass in runs costing less there.) A caller
+// passes prepare_check's CheckTarget to solve_device, which sets rows_checked where its kernel did
+// that, and then calls check_on_device with that target: only the worst system's search and the
+// copies remain. Threading: asynchronous on `stream` but for the final copies, which synchronise
+// it.
 #pragma once
 
 #include <cstddef>

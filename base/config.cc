@@ -64,6 +64,18 @@ std::string scalar_text(const YAML::Node& node) {
   return "null";
 }
 
+// The integer `v` within [min, max], else a ConfigError whose message starts with `where`.
+int64_t integer_in_range(const YAML::Node& v, const std::string& where, int64_t min, int64_t max) {
+  int64_t value = 0;
+  if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, value)) {
+    throw ConfigError(fmt::format("{}: expected an integer, got '{}'", where, scalar_text(v)));
+  }
+  if (value < min || value > max) {
+    throw ConfigError(fmt::format("{}: {} is out of range [{}, {}]", where, value, min, max));
+  }
+  return value;
+}
+
 }  // namespace
 
 ConfigMap::ConfigMap(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -186,16 +198,7 @@ void ConfigMap::get(std::string_view key, std::vector<std::string>& out) {
 void ConfigMap::get(std::string_view key, int64_t& out, int64_t min, int64_t max) {
   auto found = lookup(*impl_, key);
   if (!found) return;
-  const YAML::Node& v = *found;
-  int64_t value = 0;
-  if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, value)) {
-    throw ConfigError(where(key) + ": expected an integer, got '" + scalar_text(v) + "'");
-  }
-  if (value < min || value > max) {
-    throw ConfigError(where(key) + ": " + std::to_string(value) + " is out of range [" +
-                      std::to_string(min) + ", " + std::to_string(max) + "]");
-  }
-  out = value;
+  out = integer_in_range(*found, where(key), min, max);
 }
 
 void ConfigMap::get(std::string_view key, std::vector<int64_t>& out, int64_t min, int64_t max) {
@@ -210,13 +213,7 @@ void ConfigMap::get(std::string_view key, std::vector<int64_t>& out, int64_t min
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string item = fmt::format("{}:{}: {}[{}]", impl_->source, v[i].Mark().line + 1,
                                          join_path(impl_->path, key), i);
-    int64_t value = 0;
-    if (!v[i].IsScalar() || !YAML::convert<int64_t>::decode(v[i], value)) {
-      throw ConfigError(fmt::format("{}: expected an integer, got '{}'", item, scalar_text(v[i])));
-    }
-    if (value < min || value > max) {
-      throw ConfigError(fmt::format("{}: {} is out of range [{}, {}]", item, value, min, max));
-    }
+    const int64_t value = integer_in_range(v[i], item, min, max);
     if (std::find(items.begin(), items.end(), value) != items.end()) {
       throw ConfigError(fmt::format("{}: {} is listed twice", item, value));
     }

@@ -159,17 +159,17 @@ __global__ void contiguous_errors_kernel(const unsigned long long* maxima, Syste
            backward_error_tolerance_of(systems.begin(s + 1) - systems.begin(s)), target);
 }
 
-// A thread a system: element i of system j at i * count + j, so a warp reads 32 consecutive
-// doubles of each array at each i.
-__global__ void interleaved_errors_kernel(const double* dl, const double* d, const double* du,
-                                          const double* f, const double* x, std::size_t n,
-                                          std::size_t count, double tolerance, CheckTarget target) {
-  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
-  if (j >= count) return;
+// The maxima of rows [first, stop) of interleaved system j (element i at i * count + j: a warp
+// of consecutive j reads 32 consecutive doubles of each array at each i).
+__device__ __forceinline__ RowBits interleaved_rows_max(const double* dl, const double* d,
+                                                        const double* du, const double* f,
+                                                        const double* x, std::size_t n,
+                                                        std::size_t count, std::size_t j,
+                                                        std::size_t first, std::size_t stop) {
   RowBits m{0, 0, 0, 0};
-  double x_left = 0.0, x_mid = x[j];
+  double x_left = first > 0 ? x[(first - 1) * count + j] : 0.0, x_mid = x[first * count + j];
 #pragma unroll 4
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = first; i < stop; ++i) {
     const std::size_t at = i * count + j;
     const bool has_right = i + 1 < n;
     const double x_right = has_right ? x[at + count] : 0.0;
@@ -178,7 +178,17 @@ __global__ void interleaved_errors_kernel(const double* dl, const double* d, con
     x_left = x_mid;
     x_mid = x_right;
   }
-  classify(j, error_of(m), tolerance, target);
+  return m;
+}
+
+// A thread a system.
+__global__ void interleaved_errors_kernel(const double* dl, const double* d, const double* du,
+                                          const double* f, const double* x, std::size_t n,
+                                          std::size_t count, double tolerance, CheckTarget target) {
+  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (j >= count) return;
+  classify(j, error_of(interleaved_rows_max(dl, d, du, f, x, n, count, j, 0, n)), tolerance,
+           target);
 }
 
 // Interleaved systems too few to fill the device a thread each: thread t checks the rows
@@ -192,20 +202,8 @@ __global__ void interleaved_maxima_kernel(const double* dl, const double* d, con
   const std::size_t t = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   const std::size_t j = t % count, first = t / count * run;
   if (first >= n) return;
-  const std::size_t stop = min(first + run, n);
-  RowBits m{0, 0, 0, 0};
-  double x_left = first > 0 ? x[(first - 1) * count + j] : 0.0, x_mid = x[first * count + j];
-#pragma unroll 4
-  for (std::size_t i = first; i < stop; ++i) {
-    const std::size_t at = i * count + j;
-    const bool has_right = i + 1 < n;
-    const double x_right = has_right ? x[at + count] : 0.0;
-    m = max_bits(m, row_bits(i > 0 ? dl[at] : 0.0, d[at], has_right ? du[at] : 0.0, x_left, x_mid,
-                             x_right, f[at]));
-    x_left = x_mid;
-    x_mid = x_right;
-  }
-  add_to_system(maxima, j, m);
+  add_to_system(maxima, j,
+                interleaved_rows_max(dl, d, du, f, x, n, count, j, first, min(first + run, n)));
 }
 
 // Threads that fill the current device about twice (an H200: 132 SMs of 2048 threads, 540672):

@@ -164,7 +164,8 @@ Result<SolveReport> solve_dense(backend::Backend& backend, backend::DeviceEngine
                                 const EngineConfig& config, CancelToken& cancel,
                                 const SolveCallbacks& callbacks, TraceRecorder* trace);
 
-// The same on several devices (engines[d] is device d; scheduler/multi_gpu_elimination.h).
+// The same on several devices (engines[d] is the solve's device d, stripe j going to device
+// j mod engines; scheduler/multi_gpu_elimination.h).
 Result<SolveReport> solve_dense(backend::Backend& backend,
                                 const std::vector<backend::DeviceEngine*>& engines,
                                 storage::MatrixStore& store, std::string_view matrix_name,

@@ -26,7 +26,8 @@ namespace stripesolve::scheduler {
 
 class MultiGpuElimination final : public Elimination {
  public:
-  // One GpuElimination per engine (engines[d] is device d), each with `plan`'s per-device budget.
+  // One GpuElimination per engine (engines[d] is the solve's device d, whatever its CUDA ordinal:
+  // engine.devices may name them in any order), each with `plan`'s per-device budget.
   static Result<std::unique_ptr<MultiGpuElimination>> create(
       EngineContext& ctx, const std::vector<backend::DeviceEngine*>& engines,
       const storage::StripedMatrix& layout, const FactorParams& params, const Plan& plan);

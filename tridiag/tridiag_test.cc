@@ -49,7 +49,8 @@ Result<SolveReport> solve_one(const Problem& p, std::vector<double>& x, Algorith
   return solve_batch(shape, arrays, opt);
 }
 
-const std::size_t kSizes[] = {1, 2, 3, 4, 5, 7, 8, 31, 33, 34, 64, 65, 100, 257, 513, 1000, 4097};
+constexpr std::size_t kSizes[] = {1,  2,  3,  4,   5,   7,   8,    31,  33,
+                                  34, 64, 65, 100, 257, 513, 1000, 4097};
 
 TEST(TridiagTest, EveryAlgorithmMatchesLapackOnDiagonallyDominantSystems) {
   for (Algorithm alg : all_algorithms()) {

@@ -1,6 +1,7 @@
 #include "daemon/tridiag_input.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "base/units.h"
 #include "protocol/messages.h"
 #include "tridiag/gallery.h"
+#include "tridiag/interleaved_runs.h"
 #include "tridiag/parallel_for.h"
 
 namespace stripesolve::daemon {
@@ -284,31 +286,22 @@ ResidualSummary max_relative_residual(const TridiagPlan& plan, const double* dl,
       o += plan.sizes[j];
     }
   }
+  // Each worker's gathered rows of interleaved systems, kept from chunk to chunk.
+  std::vector<std::array<std::vector<double>, 5>> gathered(tridiag::resolve_threads(threads));
   (void)tridiag::parallel_for(
-      plan.count, threads, grain, [&](std::size_t begin, std::size_t end, unsigned) {
+      plan.count, threads, grain, [&](std::size_t begin, std::size_t end, unsigned worker) {
         ResidualSummary& out = partial[begin / grain];
         if (plan.layout == tridiag::BatchLayout::kInterleaved) {
-          // Gather the systems (stride count) into contiguous rows, a block of consecutive
-          // systems at a time so that each cache line read is used whole (8 systems: 3.3x
-          // faster than one at a time on the dev VM, 2^24 unknowns of 1024 a system), at most
-          // kGatherBytes of rows a thread.
-          constexpr std::size_t kGatherBytes = std::size_t{8} << 20;
-          const std::size_t m = plan.count, n = plan.n;
-          const std::size_t block =
-              std::clamp<std::size_t>(kGatherBytes / (5 * sizeof(double) * n), 1, 8);
-          std::vector<double> g(5 * n * block);
-          const double* src[5] = {dl, d, du, f, x};
-          for (std::size_t j0 = begin; j0 < end; j0 += block) {
-            const std::size_t systems = std::min(block, end - j0);
-            for (int a = 0; a < 5; ++a) {
-              for (std::size_t i = 0; i < n; ++i) {
-                const double* row = src[a] + i * m + j0;
-                for (std::size_t b = 0; b < systems; ++b) g[(5 * b + a) * n + i] = row[b];
-              }
-            }
-            for (std::size_t b = 0; b < systems; ++b) {
-              const double* s = &g[5 * b * n];
-              record_system(out, j0 + b, n, s, s + n, s + 2 * n, s + 3 * n, s + 4 * n);
+          // Gathered into contiguous rows a run of systems at a time (interleaved_runs.h: 3.1x
+          // faster than one at a time on the dev VM, 2^24 unknowns of 1024 a system).
+          const std::size_t n = plan.n, run = tridiag::interleaved_run(n);
+          std::array<std::vector<double>, 5>& g = gathered[worker];
+          for (std::size_t j0 = begin; j0 < end; j0 += run) {
+            const std::size_t count = std::min(run, end - j0);
+            tridiag::gather_run(n, plan.count, {dl, d, du, f, x}, j0, count, g);
+            for (std::size_t b = 0; b < count; ++b) {
+              const std::size_t o = b * n;
+              record_system(out, j0 + b, n, &g[0][o], &g[1][o], &g[2][o], &g[3][o], &g[4][o]);
             }
           }
           return Status::ok();

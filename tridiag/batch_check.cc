@@ -56,40 +56,6 @@ void scatter_x(const BatchShape& shape, const BatchArrays& arrays, std::size_t s
   for (std::size_t i = 0; i < s.n; ++i) arrays.x[i * systems + j] = s.x[i];
 }
 
-std::size_t interleaved_run(std::size_t n) {
-  constexpr std::size_t kRunBytes = std::size_t{8} << 20;
-  return std::clamp<std::size_t>(kRunBytes / (5 * sizeof(double) * std::max<std::size_t>(1, n)), 1,
-                                 8);
-}
-
-void gather_run(const BatchShape& shape, const BatchArrays& arrays, std::size_t first,
-                std::size_t count, std::array<std::vector<double>, 5>& g, bool with_x) {
-  const std::size_t n = shape.n, systems = shape.count;
-  const double* src[5] = {arrays.dl, arrays.d, arrays.du, arrays.f, arrays.x};
-  for (int k = 0; k < 5; ++k) {
-    g[k].resize(count * n);
-    if (k == 4 && !with_x) break;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double* row = src[k] + i * systems + first;
-      for (std::size_t b = 0; b < count; ++b) g[k][b * n + i] = row[b];
-    }
-  }
-}
-
-SystemRef run_system(std::array<std::vector<double>, 5>& g, std::size_t b, std::size_t n) {
-  const std::size_t o = b * n;
-  return {{g[0].data() + o, g[1].data() + o, g[2].data() + o, g[3].data() + o, g[4].data() + o}, n};
-}
-
-void scatter_run_x(const BatchShape& shape, const BatchArrays& arrays, std::size_t first,
-                   std::size_t count, const std::array<std::vector<double>, 5>& g) {
-  const std::size_t n = shape.n, systems = shape.count;
-  for (std::size_t i = 0; i < n; ++i) {
-    double* row = arrays.x + i * systems + first;
-    for (std::size_t b = 0; b < count; ++b) row[b] = g[4][b * n + i];
-  }
-}
-
 Status settle_suspects(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
                        bool may_fall_back, unsigned threads, std::span<const Suspect> suspects,
                        std::vector<NotedSystem>& noted) {

@@ -63,20 +63,6 @@ SystemRef system_ref(const BatchShape& shape, const BatchArrays& arrays,
 void scatter_x(const BatchShape& shape, const BatchArrays& arrays, std::size_t systems,
                std::size_t j, const SystemRef& s);
 
-// A run of consecutive systems of an interleaved batch gathered at once, so that each cache
-// line of the batch is read (and x written back) whole: one system at a time used 8 of its 64
-// bytes, and the CPU solve of 2^24 interleaved unknowns of 1024 took 5.9x the strided batch's.
-// interleaved_run(n): the systems of a run (8, fewer where their rows would pass 8 MiB).
-// gather_run: systems [first, first + count) into `g`, array k of run system b at
-// g[k][b * n]; x too when `with_x`. run_system: run system b as a SystemRef into `g`.
-// scatter_run_x: their x back into arrays.x.
-std::size_t interleaved_run(std::size_t n);
-void gather_run(const BatchShape& shape, const BatchArrays& arrays, std::size_t first,
-                std::size_t count, std::array<std::vector<double>, 5>& g, bool with_x);
-SystemRef run_system(std::array<std::vector<double>, 5>& g, std::size_t b, std::size_t n);
-void scatter_run_x(const BatchShape& shape, const BatchArrays& arrays, std::size_t first,
-                   std::size_t count, const std::array<std::vector<double>, 5>& g);
-
 // The check's remedy for `suspects` (ascending) of a solution `algorithm` left in arrays.x:
 // where `may_fall_back`, each is solved again with gepp from arrays.f (into arrays.x; those
 // systems alone, over `threads`) and warned about if gepp misses the tolerance too; otherwise

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tridiag/batch_check.h"
+#include "tridiag/interleaved_runs.h"
 #include "tridiag/parallel_for.h"
 #include "tridiag/system_solvers.h"
 
@@ -195,14 +196,16 @@ Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm
       1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
   Status st = parallel_for(
       systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
-        if (shape.layout == BatchLayout::kInterleaved) {  // runs of systems (batch_check.h)
-          const std::size_t run = interleaved_run(shape.n);
+        if (shape.layout == BatchLayout::kInterleaved) {  // runs of systems (interleaved_runs.h)
+          const std::size_t n = shape.n, run = interleaved_run(n);
+          std::array<std::vector<double>, 5>& g = gather[worker];
           for (std::size_t j0 = b; j0 < e; j0 += run) {
             const std::size_t count = std::min(run, e - j0);
-            gather_run(shape, arrays, j0, count, gather[worker], true);
+            gather_run(n, systems, {arrays.dl, arrays.d, arrays.du, arrays.f, arrays.x}, j0, count,
+                       g);
             for (std::size_t k = 0; k < count; ++k) {
-              const SystemRef s = run_system(gather[worker], k, shape.n);
-              errors[j0 + k] = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+              const std::size_t o = k * n;
+              errors[j0 + k] = backward_error(&g[0][o], &g[1][o], &g[2][o], &g[4][o], &g[3][o], n);
             }
           }
           return Status::ok();
@@ -276,16 +279,19 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
   } else {
     const std::size_t grain = std::max<std::size_t>(
         1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
-    // Interleaved systems a run at a time (batch_check.h: gather_run).
+    // Interleaved systems a run at a time (interleaved_runs.h).
     auto solve_run = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
-      gather_run(shape, arrays, j0, count, gather[worker], false);
+      const std::size_t n = shape.n;
+      std::array<std::vector<double>, 5>& g = gather[worker];
+      gather_run(n, systems, {arrays.dl, arrays.d, arrays.du, arrays.f, nullptr}, j0, count, g);
       for (std::size_t k = 0; k < count; ++k) {
-        const SystemRef s = run_system(gather[worker], k, shape.n);
+        const std::size_t o = k * n;
+        const SystemRef s{{&g[0][o], &g[1][o], &g[2][o], &g[3][o], &g[4][o]}, n};
         Status st =
             solve_checked(alg, s, options, may_fall_back, 1, work[worker], outcomes[j0 + k]);
         if (!st.is_ok()) return st.with_context(fmt::format("system {}", j0 + k));
       }
-      scatter_run_x(shape, arrays, j0, count, gather[worker]);
+      scatter_run_x(n, systems, arrays.x, j0, count, g);
       return Status::ok();
     };
     const bool runs = shape.layout == BatchLayout::kInterleaved;

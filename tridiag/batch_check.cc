@@ -14,11 +14,11 @@ namespace {
 // Notes name at most this many fallen-back systems, then a count.
 constexpr std::size_t kMaxFallbackNotes = 8;
 
+}  // namespace
+
 std::string above_tolerance(double backward_error, double tolerance) {
   return fmt::format("backward error {:.2e} above the tolerance {:.2e}", backward_error, tolerance);
 }
-
-}  // namespace
 
 std::vector<std::size_t> system_offsets(const BatchShape& shape) {
   const std::size_t systems = shape.systems();

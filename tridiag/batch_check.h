@@ -49,6 +49,9 @@ struct Suspect {
   double backward_error = 0.0;
 };
 
+// The warning of a result above its tolerance: "backward error E above the tolerance T".
+std::string above_tolerance(double backward_error, double tolerance);
+
 // Where each system starts (strided and ragged; interleaved uses j * n only for its size);
 // offsets[systems] is the number of unknowns.
 std::vector<std::size_t> system_offsets(const BatchShape& shape);

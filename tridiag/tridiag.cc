@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "tridiag/batch_check.h"
+#include "tridiag/gepp_lanes.h"
 #include "tridiag/interleaved_runs.h"
 #include "tridiag/parallel_for.h"
 #include "tridiag/system_solvers.h"
@@ -175,13 +176,28 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
   out.by_gepp = out.by_gepp || alg == Algorithm::kGepp;
   if (!st.is_ok()) return st;
   if (!(out.backward_error <= out.tolerance)) {
-    out.warning = fmt::format("backward error {:.2e} above the tolerance {:.2e}",
-                              out.backward_error, out.tolerance);
+    out.warning = above_tolerance(out.backward_error, out.tolerance);
   } else if (!near_breakdown.empty()) {
     out.warning = "near breakdown: " + near_breakdown;
   }
   return Status::ok();
 }
+
+// What solve_checked gives for a system gepp has already solved and checked
+// (solve_gepp_lanes).
+void gepp_outcome(std::size_t n, double error, SystemOutcome& out) {
+  out.tolerance = backward_error_tolerance(n);
+  out.backward_error = error;
+  out.by_gepp = true;
+  if (!(out.backward_error <= out.tolerance))
+    out.warning = above_tolerance(out.backward_error, out.tolerance);
+}
+
+// A worker's buffers for a run of systems.
+struct RunScratch {
+  std::array<std::vector<double>, 5> gather;  // interleaved systems in contiguous rows
+  GeppLanesWork lanes;
+};
 
 }  // namespace
 
@@ -279,10 +295,40 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
   } else {
     const std::size_t grain = std::max<std::size_t>(
         1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
-    // Interleaved systems a run at a time (interleaved_runs.h).
-    auto solve_run = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
+    // Runs of systems: gepp's solved kGeppLanes at a time where they have one size
+    // (gepp_lanes.h), other algorithms' interleaved systems gathered into contiguous rows
+    // (interleaved_runs.h).
+    const bool interleaved = shape.layout == BatchLayout::kInterleaved;
+    const bool lanes = alg == Algorithm::kGepp && shape.layout != BatchLayout::kRagged &&
+                       systems > 1 && shape.n <= kGeppLanesMaxRows;
+    std::vector<RunScratch> scratch(threads);
+    auto solve_lanes = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
       const std::size_t n = shape.n;
-      std::array<std::vector<double>, 5>& g = gather[worker];
+      const std::size_t first = interleaved ? j0 : offsets[j0];
+      const LaneRun lane_run{arrays.dl + first,
+                             arrays.d + first,
+                             arrays.du + first,
+                             arrays.f + first,
+                             arrays.x + first,
+                             n,
+                             count,
+                             interleaved ? systems : 1,
+                             interleaved ? 1 : n};
+      std::array<double, kGeppLanes> errors{};
+      const std::uint32_t failed = solve_gepp_lanes(lane_run, scratch[worker].lanes, errors.data());
+      for (std::size_t k = 0; k < count; ++k) {
+        if ((failed >> k & 1u) == 0) {
+          gepp_outcome(n, errors[k], outcomes[j0 + k]);
+        } else {  // solve_gepp says why
+          STRIPESOLVE_RETURN_IF_ERROR(solve_one(j0 + k, worker, 1));
+        }
+      }
+      return Status::ok();
+    };
+    auto solve_run = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
+      if (lanes) return solve_lanes(j0, count, worker);
+      const std::size_t n = shape.n;
+      std::array<std::vector<double>, 5>& g = scratch[worker].gather;
       gather_run(n, systems, {arrays.dl, arrays.d, arrays.du, arrays.f, nullptr}, j0, count, g);
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t o = k * n;
@@ -294,8 +340,8 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
       scatter_run_x(n, systems, arrays.x, j0, count, g);
       return Status::ok();
     };
-    const bool runs = shape.layout == BatchLayout::kInterleaved;
-    const std::size_t run = runs ? interleaved_run(shape.n) : 1;
+    const bool runs = interleaved || lanes;
+    const std::size_t run = lanes ? kGeppLanes : interleaved ? interleaved_run(shape.n) : 1;
     Status st = parallel_for(
         systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
           for (std::size_t j = b; j < e; j += run) {

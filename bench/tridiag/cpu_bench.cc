@@ -4,7 +4,9 @@
 // Bytes counted per unknown: dl, d, du, f read and x written = 40 bytes. Also the throughput of
 // the quality check (tridiag::backward_error) alone, one thread: what every solve now includes;
 // and the default on the same arrays read as an interleaved batch (row i of system j at
-// i * count + j), against the strided one.
+// i * count + j), against the strided one; and gepp's systems one at a time on one thread
+// (solve_gepp and the check per system, the batch path before it solved kGeppLanes systems at
+// once).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tridiag/gallery.h"
+#include "tridiag/system_solvers.h"
 #include "tridiag/tridiag.h"
 
 extern "C" void dgtsv_(const int* n, const int* nrhs, double* dl, double* d, double* du, double* b,
@@ -120,6 +123,24 @@ int main(int argc, char** argv) {
       r["speedup_vs_lapack_loop"] = lapack_s / s;
       r["fraction_of_strided"] = total / s / strided;
       c["auto_interleaved"] = r;
+    }
+    if (count > 1) {  // gepp and its check one system at a time, one thread
+      Workspace work;
+      bool ok = true;
+      const double s = best_seconds(reps, [&] {
+        for (std::size_t j = 0; j < count; ++j) {
+          const std::size_t o = j * n;
+          const SystemRef sys{
+              {m.dl.data() + o, m.d.data() + o, m.du.data() + o, f.data() + o, x.data() + o}, n};
+          ok = ok && solve_gepp(sys, work).is_ok() &&
+               backward_error(sys.dl, sys.d, sys.du, sys.x, sys.f, n) >= 0.0;
+        }
+      });
+      nlohmann::json r;
+      r["ok"] = ok;
+      r["unknowns_per_s"] = total / s;
+      r["speedup_vs_lapack_loop"] = lapack_s / s;
+      c["gepp_one_system_at_a_time_1_thread"] = r;
     }
     // The quality check alone (tridiag.h): one backward_error pass per system, single thread,
     // on the solution just computed; solve_batch runs it inside every solve above.

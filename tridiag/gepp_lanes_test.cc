@@ -1,0 +1,191 @@
+#include "tridiag/gepp_lanes.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tridiag/gallery.h"
+#include "tridiag/system_solvers.h"
+#include "tridiag/tridiag.h"
+
+namespace stripesolve::tridiag {
+namespace {
+
+// A batch of `count` systems of n rows, strided: random U(-1,1) ones (gepp interchanges rows
+// about half the time) and every third diagonally dominant (no interchange).
+struct LaneBatch {
+  std::size_t n = 0, count = 0;
+  std::vector<double> dl, d, du, f, x;
+
+  LaneBatch(std::size_t rows, std::size_t systems, std::uint64_t seed) : n(rows), count(systems) {
+    for (std::size_t j = 0; j < count; ++j) {
+      const TridiagonalMatrix a =
+          j % 3 == 2 ? diagonally_dominant_matrix(n, seed + j) : stability_matrix(1, n, seed + j);
+      const std::vector<double> rhs = random_vector(n, seed + 1000 + j);
+      dl.insert(dl.end(), a.dl.begin(), a.dl.end());
+      d.insert(d.end(), a.d.begin(), a.d.end());
+      du.insert(du.end(), a.du.begin(), a.du.end());
+      f.insert(f.end(), rhs.begin(), rhs.end());
+    }
+    x.assign(n * count, 0.0);
+  }
+  SystemRef system(std::size_t j) {
+    const std::size_t o = j * n;
+    return {{&dl[o], &d[o], &du[o], &f[o], &x[o]}, n};
+  }
+  // Systems [first, first + lanes) as a run of the strided batch, x into `out`.
+  LaneRun run(std::size_t first, std::size_t lanes, double* out) const {
+    const std::size_t o = first * n;
+    return {&dl[o], &d[o], &du[o], &f[o], out + o, n, lanes, 1, n};
+  }
+  // solve_gepp's x of system j, or its error.
+  Result<std::vector<double>> scalar(std::size_t j) {
+    std::vector<double> out(n);
+    SystemRef s = system(j);
+    s.x = out.data();
+    Workspace w;
+    STRIPESOLVE_RETURN_IF_ERROR(solve_gepp(s, w));
+    return out;
+  }
+  double scalar_error(std::size_t j, const std::vector<double>& xj) {
+    const std::size_t o = j * n;
+    return backward_error(&dl[o], &d[o], &du[o], xj.data(), &f[o], n);
+  }
+};
+
+// Bit for bit unless the compiler may fuse a multiply-add in one path and not the other.
+void expect_same(const std::vector<double>& want, const double* got, const std::string& what) {
+  for (std::size_t i = 0; i < want.size(); ++i) {
+#ifdef __FMA__
+    EXPECT_NEAR(got[i], want[i], 1e-13 * std::abs(want[i])) << what << " row " << i;
+#else
+    EXPECT_EQ(got[i], want[i]) << what << " row " << i;
+#endif
+  }
+}
+
+TEST(GeppLanes, EachLaneEqualsSolveGeppAndItsCheck) {
+  for (std::size_t n : {1, 2, 3, 4, 7, 64, 333}) {
+    for (std::size_t count : {1, 3, 8}) {
+      LaneBatch b(n, count, n * 31 + count);
+      GeppLanesWork w;
+      double errors[kGeppLanes];
+      ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, errors), 0u) << "n=" << n;
+      for (std::size_t j = 0; j < count; ++j) {
+        auto want = b.scalar(j);
+        ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+        const std::string what = "n=" + std::to_string(n) + " lane " + std::to_string(j);
+        expect_same(*want, &b.x[j * n], what);
+        EXPECT_EQ(errors[j], b.scalar_error(j, *want)) << what;
+        if (n >= 64) {  // small systems may come out exact
+          EXPECT_GT(errors[j], 0.0) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(GeppLanes, InPlaceAndInterleavedEqualStrided) {
+  const std::size_t n = 100, count = 5;
+  LaneBatch b(n, count, 7);
+  GeppLanesWork w;
+  double errors[kGeppLanes], in_place_errors[kGeppLanes], interleaved_errors[kGeppLanes];
+  ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, errors), 0u);
+  std::vector<double> f = b.f;
+  LaneRun in_place = b.run(0, count, f.data());
+  in_place.f = f.data();
+  ASSERT_EQ(solve_gepp_lanes(in_place, w, in_place_errors), 0u);
+  // The same systems interleaved (row i of system j at i * count + j).
+  std::vector<double> il[4], xi(n * count);
+  const std::vector<double>* src[4] = {&b.dl, &b.d, &b.du, &b.f};
+  for (int k = 0; k < 4; ++k) {
+    il[k].resize(n * count);
+    for (std::size_t j = 0; j < count; ++j)
+      for (std::size_t i = 0; i < n; ++i) il[k][i * count + j] = (*src[k])[j * n + i];
+  }
+  const LaneRun inter{
+      il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data(), n, count, count, 1};
+  ASSERT_EQ(solve_gepp_lanes(inter, w, interleaved_errors), 0u);
+  for (std::size_t j = 0; j < count; ++j) {
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(f[j * n + i], b.x[j * n + i]) << "in place, system " << j << " row " << i;
+      EXPECT_EQ(xi[i * count + j], b.x[j * n + i]) << "interleaved, system " << j << " row " << i;
+    }
+    EXPECT_EQ(in_place_errors[j], errors[j]);
+    EXPECT_EQ(interleaved_errors[j], errors[j]);
+  }
+}
+
+TEST(GeppLanes, SingularAndOverflowingLanesAreFlaggedAlone) {
+  const std::size_t n = 50;
+  LaneBatch b(n, 6, 11);
+  // System 2: rows 10 on all zero (singular at row 10). System 4: a tiny diagonal and a huge
+  // right-hand side, x overflows.
+  for (std::size_t i = 10; i < n; ++i) b.dl[2 * n + i] = b.d[2 * n + i] = b.du[2 * n + i] = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    b.dl[4 * n + i] = b.du[4 * n + i] = 0;
+    b.d[4 * n + i] = 1e-300;
+    b.f[4 * n + i] = 1e300;
+  }
+  std::vector<double> x(6 * n, -7.0);
+  GeppLanesWork w;
+  double errors[kGeppLanes];
+  EXPECT_EQ(solve_gepp_lanes(b.run(0, 6, x.data()), w, errors), (1u << 2) | (1u << 4));
+  EXPECT_EQ(b.scalar(2).status().message(), "gepp: matrix is singular: zero pivot at row 10");
+  EXPECT_EQ(b.scalar(4).status().message(), "gepp: non-finite solution at row 0");
+  for (std::size_t i = 0; i < n; ++i) {  // the failed lanes' x untouched
+    EXPECT_EQ(x[2 * n + i], -7.0);
+    EXPECT_EQ(x[4 * n + i], -7.0);
+  }
+  for (std::size_t j : {0, 1, 3, 5}) {
+    auto want = b.scalar(j);
+    ASSERT_TRUE(want.is_ok());
+    expect_same(*want, &x[j * n], "lane " + std::to_string(j));
+  }
+}
+
+// Through solve_batch: runs of 8, 8 and 3 systems, in place, on two threads, strided and
+// interleaved; a singular system stops the batch with solve_gepp's message.
+TEST(GeppLanes, BatchesGoThroughTheLanes) {
+  const std::size_t n = 129, count = 19;
+  LaneBatch b(n, count, 5);
+  SolveOptions opt;
+  opt.algorithm = Algorithm::kGepp;
+  opt.threads = 2;
+  std::vector<double> in_place = b.f;
+  BatchShape strided{BatchLayout::kStrided, n, count, {}};
+  auto r = solve_batch(
+      strided, {b.dl.data(), b.d.data(), b.du.data(), in_place.data(), in_place.data()}, opt);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_TRUE(r->fell_back.empty());
+  EXPECT_EQ(r->warned, 0u);
+  EXPECT_GT(r->max_backward_error, 0.0);
+  // The same systems interleaved (row i of system j at i * count + j).
+  std::vector<double> il[4], xi(n * count);
+  const std::vector<double>* src[4] = {&b.dl, &b.d, &b.du, &b.f};
+  for (int k = 0; k < 4; ++k) {
+    il[k].resize(n * count);
+    for (std::size_t j = 0; j < count; ++j)
+      for (std::size_t i = 0; i < n; ++i) il[k][i * count + j] = (*src[k])[j * n + i];
+  }
+  BatchShape inter{BatchLayout::kInterleaved, n, count, {}};
+  r = solve_batch(inter, {il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data()}, opt);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  for (std::size_t j = 0; j < count; ++j) {
+    auto want = b.scalar(j);
+    ASSERT_TRUE(want.is_ok());
+    expect_same(*want, &in_place[j * n], "strided system " + std::to_string(j));
+    std::vector<double> col(n);
+    for (std::size_t i = 0; i < n; ++i) col[i] = xi[i * count + j];
+    expect_same(*want, col.data(), "interleaved system " + std::to_string(j));
+  }
+  for (std::size_t i = 40; i < n; ++i) b.d[9 * n + i] = b.dl[9 * n + i] = b.du[9 * n + i] = 0;
+  r = solve_batch(strided, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), b.x.data()}, opt);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(), "system 9: gepp: matrix is singular: zero pivot at row 40");
+}
+
+}  // namespace
+}  // namespace stripesolve::tridiag

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tridiag/tridiag.h"
+
 namespace stripesolve::tridiag {
 
 // Systems solved together: 8 doubles, four SSE2 registers (the x86-64 baseline).
@@ -27,12 +29,7 @@ inline constexpr std::size_t kGeppLanesMaxRows = std::size_t{1} << 15;
 // dl[0] and du[n - 1] ignored, as everywhere in tridiag/). A strided batch has row_stride 1 and
 // lane_stride n, an interleaved one row_stride = its system count and lane_stride 1. x may
 // alias f.
-struct LaneRun {
-  const double* dl = nullptr;
-  const double* d = nullptr;
-  const double* du = nullptr;
-  const double* f = nullptr;
-  double* x = nullptr;
+struct LaneRun : BatchArrays {
   std::size_t n = 0, lanes = 0, row_stride = 1, lane_stride = 0;
 };
 

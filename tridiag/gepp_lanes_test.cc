@@ -1,5 +1,6 @@
 #include "tridiag/gepp_lanes.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ struct LaneBatch {
   // Systems [first, first + lanes) as a run of the strided batch, x into `out`.
   LaneRun run(std::size_t first, std::size_t lanes, double* out) const {
     const std::size_t o = first * n;
-    return {&dl[o], &d[o], &du[o], &f[o], out + o, n, lanes, 1, n};
+    return {{&dl[o], &d[o], &du[o], &f[o], out + o}, n, lanes, 1, n};
   }
   // solve_gepp's x of system j, or its error.
   Result<std::vector<double>> scalar(std::size_t j) {
@@ -47,6 +48,17 @@ struct LaneBatch {
     s.x = out.data();
     Workspace w;
     STRIPESOLVE_RETURN_IF_ERROR(solve_gepp(s, w));
+    return out;
+  }
+  // The batch interleaved (row i of system j at i * count + j): dl, d, du, f.
+  std::array<std::vector<double>, 4> interleaved() const {
+    std::array<std::vector<double>, 4> out;
+    const std::vector<double>* src[4] = {&dl, &d, &du, &f};
+    for (int k = 0; k < 4; ++k) {
+      out[k].resize(n * count);
+      for (std::size_t j = 0; j < count; ++j)
+        for (std::size_t i = 0; i < n; ++i) out[k][i * count + j] = (*src[k])[j * n + i];
+    }
     return out;
   }
   double scalar_error(std::size_t j, const std::vector<double>& xj) {
@@ -97,16 +109,10 @@ TEST(GeppLanes, InPlaceAndInterleavedEqualStrided) {
   LaneRun in_place = b.run(0, count, f.data());
   in_place.f = f.data();
   ASSERT_EQ(solve_gepp_lanes(in_place, w, in_place_errors), 0u);
-  // The same systems interleaved (row i of system j at i * count + j).
-  std::vector<double> il[4], xi(n * count);
-  const std::vector<double>* src[4] = {&b.dl, &b.d, &b.du, &b.f};
-  for (int k = 0; k < 4; ++k) {
-    il[k].resize(n * count);
-    for (std::size_t j = 0; j < count; ++j)
-      for (std::size_t i = 0; i < n; ++i) il[k][i * count + j] = (*src[k])[j * n + i];
-  }
+  const std::array<std::vector<double>, 4> il = b.interleaved();
+  std::vector<double> xi(n * count);
   const LaneRun inter{
-      il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data(), n, count, count, 1};
+      {il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data()}, n, count, count, 1};
   ASSERT_EQ(solve_gepp_lanes(inter, w, interleaved_errors), 0u);
   for (std::size_t j = 0; j < count; ++j) {
     for (std::size_t i = 0; i < n; ++i) {
@@ -162,14 +168,8 @@ TEST(GeppLanes, BatchesGoThroughTheLanes) {
   EXPECT_TRUE(r->fell_back.empty());
   EXPECT_EQ(r->warned, 0u);
   EXPECT_GT(r->max_backward_error, 0.0);
-  // The same systems interleaved (row i of system j at i * count + j).
-  std::vector<double> il[4], xi(n * count);
-  const std::vector<double>* src[4] = {&b.dl, &b.d, &b.du, &b.f};
-  for (int k = 0; k < 4; ++k) {
-    il[k].resize(n * count);
-    for (std::size_t j = 0; j < count; ++j)
-      for (std::size_t i = 0; i < n; ++i) il[k][i * count + j] = (*src[k])[j * n + i];
-  }
+  const std::array<std::vector<double>, 4> il = b.interleaved();
+  std::vector<double> xi(n * count);
   BatchShape inter{BatchLayout::kInterleaved, n, count, {}};
   r = solve_batch(inter, {il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data()}, opt);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();

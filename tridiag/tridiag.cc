@@ -305,11 +305,8 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
     auto solve_lanes = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
       const std::size_t n = shape.n;
       const std::size_t first = interleaved ? j0 : offsets[j0];
-      const LaneRun lane_run{arrays.dl + first,
-                             arrays.d + first,
-                             arrays.du + first,
-                             arrays.f + first,
-                             arrays.x + first,
+      const LaneRun lane_run{{arrays.dl + first, arrays.d + first, arrays.du + first,
+                              arrays.f + first, arrays.x + first},
                              n,
                              count,
                              interleaved ? systems : 1,

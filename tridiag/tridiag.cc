@@ -293,14 +293,18 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
   if (parallel_inside) {
     for (std::size_t j = 0; j < systems; ++j) STRIPESOLVE_RETURN_IF_ERROR(solve_one(j, 0, threads));
   } else {
-    const std::size_t grain = std::max<std::size_t>(
-        1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
     // Runs of systems: gepp's solved kGeppLanes at a time where they have one size
     // (gepp_lanes.h), other algorithms' interleaved systems gathered into contiguous rows
     // (interleaved_runs.h).
     const bool interleaved = shape.layout == BatchLayout::kInterleaved;
+    // Only where every thread gets whole runs: a run costs about as much with one system as
+    // with eight, so a few systems go faster one a thread.
     const bool lanes = alg == Algorithm::kGepp && shape.layout != BatchLayout::kRagged &&
-                       systems > 1 && shape.n <= kGeppLanesMaxRows;
+                       systems >= kGeppLanes * threads && shape.n <= kGeppLanesMaxRows;
+    // About 64 Ki unknowns a chunk of work, whole runs of lanes.
+    std::size_t grain = std::max<std::size_t>(
+        1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
+    if (lanes) grain = (grain + kGeppLanes - 1) / kGeppLanes * kGeppLanes;
     std::vector<RunScratch> scratch(threads);
     auto solve_lanes = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
       const std::size_t n = shape.n;

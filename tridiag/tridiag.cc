@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "tridiag/batch_check.h"
-#include "tridiag/gepp_lanes.h"
 #include "tridiag/interleaved_runs.h"
+#include "tridiag/lanes.h"
 #include "tridiag/parallel_for.h"
 #include "tridiag/system_solvers.h"
 
@@ -183,20 +183,19 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
   return Status::ok();
 }
 
-// What solve_checked gives for a system gepp has already solved and checked
-// (solve_gepp_lanes).
-void gepp_outcome(std::size_t n, double error, SystemOutcome& out) {
+// What solve_checked gives for a system `alg` (gepp or thomas) has solved in the lanes with
+// backward error `error` (lanes.h): thomas's systems above the tolerance do not come here.
+void lane_outcome(Algorithm alg, std::size_t n, double error, SystemOutcome& out) {
   out.tolerance = backward_error_tolerance(n);
   out.backward_error = error;
-  out.by_gepp = true;
-  if (!(out.backward_error <= out.tolerance))
-    out.warning = above_tolerance(out.backward_error, out.tolerance);
+  out.by_gepp = alg == Algorithm::kGepp;
+  if (!(error <= out.tolerance)) out.warning = above_tolerance(out.backward_error, out.tolerance);
 }
 
 // A worker's buffers for a run of systems.
 struct RunScratch {
   std::array<std::vector<double>, 5> gather;  // interleaved systems in contiguous rows
-  GeppLanesWork lanes;
+  LaneWork lanes;
 };
 
 }  // namespace
@@ -293,18 +292,19 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
   if (parallel_inside) {
     for (std::size_t j = 0; j < systems; ++j) STRIPESOLVE_RETURN_IF_ERROR(solve_one(j, 0, threads));
   } else {
-    // Runs of systems: gepp's solved kGeppLanes at a time where they have one size
-    // (gepp_lanes.h), other algorithms' interleaved systems gathered into contiguous rows
+    // Runs of systems: gepp's and thomas's solved kLanes at a time where they have one size
+    // (lanes.h), other algorithms' interleaved systems gathered into contiguous rows
     // (interleaved_runs.h).
     const bool interleaved = shape.layout == BatchLayout::kInterleaved;
     // Only where every thread gets whole runs: a run costs about as much with one system as
     // with eight, so a few systems go faster one a thread.
-    const bool lanes = alg == Algorithm::kGepp && shape.layout != BatchLayout::kRagged &&
-                       systems >= kGeppLanes * threads && shape.n <= kGeppLanesMaxRows;
+    const bool lanes = (alg == Algorithm::kGepp || alg == Algorithm::kThomas) &&
+                       shape.layout != BatchLayout::kRagged && systems >= kLanes * threads &&
+                       shape.n <= kLanesMaxRows;
     // About 64 Ki unknowns a chunk of work, whole runs of lanes.
     std::size_t grain = std::max<std::size_t>(
         1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
-    if (lanes) grain = (grain + kGeppLanes - 1) / kGeppLanes * kGeppLanes;
+    if (lanes) grain = (grain + kLanes - 1) / kLanes * kLanes;
     std::vector<RunScratch> scratch(threads);
     auto solve_lanes = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
       const std::size_t n = shape.n;
@@ -315,13 +315,21 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
                              count,
                              interleaved ? systems : 1,
                              interleaved ? 1 : n};
-      std::array<double, kGeppLanes> errors{};
-      const std::uint32_t failed = solve_gepp_lanes(lane_run, scratch[worker].lanes, errors.data());
+      std::array<double, kLanes> errors{};
+      LaneWork& w = scratch[worker].lanes;
+      // thomas with solve_checked's first tolerance, near breakdown.
+      const std::uint32_t failed =
+          alg == Algorithm::kGepp
+              ? solve_gepp_lanes(lane_run, w, errors.data())
+              : solve_thomas_lanes(lane_run, std::max(options.pivot_tolerance, kNearBreakdownPivot),
+                                   backward_error_tolerance(n), w, errors.data());
       for (std::size_t k = 0; k < count; ++k) {
-        if ((failed >> k & 1u) == 0) {
-          gepp_outcome(n, errors[k], outcomes[j0 + k]);
-        } else {  // solve_gepp says why
+        // A failed lane (for thomas also one above the tolerance): solve_checked, which says
+        // why, warns or falls back.
+        if ((failed >> k & 1u) != 0) {
           STRIPESOLVE_RETURN_IF_ERROR(solve_one(j0 + k, worker, 1));
+        } else {
+          lane_outcome(alg, n, errors[k], outcomes[j0 + k]);
         }
       }
       return Status::ok();
@@ -342,7 +350,7 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
       return Status::ok();
     };
     const bool runs = interleaved || lanes;
-    const std::size_t run = lanes ? kGeppLanes : interleaved ? interleaved_run(shape.n) : 1;
+    const std::size_t run = lanes ? kLanes : interleaved ? interleaved_run(shape.n) : 1;
     Status st = parallel_for(
         systems, threads, grain, [&](std::size_t b, std::size_t e, unsigned worker) -> Status {
           for (std::size_t j = b; j < e; j += run) {

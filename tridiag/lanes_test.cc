@@ -1,4 +1,4 @@
-#include "tridiag/gepp_lanes.h"
+#include "tridiag/lanes.h"
 
 #include <array>
 #include <cmath>
@@ -20,10 +20,12 @@ struct LaneBatch {
   std::size_t n = 0, count = 0;
   std::vector<double> dl, d, du, f, x;
 
-  LaneBatch(std::size_t rows, std::size_t systems, std::uint64_t seed) : n(rows), count(systems) {
+  LaneBatch(std::size_t rows, std::size_t systems, std::uint64_t seed, bool all_dominant = false)
+      : n(rows), count(systems) {
     for (std::size_t j = 0; j < count; ++j) {
-      const TridiagonalMatrix a =
-          j % 3 == 2 ? diagonally_dominant_matrix(n, seed + j) : stability_matrix(1, n, seed + j);
+      const TridiagonalMatrix a = all_dominant || j % 3 == 2
+                                      ? diagonally_dominant_matrix(n, seed + j)
+                                      : stability_matrix(1, n, seed + j);
       const std::vector<double> rhs = random_vector(n, seed + 1000 + j);
       dl.insert(dl.end(), a.dl.begin(), a.dl.end());
       d.insert(d.end(), a.d.begin(), a.d.end());
@@ -41,13 +43,15 @@ struct LaneBatch {
     const std::size_t o = first * n;
     return {{&dl[o], &d[o], &du[o], &f[o], out + o}, n, lanes, 1, n};
   }
-  // solve_gepp's x of system j, or its error.
-  Result<std::vector<double>> scalar(std::size_t j) {
+  // solve_gepp's (or solve_thomas's with pivot tolerance tol) x of system j, or its error.
+  Result<std::vector<double>> scalar(std::size_t j, Algorithm alg = Algorithm::kGepp,
+                                     double tol = 0.0) {
     std::vector<double> out(n);
     SystemRef s = system(j);
     s.x = out.data();
     Workspace w;
-    STRIPESOLVE_RETURN_IF_ERROR(solve_gepp(s, w));
+    STRIPESOLVE_RETURN_IF_ERROR(alg == Algorithm::kGepp ? solve_gepp(s, w)
+                                                        : solve_thomas(s, tol, w));
     return out;
   }
   // The batch interleaved (row i of system j at i * count + j): dl, d, du, f.
@@ -82,8 +86,8 @@ TEST(GeppLanes, EachLaneEqualsSolveGeppAndItsCheck) {
   for (std::size_t n : {1, 2, 3, 4, 7, 64, 333}) {
     for (std::size_t count : {1, 3, 8}) {
       LaneBatch b(n, count, n * 31 + count);
-      GeppLanesWork w;
-      double errors[kGeppLanes];
+      LaneWork w;
+      double errors[kLanes];
       ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, errors), 0u) << "n=" << n;
       for (std::size_t j = 0; j < count; ++j) {
         auto want = b.scalar(j);
@@ -102,8 +106,8 @@ TEST(GeppLanes, EachLaneEqualsSolveGeppAndItsCheck) {
 TEST(GeppLanes, InPlaceAndInterleavedEqualStrided) {
   const std::size_t n = 100, count = 5;
   LaneBatch b(n, count, 7);
-  GeppLanesWork w;
-  double errors[kGeppLanes], in_place_errors[kGeppLanes], interleaved_errors[kGeppLanes];
+  LaneWork w;
+  double errors[kLanes], in_place_errors[kLanes], interleaved_errors[kLanes];
   ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, errors), 0u);
   std::vector<double> f = b.f;
   LaneRun in_place = b.run(0, count, f.data());
@@ -136,8 +140,8 @@ TEST(GeppLanes, SingularAndOverflowingLanesAreFlaggedAlone) {
     b.f[4 * n + i] = 1e300;
   }
   std::vector<double> x(6 * n, -7.0);
-  GeppLanesWork w;
-  double errors[kGeppLanes];
+  LaneWork w;
+  double errors[kLanes];
   EXPECT_EQ(solve_gepp_lanes(b.run(0, 6, x.data()), w, errors), (1u << 2) | (1u << 4));
   EXPECT_EQ(b.scalar(2).status().message(), "gepp: matrix is singular: zero pivot at row 10");
   EXPECT_EQ(b.scalar(4).status().message(), "gepp: non-finite solution at row 0");
@@ -185,6 +189,82 @@ TEST(GeppLanes, BatchesGoThroughTheLanes) {
   r = solve_batch(strided, {b.dl.data(), b.d.data(), b.du.data(), b.f.data(), b.x.data()}, opt);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().message(), "system 9: gepp: matrix is singular: zero pivot at row 40");
+}
+
+constexpr double kThomasTolerance = 1.4901161193847656e-08;  // solve_checked's first, sqrt(eps)
+
+TEST(ThomasLanes, EachLaneEqualsSolveThomasAndItsCheck) {
+  for (std::size_t n : {1, 2, 3, 4, 7, 64, 333}) {
+    for (std::size_t count : {1, 3, 8}) {
+      LaneBatch b(n, count, n * 17 + count, true);
+      LaneWork w;
+      double errors[kLanes];
+      ASSERT_EQ(
+          solve_thomas_lanes(b.run(0, count, b.x.data()), kThomasTolerance, INFINITY, w, errors),
+          0u)
+          << "n=" << n;
+      for (std::size_t j = 0; j < count; ++j) {
+        auto want = b.scalar(j, Algorithm::kThomas, kThomasTolerance);
+        ASSERT_TRUE(want.is_ok()) << want.status().to_string();
+        const std::string what = "n=" + std::to_string(n) + " lane " + std::to_string(j);
+        expect_same(*want, &b.x[j * n], what);
+        EXPECT_EQ(errors[j], b.scalar_error(j, *want)) << what;
+      }
+    }
+  }
+}
+
+TEST(ThomasLanes, TinyPivotsAndLargeErrorsFailTheirLanesAlone) {
+  const std::size_t n = 40;
+  LaneBatch b(n, 5, 3, true);
+  b.d[1 * n] = 0.0;  // system 1: a zero first pivot
+  std::vector<double> x(5 * n, -7.0);
+  LaneWork w;
+  double errors[kLanes];
+  EXPECT_EQ(solve_thomas_lanes(b.run(0, 5, x.data()), kThomasTolerance, INFINITY, w, errors),
+            1u << 1);
+  EXPECT_EQ(b.scalar(1, Algorithm::kThomas, kThomasTolerance).status().message(),
+            "thomas: zero or tiny pivot 0 at row 0");
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(x[n + i], -7.0);
+  // Every lane above a bound of 0 fails too, its x untouched; the errors still come back.
+  std::vector<double> y(5 * n, -7.0);
+  double again[kLanes];
+  EXPECT_EQ(solve_thomas_lanes(b.run(0, 5, y.data()), kThomasTolerance, 0.0, w, again), 0b11111u);
+  for (std::size_t i = 0; i < 5 * n; ++i) EXPECT_EQ(y[i], -7.0);
+  for (std::size_t j : {0, 2, 3, 4}) EXPECT_EQ(again[j], errors[j]);
+}
+
+// auto without the stability requirement (thomas, falling back to gepp) through the lanes: a
+// system with a zero first pivot falls back alone, in place and interleaved alike.
+TEST(ThomasLanes, BatchesFallBackSystemBySystem) {
+  const std::size_t n = 65, count = 24;
+  LaneBatch b(n, count, 9, true);
+  b.d[5 * n] = 0.0;
+  SolveOptions opt;
+  opt.require_stable = false;
+  opt.threads = 2;
+  std::vector<double> in_place = b.f;
+  auto r =
+      solve_batch(BatchShape{BatchLayout::kStrided, n, count, {}},
+                  {b.dl.data(), b.d.data(), b.du.data(), in_place.data(), in_place.data()}, opt);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->algorithm, Algorithm::kThomas);
+  EXPECT_EQ(r->fell_back, std::vector<std::size_t>{5});
+  const std::array<std::vector<double>, 4> il = b.interleaved();
+  std::vector<double> xi(n * count);
+  auto ri = solve_batch(BatchShape{BatchLayout::kInterleaved, n, count, {}},
+                        {il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data()}, opt);
+  ASSERT_TRUE(ri.is_ok()) << ri.status().to_string();
+  EXPECT_EQ(ri->fell_back, std::vector<std::size_t>{5});
+  EXPECT_EQ(ri->max_backward_error, r->max_backward_error);
+  for (std::size_t j = 0; j < count; ++j) {
+    auto want = j == 5 ? b.scalar(j) : b.scalar(j, Algorithm::kThomas, kThomasTolerance);
+    ASSERT_TRUE(want.is_ok());
+    expect_same(*want, &in_place[j * n], "in place, system " + std::to_string(j));
+    std::vector<double> col(n);
+    for (std::size_t i = 0; i < n; ++i) col[i] = xi[i * count + j];
+    expect_same(*want, col.data(), "interleaved, system " + std::to_string(j));
+  }
 }
 
 }  // namespace

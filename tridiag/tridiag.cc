@@ -192,12 +192,6 @@ void lane_outcome(Algorithm alg, std::size_t n, double error, SystemOutcome& out
   if (!(error <= out.tolerance)) out.warning = above_tolerance(out.backward_error, out.tolerance);
 }
 
-// A worker's buffers for a run of systems.
-struct RunScratch {
-  std::array<std::vector<double>, 5> gather;  // interleaved systems in contiguous rows
-  LaneWork lanes;
-};
-
 }  // namespace
 
 Status check_batch(const BatchShape& shape, const BatchArrays& arrays, Algorithm algorithm,
@@ -305,7 +299,7 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
     std::size_t grain = std::max<std::size_t>(
         1, (std::size_t{1} << 16) / std::max<std::size_t>(1, offsets[systems] / systems));
     if (lanes) grain = (grain + kLanes - 1) / kLanes * kLanes;
-    std::vector<RunScratch> scratch(threads);
+    std::vector<LaneWork> lane_work(threads);  // a worker's, as gather
     auto solve_lanes = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
       const std::size_t n = shape.n;
       const std::size_t first = interleaved ? j0 : offsets[j0];
@@ -316,7 +310,7 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
                              interleaved ? systems : 1,
                              interleaved ? 1 : n};
       std::array<double, kLanes> errors{};
-      LaneWork& w = scratch[worker].lanes;
+      LaneWork& w = lane_work[worker];
       // thomas with solve_checked's first tolerance, near breakdown.
       const std::uint32_t failed =
           alg == Algorithm::kGepp
@@ -337,7 +331,7 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
     auto solve_run = [&](std::size_t j0, std::size_t count, unsigned worker) -> Status {
       if (lanes) return solve_lanes(j0, count, worker);
       const std::size_t n = shape.n;
-      std::array<std::vector<double>, 5>& g = scratch[worker].gather;
+      std::array<std::vector<double>, 5>& g = gather[worker];
       gather_run(n, systems, {arrays.dl, arrays.d, arrays.du, arrays.f, nullptr}, j0, count, g);
       for (std::size_t k = 0; k < count; ++k) {
         const std::size_t o = k * n;

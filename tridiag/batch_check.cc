@@ -86,7 +86,9 @@ Status settle_suspects(const BatchShape& shape, const BatchArrays& arrays, Algor
           STRIPESOLVE_RETURN_IF_ERROR(
               solve_gepp(s, work[worker]).with_context(fmt::format("system {}", j)));
           o.by_gepp = true;
-          o.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+          const SolutionQuality q = solution_quality(s.dl, s.d, s.du, s.x, s.f, s.n);
+          o.backward_error = q.backward_error;
+          o.relative_residual = q.relative_residual;
           if (!(o.backward_error <= o.tolerance)) {
             o.warning = above_tolerance(o.backward_error, o.tolerance);
           }
@@ -97,6 +99,15 @@ Status settle_suspects(const BatchShape& shape, const BatchArrays& arrays, Algor
 }
 
 void merge_outcome(const BatchOutcome& part, std::size_t first_system, BatchOutcome& into) {
+  // The residual is known for the whole only where every part knows its own.
+  if (into.systems == 0) {
+    into.worst_residual = part.worst_residual;
+    if (into.worst_residual) into.worst_residual->system += first_system;
+  } else if (!into.worst_residual || !part.worst_residual) {
+    into.worst_residual.reset();
+  } else if (part.worst_residual->value > into.worst_residual->value) {
+    into.worst_residual = {part.worst_residual->value, first_system + part.worst_residual->system};
+  }
   if (part.worst_clean_error > into.worst_clean_error) {
     into.worst_clean_error = part.worst_clean_error;
     into.worst_clean_system = first_system + part.worst_clean_system;
@@ -111,6 +122,8 @@ void summarize(Algorithm algorithm, const BatchOutcome& outcome, SolveReport& re
   report.tolerance = outcome.tolerance;
   report.max_backward_error = outcome.worst_clean_error;
   report.worst_system = outcome.worst_clean_system;
+  report.relative_residual = outcome.worst_residual;
+  report.above_tolerance = 0;
   report.warned = 0;
   report.warning.clear();
   const NotedSystem* worst_warned = nullptr;
@@ -125,6 +138,7 @@ void summarize(Algorithm algorithm, const BatchOutcome& outcome, SolveReport& re
       report.max_backward_error = o.backward_error;
       report.worst_system = s.system;
     }
+    if (!(o.backward_error <= o.tolerance)) ++report.above_tolerance;
     if (!o.warning.empty()) {
       if (report.warned++ == 0 || o.backward_error > worst_warned->outcome.backward_error) {
         worst_warned = &s;

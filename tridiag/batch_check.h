@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ namespace stripesolve::tridiag {
 // What happened to one system of the batch.
 struct SystemOutcome {
   double backward_error = 0.0;
+  double relative_residual = 0.0;  // solution_quality's, where the check computed it
   double tolerance = 0.0;
   std::string fallback;  // why it was solved again with gepp ("broke down (...)"); or empty
   std::string warning;   // why its kept result may be inaccurate; or empty
@@ -40,6 +42,9 @@ struct BatchOutcome {
   double worst_clean_error = 0.0;
   std::size_t worst_clean_system = 0;
   std::vector<NotedSystem> noted;
+  // The largest relative residual over every system (noted or not), where the check computed
+  // each one's (solve_batch_checked); empty otherwise.
+  std::optional<WorstSystem> worst_residual;
 };
 
 // A system whose solution missed its backward-error tolerance (+inf for a non-finite one), as
@@ -90,8 +95,9 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
 // parts in order, so that the worst system stays the first of equals).
 void merge_outcome(const BatchOutcome& part, std::size_t first_system, BatchOutcome& into);
 
-// Sets the report's max_backward_error, worst_system, tolerance, warned and warning from the
-// outcome, and appends its fallbacks to fell_back and notes (at most a few notes, then a count).
+// Sets the report's max_backward_error, worst_system, tolerance, above_tolerance,
+// relative_residual, warned and warning from the outcome, and appends its fallbacks to fell_back
+// and notes (at most a few notes, then a count).
 void summarize(Algorithm algorithm, const BatchOutcome& outcome, SolveReport& report);
 
 // The report of a checked solve: runs solve(report, outcome) (solve_batch_checked or the GPU's

@@ -145,8 +145,8 @@ TEST(BatchCheckTest, PartsMergeIntoTheBatchsOutcome) {
   redone.backward_error = 2e-16;
   redone.tolerance = 8e-16;
   redone.fallback = "left a backward error 1.00e-03 above the tolerance 8.00e-16";
-  BatchOutcome first{3, 8e-16, 3e-16, 1, {{2, redone}}};
-  BatchOutcome second{5, 1e-15, 3e-16, 4, {{0, redone}, {3, redone}}};
+  BatchOutcome first{3, 8e-16, 3e-16, 1, {{2, redone}}, WorstSystem{2e-16, 2}};
+  BatchOutcome second{5, 1e-15, 3e-16, 4, {{0, redone}, {3, redone}}, WorstSystem{2e-16, 1}};
   BatchOutcome merged;
   merge_outcome(first, 0, merged);
   merge_outcome(second, 3, merged);
@@ -154,15 +154,29 @@ TEST(BatchCheckTest, PartsMergeIntoTheBatchsOutcome) {
   EXPECT_EQ(merged.tolerance, 1e-15);
   EXPECT_EQ(merged.worst_clean_error, 3e-16);
   EXPECT_EQ(merged.worst_clean_system, 1u);
+  ASSERT_TRUE(merged.worst_residual.has_value());
+  EXPECT_EQ(merged.worst_residual->value, 2e-16);  // the earlier part's on equals
+  EXPECT_EQ(merged.worst_residual->system, 2u);
   SolveReport report;
   summarize(Algorithm::kSpike, merged, report);
   EXPECT_EQ(report.fell_back, (std::vector<std::size_t>{2, 3, 6}));
   EXPECT_EQ(report.worst_system, 1u);
+  EXPECT_EQ(report.above_tolerance, 0u);
+  ASSERT_TRUE(report.relative_residual.has_value());
+  EXPECT_EQ(report.relative_residual->system, 2u);
   second.worst_clean_error = 5e-16;
+  second.worst_residual->value = 5e-16;
   merged = BatchOutcome{};
   merge_outcome(first, 0, merged);
   merge_outcome(second, 3, merged);
   EXPECT_EQ(merged.worst_clean_system, 7u);
+  EXPECT_EQ(merged.worst_residual->system, 4u);
+  // A part whose check did not compute residuals (a GPU's) leaves the whole without.
+  second.worst_residual.reset();
+  merged = BatchOutcome{};
+  merge_outcome(first, 0, merged);
+  merge_outcome(second, 3, merged);
+  EXPECT_FALSE(merged.worst_residual.has_value());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -26,6 +27,23 @@ Status check_finite(const char* name, const double* x, std::size_t n) {
     if (!std::isfinite(x[i])) {
       return Status::numerical(std::string(name) + ": non-finite solution at row " +
                                std::to_string(i));
+    }
+  }
+  return Status::ok();
+}
+
+Status check_finite_inputs(const BatchArrays& a, std::size_t n, std::size_t stride) {
+  const std::pair<const double*, const char*> inputs[] = {
+      {a.dl, "dl"}, {a.d, "d"}, {a.du, "du"}, {a.f, "f"}};
+  for (const auto& [values, name] : inputs) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const double v = values[i * stride];
+      if (std::isfinite(v)) continue;
+      return Status::invalid_argument(fmt::format("non-finite input: {} is {} at row {}", name,
+                                                  std::isnan(v) ? "nan"
+                                                  : v > 0       ? "inf"
+                                                                : "-inf",
+                                                  i));
     }
   }
   return Status::ok();

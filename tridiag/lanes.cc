@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tridiag/quality_sums.h"
+#include "tridiag/system_solvers.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -53,8 +56,8 @@ V max_of(V a, V b) {
 
 // The run's rows into the lanes, as they are (a = dl, d0 = d, c = du with 0 on the last row,
 // f): row by row, so that the writes run through the work arrays once. Unused lanes repeat
-// lane 0.
-void load_lanes(const LaneRun& run, LaneWork& w) {
+// lane 0. Returns the lanes whose dl[0] or du[n - 1], which the lanes never read, is not finite.
+std::uint32_t load_lanes(const LaneRun& run, LaneWork& w) {
   const std::size_t n = run.n;
   for (std::vector<double>* a : {&w.dl, &w.d, &w.du, &w.b, &w.a, &w.d0, &w.c, &w.f})
     a->resize(n * kLanes);
@@ -71,34 +74,66 @@ void load_lanes(const LaneRun& run, LaneWork& w) {
       w.f[o] = run.f[r + lane[k]];
     }
   }
+  std::uint32_t ignored_non_finite = 0;
+  for (std::size_t k = 0; k < run.lanes; ++k) {
+    if (!std::isfinite(run.dl[lane[k]]) ||
+        !std::isfinite(run.du[(n - 1) * run.row_stride + lane[k]]))
+      ignored_non_finite |= 1u << k;
+  }
+  return ignored_non_finite;
 }
 
-// One row's contribution to the check's maxima, as backward_error's Maxima::add.
+// One row's contribution to the check's maxima and sums, as solution_quality's Maxima::add;
+// and whether the row's inputs may hold a non-finite value (their magnitudes' sum is not finite:
+// never missed, and a sum that overflows is sorted out by check_finite_inputs).
 struct LaneMaxima {
-  V r, a, x, f;
-  M non_finite;
+  V r, a, x, f, r2, f2;
+  M non_finite, input_suspect;
   void add(V left, V diag, V right, V x_left, V x_mid, V x_right, V rhs) {
+    const V big = splat(DBL_MAX);
     const V res = magnitude(rhs - (left * x_left + diag * x_mid + right * x_right));
-    non_finite |= ~(M)(res <= splat(DBL_MAX));
+    const V row = magnitude(left) + magnitude(diag) + magnitude(right);
+    const V g = magnitude(rhs);
+    non_finite |= ~(M)(res <= big);
+    input_suspect |= ~(M)(row + g <= big);
     r = max_of(r, res);
-    a = max_of(a, magnitude(left) + magnitude(diag) + magnitude(right));
+    a = max_of(a, row);
     x = max_of(x, magnitude(x_mid));
-    f = max_of(f, magnitude(rhs));
+    f = max_of(f, g);
+    r2 = r2 + res * res;
+    f2 = f2 + rhs * rhs;
   }
 };
 
-// Each lane's backward error from its maxima, as backward_error ends.
-void backward_errors(const LaneMaxima* m, std::size_t lanes, double* errors) {
-  for (std::size_t k = 0; k < lanes; ++k) {
+// Each lane's figures from its maxima and sums, as solution_quality ends, into `checks`, and
+// the lanes with a non-finite input (those `suspect` or flagged by the sums, confirmed on the
+// run's arrays). Returns the lanes whose relative residual needs the scaled second pass.
+std::uint32_t lane_checks(const LaneRun& run, const LaneMaxima* m, std::uint32_t suspect,
+                          LaneChecks& checks) {
+  std::uint32_t rescale = 0;
+  checks.non_finite_input = 0;
+  for (std::size_t k = 0; k < run.lanes; ++k) {
     const LaneMaxima& e = m[k / kWidth];
     const std::size_t j = k % kWidth;
+    if (e.input_suspect[j] != 0 || (suspect >> k & 1u) != 0) {
+      const std::size_t o = k * run.lane_stride;
+      const BatchArrays system{run.dl + o, run.d + o, run.du + o, run.f + o, nullptr};
+      if (!check_finite_inputs(system, run.n, run.row_stride).is_ok())
+        checks.non_finite_input |= 1u << k;
+    }
     if (e.non_finite[j] != 0 || !std::isfinite(e.x[j])) {
-      errors[k] = INFINITY;
+      checks.backward_error[k] = checks.relative_residual[k] = INFINITY;
       continue;
     }
     const double den = e.a[j] * e.x[j] + e.f[j];
-    errors[k] = den == 0.0 ? (e.r[j] == 0.0 ? 0.0 : INFINITY) : e.r[j] / den;
+    checks.backward_error[k] = den == 0.0 ? (e.r[j] == 0.0 ? 0.0 : INFINITY) : e.r[j] / den;
+    if (squares_in_range(e.r[j], e.f[j])) {
+      checks.relative_residual[k] = relative_residual_of_sums(e.r2[j], e.f2[j], e.f[j]);
+    } else {
+      rescale |= 1u << k;
+    }
   }
+  return rescale;
 }
 
 // The back substitution of every lane, row by row from the last (the rows' divisions overlap):
@@ -115,7 +150,8 @@ void back_substitute(std::size_t n, LaneWork& w, Last last, Second second, Gener
   const double* c = w.c.data();
   const double* f = w.f.data();
   double* b = w.b.data();
-  for (std::size_t p = 0; p < kVectors; ++p) m[p] = {zero, zero, zero, zero, (M)zero};
+  for (std::size_t p = 0; p < kVectors; ++p)
+    m[p] = {zero, zero, zero, zero, zero, zero, (M)zero, (M)zero};
   V x0[kVectors], x1[kVectors];
   for (std::size_t p = 0; p < kVectors; ++p) {
     const std::size_t q = (n - 1) * kLanes + p * kWidth;
@@ -162,16 +198,16 @@ bool whole_lines(const LaneRun& run, std::uint32_t failed) {
 #endif
 }
 
-// Each lane's backward error into errors, and the run's x from the work's b into the batch but
-// for the failed lanes: those `bad` or with a non-finite x or an error above max_error. Returns
-// them.
+// Each lane's check into `checks` (lane_checks; `suspect` as there), and the run's x from the
+// work's b into the batch but for the failed lanes: those `bad`, with a non-finite x, an error
+// above max_error or a residual for the scaled pass. Returns them.
 std::uint32_t finish(const LaneRun& run, const LaneWork& w, const M* finite, const M* bad,
-                     const LaneMaxima* m, double max_error, double* errors) {
-  backward_errors(m, run.lanes, errors);
-  std::uint32_t failed = 0;
+                     const LaneMaxima* m, std::uint32_t suspect, double max_error,
+                     LaneChecks& checks) {
+  std::uint32_t failed = lane_checks(run, m, suspect, checks);
   for (std::size_t k = 0; k < run.lanes; ++k) {
     if (bad[k / kWidth][k % kWidth] != 0 || finite[k / kWidth][k % kWidth] == 0 ||
-        !(errors[k] <= max_error))
+        !(checks.backward_error[k] <= max_error))
       failed |= 1u << k;
   }
   const double* b = w.b.data();
@@ -206,10 +242,10 @@ std::uint32_t finish(const LaneRun& run, const LaneWork& w, const M* finite, con
 
 }  // namespace
 
-std::uint32_t solve_gepp_lanes(const LaneRun& run, LaneWork& work, double* errors) {
+std::uint32_t solve_gepp_lanes(const LaneRun& run, LaneWork& work, LaneChecks& checks) {
   if (run.lanes == 0 || run.n == 0) return 0;
   const std::size_t n = run.n;
-  load_lanes(run, work);
+  const std::uint32_t suspect = load_lanes(run, work);
   double* dl = work.dl.data();  // the factors: dl the second super-diagonal where rows swapped
   double* d = work.d.data();
   double* du = work.du.data();
@@ -266,14 +302,14 @@ std::uint32_t solve_gepp_lanes(const LaneRun& run, LaneWork& work, double* error
       finite, m);
   for (std::size_t p = 0; p < kVectors; ++p)
     singular[p] |= load(d + (n - 1) * kLanes + p * kWidth) == zero;
-  return finish(run, work, finite, singular, m, INFINITY, errors);
+  return finish(run, work, finite, singular, m, suspect, INFINITY, checks);
 }
 
 std::uint32_t solve_thomas_lanes(const LaneRun& run, double tol, double max_error, LaneWork& work,
-                                 double* errors) {
+                                 LaneChecks& checks) {
   if (run.lanes == 0 || run.n == 0) return 0;
   const std::size_t n = run.n;
-  load_lanes(run, work);
+  const std::uint32_t suspect = load_lanes(run, work);
   double* cp = work.du.data();  // c / pivot of each row
   double* y = work.b.data();    // the forward pass's values, then x
   const double* a = work.a.data();
@@ -306,7 +342,7 @@ std::uint32_t solve_thomas_lanes(const LaneRun& run, double tol, double max_erro
       n, work, [&](std::size_t q) { return load(y + q); },
       [&](std::size_t q, V x1) { return load(y + q) - load(cp + q) * x1; },
       [&](std::size_t q, V x1, V) { return load(y + q) - load(cp + q) * x1; }, finite, m);
-  return finish(run, work, finite, bad, m, max_error, errors);
+  return finish(run, work, finite, bad, m, suspect, max_error, checks);
 }
 
 }  // namespace stripesolve::tridiag

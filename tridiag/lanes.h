@@ -5,10 +5,12 @@
 // the latency of that chain, a fifth of the memory bandwidth on batches; kLanes independent
 // chains side by side keep the divider busy instead. Each lane does the one-system solver's
 // operations in its order (gepp picks each lane's interchange by a mask), and the check sums as
-// backward_error does, so every x and backward error equals the one-system path's to the bit.
+// solution_quality does, so every x, backward error and relative residual equals the one-system
+// path's to the bit.
 // Thread-safety: pure functions; a LaneWork must not be shared between threads.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -33,22 +35,33 @@ struct LaneRun : BatchArrays {
   std::size_t n = 0, lanes = 0, row_stride = 1, lane_stride = 0;
 };
 
+// What the check found for each system of a run, lane k for system k.
+struct LaneChecks {
+  std::array<double, kLanes> backward_error{};
+  std::array<double, kLanes> relative_residual{};  // solution_quality's
+  // The lanes with a non-finite input value (dl[0] and du[n - 1] too), whether or not their
+  // solve failed: a sum in the check flags a lane, check_finite_inputs confirms it.
+  std::uint32_t non_finite_input = 0;
+};
+
 struct LaneWork {
   // n x kLanes each, row-major (row i, then lane): the factors and x (dl, d, du, b), and the
   // rows as given (a, d0, c, f), which the elimination and the check read in order.
   std::vector<double> dl, d, du, b, a, d0, c, f;
 };
 
-// Each solves the run's systems into x and puts each one's backward error in errors[k], and
-// returns the lanes whose system the one-system solver fails (bit k for system k). Their x is
-// left as it was (f intact when x aliases it): that solver on them says why.
+// Each solves the run's systems into x and puts each one's check (solution_quality) in
+// `checks`, and returns the lanes whose system the one-system solver fails (bit k for system
+// k), and those whose relative residual needs solution_quality's scaled second pass. Their x is
+// left as it was (f intact when x aliases it): the one-system path on them says why, or checks
+// them.
 //
 // solve_gepp_lanes: solve_gepp's failures, a zero pivot (singular) or a non-finite x.
-std::uint32_t solve_gepp_lanes(const LaneRun& run, LaneWork& work, double* errors);
+std::uint32_t solve_gepp_lanes(const LaneRun& run, LaneWork& work, LaneChecks& checks);
 // solve_thomas_lanes: solve_thomas's with pivot tolerance `tol`, a pivot not above tol times
 // its row's largest entry or not finite, or a non-finite x; and those whose backward error is
 // above max_error, for the caller to solve again (its x too is left as it was).
 std::uint32_t solve_thomas_lanes(const LaneRun& run, double tol, double max_error, LaneWork& work,
-                                 double* errors);
+                                 LaneChecks& checks);
 
 }  // namespace stripesolve::tridiag

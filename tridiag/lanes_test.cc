@@ -65,9 +65,11 @@ struct LaneBatch {
     }
     return out;
   }
-  double scalar_error(std::size_t j, const std::vector<double>& xj) {
+  SolutionQuality scalar_quality(std::size_t j, const std::vector<double>& xj) {
     const std::size_t o = j * n;
-    return backward_error(&dl[o], &d[o], &du[o], xj.data(), &f[o], n);
+    const SolutionQuality q = solution_quality(&dl[o], &d[o], &du[o], xj.data(), &f[o], n);
+    EXPECT_EQ(q.backward_error, backward_error(&dl[o], &d[o], &du[o], xj.data(), &f[o], n));
+    return q;
   }
 };
 
@@ -87,16 +89,20 @@ TEST(GeppLanes, EachLaneEqualsSolveGeppAndItsCheck) {
     for (std::size_t count : {1, 3, 8}) {
       LaneBatch b(n, count, n * 31 + count);
       LaneWork w;
-      double errors[kLanes];
-      ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, errors), 0u) << "n=" << n;
+      LaneChecks c;
+      ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, c), 0u) << "n=" << n;
+      EXPECT_EQ(c.non_finite_input, 0u);
       for (std::size_t j = 0; j < count; ++j) {
         auto want = b.scalar(j);
         ASSERT_TRUE(want.is_ok()) << want.status().to_string();
         const std::string what = "n=" + std::to_string(n) + " lane " + std::to_string(j);
         expect_same(*want, &b.x[j * n], what);
-        EXPECT_EQ(errors[j], b.scalar_error(j, *want)) << what;
+        const SolutionQuality q = b.scalar_quality(j, *want);
+        EXPECT_EQ(c.backward_error[j], q.backward_error) << what;
+        EXPECT_EQ(c.relative_residual[j], q.relative_residual) << what;
         if (n >= 64) {  // small systems may come out exact
-          EXPECT_GT(errors[j], 0.0) << what;
+          EXPECT_GT(c.backward_error[j], 0.0) << what;
+          EXPECT_GT(c.relative_residual[j], 0.0) << what;
         }
       }
     }
@@ -107,24 +113,26 @@ TEST(GeppLanes, InPlaceAndInterleavedEqualStrided) {
   const std::size_t n = 100, count = 5;
   LaneBatch b(n, count, 7);
   LaneWork w;
-  double errors[kLanes], in_place_errors[kLanes], interleaved_errors[kLanes];
-  ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, errors), 0u);
+  LaneChecks c, in_place_c, interleaved_c;
+  ASSERT_EQ(solve_gepp_lanes(b.run(0, count, b.x.data()), w, c), 0u);
   std::vector<double> f = b.f;
   LaneRun in_place = b.run(0, count, f.data());
   in_place.f = f.data();
-  ASSERT_EQ(solve_gepp_lanes(in_place, w, in_place_errors), 0u);
+  ASSERT_EQ(solve_gepp_lanes(in_place, w, in_place_c), 0u);
   const std::array<std::vector<double>, 4> il = b.interleaved();
   std::vector<double> xi(n * count);
   const LaneRun inter{
       {il[0].data(), il[1].data(), il[2].data(), il[3].data(), xi.data()}, n, count, count, 1};
-  ASSERT_EQ(solve_gepp_lanes(inter, w, interleaved_errors), 0u);
+  ASSERT_EQ(solve_gepp_lanes(inter, w, interleaved_c), 0u);
   for (std::size_t j = 0; j < count; ++j) {
     for (std::size_t i = 0; i < n; ++i) {
       EXPECT_EQ(f[j * n + i], b.x[j * n + i]) << "in place, system " << j << " row " << i;
       EXPECT_EQ(xi[i * count + j], b.x[j * n + i]) << "interleaved, system " << j << " row " << i;
     }
-    EXPECT_EQ(in_place_errors[j], errors[j]);
-    EXPECT_EQ(interleaved_errors[j], errors[j]);
+    EXPECT_EQ(in_place_c.backward_error[j], c.backward_error[j]);
+    EXPECT_EQ(interleaved_c.backward_error[j], c.backward_error[j]);
+    EXPECT_EQ(in_place_c.relative_residual[j], c.relative_residual[j]);
+    EXPECT_EQ(interleaved_c.relative_residual[j], c.relative_residual[j]);
   }
 }
 
@@ -141,8 +149,9 @@ TEST(GeppLanes, SingularAndOverflowingLanesAreFlaggedAlone) {
   }
   std::vector<double> x(6 * n, -7.0);
   LaneWork w;
-  double errors[kLanes];
-  EXPECT_EQ(solve_gepp_lanes(b.run(0, 6, x.data()), w, errors), (1u << 2) | (1u << 4));
+  LaneChecks c;
+  EXPECT_EQ(solve_gepp_lanes(b.run(0, 6, x.data()), w, c), (1u << 2) | (1u << 4));
+  EXPECT_EQ(c.non_finite_input, 0u);
   EXPECT_EQ(b.scalar(2).status().message(), "gepp: matrix is singular: zero pivot at row 10");
   EXPECT_EQ(b.scalar(4).status().message(), "gepp: non-finite solution at row 0");
   for (std::size_t i = 0; i < n; ++i) {  // the failed lanes' x untouched
@@ -153,6 +162,25 @@ TEST(GeppLanes, SingularAndOverflowingLanesAreFlaggedAlone) {
     auto want = b.scalar(j);
     ASSERT_TRUE(want.is_ok());
     expect_same(*want, &x[j * n], "lane " + std::to_string(j));
+  }
+}
+
+// A lane whose residual's squares are out of range (A and f scaled by 2^600) is left to the
+// one-system path, which takes solution_quality's scaled pass; the others come out as usual.
+TEST(GeppLanes, ScaledLanesAreLeftToTheOneSystemPath) {
+  const std::size_t n = 20;
+  LaneBatch b(n, 4, 13);
+  for (std::vector<double>* v : {&b.dl, &b.d, &b.du, &b.f})
+    for (std::size_t i = 0; i < n; ++i) (*v)[2 * n + i] = std::ldexp((*v)[2 * n + i], 600);
+  std::vector<double> x(4 * n, -7.0);
+  LaneWork w;
+  LaneChecks c;
+  EXPECT_EQ(solve_gepp_lanes(b.run(0, 4, x.data()), w, c), 1u << 2);
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(x[2 * n + i], -7.0);
+  for (std::size_t j : {0, 1, 3}) {
+    auto want = b.scalar(j);
+    ASSERT_TRUE(want.is_ok());
+    EXPECT_EQ(c.relative_residual[j], b.scalar_quality(j, *want).relative_residual);
   }
 }
 
@@ -198,17 +226,18 @@ TEST(ThomasLanes, EachLaneEqualsSolveThomasAndItsCheck) {
     for (std::size_t count : {1, 3, 8}) {
       LaneBatch b(n, count, n * 17 + count, true);
       LaneWork w;
-      double errors[kLanes];
-      ASSERT_EQ(
-          solve_thomas_lanes(b.run(0, count, b.x.data()), kThomasTolerance, INFINITY, w, errors),
-          0u)
+      LaneChecks c;
+      ASSERT_EQ(solve_thomas_lanes(b.run(0, count, b.x.data()), kThomasTolerance, INFINITY, w, c),
+                0u)
           << "n=" << n;
       for (std::size_t j = 0; j < count; ++j) {
         auto want = b.scalar(j, Algorithm::kThomas, kThomasTolerance);
         ASSERT_TRUE(want.is_ok()) << want.status().to_string();
         const std::string what = "n=" + std::to_string(n) + " lane " + std::to_string(j);
         expect_same(*want, &b.x[j * n], what);
-        EXPECT_EQ(errors[j], b.scalar_error(j, *want)) << what;
+        const SolutionQuality q = b.scalar_quality(j, *want);
+        EXPECT_EQ(c.backward_error[j], q.backward_error) << what;
+        EXPECT_EQ(c.relative_residual[j], q.relative_residual) << what;
       }
     }
   }
@@ -220,18 +249,17 @@ TEST(ThomasLanes, TinyPivotsAndLargeErrorsFailTheirLanesAlone) {
   b.d[1 * n] = 0.0;  // system 1: a zero first pivot
   std::vector<double> x(5 * n, -7.0);
   LaneWork w;
-  double errors[kLanes];
-  EXPECT_EQ(solve_thomas_lanes(b.run(0, 5, x.data()), kThomasTolerance, INFINITY, w, errors),
-            1u << 1);
+  LaneChecks c;
+  EXPECT_EQ(solve_thomas_lanes(b.run(0, 5, x.data()), kThomasTolerance, INFINITY, w, c), 1u << 1);
   EXPECT_EQ(b.scalar(1, Algorithm::kThomas, kThomasTolerance).status().message(),
             "thomas: zero or tiny pivot 0 at row 0");
   for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(x[n + i], -7.0);
   // Every lane above a bound of 0 fails too, its x untouched; the errors still come back.
   std::vector<double> y(5 * n, -7.0);
-  double again[kLanes];
+  LaneChecks again;
   EXPECT_EQ(solve_thomas_lanes(b.run(0, 5, y.data()), kThomasTolerance, 0.0, w, again), 0b11111u);
   for (std::size_t i = 0; i < 5 * n; ++i) EXPECT_EQ(y[i], -7.0);
-  for (std::size_t j : {0, 2, 3, 4}) EXPECT_EQ(again[j], errors[j]);
+  for (std::size_t j : {0, 2, 3, 4}) EXPECT_EQ(again.backward_error[j], c.backward_error[j]);
 }
 
 // auto without the stability requirement (thomas, falling back to gepp) through the lanes: a

@@ -60,5 +60,9 @@ Status solve_system(Algorithm algorithm, const SystemRef& s, double tol, Workspa
 Status check_pivot(const char* name, double pivot, double scale, double tol, std::size_t row);
 // Fails "<name>: non-finite solution at row <row>" for the first non-finite x.
 Status check_finite(const char* name, const double* x, std::size_t n);
+// Fails kInvalidArgument "non-finite input: d is nan at row 5" for the first non-finite value
+// of one system's dl, d, du and f (in that order, each from row 0; dl[0] and du[n-1] too), row i
+// at [i * stride] from each pointer (SolveOptions::refuse_non_finite).
+Status check_finite_inputs(const BatchArrays& a, std::size_t n, std::size_t stride = 1);
 
 }  // namespace stripesolve::tridiag

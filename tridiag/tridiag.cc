@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -148,6 +149,7 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
                      bool may_fall_back, unsigned inner_threads, Workspace& work,
                      SystemOutcome& out) {
   out.tolerance = backward_error_tolerance(s.n);
+  if (options.refuse_non_finite) STRIPESOLVE_RETURN_IF_ERROR(check_finite_inputs(s, s.n));
   // First with the near-breakdown pivot tolerance: a pivot below sqrt(eps) of its row means
   // multipliers above 1/sqrt(eps) (the dense side's unstable growth) that the backward error
   // can miss on an ill-conditioned system (Toeplitz (1, 1e-8, 1) of odd n: thomas within the
@@ -162,7 +164,10 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
     near_breakdown = st.message();
     st = solve_system(alg, s, options.pivot_tolerance, work);
   }
-  out.backward_error = st.is_ok() ? backward_error(s.dl, s.d, s.du, s.x, s.f, s.n) : INFINITY;
+  SolutionQuality q{INFINITY, INFINITY};
+  if (st.is_ok()) q = solution_quality(s.dl, s.d, s.du, s.x, s.f, s.n);
+  out.backward_error = q.backward_error;
+  out.relative_residual = q.relative_residual;
   const bool broke_down = st.code() == StatusCode::kNumerical;
   if (may_fall_back && (broke_down || (st.is_ok() && !(out.backward_error <= out.tolerance)))) {
     out.fallback = broke_down
@@ -171,7 +176,11 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
                                      out.backward_error, out.tolerance);
     st = solve_gepp(s, work);
     out.by_gepp = true;
-    if (st.is_ok()) out.backward_error = backward_error(s.dl, s.d, s.du, s.x, s.f, s.n);
+    if (st.is_ok()) {
+      q = solution_quality(s.dl, s.d, s.du, s.x, s.f, s.n);
+      out.backward_error = q.backward_error;
+      out.relative_residual = q.relative_residual;
+    }
   }
   out.by_gepp = out.by_gepp || alg == Algorithm::kGepp;
   if (!st.is_ok()) return st;
@@ -184,12 +193,14 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
 }
 
 // What solve_checked gives for a system `alg` (gepp or thomas) has solved in the lanes with
-// backward error `error` (lanes.h): thomas's systems above the tolerance do not come here.
-void lane_outcome(Algorithm alg, std::size_t n, double error, SystemOutcome& out) {
+// the check `q` (lanes.h): thomas's systems above the tolerance do not come here.
+void lane_outcome(Algorithm alg, std::size_t n, const SolutionQuality& q, SystemOutcome& out) {
   out.tolerance = backward_error_tolerance(n);
-  out.backward_error = error;
+  out.backward_error = q.backward_error;
+  out.relative_residual = q.relative_residual;
   out.by_gepp = alg == Algorithm::kGepp;
-  if (!(error <= out.tolerance)) out.warning = above_tolerance(out.backward_error, out.tolerance);
+  if (!(out.backward_error <= out.tolerance))
+    out.warning = above_tolerance(out.backward_error, out.tolerance);
 }
 
 }  // namespace
@@ -309,21 +320,31 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
                              count,
                              interleaved ? systems : 1,
                              interleaved ? 1 : n};
-      std::array<double, kLanes> errors{};
+      LaneChecks checks;
       LaneWork& w = lane_work[worker];
       // thomas with solve_checked's first tolerance, near breakdown.
       const std::uint32_t failed =
           alg == Algorithm::kGepp
-              ? solve_gepp_lanes(lane_run, w, errors.data())
+              ? solve_gepp_lanes(lane_run, w, checks)
               : solve_thomas_lanes(lane_run, std::max(options.pivot_tolerance, kNearBreakdownPivot),
-                                   backward_error_tolerance(n), w, errors.data());
+                                   backward_error_tolerance(n), w, checks);
+      if (options.refuse_non_finite && checks.non_finite_input != 0) {
+        // The first such system, as solve_checked would have refused it before its solve.
+        const std::size_t k = static_cast<std::size_t>(std::countr_zero(checks.non_finite_input));
+        const std::size_t o = k * lane_run.lane_stride;
+        const BatchArrays system{lane_run.dl + o, lane_run.d + o, lane_run.du + o, lane_run.f + o,
+                                 nullptr};
+        return check_finite_inputs(system, n, lane_run.row_stride)
+            .with_context(fmt::format("system {}", j0 + k));
+      }
       for (std::size_t k = 0; k < count; ++k) {
         // A failed lane (for thomas also one above the tolerance): solve_checked, which says
         // why, warns or falls back.
         if ((failed >> k & 1u) != 0) {
           STRIPESOLVE_RETURN_IF_ERROR(solve_one(j0 + k, worker, 1));
         } else {
-          lane_outcome(alg, n, errors[k], outcomes[j0 + k]);
+          lane_outcome(alg, n, {checks.backward_error[k], checks.relative_residual[k]},
+                       outcomes[j0 + k]);
         }
       }
       return Status::ok();
@@ -356,8 +377,10 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
     if (!st.is_ok()) return st;
   }
   outcome.systems = systems;
+  WorstSystem worst_residual;
   for (std::size_t j = 0; j < systems; ++j) {
     SystemOutcome& o = outcomes[j];
+    if (o.relative_residual > worst_residual.value) worst_residual = {o.relative_residual, j};
     outcome.tolerance = std::max(outcome.tolerance, o.tolerance);
     if (!o.fallback.empty() || !o.warning.empty()) {
       outcome.noted.push_back({j, std::move(o)});
@@ -366,6 +389,7 @@ Status solve_batch_checked(const BatchShape& shape, const BatchArrays& arrays,
       outcome.worst_clean_system = j;
     }
   }
+  outcome.worst_residual = worst_residual;
   return Status::ok();
 }
 

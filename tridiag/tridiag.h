@@ -42,6 +42,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -111,6 +112,18 @@ struct SolveOptions {
   // An explicitly chosen unpivoted algorithm solves again with gepp the systems that break down
   // or miss the backward-error tolerance (kAuto and spike always do).
   bool fallback = false;
+  // Refuse non-finite input values: every value of dl, d, du and f is tested (the ignored dl[0]
+  // and du[n-1] too), where the solve reads it (the lanes fold the test into their check, other
+  // paths scan each system before solving it). A system with one fails the solve with
+  // kInvalidArgument "system j: non-finite input: d is nan at row 5" (the first of that system;
+  // another system's may be the first of the batch). Off: values are not scanned (above).
+  bool refuse_non_finite = false;
+};
+
+// The largest of a per-system figure over a batch and its system (the first of equals).
+struct WorstSystem {
+  double value = 0.0;
+  std::size_t system = 0;
 };
 
 struct SolveReport {
@@ -122,6 +135,12 @@ struct SolveReport {
   std::size_t worst_system = 0;
   // backward_error_tolerance of the largest system (each system is held to its own size's).
   double tolerance = 0.0;
+  // Systems whose kept backward error is above their tolerance (each is also warned about).
+  std::size_t above_tolerance = 0;
+  // The largest relative residual (solution_quality) over the systems, after any fallback, and
+  // its system (the first of equals). The CPU path (solve_batch) computes it in the same pass as
+  // the backward errors; empty where the check did not (the GPU path, check_solution).
+  std::optional<WorstSystem> relative_residual;
   std::vector<std::size_t> fell_back;  // systems solved again with gepp, ascending
   // Systems whose kept result may be inaccurate: above their tolerance, or (no fallback
   // allowed) solved through a near breakdown.
@@ -142,6 +161,23 @@ Result<SolveReport> solve_batch(const BatchShape& shape, const BatchArrays& arra
 // dl[0] and du[n-1] ignored); +inf for a non-finite x. ~10n flops.
 double backward_error(const double* dl, const double* d, const double* du, const double* x,
                       const double* f, std::size_t n);
+
+// Both figures the check reports for a computed solution, from one pass over the system.
+struct SolutionQuality {
+  double backward_error = 0.0;  // backward_error() above, the same bits
+  // ||f - A x||_2 / ||f||_2 (||f - A x||_2 where f = 0; +inf where x or the residual is not
+  // finite), in double as LAPACK's dgtt02 checks a solve: each row's residual in the operations
+  // of backward_error, squared and summed from the last row to the first. Where the largest
+  // |residual| or |f| is outside [2^-480, 2^480] (and not 0) the squares are taken scaled by
+  // powers of two in a second pass, so that they neither overflow nor underflow. The residual of
+  // a backward-stable solve is at the rounding level of the products it sums, so in double the
+  // figure is good to its order of magnitude (gallery.h's relative_residual, in long double,
+  // to about three digits), which is what it is read for: 1e-16 against 1e-6.
+  double relative_residual = 0.0;
+};
+// ~14n flops (the second pass, where taken, ~10n more).
+SolutionQuality solution_quality(const double* dl, const double* d, const double* du,
+                                 const double* x, const double* f, std::size_t n);
 // The backward error a solve should reach: max(2, log2(n) / 2) eps, as the dense solve's
 // (scheduler/condition.h): gepp lands at about eps whatever n, and pcr's log2 n levels of
 // rounding fit under the slow growth. 4.4e-16 up to n = 16, 1e-15 at 512, 2.2e-15 at 10^6.

@@ -9,7 +9,6 @@
 
 #include "base/units.h"
 #include "protocol/messages.h"
-#include "tridiag/gallery.h"
 #include "tridiag/interleaved_runs.h"
 #include "tridiag/parallel_for.h"
 
@@ -248,13 +247,14 @@ namespace {
 // Folds system j (its n values at dl, d, du, f, x) into `out`.
 void record_system(ResidualSummary& out, std::size_t j, std::size_t n, const double* dl,
                    const double* d, const double* du, const double* f, const double* x) {
-  const double r = tridiag::relative_residual(dl, d, du, x, f, n);
+  const tridiag::SolutionQuality q = tridiag::solution_quality(dl, d, du, x, f, n);
+  const double r = q.relative_residual;
   // A NaN residual must win too: std::max would keep the old value.
   if (!(r <= out.max_relative)) {
     out.max_relative = std::isnan(r) ? INFINITY : r;
     out.worst_system = j;
   }
-  const double eta = tridiag::backward_error(dl, d, du, x, f, n);
+  const double eta = q.backward_error;
   const double tol = tridiag::backward_error_tolerance(n);
   out.tolerance = std::max(out.tolerance, tol);
   if (!(eta <= tol)) ++out.above_tolerance;

@@ -87,11 +87,13 @@ Status check_finite(std::string_view name, std::span<const double> values, const
 // (check_tridiag_batch applies it too; callers check it before reading a sizes file).
 Status check_batch_bytes(uint64_t unknowns, uint64_t max_bytes);
 
-// max over the systems of ||A_j x_j - f_j||_2 / ||f_j||_2 (tridiag::relative_residual, 000
-// Eq 13; +inf for a non-finite x) and the system where it is largest (the first of equals); and
-// the same for the normwise backward error (tridiag::backward_error), with the systems above
-// their tolerance (tridiag::backward_error_tolerance): the daemon's own check, whatever device
-// solved the batch. O(unknowns), split over `threads` (0: all cores).
+// max over the systems of ||A_j x_j - f_j||_2 / ||f_j||_2 (000 Eq 13, in double as
+// tridiag::solution_quality computes it; +inf for a non-finite x) and the system where it is
+// largest (the first of equals); and the same for the normwise backward error
+// (tridiag::backward_error), with the systems above their tolerance
+// (tridiag::backward_error_tolerance). The daemon's own check of a solution whose solver did not
+// report these figures (the GPU's); the CPU solver's report has the same ones, to the bit.
+// O(unknowns), one pass a system, split over `threads` (0: all cores).
 struct ResidualSummary {
   double max_relative = 0;
   std::size_t worst_system = 0;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tridiag/gallery.h"
+
 namespace stripesolve::daemon {
 namespace {
 
@@ -264,6 +266,90 @@ TEST(TridiagInputTest, InterleavedResidualsEqualTheStridedOnes) {
       EXPECT_EQ(got.max_backward_error, want.max_backward_error);
       EXPECT_EQ(got.worst_backward_system, want.worst_backward_system);
       EXPECT_EQ(got.above_tolerance, want.above_tolerance);
+    }
+  }
+}
+
+// The CPU solver's report has the daemon's own check's figures to the bit (the daemon takes them
+// instead of checking again): strided and interleaved batches through the lanes, ragged ones
+// a system at a time, systems that fall back to gepp, warned ones above their tolerance, and
+// systems scaled so far that their residual takes the scaled pass.
+TEST(TridiagInputTest, TheCpuReportHasTheDaemonsCheckFigures) {
+  struct Case {
+    const char* what;
+    BatchLayout layout;
+    tridiag::Algorithm algorithm;
+    bool fallback;
+  };
+  const Case cases[] = {
+      {"strided gepp", BatchLayout::kStrided, tridiag::Algorithm::kGepp, false},
+      {"interleaved gepp", BatchLayout::kInterleaved, tridiag::Algorithm::kGepp, false},
+      {"ragged gepp", BatchLayout::kRagged, tridiag::Algorithm::kGepp, false},
+      {"strided thomas, fallback", BatchLayout::kStrided, tridiag::Algorithm::kThomas, true},
+      {"interleaved thomas, warned", BatchLayout::kInterleaved, tridiag::Algorithm::kThomas, false},
+      {"ragged pcr, fallback", BatchLayout::kRagged, tridiag::Algorithm::kPcr, true}};
+  const std::size_t n = 64, count = 40;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<std::size_t> sizes(count, n);
+    if (c.layout == BatchLayout::kRagged) {
+      for (std::size_t j = 0; j < count; ++j) sizes[j] = 1 + (j * 37) % 90;
+    }
+    // Strided order first: random U(-1, 1) systems, every fifth Toeplitz (1, 1e-8, 1) (thomas
+    // grows without bound: falls back or is warned about), systems 6 and 7 scaled by 2^±700.
+    std::vector<double> a[4];
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::size_t m = sizes[j];
+      const tridiag::TridiagonalMatrix t = j % 5 == 3 ? tridiag::toeplitz_matrix(m, 1, 1e-8, 1)
+                                                      : tridiag::stability_matrix(1, m, 20 + j);
+      const std::vector<double> f = tridiag::random_vector(m, 70 + j);
+      const int scale = j == 6 ? 700 : j == 7 ? -700 : 0;
+      const std::vector<double>* parts[4] = {&t.dl, &t.d, &t.du, &f};
+      for (int k = 0; k < 4; ++k)
+        for (double v : *parts[k]) a[k].push_back(std::ldexp(v, scale));
+    }
+    std::size_t unknowns = 0;
+    for (std::size_t m : sizes) unknowns += m;
+    if (c.layout == BatchLayout::kInterleaved) {
+      for (auto& v : a) {
+        std::vector<double> il(unknowns);
+        for (std::size_t j = 0; j < count; ++j)
+          for (std::size_t i = 0; i < n; ++i) il[i * count + j] = v[j * n + i];
+        v = std::move(il);
+      }
+    }
+    const int64_t cs = static_cast<int64_t>(count), ns = static_cast<int64_t>(n);
+    const std::vector<int64_t> shape =
+        c.layout == BatchLayout::kRagged ? std::vector<int64_t>{static_cast<int64_t>(unknowns)}
+        : c.layout == BatchLayout::kInterleaved ? std::vector<int64_t>{ns, cs}
+                                                : std::vector<int64_t>{cs, ns};
+    std::optional<std::vector<int64_t>> ragged;
+    if (c.layout == BatchLayout::kRagged) ragged.emplace(sizes.begin(), sizes.end());
+    const auto plan = check_tridiag_batch(four(shape), c.layout, ragged, kNoCap);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    std::vector<double> x(unknowns);
+    tridiag::SolveOptions options;
+    options.algorithm = c.algorithm;
+    options.fallback = c.fallback;
+    options.threads = 2;
+    const auto report = tridiag::solve_batch(
+        plan->shape(), {a[0].data(), a[1].data(), a[2].data(), a[3].data(), x.data()}, options);
+    ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+    ASSERT_TRUE(report->relative_residual.has_value());
+    if (c.fallback) {
+      EXPECT_FALSE(report->fell_back.empty());
+    }
+    const ResidualSummary want = max_relative_residual(*plan, a[0].data(), a[1].data(), a[2].data(),
+                                                       a[3].data(), x.data(), 2);
+    EXPECT_GT(want.max_relative, 0.0);
+    EXPECT_EQ(report->relative_residual->value, want.max_relative);
+    EXPECT_EQ(report->relative_residual->system, want.worst_system);
+    EXPECT_EQ(report->max_backward_error, want.max_backward_error);
+    EXPECT_EQ(report->worst_system, want.worst_backward_system);
+    EXPECT_EQ(report->tolerance, want.tolerance);
+    EXPECT_EQ(report->above_tolerance, want.above_tolerance);
+    if (c.algorithm == tridiag::Algorithm::kThomas && !c.fallback) {
+      EXPECT_GT(want.above_tolerance, 0u);
     }
   }
 }

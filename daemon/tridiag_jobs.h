@@ -5,9 +5,12 @@
 // {"upload": id} (an .npy the owner uploaded); optional sizes (a list of integers, or an int64
 // .npy as {"fd": i} or {"upload": id}: a ragged batch), out = {"fd": i} (optional: the client's
 // temporary for the solution), layout (strided|interleaved), algorithm (auto or a
-// tridiag::parse_algorithm name), unstable_ok, device (auto|cpu|gpu). Shapes, dtypes, sizes, the
-// memory cap (tridiag.max_bytes) and non-finite values are checked here, at the edge
-// (daemon/tridiag_input.h), from the headers before any data is read.
+// tridiag::parse_algorithm name), unstable_ok, device (auto|cpu|gpu). Shapes, dtypes, sizes and the
+// memory cap (tridiag.max_bytes) are checked here, at the edge (daemon/tridiag_input.h), from
+// the headers before any data is read; non-finite values before the GPU solves, or by the CPU
+// solver as it reads them (tridiag::SolveOptions::refuse_non_finite), either way failing the job
+// with the batch's first ("d[17] is not finite (nan): system 2, row 16") before anything is
+// delivered.
 //
 // The arrays live in the daemon's RAM for the job: a passed file is read straight into its
 // array (daemon/npy_file.h: one copy from the page cache). The solve is one call into tridiag/,
@@ -21,7 +24,8 @@
 // matrices (kNumerical from tridiag/) fail the job with tridiag's message.
 // Result: shape, systems, unknowns, layout, dtype, algorithm (that ran), requested_algorithm,
 // device, seconds (the solve), max_relative_residual and worst_system, backward_error,
-// worst_backward_system and tolerance (computed here, O(n), whatever the device), fell_back
+// worst_backward_system and tolerance (the CPU solver's own check, which covers every system;
+// for the GPU computed here, O(n): the same figures either way), fell_back
 // (how many systems were solved again with gepp) and fell_back_systems (the first 8), notes
 // (tridiag's choices and fallbacks, also in the job's log), and "warning" when a system is above
 // its backward-error tolerance or went through a near breakdown: the job then ends

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "client/commands.h"
@@ -59,6 +61,56 @@ TEST(TridiagErrors, NonFiniteInputsNameTheArrayAndIndex) {
   batch.rhs[57] = -INFINITY;
   EXPECT_EQ(failure(*c, request_for(write_batch(d.dir(), "b", batch))),
             "InvalidArgument: rhs[57] is not finite (-inf): system 2, row 17");
+}
+
+// The CPU solver tests the values as it reads them (no scan before the solve) and the daemon
+// then names the batch's first: every array, every layout (strided and interleaved batches go
+// through the vector lanes), the entries no solver reads (dl[0], du[n - 1]) too, and the first
+// array in the order dl, d, du, rhs where several hold one.
+TEST(TridiagErrors, EveryArraysNonFiniteValueIsRefusedNamingSystemAndRow) {
+  DaemonFixture d;
+  auto c = d.connect();
+  const TridiagBatch batches[] = {
+      strided_batch(40, 30, MatrixKind::kDiagonallyDominant, 12),
+      interleaved_batch(30, 40, MatrixKind::kDiagonallyDominant, 13),
+      ragged_batch({30, 7, 1, 50, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30},
+                   MatrixKind::kDiagonallyDominant, 14)};
+  struct Bad {
+    int array;  // dl, d, du, rhs
+    std::size_t system, row;
+    double value;
+  };
+  const char* names[] = {"dl", "d", "du", "rhs"};
+  int file = 0;
+  // The request for a batch in its layout (ragged: its sizes inline).
+  auto request = [&](const TridiagBatch& t, const std::string& prefix) {
+    client::TridiagRequest r = request_for(write_batch(d.dir(), prefix, t));
+    if (t.layout == tridiag::BatchLayout::kInterleaved) r.layout = "interleaved";
+    if (t.layout == tridiag::BatchLayout::kRagged)
+      r.sizes = fmt::format("{}", fmt::join(t.sizes, ","));
+    return r;
+  };
+  for (const TridiagBatch& b : batches) {
+    for (const Bad bad : {Bad{0, 0, 0, NAN}, Bad{0, 17, 5, INFINITY}, Bad{1, 9, 29, -INFINITY},
+                          Bad{2, 16, 29, NAN}, Bad{3, 3, 12, INFINITY}}) {
+      TridiagBatch t = b;
+      std::vector<double>* arrays[] = {&t.dl, &t.d, &t.du, &t.rhs};
+      const std::size_t row = std::min(bad.row, t.sizes[bad.system] - 1);
+      const std::size_t flat = t.index(bad.system, row);
+      (*arrays[bad.array])[flat] = bad.value;
+      const std::string value = std::isnan(bad.value) ? "nan" : bad.value > 0 ? "inf" : "-inf";
+      EXPECT_EQ(failure(*c, request(t, std::to_string(file++))),
+                fmt::format("InvalidArgument: {}[{}] is not finite ({}): system {}, row {}",
+                            names[bad.array], flat, value, bad.system, row));
+    }
+    // rhs in system 2 comes first in the batch, du in system 15 first in the order of arrays.
+    TridiagBatch t = b;
+    t.rhs[t.index(2, 0)] = NAN;
+    t.du[t.index(15, 0)] = NAN;
+    EXPECT_EQ(failure(*c, request(t, std::to_string(file++))),
+              fmt::format("InvalidArgument: du[{}] is not finite (nan): system 15, row 0",
+                          t.index(15, 0)));
+  }
 }
 
 TEST(TridiagErrors, ShapesDtypesAndSizesAreChecked) {

@@ -1,7 +1,7 @@
 // The quality check inside the one-pass SPIKE kernels (group_spike.cu; quality_check.h says what
-// is checked): after the solve of a strided batch, each row's terms (|r|, |A| row sum, |x|,
-// |f|), from registers, are reduced per system, each system getting its verdict without atomics on
-// the maxima: a system lies whole in one warp (n <= 288) or whole in one group of warps. The maxima
+// is checked): after the solve of a strided batch, each lane takes the terms (|r|, |A| row sum,
+// |x|, |f|) of its own nine consecutive rows, and the lanes' maxima meet per system without
+// atomics: a system lies whole in one warp (n <= 288) or whole in one group of warps. The maxima
 // are doubles (fmax: one instruction, where the bit patterns of check_terms.cuh take several).
 // Internal to tridiag/cuda/.
 #pragma once
@@ -21,14 +21,9 @@ __device__ __forceinline__ RowMax max_of(const RowMax& p, const RowMax& q) {
   return {fmax(p.r, q.r), fmax(p.a, q.a), fmax(p.x, q.x), fmax(p.f, q.f)};
 }
 
-__device__ __forceinline__ RowMax shfl_down(const RowMax& v, int offset) {
-  return {__shfl_down_sync(kFullMask, v.r, offset), __shfl_down_sync(kFullMask, v.a, offset),
-          __shfl_down_sync(kFullMask, v.x, offset), __shfl_down_sync(kFullMask, v.f, offset)};
-}
-
-__device__ __forceinline__ RowMax shfl(const RowMax& v, int lane) {
-  return {__shfl_sync(kFullMask, v.r, lane), __shfl_sync(kFullMask, v.a, lane),
-          __shfl_sync(kFullMask, v.x, lane), __shfl_sync(kFullMask, v.f, lane)};
+__device__ __forceinline__ RowMax shfl_up(const RowMax& v, int offset) {
+  return {__shfl_up_sync(kFullMask, v.r, offset), __shfl_up_sync(kFullMask, v.a, offset),
+          __shfl_up_sync(kFullMask, v.x, offset), __shfl_up_sync(kFullMask, v.f, offset)};
 }
 
 __device__ __forceinline__ RowMax warp_max(RowMax v) {
@@ -55,81 +50,37 @@ __device__ __forceinline__ double error_of(const RowMax& m) {
   return check::error_of(RowBits{bits_of(m.r), bits_of(m.a), bits_of(m.x), bits_of(m.f)});
 }
 
-// The maxima of a warp's rows (steps k = 0.. of 32 rows, `rows` of them real), in every lane:
-// term(k) gives the lane's row of step k (a group's warps, each part of one system).
-template <int kSteps, typename Term>
-__device__ __forceinline__ RowMax warp_rows_max(Term&& term, int rows, int lane) {
-  RowMax m{0, 0, 0, 0};
-#pragma unroll
-  for (int k = 0; k < kSteps; ++k) {
-    if (32 * k + lane < rows) m = max_of(m, term(k));
-  }
-  return warp_max(m);
-}
+// A lane's rows of one warp that holds whole systems, one after another (group_spike.cu:
+// lane_rows_check): the system that ended in the lane without starting there (its `head`: the
+// rest of it lies in the lanes before) and the one still open at the lane's end (its `tail`,
+// started in the lane where `tail_starts`, or the lane lies inside it). Systems that start and
+// end in the lane were classified by the lane itself.
+struct LaneSegments {
+  RowMax head{0, 0, 0, 0}, tail{0, 0, 0, 0};
+  std::size_t head_system = 0;
+  bool has_head = false, tail_starts = true;
+};
 
-// The verdicts of the systems of a warp that holds them whole (`rows` rows, systems of n <= 288
-// rows one after another, the first numbered first_system); term(k) gives the lane's row of step
-// k. Row order, 32 rows a step, lane k taking row k of the step: a step inside one system keeps
-// each lane's own maxima (`run`); a step across systems reduces by segments (a system's rows are
-// consecutive lanes; after log 32 rounds the lane that starts a segment holds its maxima) and
-// gives each system that ends in the step its verdict. The system still open at a step's end
-// carries its maxima (`carry`, the same in every lane) into the next.
-template <int kSteps, typename Term>
-__device__ __forceinline__ void lone_warp_verdicts(Term&& term, int rows, int n,
-                                                   std::size_t first_system,
-                                                   const CheckTarget& target, int lane) {
-  const RowMax zero{0, 0, 0, 0};
-  RowMax run = zero, carry = zero;
-  bool run_used = false;                   // warp-uniform
-  int sys_row = lane % n, key = lane / n;  // this lane's row: its row in its system, its system
+// The verdicts of the systems that span lanes: an inclusive scan of the tails up the lanes,
+// restarting where a tail starts, gives each lane the maxima of its open system so far; the lane
+// where that system ends adds its head. Max is associative, so the verdicts equal those of one
+// pass over the rows in order.
+__device__ __forceinline__ void spanning_verdicts(const LaneSegments& s, const CheckTarget& target,
+                                                  int lane) {
+  RowMax v = s.tail;
+  bool starts = s.tail_starts;
 #pragma unroll
-  for (int k = 0; k < kSteps; ++k) {
-    const int base = 32 * k;
-    if (base >= rows) break;
-    const bool valid = base + lane < rows;
-    RowMax v = valid ? term(k) : zero;
-    const int first_row = __shfl_sync(kFullMask, sys_row, 0);
-    if (first_row + 31 < n) {  // the whole step inside lane 0's system
-      run = max_of(run, v);
-      run_used = true;
-      if (first_row + 31 == n - 1) {  // ... which ends with it
-        const RowMax m = max_of(carry, warp_max(run));
-        if (lane == 0) classify(first_system + key, error_of(m), target.tolerance, target);
-        run = carry = zero;
-        run_used = false;
-      }
-    } else {
-      if (run_used) carry = max_of(carry, warp_max(run));
-      run = zero;
-      run_used = false;
-      if (lane == 0) v = max_of(v, carry);  // lane 0's row is in the open system, if any
-      carry = zero;
-      for (int offset = 1; offset < 32; offset *= 2) {
-        const RowMax other = shfl_down(v, offset);
-        if (lane + offset < 32 && sys_row + offset < n) v = max_of(v, other);
-      }
-      const bool starts = valid && (lane == 0 || sys_row == 0);
-      if (starts && lane + (n - 1 - sys_row) <= 31) {
-        classify(first_system + key, error_of(v), target.tolerance, target);
-      }
-      const int last_row = __shfl_sync(kFullMask, sys_row, 31);
-      const bool last_valid = base + 31 < rows;
-      if (last_valid && last_row < n - 1) {  // the last segment goes on into the next step
-        const int start = last_row >= 31 ? 0 : 31 - last_row;
-        carry = shfl(v, start);
-      }
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const RowMax other = shfl_up(v, offset);
+    const bool other_starts = __shfl_up_sync(kFullMask, static_cast<int>(starts), offset) != 0;
+    if (lane >= offset && !starts) {
+      v = max_of(v, other);
+      starts = other_starts;
     }
-    // The next step's rows: 32 further on.
-    if (n >= 32) {
-      sys_row += 32;
-      if (sys_row >= n) {
-        sys_row -= n;
-        ++key;
-      }
-    } else {
-      key += (sys_row + 32) / n;
-      sys_row = (sys_row + 32) % n;
-    }
+  }
+  const RowMax before = shfl_up(v, 1);
+  if (s.has_head) {
+    classify(s.head_system, error_of(max_of(before, s.head)), target.tolerance, target);
   }
 }
 

@@ -75,7 +75,8 @@ struct GroupShared {
     GroupSystem sys;                        // the system of warp separators, then their solution
     check::RowMax checked[kMaxGroupWarps];  // then, for the quality check, each warp's maxima
   };
-  bool failed[kMaxGroupWarps];  // a row of the warp failed at the lane or warp level
+  bool failed[kMaxGroupWarps];     // a row of the warp failed at the lane or warp level
+  double first_x[kMaxGroupWarps];  // kCheck: x of each warp's first row
 };
 static_assert(kMaxGroupWarps <= kMaxGroupRows);
 
@@ -329,76 +330,134 @@ __device__ void load_block_interleaved(const GroupArgs& g, WarpShared* warps, in
   }
 }
 
-// The quality check's terms of row r of block warp `warp` (row i of its system; its dl, d, du
-// and f given; x of the group's rows in its warps' staging rows).
-__device__ __forceinline__ check::RowMax row_terms(const GroupArgs& g, const WarpShared* warps,
-                                                   int warp, int r, int i, double dl, double d,
-                                                   double du, double f) {
-  const bool left = i > 0, right = i + 1 < static_cast<int>(g.s.n);
-  const double* x = warps[warp].f;
-  const double x_left = !left ? 0.0 : r > 0 ? x[r - 1] : warps[warp - 1].f[kWarpRows - 1];
-  const double x_right = !right ? 0.0 : r + 1 < kWarpRows ? x[r + 1] : warps[warp + 1].f[0];
-  return check::row_max(left ? dl : 0.0, d, right ? du : 0.0, x_left, x[r], x_right, f);
-}
-
-// The verdicts of group gi's systems: by the warp where a warp holds whole systems, else by the
-// group's first warp from each warp's maxima (a block barrier between). term(k): the lane's row
-// of step k of its warp's rows (32 rows a step).
-template <typename Term>
-__device__ void group_verdicts(const GroupArgs& g, GroupShared& gs, int gi, int w, int lane,
-                               bool lone, Term&& term) {
-  constexpr int kSteps = kWarpRows / 32;
-  int group_rows = 0;
-  std::size_t group = 0;
-  group_start(g, gi, group_rows, group);
-  if (lone) {
-    const std::size_t per_group = g.group_capacity / g.s.n;
-    if (group_rows > 0) {
-      check::lone_warp_verdicts<kSteps>(term, group_rows, static_cast<int>(g.s.n),
-                                        group * per_group, g.s.check, lane);
+// kCheck: dl, d and du of a warp's rows copied into shared memory again (the warp-level system
+// took their place; the rows were read a moment before, so the copies come from L2), 16 bytes a
+// copy where every array's first row is 16-byte aligned. Only the group's real rows.
+__device__ void reload_matrix_rows(const GroupArgs& g, WarpShared& ws, std::size_t first,
+                                   int warp_row0, int group_rows, int lane) {
+  const double* const src[3] = {g.s.dl, g.s.d, g.s.du};
+  bool wide = true;
+  for (int k = 0; k < 3; ++k) wide &= (reinterpret_cast<std::uintptr_t>(src[k] + first) & 15) == 0;
+  const int step = wide ? 2 : 1;
+  for (int i = step * lane; i < kWarpRows && warp_row0 + i < group_rows; i += 32 * step) {
+    const bool pair = wide && warp_row0 + i + 1 < group_rows;
+    for (int k = 0; k < 3; ++k) {
+      __pipeline_memcpy_async(&ws.in[k][i], src[k] + first + i, (pair ? 2 : 1) * sizeof(double));
     }
-    return;
-  }
-  const int warp_row0 = w * kWarpRows;
-  const int rows = group_rows > warp_row0 ? min(group_rows - warp_row0, kWarpRows) : 0;
-  const check::RowMax m = check::warp_rows_max<kSteps>(term, rows, lane);
-  if (lane == 0) gs.checked[w] = m;
-  __syncthreads();
-  if (w == 0 && group_rows > 0) {
-    const check::RowMax zero{0, 0, 0, 0};
-    const check::RowMax all = check::warp_max(lane < g.warps ? gs.checked[lane] : zero);
-    if (lane == 0) check::classify(group, check::error_of(all), g.s.check.tolerance, g.s.check);
   }
 }
 
-// The check of a warp's rows of a strided batch, after its x went out: the rows are read again,
-// all nine of a lane's at once so that their latencies overlap, and each row's terms go straight
-// into its system's maxima. (It costs 30-130% of the solve on an H200, and not for the read: with
-// the rows taken from shared memory it cost as much. docs/performance.md says what fits.)
-__device__ void strided_verdicts(const GroupArgs& g, WarpShared* warps, GroupShared& gs, int gi,
-                                 int w, int wb, std::size_t group_row0, int warp_row0,
-                                 int group_rows, int lane, bool lone) {
-  constexpr int kSteps = kWarpRows / 32;
-  double dl[kSteps], d[kSteps], du[kSteps], f[kSteps];
-  int row[kSteps];  // each step's row in its system
-  const std::size_t first = group_row0 + warp_row0 + lane;
+// What check_rows leaves for check_verdicts: the lane's segments and, on lane 31 of a group's
+// warp other than its last, the lane's last row, which waits for the next warp's first x.
+struct LaneCheck {
+  check::LaneSegments seg;
+  bool deferred = false;
+  double f = 0.0, x_left = 0.0, x_mid = 0.0;
+};
+
+// The quality check of a strided batch's rows (kCheck), as their x is put together: each lane
+// takes its own nine consecutive rows, x from registers (the next lane's first by shuffle, the
+// next warp's through GroupShared), dl, d and du copied in again, f from the staging rows, each
+// of which takes its row's x once f is read. Where a warp holds whole systems (kLone), a system
+// that starts and ends in the lane gets its verdict here and the lane's other rows go into
+// `seg` (check::spanning_verdicts); in a group's one system all the lane's rows go into
+// seg.tail, but for a row that needs the next warp's x (deferred: check_verdicts takes it after
+// a block barrier, once x has gone out). The same rows, terms and rounding as the separate
+// check: the verdicts are equal.
+template <bool kLone>
+__device__ __forceinline__ void check_rows(const GroupArgs& g, WarpShared& ws, GroupShared& gs,
+                                           int w, std::size_t group, std::size_t group_row0,
+                                           int warp_row0, int group_rows, int lane,
+                                           const double (&y)[kLaneRows], const double (&sl)[Q],
+                                           const double (&sr)[Q], double xp, double xs,
+                                           LaneCheck& out) {
+  const int r0 = lane * kLaneRows;
+  const double x0 = y[0] + sl[0] * xp + sr[0] * xs;
+  __syncwarp();  // every lane has read its row of the warp-level system: dl, d, du may come back
+  reload_matrix_rows(g, ws, group_row0 + warp_row0, warp_row0, group_rows, lane);
+  __pipeline_commit();
+  double x_after = __shfl_down_sync(kFullMask, x0, 1);  // x of the row after the lane's last
+  if constexpr (!kLone) {
+    if (lane == 0) gs.first_x[w] = x0;
+  }
+  __pipeline_wait_prior(0);
+  __syncwarp();
   const int n = static_cast<int>(g.s.n);
-  int i = static_cast<int>(first % g.s.n);
+  // The lane's first row in its system, and that system.
+  int sys_row = kLone ? r0 % n : warp_row0 + r0;
+  std::size_t system = kLone ? group * (g.group_capacity / g.s.n) + r0 / n : group;
+  const check::RowMax zero{0, 0, 0, 0};
+  check::RowMax acc = zero;
+  bool starts = sys_row == 0;  // acc's system starts in this lane
+  double x_left = xp, x_mid = x0;
 #pragma unroll
-  for (int k = 0; k < kSteps; ++k) {
-    if (warp_row0 + 32 * k + lane < group_rows) {
-      const std::size_t at = first + 32 * k;
-      dl[k] = g.s.dl[at];
-      d[k] = g.s.d[at];
-      du[k] = g.s.du[at];
-      f[k] = g.s.f[at];
+  for (int k = 0; k < kLaneRows; ++k) {
+    const int r = r0 + k;
+    const double x_right = k + 1 < Q    ? y[k + 1] + sl[k + 1] * xp + sr[k + 1] * xs
+                           : k + 1 == Q ? xs
+                                        : x_after;
+    const bool left = sys_row > 0, right = sys_row + 1 < n;
+    if (!kLone && k == Q && lane == 31 && right) {
+      out.deferred = true;
+      out.f = ws.f[r];
+      out.x_left = x_left;
+      out.x_mid = x_mid;
+    } else if (warp_row0 + r < group_rows) {
+      acc = check::max_of(
+          acc, check::row_max(left ? ws.in[0][r] : 0.0, ws.in[1][r], right ? ws.in[2][r] : 0.0,
+                              left ? x_left : 0.0, x_mid, right ? x_right : 0.0, ws.f[r]));
+      if (kLone && !right) {  // the system ends here
+        if (starts) {
+          check::classify(system, check::error_of(acc), g.s.check.tolerance, g.s.check);
+        } else {
+          out.seg.head = acc;
+          out.seg.head_system = system;
+          out.seg.has_head = true;
+        }
+        acc = zero;
+        starts = true;
+      }
     }
-    row[k] = i;
-    i = n >= 32 ? (i + 32 >= n ? i + 32 - n : i + 32) : (i + 32) % n;
+    ws.f[r] = x_mid;
+    x_left = x_mid;
+    x_mid = x_right;
+    if (kLone && ++sys_row == n) {
+      sys_row = 0;
+      ++system;
+    } else if (!kLone) {
+      ++sys_row;
+    }
   }
-  group_verdicts(g, gs, gi, w, lane, lone, [&](int k) {
-    return row_terms(g, warps, wb, 32 * k + lane, row[k], dl[k], d[k], du[k], f[k]);
-  });
+  out.seg.tail = acc;
+  out.seg.tail_starts = starts;
+}
+
+// The verdicts after check_rows: of the systems that span a lone warp's lanes, or of the group's
+// one system from its warps' maxima, after the deferred rows (two block barriers: for the next
+// warps' first x, then for the maxima).
+template <bool kLone>
+__device__ __forceinline__ void check_verdicts(const GroupArgs& g, const WarpShared& ws,
+                                               GroupShared& gs, int w, std::size_t group,
+                                               int group_rows, LaneCheck& c, int lane) {
+  if constexpr (kLone) {
+    check::spanning_verdicts(c.seg, g.s.check, lane);
+  } else {
+    __syncthreads();  // every warp's first x is in gs.first_x, and every warp is past gs.sys
+    if (c.deferred) {
+      constexpr int r = kWarpRows - 1;
+      c.seg.tail =
+          check::max_of(c.seg.tail, check::row_max(ws.in[0][r], ws.in[1][r], ws.in[2][r], c.x_left,
+                                                   c.x_mid, gs.first_x[w + 1], c.f));
+    }
+    const check::RowMax m = check::warp_max(c.seg.tail);
+    if (lane == 0) gs.checked[w] = m;
+    __syncthreads();
+    if (w == 0 && group_rows > 0) {
+      const check::RowMax zero{0, 0, 0, 0};
+      const check::RowMax all = check::warp_max(lane < g.warps ? gs.checked[lane] : zero);
+      if (lane == 0) check::classify(group, check::error_of(all), g.s.check.tolerance, g.s.check);
+    }
+  }
 }
 
 // The x of such a block, from each warp's staging rows, as load_block_interleaved reads.
@@ -569,9 +628,15 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
   double xp = __shfl_up_sync(kFullMask, xs, 1);
   if (lane == 0) xp = xl;
   double* const out = ws.f;
+  [[maybe_unused]] LaneCheck checked;
+  if constexpr (kCheck) {
+    check_rows<lone>(g, ws, groups[gi], w, group, group_row0, warp_row0, group_rows, lane, y, sl,
+                     sr, xp, xs, checked);
+  } else {
 #pragma unroll
-  for (int k = 0; k < Q; ++k) out[r0 + k] = y[k] + sl[k] * xp + sr[k] * xs;
-  out[r0 + Q] = xs;
+    for (int k = 0; k < Q; ++k) out[r0 + k] = y[k] + sl[k] * xp + sr[k] * xs;
+    out[r0 + Q] = xs;
+  }
   // An interleaved block's x goes out together (its check is the separate pass).
   if constexpr (block_io) {
     __syncthreads();
@@ -587,11 +652,9 @@ __global__ void __launch_bounds__(32 * kMaxGroupWarps) group_spike_kernel(GroupA
     if (!isfinite(v) && g.s.x_flag != nullptr) flag(g, g.s.x_flag, group_row0 + r);
     g.s.x[place.at(g.s)] = v;
   }
-  // kCheck: the quality check, every row's terms, then each system's verdict.
+  // kCheck: the verdicts, while x goes out.
   if constexpr (kCheck) {
-    level_barrier(lone);  // the rows next to the warp's: the group's other warps' x
-    strided_verdicts(g, warps, groups[gi], gi, w, wb, group_row0, warp_row0, group_rows, lane,
-                     lone);
+    check_verdicts<lone>(g, ws, groups[gi], w, group, group_rows, checked, lane);
   }
 }
 

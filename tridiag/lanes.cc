@@ -83,31 +83,28 @@ std::uint32_t load_lanes(const LaneRun& run, LaneWork& w) {
   return ignored_non_finite;
 }
 
-// One row's contribution to the check's maxima and sums, as solution_quality's Maxima::add;
-// and whether the row's inputs may hold a non-finite value (their magnitudes' sum is not finite:
-// never missed, and a sum that overflows is sorted out by check_finite_inputs).
+// One row's contribution to the check's maxima and sums, as solution_quality's Maxima::add.
+// A non-finite residual also flags every non-finite input of the row: no sum or product with a
+// non-finite operand comes out finite.
 struct LaneMaxima {
   V r, a, x, f, r2, f2;
-  M non_finite, input_suspect;
+  M non_finite;
   void add(V left, V diag, V right, V x_left, V x_mid, V x_right, V rhs) {
-    const V big = splat(DBL_MAX);
     const V res = magnitude(rhs - (left * x_left + diag * x_mid + right * x_right));
-    const V row = magnitude(left) + magnitude(diag) + magnitude(right);
-    const V g = magnitude(rhs);
-    non_finite |= ~(M)(res <= big);
-    input_suspect |= ~(M)(row + g <= big);
+    non_finite |= ~(M)(res <= splat(DBL_MAX));
     r = max_of(r, res);
-    a = max_of(a, row);
+    a = max_of(a, magnitude(left) + magnitude(diag) + magnitude(right));
     x = max_of(x, magnitude(x_mid));
-    f = max_of(f, g);
+    f = max_of(f, magnitude(rhs));
     r2 = r2 + res * res;
     f2 = f2 + rhs * rhs;
   }
 };
 
 // Each lane's figures from its maxima and sums, as solution_quality ends, into `checks`, and
-// the lanes with a non-finite input (those `suspect` or flagged by the sums, confirmed on the
-// run's arrays). Returns the lanes whose relative residual needs the scaled second pass.
+// the lanes with a non-finite input (those `suspect` or with a non-finite residual, confirmed
+// on the run's arrays: an x that overflowed flags a lane too). Returns the lanes whose relative
+// residual needs the scaled second pass.
 std::uint32_t lane_checks(const LaneRun& run, const LaneMaxima* m, std::uint32_t suspect,
                           LaneChecks& checks) {
   std::uint32_t rescale = 0;
@@ -115,7 +112,7 @@ std::uint32_t lane_checks(const LaneRun& run, const LaneMaxima* m, std::uint32_t
   for (std::size_t k = 0; k < run.lanes; ++k) {
     const LaneMaxima& e = m[k / kWidth];
     const std::size_t j = k % kWidth;
-    if (e.input_suspect[j] != 0 || (suspect >> k & 1u) != 0) {
+    if (e.non_finite[j] != 0 || (suspect >> k & 1u) != 0) {
       const std::size_t o = k * run.lane_stride;
       const BatchArrays system{run.dl + o, run.d + o, run.du + o, run.f + o, nullptr};
       if (!check_finite_inputs(system, run.n, run.row_stride).is_ok())
@@ -150,8 +147,7 @@ void back_substitute(std::size_t n, LaneWork& w, Last last, Second second, Gener
   const double* c = w.c.data();
   const double* f = w.f.data();
   double* b = w.b.data();
-  for (std::size_t p = 0; p < kVectors; ++p)
-    m[p] = {zero, zero, zero, zero, zero, zero, (M)zero, (M)zero};
+  for (std::size_t p = 0; p < kVectors; ++p) m[p] = {zero, zero, zero, zero, zero, zero, (M)zero};
   V x0[kVectors], x1[kVectors];
   for (std::size_t p = 0; p < kVectors; ++p) {
     const std::size_t q = (n - 1) * kLanes + p * kWidth;

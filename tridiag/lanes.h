@@ -40,7 +40,8 @@ struct LaneChecks {
   std::array<double, kLanes> backward_error{};
   std::array<double, kLanes> relative_residual{};  // solution_quality's
   // The lanes with a non-finite input value (dl[0] and du[n - 1] too), whether or not their
-  // solve failed: a sum in the check flags a lane, check_finite_inputs confirms it.
+  // solve failed: a non-finite residual in the check flags a lane, check_finite_inputs
+  // confirms it.
   std::uint32_t non_finite_input = 0;
 };
 

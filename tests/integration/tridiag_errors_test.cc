@@ -284,7 +284,7 @@ TEST(TridiagErrors, CliVerbWithExitCodes) {
   auto cli = [&](const std::string& args) {
     const std::string cmd = std::string(STRIPESOLVE_CLIENT_BINARY) + " --socket " + d.socket() +
                             " " + args + " > " + log + " 2>&1";
-    const int st = std::system(cmd.c_str());
+    const int st = std::system(cmd.c_str());  // NOLINT(concurrency-mt-unsafe): one thread runs it
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   };
   const std::string arrays = "--dl " + f.dl + " --d " + f.d + " --du " + f.du + " --rhs " + f.rhs;

@@ -26,7 +26,8 @@
 //   above the tolerance is kept and reported in SolveReport::warning, never silently.
 // - Every algorithm accepts every n >= 1 (non powers of two, n = 1 and n = 2 included).
 // - Inputs are checked once here: null pointers, sizes, sizes that do not sum up. Values are not
-//   scanned; non-finite inputs show up as non-finite pivots or solutions and are reported.
+//   scanned unless SolveOptions::refuse_non_finite (tested where the solve reads them); else
+//   non-finite inputs show up as non-finite pivots or solutions and are reported.
 // - Errors: kInvalidArgument for a bad description, kNumerical for breakdown, a singular matrix or
 //   a non-finite solution ("system 3: thomas: zero or tiny pivot 0 at row 17"). On an error the
 //   contents of x are unspecified (x is caller memory; nothing else is written).
@@ -139,7 +140,8 @@ struct SolveReport {
   std::size_t above_tolerance = 0;
   // The largest relative residual (solution_quality) over the systems, after any fallback, and
   // its system (the first of equals). The CPU path (solve_batch) computes it in the same pass as
-  // the backward errors; empty where the check did not (the GPU path, check_solution).
+  // the backward errors; empty where the check did not compute every system's (the GPU's
+  // device check, check_solution).
   std::optional<WorstSystem> relative_residual;
   std::vector<std::size_t> fell_back;  // systems solved again with gepp, ascending
   // Systems whose kept result may be inaccurate: above their tolerance, or (no fallback

@@ -2,7 +2,7 @@
 // is checked): after the solve of a strided batch, each lane takes the terms (|r|, |A| row sum,
 // |x|, |f|) of its own nine consecutive rows, and the lanes' maxima meet per system without
 // atomics: a system lies whole in one warp (n <= 288) or whole in one group of warps. The maxima
-// are doubles (fmax: one instruction, where the bit patterns of check_terms.cuh take several).
+// are doubles (a compare and a select, where the bit patterns of check_terms.cuh take several).
 // Internal to tridiag/cuda/.
 #pragma once
 
@@ -17,8 +17,15 @@ struct RowMax {
   double r, a, x, f;
 };
 
-__device__ __forceinline__ RowMax max_of(const RowMax& p, const RowMax& q) {
-  return {fmax(p.r, q.r), fmax(p.a, q.a), fmax(p.x, q.x), fmax(p.f, q.f)};
+// The larger of an accumulator `acc` (never a NaN: it starts at 0 and takes only larger values)
+// and a new value `v`, which a NaN never beats, as fmax drops it: one compare and a select, where
+// fmax takes four instructions.
+__device__ __forceinline__ double larger(double acc, double v) {
+  return v > acc ? v : acc;
+}
+
+__device__ __forceinline__ RowMax max_of(const RowMax& acc, const RowMax& v) {
+  return {larger(acc.r, v.r), larger(acc.a, v.a), larger(acc.x, v.x), larger(acc.f, v.f)};
 }
 
 __device__ __forceinline__ RowMax shfl_up(const RowMax& v, int offset) {

@@ -45,10 +45,12 @@ std::vector<double> estimator_fixed_vectors(int64_t n) {
   return v;
 }
 
-Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
-                                       const VectorSolve& solve_transposed,
-                                       const double* solved_fixed, int max_unit_solves) {
-  if (n < 1) return 0.0;
+Result<InverseNormEstimate> InverseNormEstimate::start(int64_t n, const VectorSolve& solve,
+                                                       const VectorSolve& solve_transposed,
+                                                       const double* solved_fixed) {
+  InverseNormEstimate e;
+  e.n_ = n;
+  if (n < 1) return e;
   const size_t un = static_cast<size_t>(n);
   std::vector<double> fixed;
   if (solved_fixed == nullptr) {
@@ -58,13 +60,36 @@ Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
     solved_fixed = fixed.data();
   }
   std::vector<double> x(solved_fixed, solved_fixed + n);
-  if (n == 1) return std::fabs(x[0]);
-  double est = norm_1(x);
-  std::vector<double> sign(un);
-  for (size_t k = 0; k < un; ++k) sign[k] = x[k] >= 0 ? 1.0 : -1.0;
-  x = sign;
+  // The alternating vector guards against the rare matrices that fool the iteration.
+  const std::vector<double> alternating(solved_fixed + n, solved_fixed + 2 * n);
+  e.alternating_ = 2.0 * norm_1(alternating) / (3.0 * static_cast<double>(n));
+  if (n == 1) {
+    e.hager_ = std::fabs(x[0]);
+    e.done_ = true;
+    return e;
+  }
+  e.hager_ = norm_1(x);
+  e.sign_.resize(un);
+  for (size_t k = 0; k < un; ++k) e.sign_[k] = x[k] >= 0 ? 1.0 : -1.0;
+  x = e.sign_;
   STRIPESOLVE_RETURN_IF_ERROR(solve_transposed(x.data()));
-  int64_t j = first_argmax_abs(x);
+  e.j_ = first_argmax_abs(x);
+  e.transposed_ = std::fabs(x[static_cast<size_t>(e.j_)]);
+  return e;
+}
+
+double InverseNormEstimate::value() const {
+  return std::max({hager_, transposed_, alternating_});
+}
+
+Status InverseNormEstimate::sharpen(const VectorSolve& solve, const VectorSolve& solve_transposed,
+                                    int max_unit_solves) {
+  if (done_ || n_ < 2 || max_unit_solves < 1) return Status::ok();
+  done_ = true;
+  const size_t un = static_cast<size_t>(n_);
+  std::vector<double> x(un);
+  int64_t j = j_;
+  double est = hager_;
   for (int iter = 2;; ++iter) {
     std::fill(x.begin(), x.end(), 0.0);
     x[static_cast<size_t>(j)] = 1.0;
@@ -73,24 +98,30 @@ Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
     est = norm_1(x);
     bool same_signs = true;
     for (size_t k = 0; k < un && same_signs; ++k) {
-      same_signs = (x[k] >= 0 ? 1.0 : -1.0) == sign[k];
+      same_signs = (x[k] >= 0 ? 1.0 : -1.0) == sign_[k];
     }
     if (same_signs || est <= est_old || iter - 1 >= max_unit_solves) {
       est = std::max(est, est_old);
       break;
     }
-    for (size_t k = 0; k < un; ++k) sign[k] = x[k] >= 0 ? 1.0 : -1.0;
-    x = sign;
+    for (size_t k = 0; k < un; ++k) sign_[k] = x[k] >= 0 ? 1.0 : -1.0;
+    x = sign_;
     STRIPESOLVE_RETURN_IF_ERROR(solve_transposed(x.data()));
     const int64_t j_last = j;
     j = first_argmax_abs(x);
-    if (x[static_cast<size_t>(j_last)] == std::fabs(x[static_cast<size_t>(j)])) {
-      break;
-    }
+    if (x[static_cast<size_t>(j_last)] == std::fabs(x[static_cast<size_t>(j)])) break;
   }
-  // The alternating vector guards against the rare matrices that fool the iteration.
-  x.assign(solved_fixed + n, solved_fixed + 2 * n);
-  return std::max(est, 2.0 * norm_1(x) / (3.0 * static_cast<double>(n)));
+  hager_ = est;
+  return Status::ok();
+}
+
+Result<double> estimate_inverse_norm_1(int64_t n, const VectorSolve& solve,
+                                       const VectorSolve& solve_transposed,
+                                       const double* solved_fixed, int max_unit_solves) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      InverseNormEstimate e, InverseNormEstimate::start(n, solve, solve_transposed, solved_fixed));
+  STRIPESOLVE_RETURN_IF_ERROR(e.sharpen(solve, solve_transposed, max_unit_solves));
+  return e.value();
 }
 
 double backward_error_tolerance(int64_t n) {

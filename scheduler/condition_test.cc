@@ -36,7 +36,7 @@ TEST(ConditionEstimate, WithinAFactorTenOfTheExactInverseNorm) {
   for (int64_t n : {1, 2, 17, 120}) {
     std::vector<double> a = stripe::uniform_matrix(n, n, static_cast<uint64_t>(n));
     const double exact = stripe::inverse_norm_1(a, n);
-    for (int unit_solves : {4, 1}) {
+    for (int unit_solves : {4, 1, 0}) {
       const double est = estimate(a, n, unit_solves);
       EXPECT_LE(est, exact * (1 + 1e-10)) << n;  // a lower bound
       EXPECT_GT(est, exact / 10) << n << " with " << unit_solves << " unit solves";
@@ -52,6 +52,41 @@ TEST(ConditionEstimate, WithinAFactorTenOfTheExactInverseNorm) {
   const double exact = stripe::inverse_norm_1(a, n);
   EXPECT_GT(estimate(a, n), exact / 10);
   EXPECT_GT(estimate(a, n, 1), exact / 10);
+  EXPECT_GT(estimate(a, n, 0), exact / 10);
+}
+
+// The two parts one after the other give what one call gives, and sharpen() runs once.
+TEST(ConditionEstimate, SharpenedLaterEqualsTheWholeEstimate) {
+  const int64_t n = 90;
+  std::vector<double> a = stripe::uniform_matrix(n, n, 11);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t c = 0; c < n; ++c)
+      a[static_cast<size_t>(r + c * n)] *= std::pow(10.0, -8.0 * c / (n - 1));
+  }
+  std::vector<double> lu = a;
+  std::vector<lapack_int> ipiv(static_cast<size_t>(n));
+  const auto ln = static_cast<lapack_int>(n);
+  ASSERT_EQ(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ln, ln, lu.data(), ln, ipiv.data()), 0);
+  int solves = 0;
+  auto with = [&](char trans) {
+    return [&, trans](double* v) {
+      ++solves;
+      LAPACKE_dgetrs(LAPACK_COL_MAJOR, trans, ln, 1, lu.data(), ln, ipiv.data(), v, ln);
+      return Status::ok();
+    };
+  };
+  auto first = InverseNormEstimate::start(n, with('N'), with('T'));
+  ASSERT_TRUE(first.is_ok());
+  EXPECT_EQ(solves, 3);  // the two fixed vectors and one transposed solve
+  const double before = first->value();
+  EXPECT_FALSE(first->sharpened());
+  ASSERT_TRUE(first->sharpen(with('N'), with('T'), 1).is_ok());
+  EXPECT_TRUE(first->sharpened());
+  EXPECT_EQ(solves, 4);  // one unit solve
+  EXPECT_GE(first->value(), before);
+  EXPECT_EQ(first->value(), estimate(a, n, 1));
+  ASSERT_TRUE(first->sharpen(with('N'), with('T'), 4).is_ok());
+  EXPECT_EQ(solves, 4);
 }
 
 TEST(QualityWarning, NamesTheCause) {

@@ -21,9 +21,9 @@ namespace stripesolve::scheduler {
 
 namespace {
 
-// One step of Hager's iteration after the fixed vectors: a transposed solve and a solve with a
-// unit vector, 4 passes over the factors (dlacn2's usual 2 steps would double the estimate's
-// I/O for a better bound on few matrices; scheduler/condition.h).
+// Where the estimate is sharpened (rcond below kSharpenRcondBelow), one step of Hager's
+// iteration: a solve with a unit vector, 2 passes over the factors (dlacn2's usual 2 steps
+// would double that for a better bound on few matrices; scheduler/condition.h).
 constexpr int kConditionUnitSolves = 1;
 
 double norm_inf(const double* v, int64_t n, int64_t nrhs) {
@@ -340,19 +340,35 @@ Status SolvePhases::substitute() {
   return estimate ? estimate_condition(solved_fixed) : Status::ok();
 }
 
-// The rest of the condition estimate, while the factors are still cached from the substitution
-// (002's zigzag: each pass starts where the previous one ended).
+// The first part of the condition estimate (a transposed solve), while the factors are still
+// cached from the substitution (002's zigzag: each pass starts where the previous one ended).
+// Its sharpening waits for ||A||_1 (residual_and_refinement), and is left out where the
+// estimate decides nothing: a well-conditioned matrix's estimate costs one pass over the
+// factors instead of about two.
 Status SolvePhases::estimate_condition(const std::vector<double>& solved_fixed) {
   const auto t_condition = SolveClock::now();
-  auto estimate = estimate_inverse_norm_1(
+  auto estimate = InverseNormEstimate::start(
       sv_.g.n, [&](double* v) { return solve_columns(v, 1, nullptr, "condition"); },
-      [&](double* v) { return solve_transposed_column(v); }, solved_fixed.data(),
-      kConditionUnitSolves);
-  // A numerical error here (an overflow in a solve with a unit vector) has failed the cache, so
-  // it ends the solve like one of the main substitution would.
+      [&](double* v) { return solve_transposed_column(v); }, solved_fixed.data());
+  // A numerical error here (an overflow in a solve) has failed the cache, so it ends the solve
+  // like one of the main substitution would.
   STRIPESOLVE_RETURN_IF_ERROR(estimate.status());
-  inverse_norm_1_ = *estimate;
+  inverse_norm_ = std::move(estimate).value();
   sv_.report.condition_seconds = seconds_since(t_condition);
+  return Status::ok();
+}
+
+Status SolvePhases::sharpen_condition(double a_norm_1) {
+  if (!inverse_norm_ || inverse_norm_->sharpened() ||
+      1.0 / (a_norm_1 * inverse_norm_->value()) >= kSharpenRcondBelow) {
+    return Status::ok();
+  }
+  const auto t_condition = SolveClock::now();
+  STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());  // cells of A must not serve reads of the factors
+  STRIPESOLVE_RETURN_IF_ERROR(inverse_norm_->sharpen(
+      [&](double* v) { return solve_columns(v, 1, nullptr, "condition"); },
+      [&](double* v) { return solve_transposed_column(v); }, kConditionUnitSolves));
+  sv_.report.condition_seconds += seconds_since(t_condition);
   return Status::ok();
 }
 
@@ -414,10 +430,14 @@ Status SolvePhases::residual_and_refinement(double* x) {
     for (int64_t k = 0; k < n * nrhs; ++k) x[k] += r[static_cast<size_t>(k)];
   }
   if (sv_.max_abs_u >= 0 && res.a_max_abs > 0) report.growth = sv_.max_abs_u / res.a_max_abs;
-  if (inverse_norm_1_ > 0 && res.a_norm_1 > 0) {
-    report.rcond = 1.0 / (res.a_norm_1 * inverse_norm_1_);
-  }
   report.residual_seconds = seconds_since(t_residual);
+  if (inverse_norm_ && res.a_norm_1 > 0) {
+    // The factors are still readable unless they were dropped above (not kept, no refinement).
+    if (sv_.factor || (!on_device_ && max_steps > 0)) {
+      STRIPESOLVE_RETURN_IF_ERROR(sharpen_condition(res.a_norm_1));
+    }
+    if (inverse_norm_->value() > 0) report.rcond = 1.0 / (res.a_norm_1 * inverse_norm_->value());
+  }
   return Status::ok();
 }
 

@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cache/stripe_cache.h"
+#include "scheduler/condition.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/factor_progress.h"
 #include "scheduler/io_role.h"
@@ -103,6 +105,8 @@ class SolvePhases {
                        const std::string& phase);
   Status solve_transposed_column(double* v);
   Status estimate_condition(const std::vector<double>& solved_fixed);
+  // The rest of the estimate, where rcond is below kSharpenRcondBelow.
+  Status sharpen_condition(double a_norm_1);
   // Runs the residual pass (and auto or explicit refinement steps) on x.
   Status residual_and_refinement(double* x);
 
@@ -126,7 +130,7 @@ class SolvePhases {
   std::unique_ptr<MultiGpuElimination> gpu_elim_;
   bool on_device_ = false;      // the factors stay on the device (the fits tier), not gepp
   bool stream_chunks_ = false;  // x's rows go out as the backward pass finishes them
-  double inverse_norm_1_ = -1;  // the condition estimate's ||A^-1||_1; -1: not estimated
+  std::optional<InverseNormEstimate> inverse_norm_;  // the condition estimate, where made
 };
 
 }  // namespace stripesolve::scheduler

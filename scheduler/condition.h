@@ -3,10 +3,11 @@
 //
 // InverseNormEstimate is Higham's refinement of Hager's method (Higham 1988, "FORTRAN codes
 // for estimating the one-norm of a real or complex matrix", Algorithm 4.1; LAPACK dlacn2): it
-// needs only products with A^-1 and A^-T, here solves with the stored factors, usually 4 or 5
-// (at most 11). The estimate is a lower bound of ||A^-1||_1, in practice within a factor 3 of it.
+// needs only products with A^-1 and A^-T, here solves with the stored factors: 3 for its first
+// part, usually 4 or 5 in all (at most 11). The estimate is a lower bound of ||A^-1||_1, in
+// practice within a factor 3 of it once sharpened.
 //
-// Thread-safety: a plain function; the callbacks run on the calling thread.
+// Thread-safety: plain functions and a value type; the callbacks run on the calling thread.
 #pragma once
 
 #include <cstdint>

@@ -164,10 +164,14 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
     near_breakdown = st.message();
     st = solve_system(alg, s, options.pivot_tolerance, work);
   }
-  SolutionQuality q{INFINITY, INFINITY};
-  if (st.is_ok()) q = solution_quality(s.dl, s.d, s.du, s.x, s.f, s.n);
-  out.backward_error = q.backward_error;
-  out.relative_residual = q.relative_residual;
+  // The check's figures of the solution in s.x (+inf where the solve failed).
+  auto check = [&s, &out](bool solved) {
+    const SolutionQuality q = solved ? solution_quality(s.dl, s.d, s.du, s.x, s.f, s.n)
+                                     : SolutionQuality{INFINITY, INFINITY};
+    out.backward_error = q.backward_error;
+    out.relative_residual = q.relative_residual;
+  };
+  check(st.is_ok());
   const bool broke_down = st.code() == StatusCode::kNumerical;
   if (may_fall_back && (broke_down || (st.is_ok() && !(out.backward_error <= out.tolerance)))) {
     out.fallback = broke_down
@@ -176,11 +180,7 @@ Status solve_checked(Algorithm alg, const SystemRef& s, const SolveOptions& opti
                                      out.backward_error, out.tolerance);
     st = solve_gepp(s, work);
     out.by_gepp = true;
-    if (st.is_ok()) {
-      q = solution_quality(s.dl, s.d, s.du, s.x, s.f, s.n);
-      out.backward_error = q.backward_error;
-      out.relative_residual = q.relative_residual;
-    }
+    if (st.is_ok()) check(true);
   }
   out.by_gepp = out.by_gepp || alg == Algorithm::kGepp;
   if (!st.is_ok()) return st;

@@ -406,7 +406,8 @@ Status SolvePhases::residual_and_refinement(double* x) {
                            options.check_quality && factors_kept;
   const int max_steps =
       refine_auto ? DenseSolveOptions::kMaxAutoRefinement : std::max(0, options.refinement_steps);
-  if (!sv_.factor && (on_device_ || max_steps == 0)) {
+  const bool factors_dropped = !sv_.factor && (on_device_ || max_steps == 0);
+  if (factors_dropped) {
     cache_.discard_idle();  // factors not persisted and not needed from RAM any more
   } else if (!sv_.factor) {
     STRIPESOLVE_RETURN_IF_ERROR(cache_.write_back());  // refinement reads them again
@@ -432,10 +433,7 @@ Status SolvePhases::residual_and_refinement(double* x) {
   if (sv_.max_abs_u >= 0 && res.a_max_abs > 0) report.growth = sv_.max_abs_u / res.a_max_abs;
   report.residual_seconds = seconds_since(t_residual);
   if (inverse_norm_ && res.a_norm_1 > 0) {
-    // The factors are still readable unless they were dropped above (not kept, no refinement).
-    if (sv_.factor || (!on_device_ && max_steps > 0)) {
-      STRIPESOLVE_RETURN_IF_ERROR(sharpen_condition(res.a_norm_1));
-    }
+    if (!factors_dropped) STRIPESOLVE_RETURN_IF_ERROR(sharpen_condition(res.a_norm_1));
     if (inverse_norm_->value() > 0) report.rcond = 1.0 / (res.a_norm_1 * inverse_norm_->value());
   }
   return Status::ok();

@@ -136,7 +136,9 @@ void add_tridiag(CLI::App& app, const Globals& g, int& code) {
                 "with an unpivoted --algorithm: solve the systems where it breaks down or misses "
                 "the tolerance "
                 "again with gepp (without it they fail, or complete with a warning)");
-  cmd->add_option("--device", r.device, "auto (the GPU when the daemon has one), cpu or gpu")
+  cmd->add_option("--device", r.device,
+                  "auto (the CPU or GPU, whichever the daemon measured quicker for a batch this "
+                  "size), cpu or gpu")
       ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
   cmd->add_option(
       "-o,--out", r.out_path,

@@ -13,6 +13,7 @@
 #include "daemon/client_mapping.h"
 #include "daemon/job_files.h"
 #include "daemon/npy_file.h"
+#include "daemon/tridiag_auto_device.h"
 #include "daemon/tridiag_input.h"
 #include "daemon/tridiag_sources.h"
 #include "gpu/devices.h"
@@ -192,6 +193,8 @@ struct TridiagRun {
   TridiagPlan plan;
   int out_fd = -1;  // the client's file for the solution, or -1
   bool have_gpu = false;
+  bool use_gpu = false;     // where the batch goes (device auto: AutoDevice's choice)
+  std::string device_note;  // why, for device auto
   unsigned threads = 0;
   // Whether the load scanned the inputs for non-finite values; else the CPU solver refuses
   // them as it reads them (SolveOptions::refuse_non_finite).
@@ -236,8 +239,59 @@ Status prepare_run(TridiagRun& r, UploadStore& uploads) {
 }
 
 bool gpu_chosen(const TridiagRun& r) {
-  return r.params.device == TridiagDevice::kGpu ||
-         (r.params.device == TridiagDevice::kAuto && r.have_gpu);
+  return r.use_gpu;
+}
+
+// The CPU path as a job runs it: the solver refuses non-finite values as it reads them and
+// reports the residuals itself.
+PathRun cpu_path(const TridiagJobConfig& config) {
+  return [&config](const TridiagPlan& plan, const tridiag::BatchArrays& arrays) {
+    tridiag::SolveOptions options;
+    options.threads = static_cast<unsigned>(config.threads);
+    options.refuse_non_finite = true;
+    return tridiag::solve_batch(plan.shape(), arrays, options).status();
+  };
+}
+
+// The GPU path as a job runs it: the inputs scanned, the batch on the daemon's GPUs (copies
+// both ways), the daemon's residual check.
+PathRun gpu_path(const TridiagJobConfig& config) {
+  return [&config](const TridiagPlan& plan, const tridiag::BatchArrays& arrays) {
+    const auto threads = static_cast<unsigned>(config.threads);
+    const std::array<const double*, 4> inputs{arrays.dl, arrays.d, arrays.du, arrays.f};
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      STRIPESOLVE_RETURN_IF_ERROR(check_finite(
+          kTridiagArrays[k], std::span<const double>(inputs[k], plan.unknowns), plan, threads));
+    }
+    STRIPESOLVE_RETURN_IF_ERROR(
+        solve_on_gpus(plan.shape(), arrays, tridiag::SolveOptions{}, plan, config).status());
+    max_relative_residual(plan, arrays.dl, arrays.d, arrays.du, arrays.f, arrays.x, threads);
+    return Status::ok();
+  };
+}
+
+// Where the batch goes: the device the job names, or under auto the CPU without a GPU and else
+// the path AutoDevice predicts quicker for this many unknowns.
+void choose_device(TridiagRun& r, AutoDevice& auto_device) {
+  switch (r.params.device) {
+    case TridiagDevice::kGpu:
+      r.use_gpu = true;
+      return;
+    case TridiagDevice::kCpu:
+      r.use_gpu = false;
+      return;
+    case TridiagDevice::kAuto:
+      break;
+  }
+  if (!r.have_gpu) {
+    r.use_gpu = false;
+    r.device_note = "device auto chose the CPU (no GPU available)";
+    return;
+  }
+  AutoChoice choice = auto_device.choose(r.plan.unknowns, cpu_path(r.config), gpu_path(r.config),
+                                         [&](const std::string& line) { r.ctx.log(line); });
+  r.use_gpu = choice.gpu;
+  r.device_note = std::move(choice.note);
 }
 
 void log_batch_request(const TridiagRun& r) {
@@ -316,10 +370,7 @@ Result<SolvedBatch> solve_on_chosen_device(const TridiagRun& r, const LoadedBatc
   const tridiag::SolveOptions options = solve_options(r);
   SolvedBatch s;
   s.on_gpu = gpu_chosen(r);
-  if (r.params.device == TridiagDevice::kAuto) {
-    s.notes.push_back(r.have_gpu ? "device auto chose the GPU"
-                                 : "device auto chose the CPU (no GPU available)");
-  }
+  if (!r.device_note.empty()) s.notes.push_back(r.device_note);
   r.progress("solve", 0.1);
   const auto solve_start = Clock::now();
   Result<tridiag::SolveReport> report = Status::internal("the batch was not solved");
@@ -448,10 +499,11 @@ Status deliver_solution(const TridiagRun& r, const Solution& solution, nlohmann:
 }
 
 Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
-                                   const TridiagJobConfig& config) {
+                                   const TridiagJobConfig& config, AutoDevice& auto_device) {
   TridiagRun r{ctx, config};
   STRIPESOLVE_RETURN_IF_ERROR(prepare_run(r, uploads));
   log_batch_request(r);
+  choose_device(r, auto_device);
   STRIPESOLVE_ASSIGN_OR_RETURN(LoadedBatch loaded, load_batch(r));
   if (ctx.cancelled()) return Status::cancelled("cancelled before the solve");
   STRIPESOLVE_ASSIGN_OR_RETURN(SolvedBatch solved, solve_on_chosen_device(r, loaded));
@@ -469,8 +521,11 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
 
 void register_tridiag_jobs(JobRegistry& registry, UploadStore& uploads,
                            const TridiagJobConfig& config) {
-  registry.add("tridiag_solve", Lane::kTridiag,
-               [&uploads, &config](JobContext& ctx) { return run_tridiag(ctx, uploads, config); });
+  // One measurement of the paths for the daemon's life, shared by its jobs.
+  auto auto_device = std::make_shared<AutoDevice>();
+  registry.add("tridiag_solve", Lane::kTridiag, [&uploads, &config, auto_device](JobContext& ctx) {
+    return run_tridiag(ctx, uploads, config, *auto_device);
+  });
 }
 
 }  // namespace stripesolve::daemon

@@ -19,9 +19,10 @@
 // most. With `out` the solution, shaped like rhs, is written into the client's file (header and
 // data, pwrite) and the job keeps nothing; without it the solution is published whole and
 // streams to `result` in chunks.
-// device auto: the GPU when tridiag::gpu_available(), and the CPU when the GPU cannot take the
-// batch (an algorithm it lacks, or over its memory); the choice is a note. Breakdown and singular
-// matrices (kNumerical from tridiag/) fail the job with tridiag's message.
+// device auto: the CPU without a GPU; with one, the path predicted quicker for the batch's
+// unknowns from both paths measured once (daemon/tridiag_auto_device.h), and the CPU when the GPU
+// cannot take the batch (an algorithm it lacks, or over its memory); the choice is a note.
+// Breakdown and singular matrices (kNumerical from tridiag/) fail the job with tridiag's message.
 // Result: shape, systems, unknowns, layout, dtype, algorithm (that ran), requested_algorithm,
 // device, seconds (the solve), max_relative_residual and worst_system, backward_error,
 // worst_backward_system and tolerance (the CPU solver's own check, which covers every system;

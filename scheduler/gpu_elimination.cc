@@ -353,6 +353,10 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
   // final values are in RAM once their copies from the elimination have landed).
   for (int64_t i = t.i_begin; i < t.i_end; ++i) {
     if (keeps(i)) continue;
+    {
+      MutexLock lock(single_mu_);
+      if (single_uses_[static_cast<size_t>(i)] > 0) continue;  // its last use drops it
+    }
     STRIPESOLVE_RETURN_IF_ERROR(wait_download(i));
     drop_instance(i);
   }
@@ -475,6 +479,10 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
     tier_->free(j.stripe);
   }
   *keep_on_device = keep;
+  if (t.i_end - t.i_begin == 1) {
+    MutexLock lock(single_mu_);
+    --single_uses_[static_cast<size_t>(t.i_begin)];
+  }
   for (const CellView& ci : is) {
     if (tier_->release_use(ci.stripe)) {
       // The last update by I: its cell leaves kStuck after this (and may then be evicted).

@@ -19,10 +19,11 @@ void GpuElimination::count_uses(const std::vector<bool>& skip) {
   // The updates of this device's J stripes, and for each own stripe the other devices that will
   // adopt it (those with updates that read it).
   stripe_uses_.assign(static_cast<size_t>(g.stripes), 0);
+  std::vector<int64_t> single(static_cast<size_t>(g.stripes), 0);
   std::vector<uint64_t> adopters(static_cast<size_t>(g.stripes), 0);  // device bit masks
   std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
-  const std::vector<Task> tasks =
-      make_tasks(params_.strategy, g.stripes, params_.meta_stripes, params_.upward_lead);
+  const std::vector<Task> tasks = make_tasks(params_.strategy, g.stripes, params_.meta_stripes,
+                                             params_.upward_lead, params_.first_of_next_early);
   for (size_t k = 0; k < tasks.size(); ++k) {
     const Task& t = tasks[k];
     if (t.kind != Task::Kind::kUpdate || (k < skip.size() && skip[k])) continue;
@@ -34,9 +35,17 @@ void GpuElimination::count_uses(const std::vector<bool>& skip) {
       continue;
     }
     for (int64_t i = t.i_begin; i < t.i_end; ++i) ++stripe_uses_[static_cast<size_t>(i)];
-    if (t.i_end - t.i_begin > 1) ++ranges[{t.i_begin, t.i_end}];
+    if (t.i_end - t.i_begin > 1) {
+      ++ranges[{t.i_begin, t.i_end}];
+    } else {
+      ++single[static_cast<size_t>(t.i_begin)];
+    }
   }
   range_uses_.assign(ranges.begin(), ranges.end());
+  {
+    MutexLock lock(single_mu_);
+    single_uses_ = std::move(single);
+  }
   MutexLock peers(peer_mu_);
   peer_uses_.assign(static_cast<size_t>(g.stripes), 0);
   for (size_t i = 0; i < adopters.size(); ++i) peer_uses_[i] = __builtin_popcountll(adopters[i]);

@@ -344,7 +344,8 @@ void forecast_strategies(Plan& p, const Machine& m) {
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;
-    auto t = predict_traffic(s, p.meta_stripes, model, p.upward_lead);
+    // The GPU tier updates the next meta-stripe's first stripe inside the chain (FactorParams).
+    auto t = predict_traffic(s, p.meta_stripes, model, p.upward_lead, m.gpus > 0);
     if (t.is_ok()) {
       f.feasible = true;
       f.traffic = *t;

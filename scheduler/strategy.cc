@@ -83,17 +83,18 @@ Status single_stripe_order(const TaskVisitor& visit, int64_t stripes, bool zigza
   return Status::ok();
 }
 
-// An upward sweep by [i0, i1): J from the last stripe back to i1, except that with a lead >= 0
-// the next meta-stripe [i1, i2) comes right after the first `lead` stripes (top to bottom, the
-// stripe eliminated next first), the rest following upward.
+// An upward sweep by [i0, i1) of J from the last stripe back to i1 (`first` = i1 + 1 when the
+// chain updated i1 already), except that with a lead >= 0 the next meta-stripe [first, i2) comes
+// right after the first `lead` stripes (top to bottom, the stripe eliminated next first), the
+// rest following upward.
 Status upward_sweep(const TaskVisitor& visit, int64_t stripes, int64_t i0, int64_t i1, int64_t i2,
-                    int64_t lead) {
-  const int64_t lead_begin = lead < 0 ? i1 : std::max(i1, stripes - lead);
+                    int64_t lead, int64_t first) {
+  const int64_t lead_begin = lead < 0 ? first : std::max(first, stripes - lead);
   for (int64_t j = stripes - 1; j >= lead_begin; --j)
     STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
-  for (int64_t j = i1; j < std::min(i2, lead_begin); ++j)
+  for (int64_t j = first; j < std::min(i2, lead_begin); ++j)
     STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
-  for (int64_t j = lead_begin - 1; j >= i2; --j)
+  for (int64_t j = lead_begin - 1; j >= std::max(i2, first); --j)
     STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
   return Status::ok();
 }
@@ -101,25 +102,30 @@ Status upward_sweep(const TaskVisitor& visit, int64_t stripes, int64_t i0, int64
 // 002 Fig 20, meta-stripes zigzag (002 §8.4.3, Eqs 9-11): inside meta-stripe [I0, I1) the stripes
 // are eliminated and update each other one I at a time; every later J is then updated by the whole
 // range [I0, I1) in one task, scanned downward for even I^m and upward for odd I^m (the upward
-// one with the next meta-stripe moved forward by `upward_lead`, upward_sweep()).
+// one with the next meta-stripe moved forward by `upward_lead`, upward_sweep()). With
+// `first_of_next_early` the next meta-stripe's first stripe is updated inside the chain, by each
+// I after the meta-stripe's own J, and the sweep starts after it.
 Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta_stripes,
-                         int64_t upward_lead) {
+                         int64_t upward_lead, bool first_of_next_early) {
   const int64_t nm = meta_stripe_count(stripes, meta_stripes);
   for (int64_t im = 0; im < nm; ++im) {
     const int64_t i0 = im * stripes / nm;
     const int64_t i1 = (im + 1) * stripes / nm;
+    const bool early = first_of_next_early && im < nm - 1;
     for (int64_t i = i0; i < i1; ++i) {
       STRIPESOLVE_RETURN_IF_ERROR(visit(Task::eliminate(i)));
       for (int64_t j = i + 1; j < i1; ++j)
         STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
+      if (early) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(i1, i, i + 1)));
     }
     if (im == nm - 1) continue;
+    const int64_t first = early ? i1 + 1 : i1;  // the sweep's first J
     if (im % 2 == 0) {
-      for (int64_t j = i1; j < stripes; ++j)
+      for (int64_t j = first; j < stripes; ++j)
         STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
     } else {
       const int64_t i2 = (im + 2) * stripes / nm;
-      STRIPESOLVE_RETURN_IF_ERROR(upward_sweep(visit, stripes, i0, i1, i2, upward_lead));
+      STRIPESOLVE_RETURN_IF_ERROR(upward_sweep(visit, stripes, i0, i1, i2, upward_lead, first));
     }
   }
   return Status::ok();
@@ -128,20 +134,21 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
 }  // namespace
 
 Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                     const TaskVisitor& visit, int64_t upward_lead) {
+                     const TaskVisitor& visit, int64_t upward_lead, bool first_of_next_early) {
   switch (strategy) {
     case Strategy::kBasic:
       return single_stripe_order(visit, stripes, false);
     case Strategy::kZigzag:
       return single_stripe_order(visit, stripes, true);
     case Strategy::kMetaZigzag:
-      return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes), upward_lead);
+      return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes), upward_lead,
+                               first_of_next_early);
   }
   return Status::ok();
 }
 
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                             int64_t upward_lead) {
+                             int64_t upward_lead, bool first_of_next_early) {
   std::vector<Task> out;
   (void)for_each_task(
       strategy, stripes, meta_stripes,
@@ -149,7 +156,7 @@ std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_st
         out.push_back(t);
         return Status::ok();
       },
-      upward_lead);
+      upward_lead, first_of_next_early);
   return out;
 }
 
@@ -339,12 +346,13 @@ Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficMod
 }
 
 Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model,
-                                int64_t upward_lead) {
+                                int64_t upward_lead, bool first_of_next_early) {
   std::vector<int64_t> meta_of;
   if (model.spare_next_meta_stripe && model.stripes >= 1)
     meta_of = meta_stripe_of(strategy, model.stripes, meta_stripes);
   return replay(model, std::move(meta_of), [&](const TaskVisitor& visit) {
-    return for_each_task(strategy, model.stripes, meta_stripes, visit, upward_lead);
+    return for_each_task(strategy, model.stripes, meta_stripes, visit, upward_lead,
+                         first_of_next_early);
   });
 }
 

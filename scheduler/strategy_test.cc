@@ -46,6 +46,34 @@ TEST(StrategyTest, AnUpwardLeadTakesTheNextMetaStripeAfterTheLeadingStripes) {
   EXPECT_EQ(make_tasks(Strategy::kZigzag, 8, 1, 0), make_tasks(Strategy::kZigzag, 8, 1));
 }
 
+TEST(StrategyTest, TheNextMetaStripesFirstStripeCanBeUpdatedInsideTheChain) {
+  // N = 6, S^m = 2: meta-stripes [0,2) [2,4) [4,6). Stripe 2 is updated by 0 and by 1 right after
+  // their eliminations, and the sweeps by [0,2) (downward) and [2,4) (upward) start after it.
+  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 6, 2, -1, true)),
+            "E0 U1<[0,1) U2<[0,1) E1 U2<[1,2) U3<[0,2) U4<[0,2) U5<[0,2) "
+            "E2 U3<[2,3) U4<[2,3) E3 U4<[3,4) U5<[2,4) E4 U5<[4,5) E5");
+  // With an upward lead the next meta-stripe still comes first but for its first stripe.
+  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 8, 2, 0, true)),
+            "E0 U1<[0,1) U2<[0,1) E1 U2<[1,2) U3<[0,2) U4<[0,2) U5<[0,2) U6<[0,2) U7<[0,2) "
+            "E2 U3<[2,3) U4<[2,3) E3 U4<[3,4) U5<[2,4) U7<[2,4) U6<[2,4) "
+            "E4 U5<[4,5) U6<[4,5) E5 U6<[5,6) U7<[4,6) E6 U7<[6,7) E7");
+  // The other strategies have no meta-stripes to lead into.
+  EXPECT_EQ(make_tasks(Strategy::kZigzag, 8, 1, -1, true), make_tasks(Strategy::kZigzag, 8, 1));
+  EXPECT_EQ(make_tasks(Strategy::kBasic, 8, 3, -1, true), make_tasks(Strategy::kBasic, 8, 3));
+}
+
+TEST(StrategyTest, UpdatesOfTheNextFirstStripeByOneStripeAreOnTheCriticalPath) {
+  const std::vector<int64_t> meta_of = meta_stripe_of(Strategy::kMetaZigzag, 8, 2);  // 0 0 1 1 ..
+  EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(2, 0, 1)));   // first of next, by 0
+  EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(2, 1, 2)));   // and by 1
+  EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(3, 0, 2)));   // the next, by the range
+  EXPECT_FALSE(updates_next_meta_stripe(meta_of, Task::update(4, 0, 2)));  // two meta-stripes on
+  EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(1, 0, 1)));   // inside the meta-stripe
+  EXPECT_FALSE(updates_next_meta_stripe(meta_of, Task::update(6, 2, 4)));  // the sweep beyond
+  // By one stripe, but not the next meta-stripe's first (no strategy makes such a task).
+  EXPECT_FALSE(updates_next_meta_stripe(meta_of, Task::update(3, 0, 1)));
+}
+
 TEST(StrategyTest, MetaZigzagWithOneStripePerMetaIsZigzag) {
   for (int64_t n = 1; n < 9; ++n) {
     EXPECT_EQ(make_tasks(Strategy::kMetaZigzag, n, 1), make_tasks(Strategy::kZigzag, n, 1)) << n;
@@ -63,18 +91,21 @@ TEST(StrategyTest, EveryListHasTheDependencyProperties) {
     for (int64_t n = 1; n <= 24; ++n) {
       for (int64_t sm = 1; sm <= 6; ++sm) {
         for (int64_t lead : {-1, 0, 1, 3, 7}) {
-          const auto tasks = make_tasks(s, n, sm, lead);
-          Status st = check_tasks(tasks, n);
-          EXPECT_TRUE(st.is_ok()) << strategy_name(s) << " N=" << n << " Sm=" << sm
-                                  << " lead=" << lead << ": " << st.to_string();
-          // Every (J, I < J) pair exactly once.
-          std::vector<int> seen(n * n, 0);
-          for (const Task& t : tasks) {
-            if (t.kind != Task::Kind::kUpdate) continue;
-            for (int64_t i = t.i_begin; i < t.i_end; ++i) ++seen[t.stripe * n + i];
+          for (bool early : {false, true}) {
+            const auto tasks = make_tasks(s, n, sm, lead, early);
+            Status st = check_tasks(tasks, n);
+            EXPECT_TRUE(st.is_ok())
+                << strategy_name(s) << " N=" << n << " Sm=" << sm << " lead=" << lead
+                << " early=" << early << ": " << st.to_string();
+            // Every (J, I < J) pair exactly once.
+            std::vector<int> seen(n * n, 0);
+            for (const Task& t : tasks) {
+              if (t.kind != Task::Kind::kUpdate) continue;
+              for (int64_t i = t.i_begin; i < t.i_end; ++i) ++seen[t.stripe * n + i];
+            }
+            for (int64_t j = 0; j < n; ++j)
+              for (int64_t i = 0; i < j; ++i) EXPECT_EQ(seen[j * n + i], 1) << j << "," << i;
           }
-          for (int64_t j = 0; j < n; ++j)
-            for (int64_t i = 0; i < j; ++i) EXPECT_EQ(seen[j * n + i], 1) << j << "," << i;
         }
       }
     }

@@ -138,7 +138,8 @@ std::string describe_config(const DaemonConfig& c) {
   out += fmt::format(
       "engine:\n  backend: {}\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n"
       "  segment_columns: {}\n  meta_stripes: {}\n  round_robin_levels: {}\n"
-      "  elim_j_workers: {}\n  cores: {}\n  critical_threads: {}\n  io_threads: {}\n"
+      "  elim_j_workers: {}\n  lookahead_lanes: {}\n  cores: {}\n  critical_threads: {}\n"
+      "  io_threads: {}\n"
       "  upward_lead: {}\n  gpu_memory: {}\n  gpus: {}\n  devices: [{}]\n"
       "  gpu_panel_sms: {}\n  gpu_update_k: {}\n  assumed_gflops: {}\n"
       "  ssd_bytes_per_second: {}\n  pcie_bytes_per_second: {}\n"
@@ -146,7 +147,7 @@ std::string describe_config(const DaemonConfig& c) {
       scheduler::compute_backend_name(e.backend), format_bytes(e.ram_budget),
       c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
       e.stripe_rows, e.substripe_rows, e.segment_columns, e.meta_stripes, e.round_robin_levels,
-      e.elim_j_workers, e.cores, e.critical_threads, e.io_threads, e.upward_lead,
+      e.elim_j_workers, e.lookahead_lanes, e.cores, e.critical_threads, e.io_threads, e.upward_lead,
       format_bytes(e.gpu_memory), e.gpus, fmt::join(e.devices, ", "), e.gpu_panel_sms,
       e.gpu_update_k, e.assumed_gflops, e.ssd_bytes_per_second, e.pcie_bytes_per_second,
       e.progress_interval_seconds);

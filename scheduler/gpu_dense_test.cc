@@ -215,6 +215,20 @@ TEST_P(GpuDenseTest, RamTierShapeKeepsWhatRoomAllows) {
   }
 }
 
+// engine.lookahead_lanes: two high-priority lanes take the critical path's updates (those by a
+// whole meta-stripe beside those by one stripe); the results match LAPACK in the RAM tier's shape.
+TEST_P(GpuDenseTest, TwoLookAheadLanesMatchLapack) {
+  const int64_t n = 28 * 64 + 3;
+  const auto a = generated("A", n, "uniform", 31);
+  const auto b = random_rhs(n, 2);
+  EngineConfig c = ram_tier_engine(18 * kMiB);
+  c.lookahead_lanes = 2;
+  auto rep = solve("A", b, 2, throwaway_factors(), c);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_EQ(rep->plan.lookahead_workers, 2);
+  expect_matches_lapack(a, n, b, 2, *rep, 1e-13, "two look-ahead lanes");
+}
+
 // engine.gpu_panel_sms: the sweep lanes' kernels in a green context of the other SMs. The
 // results match LAPACK as without the fence, with streaming J parts and resident ones; a fence
 // that leaves the sweeps no SM is refused at open, naming the key.

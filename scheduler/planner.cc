@@ -72,6 +72,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("meta_stripes", c.meta_stripes, 0, 1 << 20);
   map.get("round_robin_levels", c.round_robin_levels, 0, 1 << 16);
   map.get("elim_j_workers", c.elim_j_workers, 0, 256);
+  map.get("lookahead_lanes", c.lookahead_lanes, 0, 8);
   map.get("cores", c.cores, 0, 1 << 16);
   map.get("critical_threads", c.critical_threads, -1, 1024);
   map.get("io_threads", c.io_threads, 1, 8);
@@ -178,7 +179,13 @@ void choose_workers(Plan& p, const EngineConfig& config, const Machine& m) {
   // The GPU tier adds one look-ahead lane: the next meta-stripe's updates run beside the sweep.
   // Its J parts are that meta-stripe's stripes, which the device keeps anyway (the S^m term of
   // device_bytes_needed): it needs no J slot of its own.
-  p.lookahead_workers = m.gpus > 0 ? m.gpus : 0;  // one per device
+  // engine.lookahead_lanes gives each device more: a critical update by a whole meta-stripe
+  // (tens of ms beside the sweep) then no longer holds up one by a single stripe behind it.
+  const int64_t lanes = config.lookahead_lanes > 0 ? config.lookahead_lanes : 1;
+  if (config.lookahead_lanes > 0 && m.gpus > 0) {
+    p.notes.push_back("look-ahead lanes pinned by engine.lookahead_lanes");
+  }
+  p.lookahead_workers = m.gpus > 0 ? lanes * m.gpus : 0;  // `lanes` per device
   // The CPU tier splits elim.I's block updates and the critical updates over helpers
   // (backend/cpu/critical_helpers.h): half the cores, which the sweep lanes leave idle about half
   // the time. With few cores the chain is short beside the sweeps: none below 4.

@@ -55,6 +55,7 @@ struct EngineConfig {
   int64_t meta_stripes = 0;          // S^m; 0 = planner
   int64_t round_robin_levels = 0;    // N_RRlevel for new matrices; 0 = planner
   int64_t elim_j_workers = 0;        // k; 0 = planner
+  int64_t lookahead_lanes = 0;       // GPU tier: look-ahead lanes per device; 0 = planner (1)
   int64_t cores = 0;                 // 0 = std::thread::hardware_concurrency()
   int64_t critical_threads = -1;     // CPU tier's critical-path helpers; -1 = planner, 0 = none
   int64_t io_threads = 1;            // I/O role threads (transfers side by side); 1..8
@@ -76,7 +77,8 @@ struct EngineConfig {
 };
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
-// meta_stripes, round_robin_levels, elim_j_workers, cores, critical_threads, io_threads,
+// meta_stripes, round_robin_levels, elim_j_workers, lookahead_lanes, cores, critical_threads,
+// io_threads,
 // upward_lead, gpu_memory, gpus, devices,
 // gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).

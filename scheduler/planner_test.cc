@@ -218,6 +218,10 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   // meta-stripe's stripes, kept anyway).
   EXPECT_EQ(p.meta_stripes, 8);
   EXPECT_EQ(p.lookahead_workers, 1);
+  EngineConfig two_lanes = c;
+  two_lanes.lookahead_lanes = 2;
+  two_lanes.gpus = 2;
+  EXPECT_EQ(plan_on(two_lanes, 57344).lookahead_workers, 4);  // two a device
   EXPECT_LE(p.device_bytes_needed, 12 * kGiB);
   EXPECT_FALSE(p.device_resident);
   EXPECT_NE(plan_to_text(p).find("J stripes stream through the device"), std::string::npos);

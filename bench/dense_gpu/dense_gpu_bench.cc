@@ -8,7 +8,7 @@
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
 //                   [--update-k 0] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
-//                   [--elim-j-workers 0]
+//                   [--elim-j-workers 0] [--lookahead-lanes 0]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
@@ -100,13 +100,14 @@ struct Args {
   int reps = 2;
   int dgemm_reps = 5;
   bool persist_factors = false;
-  bool records = true;         // DenseSolveOptions::record_progress (persisted factors only)
-  int64_t stripe_rows = 0;     // 0 = the planner's S for the run's config
-  int64_t meta_stripes = 0;    // S^m; 0 = the planner's
-  int64_t elim_j_workers = 0;  // k; 0 = the planner's
-  int64_t gpus = 0;            // devices; 0 = every device of the host
-  int64_t panel_sms = 0;       // engine.gpu_panel_sms
-  int64_t update_k = 0;        // engine.gpu_update_k
+  bool records = true;          // DenseSolveOptions::record_progress (persisted factors only)
+  int64_t stripe_rows = 0;      // 0 = the planner's S for the run's config
+  int64_t meta_stripes = 0;     // S^m; 0 = the planner's
+  int64_t elim_j_workers = 0;   // k; 0 = the planner's
+  int64_t lookahead_lanes = 0;  // engine.lookahead_lanes; 0 = the planner's
+  int64_t gpus = 0;             // devices; 0 = every device of the host
+  int64_t panel_sms = 0;        // engine.gpu_panel_sms
+  int64_t update_k = 0;         // engine.gpu_update_k
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";
   std::string cusolver_api = "legacy";
@@ -124,7 +125,7 @@ struct Args {
       "[--update-k K] "
       "[--panel-sms K] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
-      "[--elim-j-workers K] [--dir D] "
+      "[--elim-j-workers K] [--lookahead-lanes L] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
       "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
       "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
@@ -193,6 +194,8 @@ Args parse_args(int argc, char** argv) {
       a.meta_stripes = parse_int(arg, v, 0, 1 << 20);
     } else if (arg == "--elim-j-workers") {
       a.elim_j_workers = parse_int(arg, v, 0, 64);
+    } else if (arg == "--lookahead-lanes") {
+      a.lookahead_lanes = parse_int(arg, v, 0, 8);
     } else if (arg == "--stripe-rows") {
       a.stripe_rows = parse_int(arg, v, 0, 1 << 20);
     } else if (arg == "--dir") {
@@ -503,6 +506,7 @@ int main(int argc, char** argv) {
     config.gpu_memory = args.gpu_memory.value_or(0);
     config.meta_stripes = args.meta_stripes;
     config.elim_j_workers = args.elim_j_workers;
+    config.lookahead_lanes = args.lookahead_lanes;
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;
     config.gpu_update_k = args.update_k;

@@ -70,7 +70,7 @@ std::vector<int32_t> permutation_pairs(const std::vector<int32_t>& swaps);
 // U is K x (J.cols - j_col). With host_in, J's columns [j_col, cols) are first copied in from
 // that pinned host part (same layout as J), by segments overlapped with the update where no
 // permutation needs the whole part; with host_out they are copied back segment by segment as
-// their GEMM finishes.
+// their GEMM finishes. Without either, the GEMM is one call over all columns.
 //
 // u_inverse (optional): the inverses of U's nb x nb diagonal blocks (invert_diagonal_blocks, nb =
 // u_inverse.cols). The multipliers then come from GEMMs only - block column p of J is reduced by

@@ -346,8 +346,12 @@ class CudaLane final : public DeviceLane {
           "device update: J of {} x {} from column {} by U of {} x {} (lane for J of {} rows)",
           j.rows, j.cols, c0, op.u.rows, op.u.cols, j_rows_));
     }
-    const int64_t seg = std::max<int64_t>(op.segment_columns, 256);
-    // Segments: [c0, c0 + k) for the multipliers, then GEMM segments of `seg` columns.
+    // Segments: [c0, c0 + k) for the multipliers, then GEMM segments of `seg` columns, which
+    // let the copies of a streamed J overlap its arithmetic. A J that stays on the device has
+    // nothing to overlap: one GEMM, so that a critical update beside the sweeps waits for SMs
+    // once instead of once a segment.
+    const bool copies = op.host_in != nullptr || op.host_out != nullptr;
+    const int64_t seg = copies ? std::max<int64_t>(op.segment_columns, 256) : c_end;
     struct Segment {
       int64_t a, b;
     };

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The chain of eliminations of a dense factorization, link by link, from its Chrome trace.
+
+Reads a trace written by `bench_dense_gpu --trace` (or `bench_dense_ooc --trace`; gzip is fine)
+and prints, for each stripe i: its elimination's length, when the adoption of i by another device
+started after the elimination ended and how long it took (several GPUs), when the update of
+stripe i + 1 whose range ends at i + 1 started and how long it took, the gap from that update to
+the elimination of i + 1, and the whole link (end of i's elimination to the start of i + 1's)
+with the worker that ran the update; then the medians and means. When eliminations plus links
+add up to the factorization's time, the chain bounds the run.
+Usage: trace-chain.py TRACE
+"""
+import gzip
+import json
+import re
+import statistics
+import sys
+import collections
+
+
+def main(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    names = {}
+    for e in events:
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+    elim = {}
+    adopt = collections.defaultdict(list)
+    updates = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        args = e.get("args", {})
+        worker = names.get((e.get("pid"), e.get("tid")), str(e.get("tid")))
+        if e["name"] == "eliminate":
+            elim[int(args["stripe"])] = (e["ts"], e["ts"] + e["dur"])
+        elif e["name"] == "adopt":
+            adopt[int(args["stripe"])].append((e["ts"], e["dur"]))
+        elif e["name"] == "update":
+            bounds = [int(v) for v in re.findall(r"\d+", args["I"])]
+            updates[int(args["J"])].append((e["ts"], e["dur"], bounds[-1], worker))
+    total = sum(b - a for a, b in elim.values())
+    print(f"{len(elim)} eliminations, {total / 1e3:.0f} ms in all")
+    print("   i  elim_ms adopt_at adopt_ms  upd_at  upd_ms  gap_ms link_ms worker")
+    rows = []
+    for i in sorted(elim):
+        if i + 1 not in elim:
+            continue
+        end = elim[i][1]
+        last = [u for u in updates[i + 1] if u[2] == i + 1]
+        upd = max(last, key=lambda u: u[0] + u[1]) if last else None
+        ad = [a for a in adopt[i] if a[0] >= end - 1]
+        a0 = min((a[0] for a in ad), default=None)
+        a1 = max((a[0] + a[1] for a in ad), default=None)
+        row = (i, (elim[i][1] - elim[i][0]) / 1e3,
+               (a0 - end) / 1e3 if a0 is not None else -1,
+               (a1 - a0) / 1e3 if a0 is not None else -1,
+               (upd[0] - end) / 1e3 if upd else -1, upd[1] / 1e3 if upd else -1,
+               (elim[i + 1][0] - upd[0] - upd[1]) / 1e3 if upd else -1,
+               (elim[i + 1][0] - end) / 1e3, upd[3] if upd else "")
+        rows.append(row)
+        print("%4d %8.1f %8.1f %8.1f %7.1f %7.1f %7.1f %7.1f %s" % row)
+    if not rows:
+        return
+    columns = list(zip(*rows))
+    for k, name in [(1, "elimination"), (3, "adoption"), (4, "update start"), (5, "update"),
+                    (7, "link")]:
+        values = [v for v in columns[k] if v >= 0]
+        if values:
+            print(f"{name:13s} median {statistics.median(values):.1f} ms, mean "
+                  f"{statistics.mean(values):.1f} ms, sum {sum(values):.0f} ms")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])

@@ -45,18 +45,28 @@ class MasterRole::Walk {
   bool swept_by(int64_t m);
   // What task t reads is ready: the eliminations it applies, and the gates above.
   bool reads_ready(const Task& t);
-  // Hands out every task of the window that is ready and a hit; whether any went.
+  // Hands out every task of the window that is ready and a hit; whether any went. An
+  // elimination ahead of the front takes may_pin_early's test first, as in
+  // hand_out_elimination: its stripe is a hit once its last update has ended, which may happen
+  // between that update's hand-out (the front's miss) and this scan, the master descheduled
+  // while the part was read and updated. Handed out untested, it left a cache of two stripes
+  // with two stuck stripes and no room for the next miss.
   bool hand_out_hits();
+  // Whether an elimination of `stripe` may go before its turn, pinning the stripe (kStuck) until
+  // its updates, which come after the front: when nothing is ever evicted, or, on the tiers that
+  // take early eliminations, when the cache would still find room for `needed` bytes (the
+  // front's part) beside it. fits_beside is a snapshot, but a safe one here: on those tiers only
+  // the master allocates, or turns a cell that would give its memory back into one that would
+  // not.
+  bool may_pin_early(int64_t stripe, uint64_t needed);
   // The list position of the first elimination not handed out yet (tasks.size(): none left).
   size_t next_elimination();
   // The stripes from the next elimination's to the end of its meta-stripe.
   cache::StripeRange spared_chain();
   // The next elimination, before its turn in the list: once its stripe has no other task left
-  // and what it reads is ready. An elimination pins its stripe (kStuck) until its updates, so
-  // it goes only when nothing is ever evicted, or when the cache would still find room for
-  // `needed` bytes (the front's part) beside it: in a small cache the front's miss may need
-  // exactly that stripe's memory (a cache of two stripes evicts J between its last update and
-  // its elimination; eliminating it at once left no part to evict).
+  // and what it reads is ready, and may_pin_early(needed): in a small cache the front's miss may
+  // need exactly that stripe's memory (a cache of two stripes evicts J between its last update
+  // and its elimination; eliminating it at once left no part to evict).
   bool hand_out_elimination(uint64_t needed);
   // Task k's miss (the front's). Waiting for memory (for in-flight updates to finish, for
   // write-backs), the master hands out nothing else but the next elimination, whose stripe
@@ -148,18 +158,34 @@ bool MasterRole::Walk::reads_ready(const Task& t) {
 bool MasterRole::Walk::hand_out_hits() {
   bool any = false;
   std::fill(waits_.begin(), waits_.end(), false);
+  size_t front = tasks_.size();  // the first task not handed out yet, as this scan moves it
   for (size_t k = front_; k < tasks_.size() && k < front_ + window_; ++k) {
     if (handed_out_[k]) continue;
     const Task& t = tasks_[k];
     const size_t s = static_cast<size_t>(t.stripe);
-    if (waits_[s]) continue;  // an earlier task of this stripe goes first
+    if (waits_[s]) {  // an earlier task of this stripe goes first
+      front = std::min(front, k);
+      continue;
+    }
     waits_[s] = true;
-    if (reads_ready(t) && cache_.try_hit(role_.request_for(t, plan_))) {
+    // An elimination before its turn. Not tested on the GPU tier: it cannot tell which memory
+    // comes back (keeps_parts_on_device), and its hits here go as they did.
+    const bool early = t.kind == Task::Kind::kEliminate && front < k && role_.early_eliminations_;
+    const bool may_go =
+        reads_ready(t) &&
+        (!early || may_pin_early(t.stripe, role_.request_for(tasks_[front], plan_).buffer_bytes));
+    if (may_go && cache_.try_hit(role_.request_for(t, plan_))) {
       hand_out(k);
       any = true;
+    } else {
+      front = std::min(front, k);
     }
   }
   return any;
+}
+
+bool MasterRole::Walk::may_pin_early(int64_t stripe, uint64_t needed) {
+  return all_fit_ || (role_.early_eliminations_ && cache_.fits_beside(needed, stripe));
 }
 
 size_t MasterRole::Walk::next_elimination() {
@@ -179,8 +205,7 @@ bool MasterRole::Walk::hand_out_elimination(uint64_t needed) {
   if (k == tasks_.size()) return false;
   const Task& e = tasks_[k];
   if (left_[static_cast<size_t>(e.stripe)] != 1 || !reads_ready(e)) return false;
-  if (!all_fit_ && !(role_.early_eliminations_ && cache_.fits_beside(needed, e.stripe)))
-    return false;
+  if (!may_pin_early(e.stripe, needed)) return false;
   if (!cache_.try_hit(role_.request_for(e, plan_))) return false;
   hand_out(k);
   return true;

@@ -13,6 +13,23 @@ namespace {
 
 using protocol::MessageType;
 
+// What tridiagonal batches' device auto measured (daemon/tridiag_auto_device.h), on a daemon
+// with a GPU once a job has asked.
+void print_tridiag_device_auto(const nlohmann::json& a) {
+  if (!a.value("measured", false)) return;
+  if (a.contains("error")) {
+    std::printf("tridiagonal device auto: the CPU (%s)\n", a.value("error", std::string()).c_str());
+    return;
+  }
+  auto rate = [&a](const char* path) {
+    return a.value(path, nlohmann::json::object()).value("unknowns_per_second", 0.0) / 1e6;
+  };
+  std::printf(
+      "tridiagonal device auto: CPU %.0f M unknowns/s, GPU with the copies %.0f M unknowns/s "
+      "(measured at the first job)\n",
+      rate("cpu"), rate("gpu"));
+}
+
 void print_daemon_status(const nlohmann::json& r) {
   std::printf("%s running, pid %s, uptime %s, socket %s\njobs: %s\n",
               r.value("daemon", std::string()).c_str(),
@@ -39,6 +56,7 @@ void print_daemon_status(const nlohmann::json& r) {
                 dense > 0 ? format_bytes(dense).c_str() : "90% of the free memory",
                 format_bytes(d.value("reserved_by_jobs", uint64_t{0})).c_str());
   }
+  print_tridiag_device_auto(r.value("tridiag_device_auto", nlohmann::json::object()));
 }
 
 }  // namespace

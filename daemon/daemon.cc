@@ -42,7 +42,7 @@ void Daemon::register_builtin_jobs(JobRegistry& registry) {
   register_matrix_jobs(registry, *store_, config_.engine);
   register_dense_jobs(registry, *store_, uploads_, config_.engine,
                       DenseJobLimits{config_.server.limits.max_rhs_bytes, available_memory_bytes});
-  register_tridiag_jobs(registry, uploads_, config_.tridiag);
+  register_tridiag_jobs(registry, uploads_, config_.tridiag, tridiag_auto_device_);
 }
 
 Status Daemon::start() {
@@ -240,6 +240,7 @@ nlohmann::json Daemon::status_json() const {
           {"backend", backend_},
           {"ram_budget", config_.engine.ram_budget},
           {"devices", devices_json()},
+          {"tridiag_device_auto", tridiag_auto_device_.to_json()},
           {"metrics_url", server_ ? server_->metrics_url() : std::string()}};
 }
 

@@ -23,6 +23,7 @@
 #include "daemon/job_manager.h"
 #include "daemon/metrics.h"
 #include "daemon/server.h"
+#include "daemon/tridiag_auto_device.h"
 #include "daemon/uploads.h"
 #include "storage/matrix_store.h"
 
@@ -69,6 +70,7 @@ class Daemon {
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Metrics metrics_;
   UploadStore uploads_;
+  AutoDevice tridiag_auto_device_;  // device auto's measurement of the two paths (outlives jobs_)
   std::unique_ptr<storage::MatrixStore> store_;  // outlives jobs_ (declared before it)
   std::unique_ptr<JobJournal> journal_;          // outlives jobs_ (declared before it)
   std::unique_ptr<JobManager> jobs_;

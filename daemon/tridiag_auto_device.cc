@@ -130,3 +130,20 @@ AutoChoice AutoDevice::choose(std::size_t unknowns, const PathRun& cpu, const Pa
 }
 
 }  // namespace stripesolve::daemon
+
+namespace stripesolve::daemon {
+
+nlohmann::json AutoDevice::to_json() const {
+  std::lock_guard lock(mutex_);
+  if (!costs_) return {{"measured", false}};
+  if (!costs_->is_ok()) return {{"measured", true}, {"error", costs_->status().to_string()}};
+  const PathCosts& c = costs_->value();
+  auto path = [](const PathCost& p) {
+    return nlohmann::json{{"seconds_per_unknown", p.seconds_per_unknown},
+                          {"fixed_seconds", p.fixed_seconds},
+                          {"unknowns_per_second", per_second(p)}};
+  };
+  return {{"measured", true}, {"cpu", path(c.cpu)}, {"gpu", path(c.gpu)}};
+}
+
+}  // namespace stripesolve::daemon

@@ -22,6 +22,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
 #include "daemon/tridiag_input.h"
 #include "tridiag/tridiag.h"
@@ -75,9 +77,12 @@ class AutoDevice {
   // `log` gets one line with the measured rates, the first time.
   AutoChoice choose(std::size_t unknowns, const PathRun& cpu, const PathRun& gpu,
                     const std::function<void(const std::string&)>& log);
+  // For `daemon status`: {"measured": false} before the first measurement; then the fitted
+  // lines (seconds per unknown and fixed seconds of each path, and unknowns/s), or its error.
+  nlohmann::json to_json() const;
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::optional<Result<PathCosts>> costs_;  // guarded by mutex_
 };
 

@@ -79,6 +79,7 @@ TEST(AutoDevice, MeasuresOnceAndAFailureSendsEveryBatchToTheCpu) {
   CountingPath cpu, gpu;
   gpu.status = Status::unavailable("no device memory");
   AutoDevice auto_device;
+  EXPECT_EQ(auto_device.to_json(), nlohmann::json({{"measured", false}}));
   std::vector<std::string> lines;
   const auto log = [&](const std::string& line) { lines.push_back(line); };
   const AutoChoice first = auto_device.choose(1 << 20, cpu.run(), gpu.run(), log);
@@ -94,6 +95,23 @@ TEST(AutoDevice, MeasuresOnceAndAFailureSendsEveryBatchToTheCpu) {
   EXPECT_FALSE(second.gpu);
   EXPECT_EQ(cpu.sizes.size() + gpu.sizes.size(), calls);  // not measured again
   EXPECT_EQ(lines.size(), 1u);
+  const nlohmann::json status = auto_device.to_json();
+  EXPECT_TRUE(status["measured"].get<bool>());
+  EXPECT_EQ(status["error"], "Unavailable: measuring the GPU path: no device memory");
+}
+
+TEST(AutoDevice, StatusGivesEachPathsRate) {
+  CountingPath cpu, gpu;
+  AutoDevice auto_device;
+  auto_device.choose(1 << 20, cpu.run(), gpu.run(), [](const std::string&) {});
+  const nlohmann::json status = auto_device.to_json();
+  EXPECT_TRUE(status["measured"].get<bool>());
+  for (const char* path : {"cpu", "gpu"}) {
+    ASSERT_TRUE(status.contains(path)) << status.dump();
+    EXPECT_GE(status[path]["seconds_per_unknown"].get<double>(), 0.0);
+    EXPECT_GE(status[path]["fixed_seconds"].get<double>(), 0.0);
+    EXPECT_GE(status[path]["unknowns_per_second"].get<double>(), 0.0);
+  }
 }
 
 TEST(AutoDevice, ConcurrentJobsShareOneMeasurement) {

@@ -520,11 +520,9 @@ Result<nlohmann::json> run_tridiag(JobContext& ctx, UploadStore& uploads,
 }  // namespace
 
 void register_tridiag_jobs(JobRegistry& registry, UploadStore& uploads,
-                           const TridiagJobConfig& config) {
-  // One measurement of the paths for the daemon's life, shared by its jobs.
-  auto auto_device = std::make_shared<AutoDevice>();
-  registry.add("tridiag_solve", Lane::kTridiag, [&uploads, &config, auto_device](JobContext& ctx) {
-    return run_tridiag(ctx, uploads, config, *auto_device);
+                           const TridiagJobConfig& config, AutoDevice& auto_device) {
+  registry.add("tridiag_solve", Lane::kTridiag, [&uploads, &config, &auto_device](JobContext& ctx) {
+    return run_tridiag(ctx, uploads, config, auto_device);
   });
 }
 

@@ -34,13 +34,15 @@
 #pragma once
 
 #include "daemon/job_manager.h"
+#include "daemon/tridiag_auto_device.h"
 #include "daemon/tridiag_config.h"
 #include "daemon/uploads.h"
 
 namespace stripesolve::daemon {
 
-// `uploads` and `config` must outlive the registry's jobs.
+// `uploads`, `config` and `auto_device` (device auto's measurement, shared by the jobs) must
+// outlive the registry's jobs.
 void register_tridiag_jobs(JobRegistry& registry, UploadStore& uploads,
-                           const TridiagJobConfig& config);
+                           const TridiagJobConfig& config, AutoDevice& auto_device);
 
 }  // namespace stripesolve::daemon

@@ -129,10 +129,6 @@ AutoChoice AutoDevice::choose(std::size_t unknowns, const PathRun& cpu, const Pa
   return choose_path(costs_->value(), unknowns);
 }
 
-}  // namespace stripesolve::daemon
-
-namespace stripesolve::daemon {
-
 nlohmann::json AutoDevice::to_json() const {
   std::lock_guard lock(mutex_);
   if (!costs_) return {{"measured", false}};

@@ -109,6 +109,7 @@ Result<PathCosts> measure_paths(const PathRun& cpu, const PathRun& gpu) {
 AutoChoice AutoDevice::choose(std::size_t unknowns, const PathRun& cpu, const PathRun& gpu,
                               const std::function<void(const std::string&)>& log) {
   std::lock_guard lock(mutex_);
+  const bool measured_now = !costs_;
   if (!costs_) {
     costs_ = measure_paths(cpu, gpu);
     if (costs_->is_ok()) {
@@ -122,11 +123,15 @@ AutoChoice AutoDevice::choose(std::size_t unknowns, const PathRun& cpu, const Pa
       log("device auto: " + costs_->status().to_string() + "; batches go to the CPU");
     }
   }
+  AutoChoice choice;
   if (!costs_->is_ok()) {
-    return {false, "device auto chose the CPU: the paths could not be measured (" +
-                       costs_->status().message() + ")"};
+    choice.note = "device auto chose the CPU: the paths could not be measured (" +
+                  costs_->status().message() + ")";
+  } else {
+    choice = choose_path(costs_->value(), unknowns);
   }
-  return choose_path(costs_->value(), unknowns);
+  choice.measured_now = measured_now;
+  return choice;
 }
 
 nlohmann::json AutoDevice::to_json() const {

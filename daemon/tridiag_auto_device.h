@@ -53,6 +53,7 @@ struct PathCosts {
 struct AutoChoice {
   bool gpu = false;
   std::string note;
+  bool measured_now = false;  // this call measured the paths (the first to ask)
 };
 
 // The path predicted to take less time for `unknowns` (the CPU on a tie).

@@ -84,6 +84,7 @@ TEST(AutoDevice, MeasuresOnceAndAFailureSendsEveryBatchToTheCpu) {
   const auto log = [&](const std::string& line) { lines.push_back(line); };
   const AutoChoice first = auto_device.choose(1 << 20, cpu.run(), gpu.run(), log);
   EXPECT_FALSE(first.gpu);
+  EXPECT_TRUE(first.measured_now);
   EXPECT_EQ(first.note,
             "device auto chose the CPU: the paths could not be measured (measuring the GPU path: "
             "no device memory)");
@@ -93,6 +94,7 @@ TEST(AutoDevice, MeasuresOnceAndAFailureSendsEveryBatchToTheCpu) {
   const std::size_t calls = cpu.sizes.size() + gpu.sizes.size();
   const AutoChoice second = auto_device.choose(1 << 24, cpu.run(), gpu.run(), log);
   EXPECT_FALSE(second.gpu);
+  EXPECT_FALSE(second.measured_now);
   EXPECT_EQ(cpu.sizes.size() + gpu.sizes.size(), calls);  // not measured again
   EXPECT_EQ(lines.size(), 1u);
   const nlohmann::json status = auto_device.to_json();

@@ -288,8 +288,10 @@ void choose_device(TridiagRun& r, AutoDevice& auto_device) {
     r.device_note = "device auto chose the CPU (no GPU available)";
     return;
   }
+  const auto start = Clock::now();
   AutoChoice choice = auto_device.choose(r.plan.unknowns, cpu_path(r.config), gpu_path(r.config),
                                          [&](const std::string& line) { r.ctx.log(line); });
+  if (choice.measured_now) r.span("measure paths", start);
   r.use_gpu = choice.gpu;
   r.device_note = std::move(choice.note);
 }

@@ -245,7 +245,7 @@ Result<std::unique_ptr<FactorProgress>> FactorProgress::resume(storage::StripedM
     p.stripes[static_cast<size_t>(s)] = std::move(d);  // the last record of a stripe wins
   }
   // Steps the task list does not end a task at, then bytes that do not match: back to A. (The
-  // list without first_of_next_early: a GPU-tier stripe durable part way through its updates
+  // list without early_next: a GPU-tier stripe durable part way through its updates
   // by the previous meta-stripe goes back to A too, which is safe.)
   std::vector<int64_t> steps;
   for (const DurableStripe& d : p.stripes) steps.push_back(d.step);

@@ -155,7 +155,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
   const storage::StripeGeometry& g = layout.geometry();
   const int64_t stripes = g.stripes;
   const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes,
-                                             params.upward_lead, params.first_of_next_early);
+                                             params.upward_lead, params.early_next);
   // Each stripe's meta-stripe, computed once: the master, elim.J and the CPU elimination read
   // the critical path and the meta-stripes' bounds from it.
   const std::vector<int64_t> meta_of =

@@ -216,17 +216,23 @@ TEST_P(GpuDenseTest, RamTierShapeKeepsWhatRoomAllows) {
 }
 
 // engine.lookahead_lanes: two high-priority lanes take the critical path's updates (those by a
-// whole meta-stripe beside those by one stripe); the results match LAPACK in the RAM tier's shape.
-TEST_P(GpuDenseTest, TwoLookAheadLanesMatchLapack) {
+// whole meta-stripe beside those by one stripe); engine.early_next: none, or two of the next
+// meta-stripe's stripes, updated inside the chain. The results match LAPACK in the RAM tier's
+// shape.
+TEST_P(GpuDenseTest, LookAheadLanesAndEarlyStripesMatchLapack) {
   const int64_t n = 28 * 64 + 3;
   const auto a = generated("A", n, "uniform", 31);
   const auto b = random_rhs(n, 2);
-  EngineConfig c = ram_tier_engine(18 * kMiB);
-  c.lookahead_lanes = 2;
-  auto rep = solve("A", b, 2, throwaway_factors(), c);
-  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
-  EXPECT_EQ(rep->plan.lookahead_workers, 2);
-  expect_matches_lapack(a, n, b, 2, *rep, 1e-13, "two look-ahead lanes");
+  for (int64_t early : {0, 2}) {
+    EngineConfig c = ram_tier_engine(18 * kMiB);
+    c.lookahead_lanes = 2;
+    c.early_next = early;
+    auto rep = solve("A", b, 2, throwaway_factors(), c);
+    ASSERT_TRUE(rep.is_ok()) << early << ": " << rep.status().to_string();
+    EXPECT_EQ(rep->plan.lookahead_workers, 2);
+    EXPECT_EQ(rep->plan.early_next, early);
+    expect_matches_lapack(a, n, b, 2, *rep, 1e-13, "early " + std::to_string(early));
+  }
 }
 
 // engine.gpu_panel_sms: the sweep lanes' kernels in a green context of the other SMs. The

@@ -214,7 +214,7 @@ class GpuElimination final : public Elimination {
   double max_abs_u_ = 0;                  // written by elim.I only, read after it is joined
   std::vector<double> stripe_max_abs_u_;  // per stripe; written and read by elim.I only
   // Per eliminated stripe: this device's updates by it alone still to finish (the next
-  // meta-stripe's first stripe, FactorParams::first_of_next_early): its instance outlives the
+  // meta-stripe's first stripes, FactorParams::early_next): its instance outlives the
   // assembly of its range's U block until they have.
   Mutex single_mu_;
   std::vector<int64_t> single_uses_ GUARDED_BY(single_mu_);

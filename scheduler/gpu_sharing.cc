@@ -23,7 +23,7 @@ void GpuElimination::count_uses(const std::vector<bool>& skip) {
   std::vector<uint64_t> adopters(static_cast<size_t>(g.stripes), 0);  // device bit masks
   std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
   const std::vector<Task> tasks = make_tasks(params_.strategy, g.stripes, params_.meta_stripes,
-                                             params_.upward_lead, params_.first_of_next_early);
+                                             params_.upward_lead, params_.early_next);
   for (size_t k = 0; k < tasks.size(); ++k) {
     const Task& t = tasks[k];
     if (t.kind != Task::Kind::kUpdate || (k < skip.size() && skip[k])) continue;

@@ -77,6 +77,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("critical_threads", c.critical_threads, -1, 1024);
   map.get("io_threads", c.io_threads, 1, 8);
   map.get("upward_lead", c.upward_lead, -1, int64_t{1} << 30);
+  map.get("early_next", c.early_next, -1, 1 << 20);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
   map.get("devices", c.devices, 0, 63);
@@ -186,6 +187,11 @@ void choose_workers(Plan& p, const EngineConfig& config, const Machine& m) {
     p.notes.push_back("look-ahead lanes pinned by engine.lookahead_lanes");
   }
   p.lookahead_workers = m.gpus > 0 ? lanes * m.gpus : 0;  // `lanes` per device
+  // The GPU tier updates the next meta-stripe's first stripe inside the chain (strategy.h).
+  p.early_next = m.gpus > 0 ? (config.early_next >= 0 ? config.early_next : 1) : 0;
+  if (config.early_next >= 0 && m.gpus > 0) {
+    p.notes.push_back("early updates of the next meta-stripe pinned by engine.early_next");
+  }
   // The CPU tier splits elim.I's block updates and the critical updates over helpers
   // (backend/cpu/critical_helpers.h): half the cores, which the sweep lanes leave idle about half
   // the time. With few cores the chain is short beside the sweeps: none below 4.
@@ -351,8 +357,7 @@ void forecast_strategies(Plan& p, const Machine& m) {
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;
-    // The GPU tier updates the next meta-stripe's first stripe inside the chain (FactorParams).
-    auto t = predict_traffic(s, p.meta_stripes, model, p.upward_lead, m.gpus > 0);
+    auto t = predict_traffic(s, p.meta_stripes, model, p.upward_lead, p.early_next);
     if (t.is_ok()) {
       f.feasible = true;
       f.traffic = *t;
@@ -465,6 +470,7 @@ std::string plan_to_json(const Plan& p) {
                       {"round_robin_levels", p.round_robin_levels},
                       {"elim_j_workers", p.elim_j_workers},
                       {"lookahead_workers", p.lookahead_workers},
+                      {"early_next", p.early_next},
                       {"critical_threads", p.critical_threads},
                       {"split_sweeps", p.split_sweeps},
                       {"upward_lead", p.upward_lead},

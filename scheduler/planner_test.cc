@@ -187,6 +187,8 @@ TEST(PlannerTest, UpwardLeadOutOfCoreOnTheCpuTierOnly) {
   EXPECT_NE(plan_to_text(ooc).find("upward sweeps: the next meta-stripe after the first 4 stripes"),
             std::string::npos);
   EXPECT_NE(plan_to_json(ooc).find("\"upward_lead\":4"), std::string::npos);
+  EXPECT_EQ(plan_dense(16384, 512, EngineConfig{}, cpu_machine(4 * kGiB, 16)).value().early_next,
+            0);  // the CPU tier keeps 002's ranges
   EXPECT_EQ(plan_dense(16384, 512, EngineConfig{}, cpu_machine(4 * kGiB, 16)).value().upward_lead,
             -1);
   EXPECT_EQ(plan_on(gpu_host(8 * kGiB), 100000).upward_lead, -1);
@@ -222,6 +224,10 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   two_lanes.lookahead_lanes = 2;
   two_lanes.gpus = 2;
   EXPECT_EQ(plan_on(two_lanes, 57344).lookahead_workers, 4);  // two a device
+  EXPECT_EQ(p.early_next, 1);  // the next meta-stripe's first stripe inside the chain
+  EngineConfig two_early = c;
+  two_early.early_next = 2;
+  EXPECT_EQ(plan_on(two_early, 57344).early_next, 2);
   EXPECT_LE(p.device_bytes_needed, 12 * kGiB);
   EXPECT_FALSE(p.device_resident);
   EXPECT_NE(plan_to_text(p).find("J stripes stream through the device"), std::string::npos);

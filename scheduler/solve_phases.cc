@@ -204,7 +204,7 @@ Status SolvePhases::triangulate() {
                       .strategy = req_.options.strategy,
                       .meta_stripes = plan.meta_stripes,
                       .upward_lead = plan.upward_lead,
-                      .first_of_next_early = engine_ != nullptr,
+                      .early_next = engine_ != nullptr ? plan.early_next : 0,
                       .substripe_rows = plan.substripe_rows,
                       .elim_j_workers = plan.elim_j_workers,
                       .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,

@@ -83,8 +83,9 @@ Status single_stripe_order(const TaskVisitor& visit, int64_t stripes, bool zigza
   return Status::ok();
 }
 
-// An upward sweep by [i0, i1) of J from the last stripe back to i1 (`first` = i1 + 1 when the
-// chain updated i1 already), except that with a lead >= 0 the next meta-stripe [first, i2) comes
+// An upward sweep by [i0, i1) of J from the last stripe back to `first` (i1, or after the next
+// meta-stripe's stripes the chain updated), except that with a lead >= 0 the next meta-stripe
+// [first, i2) comes
 // right after the first `lead` stripes (top to bottom, the stripe eliminated next first), the
 // rest following upward.
 Status upward_sweep(const TaskVisitor& visit, int64_t stripes, int64_t i0, int64_t i1, int64_t i2,
@@ -103,28 +104,27 @@ Status upward_sweep(const TaskVisitor& visit, int64_t stripes, int64_t i0, int64
 // are eliminated and update each other one I at a time; every later J is then updated by the whole
 // range [I0, I1) in one task, scanned downward for even I^m and upward for odd I^m (the upward
 // one with the next meta-stripe moved forward by `upward_lead`, upward_sweep()). With
-// `first_of_next_early` the next meta-stripe's first stripe is updated inside the chain, by each
-// I after the meta-stripe's own J, and the sweep starts after it.
+// `early_next` the next meta-stripe's first stripes are updated inside the chain, by each I after
+// the meta-stripe's own J, and the sweep starts after them.
 Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta_stripes,
-                         int64_t upward_lead, bool first_of_next_early) {
+                         int64_t upward_lead, int64_t early_next) {
   const int64_t nm = meta_stripe_count(stripes, meta_stripes);
   for (int64_t im = 0; im < nm; ++im) {
     const int64_t i0 = im * stripes / nm;
     const int64_t i1 = (im + 1) * stripes / nm;
-    const bool early = first_of_next_early && im < nm - 1;
+    const int64_t i2 = (im + 2) * stripes / nm;
+    // The sweep's first J: after the next meta-stripe's stripes the chain updates.
+    const int64_t first = im < nm - 1 ? std::min(i2, i1 + std::max<int64_t>(0, early_next)) : i1;
     for (int64_t i = i0; i < i1; ++i) {
       STRIPESOLVE_RETURN_IF_ERROR(visit(Task::eliminate(i)));
-      for (int64_t j = i + 1; j < i1; ++j)
+      for (int64_t j = i + 1; j < first; ++j)
         STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
-      if (early) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(i1, i, i + 1)));
     }
     if (im == nm - 1) continue;
-    const int64_t first = early ? i1 + 1 : i1;  // the sweep's first J
     if (im % 2 == 0) {
       for (int64_t j = first; j < stripes; ++j)
         STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i0, i1)));
     } else {
-      const int64_t i2 = (im + 2) * stripes / nm;
       STRIPESOLVE_RETURN_IF_ERROR(upward_sweep(visit, stripes, i0, i1, i2, upward_lead, first));
     }
   }
@@ -134,7 +134,7 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
 }  // namespace
 
 Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                     const TaskVisitor& visit, int64_t upward_lead, bool first_of_next_early) {
+                     const TaskVisitor& visit, int64_t upward_lead, int64_t early_next) {
   switch (strategy) {
     case Strategy::kBasic:
       return single_stripe_order(visit, stripes, false);
@@ -142,13 +142,13 @@ Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
       return single_stripe_order(visit, stripes, true);
     case Strategy::kMetaZigzag:
       return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes), upward_lead,
-                               first_of_next_early);
+                               early_next);
   }
   return Status::ok();
 }
 
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                             int64_t upward_lead, bool first_of_next_early) {
+                             int64_t upward_lead, int64_t early_next) {
   std::vector<Task> out;
   (void)for_each_task(
       strategy, stripes, meta_stripes,
@@ -156,7 +156,7 @@ std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_st
         out.push_back(t);
         return Status::ok();
       },
-      upward_lead, first_of_next_early);
+      upward_lead, early_next);
   return out;
 }
 
@@ -346,13 +346,12 @@ Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficMod
 }
 
 Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model,
-                                int64_t upward_lead, bool first_of_next_early) {
+                                int64_t upward_lead, int64_t early_next) {
   std::vector<int64_t> meta_of;
   if (model.spare_next_meta_stripe && model.stripes >= 1)
     meta_of = meta_stripe_of(strategy, model.stripes, meta_stripes);
   return replay(model, std::move(meta_of), [&](const TaskVisitor& visit) {
-    return for_each_task(strategy, model.stripes, meta_stripes, visit, upward_lead,
-                         first_of_next_early);
+    return for_each_task(strategy, model.stripes, meta_stripes, visit, upward_lead, early_next);
   });
 }
 

@@ -55,14 +55,13 @@ int64_t meta_stripe_count(int64_t stripes, int64_t meta_stripes);
 std::vector<int64_t> meta_stripe_of(Strategy strategy, int64_t stripes, int64_t meta_stripes);
 
 // Whether update `t` is on the critical path: its J lies in the meta-stripe of the stripe right
-// after its range (`meta_of` as meta_stripe_of() gives it), the one eliminated next; or J is the
-// first stripe of the meta-stripe after I's, updated by I alone (make_tasks' first_of_next_early).
+// after its range (`meta_of` as meta_stripe_of() gives it), the one eliminated next; or J lies in
+// the meta-stripe after I's and is updated by I alone (make_tasks' early_next).
 inline bool updates_next_meta_stripe(const std::vector<int64_t>& meta_of, const Task& t) {
-  const auto j = static_cast<size_t>(t.stripe);
-  const int64_t meta_i = meta_of[static_cast<size_t>(t.i_begin)];
-  const bool first_of_next =
-      t.i_end - t.i_begin == 1 && meta_of[j] == meta_i + 1 && meta_of[j - 1] == meta_i;
-  return meta_of[j] == meta_of[static_cast<size_t>(t.i_end)] || first_of_next;
+  const int64_t meta_j = meta_of[static_cast<size_t>(t.stripe)];
+  const bool early =
+      t.i_end - t.i_begin == 1 && meta_j == meta_of[static_cast<size_t>(t.i_begin)] + 1;
+  return meta_j == meta_of[static_cast<size_t>(t.i_end)] || early;
 }
 
 // The task list of `strategy` for `stripes` >= 1 stripes; `meta_stripes` (S^m >= 1) is used by
@@ -75,19 +74,19 @@ inline bool updates_next_meta_stripe(const std::vector<int64_t>& meta_of, const 
 // the rest of the sweep; the other stripes keep their upward order, the next meta-stripe's
 // stripes go top to bottom.
 //
-// `first_of_next_early` (kMetaZigzag; the GPU tier): the next meta-stripe's first stripe is
-// updated by each stripe of the current one right after its elimination (K = S, beside the
+// `early_next` (kMetaZigzag; the GPU tier): the next meta-stripe's first `early_next` stripes
+// are updated by each stripe of the current one right after its elimination (K = S, beside the
 // meta-stripe's own updates) instead of by the whole range after the last (K = S^m S), and the
-// sweep leaves it out. Its elimination, the next link of the chain, then waits only for the
-// update by the last stripe: on two H200s (n = 57344) the range's update at each meta-stripe
+// sweep leaves them out. Their eliminations, the next links of the chain, then wait only for the
+// updates by the last stripe: on two H200s (n = 57344) the range's update at each meta-stripe
 // boundary held the chain 20-90 ms, beside the sweep that starts there.
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                             int64_t upward_lead = -1, bool first_of_next_early = false);
+                             int64_t upward_lead = -1, int64_t early_next = 0);
 // The same tasks in the same order, handed to `visit` one at a time instead of stored (memory
 // O(1)); stops at the first error `visit` returns and returns it.
 Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
                      const std::function<Status(const Task&)>& visit, int64_t upward_lead = -1,
-                     bool first_of_next_early = false);
+                     int64_t early_next = 0);
 
 // Checks the properties above; returns an internal error naming the first violated one.
 Status check_tasks(const std::vector<Task>& tasks, int64_t stripes);
@@ -116,6 +115,6 @@ Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficMod
 // The same for the tasks of make_tasks(strategy, model.stripes, meta_stripes), generated as they
 // are replayed: memory O(N) (the cache model), not O(N^2) (the planner's forecasts, issue 15).
 Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model,
-                                int64_t upward_lead = -1, bool first_of_next_early = false);
+                                int64_t upward_lead = -1, int64_t early_next = 0);
 
 }  // namespace stripesolve::scheduler

@@ -46,23 +46,30 @@ TEST(StrategyTest, AnUpwardLeadTakesTheNextMetaStripeAfterTheLeadingStripes) {
   EXPECT_EQ(make_tasks(Strategy::kZigzag, 8, 1, 0), make_tasks(Strategy::kZigzag, 8, 1));
 }
 
-TEST(StrategyTest, TheNextMetaStripesFirstStripeCanBeUpdatedInsideTheChain) {
+TEST(StrategyTest, TheNextMetaStripesFirstStripesCanBeUpdatedInsideTheChain) {
   // N = 6, S^m = 2: meta-stripes [0,2) [2,4) [4,6). Stripe 2 is updated by 0 and by 1 right after
   // their eliminations, and the sweeps by [0,2) (downward) and [2,4) (upward) start after it.
-  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 6, 2, -1, true)),
+  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 6, 2, -1, 1)),
             "E0 U1<[0,1) U2<[0,1) E1 U2<[1,2) U3<[0,2) U4<[0,2) U5<[0,2) "
             "E2 U3<[2,3) U4<[2,3) E3 U4<[3,4) U5<[2,4) E4 U5<[4,5) E5");
   // With an upward lead the next meta-stripe still comes first but for its first stripe.
-  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 8, 2, 0, true)),
+  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 8, 2, 0, 1)),
             "E0 U1<[0,1) U2<[0,1) E1 U2<[1,2) U3<[0,2) U4<[0,2) U5<[0,2) U6<[0,2) U7<[0,2) "
             "E2 U3<[2,3) U4<[2,3) E3 U4<[3,4) U5<[2,4) U7<[2,4) U6<[2,4) "
             "E4 U5<[4,5) U6<[4,5) E5 U6<[5,6) U7<[4,6) E6 U7<[6,7) E7");
+  // Two stripes early: the sweep by [0,3) starts at 5, the next meta-stripe's [3,6) third.
+  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 6, 3, -1, 2)),
+            "E0 U1<[0,1) U2<[0,1) U3<[0,1) U4<[0,1) E1 U2<[1,2) U3<[1,2) U4<[1,2) "
+            "E2 U3<[2,3) U4<[2,3) U5<[0,3) E3 U4<[3,4) U5<[3,4) E4 U5<[4,5) E5");
+  // More than the next meta-stripe holds: all of it, and the sweep goes on from the one after.
+  EXPECT_EQ(make_tasks(Strategy::kMetaZigzag, 6, 2, -1, 5),
+            make_tasks(Strategy::kMetaZigzag, 6, 2, -1, 2));
   // The other strategies have no meta-stripes to lead into.
-  EXPECT_EQ(make_tasks(Strategy::kZigzag, 8, 1, -1, true), make_tasks(Strategy::kZigzag, 8, 1));
-  EXPECT_EQ(make_tasks(Strategy::kBasic, 8, 3, -1, true), make_tasks(Strategy::kBasic, 8, 3));
+  EXPECT_EQ(make_tasks(Strategy::kZigzag, 8, 1, -1, 1), make_tasks(Strategy::kZigzag, 8, 1));
+  EXPECT_EQ(make_tasks(Strategy::kBasic, 8, 3, -1, 1), make_tasks(Strategy::kBasic, 8, 3));
 }
 
-TEST(StrategyTest, UpdatesOfTheNextFirstStripeByOneStripeAreOnTheCriticalPath) {
+TEST(StrategyTest, UpdatesOfTheNextMetaStripeByOneStripeAreOnTheCriticalPath) {
   const std::vector<int64_t> meta_of = meta_stripe_of(Strategy::kMetaZigzag, 8, 2);  // 0 0 1 1 ..
   EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(2, 0, 1)));   // first of next, by 0
   EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(2, 1, 2)));   // and by 1
@@ -70,8 +77,8 @@ TEST(StrategyTest, UpdatesOfTheNextFirstStripeByOneStripeAreOnTheCriticalPath) {
   EXPECT_FALSE(updates_next_meta_stripe(meta_of, Task::update(4, 0, 2)));  // two meta-stripes on
   EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(1, 0, 1)));   // inside the meta-stripe
   EXPECT_FALSE(updates_next_meta_stripe(meta_of, Task::update(6, 2, 4)));  // the sweep beyond
-  // By one stripe, but not the next meta-stripe's first (no strategy makes such a task).
-  EXPECT_FALSE(updates_next_meta_stripe(meta_of, Task::update(3, 0, 1)));
+  EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(3, 0, 1)));   // early, the second
+  EXPECT_FALSE(updates_next_meta_stripe(meta_of, Task::update(4, 0, 1)));  // two meta-stripes on
 }
 
 TEST(StrategyTest, MetaZigzagWithOneStripePerMetaIsZigzag) {
@@ -91,7 +98,7 @@ TEST(StrategyTest, EveryListHasTheDependencyProperties) {
     for (int64_t n = 1; n <= 24; ++n) {
       for (int64_t sm = 1; sm <= 6; ++sm) {
         for (int64_t lead : {-1, 0, 1, 3, 7}) {
-          for (bool early : {false, true}) {
+          for (int64_t early : {0, 1, 2, 5}) {
             const auto tasks = make_tasks(s, n, sm, lead, early);
             Status st = check_tasks(tasks, n);
             EXPECT_TRUE(st.is_ok())

@@ -8,7 +8,7 @@
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
 //                   [--update-k 0] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
-//                   [--elim-j-workers 0] [--lookahead-lanes 0]
+//                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
@@ -105,6 +105,7 @@ struct Args {
   int64_t meta_stripes = 0;     // S^m; 0 = the planner's
   int64_t elim_j_workers = 0;   // k; 0 = the planner's
   int64_t lookahead_lanes = 0;  // engine.lookahead_lanes; 0 = the planner's
+  int64_t early_next = -1;      // engine.early_next; -1 = the planner's
   int64_t gpus = 0;             // devices; 0 = every device of the host
   int64_t panel_sms = 0;        // engine.gpu_panel_sms
   int64_t update_k = 0;         // engine.gpu_update_k
@@ -125,7 +126,7 @@ struct Args {
       "[--update-k K] "
       "[--panel-sms K] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
-      "[--elim-j-workers K] [--lookahead-lanes L] [--dir D] "
+      "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
       "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
       "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
@@ -196,6 +197,8 @@ Args parse_args(int argc, char** argv) {
       a.elim_j_workers = parse_int(arg, v, 0, 64);
     } else if (arg == "--lookahead-lanes") {
       a.lookahead_lanes = parse_int(arg, v, 0, 8);
+    } else if (arg == "--early-next") {
+      a.early_next = parse_int(arg, v, -1, 64);
     } else if (arg == "--stripe-rows") {
       a.stripe_rows = parse_int(arg, v, 0, 1 << 20);
     } else if (arg == "--dir") {
@@ -507,6 +510,7 @@ int main(int argc, char** argv) {
     config.meta_stripes = args.meta_stripes;
     config.elim_j_workers = args.elim_j_workers;
     config.lookahead_lanes = args.lookahead_lanes;
+    config.early_next = args.early_next;
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;
     config.gpu_update_k = args.update_k;

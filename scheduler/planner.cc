@@ -187,11 +187,7 @@ void choose_workers(Plan& p, const EngineConfig& config, const Machine& m) {
     p.notes.push_back("look-ahead lanes pinned by engine.lookahead_lanes");
   }
   p.lookahead_workers = m.gpus > 0 ? lanes * m.gpus : 0;  // `lanes` per device
-  // The GPU tier updates the next meta-stripe's first stripe inside the chain (strategy.h).
-  p.early_next = m.gpus > 0 ? (config.early_next >= 0 ? config.early_next : 1) : 0;
-  if (config.early_next >= 0 && m.gpus > 0) {
-    p.notes.push_back("early updates of the next meta-stripe pinned by engine.early_next");
-  }
+
   // The CPU tier splits elim.I's block updates and the critical updates over helpers
   // (backend/cpu/critical_helpers.h): half the cores, which the sweep lanes leave idle about half
   // the time. With few cores the chain is short beside the sweeps: none below 4.
@@ -242,6 +238,22 @@ void choose_sweep_split(Plan& p, const EngineConfig& config, const Machine& m) {
   if (config.elim_j_workers <= 0) p.elim_j_workers = std::max<int64_t>(2, m.cores / 4);
   if (config.critical_threads < 0) p.critical_threads = m.cores - p.elim_j_workers;
   p.split_sweeps = p.critical_threads > 0;
+}
+
+// How many of the next meta-stripe's first stripes the chain updates (strategy.h early_next),
+// unless pinned: one on the GPU tier when the RAM cache holds A (the RAM tier and the fitting
+// case, where the chain of eliminations bounds the run on several GPUs), none out of core (the
+// disk bounds it there, and the stripe would be held in the cache for the whole chain) and on
+// the CPU tier.
+void choose_early_next(Plan& p, const EngineConfig& config, const Machine& m,
+                       uint64_t cached_parts) {
+  if (m.gpus <= 0) return;
+  if (config.early_next >= 0) {
+    p.early_next = config.early_next;
+    p.notes.push_back("early updates of the next meta-stripe pinned by engine.early_next");
+  } else {
+    p.early_next = cached_parts >= static_cast<uint64_t>(p.stripes) ? 1 : 0;
+  }
 }
 
 // Where meta_zigzag's upward sweeps take the next meta-stripe (strategy.h), unless pinned. The
@@ -407,6 +419,7 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   choose_sweep_split(p, config, m);
   fit_meta_stripes_to_device(p, config, m);
   choose_upward_lead(p, config, m, cached_parts);
+  choose_early_next(p, config, m, cached_parts);
   size_device_working_set(p, m);
   note_small_cache(p, cached_parts);
   choose_segment_columns(p, config, m);

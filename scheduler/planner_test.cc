@@ -228,6 +228,7 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   EngineConfig two_early = c;
   two_early.early_next = 2;
   EXPECT_EQ(plan_on(two_early, 57344).early_next, 2);
+  EXPECT_EQ(plan_on(gpu_host(40 * kGiB), 100000).early_next, 0);  // out of core: none
   EXPECT_LE(p.device_bytes_needed, 12 * kGiB);
   EXPECT_FALSE(p.device_resident);
   EXPECT_NE(plan_to_text(p).find("J stripes stream through the device"), std::string::npos);

@@ -85,9 +85,8 @@ Status single_stripe_order(const TaskVisitor& visit, int64_t stripes, bool zigza
 
 // An upward sweep by [i0, i1) of J from the last stripe back to `first` (i1, or after the next
 // meta-stripe's stripes the chain updated), except that with a lead >= 0 the next meta-stripe
-// [first, i2) comes
-// right after the first `lead` stripes (top to bottom, the stripe eliminated next first), the
-// rest following upward.
+// [first, i2) comes right after the first `lead` stripes (top to bottom, the stripe eliminated
+// next first), the rest following upward.
 Status upward_sweep(const TaskVisitor& visit, int64_t stripes, int64_t i0, int64_t i1, int64_t i2,
                     int64_t lead, int64_t first) {
   const int64_t lead_begin = lead < 0 ? first : std::max(first, stripes - lead);

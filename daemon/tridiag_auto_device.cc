@@ -127,6 +127,9 @@ AutoChoice AutoDevice::choose(std::size_t unknowns, const PathRun& cpu, const Pa
   if (!costs_->is_ok()) {
     choice.note = "device auto chose the CPU: the paths could not be measured (" +
                   costs_->status().message() + ")";
+    // Device memory other jobs hold for now is no verdict on the path: the next job measures
+    // again.
+    if (costs_->status().code() == StatusCode::kResourceExhausted) costs_.reset();
   } else {
     choice = choose_path(costs_->value(), unknowns);
   }

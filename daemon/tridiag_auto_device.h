@@ -72,7 +72,9 @@ inline constexpr std::size_t kMeasureLarge = std::size_t{1} << 22;
 Result<PathCosts> measure_paths(const PathRun& cpu, const PathRun& gpu);
 
 // The daemon's device auto: measures the paths the first time it is asked (a failure is kept
-// too: the GPU path that failed on a synthetic batch is not tried again), then chooses.
+// too: the GPU path that failed on a synthetic batch is not tried again, unless it failed for
+// device memory that other jobs held: kResourceExhausted, measured again at the next job),
+// then chooses.
 class AutoDevice {
  public:
   // `log` gets one line with the measured rates, the first time.

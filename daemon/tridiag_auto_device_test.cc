@@ -102,6 +102,23 @@ TEST(AutoDevice, MeasuresOnceAndAFailureSendsEveryBatchToTheCpu) {
   EXPECT_EQ(status["error"], "Unavailable: measuring the GPU path: no device memory");
 }
 
+TEST(AutoDevice, ADeviceBudgetHeldByOtherJobsIsMeasuredAgainLater) {
+  CountingPath cpu, gpu;
+  gpu.status = Status::resource_exhausted("the device budget holds 1 GiB of other jobs");
+  AutoDevice auto_device;
+  const auto quiet = [](const std::string&) {};
+  const AutoChoice first = auto_device.choose(1 << 20, cpu.run(), gpu.run(), quiet);
+  EXPECT_FALSE(first.gpu);
+  EXPECT_NE(first.note.find("could not be measured"), std::string::npos) << first.note;
+  EXPECT_EQ(auto_device.to_json(), nlohmann::json({{"measured", false}}));
+  gpu.status = Status::ok();  // the other jobs have ended
+  const std::size_t gpu_calls = gpu.sizes.size();
+  const AutoChoice second = auto_device.choose(1 << 20, cpu.run(), gpu.run(), quiet);
+  EXPECT_TRUE(second.measured_now);
+  EXPECT_EQ(gpu.sizes.size(), gpu_calls + 5);
+  EXPECT_TRUE(auto_device.to_json()["measured"].get<bool>());
+}
+
 TEST(AutoDevice, StatusGivesEachPathsRate) {
   CountingPath cpu, gpu;
   AutoDevice auto_device;

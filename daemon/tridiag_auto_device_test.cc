@@ -137,6 +137,7 @@ TEST(AutoDevice, ConcurrentJobsShareOneMeasurement) {
   CountingPath cpu, gpu;
   AutoDevice auto_device;
   std::vector<std::thread> jobs;
+  jobs.reserve(4);
   std::vector<int> lines(4, 0);
   for (int j = 0; j < 4; ++j) {
     jobs.emplace_back([&, j] {

@@ -238,8 +238,16 @@ Status prepare_run(TridiagRun& r, UploadStore& uploads) {
   return Status::ok();
 }
 
-bool gpu_chosen(const TridiagRun& r) {
-  return r.use_gpu;
+// The first non-finite input value, in the order dl, d, du, rhs: "d[17] is not finite (nan):
+// system 2, row 16".
+Status check_inputs_finite(const TridiagPlan& plan, const tridiag::BatchArrays& a,
+                           unsigned threads) {
+  const std::array<const double*, 4> inputs{a.dl, a.d, a.du, a.f};
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    STRIPESOLVE_RETURN_IF_ERROR(check_finite(
+        kTridiagArrays[k], std::span<const double>(inputs[k], plan.unknowns), plan, threads));
+  }
+  return Status::ok();
 }
 
 // The CPU path as a job runs it: the solver refuses non-finite values as it reads them and
@@ -258,11 +266,7 @@ PathRun cpu_path(const TridiagJobConfig& config) {
 PathRun gpu_path(const TridiagJobConfig& config) {
   return [&config](const TridiagPlan& plan, const tridiag::BatchArrays& arrays) {
     const auto threads = static_cast<unsigned>(config.threads);
-    const std::array<const double*, 4> inputs{arrays.dl, arrays.d, arrays.du, arrays.f};
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      STRIPESOLVE_RETURN_IF_ERROR(check_finite(
-          kTridiagArrays[k], std::span<const double>(inputs[k], plan.unknowns), plan, threads));
-    }
+    STRIPESOLVE_RETURN_IF_ERROR(check_inputs_finite(plan, arrays, threads));
     STRIPESOLVE_RETURN_IF_ERROR(
         solve_on_gpus(plan.shape(), arrays, tridiag::SolveOptions{}, plan, config).status());
     max_relative_residual(plan, arrays.dl, arrays.d, arrays.du, arrays.f, arrays.x, threads);
@@ -308,15 +312,11 @@ void log_batch_request(const TridiagRun& r) {
 struct LoadedBatch {
   std::array<Array, 4> a;
   Solution solution;
-};
 
-// The first non-finite input value, in the order dl, d, du, rhs: "d[17] is not finite (nan):
-// system 2, row 16".
-Status check_inputs_finite(const TridiagRun& r, const LoadedBatch& l) {
-  for (std::size_t k = 0; k < kTridiagArrays.size(); ++k)
-    STRIPESOLVE_RETURN_IF_ERROR(check_finite(kTridiagArrays[k], l.a[k].span(), r.plan, r.threads));
-  return Status::ok();
-}
+  tridiag::BatchArrays arrays() const {
+    return {a[0].data(), a[1].data(), a[2].data(), a[3].data(), solution.x.data()};
+  }
+};
 
 // Load: a passed float64 file is mapped where it lies (no copy), other files are read and
 // converted (float32 widens); an upload is converted and dropped before the next, so the
@@ -333,8 +333,8 @@ Result<LoadedBatch> load_batch(TridiagRun& r) {
     l.a[k] = std::move(values).value();
     r.progress("load", 0.1 * static_cast<double>(k + 1) / 4);
   }
-  if (gpu_chosen(r)) {
-    STRIPESOLVE_RETURN_IF_ERROR(check_inputs_finite(r, l));
+  if (r.use_gpu) {
+    STRIPESOLVE_RETURN_IF_ERROR(check_inputs_finite(r.plan, l.arrays(), r.threads));
     r.inputs_scanned = true;
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(l.solution, solution_array(r.out_fd, r.plan));
@@ -366,12 +366,10 @@ tridiag::SolveOptions solve_options(const TridiagRun& r) {
 // CPU instead.
 Result<SolvedBatch> solve_on_chosen_device(const TridiagRun& r, const LoadedBatch& l) {
   const tridiag::BatchShape shape = r.plan.shape();
-  const auto& a = l.a;
-  const tridiag::BatchArrays arrays{a[0].data(), a[1].data(), a[2].data(), a[3].data(),
-                                    l.solution.x.data()};
+  const tridiag::BatchArrays arrays = l.arrays();
   const tridiag::SolveOptions options = solve_options(r);
   SolvedBatch s;
-  s.on_gpu = gpu_chosen(r);
+  s.on_gpu = r.use_gpu;
   if (!r.device_note.empty()) s.notes.push_back(r.device_note);
   r.progress("solve", 0.1);
   const auto solve_start = Clock::now();
@@ -394,7 +392,7 @@ Result<SolvedBatch> solve_on_chosen_device(const TridiagRun& r, const LoadedBatc
   if (!report.is_ok() && !r.inputs_scanned) {
     // The solver refused a non-finite input (or failed on one, as x became non-finite): the
     // scan names the batch's first, as the load does for the GPU.
-    STRIPESOLVE_RETURN_IF_ERROR(check_inputs_finite(r, l));
+    STRIPESOLVE_RETURN_IF_ERROR(check_inputs_finite(r.plan, l.arrays(), r.threads));
   }
   // Breakdown and singular systems (kNumerical) end the job FAILED with tridiag's message.
   if (!report.is_ok()) return report.status();

@@ -40,7 +40,7 @@ def main(path):
             adopt[int(args["stripe"])].append((e["ts"], e["dur"]))
         elif e["name"] == "update":
             bounds = [int(v) for v in re.findall(r"\d+", args["I"])]
-            updates[int(args["J"])].append((e["ts"], e["dur"], bounds[-1], worker))
+            updates[int(args["J"])].append((e["ts"], e["dur"], bounds[-1], worker, bounds[0]))
     total = sum(b - a for a, b in elim.values())
     print(f"{len(elim)} eliminations, {total / 1e3:.0f} ms in all")
     print("   i  elim_ms adopt_at adopt_ms  upd_at  upd_ms  gap_ms link_ms worker")
@@ -71,6 +71,29 @@ def main(path):
         if values:
             print(f"{name:13s} median {statistics.median(values):.1f} ms, mean "
                   f"{statistics.mean(values):.1f} ms, sum {sum(values):.0f} ms")
+    print_range_updates(elim, updates)
+
+
+def print_range_updates(elim, updates):
+    """The next meta-stripe's updates by a whole meta-stripe [a, b), from the end of b - 1's
+    elimination (the boundary): when each started and ended, beside when J's elimination began."""
+    ranges = collections.defaultdict(list)
+    for j, ups in updates.items():
+        for ts, dur, last, worker, first in ups:
+            if last - first > 1:
+                ranges[last].append((j, ts, dur, worker, last - first))
+    print("updates of the next meta-stripe by a whole one, from the boundary (ms):")
+    print("   J   I_end   start     end  J elim at  worker")
+    for last in sorted(ranges):
+        if last - 1 not in elim:
+            continue
+        boundary = elim[last - 1][1]
+        for j, ts, dur, worker, width in sorted(ranges[last], key=lambda r: r[0]):
+            if j < last or j - last >= width:  # the next meta-stripe's only
+                continue
+            at = (elim[j][0] - boundary) / 1e3 if j in elim else -1
+            print("%4d %7d %7.1f %7.1f %10.1f  %s" % (j, last, (ts - boundary) / 1e3,
+                                                        (ts + dur - boundary) / 1e3, at, worker))
 
 
 if __name__ == "__main__":

@@ -63,10 +63,6 @@ struct FactorParams {
   // meta-stripe eliminated next (the look-ahead of the GPU tier, whose lanes run at high
   // priority beside the sweep's).
   int64_t lookahead_workers = 0;
-  // At each meta-stripe boundary a device's sweep lanes take nothing while one of the first
-  // `sweep_hold` updates of the next meta-stripe by the whole one before is queued or running
-  // there (ElimJRole; only with look-ahead workers, which run them).
-  int64_t sweep_hold = 0;
   // Write every dirty part back to the factor object at the end (kept cached, clean). Off when
   // the factors are not persisted (DenseSolveOptions::store_factors).
   bool write_back = true;

@@ -78,7 +78,6 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("io_threads", c.io_threads, 1, 8);
   map.get("upward_lead", c.upward_lead, -1, int64_t{1} << 30);
   map.get("early_next", c.early_next, -1, 1 << 20);
-  map.get("sweep_hold", c.sweep_hold, 0, 1 << 20);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
   map.get("devices", c.devices, 0, 63);
@@ -255,7 +254,6 @@ void choose_early_next(Plan& p, const EngineConfig& config, const Machine& m,
   } else {
     p.early_next = cached_parts >= static_cast<uint64_t>(p.stripes) ? 1 : 0;
   }
-  p.sweep_hold = config.sweep_hold;
 }
 
 // Where meta_zigzag's upward sweeps take the next meta-stripe (strategy.h), unless pinned. The
@@ -486,7 +484,6 @@ std::string plan_to_json(const Plan& p) {
                       {"elim_j_workers", p.elim_j_workers},
                       {"lookahead_workers", p.lookahead_workers},
                       {"early_next", p.early_next},
-                      {"sweep_hold", p.sweep_hold},
                       {"critical_threads", p.critical_threads},
                       {"split_sweeps", p.split_sweeps},
                       {"upward_lead", p.upward_lead},

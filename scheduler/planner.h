@@ -66,10 +66,6 @@ struct EngineConfig {
   // stripe (strategy.h, make_tasks' early_next); -1 = planner (1 on the GPU tier when the RAM
   // cache holds the matrix, else 0).
   int64_t early_next = -1;
-  // The GPU tier: at each meta-stripe boundary a device's sweep lanes wait while the first
-  // `sweep_hold` updates of the next meta-stripe by the whole one before (those its look-ahead
-  // lane runs) are queued or running there (scheduler/roles.h); 0 = never.
-  int64_t sweep_hold = 0;
   uint64_t gpu_memory = 0;  // device bytes per GPU a dense solve may use; 0 = 90% of free
   int64_t gpus = 0;         // GPUs the jobs use (devices 0 .. gpus-1); 0 = all
   // The GPUs by CUDA ordinal, in place of gpus (both set: they must agree in number); empty =
@@ -86,7 +82,7 @@ struct EngineConfig {
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, lookahead_lanes, cores, critical_threads,
-// io_threads, early_next, sweep_hold,
+// io_threads, early_next,
 // upward_lead, gpu_memory, gpus, devices,
 // gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).
@@ -135,7 +131,6 @@ struct Plan {
   int64_t elim_j_workers = 0;      // k
   int64_t lookahead_workers = 0;   // elim.J lanes for the critical path only (GPU tier: 1)
   int64_t early_next = 0;          // make_tasks' early_next (GPU tier, A cached: 1)
-  int64_t sweep_hold = 0;          // GPU tier: next meta-stripe's updates the sweeps wait for
   int64_t critical_threads = 0;    // CPU tier: helpers of elim.I and the critical updates
   bool split_sweeps = false;       // CPU tier out of core: every J update over the helpers too
   int64_t upward_lead = -1;        // meta_zigzag's upward sweeps (strategy.h); -1: next one last

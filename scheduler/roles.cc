@@ -78,14 +78,7 @@ ElimJRole::ElimJRole(EngineContext& ctx, const storage::StripeGeometry& g,
       elimination_(elimination),
       pivots_(pivots),
       meta_of_(meta_of),
-      lookahead_(std::max<int64_t>(0, params.lookahead_workers)),
-      early_next_(std::max<int64_t>(0, params.early_next)),
-      sweep_hold_(std::max<int64_t>(0, params.sweep_hold)) {
-  meta_first_.resize(meta_of_.size());
-  for (size_t s = 0; s < meta_of_.size(); ++s) {
-    meta_first_[s] =
-        s > 0 && meta_of_[s - 1] == meta_of_[s] ? meta_first_[s - 1] : static_cast<int64_t>(s);
-  }
+      lookahead_(std::max<int64_t>(0, params.lookahead_workers)) {
   const int64_t workers = std::max<int64_t>(1, params.elim_j_workers) + lookahead_;
   for (int64_t w = 0; w < workers; ++w) threads_.emplace_back([this, w] { run(w); });
 }
@@ -101,37 +94,8 @@ void ElimJRole::close_and_join() {
   }
 }
 
-void ElimJRole::push(const Task& t) {
-  if (holds_sweeps(t)) {
-    MutexLock lock(hold_mu_);
-    holding_.push_back(t);
-  }
-  queue_.push(t);
-}
-
 bool ElimJRole::critical(const Task& t) const {
   return updates_next_meta_stripe(meta_of_, t);
-}
-
-bool ElimJRole::left_to_lookahead(const Task& t) const {
-  for (int64_t w = 0; w < lookahead_; ++w) {
-    if (elimination_.accepts(w, t)) return true;
-  }
-  return false;
-}
-
-bool ElimJRole::holds_sweeps(const Task& t) const {
-  if (sweep_hold_ == 0 || t.i_end - t.i_begin <= 1 || !critical(t)) return false;
-  const int64_t place = t.stripe - meta_first_[static_cast<size_t>(t.stripe)];
-  return place < early_next_ + sweep_hold_ && left_to_lookahead(t);
-}
-
-bool ElimJRole::sweeps_held(int64_t worker) {
-  MutexLock lock(hold_mu_);
-  for (const Task& h : holding_) {
-    if (elimination_.accepts(worker, h)) return true;
-  }
-  return false;
 }
 
 void ElimJRole::run(int64_t worker) {
@@ -146,11 +110,15 @@ void ElimJRole::run(int64_t worker) {
   // sweep update is queued for them: between sweeps and at the end of the factorization, the
   // updates of the next meta-stripe by the whole previous one would otherwise queue for the one
   // look-ahead lane of their device while the sweep lanes idle (about 0.25 s of a 3 s
-  // factorization at n = 57344 on one H200). With sweep_hold, the sweep lanes of a device take
-  // nothing while a holds_sweeps() update is queued or running there: the next meta-stripe's
-  // first updates by the whole meta-stripe get the device's copies and SMs to themselves.
+  // factorization at n = 57344 on one H200).
   const int64_t stripes = g_.stripes;
   const int64_t last_of_sweep = stripes * stripes;
+  auto left_to_lookahead = [this](const Task& q) {
+    for (int64_t w = 0; w < lookahead_; ++w) {
+      if (elimination_.accepts(w, q)) return true;
+    }
+    return false;
+  };
   const bool lookahead = worker < lookahead_;
   auto rank = [&](const Task& q) {
     if (!critical(q)) return last_of_sweep;
@@ -158,9 +126,7 @@ void ElimJRole::run(int64_t worker) {
     return !lookahead && left_to_lookahead(q) ? last_of_sweep + 1 + by_j : by_j;
   };
   auto eligible = [&](const Task& q) {
-    if (!elimination_.accepts(worker, q)) return false;
-    if (lookahead) return critical(q);
-    return sweep_hold_ == 0 || !sweeps_held(worker);
+    return elimination_.accepts(worker, q) && (!lookahead || critical(q));
   };
   cache::StripeCache& cache = ctx_.cache;
   while (auto t = queue_.pop(eligible, rank)) {
@@ -183,15 +149,6 @@ void ElimJRole::run(int64_t worker) {
     }
     for (const CellView& ci : cis) ctx_.progress.add_flops(update_flops(g_, t->stripe, ci.stripe));
     cache.finish_elim_j(t->stripe, t->i_begin, t->i_end, on_device);
-    if (holds_sweeps(*t)) {
-      {
-        MutexLock lock(hold_mu_);
-        std::erase_if(holding_, [&](const Task& h) {
-          return h.stripe == t->stripe && h.i_begin == t->i_begin && h.i_end == t->i_end;
-        });
-      }
-      queue_.wake();
-    }
   }
 }
 

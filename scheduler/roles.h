@@ -77,21 +77,13 @@ class ElimJRole {
   ElimJRole(const ElimJRole&) = delete;
   ElimJRole& operator=(const ElimJRole&) = delete;
 
-  void push(const Task& t);
+  void push(const Task& t) { queue_.push(t); }
   void close_and_join();
 
  private:
   void run(int64_t worker);
   // An update of a J in the meta-stripe eliminated next: elim.I waits for it.
   bool critical(const Task& t) const;
-  // Whether some look-ahead worker takes `t` (on its device).
-  bool left_to_lookahead(const Task& t) const;
-  // One of the first FactorParams::sweep_hold updates of the next meta-stripe by the whole one
-  // before, which a look-ahead worker takes: while one is queued or running, the sweep lanes of
-  // its device take nothing.
-  bool holds_sweeps(const Task& t) const;
-  // Whether such an update is queued or running for sweep worker `worker`'s device.
-  bool sweeps_held(int64_t worker);
 
   EngineContext& ctx_;
   const storage::StripeGeometry& g_;
@@ -100,11 +92,6 @@ class ElimJRole {
   const std::vector<int64_t>& meta_of_;  // meta-stripe of each stripe
   const int64_t lookahead_;  // workers [0, lookahead_) take critical updates only; the others
                              // take them when no sweep update is queued for them
-  const int64_t early_next_;
-  const int64_t sweep_hold_;
-  std::vector<int64_t> meta_first_;  // per stripe: the first stripe of its meta-stripe
-  Mutex hold_mu_;                    // taken inside the queue's lock (pop's `eligible`)
-  std::vector<Task> holding_ GUARDED_BY(hold_mu_);  // holds_sweeps() updates queued or running
   WorkQueue<Task> queue_;
   std::vector<std::thread> threads_;
 };

@@ -208,7 +208,6 @@ Status SolvePhases::triangulate() {
                       .substripe_rows = plan.substripe_rows,
                       .elim_j_workers = plan.elim_j_workers,
                       .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
-                      .sweep_hold = engine_ != nullptr ? plan.sweep_hold : 0,
                       .write_back = false,
                       .parts_from_meta_start = engine_ != nullptr,
                       .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,

@@ -42,12 +42,6 @@ class WorkQueue {
   std::optional<T> pop() {
     return pop([](const T&) { return true; }, [](const T&) { return 0; });
   }
-  // Wakes every waiting pop() to test its items again: for an `eligible` that reads state outside
-  // the queue, after that state changed (taking the lock orders the change before the test).
-  void wake() {
-    { MutexLock lock(mu_); }
-    ready_.notify_all();
-  }
   void close() {
     {
       MutexLock lock(mu_);

@@ -8,7 +8,11 @@ stripe i + 1 whose range ends at i + 1 started and how long it took, the gap fro
 the elimination of i + 1, and the whole link (end of i's elimination to the start of i + 1's)
 with the worker that ran the update; then the medians and means. When eliminations plus links
 add up to the factorization's time, the chain bounds the run.
-Usage: trace-chain.py TRACE
+Then the next meta-stripe's updates by a whole meta-stripe after each boundary, and with
+--devices D (several GPUs: stripe i and worker elim.Jw on device i mod D, w mod D) each
+device's lanes: busy time per worker and, per 100 ms, how much of it some sweep lane (the
+workers from --lookahead-workers on) was busy.
+Usage: trace-chain.py TRACE [--devices D --lookahead-workers L]
 """
 import gzip
 import json
@@ -18,7 +22,7 @@ import sys
 import collections
 
 
-def main(path):
+def main(path, devices=1, lookahead=1):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         events = json.load(f)["traceEvents"]
@@ -72,6 +76,7 @@ def main(path):
             print(f"{name:13s} median {statistics.median(values):.1f} ms, mean "
                   f"{statistics.mean(values):.1f} ms, sum {sum(values):.0f} ms")
     print_range_updates(elim, updates)
+    print_lanes(events, names, devices, lookahead)
 
 
 def print_range_updates(elim, updates):
@@ -96,7 +101,58 @@ def print_range_updates(elim, updates):
                                                         (ts + dur - boundary) / 1e3, at, worker))
 
 
+def union_length(spans):
+    total, end = 0, None
+    for a, b in sorted(spans):
+        if end is None or a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
+
+def print_lanes(events, names, devices, lookahead):
+    spans = collections.defaultdict(list)  # (device, worker name) -> [(start, end)]
+    t0, t1 = None, None
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        worker = names.get((e.get("pid"), e.get("tid")), "")
+        if e["name"] == "eliminate":
+            key = (int(e["args"]["stripe"]) % devices, "elim.I")
+        elif re.fullmatch(r"elim\.J\d+", worker):
+            key = (int(worker[6:]) % devices, worker)
+        else:
+            continue
+        spans[key].append((e["ts"], e["ts"] + e["dur"]))
+        t0 = e["ts"] if t0 is None else min(t0, e["ts"])
+        t1 = e["ts"] + e["dur"] if t1 is None else max(t1, e["ts"] + e["dur"])
+    if t0 is None:
+        return
+    window = 100000
+    print(f"lanes, {(t1 - t0) / 1e3:.0f} ms from the first elimination or update to the last:")
+    for d in range(devices):
+        busy = ", ".join(f"{w} {union_length(s) / 1e3:.0f}" for (dev, w), s in sorted(spans.items())
+                         if dev == d)
+        sweep = [iv for (dev, w), s in spans.items() if dev == d and w != "elim.I"
+                 and int(w[6:]) >= lookahead for iv in s]
+        cover = []
+        for k in range(int((t1 - t0) // window) + 1):
+            lo, hi = t0 + k * window, min(t1, t0 + (k + 1) * window)
+            part = [(max(a, lo), min(b, hi)) for a, b in sweep if b > lo and a < hi]
+            cover.append(100 * union_length(part) / (hi - lo))
+        print(f"  device {d}: busy ms {busy}; some sweep lane busy {union_length(sweep) / 1e3:.0f} ms")
+        print("    per 100 ms (%): " + " ".join(f"{c:.0f}" for c in cover))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    options = {"--devices": 1, "--lookahead-workers": 1}
+    while len(args) > 1 and args[-2] in options:
+        options[args[-2]] = int(args[-1])
+        args = args[:-2]
+    if len(args) != 1:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(args[0], options["--devices"], options["--lookahead-workers"])

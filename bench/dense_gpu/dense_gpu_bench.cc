@@ -8,7 +8,7 @@
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
 //                   [--update-k 0] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
-//                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1]
+//                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1] [--upward-lead -1]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--skip engine,cusolver,dgemm,disk]
@@ -106,6 +106,7 @@ struct Args {
   int64_t elim_j_workers = 0;   // k; 0 = the planner's
   int64_t lookahead_lanes = 0;  // engine.lookahead_lanes; 0 = the planner's
   int64_t early_next = -1;      // engine.early_next; -1 = the planner's
+  int64_t upward_lead = -1;     // engine.upward_lead; -1 = the planner's
   int64_t gpus = 0;             // devices; 0 = every device of the host
   int64_t panel_sms = 0;        // engine.gpu_panel_sms
   int64_t update_k = 0;         // engine.gpu_update_k
@@ -126,7 +127,7 @@ struct Args {
       "[--update-k K] "
       "[--panel-sms K] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
-      "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--dir D] "
+      "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
       "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
       "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
@@ -199,6 +200,8 @@ Args parse_args(int argc, char** argv) {
       a.lookahead_lanes = parse_int(arg, v, 0, 8);
     } else if (arg == "--early-next") {
       a.early_next = parse_int(arg, v, -1, 64);
+    } else if (arg == "--upward-lead") {
+      a.upward_lead = parse_int(arg, v, -1, 1 << 20);
     } else if (arg == "--stripe-rows") {
       a.stripe_rows = parse_int(arg, v, 0, 1 << 20);
     } else if (arg == "--dir") {
@@ -253,6 +256,7 @@ json args_json(const Args& a) {
   j["gpus"] = a.gpus == 0 ? json("all") : json(a.gpus);
   j["panel_sms"] = a.panel_sms;
   j["update_k"] = a.update_k;
+  j["upward_lead"] = a.upward_lead;
   j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
   return j;
 }
@@ -511,6 +515,7 @@ int main(int argc, char** argv) {
     config.elim_j_workers = args.elim_j_workers;
     config.lookahead_lanes = args.lookahead_lanes;
     config.early_next = args.early_next;
+    config.upward_lead = args.upward_lead;
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;
     config.gpu_update_k = args.update_k;

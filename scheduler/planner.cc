@@ -262,21 +262,13 @@ void choose_early_next(Plan& p, const EngineConfig& config, const Machine& m,
 // sweep's last J stripes; the cache model reads no more bytes from one stripe past them on), so
 // that its eliminations overlap the rest of the sweep (n = 16384 on 16 cores, a quarter cached:
 // the disk had been half idle 0.5-1 s at the end of each upward sweep, the chain running alone).
-// The GPU tier when the RAM cache holds A: first (lead 0), as in the downward sweeps. The master
-// hands a sweep's updates out in the list's order, a window at a time, and the look-ahead lanes
-// can take only those handed out: last, the next meta-stripe's updates reached them bottom first
-// and its second stripe's 30 ms after the boundary (two H200s, n = 57344). Out of core the GPU
-// tier keeps 002's order (the SSD tier's reads, forecast by the cache model, come from it).
+// The GPU tier keeps 002's order (its look-ahead lanes take the next meta-stripe's updates).
 void choose_upward_lead(Plan& p, const EngineConfig& config, const Machine& m,
                         uint64_t cached_parts) {
   if (config.upward_lead >= 0) {
     p.upward_lead = config.upward_lead;
     p.notes.push_back("upward sweeps' lead pinned by engine.upward_lead");
-  } else if (m.gpus > 0) {
-    if (cached_parts >= static_cast<uint64_t>(p.stripes) && p.meta_stripes < p.stripes) {
-      p.upward_lead = 0;
-    }
-  } else if (p.meta_stripes < p.stripes) {
+  } else if (m.gpus <= 0 && p.meta_stripes < p.stripes) {
     const uint64_t held = 2 * static_cast<uint64_t>(p.meta_stripes);
     p.upward_lead = cached_parts > held ? static_cast<int64_t>(cached_parts - held) + 1 : 1;
   }
@@ -450,9 +442,7 @@ std::string plan_to_text(const Plan& p) {
       format_bytes(p.stripe_bytes), format_bytes(p.ram_budget),
       static_cast<double>(p.ram_budget) /
           static_cast<double>(std::max<uint64_t>(1, p.stripe_bytes)));
-  if (p.upward_lead == 0 && p.meta_stripes < p.stripes) {
-    out += "  meta_zigzag's upward sweeps: the next meta-stripe first\n";
-  } else if (p.upward_lead > 0 && p.meta_stripes < p.stripes) {
+  if (p.upward_lead >= 0 && p.meta_stripes < p.stripes) {
     out += fmt::format(
         "  meta_zigzag's upward sweeps: the next meta-stripe after the first {} stripes\n",
         p.upward_lead);

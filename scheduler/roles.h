@@ -99,9 +99,12 @@ class ElimJRole {
 class MasterRole {
  public:
   // overlap_sweeps: Elimination::sweeps_may_overlap(). early_eliminations:
-  // !Elimination::keeps_parts_on_device() (an elimination may go before its turn out of core
-  // when the cache keeps room for the front's part beside it). meta_of: each stripe's
-  // meta-stripe (run_factorization's; outlives the role).
+  // !Elimination::keeps_parts_on_device(): an elimination may go before its turn out of core,
+  // also while the front waits for memory, when the cache keeps room for the front's part beside
+  // it (the CPU tier). Without it (the GPU tier, which cannot tell which memory its device
+  // instances give back) the window's scan still hands out an elimination whose part is a hit
+  // before its turn, without that room test (master_walk.cc hand_out_hits). meta_of: each
+  // stripe's meta-stripe (run_factorization's; outlives the role).
   MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
              const std::vector<int64_t>& meta_of, ElimIRole& elim_i, ElimJRole& elim_j,
              bool overlap_sweeps, bool early_eliminations = true);

@@ -10,8 +10,9 @@ with the worker that ran the update; then the medians and means. When eliminatio
 add up to the factorization's time, the chain bounds the run.
 Then the next meta-stripe's updates by a whole meta-stripe after each boundary, and with
 --devices D (several GPUs: stripe i and worker elim.Jw on device i mod D, w mod D) each
-device's lanes: busy time per worker and, per 100 ms, how much of it some sweep lane (the
-workers from --lookahead-workers on) was busy.
+device's lanes: busy time per worker, per 100 ms how much of it some sweep lane (the workers
+from --lookahead-workers on) was busy, and how much of the panels' time ran beside one (the
+spans are the host's: a lane waiting for its device counts as busy).
 Usage: trace-chain.py TRACE [--devices D --lookahead-workers L]
 """
 import gzip
@@ -145,6 +146,13 @@ def print_lanes(events, names, devices, lookahead):
             cover.append(100 * union_length(part) / (hi - lo))
         print(f"  device {d}: busy ms {busy}; some sweep lane busy {union_length(sweep) / 1e3:.0f} ms")
         print("    per 100 ms (%): " + " ".join(f"{c:.0f}" for c in cover))
+        panels = spans.get((d, "elim.I"), [])
+        beside = sum(union_length([(max(a, p0), min(b, p1)) for a, b in sweep if b > p0 and a < p1])
+                     for p0, p1 in panels)
+        total = sum(p1 - p0 for p0, p1 in panels)
+        if total > 0:
+            print(f"    panels: {len(panels)}, {total / 1e3:.0f} ms, {100 * beside / total:.0f}% of "
+                  f"it beside a busy sweep lane")
 
 
 if __name__ == "__main__":

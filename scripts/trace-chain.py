@@ -13,13 +13,13 @@ Then the next meta-stripe's updates by a whole meta-stripe after each boundary, 
 device's lanes: busy time per worker, per 100 ms how much of it some sweep lane (the workers
 from --lookahead-workers on) was busy, and how much of the panels' time ran beside one (the
 spans are the host's: a lane waiting for its device counts as busy).
-Usage: trace-chain.py TRACE [--devices D --lookahead-workers L]
+Usage: trace-chain.py TRACE [--devices D] [--lookahead-workers L]
 """
+import argparse
 import gzip
 import json
 import re
 import statistics
-import sys
 import collections
 
 
@@ -156,11 +156,10 @@ def print_lanes(events, names, devices, lookahead):
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    options = {"--devices": 1, "--lookahead-workers": 1}
-    while len(args) > 1 and args[-2] in options:
-        options[args[-2]] = int(args[-1])
-        args = args[:-2]
-    if len(args) != 1:
-        sys.exit(__doc__)
-    main(args[0], options["--devices"], options["--lookahead-workers"])
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace")
+    parser.add_argument("--devices", type=int, default=1)
+    parser.add_argument("--lookahead-workers", type=int, default=1)
+    args = parser.parse_args()
+    main(args.trace, args.devices, args.lookahead_workers)

@@ -256,6 +256,8 @@ json args_json(const Args& a) {
   j["gpus"] = a.gpus == 0 ? json("all") : json(a.gpus);
   j["panel_sms"] = a.panel_sms;
   j["update_k"] = a.update_k;
+  j["lookahead_lanes"] = a.lookahead_lanes;
+  j["early_next"] = a.early_next;
   j["upward_lead"] = a.upward_lead;
   j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
   return j;

@@ -168,6 +168,12 @@ struct DeviceEngineOptions {
   // did not change (n = 57344: 38.5 / 37.9 / 39.1 TFLOP/s at 2048 / 1024 / 0 on one H200, 59.1
   // / 59.0 at 2048 / 0 on two): the eliminations got shorter and the sweeps longer. So 0.
   int64_t update_k = 0;
+  // The panel alone on its device: while elim.I's lane eliminates a stripe, the sweep lanes'
+  // next GEMMs wait (a one-thread kernel ahead of each on their streams polls a flag the panel's
+  // stream sets and clears); those already running finish. The look-ahead lanes are not held.
+  // Beside the sweeps' K = 8192 GEMMs the panel takes 4-7x its time alone (bench_panel_sms), and
+  // on several GPUs the chain of panels bounds the run.
+  bool panel_alone = false;
 };
 
 class DeviceEngine {

@@ -68,10 +68,18 @@ class CudaLane final : public DeviceLane {
     }
   }
 
-  // fence: the SMs the sweep lanes may use (null: all SMs).
-  Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k) {
+  // fence: the SMs the sweep lanes may use (null: all SMs). panel_flag: the device's panel gate
+  // (DeviceEngineOptions::panel_alone; null: none): set by an eliminating lane while it
+  // eliminates, waited for by a sweep lane before each GEMM.
+  Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k,
+              int32_t* panel_flag) {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     update_k_ = update_k;
+    if (rows_ > 0) {
+      sets_panel_flag_ = panel_flag;
+    } else if (!high_priority) {
+      waits_for_panel_ = panel_flag;
+    }
     int least = 0, greatest = 0;
     RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
     const int prio = high_priority ? greatest : least;
@@ -238,6 +246,19 @@ class CudaLane final : public DeviceLane {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     const int64_t h = part.rows;
     const int64_t m = part.cols - block_col;
+    // The panel gate: set for the sweep lanes before the panel's first kernel, cleared after its
+    // last, on this stream, on every path out (a failure's path too).
+    struct PanelGate {
+      int32_t* flag;
+      cudaStream_t stream;
+      ~PanelGate() {
+        if (flag != nullptr) (void)cudaMemsetAsync(flag, 0, sizeof(int32_t), stream);
+      }
+    } gate{nullptr, compute_};
+    if (sets_panel_flag_ != nullptr) {
+      RETURN_CUDA(cudaMemsetAsync(sets_panel_flag_, 1, sizeof(int32_t), compute_), "panel gate");
+      gate.flag = sets_panel_flag_;
+    }
     if (h > rows_ || m > cols_ || mode != mode_ || h > m) {
       return Status::invalid_argument(
           fmt::format("device elimination of a {} x {} stripe: the lane was made for {} x {} ({})",
@@ -397,6 +418,10 @@ class CudaLane final : public DeviceLane {
                         op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
             "dtrsm of the J multipliers");
       } else {
+        if (waits_for_panel_ != nullptr) {
+          cuda::launch_wait_while_set(waits_for_panel_, kPanelWaitLimitNs, compute_);
+          STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("panel gate"));
+        }
         // In pieces of update_k_ along k (DeviceEngineOptions::update_k).
         const int64_t piece = update_k_ > 0 ? update_k_ : k;
         for (int64_t k0 = 0; k0 < k; k0 += piece) {
@@ -680,11 +705,28 @@ class CudaLane final : public DeviceLane {
   uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;
   int64_t update_k_ = 0;  // DeviceEngineOptions::update_k
+  // The panel gate (DeviceEngineOptions::panel_alone): the flag this lane sets while it
+  // eliminates, or waits for before each GEMM (a sweep lane); null: neither.
+  int32_t* sets_panel_flag_ = nullptr;
+  int32_t* waits_for_panel_ = nullptr;
+  // The longest a GEMM waits for a panel (a panel alone takes 4-25 ms): a flag left set by a
+  // failure holds the sweeps this long a GEMM, never forever.
+  static constexpr uint64_t kPanelWaitLimitNs = 200'000'000;
 };
 
 class CudaEngine final : public DeviceEngine {
  public:
   CudaEngine(int device, int64_t update_k) : device_(device), update_k_(update_k) {}
+  ~CudaEngine() override {
+    if (panel_flag_ != nullptr) release(panel_flag_);
+  }
+  // The panel gate's flag (DeviceEngineOptions::panel_alone), zeroed.
+  Status open_panel_gate() {
+    STRIPESOLVE_ASSIGN_OR_RETURN(void* p, allocate(sizeof(int32_t), "the panel gate"));
+    panel_flag_ = static_cast<int32_t*>(p);
+    RETURN_CUDA(cudaMemset(panel_flag_, 0, sizeof(int32_t)), "panel gate");
+    return Status::ok();
+  }
   // The sweep lanes' SMs: all but `panel_sms` (see DeviceEngineOptions).
   Status fence_sms(int panel_sms) {
     STRIPESOLVE_ASSIGN_OR_RETURN(fence_, SmFence::create(device_, panel_sms));
@@ -761,7 +803,8 @@ class CudaEngine final : public DeviceEngine {
                                                 PivotMode mode, int64_t j_rows, int64_t k_rows,
                                                 void* workspace) override {
     auto lane = std::make_unique<CudaLane>(device_, rows, cols, mode, j_rows, k_rows);
-    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, fence_.get(), workspace, update_k_));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        lane->init(high_priority, fence_.get(), workspace, update_k_, panel_flag_));
     return std::unique_ptr<DeviceLane>(std::move(lane));
   }
 
@@ -769,6 +812,7 @@ class CudaEngine final : public DeviceEngine {
   const int device_;
   const int64_t update_k_;          // DeviceEngineOptions::update_k
   std::unique_ptr<SmFence> fence_;  // null: no SMs set aside; outlives every lane
+  int32_t* panel_flag_ = nullptr;   // DeviceEngineOptions::panel_alone; outlives every lane
 };
 
 }  // namespace
@@ -786,6 +830,7 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
   }
   auto engine = std::make_unique<CudaEngine>(device, options.update_k);
   if (options.panel_sms > 0) STRIPESOLVE_RETURN_IF_ERROR(engine->fence_sms(options.panel_sms));
+  if (options.panel_alone) STRIPESOLVE_RETURN_IF_ERROR(engine->open_panel_gate());
   return std::unique_ptr<DeviceEngine>(std::move(engine));
 }
 

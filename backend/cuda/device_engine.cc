@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/kernels.cuh"
+#include "backend/cuda/panel_gate.h"
 #include "backend/cuda/sm_fence.h"
 #include "gpu/cuda/check.h"
 #include "gpu/devices.h"
@@ -68,17 +69,17 @@ class CudaLane final : public DeviceLane {
     }
   }
 
-  // fence: the SMs the sweep lanes may use (null: all SMs). panel_flag: the device's panel gate
-  // (DeviceEngineOptions::panel_alone; null: none): set by an eliminating lane while it
-  // eliminates, waited for by a sweep lane before each GEMM.
+  // fence: the SMs the sweep lanes may use (null: all SMs). gate: the device's panel gate
+  // (DeviceEngineOptions::panel_alone; null: none), closed by an eliminating lane while it
+  // eliminates and waited for by a sweep lane before each GEMM.
   Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k,
-              int32_t* panel_flag) {
+              PanelGate* gate) {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     update_k_ = update_k;
     if (rows_ > 0) {
-      sets_panel_flag_ = panel_flag;
+      closes_gate_ = gate;
     } else if (!high_priority) {
-      waits_for_panel_ = panel_flag;
+      waits_for_gate_ = gate;
     }
     int least = 0, greatest = 0;
     RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
@@ -246,18 +247,19 @@ class CudaLane final : public DeviceLane {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     const int64_t h = part.rows;
     const int64_t m = part.cols - block_col;
-    // The panel gate: set for the sweep lanes before the panel's first kernel, cleared after its
-    // last, on this stream, on every path out (a failure's path too).
-    struct PanelGate {
-      int32_t* flag;
+    // The panel gate: closed for the sweep lanes before the panel's first kernel and opened
+    // after its last, on this stream, on every path out (a failure's too: the sweeps would
+    // otherwise wait for good).
+    struct OpenOnExit {
+      PanelGate* gate;
       cudaStream_t stream;
-      ~PanelGate() {
-        if (flag != nullptr) (void)cudaMemsetAsync(flag, 0, sizeof(int32_t), stream);
+      ~OpenOnExit() {
+        if (gate != nullptr) (void)gate->open(stream);
       }
-    } gate{nullptr, compute_};
-    if (sets_panel_flag_ != nullptr) {
-      RETURN_CUDA(cudaMemsetAsync(sets_panel_flag_, 1, sizeof(int32_t), compute_), "panel gate");
-      gate.flag = sets_panel_flag_;
+    } open_on_exit{nullptr, compute_};
+    if (closes_gate_ != nullptr) {
+      STRIPESOLVE_RETURN_IF_ERROR(closes_gate_->close(compute_));
+      open_on_exit.gate = closes_gate_;
     }
     if (h > rows_ || m > cols_ || mode != mode_ || h > m) {
       return Status::invalid_argument(
@@ -418,10 +420,8 @@ class CudaLane final : public DeviceLane {
                         op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
             "dtrsm of the J multipliers");
       } else {
-        if (waits_for_panel_ != nullptr) {
-          cuda::launch_wait_while_set(waits_for_panel_, kPanelWaitLimitNs, compute_);
-          STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("panel gate"));
-        }
+        if (waits_for_gate_ != nullptr)
+          STRIPESOLVE_RETURN_IF_ERROR(waits_for_gate_->wait_open(compute_));
         // In pieces of update_k_ along k (DeviceEngineOptions::update_k).
         const int64_t piece = update_k_ > 0 ? update_k_ : k;
         for (int64_t k0 = 0; k0 < k; k0 += piece) {
@@ -705,26 +705,23 @@ class CudaLane final : public DeviceLane {
   uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;
   int64_t update_k_ = 0;  // DeviceEngineOptions::update_k
-  // The panel gate (DeviceEngineOptions::panel_alone): the flag this lane sets while it
-  // eliminates, or waits for before each GEMM (a sweep lane); null: neither.
-  int32_t* sets_panel_flag_ = nullptr;
-  int32_t* waits_for_panel_ = nullptr;
-  // The longest a GEMM waits for a panel (a panel alone takes 4-25 ms): a flag left set by a
-  // failure holds the sweeps this long a GEMM, never forever.
-  static constexpr uint64_t kPanelWaitLimitNs = 200'000'000;
+  // The panel gate (DeviceEngineOptions::panel_alone): closed by this lane while it eliminates,
+  // or waited for before each GEMM (a sweep lane); null: neither.
+  PanelGate* closes_gate_ = nullptr;
+  PanelGate* waits_for_gate_ = nullptr;
 };
 
 class CudaEngine final : public DeviceEngine {
  public:
   CudaEngine(int device, int64_t update_k) : device_(device), update_k_(update_k) {}
   ~CudaEngine() override {
-    if (panel_flag_ != nullptr) release(panel_flag_);
+    (void)cudaSetDevice(device_);
+    gate_.reset();
   }
-  // The panel gate's flag (DeviceEngineOptions::panel_alone), zeroed.
-  Status open_panel_gate() {
-    STRIPESOLVE_ASSIGN_OR_RETURN(void* p, allocate(sizeof(int32_t), "the panel gate"));
-    panel_flag_ = static_cast<int32_t*>(p);
-    RETURN_CUDA(cudaMemset(panel_flag_, 0, sizeof(int32_t)), "panel gate");
+  // The panel gate (DeviceEngineOptions::panel_alone).
+  Status make_panel_gate() {
+    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    STRIPESOLVE_ASSIGN_OR_RETURN(gate_, PanelGate::create());
     return Status::ok();
   }
   // The sweep lanes' SMs: all but `panel_sms` (see DeviceEngineOptions).
@@ -804,15 +801,15 @@ class CudaEngine final : public DeviceEngine {
                                                 void* workspace) override {
     auto lane = std::make_unique<CudaLane>(device_, rows, cols, mode, j_rows, k_rows);
     STRIPESOLVE_RETURN_IF_ERROR(
-        lane->init(high_priority, fence_.get(), workspace, update_k_, panel_flag_));
+        lane->init(high_priority, fence_.get(), workspace, update_k_, gate_.get()));
     return std::unique_ptr<DeviceLane>(std::move(lane));
   }
 
  private:
   const int device_;
-  const int64_t update_k_;          // DeviceEngineOptions::update_k
-  std::unique_ptr<SmFence> fence_;  // null: no SMs set aside; outlives every lane
-  int32_t* panel_flag_ = nullptr;   // DeviceEngineOptions::panel_alone; outlives every lane
+  const int64_t update_k_;           // DeviceEngineOptions::update_k
+  std::unique_ptr<SmFence> fence_;   // null: no SMs set aside; outlives every lane
+  std::unique_ptr<PanelGate> gate_;  // DeviceEngineOptions::panel_alone; outlives every lane
 };
 
 }  // namespace
@@ -830,7 +827,7 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
   }
   auto engine = std::make_unique<CudaEngine>(device, options.update_k);
   if (options.panel_sms > 0) STRIPESOLVE_RETURN_IF_ERROR(engine->fence_sms(options.panel_sms));
-  if (options.panel_alone) STRIPESOLVE_RETURN_IF_ERROR(engine->open_panel_gate());
+  if (options.panel_alone) STRIPESOLVE_RETURN_IF_ERROR(engine->make_panel_gate());
   return std::unique_ptr<DeviceEngine>(std::move(engine));
 }
 

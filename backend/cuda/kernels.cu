@@ -177,19 +177,4 @@ void launch_rhs_row_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, c
   rhs_swaps<<<blocks_for(nrhs), kThreads, 0, stream>>>(rhs, ld, nrhs, row0, raw, count, false);
 }
 
-__global__ void wait_while_set(const volatile int32_t* flag, uint64_t limit_ns) {
-  uint64_t start = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  while (*flag != 0) {
-    uint64_t now = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start > limit_ns) break;
-    __nanosleep(2000);
-  }
-}
-
-void launch_wait_while_set(const int32_t* flag, uint64_t limit_ns, cudaStream_t stream) {
-  wait_while_set<<<1, 1, 0, stream>>>(flag, limit_ns);
-}
-
 }  // namespace stripesolve::backend::cuda

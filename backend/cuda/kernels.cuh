@@ -48,9 +48,4 @@ void launch_solution_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, 
 void launch_rhs_row_swaps(double* rhs, int64_t ld, int64_t nrhs, int64_t row0, const int32_t* raw,
                           int64_t count, cudaStream_t stream);
 
-// One thread on `stream` that returns once *flag is 0 (polled every 2 us), or after `limit_ns`
-// in any case: the kernels queued behind it on the stream start only then (the panel gate,
-// DeviceEngineOptions::panel_alone).
-void launch_wait_while_set(const int32_t* flag, uint64_t limit_ns, cudaStream_t stream);
-
 }  // namespace stripesolve::backend::cuda

@@ -420,11 +420,12 @@ class CudaLane final : public DeviceLane {
                         op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
             "dtrsm of the J multipliers");
       } else {
-        if (waits_for_gate_ != nullptr)
-          STRIPESOLVE_RETURN_IF_ERROR(waits_for_gate_->wait_open(compute_));
-        // In pieces of update_k_ along k (DeviceEngineOptions::update_k).
+        // In pieces of update_k_ along k (DeviceEngineOptions::update_k), each behind the
+        // panel gate: a panel waits at most one piece for the SMs.
         const int64_t piece = update_k_ > 0 ? update_k_ : k;
         for (int64_t k0 = 0; k0 < k; k0 += piece) {
+          if (waits_for_gate_ != nullptr)
+            STRIPESOLVE_RETURN_IF_ERROR(waits_for_gate_->wait_open(compute_));
           const int64_t depth = std::min(piece, k - k0);
           RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
                                     static_cast<int>(b - a), static_cast<int>(depth), &minus_one,

@@ -168,15 +168,6 @@ struct DeviceEngineOptions {
   // did not change (n = 57344: 38.5 / 37.9 / 39.1 TFLOP/s at 2048 / 1024 / 0 on one H200, 59.1
   // / 59.0 at 2048 / 0 on two): the eliminations got shorter and the sweeps longer. So 0.
   int64_t update_k = 0;
-  // The panel alone on its device: while elim.I's lane eliminates a stripe, the sweep lanes'
-  // next GEMMs wait (backend/cuda/panel_gate.h: a stream-ordered wait ahead of each on their
-  // streams for a flag the panel's stream sets and clears); those already running finish. The
-  // look-ahead lanes are not held. (A one-thread kernel polling the flag in place of the stream
-  // wait made the solves 0.9-2 s slower, one panel taking 1.4 s: probably CUDA's lazy loading
-  // of a panel's kernel waiting for the spinning one.)
-  // Beside the sweeps' K = 8192 GEMMs the panel takes 4-7x its time alone (bench_panel_sms), and
-  // on several GPUs the chain of panels bounds the run.
-  bool panel_alone = false;
 };
 
 class DeviceEngine {

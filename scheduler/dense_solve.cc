@@ -246,8 +246,7 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
       STRIPESOLVE_ASSIGN_OR_RETURN(
           auto engine,
           backend::DeviceEngine::open(d, {.panel_sms = static_cast<int>(config.gpu_panel_sms),
-                                          .update_k = config.gpu_update_k,
-                                          .panel_alone = config.gpu_panel_alone}));
+                                          .update_k = config.gpu_update_k}));
       engines.push_back(engine.get());
       owned.push_back(std::move(engine));
     }

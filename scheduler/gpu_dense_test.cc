@@ -251,16 +251,6 @@ TEST_P(GpuDenseTest, SweepsFencedOffThePanelsSmsMatchLapack) {
       << none_left.status().to_string();
 }
 
-// engine.gpu_panel_alone: the sweep lanes' GEMMs wait while a panel runs on their device. The
-// results match LAPACK, streaming and resident.
-TEST_P(GpuDenseTest, SweepsWaitingForThePanelsMatchLapack) {
-  if (GetParam() != "cuda") GTEST_SKIP() << "the panel gate is the CUDA engine's";
-  auto gated = backend::DeviceEngine::open(0, {.panel_alone = true});
-  ASSERT_TRUE(gated.is_ok()) << gated.status().to_string();
-  engine_ = std::move(*gated);
-  expect_streaming_and_resident_match_lapack(28 * 64 + 7, 31, 2, "panel alone");
-}
-
 // engine.gpu_update_k: each J update by a meta-stripe (k = S^m S = 256 here) as GEMMs of depth
 // 48, the last one shorter; the results match LAPACK, streaming and resident, and a negative
 // depth is refused at open, naming the key.

@@ -73,7 +73,6 @@ struct EngineConfig {
   std::vector<int64_t> devices;
   int64_t gpu_panel_sms = 0;         // SMs the J updates leave to elim.I (DeviceEngineOptions)
   int64_t gpu_update_k = 0;          // depth of each J-update GEMM on a GPU (DeviceEngineOptions)
-  bool gpu_panel_alone = false;      // sweeps' GEMMs wait while a panel runs (DeviceEngineOptions)
   double assumed_gflops = 0;         // for the time bound; 0 = 15 GFLOP/s per core (CPU)
   double ssd_bytes_per_second = 0;   // for the time bound; 0 = 1 GB/s per path
   double pcie_bytes_per_second = 0;  // for the time bound, host <-> device each way, per GPU;
@@ -85,8 +84,8 @@ struct EngineConfig {
 // meta_stripes, round_robin_levels, elim_j_workers, lookahead_lanes, cores, critical_threads,
 // io_threads, early_next,
 // upward_lead, gpu_memory, gpus, devices,
-// gpu_panel_sms, gpu_update_k, gpu_panel_alone, assumed_gflops, ssd_bytes_per_second,
-// pcie_bytes_per_second, progress_interval_seconds. Throws ConfigError (base/config.h).
+// gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
+// progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
 
 struct Machine {

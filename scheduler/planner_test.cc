@@ -43,7 +43,7 @@ TEST(PlannerTest, ParsesEveryKey) {
       "ram_budget: 2GiB\nstripe_rows: 512\nsubstripe_rows: 64\nmeta_stripes: 3\n"
       "elim_j_workers: 4\ncores: 8\nround_robin_levels: 6\nsegment_columns: 10000\n"
       "gpu_memory: 40GiB\ngpus: 1\nassumed_gflops: 100\nssd_bytes_per_second: 3e9\n"
-      "progress_interval_seconds: 1\ncritical_threads: 0\nio_threads: 2\ngpu_panel_alone: true\n",
+      "progress_interval_seconds: 1\ncritical_threads: 0\nio_threads: 2\n",
       "engine.yaml");
   EngineConfig c;
   parse_engine_config(map, c);
@@ -60,7 +60,6 @@ TEST(PlannerTest, ParsesEveryKey) {
   EXPECT_EQ(c.gpu_memory, 40 * kGiB);
   EXPECT_EQ(c.gpus, 1);
   EXPECT_EQ(c.assumed_gflops, 100.0);
-  EXPECT_TRUE(c.gpu_panel_alone);
 }
 
 // engine.devices names the GPUs by ordinal; with engine.gpus too, the two must agree.

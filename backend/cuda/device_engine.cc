@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/kernels.cuh"
-#include "backend/cuda/panel_gate.h"
 #include "backend/cuda/sm_fence.h"
 #include "gpu/cuda/check.h"
 #include "gpu/devices.h"
@@ -69,18 +68,10 @@ class CudaLane final : public DeviceLane {
     }
   }
 
-  // fence: the SMs the sweep lanes may use (null: all SMs). gate: the device's panel gate
-  // (DeviceEngineOptions::panel_alone; null: none), closed by an eliminating lane while it
-  // eliminates and waited for by a sweep lane before each GEMM.
-  Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k,
-              PanelGate* gate) {
+  // fence: the SMs the sweep lanes may use (null: all SMs).
+  Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k) {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     update_k_ = update_k;
-    if (rows_ > 0) {
-      closes_gate_ = gate;
-    } else if (!high_priority) {
-      waits_for_gate_ = gate;
-    }
     int least = 0, greatest = 0;
     RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
     const int prio = high_priority ? greatest : least;
@@ -247,20 +238,6 @@ class CudaLane final : public DeviceLane {
     RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     const int64_t h = part.rows;
     const int64_t m = part.cols - block_col;
-    // The panel gate: closed for the sweep lanes before the panel's first kernel and opened
-    // after its last, on this stream, on every path out (a failure's too: the sweeps would
-    // otherwise wait for good).
-    struct OpenOnExit {
-      PanelGate* gate;
-      cudaStream_t stream;
-      ~OpenOnExit() {
-        if (gate != nullptr) (void)gate->open(stream);
-      }
-    } open_on_exit{nullptr, compute_};
-    if (closes_gate_ != nullptr) {
-      STRIPESOLVE_RETURN_IF_ERROR(closes_gate_->close(compute_));
-      open_on_exit.gate = closes_gate_;
-    }
     if (h > rows_ || m > cols_ || mode != mode_ || h > m) {
       return Status::invalid_argument(
           fmt::format("device elimination of a {} x {} stripe: the lane was made for {} x {} ({})",
@@ -420,12 +397,9 @@ class CudaLane final : public DeviceLane {
                         op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
             "dtrsm of the J multipliers");
       } else {
-        // In pieces of update_k_ along k (DeviceEngineOptions::update_k), each behind the
-        // panel gate: a panel waits at most one piece for the SMs.
+        // In pieces of update_k_ along k (DeviceEngineOptions::update_k).
         const int64_t piece = update_k_ > 0 ? update_k_ : k;
         for (int64_t k0 = 0; k0 < k; k0 += piece) {
-          if (waits_for_gate_ != nullptr)
-            STRIPESOLVE_RETURN_IF_ERROR(waits_for_gate_->wait_open(compute_));
           const int64_t depth = std::min(piece, k - k0);
           RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
                                     static_cast<int>(b - a), static_cast<int>(depth), &minus_one,
@@ -706,25 +680,11 @@ class CudaLane final : public DeviceLane {
   uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;
   int64_t update_k_ = 0;  // DeviceEngineOptions::update_k
-  // The panel gate (DeviceEngineOptions::panel_alone): closed by this lane while it eliminates,
-  // or waited for before each GEMM (a sweep lane); null: neither.
-  PanelGate* closes_gate_ = nullptr;
-  PanelGate* waits_for_gate_ = nullptr;
 };
 
 class CudaEngine final : public DeviceEngine {
  public:
   CudaEngine(int device, int64_t update_k) : device_(device), update_k_(update_k) {}
-  ~CudaEngine() override {
-    (void)cudaSetDevice(device_);
-    gate_.reset();
-  }
-  // The panel gate (DeviceEngineOptions::panel_alone).
-  Status make_panel_gate() {
-    RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-    STRIPESOLVE_ASSIGN_OR_RETURN(gate_, PanelGate::create());
-    return Status::ok();
-  }
   // The sweep lanes' SMs: all but `panel_sms` (see DeviceEngineOptions).
   Status fence_sms(int panel_sms) {
     STRIPESOLVE_ASSIGN_OR_RETURN(fence_, SmFence::create(device_, panel_sms));
@@ -801,16 +761,14 @@ class CudaEngine final : public DeviceEngine {
                                                 PivotMode mode, int64_t j_rows, int64_t k_rows,
                                                 void* workspace) override {
     auto lane = std::make_unique<CudaLane>(device_, rows, cols, mode, j_rows, k_rows);
-    STRIPESOLVE_RETURN_IF_ERROR(
-        lane->init(high_priority, fence_.get(), workspace, update_k_, gate_.get()));
+    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, fence_.get(), workspace, update_k_));
     return std::unique_ptr<DeviceLane>(std::move(lane));
   }
 
  private:
   const int device_;
-  const int64_t update_k_;           // DeviceEngineOptions::update_k
-  std::unique_ptr<SmFence> fence_;   // null: no SMs set aside; outlives every lane
-  std::unique_ptr<PanelGate> gate_;  // DeviceEngineOptions::panel_alone; outlives every lane
+  const int64_t update_k_;          // DeviceEngineOptions::update_k
+  std::unique_ptr<SmFence> fence_;  // null: no SMs set aside; outlives every lane
 };
 
 }  // namespace
@@ -828,7 +786,6 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
   }
   auto engine = std::make_unique<CudaEngine>(device, options.update_k);
   if (options.panel_sms > 0) STRIPESOLVE_RETURN_IF_ERROR(engine->fence_sms(options.panel_sms));
-  if (options.panel_alone) STRIPESOLVE_RETURN_IF_ERROR(engine->make_panel_gate());
   return std::unique_ptr<DeviceEngine>(std::move(engine));
 }
 

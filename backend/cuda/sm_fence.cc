@@ -6,7 +6,6 @@
 #include <cuda.h>
 #include <fmt/format.h>
 
-#include "backend/cuda/driver_entry.h"
 #include "gpu/cuda/check.h"
 
 namespace stripesolve::backend {
@@ -28,7 +27,16 @@ struct Driver {
 
 template <class F>
 Status look_up(const char* symbol, F& fn) {
-  return driver_entry(symbol, "green contexts, needed by engine.gpu_panel_sms", fn);
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &found);
+  if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
+    return Status::unavailable(fmt::format(
+        "the CUDA driver lacks {} (green contexts, needed by engine.gpu_panel_sms)", symbol));
+  }
+  fn = reinterpret_cast<F>(p);
+  return Status::ok();
 }
 
 // The driver's entry points, looked up once (kUnavailable when the driver is too old).

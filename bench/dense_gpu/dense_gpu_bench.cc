@@ -6,7 +6,6 @@
 //
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
-//                   [--panel-alone]
 //                   [--update-k 0] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
 //                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1] [--upward-lead -1]
@@ -110,7 +109,6 @@ struct Args {
   int64_t upward_lead = -1;     // engine.upward_lead; -1 = the planner's
   int64_t gpus = 0;             // devices; 0 = every device of the host
   int64_t panel_sms = 0;        // engine.gpu_panel_sms
-  bool panel_alone = false;     // engine.gpu_panel_alone
   int64_t update_k = 0;         // engine.gpu_update_k
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";
@@ -127,7 +125,7 @@ struct Args {
       "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
       "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
       "[--update-k K] "
-      "[--panel-sms K] [--panel-alone] [--reps R] "
+      "[--panel-sms K] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
       "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
@@ -164,10 +162,6 @@ Args parse_args(int argc, char** argv) {
     }
     if (arg == "--no-records") {
       a.records = false;
-      continue;
-    }
-    if (arg == "--panel-alone") {
-      a.panel_alone = true;
       continue;
     }
     if (i + 1 >= argc) usage(arg + " needs a value");
@@ -261,7 +255,6 @@ json args_json(const Args& a) {
   j["gpu_memory"] = a.gpu_memory ? json(*a.gpu_memory) : json("engine default");
   j["gpus"] = a.gpus == 0 ? json("all") : json(a.gpus);
   j["panel_sms"] = a.panel_sms;
-  j["panel_alone"] = a.panel_alone;
   j["update_k"] = a.update_k;
   j["lookahead_lanes"] = a.lookahead_lanes;
   j["early_next"] = a.early_next;
@@ -527,7 +520,6 @@ int main(int argc, char** argv) {
     config.upward_lead = args.upward_lead;
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;
-    config.gpu_panel_alone = args.panel_alone;
     config.gpu_update_k = args.update_k;
     config.progress_interval_seconds = 10;
     run["ram_budget"] = config.ram_budget;

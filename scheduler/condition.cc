@@ -45,6 +45,49 @@ std::vector<double> estimator_fixed_vectors(int64_t n) {
   return v;
 }
 
+std::vector<double> estimator_transposed_start(int64_t n) {
+  std::vector<double> v(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  uint64_t state = 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(n);
+  for (double& x : v) {
+    // splitmix64: a sign per row from the top bit.
+    state += 0x9e3779b97f4a7c15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    x = (z >> 63) != 0 ? -1.0 : 1.0;
+  }
+  return v;
+}
+
+int64_t estimator_unit_column(const std::vector<double>& z) {
+  return z.empty() ? 0 : first_argmax_abs(z);
+}
+
+InverseNormEstimate InverseNormEstimate::from_transposed(int64_t n, const std::vector<double>& z,
+                                                         const double* solved) {
+  InverseNormEstimate e;
+  e.n_ = n;
+  if (n < 1) return e;
+  const size_t un = static_cast<size_t>(n);
+  const std::vector<double> x(solved, solved + n);
+  const std::vector<double> alternating(solved + n, solved + 2 * n);
+  e.alternating_ = 2.0 * norm_1(alternating) / (3.0 * static_cast<double>(n));
+  e.hager_ = norm_1(x);
+  e.j_ = estimator_unit_column(z);
+  e.transposed_ = std::fabs(z[static_cast<size_t>(e.j_)]);  // ||start||_inf = 1
+  e.unit_x_.assign(solved + 2 * n, solved + 3 * n);
+  e.unit_ = norm_1(e.unit_x_);
+  if (n == 1) {
+    e.unit_x_.clear();
+    e.done_ = true;
+    return e;
+  }
+  e.sign_.resize(un);
+  for (size_t k = 0; k < un; ++k) e.sign_[k] = x[k] >= 0 ? 1.0 : -1.0;
+  return e;
+}
+
 Result<InverseNormEstimate> InverseNormEstimate::start(int64_t n, const VectorSolve& solve,
                                                        const VectorSolve& solve_transposed,
                                                        const double* solved_fixed) {
@@ -79,7 +122,7 @@ Result<InverseNormEstimate> InverseNormEstimate::start(int64_t n, const VectorSo
 }
 
 double InverseNormEstimate::value() const {
-  return std::max({hager_, transposed_, alternating_});
+  return std::max({hager_, transposed_, alternating_, unit_});
 }
 
 Status InverseNormEstimate::sharpen(const VectorSolve& solve, const VectorSolve& solve_transposed,
@@ -91,9 +134,14 @@ Status InverseNormEstimate::sharpen(const VectorSolve& solve, const VectorSolve&
   int64_t j = j_;
   double est = hager_;
   for (int iter = 2;; ++iter) {
-    std::fill(x.begin(), x.end(), 0.0);
-    x[static_cast<size_t>(j)] = 1.0;
-    STRIPESOLVE_RETURN_IF_ERROR(solve(x.data()));
+    if (!unit_x_.empty()) {  // from_transposed: the first unit solve is made
+      x = std::move(unit_x_);
+      unit_x_.clear();
+    } else {
+      std::fill(x.begin(), x.end(), 0.0);
+      x[static_cast<size_t>(j)] = 1.0;
+      STRIPESOLVE_RETURN_IF_ERROR(solve(x.data()));
+    }
     const double est_old = est;
     est = norm_1(x);
     bool same_signs = true;

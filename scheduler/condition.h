@@ -28,6 +28,17 @@ using VectorSolve = std::function<Status(double* v)>;
 // solve them beside its own right-hand sides (same passes over the factors) and pass the result.
 std::vector<double> estimator_fixed_vectors(int64_t n);
 
+// The ±1 vector (pseudo-random signs, the same for a given n) whose transposed solve
+// InverseNormEstimate::from_transposed starts from. Known before the factors are, so that the
+// first pass of that solve (U^T) can run during the factorization as each stripe's U rows become
+// final (factor_run.h), where they are in RAM anyway. Signs rather than all ones: the sum of a
+// column of A^-1 may cancel where its signed sum does not.
+std::vector<double> estimator_transposed_start(int64_t n);
+
+// Where |z| is largest (the first of equals): the unit vector e_j that Hager's iteration solves
+// with after the transposed solve z.
+int64_t estimator_unit_column(const std::vector<double>& z);
+
 // Higham's Algorithm 4.1 in two parts, so that a caller may leave out the second where the
 // estimate decides nothing (scheduler/solve_phases.cc).
 //   start(): the fixed vectors (`solved_fixed`: A^-1 times estimator_fixed_vectors(n), n x 2, or
@@ -46,6 +57,14 @@ class InverseNormEstimate {
   static Result<InverseNormEstimate> start(int64_t n, const VectorSolve& solve,
                                            const VectorSolve& solve_transposed,
                                            const double* solved_fixed = nullptr);
+  // The same bounds with the transposed solve first, so that no solve waits for another's
+  // result and every one rides on passes the solve makes anyway: `z` = A^-T
+  // estimator_transposed_start(n), `solved` = A^-1 times [estimator_fixed_vectors(n), e_j]
+  // (n x 3, j = estimator_unit_column(z)). Four lower bounds: Hager's start, ||z||_inf, the
+  // alternating vector's and ||A^-1 e_j||_1, the first step of Hager's iteration (which
+  // counts as one of sharpen()'s unit solves; sharpen(1) then ends it without a solve).
+  static InverseNormEstimate from_transposed(int64_t n, const std::vector<double>& z,
+                                             const double* solved);
   Status sharpen(const VectorSolve& solve, const VectorSolve& solve_transposed,
                  int max_unit_solves);
   double value() const;
@@ -53,9 +72,11 @@ class InverseNormEstimate {
 
  private:
   int64_t n_ = 0;
-  double hager_ = 0;        // Hager's estimate: ||A^-1 x||_1 of the last x solved with
-  double transposed_ = 0;   // ||z||_inf of the first transposed solve
-  double alternating_ = 0;  // the alternating vector's bound
+  double hager_ = 0;            // Hager's estimate: ||A^-1 x||_1 of the last x solved with
+  double transposed_ = 0;       // ||z||_inf of the first transposed solve
+  double alternating_ = 0;      // the alternating vector's bound
+  double unit_ = 0;             // ||A^-1 e_j||_1 solved by from_transposed's caller
+  std::vector<double> unit_x_;  // that A^-1 e_j, for sharpen() to go on from (empty: none)
   std::vector<double> sign_;
   int64_t j_ = 0;  // where |z| is largest: the unit vector the iteration solves with next
   bool done_ = false;

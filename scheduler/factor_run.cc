@@ -75,7 +75,8 @@ Monitor::~Monitor() {
 Result<std::unique_ptr<CpuElimination>> CpuElimination::create(EngineContext& ctx,
                                                                const storage::StripedMatrix& layout,
                                                                const FactorParams& params,
-                                                               std::vector<int64_t> meta_of) {
+                                                               std::vector<int64_t> meta_of,
+                                                               double* transposed_upper) {
   const storage::StripeGeometry& g = layout.geometry();
   std::unique_ptr<CpuElimination> e(new CpuElimination(ctx, layout, params, std::move(meta_of)));
   // Sized for the widest parts (stripe 0 from column 0); outside the cache budget (elim.I's is
@@ -99,6 +100,18 @@ Result<std::unique_ptr<CpuElimination>> CpuElimination::create(EngineContext& ct
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(e->eliminate_workspace_,
                                stripe::HostWorkspace::allocate(eliminate, "elim.I"));
+  if (transposed_upper != nullptr) {
+    backend::WorkspaceSize substitution;
+    for (int64_t i = 0; i < g.stripes; ++i) {
+      const stripe::StripePart probe{nullptr, g.row_begin(i), g.rows(i), 0, g.n};
+      substitution =
+          stripe::larger(substitution, stripe::substitution_workspace_size(ctx.backend, probe, 1));
+    }
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        e->transposed_workspace_,
+        stripe::HostWorkspace::allocate(substitution, "elim.I transposed substitution"));
+    e->transposed_upper_ = transposed_upper;
+  }
   // As many as run_factorization's elim.J workers (scheduler/roles.h).
   const int64_t workers =
       std::max<int64_t>(1, params.elim_j_workers) + std::max<int64_t>(0, params.lookahead_workers);
@@ -120,6 +133,23 @@ Status CpuElimination::eliminate(int64_t i, const CellView& cell, stripe::Stripe
   // Stripe I's U rows are final now and still in RAM: the growth costs one read of them.
   stripe_max_abs_u_[static_cast<size_t>(i)] = stripe::max_abs_upper(part);
   max_abs_u_ = std::max(max_abs_u_, stripe_max_abs_u_[static_cast<size_t>(i)]);
+  if (transposed_upper_ != nullptr) {
+    // So are the swaps the transposed solve applies with them: its first pass on them now
+    // (stripes come here in order) saves reading U again after the factorization.
+    TraceRecorder::Span t(ctx_.trace, "elim.I", "transposed upper",
+                          {{"stripe", std::to_string(i)}});
+    const Status st = stripe::transposed_upper_substitute_stripe(
+        ctx_.backend, part, *pivots, transposed_upper_, layout_.geometry().n, 1,
+        transposed_workspace_.view());
+    if (st.code() == StatusCode::kNumerical) {
+      // An overflow is the estimate's business, not the factorization's: the vector says so
+      // with a NaN, and the estimate makes its transposed solve afterwards as without it.
+      transposed_upper_[0] = std::numeric_limits<double>::quiet_NaN();
+      transposed_upper_ = nullptr;
+    } else {
+      STRIPESOLVE_RETURN_IF_ERROR(st);
+    }
+  }
   return Status::ok();
 }
 
@@ -151,8 +181,14 @@ Status CpuElimination::update(int worker, const Task& t, const CellView& j,
 
 Result<std::vector<stripe::StripePivots>> run_factorization(
     EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
-    Elimination* elimination, double* max_abs_u, const FactorResume& resume) {
+    Elimination* elimination, double* max_abs_u, const FactorResume& resume,
+    double* transposed_upper) {
   const storage::StripeGeometry& g = layout.geometry();
+  if (transposed_upper != nullptr && (elimination != nullptr || resume.point != nullptr)) {
+    return Status::invalid_argument(
+        "the transposed solve's first pass during the factorization needs the CPU elimination "
+        "of every stripe (no GPU tier, no resumed run)");
+  }
   const int64_t stripes = g.stripes;
   const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes,
                                              params.upward_lead, params.early_next);
@@ -204,7 +240,8 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
   cache::StripeCache& cache = ctx.cache;
   std::unique_ptr<CpuElimination> cpu;
   if (elimination == nullptr) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(cpu, CpuElimination::create(ctx, layout, params, meta_of));
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        cpu, CpuElimination::create(ctx, layout, params, meta_of, transposed_upper));
     elimination = cpu.get();
   }
 

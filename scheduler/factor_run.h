@@ -146,10 +146,12 @@ class CpuElimination final : public Elimination {
   // Allocates elim.I's workspace and one per elim.J worker, each for the largest stripes of
   // `layout` (stripe_ops' *_workspace_size). `meta_of`: each stripe's meta-stripe under
   // `params` (meta_stripe_of(), as run_factorization computes it for the roles).
+  // `transposed_upper` (optional, n values): see run_factorization.
   static Result<std::unique_ptr<CpuElimination>> create(EngineContext& ctx,
                                                         const storage::StripedMatrix& layout,
                                                         const FactorParams& params,
-                                                        std::vector<int64_t> meta_of);
+                                                        std::vector<int64_t> meta_of,
+                                                        double* transposed_upper = nullptr);
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
@@ -172,6 +174,10 @@ class CpuElimination final : public Elimination {
   std::vector<stripe::HostWorkspace> update_workspaces_;  // one per elim.J worker, each its own
   double max_abs_u_ = 0;                  // written by elim.I only, read after it is joined
   std::vector<double> stripe_max_abs_u_;  // written and read by elim.I only
+  // run_factorization's transposed_upper: written by elim.I only (stripe by stripe, in order),
+  // read after it is joined; null: none.
+  double* transposed_upper_ = nullptr;
+  stripe::HostWorkspace transposed_workspace_;  // elim.I's, for it
 };
 
 // A factorization that records its progress and/or resumes from it (factor_progress.h).
@@ -189,12 +195,17 @@ struct FactorResume {
 // and placement). The I/O role's sources must be set (A -> factor) and the cache empty.
 // `elimination` null: the CPU backend's. `max_abs_u` (optional) receives the elimination's
 // max_abs_u() (with a resume point's, the largest of it and the final stripes' records).
-Result<std::vector<stripe::StripePivots>> run_factorization(EngineContext& ctx,
-                                                            const storage::StripedMatrix& layout,
-                                                            const FactorParams& params,
-                                                            Elimination* elimination = nullptr,
-                                                            double* max_abs_u = nullptr,
-                                                            const FactorResume& resume = {});
+// `transposed_upper` (optional, n values; only with the CPU backend's elimination and no resume
+// point, else kInvalidArgument): the first pass of A^T y = c made in place on it as elim.I
+// eliminates each stripe (stripe_ops.h transposed_upper_substitute_stripe, stripes in order, on
+// the U rows just made, in RAM): what substitute_transposed's upper pass would give afterwards
+// from the stored factors, without reading them (the condition estimate's, condition.h). A
+// non-finite value on the way (kNumerical from the stripe op) leaves a NaN in element 0 and the
+// rest undone; the factorization goes on.
+Result<std::vector<stripe::StripePivots>> run_factorization(
+    EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
+    Elimination* elimination = nullptr, double* max_abs_u = nullptr,
+    const FactorResume& resume = {}, double* transposed_upper = nullptr);
 
 // The status every role fails the cache with when the job's CancelToken is set.
 Status cancelled_status();

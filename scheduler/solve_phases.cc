@@ -233,6 +233,10 @@ Status SolvePhases::triangulate() {
                              ? 1
                              : static_cast<int>(std::max<int64_t>(1, cores / plan.elim_j_workers)));
   }
+  // The condition estimate's transposed solve starts here where it can (factor_run.h).
+  if (estimates_condition() && engine_ == nullptr && !gepp_ && !sv_.resumed) {
+    transposed_upper_ = estimator_transposed_start(sv_.g.n);
+  }
   const double flops = factorization_flops(sv_.g);
   progress_.begin_phase("factor", flops, sv_.g.stripes);
   const auto t0 = SolveClock::now();
@@ -240,7 +244,8 @@ Status SolvePhases::triangulate() {
   STRIPESOLVE_ASSIGN_OR_RETURN(
       sv_.pivots,
       run_factorization(ctx_, *sv_.writable, params, gpu_elim_.get(), &sv_.max_abs_u,
-                        {sv_.resumed ? &sv_.resume_point : nullptr, sv_.progress.get(), &skipped}));
+                        {sv_.resumed ? &sv_.resume_point : nullptr, sv_.progress.get(), &skipped},
+                        transposed_upper_.empty() ? nullptr : transposed_upper_.data()));
   report.resumed = sv_.resumed;
   report.resumed_eliminations = skipped.eliminations;
   report.resumed_updates = skipped.updates;
@@ -302,22 +307,44 @@ Status SolvePhases::solve_transposed_column(double* v) {
   return substitute_transposed(ctx_, factor_object(), sv_.pivots, v);
 }
 
+bool SolvePhases::estimates_condition() const {
+  // The estimate needs the factors in RAM or the store, and ||A||_1 (from the residual pass)
+  // and so A: not in place.
+  const bool factors_on_host = !on_device_ || sv_.factor != nullptr;
+  return req_.options.check_quality && !req_.options.in_place && factors_on_host;
+}
+
 Status SolvePhases::substitute() {
   const DenseSolveOptions& options = req_.options;
   const int64_t n = sv_.g.n;
   const int64_t nrhs = req_.nrhs;
   SolveReport& report = sv_.report;
-  // The condition estimate needs the factors in RAM or the store, and ||A||_1 (from the residual
-  // pass) and so A: not in place.
-  const bool factors_on_host = !on_device_ || sv_.factor != nullptr;
-  const bool estimate = options.check_quality && !options.in_place && factors_on_host;
+  const bool estimate = estimates_condition();
+  // The transposed solve first where the factorization made its first pass (an overflow there
+  // left a NaN: then it comes after, as without): its second pass starts where the
+  // factorization left the cache and leaves the first stripes' L for the forward pass, and the
+  // unit vector it picks rides along with the solve.
+  const bool transposed_first =
+      estimate && !transposed_upper_.empty() && std::isfinite(transposed_upper_[0]);
+  if (transposed_first) {
+    const auto t_condition = SolveClock::now();
+    use_factor_sources();
+    STRIPESOLVE_RETURN_IF_ERROR(
+        substitute_transposed_lower(ctx_, factor_object(), sv_.pivots, transposed_upper_.data()));
+    report.condition_seconds += seconds_since(t_condition);
+  }
   // The estimator's two fixed vectors ride along as columns nrhs and nrhs + 1 (the same passes
-  // over the factors), which saves it two of its usual six solves.
-  const int64_t extra = estimate ? 2 : 0;
+  // over the factors), which saves it two of its usual six solves; after the transposed solve,
+  // the unit vector e_j of Hager's first step too.
+  const int64_t extra = estimate ? (transposed_first ? 3 : 2) : 0;
   report.x.assign(req_.b, req_.b + n * nrhs);
   if (extra > 0) {
     const std::vector<double> fixed = estimator_fixed_vectors(n);
     report.x.insert(report.x.end(), fixed.begin(), fixed.end());
+  }
+  if (transposed_first) {
+    report.x.resize(report.x.size() + static_cast<size_t>(n), 0.0);
+    report.x[static_cast<size_t>(n * (nrhs + 2) + estimator_unit_column(transposed_upper_))] = 1.0;
   }
   double* x = report.x.data();
   // Rows are final as the backward pass leaves them only without column interchanges.
@@ -338,6 +365,14 @@ Status SolvePhases::substitute() {
   report.substitution_seconds = seconds_since(t_subst);
   const std::vector<double> solved_fixed(report.x.begin() + n * nrhs, report.x.end());
   report.x.resize(static_cast<size_t>(n * nrhs));
+  if (transposed_first) {
+    inverse_norm_ = InverseNormEstimate::from_transposed(n, transposed_upper_, solved_fixed.data());
+    // Its one unit solve is made: sharpen(kConditionUnitSolves) only closes it, solving nothing.
+    const VectorSolve none = [](double*) {
+      return Status::internal("the condition estimate asked for a solve after its last");
+    };
+    return inverse_norm_->sharpen(none, none, kConditionUnitSolves);
+  }
   return estimate ? estimate_condition(solved_fixed) : Status::ok();
 }
 

@@ -104,6 +104,8 @@ class SolvePhases {
   Status solve_columns(double* v, int64_t cols, const std::function<Status(int64_t)>& on_stripe,
                        const std::string& phase);
   Status solve_transposed_column(double* v);
+  // Whether the solve makes a condition estimate (the quality contract, factors on the host).
+  bool estimates_condition() const;
   Status estimate_condition(const std::vector<double>& solved_fixed);
   // The rest of the estimate, where rcond is below kSharpenRcondBelow.
   Status sharpen_condition(double a_norm_1);
@@ -131,6 +133,10 @@ class SolvePhases {
   bool on_device_ = false;      // the factors stay on the device (the fits tier), not gepp
   bool stream_chunks_ = false;  // x's rows go out as the backward pass finishes them
   std::optional<InverseNormEstimate> inverse_norm_;  // the condition estimate, where made
+  // The condition estimate's transposed start with its first pass made during the
+  // factorization (run_factorization's transposed_upper; the CPU tier, fresh factors, not gepp);
+  // empty where the estimate makes its transposed solve after the substitution.
+  std::vector<double> transposed_upper_;
 };
 
 }  // namespace stripesolve::scheduler

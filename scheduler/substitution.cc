@@ -35,6 +35,11 @@ int64_t first_nonzero_stripe(const storage::StripeGeometry& g, const double* rhs
   return i;
 }
 
+// One pass of a transposed solve: n^2 flops a column.
+double transposed_pass_flops(const storage::StripeGeometry& g, int64_t nrhs) {
+  return static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(nrhs);
+}
+
 }  // namespace
 
 std::vector<PartOrder> pass_parts(const storage::StripedMatrix& layout, uint64_t cache_bytes,
@@ -144,20 +149,26 @@ Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& f
   const uint64_t cache_bytes = ctx.cache.stats().budget;
   const std::vector<PartOrder> upper =
       pass_parts(factor, cache_bytes, PassDirection::kFirstToLast, PassColumns::kUpper);
-  const std::vector<PartOrder> lower =
-      pass_parts(factor, cache_bytes, PassDirection::kLastToFirst, PassColumns::kLower);
-  const double pass_flops =
-      static_cast<double>(g.n) * static_cast<double>(g.n) * static_cast<double>(nrhs);
-  ctx.progress.begin_phase(phase, pass_flops, g.stripes);
+  ctx.progress.begin_phase(phase, transposed_pass_flops(g, nrhs), g.stripes);
   STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace,
                                substitution_workspace(ctx, g, nrhs, "transposed substitution"));
-  const Status upper_status = stream_parts(
+  STRIPESOLVE_RETURN_IF_ERROR(stream_parts(
       ctx, factor, upper, "transposed upper", true, [&](int64_t i, const stripe::StripePart& part) {
         return stripe::transposed_upper_substitute_stripe(
             ctx.backend, part, pivots[static_cast<size_t>(i)], v, g.n, nrhs, workspace.view());
-      });
-  STRIPESOLVE_RETURN_IF_ERROR(upper_status);
-  ctx.progress.begin_phase(phase, pass_flops, g.stripes);
+      }));
+  return substitute_transposed_lower(ctx, factor, pivots, v, nrhs, phase);
+}
+
+Status substitute_transposed_lower(EngineContext& ctx, const storage::StripedMatrix& factor,
+                                   const std::vector<stripe::StripePivots>& pivots, double* v,
+                                   int64_t nrhs, const std::string& phase) {
+  const storage::StripeGeometry& g = factor.geometry();
+  const std::vector<PartOrder> lower = pass_parts(factor, ctx.cache.stats().budget,
+                                                  PassDirection::kLastToFirst, PassColumns::kLower);
+  ctx.progress.begin_phase(phase, transposed_pass_flops(g, nrhs), g.stripes);
+  STRIPESOLVE_ASSIGN_OR_RETURN(stripe::HostWorkspace workspace,
+                               substitution_workspace(ctx, g, nrhs, "transposed substitution"));
   return stream_parts(
       ctx, factor, lower, "transposed lower", true, [&](int64_t i, const stripe::StripePart& part) {
         return stripe::transposed_lower_substitute_stripe(

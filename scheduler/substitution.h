@@ -60,6 +60,11 @@ Status substitute(EngineContext& ctx, const storage::StripedMatrix& factor,
 Status substitute_transposed(EngineContext& ctx, const storage::StripedMatrix& factor,
                              const std::vector<stripe::StripePivots>& pivots, double* v,
                              int64_t nrhs = 1, const std::string& phase = "condition");
+// Its second pass alone, on a `v` whose first pass is made (run_factorization's
+// transposed_upper): the L^T parts from the last stripe, where the factorization left the cache.
+Status substitute_transposed_lower(EngineContext& ctx, const storage::StripedMatrix& factor,
+                                   const std::vector<stripe::StripePivots>& pivots, double* v,
+                                   int64_t nrhs = 1, const std::string& phase = "condition");
 
 struct ResidualResult {
   double a_norm_inf = 0;  // ||A||_inf

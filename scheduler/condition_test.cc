@@ -15,19 +15,31 @@
 namespace stripesolve::scheduler {
 namespace {
 
-// ||A^-1||_1 estimated with LAPACK's LU of A for the two solves.
-double estimate(const std::vector<double>& a, int64_t n, int max_unit_solves = 4) {
-  std::vector<double> lu = a;
-  std::vector<lapack_int> ipiv(static_cast<size_t>(n));
-  const auto ln = static_cast<lapack_int>(n);
-  EXPECT_EQ(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ln, ln, lu.data(), ln, ipiv.data()), 0);
-  auto with = [&](char trans) {
-    return [&, trans](double* v) {
-      LAPACKE_dgetrs(LAPACK_COL_MAJOR, trans, ln, 1, lu.data(), ln, ipiv.data(), v, ln);
+// Solves with A ('N') and A^T ('T') from LAPACK's LU of A, counted.
+struct LapackSolves {
+  LapackSolves(const std::vector<double>& a, int64_t n)
+      : n(static_cast<lapack_int>(n)), lu(a), ipiv(static_cast<size_t>(n)) {
+    EXPECT_EQ(LAPACKE_dgetrf(LAPACK_COL_MAJOR, this->n, this->n, lu.data(), this->n, ipiv.data()),
+              0);
+  }
+  VectorSolve with(char trans) {
+    return [this, trans](double* v) {
+      ++solves;
+      LAPACKE_dgetrs(LAPACK_COL_MAJOR, trans, n, 1, lu.data(), n, ipiv.data(), v, n);
       return Status::ok();
     };
-  };
-  auto est = estimate_inverse_norm_1(n, with('N'), with('T'), nullptr, max_unit_solves);
+  }
+  lapack_int n;
+  std::vector<double> lu;
+  std::vector<lapack_int> ipiv;
+  int solves = 0;
+};
+
+// ||A^-1||_1 estimated with LAPACK's LU of A for the two solves.
+double estimate(const std::vector<double>& a, int64_t n, int max_unit_solves = 4) {
+  LapackSolves lapack(a, n);
+  auto est =
+      estimate_inverse_norm_1(n, lapack.with('N'), lapack.with('T'), nullptr, max_unit_solves);
   EXPECT_TRUE(est.is_ok());
   return est.is_ok() ? *est : -1;
 }
@@ -63,18 +75,9 @@ TEST(ConditionEstimate, SharpenedLaterEqualsTheWholeEstimate) {
     for (int64_t c = 0; c < n; ++c)
       a[static_cast<size_t>(r + c * n)] *= std::pow(10.0, -8.0 * c / (n - 1));
   }
-  std::vector<double> lu = a;
-  std::vector<lapack_int> ipiv(static_cast<size_t>(n));
-  const auto ln = static_cast<lapack_int>(n);
-  ASSERT_EQ(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ln, ln, lu.data(), ln, ipiv.data()), 0);
-  int solves = 0;
-  auto with = [&](char trans) {
-    return [&, trans](double* v) {
-      ++solves;
-      LAPACKE_dgetrs(LAPACK_COL_MAJOR, trans, ln, 1, lu.data(), ln, ipiv.data(), v, ln);
-      return Status::ok();
-    };
-  };
+  LapackSolves lapack(a, n);
+  int& solves = lapack.solves;
+  auto with = [&](char trans) { return lapack.with(trans); };
   auto first = InverseNormEstimate::start(n, with('N'), with('T'));
   ASSERT_TRUE(first.is_ok());
   EXPECT_EQ(solves, 3);  // the two fixed vectors and one transposed solve
@@ -93,18 +96,9 @@ TEST(ConditionEstimate, SharpenedLaterEqualsTheWholeEstimate) {
 // bound within 10x, with no solve waiting for another's result.
 TEST(ConditionEstimate, TransposedFirstIsWithinAFactorTen) {
   auto check = [](const std::vector<double>& a, int64_t n, const std::string& what) {
-    std::vector<double> lu = a;
-    std::vector<lapack_int> ipiv(static_cast<size_t>(n));
-    const auto ln = static_cast<lapack_int>(n);
-    ASSERT_EQ(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ln, ln, lu.data(), ln, ipiv.data()), 0);
-    int solves = 0;
-    auto with = [&](char trans) {
-      return [&, trans](double* v) {
-        ++solves;
-        LAPACKE_dgetrs(LAPACK_COL_MAJOR, trans, ln, 1, lu.data(), ln, ipiv.data(), v, ln);
-        return Status::ok();
-      };
-    };
+    LapackSolves lapack(a, n);
+    int& solves = lapack.solves;
+    auto with = [&](char trans) { return lapack.with(trans); };
     std::vector<double> z = estimator_transposed_start(n);
     ASSERT_EQ(z.size(), static_cast<size_t>(n));
     for (double v : z) ASSERT_EQ(std::fabs(v), 1.0);

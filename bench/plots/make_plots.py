@@ -31,9 +31,9 @@ DENSE_GPU_TIERS = {
              "dense_gpu/results/h200_ram_n57344_12GiB_2026-11-26_lookahead_takes_critical.json",
              "dense_gpu/results/h200_ssd_n49152_4GiB_8GiB_2026-11-26.json"],
 }
-DENSE_GPU_MULTI = ["dense_gpu/results/h200x4_ram_n57344_12GiB_1gpu_2026-11-26.json",
-                   "dense_gpu/results/h200x4_ram_n57344_12GiB_2gpus_2026-11-26.json",
-                   "dense_gpu/results/h200x4_ram_n57344_12GiB_4gpus_2026-11-26.json"]
+DENSE_GPU_MULTI = ["dense_gpu/results/h200x4_ram_n57344_12GiB_1gpu_2026-11-29.json",
+                   "dense_gpu/results/h200x4_ram_n57344_12GiB_2gpus_2026-11-29.json",
+                   "dense_gpu/results/h200x4_ram_n57344_12GiB_4gpus_2026-11-29.json"]
 # The runs above skip the DGEMM peer; its rate at the J update shape on an H200 of the pair.
 DENSE_GPU_MULTI_DGEMM = "dense_gpu/results/h200x2_ram_n57344_12GiB_1gpu_S1024_2026-11-26.json"
 # The same at the "n about 100000" (a pair of H200s, 24 GiB per device).

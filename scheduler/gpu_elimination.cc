@@ -120,11 +120,11 @@ Status GpuElimination::open() {
   device_raw_ = reinterpret_cast<int32_t*>(p);
   device_perm_ = device_raw_ + g.n;
   // Pinned RAM: the cells' copies run at full PCIe speed. Registered once, by device 0, for
-  // every device (the registration is portable).
+  // every device (the registration is portable), beside the load of A (arena_pinning.h);
+  // begin() waits for it.
   if (share_.index == 0) {
     cache::Arena& arena = ctx_.cache.arena();
-    STRIPESOLVE_RETURN_IF_ERROR(engine_.register_host(arena.base(), arena.capacity()));
-    pinned_ = true;
+    pinning_ = ArenaPinning::start(engine_, arena.base(), arena.capacity());
   }
   static const auto log = logger("scheduler");
   log->info(
@@ -142,7 +142,7 @@ GpuElimination::~GpuElimination() {
   // Copies into the pinned arena end before it is unpinned (lane destructors synchronise).
   lanes_j_.clear();
   lane_i_.reset();
-  if (pinned_) engine_.unregister_host(ctx_.cache.arena().base());
+  pinning_.reset();  // joined, every piece unpinned
   engine_.release(pool_);
   engine_.release(lane_memory_);
 }

@@ -38,6 +38,7 @@
 #include "backend/device_engine.h"
 #include "base/mutex.h"
 #include "cache/device_tier.h"
+#include "scheduler/arena_pinning.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/planner.h"
 
@@ -200,7 +201,7 @@ class GpuElimination final : public Elimination {
   std::vector<int64_t> perm_count_;  // per stripe
   std::unique_ptr<backend::DeviceLane> lane_i_;
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
-  bool pinned_ = false;
+  std::unique_ptr<ArenaPinning> pinning_;  // device 0's: the RAM arena, pinned meanwhile
   bool overlap_ = false;
   bool loaded_final_ = false;     // some stripe came final from the factor object (load_final)
   std::vector<int64_t> meta_of_;  // meta-stripe index of each stripe

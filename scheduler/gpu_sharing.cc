@@ -54,6 +54,10 @@ void GpuElimination::count_uses(const std::vector<bool>& skip) {
 
 Status GpuElimination::begin(const ResumePlan& plan) {
   count_uses(plan.skip);
+  if (pinning_) {
+    TraceRecorder::Span span(ctx_.trace, "elim.I", "pin wait");
+    STRIPESOLVE_RETURN_IF_ERROR(pinning_->wait());
+  }
   return Status::ok();
 }
 

@@ -61,6 +61,22 @@ std::optional<Extent> Arena::allocate(uint64_t bytes) {
   return std::nullopt;
 }
 
+std::optional<Extent> Arena::allocate_high(uint64_t bytes) {
+  const uint64_t want = round_up(bytes == 0 ? 1 : bytes);
+  for (auto it = holes_.rbegin(); it != holes_.rend(); ++it) {
+    if (it->second < want) continue;
+    const Extent e{it->first + it->second - want, want};
+    if (it->second == want) {
+      holes_.erase(std::next(it).base());
+    } else {
+      it->second -= want;
+    }
+    used_ += want;
+    return e;
+  }
+  return std::nullopt;
+}
+
 void Arena::release(const Extent& e) {
   STRIPESOLVE_CHECK(e.offset % kExtentAlignment == 0 && e.bytes % kExtentAlignment == 0 &&
                         e.offset + e.bytes <= capacity_ && e.bytes <= used_,

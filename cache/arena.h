@@ -53,6 +53,9 @@ class Arena {
 
   // First fit; `bytes` is rounded up to 4 KiB. nullopt when no hole is large enough.
   std::optional<Extent> allocate(uint64_t bytes);
+  // Last fit: the top end of the highest hole large enough. Large, long-lived extents taken
+  // from the top and small ones from the bottom keep the holes between them in one piece.
+  std::optional<Extent> allocate_high(uint64_t bytes);
   // Returns an extent obtained from allocate(); merges it with free neighbours.
   void release(const Extent& extent);
 

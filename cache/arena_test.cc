@@ -57,6 +57,30 @@ TEST(ArenaTest, LargestHoleWithExtentsCountsOnlyNeighbours) {
   EXPECT_EQ(a.largest_hole(), kExtentAlignment);
 }
 
+// Last fit takes the top of the highest hole that holds it; small extents from the bottom and
+// large ones from the top leave the hole between them whole.
+TEST(ArenaTest, AllocateHighTakesTheTopOfTheHighestHole) {
+  const uint64_t k = kExtentAlignment;
+  Arena a(10 * k);
+  auto top = a.allocate_high(3 * k).value();
+  EXPECT_EQ(top.offset, 7 * k);
+  EXPECT_EQ(top.bytes, 3 * k);
+  auto low = a.allocate(k).value();
+  EXPECT_EQ(low.offset, 0u);
+  EXPECT_EQ(a.largest_hole(), 6 * k);          // [k, 7k) in one piece
+  auto next = a.allocate_high(6 * k).value();  // takes the hole whole
+  EXPECT_EQ(next.offset, k);
+  EXPECT_FALSE(a.allocate_high(1));
+  a.release(low);
+  a.release(top);
+  EXPECT_EQ(a.allocate_high(2 * k)->offset, 8 * k);  // the highest hole, not the first
+  EXPECT_EQ(a.allocate_high(k)->offset, 7 * k);
+  EXPECT_EQ(a.allocate_high(k)->offset, 0u);  // the only hole left
+  EXPECT_EQ(a.free_bytes(), 0u);
+  a.release(next);
+  EXPECT_EQ(a.largest_hole(), 6 * k);
+}
+
 TEST(ArenaDeathTest, DoubleReleaseIsABug) {
   Arena a(4 * kExtentAlignment);
   auto e0 = a.allocate(kExtentAlignment).value();

@@ -37,11 +37,11 @@ std::optional<DeviceInstance> DeviceTier::find(int64_t stripe) const {
   return it->second;
 }
 
-Result<Extent> DeviceTier::allocate_locked(MutexLock& lock, uint64_t bytes,
-                                           const std::string& what) {
+Result<Extent> DeviceTier::allocate_locked(MutexLock& lock, uint64_t bytes, const std::string& what,
+                                           bool high) {
   for (;;) {
     if (!failure_.is_ok()) return failure_;
-    if (auto e = pool_.allocate(bytes)) {
+    if (auto e = high ? pool_.allocate_high(bytes) : pool_.allocate(bytes)) {
       peak_ = std::max(peak_, pool_.used());
       return *e;
     }
@@ -121,9 +121,12 @@ Result<DeviceTier::Block> DeviceTier::acquire_block(int64_t i0, int64_t i1, uint
   // The entry goes in before the allocation, which may wait (unlocked) for room: whoever asks
   // meanwhile waits for this block instead of making a second one.
   blocks_[key] = BlockEntry{Extent{}, uses, false};
+  // From the top of the pool, the stripes from the bottom: a stripe left between two blocks
+  // would split the hole the next block needs (fragmentation, not room, failed the U block of a
+  // RAM-tier solve at some budgets).
   Result<Extent> e = allocate_locked(
       lock, bytes,
-      "the U block of stripes [" + std::to_string(i0) + ", " + std::to_string(i1) + ")");
+      "the U block of stripes [" + std::to_string(i0) + ", " + std::to_string(i1) + ")", true);
   if (!e.is_ok()) {
     blocks_.erase(key);
     changed_.notify_all();

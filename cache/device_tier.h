@@ -89,8 +89,9 @@ class DeviceTier {
   void fail(Status status);
 
  private:
-  Result<Extent> allocate_locked(MutexLock& lock, uint64_t bytes, const std::string& what)
-      REQUIRES(mu_);
+  // `high`: from the top of the pool (Arena::allocate_high), as the U blocks are.
+  Result<Extent> allocate_locked(MutexLock& lock, uint64_t bytes, const std::string& what,
+                                 bool high = false) REQUIRES(mu_);
   // Waits for a change (or 50 ms); the failure to return, if any.
   Status wait_locked(MutexLock& lock) REQUIRES(mu_);
   // The stripe's instance, which must exist.

@@ -215,6 +215,25 @@ TEST_P(GpuDenseTest, RamTierShapeKeepsWhatRoomAllows) {
   }
 }
 
+// Budgets around the planner's steps of S^m, which it sizes from the budget: each solves.
+// The U blocks used to come from the bottom of the pool like the stripes, and a stripe left
+// between two blocks split the hole the next one needed: at 17 and 18 MiB (S^m = 5) the U block
+// of stripes [4, 9) (4.69 MiB) found the pool 10 MiB free but 4.58 MiB in one piece. U blocks
+// now come from the top (Arena::allocate_high).
+TEST_P(GpuDenseTest, BudgetsAroundTheMetaStripeStepsAllSolve) {
+  const int64_t n = 32 * 64;
+  const auto a = generated("A", n, "uniform", 21);
+  const auto b = random_rhs(n, 1);
+  for (uint64_t budget = 15 * kMiB; budget <= 19 * kMiB; budget += kMiB) {
+    EngineConfig c = ram_tier_engine(budget);
+    c.meta_stripes = 0;     // the planner's, from the budget
+    c.segment_columns = 0;  // the planner's
+    auto rep = solve("A", b, 1, throwaway_factors(), c);
+    ASSERT_TRUE(rep.is_ok()) << format_bytes(budget) << ": " << rep.status().to_string();
+    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, format_bytes(budget));
+  }
+}
+
 // engine.lookahead_lanes: two high-priority lanes take the critical path's updates (those by a
 // whole meta-stripe beside those by one stripe); engine.early_next: none, or two of the next
 // meta-stripe's stripes, updated inside the chain. The results match LAPACK in the RAM tier's

@@ -627,3 +627,4 @@ INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"
 
 }  // namespace
 }  // namespace stripesolve::scheduler
+

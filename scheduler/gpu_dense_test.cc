@@ -627,4 +627,3 @@ INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"
 
 }  // namespace
 }  // namespace stripesolve::scheduler
-

@@ -318,10 +318,14 @@ json report_json(const sch::SolveReport& r, int64_t n, int64_t nrhs) {
       {"persist_seconds", r.persist_seconds},
       {"substitution_seconds", r.substitution_seconds},
       {"residual_seconds", r.residual_seconds},
+      {"condition_seconds", r.condition_seconds},
       {"factor_and_substitution_seconds", fs},
       {"tflops_factor", r.factor_seconds > 0 ? factor_flops(n) / r.factor_seconds * 1e-12 : 0},
       {"tflops_factor_solve", fs > 0 ? solve_flops(n, nrhs) / fs * 1e-12 : 0},
       {"residual", r.residual},
+      {"rcond", r.rcond},
+      {"growth", r.growth},
+      {"warning", r.warning},
       {"factor_name", r.factor_name},
       {"plan", plan_summary(r.plan)}};
   j.update(sch::io_counters_json(r));
@@ -593,6 +597,7 @@ int main(int argc, char** argv) {
                           {"persist_seconds", r->persist_seconds},
                           {"substitution_seconds", r->substitution_seconds},
                           {"residual_seconds", r->residual_seconds},
+                          {"condition_seconds", r->condition_seconds},
                           {"io_read_bytes", r->io_read_bytes},
                           {"io_written_bytes", r->io_written_bytes}});
           note(

@@ -18,8 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/arena.h"
-#include "scheduler/condition.h"
-#include "scheduler/lapack_checks.h"
+#include "scheduler/dense_solve_fixture.h"
 #include "scheduler/substitution.h"
 #include "scheduler/test_store.h"
 #include "storage/engine_select.h"
@@ -31,65 +30,6 @@ namespace stripesolve::scheduler {
 namespace {
 
 using stripe::PivotMode;
-
-class DenseSolveTest : public ::testing::Test, protected TestStore {
- protected:
-  void SetUp() override { open_store("dense_solve_test"); }
-  void TearDown() override { close_store(); }
-
-  Result<SolveReport> solve(const std::string& name, const std::vector<double>& b, int64_t nrhs,
-                            const DenseSolveOptions& o, const EngineConfig& c,
-                            const SolveCallbacks& cb = {}, TraceRecorder* trace = nullptr) {
-    CancelToken cancel;
-    return solve_dense(*store_, name, b.data(), nrhs, o, c, cancel, cb, trace);
-  }
-
-  static EngineConfig small_engine(uint64_t budget, int64_t workers = 2) {
-    EngineConfig c;
-    c.ram_budget = budget;
-    c.elim_j_workers = workers;
-    c.cores = 2;
-    c.progress_interval_seconds = 0.01;
-    // On a GPU machine: a device budget of its own per solve (the default takes 90% of the free
-    // memory), so that the tests run side by side (ctest -j) on one card.
-    c.gpu_memory = kTestGpuMemory;
-    return c;
-  }
-  // small_engine on the CPU whatever the machine has: for the tests of what the CPU engine does
-  // (its trace's roles and phases, its bits); gpu_dense_test has the GPU tier's.
-  static EngineConfig cpu_engine(uint64_t budget) {
-    EngineConfig c = small_engine(budget);
-    c.backend = ComputeBackend::kCpu;
-    return c;
-  }
-
-  // The resume tests' setting: a uniform 640 x 640 "A" in stripes of 64 (made by the call), one
-  // right-hand side b, factors made anew and four stripes of RAM, so that dirty stripes go back
-  // to the factor object all along.
-  struct ResumeSetting {
-    std::vector<double> b;
-    DenseSolveOptions options;
-    EngineConfig config;
-  };
-  ResumeSetting resume_setting() {
-    const int64_t n = 640, s = 64;
-    generated("A", n, s, "uniform");
-    ResumeSetting r{stripe::uniform_matrix(n, 1, 5), {}, cpu_engine(4 * 8ull * s * n + 8 * 4096)};
-    r.options.reuse_factors = false;
-    return r;
-  }
-};
-
-// Checks x against LAPACK: scaled residual small, x close to dgesv's, not trivially zero.
-void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::vector<double>& b,
-                           int64_t nrhs, const SolveReport& rep, double bound,
-                           const std::string& what) {
-  const std::vector<double> ref = expect_solution_near_lapack(a, n, b, nrhs, rep, bound, what);
-  if (ref.empty()) return;
-  double diff = 0;
-  for (size_t k = 0; k < ref.size(); ++k) diff = std::max(diff, std::fabs(rep.x[k] - ref[k]));
-  EXPECT_LT(diff, 1e-6 * stripe::max_abs(ref) + 1e-12) << what;
-}
 
 TEST_F(DenseSolveTest, EveryStrategyAndPivotModeMatchesLapack) {
   const int64_t s = 32;
@@ -250,126 +190,6 @@ TEST_F(DenseSolveTest, PassesReadTheColumnsTheyNeedUnlessTheFactorFits) {
       EXPECT_EQ(u.col_end, storage::kThroughN);
     }
   }
-}
-
-TEST_F(DenseSolveTest, ConditionEstimateReadsUnderTwoMatricesWithAQuarterCached) {
-  // Its solves with A and A^T read only the columns each pass needs (issue 17: it read 2.6 A).
-  const int64_t n = 1024, s = 64;
-  const auto a = generated("A", n, s, "uniform", 3);
-  const auto b = stripe::uniform_matrix(n, 1, 4);
-  const uint64_t matrix = 8ull * n * n;
-  DenseSolveOptions o;
-  auto first = solve("A", b, 1, o, small_engine(matrix / 4));  // makes and stores the factors
-  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
-  uint64_t reads[2] = {0, 0};
-  for (const bool quality : {false, true}) {
-    o.check_quality = quality;
-    auto rep = solve("A", b, 1, o, small_engine(matrix / 4));
-    ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
-    EXPECT_TRUE(rep->reused_factors);
-    expect_matches_lapack(a, n, b, 1, *rep, 1e-13, quality ? "quality on" : "quality off");
-    reads[quality] = rep->io_read_bytes;
-  }
-  std::printf("reads with a quarter cached: %.2f A without the estimate, %.2f A with it\n",
-              static_cast<double>(reads[0]) / static_cast<double>(matrix),
-              static_cast<double>(reads[1]) / static_cast<double>(matrix));
-  EXPECT_GT(reads[1], reads[0]);
-  // One transposed solve: a well-conditioned matrix's estimate is not sharpened (1.37 A with
-  // the unit solve).
-  EXPECT_LT(reads[1] - reads[0], 1.0 * static_cast<double>(matrix));
-}
-
-// Fresh factors on the CPU tier: the transposed solve's first pass runs during the
-// factorization on the U rows just made, its second where the factorization left the cache, and
-// Hager's unit vector rides along with the solve: the estimate reads a fraction of what the
-// reused factors' estimate does (0.80-0.84 A), and stays a lower bound within 10x on a uniform,
-// a graded (sharpened) and a nearly singular matrix.
-TEST_F(DenseSolveTest, FreshFactorsEstimateWithTheUpperPassInTheFactorization) {
-  const int64_t n = 1024, s = 64;
-  const uint64_t matrix = 8ull * n * n;
-  const auto b = stripe::uniform_matrix(n, 1, 4);
-  for (const std::string kind : {"uniform", "graded", "near_singular"}) {
-    std::vector<double> a = stripe::uniform_matrix(n, n, 5);
-    for (int64_t c = 0; c < n; ++c) {
-      for (int64_t r = 0; r < n; ++r) {
-        double& v = a[static_cast<size_t>(r + c * n)];
-        if (kind == "graded") v *= std::pow(10.0, -10.0 * static_cast<double>(c) / (n - 1));
-        if (kind == "near_singular" && c == n - 1) {
-          v = a[static_cast<size_t>(r)] - a[static_cast<size_t>(r + n)] + 1e-11 * (r % 5 - 2.0);
-        }
-      }
-    }
-    store_values(kind, n, s, a);
-    DenseSolveOptions o;
-    o.store_factors = false;
-    o.refinement_steps = 0;
-    uint64_t reads[2] = {0, 0};
-    double rcond = -1;
-    for (const bool quality : {false, true}) {
-      o.check_quality = quality;
-      auto rep = solve(kind, b, 1, o, cpu_engine(matrix / 4));
-      ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
-      EXPECT_FALSE(rep->reused_factors);
-      if (kind == "uniform") expect_matches_lapack(a, n, b, 1, *rep, 1e-13, kind);
-      reads[quality] = rep->io_read_bytes;
-      rcond = rep->rcond;
-    }
-    // (LAPACK's inverse of the nearly singular matrix, condition 1.6e13, is itself good to a
-    // few digits only.)
-    const double exact = 1.0 / (stripe::norm_1(a, n) * stripe::inverse_norm_1(a, n));
-    EXPECT_GE(rcond, exact * (kind == "near_singular" ? 1 - 1e-3 : 1 - 1e-6)) << kind;
-    EXPECT_LT(rcond, 10 * exact) << kind;
-    const double extra = (static_cast<double>(reads[1]) - static_cast<double>(reads[0])) /
-                         static_cast<double>(matrix);
-    std::printf("%s: rcond %.3e (exact %.3e), the estimate read %.2f A\n", kind.c_str(), rcond,
-                exact, extra);
-    // 0.02-0.43 A over runs here (the roles' timing moves what stays cached), against
-    // 0.80-0.84 A for the estimate of reused factors.
-    EXPECT_LT(extra, 0.65) << kind;
-  }
-}
-
-// Where rcond is low enough to decide a warning, the estimate is sharpened by a solve with a
-// unit vector (more reads than a well-conditioned matrix's estimate); either way it is a lower
-// bound of ||A^-1||_1 within 10x. The ill-conditioned matrix: uniform with its columns graded
-// from 1 to 1e-10 (rcond about 1e-14).
-TEST_F(DenseSolveTest, IllConditionedMatricesGetTheSharpenedEstimate) {
-  const int64_t n = 1024, s = 64;
-  const uint64_t matrix = 8ull * n * n;
-  const auto b = stripe::uniform_matrix(n, 1, 4);
-  double extra[2] = {0, 0};
-  for (const bool graded : {false, true}) {
-    const std::string name = graded ? "G" : "U";
-    std::vector<double> a = stripe::uniform_matrix(n, n, 5);
-    if (graded) {
-      for (int64_t c = 0; c < n; ++c) {
-        const double scale = std::pow(10.0, -10.0 * static_cast<double>(c) / (n - 1));
-        for (int64_t r = 0; r < n; ++r) a[static_cast<size_t>(r + c * n)] *= scale;
-      }
-    }
-    store_values(name, n, s, a);
-    DenseSolveOptions o;
-    o.refinement_steps = 0;
-    ASSERT_TRUE(solve(name, b, 1, o, small_engine(matrix / 4)).is_ok());  // the factors
-    uint64_t reads[2] = {0, 0};
-    double rcond = -1;
-    for (const bool quality : {false, true}) {
-      o.check_quality = quality;
-      auto rep = solve(name, b, 1, o, small_engine(matrix / 4));
-      ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
-      EXPECT_TRUE(rep->reused_factors);
-      reads[quality] = rep->io_read_bytes;
-      rcond = rep->rcond;
-    }
-    extra[graded] = static_cast<double>(reads[1]) - static_cast<double>(reads[0]);
-    const double exact = 1.0 / (stripe::norm_1(a, n) * stripe::inverse_norm_1(a, n));
-    EXPECT_GE(rcond, exact * (1 - 1e-6)) << name;
-    EXPECT_LT(rcond, 10 * exact) << name;
-    EXPECT_EQ(rcond < kSharpenRcondBelow, graded) << name << ": rcond " << rcond;
-  }
-  std::printf("the estimate read %.2f A (uniform) and %.2f A (graded, sharpened)\n",
-              extra[0] / static_cast<double>(matrix), extra[1] / static_cast<double>(matrix));
-  EXPECT_GT(extra[1], extra[0] + 0.1 * static_cast<double>(matrix));
 }
 
 TEST_F(DenseSolveTest, StoredFactorsAreReusedAndStaleOnesReplaced) {
@@ -652,68 +472,6 @@ TEST_F(DenseSolveTest, BadArguments) {
             "dense solve of 'A': need at least one right-hand side, got 0");
   EXPECT_EQ(solve("nope", b, 1, DenseSolveOptions{}, small_engine(1 << 20)).status().code(),
             StatusCode::kNotFound);
-}
-
-}  // namespace
-}  // namespace stripesolve::scheduler
-
-namespace stripesolve::scheduler {
-namespace {
-
-// Issue 17: every solve reports its backward error, an rcond estimate from the stored factors
-// (out of core: a cache of a few stripes) within 10x of the true 1-norm condition (and not
-// below it: the estimate of ||A^-1||_1 is a lower bound) and the pivot growth; a solve that
-// misses the tolerance or meets a singular matrix carries a warning.
-TEST_F(DenseSolveTest, ReportsBackwardErrorConditionEstimateAndGrowth) {
-  const int64_t n = 200;
-  const int64_t s = 32;
-  for (const std::string generator : {"uniform", "hilbert", "graded"}) {
-    const auto a = generated(generator, n, s, generator, 3);
-    const auto b = stripe::uniform_matrix(n, 1, 4);
-    const double true_rcond = 1.0 / (stripe::norm_1(a, n) * stripe::inverse_norm_1(a, n));
-    for (PivotMode pm : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
-      const std::string what = generator + " " + std::string(backend::pivot_mode_name(pm));
-      DenseSolveOptions o;
-      o.pivot = pm;
-      auto rep = solve(generator, b, 1, o, small_engine(6 * s * n * 8 + (64 << 10)));
-      ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
-      // x keeps the better of the last two iterates when the last step made it worse.
-      EXPECT_LE(rep->residual, rep->residual_history.back()) << what;
-      EXPECT_GT(rep->tolerance, 0) << what;
-      EXPECT_GE(rep->growth, 1.0) << what;
-      if (rep->warning.empty()) {
-        EXPECT_LE(rep->residual, rep->tolerance) << what;
-      }
-      if (rep->growth < kUnstableGrowth && true_rcond > 1e-15) {
-        EXPECT_GT(rep->rcond, true_rcond * 0.999) << what;
-        EXPECT_LT(rep->rcond, true_rcond * 10) << what;
-      }
-      std::printf("%-8s %-6s berr %.2e steps %zu rcond %.2e (true %.2e) growth %.2e %s\n",
-                  generator.c_str(), backend::pivot_mode_name(pm).data(), rep->residual,
-                  rep->residual_history.size() - 1, rep->rcond, true_rcond, rep->growth,
-                  rep->warning.c_str());
-    }
-  }
-}
-
-TEST_F(DenseSolveTest, ExplicitStepsAndNoQualityKeepTheOldContract) {
-  const int64_t n = 100;
-  generated("A", n, 32, "uniform");
-  const auto b = stripe::uniform_matrix(n, 1, 4);
-  DenseSolveOptions o;
-  o.refinement_steps = 0;
-  auto rep = solve("A", b, 1, o, small_engine(64 << 20));
-  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
-  EXPECT_EQ(rep->residual_history.size(), 1u);
-  EXPECT_GT(rep->rcond, 0);
-  const double growth = rep->growth;
-  o.check_quality = false;
-  rep = solve("A", b, 1, o, small_engine(64 << 20));
-  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
-  EXPECT_TRUE(rep->reused_factors);
-  EXPECT_EQ(rep->rcond, -1);
-  EXPECT_EQ(rep->growth, growth);  // stored beside the pivots: a reused factor reports it too
-  EXPECT_EQ(rep->condition_seconds, 0);
 }
 
 }  // namespace

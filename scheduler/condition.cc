@@ -64,22 +64,17 @@ int64_t estimator_unit_column(const std::vector<double>& z) {
   return z.empty() ? 0 : first_argmax_abs(z);
 }
 
-InverseNormEstimate InverseNormEstimate::from_transposed(int64_t n, const std::vector<double>& z,
-                                                         const double* solved) {
+InverseNormEstimate InverseNormEstimate::from_fixed(int64_t n, const double* solved_fixed) {
   InverseNormEstimate e;
   e.n_ = n;
   if (n < 1) return e;
   const size_t un = static_cast<size_t>(n);
-  const std::vector<double> x(solved, solved + n);
-  const std::vector<double> alternating(solved + n, solved + 2 * n);
+  // The alternating vector guards against the rare matrices that fool the iteration.
+  const std::vector<double> alternating(solved_fixed + n, solved_fixed + 2 * n);
   e.alternating_ = 2.0 * norm_1(alternating) / (3.0 * static_cast<double>(n));
+  const std::vector<double> x(solved_fixed, solved_fixed + n);
   e.hager_ = norm_1(x);
-  e.j_ = estimator_unit_column(z);
-  e.transposed_ = std::fabs(z[static_cast<size_t>(e.j_)]);  // ||start||_inf = 1
-  e.unit_x_.assign(solved + 2 * n, solved + 3 * n);
-  e.unit_ = norm_1(e.unit_x_);
   if (n == 1) {
-    e.unit_x_.clear();
     e.done_ = true;
     return e;
   }
@@ -88,33 +83,31 @@ InverseNormEstimate InverseNormEstimate::from_transposed(int64_t n, const std::v
   return e;
 }
 
+InverseNormEstimate InverseNormEstimate::from_transposed(int64_t n, const std::vector<double>& z,
+                                                         const double* solved) {
+  InverseNormEstimate e = from_fixed(n, solved);
+  if (n < 1) return e;
+  e.j_ = estimator_unit_column(z);
+  e.transposed_ = std::fabs(z[static_cast<size_t>(e.j_)]);  // ||start||_inf = 1
+  e.unit_x_.assign(solved + 2 * n, solved + 3 * n);
+  e.unit_ = norm_1(e.unit_x_);
+  if (e.done_) e.unit_x_.clear();  // n = 1: nothing to sharpen
+  return e;
+}
+
 Result<InverseNormEstimate> InverseNormEstimate::start(int64_t n, const VectorSolve& solve,
                                                        const VectorSolve& solve_transposed,
                                                        const double* solved_fixed) {
-  InverseNormEstimate e;
-  e.n_ = n;
-  if (n < 1) return e;
-  const size_t un = static_cast<size_t>(n);
   std::vector<double> fixed;
-  if (solved_fixed == nullptr) {
+  if (solved_fixed == nullptr && n > 0) {
     fixed = estimator_fixed_vectors(n);
     STRIPESOLVE_RETURN_IF_ERROR(solve(fixed.data()));
     STRIPESOLVE_RETURN_IF_ERROR(solve(fixed.data() + n));
     solved_fixed = fixed.data();
   }
-  std::vector<double> x(solved_fixed, solved_fixed + n);
-  // The alternating vector guards against the rare matrices that fool the iteration.
-  const std::vector<double> alternating(solved_fixed + n, solved_fixed + 2 * n);
-  e.alternating_ = 2.0 * norm_1(alternating) / (3.0 * static_cast<double>(n));
-  if (n == 1) {
-    e.hager_ = std::fabs(x[0]);
-    e.done_ = true;
-    return e;
-  }
-  e.hager_ = norm_1(x);
-  e.sign_.resize(un);
-  for (size_t k = 0; k < un; ++k) e.sign_[k] = x[k] >= 0 ? 1.0 : -1.0;
-  x = e.sign_;
+  InverseNormEstimate e = from_fixed(n, solved_fixed);
+  if (n < 2) return e;
+  std::vector<double> x = e.sign_;
   STRIPESOLVE_RETURN_IF_ERROR(solve_transposed(x.data()));
   e.j_ = first_argmax_abs(x);
   e.transposed_ = std::fabs(x[static_cast<size_t>(e.j_)]);

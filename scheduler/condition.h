@@ -71,6 +71,10 @@ class InverseNormEstimate {
   bool sharpened() const { return done_; }
 
  private:
+  // What both starts share: Hager's start and the alternating vector's bounds from A^-1 times
+  // estimator_fixed_vectors(n), and the signs of the first.
+  static InverseNormEstimate from_fixed(int64_t n, const double* solved_fixed);
+
   int64_t n_ = 0;
   double hager_ = 0;            // Hager's estimate: ||A^-1 x||_1 of the last x solved with
   double transposed_ = 0;       // ||z||_inf of the first transposed solve

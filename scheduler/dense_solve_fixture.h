@@ -82,9 +82,9 @@ class DenseSolveTest : public ::testing::Test, protected TestStore {
 };
 
 // Checks x against LAPACK: scaled residual small, x close to dgesv's, not trivially zero.
-inline void expect_matches_lapack(const std::vector<double>& a, int64_t n, const std::vector<double>& b,
-                           int64_t nrhs, const SolveReport& rep, double bound,
-                           const std::string& what) {
+inline void expect_matches_lapack(const std::vector<double>& a, int64_t n,
+                                  const std::vector<double>& b, int64_t nrhs,
+                                  const SolveReport& rep, double bound, const std::string& what) {
   const std::vector<double> ref = expect_solution_near_lapack(a, n, b, nrhs, rep, bound, what);
   if (ref.empty()) return;
   double diff = 0;

@@ -1,6 +1,7 @@
 #include "cache/device_tier.h"
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "base/internal_error.h"
@@ -8,8 +9,19 @@
 
 namespace stripesolve::cache {
 
-DeviceTier::DeviceTier(uint64_t pool_bytes, std::function<Status()> abandon)
-    : pool_(pool_bytes, Arena::OffsetsOnly{}), abandon_(std::move(abandon)) {}
+namespace {
+
+uint64_t slot_of(uint64_t slot_bytes) {
+  STRIPESOLVE_CHECK(slot_bytes > 0, "GPU tier: a slot of 0 bytes");
+  return Arena::round_up(slot_bytes);
+}
+
+}  // namespace
+
+DeviceTier::DeviceTier(uint64_t pool_bytes, uint64_t slot_bytes, std::function<Status()> abandon)
+    : slot_(slot_of(slot_bytes)),
+      pool_(pool_bytes / slot_ * slot_, Arena::OffsetsOnly{}),
+      abandon_(std::move(abandon)) {}
 
 Status DeviceTier::wait_locked(MutexLock& lock) {
   changed_.wait_for(lock, std::chrono::milliseconds(50));
@@ -39,22 +51,35 @@ std::optional<DeviceInstance> DeviceTier::find(int64_t stripe) const {
 
 Result<Extent> DeviceTier::allocate_locked(MutexLock& lock, uint64_t bytes, const std::string& what,
                                            bool high) {
+  bytes = in_slots(bytes);
+  // The dead end: no role but this one works without waiting for memory itself, and nothing
+  // changed for kDeadEndGrace (a role between tasks may yet start work that frees memory).
+  std::optional<uint64_t> stalled_at;  // changes_ when it was first seen
+  auto stalled_since = std::chrono::steady_clock::now();
   for (;;) {
     if (!failure_.is_ok()) return failure_;
     if (auto e = high ? pool_.allocate_high(bytes) : pool_.allocate(bytes)) {
       peak_ = std::max(peak_, pool_.used());
       return *e;
     }
-    // Someone else is working and will free memory (a J part after its update, a block after
-    // its last update), unless we are the only one.
-    if (working_ <= 1) {
+    // Memory is freed by roles at work (a J part after its update, a block after its last
+    // update), not by those waiting for memory themselves.
+    const bool alone = working_ - waiting_ <= 1;
+    const auto now = std::chrono::steady_clock::now();
+    if (!alone || stalled_at != changes_) {
+      stalled_at = alone ? std::optional<uint64_t>(changes_) : std::nullopt;
+      stalled_since = now;
+    } else if (now - stalled_since >= kDeadEndGrace) {
       return Status::resource_exhausted(
           "GPU tier: " + what + " needs " + format_bytes(bytes) +
           " of device memory; the pool of " + format_bytes(pool_.capacity()) + " has " +
           format_bytes(pool_.largest_hole()) +
           " free in one piece (raise engine.gpu_memory or lower engine.meta_stripes)");
     }
-    STRIPESOLVE_RETURN_IF_ERROR(wait_locked(lock));
+    ++waiting_;
+    const Status st = wait_locked(lock);
+    --waiting_;
+    STRIPESOLVE_RETURN_IF_ERROR(st);
   }
 }
 
@@ -99,6 +124,7 @@ void DeviceTier::free(int64_t stripe) {
   if (it == parts_.end()) return;
   pool_.release(Extent{it->second.offset, it->second.bytes});
   parts_.erase(it);
+  ++changes_;
   changed_.notify_all();
 }
 
@@ -151,17 +177,20 @@ void DeviceTier::release_block(int64_t i0, int64_t i1) {
   if (--it->second.uses > 0) return;
   pool_.release(it->second.extent);
   blocks_.erase(it);
+  ++changes_;
   changed_.notify_all();
 }
 
 void DeviceTier::begin_work() {
   MutexLock lock(mu_);
   ++working_;
+  ++changes_;
 }
 
 void DeviceTier::end_work() {
   MutexLock lock(mu_);
   --working_;
+  ++changes_;
   changed_.notify_all();
 }
 

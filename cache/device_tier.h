@@ -13,11 +13,21 @@
 //   - a U block of a range [I0, I1) is created by the first J update by that range and freed
 //     when the range's last update finishes.
 // allocate() waits while the pool is full and some other role may still free memory, and fails
-// with kResourceExhausted when nothing can (the planner sizes the budget to avoid it).
+// with kResourceExhausted when nothing can (the planner sizes the budget to avoid it): when every
+// other role at work is waiting for memory too, and nothing has changed for kDeadEndGrace.
+//
+// Slots: every allocation is a whole number of slots (the largest stripe's bytes), and the pool
+// is a whole number of them. A stripe instance takes one slot whatever columns it holds; a U
+// block or the right-hand sides take as many as their bytes need. Every hole is then whole slots,
+// so a stripe fits whenever one slot is free. Exact sizes fragmented the pool: instances of every
+// width left three holes of 2 MiB in all, none of them the 1 MiB a stripe needed, with no one
+// left to free anything (a failed solve). Only a block can find the pool fragmented, and the
+// roles keep a piece for it (GpuElimination::keep_j).
 //
 // Thread-safety: all methods are thread-safe (one mutex); offsets never move while allocated.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,9 +52,14 @@ struct DeviceInstance {
 
 class DeviceTier {
  public:
-  // `abandon`: polled while waiting (every 50 ms); a non-ok status ends the wait with it (the
-  // cache's failure: another role failed or the job was cancelled).
-  DeviceTier(uint64_t pool_bytes, std::function<Status()> abandon);
+  // How long a dead end must last before allocate() gives up: a role between tasks may start
+  // work that frees memory.
+  static constexpr std::chrono::milliseconds kDeadEndGrace{2000};
+
+  // `slot_bytes`: the largest stripe instance (> 0); the pool uses the whole slots of
+  // `pool_bytes`. `abandon`: polled while waiting (every 50 ms); a non-ok status ends the wait
+  // with it (the cache's failure: another role failed or the job was cancelled).
+  DeviceTier(uint64_t pool_bytes, uint64_t slot_bytes, std::function<Status()> abandon);
   DeviceTier(const DeviceTier&) = delete;
   DeviceTier& operator=(const DeviceTier&) = delete;
 
@@ -57,12 +72,16 @@ class DeviceTier {
     uint64_t largest_free_piece = 0;  // the largest allocation that would succeed now
   };
   Usage usage() const;
+  // The bytes an allocation of `bytes` takes: whole slots.
+  uint64_t in_slots(uint64_t bytes) const { return (bytes + slot_ - 1) / slot_ * slot_; }
+  uint64_t slot_bytes() const { return slot_; }
 
   // The stripe's instance, if it has one.
   std::optional<DeviceInstance> find(int64_t stripe) const;
 
-  // Creates the stripe's instance (none may exist) of `bytes`, waiting for room; fails when the
-  // pool cannot hold it even after every other holder has finished (`in_flight` = 0).
+  // Creates the stripe's instance (none may exist) of `bytes` (its slots; DeviceInstance::bytes
+  // says how many), waiting for room; fails when the pool cannot hold it even after every other
+  // holder has finished.
   Result<DeviceInstance> allocate(int64_t stripe, int64_t i0_store, uint64_t bytes);
   void set_newer(int64_t stripe, bool newer);
   void set_uses(int64_t stripe, int64_t uses);
@@ -103,13 +122,16 @@ class DeviceTier {
     bool ready = false;
   };
 
+  const uint64_t slot_;  // a multiple of kExtentAlignment
   mutable Mutex mu_;
   CondVar changed_;
   Arena pool_ GUARDED_BY(mu_);  // offsets only (no host memory)
   const std::function<Status()> abandon_;
   std::map<int64_t, DeviceInstance> parts_ GUARDED_BY(mu_);
   std::map<std::pair<int64_t, int64_t>, BlockEntry> blocks_ GUARDED_BY(mu_);
-  int64_t working_ GUARDED_BY(mu_) = 0;
+  int64_t working_ GUARDED_BY(mu_) = 0;   // roles between begin_work and end_work
+  int64_t waiting_ GUARDED_BY(mu_) = 0;   // of those, waiting in allocate_locked for room
+  uint64_t changes_ GUARDED_BY(mu_) = 0;  // frees, begin_work and end_work so far
   uint64_t peak_ GUARDED_BY(mu_) = 0;
   Status failure_ GUARDED_BY(mu_);
 };

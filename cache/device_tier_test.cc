@@ -16,7 +16,7 @@ constexpr uint64_t kUnit = 1 << 20;
 // assemble it again from stripes the first assembly freed: the H100 run's "left the device
 // early").
 TEST(DeviceTier, ConcurrentAsksForABlockMakeOne) {
-  DeviceTier tier(3 * kUnit, nullptr);
+  DeviceTier tier(3 * kUnit, kUnit, nullptr);
   ASSERT_TRUE(tier.allocate(0, 0, 2 * kUnit).is_ok());
   tier.begin_work();  // the holder of stripe 0, which frees it below
   std::atomic<int> created{0};
@@ -48,7 +48,7 @@ TEST(DeviceTier, ConcurrentAsksForABlockMakeOne) {
 // A worker waiting for someone else's block frees nothing: when the allocating worker is the
 // only one that could free memory, both fail at once instead of waiting for each other.
 TEST(DeviceTier, AWaiterForABlockDoesNotHideADeadEnd) {
-  DeviceTier tier(3 * kUnit, nullptr);
+  DeviceTier tier(3 * kUnit, kUnit, nullptr);
   ASSERT_TRUE(tier.allocate(0, 0, 2 * kUnit).is_ok());  // held by nobody working
   std::atomic<int> failed{0};
   auto ask = [&] {
@@ -65,7 +65,39 @@ TEST(DeviceTier, AWaiterForABlockDoesNotHideADeadEnd) {
   a.join();
   b.join();
   EXPECT_EQ(failed.load(), 2);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0,
+            DeviceTier::kDeadEndGrace + std::chrono::seconds(8));
+}
+
+// Instances of every width take a whole slot each, and blocks whole slots: however they come and
+// go, a stripe fits whenever a slot is free. With exact sizes, the failing solve's pool (six
+// full stripes, four narrower, a block) had 2 MiB free in three pieces and no 1 MiB one.
+TEST(DeviceTier, AStripeFitsWheneverASlotIsFree) {
+  constexpr uint64_t kSlot = kUnit;
+  DeviceTier tier(16 * kSlot + kSlot / 2, kSlot, nullptr);
+  EXPECT_EQ(tier.usage().capacity, 16 * kSlot) << "whole slots only";
+  // Parts narrowing like a factorization's (columns [i0, n) of n = 256 per slot's 4 KiB rows).
+  for (int64_t s = 0; s < 12; ++s) {
+    const uint64_t width = kSlot - static_cast<uint64_t>(s) * 20 * 4096;
+    auto part = tier.allocate(s, s, width);
+    ASSERT_TRUE(part.is_ok()) << s << ": " << part.status().to_string();
+    EXPECT_EQ(part->bytes, kSlot);
+    EXPECT_EQ(part->offset % kSlot, 0u);
+  }
+  auto block = tier.acquire_block(12, 15, 3 * kSlot - 5 * 4096, 1);
+  ASSERT_TRUE(block.is_ok()) << block.status().to_string();
+  EXPECT_EQ(block->offset, 13 * kSlot) << "from the top, in whole slots";
+  for (int64_t s : {1, 4, 6, 9}) tier.free(s);
+  EXPECT_EQ(tier.usage().largest_free_piece, kSlot);
+  for (int64_t s : {20, 21, 22, 23, 24}) {  // four freed slots and the one left free
+    auto full = tier.allocate(s, 0, kSlot);
+    ASSERT_TRUE(full.is_ok()) << s << ": " << full.status().to_string();
+  }
+  auto none = tier.allocate(25, 0, 4096);
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(none.status().message().find("free in one piece"), std::string::npos)
+      << none.status().to_string();
 }
 
 }  // namespace

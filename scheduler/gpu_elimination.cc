@@ -15,11 +15,6 @@ using cache::DeviceInstance;
 
 namespace {
 
-// cuBLAS / cuSOLVER keep some device memory of their own per handle: left out of the pool.
-uint64_t library_slack(uint64_t budget) {
-  return std::min<uint64_t>(256ull << 20, budget / 8);
-}
-
 uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0_store) {
   return 8ull * static_cast<uint64_t>(g.rows(stripe)) * static_cast<uint64_t>(g.n - i0_store);
 }
@@ -90,23 +85,33 @@ Status GpuElimination::open() {
   for (int64_t w = 0; w < all_workers; ++w) workers += share_.serves(w) ? 1 : 0;
   const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers);
   const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
-  const uint64_t slack = library_slack(plan_.gpu_memory);
+  const uint64_t slack = device_library_slack(plan_.gpu_memory);
   if (plan_.gpu_memory <= lanes + pivots + slack) {
     return Status::resource_exhausted(
         fmt::format("GPU tier: the device budget {} does not cover the lanes' workspaces ({})",
                     format_bytes(plan_.gpu_memory), format_bytes(lanes + pivots + slack)));
   }
-  pool_bytes_ = plan_.gpu_memory - lanes - pivots - slack;
+  // The pool is whole slots, one per stripe instance (cache/device_tier.h): the largest
+  // stripe's bytes.
+  const uint64_t slot =
+      cache::Arena::round_up(8ull * static_cast<uint64_t>(s_max) * static_cast<uint64_t>(g.n));
+  pool_bytes_ = (plan_.gpu_memory - lanes - pivots - slack) / slot * slot;
+  if (pool_bytes_ == 0) {
+    return Status::resource_exhausted(fmt::format(
+        "GPU tier: the device budget {} leaves less than one stripe ({}) beside the lanes' "
+        "workspaces ({})",
+        format_bytes(plan_.gpu_memory), format_bytes(slot), format_bytes(lanes + pivots + slack)));
+  }
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
+  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_, slot,
+                                              [this] { return ctx_.cache.failure(); });
   {
     const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
-    const uint64_t block =
-        8ull * static_cast<uint64_t>(sm * s_max) * static_cast<uint64_t>(g.n + kInverseBlockRows);
-    const uint64_t stripe = 8ull * static_cast<uint64_t>(s_max) * static_cast<uint64_t>(g.n);
-    overlap_ = pool_bytes_ >= 2 * block + static_cast<uint64_t>(workers + sm) * stripe;
+    const uint64_t block = tier_->in_slots(8ull * static_cast<uint64_t>(sm * s_max) *
+                                           static_cast<uint64_t>(g.n + kInverseBlockRows));
+    overlap_ = pool_bytes_ >= 2 * block + static_cast<uint64_t>(workers + sm) * slot;
   }
-  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_, [this] { return ctx_.cache.failure(); });
   char* p = static_cast<char*>(lane_memory_);
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_,
                                engine_.make_lane(true, s_max, g.n, params_.pivot, s_max, k_max, p));
@@ -390,10 +395,10 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) {
     const int64_t mi = meta_of_[static_cast<size_t>(t.i_begin)];
     if (mj > mi + 1) return false;
     const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
-    const uint64_t block =
-        8ull * static_cast<uint64_t>(k) * static_cast<uint64_t>(g.n + kInverseBlockRows);
+    const uint64_t block = tier_->in_slots(8ull * static_cast<uint64_t>(k) *
+                                           static_cast<uint64_t>(g.n + kInverseBlockRows));
     const uint64_t device_reserve =
-        block + static_cast<uint64_t>(params_.elim_j_workers + 1) * plan_.stripe_bytes;
+        block + static_cast<uint64_t>(params_.elim_j_workers + 1) * tier_->slot_bytes();
     // The next U block needs its bytes in one piece: a kept part must not split the last hole
     // that holds one.
     const cache::DeviceTier::Usage usage = tier_->usage();

@@ -119,13 +119,18 @@ int64_t stripe_count(int64_t n, int64_t s) {
   return (n + s - 1) / s;
 }
 
-// Device bytes of the GPU tier's working set (8b): the meta-stripe's U block and its stripes, a J
-// part per elim.J worker plus one, elim.I's transposed stripe and solver workspace (~2 stripes).
-uint64_t device_bytes_needed(const Plan& p, int64_t meta_stripes, int64_t workers) {
+// Device bytes of the GPU tier's working set (8b) out of a budget of `budget`: the meta-stripe's
+// U block and its stripes, a J part per elim.J worker plus one (the pool, in whole stripes:
+// cache/device_tier.h), elim.I's transposed stripe and solver workspace (~2 stripes) and the
+// libraries' own memory.
+uint64_t device_bytes_needed(const Plan& p, int64_t meta_stripes, int64_t workers,
+                             uint64_t budget) {
   // The range's U block and the inverses of its 512-row diagonal blocks.
   const uint64_t block =
       8ull * static_cast<uint64_t>(meta_stripes * p.stripe_rows) * static_cast<uint64_t>(p.n + 512);
-  return block + static_cast<uint64_t>(meta_stripes + workers + 1 + 2) * p.stripe_bytes;
+  const uint64_t block_stripes = (block + p.stripe_bytes - 1) / p.stripe_bytes;
+  return (block_stripes + static_cast<uint64_t>(meta_stripes + workers + 1 + 2)) * p.stripe_bytes +
+         device_library_slack(budget);
 }
 uint64_t full_stripe_bytes(int64_t n, int64_t s) {
   return 8ull * static_cast<uint64_t>(s) * n;
@@ -283,7 +288,7 @@ void fit_meta_stripes_to_device(Plan& p, const EngineConfig& config, const Machi
   // elim.J worker plus one, and elim.I's transposed stripe and solver workspace.
   const int64_t workers = workers_per_device(p, m);
   int64_t dev = std::max<int64_t>(1, (8192 + p.stripe_rows - 1) / p.stripe_rows);
-  while (dev > 1 && device_bytes_needed(p, dev, workers) > m.gpu_memory) {
+  while (dev > 1 && device_bytes_needed(p, dev, workers, m.gpu_memory) > m.gpu_memory) {
     --dev;
   }
   if (dev < p.meta_stripes) {
@@ -296,7 +301,8 @@ void fit_meta_stripes_to_device(Plan& p, const EngineConfig& config, const Machi
 // The GPU tier's working set, and whether the whole matrix stays on the devices beside it.
 void size_device_working_set(Plan& p, const Machine& m) {
   if (m.gpus <= 0) return;
-  const uint64_t need = device_bytes_needed(p, p.meta_stripes, workers_per_device(p, m));
+  const uint64_t need =
+      device_bytes_needed(p, p.meta_stripes, workers_per_device(p, m), m.gpu_memory);
   p.device_bytes_needed = need;
   // Each device keeps its own stripes (stripe j on device j mod gpus).
   const int64_t devices = devices_in_use(m);

@@ -25,6 +25,7 @@
 // Thread-safety: pure functions on values.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -146,6 +147,12 @@ struct Plan {
   std::vector<std::string> notes;           // what was pinned, what limits the plan
   std::vector<StrategyForecast> forecasts;  // basic, zigzag, meta_zigzag
 };
+
+// Device memory cuBLAS / cuSOLVER keep of their own per handle, out of a device budget of
+// `budget` bytes: the GPU tier's pool leaves it out, and the planner counts it.
+inline uint64_t device_library_slack(uint64_t budget) {
+  return std::min<uint64_t>(256ull << 20, budget / 8);
+}
 
 // `stored_stripe_rows`: S of the stored matrix (0 = choose one for a new matrix). Memory O(N):
 // the forecasts replay each strategy's tasks as they are generated; time O(N^2) tasks.

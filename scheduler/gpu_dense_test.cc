@@ -244,6 +244,24 @@ TEST_P(GpuDenseTest, BudgetsAroundTheMetaStripeStepsAllSolve) {
   }
 }
 
+// engine.meta_stripes pinned too large for the budget: the pool cannot hold a range's U block
+// beside its stripes, said before the solve starts (not as a dead end at the first range).
+TEST_P(GpuDenseTest, PinnedMetaStripesTooLargeForTheBudgetFailAtOnce) {
+  const int64_t n = 32 * 64;
+  generated("A", n, "uniform", 21);
+  const auto b = random_rhs(n, 1);
+  EngineConfig c = ram_tier_engine(10 * kMiB);
+  c.meta_stripes = 8;
+  auto rep = solve("A", b, 1, throwaway_factors(), c);
+  ASSERT_FALSE(rep.is_ok());
+  EXPECT_EQ(rep.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(rep.status().message().find("cannot hold the U block of stripes [0, 8)"),
+            std::string::npos)
+      << rep.status().to_string();
+  EXPECT_NE(rep.status().message().find("lower engine.meta_stripes (now 8)"), std::string::npos)
+      << rep.status().to_string();
+}
+
 // engine.lookahead_lanes: two high-priority lanes take the critical path's updates (those by a
 // whole meta-stripe beside those by one stripe); engine.early_next: none, or two of the next
 // meta-stripe's stripes, updated inside the chain. The results match LAPACK in the RAM tier's

@@ -19,6 +19,22 @@ uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0
   return 8ull * static_cast<uint64_t>(g.rows(stripe)) * static_cast<uint64_t>(g.n - i0_store);
 }
 
+// Rows of the diagonal blocks of a range's U that are inverted once for all its updates
+// (backend::DeviceUpdate::u_inverse).
+constexpr int64_t kInverseBlockRows = 512;
+
+// The columns of a U block's diagonal inverses (k rows of U).
+int64_t inverse_columns(const storage::StripeGeometry& g, int64_t k) {
+  return std::min<int64_t>({kInverseBlockRows, k, 2 * ((g.n + g.stripes - 1) / g.stripes)});
+}
+
+// The U block of stripes [i0, i1): their U rows from the range's first row on, and the inverses.
+uint64_t block_bytes(const storage::StripeGeometry& g, int64_t i0, int64_t i1) {
+  const int64_t k = g.row_end(i1 - 1) - g.row_begin(i0);
+  return 8ull * static_cast<uint64_t>(k) *
+         static_cast<uint64_t>(g.n - g.row_begin(i0) + inverse_columns(g, k));
+}
+
 }  // namespace
 
 GpuElimination::GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
@@ -101,6 +117,21 @@ Status GpuElimination::open() {
         "GPU tier: the device budget {} leaves less than one stripe ({}) beside the lanes' "
         "workspaces ({})",
         format_bytes(plan_.gpu_memory), format_bytes(slot), format_bytes(lanes + pivots + slack)));
+  }
+  // A range's U block is assembled from its eliminated stripes: both in the pool at once. A pool
+  // that cannot hold them fails the solve here rather than at the range (engine.meta_stripes
+  // pinned too large for the budget; the planner's own S^m fits).
+  for (const auto& [range, count] : range_uses_) {
+    const uint64_t need = (block_bytes(g, range.first, range.second) + slot - 1) / slot * slot +
+                          static_cast<uint64_t>(range.second - range.first) * slot;
+    if (need > pool_bytes_) {
+      return Status::resource_exhausted(fmt::format(
+          "GPU tier: the pool of {} (device budget {}) cannot hold the U block of stripes [{}, "
+          "{}) beside those stripes ({} in all): raise engine.gpu_memory or lower "
+          "engine.meta_stripes (now {})",
+          format_bytes(pool_bytes_), format_bytes(plan_.gpu_memory), range.first, range.second,
+          format_bytes(need), params_.meta_stripes));
+    }
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
@@ -319,8 +350,7 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
     return RangeU{instance_block(*inst).from_column(i0r - inst->i0_store), {}};
   }
   // The block: U (k x cols) and then the inverses of its diagonal blocks (k x nb).
-  const int64_t nb =
-      std::min<int64_t>({kInverseBlockRows, k, 2 * ((g.n + g.stripes - 1) / g.stripes)});
+  const int64_t nb = inverse_columns(g, k);
   const uint64_t u_bytes = 8ull * static_cast<uint64_t>(k * whole_rows.cols);
   int64_t uses = 0;
   for (const auto& [range, count] : range_uses_) {
@@ -328,8 +358,7 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(
       cache::DeviceTier::Block blk,
-      tier_->acquire_block(t.i_begin, t.i_end, u_bytes + 8ull * static_cast<uint64_t>(k * nb),
-                           uses));
+      tier_->acquire_block(t.i_begin, t.i_end, block_bytes(g, t.i_begin, t.i_end), uses));
   DeviceBlock block = whole_rows;
   block.data = device_at(blk.offset);
   const DeviceBlock inverse{device_at(blk.offset + u_bytes), k, nb, k};

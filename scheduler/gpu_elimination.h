@@ -158,9 +158,6 @@ class GpuElimination final : public Elimination {
   // meta-stripe when J is in the range's meta-stripe (its later elimination and the range blocks
   // it joins read from there on). Columns left of it are final in RAM.
   int64_t first_device_column(const Task& t, const cache::CellView& j) const;
-  // Rows of the diagonal blocks of a range's U that are inverted once for all its updates
-  // (backend::DeviceUpdate::u_inverse).
-  static constexpr int64_t kInverseBlockRows = 512;
   struct RangeU {
     backend::DeviceBlock u;
     backend::DeviceBlock inverse;  // empty for a single stripe (its updates use dtrsm)

@@ -74,6 +74,10 @@ TEST_F(DenseSolveTest, FreshFactorsEstimateWithTheUpperPassInTheFactorization) {
       EXPECT_FALSE(rep.reused_factors);
       if (kind == "uniform") expect_matches_lapack(a, n, b, 1, rep, 1e-13, kind);
     }
+    // The pass inside the factorization is timed apart (part of factor_seconds).
+    EXPECT_EQ(reps[0].condition_seconds_in_factor, 0) << kind;
+    EXPECT_GT(reps[1].condition_seconds_in_factor, 0) << kind;
+    EXPECT_LT(reps[1].condition_seconds_in_factor, reps[1].factor_seconds) << kind;
     const uint64_t reads[2] = {reps[0].io_read_bytes, reps[1].io_read_bytes};
     const double rcond = reps[1].rcond;
     // (LAPACK's inverse of the nearly singular matrix, condition 1.6e13, is itself good to a

@@ -124,7 +124,8 @@ struct SolveReport {
   double substitution_seconds = 0;  // the first forward + backward pass
   double residual_seconds = 0;      // residual passes and refinement steps
   double condition_seconds = 0;     // the condition estimate's solves
-  double gflops = 0;                // factorization flops / factor_seconds (0 when reused)
+  double condition_seconds_in_factor = 0;  // its part made by elim.I in factor_seconds (CPU)
+  double gflops = 0;                       // factorization flops / factor_seconds (0 when reused)
   uint64_t io_read_bytes = 0;
   uint64_t io_written_bytes = 0;
   uint64_t cache_hits = 0;

@@ -1,6 +1,7 @@
 #include "scheduler/factor_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <limits>
 #include <memory>
@@ -72,11 +73,9 @@ Monitor::~Monitor() {
   thread_.join();
 }
 
-Result<std::unique_ptr<CpuElimination>> CpuElimination::create(EngineContext& ctx,
-                                                               const storage::StripedMatrix& layout,
-                                                               const FactorParams& params,
-                                                               std::vector<int64_t> meta_of,
-                                                               double* transposed_upper) {
+Result<std::unique_ptr<CpuElimination>> CpuElimination::create(
+    EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
+    std::vector<int64_t> meta_of, TransposedUpperPass* transposed_upper) {
   const storage::StripeGeometry& g = layout.geometry();
   std::unique_ptr<CpuElimination> e(new CpuElimination(ctx, layout, params, std::move(meta_of)));
   // Sized for the widest parts (stripe 0 from column 0); outside the cache budget (elim.I's is
@@ -138,13 +137,16 @@ Status CpuElimination::eliminate(int64_t i, const CellView& cell, stripe::Stripe
     // (stripes come here in order) saves reading U again after the factorization.
     TraceRecorder::Span t(ctx_.trace, "elim.I", "transposed upper",
                           {{"stripe", std::to_string(i)}});
+    const auto t0 = std::chrono::steady_clock::now();
     const Status st = stripe::transposed_upper_substitute_stripe(
-        ctx_.backend, part, *pivots, transposed_upper_, layout_.geometry().n, 1,
+        ctx_.backend, part, *pivots, transposed_upper_->v, layout_.geometry().n, 1,
         transposed_workspace_.view());
+    transposed_upper_->seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (st.code() == StatusCode::kNumerical) {
       // An overflow is the estimate's business, not the factorization's: the vector says so
       // with a NaN, and the estimate makes its transposed solve afterwards as without it.
-      transposed_upper_[0] = std::numeric_limits<double>::quiet_NaN();
+      transposed_upper_->v[0] = std::numeric_limits<double>::quiet_NaN();
       transposed_upper_ = nullptr;
     } else {
       STRIPESOLVE_RETURN_IF_ERROR(st);
@@ -182,7 +184,7 @@ Status CpuElimination::update(int worker, const Task& t, const CellView& j,
 Result<std::vector<stripe::StripePivots>> run_factorization(
     EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
     Elimination* elimination, double* max_abs_u, const FactorResume& resume,
-    double* transposed_upper) {
+    TransposedUpperPass* transposed_upper) {
   const storage::StripeGeometry& g = layout.geometry();
   if (transposed_upper != nullptr && (elimination != nullptr || resume.point != nullptr)) {
     return Status::invalid_argument(

@@ -140,6 +140,14 @@ class Elimination {
   }
 };
 
+// The condition estimate's first transposed pass, made by elim.I as it eliminates each stripe
+// (run_factorization): the vector it works on, and the seconds elim.I spent on it (written by
+// elim.I, read after the run; also inside the factorization's time).
+struct TransposedUpperPass {
+  double* v = nullptr;  // n values
+  double seconds = 0;
+};
+
 // The CPU backend's elimination (stripe/stripe_ops.h on the cells in RAM).
 class CpuElimination final : public Elimination {
  public:
@@ -147,11 +155,9 @@ class CpuElimination final : public Elimination {
   // `layout` (stripe_ops' *_workspace_size). `meta_of`: each stripe's meta-stripe under
   // `params` (meta_stripe_of(), as run_factorization computes it for the roles).
   // `transposed_upper` (optional, n values): see run_factorization.
-  static Result<std::unique_ptr<CpuElimination>> create(EngineContext& ctx,
-                                                        const storage::StripedMatrix& layout,
-                                                        const FactorParams& params,
-                                                        std::vector<int64_t> meta_of,
-                                                        double* transposed_upper = nullptr);
+  static Result<std::unique_ptr<CpuElimination>> create(
+      EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
+      std::vector<int64_t> meta_of, TransposedUpperPass* transposed_upper = nullptr);
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
@@ -175,8 +181,8 @@ class CpuElimination final : public Elimination {
   double max_abs_u_ = 0;                  // written by elim.I only, read after it is joined
   std::vector<double> stripe_max_abs_u_;  // written and read by elim.I only
   // run_factorization's transposed_upper: written by elim.I only (stripe by stripe, in order),
-  // read after it is joined; null: none.
-  double* transposed_upper_ = nullptr;
+  // read after it is joined; null: none (or no longer, after an overflow).
+  TransposedUpperPass* transposed_upper_ = nullptr;
   stripe::HostWorkspace transposed_workspace_;  // elim.I's, for it
 };
 
@@ -195,8 +201,8 @@ struct FactorResume {
 // and placement). The I/O role's sources must be set (A -> factor) and the cache empty.
 // `elimination` null: the CPU backend's. `max_abs_u` (optional) receives the elimination's
 // max_abs_u() (with a resume point's, the largest of it and the final stripes' records).
-// `transposed_upper` (optional, n values; only with the CPU backend's elimination and no resume
-// point, else kInvalidArgument): the first pass of A^T y = c made in place on it as elim.I
+// `transposed_upper` (optional; only with the CPU backend's elimination and no resume point,
+// else kInvalidArgument): the first pass of A^T y = c made in place on its n values as elim.I
 // eliminates each stripe (stripe_ops.h transposed_upper_substitute_stripe, stripes in order, on
 // the U rows just made, in RAM): what substitute_transposed's upper pass would give afterwards
 // from the stored factors, without reading them (the condition estimate's, condition.h). A
@@ -205,7 +211,7 @@ struct FactorResume {
 Result<std::vector<stripe::StripePivots>> run_factorization(
     EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
     Elimination* elimination = nullptr, double* max_abs_u = nullptr,
-    const FactorResume& resume = {}, double* transposed_upper = nullptr);
+    const FactorResume& resume = {}, TransposedUpperPass* transposed_upper = nullptr);
 
 // The status every role fails the cache with when the job's CancelToken is set.
 Status cancelled_status();

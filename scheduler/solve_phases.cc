@@ -241,11 +241,13 @@ Status SolvePhases::triangulate() {
   progress_.begin_phase("factor", flops, sv_.g.stripes);
   const auto t0 = SolveClock::now();
   ResumeStats skipped;
+  TransposedUpperPass transposed{transposed_upper_.data()};
   STRIPESOLVE_ASSIGN_OR_RETURN(
       sv_.pivots,
       run_factorization(ctx_, *sv_.writable, params, gpu_elim_.get(), &sv_.max_abs_u,
                         {sv_.resumed ? &sv_.resume_point : nullptr, sv_.progress.get(), &skipped},
-                        transposed_upper_.empty() ? nullptr : transposed_upper_.data()));
+                        transposed_upper_.empty() ? nullptr : &transposed));
+  report.condition_seconds_in_factor = transposed.seconds;
   report.resumed = sv_.resumed;
   report.resumed_eliminations = skipped.eliminations;
   report.resumed_updates = skipped.updates;

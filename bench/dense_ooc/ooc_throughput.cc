@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
         r["substitution_seconds"] = rep->substitution_seconds;
         r["residual_seconds"] = rep->residual_seconds;
         r["condition_seconds"] = rep->condition_seconds;
+        r["condition_seconds_in_factor"] = rep->condition_seconds_in_factor;
         r["quality"] = quality;
         r["progress_records"] = progress;
         r["rcond"] = rep->rcond;

@@ -46,7 +46,8 @@ TEST(DeviceTier, ConcurrentAsksForABlockMakeOne) {
 }
 
 // A worker waiting for someone else's block frees nothing: when the allocating worker is the
-// only one that could free memory, both fail at once instead of waiting for each other.
+// only one that could free memory, both fail (after kDeadEndGrace) instead of waiting for each
+// other forever.
 TEST(DeviceTier, AWaiterForABlockDoesNotHideADeadEnd) {
   DeviceTier tier(3 * kUnit, kUnit, nullptr);
   ASSERT_TRUE(tier.allocate(0, 0, 2 * kUnit).is_ok());  // held by nobody working
@@ -65,6 +66,32 @@ TEST(DeviceTier, AWaiterForABlockDoesNotHideADeadEnd) {
   a.join();
   b.join();
   EXPECT_EQ(failed.load(), 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0,
+            DeviceTier::kDeadEndGrace + std::chrono::seconds(8));
+}
+
+// Roles waiting for room free nothing: three at work, all waiting, is a dead end (the
+// 2026-11-29 hang: three elim.J workers each counted the others as at work, forever).
+TEST(DeviceTier, RolesAllWaitingForRoomFailInsteadOfHanging) {
+  DeviceTier tier(2 * kUnit, kUnit, nullptr);
+  ASSERT_TRUE(tier.allocate(0, 0, kUnit).is_ok());
+  ASSERT_TRUE(tier.allocate(1, 0, kUnit).is_ok());  // held by nobody at work
+  std::atomic<int> exhausted{0};
+  auto ask = [&](int64_t stripe) {
+    tier.begin_work();
+    auto part = tier.allocate(stripe, 0, kUnit);
+    if (!part.is_ok()) {
+      if (part.status().code() == StatusCode::kResourceExhausted) ++exhausted;
+      tier.fail(part.status());  // as the roles do: the others end with it
+    }
+    tier.end_work();
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread a(ask, 2), b(ask, 3), c(ask, 4);
+  a.join();
+  b.join();
+  c.join();
+  EXPECT_EQ(exhausted.load(), 3);
   EXPECT_LT(std::chrono::steady_clock::now() - t0,
             DeviceTier::kDeadEndGrace + std::chrono::seconds(8));
 }

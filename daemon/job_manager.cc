@@ -325,13 +325,18 @@ void JobManager::worker_loop(Lane lane) {
   LaneQueue& q = lane_queue(lane);
   while (true) {
     std::shared_ptr<Job> job;
+    bool shutting_down = false;
     {
       MutexLock lock(mu_);
       while (!stopping_ && q.queue.empty()) cv_.wait(lock);
       if (q.queue.empty()) return;  // stopping with nothing left
       job = std::move(q.queue.front());
       q.queue.pop_front();
+      shutting_down = shutdown_cancel_;
     }
+    // cancel_all() settles every job still pending (the journal keeps it PENDING): a lane its
+    // cancellations free must not start one meanwhile (it would be journalled RUNNING).
+    if (shutting_down) continue;
     if (!job->try_transition(JobState::kRunning)) continue;  // cancelled while pending
     run_job(job);
     {

@@ -118,11 +118,13 @@ Status GpuElimination::open() {
         "workspaces ({})",
         format_bytes(plan_.gpu_memory), format_bytes(slot), format_bytes(lanes + pivots + slack)));
   }
+  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_, slot,
+                                              [this] { return ctx_.cache.failure(); });
   // A range's U block is assembled from its eliminated stripes: both in the pool at once. A pool
   // that cannot hold them fails the solve here rather than at the range (engine.meta_stripes
   // pinned too large for the budget; the planner's own S^m fits).
   for (const auto& [range, count] : range_uses_) {
-    const uint64_t need = (block_bytes(g, range.first, range.second) + slot - 1) / slot * slot +
+    const uint64_t need = tier_->in_slots(block_bytes(g, range.first, range.second)) +
                           static_cast<uint64_t>(range.second - range.first) * slot;
     if (need > pool_bytes_) {
       return Status::resource_exhausted(fmt::format(
@@ -135,14 +137,10 @@ Status GpuElimination::open() {
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
-  tier_ = std::make_unique<cache::DeviceTier>(pool_bytes_, slot,
-                                              [this] { return ctx_.cache.failure(); });
-  {
-    const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
-    const uint64_t block = tier_->in_slots(8ull * static_cast<uint64_t>(sm * s_max) *
-                                           static_cast<uint64_t>(g.n + kInverseBlockRows));
-    overlap_ = pool_bytes_ >= 2 * block + static_cast<uint64_t>(workers + sm) * slot;
-  }
+  const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
+  block_bound_ = tier_->in_slots(8ull * static_cast<uint64_t>(sm * s_max) *
+                                 static_cast<uint64_t>(g.n + kInverseBlockRows));
+  overlap_ = pool_bytes_ >= 2 * block_bound_ + static_cast<uint64_t>(workers + sm) * slot;
   char* p = static_cast<char*>(lane_memory_);
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_,
                                engine_.make_lane(true, s_max, g.n, params_.pivot, s_max, k_max, p));
@@ -423,9 +421,7 @@ bool GpuElimination::keep_j(const Task& t, const CellView& j) {
     const int64_t mj = meta_of_[static_cast<size_t>(j.stripe)];
     const int64_t mi = meta_of_[static_cast<size_t>(t.i_begin)];
     if (mj > mi + 1) return false;
-    const int64_t k = std::max<int64_t>(1, params_.meta_stripes) * g.rows(0);
-    const uint64_t block = tier_->in_slots(8ull * static_cast<uint64_t>(k) *
-                                           static_cast<uint64_t>(g.n + kInverseBlockRows));
+    const uint64_t block = block_bound_;
     const uint64_t device_reserve =
         block + static_cast<uint64_t>(params_.elim_j_workers + 1) * tier_->slot_bytes();
     // The next U block needs its bytes in one piece: a kept part must not split the last hole

@@ -200,6 +200,7 @@ class GpuElimination final : public Elimination {
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   std::unique_ptr<ArenaPinning> pinning_;  // device 0's: the RAM arena, pinned meanwhile
   bool overlap_ = false;
+  uint64_t block_bound_ = 0;      // the pool's bytes for the largest U block, S^m stripes (open())
   bool loaded_final_ = false;     // some stripe came final from the factor object (load_final)
   std::vector<int64_t> meta_of_;  // meta-stripe index of each stripe
   Mutex downloads_mu_;

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include <cblas.h>
@@ -26,13 +29,67 @@ void permute(double* a, int64_t ld, int64_t rows, const ColumnPermutation& p) {
   }
 }
 
+// CUDA's rules for registered host memory, kept so that a test without a GPU fails where the
+// GPU would: a copy's host range lies inside one registration or outside all of them (cuMemcpy
+// refuses one that spans two, or registered and unregistered memory, with
+// cudaErrorInvalidValue), and a block is registered once. Registrations are process-wide, as
+// CUDA's are (the arena is registered portable, for every device).
+class HostRegistrations {
+ public:
+  static HostRegistrations& get() {
+    static HostRegistrations registrations;
+    return registrations;
+  }
+
+  Status add(const void* data, uint64_t bytes) {
+    const auto begin = reinterpret_cast<uintptr_t>(data);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (overlapping(begin, begin + bytes) != ranges_.end()) {
+      return Status::invalid_argument(fmt::format(
+          "cudaHostRegister of {} bytes at {}: cudaErrorHostMemoryAlreadyRegistered", bytes, data));
+    }
+    ranges_.emplace(begin, begin + bytes);
+    return Status::ok();
+  }
+  void remove(const void* data) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ranges_.erase(reinterpret_cast<uintptr_t>(data));
+  }
+  Status check_copy(const void* host, uint64_t bytes, const char* what) const {
+    const auto begin = reinterpret_cast<uintptr_t>(host);
+    const uintptr_t end = begin + bytes;
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = overlapping(begin, end);
+    if (it == ranges_.end() || (it->first <= begin && end <= it->second)) return Status::ok();
+    return Status::internal(
+        fmt::format("{}: the host range of {} bytes at {} spans registered and other host memory "
+                    "(cudaErrorInvalidValue)",
+                    what, bytes, host));
+  }
+
+ private:
+  // The first registration that overlaps [begin, end), or end().
+  std::map<uintptr_t, uintptr_t>::const_iterator overlapping(uintptr_t begin, uintptr_t end) const {
+    auto it = ranges_.upper_bound(begin);
+    if (it != ranges_.begin() && std::prev(it)->second > begin) return std::prev(it);
+    return it != ranges_.end() && it->first < end ? it : ranges_.end();
+  }
+
+  mutable std::mutex mu_;
+  std::map<uintptr_t, uintptr_t> ranges_;  // registered [begin, end)
+};
+
 class HostLane final : public DeviceLane {
  public:
   Status upload(const double* host, const DeviceBlock& dst, int64_t c0, int64_t c1) override {
+    STRIPESOLVE_RETURN_IF_ERROR(HostRegistrations::get().check_copy(
+        host + c0 * dst.ld, column_bytes(dst.ld, c0, c1), "copy to the device"));
     std::memcpy(dst.data + c0 * dst.ld, host + c0 * dst.ld, column_bytes(dst.ld, c0, c1));
     return Status::ok();
   }
   Status download(const DeviceBlock& src, double* host, int64_t c0, int64_t c1) override {
+    STRIPESOLVE_RETURN_IF_ERROR(HostRegistrations::get().check_copy(
+        host + c0 * src.ld, column_bytes(src.ld, c0, c1), "copy from the device"));
     std::memcpy(host + c0 * src.ld, src.data + c0 * src.ld, column_bytes(src.ld, c0, c1));
     return Status::ok();
   }
@@ -277,8 +334,11 @@ class HostEngine final : public DeviceEngine {
   }
   void release(void* data) override { std::free(data); }
   Status enable_peer_access(int) override { return Status::ok(); }
-  Status register_host(void*, uint64_t) override { return Status::ok(); }
-  void unregister_host(void*) override {}
+  Status register_host(void* data, uint64_t bytes) override {
+    if (data == nullptr || bytes == 0) return Status::ok();
+    return HostRegistrations::get().add(data, bytes);
+  }
+  void unregister_host(void* data) override { HostRegistrations::get().remove(data); }
   Result<uint64_t> lane_workspace_bytes(int64_t, int64_t, PivotMode, int64_t,
                                         int64_t) const override {
     return uint64_t{256};

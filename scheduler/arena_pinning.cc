@@ -1,24 +1,21 @@
 #include "scheduler/arena_pinning.h"
 
-#include <algorithm>
+#include <chrono>
 
 namespace stripesolve::scheduler {
 
 std::unique_ptr<ArenaPinning> ArenaPinning::start(backend::DeviceEngine& engine, void* base,
-                                                  uint64_t bytes, uint64_t piece) {
-  std::unique_ptr<ArenaPinning> p(
-      new ArenaPinning(engine, static_cast<char*>(base), bytes, std::max<uint64_t>(piece, 1)));
+                                                  uint64_t bytes) {
+  std::unique_ptr<ArenaPinning> p(new ArenaPinning(engine, base, bytes));
   if (base != nullptr && bytes > 0) p->thread_ = std::thread([q = p.get()] { q->run(); });
   return p;
 }
 
 void ArenaPinning::run() {
-  for (uint64_t offset = 0; offset < bytes_ && !stop_.load(std::memory_order_relaxed);
-       offset += piece_) {
-    status_ = engine_.register_host(base_ + offset, std::min(piece_, bytes_ - offset));
-    if (!status_.is_ok()) return;
-    ++pinned_pieces_;
-  }
+  const auto t0 = std::chrono::steady_clock::now();
+  status_ = engine_.register_host(base_, bytes_);
+  pinned_ = status_.is_ok();
+  seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 Status ArenaPinning::wait() {
@@ -27,9 +24,8 @@ Status ArenaPinning::wait() {
 }
 
 ArenaPinning::~ArenaPinning() {
-  stop_.store(true, std::memory_order_relaxed);
   if (thread_.joinable()) thread_.join();
-  for (uint64_t k = pinned_pieces_; k > 0; --k) engine_.unregister_host(base_ + (k - 1) * piece_);
+  if (pinned_) engine_.unregister_host(base_);
 }
 
 }  // namespace stripesolve::scheduler

@@ -1,16 +1,18 @@
 // The RAM cache's arena pinned for the GPU tier (cudaHostRegister through DeviceEngine) on a
-// thread of its own, in pieces, while the solve goes on: pinning tens of GiB takes seconds (it
-// faults in and locks every page), and the load of A into the cache, which reads from the SSDs
-// into the same pages and needs no pinning, runs meanwhile. The elimination waits for it before
-// its first copy to a device (GpuElimination::begin); a copy from a piece not yet pinned would
-// still be right, only staged and slower.
+// thread of its own while the solve goes on: pinning tens of GiB takes seconds (it faults in and
+// locks every page), and the load of A into the cache, which reads from the SSDs into the same
+// pages and needs no pinning, runs meanwhile. The elimination waits for it before its first copy
+// to a device (GpuElimination::begin).
 //
-// Thread-safety: start() and wait() on the solve's thread; the pinning thread registers pieces
-// in order and stops between two when asked; the destructor joins it and unpins every piece it
-// pinned. The engine must outlive it.
+// One registration for the whole block, never pieces: CUDA refuses a copy whose host range spans
+// two registrations (cudaErrorInvalidValue), and the arena's extents fall anywhere. Pinned in
+// 1 GiB pieces, a 448 MiB stripe of n = 57344 across a piece boundary failed so on the H200.
+//
+// Thread-safety: start() and wait() on the solve's thread; the destructor joins the pinning
+// thread (the registration cannot be interrupted) and unpins the block. The engine must outlive
+// it.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -22,31 +24,29 @@ namespace stripesolve::scheduler {
 
 class ArenaPinning {
  public:
-  // Pins [base, base + bytes) in pieces of `piece` bytes (the last may be shorter).
+  // Pins [base, base + bytes) in one registration.
   static std::unique_ptr<ArenaPinning> start(backend::DeviceEngine& engine, void* base,
-                                             uint64_t bytes, uint64_t piece = kPiece);
+                                             uint64_t bytes);
   ~ArenaPinning();
   ArenaPinning(const ArenaPinning&) = delete;
   ArenaPinning& operator=(const ArenaPinning&) = delete;
 
-  // Once the whole block is pinned: its status (the first piece that failed, by name). Joins the
-  // thread; later calls return the same.
+  // Once the block is pinned: its status. Joins the thread; later calls return the same.
   Status wait();
-
-  static constexpr uint64_t kPiece = uint64_t{1} << 30;
+  // How long the registration took (valid after wait()).
+  double seconds() const { return seconds_; }
 
  private:
-  ArenaPinning(backend::DeviceEngine& engine, char* base, uint64_t bytes, uint64_t piece)
-      : engine_(engine), base_(base), bytes_(bytes), piece_(piece) {}
+  ArenaPinning(backend::DeviceEngine& engine, void* base, uint64_t bytes)
+      : engine_(engine), base_(base), bytes_(bytes) {}
   void run();
 
   backend::DeviceEngine& engine_;
-  char* const base_;
+  void* const base_;
   const uint64_t bytes_;
-  const uint64_t piece_;
-  std::atomic<bool> stop_{false};
   // Written by the pinning thread only, read after it is joined.
-  uint64_t pinned_pieces_ = 0;
+  bool pinned_ = false;
+  double seconds_ = 0;
   Status status_;
   std::thread thread_;
 };

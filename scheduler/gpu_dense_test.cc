@@ -6,12 +6,14 @@
 // without one) and on the host engine (backend/host_device_engine.h), which runs the same roles,
 // device tier, copies and keep/free decisions with host memory and the CPU's arithmetic, so the
 // GPU tier's logic is tested in CI too.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,6 +22,7 @@
 #include "backend/host_device_engine.h"
 #include "base/units.h"
 #include "gpu/devices.h"
+#include "scheduler/arena_pinning.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/lapack_checks.h"
 #include "scheduler/test_store.h"
@@ -648,6 +651,49 @@ TEST_P(GpuDenseTest, EngineDevicesChooseTheGpus) {
       solve_dense(*store_, "A", b.data(), 2, throwaway_factors(), absent, cancel, {}, nullptr);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("engine.devices names device"), std::string::npos);
+}
+
+// The RAM cache is pinned in one registration (arena_pinning.h): CUDA refuses a copy whose host
+// range spans two registrations, which the arena's extents did when it was pinned in pieces
+// (n = 57344 on the H200). The host engine keeps the same rule.
+TEST_P(GpuDenseTest, CopiesFromThePinnedRamCacheSpanAnyOfIt) {
+  constexpr int64_t kRows = 256, kCols = 1024;  // 2 KiB a column, 2 MiB in all
+  const uint64_t bytes = uint64_t{kRows} * kCols * sizeof(double);
+  std::unique_ptr<double, decltype(&std::free)> host(
+      static_cast<double*>(std::aligned_alloc(4096, bytes)), &std::free);
+  for (int64_t q = 0; q < kRows * kCols; ++q) host.get()[q] = static_cast<double>(q % 9973);
+  void* device = engine_->allocate(bytes, "test block").value();
+  const uint64_t ws = engine_->lane_workspace_bytes(0, 0, PivotMode::kRow, kRows, kRows).value();
+  void* workspace = engine_->allocate(ws, "test lane").value();
+  auto lane = engine_->make_lane(false, 0, 0, PivotMode::kRow, kRows, kRows, workspace).value();
+  const backend::DeviceBlock block{static_cast<double*>(device), kRows, kCols, kRows};
+  {
+    auto pinning = ArenaPinning::start(*engine_, host.get(), bytes);
+    ASSERT_TRUE(pinning->wait().is_ok());
+    ASSERT_TRUE(lane->upload(host.get(), block, 0, kCols).is_ok());
+    std::vector<double> before(host.get(), host.get() + kRows * kCols);
+    std::fill(host.get(), host.get() + kRows * kCols, 0.0);
+    ASSERT_TRUE(lane->download(block, host.get(), kCols / 4, 3 * kCols / 4).is_ok());
+    for (int64_t q = kRows * kCols / 4; q < 3 * kRows * kCols / 4; ++q)
+      ASSERT_EQ(host.get()[q], before[static_cast<size_t>(q)]) << q;
+    EXPECT_EQ(host.get()[0], 0.0);
+  }
+  // Two registrations, as the pieces were: a copy inside one works, one across both does not.
+  char* half = reinterpret_cast<char*>(host.get()) + bytes / 2;
+  ASSERT_TRUE(engine_->register_host(host.get(), bytes / 2).is_ok());
+  ASSERT_TRUE(engine_->register_host(half, bytes / 2).is_ok());
+  EXPECT_TRUE(lane->upload(host.get(), block, 0, kCols / 2).is_ok());
+  EXPECT_TRUE(lane->upload(host.get(), block, kCols / 2, kCols).is_ok());
+  const Status across = lane->upload(host.get(), block, kCols / 4, 3 * kCols / 4);
+  EXPECT_FALSE(across.is_ok());
+  EXPECT_NE(across.message().find("cudaErrorInvalidValue"), std::string::npos)
+      << across.to_string();
+  engine_->unregister_host(half);
+  engine_->unregister_host(host.get());
+  EXPECT_TRUE(lane->synchronize().is_ok());
+  lane.reset();
+  engine_->release(workspace);
+  engine_->release(device);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"),

@@ -176,7 +176,7 @@ GpuElimination::~GpuElimination() {
   // Copies into the pinned arena end before it is unpinned (lane destructors synchronise).
   lanes_j_.clear();
   lane_i_.reset();
-  pinning_.reset();  // joined, every piece unpinned
+  pinning_.reset();  // joined, the arena unpinned
   engine_.release(pool_);
   engine_.release(lane_memory_);
 }

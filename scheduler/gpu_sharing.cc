@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "base/logging.h"
+#include "base/units.h"
 #include "scheduler/gpu_elimination.h"
 
 namespace stripesolve::scheduler {
@@ -57,6 +59,9 @@ Status GpuElimination::begin(const ResumePlan& plan) {
   if (pinning_) {
     TraceRecorder::Span span(ctx_.trace, "elim.I", "pin wait");
     STRIPESOLVE_RETURN_IF_ERROR(pinning_->wait());
+    logger("scheduler")
+        ->info("RAM cache pinned for the devices ({} in {:.2f} s)",
+               format_bytes(ctx_.cache.arena().capacity()), pinning_->seconds());
   }
   return Status::ok();
 }

@@ -1,5 +1,7 @@
 #include "cache/arena.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -10,9 +12,16 @@ namespace stripesolve::cache {
 
 Arena::Arena(uint64_t capacity) : capacity_(capacity / kExtentAlignment * kExtentAlignment) {
   if (capacity_ == 0) return;
-  base_ = static_cast<std::byte*>(std::aligned_alloc(kExtentAlignment, capacity_));
+  // A large arena in 2 MiB pages where the kernel has them (transparent huge pages on request):
+  // the load's first touch, the O_DIRECT reads and the GPU tier's pinning walk 512x fewer
+  // pages. Only a hint: without them the block works the same.
+  const bool huge = capacity_ >= kHugePagesFrom;
+  const uint64_t alignment = huge ? kHugePage : kExtentAlignment;
+  const uint64_t bytes = (capacity_ + alignment - 1) / alignment * alignment;
+  base_ = static_cast<std::byte*>(std::aligned_alloc(alignment, bytes));
   STRIPESOLVE_CHECK(base_ != nullptr,
                     "cannot allocate the cache arena of " + std::to_string(capacity_) + " bytes");
+  if (huge) (void)madvise(base_, bytes, MADV_HUGEPAGE);
   holes_.emplace(0, capacity_);
 }
 

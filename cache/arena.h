@@ -6,7 +6,8 @@
 // request and no compaction is needed; when no hole is large enough, allocate() returns nullopt and
 // the cache evicts or waits.
 //
-// The block is allocated once at construction (4 KiB aligned, pages touched lazily by the OS).
+// The block is allocated once at construction (4 KiB aligned, pages touched lazily by the OS;
+// a large one 2 MiB aligned and in transparent huge pages where the kernel grants them).
 // A CUDA backend registers it as pinned memory through base()/capacity() (cudaHostRegister) and
 // unregisters it before the arena dies.
 //
@@ -22,6 +23,9 @@
 namespace stripesolve::cache {
 
 inline constexpr uint64_t kExtentAlignment = 4096;
+// Arenas of kHugePagesFrom bytes or more ask for transparent huge pages of kHugePage bytes.
+inline constexpr uint64_t kHugePage = uint64_t{2} << 20;
+inline constexpr uint64_t kHugePagesFrom = uint64_t{64} << 20;
 
 struct Extent {
   uint64_t offset = 0;  // from base(), a multiple of kExtentAlignment

@@ -1,6 +1,7 @@
 #include "cache/arena.h"
 
 #include <cstdint>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,19 @@ TEST(ArenaTest, ExtentsAreAlignedAndWithinCapacity) {
   EXPECT_FALSE(a.allocate(8 * kExtentAlignment));
   EXPECT_TRUE(a.allocate(7 * kExtentAlignment));
   EXPECT_EQ(a.free_bytes(), 0u);
+}
+
+// A large arena starts on a 2 MiB boundary (transparent huge pages need one) and keeps the
+// capacity asked for; all of it is usable.
+TEST(ArenaTest, LargeArenasAreHugePageAligned) {
+  Arena a(kHugePagesFrom + 3 * kExtentAlignment);
+  EXPECT_EQ(a.capacity(), kHugePagesFrom + 3 * kExtentAlignment);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.base()) % kHugePage, 0u);
+  std::memset(a.base(), 0x5a, a.capacity());
+  EXPECT_EQ(static_cast<unsigned char>(a.base()[a.capacity() - 1]), 0x5au);
+  auto all = a.allocate(a.capacity());
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->bytes, a.capacity());
 }
 
 TEST(ArenaTest, ReleasedNeighboursCoalesce) {

@@ -10,12 +10,13 @@
 
 namespace stripesolve::cache {
 
-Arena::Arena(uint64_t capacity) : capacity_(capacity / kExtentAlignment * kExtentAlignment) {
+Arena::Arena(uint64_t capacity, HugePages huge_pages)
+    : capacity_(capacity / kExtentAlignment * kExtentAlignment) {
   if (capacity_ == 0) return;
   // A large arena in 2 MiB pages where the kernel has them (transparent huge pages on request):
   // the load's first touch, the O_DIRECT reads and the GPU tier's pinning walk 512x fewer
   // pages. Only a hint: without them the block works the same.
-  const bool huge = capacity_ >= kHugePagesFrom;
+  const bool huge = huge_pages == HugePages::kWhenLarge && capacity_ >= kHugePagesFrom;
   const uint64_t alignment = huge ? kHugePage : kExtentAlignment;
   const uint64_t bytes = (capacity_ + alignment - 1) / alignment * alignment;
   base_ = static_cast<std::byte*>(std::aligned_alloc(alignment, bytes));

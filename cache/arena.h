@@ -27,6 +27,9 @@ inline constexpr uint64_t kExtentAlignment = 4096;
 inline constexpr uint64_t kHugePage = uint64_t{2} << 20;
 inline constexpr uint64_t kHugePagesFrom = uint64_t{64} << 20;
 
+// Whether a large arena asks for transparent huge pages (`engine.huge_pages`).
+enum class HugePages { kNo, kWhenLarge };
+
 struct Extent {
   uint64_t offset = 0;  // from base(), a multiple of kExtentAlignment
   uint64_t bytes = 0;   // a multiple of kExtentAlignment
@@ -36,7 +39,7 @@ class Arena {
  public:
   // `capacity` is rounded down to a multiple of 4 KiB. Aborts (internal error) if the OS refuses
   // the block: the budget comes from validated configuration.
-  explicit Arena(uint64_t capacity);
+  explicit Arena(uint64_t capacity, HugePages huge_pages = HugePages::kWhenLarge);
   // Offsets only: carves [0, capacity) without a host block (base() is null). The GPU tier's
   // device pool uses it.
   struct OffsetsOnly {};

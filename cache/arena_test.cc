@@ -1,7 +1,10 @@
 #include "cache/arena.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -36,6 +39,39 @@ TEST(ArenaTest, LargeArenasAreHugePageAligned) {
   auto all = a.allocate(a.capacity());
   ASSERT_TRUE(all);
   EXPECT_EQ(all->bytes, a.capacity());
+}
+
+// The THPeligible field of the mapping that holds `p` in /proc/self/smaps: 1 or 0, or -1 where
+// the kernel does not report it.
+int thp_eligible(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return std::stoi(line.substr(12));
+    }
+  }
+  return -1;
+}
+
+// engine.huge_pages: a large arena asks for huge pages (madvise), or not when told so.
+TEST(ArenaTest, LargeArenasAskForHugePagesUnlessToldNot) {
+  std::string setting;
+  std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), setting);
+  if (setting.find("[madvise]") == std::string::npos) {
+    GTEST_SKIP() << "transparent huge pages are '" << setting
+                 << "' here: only [madvise] tells an arena that asked from one that did not";
+  }
+  Arena asked(kHugePagesFrom);
+  Arena plain(kHugePagesFrom, HugePages::kNo);
+  const int eligible = thp_eligible(asked.base());
+  if (eligible < 0) GTEST_SKIP() << "this kernel's smaps has no THPeligible field";
+  EXPECT_EQ(eligible, 1);
+  EXPECT_EQ(thp_eligible(plain.base()), 0);
 }
 
 TEST(ArenaTest, ReleasedNeighboursCoalesce) {

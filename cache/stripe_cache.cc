@@ -27,7 +27,8 @@ std::string part_name(int64_t stripe) {
 }
 }  // namespace
 
-StripeCache::StripeCache(uint64_t budget_bytes) : arena_(budget_bytes) {
+StripeCache::StripeCache(uint64_t budget_bytes, HugePages huge_pages)
+    : arena_(budget_bytes, huge_pages) {
   stats_.budget = arena_.capacity();
 }
 

@@ -98,7 +98,7 @@ struct CacheStats {
 
 class StripeCache {
  public:
-  explicit StripeCache(uint64_t budget_bytes);
+  explicit StripeCache(uint64_t budget_bytes, HugePages huge_pages = HugePages::kWhenLarge);
   StripeCache(const StripeCache&) = delete;
   StripeCache& operator=(const StripeCache&) = delete;
 

@@ -139,7 +139,7 @@ std::string describe_config(const DaemonConfig& c) {
       "engine:\n  backend: {}\n  ram_budget: {}{}\n  stripe_rows: {}\n  substripe_rows: {}\n"
       "  segment_columns: {}\n  meta_stripes: {}\n  round_robin_levels: {}\n"
       "  elim_j_workers: {}\n  lookahead_lanes: {}\n  cores: {}\n  critical_threads: {}\n"
-      "  io_threads: {}\n"
+      "  io_threads: {}\n  huge_pages: {}\n"
       "  upward_lead: {}\n  early_next: {}\n  gpu_memory: {}\n  gpus: {}\n  devices: [{}]\n"
       "  gpu_panel_sms: {}\n  gpu_update_k: {}\n  assumed_gflops: {}\n"
       "  ssd_bytes_per_second: {}\n  pcie_bytes_per_second: {}\n"
@@ -147,10 +147,10 @@ std::string describe_config(const DaemonConfig& c) {
       scheduler::compute_backend_name(e.backend), format_bytes(e.ram_budget),
       c.engine_ram_budget_set ? "" : "  # daemon.ram_budget_fraction of available memory",
       e.stripe_rows, e.substripe_rows, e.segment_columns, e.meta_stripes, e.round_robin_levels,
-      e.elim_j_workers, e.lookahead_lanes, e.cores, e.critical_threads, e.io_threads, e.upward_lead,
-      e.early_next, format_bytes(e.gpu_memory), e.gpus, fmt::join(e.devices, ", "), e.gpu_panel_sms,
-      e.gpu_update_k, e.assumed_gflops, e.ssd_bytes_per_second, e.pcie_bytes_per_second,
-      e.progress_interval_seconds);
+      e.elim_j_workers, e.lookahead_lanes, e.cores, e.critical_threads, e.io_threads, e.huge_pages,
+      e.upward_lead, e.early_next, format_bytes(e.gpu_memory), e.gpus, fmt::join(e.devices, ", "),
+      e.gpu_panel_sms, e.gpu_update_k, e.assumed_gflops, e.ssd_bytes_per_second,
+      e.pcie_bytes_per_second, e.progress_interval_seconds);
   out += fmt::format("tridiag:\n  max_bytes: {}\n  threads: {}\n  gpu_memory: {}\n",
                      format_bytes(c.tridiag.max_bytes), c.tridiag.threads,
                      format_bytes(c.tridiag.gpu_memory));

@@ -76,6 +76,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("cores", c.cores, 0, 1 << 16);
   map.get("critical_threads", c.critical_threads, -1, 1024);
   map.get("io_threads", c.io_threads, 1, 8);
+  map.get("huge_pages", c.huge_pages);
   map.get("upward_lead", c.upward_lead, -1, int64_t{1} << 30);
   map.get("early_next", c.early_next, -1, 1 << 20);
   map.get_bytes("gpu_memory", c.gpu_memory);

@@ -60,6 +60,8 @@ struct EngineConfig {
   int64_t cores = 0;                 // 0 = std::thread::hardware_concurrency()
   int64_t critical_threads = -1;     // CPU tier's critical-path helpers; -1 = planner, 0 = none
   int64_t io_threads = 1;            // I/O role threads (transfers side by side); 1..8
+  // The RAM cache in transparent huge pages when it is 64 MiB or more (cache/arena.h).
+  bool huge_pages = true;
   // meta_zigzag's upward sweeps visit the next meta-stripe after this many stripes (strategy.h);
   // -1 = planner; a value of at least the stripe count keeps 002's order (the next one last).
   int64_t upward_lead = -1;
@@ -83,7 +85,7 @@ struct EngineConfig {
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, lookahead_lanes, cores, critical_threads,
-// io_threads, early_next,
+// io_threads, huge_pages, early_next,
 // upward_lead, gpu_memory, gpus, devices,
 // gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).

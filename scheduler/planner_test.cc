@@ -43,11 +43,13 @@ TEST(PlannerTest, ParsesEveryKey) {
       "ram_budget: 2GiB\nstripe_rows: 512\nsubstripe_rows: 64\nmeta_stripes: 3\n"
       "elim_j_workers: 4\ncores: 8\nround_robin_levels: 6\nsegment_columns: 10000\n"
       "gpu_memory: 40GiB\ngpus: 1\nassumed_gflops: 100\nssd_bytes_per_second: 3e9\n"
-      "progress_interval_seconds: 1\ncritical_threads: 0\nio_threads: 2\n",
+      "progress_interval_seconds: 1\ncritical_threads: 0\nio_threads: 2\nhuge_pages: false\n",
       "engine.yaml");
   EngineConfig c;
   parse_engine_config(map, c);
   EXPECT_EQ(c.io_threads, 2);
+  EXPECT_FALSE(c.huge_pages);
+  EXPECT_TRUE(EngineConfig{}.huge_pages);
   EXPECT_EQ(c.ram_budget, 2 * kGiB);
   EXPECT_EQ(c.stripe_rows, 512);
   EXPECT_EQ(c.substripe_rows, 64);

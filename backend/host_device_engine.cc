@@ -324,6 +324,7 @@ class HostLane final : public DeviceLane {
 
 class HostEngine final : public DeviceEngine {
  public:
+  explicit HostEngine(HostEngineOptions options) : options_(options) {}
   std::string description() const override { return "host memory (the GPU tier's test engine)"; }
   int device() const override { return -1; }
   uint64_t free_memory() const override { return 1ull << 30; }
@@ -336,6 +337,12 @@ class HostEngine final : public DeviceEngine {
   Status enable_peer_access(int) override { return Status::ok(); }
   Status register_host(void* data, uint64_t bytes) override {
     if (data == nullptr || bytes == 0) return Status::ok();
+    if (options_.refuse_pinning) {
+      return Status::resource_exhausted(
+          fmt::format("cudaHostRegister of {} bytes: cudaErrorMemoryAllocation (refused by the "
+                      "test engine's options)",
+                      bytes));
+    }
     return HostRegistrations::get().add(data, bytes);
   }
   void unregister_host(void* data) override { HostRegistrations::get().remove(data); }
@@ -347,12 +354,15 @@ class HostEngine final : public DeviceEngine {
                                                 void*) override {
     return std::unique_ptr<DeviceLane>(std::make_unique<HostLane>());
   }
+
+ private:
+  const HostEngineOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<DeviceEngine> make_host_device_engine() {
-  return std::make_unique<HostEngine>();
+std::unique_ptr<DeviceEngine> make_host_device_engine(HostEngineOptions options) {
+  return std::make_unique<HostEngine>(options);
 }
 
 }  // namespace stripesolve::backend

@@ -14,6 +14,11 @@
 
 namespace stripesolve::backend {
 
-std::unique_ptr<DeviceEngine> make_host_device_engine();
+struct HostEngineOptions {
+  // register_host fails, as cudaHostRegister does where the OS will not lock the memory.
+  bool refuse_pinning = false;
+};
+
+std::unique_ptr<DeviceEngine> make_host_device_engine(HostEngineOptions options = {});
 
 }  // namespace stripesolve::backend

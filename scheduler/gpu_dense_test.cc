@@ -697,6 +697,23 @@ TEST_P(GpuDenseTest, CopiesFromThePinnedRamCacheSpanAnyOfIt) {
   engine_->release(device);
 }
 
+// A RAM cache the OS will not pin (cudaHostRegister failing: locked-memory limits) still
+// solves, its copies staged; the host engine stands in for such an OS.
+TEST_P(GpuDenseTest, ARamCacheThatCannotBePinnedStillSolves) {
+  if (GetParam() == "cuda") {
+    GTEST_SKIP() << "a GPU machine pins the cache; the refusal is the host engine's option";
+  }
+  engine_ = backend::make_host_device_engine({.refuse_pinning = true});
+  const int64_t n = 512;
+  const auto a = generated("A", n, "uniform", 43);
+  const auto b = random_rhs(n, 2);
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  auto rep = solve("A", b, 2, o, gpu_engine(true));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  expect_matches_lapack(a, n, b, 2, *rep, 1e-13, "unpinned");
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 

@@ -19,10 +19,6 @@ uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0
   return 8ull * static_cast<uint64_t>(g.rows(stripe)) * static_cast<uint64_t>(g.n - i0_store);
 }
 
-// Rows of the diagonal blocks of a range's U that are inverted once for all its updates
-// (backend::DeviceUpdate::u_inverse).
-constexpr int64_t kInverseBlockRows = 512;
-
 // The columns of a U block's diagonal inverses (k rows of U).
 int64_t inverse_columns(const storage::StripeGeometry& g, int64_t k) {
   return std::min<int64_t>({kInverseBlockRows, k, 2 * ((g.n + g.stripes - 1) / g.stripes)});
@@ -138,8 +134,7 @@ Status GpuElimination::open() {
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
   const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
-  block_bound_ = tier_->in_slots(8ull * static_cast<uint64_t>(sm * s_max) *
-                                 static_cast<uint64_t>(g.n + kInverseBlockRows));
+  block_bound_ = tier_->in_slots(u_block_bytes_bound(g.n, sm * s_max));
   overlap_ = pool_bytes_ >= 2 * block_bound_ + static_cast<uint64_t>(workers + sm) * slot;
   char* p = static_cast<char*>(lane_memory_);
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_,

@@ -126,9 +126,7 @@ int64_t stripe_count(int64_t n, int64_t s) {
 // libraries' own memory.
 uint64_t device_bytes_needed(const Plan& p, int64_t meta_stripes, int64_t workers,
                              uint64_t budget) {
-  // The range's U block and the inverses of its 512-row diagonal blocks.
-  const uint64_t block =
-      8ull * static_cast<uint64_t>(meta_stripes * p.stripe_rows) * static_cast<uint64_t>(p.n + 512);
+  const uint64_t block = u_block_bytes_bound(p.n, meta_stripes * p.stripe_rows);
   const uint64_t block_stripes = (block + p.stripe_bytes - 1) / p.stripe_bytes;
   return (block_stripes + static_cast<uint64_t>(meta_stripes + workers + 1 + 2)) * p.stripe_bytes +
          device_library_slack(budget);

@@ -156,6 +156,17 @@ inline uint64_t device_library_slack(uint64_t budget) {
   return std::min<uint64_t>(256ull << 20, budget / 8);
 }
 
+// Rows of the diagonal blocks of a range's U that the GPU tier inverts once for all the range's
+// updates (backend::DeviceUpdate::u_inverse).
+inline constexpr int64_t kInverseBlockRows = 512;
+
+// At most the device bytes of the U block of a range of `rows` rows of an n x n matrix: its U
+// rows and the inverses of their diagonal blocks. The planner and the GPU tier's pool both size
+// by it.
+inline uint64_t u_block_bytes_bound(int64_t n, int64_t rows) {
+  return 8ull * static_cast<uint64_t>(rows) * static_cast<uint64_t>(n + kInverseBlockRows);
+}
+
 // `stored_stripe_rows`: S of the stored matrix (0 = choose one for a new matrix). Memory O(N):
 // the forecasts replay each strategy's tasks as they are generated; time O(N^2) tasks.
 Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,

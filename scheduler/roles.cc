@@ -128,20 +128,8 @@ void ElimJRole::run(int64_t worker) {
   auto eligible = [&](const Task& q) {
     return elimination_.accepts(worker, q) && (!lookahead || critical(q));
   };
-  // A look-ahead lane that has just updated J by a range its next update follows (i_end < J),
-  // with that update's first stripe eliminated, waits a moment for it: the master hands it out
-  // once it sees J free, and a lane that popped at once took a later stripe's long update first.
-  // In a trace of n = 57344 on one H200 stripe 16's last four updates each waited so behind a
-  // 26-45 ms update of stripes 17-20, and 223 ms passed between eliminations 15 and 16 (the
-  // gaps between eliminations, such waits among them, made 1.69 s of the 2.98 s triangulation).
   cache::StripeCache& cache = ctx_.cache;
-  int64_t follow_up = -1;  // the J whose next update this lane waits for first, or -1
-  auto next = [&] {
-    if (follow_up < 0) return queue_.pop(eligible, rank);
-    return queue_.pop_preferring(
-        eligible, rank, [&](const Task& q) { return q.stripe == follow_up; }, kFollowUpPatience);
-  };
-  while (auto t = next()) {
+  while (auto t = queue_.pop(eligible, rank)) {
     if (ctx_.cancel.cancelled()) cache.fail(cancelled_status());
     auto cj = cache.wait_for(t->stripe, CellState::kWaitElimJ);
     if (!cj.is_ok()) return;
@@ -161,9 +149,6 @@ void ElimJRole::run(int64_t worker) {
     }
     for (const CellView& ci : cis) ctx_.progress.add_flops(update_flops(g_, t->stripe, ci.stripe));
     cache.finish_elim_j(t->stripe, t->i_begin, t->i_end, on_device);
-    const bool followed = lookahead && critical(*t) && t->i_end < t->stripe &&
-                          cache.state_of(t->i_end) == CellState::kStuck;
-    follow_up = followed ? t->stripe : -1;
   }
 }
 

@@ -31,7 +31,6 @@
 // other role; each role's destructor closes its queue and joins its threads.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -87,10 +86,6 @@ class ElimJRole {
   void run(int64_t worker);
   // An update of a J in the meta-stripe eliminated next: elim.I waits for it.
   bool critical(const Task& t) const;
-
-  // How long a look-ahead lane waits for the next update of the J it has just updated before it
-  // takes another (run()): the master's hand-out takes microseconds; an update, milliseconds.
-  static constexpr std::chrono::milliseconds kFollowUpPatience{2};
 
   EngineContext& ctx_;
   const storage::StripeGeometry& g_;

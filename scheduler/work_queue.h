@@ -3,7 +3,6 @@
 // Thread-safety: push/pop/close from any thread; `mu_` guards `items_` and `closed_`.
 #pragma once
 
-#include <chrono>
 #include <deque>
 #include <optional>
 
@@ -26,31 +25,19 @@ class WorkQueue {
   template <typename Eligible, typename Rank>
   std::optional<T> pop(Eligible eligible, Rank rank) {
     MutexLock lock(mu_);
+    auto best = items_.end();
     while (true) {
-      auto best = find_best(eligible, rank);
-      if (best != items_.end()) return take(best);
-      if (closed_) return std::nullopt;
+      best = items_.end();
+      for (auto it = items_.begin(); it != items_.end(); ++it) {
+        if (eligible(*it) && (best == items_.end() || rank(*it) < rank(*best))) best = it;
+      }
+      if (best != items_.end() || closed_) break;
       ready_.wait(lock);
     }
-  }
-  // As pop(), but for up to `patience` takes only an eligible item that `preferred` holds for,
-  // waiting for one to be pushed; then any eligible item. For a consumer that knows which item
-  // comes next and would otherwise take a worse one just before it arrives.
-  template <typename Eligible, typename Rank, typename Preferred>
-  std::optional<T> pop_preferring(Eligible eligible, Rank rank, Preferred preferred,
-                                  std::chrono::steady_clock::duration patience) {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    {
-      MutexLock lock(mu_);
-      auto both = [&](const T& item) { return eligible(item) && preferred(item); };
-      while (true) {
-        auto best = find_best(both, rank);
-        if (best != items_.end()) return take(best);
-        if (closed_ || std::chrono::steady_clock::now() >= deadline) break;
-        ready_.wait_until(lock, deadline);
-      }
-    }
-    return pop(eligible, rank);
+    if (best == items_.end()) return std::nullopt;
+    T item = std::move(*best);
+    items_.erase(best);
+    return item;
   }
   std::optional<T> pop() {
     return pop([](const T&) { return true; }, [](const T&) { return 0; });
@@ -64,20 +51,6 @@ class WorkQueue {
   }
 
  private:
-  template <typename Eligible, typename Rank>
-  typename std::deque<T>::iterator find_best(Eligible& eligible, Rank& rank) REQUIRES(mu_) {
-    auto best = items_.end();
-    for (auto it = items_.begin(); it != items_.end(); ++it) {
-      if (eligible(*it) && (best == items_.end() || rank(*it) < rank(*best))) best = it;
-    }
-    return best;
-  }
-  T take(typename std::deque<T>::iterator it) REQUIRES(mu_) {
-    T item = std::move(*it);
-    items_.erase(it);
-    return item;
-  }
-
   Mutex mu_;
   CondVar ready_;
   std::deque<T> items_ GUARDED_BY(mu_);

@@ -49,28 +49,5 @@ TEST(WorkQueue, CloseEndsConsumersWithNothingLeftForThem) {
   EXPECT_FALSE(q.pop().has_value());
 }
 
-// pop_preferring waits for the item it prefers (pushed meanwhile by another thread) instead of
-// taking a better-ranked one at once, and takes the best one once its patience is over.
-TEST(WorkQueue, PopPreferringWaitsForThePreferredItemThenTakesAny) {
-  using namespace std::chrono_literals;
-  auto rank = [](int v) { return v; };
-  auto seven = [](int v) { return v == 7; };
-  WorkQueue<int> q;
-  q.push(3);
-  std::thread late([&] {
-    std::this_thread::sleep_for(20ms);
-    q.push(7);
-  });
-  EXPECT_EQ(q.pop_preferring(all, rank, seven, 10s), 7);
-  late.join();
-  const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(q.pop_preferring(all, rank, seven, 30ms), 3);  // no 7 comes: the best after 30 ms
-  EXPECT_GE(std::chrono::steady_clock::now() - t0, 30ms);
-  q.push(9);
-  q.close();
-  EXPECT_EQ(q.pop_preferring(all, rank, seven, 10s), 9);  // closed: no waiting for a 7
-  EXPECT_EQ(q.pop_preferring(all, rank, seven, 10s), std::nullopt);
-}
-
 }  // namespace
 }  // namespace stripesolve::scheduler

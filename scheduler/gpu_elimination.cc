@@ -330,108 +330,67 @@ backend::ColumnPermutation GpuElimination::permutation_of(int64_t i, int64_t fir
                                     perm_count_[static_cast<size_t>(i)], first};
 }
 
-std::pair<int64_t, int64_t> GpuElimination::block_key(const Task& t) const {
-  const int64_t m = meta_of_[static_cast<size_t>(t.i_begin)];
-  int64_t i0 = t.i_begin;
-  while (i0 > 0 && meta_of_[static_cast<size_t>(i0 - 1)] == m) --i0;
-  int64_t i1 = t.i_end;
-  while (i1 < geometry_.stripes && meta_of_[static_cast<size_t>(i1)] == m) ++i1;
-  return {i0, i1};
-}
-
 Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& lane,
                                                            const Task& t) {
   const storage::StripeGeometry& g = geometry_;
   const int64_t i0r = g.row_begin(t.i_begin);
   const int64_t k = g.row_end(t.i_end - 1) - i0r;
+  const DeviceBlock whole_rows{nullptr, k, g.n - i0r, k};
   if (t.i_end - t.i_begin == 1) {
     auto inst = tier_->find(t.i_begin);
     if (!inst)
       return Status::internal(fmt::format("GPU tier: stripe {} left the device early", t.i_begin));
     return RangeU{instance_block(*inst).from_column(i0r - inst->i0_store), {}};
   }
-  // The meta-stripe's block: U (kb x cols) and then the inverses of its diagonal blocks
-  // (kb x nb), filled stripe by stripe as the ranges that read it grow.
-  const auto [b0, b1] = block_key(t);
-  if (b0 != t.i_begin) {
-    return Status::internal(
-        fmt::format("GPU tier: the range [{}, {}) does not start its meta-stripe [{}, {})",
-                    t.i_begin, t.i_end, b0, b1));
-  }
-  const int64_t kb = g.row_end(b1 - 1) - i0r;
-  const int64_t nb = inverse_columns(g, kb);
-  const uint64_t u_bytes = 8ull * static_cast<uint64_t>(kb * (g.n - i0r));
+  // The block: U (k x cols) and then the inverses of its diagonal blocks (k x nb).
+  const int64_t nb = inverse_columns(g, k);
+  const uint64_t u_bytes = 8ull * static_cast<uint64_t>(k * whole_rows.cols);
   int64_t uses = 0;
   for (const auto& [range, count] : range_uses_) {
-    if (range.first == b0 && range.second == b1) uses = count;
+    if (range.first == t.i_begin && range.second == t.i_end) uses = count;
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(cache::DeviceTier::Block blk,
-                               tier_->acquire_block(b0, b1, block_bytes(g, b0, b1), uses));
-  const DeviceBlock whole{device_at(blk.offset), kb, g.n - i0r, kb};
-  const DeviceBlock inverse{device_at(blk.offset + u_bytes), kb, nb, kb};
-  {
-    MutexLock lock(grow_mu_);
-    int64_t& filled = filled_[b0];
-    if (blk.created) filled = b0;
-    if (filled < t.i_end) {
-      STRIPESOLVE_RETURN_IF_ERROR(grow_block(lane, whole, inverse, b0, filled, t.i_end));
-      filled = t.i_end;
-    }
-  }
-  if (blk.created) tier_->block_ready(b0, b1);
-  // The prefix of the range's rows, with the block's leading dimension.
-  DeviceBlock u = whole;
-  u.rows = k;
-  DeviceBlock inv = inverse;
-  inv.rows = k;
-  return RangeU{u, inv};
-}
-
-Status GpuElimination::grow_block(backend::DeviceLane& lane, const DeviceBlock& whole,
-                                  const DeviceBlock& inverse, int64_t b0, int64_t from,
-                                  int64_t to) {
-  const storage::StripeGeometry& g = geometry_;
-  const int64_t i0r = g.row_begin(b0);
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      cache::DeviceTier::Block blk,
+      tier_->acquire_block(t.i_begin, t.i_end, block_bytes(g, t.i_begin, t.i_end), uses));
+  DeviceBlock block = whole_rows;
+  block.data = device_at(blk.offset);
+  const DeviceBlock inverse{device_at(blk.offset + u_bytes), k, nb, k};
+  if (!blk.created) return RangeU{block, inverse};
   TraceRecorder::Span span(ctx_.trace, "elim.J", "assemble U",
-                           {{"I0", std::to_string(from)}, {"I1", std::to_string(to)}});
-  for (int64_t i = from; i < to; ++i) {
+                           {{"I0", std::to_string(t.i_begin)}, {"I1", std::to_string(t.i_end)}});
+  for (int64_t i = t.i_begin; i < t.i_end; ++i) {
     auto inst = tier_->find(i);
     if (!inst) return Status::internal(fmt::format("GPU tier: stripe {} left the device early", i));
     STRIPESOLVE_RETURN_IF_ERROR(lane.copy_rows(
-        whole, g.row_begin(i) - i0r, instance_block(*inst).from_column(i0r - inst->i0_store)));
+        block, g.row_begin(i) - i0r, instance_block(*inst).from_column(i0r - inst->i0_store)));
   }
   if (params_.pivot == stripe::PivotMode::kRow) {
     // Stripe a's U is in the coordinates after its own swaps; J will see the swaps of every
     // stripe of the range first, so the earlier stripes' rows get the later swaps (in order).
-    for (int64_t b = std::max(from, b0 + 1); b < to; ++b) {
-      DeviceBlock earlier = whole;
+    for (int64_t b = t.i_begin + 1; b < t.i_end; ++b) {
+      DeviceBlock earlier = block;
       earlier.rows = g.row_begin(b) - i0r;
       STRIPESOLVE_RETURN_IF_ERROR(
           lane.permute_columns(earlier, permutation_of(b, g.row_begin(b) - i0r)));
     }
   }
-  // The inverses of the diagonal blocks that hold new rows, from the first of them (a block
-  // filled only in part is the inverse of its leading triangle, the leading part of the whole
-  // block's inverse: triangular).
-  const int64_t nb = inverse.cols;
-  const int64_t c0 = (g.row_begin(from) - i0r) / nb * nb;
-  const int64_t rows = g.row_end(to - 1) - i0r - c0;
-  const DeviceBlock u_new{whole.data + c0 + c0 * whole.ld, rows, whole.cols - c0, whole.ld};
-  const DeviceBlock inverse_new{inverse.data + c0, rows, nb, inverse.ld};
-  STRIPESOLVE_RETURN_IF_ERROR(lane.invert_diagonal_blocks(u_new, inverse_new));
-  // The block holds every row the range's updates read: the new stripes' own copies can go
-  // (their final values are in RAM once their copies from the elimination have landed), but for
-  // those a single-stripe update still reads.
-  for (int64_t i = from; i < to; ++i) {
-    if (keeps(i)) continue;
+  STRIPESOLVE_RETURN_IF_ERROR(lane.invert_diagonal_blocks(block, inverse));
+  tier_->block_ready(t.i_begin, t.i_end);
+  // The block holds every row the range's updates read: the stripes' own copies can go (their
+  // final values are in RAM once their copies from the elimination have landed).
+  for (int64_t i = t.i_begin; i < t.i_end; ++i) {
     {
       MutexLock lock(single_mu_);
-      if (single_uses_[static_cast<size_t>(i)] > 0) continue;  // its last use drops it
+      // Another range's block still to assemble (left-looking chains) or a single update still
+      // to run reads it: its last use drops it.
+      const bool assembled_again = --assemblies_[static_cast<size_t>(i)] > 0;
+      if (assembled_again || single_uses_[static_cast<size_t>(i)] > 0) continue;
     }
+    if (keeps(i)) continue;
     STRIPESOLVE_RETURN_IF_ERROR(wait_download(i));
     drop_instance(i);
   }
-  return Status::ok();
+  return RangeU{block, inverse};
 }
 
 // J stays on the device when the whole matrix does, and otherwise when it belongs to the
@@ -559,10 +518,7 @@ Status GpuElimination::update_on_device(int worker, const Task& t, const CellVie
       drop_instance(ci.stripe);
     }
   }
-  if (t.i_end - t.i_begin > 1) {
-    const auto [b0, b1] = block_key(t);
-    tier_->release_block(b0, b1);
-  }
+  if (t.i_end - t.i_begin > 1) tier_->release_block(t.i_begin, t.i_end);
   return Status::ok();
 }
 

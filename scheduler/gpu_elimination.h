@@ -32,7 +32,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -166,19 +165,9 @@ class GpuElimination final : public Elimination {
   // Frees stripe i's instance, unless it stays to the end (keeps) or other devices still have
   // to copy it (then the last of them frees it).
   void drop_instance(int64_t i);
-  // The U of range [t.i_begin, t.i_end): a stripe's instance, or the leading rows of its
-  // meta-stripe's block, which grows to the range's last stripe on first use (with the inverses
-  // of its diagonal blocks). A range of several stripes starts its meta-stripe (the sweep's
-  // [I0, I1), a left-looking chain's [I0, I)): the ranges of one meta-stripe share one block.
+  // The U of range [t.i_begin, t.i_end): a stripe's instance, or the range's block assembled on
+  // first use (with its inverted diagonal blocks).
   Result<RangeU> range_block(backend::DeviceLane& lane, const Task& t);
-  // Stripes [from, to) into the block of the meta-stripe starting at b0 (rows from its first
-  // row), the later stripes' swaps on the earlier rows, and the inverses of the diagonal blocks
-  // with new rows. Under grow_mu_.
-  Status grow_block(backend::DeviceLane& lane, const backend::DeviceBlock& whole,
-                    const backend::DeviceBlock& inverse, int64_t b0, int64_t from, int64_t to)
-      REQUIRES(grow_mu_);
-  // The meta-stripe [I0, I1) of range [t.i_begin, t.i_end): the key of its U block.
-  std::pair<int64_t, int64_t> block_key(const Task& t) const;
   backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
   // Decides whether J stays on the device after this update, and accounts its RAM cell.
   bool keep_j(const Task& t, const cache::CellView& j);
@@ -199,8 +188,7 @@ class GpuElimination final : public Elimination {
   Plan plan_;
   DeviceShare share_;
   std::vector<int64_t> stripe_uses_;  // update tasks reading each eliminated stripe
-  // Tasks per meta-stripe block (block_key): the ranges of several stripes that read it.
-  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> range_uses_;
+  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> range_uses_;  // tasks per range
   std::unique_ptr<cache::DeviceTier> tier_;
   void* pool_ = nullptr;
   uint64_t pool_bytes_ = 0;
@@ -229,9 +217,9 @@ class GpuElimination final : public Elimination {
   // assembly of its range's U block until they have.
   Mutex single_mu_;
   std::vector<int64_t> single_uses_ GUARDED_BY(single_mu_);
-  // Per meta-stripe block (by its first stripe): the stripes [first, filled) in it so far.
-  Mutex grow_mu_;  // held while a block grows
-  std::map<int64_t, int64_t> filled_ GUARDED_BY(grow_mu_);
+  // Per stripe: the U blocks of ranges holding it still to be assembled here (a left-looking
+  // chain assembles [I0, I) for each I of the meta-stripe): its instance stays until the last.
+  std::vector<int64_t> assemblies_ GUARDED_BY(single_mu_);
   Mutex peer_mu_;
   std::vector<int> peer_uses_ GUARDED_BY(peer_mu_);      // per own stripe: devices yet to adopt it
   std::vector<bool> free_pending_ GUARDED_BY(peer_mu_);  // per own stripe: dropped while peers

@@ -39,15 +39,20 @@ void GpuElimination::count_uses(const std::vector<bool>& skip) {
     }
     for (int64_t i = t.i_begin; i < t.i_end; ++i) ++stripe_uses_[static_cast<size_t>(i)];
     if (t.i_end - t.i_begin > 1) {
-      ++ranges[block_key(t)];
+      ++ranges[{t.i_begin, t.i_end}];
     } else {
       ++single[static_cast<size_t>(t.i_begin)];
     }
   }
   range_uses_.assign(ranges.begin(), ranges.end());
+  std::vector<int64_t> assemblies(static_cast<size_t>(g.stripes), 0);
+  for (const auto& [range, count] : ranges) {
+    for (int64_t i = range.first; i < range.second; ++i) ++assemblies[static_cast<size_t>(i)];
+  }
   {
     MutexLock lock(single_mu_);
     single_uses_ = std::move(single);
+    assemblies_ = std::move(assemblies);
   }
   MutexLock peers(peer_mu_);
   peer_uses_.assign(static_cast<size_t>(g.stripes), 0);

@@ -192,9 +192,8 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
         "of every stripe (no GPU tier, no resumed run)");
   }
   const int64_t stripes = g.stripes;
-  const std::vector<Task> tasks =
-      make_tasks(params.strategy, stripes, params.meta_stripes, params.upward_lead,
-                 params.early_next, params.left_looking);
+  const std::vector<Task> tasks = make_tasks(params.strategy, stripes, params.meta_stripes,
+                                             params.upward_lead, params.early_next);
   // Each stripe's meta-stripe, computed once: the master, elim.J and the CPU elimination read
   // the critical path and the meta-stripes' bounds from it.
   const std::vector<int64_t> meta_of =

@@ -57,8 +57,6 @@ struct FactorParams {
   int64_t upward_lead = -1;  // make_tasks(): where upward sweeps take the next meta-stripe
   // make_tasks(): the next meta-stripe's first stripes updated inside the chain (the GPU tier).
   int64_t early_next = 0;
-  // make_tasks(): a meta-stripe's stripes updated left-looking inside the chain (the GPU tier).
-  bool left_looking = false;
   int64_t substripe_rows = 64;
   int64_t elim_j_workers = 1;
   // Further elim.J workers that take only updates on the critical path: those of a J in the

@@ -285,33 +285,6 @@ TEST_P(GpuDenseTest, LookAheadLanesAndEarlyStripesMatchLapack) {
   }
 }
 
-// engine.left_looking: each stripe of a meta-stripe updated by the earlier ones in one task (a
-// U block of [I0, I) per stripe) before its elimination, with and without the next meta-stripe's
-// first stripe inside the chain, the J parts streaming and resident, every pivot mode: the
-// results match LAPACK.
-TEST_P(GpuDenseTest, LeftLookingChainsMatchLapack) {
-  const int64_t n = 28 * 64 + 3;
-  const auto a = generated("A", n, "uniform", 37);
-  const auto b = random_rhs(n, 2);
-  for (PivotMode pivot : {PivotMode::kRow, PivotMode::kLocal, PivotMode::kNone}) {
-    for (int64_t early : {0, 1}) {
-      for (uint64_t budget : {18 * kMiB, 64 * kMiB}) {
-        EngineConfig c = ram_tier_engine(budget);
-        c.left_looking = 1;
-        c.early_next = early;
-        DenseSolveOptions o = throwaway_factors();
-        o.pivot = pivot;
-        auto rep = solve("A", b, 2, o, c);
-        const std::string what = std::string(backend::pivot_mode_name(pivot)) + ", early " +
-                                 std::to_string(early) + ", budget " + format_bytes(budget);
-        ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
-        EXPECT_TRUE(rep->plan.left_looking) << what;
-        expect_matches_lapack(a, n, b, 2, *rep, pivot == PivotMode::kRow ? 1e-13 : 1e-10, what);
-      }
-    }
-  }
-}
-
 // engine.gpu_panel_sms: the sweep lanes' kernels in a green context of the other SMs. The
 // results match LAPACK as without the fence, with streaming J parts and resident ones; a fence
 // that leaves the sweeps no SM is refused at open, naming the key.

@@ -379,14 +379,11 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
   // The block holds every row the range's updates read: the stripes' own copies can go (their
   // final values are in RAM once their copies from the elimination have landed).
   for (int64_t i = t.i_begin; i < t.i_end; ++i) {
+    if (keeps(i)) continue;
     {
       MutexLock lock(single_mu_);
-      // Another range's block still to assemble (left-looking chains) or a single update still
-      // to run reads it: its last use drops it.
-      const bool assembled_again = --assemblies_[static_cast<size_t>(i)] > 0;
-      if (assembled_again || single_uses_[static_cast<size_t>(i)] > 0) continue;
+      if (single_uses_[static_cast<size_t>(i)] > 0) continue;  // its last use drops it
     }
-    if (keeps(i)) continue;
     STRIPESOLVE_RETURN_IF_ERROR(wait_download(i));
     drop_instance(i);
   }

@@ -217,9 +217,6 @@ class GpuElimination final : public Elimination {
   // assembly of its range's U block until they have.
   Mutex single_mu_;
   std::vector<int64_t> single_uses_ GUARDED_BY(single_mu_);
-  // Per stripe: the U blocks of ranges holding it still to be assembled here (a left-looking
-  // chain assembles [I0, I) for each I of the meta-stripe): its instance stays until the last.
-  std::vector<int64_t> assemblies_ GUARDED_BY(single_mu_);
   Mutex peer_mu_;
   std::vector<int> peer_uses_ GUARDED_BY(peer_mu_);      // per own stripe: devices yet to adopt it
   std::vector<bool> free_pending_ GUARDED_BY(peer_mu_);  // per own stripe: dropped while peers

@@ -24,9 +24,8 @@ void GpuElimination::count_uses(const std::vector<bool>& skip) {
   std::vector<int64_t> single(static_cast<size_t>(g.stripes), 0);
   std::vector<uint64_t> adopters(static_cast<size_t>(g.stripes), 0);  // device bit masks
   std::map<std::pair<int64_t, int64_t>, int64_t> ranges;
-  const std::vector<Task> tasks =
-      make_tasks(params_.strategy, g.stripes, params_.meta_stripes, params_.upward_lead,
-                 params_.early_next, params_.left_looking);
+  const std::vector<Task> tasks = make_tasks(params_.strategy, g.stripes, params_.meta_stripes,
+                                             params_.upward_lead, params_.early_next);
   for (size_t k = 0; k < tasks.size(); ++k) {
     const Task& t = tasks[k];
     if (t.kind != Task::Kind::kUpdate || (k < skip.size() && skip[k])) continue;
@@ -45,14 +44,9 @@ void GpuElimination::count_uses(const std::vector<bool>& skip) {
     }
   }
   range_uses_.assign(ranges.begin(), ranges.end());
-  std::vector<int64_t> assemblies(static_cast<size_t>(g.stripes), 0);
-  for (const auto& [range, count] : ranges) {
-    for (int64_t i = range.first; i < range.second; ++i) ++assemblies[static_cast<size_t>(i)];
-  }
   {
     MutexLock lock(single_mu_);
     single_uses_ = std::move(single);
-    assemblies_ = std::move(assemblies);
   }
   MutexLock peers(peer_mu_);
   peer_uses_.assign(static_cast<size_t>(g.stripes), 0);

@@ -150,11 +150,9 @@ bool MasterRole::Walk::reads_ready(const Task& t) {
   for (int64_t i = t.i_begin; i < t.i_end; ++i) {
     if (!eliminated_[static_cast<size_t>(i)]) return false;
   }
-  // Unless they may overlap, one sweep by a range of several stripes at a time (a range's
-  // update of a stripe of its own meta-stripe is the chain's, not a sweep's: left-looking).
-  const int64_t meta_i = meta_of_[static_cast<size_t>(t.i_begin)];
+  // Unless they may overlap, one sweep by a range of several stripes at a time.
   return role_.overlap_sweeps_ || t.i_end - t.i_begin == 1 ||
-         meta_of_[static_cast<size_t>(t.stripe)] == meta_i || swept_by(meta_i - 1);
+         swept_by(meta_of_[static_cast<size_t>(t.i_begin)] - 1);
 }
 
 bool MasterRole::Walk::hand_out_hits() {

@@ -79,7 +79,6 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   map.get("huge_pages", c.huge_pages);
   map.get("upward_lead", c.upward_lead, -1, int64_t{1} << 30);
   map.get("early_next", c.early_next, -1, 1 << 20);
-  map.get("left_looking", c.left_looking, -1, 1);
   map.get_bytes("gpu_memory", c.gpu_memory);
   map.get("gpus", c.gpus, 0, 64);
   map.get("devices", c.devices, 0, 63);
@@ -261,16 +260,6 @@ void choose_early_next(Plan& p, const EngineConfig& config, const Machine& m,
   }
 }
 
-// Whether a meta-stripe's stripes are updated left-looking inside its chain (strategy.h), unless
-// pinned: off for now (the GPU tier's measurement decides).
-void choose_left_looking(Plan& p, const EngineConfig& config, const Machine& m) {
-  if (m.gpus <= 0) return;
-  if (config.left_looking >= 0) {
-    p.left_looking = config.left_looking == 1;
-    p.notes.push_back("the chain's update order pinned by engine.left_looking");
-  }
-}
-
 // Where meta_zigzag's upward sweeps take the next meta-stripe (strategy.h), unless pinned. The
 // CPU tier out of core: right after the stripes the downward sweep before left cached (the cache
 // holds about 2 S^m + 2 stripes: S^m stuck, S^m of the next meta-stripe spared, the rest the
@@ -436,7 +425,6 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   fit_meta_stripes_to_device(p, config, m);
   choose_upward_lead(p, config, m, cached_parts);
   choose_early_next(p, config, m, cached_parts);
-  choose_left_looking(p, config, m);
   size_device_working_set(p, m);
   note_small_cache(p, cached_parts);
   choose_segment_columns(p, config, m);

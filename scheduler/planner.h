@@ -69,9 +69,6 @@ struct EngineConfig {
   // stripe (strategy.h, make_tasks' early_next); -1 = planner (1 on the GPU tier when the RAM
   // cache holds the matrix, else 0).
   int64_t early_next = -1;
-  // The GPU tier: each stripe of a meta-stripe updated by the earlier ones in one task before
-  // its elimination (strategy.h, make_tasks' left_looking); -1 = planner, 0 = off, 1 = on.
-  int64_t left_looking = -1;
   uint64_t gpu_memory = 0;  // device bytes per GPU a dense solve may use; 0 = 90% of free
   int64_t gpus = 0;         // GPUs the jobs use (devices 0 .. gpus-1); 0 = all
   // The GPUs by CUDA ordinal, in place of gpus (both set: they must agree in number); empty =
@@ -137,7 +134,6 @@ struct Plan {
   int64_t elim_j_workers = 0;      // k
   int64_t lookahead_workers = 0;   // elim.J lanes for the critical path only (GPU tier: 1)
   int64_t early_next = 0;          // make_tasks' early_next (GPU tier, A cached: 1)
-  bool left_looking = false;       // make_tasks' left_looking (GPU tier)
   int64_t critical_threads = 0;    // CPU tier: helpers of elim.I and the critical updates
   bool split_sweeps = false;       // CPU tier out of core: every J update over the helpers too
   int64_t upward_lead = -1;        // meta_zigzag's upward sweeps (strategy.h); -1: next one last

@@ -206,7 +206,6 @@ Status SolvePhases::triangulate() {
                       .meta_stripes = plan.meta_stripes,
                       .upward_lead = plan.upward_lead,
                       .early_next = engine_ != nullptr ? plan.early_next : 0,
-                      .left_looking = engine_ != nullptr && plan.left_looking,
                       .substripe_rows = plan.substripe_rows,
                       .elim_j_workers = plan.elim_j_workers,
                       .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,

@@ -106,7 +106,7 @@ Status upward_sweep(const TaskVisitor& visit, int64_t stripes, int64_t i0, int64
 // `early_next` the next meta-stripe's first stripes are updated inside the chain, by each I after
 // the meta-stripe's own J, and the sweep starts after them.
 Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta_stripes,
-                         int64_t upward_lead, int64_t early_next, bool left_looking) {
+                         int64_t upward_lead, int64_t early_next) {
   const int64_t nm = meta_stripe_count(stripes, meta_stripes);
   for (int64_t im = 0; im < nm; ++im) {
     const int64_t i0 = im * stripes / nm;
@@ -115,9 +115,8 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
     // The sweep's first J: after the next meta-stripe's stripes the chain updates.
     const int64_t first = im < nm - 1 ? std::min(i2, i1 + std::max<int64_t>(0, early_next)) : i1;
     for (int64_t i = i0; i < i1; ++i) {
-      if (left_looking && i > i0) STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(i, i0, i)));
       STRIPESOLVE_RETURN_IF_ERROR(visit(Task::eliminate(i)));
-      for (int64_t j = left_looking ? i1 : i + 1; j < first; ++j)
+      for (int64_t j = i + 1; j < first; ++j)
         STRIPESOLVE_RETURN_IF_ERROR(visit(Task::update(j, i, i + 1)));
     }
     if (im == nm - 1) continue;
@@ -134,8 +133,7 @@ Status meta_zigzag_order(const TaskVisitor& visit, int64_t stripes, int64_t meta
 }  // namespace
 
 Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                     const TaskVisitor& visit, int64_t upward_lead, int64_t early_next,
-                     bool left_looking) {
+                     const TaskVisitor& visit, int64_t upward_lead, int64_t early_next) {
   switch (strategy) {
     case Strategy::kBasic:
       return single_stripe_order(visit, stripes, false);
@@ -143,13 +141,13 @@ Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
       return single_stripe_order(visit, stripes, true);
     case Strategy::kMetaZigzag:
       return meta_zigzag_order(visit, stripes, std::max<int64_t>(1, meta_stripes), upward_lead,
-                               early_next, left_looking);
+                               early_next);
   }
   return Status::ok();
 }
 
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                             int64_t upward_lead, int64_t early_next, bool left_looking) {
+                             int64_t upward_lead, int64_t early_next) {
   std::vector<Task> out;
   (void)for_each_task(
       strategy, stripes, meta_stripes,
@@ -157,7 +155,7 @@ std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_st
         out.push_back(t);
         return Status::ok();
       },
-      upward_lead, early_next, left_looking);
+      upward_lead, early_next);
   return out;
 }
 
@@ -347,13 +345,12 @@ Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficMod
 }
 
 Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model,
-                                int64_t upward_lead, int64_t early_next, bool left_looking) {
+                                int64_t upward_lead, int64_t early_next) {
   std::vector<int64_t> meta_of;
   if (model.spare_next_meta_stripe && model.stripes >= 1)
     meta_of = meta_stripe_of(strategy, model.stripes, meta_stripes);
   return replay(model, std::move(meta_of), [&](const TaskVisitor& visit) {
-    return for_each_task(strategy, model.stripes, meta_stripes, visit, upward_lead, early_next,
-                         left_looking);
+    return for_each_task(strategy, model.stripes, meta_stripes, visit, upward_lead, early_next);
   });
 }
 

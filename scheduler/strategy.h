@@ -80,20 +80,13 @@ inline bool updates_next_meta_stripe(const std::vector<int64_t>& meta_of, const 
 // sweep leaves them out. Their eliminations, the next links of the chain, then wait only for the
 // updates by the last stripe: on two H200s (n = 57344) the range's update at each meta-stripe
 // boundary held the chain 20-90 ms, beside the sweep that starts there.
-//
-// `left_looking` (kMetaZigzag; the GPU tier): inside a meta-stripe [I0, I1) each stripe I > I0
-// is updated by [I0, I) in one task right before its elimination (K = (I - I0) S), instead of by
-// each earlier stripe right after that one's elimination (K = S each): a meta-stripe's chain
-// then has S^m - 1 updates instead of S^m (S^m - 1) / 2, each one deeper GEMM. The next
-// meta-stripe's early stripes are still updated by each I.
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
-                             int64_t upward_lead = -1, int64_t early_next = 0,
-                             bool left_looking = false);
+                             int64_t upward_lead = -1, int64_t early_next = 0);
 // The same tasks in the same order, handed to `visit` one at a time instead of stored (memory
 // O(1)); stops at the first error `visit` returns and returns it.
 Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
                      const std::function<Status(const Task&)>& visit, int64_t upward_lead = -1,
-                     int64_t early_next = 0, bool left_looking = false);
+                     int64_t early_next = 0);
 
 // Checks the properties above; returns an internal error naming the first violated one.
 Status check_tasks(const std::vector<Task>& tasks, int64_t stripes);
@@ -122,7 +115,6 @@ Result<Traffic> predict_traffic(const std::vector<Task>& tasks, const TrafficMod
 // The same for the tasks of make_tasks(strategy, model.stripes, meta_stripes), generated as they
 // are replayed: memory O(N) (the cache model), not O(N^2) (the planner's forecasts, issue 15).
 Result<Traffic> predict_traffic(Strategy strategy, int64_t meta_stripes, const TrafficModel& model,
-                                int64_t upward_lead = -1, int64_t early_next = 0,
-                                bool left_looking = false);
+                                int64_t upward_lead = -1, int64_t early_next = 0);
 
 }  // namespace stripesolve::scheduler

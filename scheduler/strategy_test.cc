@@ -69,21 +69,6 @@ TEST(StrategyTest, TheNextMetaStripesFirstStripesCanBeUpdatedInsideTheChain) {
   EXPECT_EQ(make_tasks(Strategy::kBasic, 8, 3, -1, 1), make_tasks(Strategy::kBasic, 8, 3));
 }
 
-TEST(StrategyTest, LeftLookingChainsUpdateEachStripeByTheEarlierOnesInOneTask) {
-  // N = 6, S^m = 3: stripe 1 by [0,1), stripe 2 by [0,2) right before their eliminations.
-  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 6, 3, -1, 0, true)),
-            "E0 U1<[0,1) E1 U2<[0,2) E2 U3<[0,3) U4<[0,3) U5<[0,3) "
-            "E3 U4<[3,4) E4 U5<[3,5) E5");
-  // The next meta-stripe's first stripe still goes by each stripe, inside the chain.
-  EXPECT_EQ(to_string(make_tasks(Strategy::kMetaZigzag, 6, 3, -1, 1, true)),
-            "E0 U3<[0,1) U1<[0,1) E1 U3<[1,2) U2<[0,2) E2 U3<[2,3) U4<[0,3) U5<[0,3) "
-            "E3 U4<[3,4) E4 U5<[3,5) E5");
-  // Every update of the chain is on the critical path.
-  const auto meta_of = meta_stripe_of(Strategy::kMetaZigzag, 6, 3);
-  EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(2, 0, 2)));
-  EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(5, 3, 5)));
-}
-
 TEST(StrategyTest, UpdatesOfTheNextMetaStripeByOneStripeAreOnTheCriticalPath) {
   const std::vector<int64_t> meta_of = meta_stripe_of(Strategy::kMetaZigzag, 8, 2);  // 0 0 1 1 ..
   EXPECT_TRUE(updates_next_meta_stripe(meta_of, Task::update(2, 0, 1)));   // first of next, by 0
@@ -114,21 +99,19 @@ TEST(StrategyTest, EveryListHasTheDependencyProperties) {
       for (int64_t sm = 1; sm <= 6; ++sm) {
         for (int64_t lead : {-1, 0, 1, 3, 7}) {
           for (int64_t early : {0, 1, 2, 5}) {
-            for (bool left : {false, true}) {
-              const auto tasks = make_tasks(s, n, sm, lead, early, left);
-              Status st = check_tasks(tasks, n);
-              EXPECT_TRUE(st.is_ok())
-                  << strategy_name(s) << " N=" << n << " Sm=" << sm << " lead=" << lead
-                  << " early=" << early << " left=" << left << ": " << st.to_string();
-              // Every (J, I < J) pair exactly once.
-              std::vector<int> seen(n * n, 0);
-              for (const Task& t : tasks) {
-                if (t.kind != Task::Kind::kUpdate) continue;
-                for (int64_t i = t.i_begin; i < t.i_end; ++i) ++seen[t.stripe * n + i];
-              }
-              for (int64_t j = 0; j < n; ++j)
-                for (int64_t i = 0; i < j; ++i) EXPECT_EQ(seen[j * n + i], 1) << j << "," << i;
+            const auto tasks = make_tasks(s, n, sm, lead, early);
+            Status st = check_tasks(tasks, n);
+            EXPECT_TRUE(st.is_ok())
+                << strategy_name(s) << " N=" << n << " Sm=" << sm << " lead=" << lead
+                << " early=" << early << ": " << st.to_string();
+            // Every (J, I < J) pair exactly once.
+            std::vector<int> seen(n * n, 0);
+            for (const Task& t : tasks) {
+              if (t.kind != Task::Kind::kUpdate) continue;
+              for (int64_t i = t.i_begin; i < t.i_end; ++i) ++seen[t.stripe * n + i];
             }
+            for (int64_t j = 0; j < n; ++j)
+              for (int64_t i = 0; i < j; ++i) EXPECT_EQ(seen[j * n + i], 1) << j << "," << i;
           }
         }
       }

@@ -106,7 +106,6 @@ struct Args {
   int64_t elim_j_workers = 0;   // k; 0 = the planner's
   int64_t lookahead_lanes = 0;  // engine.lookahead_lanes; 0 = the planner's
   int64_t early_next = -1;      // engine.early_next; -1 = the planner's
-  int64_t left_looking = -1;    // engine.left_looking; -1 = the planner's
   int64_t upward_lead = -1;     // engine.upward_lead; -1 = the planner's
   int64_t gpus = 0;             // devices; 0 = every device of the host
   int64_t panel_sms = 0;        // engine.gpu_panel_sms
@@ -201,8 +200,6 @@ Args parse_args(int argc, char** argv) {
       a.lookahead_lanes = parse_int(arg, v, 0, 8);
     } else if (arg == "--early-next") {
       a.early_next = parse_int(arg, v, -1, 64);
-    } else if (arg == "--left-looking") {
-      a.left_looking = parse_int(arg, v, -1, 1);
     } else if (arg == "--upward-lead") {
       a.upward_lead = parse_int(arg, v, -1, 1 << 20);
     } else if (arg == "--stripe-rows") {
@@ -261,7 +258,6 @@ json args_json(const Args& a) {
   j["update_k"] = a.update_k;
   j["lookahead_lanes"] = a.lookahead_lanes;
   j["early_next"] = a.early_next;
-  j["left_looking"] = a.left_looking;
   j["upward_lead"] = a.upward_lead;
   j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
   return j;
@@ -530,7 +526,6 @@ int main(int argc, char** argv) {
     config.elim_j_workers = args.elim_j_workers;
     config.lookahead_lanes = args.lookahead_lanes;
     config.early_next = args.early_next;
-    config.left_looking = args.left_looking;
     config.upward_lead = args.upward_lead;
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;

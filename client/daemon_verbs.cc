@@ -43,6 +43,11 @@ void print_daemon_status(const nlohmann::json& r) {
     std::printf("metrics for Prometheus: %s\n", url.c_str());
   }
   for (const auto& d : r.value("devices", nlohmann::json::array())) {
+    if (const std::string failed = d.value("failed", std::string()); !failed.empty()) {
+      std::printf("GPU %d: %s, FAILED, out of use until the daemon restarts: %s\n",
+                  d.value("index", 0), d.value("name", std::string()).c_str(), failed.c_str());
+      continue;
+    }
     if (!d.value("used", true)) {
       std::printf("GPU %d: %s, not used (engine.devices / engine.gpus)\n", d.value("index", 0),
                   d.value("name", std::string()).c_str());

@@ -254,7 +254,9 @@ nlohmann::json Daemon::devices_json() const {
                    {"total_memory", d.total_memory},
                    {"free_memory", d.free_memory},
                    {"dense_gpu_memory", config_.engine.gpu_memory},  // 0: 90% of the free memory
-                   {"reserved_by_jobs", budget.reserved()}});
+                   {"reserved_by_jobs", budget.reserved()},
+                   // The sticky CUDA error that put it out of use until a restart, or "".
+                   {"failed", gpu::device_failure(d.index)}});
   }
   return out;
 }

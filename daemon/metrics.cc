@@ -98,6 +98,13 @@ std::string Metrics::render(const JobManager& jobs, double uptime_seconds,
          static_cast<double>(requests_total.load()));
   metric(out, "stripesolve_upload_bytes", "gauge", "Bytes of uploads waiting for a job.",
          static_cast<double>(upload_bytes));
+  const std::vector<gpu::DeviceFailure> failed = gpu::device_failures();
+  metric(out, "stripesolve_gpu_failed_devices", "gauge",
+         "GPUs out of use after a sticky CUDA error, until the daemon restarts.",
+         static_cast<double>(failed.size()));
+  for (const gpu::DeviceFailure& f : failed) {
+    out += fmt::format("stripesolve_gpu_failed{{device=\"{}\"}} 1\n", f.device);
+  }
   const JobManager::Counts c = jobs.counts();
   out +=
       "# HELP stripesolve_jobs Jobs kept by the daemon, by state.\n# TYPE stripesolve_jobs gauge\n";

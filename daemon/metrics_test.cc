@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/metrics_http.h"
+#include "gpu/devices.h"
 
 namespace stripesolve::daemon {
 namespace {
@@ -22,6 +23,8 @@ TEST(MetricsTest, PrometheusTextFormat) {
   EXPECT_NE(text.find("stripesolve_bytes_sent_total 1024\n"), std::string::npos);
   EXPECT_NE(text.find("stripesolve_jobs{state=\"RUNNING\"} 0\n"), std::string::npos);
   EXPECT_NE(text.find("stripesolve_uptime_seconds 12.5\n"), std::string::npos);
+  EXPECT_NE(text.find("stripesolve_gpu_failed_devices 0\n"), std::string::npos);
+  EXPECT_EQ(text.find("stripesolve_gpu_failed{"), std::string::npos);
   // Every non-comment line is "name[{labels}] value".
   size_t pos = 0;
   while (pos < text.size()) {
@@ -50,6 +53,16 @@ TEST(MetricsTest, BuildInfoAndProcessFigures) {
   EXPECT_NE(text.find("\nprocess_cpu_seconds_total "), std::string::npos);
   EXPECT_NE(text.find("\nprocess_open_fds "), std::string::npos);
   EXPECT_NE(text.find("\nprocess_start_time_seconds "), std::string::npos);
+}
+
+TEST(MetricsTest, FailedGpusAreCountedAndNamed) {
+  gpu::clear_device_failures_for_testing();
+  gpu::note_device_failure(1, "cudaStreamSynchronize: cudaErrorIllegalAddress");
+  JobManager jobs({}, JobRegistry{});
+  const std::string text = Metrics().render(jobs, 1.0, 0);
+  gpu::clear_device_failures_for_testing();
+  EXPECT_NE(text.find("stripesolve_gpu_failed_devices 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("stripesolve_gpu_failed{device=\"1\"} 1\n"), std::string::npos) << text;
 }
 
 TEST(MetricsTest, ListenAddressesAreLoopbackOnly) {

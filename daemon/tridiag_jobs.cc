@@ -152,6 +152,20 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
 // daemon's devices (engine.devices or engine.gpus; tridiag::solve_batch_gpus: runs of whole
 // systems, an interleaved batch's as columns of its rows), each with its part's share of the
 // memory from its own budget.
+// The devices batches are shared by (engine.devices, else the first engine.gpus) less those that
+// hit a sticky CUDA error (gpu/devices.h); kUnavailable naming them when none is left.
+Result<std::vector<int>> batch_devices(const TridiagJobConfig& config, int available) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(const std::vector<int> chosen,
+                               gpu::choose_devices(config.devices, config.gpus, available));
+  std::vector<int> usable = gpu::without_failed(chosen);
+  if (usable.empty() && !chosen.empty()) {
+    return Status::unavailable("every GPU the daemon's jobs use has failed (" +
+                               gpu::describe_failures(chosen) +
+                               "); restart the daemon to use them again");
+  }
+  return usable;
+}
+
 Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
                                            const tridiag::BatchArrays& arrays,
                                            const tridiag::SolveOptions& options,
@@ -160,9 +174,8 @@ Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
   tridiag::GpuOptions gpu;
   gpu.solve = options;
   const std::vector<gpu::DeviceInfo> all = gpu::list_devices();
-  STRIPESOLVE_ASSIGN_OR_RETURN(
-      std::vector<int> devices,
-      gpu::choose_devices(config.devices, config.gpus, static_cast<int>(all.size())));
+  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<int> devices,
+                               batch_devices(config, static_cast<int>(all.size())));
   if (devices.empty()) return Status::unavailable("the daemon sees no CUDA device");
   devices.resize(std::min(devices.size(), std::max<std::size_t>(1, shape.systems())));
   uint64_t cap = config.gpu_memory;
@@ -219,6 +232,15 @@ Status prepare_run(TridiagRun& r, UploadStore& uploads) {
   STRIPESOLVE_ASSIGN_OR_RETURN(r.in, take_tridiag_inputs(r.ctx, uploads, r.config.max_bytes));
   STRIPESOLVE_ASSIGN_OR_RETURN(r.params, parse_tridiag_params(r.ctx.params()));
   r.have_gpu = tridiag::gpu_available();
+  if (r.have_gpu) {
+    auto usable = batch_devices(r.config, gpu::device_count());
+    if (!usable.is_ok() && r.params.device == TridiagDevice::kGpu) {
+      return Status::failed_precondition("device 'gpu' was requested but " +
+                                         usable.status().message() +
+                                         "; use device 'cpu' or 'auto'");
+    }
+    r.have_gpu = usable.is_ok() && !usable->empty();
+  }
   if (r.params.device == TridiagDevice::kGpu && !r.have_gpu) {
     return Status::failed_precondition(
         "device 'gpu' was requested but the daemon has no usable GPU (no CUDA device, or built "

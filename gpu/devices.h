@@ -51,6 +51,27 @@ std::string describe(const DeviceInfo& device);
 Result<std::vector<int>> choose_devices(const std::vector<int64_t>& listed, int64_t count,
                                         int available);
 
+// Devices whose CUDA context hit a sticky error: a kernel fault, an illegal address, a
+// device-side assert, a launch timeout (the errors CUDA documents as leaving the process unable
+// to use the device until it is restarted; gpu/cuda/check.h notes them as it meets them). The
+// daemon's jobs leave such a device out from then on instead of failing on it again and again;
+// `daemon status` and the metrics name it. Process-wide.
+struct DeviceFailure {
+  int device = 0;
+  std::string error;  // the first sticky error met on it
+};
+// Records the failure (the first error per device is kept) and logs it once, as an error.
+void note_device_failure(int device, const std::string& error);
+std::vector<DeviceFailure> device_failures();  // by device
+// The device's first sticky error, or empty while it is healthy.
+std::string device_failure(int device);
+// `chosen` without the failed devices, in its order.
+std::vector<int> without_failed(const std::vector<int>& chosen);
+// "device 1: <error>; device 3: <error>" for the failed ones among `chosen`.
+std::string describe_failures(const std::vector<int>& chosen);
+// Tests only: forgets every failure.
+void clear_device_failures_for_testing();
+
 // The bytes of one device that jobs may hold at once. A reservation is released by its
 // destructor. The budget of device d is set once at daemon start (set_limit), before any job.
 class DeviceBudget {

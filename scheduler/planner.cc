@@ -54,7 +54,23 @@ Result<ComputeBackend> resolve_backend(const EngineConfig& c, std::vector<std::s
                               "engine.backend is cpu: they are ignored");
   }
   if (chosen == ComputeBackend::kCuda) {
-    STRIPESOLVE_RETURN_IF_ERROR(gpu::choose_devices(c.devices, c.gpus, devices).status());
+    STRIPESOLVE_ASSIGN_OR_RETURN(const std::vector<int> used,
+                                 gpu::choose_devices(c.devices, c.gpus, devices));
+    // Every device the jobs use hit a sticky CUDA error (gpu/devices.h): none can run a job
+    // until the daemon restarts.
+    if (!used.empty() && gpu::without_failed(used).empty()) {
+      const std::string failed = gpu::describe_failures(used);
+      if (c.backend == ComputeBackend::kCuda) {
+        return Status::failed_precondition(
+            "engine.backend is cuda, but every GPU the jobs use has failed (" + failed +
+            "); restart the daemon to use them again, or set engine.backend to auto or cpu");
+      }
+      if (warnings != nullptr) {
+        warnings->push_back("every GPU the jobs use has failed (" + failed +
+                            "): the CPU backend runs until the daemon restarts");
+      }
+      return ComputeBackend::kCpu;
+    }
   }
   return chosen;
 }

@@ -279,6 +279,32 @@ TEST(PlannerTest, BackendNamesAndResolution) {
   }
 }
 
+// A GPU that hit a sticky CUDA error (gpu/devices.h) is out of use: when every device the jobs
+// use has failed, auto falls back to the CPU with a warning naming them, and cuda is refused.
+TEST(PlannerTest, FailedGpusSendAutoToTheCpuAndRefuseCuda) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device: nothing can fail";
+  gpu::clear_device_failures_for_testing();
+  EngineConfig c;
+  c.gpus = 1;  // device 0 only
+  EXPECT_EQ(resolve_backend(c).value(), ComputeBackend::kCuda);
+  gpu::note_device_failure(0, "cudaStreamSynchronize: cudaErrorIllegalAddress");
+  std::vector<std::string> warnings;
+  EXPECT_EQ(resolve_backend(c, &warnings).value(), ComputeBackend::kCpu);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("device 0: cudaStreamSynchronize: cudaErrorIllegalAddress"),
+            std::string::npos)
+      << warnings[0];
+  c.backend = ComputeBackend::kCuda;
+  auto refused = resolve_backend(c);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().message().find("restart the daemon"), std::string::npos);
+  if (gpu::device_count() > 1) {  // another device left: the GPU tier goes on there
+    c.gpus = 2;
+    EXPECT_EQ(resolve_backend(c).value(), ComputeBackend::kCuda);
+  }
+  gpu::clear_device_failures_for_testing();
+}
+
 TEST(PlannerTest, TinyCacheShrinksTheStripeAndSaysItIsIoBound) {
   // 1024-row stripes of n = 100000 are 819 MB: halved until four fit in 512 MiB.
   Plan p = plan_dense(100000, 0, EngineConfig{}, cpu_machine(512 * kMiB)).value();

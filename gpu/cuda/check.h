@@ -8,13 +8,48 @@
 #include <cuda_runtime.h>
 
 #include "base/status.h"
+#include "gpu/devices.h"
 
 namespace stripesolve::gpu {
 
+// The errors CUDA documents (driver_types.h) as leaving the process unable to use the device
+// until it is restarted: every later call on the device's context returns them again.
+inline bool sticky_error(cudaError_t err) {
+  switch (err) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMpsClientTerminated:
+    case cudaErrorExternalDevice:
+#if CUDART_VERSION >= 13000
+    case cudaErrorContained:
+    case cudaErrorTensorMemoryLeak:
+#endif
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A sticky error also marks the calling thread's current device failed (gpu/devices.h), so that
+// later jobs leave it out.
 inline Status cuda_check(cudaError_t err, const std::string& what) {
   if (err == cudaSuccess) return Status::ok();
-  const std::string msg = what + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+  std::string msg = what + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
   if (err == cudaErrorMemoryAllocation) return Status::resource_exhausted(msg);
+  if (sticky_error(err)) {
+    int device = -1;
+    if (cudaGetDevice(&device) == cudaSuccess && device >= 0) {
+      note_device_failure(device, msg);
+      msg += " (device " + std::to_string(device) + " is unusable until the daemon restarts)";
+    }
+  }
   return Status::internal(msg);
 }
 

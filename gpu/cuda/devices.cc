@@ -36,11 +36,16 @@ std::vector<DeviceInfo> list_devices() {
     info.compute_minor = prop.minor;
     int current = 0;
     size_t free_bytes = 0, total_bytes = 0;
-    if (cudaGetDevice(&current) == cudaSuccess && cudaSetDevice(d) == cudaSuccess &&
-        cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
-      info.free_memory = free_bytes;
+    // A failed device's context answers every call with its sticky error: not asked (free 0).
+    if (device_failure(d).empty() && cudaGetDevice(&current) == cudaSuccess &&
+        cudaSetDevice(d) == cudaSuccess) {
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+        info.free_memory = free_bytes;
+      } else {
+        (void)cudaGetLastError();  // not left for the next launch check of this thread
+      }
+      (void)cudaSetDevice(current);
     }
-    (void)cudaSetDevice(current);
     out.push_back(info);
   }
   return out;

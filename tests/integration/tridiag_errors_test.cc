@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "client/commands.h"
+#include "gpu/devices.h"
 #include "tests/integration/daemon_fixture.h"
 #include "tests/integration/npy_files.h"
 #include "tests/integration/tridiag_batches.h"
@@ -218,6 +219,33 @@ TEST(TridiagErrors, UnknownAlgorithmAndMissingGpu) {
   EXPECT_EQ(failure(*c, files, [](auto& req) { req.device = "gpu"; }),
             "FailedPrecondition: device 'gpu' was requested but the daemon has no usable GPU (no "
             "CUDA device, or built without CUDA); use device 'cpu' or 'auto'");
+}
+
+// Every GPU out of use after a sticky CUDA error (gpu/devices.h): device gpu is refused naming
+// the error, device auto solves on the CPU, and the daemon's status names the failure.
+TEST(TridiagErrors, FailedGpusAreLeftOutUntilARestart) {
+  if (!tridiag::gpu_available()) GTEST_SKIP() << "no GPU: none can fail";
+  gpu::clear_device_failures_for_testing();
+  DaemonFixture d;
+  auto c = d.connect();
+  for (int k = 0; k < gpu::device_count(); ++k) {
+    gpu::note_device_failure(k, "kernel: cudaErrorIllegalAddress: an illegal memory access");
+  }
+  const BatchFiles files =
+      write_batch(d.dir(), "", single_system(10, MatrixKind::kDiagonallyDominant, 8));
+  const std::string refused = failure(*c, files, [](auto& req) { req.device = "gpu"; });
+  EXPECT_NE(refused.find("every GPU the daemon's jobs use has failed (device 0: kernel: "
+                         "cudaErrorIllegalAddress"),
+            std::string::npos)
+      << refused;
+  nlohmann::json solved = run_request(*c, request_for(files));
+  EXPECT_EQ(solved["state"], "COMPLETED") << solved.dump();
+  auto status = c->call(protocol::MessageType::kDaemonStatus, {});
+  ASSERT_TRUE(status.is_ok()) << status.status().to_string();
+  EXPECT_NE((*status)["devices"][0].value("failed", std::string()).find("cudaErrorIllegalAddress"),
+            std::string::npos)
+      << status->dump();
+  gpu::clear_device_failures_for_testing();
 }
 
 TEST(TridiagErrors, BatchesOverTheMemoryCapAreRefused) {

@@ -208,6 +208,7 @@ struct TridiagRun {
   bool have_gpu = false;
   bool use_gpu = false;     // where the batch goes (device auto: AutoDevice's choice)
   std::string device_note;  // why, for device auto
+  std::string gpus_failed;  // why have_gpu is false on a host with GPUs (they failed), or empty
   unsigned threads = 0;
   // Whether the load scanned the inputs for non-finite values; else the CPU solver refuses
   // them as it reads them (SolveOptions::refuse_non_finite).
@@ -239,6 +240,7 @@ Status prepare_run(TridiagRun& r, UploadStore& uploads) {
                                          usable.status().message() +
                                          "; use device 'cpu' or 'auto'");
     }
+    if (!usable.is_ok()) r.gpus_failed = usable.status().message();
     r.have_gpu = usable.is_ok() && !usable->empty();
   }
   if (r.params.device == TridiagDevice::kGpu && !r.have_gpu) {
@@ -311,7 +313,8 @@ void choose_device(TridiagRun& r, AutoDevice& auto_device) {
   }
   if (!r.have_gpu) {
     r.use_gpu = false;
-    r.device_note = "device auto chose the CPU (no GPU available)";
+    r.device_note = r.gpus_failed.empty() ? "device auto chose the CPU (no GPU available)"
+                                          : "device auto chose the CPU (" + r.gpus_failed + ")";
     return;
   }
   const auto start = Clock::now();

@@ -240,6 +240,11 @@ TEST(TridiagErrors, FailedGpusAreLeftOutUntilARestart) {
       << refused;
   nlohmann::json solved = run_request(*c, request_for(files));
   EXPECT_EQ(solved["state"], "COMPLETED") << solved.dump();
+  EXPECT_EQ(solved["result"]["device"], "cpu") << solved.dump();
+  EXPECT_NE(solved.dump().find("device auto chose the CPU (every GPU the daemon's jobs use has "
+                               "failed"),
+            std::string::npos)
+      << solved.dump();
   auto status = c->call(protocol::MessageType::kDaemonStatus, {});
   ASSERT_TRUE(status.is_ok()) << status.status().to_string();
   EXPECT_NE((*status)["devices"][0].value("failed", std::string()).find("cudaErrorIllegalAddress"),

@@ -145,13 +145,6 @@ double micros_since(Clock::time_point origin, Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - origin).count();
 }
 
-// The batch on the GPUs. The job's device memory comes from the budget the daemon's GPU jobs
-// share (a dense solve's GPU tier holds its own from it): what the batch needs (its five arrays
-// and about as much workspace), at most tridiag.gpu_memory or 90% of the free memory; when the
-// budget cannot give it, kResourceExhausted naming both figures. The batch is shared by the
-// daemon's devices (engine.devices or engine.gpus; tridiag::solve_batch_gpus: runs of whole
-// systems, an interleaved batch's as columns of its rows), each with its part's share of the
-// memory from its own budget.
 // The devices batches are shared by (engine.devices, else the first engine.gpus) less those that
 // hit a sticky CUDA error (gpu/devices.h); kUnavailable naming them when none is left.
 Result<std::vector<int>> batch_devices(const TridiagJobConfig& config, int available) {
@@ -166,6 +159,13 @@ Result<std::vector<int>> batch_devices(const TridiagJobConfig& config, int avail
   return usable;
 }
 
+// The batch on the GPUs. The job's device memory comes from the budget the daemon's GPU jobs
+// share (a dense solve's GPU tier holds its own from it): what the batch needs (its five arrays
+// and about as much workspace), at most tridiag.gpu_memory or 90% of the free memory; when the
+// budget cannot give it, kResourceExhausted naming both figures. The batch is shared by the
+// daemon's devices (engine.devices or engine.gpus; tridiag::solve_batch_gpus: runs of whole
+// systems, an interleaved batch's as columns of its rows), each with its part's share of the
+// memory from its own budget.
 Result<tridiag::SolveReport> solve_on_gpus(const tridiag::BatchShape& shape,
                                            const tridiag::BatchArrays& arrays,
                                            const tridiag::SolveOptions& options,

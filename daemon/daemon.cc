@@ -237,11 +237,21 @@ nlohmann::json Daemon::status_json() const {
            {{"small", config_.server.small_concurrency},
             {"dense", config_.server.dense_concurrency},
             {"tridiag", config_.server.tridiag_concurrency}}},
-          {"backend", backend_},
+          {"backend", dense_backend()},
           {"ram_budget", config_.engine.ram_budget},
           {"devices", devices_json()},
           {"tridiag_device_auto", tridiag_auto_device_.to_json()},
           {"metrics_url", server_ ? server_->metrics_url() : std::string()}};
+}
+
+std::string Daemon::dense_backend() const {
+  // Once every GPU the jobs use has failed (gpu/devices.h), dense solves run on the CPU under
+  // engine.backend auto and are refused under cuda (scheduler::resolve_backend).
+  if (backend_ != "cuda" || used_devices_.empty() || !gpu::without_failed(used_devices_).empty())
+    return backend_;
+  return config_.engine.backend == scheduler::ComputeBackend::kAuto
+             ? "cpu (every GPU failed)"
+             : "none (every GPU failed; engine.backend is cuda)";
 }
 
 nlohmann::json Daemon::devices_json() const {

@@ -59,6 +59,8 @@ class Daemon {
   // factorization to resume) that no queued dense solve will resume.
   void remove_unclaimed_factors();
   // Whether the daemon's jobs use GPU `index` (engine.devices / engine.gpus).
+  // The dense backend as status shows it: backend_, unless every GPU has failed since.
+  std::string dense_backend() const;
   bool is_used(int index) const {
     return std::find(used_devices_.begin(), used_devices_.end(), index) != used_devices_.end();
   }

@@ -250,6 +250,7 @@ TEST(TridiagErrors, FailedGpusAreLeftOutUntilARestart) {
   EXPECT_NE((*status)["devices"][0].value("failed", std::string()).find("cudaErrorIllegalAddress"),
             std::string::npos)
       << status->dump();
+  EXPECT_EQ((*status)["backend"], "cpu (every GPU failed)") << status->dump();
   gpu::clear_device_failures_for_testing();
 }
 

@@ -29,6 +29,7 @@ Daemon::Daemon(DaemonConfig config, std::function<void(JobRegistry&)> register_j
 }
 
 Daemon::~Daemon() {
+  if (config_.server.on_gpu_failure == "restart") gpu::set_device_failure_listener({});
   {
     MutexLock lock(drain_mu_);
     if (drain_thread_.joinable()) drain_thread_.join();
@@ -58,6 +59,16 @@ Status Daemon::start() {
                                   static_cast<int>(all.size()));
   if (!used.is_ok()) return used.status();
   used_devices_ = std::move(used).value();
+  if (s.on_gpu_failure == "restart") {
+    gpu::set_device_failure_listener([this](int device, const std::string&) {
+      logger("daemon")->error(
+          "GPU {} failed: stopping to be restarted (daemon.shutdown.on_gpu_failure: restart); "
+          "running dense solves resume after the restart",
+          device);
+      exit_code_ = kExitGpuFailed;
+      request_stop("cancel");
+    });
+  }
   for (const auto& d : all) {
     // The device memory the daemon's GPU jobs (dense solves, tridiagonal batches) hold together:
     // 90% of what is free at start; a job that would pass it fails or falls back to the CPU.
@@ -140,7 +151,7 @@ int Daemon::run() {
     if (drain_thread_.joinable()) drain_thread_.join();
   }
   logger("daemon")->info("stripesolved stopped");
-  return 0;
+  return exit_code_.load();
 }
 
 void Daemon::request_stop(const std::string& policy) {

@@ -29,6 +29,10 @@
 
 namespace stripesolve::daemon {
 
+// run()'s exit code when daemon.shutdown.on_gpu_failure is restart and a GPU failed (EX_TEMPFAIL:
+// not 0, so that systemd's Restart=on-failure starts the daemon again).
+inline constexpr int kExitGpuFailed = 75;
+
 class Daemon {
  public:
   // `register_jobs` adds job types beyond the built-in ones (tests); may be empty.
@@ -78,6 +82,7 @@ class Daemon {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Server> server_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> exit_code_{0};  // run()'s: kExitGpuFailed after a restart for a failed GPU
   Mutex drain_mu_;
   std::thread drain_thread_ GUARDED_BY(drain_mu_);  // (set by request_stop, joined by run)
 };

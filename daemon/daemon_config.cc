@@ -118,8 +118,8 @@ std::string describe_config(const DaemonConfig& c) {
       s.result_ttl_seconds, s.upload_ttl_seconds, s.progress_log_seconds);
   out += fmt::format(
       "  shutdown:\n    policy: {}\n    drain_timeout_seconds: {}\n    delivery_timeout_seconds: "
-      "{}\n",
-      s.shutdown_policy, s.drain_timeout_seconds, s.delivery_timeout_seconds);
+      "{}\n    on_gpu_failure: {}\n",
+      s.shutdown_policy, s.drain_timeout_seconds, s.delivery_timeout_seconds, s.on_gpu_failure);
   out += fmt::format("  ram_budget_fraction: {}\n  metrics_listen: \"{}\"\n", s.ram_budget_fraction,
                      s.metrics_listen);
   const storage::StoreConfig& st = c.store;

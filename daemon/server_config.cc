@@ -65,6 +65,7 @@ void parse_server_config(ConfigMap& map, ServerConfig& config) {
     if (config.shutdown_policy == "finish") config.shutdown_policy = "drain";  // its old name
     s.get("drain_timeout_seconds", config.drain_timeout_seconds, 0, 30 * 86400);
     s.get("delivery_timeout_seconds", config.delivery_timeout_seconds, 0, 86400);
+    s.get_choice("on_gpu_failure", config.on_gpu_failure, {"keep_serving", "restart"});
     s.finish();
   }
   map.finish();

@@ -56,6 +56,11 @@ struct ServerConfig {
   // Once the jobs have ended, how long the daemon still waits for clients to receive their
   // results (a slow reader, a client about to ask) before it closes the connections left.
   int64_t delivery_timeout_seconds = 60;
+  // When a GPU hits a sticky CUDA error (gpu/devices.h): "keep_serving" (its jobs go to the
+  // other devices or the CPU until an operator restarts the daemon) or "restart" (the daemon
+  // stops as under the cancel policy, keeping its dense solves in the journal, and exits with
+  // kExitGpuFailed so that systemd's Restart=on-failure starts it again with the device fresh).
+  std::string on_gpu_failure = "keep_serving";
   double ram_budget_fraction = 0.5;  // engine.ram_budget default: this fraction of MemAvailable
   // "127.0.0.1:9464": serve Prometheus's scrape at http://.../metrics (daemon/metrics_http.h);
   // empty: off. Loopback addresses only.

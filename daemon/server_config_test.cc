@@ -34,6 +34,7 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
       "log:\n  level: debug\ndaemon:\n  socket: /tmp/x.sock\n  socket_mode: \"0660\"\n"
       "  limits:\n    max_connections: 8\n    max_queued_bytes: 1MiB\n"
       "  concurrency:\n    small: 3\n    tridiag: 5\n  shutdown:\n    policy: cancel\n"
+      "    on_gpu_failure: restart\n"
       "tridiag:\n  max_bytes: 64MiB\n  threads: 2\nengine:\n  devices: [1, 0]\n",
       "t.yaml");
   EXPECT_EQ(c.log.level, "debug");
@@ -49,6 +50,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(c.engine.devices, (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(c.tridiag.devices, c.engine.devices);
   EXPECT_EQ(c.server.shutdown_policy, "cancel");
+  EXPECT_EQ(c.server.on_gpu_failure, "restart");
+  EXPECT_EQ(d.server.on_gpu_failure, "keep_serving");
   resolve_defaults(c);
   EXPECT_EQ(c.server.socket, "/tmp/x.sock");
   EXPECT_NE(describe_config(c).find("max_connections: 8"), std::string::npos);
@@ -67,6 +70,9 @@ TEST(DaemonConfigTest, ErrorsNameFileLineAndKey) {
                 .find("daemon.limits.max_payload_bytes"),
             std::string::npos);
   EXPECT_NE(error_of("daemon:\n  shutdown:\n    policy: later\n").find("daemon.shutdown.policy"),
+            std::string::npos);
+  EXPECT_NE(error_of("daemon:\n  shutdown:\n    on_gpu_failure: reboot\n")
+                .find("daemon.shutdown.on_gpu_failure"),
             std::string::npos);
   EXPECT_NE(error_of("tridiag:\n  max_bytez: 1GiB\n").find("tridiag.max_bytez: unknown key"),
             std::string::npos);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ std::vector<int> without_failed(const std::vector<int>& chosen);
 std::string describe_failures(const std::vector<int>& chosen);
 // Tests only: forgets every failure.
 void clear_device_failures_for_testing();
+// Called once per device, after it is first noted failed, on the thread that met the error (no
+// lock of the caller's is known to be held: keep it short). One listener per process (the
+// daemon's, daemon.shutdown.on_gpu_failure); an empty function removes it, and returns only once
+// no call of the old one is running.
+void set_device_failure_listener(std::function<void(int device, const std::string& error)> f);
 
 // The bytes of one device that jobs may hold at once. A reservation is released by its
 // destructor. The budget of device d is set once at daemon start (set_limit), before any job.

@@ -15,6 +15,9 @@ namespace {
 struct Failures {
   Mutex mu;
   std::map<int, std::string> by_device GUARDED_BY(mu);
+  // Held while the listener runs, so that replacing it waits for a call in flight.
+  Mutex listener_mu;  // never held with mu
+  std::function<void(int, const std::string&)> listener GUARDED_BY(listener_mu);
 };
 
 Failures& failures() {
@@ -34,6 +37,14 @@ void note_device_failure(int device, const std::string& error) {
       "GPU device {} is unusable until the daemon restarts: {}. Its jobs go to the other "
       "devices, or to the CPU backend where engine.backend is auto",
       device, error);
+  MutexLock lock(f.listener_mu);
+  if (f.listener) f.listener(device, error);
+}
+
+void set_device_failure_listener(std::function<void(int device, const std::string& error)> fn) {
+  Failures& f = failures();
+  MutexLock lock(f.listener_mu);
+  f.listener = std::move(fn);
 }
 
 std::vector<DeviceFailure> device_failures() {

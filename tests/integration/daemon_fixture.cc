@@ -97,7 +97,7 @@ DaemonFixture::DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak) {
     ADD_FAILURE() << "daemon did not start: " << st.to_string();
     return;
   }
-  thread_ = std::thread([this] { daemon_->run(); });
+  thread_ = std::thread([this] { exit_code_ = daemon_->run(); });
 }
 
 DaemonFixture::~DaemonFixture() {

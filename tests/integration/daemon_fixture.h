@@ -42,6 +42,8 @@ class DaemonFixture {
   TestJobs& jobs() { return jobs_; }
   std::unique_ptr<client::Connection> connect();
   void stop(const std::string& policy = "cancel");
+  // The daemon's run() result, once it has stopped (stop() waits for that).
+  int exit_code() const { return exit_code_; }
 
  private:
   std::string dir_, socket_;
@@ -49,6 +51,7 @@ class DaemonFixture {
   std::unique_ptr<daemon::Daemon> daemon_;
   std::thread thread_;
   bool stopped_ = false;
+  std::atomic<int> exit_code_{-1};
 };
 
 // The stripesolve binary against a fixture's daemon: run("matrix ls") returns the exit code

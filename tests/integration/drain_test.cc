@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "client/commands.h"
+#include "daemon/daemon.h"
+#include "gpu/devices.h"
 #include "tests/integration/daemon_fixture.h"
 #include "tests/integration/npy_files.h"
 
@@ -27,6 +29,31 @@ bool gone_within(const DaemonFixture& d, std::chrono::milliseconds limit) {
     std::this_thread::sleep_for(5ms);
   }
   return false;
+}
+
+// daemon.shutdown.on_gpu_failure: restart. A GPU that hits a sticky CUDA error stops the daemon
+// as the cancel policy does, with a job running, and run() returns kExitGpuFailed, so that
+// systemd starts it again; keep_serving (the default) does not stop it.
+TEST(Drain, AFailedGpuStopsTheDaemonForARestartWhenAskedTo) {
+  gpu::clear_device_failures_for_testing();
+  {
+    DaemonFixture serving;
+    gpu::note_device_failure(7, "kernel: cudaErrorIllegalAddress: an illegal memory access");
+    EXPECT_FALSE(gone_within(serving, 200ms)) << "keep_serving stopped the daemon";
+    serving.stop();
+    EXPECT_EQ(serving.exit_code(), 0);
+  }
+  gpu::clear_device_failures_for_testing();
+  DaemonFixture d([](daemon::DaemonConfig& c) { c.server.on_gpu_failure = "restart"; });
+  auto c = d.connect();
+  auto gated = client::submit_job(*c, {{"type", "gated"}});
+  ASSERT_TRUE(gated.is_ok());
+  while (d.jobs().gated_running.load() == 0) std::this_thread::sleep_for(1ms);
+  gpu::note_device_failure(7, "kernel: cudaErrorIllegalAddress: an illegal memory access");
+  EXPECT_TRUE(gone_within(d, 10s)) << "the daemon did not stop for the failed GPU";
+  d.stop();
+  EXPECT_EQ(d.exit_code(), daemon::kExitGpuFailed);
+  gpu::clear_device_failures_for_testing();
 }
 
 TEST(Drain, TheSocketStaysOpenForFollowingAndNewWorkIsRefused) {

@@ -25,6 +25,8 @@ Cli::Cli(const DaemonFixture& d)
       file_(d.dir() + "/cli-output.txt") {}
 
 int Cli::run(const std::string& args) {
+  // One test thread runs the client at a time: std::system's shared state is not raced.
+  // NOLINTNEXTLINE(concurrency-mt-unsafe)
   const int status = std::system((prefix_ + args + " > " + file_ + " 2>&1").c_str());
   std::ifstream in(file_);
   out_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -72,7 +74,7 @@ void TestJobs::register_into(daemon::JobRegistry& r) {
   });
 }
 
-DaemonFixture::DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak) {
+DaemonFixture::DaemonFixture(const std::function<void(daemon::DaemonConfig&)>& tweak) {
   char tmpl[] = "/tmp/ss-it-XXXXXX";
   dir_ = ::mkdtemp(tmpl);
   socket_ = dir_ + "/run/stripesolved.sock";

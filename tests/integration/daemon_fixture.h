@@ -34,7 +34,7 @@ struct TestJobs {
 class DaemonFixture {
  public:
   // `tweak` edits the config before start (limits, modes).
-  explicit DaemonFixture(std::function<void(daemon::DaemonConfig&)> tweak = {});
+  explicit DaemonFixture(const std::function<void(daemon::DaemonConfig&)>& tweak = {});
   ~DaemonFixture();
   const std::string& socket() const { return socket_; }
   const std::string& dir() const { return dir_; }

@@ -107,16 +107,16 @@ TEST(Drain, ASlowReaderReceivesItsWholeResult) {
   DaemonFixture d;
   auto c = d.connect();
   // 2 M rows (16 MB, four chunk frames) published while the client reads one frame every 100 ms.
-  constexpr int64_t n = 2 << 20;
-  auto id =
-      client::submit_job(*c, {{"type", "rows"}, {"n", n}, {"stripe", 1 << 18}, {"delay_ms", 5}});
+  constexpr int64_t kRows = 2 << 20;
+  auto id = client::submit_job(
+      *c, {{"type", "rows"}, {"n", kRows}, {"stripe", 1 << 18}, {"delay_ms", 5}});
   ASSERT_TRUE(id.is_ok());
   const uint64_t result = c->next_request_id();
   ASSERT_TRUE(c->send(protocol::make_frame(MessageType::kResult, result, {{"job", *id}})).is_ok());
   std::this_thread::sleep_for(20ms);
   d.daemon().request_stop("drain");  // SIGTERM while the solve finishes
   int64_t rows = 0;
-  std::vector<double> x(n, -1.0);
+  std::vector<double> x(kRows, -1.0);
   while (true) {
     auto f = c->receive();
     ASSERT_TRUE(f.is_ok()) << "after " << rows << " rows: " << f.status().to_string();
@@ -131,8 +131,8 @@ TEST(Drain, ASlowReaderReceivesItsWholeResult) {
       break;
     }
   }
-  EXPECT_EQ(rows, n);
-  for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(x[i], expected_row_value(i, 0)) << i;
+  EXPECT_EQ(rows, kRows);
+  for (int64_t i = 0; i < kRows; i += 4099) ASSERT_EQ(x[i], expected_row_value(i, 0)) << i;
   EXPECT_TRUE(gone_within(d, 5000ms));
 }
 

@@ -56,11 +56,10 @@ TEST(MetricsTest, BuildInfoAndProcessFigures) {
 }
 
 TEST(MetricsTest, FailedGpusAreCountedAndNamed) {
-  gpu::clear_device_failures_for_testing();
+  const gpu::ScopedDeviceFailuresForTesting clean;
   gpu::note_device_failure(1, "cudaStreamSynchronize: cudaErrorIllegalAddress");
   JobManager jobs({}, JobRegistry{});
   const std::string text = Metrics().render(jobs, 1.0, 0);
-  gpu::clear_device_failures_for_testing();
   EXPECT_NE(text.find("stripesolve_gpu_failed_devices 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("stripesolve_gpu_failed{device=\"1\"} 1\n"), std::string::npos) << text;
 }

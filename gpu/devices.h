@@ -72,6 +72,13 @@ std::vector<int> without_failed(const std::vector<int>& chosen);
 std::string describe_failures(const std::vector<int>& chosen);
 // Tests only: forgets every failure.
 void clear_device_failures_for_testing();
+// Tests only: no failure noted from its construction to its end, however the test leaves.
+struct ScopedDeviceFailuresForTesting {
+  ScopedDeviceFailuresForTesting() { clear_device_failures_for_testing(); }
+  ~ScopedDeviceFailuresForTesting() { clear_device_failures_for_testing(); }
+  ScopedDeviceFailuresForTesting(const ScopedDeviceFailuresForTesting&) = delete;
+  ScopedDeviceFailuresForTesting& operator=(const ScopedDeviceFailuresForTesting&) = delete;
+};
 // Called once per device, after it is first noted failed, on the thread that met the error (no
 // lock of the caller's is known to be held: keep it short). One listener per process (the
 // daemon's, daemon.shutdown.on_gpu_failure); an empty function removes it, and returns only once

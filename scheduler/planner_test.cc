@@ -283,7 +283,7 @@ TEST(PlannerTest, BackendNamesAndResolution) {
 // use has failed, auto falls back to the CPU with a warning naming them, and cuda is refused.
 TEST(PlannerTest, FailedGpusSendAutoToTheCpuAndRefuseCuda) {
   if (gpu::device_count() == 0) GTEST_SKIP() << "no CUDA device: nothing can fail";
-  gpu::clear_device_failures_for_testing();
+  const gpu::ScopedDeviceFailuresForTesting clean;
   EngineConfig c;
   c.gpus = 1;  // device 0 only
   EXPECT_EQ(resolve_backend(c).value(), ComputeBackend::kCuda);
@@ -302,7 +302,6 @@ TEST(PlannerTest, FailedGpusSendAutoToTheCpuAndRefuseCuda) {
     c.gpus = 2;
     EXPECT_EQ(resolve_backend(c).value(), ComputeBackend::kCuda);
   }
-  gpu::clear_device_failures_for_testing();
 }
 
 TEST(PlannerTest, TinyCacheShrinksTheStripeAndSaysItIsIoBound) {

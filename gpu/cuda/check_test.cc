@@ -9,7 +9,7 @@ namespace stripesolve::gpu {
 namespace {
 
 TEST(CudaCheck, AStickyErrorMarksTheCurrentDeviceFailedAndSaysSo) {
-  clear_device_failures_for_testing();
+  const ScopedDeviceFailuresForTesting clean;
   const Status plain = cuda_check(cudaErrorInvalidValue, "cudaMemcpyAsync");
   EXPECT_EQ(plain.code(), StatusCode::kInternal);
   EXPECT_NE(plain.message().find("cudaMemcpyAsync: cudaErrorInvalidValue"), std::string::npos);
@@ -24,7 +24,6 @@ TEST(CudaCheck, AStickyErrorMarksTheCurrentDeviceFailedAndSaysSo) {
   int device = -1;
   if (cudaGetDevice(&device) != cudaSuccess) {
     (void)cudaGetLastError();
-    clear_device_failures_for_testing();
     GTEST_SKIP() << "no CUDA device here: the error cannot be tied to one";
   }
   ASSERT_EQ(device_failures().size(), 1u);
@@ -32,7 +31,6 @@ TEST(CudaCheck, AStickyErrorMarksTheCurrentDeviceFailedAndSaysSo) {
   EXPECT_NE(device_failure(device).find("cudaStreamSynchronize: cudaErrorIllegalAddress"),
             std::string::npos);
   EXPECT_NE(sticky.message().find("unusable until the daemon restarts"), std::string::npos);
-  clear_device_failures_for_testing();
 }
 
 TEST(CudaCheck, TheStickyErrorsAreThoseCudaDocumentsSo) {

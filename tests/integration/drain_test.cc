@@ -35,7 +35,7 @@ bool gone_within(const DaemonFixture& d, std::chrono::milliseconds limit) {
 // as the cancel policy does, with a job running, and run() returns kExitGpuFailed, so that
 // systemd starts it again; keep_serving (the default) does not stop it.
 TEST(Drain, AFailedGpuStopsTheDaemonForARestartWhenAskedTo) {
-  gpu::clear_device_failures_for_testing();
+  const gpu::ScopedDeviceFailuresForTesting clean;
   {
     DaemonFixture serving;
     gpu::note_device_failure(7, "kernel: cudaErrorIllegalAddress: an illegal memory access");
@@ -53,7 +53,6 @@ TEST(Drain, AFailedGpuStopsTheDaemonForARestartWhenAskedTo) {
   EXPECT_TRUE(gone_within(d, 10s)) << "the daemon did not stop for the failed GPU";
   d.stop();
   EXPECT_EQ(d.exit_code(), daemon::kExitGpuFailed);
-  gpu::clear_device_failures_for_testing();
 }
 
 TEST(Drain, TheSocketStaysOpenForFollowingAndNewWorkIsRefused) {

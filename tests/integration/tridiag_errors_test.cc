@@ -225,7 +225,7 @@ TEST(TridiagErrors, UnknownAlgorithmAndMissingGpu) {
 // the error, device auto solves on the CPU, and the daemon's status names the failure.
 TEST(TridiagErrors, FailedGpusAreLeftOutUntilARestart) {
   if (!tridiag::gpu_available()) GTEST_SKIP() << "no GPU: none can fail";
-  gpu::clear_device_failures_for_testing();
+  const gpu::ScopedDeviceFailuresForTesting clean;
   DaemonFixture d;
   auto c = d.connect();
   for (int k = 0; k < gpu::device_count(); ++k) {
@@ -251,7 +251,6 @@ TEST(TridiagErrors, FailedGpusAreLeftOutUntilARestart) {
             std::string::npos)
       << status->dump();
   EXPECT_EQ((*status)["backend"], "cpu (every GPU failed)") << status->dump();
-  gpu::clear_device_failures_for_testing();
 }
 
 TEST(TridiagErrors, BatchesOverTheMemoryCapAreRefused) {

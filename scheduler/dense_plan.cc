@@ -29,11 +29,9 @@ Result<DryRun> plan_solve(const storage::MatrixStore& store, std::string_view ma
     STRIPESOLVE_ASSIGN_OR_RETURN(
         const std::vector<int> listed,
         gpu::choose_devices(config.devices, config.gpus, static_cast<int>(all.size())));
-    // As solve_dense: the failed devices left out (resolve_backend made sure one is left).
+    // As solve_dense: the failed devices left out (resolve_backend made sure one is left, and
+    // warned).
     const std::vector<int> chosen = gpu::without_failed(listed);
-    if (chosen.size() < listed.size()) {
-      run.warnings.push_back("leaving out the failed GPU(s): " + gpu::describe_failures(listed));
-    }
     run.backend = "cuda";
     for (const int d : chosen) {
       const gpu::DeviceInfo& dev = all[static_cast<size_t>(d)];

@@ -242,12 +242,8 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
     STRIPESOLVE_ASSIGN_OR_RETURN(
         const std::vector<int> chosen,
         gpu::choose_devices(config.devices, config.gpus, std::max(1, gpu::device_count())));
-    // Failed devices left out (resolve_backend made sure one is left); the others solve.
-    const std::vector<int> devices = gpu::without_failed(chosen);
-    if (devices.size() < chosen.size()) {
-      log->warn("leaving out the failed GPU(s): {}", gpu::describe_failures(chosen));
-    }
-    for (const int d : devices) {
+    // Failed devices left out (resolve_backend made sure one is left, and warned).
+    for (const int d : gpu::without_failed(chosen)) {
       STRIPESOLVE_ASSIGN_OR_RETURN(
           auto engine,
           backend::DeviceEngine::open(d, {.panel_sms = static_cast<int>(config.gpu_panel_sms),

@@ -71,6 +71,9 @@ Result<ComputeBackend> resolve_backend(const EngineConfig& c, std::vector<std::s
       }
       return ComputeBackend::kCpu;
     }
+    if (warnings != nullptr && gpu::without_failed(used).size() < used.size()) {
+      warnings->push_back("leaving out the failed GPU(s): " + gpu::describe_failures(used));
+    }
   }
   return chosen;
 }

@@ -300,7 +300,10 @@ TEST(PlannerTest, FailedGpusSendAutoToTheCpuAndRefuseCuda) {
   EXPECT_NE(refused.status().message().find("restart the daemon"), std::string::npos);
   if (gpu::device_count() > 1) {  // another device left: the GPU tier goes on there
     c.gpus = 2;
-    EXPECT_EQ(resolve_backend(c).value(), ComputeBackend::kCuda);
+    warnings.clear();
+    EXPECT_EQ(resolve_backend(c, &warnings).value(), ComputeBackend::kCuda);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("leaving out the failed GPU(s): device 0"), std::string::npos);
   }
 }
 

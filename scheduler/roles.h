@@ -15,8 +15,6 @@
 //               high-priority lane instead of three at a time (the update elim.I waited for
 //               took 199 ms on a sweep lane beside two others at n = 57344 on the H200, and
 //               the RAM tier went from 37.7 to 39.2 TFLOP/s when the sweep lanes left them).
-//               A look-ahead lane that has just updated J waits briefly for J's next update,
-//               which the master hands out a moment later, before it takes another (run()).
 //   MasterRole  the calling thread: walks the strategy's task list, requests each task's part
 //               from the cache (002 §8.2 "master") and hands the task to elim.I or elim.J:
 //               misses in the list's order, hits as soon as everything the task depends on

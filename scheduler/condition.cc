@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include <fmt/format.h>
@@ -15,7 +16,7 @@ namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon() / 2;  // LAPACK's dlamch('E')
 
-double norm_1(const std::vector<double>& v) {
+double norm_1(std::span<const double> v) {
   double s = 0;
   for (double x : v) s += std::fabs(x);
   return s;
@@ -70,9 +71,9 @@ InverseNormEstimate InverseNormEstimate::from_fixed(int64_t n, const double* sol
   if (n < 1) return e;
   const size_t un = static_cast<size_t>(n);
   // The alternating vector guards against the rare matrices that fool the iteration.
-  const std::vector<double> alternating(solved_fixed + n, solved_fixed + 2 * n);
-  e.alternating_ = 2.0 * norm_1(alternating) / (3.0 * static_cast<double>(n));
-  const std::vector<double> x(solved_fixed, solved_fixed + n);
+  const std::span<const double> x(solved_fixed, un);
+  e.alternating_ = 2.0 * norm_1(std::span<const double>(solved_fixed + n, un)) /
+                   (3.0 * static_cast<double>(n));
   e.hager_ = norm_1(x);
   if (n == 1) {
     e.done_ = true;

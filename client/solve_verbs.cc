@@ -13,7 +13,8 @@ namespace {
 void add_solve_options(CLI::App* cmd, SolveRequest& r) {
   cmd->add_option("matrix", r.matrix, "name of a stored matrix")->required();
   cmd->add_option("--rhs", r.rhs_path,
-                  "right-hand sides as a float64 .npy (n) or (n, k); default: generated");
+                  "right-hand sides as an .npy (n) or (n, k): float64 or float32, C or Fortran "
+                  "order, either byte order; default: generated");
   cmd->add_option("--generate", r.generate, "generated right-hand sides: ones or uniform")
       ->check(CLI::IsMember({"ones", "uniform"}));
   cmd->add_option("--nrhs", r.nrhs, "number of generated right-hand sides")
@@ -109,7 +110,8 @@ void add_tridiag(CLI::App& app, const Globals& g, int& code) {
       "tridiag",
       "solve a batch of tridiagonal systems given as .npy arrays and wait for it, with progress");
   cmd->add_option("--dl", r.dl_path,
-                  "sub-diagonals, float64 or float32 .npy (dl[0] of each system is ignored)")
+                  "sub-diagonals, float64 or float32 .npy, either byte order (dl[0] of each "
+                  "system is ignored)")
       ->required();
   cmd->add_option("--d", r.d_path, "diagonals, same shape and dtype")->required();
   cmd->add_option("--du", r.du_path, "super-diagonals (du[n-1] of each system is ignored)")

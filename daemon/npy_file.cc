@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -58,31 +59,14 @@ Status pwrite_full(int fd, const void* buf, uint64_t bytes, uint64_t offset) {
   return Status::ok();
 }
 
+// The element at p as T, in the header's dtype and byte order.
 template <typename T>
-T load(const char* p, NpyDtype dtype) {
-  switch (dtype) {
-    case NpyDtype::kFloat64: {
-      double v;
-      std::memcpy(&v, p, 8);
-      return static_cast<T>(v);
-    }
-    case NpyDtype::kFloat32: {
-      float v;
-      std::memcpy(&v, p, 4);
-      return static_cast<T>(v);
-    }
-    case NpyDtype::kInt64: {
-      int64_t v;
-      std::memcpy(&v, p, 8);
-      return static_cast<T>(v);
-    }
-    case NpyDtype::kInt32: {
-      int32_t v;
-      std::memcpy(&v, p, 4);
-      return static_cast<T>(v);
-    }
+T load(const char* p, const NpyHeader& h) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(protocol::npy_element_as_double(p, h));
+  } else {
+    return static_cast<T>(protocol::npy_element_as_int(p, h));
   }
-  return T{};
 }
 
 // Converts the data through a staging buffer into C order.
@@ -101,7 +85,7 @@ Status read_converted(int fd, const NpyHeader& h, T* out) {
         pread_full(fd, stage.data(), count * item, h.data_offset + k0 * item));
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t k = k0 + i;  // file order
-      out[transpose ? (k % r) * c + k / r : k] = load<T>(stage.data() + i * item, h.dtype);
+      out[transpose ? (k % r) * c + k / r : k] = load<T>(stage.data() + i * item, h);
     }
   }
   return Status::ok();
@@ -131,7 +115,7 @@ Status read_npy_floats(int fd, const NpyHeader& h, double* out) {
         fmt::format("npy: dtype {} where a floating-point array (float64 or float32) is needed",
                     protocol::npy_dtype_name(h.dtype)));
   }
-  if (h.dtype == NpyDtype::kFloat64 && (!h.fortran_order || h.shape.size() == 1)) {
+  if (h.dtype == NpyDtype::kFloat64 && !h.big_endian && (!h.fortran_order || h.shape.size() == 1)) {
     return pread_full(fd, out, 8 * static_cast<uint64_t>(h.elements()), h.data_offset);
   }
   return read_converted(fd, h, out);

@@ -49,12 +49,12 @@ struct Array {
   bool truncated() const { return mapping.truncated(); }
 };
 
-// A passed float64 file in C order is mapped and used where it lies; anything else (float32,
-// Fortran order, an odd data offset, an upload, no mapping slot left) is converted into an
-// array of the daemon's own.
+// A passed little-endian float64 file in C order is mapped and used where it lies; anything else
+// (float32, big-endian, Fortran order, an odd data offset, an upload, no mapping slot left) is
+// converted into an array of the daemon's own.
 Result<Array> load_array(TridiagSource& source, std::size_t count) {
   const protocol::NpyHeader& h = source.header;
-  if (source.fd >= 0 && h.dtype == protocol::NpyDtype::kFloat64 &&
+  if (source.fd >= 0 && h.dtype == protocol::NpyDtype::kFloat64 && !h.big_endian &&
       (!h.fortran_order || h.shape.size() == 1) && h.data_offset % alignof(double) == 0) {
     auto mapping = ClientMapping::map(source.fd, h.data_offset + 8 * count, /*writable=*/false);
     if (mapping.is_ok()) {

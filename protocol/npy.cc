@@ -51,7 +51,8 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
 
 namespace {
 
-// Element bytes are copied with memcpy; .npy data is little-endian.
+// Elements are copied with memcpy and swapped where the file is big-endian: the host must be
+// little-endian.
 static_assert(std::endian::native == std::endian::little,
               "the .npy reader assumes a little-endian host");
 
@@ -59,14 +60,56 @@ size_t dtype_bytes(NpyDtype dtype) {
   return dtype == NpyDtype::kFloat64 || dtype == NpyDtype::kInt64 ? 8 : 4;
 }
 
-// '<f8', 'f8' and '=f8' (native is little-endian here) and the same for f4, i8, i4.
-std::optional<NpyDtype> parse_descr(std::string descr) {
-  if (!descr.empty() && (descr[0] == '<' || descr[0] == '=')) descr.erase(0, 1);
-  if (descr == "f8") return NpyDtype::kFloat64;
-  if (descr == "f4") return NpyDtype::kFloat32;
-  if (descr == "i8") return NpyDtype::kInt64;
-  if (descr == "i4") return NpyDtype::kInt32;
+// A dtype and its byte order, from the header's descr.
+struct Descr {
+  NpyDtype dtype;
+  bool big_endian;
+};
+
+// '<f8', 'f8', '=f8' (native is little-endian here) and '>f8' (big-endian), and the same for f4,
+// i8, i4.
+std::optional<Descr> parse_descr(std::string descr) {
+  bool big = false;
+  if (!descr.empty() && (descr[0] == '<' || descr[0] == '=' || descr[0] == '>')) {
+    big = descr[0] == '>';
+    descr.erase(0, 1);
+  }
+  if (descr == "f8") return Descr{NpyDtype::kFloat64, big};
+  if (descr == "f4") return Descr{NpyDtype::kFloat32, big};
+  if (descr == "i8") return Descr{NpyDtype::kInt64, big};
+  if (descr == "i4") return Descr{NpyDtype::kInt32, big};
   return std::nullopt;
+}
+
+// The element's bits as an unsigned integer of its width, in host (little-endian) order.
+template <typename U>
+U raw_bits(const char* p, bool big_endian) {
+  U u;
+  std::memcpy(&u, p, sizeof u);
+  if (big_endian) {
+    if constexpr (sizeof(U) == 8) {
+      u = __builtin_bswap64(u);
+    } else {
+      u = __builtin_bswap32(u);
+    }
+  }
+  return u;
+}
+
+// The element at p, converted to T.
+template <typename T>
+T load(const char* p, const NpyHeader& h) {
+  switch (h.dtype) {
+    case NpyDtype::kFloat64:
+      return static_cast<T>(std::bit_cast<double>(raw_bits<uint64_t>(p, h.big_endian)));
+    case NpyDtype::kFloat32:
+      return static_cast<T>(std::bit_cast<float>(raw_bits<uint32_t>(p, h.big_endian)));
+    case NpyDtype::kInt64:
+      return static_cast<T>(std::bit_cast<int64_t>(raw_bits<uint64_t>(p, h.big_endian)));
+    case NpyDtype::kInt32:
+      return static_cast<T>(std::bit_cast<int32_t>(raw_bits<uint32_t>(p, h.big_endian)));
+  }
+  return T{};
 }
 
 // Where the value of 'key' (or "key") starts in a header dict such as
@@ -125,7 +168,9 @@ Result<NpyHeader> parse_header(std::string_view bytes, std::string* descr) {
   *descr = std::string(dict.substr(descr_at + 1, descr_end - descr_at - 1));
   NpyHeader h;
   h.data_offset = data_offset;
-  h.dtype = parse_descr(*descr).value_or(NpyDtype::kFloat64);
+  const std::optional<Descr> d = parse_descr(*descr);
+  h.dtype = d ? d->dtype : NpyDtype::kFloat64;
+  h.big_endian = d && d->big_endian;
   const size_t order_at = value_of(dict, "fortran_order");
   if (order_at != std::string_view::npos && dict.substr(order_at, 4) == "True") {
     h.fortran_order = true;
@@ -164,45 +209,18 @@ Result<NpyHeader> parse_header(std::string_view bytes, std::string* descr) {
   return h;
 }
 
-// Reads element k of the data (k in file order).
-template <typename T>
-T load(const char* data, NpyDtype dtype, int64_t k) {
-  switch (dtype) {
-    case NpyDtype::kFloat64: {
-      double v;
-      std::memcpy(&v, data + 8 * k, 8);
-      return static_cast<T>(v);
-    }
-    case NpyDtype::kFloat32: {
-      float v;
-      std::memcpy(&v, data + 4 * k, 4);
-      return static_cast<T>(v);
-    }
-    case NpyDtype::kInt64: {
-      int64_t v;
-      std::memcpy(&v, data + 8 * k, 8);
-      return static_cast<T>(v);
-    }
-    case NpyDtype::kInt32: {
-      int32_t v;
-      std::memcpy(&v, data + 4 * k, 4);
-      return static_cast<T>(v);
-    }
-  }
-  return T{};
-}
-
 // The elements in C order (a Fortran-ordered 2-D array is transposed).
 template <typename T>
 std::vector<T> c_order_values(std::string_view bytes, const NpyHeader& h) {
   const char* data = bytes.data() + h.data_offset;
+  const size_t item = dtype_bytes(h.dtype);
   const int64_t r = h.rows(), c = h.cols();
   std::vector<T> out(static_cast<size_t>(r * c));
   if (!h.fortran_order || h.shape.size() == 1) {
-    for (int64_t k = 0; k < r * c; ++k) out[k] = load<T>(data, h.dtype, k);
+    for (int64_t k = 0; k < r * c; ++k) out[k] = load<T>(data + item * k, h);
   } else {
     for (int64_t j = 0; j < c; ++j) {
-      for (int64_t i = 0; i < r; ++i) out[i * c + j] = load<T>(data, h.dtype, j * r + i);
+      for (int64_t i = 0; i < r; ++i) out[i * c + j] = load<T>(data + item * (j * r + i), h);
     }
   }
   return out;
@@ -236,9 +254,10 @@ std::string format_shape(const std::vector<int64_t>& shape) {
 Result<NpyHeader> parse_npy_header(std::string_view bytes) {
   std::string descr;
   STRIPESOLVE_ASSIGN_OR_RETURN(NpyHeader h, parse_header(bytes, &descr));
-  if (parse_descr(descr) != NpyDtype::kFloat64) {
+  const std::optional<Descr> d = parse_descr(descr);
+  if (!d || d->dtype != NpyDtype::kFloat64) {
     return Status::invalid_argument(
-        fmt::format("npy: dtype '{}' is not supported (need float64 '<f8')", descr));
+        fmt::format("npy: dtype '{}' is not supported (need float64 '<f8' or '>f8')", descr));
   }
   return h;
 }
@@ -265,8 +284,8 @@ Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size
   NpyHeader h = std::move(parsed).value();
   if (!parse_descr(descr).has_value()) {
     return Status::invalid_argument(
-        fmt::format("npy: dtype '{}' is not supported (need float64 '<f8', float32 '<f4', int64 "
-                    "'<i8' or int32 '<i4')",
+        fmt::format("npy: dtype '{}' is not supported (need float64 'f8', float32 'f4', int64 "
+                    "'i8' or int32 'i4', either byte order)",
                     descr));
   }
   const int64_t r = h.rows(), c = h.cols();
@@ -279,6 +298,14 @@ Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size
                                                 need, file_size));
   }
   return h;
+}
+
+double npy_element_as_double(const char* element, const NpyHeader& header) {
+  return load<double>(element, header);
+}
+
+int64_t npy_element_as_int(const char* element, const NpyHeader& header) {
+  return load<int64_t>(element, header);
 }
 
 Result<std::vector<double>> npy_float_values(std::string_view bytes, const NpyHeader& header) {
@@ -311,11 +338,12 @@ Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t*
   }
   std::vector<double> out(static_cast<size_t>(r * c));
   const char* data = bytes.data() + h.data_offset;
-  if (h.fortran_order || c == 1) {
+  if ((h.fortran_order || c == 1) && !h.big_endian) {
     std::memcpy(out.data(), data, out.size() * 8);
   } else {
-    for (int64_t i = 0; i < r; ++i) {
-      for (int64_t j = 0; j < c; ++j) std::memcpy(&out[j * r + i], data + 8 * (i * c + j), 8);
+    for (int64_t k = 0; k < r * c; ++k) {  // file order
+      const int64_t i = h.fortran_order ? k % r : k / c, j = h.fortran_order ? k / r : k % c;
+      out[static_cast<size_t>(j * r + i)] = load<double>(data + 8 * k, h);
     }
   }
   *rows = r;

@@ -1,8 +1,8 @@
 // The .npy header (NumPy format v1-v3), as the client writes results and the daemon reads uploads.
-// Only what the wire needs: 1-D or 2-D, C or Fortran order, little-endian float64 ('<f8') for
-// results and dense right-hand sides; float32 ('<f4'), int64 ('<i8') and int32 ('<i4') are read
-// too (tridiagonal batches widen float32 inputs; ragged batch sizes are integers). Pure
-// functions, no I/O.
+// Only what the wire needs: 1-D or 2-D, C or Fortran order, float64 for results (written
+// little-endian, '<f8') and dense right-hand sides; float32, int64 and int32 are read too
+// (tridiagonal batches widen float32 inputs; ragged batch sizes are integers), in either byte
+// order, as `matrix import` reads matrices. Pure functions, no I/O.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,7 @@ struct NpyHeader {
   bool fortran_order = false;
   size_t data_offset = 0;  // bytes before the first element
   NpyDtype dtype = NpyDtype::kFloat64;
+  bool big_endian = false;  // '>f8' and the like: elements are byte-swapped as they are read
   int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
   int64_t cols() const { return shape.size() < 2 ? 1 : shape[1]; }
   int64_t elements() const { return rows() * cols(); }
@@ -42,13 +43,14 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
 // bytes than given is kFailedPrecondition with the needed size in the message.
 Result<NpyHeader> parse_npy_header(std::string_view bytes);
 
-// Converts a float64 .npy image (header + data) to column-major n x nrhs values.
+// Converts a float64 .npy image (header + data, either byte order) to column-major n x nrhs
+// values.
 Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t* rows,
                                                 int64_t* cols);
 
 // The header of a whole .npy image of any NpyDtype, checking that `bytes` holds exactly the
 // elements its shape needs ("npy: shape (3, 4) of float32 needs 176 bytes, file has 170").
-// Unsupported dtypes (big-endian, complex, ...) are kInvalidArgument naming the dtype.
+// Unsupported dtypes (complex, bool, float16, ...) are kInvalidArgument naming the dtype.
 Result<NpyHeader> inspect_npy(std::string_view bytes);
 // The same for a file of `file_size` bytes of which `prefix` are the first: the header must lie
 // in `prefix`, else kFailedPrecondition "npy: need N bytes for the header" when the file has
@@ -57,6 +59,10 @@ Result<NpyHeader> inspect_npy(std::string_view bytes);
 Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size);
 // Bytes of one element of `dtype` (8 or 4).
 size_t npy_dtype_bytes(NpyDtype dtype);
+// The element at `element` in the header's dtype and byte order, widened (float32, int32) or
+// converted (integers as double, floats as int64 by truncation) to the result type.
+double npy_element_as_double(const char* element, const NpyHeader& header);
+int64_t npy_element_as_int(const char* element, const NpyHeader& header);
 // The elements of an image inspect_npy accepted, in C (row-major) order: Fortran-ordered arrays
 // are transposed, float32 is widened exactly, int32 is widened. An integer image asked for as
 // floats (or the reverse) is kInvalidArgument naming both dtypes.

@@ -1,5 +1,6 @@
 #include "protocol/npy.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -41,7 +42,7 @@ TEST(NpyTest, Errors) {
   std::string i4 = h;
   i4.replace(i4.find("<f8"), 3, "<i4");
   EXPECT_EQ(parse_npy_header(i4).status().message(),
-            "npy: dtype '<i4' is not supported (need float64 '<f8')");
+            "npy: dtype '<i4' is not supported (need float64 '<f8' or '>f8')");
   int64_t r, c;
   EXPECT_EQ(npy_to_column_major(h + "abc", &r, &c).status().message(),
             "npy: shape (3, 1) needs 152 bytes, file has 131");
@@ -99,9 +100,9 @@ TEST(NpyTest, InspectReadsEveryDtypeAndChecksTheLength) {
   const std::string small = image("<i4", "(2,)", false, raw(i32));
   EXPECT_EQ(*npy_int_values(small, *inspect_npy(small)), (std::vector<int64_t>{7, -1}));
 
-  EXPECT_EQ(inspect_npy(image(">f8", "(1,)", false, std::string(8, '\0'))).status().message(),
-            "npy: dtype '>f8' is not supported (need float64 '<f8', float32 '<f4', int64 '<i8' or "
-            "int32 '<i4')");
+  EXPECT_EQ(inspect_npy(image("<c16", "(1,)", false, std::string(16, '\0'))).status().message(),
+            "npy: dtype '<c16' is not supported (need float64 'f8', float32 'f4', int64 'i8' or "
+            "int32 'i4', either byte order)");
   EXPECT_EQ(inspect_npy(image("<f8", "()", false, std::string(8, '\0'))).status().message(),
             "npy: 0 dimensions, need 1 or 2");
   EXPECT_EQ(inspect_npy("1 2\n").status().message(), "npy: bad magic (not a .npy file)");
@@ -115,6 +116,53 @@ TEST(NpyTest, FortranOrderIsTransposedToCOrder) {
   auto h = inspect_npy(img);
   ASSERT_TRUE(h.is_ok());
   EXPECT_EQ(*npy_float_values(img, *h), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+}
+
+// The bytes of `values` with each element's bytes reversed: what NumPy writes for '>f8' etc.
+template <typename T>
+std::string big_endian(const std::vector<T>& values) {
+  std::string out;
+  for (const T& v : values) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    std::reverse(b, b + sizeof(T));
+    out.append(b, sizeof(T));
+  }
+  return out;
+}
+
+// Issue 17: the right-hand sides and tridiagonal arrays take what `matrix import` takes, big-endian
+// files included (NumPy writes them for dtype('>f8'), and some Fortran and MATLAB exports do).
+TEST(NpyTest, BigEndianElementsAreSwappedAsTheyAreRead) {
+  const std::vector<double> cols = {1.5, -4, 2, 5e-300, 3, 6e300};  // (2, 3) column by column
+  const std::string f8 = image(">f8", "(2, 3)", true, big_endian(cols));
+  auto h = inspect_npy(f8);
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  EXPECT_TRUE(h->big_endian);
+  EXPECT_EQ(*npy_float_values(f8, *h), (std::vector<double>{1.5, 2, 3, -4, 5e-300, 6e300}));
+  int64_t r = 0, c = 0;
+  EXPECT_EQ(*npy_to_column_major(f8, &r, &c), cols);
+  const std::vector<double> rows = {1.5, 2, 3, -4, 5e-300, 6e300};  // the same, C order
+  EXPECT_EQ(*npy_to_column_major(image(">f8", "(2, 3)", false, big_endian(rows)), &r, &c), cols);
+  EXPECT_EQ(*npy_to_column_major(image(">f8", "(6,)", false, big_endian(rows)), &r, &c), rows);
+
+  const std::vector<float> f = {0.25f, -3.0f};
+  const std::string f4 = image(">f4", "(2,)", false, big_endian(f));
+  EXPECT_EQ(*npy_float_values(f4, *inspect_npy(f4)), (std::vector<double>{0.25, -3.0}));
+  const std::vector<int64_t> i64 = {3, -5, int64_t{1} << 40};
+  const std::string i8 = image(">i8", "(3,)", false, big_endian(i64));
+  EXPECT_EQ(*npy_int_values(i8, *inspect_npy(i8)), i64);
+  const std::vector<int32_t> i32 = {7, -1};
+  const std::string i4 = image(">i4", "(2,)", false, big_endian(i32));
+  EXPECT_EQ(*npy_int_values(i4, *inspect_npy(i4)), (std::vector<int64_t>{7, -1}));
+  // Little-endian spelled three ways reads the same.
+  for (const char* d : {"<f8", "=f8", "f8"}) {
+    const std::string img = image(d, "(2,)", false, raw(std::vector<double>{1, 2}));
+    auto hd = inspect_npy(img);
+    ASSERT_TRUE(hd.is_ok()) << d;
+    EXPECT_FALSE(hd->big_endian) << d;
+    EXPECT_EQ(*npy_float_values(img, *hd), (std::vector<double>{1, 2})) << d;
+  }
 }
 
 TEST(NpyTest, IntegerHeaderRoundTrip) {

@@ -72,8 +72,8 @@ InverseNormEstimate InverseNormEstimate::from_fixed(int64_t n, const double* sol
   const size_t un = static_cast<size_t>(n);
   // The alternating vector guards against the rare matrices that fool the iteration.
   const std::span<const double> x(solved_fixed, un);
-  e.alternating_ = 2.0 * norm_1(std::span<const double>(solved_fixed + n, un)) /
-                   (3.0 * static_cast<double>(n));
+  e.alternating_ =
+      2.0 * norm_1(std::span<const double>(solved_fixed + n, un)) / (3.0 * static_cast<double>(n));
   e.hager_ = norm_1(x);
   if (n == 1) {
     e.done_ = true;

@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
               "lanes updates", "TFLOP/s", "mult share");
   // The trailing GEMMs alone, for the lanes' baseline.
   const double gemm_alone = stripesolve::bench::best_cuda_ms(
-      first.stream, 5, [] {}, [&] {
+      first.stream, 5, [] {},
+      [&] {
         for (int c = s.k; c < s.k + s.n; c += segment)
           subtract(first, t, s, 0, s.k, c, std::min(segment, s.k + s.n - c));
       });

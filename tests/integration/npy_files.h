@@ -1,5 +1,5 @@
-// .npy files for the integration tests: written as NumPy would (C order, little-endian) and read
-// back through protocol/npy.h, the daemon's own reader.
+// .npy files for the integration tests: written as NumPy would (C order, little-endian, unless
+// a format says otherwise) and read back through protocol/npy.h, the daemon's own reader.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,16 @@
 #include "protocol/npy.h"
 
 namespace stripesolve::testing {
+
+// How write_npy_as lays the elements out.
+struct NpyFormat {
+  protocol::NpyDtype dtype = protocol::NpyDtype::kFloat64;  // float64 or float32
+  bool big_endian = false;                                  // '>f8' / '>f4'
+  bool fortran_order = false;
+};
+// `values` (C order of `shape`) in `format`.
+void write_npy_as(const std::string& path, const std::vector<int64_t>& shape,
+                  const std::vector<double>& values, const NpyFormat& format);
 
 // `values` in C order of `shape`.
 void write_npy(const std::string& path, const std::vector<int64_t>& shape,

@@ -1,11 +1,14 @@
 // Integration: dense solves through the daemon (B passed as an .npy file descriptor, X written into
 // the client's .npy) checked against LAPACK dgesv; cancel in the middle of a solve.
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "client/commands.h"
@@ -153,6 +156,48 @@ TEST(SolveRightHandSides, TheSolutionHasTheRightHandSidesShape) {
     const NpyArray x = read_npy(d.dir() + "/x.npy");
     EXPECT_EQ(x.shape, shape);
     EXPECT_GT(stripe::max_abs(x.values), 0.0);
+  }
+}
+
+// Issue 17: the right-hand sides take what `matrix import` takes (float32, big-endian, Fortran
+// order), and each gives the solution of the same values.
+TEST(SolveRightHandSides, EveryLayoutMatrixImportTakesGivesTheSameSolution) {
+  DaemonFixture d;
+  auto c = d.connect();
+  constexpr int64_t n = 64;
+  create_matrix(*c, "A", n, 5, 16);
+  std::vector<double> b(static_cast<size_t>(n * 3));  // C order (n, 3), exact in float32
+  for (size_t k = 0; k < b.size(); ++k)
+    b[k] = static_cast<double>(static_cast<int>(k % 13) - 6) / 4;
+  nlohmann::json done = solve_file(d, *c, {n, 3}, b);
+  ASSERT_EQ(done["state"], "COMPLETED") << done.dump();
+  const NpyArray reference = read_npy(d.dir() + "/x.npy");
+  ASSERT_EQ(reference.shape, (std::vector<int64_t>{n, 3}));
+  ASSERT_GT(stripe::max_abs(reference.values), 0.0);
+  using protocol::NpyDtype;
+  for (const NpyFormat& format :
+       {NpyFormat{NpyDtype::kFloat64, true, false}, NpyFormat{NpyDtype::kFloat64, false, true},
+        NpyFormat{NpyDtype::kFloat64, true, true}, NpyFormat{NpyDtype::kFloat32, false, true},
+        NpyFormat{NpyDtype::kFloat32, true, false}}) {
+    const std::string what = fmt::format("{}, {}, {} order", protocol::npy_dtype_name(format.dtype),
+                                         format.big_endian ? "big-endian" : "little-endian",
+                                         format.fortran_order ? "Fortran" : "C");
+    write_npy_as(d.dir() + "/b.npy", {n, 3}, b, format);
+    client::SolveRequest req;
+    req.matrix = "A";
+    req.rhs_path = d.dir() + "/b.npy";
+    req.out_path = d.dir() + "/x_layout.npy";
+    auto job = client::build_solve_job(req);
+    ASSERT_TRUE(job.is_ok()) << what << ": " << job.status().to_string();
+    auto finished = client::run_request(*c, *job, nullptr, nullptr);
+    ASSERT_TRUE(finished.is_ok()) << what << ": " << finished.status().to_string();
+    ASSERT_EQ((*finished)["state"], "COMPLETED") << what << ": " << finished->dump();
+    const NpyArray x = read_npy(req.out_path);
+    ASSERT_EQ(x.shape, reference.shape) << what;
+    double most = 0;  // the same values; reused factors may round the substitution differently
+    for (size_t k = 0; k < x.values.size(); ++k)
+      most = std::max(most, std::abs(x.values[k] - reference.values[k]));
+    EXPECT_LE(most, 1e-12 * stripe::max_abs(reference.values)) << what;
   }
 }
 

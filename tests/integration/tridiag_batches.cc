@@ -99,16 +99,22 @@ void narrow_to_float(TridiagBatch& b) {
   }
 }
 
-BatchFiles write_batch(const std::string& dir, const std::string& prefix, const TridiagBatch& b,
-                       bool float32) {
+BatchFiles write_batch_as(const std::string& dir, const std::string& prefix, const TridiagBatch& b,
+                          const NpyFormat& format) {
   BatchFiles f{dir + "/" + prefix + "dl.npy", dir + "/" + prefix + "d.npy",
                dir + "/" + prefix + "du.npy", dir + "/" + prefix + "rhs.npy"};
-  auto write = float32 ? write_npy_f32 : write_npy;
-  write(f.dl, b.shape, b.dl);
-  write(f.d, b.shape, b.d);
-  write(f.du, b.shape, b.du);
-  write(f.rhs, b.shape, b.rhs);
+  write_npy_as(f.dl, b.shape, b.dl, format);
+  write_npy_as(f.d, b.shape, b.d, format);
+  write_npy_as(f.du, b.shape, b.du, format);
+  write_npy_as(f.rhs, b.shape, b.rhs, format);
   return f;
+}
+
+BatchFiles write_batch(const std::string& dir, const std::string& prefix, const TridiagBatch& b,
+                       bool float32) {
+  return write_batch_as(
+      dir, prefix, b,
+      {.dtype = float32 ? protocol::NpyDtype::kFloat32 : protocol::NpyDtype::kFloat64});
 }
 
 client::TridiagRequest request_for(const BatchFiles& files) {

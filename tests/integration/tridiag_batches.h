@@ -12,6 +12,7 @@
 
 #include "client/connection.h"
 #include "client/tridiag_request.h"
+#include "tests/integration/npy_files.h"
 #include "tridiag/tridiag.h"
 
 namespace stripesolve::testing {
@@ -50,6 +51,9 @@ struct BatchFiles {
 // Writes dl.npy, d.npy, du.npy, rhs.npy under `dir` with `prefix` (float32 when asked).
 BatchFiles write_batch(const std::string& dir, const std::string& prefix, const TridiagBatch& batch,
                        bool float32 = false);
+// The same in any format write_npy_as takes.
+BatchFiles write_batch_as(const std::string& dir, const std::string& prefix,
+                          const TridiagBatch& batch, const NpyFormat& format);
 client::TridiagRequest request_for(const BatchFiles& files);
 
 // Rounds every value through float (what a float32 file holds).

@@ -201,6 +201,21 @@ TEST_F(TridiagIntegration, SingleSystemFromFloat32Arrays) {
   expect_solution_matches_lapack(out, {1000}, b, false);
 }
 
+// Big-endian float64 arrays (which the daemon must not map and use as they lie) and big-endian
+// float32 in Fortran order: the same solution as the little-endian files give.
+TEST_F(TridiagIntegration, BigEndianArraysAreReadAsTheirValues) {
+  const TridiagBatch b = strided_batch(3, 300, MatrixKind::kGeneral, 7);
+  for (const NpyFormat& format :
+       {NpyFormat{.big_endian = true}, NpyFormat{protocol::NpyDtype::kFloat32, true, true}}) {
+    TridiagBatch expected = b;
+    if (format.dtype == protocol::NpyDtype::kFloat32) narrow_to_float(expected);
+    const std::string out = d_.dir() + "/x.npy";
+    nlohmann::json job = solve(*c_, request_for(write_batch_as(d_.dir(), "", b, format)), out);
+    ASSERT_EQ(job["state"], "COMPLETED") << job.dump();
+    expect_solution_matches_lapack(out, {3, 300}, expected, false);
+  }
+}
+
 TEST_F(TridiagIntegration, RaggedBatchFromAListAndFromAnNpy) {
   const TridiagBatch small = ragged_batch({3, 5, 2}, MatrixKind::kGeneral, 4);
   client::TridiagRequest req = request_for(write_batch(d_.dir(), "s", small));

@@ -78,12 +78,15 @@ int report_job(const Globals& g, const nlohmann::json& job) {
              job.value("type", std::string()) == "dense_solve") {
     const auto& r = job.value("result", nlohmann::json::object());
     const std::string where = r.value("device", r.value("backend", std::string()));
-    std::printf("job %s %s: n = %s, residual = %.3e, %s, %.2f s%s%s\n",
+    // With reused factors nothing was factored: no rate to print.
+    const bool reused = r.value("reused_factors", false);
+    const std::string rate =
+        reused ? std::string() : client::format_flop_rate(r.value("gflops", 0.0)) + ", ";
+    std::printf("job %s %s: n = %s, residual = %.3e, %s%.2f s%s%s\n",
                 job.value("id", nlohmann::json(0)).dump().c_str(), state.c_str(),
                 r.value("shape", nlohmann::json::array({0})).at(0).dump().c_str(),
-                r.value("residual", 0.0), client::format_flop_rate(r.value("gflops", 0.0)).c_str(),
-                r.value("seconds", 0.0), where.empty() ? "" : (" on " + where).c_str(),
-                r.value("reused_factors", false) ? " (reused factors)" : "");
+                r.value("residual", 0.0), rate.c_str(), r.value("seconds", 0.0),
+                where.empty() ? "" : (" on " + where).c_str(), reused ? " (reused factors)" : "");
     // -1: not computed / estimated / tracked (docs/protocol.md says when).
     auto figure = [](double v) { return v < 0 ? std::string("n/a") : fmt::format("{:.3e}", v); };
     std::printf(

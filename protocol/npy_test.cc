@@ -9,7 +9,7 @@ namespace stripesolve::protocol {
 namespace {
 
 TEST(NpyTest, HeaderRoundTripIsAlignedTo64) {
-  for (auto shape : std::vector<std::vector<int64_t>>{{5}, {1000000, 3}}) {
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{5}, {1000000, 3}}) {
     std::string h = make_npy_header(shape, false);
     EXPECT_EQ(h.size() % 64, 0u);
     EXPECT_EQ(h.back(), '\n');

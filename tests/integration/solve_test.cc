@@ -51,7 +51,7 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
   const std::string pivot = GetParam();
   DaemonFixture d;
   auto c = d.connect();
-  constexpr int64_t n = 360, nrhs = 2;
+  const int64_t n = 360, nrhs = 2;
   create_matrix(*c, "A", n, 11, 48);
   // B as a C-ordered (n, 2) .npy, passed as a descriptor.
   const std::vector<double> b = stripe::uniform_matrix(n, nrhs, 99);  // column-major
@@ -128,7 +128,7 @@ nlohmann::json solve_file(DaemonFixture& d, client::Connection& c,
 TEST(SolveRightHandSides, NonFiniteValuesAreRefusedNamingRowAndColumn) {
   DaemonFixture d;
   auto c = d.connect();
-  constexpr int64_t n = 64;
+  const int64_t n = 64;
   create_matrix(*c, "A", n, 5, 16);
   std::vector<double> b(static_cast<size_t>(n * 2), 1.0);  // C order (n, 2)
   b[7 * 2 + 1] = std::numeric_limits<double>::quiet_NaN();
@@ -147,7 +147,7 @@ TEST(SolveRightHandSides, NonFiniteValuesAreRefusedNamingRowAndColumn) {
 TEST(SolveRightHandSides, TheSolutionHasTheRightHandSidesShape) {
   DaemonFixture d;
   auto c = d.connect();
-  constexpr int64_t n = 64;
+  const int64_t n = 64;
   create_matrix(*c, "A", n, 5, 16);
   const std::vector<double> b(static_cast<size_t>(n), 1.0);
   for (const std::vector<int64_t>& shape : {std::vector<int64_t>{n, 1}, std::vector<int64_t>{n}}) {
@@ -164,7 +164,7 @@ TEST(SolveRightHandSides, TheSolutionHasTheRightHandSidesShape) {
 TEST(SolveRightHandSides, EveryLayoutMatrixImportTakesGivesTheSameSolution) {
   DaemonFixture d;
   auto c = d.connect();
-  constexpr int64_t n = 64;
+  const int64_t n = 64;
   create_matrix(*c, "A", n, 5, 16);
   std::vector<double> b(static_cast<size_t>(n * 3));  // C order (n, 3), exact in float32
   for (size_t k = 0; k < b.size(); ++k)
@@ -204,7 +204,7 @@ TEST(SolveRightHandSides, EveryLayoutMatrixImportTakesGivesTheSameSolution) {
 TEST(SolveCancelIntegration, CancelMidSolveLeavesStoreConsistentAndDaemonHealthy) {
   DaemonFixture d([](daemon::DaemonConfig& c) { c.engine.progress_interval_seconds = 0.01; });
   auto c = d.connect();
-  constexpr int64_t n = 1600;
+  const int64_t n = 1600;
   create_matrix(*c, "big", n, 3, 40);
   client::SolveRequest req;
   req.matrix = "big";

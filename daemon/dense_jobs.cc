@@ -21,19 +21,26 @@ namespace {
 using protocol::get_int;
 using protocol::get_string;
 
-nlohmann::json progress_json(const scheduler::Progress& p) {
-  return {{"phase", p.phase},
-          {"fraction", p.fraction},
-          {"gflops", p.gflops},
-          {"io_read_bytes", p.io_read_bytes},
-          {"io_written_bytes", p.io_written_bytes},
-          {"io_bytes_per_second", p.io_bytes_per_second},
-          {"cache_hits", p.cache_hits},
-          {"cache_misses", p.cache_misses},
-          {"eta_seconds", p.eta_seconds},
-          {"stripes_done", p.stripes_done},
-          {"stripes_total", p.stripes_total}};
+}  // namespace
+
+// The ETA only once the phase has made progress to extrapolate from (the client and the daemon's
+// log would print "ETA 0s" for the scheduler's 0 otherwise).
+nlohmann::json dense_progress_json(const scheduler::Progress& p) {
+  nlohmann::json j = {{"phase", p.phase},
+                      {"fraction", p.fraction},
+                      {"gflops", p.gflops},
+                      {"io_read_bytes", p.io_read_bytes},
+                      {"io_written_bytes", p.io_written_bytes},
+                      {"io_bytes_per_second", p.io_bytes_per_second},
+                      {"cache_hits", p.cache_hits},
+                      {"cache_misses", p.cache_misses},
+                      {"stripes_done", p.stripes_done},
+                      {"stripes_total", p.stripes_total}};
+  if (p.fraction > 0) j["eta_seconds"] = p.eta_seconds;
+  return j;
 }
+
+namespace {
 
 struct SolveParams {
   std::string matrix;
@@ -241,7 +248,7 @@ Result<scheduler::SolveReport> solve_and_publish(JobContext& ctx, storage::Matri
   const int64_t nrhs = rhs.nrhs;
   scheduler::SolveCallbacks callbacks;
   callbacks.on_progress = [&job](const scheduler::Progress& p) {
-    job.set_progress(progress_json(p));
+    job.set_progress(dense_progress_json(p));
   };
   const auto publish = [&job, &out, nrhs](int64_t row_begin, int64_t rows, const double* x) {
     if (!out) return job.publish_rows(row_begin, rows, x);

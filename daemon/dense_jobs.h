@@ -2,7 +2,8 @@
 // scheduler::solve_dense (paper 002 end to end).
 //
 // Parameters (checked here, at the edge): matrix; rhs = {"fd": i} (an .npy file the client
-// passed: (n) or (n, k), float64 or float32), {"upload": id} (an .npy the owner uploaded, float64)
+// passed: (n) or (n, k), float64 or float32, either byte order), {"upload": id} (an .npy the
+// owner uploaded, float64)
 // or {"generate": "ones"|"uniform", "nrhs": k, "seed": s}, each bounded by check_rhs_size()
 // before it is allocated; out = {"fd": i} (optional: the client's temporary, which receives the
 // solution as an .npy of shape (n) or (n, k) row by row as it is finalized; without it the
@@ -25,6 +26,7 @@
 #include "daemon/job_manager.h"
 #include "daemon/uploads.h"
 #include "scheduler/planner.h"
+#include "scheduler/progress.h"
 #include "storage/matrix_store.h"
 
 namespace stripesolve::daemon {
@@ -43,6 +45,10 @@ inline constexpr uint64_t kRhsCopiesInFlight = 4;
 // alike: n x nrhs float64 must stay within limits.max_rhs_bytes, and kRhsCopiesInFlight copies
 // within the available memory. kResourceExhausted naming the limit otherwise.
 Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits);
+
+// A dense solve's progress as the job shows it: phase, fraction, rates, I/O, stripes, and
+// eta_seconds once the phase has made progress to extrapolate from.
+nlohmann::json dense_progress_json(const scheduler::Progress& p);
 
 // `store`, `uploads` and `engine` must outlive the registry's jobs.
 // The factor a queued job of `type` with `params` makes and may resume after a restart (a dense

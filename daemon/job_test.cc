@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/dense_jobs.h"
 #include "protocol/frame.h"
 #include "protocol/messages.h"
 
@@ -46,6 +47,22 @@ TEST(JobTest, FinishedJobsShowNoStaleProgress) {
 // `logs -f` reads on from where it stopped; the numbering survives the bound on kept lines.
 // A client's params nested deeper than the replies may carry are shown cut, so that the job
 // list's frame stays readable (protocol/frame.cc bounds a header at 32 levels).
+// A dense solve's progress carries an ETA only once there is progress to extrapolate from: the
+// scheduler's 0 for "unknown" used to reach the client as "ETA 0s" at 0%.
+TEST(JobTest, DenseProgressHasAnEtaOnlyOnceThePhaseHasMoved) {
+  scheduler::Progress p;
+  p.phase = "factor";
+  p.stripes_total = 6;
+  EXPECT_FALSE(dense_progress_json(p).contains("eta_seconds"));
+  p.fraction = 0.25;
+  p.eta_seconds = 12.5;
+  p.stripes_done = 1;
+  const nlohmann::json j = dense_progress_json(p);
+  EXPECT_EQ(j["eta_seconds"], 12.5);
+  EXPECT_EQ(j["stripes_done"], 1);
+  EXPECT_EQ(j["phase"], "factor");
+}
+
 TEST(JobTest, DeeplyNestedParamsAreShownCut) {
   nlohmann::json deep = 1;
   for (int k = 0; k < 29; ++k) deep = nlohmann::json::array({deep});

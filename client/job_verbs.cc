@@ -202,7 +202,14 @@ void add_one_job_verbs(CLI::App& app, const Globals& g, int& code) {
     if (!c.is_ok()) return void(code = fail(c.status()));
     auto r = (*c)->call(MessageType::kTrace, {{"job", trace->id}});
     if (!r.is_ok()) return void(code = fail(r.status()));
-    const std::string text = (*r)["trace"].dump();
+    const nlohmann::json& t = (*r)["trace"];
+    if (t.value("traceEvents", nlohmann::json::array()).empty()) {
+      const nlohmann::json other = t.value("otherData", nlohmann::json::object());
+      std::fprintf(stderr, "stripesolve: job %llu: %s\n",
+                   static_cast<unsigned long long>(trace->id),
+                   other.value("note", std::string("no trace events")).c_str());
+    }
+    const std::string text = t.dump();
     if (trace->out.empty()) return void(std::printf("%s\n", text.c_str()));
     // Like every output: a new temporary beside the target, renamed once complete.
     auto out = OutputFile::create(trace->out, "--out");

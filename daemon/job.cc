@@ -289,6 +289,14 @@ std::string Job::trace_json() const {
   nlohmann::json out = {{"traceEvents", events},
                         {"displayTimeUnit", "ms"},
                         {"otherData", {{"job", id_}, {"type", type_}}}};
+  if (events.empty()) {  // say why, rather than hand over an empty trace without a word
+    out["otherData"]["note"] =
+        restored_ && is_terminal(state_)
+            ? "no trace events: a job's trace is kept in the daemon's memory, and this job ran "
+              "before the daemon's last restart"
+        : state_ == JobState::kPending ? "no trace events: the job has not started"
+                                       : "no trace events recorded";
+  }
   return out.dump();
 }
 
@@ -410,6 +418,7 @@ nlohmann::json Job::result() const {
 
 void Job::restore_history(History history) {
   MutexLock lock(mu_);
+  restored_ = true;
   state_ = history.state;
   if (history.created != Clock::time_point{}) created_ = history.created;
   started_ = history.started;

@@ -207,6 +207,7 @@ class Job {
   uint64_t log_dropped_ = 0;  // lines dropped from log_'s front; guarded by mu_
   std::vector<TraceSpan> spans_ GUARDED_BY(mu_);
   std::string engine_trace_ GUARDED_BY(mu_);
+  bool restored_ GUARDED_BY(mu_) = false;  // restore_history() ran: a job from before a restart
   std::vector<std::function<void()>> cancel_hooks_;                    // guarded by mu_
   std::vector<std::pair<uint64_t, std::function<void()>>> listeners_;  // guarded by mu_
   uint64_t next_listener_ GUARDED_BY(mu_) = 1;

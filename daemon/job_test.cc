@@ -193,6 +193,25 @@ TEST(JobTest, TraceIsChromeJson) {
   ASSERT_EQ(j["traceEvents"].size(), 2u);
   EXPECT_EQ(j["traceEvents"][0]["name"], "elim.I");
   EXPECT_EQ(j["traceEvents"][1]["dur"], 20);
+  EXPECT_FALSE(j["otherData"].contains("note"));
+}
+
+// An empty trace says why: traces live in memory, so a job from before a restart has none.
+TEST(JobTest, AnEmptyTraceSaysWhy) {
+  Job pending(5, 1000, "t", Lane::kSmall, nlohmann::json::object());
+  EXPECT_EQ(nlohmann::json::parse(pending.trace_json())["otherData"]["note"],
+            "no trace events: the job has not started");
+  Job restored(6, 1000, "dense_solve", Lane::kDense, nlohmann::json::object());
+  Job::History h;
+  h.state = JobState::kCompleted;
+  h.log = {"completed in 0.5 s"};
+  restored.restore_history(std::move(h));
+  const auto j = nlohmann::json::parse(restored.trace_json());
+  EXPECT_TRUE(j["traceEvents"].empty());
+  EXPECT_EQ(
+      j["otherData"]["note"],
+      "no trace events: a job's trace is kept in the daemon's memory, and this job ran before "
+      "the daemon's last restart");
 }
 
 }  // namespace

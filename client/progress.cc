@@ -24,7 +24,10 @@ std::string format_flop_rate(double gflops) {
 
 std::string format_progress(const nlohmann::json& p, int bar_width) {
   const std::string phase = p.value("phase", p.value("state", std::string("pending")));
-  const double fraction = phase == "done" ? 1.0 : std::clamp(p.value("fraction", 0.0), 0.0, 1.0);
+  // A job that completed is whole, whatever progress it kept (a job from before a daemon restart
+  // keeps none).
+  const bool whole = phase == "done" || phase == "COMPLETED" || phase == "COMPLETED_WITH_WARNING";
+  const double fraction = whole ? 1.0 : std::clamp(p.value("fraction", 0.0), 0.0, 1.0);
   std::string out;
   if (bar_width > 0) {
     const int filled = static_cast<int>(fraction * bar_width);

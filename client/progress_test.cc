@@ -26,6 +26,11 @@ namespace {
 TEST(ProgressTest, DonePhaseIsComplete) {
   EXPECT_EQ(format_progress({{"phase", "done"}, {"fraction", 0.0}, {"stripes_total", 0}}, 4),
             "[####] 100.0% done");
+  // A completed job from before a daemon restart keeps no progress: whole, not 0%.
+  EXPECT_EQ(format_progress({{"state", "COMPLETED"}}, 0), "100.0% COMPLETED");
+  EXPECT_EQ(format_progress({{"state", "COMPLETED_WITH_WARNING"}}, 0),
+            "100.0% COMPLETED_WITH_WARNING");
+  EXPECT_EQ(format_progress({{"state", "FAILED"}}, 0), "  0.0% FAILED");
 }
 
 }  // namespace

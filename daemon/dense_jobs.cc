@@ -287,8 +287,11 @@ void log_solve_outcome(JobContext& ctx, const scheduler::SolveReport& r) {
       "pivot growth {}",
       r.residual, r.tolerance, r.residual_history.empty() ? 0 : r.residual_history.size() - 1,
       figure(r.rcond), figure(r.growth)));
-  ctx.log(fmt::format("residual {:.3e}, {:.2f} GFLOP/s on {}, {:.2f} s, read {}, written {}{}",
-                      r.residual, r.gflops, r.device.empty() ? r.backend : r.device, r.seconds,
+  // With reused factors nothing was factored: no rate.
+  const std::string rate =
+      r.reused_factors ? std::string() : fmt::format("{:.2f} GFLOP/s ", r.gflops);
+  ctx.log(fmt::format("residual {:.3e}, {}on {}, {:.2f} s, read {}, written {}{}", r.residual, rate,
+                      r.device.empty() ? r.backend : r.device, r.seconds,
                       format_bytes(r.io_read_bytes), format_bytes(r.io_written_bytes),
                       r.reused_factors ? ", reused factors " + r.factor_name : ""));
   if (!r.pivot_switch.empty()) ctx.log(r.pivot_switch);

@@ -231,6 +231,24 @@ void log_solve_request(JobContext& ctx, const SolveParams& params, int64_t n, in
                   params.options.reuse_factors ? "" : ", no reuse"));
 }
 
+// An exact zero pivot said in the user's terms (issue 17: a singular matrix says so). Partial
+// pivoting (row, gepp) meets one only when the whole remaining row or column is zero, so the
+// matrix is singular; local and none do not search everything, so it may not be.
+Status explain_zero_pivot(const Status& st, backend::PivotMode pivot, const std::string& matrix) {
+  if (st.code() != StatusCode::kNumerical || !st.message().starts_with("zero pivot at row")) {
+    return st;
+  }
+  if (pivot == backend::PivotMode::kRow || pivot == backend::PivotMode::kGepp) {
+    return Status::numerical(fmt::format(
+        "matrix '{}' is singular: {} (partial pivoting found no nonzero entry to pivot on)", matrix,
+        st.message()));
+  }
+  return Status::numerical(fmt::format(
+      "{} with pivot {}, which does not search the whole row for a nonzero pivot: the matrix may "
+      "still be regular; try pivot row (the default) or gepp",
+      st.message(), backend::pivot_mode_name(pivot)));
+}
+
 // Solves through the engine, which cancel reaches at once. Solution rows go to the client's file or
 // to the job as the engine finalizes them (all at the end when it hands X only then); progress
 // and the engine's trace go to the job.
@@ -265,7 +283,8 @@ Result<scheduler::SolveReport> solve_and_publish(JobContext& ctx, storage::Matri
   auto report = scheduler::solve_dense(store, params.matrix, rhs.b.data(), nrhs, params.options,
                                        engine, *token, callbacks, &trace);
   job.set_engine_trace(trace.to_json());
-  if (!report.is_ok()) return report.status();
+  if (!report.is_ok())
+    return explain_zero_pivot(report.status(), params.options.pivot, params.matrix);
   if (published.load() == 0 && report->x.size() == static_cast<size_t>(n * nrhs)) {
     // The engine handed X only at the end: publish it in one piece.
     STRIPESOLVE_RETURN_IF_ERROR(publish(0, n, report->x.data()));

@@ -201,6 +201,55 @@ TEST(SolveRightHandSides, EveryLayoutMatrixImportTakesGivesTheSameSolution) {
   }
 }
 
+// Imports `a` (C order n x n) as `name` and solves it with `pivot` (generated right-hand side);
+// the finished job.
+nlohmann::json import_and_solve(DaemonFixture& d, client::Connection& c, const std::string& name,
+                                int64_t n, const std::vector<double>& a, const std::string& pivot) {
+  write_npy(d.dir() + "/" + name + ".npy", {n, n}, a);
+  auto import = client::build_import_job(name, d.dir() + "/" + name + ".npy", 0);
+  EXPECT_TRUE(import.is_ok());
+  if (!import.is_ok()) return {};
+  (void)client::run_request(c, *import, nullptr);
+  client::SolveRequest req;
+  req.matrix = name;
+  req.pivot = pivot;
+  auto job = client::build_solve_job(req);
+  EXPECT_TRUE(job.is_ok());
+  if (!job.is_ok()) return {};
+  auto done = client::run_request(c, *job, nullptr);
+  EXPECT_TRUE(done.is_ok()) << done.status().to_string();
+  return done.is_ok() ? *done : nlohmann::json{};
+}
+
+// Issue 17: an exactly singular matrix says so; a zero pivot that a mode without a full search
+// met says the matrix may still be regular and what to try.
+TEST(SolveSingular, AZeroPivotIsSaidInTheUsersTerms) {
+  DaemonFixture d;
+  auto c = d.connect();
+  const std::vector<double> singular = {1, 2, 3, 2, 4, 6, 0, 1, 5};  // row 1 = 2 x row 0
+  for (const std::string pivot : {"row", "gepp"}) {
+    const nlohmann::json done = import_and_solve(d, *c, "S" + pivot, 3, singular, pivot);
+    EXPECT_EQ(done["state"], "FAILED") << done.dump();
+    EXPECT_EQ(done["error"]["code"], "Numerical");
+    const std::string message = done["error"]["message"];
+    EXPECT_EQ(message.rfind("matrix 'S" + pivot + "' is singular: zero pivot at row", 0), 0u)
+        << message;
+  }
+  const std::vector<double> exchange = {0, 1, 1, 0};  // regular, but a zero first pivot
+  const nlohmann::json none = import_and_solve(d, *c, "P", 2, exchange, "none");
+  EXPECT_EQ(none["state"], "FAILED") << none.dump();
+  EXPECT_EQ(none["error"]["message"],
+            "zero pivot at row 0 with pivot none, which does not search the whole row for a "
+            "nonzero pivot: the matrix may still be regular; try pivot row (the default) or gepp");
+  client::SolveRequest req;
+  req.matrix = "P";
+  auto row = client::build_solve_job(req);
+  ASSERT_TRUE(row.is_ok());
+  auto solved = client::run_request(*c, *row, nullptr);
+  ASSERT_TRUE(solved.is_ok());
+  EXPECT_EQ((*solved)["state"], "COMPLETED") << solved->dump();
+}
+
 TEST(SolveCancelIntegration, CancelMidSolveLeavesStoreConsistentAndDaemonHealthy) {
   DaemonFixture d([](daemon::DaemonConfig& c) { c.engine.progress_interval_seconds = 0.01; });
   auto c = d.connect();

@@ -23,12 +23,12 @@ using protocol::get_string;
 
 }  // namespace
 
-// The ETA only once the phase has made progress to extrapolate from (the client and the daemon's
-// log would print "ETA 0s" for the scheduler's 0 otherwise).
+// The rate and the ETA only once the phase has done work to measure them by (the client and the
+// daemon's log would print "0.0 GFLOP/s" and "ETA 0s" for the scheduler's zeros otherwise, e.g.
+// in the last, "done" phase).
 nlohmann::json dense_progress_json(const scheduler::Progress& p) {
   nlohmann::json j = {{"phase", p.phase},
                       {"fraction", p.fraction},
-                      {"gflops", p.gflops},
                       {"io_read_bytes", p.io_read_bytes},
                       {"io_written_bytes", p.io_written_bytes},
                       {"io_bytes_per_second", p.io_bytes_per_second},
@@ -36,6 +36,7 @@ nlohmann::json dense_progress_json(const scheduler::Progress& p) {
                       {"cache_misses", p.cache_misses},
                       {"stripes_done", p.stripes_done},
                       {"stripes_total", p.stripes_total}};
+  if (p.gflops > 0) j["gflops"] = p.gflops;
   if (p.fraction > 0) j["eta_seconds"] = p.eta_seconds;
   return j;
 }

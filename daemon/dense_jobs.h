@@ -46,8 +46,8 @@ inline constexpr uint64_t kRhsCopiesInFlight = 4;
 // within the available memory. kResourceExhausted naming the limit otherwise.
 Status check_rhs_size(int64_t n, int64_t nrhs, const DenseJobLimits& limits);
 
-// A dense solve's progress as the job shows it: phase, fraction, rates, I/O, stripes, and
-// eta_seconds once the phase has made progress to extrapolate from.
+// A dense solve's progress as the job shows it: phase, fraction, I/O, stripes, and gflops and
+// eta_seconds once the phase has done work to measure them by.
 nlohmann::json dense_progress_json(const scheduler::Progress& p);
 
 // `store`, `uploads` and `engine` must outlive the registry's jobs.

@@ -47,18 +47,21 @@ TEST(JobTest, FinishedJobsShowNoStaleProgress) {
 // `logs -f` reads on from where it stopped; the numbering survives the bound on kept lines.
 // A client's params nested deeper than the replies may carry are shown cut, so that the job
 // list's frame stays readable (protocol/frame.cc bounds a header at 32 levels).
-// A dense solve's progress carries an ETA only once there is progress to extrapolate from: the
-// scheduler's 0 for "unknown" used to reach the client as "ETA 0s" at 0%.
-TEST(JobTest, DenseProgressHasAnEtaOnlyOnceThePhaseHasMoved) {
+// A dense solve's progress carries a rate and an ETA only once there is work to measure them by:
+// the scheduler's zeros used to reach the client as "0.0 GFLOP/s" and "ETA 0s".
+TEST(JobTest, DenseProgressHasARateAndAnEtaOnlyOnceThePhaseHasMoved) {
   scheduler::Progress p;
   p.phase = "factor";
   p.stripes_total = 6;
   EXPECT_FALSE(dense_progress_json(p).contains("eta_seconds"));
+  EXPECT_FALSE(dense_progress_json(p).contains("gflops"));
   p.fraction = 0.25;
   p.eta_seconds = 12.5;
+  p.gflops = 75.0;
   p.stripes_done = 1;
   const nlohmann::json j = dense_progress_json(p);
   EXPECT_EQ(j["eta_seconds"], 12.5);
+  EXPECT_EQ(j["gflops"], 75.0);
   EXPECT_EQ(j["stripes_done"], 1);
   EXPECT_EQ(j["phase"], "factor");
 }

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
-#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -59,16 +58,6 @@ Status pwrite_full(int fd, const void* buf, uint64_t bytes, uint64_t offset) {
   return Status::ok();
 }
 
-// The element at p as T, in the header's dtype and byte order.
-template <typename T>
-T load(const char* p, const NpyHeader& h) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return static_cast<T>(protocol::npy_element_as_double(p, h));
-  } else {
-    return static_cast<T>(protocol::npy_element_as_int(p, h));
-  }
-}
-
 // Converts the data through a staging buffer into C order.
 template <typename T>
 Status read_converted(int fd, const NpyHeader& h, T* out) {
@@ -85,7 +74,8 @@ Status read_converted(int fd, const NpyHeader& h, T* out) {
         pread_full(fd, stage.data(), count * item, h.data_offset + k0 * item));
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t k = k0 + i;  // file order
-      out[transpose ? (k % r) * c + k / r : k] = load<T>(stage.data() + i * item, h);
+      out[transpose ? (k % r) * c + k / r : k] =
+          protocol::npy_element<T>(stage.data() + i * item, h);
     }
   }
   return Status::ok();

@@ -51,11 +51,6 @@ std::string make_npy_header(const std::vector<int64_t>& shape, bool fortran_orde
 
 namespace {
 
-// Elements are copied with memcpy and swapped where the file is big-endian: the host must be
-// little-endian.
-static_assert(std::endian::native == std::endian::little,
-              "the .npy reader assumes a little-endian host");
-
 size_t dtype_bytes(NpyDtype dtype) {
   return dtype == NpyDtype::kFloat64 || dtype == NpyDtype::kInt64 ? 8 : 4;
 }
@@ -79,37 +74,6 @@ std::optional<Descr> parse_descr(std::string descr) {
   if (descr == "i8") return Descr{NpyDtype::kInt64, big};
   if (descr == "i4") return Descr{NpyDtype::kInt32, big};
   return std::nullopt;
-}
-
-// The element's bits as an unsigned integer of its width, in host (little-endian) order.
-template <typename U>
-U raw_bits(const char* p, bool big_endian) {
-  U u;
-  std::memcpy(&u, p, sizeof u);
-  if (big_endian) {
-    if constexpr (sizeof(U) == 8) {
-      u = __builtin_bswap64(u);
-    } else {
-      u = __builtin_bswap32(u);
-    }
-  }
-  return u;
-}
-
-// The element at p, converted to T.
-template <typename T>
-T load(const char* p, const NpyHeader& h) {
-  switch (h.dtype) {
-    case NpyDtype::kFloat64:
-      return static_cast<T>(std::bit_cast<double>(raw_bits<uint64_t>(p, h.big_endian)));
-    case NpyDtype::kFloat32:
-      return static_cast<T>(std::bit_cast<float>(raw_bits<uint32_t>(p, h.big_endian)));
-    case NpyDtype::kInt64:
-      return static_cast<T>(std::bit_cast<int64_t>(raw_bits<uint64_t>(p, h.big_endian)));
-    case NpyDtype::kInt32:
-      return static_cast<T>(std::bit_cast<int32_t>(raw_bits<uint32_t>(p, h.big_endian)));
-  }
-  return T{};
 }
 
 // Where the value of 'key' (or "key") starts in a header dict such as
@@ -217,10 +181,10 @@ std::vector<T> c_order_values(std::string_view bytes, const NpyHeader& h) {
   const int64_t r = h.rows(), c = h.cols();
   std::vector<T> out(static_cast<size_t>(r * c));
   if (!h.fortran_order || h.shape.size() == 1) {
-    for (int64_t k = 0; k < r * c; ++k) out[k] = load<T>(data + item * k, h);
+    for (int64_t k = 0; k < r * c; ++k) out[k] = npy_element<T>(data + item * k, h);
   } else {
     for (int64_t j = 0; j < c; ++j) {
-      for (int64_t i = 0; i < r; ++i) out[i * c + j] = load<T>(data + item * (j * r + i), h);
+      for (int64_t i = 0; i < r; ++i) out[i * c + j] = npy_element<T>(data + item * (j * r + i), h);
     }
   }
   return out;
@@ -300,14 +264,6 @@ Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size
   return h;
 }
 
-double npy_element_as_double(const char* element, const NpyHeader& header) {
-  return load<double>(element, header);
-}
-
-int64_t npy_element_as_int(const char* element, const NpyHeader& header) {
-  return load<int64_t>(element, header);
-}
-
 Result<std::vector<double>> npy_float_values(std::string_view bytes, const NpyHeader& header) {
   if (!is_float(header.dtype)) {
     return Status::invalid_argument(
@@ -343,7 +299,7 @@ Result<std::vector<double>> npy_to_column_major(std::string_view bytes, int64_t*
   } else {
     for (int64_t k = 0; k < r * c; ++k) {  // file order
       const int64_t i = h.fortran_order ? k % r : k / c, j = h.fortran_order ? k / r : k % c;
-      out[static_cast<size_t>(j * r + i)] = load<double>(data + 8 * k, h);
+      out[static_cast<size_t>(j * r + i)] = npy_element<double>(data + 8 * k, h);
     }
   }
   *rows = r;

@@ -5,7 +5,9 @@
 // order, as `matrix import` reads matrices. Pure functions, no I/O.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,14 +61,52 @@ Result<NpyHeader> inspect_npy(std::string_view bytes);
 Result<NpyHeader> inspect_npy_header(std::string_view prefix, uint64_t file_size);
 // Bytes of one element of `dtype` (8 or 4).
 size_t npy_dtype_bytes(NpyDtype dtype);
-// The element at `element` in the header's dtype and byte order, widened (float32, int32) or
-// converted (integers as double, floats as int64 by truncation) to the result type.
-double npy_element_as_double(const char* element, const NpyHeader& header);
-int64_t npy_element_as_int(const char* element, const NpyHeader& header);
+// The element at `element` in the header's dtype and byte order, converted to T (float32 and
+// int32 widened exactly). Inline: the readers call it once an element.
+template <typename T>
+T npy_element(const char* element, const NpyHeader& header);
 // The elements of an image inspect_npy accepted, in C (row-major) order: Fortran-ordered arrays
 // are transposed, float32 is widened exactly, int32 is widened. An integer image asked for as
 // floats (or the reverse) is kInvalidArgument naming both dtypes.
 Result<std::vector<double>> npy_float_values(std::string_view bytes, const NpyHeader& header);
 Result<std::vector<int64_t>> npy_int_values(std::string_view bytes, const NpyHeader& header);
+
+// Elements are copied with memcpy and swapped where the file is big-endian: the host must be
+// little-endian.
+static_assert(std::endian::native == std::endian::little,
+              "the .npy reader assumes a little-endian host");
+
+namespace npy_detail {
+// The element's bits as an unsigned integer of its width, in host (little-endian) order.
+template <typename U>
+U raw_bits(const char* p, bool big_endian) {
+  U u;
+  std::memcpy(&u, p, sizeof u);
+  if (big_endian) {
+    if constexpr (sizeof(U) == 8) {
+      u = __builtin_bswap64(u);
+    } else {
+      u = __builtin_bswap32(u);
+    }
+  }
+  return u;
+}
+}  // namespace npy_detail
+
+template <typename T>
+T npy_element(const char* element, const NpyHeader& header) {
+  using npy_detail::raw_bits;
+  switch (header.dtype) {
+    case NpyDtype::kFloat64:
+      return static_cast<T>(std::bit_cast<double>(raw_bits<uint64_t>(element, header.big_endian)));
+    case NpyDtype::kFloat32:
+      return static_cast<T>(std::bit_cast<float>(raw_bits<uint32_t>(element, header.big_endian)));
+    case NpyDtype::kInt64:
+      return static_cast<T>(std::bit_cast<int64_t>(raw_bits<uint64_t>(element, header.big_endian)));
+    case NpyDtype::kInt32:
+      return static_cast<T>(std::bit_cast<int32_t>(raw_bits<uint32_t>(element, header.big_endian)));
+  }
+  return T{};
+}
 
 }  // namespace stripesolve::protocol

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tridiag/cuda/gepp_rows.h"
 #include "tridiag/cuda/group_solve.h"
 #include "tridiag/cuda/small_solves.h"
 #include "tridiag/diagonal_pivoting.h"
@@ -110,6 +111,35 @@ TEST(CudaSolvesTest, DiagonalPivotingWithinTenTimesLapackOrTheCpuPivoting) {
                                 rinv.data(), q);
       });
   EXPECT_GE(checked, 80) << "of 96 systems; the rest are singular or break down";
+}
+
+// The interleaved gepp kernel's row steps (gepp_rows.h) take dgtsv's pivots: within 10x of LAPACK
+// on every stability type, up to the largest system the kernel takes, and a singular matrix
+// names the row dgtsv names.
+TEST(CudaSolvesTest, GeppRowStepsWithinTenTimesLapack) {
+  const int checked = expect_stability_types_within_bound(
+      {1, 2, 3, 7, 8, 31, 64, 288}, 700,
+      [](const TridiagonalMatrix& m, const std::vector<double>& f, std::vector<double>& x) {
+        const long q = static_cast<long>(f.size());
+        std::vector<gpu::GeppSaved> saved(q);
+        x.resize(q);
+        return static_cast<int>(gpu::gepp_rows_solve(m.dl.data(), m.d.data(), m.du.data(), f.data(),
+                                                     x.data(), q, saved.data()));
+      });
+  EXPECT_GE(checked, 110) << "of 128 systems; the rest are singular for LAPACK too";
+  for (long q : {5L, 40L}) {
+    TridiagonalMatrix m = stability_matrix(1, q, 9);
+    const long row = q - 2;  // column q - 2 zero
+    m.du[row - 1] = 0.0;
+    m.d[row] = 0.0;
+    m.dl[row + 1] = 0.0;
+    const std::vector<double> f = random_vector(q, 10);
+    std::vector<double> x(q), reference;
+    std::vector<gpu::GeppSaved> saved(q);
+    EXPECT_EQ(gpu::gepp_rows_solve(m.dl.data(), m.d.data(), m.du.data(), f.data(), x.data(), q,
+                                   saved.data()),
+              lapack_dgtsv(m.dl.data(), m.d.data(), m.du.data(), f.data(), q, reference) - 1);
+  }
 }
 
 // The register-held variant (pivot_solve<kMax>, q <= kMax) does the same arithmetic.

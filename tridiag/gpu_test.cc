@@ -141,6 +141,100 @@ TEST(GpuTest, InterleavedBatches) {
   }
 }
 
+// gepp on interleaved batches (a thread a system, interleaved_gepp.cu) against the CPU's gepp,
+// dgtsv's algorithm, on random and ill-conditioned systems up to the largest the kernel takes:
+// the same pivots, so the residuals agree within rounding (a reciprocal where dgtsv divides).
+TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
+  SKIP_WITHOUT_GPU();
+  for (int type : {1, 5, 9, 14}) {
+    for (std::size_t n : {1, 2, 3, 8, 17, 64, 100, 256, 288}) {
+      SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
+      const std::size_t m = 300;  // not a multiple of the kernel's blocks
+      const std::vector<std::size_t> sizes(m, n);
+      StridedSystems b = make_batch(sizes, type);
+      const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
+                              interleave(b.f, n, m)};
+      std::vector<double> xg(m * n), xc(m * n);
+      SolveOptions opt;
+      opt.algorithm = Algorithm::kGepp;
+      auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), opt);
+      // Type 14 (diagonal 1e-8) overflows gepp in one system of 300 at n = 288 (x non-finite):
+      // LAPACK's algorithm cannot solve it either, so there is nothing to compare.
+      if (!rc.is_ok() && rc.status().code() == StatusCode::kNumerical) continue;
+      ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
+      GpuOptions gopt;
+      gopt.solve = opt;
+      auto r =
+          solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
+                          {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, gopt);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      EXPECT_EQ(r->algorithm, Algorithm::kGepp);
+      const std::vector<double> x = interleave(xg, n, m, /*back=*/true);
+      const double res_c = max_residual(b, sizes, xc), res_g = max_residual(b, sizes, x);
+      EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU " << res_c;
+      double nx = 0;
+      for (double v : x) nx += v * v;
+      EXPECT_GT(nx, 0.0);
+    }
+  }
+}
+
+// kAuto takes gepp for interleaved batches of small systems (kAutoInterleavedGeppSystem), spike
+// above; both as accurate as the CPU's default on the same systems.
+TEST(GpuTest, AutoTakesGeppForSmallInterleavedSystems) {
+  SKIP_WITHOUT_GPU();
+  for (std::size_t n : {32, 65}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const std::size_t m = 1000;
+    const std::vector<std::size_t> sizes(m, n);
+    StridedSystems b = make_batch(sizes, 1);
+    const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
+                            interleave(b.f, n, m)};
+    std::vector<double> xg(m * n), xc(m * n);
+    auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), {});
+    ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
+    auto r = solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
+                             {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, {});
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    const Algorithm expected = n <= 64 ? Algorithm::kGepp : Algorithm::kSpike;
+    EXPECT_EQ(r->algorithm, expected);
+    ASSERT_FALSE(r->notes.empty());
+    EXPECT_EQ(r->notes[0],
+              "auto chose " + std::string(algorithm_name(expected)) + " (stable requested, GPU)");
+    const std::vector<double> x = interleave(xg, n, m, /*back=*/true);
+    EXPECT_LE(max_residual(b, sizes, x), 10 * max_residual(b, sizes, xc) + 1e-15);
+  }
+}
+
+// A singular system of an interleaved gepp batch is named with its row, as the CPU's gepp names
+// it; larger systems than the kernel takes are refused, naming what the GPU offers.
+TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesLargeSystems) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 6, m = 70;
+  StridedSystems b = make_batch(std::vector<std::size_t>(m, n), 1);
+  const std::size_t j = 65, row = 3;  // column 3 of system 65 zero
+  b.du[j * n + row - 1] = 0.0;
+  b.d[j * n + row] = 0.0;
+  b.dl[j * n + row + 1] = 0.0;
+  const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
+                          interleave(b.f, n, m)};
+  std::vector<double> x(m * n);
+  GpuOptions gopt;
+  gopt.solve.algorithm = Algorithm::kGepp;
+  auto r = solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
+                           {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), x.data()}, gopt);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(), "system 65: gepp (GPU): matrix is singular: zero pivot at row 3");
+  const std::size_t big = 289;
+  StridedSystems large = make_batch(std::vector<std::size_t>(2, big), 1);
+  std::vector<double> y(2 * big);
+  r = solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, big, 2, {}}, large.arrays(y), gopt);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("gepp for interleaved batches of n <= 288"),
+            std::string::npos)
+      << r.status().message();
+}
+
 // Strided batches of sizes around the SPIKE tile (1152 rows) and partition (9 rows) edges,
 // diagonally dominant and random.
 TEST(GpuTest, StridedBatchesAroundTheTileEdges) {

@@ -27,6 +27,7 @@
 
 #include "bench/common/cuda_timing.h"
 #include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/interleaved_gepp.cuh"
 #include "tridiag/cuda/quality_check.h"
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
@@ -278,7 +279,7 @@ int main(int argc, char** argv) {
   nlohmann::json batches = nlohmann::json::array();
   std::vector<std::size_t> sizes = {256, 1024, 4096};
   if (only_n != 0) sizes = {only_n};
-  if (interleaved_only && only_n == 0) sizes = {64, 256, 1024, 4096, 16384};
+  if (interleaved_only && only_n == 0) sizes = {16, 32, 64, 128, 256, 1024, 4096, 16384};
   for (std::size_t n : sizes) {
     const std::size_t count = rows / n;
     for (int dominant = reduction ? 1 : 0; dominant < 2; ++dominant) {
@@ -327,12 +328,29 @@ int main(int argc, char** argv) {
       std::vector<double> fi = f;
       TridiagonalMatrix mi = interleave(m, n, count, fi);
       dev.upload(mi, fi);
-      for (Algorithm a : {Algorithm::kSpike, Algorithm::kThomas}) {
+      std::vector<Algorithm> interleaved_algs = {Algorithm::kSpike, Algorithm::kThomas};
+      if (n <= gpu::kMaxInterleavedGeppSystem) interleaved_algs.push_back(Algorithm::kGepp);
+      for (Algorithm a : interleaved_algs) {
         {
           const Timing t = ours(a, BatchLayout::kInterleaved, n, count);
           record(c, "stripesolve " + std::string(algorithm_name(a)) + " interleaved", t,
                  residual(m, f, dev.x, n, true, count));
         }
+      }
+      // gepp's kernel alone at each read-ahead depth (the launch's own choice is above).
+      if (interleaved_only && n <= gpu::kMaxInterleavedGeppSystem) {
+        unsigned long long* flags = nullptr;
+        CHECK_CUDA(cudaMalloc(&flags, 2 * sizeof(unsigned long long)));
+        for (int ahead : {4, 8, 16}) {
+          const gpu::InterleavedGepp a{dev.dl, dev.d, dev.du, dev.f,    dev.x,
+                                       n,      count, flags,  flags + 1};
+          const double t = best_time(
+              reps, [] {}, [&] { gpu::launch_interleaved_gepp(a, ahead, nullptr); });
+          CHECK_CUDA(cudaGetLastError());
+          record(c, "gepp kernel, " + std::to_string(ahead) + " rows ahead", Timing{t},
+                 residual(m, f, dev.x, n, true, count));
+        }
+        cudaFree(flags);
       }
       for (int algo : {0, 1, 2}) {
         CHECK_SPARSE(cusparseDgtsvInterleavedBatch_bufferSizeExt(h, algo, ni, dev.dl, dev.d, dev.du,

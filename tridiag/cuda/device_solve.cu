@@ -12,6 +12,7 @@
 #include "tridiag/cuda/cuda_check.h"
 #include "tridiag/cuda/device_solve.h"
 #include "tridiag/cuda/group_spike.cuh"
+#include "tridiag/cuda/interleaved_gepp.cuh"
 #include "tridiag/cuda/kernel_choice.h"
 #include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/spike_kernels.cuh"
@@ -75,8 +76,8 @@ Status ensure_shared_limits() {
   auto it = raised.find(device);
   if (it == raised.end()) {
     cudaError_t first = cudaSuccess;
-    for (cudaError_t e :
-         {set_shared_memory_limits(), set_reduction_shared_limits(), set_group_spike_limits()}) {
+    for (cudaError_t e : {set_shared_memory_limits(), set_reduction_shared_limits(),
+                          set_group_spike_limits(), set_interleaved_gepp_limits()}) {
       if (e != cudaSuccess && first == cudaSuccess) first = e;
     }
     it = raised.emplace(device, first).first;
@@ -158,7 +159,8 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout /*every layout alik
 }
 
 Status read_flags(const char* name, const unsigned long long* dev_flags, std::size_t n_per_system,
-                  std::size_t rows, cudaStream_t stream) {
+                  std::size_t rows, cudaStream_t stream,
+                  const char* pivot_words = " (GPU): zero, tiny or non-finite pivot at row ") {
   unsigned long long flags[kFlagSlots];
   STRIPESOLVE_RETURN_IF_ERROR(
       cuda_check(cudaMemcpyAsync(flags, dev_flags, sizeof flags, cudaMemcpyDeviceToHost, stream),
@@ -172,10 +174,9 @@ Status read_flags(const char* name, const unsigned long long* dev_flags, std::si
       where = "system " + std::to_string(flags[k] / n_per_system) + ": ";
     }
     const std::size_t row = n_per_system != 0 ? flags[k] % n_per_system : flags[k];
-    return Status::numerical(where + name +
-                             (k != kSolutionFlag ? " (GPU): zero, tiny or non-finite pivot at row "
-                                                 : " (GPU): non-finite solution at row ") +
-                             std::to_string(row));
+    return Status::numerical(
+        where + name + (k != kSolutionFlag ? pivot_words : " (GPU): non-finite solution at row ") +
+        std::to_string(row));
   }
   return Status::ok();
 }
@@ -212,7 +213,9 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                                  " is not available on the GPU for this batch (GPU: spike and "
                                  "thomas for every layout; cr, pcr and their hybrids for strided "
                                  "batches of n <= " +
-                                 std::to_string(kMaxReductionSystem) + ")");
+                                 std::to_string(kMaxReductionSystem) +
+                                 "; gepp for interleaved batches of n <= " +
+                                 std::to_string(kMaxInterleavedGeppSystem) + ")");
   }
   if (workspace_size < workspace_bytes(algorithm, layout, b.rows)) {
     return Status::invalid_argument(
@@ -259,6 +262,14 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
       STRIPESOLVE_RETURN_IF_ERROR(solve_in_passes(kernel, s, ws, flags + kReducedFlag, stream));
       return read_flags(name, flags, layout == BatchLayout::kInterleaved ? n : b.system_size,
                         b.rows, stream);
+    }
+    case Kernel::kInterleavedGepp: {
+      const InterleavedGepp a{
+          b.dl, b.d, b.du, b.f, b.x, n, b.count, flags + kPivotFlag, flags + kSolutionFlag};
+      launch_interleaved_gepp(a, 0, stream);
+      STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved gepp launch"));
+      return read_flags(name, flags, n, b.rows, stream,
+                        " (GPU): matrix is singular: zero pivot at row ");
     }
     default:
       launch_reduction_solver(kernel, algorithm, b.dl, b.d, b.du, b.f, b.x, n, b.rows / n,

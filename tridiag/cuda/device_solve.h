@@ -34,8 +34,9 @@ struct DeviceBatch : BatchArrays {
 // kPcrThomas, kCrPcrThomas on strided batches of n <= kMaxReductionSystem (kernel_limits.h; a warp
 // a system up to 256 rows, a block of 2, 4, 8 or 16 warps above (8 for pcr and pcr_thomas above
 // 1024 rows), the rows in registers: warp_reduction.cu, reduction_kernels.cu, pcr_shuffle_steps.cu,
-// pcr_level_groups.cu; the map is docs/tridiag-kernels.md). Others: kUnimplemented. choose_kernel
-// (kernel_choice.h) decides.
+// pcr_level_groups.cu; the map is docs/tridiag-kernels.md), and kGepp on interleaved batches of
+// n <= kMaxInterleavedGeppSystem (a thread a system: interleaved_gepp.cu). Others:
+// kUnimplemented. choose_kernel (kernel_choice.h) decides.
 
 // Where a check's verdicts go on the device: plain device pointers into the check's workspace
 // (quality_check.h: prepare_check), for the one-pass kernels that check their rows as they write x.

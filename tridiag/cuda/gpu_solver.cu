@@ -477,7 +477,8 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
                            " requested, GPU)");
   }
   // The CPU path's rule (solve_batch): auto and spike promise a stable result, the others fall
-  // back when asked to. gepp never runs on the GPU.
+  // back when asked to (gepp to the CPU's gepp, the same algorithm: only a check past a
+  // breakdown gains by it).
   const bool may_fall_back =
       automatic || options.solve.fallback || report.algorithm == Algorithm::kSpike;
   const unsigned threads = options.solve.threads;

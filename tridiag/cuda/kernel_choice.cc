@@ -7,8 +7,11 @@
 
 namespace stripesolve::tridiag {
 
-Algorithm choose_gpu_algorithm(const BatchShape&, const SolveOptions& options) {
-  return options.require_stable ? Algorithm::kSpike : Algorithm::kThomas;
+Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options) {
+  if (!options.require_stable) return Algorithm::kThomas;
+  const bool small_interleaved = shape.layout == BatchLayout::kInterleaved && shape.n >= 1 &&
+                                 shape.n <= gpu::kAutoInterleavedGeppSystem;
+  return small_interleaved ? Algorithm::kGepp : Algorithm::kSpike;
 }
 
 namespace gpu {
@@ -65,7 +68,13 @@ KernelChoice choose_kernel(Algorithm algorithm, BatchLayout layout, std::size_t 
     case Algorithm::kPcrThomas:
     case Algorithm::kCrPcrThomas:
       return choose_reduction(algorithm, layout, n, residence);
-    default:  // kBondeli and kGepp run on the CPU only; kAuto is resolved before
+    case Algorithm::kGepp:  // interleaved batches of small systems; else on the CPU only
+      if (layout == BatchLayout::kInterleaved && residence == Residence::kOnDevice &&
+          n <= kMaxInterleavedGeppSystem) {
+        return {Kernel::kInterleavedGepp};
+      }
+      return {Kernel::kUnsupported};
+    default:  // kBondeli runs on the CPU only; kAuto is resolved before
       return {Kernel::kUnsupported};
   }
 }
@@ -92,6 +101,8 @@ std::string_view kernel_name(Kernel kernel) {
       return "pcr_shuffle_steps";
     case Kernel::kPcrLevelGroups:
       return "pcr_level_groups";
+    case Kernel::kInterleavedGepp:
+      return "interleaved_gepp";
   }
   return "unknown";
 }

@@ -26,6 +26,8 @@ enum class Kernel {
   kBlockReduction,   // block_reduction_kernel<A, W>: a block of W warps a system
   kPcrShuffleSteps,  // pcr_shuffle_kernel<A>: pcr and pcr_thomas, 8 warps, 8 rows a thread
   kPcrLevelGroups,   // pcr_level_groups_kernel<A>: pcr and pcr_thomas, 8 warps, 16 rows a thread
+  // gepp.
+  kInterleavedGepp,  // interleaved_gepp_kernel: interleaved batches, a thread a system
 };
 
 struct KernelChoice {

@@ -160,8 +160,7 @@ TEST(KernelChoiceTest, PcrAndPcrThomasAboveAThousandRows) {
 
 TEST(KernelChoiceTest, CpuOnlyAlgorithmsHaveNoKernel) {
   for (Algorithm a : {Algorithm::kBondeli, Algorithm::kGepp}) {
-    for (BatchLayout layout :
-         {BatchLayout::kStrided, BatchLayout::kRagged, BatchLayout::kInterleaved}) {
+    for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kRagged}) {
       for (std::size_t n : {1, 100, 5000}) {
         SCOPED_TRACE(trace(a, n));
         EXPECT_EQ(choose_kernel(a, layout, n), (KernelChoice{Kernel::kUnsupported}));
@@ -170,6 +169,23 @@ TEST(KernelChoiceTest, CpuOnlyAlgorithmsHaveNoKernel) {
     EXPECT_EQ(choose_kernel(a, BatchLayout::kStrided, 100, Residence::kStreamed),
               (KernelChoice{Kernel::kUnsupported}));
   }
+  EXPECT_EQ(choose_kernel(Algorithm::kBondeli, BatchLayout::kInterleaved, 100),
+            (KernelChoice{Kernel::kUnsupported}));
+}
+
+TEST(KernelChoiceTest, GeppRunsOnInterleavedBatchesOfSmallSystems) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{2}, std::size_t{64}, kMaxInterleavedGeppSystem}) {
+    SCOPED_TRACE(trace(Algorithm::kGepp, n));
+    EXPECT_EQ(choose_kernel(Algorithm::kGepp, BatchLayout::kInterleaved, n),
+              (KernelChoice{Kernel::kInterleavedGepp}));
+  }
+  EXPECT_EQ(
+      choose_kernel(Algorithm::kGepp, BatchLayout::kInterleaved, kMaxInterleavedGeppSystem + 1),
+      (KernelChoice{Kernel::kUnsupported}));
+  EXPECT_EQ(choose_kernel(Algorithm::kGepp, BatchLayout::kInterleaved, 64, Residence::kStreamed),
+            (KernelChoice{Kernel::kUnsupported}));
+  EXPECT_EQ(kernel_name(Kernel::kInterleavedGepp), "interleaved_gepp");
 }
 
 TEST(KernelChoiceTest, AutoIsSpikeWhenStableElseThomasInEveryBuild) {
@@ -179,6 +195,28 @@ TEST(KernelChoiceTest, AutoIsSpikeWhenStableElseThomasInEveryBuild) {
   EXPECT_EQ(choose_gpu_algorithm(shape, options), Algorithm::kSpike);
   options.require_stable = false;
   EXPECT_EQ(choose_gpu_algorithm(shape, options), Algorithm::kThomas);
+}
+
+// Stable solves of interleaved batches of small systems take gepp, a thread a system; strided
+// batches of the same systems, and larger interleaved ones, spike.
+TEST(KernelChoiceTest, AutoTakesGeppForSmallInterleavedSystems) {
+  SolveOptions options;
+  for (std::size_t n : {std::size_t{1}, std::size_t{16}, kAutoInterleavedGeppSystem}) {
+    EXPECT_EQ(choose_gpu_algorithm(BatchShape{BatchLayout::kInterleaved, n, 1000, {}}, options),
+              Algorithm::kGepp)
+        << n;
+    EXPECT_EQ(choose_gpu_algorithm(BatchShape{BatchLayout::kStrided, n, 1000, {}}, options),
+              Algorithm::kSpike)
+        << n;
+  }
+  EXPECT_EQ(
+      choose_gpu_algorithm(
+          BatchShape{BatchLayout::kInterleaved, kAutoInterleavedGeppSystem + 1, 1000, {}}, options),
+      Algorithm::kSpike);
+  static_assert(kAutoInterleavedGeppSystem <= kMaxInterleavedGeppSystem);
+  options.require_stable = false;
+  EXPECT_EQ(choose_gpu_algorithm(BatchShape{BatchLayout::kInterleaved, 16, 1000, {}}, options),
+            Algorithm::kThomas);
 }
 
 }  // namespace

@@ -32,6 +32,14 @@ inline constexpr int kPartitionsPerBlock = 128;
 inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;  // 1152
 inline constexpr std::size_t kChunkGranularity = kTileRows;
 
+// ---- gepp on interleaved batches (interleaved_gepp.cu): a thread a system, its pivot rows in
+// shared memory (24 bytes a row): a block of 32 systems of up to this many rows fits an SM.
+inline constexpr std::size_t kMaxInterleavedGeppSystem = 288;
+// kAuto takes gepp for interleaved batches up to this size, where it is faster than spike (H200,
+// 2^26 unknowns: 101 / 98 / 65 G unknowns/s at n = 16 / 32 / 64 against spike's 34 / 38 / 47;
+// at 128 spike is ahead, 43 against 40, as shared memory holds fewer systems an SM).
+inline constexpr std::size_t kAutoInterleavedGeppSystem = 64;
+
 // ---- cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas on strided batches (warp_reduction.cu,
 // reduction_kernels.cu, pcr_shuffle_steps.cu, pcr_level_groups.cu).
 

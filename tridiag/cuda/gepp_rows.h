@@ -1,0 +1,78 @@
+// The row steps of Gaussian elimination with partial pivoting on a tridiagonal system (LAPACK
+// dgtsv's algorithm, 000 §II) as the interleaved GPU kernel takes them (interleaved_gepp.cu): a
+// thread carries the row being eliminated in registers, meets the next row, keeps the one it
+// pivots on as three scaled numbers, and substitutes back from those. Plain functions that
+// compile for the device and for the host, so that the CPU tests check the arithmetic against
+// LAPACK on machines without a GPU (tridiag/cuda_solves_test.cc). Internal to tridiag/.
+//
+// Against dgtsv: one reciprocal a row instead of two divisions (the multiplier and the back
+// substitution divide by the same pivot; small_solves.h's reciprocal, within an ulp or two on the
+// device), and the pivot row kept as (f, u1, u2) / pivot, so the substitution is
+// x_i = f_i - u1_i x_(i+1) - u2_i x_(i+2). The row choices are dgtsv's (|d_i| >= |dl_(i+1)|
+// keeps row i), so the pivots are LAPACK's; the rounding differs by the reciprocal's.
+#pragma once
+
+#include <cmath>
+
+#include "tridiag/cuda/small_solves.h"
+
+namespace stripesolve::tridiag::gpu {
+
+// Row i as eliminated so far: its entries in columns i and i + 1, and its right-hand side.
+struct GeppCarry {
+  double d, u, f;
+};
+
+// The pivot row of step i, scaled by its pivot's reciprocal; u2 is the fill-in two columns
+// right of the diagonal (nonzero only where rows were interchanged).
+struct GeppSaved {
+  double f, u1, u2;
+};
+
+// Step i: `c` is row i, (l, d, u, f) row i + 1 as given (u = 0 for the last row). Returns the
+// pivot row and leaves row i + 1 as eliminated in `c`; `pivot` is the chosen pivot (0 where
+// both candidates are 0: the matrix is singular at row i, dgtsv's info). Both outcomes are
+// formed and one selected, so that the threads of a warp, whose systems pivot differently,
+// never take separate paths.
+STRIPESOLVE_HD STRIPESOLVE_FORCEINLINE GeppSaved gepp_step(GeppCarry& c, double l, double d,
+                                                           double u, double f, double& pivot) {
+  const bool keep = std::fabs(c.d) >= std::fabs(l);  // row i is the pivot row (NaN: swap)
+  pivot = keep ? c.d : l;
+  const double r = reciprocal(pivot);
+  const double fact = (keep ? l : c.d) * r;
+  // The pivot row (row i kept, or row i + 1 moved up) and the other one, eliminated.
+  const double pf = keep ? c.f : f, pu1 = keep ? c.u : d, pu2 = keep ? 0.0 : u;
+  const double of = keep ? f : c.f, od = keep ? d : c.u, ou = keep ? u : 0.0;
+  c = {od - fact * pu1, ou - fact * pu2, of - fact * pf};
+  return {pf * r, pu1 * r, pu2 * r};
+}
+
+// x_i from the saved row and the two unknowns after it.
+STRIPESOLVE_HD STRIPESOLVE_FORCEINLINE double gepp_back(const GeppSaved& s, double x1, double x2) {
+  return s.f - s.u1 * x1 - s.u2 * x2;
+}
+
+// One system of n rows (dl[0] and du[n-1] ignored) by the steps above, for the CPU tests.
+// Returns the first row whose pivot is zero, or -1; x may alias f.
+inline long gepp_rows_solve(const double* dl, const double* d, const double* du, const double* f,
+                            double* x, long n, GeppSaved* saved) {
+  long bad = -1;
+  GeppCarry c{d[0], n > 1 ? du[0] : 0.0, f[0]};
+  for (long i = 0; i + 1 < n; ++i) {
+    double pivot = 0.0;
+    saved[i] = gepp_step(c, dl[i + 1], d[i + 1], i + 2 < n ? du[i + 1] : 0.0, f[i + 1], pivot);
+    if (pivot == 0.0 && bad < 0) bad = i;
+  }
+  if (c.d == 0.0 && bad < 0) bad = n - 1;
+  double x1 = c.f * reciprocal(c.d), x2 = 0.0;
+  x[n - 1] = x1;
+  for (long i = n - 2; i >= 0; --i) {
+    const double xi = gepp_back(saved[i], x1, x2);
+    x[i] = xi;
+    x2 = x1;
+    x1 = xi;
+  }
+  return bad;
+}
+
+}  // namespace stripesolve::tridiag::gpu

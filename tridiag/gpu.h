@@ -14,7 +14,7 @@
 // (cuda/interleaved_gepp.cu: each row read once, the pivot rows in shared memory); otherwise gepp
 // runs on the CPU only (its row interchanges are what diagonal pivoting avoids in SPIKE's
 // partitions), and bondeli too (its structure is SPIKE's).
-// kAuto: when stable is required, gepp for interleaved batches of n <= 64 and spike otherwise;
+// kAuto: when stable is required, gepp for interleaved batches of n <= 128 and spike otherwise;
 // else thomas. On breakdown it falls back to spike, and when spike fails to CPU gepp, with a note.
 // Quality check (tridiag.h, issue 17): every solve is checked like a CPU one, on the device
 // while the batch is there (cuda/quality_check.h: each system's backward error against
@@ -56,7 +56,7 @@ struct GpuOptions {
 bool gpu_available();
 
 // What kAuto runs on the GPU: when options.require_stable, gepp for interleaved batches of
-// n <= 64 (a thread a system, faster there) and spike otherwise; else thomas. Defined once for
+// n <= 128 (a thread a system, faster there) and spike otherwise; else thomas. Defined once for
 // the builds with and without CUDA (cuda/kernel_choice.cc).
 Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options);
 

@@ -183,7 +183,7 @@ TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
 // above; both as accurate as the CPU's default on the same systems.
 TEST(GpuTest, AutoTakesGeppForSmallInterleavedSystems) {
   SKIP_WITHOUT_GPU();
-  for (std::size_t n : {32, 65}) {
+  for (std::size_t n : {32, 100, 129}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     const std::size_t m = 1000;
     const std::vector<std::size_t> sizes(m, n);
@@ -196,7 +196,7 @@ TEST(GpuTest, AutoTakesGeppForSmallInterleavedSystems) {
     auto r = solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
                              {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, {});
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-    const Algorithm expected = n <= 64 ? Algorithm::kGepp : Algorithm::kSpike;
+    const Algorithm expected = n <= 128 ? Algorithm::kGepp : Algorithm::kSpike;
     EXPECT_EQ(r->algorithm, expected);
     ASSERT_FALSE(r->notes.empty());
     EXPECT_EQ(r->notes[0],

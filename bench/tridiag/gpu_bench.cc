@@ -337,18 +337,21 @@ int main(int argc, char** argv) {
                  residual(m, f, dev.x, n, true, count));
         }
       }
-      // gepp's kernel alone at each read-ahead depth (the launch's own choice is above).
+      // gepp's kernel alone with its rows ahead in registers and in shared memory (the
+      // launch's own choice is above).
       if (interleaved_only && n <= gpu::kMaxInterleavedGeppSystem) {
         unsigned long long* flags = nullptr;
         CHECK_CUDA(cudaMalloc(&flags, 2 * sizeof(unsigned long long)));
-        for (int ahead : {4, 8, 16}) {
+        for (auto ahead : {gpu::RowsAhead::kRegisters, gpu::RowsAhead::kSharedMemory}) {
           const gpu::InterleavedGepp a{dev.dl, dev.d, dev.du, dev.f,    dev.x,
                                        n,      count, flags,  flags + 1};
           const double t = best_time(
               reps, [] {}, [&] { gpu::launch_interleaved_gepp(a, ahead, nullptr); });
           CHECK_CUDA(cudaGetLastError());
-          record(c, "gepp kernel, " + std::to_string(ahead) + " rows ahead", Timing{t},
-                 residual(m, f, dev.x, n, true, count));
+          record(c,
+                 std::string("gepp kernel, rows ahead in ") +
+                     (ahead == gpu::RowsAhead::kRegisters ? "registers" : "shared memory"),
+                 Timing{t}, residual(m, f, dev.x, n, true, count));
         }
         cudaFree(flags);
       }

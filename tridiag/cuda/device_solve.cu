@@ -266,7 +266,7 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     case Kernel::kInterleavedGepp: {
       const InterleavedGepp a{
           b.dl, b.d, b.du, b.f, b.x, n, b.count, flags + kPivotFlag, flags + kSolutionFlag};
-      launch_interleaved_gepp(a, 0, stream);
+      launch_interleaved_gepp(a, RowsAhead::kChoose, stream);
       STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved gepp launch"));
       return read_flags(name, flags, n, b.rows, stream,
                         " (GPU): matrix is singular: zero pivot at row ");

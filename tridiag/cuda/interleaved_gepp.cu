@@ -3,8 +3,12 @@
 // row of a warp's systems is 256 contiguous bytes, read once (dl, d, du, f) and written once (x):
 // 40 bytes an unknown, where a thread-per-system elimination that keeps its factors in device
 // memory moves 88 or more. The pivot rows wait in shared memory (24 bytes a row, [row][thread],
-// free of bank conflicts) for the substitution; the rows ahead are read into registers kAhead
-// at a time before the elimination reaches them, since few threads fit an SM once n is large.
+// free of bank conflicts) for the substitution. Few threads fit an SM once n is large, so each
+// reads its rows well ahead of the elimination: 16 into registers where the systems are small,
+// else 8 into shared memory by cp.async, whose waits count rows (the register loads' waits, at
+// 16 rows ahead, still stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh).
+#include <cuda_pipeline.h>
+
 #include "tridiag/cuda/gepp_rows.h"
 #include "tridiag/cuda/interleaved_gepp.cuh"
 #include "tridiag/cuda/kernel_limits.h"
@@ -14,6 +18,11 @@ namespace stripesolve::tridiag::gpu {
 namespace {
 
 constexpr int kMaxBlock = 64;
+// Rows read ahead of the elimination (interleaved_gepp.cuh: RowsAhead): in registers, or in
+// shared memory (there deeper rings cost more threads an SM than they gain: 16 rows ran at 44
+// G unknowns/s at n = 64 against 78 for 8).
+constexpr int kRegisterRows = 16;
+constexpr int kSharedRows = 8;
 constexpr std::size_t kSavedBytesPerRow = sizeof(GeppSaved);  // 24
 
 // The largest dynamic shared memory a block may have on sm_90 (227 KB).
@@ -39,18 +48,40 @@ __device__ __forceinline__ RowIn load_row(const InterleavedGepp& a, std::size_t 
   return r;
 }
 
-template <int kAhead>
-__global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(InterleavedGepp a) {
-  extern __shared__ double shared[];
-  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
-  if (j >= a.count) return;
-  const std::size_t n = a.n, m = a.count;
-  const int threads = static_cast<int>(blockDim.x);
-  // Row i's saved pivot row at saved[i * threads] (three doubles apart by 8 bytes * threads * n).
-  double* const saved_f = shared + threadIdx.x;
-  double* const saved_u1 = saved_f + n * threads;
-  double* const saved_u2 = saved_u1 + n * threads;
+// Where a thread's pivot rows wait: row i's (f, u1, u2) at f[i * threads], u1[...], u2[...].
+struct SavedRows {
+  double *f, *u1, *u2;
+  int threads;
+  __device__ void put(std::size_t i, const GeppSaved& s) const {
+    f[i * threads] = s.f;
+    u1[i * threads] = s.u1;
+    u2[i * threads] = s.u2;
+  }
+  __device__ GeppSaved get(std::size_t i) const {
+    return {f[i * threads], u1[i * threads], u2[i * threads]};
+  }
+};
 
+// Step i of the elimination with row i + 1 in `r`: the pivot row saved, a singular matrix
+// flagged once.
+__device__ __forceinline__ void step(const InterleavedGepp& a, std::size_t j, std::size_t i,
+                                     GeppCarry& c, const RowIn& r, const SavedRows& saved,
+                                     bool& singular) {
+  double pivot = 0.0;
+  const GeppSaved s = gepp_step(c, r.l, r.d, r.u, r.f, pivot);
+  if (pivot == 0.0 && !singular) {
+    singular = true;
+    flag(a.pivot_flag, j * a.n + i);
+  }
+  saved.put(i, s);
+}
+
+// The elimination with the rows ahead in registers, kAhead of them, each read as the row kAhead
+// before it is taken. Returns the last row as eliminated.
+template <int kAhead>
+__device__ GeppCarry eliminate_from_registers(const InterleavedGepp& a, std::size_t j,
+                                              const SavedRows& saved, bool& singular) {
+  const std::size_t n = a.n, m = a.count;
   RowIn ahead[kAhead];  // row r waits in ahead[r % kAhead]
 #pragma unroll
   for (int k = 0; k < kAhead; ++k) {
@@ -62,7 +93,6 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   if (next < n) ahead[0] = load_row(a, next, next_at);
   ++next;
   next_at += m;
-  bool singular = false;
   for (std::size_t base = 0; base + 1 < n; base += kAhead) {
 #pragma unroll
     for (int k = 0; k < kAhead; ++k) {
@@ -73,28 +103,73 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
         if (next < n) ahead[slot] = load_row(a, next, next_at);
         ++next;
         next_at += m;
-        double pivot = 0.0;
-        const GeppSaved s = gepp_step(c, r.l, r.d, r.u, r.f, pivot);
-        if (pivot == 0.0 && !singular) {
-          singular = true;
-          flag(a.pivot_flag, j * n + i);
-        }
-        saved_f[i * threads] = s.f;
-        saved_u1[i * threads] = s.u1;
-        saved_u2[i * threads] = s.u2;
+        step(a, j, i, c, r, saved, singular);
       }
     }
   }
-  if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
-  // Back substitution, x written as it is known.
+  return c;
+}
+
+// The elimination with the rows ahead copied into shared memory by cp.async, kDepth rows (a
+// power of two) in flight, one commit group a row: the wait before each step counts groups, so
+// the row it needs is the only one it waits for. `ring`: the thread's kDepth x 4 doubles, at a
+// stride of `threads`.
+template <int kDepth>
+__device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j, double* ring,
+                                         const SavedRows& saved, bool& singular) {
+  const std::size_t n = a.n, m = a.count;
+  const int t = saved.threads;
+  auto issue = [&](std::size_t row) {  // row into its slot, row % kDepth
+    if (row < n) {
+      double* const dst = ring + (row & (kDepth - 1)) * 4 * t;
+      const std::size_t at = row * m + j;
+      if (row > 0) {
+        __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
+      } else {
+        dst[0] = 0.0;
+      }
+      __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
+      if (row + 1 < n) {
+        __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
+      } else {
+        dst[2 * t] = 0.0;
+      }
+      __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
+    }
+    __pipeline_commit();  // empty past the end: the count stays one group a row
+  };
+  auto take = [&](std::size_t row) {
+    const double* const src = ring + (row & (kDepth - 1)) * 4 * t;
+    return RowIn{src[0], src[t], src[2 * t], src[3 * t]};
+  };
+#pragma unroll
+  for (int k = 0; k < kDepth; ++k) issue(k);
+  __pipeline_wait_prior(kDepth - 2);  // rows 0 and 1
+  const RowIn first = take(0);
+  GeppCarry c{first.d, first.u, first.f};
+  RowIn next = n > 1 ? take(1) : RowIn{};
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    const RowIn r = next;
+    issue(i + kDepth);                  // into row i's slot, taken two steps ago
+    __pipeline_wait_prior(kDepth - 2);  // row i + 2
+    if (i + 2 < n) next = take(i + 2);
+    step(a, j, i, c, r, saved, singular);
+  }
+  return c;
+}
+
+// Back substitution from the saved pivot rows, x written as it is known; the first row with a
+// non-finite x flagged.
+__device__ void substitute(const InterleavedGepp& a, std::size_t j, const GeppCarry& c,
+                           const SavedRows& saved) {
+  const std::size_t n = a.n, m = a.count;
   double x1 = c.f * reciprocal(c.d), x2 = 0.0;
   std::size_t at = (n - 1) * m + j;
-  std::size_t first_bad = isfinite(x1) ? n : n - 1;  // the first row with a non-finite x
+  std::size_t first_bad = isfinite(x1) ? n : n - 1;
   __stcs(a.x + at, x1);
   for (std::size_t i = n - 1; i-- > 0;) {
     at -= m;
-    const GeppSaved s{saved_f[i * threads], saved_u1[i * threads], saved_u2[i * threads]};
-    const double xi = gepp_back(s, x1, x2);
+    const double xi = gepp_back(saved.get(i), x1, x2);
     if (!isfinite(xi)) first_bad = i;
     __stcs(a.x + at, xi);
     x2 = x1;
@@ -103,38 +178,65 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   if (first_bad < n && a.x_flag != nullptr) flag(a.x_flag, j * n + first_bad);
 }
 
-// Threads a block: 64 where the saved rows of 64 systems fit a block's shared memory, else 32.
-int block_threads(std::size_t n) {
-  return 64 * kSavedBytesPerRow * n <= static_cast<std::size_t>(kSharedLimit) ? 64 : 32;
+// kWhere: the rows ahead in registers or in shared memory (never kChoose).
+template <RowsAhead kWhere>
+__global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(InterleavedGepp a) {
+  extern __shared__ double shared[];
+  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (j >= a.count) return;
+  const int threads = static_cast<int>(blockDim.x);
+  const std::size_t plane = a.n * threads;
+  double* const mine = shared + threadIdx.x;
+  const SavedRows saved{mine, mine + plane, mine + 2 * plane, threads};
+  bool singular = false;
+  GeppCarry c;
+  if constexpr (kWhere == RowsAhead::kRegisters) {
+    c = eliminate_from_registers<kRegisterRows>(a, j, saved, singular);
+  } else {
+    c = eliminate_from_ring<kSharedRows>(a, j, mine + 3 * plane, saved, singular);
+  }
+  if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
+  substitute(a, j, c, saved);
 }
 
-template <int kAhead>
+// Shared memory a thread needs: its pivot rows, and the rows ahead where they wait there.
+std::size_t thread_bytes(std::size_t n, RowsAhead where) {
+  const std::size_t ring = where == RowsAhead::kSharedMemory ? kSharedRows * 4 * sizeof(double) : 0;
+  return kSavedBytesPerRow * n + ring;
+}
+
+// Threads a block: 64 where 64 threads' shared memory fits a block, else 32.
+int block_threads(std::size_t n, RowsAhead where) {
+  return 64 * thread_bytes(n, where) <= static_cast<std::size_t>(kSharedLimit) ? 64 : 32;
+}
+
+template <RowsAhead kWhere>
 void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
-  const int threads = block_threads(a.n);
+  const int threads = block_threads(a.n, kWhere);
   const std::size_t blocks = (a.count + threads - 1) / threads;
-  const std::size_t bytes = kSavedBytesPerRow * a.n * threads;
-  interleaved_gepp_kernel<kAhead>
-      <<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(a);
+  const std::size_t bytes = thread_bytes(a.n, kWhere) * threads;
+  interleaved_gepp_kernel<kWhere><<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(a);
 }
 
 }  // namespace
 
-void launch_interleaved_gepp(const InterleavedGepp& a, int ahead, void* stream_ptr) {
+void launch_interleaved_gepp(const InterleavedGepp& a, RowsAhead ahead, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
-  if (ahead == 0) ahead = 16;  // the fastest at every n measured (docs/performance.md)
-  if (ahead <= 4) {
-    launch_with<4>(a, stream);
-  } else if (ahead <= 8) {
-    launch_with<8>(a, stream);
+  if (ahead == RowsAhead::kChoose) {
+    ahead = a.n <= 32 ? RowsAhead::kRegisters : RowsAhead::kSharedMemory;
+  }
+  if (ahead == RowsAhead::kRegisters) {
+    launch_with<RowsAhead::kRegisters>(a, stream);
   } else {
-    launch_with<16>(a, stream);
+    launch_with<RowsAhead::kSharedMemory>(a, stream);
   }
 }
 
 cudaError_t set_interleaved_gepp_limits() {
-  static_assert(32 * kSavedBytesPerRow * kMaxInterleavedGeppSystem <= kSharedLimit);
-  for (auto k : {interleaved_gepp_kernel<4>, interleaved_gepp_kernel<8>,
-                 interleaved_gepp_kernel<16>}) {
+  static_assert(32 * (kSavedBytesPerRow * kMaxInterleavedGeppSystem + kSharedRows * 32) <=
+                kSharedLimit);
+  for (auto k : {interleaved_gepp_kernel<RowsAhead::kRegisters>,
+                 interleaved_gepp_kernel<RowsAhead::kSharedMemory>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;

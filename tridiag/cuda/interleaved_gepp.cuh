@@ -20,9 +20,12 @@ struct InterleavedGepp {
   unsigned long long* x_flag;
 };
 
-// Rows a thread reads ahead of its elimination: 4, 8 or 16; 0 takes 16, the fastest at every n
-// (H200, n = 16 to 256; 4 and 8 are kept for measuring).
-void launch_interleaved_gepp(const InterleavedGepp& a, int ahead, void* stream);
+// Where a thread's rows wait between their read and their elimination: 16 rows in registers,
+// or 8 in shared memory (cp.async, the wait counting rows); kChoose takes registers up to
+// n = 32 and shared memory above (H200: 103 / 98 G unknowns/s at n = 16 / 32 against 100 / 96;
+// 78 / 47 at n = 64 / 128 against 65 / 40). The others are for measuring.
+enum class RowsAhead { kChoose, kRegisters, kSharedMemory };
+void launch_interleaved_gepp(const InterleavedGepp& a, RowsAhead ahead, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).
 cudaError_t set_interleaved_gepp_limits();

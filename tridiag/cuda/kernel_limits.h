@@ -36,9 +36,10 @@ inline constexpr std::size_t kChunkGranularity = kTileRows;
 // shared memory (24 bytes a row): a block of 32 systems of up to this many rows fits an SM.
 inline constexpr std::size_t kMaxInterleavedGeppSystem = 288;
 // kAuto takes gepp for interleaved batches up to this size, where it is faster than spike (H200,
-// 2^26 unknowns: 101 / 98 / 65 G unknowns/s at n = 16 / 32 / 64 against spike's 34 / 38 / 47;
-// at 128 spike is ahead, 43 against 40, as shared memory holds fewer systems an SM).
-inline constexpr std::size_t kAutoInterleavedGeppSystem = 64;
+// 2^26 unknowns: 100 / 93 / 78 / 47 G unknowns/s at n = 16 / 32 / 64 / 128 against spike's
+// 34 / 38 / 48 / 43; at 256 spike is ahead, 39 against 24, as shared memory holds fewer systems
+// an SM).
+inline constexpr std::size_t kAutoInterleavedGeppSystem = 128;
 
 // ---- cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas on strided batches (warp_reduction.cu,
 // reduction_kernels.cu, pcr_shuffle_steps.cu, pcr_level_groups.cu).

@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   // Ours: call it before residual() reads dev.x (not as an argument beside it: the order in
   // which a call's arguments run is unspecified, and GCC runs them right to left).
   auto ours = [&](Algorithm alg, BatchLayout layout, std::size_t n, std::size_t count) -> Timing {
-    const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows);
+    const std::size_t bytes = gpu::workspace_bytes(alg, layout, rows, n);
     ensure_ws(bytes);
     gpu::DeviceBatch b{{dev.dl, dev.d, dev.du, dev.f, dev.x},
                        rows,
@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
       TridiagonalMatrix mi = interleave(m, n, count, fi);
       dev.upload(mi, fi);
       std::vector<Algorithm> interleaved_algs = {Algorithm::kSpike, Algorithm::kThomas};
-      if (n <= gpu::kMaxInterleavedGeppSystem) interleaved_algs.push_back(Algorithm::kGepp);
+      interleaved_algs.push_back(Algorithm::kGepp);
       for (Algorithm a : interleaved_algs) {
         {
           const Timing t = ours(a, BatchLayout::kInterleaved, n, count);
@@ -337,22 +337,32 @@ int main(int argc, char** argv) {
                  residual(m, f, dev.x, n, true, count));
         }
       }
-      // gepp's kernel alone with its rows ahead in registers and in shared memory (the
-      // launch's own choice is above).
-      if (interleaved_only && n <= gpu::kMaxInterleavedGeppSystem) {
+      // gepp's kernel variants alone (interleaved_gepp.cuh; the launch's own choice is above).
+      if (interleaved_only) {
+        using gpu::GeppKernel;
         unsigned long long* flags = nullptr;
+        double* pivot_rows = nullptr;
         CHECK_CUDA(cudaMalloc(&flags, 2 * sizeof(unsigned long long)));
-        for (auto ahead : {gpu::RowsAhead::kRegisters, gpu::RowsAhead::kSharedMemory}) {
-          const gpu::InterleavedGepp a{dev.dl, dev.d, dev.du, dev.f,    dev.x,
-                                       n,      count, flags,  flags + 1};
+        CHECK_CUDA(cudaMalloc(&pivot_rows, 3 * rows * sizeof(double)));
+        const std::pair<GeppKernel, const char*> kernels[] = {
+            {GeppKernel::kRowsInRegisters, "rows ahead in registers"},
+            {GeppKernel::kRowsInSharedMemory, "rows ahead in shared memory"},
+            {GeppKernel::kPivotRowsInDeviceMemory, "pivot rows in device memory"}};
+        for (const auto& [kernel, what] : kernels) {
+          // Their shared memory: the first two hold every pivot row.
+          if (kernel != GeppKernel::kPivotRowsInDeviceMemory &&
+              n > (kernel == GeppKernel::kRowsInRegisters ? 64u : 288u)) {
+            continue;
+          }
+          const gpu::InterleavedGepp a{dev.dl, dev.d, dev.du, dev.f,     dev.x,
+                                       n,      count, flags,  flags + 1, pivot_rows};
           const double t = best_time(
-              reps, [] {}, [&] { gpu::launch_interleaved_gepp(a, ahead, nullptr); });
+              reps, [] {}, [&] { gpu::launch_interleaved_gepp(a, kernel, nullptr); });
           CHECK_CUDA(cudaGetLastError());
-          record(c,
-                 std::string("gepp kernel, rows ahead in ") +
-                     (ahead == gpu::RowsAhead::kRegisters ? "registers" : "shared memory"),
-                 Timing{t}, residual(m, f, dev.x, n, true, count));
+          record(c, std::string("gepp kernel, ") + what, Timing{t},
+                 residual(m, f, dev.x, n, true, count));
         }
+        cudaFree(pivot_rows);
         cudaFree(flags);
       }
       for (int algo : {0, 1, 2}) {

@@ -150,10 +150,13 @@ Status spike_level(bool pivoting, const double* dl, const double* d, const doubl
   return cuda_check(cudaGetLastError(), "SPIKE pass 2 (partition solve) launch");
 }
 
-std::size_t workspace_bytes(Algorithm algorithm, BatchLayout /*every layout alike*/,
-                            std::size_t rows) {
+std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows,
+                            std::size_t n) {
   if (algorithm == Algorithm::kSpike || algorithm == Algorithm::kThomas) {
     return kFlagBytes + std::max(spike_level_bytes(rows), two_pass_bytes(rows));
+  }
+  if (algorithm == Algorithm::kGepp && layout == BatchLayout::kInterleaved && n > 0) {
+    return kFlagBytes + interleaved_gepp_workspace_bytes(n, rows / n);
   }
   return kFlagBytes;
 }
@@ -214,13 +217,13 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                                  "thomas for every layout; cr, pcr and their hybrids for strided "
                                  "batches of n <= " +
                                  std::to_string(kMaxReductionSystem) +
-                                 "; gepp for interleaved batches of n <= " +
-                                 std::to_string(kMaxInterleavedGeppSystem) + ")");
+                                 "; gepp for interleaved batches)");
   }
-  if (workspace_size < workspace_bytes(algorithm, layout, b.rows)) {
-    return Status::invalid_argument(
-        "GPU workspace of " + std::to_string(workspace_size) + " bytes is smaller than the " +
-        std::to_string(workspace_bytes(algorithm, layout, b.rows)) + " bytes needed");
+  const std::size_t needed = workspace_bytes(algorithm, layout, b.rows, n);
+  if (workspace_size < needed) {
+    return Status::invalid_argument("GPU workspace of " + std::to_string(workspace_size) +
+                                    " bytes is smaller than the " + std::to_string(needed) +
+                                    " bytes needed");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(unsigned long long* const flags, start_flags(workspace, stream));
   Bump ws{static_cast<char*>(workspace) + kFlagBytes};
@@ -264,9 +267,12 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                         b.rows, stream);
     }
     case Kernel::kInterleavedGepp: {
+      double* const pivot_rows =
+          interleaved_gepp_workspace_bytes(n, b.count) > 0 ? ws.take(3 * b.rows) : nullptr;
       const InterleavedGepp a{
-          b.dl, b.d, b.du, b.f, b.x, n, b.count, flags + kPivotFlag, flags + kSolutionFlag};
-      launch_interleaved_gepp(a, RowsAhead::kChoose, stream);
+          b.dl,      b.d, b.du, b.f, b.x, n, b.count, flags + kPivotFlag, flags + kSolutionFlag,
+          pivot_rows};
+      launch_interleaved_gepp(a, GeppKernel::kChoose, stream);
       STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved gepp launch"));
       return read_flags(name, flags, n, b.rows, stream,
                         " (GPU): matrix is singular: zero pivot at row ");

@@ -35,7 +35,7 @@ struct DeviceBatch : BatchArrays {
 // a system up to 256 rows, a block of 2, 4, 8 or 16 warps above (8 for pcr and pcr_thomas above
 // 1024 rows), the rows in registers: warp_reduction.cu, reduction_kernels.cu, pcr_shuffle_steps.cu,
 // pcr_level_groups.cu; the map is docs/tridiag-kernels.md), and kGepp on interleaved batches of
-// n <= kMaxInterleavedGeppSystem (a thread a system: interleaved_gepp.cu). Others:
+// every n (a thread a system: interleaved_gepp.cu). Others:
 // kUnimplemented. choose_kernel (kernel_choice.h) decides.
 
 // Where a check's verdicts go on the device: plain device pointers into the check's workspace
@@ -49,8 +49,11 @@ struct CheckTarget {
   bool rows_checked = false;  // set by solve_device where the solve kernels checked every row
 };
 
-// Bytes of device workspace solve_device needs.
-std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows);
+// Bytes of device workspace solve_device needs for a batch of `rows` unknowns in systems of n
+// rows (n matters only to gepp on interleaved batches, whose larger systems keep their pivot rows
+// there: 24 bytes an unknown above n = kMaxSharedGeppSystem).
+std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows,
+                            std::size_t n = 0);
 
 // `check` (optional): prepare_check's target; where a strided batch goes through the one-pass
 // kernels (n <= kMaxGroupSystem) they check every system as they write x and set

@@ -167,7 +167,7 @@ Status copy_rows(double* dst, const double* src, const BatchShape& shape, const 
 // workspaces, a ragged batch's offsets.
 std::size_t whole_bytes(Algorithm alg, const BatchShape& shape) {
   const std::size_t rows = shape.unknowns(), systems = shape.systems();
-  return 5 * rows * sizeof(double) + gpu::workspace_bytes(alg, shape.layout, rows) +
+  return 5 * rows * sizeof(double) + gpu::workspace_bytes(alg, shape.layout, rows, shape.n) +
          gpu::check_workspace_bytes(shape.layout, systems) +
          (shape.layout == BatchLayout::kRagged ? (systems + 1) * sizeof(std::size_t) : 0);
 }
@@ -190,7 +190,7 @@ Status solve_resident(Algorithm alg, const BatchShape& shape, const BatchArrays&
   const std::size_t rows = shape.unknowns();
   const std::size_t systems = shape.systems();
   const bool ragged = shape.layout == BatchLayout::kRagged;
-  const std::size_t ws_bytes = gpu::workspace_bytes(alg, shape.layout, rows);
+  const std::size_t ws_bytes = gpu::workspace_bytes(alg, shape.layout, rows, shape.n);
   const std::size_t check_bytes = gpu::check_workspace_bytes(shape.layout, systems);
   cudaStream_t stream = nullptr;
   const char* names[5] = {"dl", "d", "du", "f", "x"};
@@ -472,9 +472,18 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
   report.algorithm =
       automatic ? choose_gpu_algorithm(shape, options.solve) : options.solve.algorithm;
   if (automatic) {
+    std::string why;
+    // gepp's larger interleaved systems keep their pivot rows in device memory (24 bytes an
+    // unknown): where that alone breaks the budget, spike (whole on the device) instead.
+    STRIPESOLVE_ASSIGN_OR_RETURN(const std::size_t budget, budget_of(options));
+    if (report.algorithm == Algorithm::kGepp && whole_bytes(Algorithm::kGepp, shape) > budget &&
+        whole_bytes(Algorithm::kSpike, shape) <= budget) {
+      report.algorithm = Algorithm::kSpike;
+      why = "; gepp's pivot rows do not fit the device budget";
+    }
     report.notes.push_back("auto chose " + std::string(algorithm_name(report.algorithm)) + " (" +
                            (options.solve.require_stable ? "stable" : "unpivoted") +
-                           " requested, GPU)");
+                           " requested, GPU" + why + ")");
   }
   // The CPU path's rule (solve_batch): auto and spike promise a stable result, the others fall
   // back when asked to (gepp to the CPU's gepp, the same algorithm: only a check past a

@@ -1,12 +1,13 @@
-// gepp for interleaved batches of systems of n <= kMaxInterleavedGeppSystem rows: a thread a
-// system, dgtsv's row steps (gepp_rows.h). Consecutive threads take consecutive systems, so each
-// row of a warp's systems is 256 contiguous bytes, read once (dl, d, du, f) and written once (x):
-// 40 bytes an unknown, where a thread-per-system elimination that keeps its factors in device
-// memory moves 88 or more. The pivot rows wait in shared memory (24 bytes a row, [row][thread],
-// free of bank conflicts) for the substitution. Few threads fit an SM once n is large, so each
-// reads its rows well ahead of the elimination: 16 into registers where the systems are small,
-// else 8 into shared memory by cp.async, whose waits count rows (the register loads' waits, at
-// 16 rows ahead, still stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh).
+// gepp for interleaved batches: a thread a system, dgtsv's row steps (gepp_rows.h). Consecutive
+// threads take consecutive systems, so each row of a warp's systems is 256 contiguous bytes, read
+// once (dl, d, du, f) and written once (x): 40 bytes an unknown, where a thread-per-system
+// elimination that keeps its factors in device memory moves 88 or more. The pivot rows wait in
+// shared memory (24 bytes a row, [row][thread], free of bank conflicts) for the substitution, up to
+// n = kMaxSharedGeppSystem; beyond, so few systems' pivot rows would fit an SM that they go to
+// device memory (88 bytes an unknown). Few threads fit an SM once n is large, so each reads its
+// rows well ahead of the elimination: 16 into registers where the systems are small, else 8 into
+// shared memory by cp.async, whose waits count rows (the register loads' waits, at 16 rows ahead,
+// still stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh).
 #include <cuda_pipeline.h>
 
 #include "tridiag/cuda/gepp_rows.h"
@@ -18,7 +19,7 @@ namespace stripesolve::tridiag::gpu {
 namespace {
 
 constexpr int kMaxBlock = 64;
-// Rows read ahead of the elimination (interleaved_gepp.cuh: RowsAhead): in registers, or in
+// Rows read ahead of the elimination (interleaved_gepp.cuh: GeppKernel): in registers, or in
 // shared memory (there deeper rings cost more threads an SM than they gain: 16 rows ran at 44
 // G unknowns/s at n = 64 against 78 for 8).
 constexpr int kRegisterRows = 16;
@@ -48,17 +49,18 @@ __device__ __forceinline__ RowIn load_row(const InterleavedGepp& a, std::size_t 
   return r;
 }
 
-// Where a thread's pivot rows wait: row i's (f, u1, u2) at f[i * threads], u1[...], u2[...].
+// Where a thread's pivot rows wait: row i's (f, u1, u2) at f[i * stride], u1[...], u2[...]
+// (shared memory, stride the block's threads; or device memory, stride the batch's systems).
 struct SavedRows {
   double *f, *u1, *u2;
-  int threads;
+  std::size_t stride;
   __device__ void put(std::size_t i, const GeppSaved& s) const {
-    f[i * threads] = s.f;
-    u1[i * threads] = s.u1;
-    u2[i * threads] = s.u2;
+    f[i * stride] = s.f;
+    u1[i * stride] = s.u1;
+    u2[i * stride] = s.u2;
   }
   __device__ GeppSaved get(std::size_t i) const {
-    return {f[i * threads], u1[i * threads], u2[i * threads]};
+    return {f[i * stride], u1[i * stride], u2[i * stride]};
   }
 };
 
@@ -116,9 +118,8 @@ __device__ GeppCarry eliminate_from_registers(const InterleavedGepp& a, std::siz
 // stride of `threads`.
 template <int kDepth>
 __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j, double* ring,
-                                         const SavedRows& saved, bool& singular) {
+                                         int t, const SavedRows& saved, bool& singular) {
   const std::size_t n = a.n, m = a.count;
-  const int t = saved.threads;
   auto issue = [&](std::size_t row) {  // row into its slot, row % kDepth
     if (row < n) {
       double* const dst = ring + (row & (kDepth - 1)) * 4 * t;
@@ -178,39 +179,96 @@ __device__ void substitute(const InterleavedGepp& a, std::size_t j, const GeppCa
   if (first_bad < n && a.x_flag != nullptr) flag(a.x_flag, j * n + first_bad);
 }
 
-// kWhere: the rows ahead in registers or in shared memory (never kChoose).
-template <RowsAhead kWhere>
+// Back substitution from pivot rows in device memory, read kDepth rows ahead into the thread's
+// ring in shared memory (free once the elimination is done) by cp.async, one group a row.
+template <int kDepth>
+__device__ void substitute_from_ring(const InterleavedGepp& a, std::size_t j, const GeppCarry& c,
+                                     const SavedRows& saved, double* ring, int t) {
+  const std::size_t n = a.n, m = a.count;
+  auto slot = [&](std::size_t row) { return ring + (row & (kDepth - 1)) * 4 * t; };
+  auto issue = [&](std::size_t row, bool real) {
+    if (real) {
+      double* const dst = slot(row);
+      const std::size_t at = row * saved.stride;
+      __pipeline_memcpy_async(dst, saved.f + at, sizeof(double));
+      __pipeline_memcpy_async(dst + t, saved.u1 + at, sizeof(double));
+      __pipeline_memcpy_async(dst + 2 * t, saved.u2 + at, sizeof(double));
+    }
+    __pipeline_commit();
+  };
+  // Rows n - 2, n - 3, ..., 0; the k-th of them is group k.
+#pragma unroll
+  for (int k = 0; k < kDepth; ++k) issue(n - 2 - k, static_cast<std::size_t>(k) + 2 <= n);
+  double x1 = c.f * reciprocal(c.d), x2 = 0.0;
+  std::size_t at = (n - 1) * m + j;
+  std::size_t first_bad = isfinite(x1) ? n : n - 1;
+  __stcs(a.x + at, x1);
+  for (std::size_t i = n - 1; i-- > 0;) {
+    at -= m;
+    __pipeline_wait_prior(kDepth - 1);  // row i
+    const double* const src = slot(i);
+    const double xi = gepp_back(GeppSaved{src[0], src[t], src[2 * t]}, x1, x2);
+    if (!isfinite(xi)) first_bad = i;
+    __stcs(a.x + at, xi);
+    x2 = x1;
+    x1 = xi;
+    issue(i - kDepth, i >= static_cast<std::size_t>(kDepth));  // into row i's slot, now read
+  }
+  if (first_bad < n && a.x_flag != nullptr) flag(a.x_flag, j * n + first_bad);
+}
+
+// kWhere: the rows ahead in registers or in shared memory, the pivot rows in shared or device
+// memory (never kChoose).
+template <GeppKernel kWhere>
 __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(InterleavedGepp a) {
   extern __shared__ double shared[];
   const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (j >= a.count) return;
   const int threads = static_cast<int>(blockDim.x);
-  const std::size_t plane = a.n * threads;
   double* const mine = shared + threadIdx.x;
-  const SavedRows saved{mine, mine + plane, mine + 2 * plane, threads};
   bool singular = false;
   GeppCarry c;
-  if constexpr (kWhere == RowsAhead::kRegisters) {
+  if constexpr (kWhere == GeppKernel::kPivotRowsInDeviceMemory) {
+    const std::size_t plane = a.n * a.count;
+    const SavedRows saved{a.pivot_rows + j, a.pivot_rows + plane + j, a.pivot_rows + 2 * plane + j,
+                          a.count};
+    c = eliminate_from_ring<kSharedRows>(a, j, mine, threads, saved, singular);
+    if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
+    __threadfence_block();  // the pivot rows stored before the ring's copies read them back
+    substitute_from_ring<kSharedRows>(a, j, c, saved, mine, threads);
+    return;
+  }
+  const std::size_t plane = a.n * threads;
+  const SavedRows saved{mine, mine + plane, mine + 2 * plane, std::size_t(threads)};
+  if constexpr (kWhere == GeppKernel::kRowsInRegisters) {
     c = eliminate_from_registers<kRegisterRows>(a, j, saved, singular);
   } else {
-    c = eliminate_from_ring<kSharedRows>(a, j, mine + 3 * plane, saved, singular);
+    c = eliminate_from_ring<kSharedRows>(a, j, mine + 3 * plane, threads, saved, singular);
   }
   if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
   substitute(a, j, c, saved);
 }
 
-// Shared memory a thread needs: its pivot rows, and the rows ahead where they wait there.
-std::size_t thread_bytes(std::size_t n, RowsAhead where) {
-  const std::size_t ring = where == RowsAhead::kSharedMemory ? kSharedRows * 4 * sizeof(double) : 0;
-  return kSavedBytesPerRow * n + ring;
+// Shared memory a thread needs: its pivot rows where they wait there, and the ring of rows ahead
+// where there is one.
+std::size_t thread_bytes(std::size_t n, GeppKernel where) {
+  const std::size_t ring = kSharedRows * 4 * sizeof(double);
+  switch (where) {
+    case GeppKernel::kRowsInRegisters:
+      return kSavedBytesPerRow * n;
+    case GeppKernel::kRowsInSharedMemory:
+      return kSavedBytesPerRow * n + ring;
+    default:
+      return ring;
+  }
 }
 
 // Threads a block: 64 where 64 threads' shared memory fits a block, else 32.
-int block_threads(std::size_t n, RowsAhead where) {
+int block_threads(std::size_t n, GeppKernel where) {
   return 64 * thread_bytes(n, where) <= static_cast<std::size_t>(kSharedLimit) ? 64 : 32;
 }
 
-template <RowsAhead kWhere>
+template <GeppKernel kWhere>
 void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
   const int threads = block_threads(a.n, kWhere);
   const std::size_t blocks = (a.count + threads - 1) / threads;
@@ -220,23 +278,36 @@ void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_interleaved_gepp(const InterleavedGepp& a, RowsAhead ahead, void* stream_ptr) {
+GeppKernel choose_gepp_kernel(std::size_t n) {
+  return n <= kMaxRegisterGeppSystem ? GeppKernel::kRowsInRegisters
+         : n <= kMaxSharedGeppSystem ? GeppKernel::kRowsInSharedMemory
+                                     : GeppKernel::kPivotRowsInDeviceMemory;
+}
+
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count) {
+  return choose_gepp_kernel(n) == GeppKernel::kPivotRowsInDeviceMemory
+             ? 3 * n * count * sizeof(double)
+             : 0;
+}
+
+void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
-  if (ahead == RowsAhead::kChoose) {
-    ahead = a.n <= 32 ? RowsAhead::kRegisters : RowsAhead::kSharedMemory;
-  }
-  if (ahead == RowsAhead::kRegisters) {
-    launch_with<RowsAhead::kRegisters>(a, stream);
-  } else {
-    launch_with<RowsAhead::kSharedMemory>(a, stream);
+  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(a.n);
+  switch (kernel) {
+    case GeppKernel::kRowsInRegisters:
+      return launch_with<GeppKernel::kRowsInRegisters>(a, stream);
+    case GeppKernel::kRowsInSharedMemory:
+      return launch_with<GeppKernel::kRowsInSharedMemory>(a, stream);
+    default:
+      return launch_with<GeppKernel::kPivotRowsInDeviceMemory>(a, stream);
   }
 }
 
 cudaError_t set_interleaved_gepp_limits() {
-  static_assert(32 * (kSavedBytesPerRow * kMaxInterleavedGeppSystem + kSharedRows * 32) <=
-                kSharedLimit);
-  for (auto k : {interleaved_gepp_kernel<RowsAhead::kRegisters>,
-                 interleaved_gepp_kernel<RowsAhead::kSharedMemory>}) {
+  static_assert(32 * (kSavedBytesPerRow * kMaxSharedGeppSystem + kSharedRows * 32) <= kSharedLimit);
+  for (auto k : {interleaved_gepp_kernel<GeppKernel::kRowsInRegisters>,
+                 interleaved_gepp_kernel<GeppKernel::kRowsInSharedMemory>,
+                 interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;

@@ -1,6 +1,5 @@
 // Gaussian elimination with partial pivoting (LAPACK dgtsv's algorithm) for interleaved batches
-// of small systems on the GPU, a thread a system (interleaved_gepp.cu); internal to
-// tridiag/cuda/.
+// on the GPU, a thread a system (interleaved_gepp.cu); internal to tridiag/cuda/.
 #pragma once
 
 #include <cstddef>
@@ -11,21 +10,32 @@ namespace stripesolve::tridiag::gpu {
 
 // `count` systems of n rows, row i of system j at i * count + j; x may alias f. pivot_flag gets
 // the first row (j * n + i) whose two pivot candidates are both zero (a singular matrix, dgtsv's
-// info), x_flag (where not null) the first with a non-finite solution.
+// info), x_flag (where not null) the first with a non-finite solution. pivot_rows: device
+// workspace of interleaved_gepp_workspace_bytes, where the kernel keeps its pivot rows in
+// device memory (null otherwise).
 struct InterleavedGepp {
   const double *dl, *d, *du, *f;
   double* x;
   std::size_t n, count;
   unsigned long long* pivot_flag;
   unsigned long long* x_flag;
+  double* pivot_rows = nullptr;
 };
 
-// Where a thread's rows wait between their read and their elimination: 16 rows in registers,
-// or 8 in shared memory (cp.async, the wait counting rows); kChoose takes registers up to
-// n = 32 and shared memory above (H200: 103 / 98 G unknowns/s at n = 16 / 32 against 100 / 96;
-// 78 / 47 at n = 64 / 128 against 65 / 40). The others are for measuring.
-enum class RowsAhead { kChoose, kRegisters, kSharedMemory };
-void launch_interleaved_gepp(const InterleavedGepp& a, RowsAhead ahead, void* stream);
+// The kernel's variants: where a thread's rows wait between their read and their elimination,
+// and its pivot rows until the substitution. kRowsInRegisters: 16 rows ahead in registers,
+// pivot rows in shared memory; kRowsInSharedMemory: 8 rows ahead in shared memory (cp.async,
+// whose waits count rows), pivot rows there too; kPivotRowsInDeviceMemory: the same ring, the
+// pivot rows in device memory (read back through the ring). kChoose takes the first up to
+// n = kMaxRegisterGeppSystem, the second up to kMaxSharedGeppSystem, the third above
+// (H200: 103 / 98 G unknowns/s at n = 16 / 32 from registers against 100 / 96; 78 / 47 at
+// n = 64 / 128 from shared memory against 65 / 40). The others are for measuring.
+enum class GeppKernel { kChoose, kRowsInRegisters, kRowsInSharedMemory, kPivotRowsInDeviceMemory };
+GeppKernel choose_gepp_kernel(std::size_t n);
+// Device workspace the chosen kernel needs for `count` systems of n rows (0 or 24 bytes an
+// unknown).
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count);
+void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).
 cudaError_t set_interleaved_gepp_limits();

@@ -9,9 +9,7 @@ namespace stripesolve::tridiag {
 
 Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options) {
   if (!options.require_stable) return Algorithm::kThomas;
-  const bool small_interleaved = shape.layout == BatchLayout::kInterleaved && shape.n >= 1 &&
-                                 shape.n <= gpu::kAutoInterleavedGeppSystem;
-  return small_interleaved ? Algorithm::kGepp : Algorithm::kSpike;
+  return shape.layout == BatchLayout::kInterleaved ? Algorithm::kGepp : Algorithm::kSpike;
 }
 
 namespace gpu {
@@ -68,9 +66,8 @@ KernelChoice choose_kernel(Algorithm algorithm, BatchLayout layout, std::size_t 
     case Algorithm::kPcrThomas:
     case Algorithm::kCrPcrThomas:
       return choose_reduction(algorithm, layout, n, residence);
-    case Algorithm::kGepp:  // interleaved batches of small systems; else on the CPU only
-      if (layout == BatchLayout::kInterleaved && residence == Residence::kOnDevice &&
-          n <= kMaxInterleavedGeppSystem) {
+    case Algorithm::kGepp:  // interleaved batches; else on the CPU only
+      if (layout == BatchLayout::kInterleaved && residence == Residence::kOnDevice) {
         return {Kernel::kInterleavedGepp};
       }
       return {Kernel::kUnsupported};

@@ -32,14 +32,11 @@ inline constexpr int kPartitionsPerBlock = 128;
 inline constexpr int kTileRows = kPartitionRows * kPartitionsPerBlock;  // 1152
 inline constexpr std::size_t kChunkGranularity = kTileRows;
 
-// ---- gepp on interleaved batches (interleaved_gepp.cu): a thread a system, its pivot rows in
-// shared memory (24 bytes a row): a block of 32 systems of up to this many rows fits an SM.
-inline constexpr std::size_t kMaxInterleavedGeppSystem = 288;
-// kAuto takes gepp for interleaved batches up to this size, where it is faster than spike (H200,
-// 2^26 unknowns: 100 / 93 / 78 / 47 G unknowns/s at n = 16 / 32 / 64 / 128 against spike's
-// 34 / 38 / 48 / 43; at 256 spike is ahead, 39 against 24, as shared memory holds fewer systems
-// an SM).
-inline constexpr std::size_t kAutoInterleavedGeppSystem = 128;
+// ---- gepp on interleaved batches (interleaved_gepp.cu), a thread a system: rows read ahead into
+// registers up to kMaxRegisterGeppSystem, into shared memory above; the pivot rows (24 bytes a
+// row) in shared memory up to kMaxSharedGeppSystem, in device memory above.
+inline constexpr std::size_t kMaxRegisterGeppSystem = 32;
+inline constexpr std::size_t kMaxSharedGeppSystem = 128;
 
 // ---- cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas on strided batches (warp_reduction.cu,
 // reduction_kernels.cu, pcr_shuffle_steps.cu, pcr_level_groups.cu).

@@ -114,8 +114,7 @@ TEST(GpuTest, InterleavedBatches) {
       const std::size_t m = 300;
       const std::vector<std::size_t> sizes(m, n);
       StridedSystems b = make_batch(sizes, alg == Algorithm::kSpike ? 1 : 0);
-      const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
-                              interleave(b.f, n, m)};
+      const StridedSystems il = interleaved(b, n, m);
       std::vector<double> xg(m * n), x(m * n), xc(m * n);
       SolveOptions opt;
       opt.algorithm = alg;
@@ -156,8 +155,7 @@ TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
       const std::size_t m = 300;  // not a multiple of the kernel's blocks
       const std::vector<std::size_t> sizes(m, n);
       StridedSystems b = make_batch(sizes, type);
-      const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
-                              interleave(b.f, n, m)};
+      const StridedSystems il = interleaved(b, n, m);
       std::vector<double> xg(m * n), xc(m * n);
       SolveOptions opt;
       opt.algorithm = Algorithm::kGepp;
@@ -191,8 +189,7 @@ void expect_auto(std::size_t n, const GpuOptions& options, Algorithm expected,
   const std::size_t m = 1000;
   const std::vector<std::size_t> sizes(m, n);
   StridedSystems b = make_batch(sizes, 1);
-  const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
-                          interleave(b.f, n, m)};
+  const StridedSystems il = interleaved(b, n, m);
   std::vector<double> xg(m * n), xc(m * n);
   auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), {});
   ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
@@ -230,8 +227,7 @@ TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
     b.du[j * n + row - 1] = 0.0;
     b.d[j * n + row] = 0.0;
     b.dl[j * n + row + 1] = 0.0;
-    const StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
-                            interleave(b.f, n, m)};
+    const StridedSystems il = interleaved(b, n, m);
     std::vector<double> x(m * n);
     auto r =
         solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
@@ -580,8 +576,7 @@ TEST(GpuTest, AllGoodBatchReportsNoFallback) {
   std::vector<std::size_t> sizes;
   for (std::size_t j = 0; j < count; ++j) sizes.push_back(1 + 31 * j);
   StridedSystems ragged = make_batch(sizes, 0);
-  const StridedSystems il{interleave(b.dl, n, count), interleave(b.d, n, count),
-                          interleave(b.du, n, count), interleave(b.f, n, count)};
+  const StridedSystems il = interleaved(b, n, count);
   for (BatchLayout layout :
        {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
     for (Algorithm alg : {Algorithm::kAuto, Algorithm::kThomas}) {
@@ -799,8 +794,7 @@ TEST(GpuTest, TwoDevicesShareInterleavedBatches) {
     SCOPED_TRACE("n=" + std::to_string(n));
     const std::vector<std::size_t> sizes(m, n);
     StridedSystems b = make_batch(sizes, 0);
-    StridedSystems il{interleave(b.dl, n, m), interleave(b.d, n, m), interleave(b.du, n, m),
-                      interleave(b.f, n, m)};
+    StridedSystems il = interleaved(b, n, m);
     const BatchShape shape{BatchLayout::kInterleaved, n, m, {}};
     std::vector<double> one(m * n), two(m * n);
     GpuOptions o;

@@ -53,6 +53,12 @@ inline std::vector<double> interleave(const std::vector<double>& v, std::size_t 
   return out;
 }
 
+// The same systems in interleaved order.
+inline StridedSystems interleaved(const StridedSystems& b, std::size_t n, std::size_t count) {
+  return {interleave(b.dl, n, count), interleave(b.d, n, count), interleave(b.du, n, count),
+          interleave(b.f, n, count)};
+}
+
 #if defined(STRIPESOLVE_HAVE_CUDA)
 // A device copy of a host vector, freed with it.
 class DeviceCopy {

@@ -159,10 +159,11 @@ __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j
   return c;
 }
 
-// Back substitution from the saved pivot rows, x written as it is known; the first row with a
-// non-finite x flagged.
+// Back substitution, x written as it is known; the first row with a non-finite x flagged. The
+// pivot rows come from `rows`: take(i) gives row i's, done(i) says that its values are used.
+template <typename Rows>
 __device__ void substitute(const InterleavedGepp& a, std::size_t j, const GeppCarry& c,
-                           const SavedRows& saved) {
+                           Rows& rows) {
   const std::size_t n = a.n, m = a.count;
   double x1 = c.f * reciprocal(c.d), x2 = 0.0;
   std::size_t at = (n - 1) * m + j;
@@ -170,23 +171,41 @@ __device__ void substitute(const InterleavedGepp& a, std::size_t j, const GeppCa
   __stcs(a.x + at, x1);
   for (std::size_t i = n - 1; i-- > 0;) {
     at -= m;
-    const double xi = gepp_back(saved.get(i), x1, x2);
+    const double xi = gepp_back(rows.take(i), x1, x2);
     if (!isfinite(xi)) first_bad = i;
     __stcs(a.x + at, xi);
+    rows.done(i);
     x2 = x1;
     x1 = xi;
   }
   if (first_bad < n && a.x_flag != nullptr) flag(a.x_flag, j * n + first_bad);
 }
 
-// Back substitution from pivot rows in device memory, read kDepth rows ahead into the thread's
-// ring in shared memory (free once the elimination is done) by cp.async, one group a row.
+// The pivot rows where they wait in shared memory.
+struct SharedRows {
+  const SavedRows& saved;
+  __device__ GeppSaved take(std::size_t i) const { return saved.get(i); }
+  __device__ void done(std::size_t) const {}
+};
+
+// The pivot rows from device memory, read kDepth rows ahead (n - 2, n - 3, ..., 0, the k-th of
+// them commit group k) into the thread's ring in shared memory, free once the elimination is
+// done, by cp.async; a row's slot takes the next row only once its values are used.
 template <int kDepth>
-__device__ void substitute_from_ring(const InterleavedGepp& a, std::size_t j, const GeppCarry& c,
-                                     const SavedRows& saved, double* ring, int t) {
-  const std::size_t n = a.n, m = a.count;
-  auto slot = [&](std::size_t row) { return ring + (row & (kDepth - 1)) * 4 * t; };
-  auto issue = [&](std::size_t row, bool real) {
+struct RingRows {
+  const SavedRows& saved;
+  double* ring;
+  int t;
+  std::size_t n;
+  __device__ RingRows(const SavedRows& s, double* r, int threads, std::size_t rows)
+      : saved(s), ring(r), t(threads), n(rows) {
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) issue(n - 2 - k, static_cast<std::size_t>(k) + 2 <= n);
+  }
+  __device__ double* slot(std::size_t row) const {
+    return ring + (row & (kDepth - 1)) * 4 * t;
+  }
+  __device__ void issue(std::size_t row, bool real) const {
     if (real) {
       double* const dst = slot(row);
       const std::size_t at = row * saved.stride;
@@ -195,27 +214,16 @@ __device__ void substitute_from_ring(const InterleavedGepp& a, std::size_t j, co
       __pipeline_memcpy_async(dst + 2 * t, saved.u2 + at, sizeof(double));
     }
     __pipeline_commit();
-  };
-  // Rows n - 2, n - 3, ..., 0; the k-th of them is group k.
-#pragma unroll
-  for (int k = 0; k < kDepth; ++k) issue(n - 2 - k, static_cast<std::size_t>(k) + 2 <= n);
-  double x1 = c.f * reciprocal(c.d), x2 = 0.0;
-  std::size_t at = (n - 1) * m + j;
-  std::size_t first_bad = isfinite(x1) ? n : n - 1;
-  __stcs(a.x + at, x1);
-  for (std::size_t i = n - 1; i-- > 0;) {
-    at -= m;
+  }
+  __device__ GeppSaved take(std::size_t i) const {
     __pipeline_wait_prior(kDepth - 1);  // row i
     const double* const src = slot(i);
-    const double xi = gepp_back(GeppSaved{src[0], src[t], src[2 * t]}, x1, x2);
-    if (!isfinite(xi)) first_bad = i;
-    __stcs(a.x + at, xi);
-    x2 = x1;
-    x1 = xi;
-    issue(i - kDepth, i >= static_cast<std::size_t>(kDepth));  // into row i's slot, now read
+    return {src[0], src[t], src[2 * t]};
   }
-  if (first_bad < n && a.x_flag != nullptr) flag(a.x_flag, j * n + first_bad);
-}
+  __device__ void done(std::size_t i) const {
+    issue(i - kDepth, i >= static_cast<std::size_t>(kDepth));  // into row i's slot
+  }
+};
 
 // kWhere: the rows ahead in registers or in shared memory, the pivot rows in shared or device
 // memory (never kChoose).
@@ -235,7 +243,8 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
     c = eliminate_from_ring<kSharedRows>(a, j, mine, threads, saved, singular);
     if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
     __threadfence_block();  // the pivot rows stored before the ring's copies read them back
-    substitute_from_ring<kSharedRows>(a, j, c, saved, mine, threads);
+    RingRows<kSharedRows> rows(saved, mine, threads, a.n);
+    substitute(a, j, c, rows);
     return;
   }
   const std::size_t plane = a.n * threads;
@@ -246,7 +255,8 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
     c = eliminate_from_ring<kSharedRows>(a, j, mine + 3 * plane, threads, saved, singular);
   }
   if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
-  substitute(a, j, c, saved);
+  SharedRows rows{saved};
+  substitute(a, j, c, rows);
 }
 
 // Shared memory a thread needs: its pivot rows where they wait there, and the ring of rows ahead

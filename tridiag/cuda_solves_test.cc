@@ -246,16 +246,16 @@ bool check_lane_solve(int type) {
   const TridiagonalMatrix m = type == 0 ? diagonally_dominant_matrix(gpu::kLaneRows, 7)
                                         : stability_matrix(type, gpu::kLaneRows, 7);
   const std::vector<double> f = random_vector(gpu::kLaneRows, 8);
-  constexpr int q = gpu::kLaneQ;
-  TridiagonalMatrix interior{{m.dl.begin(), m.dl.begin() + q},
-                             {m.d.begin(), m.d.begin() + q},
-                             {m.du.begin(), m.du.begin() + q}};
+  constexpr int kQ = gpu::kLaneQ;
+  TridiagonalMatrix interior{{m.dl.begin(), m.dl.begin() + kQ},
+                             {m.d.begin(), m.d.begin() + kQ},
+                             {m.du.begin(), m.du.begin() + kQ}};
   std::vector<double> rhs[3] = {
-      {f.begin(), f.begin() + q}, std::vector<double>(q, 0.0), std::vector<double>(q, 0.0)};
+      {f.begin(), f.begin() + kQ}, std::vector<double>(kQ, 0.0), std::vector<double>(kQ, 0.0)};
   rhs[1][0] = -m.dl[0];
-  rhs[2][q - 1] = -m.du[q - 1];
+  rhs[2][kQ - 1] = -m.du[kQ - 1];
   std::vector<double> a = m.dl, c = m.du;
-  double b[gpu::kLaneRows], y[gpu::kLaneRows], sl[q], sr[q];
+  double b[gpu::kLaneRows], y[gpu::kLaneRows], sl[kQ], sr[kQ];
   for (int k = 0; k < gpu::kLaneRows; ++k) {
     b[k] = m.d[k];
     y[k] = f[k];
@@ -264,12 +264,12 @@ bool check_lane_solve(int type) {
   const double* got[3] = {y, sl, sr};
   for (int r = 0; r < 3; ++r) {
     SCOPED_TRACE("right-hand side " + std::to_string(r));
-    const std::vector<double> x(got[r], got[r] + q);
+    const std::vector<double> x(got[r], got[r] + kQ);
     const double reference = lapack_residual(interior, rhs[r]);
     if (!std::isfinite(reference)) return false;
     EXPECT_LE(residual(interior, x, rhs[r]), 10 * reference + 8 * kEps);
   }
-  EXPECT_EQ(y[q], f[q]) << "the separator row is not the lane solve's";
+  EXPECT_EQ(y[kQ], f[kQ]) << "the separator row is not the lane solve's";
   return true;
 }
 

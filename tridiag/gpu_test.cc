@@ -23,30 +23,8 @@
 namespace stripesolve::tridiag {
 namespace {
 
-StridedSystems make_batch(const std::vector<std::size_t>& sizes, int type) {
-  StridedSystems b;
-  for (std::size_t j = 0; j < sizes.size(); ++j) {
-    b.append(type == 0 ? diagonally_dominant_matrix(sizes[j], 17 * j + 1)
-                       : stability_matrix(type, sizes[j], 17 * j + 1),
-             random_vector(sizes[j], 5 * j + 2));
-  }
-  return b;
-}
-
-// Residual of each system (strided order); the largest.
-double max_residual(const StridedSystems& b, const std::vector<std::size_t>& sizes,
-                    const std::vector<double>& x) {
-  double worst = 0;
-  std::size_t o = 0;
-  for (std::size_t n : sizes) {
-    worst = std::max(worst, relative_residual(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n));
-    o += n;
-  }
-  return worst;
-}
-
 void compare(Algorithm alg, const std::vector<std::size_t>& sizes, int type, BatchLayout layout) {
-  StridedSystems b = make_batch(sizes, type);
+  StridedSystems b = make_strided_batch(sizes, type);
   const std::size_t rows = b.f.size();
   BatchShape shape{layout, sizes[0], sizes.size(), {}};
   if (layout == BatchLayout::kRagged) shape.sizes = sizes;
@@ -113,7 +91,7 @@ TEST(GpuTest, InterleavedBatches) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n));
       const std::size_t m = 300;
       const std::vector<std::size_t> sizes(m, n);
-      StridedSystems b = make_batch(sizes, alg == Algorithm::kSpike ? 1 : 0);
+      StridedSystems b = make_strided_batch(sizes, alg == Algorithm::kSpike ? 1 : 0);
       const StridedSystems il = interleaved(b, n, m);
       std::vector<double> xg(m * n), x(m * n), xc(m * n);
       SolveOptions opt;
@@ -138,111 +116,6 @@ TEST(GpuTest, InterleavedBatches) {
       EXPECT_GT(nx, 0.0);
     }
   }
-}
-
-// gepp on interleaved batches (a thread a system, interleaved_gepp.cu) against the CPU's gepp,
-// dgtsv's algorithm, on random and ill-conditioned systems, through each of the kernel's
-// variants (rows ahead in registers to n = 32, in shared memory to 128, pivot rows in device
-// memory above): the same pivots, so the residuals agree within rounding (a reciprocal where
-// dgtsv divides).
-TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
-  SKIP_WITHOUT_GPU();
-  for (int type : {1, 5, 9, 14}) {
-    for (std::size_t n : {1, 2, 3, 8, 17, 32, 33, 64, 128, 129, 288, 1000}) {
-      // Type 9's generator takes time quadratic in n (50 s for 300 systems of 1000 on the VM).
-      if (type == 9 && n > 129) continue;
-      SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
-      const std::size_t m = 300;  // not a multiple of the kernel's blocks
-      const std::vector<std::size_t> sizes(m, n);
-      StridedSystems b = make_batch(sizes, type);
-      const StridedSystems il = interleaved(b, n, m);
-      std::vector<double> xg(m * n), xc(m * n);
-      SolveOptions opt;
-      opt.algorithm = Algorithm::kGepp;
-      auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), opt);
-      // Type 14 (diagonal 1e-8) overflows gepp in one system of 300 at n = 288 (x non-finite):
-      // LAPACK's algorithm cannot solve such a system either, so there is nothing to compare.
-      if (!rc.is_ok() && rc.status().code() == StatusCode::kNumerical) continue;
-      ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
-      GpuOptions gopt;
-      gopt.solve = opt;
-      auto r =
-          solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
-                          {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, gopt);
-      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-      EXPECT_EQ(r->algorithm, Algorithm::kGepp);
-      const std::vector<double> x = interleave(xg, n, m, /*back=*/true);
-      const double res_c = max_residual(b, sizes, xc), res_g = max_residual(b, sizes, x);
-      EXPECT_LE(res_g, 10 * res_c + 1e-15) << "CPU " << res_c;
-      double nx = 0;
-      for (double v : x) nx += v * v;
-      EXPECT_GT(nx, 0.0);
-    }
-  }
-}
-
-// An interleaved batch of m systems of n (random U(-1,1)) solved by kAuto on the GPU with
-// `options`: the algorithm that ran is `expected`, named in the first note as `note` says, and
-// the solution is as accurate as the CPU's default on the same systems.
-void expect_auto(std::size_t n, const GpuOptions& options, Algorithm expected,
-                 const std::string& note) {
-  const std::size_t m = 1000;
-  const std::vector<std::size_t> sizes(m, n);
-  StridedSystems b = make_batch(sizes, 1);
-  const StridedSystems il = interleaved(b, n, m);
-  std::vector<double> xg(m * n), xc(m * n);
-  auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), {});
-  ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
-  auto r =
-      solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
-                      {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, options);
-  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  EXPECT_EQ(r->algorithm, expected);
-  ASSERT_FALSE(r->notes.empty());
-  EXPECT_EQ(r->notes[0], note);
-  const std::vector<double> x = interleave(xg, n, m, /*back=*/true);
-  EXPECT_LE(max_residual(b, sizes, x), 10 * max_residual(b, sizes, xc) + 1e-15);
-}
-
-// kAuto takes gepp for interleaved batches, through each of the kernel's variants here.
-TEST(GpuTest, AutoTakesGeppForInterleavedBatches) {
-  SKIP_WITHOUT_GPU();
-  for (std::size_t n : {32, 100, 200}) {
-    SCOPED_TRACE("n=" + std::to_string(n));
-    expect_auto(n, {}, Algorithm::kGepp, "auto chose gepp (stable requested, GPU)");
-  }
-}
-
-// A singular system of an interleaved gepp batch is named with its row, as the CPU's gepp names
-// it, in each of the kernel's variants; strided batches are refused, naming what the GPU offers.
-TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
-  SKIP_WITHOUT_GPU();
-  GpuOptions gopt;
-  gopt.solve.algorithm = Algorithm::kGepp;
-  for (std::size_t n : {6, 40, 200}) {
-    SCOPED_TRACE("n=" + std::to_string(n));
-    const std::size_t m = 70;
-    StridedSystems b = make_batch(std::vector<std::size_t>(m, n), 1);
-    const std::size_t j = 65, row = n / 2;  // column n / 2 of system 65 zero
-    b.du[j * n + row - 1] = 0.0;
-    b.d[j * n + row] = 0.0;
-    b.dl[j * n + row + 1] = 0.0;
-    const StridedSystems il = interleaved(b, n, m);
-    std::vector<double> x(m * n);
-    auto r =
-        solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
-                        {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), x.data()}, gopt);
-    ASSERT_FALSE(r.is_ok());
-    EXPECT_EQ(
-        r.status().message(),
-        "system 65: gepp (GPU): matrix is singular: zero pivot at row " + std::to_string(row));
-  }
-  StridedSystems strided = make_batch(std::vector<std::size_t>(2, 10), 1);
-  std::vector<double> y(20);
-  auto r = solve_batch_gpu(BatchShape{BatchLayout::kStrided, 10, 2, {}}, strided.arrays(y), gopt);
-  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("gepp for interleaved batches"), std::string::npos)
-      << r.status().message();
 }
 
 // Strided batches of sizes around the SPIKE tile (1152 rows) and partition (9 rows) edges,
@@ -282,7 +155,7 @@ void expect_stability_suite_within_ten_times_cpu(std::size_t n, std::size_t coun
   for (int type = 1; type <= kStabilityTypes; ++type) {
     SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
     const std::vector<std::size_t> sizes(count, n);
-    StridedSystems b = make_batch(sizes, type);
+    StridedSystems b = make_strided_batch(sizes, type);
     std::vector<double> xc(n * count), xg(n * count);
     BatchShape shape{BatchLayout::kStrided, n, count, {}};
     SolveOptions opt;
@@ -319,7 +192,7 @@ TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
       {600, 3}, {600, 8}, {600, 287}, {600, 599}, {3000, 1151}, {3000, 1152}, {3000, 2999}};
   for (auto [n, bad_row] : cases) {
     SCOPED_TRACE("n=" + std::to_string(n) + " row " + std::to_string(bad_row));
-    StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
+    StridedSystems b = make_strided_batch(std::vector<std::size_t>(count, n), 0);
     const std::size_t o = 3 * n + bad_row;
     b.d[o] = std::numeric_limits<double>::quiet_NaN();
     std::vector<double> x(n * count);
@@ -350,7 +223,7 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
       for (bool pivot : {true, false}) {
         SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n) + " row " +
                      std::to_string(bad_row) + (pivot ? " (pivot)" : " (right-hand side)"));
-        StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
+        StridedSystems b = make_strided_batch(std::vector<std::size_t>(count, n), 0);
         const std::size_t o = 2 * n + bad_row;
         if (pivot) {
           b.d[o] = std::numeric_limits<double>::quiet_NaN();
@@ -395,7 +268,7 @@ TEST(GpuTest, TwoPassBreakdownNamesTheRow) {
        {std::size_t{100003}, std::size_t{288 * 10 + 287}, std::size_t{288 * 288 * 3 - 1}, n - 1}) {
     for (Algorithm alg : {Algorithm::kSpike, Algorithm::kThomas}) {
       SCOPED_TRACE(std::string(algorithm_name(alg)) + " row " + std::to_string(bad_row));
-      StridedSystems b = make_batch({n}, 0);
+      StridedSystems b = make_strided_batch({n}, 0);
       b.d[bad_row] = std::numeric_limits<double>::quiet_NaN();
       std::vector<double> x(n);
       BatchShape shape{BatchLayout::kStrided, n, 1, {}};
@@ -453,7 +326,7 @@ TEST(GpuTest, PcrFamilyOnToeplitzSystemsFallsBackOrWarns) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 512, count = 8;
   const std::vector<std::size_t> toeplitz = {2, 5};
-  StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
+  StridedSystems b = make_strided_batch(std::vector<std::size_t>(count, n), 0);
   const TridiagonalMatrix t = toeplitz_matrix(n, 1.0, 1e-8, 1.0);
   for (std::size_t j : toeplitz) {
     std::copy(t.dl.begin(), t.dl.end(), b.dl.begin() + static_cast<std::ptrdiff_t>(j * n));
@@ -545,7 +418,7 @@ TEST(GpuTest, RaggedToeplitzBatchFallsBackOnlyTheBadSystems) {
 TEST(GpuTest, NonFiniteSolutionIsCaughtAndSolvedAgain) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 300, count = 6;
-  StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
+  StridedSystems b = make_strided_batch(std::vector<std::size_t>(count, n), 0);
   b.d[3 * n] = 0.0;  // system 3 starts with a zero pivot; [[0, c], [a, d]] is nonsingular
   const BatchShape shape{BatchLayout::kStrided, n, count, {}};
   for (Algorithm alg : {Algorithm::kThomas, Algorithm::kPcr}) {
@@ -572,10 +445,10 @@ TEST(GpuTest, NonFiniteSolutionIsCaughtAndSolvedAgain) {
 TEST(GpuTest, AllGoodBatchReportsNoFallback) {
   SKIP_WITHOUT_GPU();
   const std::size_t n = 1000, count = 64;
-  StridedSystems b = make_batch(std::vector<std::size_t>(count, n), 0);
+  StridedSystems b = make_strided_batch(std::vector<std::size_t>(count, n), 0);
   std::vector<std::size_t> sizes;
   for (std::size_t j = 0; j < count; ++j) sizes.push_back(1 + 31 * j);
-  StridedSystems ragged = make_batch(sizes, 0);
+  StridedSystems ragged = make_strided_batch(sizes, 0);
   const StridedSystems il = interleaved(b, n, count);
   for (BatchLayout layout :
        {BatchLayout::kStrided, BatchLayout::kInterleaved, BatchLayout::kRagged}) {
@@ -603,25 +476,6 @@ TEST(GpuTest, AllGoodBatchReportsNoFallback) {
 }
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
-// Where gepp's pivot rows in device memory alone would break the device budget, kAuto takes spike
-// and says why.
-TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
-  SKIP_WITHOUT_GPU();
-  const std::size_t n = 200, m = 1000, rows = n * m;
-  const std::size_t base =
-      5 * rows * sizeof(double) + gpu::check_workspace_bytes(BatchLayout::kInterleaved, m);
-  GpuOptions options;
-  options.device_memory_budget =
-      base + gpu::workspace_bytes(Algorithm::kSpike, BatchLayout::kInterleaved, rows, n);
-  ASSERT_GT(base + gpu::workspace_bytes(Algorithm::kGepp, BatchLayout::kInterleaved, rows, n),
-            options.device_memory_budget);
-  expect_auto(n, options, Algorithm::kSpike,
-              "auto chose spike (stable requested, GPU; gepp's pivot rows do not fit the device "
-              "budget)");
-}
-#endif
-
-#if defined(STRIPESOLVE_HAVE_CUDA)
 // The device check against the CPU's backward_error, system by system: the worst clean system
 // and its error to the bit, the suspects (a spoiled and a NaN solution) with their errors, in the
 // three layouts, for systems within a warp's step, across steps and over several warps. The
@@ -638,7 +492,7 @@ TEST(GpuTest, DeviceCheckMatchesTheCpuBackwardError) {
       if (layout == BatchLayout::kRagged) {
         for (std::size_t j = 0; j < count; ++j) sizes[j] = n + j % 3;
       }
-      StridedSystems b = make_batch(sizes, 1);
+      StridedSystems b = make_strided_batch(sizes, 1);
       std::vector<double> x(b.f.size());
       SolveOptions gepp;
       gepp.algorithm = Algorithm::kGepp;
@@ -763,7 +617,7 @@ TEST(GpuTest, TwoDevicesShareStridedAndRaggedBatches) {
   for (std::size_t j = 0; j < 41; ++j) ragged.push_back(100 + 97 * j);
   for (BatchLayout layout : {BatchLayout::kStrided, BatchLayout::kRagged}) {
     const std::vector<std::size_t>& sizes = layout == BatchLayout::kStrided ? strided : ragged;
-    StridedSystems b = make_batch(sizes, 0);
+    StridedSystems b = make_strided_batch(sizes, 0);
     BatchShape shape{layout, sizes[0], sizes.size(), {}};
     if (layout == BatchLayout::kRagged) shape.sizes = sizes;
     std::vector<double> one(b.f.size()), two(b.f.size()), reversed(b.f.size());
@@ -793,7 +647,7 @@ TEST(GpuTest, TwoDevicesShareInterleavedBatches) {
   for (std::size_t n : {100, 700}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     const std::vector<std::size_t> sizes(m, n);
-    StridedSystems b = make_batch(sizes, 0);
+    StridedSystems b = make_strided_batch(sizes, 0);
     StridedSystems il = interleaved(b, n, m);
     const BatchShape shape{BatchLayout::kInterleaved, n, m, {}};
     std::vector<double> one(m * n), two(m * n);
@@ -861,7 +715,7 @@ TEST(GpuTest, LargeSystemsSolveOnEveryDevice) {
   const int devices = ::stripesolve::gpu::device_count();
   if (devices < 2) GTEST_SKIP() << "fewer than two CUDA devices: runs on a 2-GPU host";
   const std::vector<std::size_t> sizes(16, 4096);
-  StridedSystems b = make_batch(sizes, 0);
+  StridedSystems b = make_strided_batch(sizes, 0);
   const BatchShape shape{BatchLayout::kStrided, sizes[0], sizes.size(), {}};
   for (int d = 0; d < devices; ++d) {
     std::vector<double> x(b.f.size());

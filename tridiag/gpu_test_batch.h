@@ -2,6 +2,8 @@
 // device copies of host vectors.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -34,6 +36,30 @@ struct StridedSystems {
     return {dl.data(), d.data(), du.data(), f.data(), x.data()};
   }
 };
+
+// Systems of `sizes` one after another: diagonally dominant (type 0) or of 000 Table III's
+// stability type `type`, each with a random right-hand side (seeds by position).
+inline StridedSystems make_strided_batch(const std::vector<std::size_t>& sizes, int type) {
+  StridedSystems b;
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    b.append(type == 0 ? diagonally_dominant_matrix(sizes[j], 17 * j + 1)
+                       : stability_matrix(type, sizes[j], 17 * j + 1),
+             random_vector(sizes[j], 5 * j + 2));
+  }
+  return b;
+}
+
+// Residual of each system (strided order); the largest.
+inline double max_residual(const StridedSystems& b, const std::vector<std::size_t>& sizes,
+                           const std::vector<double>& x) {
+  double worst = 0;
+  std::size_t o = 0;
+  for (std::size_t n : sizes) {
+    worst = std::max(worst, relative_residual(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n));
+    o += n;
+  }
+  return worst;
+}
 
 // Systems of n rows moved from strided order (element i of system j at j * n + i) to interleaved
 // order (at i * count + j), or back.

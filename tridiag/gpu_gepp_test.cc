@@ -7,6 +7,10 @@
 #include <gtest/gtest.h>
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
+#include <climits>
+#include <cuda_runtime.h>
+
+#include "tridiag/cuda/interleaved_gepp.cuh"
 #include "tridiag/cuda/quality_check.h"
 #endif
 #include "tridiag/gallery.h"
@@ -138,6 +142,66 @@ TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
   expect_auto(n, options, Algorithm::kSpike,
               "auto chose spike (stable requested, GPU; gepp's pivot rows do not fit the device "
               "budget)");
+}
+#endif
+
+#if defined(STRIPESOLVE_HAVE_CUDA)
+// Each of the kernel's variants launched directly, those kChoose never takes included, against
+// the CPU's gepp on the same systems (where its shared memory holds them: all pivot rows there
+// up to n = 288, registers' rows ahead measured up to 64).
+TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
+  SKIP_WITHOUT_GPU();
+  using gpu::GeppKernel;
+  ASSERT_EQ(gpu::set_interleaved_gepp_limits(), cudaSuccess);
+  for (std::size_t n : {5, 64, 100, 300}) {
+    const std::size_t m = 200, rows = n * m;
+    const std::vector<std::size_t> sizes(m, n);
+    StridedSystems b = make_strided_batch(sizes, 1);
+    std::vector<double> xc(rows);
+    SolveOptions opt;
+    opt.algorithm = Algorithm::kGepp;
+    ASSERT_TRUE(
+        solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), opt).is_ok());
+    const StridedSystems il = interleaved(b, n, m);
+    const DeviceCopy dl(il.dl), d(il.d), du(il.du), f(il.f), x{std::vector<double>(rows)};
+    const DeviceCopy flags{std::vector<unsigned long long>(2, ULLONG_MAX)};
+    const DeviceCopy pivot_rows{std::vector<double>(3 * rows)};
+    for (GeppKernel kernel :
+         {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
+          GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory}) {
+      if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
+          (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
+        continue;
+      }
+      SCOPED_TRACE("n=" + std::to_string(n) + " kernel " +
+                   std::to_string(static_cast<int>(kernel)));
+      const gpu::InterleavedGepp a{dl.as<double>(),
+                                   d.as<double>(),
+                                   du.as<double>(),
+                                   f.as<double>(),
+                                   x.as<double>(),
+                                   n,
+                                   m,
+                                   flags.as<unsigned long long>(),
+                                   flags.as<unsigned long long>() + 1,
+                                   pivot_rows.as<double>()};
+      ASSERT_EQ(cudaMemset(x.as<double>(), 0, rows * sizeof(double)), cudaSuccess);
+      gpu::launch_interleaved_gepp(a, kernel, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<double> xg(rows);
+      unsigned long long found[2] = {0, 0};
+      ASSERT_EQ(
+          cudaMemcpy(xg.data(), x.as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+      ASSERT_EQ(
+          cudaMemcpy(found, flags.as<unsigned long long>(), sizeof found, cudaMemcpyDeviceToHost),
+          cudaSuccess);
+      EXPECT_EQ(found[0], ULLONG_MAX) << "a pivot flagged";
+      EXPECT_EQ(found[1], ULLONG_MAX) << "a non-finite x flagged";
+      const std::vector<double> xs = interleave(xg, n, m, /*back=*/true);
+      EXPECT_LE(max_residual(b, sizes, xs), 10 * max_residual(b, sizes, xc) + 1e-15);
+    }
+  }
 }
 #endif
 

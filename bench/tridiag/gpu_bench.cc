@@ -350,11 +350,13 @@ int main(int argc, char** argv) {
         const std::pair<GeppKernel, const char*> kernels[] = {
             {GeppKernel::kRowsInRegisters, "rows ahead in registers"},
             {GeppKernel::kRowsInSharedMemory, "rows ahead in shared memory"},
-            {GeppKernel::kPivotRowsInDeviceMemory, "pivot rows in device memory"}};
+            {GeppKernel::kPivotRowsInDeviceMemory, "pivot rows in device memory"},
+            {GeppKernel::kTailInDeviceMemory, "the tail's pivot rows in device memory"}};
         for (const auto& [kernel, what] : kernels) {
           // Their shared memory: the first two hold every pivot row.
-          if (kernel != GeppKernel::kPivotRowsInDeviceMemory &&
-              n > (kernel == GeppKernel::kRowsInRegisters ? 64u : 288u)) {
+          const bool whole_on_chip =
+              kernel == GeppKernel::kRowsInRegisters || kernel == GeppKernel::kRowsInSharedMemory;
+          if (whole_on_chip && n > (kernel == GeppKernel::kRowsInRegisters ? 64u : 288u)) {
             continue;
           }
           const gpu::InterleavedGepp a{dev.dl, dev.d, dev.du, dev.f,     dev.x,

@@ -24,6 +24,14 @@ constexpr int kMaxBlock = 64;
 // G unknowns/s at n = 64 against 78 for 8).
 constexpr int kRegisterRows = 16;
 constexpr int kSharedRows = 8;
+// kTailInDeviceMemory: the pivot rows a thread keeps in shared memory (two blocks of 64 threads
+// an SM, as n = 64 has with kRowsInSharedMemory); the later rows, read back first, go to device
+// memory, where they may still be in L2 when the substitution reads them.
+constexpr std::size_t kSharedHeadRows = 64;
+
+__host__ __device__ constexpr std::size_t head_rows(std::size_t n) {
+  return n < kSharedHeadRows ? n : kSharedHeadRows;
+}
 constexpr std::size_t kSavedBytesPerRow = sizeof(GeppSaved);  // 24
 
 // The largest dynamic shared memory a block may have on sm_90 (227 KB).
@@ -64,10 +72,24 @@ struct SavedRows {
   }
 };
 
+// Pivot rows split: rows below `first` in shared memory (`head`), the others in device memory.
+struct SplitRows {
+  SavedRows head, tail;
+  std::size_t first;
+  __device__ void put(std::size_t i, const GeppSaved& s) const {
+    if (i < first) {
+      head.put(i, s);
+    } else {
+      tail.put(i, s);
+    }
+  }
+};
+
 // Step i of the elimination with row i + 1 in `r`: the pivot row saved, a singular matrix
 // flagged once.
+template <typename Store>
 __device__ __forceinline__ void step(const InterleavedGepp& a, std::size_t j, std::size_t i,
-                                     GeppCarry& c, const RowIn& r, const SavedRows& saved,
+                                     GeppCarry& c, const RowIn& r, const Store& saved,
                                      bool& singular) {
   double pivot = 0.0;
   const GeppSaved s = gepp_step(c, r.l, r.d, r.u, r.f, pivot);
@@ -116,9 +138,9 @@ __device__ GeppCarry eliminate_from_registers(const InterleavedGepp& a, std::siz
 // power of two) in flight, one commit group a row: the wait before each step counts groups, so
 // the row it needs is the only one it waits for. `ring`: the thread's kDepth x 4 doubles, at a
 // stride of `threads`.
-template <int kDepth>
+template <int kDepth, typename Store>
 __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j, double* ring,
-                                         int t, const SavedRows& saved, bool& singular) {
+                                         int t, const Store& saved, bool& singular) {
   const std::size_t n = a.n, m = a.count;
   auto issue = [&](std::size_t row) {  // row into its slot, row % kDepth
     if (row < n) {
@@ -188,19 +210,24 @@ struct SharedRows {
   __device__ void done(std::size_t) const {}
 };
 
-// The pivot rows from device memory, read kDepth rows ahead (n - 2, n - 3, ..., 0, the k-th of
-// them commit group k) into the thread's ring in shared memory, free once the elimination is
-// done, by cp.async; a row's slot takes the next row only once its values are used.
+// The pivot rows from device memory, rows `first` to n - 2, read kDepth rows ahead (n - 2, n - 3,
+// ..., the k-th of them commit group k) into the thread's ring in shared memory, free once the
+// elimination is done, by cp.async; a row's slot takes the next row only once its values are
+// used. Rows below `first` come from `head` in shared memory.
 template <int kDepth>
 struct RingRows {
   const SavedRows& saved;
+  const SavedRows* head;  // rows below first (null where first is 0)
   double* ring;
   int t;
-  std::size_t n;
-  __device__ RingRows(const SavedRows& s, double* r, int threads, std::size_t rows)
-      : saved(s), ring(r), t(threads), n(rows) {
+  std::size_t n, first;
+  __device__ RingRows(const SavedRows& s, const SavedRows* h, std::size_t first_row, double* r,
+                      int threads, std::size_t rows)
+      : saved(s), head(h), ring(r), t(threads), n(rows), first(first_row) {
 #pragma unroll
-    for (int k = 0; k < kDepth; ++k) issue(n - 2 - k, static_cast<std::size_t>(k) + 2 <= n);
+    for (int k = 0; k < kDepth; ++k) {
+      issue(n - 2 - k, first + static_cast<std::size_t>(k) + 2 <= n);
+    }
   }
   __device__ double* slot(std::size_t row) const {
     return ring + (row & (kDepth - 1)) * 4 * t;
@@ -216,12 +243,13 @@ struct RingRows {
     __pipeline_commit();
   }
   __device__ GeppSaved take(std::size_t i) const {
+    if (i < first) return head->get(i);
     __pipeline_wait_prior(kDepth - 1);  // row i
     const double* const src = slot(i);
     return {src[0], src[t], src[2 * t]};
   }
   __device__ void done(std::size_t i) const {
-    issue(i - kDepth, i >= static_cast<std::size_t>(kDepth));  // into row i's slot
+    if (i >= first) issue(i - kDepth, i >= first + kDepth);  // into row i's slot
   }
 };
 
@@ -236,14 +264,22 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   double* const mine = shared + threadIdx.x;
   bool singular = false;
   GeppCarry c;
-  if constexpr (kWhere == GeppKernel::kPivotRowsInDeviceMemory) {
-    const std::size_t plane = a.n * a.count;
-    const SavedRows saved{a.pivot_rows + j, a.pivot_rows + plane + j, a.pivot_rows + 2 * plane + j,
-                          a.count};
-    c = eliminate_from_ring<kSharedRows>(a, j, mine, threads, saved, singular);
+  if constexpr (kWhere == GeppKernel::kPivotRowsInDeviceMemory ||
+                kWhere == GeppKernel::kTailInDeviceMemory) {
+    // The first `first` rows' pivot rows in shared memory (none for kPivotRowsInDeviceMemory),
+    // then the ring; the others in device memory.
+    const std::size_t first =
+        kWhere == GeppKernel::kTailInDeviceMemory ? head_rows(a.n) : std::size_t{0};
+    const std::size_t head_plane = first * threads, plane = a.n * a.count;
+    const SavedRows head{mine, mine + head_plane, mine + 2 * head_plane, std::size_t(threads)};
+    const SavedRows tail{a.pivot_rows + j, a.pivot_rows + plane + j, a.pivot_rows + 2 * plane + j,
+                         a.count};
+    double* const ring = mine + 3 * head_plane;
+    c = eliminate_from_ring<kSharedRows>(a, j, ring, threads, SplitRows{head, tail, first},
+                                         singular);
     if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
     __threadfence_block();  // the pivot rows stored before the ring's copies read them back
-    RingRows<kSharedRows> rows(saved, mine, threads, a.n);
+    RingRows<kSharedRows> rows(tail, &head, first, ring, threads, a.n);
     substitute(a, j, c, rows);
     return;
   }
@@ -268,6 +304,8 @@ std::size_t thread_bytes(std::size_t n, GeppKernel where) {
       return kSavedBytesPerRow * n;
     case GeppKernel::kRowsInSharedMemory:
       return kSavedBytesPerRow * n + ring;
+    case GeppKernel::kTailInDeviceMemory:
+      return kSavedBytesPerRow * head_rows(n) + ring;
     default:
       return ring;
   }
@@ -294,10 +332,11 @@ GeppKernel choose_gepp_kernel(std::size_t n) {
                                      : GeppKernel::kPivotRowsInDeviceMemory;
 }
 
-std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count) {
-  return choose_gepp_kernel(n) == GeppKernel::kPivotRowsInDeviceMemory
-             ? 3 * n * count * sizeof(double)
-             : 0;
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, GeppKernel kernel) {
+  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(n);
+  const bool device =
+      kernel == GeppKernel::kPivotRowsInDeviceMemory || kernel == GeppKernel::kTailInDeviceMemory;
+  return device ? 3 * n * count * sizeof(double) : 0;
 }
 
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {
@@ -308,6 +347,8 @@ void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
       return launch_with<GeppKernel::kRowsInRegisters>(a, stream);
     case GeppKernel::kRowsInSharedMemory:
       return launch_with<GeppKernel::kRowsInSharedMemory>(a, stream);
+    case GeppKernel::kTailInDeviceMemory:
+      return launch_with<GeppKernel::kTailInDeviceMemory>(a, stream);
     default:
       return launch_with<GeppKernel::kPivotRowsInDeviceMemory>(a, stream);
   }
@@ -317,7 +358,8 @@ cudaError_t set_interleaved_gepp_limits() {
   static_assert(32 * (kSavedBytesPerRow * kMaxSharedGeppSystem + kSharedRows * 32) <= kSharedLimit);
   for (auto k : {interleaved_gepp_kernel<GeppKernel::kRowsInRegisters>,
                  interleaved_gepp_kernel<GeppKernel::kRowsInSharedMemory>,
-                 interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>}) {
+                 interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>,
+                 interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;

@@ -30,11 +30,20 @@ struct InterleavedGepp {
 // n = kMaxRegisterGeppSystem, the second up to kMaxSharedGeppSystem, the third above
 // (H200: 103 / 98 G unknowns/s at n = 16 / 32 from registers against 100 / 96; 78 / 47 at
 // n = 64 / 128 from shared memory against 65 / 40). The others are for measuring.
-enum class GeppKernel { kChoose, kRowsInRegisters, kRowsInSharedMemory, kPivotRowsInDeviceMemory };
+// kTailInDeviceMemory (for measuring, never chosen yet): the first 64 rows' pivot rows in shared
+// memory, the later ones in device memory, read back first and so perhaps still in L2.
+enum class GeppKernel {
+  kChoose,
+  kRowsInRegisters,
+  kRowsInSharedMemory,
+  kPivotRowsInDeviceMemory,
+  kTailInDeviceMemory
+};
 GeppKernel choose_gepp_kernel(std::size_t n);
-// Device workspace the chosen kernel needs for `count` systems of n rows (0 or 24 bytes an
-// unknown).
-std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count);
+// Device workspace the kernel `kernel` (kChoose: the chosen one) needs for `count` systems of n
+// rows (0 or 24 bytes an unknown).
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,
+                                             GeppKernel kernel = GeppKernel::kChoose);
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).

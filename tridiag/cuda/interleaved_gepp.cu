@@ -29,6 +29,7 @@ constexpr int kSharedRows = 8;
 // memory, where they may still be in L2 when the substitution reads them.
 constexpr std::size_t kSharedHeadRows = 64;
 
+// The rows whose pivot rows kTailInDeviceMemory keeps in shared memory.
 __host__ __device__ constexpr std::size_t head_rows(std::size_t n) {
   return n < kSharedHeadRows ? n : kSharedHeadRows;
 }
@@ -41,8 +42,8 @@ __device__ __forceinline__ void flag(unsigned long long* f, std::size_t row) {
   atomicMin(f, static_cast<unsigned long long>(row));
 }
 
-// Row `row` of the thread's system, or an identity row's entries beyond the end (never used:
-// the loads are guarded). dl of row 0 and du of row n - 1 are ignored.
+// Row `row` of the thread's system as the elimination takes it: dl of row 0 and du of row n - 1,
+// which the batch's contract ignores, as 0.
 struct RowIn {
   double l, d, u, f;
 };

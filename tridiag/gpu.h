@@ -15,7 +15,8 @@
 // in device memory above); otherwise gepp
 // runs on the CPU only (its row interchanges are what diagonal pivoting avoids in SPIKE's
 // partitions), and bondeli too (its structure is SPIKE's).
-// kAuto: when stable is required, gepp for interleaved batches and spike otherwise;
+// kAuto: when stable is required, gepp for interleaved batches (but a few large systems) and
+// spike otherwise;
 // else thomas. On breakdown it falls back to spike, and when spike fails to CPU gepp, with a note.
 // Quality check (tridiag.h, issue 17): every solve is checked like a CPU one, on the device
 // while the batch is there (cuda/quality_check.h: each system's backward error against
@@ -56,9 +57,9 @@ struct GpuOptions {
 // Whether this build has CUDA and a device is present (cudaGetDeviceCount succeeds and is > 0).
 bool gpu_available();
 
-// What kAuto runs on the GPU: when options.require_stable, gepp for interleaved batches (a
-// thread a system, faster at every n measured; solve_batch_gpu takes spike where gepp's pivot
-// rows alone would break the device budget) and spike otherwise; else thomas. Defined once for
+// What kAuto runs on the GPU: when options.require_stable, gepp for interleaved batches of
+// n <= 128 or of at least 4096 systems (a thread a system, faster at every n measured;
+// solve_batch_gpu takes spike where gepp's pivot rows alone would break the device budget) and spike otherwise; else thomas. Defined once for
 // the builds with and without CUDA (cuda/kernel_choice.cc).
 Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options);
 

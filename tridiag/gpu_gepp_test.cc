@@ -13,6 +13,7 @@
 #include "tridiag/cuda/interleaved_gepp.cuh"
 #include "tridiag/cuda/quality_check.h"
 #endif
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/gallery.h"
 #include "tridiag/gpu.h"
 #include "tridiag/gpu_test_batch.h"
@@ -65,9 +66,8 @@ TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
 // An interleaved batch of m systems of n (random U(-1,1)) solved by kAuto on the GPU with
 // `options`: the algorithm that ran is `expected`, named in the first note as `note` says, and
 // the solution is as accurate as the CPU's default on the same systems.
-void expect_auto(std::size_t n, const GpuOptions& options, Algorithm expected,
+void expect_auto(std::size_t n, std::size_t m, const GpuOptions& options, Algorithm expected,
                  const std::string& note) {
-  const std::size_t m = 1000;
   const std::vector<std::size_t> sizes(m, n);
   StridedSystems b = make_strided_batch(sizes, 1);
   const StridedSystems il = interleaved(b, n, m);
@@ -85,13 +85,18 @@ void expect_auto(std::size_t n, const GpuOptions& options, Algorithm expected,
   EXPECT_LE(max_residual(b, sizes, x), 10 * max_residual(b, sizes, xc) + 1e-15);
 }
 
-// kAuto takes gepp for interleaved batches, through each of the kernel's variants here.
+// kAuto takes gepp for interleaved batches, through each of the kernel's variants here, but for
+// a few large systems, which spike spreads over the device.
 TEST(GpuTest, AutoTakesGeppForInterleavedBatches) {
   SKIP_WITHOUT_GPU();
-  for (std::size_t n : {32, 100, 200}) {
+  const std::string gepp = "auto chose gepp (stable requested, GPU)";
+  for (std::size_t n : {32, 100}) {
     SCOPED_TRACE("n=" + std::to_string(n));
-    expect_auto(n, {}, Algorithm::kGepp, "auto chose gepp (stable requested, GPU)");
+    expect_auto(n, 1000, {}, Algorithm::kGepp, gepp);
   }
+  SCOPED_TRACE("n=200");
+  expect_auto(200, gpu::kMinGeppSystems, {}, Algorithm::kGepp, gepp);
+  expect_auto(200, 64, {}, Algorithm::kSpike, "auto chose spike (stable requested, GPU)");
 }
 
 // A singular system of an interleaved gepp batch is named with its row, as the CPU's gepp names
@@ -131,7 +136,7 @@ TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
 // and says why.
 TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
   SKIP_WITHOUT_GPU();
-  const std::size_t n = 200, m = 1000, rows = n * m;
+  const std::size_t n = 200, m = gpu::kMinGeppSystems, rows = n * m;
   const std::size_t base =
       5 * rows * sizeof(double) + gpu::check_workspace_bytes(BatchLayout::kInterleaved, m);
   GpuOptions options;
@@ -139,7 +144,7 @@ TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
       base + gpu::workspace_bytes(Algorithm::kSpike, BatchLayout::kInterleaved, rows, n);
   ASSERT_GT(base + gpu::workspace_bytes(Algorithm::kGepp, BatchLayout::kInterleaved, rows, n),
             options.device_memory_budget);
-  expect_auto(n, options, Algorithm::kSpike,
+  expect_auto(n, m, options, Algorithm::kSpike,
               "auto chose spike (stable requested, GPU; gepp's pivot rows do not fit the device "
               "budget)");
 }

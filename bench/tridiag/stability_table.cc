@@ -126,6 +126,37 @@ std::vector<Run> cpu_runs() {
   return runs;
 }
 
+// The batch's systems as an interleaved batch (row i of system j at i * count + j) solved by
+// gepp on the GPU, a thread a system (the GPU's stable choice for that layout), x put back in
+// strided order; ragged batches, which that layout cannot hold, are n/a.
+stripesolve::Result<SolveReport> solve_interleaved_gepp(const BatchShape& shape,
+                                                        const BatchArrays& arrays) {
+  if (shape.layout != BatchLayout::kStrided) {
+    return stripesolve::Status::unimplemented("an interleaved batch holds systems of one size");
+  }
+  const std::size_t n = shape.n, count = shape.count, rows = n * count;
+  auto interleaved = [&](const double* v) {
+    std::vector<double> out(rows);
+    for (std::size_t j = 0; j < count; ++j) {
+      for (std::size_t i = 0; i < n; ++i) out[i * count + j] = v[j * n + i];
+    }
+    return out;
+  };
+  const std::vector<double> dl = interleaved(arrays.dl), d = interleaved(arrays.d),
+                            du = interleaved(arrays.du), f = interleaved(arrays.f);
+  std::vector<double> x(rows);
+  GpuOptions g;
+  g.solve.algorithm = Algorithm::kGepp;
+  auto r = solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, count, {}},
+                           {dl.data(), d.data(), du.data(), f.data(), x.data()}, g);
+  if (r.is_ok()) {
+    for (std::size_t j = 0; j < count; ++j) {
+      for (std::size_t i = 0; i < n; ++i) arrays.x[j * n + i] = x[i * count + j];
+    }
+  }
+  return r;
+}
+
 // The GPU's columns: auto (spike), auto without the stability requirement (thomas), then each
 // GPU algorithm as requested explicitly (no fallback allowed but spike's).
 std::vector<Run> gpu_runs() {
@@ -148,6 +179,7 @@ std::vector<Run> gpu_runs() {
                       return solve_batch_gpu(shape, arrays, g);
                     }});
   }
+  runs.push_back({"gepp, interleaved", solve_interleaved_gepp});
   return runs;
 }
 
@@ -257,7 +289,9 @@ int gpu_tables(std::size_t large, std::size_t systems, std::size_t large_systems
       "`auto, unstable ok` thomas (with auto's breakdown fallbacks: spike, then gepp on the "
       "CPU); the other columns request that GPU algorithm explicitly, without "
       "SolveOptions::fallback (cr, pcr and their hybrids: strided batches of n <= 4096 only, "
-      "`n/a` beyond; ragged batches: spike and thomas). Each cell is the largest relative "
+      "`n/a` beyond; ragged batches: spike and thomas); `gepp, interleaved` solves the same "
+      "systems as an interleaved batch with gepp, a thread a system, what `auto` runs for that "
+      "layout. Each cell is the largest relative "
       "residual over the batch. Every GPU solve checks each system's backward error on the "
       "device against the CPU's tolerance; `R`, `F k` and `W` are the GPU path's report (the "
       "batch refined once on the device, GpuOptions::refine: some system's backward error was "

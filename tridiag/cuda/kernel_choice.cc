@@ -9,7 +9,9 @@ namespace stripesolve::tridiag {
 
 Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options) {
   if (!options.require_stable) return Algorithm::kThomas;
-  return shape.layout == BatchLayout::kInterleaved ? Algorithm::kGepp : Algorithm::kSpike;
+  const bool gepp = shape.layout == BatchLayout::kInterleaved &&
+                    (shape.n <= gpu::kMaxSharedGeppSystem || shape.count >= gpu::kMinGeppSystems);
+  return gepp ? Algorithm::kGepp : Algorithm::kSpike;
 }
 
 namespace gpu {

@@ -194,20 +194,22 @@ TEST(KernelChoiceTest, AutoIsSpikeWhenStableElseThomasInEveryBuild) {
 }
 
 // Stable solves of interleaved batches take gepp, a thread a system (faster than spike at every
-// n measured, docs/performance.md); strided batches of the same systems spike.
+// n measured, docs/performance.md), where the systems are small or many; strided batches spike.
 TEST(KernelChoiceTest, AutoTakesGeppForInterleavedBatches) {
   SolveOptions options;
-  for (std::size_t n : {std::size_t{1}, std::size_t{16}, std::size_t{129}, std::size_t{16384}}) {
-    EXPECT_EQ(choose_gpu_algorithm(BatchShape{BatchLayout::kInterleaved, n, 1000, {}}, options),
-              Algorithm::kGepp)
-        << n;
-    EXPECT_EQ(choose_gpu_algorithm(BatchShape{BatchLayout::kStrided, n, 1000, {}}, options),
-              Algorithm::kSpike)
-        << n;
+  const auto choice = [&](BatchLayout layout, std::size_t n, std::size_t count) {
+    return choose_gpu_algorithm(BatchShape{layout, n, count, {}}, options);
+  };
+  for (std::size_t n : {std::size_t{1}, std::size_t{16}, kMaxSharedGeppSystem}) {
+    EXPECT_EQ(choice(BatchLayout::kInterleaved, n, 10), Algorithm::kGepp) << n;
+    EXPECT_EQ(choice(BatchLayout::kStrided, n, 100000), Algorithm::kSpike) << n;
+  }
+  for (std::size_t n : {kMaxSharedGeppSystem + 1, std::size_t{16384}}) {
+    EXPECT_EQ(choice(BatchLayout::kInterleaved, n, kMinGeppSystems), Algorithm::kGepp) << n;
+    EXPECT_EQ(choice(BatchLayout::kInterleaved, n, kMinGeppSystems - 1), Algorithm::kSpike) << n;
   }
   options.require_stable = false;
-  EXPECT_EQ(choose_gpu_algorithm(BatchShape{BatchLayout::kInterleaved, 16, 1000, {}}, options),
-            Algorithm::kThomas);
+  EXPECT_EQ(choice(BatchLayout::kInterleaved, 16, 100000), Algorithm::kThomas);
 }
 
 }  // namespace

@@ -59,8 +59,9 @@ bool gpu_available();
 
 // What kAuto runs on the GPU: when options.require_stable, gepp for interleaved batches of
 // n <= 128 or of at least 4096 systems (a thread a system, faster at every n measured;
-// solve_batch_gpu takes spike where gepp's pivot rows alone would break the device budget) and spike otherwise; else thomas. Defined once for
-// the builds with and without CUDA (cuda/kernel_choice.cc).
+// solve_batch_gpu takes spike where gepp's pivot rows alone would break the device budget) and
+// spike otherwise; else thomas. Defined once for the builds with and without CUDA
+// (cuda/kernel_choice.cc).
 Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options);
 
 Result<SolveReport> solve_batch_gpu(const BatchShape& shape, const BatchArrays& arrays,

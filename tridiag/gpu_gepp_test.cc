@@ -48,9 +48,7 @@ TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
       ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
       GpuOptions gopt;
       gopt.solve = opt;
-      auto r =
-          solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
-                          {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, gopt);
+      auto r = solve_interleaved_on_gpu(il, n, m, gopt, xg);
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       EXPECT_EQ(r->algorithm, Algorithm::kGepp);
       const std::vector<double> x = interleave(xg, n, m, /*back=*/true);
@@ -74,9 +72,7 @@ void expect_auto(std::size_t n, std::size_t m, const GpuOptions& options, Algori
   std::vector<double> xg(m * n), xc(m * n);
   auto rc = solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), {});
   ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
-  auto r =
-      solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
-                      {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, options);
+  auto r = solve_interleaved_on_gpu(il, n, m, options, xg);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(r->algorithm, expected);
   ASSERT_FALSE(r->notes.empty());
@@ -115,9 +111,7 @@ TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
     b.dl[j * n + row + 1] = 0.0;
     const StridedSystems il = interleaved(b, n, m);
     std::vector<double> x(m * n);
-    auto r =
-        solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
-                        {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), x.data()}, gopt);
+    auto r = solve_interleaved_on_gpu(il, n, m, gopt, x);
     ASSERT_FALSE(r.is_ok());
     EXPECT_EQ(
         r.status().message(),

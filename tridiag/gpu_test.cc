@@ -100,9 +100,7 @@ TEST(GpuTest, InterleavedBatches) {
       ASSERT_TRUE(rc.is_ok()) << rc.status().to_string();
       GpuOptions gopt;
       gopt.solve = opt;
-      auto r =
-          solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, m, {}},
-                          {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), xg.data()}, gopt);
+      auto r = solve_interleaved_on_gpu(il, n, m, gopt, xg);
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
       for (std::size_t j = 0; j < m; ++j)
         for (std::size_t i = 0; i < n; ++i) x[j * n + i] = xg[i * m + j];

@@ -85,6 +85,14 @@ inline StridedSystems interleaved(const StridedSystems& b, std::size_t n, std::s
           interleave(b.f, n, count)};
 }
 
+// The interleaved systems `il` (count systems of n rows) solved on the GPU into x.
+inline Result<SolveReport> solve_interleaved_on_gpu(const StridedSystems& il, std::size_t n,
+                                                    std::size_t count, const GpuOptions& options,
+                                                    std::vector<double>& x) {
+  return solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, count, {}},
+                         {il.dl.data(), il.d.data(), il.du.data(), il.f.data(), x.data()}, options);
+}
+
 #if defined(STRIPESOLVE_HAVE_CUDA)
 // A device copy of a host vector, freed with it.
 class DeviceCopy {

@@ -475,11 +475,13 @@ Status solve_gpu_checked(const BatchShape& shape, const BatchArrays& arrays,
     std::string why;
     // gepp's larger interleaved systems keep their pivot rows in device memory (24 bytes an
     // unknown): where that alone breaks the budget, spike (whole on the device) instead.
-    STRIPESOLVE_ASSIGN_OR_RETURN(const std::size_t budget, budget_of(options));
-    if (report.algorithm == Algorithm::kGepp && whole_bytes(Algorithm::kGepp, shape) > budget &&
-        whole_bytes(Algorithm::kSpike, shape) <= budget) {
-      report.algorithm = Algorithm::kSpike;
-      why = "; gepp's pivot rows do not fit the device budget";
+    if (report.algorithm == Algorithm::kGepp) {
+      STRIPESOLVE_ASSIGN_OR_RETURN(const std::size_t budget, budget_of(options));
+      if (whole_bytes(Algorithm::kGepp, shape) > budget &&
+          whole_bytes(Algorithm::kSpike, shape) <= budget) {
+        report.algorithm = Algorithm::kSpike;
+        why = "; gepp's pivot rows do not fit the device budget";
+      }
     }
     report.notes.push_back("auto chose " + std::string(algorithm_name(report.algorithm)) + " (" +
                            (options.solve.require_stable ? "stable" : "unpivoted") +

@@ -333,11 +333,10 @@ GeppKernel choose_gepp_kernel(std::size_t n) {
                                      : GeppKernel::kPivotRowsInDeviceMemory;
 }
 
-std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, GeppKernel kernel) {
-  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(n);
-  const bool device =
-      kernel == GeppKernel::kPivotRowsInDeviceMemory || kernel == GeppKernel::kTailInDeviceMemory;
-  return device ? 3 * n * count * sizeof(double) : 0;
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count) {
+  return choose_gepp_kernel(n) == GeppKernel::kPivotRowsInDeviceMemory
+             ? 3 * n * count * sizeof(double)
+             : 0;
 }
 
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {

@@ -40,10 +40,9 @@ enum class GeppKernel {
   kTailInDeviceMemory
 };
 GeppKernel choose_gepp_kernel(std::size_t n);
-// Device workspace the kernel `kernel` (kChoose: the chosen one) needs for `count` systems of n
-// rows (0 or 24 bytes an unknown).
-std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,
-                                             GeppKernel kernel = GeppKernel::kChoose);
+// Device workspace the chosen kernel needs for `count` systems of n rows (0 or 24 bytes an
+// unknown; kTailInDeviceMemory, measured apart, needs the same as kPivotRowsInDeviceMemory).
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count);
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).

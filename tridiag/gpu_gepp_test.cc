@@ -24,13 +24,13 @@ namespace {
 
 // gepp on interleaved batches (a thread a system, interleaved_gepp.cu) against the CPU's gepp,
 // dgtsv's algorithm, on random and ill-conditioned systems, through each of the kernel's
-// variants (rows ahead in registers to n = 32, in shared memory to 128, pivot rows in device
-// memory above): the same pivots, so the residuals agree within rounding (a reciprocal where
-// dgtsv divides).
+// variants (rows ahead in registers to n = 32, in shared memory to 64, the pivot rows after the
+// 32nd in device memory to 1024, all of them above): the same pivots, so the residuals agree
+// within rounding (a reciprocal where dgtsv divides).
 TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
   SKIP_WITHOUT_GPU();
   for (int type : {1, 5, 9, 14}) {
-    for (std::size_t n : {1, 2, 3, 8, 17, 32, 33, 64, 128, 129, 288, 1000}) {
+    for (std::size_t n : {1, 2, 3, 8, 17, 32, 33, 64, 65, 128, 256, 288, 1000}) {
       // Type 9's generator takes time quadratic in n (50 s for 300 systems of 1000 on the VM).
       if (type == 9 && n > 129) continue;
       SCOPED_TRACE("type " + std::to_string(type) + " n=" + std::to_string(n));
@@ -101,7 +101,7 @@ TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
   SKIP_WITHOUT_GPU();
   GpuOptions gopt;
   gopt.solve.algorithm = Algorithm::kGepp;
-  for (std::size_t n : {6, 40, 200}) {
+  for (std::size_t n : {6, 40, 200, 300}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     const std::size_t m = 70;
     StridedSystems b = make_strided_batch(std::vector<std::size_t>(m, n), 1);
@@ -130,7 +130,7 @@ TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
 // and says why.
 TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
   SKIP_WITHOUT_GPU();
-  const std::size_t n = 200, m = gpu::kMinGeppSystems, rows = n * m;
+  const std::size_t n = 300, m = gpu::kMinGeppSystems, rows = n * m;
   const std::size_t base =
       5 * rows * sizeof(double) + gpu::check_workspace_bytes(BatchLayout::kInterleaved, m);
   GpuOptions options;
@@ -147,13 +147,15 @@ TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
 #if defined(STRIPESOLVE_HAVE_CUDA)
 // Each of the kernel's variants launched directly, those kChoose never takes included, against
 // the CPU's gepp on the same systems (where its shared memory holds them: all pivot rows there
-// up to n = 288, registers' rows ahead measured up to 64).
+// up to n = 288, registers' rows ahead measured up to 64). 203 systems: rows of the pivot rows in
+// device memory that start mid-line, and a last warp of 11, so that the lines dropped from L2
+// after their reading must be the warp's own.
 TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
   SKIP_WITHOUT_GPU();
   using gpu::GeppKernel;
   ASSERT_EQ(gpu::set_interleaved_gepp_limits(), cudaSuccess);
   for (std::size_t n : {5, 64, 100, 300}) {
-    const std::size_t m = 200, rows = n * m;
+    const std::size_t m = 203, rows = n * m;
     const std::vector<std::size_t> sizes(m, n);
     StridedSystems b = make_strided_batch(sizes, 1);
     std::vector<double> xc(rows);

@@ -267,8 +267,8 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                         b.rows, stream);
     }
     case Kernel::kInterleavedGepp: {
-      double* const pivot_rows =
-          interleaved_gepp_workspace_bytes(n, b.count) > 0 ? ws.take(3 * b.rows) : nullptr;
+      const std::size_t saved = interleaved_gepp_workspace_bytes(n, b.count) / sizeof(double);
+      double* const pivot_rows = saved > 0 ? ws.take(saved) : nullptr;
       const InterleavedGepp a{
           b.dl,      b.d, b.du, b.f, b.x, n, b.count, flags + kPivotFlag, flags + kSolutionFlag,
           pivot_rows};

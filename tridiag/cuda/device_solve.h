@@ -50,8 +50,8 @@ struct CheckTarget {
 };
 
 // Bytes of device workspace solve_device needs for a batch of `rows` unknowns in systems of n
-// rows (n matters only to gepp on interleaved batches, whose larger systems keep their pivot rows
-// there: 24 bytes an unknown above n = kMaxSharedGeppSystem).
+// rows (n matters only to gepp on interleaved batches, whose larger systems keep pivot rows
+// there: interleaved_gepp_workspace_bytes).
 std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t rows,
                             std::size_t n = 0);
 

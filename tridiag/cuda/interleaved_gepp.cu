@@ -3,8 +3,9 @@
 // once (dl, d, du, f) and written once (x): 40 bytes an unknown, where a thread-per-system
 // elimination that keeps its factors in device memory moves 88 or more. The pivot rows wait in
 // shared memory (24 bytes a row, [row][thread], free of bank conflicts) for the substitution, up to
-// n = kMaxSharedGeppSystem; beyond, so few systems' pivot rows would fit an SM that they go to
-// device memory (88 bytes an unknown). Few threads fit an SM once n is large, so each reads its
+// n = kMaxSharedGeppSystem; beyond, so few systems' pivot rows would fit an SM, the first 32 rows'
+// wait there and the later ones in device memory, up to kMaxTailGeppSystem, and above, all of them
+// in device memory (88 bytes an unknown). Few threads fit an SM once n is large, so each reads its
 // rows well ahead of the elimination: 16 into registers where the systems are small, else 8 into
 // shared memory by cp.async, whose waits count rows (the register loads' waits, at 16 rows ahead,
 // still stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh).
@@ -24,10 +25,11 @@ constexpr int kMaxBlock = 64;
 // G unknowns/s at n = 64 against 78 for 8).
 constexpr int kRegisterRows = 16;
 constexpr int kSharedRows = 8;
-// kTailInDeviceMemory: the pivot rows a thread keeps in shared memory (two blocks of 64 threads
-// an SM, as n = 64 has with kRowsInSharedMemory); the later rows, read back first, go to device
-// memory, where they may still be in L2 when the substitution reads them.
-constexpr std::size_t kSharedHeadRows = 64;
+// kTailInDeviceMemory: the pivot rows a thread keeps in shared memory (three blocks of 64
+// threads an SM; H200, G unknowns/s at n = 128 / 256 / 384: 57 / 51 / 43 with 32 rows, 58 / 49 /
+// 39 with 64 (two blocks an SM), 55 / 49 / 42 with 48, 52 / 48 / 36 with 24); the later rows, read
+// back first, go to device memory.
+constexpr std::size_t kSharedHeadRows = 32;
 
 // The rows whose pivot rows kTailInDeviceMemory keeps in shared memory.
 __host__ __device__ constexpr std::size_t head_rows(std::size_t n) {
@@ -73,7 +75,8 @@ struct SavedRows {
   }
 };
 
-// Pivot rows split: rows below `first` in shared memory (`head`), the others in device memory.
+// Pivot rows split: rows below `first` in shared memory (`head`), the others in device memory
+// (`tail`, whose row 0 is row `first`).
 struct SplitRows {
   SavedRows head, tail;
   std::size_t first;
@@ -81,7 +84,7 @@ struct SplitRows {
     if (i < first) {
       head.put(i, s);
     } else {
-      tail.put(i, s);
+      tail.put(i - first, s);
     }
   }
 };
@@ -211,7 +214,8 @@ struct SharedRows {
   __device__ void done(std::size_t) const {}
 };
 
-// The pivot rows from device memory, rows `first` to n - 2, read kDepth rows ahead (n - 2, n - 3,
+// The pivot rows from device memory (`saved`, whose row 0 is row `first`), rows `first` to n - 2,
+// read kDepth rows ahead (n - 2, n - 3,
 // ..., the k-th of them commit group k) into the thread's ring in shared memory, free once the
 // elimination is done, by cp.async; a row's slot takes the next row only once its values are
 // used. Rows below `first` come from `head` in shared memory.
@@ -236,7 +240,7 @@ struct RingRows {
   __device__ void issue(std::size_t row, bool real) const {
     if (real) {
       double* const dst = slot(row);
-      const std::size_t at = row * saved.stride;
+      const std::size_t at = (row - first) * saved.stride;
       __pipeline_memcpy_async(dst, saved.f + at, sizeof(double));
       __pipeline_memcpy_async(dst + t, saved.u1 + at, sizeof(double));
       __pipeline_memcpy_async(dst + 2 * t, saved.u2 + at, sizeof(double));
@@ -271,7 +275,7 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
     // then the ring; the others in device memory.
     const std::size_t first =
         kWhere == GeppKernel::kTailInDeviceMemory ? head_rows(a.n) : std::size_t{0};
-    const std::size_t head_plane = first * threads, plane = a.n * a.count;
+    const std::size_t head_plane = first * threads, plane = (a.n - first) * a.count;
     const SavedRows head{mine, mine + head_plane, mine + 2 * head_plane, std::size_t(threads)};
     const SavedRows tail{a.pivot_rows + j, a.pivot_rows + plane + j, a.pivot_rows + 2 * plane + j,
                          a.count};
@@ -330,13 +334,16 @@ void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
 GeppKernel choose_gepp_kernel(std::size_t n) {
   return n <= kMaxRegisterGeppSystem ? GeppKernel::kRowsInRegisters
          : n <= kMaxSharedGeppSystem ? GeppKernel::kRowsInSharedMemory
+         : n <= kMaxTailGeppSystem   ? GeppKernel::kTailInDeviceMemory
                                      : GeppKernel::kPivotRowsInDeviceMemory;
 }
 
-std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count) {
-  return choose_gepp_kernel(n) == GeppKernel::kPivotRowsInDeviceMemory
-             ? 3 * n * count * sizeof(double)
-             : 0;
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, GeppKernel kernel) {
+  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(n);
+  const std::size_t rows = kernel == GeppKernel::kPivotRowsInDeviceMemory ? n
+                           : kernel == GeppKernel::kTailInDeviceMemory    ? n - head_rows(n)
+                                                                          : 0;
+  return kSavedBytesPerRow * rows * count;
 }
 
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {

@@ -25,13 +25,14 @@ struct InterleavedGepp {
 // The kernel's variants: where a thread's rows wait between their read and their elimination,
 // and its pivot rows until the substitution. kRowsInRegisters: 16 rows ahead in registers,
 // pivot rows in shared memory; kRowsInSharedMemory: 8 rows ahead in shared memory (cp.async,
-// whose waits count rows), pivot rows there too; kPivotRowsInDeviceMemory: the same ring, the
-// pivot rows in device memory (read back through the ring). kChoose takes the first up to
-// n = kMaxRegisterGeppSystem, the second up to kMaxSharedGeppSystem, the third above
-// (H200: 103 / 98 G unknowns/s at n = 16 / 32 from registers against 100 / 96; 78 / 47 at
-// n = 64 / 128 from shared memory against 65 / 40). The others are for measuring.
-// kTailInDeviceMemory (for measuring, never chosen yet): the first 64 rows' pivot rows in shared
-// memory, the later ones in device memory, read back first and so perhaps still in L2.
+// whose waits count rows), pivot rows there too; kTailInDeviceMemory: the same ring, the first 32
+// rows' pivot rows in shared memory and the later ones in device memory (read back through the
+// ring); kPivotRowsInDeviceMemory: every pivot row in device memory. kChoose takes them in that
+// order, up to n = kMaxRegisterGeppSystem, kMaxSharedGeppSystem, kMaxTailGeppSystem and above
+// (H200, G unknowns/s: 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from
+// shared memory against 65; with the tail in device memory 54 / 57 / 48 / 51 / 43 / 46 / 46 at
+// n = 96 / 128 / 160 / 256 / 384 / 512 / 1024, against 47 / 47 / 24 / 24 with every pivot row on
+// chip and 34 / 47 / 34 / 46 / 34 / 44 / 45 with none). The others are for measuring.
 enum class GeppKernel {
   kChoose,
   kRowsInRegisters,
@@ -40,9 +41,10 @@ enum class GeppKernel {
   kTailInDeviceMemory
 };
 GeppKernel choose_gepp_kernel(std::size_t n);
-// Device workspace the chosen kernel needs for `count` systems of n rows (0 or 24 bytes an
-// unknown; kTailInDeviceMemory, measured apart, needs the same as kPivotRowsInDeviceMemory).
-std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count);
+// Device workspace `kernel` (kChoose: the chosen one) needs for `count` systems of n rows: 24
+// bytes a row whose pivot row waits in device memory.
+std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,
+                                             GeppKernel kernel = GeppKernel::kChoose);
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).

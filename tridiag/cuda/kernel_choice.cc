@@ -10,7 +10,7 @@ namespace stripesolve::tridiag {
 Algorithm choose_gpu_algorithm(const BatchShape& shape, const SolveOptions& options) {
   if (!options.require_stable) return Algorithm::kThomas;
   const bool gepp = shape.layout == BatchLayout::kInterleaved &&
-                    (shape.n <= gpu::kMaxSharedGeppSystem || shape.count >= gpu::kMinGeppSystems);
+                    (shape.n <= gpu::kMaxFewGeppSystem || shape.count >= gpu::kMinGeppSystems);
   return gepp ? Algorithm::kGepp : Algorithm::kSpike;
 }
 

@@ -200,11 +200,11 @@ TEST(KernelChoiceTest, AutoTakesGeppForInterleavedBatches) {
   const auto choice = [&](BatchLayout layout, std::size_t n, std::size_t count) {
     return choose_gpu_algorithm(BatchShape{layout, n, count, {}}, options);
   };
-  for (std::size_t n : {std::size_t{1}, std::size_t{16}, kMaxSharedGeppSystem}) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{16}, kMaxFewGeppSystem}) {
     EXPECT_EQ(choice(BatchLayout::kInterleaved, n, 10), Algorithm::kGepp) << n;
     EXPECT_EQ(choice(BatchLayout::kStrided, n, 100000), Algorithm::kSpike) << n;
   }
-  for (std::size_t n : {kMaxSharedGeppSystem + 1, std::size_t{16384}}) {
+  for (std::size_t n : {kMaxFewGeppSystem + 1, std::size_t{16384}}) {
     EXPECT_EQ(choice(BatchLayout::kInterleaved, n, kMinGeppSystems), Algorithm::kGepp) << n;
     EXPECT_EQ(choice(BatchLayout::kInterleaved, n, kMinGeppSystems - 1), Algorithm::kSpike) << n;
   }

@@ -34,12 +34,16 @@ inline constexpr std::size_t kChunkGranularity = kTileRows;
 
 // ---- gepp on interleaved batches (interleaved_gepp.cu), a thread a system: rows read ahead into
 // registers up to kMaxRegisterGeppSystem, into shared memory above; the pivot rows (24 bytes a
-// row) in shared memory up to kMaxSharedGeppSystem, in device memory above.
+// row) in shared memory up to kMaxSharedGeppSystem, the first 32 there and the others in device
+// memory up to kMaxTailGeppSystem, all in device memory above.
 inline constexpr std::size_t kMaxRegisterGeppSystem = 32;
-inline constexpr std::size_t kMaxSharedGeppSystem = 128;
-// kAuto takes gepp for interleaved batches of larger systems only where they are at least this
-// many: a thread a system leaves the device idle with fewer, where spike spreads each system over
-// many threads (H200, n = 16384: 4096 systems, gepp 18.3 G unknowns/s against spike's 12.0).
+inline constexpr std::size_t kMaxSharedGeppSystem = 64;
+inline constexpr std::size_t kMaxTailGeppSystem = 1024;
+// kAuto takes gepp for interleaved batches of systems up to kMaxFewGeppSystem rows however few
+// they are, larger ones only where they are at least kMinGeppSystems: a thread a system leaves
+// the device idle with fewer, where spike spreads each system over many threads (H200,
+// n = 16384: 4096 systems, gepp 18.3 G unknowns/s against spike's 12.0).
+inline constexpr std::size_t kMaxFewGeppSystem = 128;
 inline constexpr std::size_t kMinGeppSystems = 4096;
 
 // ---- cr, pcr, cr_pcr, pcr_thomas, cr_pcr_thomas on strided batches (warp_reduction.cu,

@@ -169,7 +169,8 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
     const DeviceCopy pivot_rows{std::vector<double>(3 * rows)};
     for (GeppKernel kernel :
          {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
-          GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory}) {
+          GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
+          GeppKernel::kRecomputedChunksOf32, GeppKernel::kRecomputedChunksOf64}) {
       if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
           (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
         continue;

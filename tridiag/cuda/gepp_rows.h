@@ -12,6 +12,7 @@
 // keeps row i), so the pivots are LAPACK's; the rounding differs by the reciprocal's.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 #include "tridiag/cuda/small_solves.h"
@@ -71,6 +72,49 @@ inline long gepp_rows_solve(const double* dl, const double* d, const double* du,
     x[i] = xi;
     x2 = x1;
     x1 = xi;
+  }
+  return bad;
+}
+
+// The same solve keeping only `chunk` pivot rows (the interleaved kernel's variant that recomputes
+// them, interleaved_gepp.cu): the elimination saves the row as eliminated at the start of each
+// chunk of `chunk` steps (`starts`, ceil((n - 1) / chunk) of them) and the pivot rows of the
+// current chunk only (`saved`, chunk of them); the substitution takes the last chunk's from the
+// elimination and, for each chunk before it, eliminates again from its start. Gives the bits of
+// gepp_rows_solve.
+inline long gepp_rows_solve_chunked(const double* dl, const double* d, const double* du,
+                                    const double* f, double* x, long n, long chunk,
+                                    GeppSaved* saved, GeppCarry* starts) {
+  long bad = -1;
+  GeppCarry c{d[0], n > 1 ? du[0] : 0.0, f[0]};
+  auto steps = [&](long from, long to, bool flag) {  // steps from .. to - 1, pivot rows in saved
+    for (long i = from; i < to; ++i) {
+      double pivot = 0.0;
+      saved[i % chunk] =
+          gepp_step(c, dl[i + 1], d[i + 1], i + 2 < n ? du[i + 1] : 0.0, f[i + 1], pivot);
+      if (flag && pivot == 0.0 && bad < 0) bad = i;
+    }
+  };
+  const long chunks = (n - 1 + chunk - 1) / chunk;
+  for (long k = 0; k < chunks; ++k) {
+    starts[k] = c;
+    steps(k * chunk, std::min((k + 1) * chunk, n - 1), true);
+  }
+  if (c.d == 0.0 && bad < 0) bad = n - 1;
+  double x1 = c.f * reciprocal(c.d), x2 = 0.0;
+  x[n - 1] = x1;
+  for (long k = chunks; k-- > 0;) {
+    const long from = k * chunk, to = std::min((k + 1) * chunk, n - 1);
+    if (k + 1 < chunks) {
+      c = starts[k];
+      steps(from, to, false);
+    }
+    for (long i = to; i-- > from;) {
+      const double xi = gepp_back(saved[i % chunk], x1, x2);
+      x[i] = xi;
+      x2 = x1;
+      x1 = xi;
+    }
   }
   return bad;
 }

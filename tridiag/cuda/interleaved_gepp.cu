@@ -138,16 +138,20 @@ __device__ GeppCarry eliminate_from_registers(const InterleavedGepp& a, std::siz
   return c;
 }
 
-// The elimination with the rows ahead copied into shared memory by cp.async, kDepth rows (a
-// power of two) in flight, one commit group a row: the wait before each step counts groups, so
-// the row it needs is the only one it waits for. `ring`: the thread's kDepth x 4 doubles, at a
-// stride of `threads`.
-template <int kDepth, typename Store>
-__device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j, double* ring,
-                                         int t, const Store& saved, bool& singular) {
+// Steps i0 to i1 - 1 of the elimination (step i meets row i + 1) with the rows ahead copied into
+// shared memory by cp.async, kDepth rows (a power of two) in flight, one commit group a row: the
+// wait before each step counts groups, so the row it needs is the only one it waits for. Rows i0
+// to i1 pass through the ring; `c` is row i0 as eliminated, or where `from_row` is set, taken
+// from the ring as read (the elimination's start, i0 = 0). at_step(i, c) sees the row before
+// step i. `ring`: the thread's kDepth x 4 doubles, at a stride of `threads`; every copy issued is
+// waited for before the return, so that the ring is free again.
+template <int kDepth, typename Store, typename AtStep>
+__device__ GeppCarry eliminate_range(const InterleavedGepp& a, std::size_t j, double* ring, int t,
+                                     std::size_t i0, std::size_t i1, GeppCarry c, bool from_row,
+                                     const Store& saved, bool& singular, AtStep at_step) {
   const std::size_t n = a.n, m = a.count;
   auto issue = [&](std::size_t row) {  // row into its slot, row % kDepth
-    if (row < n) {
+    if (row <= i1) {
       double* const dst = ring + (row & (kDepth - 1)) * 4 * t;
       const std::size_t at = row * m + j;
       if (row > 0) {
@@ -170,41 +174,73 @@ __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j
     return RowIn{src[0], src[t], src[2 * t], src[3 * t]};
   };
 #pragma unroll
-  for (int k = 0; k < kDepth; ++k) issue(k);
-  __pipeline_wait_prior(kDepth - 2);  // rows 0 and 1
-  const RowIn first = take(0);
-  GeppCarry c{first.d, first.u, first.f};
-  RowIn next = n > 1 ? take(1) : RowIn{};
-  for (std::size_t i = 0; i + 1 < n; ++i) {
+  for (int k = 0; k < kDepth; ++k) issue(i0 + k);
+  __pipeline_wait_prior(kDepth - 2);  // rows i0 and i0 + 1
+  if (from_row) {
+    const RowIn first = take(i0);
+    c = {first.d, first.u, first.f};
+  }
+  RowIn next = i0 + 1 <= i1 ? take(i0 + 1) : RowIn{};
+  for (std::size_t i = i0; i < i1; ++i) {
     const RowIn r = next;
     issue(i + kDepth);                  // into row i's slot, taken two steps ago
     __pipeline_wait_prior(kDepth - 2);  // row i + 2
-    if (i + 2 < n) next = take(i + 2);
+    if (i + 2 <= i1) next = take(i + 2);
+    at_step(i, c);
     step(a, j, i, c, r, saved, singular);
   }
+  __pipeline_wait_prior(0);
   return c;
 }
 
-// Back substitution, x written as it is known; the first row with a non-finite x flagged. The
-// pivot rows come from `rows`: take(i) gives row i's, done(i) says that its values are used.
-template <typename Rows>
-__device__ void substitute(const InterleavedGepp& a, std::size_t j, const GeppCarry& c,
-                           Rows& rows) {
-  const std::size_t n = a.n, m = a.count;
-  double x1 = c.f * reciprocal(c.d), x2 = 0.0;
-  std::size_t at = (n - 1) * m + j;
-  std::size_t first_bad = isfinite(x1) ? n : n - 1;
-  __stcs(a.x + at, x1);
-  for (std::size_t i = n - 1; i-- > 0;) {
-    at -= m;
-    const double xi = gepp_back(rows.take(i), x1, x2);
+// The whole elimination through the ring, from row 0. Returns the last row as eliminated.
+template <int kDepth, typename Store>
+__device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j, double* ring,
+                                         int t, const Store& saved, bool& singular) {
+  return eliminate_range<kDepth>(a, j, ring, t, 0, a.n - 1, GeppCarry{}, true, saved, singular,
+                                 [](std::size_t, const GeppCarry&) {});
+}
+
+// Back substitution, x written as it is known (row n - 1 from the last row as eliminated, then
+// row(i, pivot row i) for i = n - 2 down to 0); finish() flags the first row with a non-finite x.
+struct Backward {
+  const InterleavedGepp& a;
+  std::size_t j, at, first_bad;
+  double x1, x2;  // x of the two rows after the next
+  __device__ Backward(const InterleavedGepp& args, std::size_t system, const GeppCarry& c)
+      : a(args),
+        j(system),
+        at((args.n - 1) * args.count + system),
+        first_bad(args.n),
+        x1(c.f * reciprocal(c.d)),
+        x2(0.0) {
+    if (!isfinite(x1)) first_bad = a.n - 1;
+    __stcs(a.x + at, x1);
+  }
+  __device__ void row(std::size_t i, const GeppSaved& s) {
+    at -= a.count;
+    const double xi = gepp_back(s, x1, x2);
     if (!isfinite(xi)) first_bad = i;
     __stcs(a.x + at, xi);
-    rows.done(i);
     x2 = x1;
     x1 = xi;
   }
-  if (first_bad < n && a.x_flag != nullptr) flag(a.x_flag, j * n + first_bad);
+  __device__ void finish() const {
+    if (first_bad < a.n && a.x_flag != nullptr) flag(a.x_flag, j * a.n + first_bad);
+  }
+};
+
+// The substitution with the pivot rows from `rows`: take(i) gives row i's, done(i) says that its
+// values are used.
+template <typename Rows>
+__device__ void substitute(const InterleavedGepp& a, std::size_t j, const GeppCarry& c,
+                           Rows& rows) {
+  Backward back(a, j, c);
+  for (std::size_t i = a.n - 1; i-- > 0;) {
+    back.row(i, rows.take(i));
+    rows.done(i);
+  }
+  back.finish();
 }
 
 // The pivot rows where they wait in shared memory.
@@ -258,6 +294,51 @@ struct RingRows {
   }
 };
 
+// kRecomputedChunks*: the pivot rows of one chunk of kChunk steps in shared memory (row i at
+// i % kChunk), the rows as eliminated at the chunks' starts in device memory (`starts`, chunk k's
+// three numbers at (3 k + 0, 1, 2) * count + j).
+template <std::size_t kChunk>
+struct ChunkRows {
+  SavedRows rows;
+  __device__ void put(std::size_t i, const GeppSaved& s) const { rows.put(i % kChunk, s); }
+  __device__ GeppSaved get(std::size_t i) const { return rows.get(i % kChunk); }
+};
+
+template <std::size_t kChunk>
+__device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, double* mine,
+                                  int threads) {
+  const std::size_t n = a.n, m = a.count, steps = n - 1;
+  const std::size_t chunks = (steps + kChunk - 1) / kChunk;
+  const std::size_t plane = kChunk * threads;
+  const ChunkRows<kChunk> saved{{mine, mine + plane, mine + 2 * plane, std::size_t(threads)}};
+  double* const ring = mine + 3 * plane;
+  double* const starts = a.pivot_rows + j;
+  auto keep_start = [&](std::size_t i, const GeppCarry& c) {
+    if (i % kChunk == 0 && i + kChunk < steps) {  // the last chunk's pivot rows stay
+      double* const s = starts + 3 * (i / kChunk) * m;
+      s[0] = c.d;
+      s[m] = c.u;
+      s[2 * m] = c.f;
+    }
+  };
+  bool singular = false;
+  const GeppCarry last = eliminate_range<kSharedRows>(a, j, ring, threads, 0, steps, GeppCarry{},
+                                                      true, saved, singular, keep_start);
+  if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
+  Backward back(a, j, last);
+  for (std::size_t k = chunks; k-- > 0;) {
+    const std::size_t from = k * kChunk, to = from + kChunk < steps ? from + kChunk : steps;
+    if (k + 1 < chunks) {  // this chunk's pivot rows again, from its start
+      const double* const s = starts + 3 * k * m;
+      bool flagged = true;  // the first elimination flagged any zero pivot
+      eliminate_range<kSharedRows>(a, j, ring, threads, from, to, GeppCarry{s[0], s[m], s[2 * m]},
+                                   false, saved, flagged, [](std::size_t, const GeppCarry&) {});
+    }
+    for (std::size_t i = to; i-- > from;) back.row(i, saved.get(i));
+  }
+  back.finish();
+}
+
 // kWhere: the rows ahead in registers or in shared memory, the pivot rows in shared or device
 // memory (never kChoose).
 template <GeppKernel kWhere>
@@ -267,6 +348,13 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   if (j >= a.count) return;
   const int threads = static_cast<int>(blockDim.x);
   double* const mine = shared + threadIdx.x;
+  if constexpr (kWhere == GeppKernel::kRecomputedChunksOf32) {
+    recomputed_chunks<32>(a, j, mine, threads);
+    return;
+  } else if constexpr (kWhere == GeppKernel::kRecomputedChunksOf64) {
+    recomputed_chunks<64>(a, j, mine, threads);
+    return;
+  }
   bool singular = false;
   GeppCarry c;
   if constexpr (kWhere == GeppKernel::kPivotRowsInDeviceMemory ||
@@ -311,6 +399,10 @@ std::size_t thread_bytes(std::size_t n, GeppKernel where) {
       return kSavedBytesPerRow * n + ring;
     case GeppKernel::kTailInDeviceMemory:
       return kSavedBytesPerRow * head_rows(n) + ring;
+    case GeppKernel::kRecomputedChunksOf32:
+      return kSavedBytesPerRow * 32 + ring;
+    case GeppKernel::kRecomputedChunksOf64:
+      return kSavedBytesPerRow * 64 + ring;
     default:
       return ring;
   }
@@ -340,8 +432,11 @@ GeppKernel choose_gepp_kernel(std::size_t n) {
 
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, GeppKernel kernel) {
   if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(n);
+  const std::size_t steps = n > 0 ? n - 1 : 0;
   const std::size_t rows = kernel == GeppKernel::kPivotRowsInDeviceMemory ? n
                            : kernel == GeppKernel::kTailInDeviceMemory    ? n - head_rows(n)
+                           : kernel == GeppKernel::kRecomputedChunksOf32  ? (steps + 31) / 32
+                           : kernel == GeppKernel::kRecomputedChunksOf64  ? (steps + 63) / 64
                                                                           : 0;
   return kSavedBytesPerRow * rows * count;
 }
@@ -356,6 +451,10 @@ void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
       return launch_with<GeppKernel::kRowsInSharedMemory>(a, stream);
     case GeppKernel::kTailInDeviceMemory:
       return launch_with<GeppKernel::kTailInDeviceMemory>(a, stream);
+    case GeppKernel::kRecomputedChunksOf32:
+      return launch_with<GeppKernel::kRecomputedChunksOf32>(a, stream);
+    case GeppKernel::kRecomputedChunksOf64:
+      return launch_with<GeppKernel::kRecomputedChunksOf64>(a, stream);
     default:
       return launch_with<GeppKernel::kPivotRowsInDeviceMemory>(a, stream);
   }
@@ -366,7 +465,9 @@ cudaError_t set_interleaved_gepp_limits() {
   for (auto k : {interleaved_gepp_kernel<GeppKernel::kRowsInRegisters>,
                  interleaved_gepp_kernel<GeppKernel::kRowsInSharedMemory>,
                  interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>,
-                 interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>}) {
+                 interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>,
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf32>,
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf64>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;

@@ -33,16 +33,23 @@ struct InterleavedGepp {
 // shared memory against 65; with the tail in device memory 54 / 57 / 48 / 51 / 43 / 46 / 46 at
 // n = 96 / 128 / 160 / 256 / 384 / 512 / 1024, against 47 / 47 / 24 / 24 with every pivot row on
 // chip and 34 / 47 / 34 / 46 / 34 / 44 / 45 with none). The others are for measuring.
+// kRecomputedChunksOf32 / Of64 (for measuring, never chosen yet): the same ring, one chunk of 32
+// or 64 steps' pivot rows in shared memory, and only each chunk's starting row in device memory;
+// the substitution takes the last chunk's pivot rows as the elimination left them and eliminates
+// each earlier chunk again from its start (gepp_rows_solve_chunked, the same bits): the batch
+// read about twice, 72 bytes an unknown at most against 88, and no pivot rows written.
 enum class GeppKernel {
   kChoose,
   kRowsInRegisters,
   kRowsInSharedMemory,
   kPivotRowsInDeviceMemory,
-  kTailInDeviceMemory
+  kTailInDeviceMemory,
+  kRecomputedChunksOf32,
+  kRecomputedChunksOf64
 };
 GeppKernel choose_gepp_kernel(std::size_t n);
 // Device workspace `kernel` (kChoose: the chosen one) needs for `count` systems of n rows: 24
-// bytes a row whose pivot row waits in device memory.
+// bytes a row whose pivot row waits in device memory, or a chunk's starting row.
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,
                                              GeppKernel kernel = GeppKernel::kChoose);
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);

@@ -11,8 +11,9 @@
 // pcr_thomas, cr_pcr_thomas for strided batches of n <= 4096 (a warp a system up to 256 rows, a
 // block a system above, rows in registers; docs/tridiag-kernels.md maps each size to its kernel).
 // gepp (LAPACK dgtsv's partial pivoting) for interleaved batches, a thread a system
-// (cuda/interleaved_gepp.cu: each row read once, the pivot rows in shared memory up to n = 128,
-// in device memory above); otherwise gepp
+// (cuda/interleaved_gepp.cu: each row read once, the pivot rows in shared memory up to n = 64,
+// the first 32 there and the rest in device memory up to 1024, all in device memory above);
+// otherwise gepp
 // runs on the CPU only (its row interchanges are what diagonal pivoting avoids in SPIKE's
 // partitions), and bondeli too (its structure is SPIKE's).
 // kAuto: when stable is required, gepp for interleaved batches (but a few large systems) and

@@ -138,56 +138,69 @@ __device__ GeppCarry eliminate_from_registers(const InterleavedGepp& a, std::siz
   return c;
 }
 
-// Steps i0 to i1 - 1 of the elimination (step i meets row i + 1) with the rows ahead copied into
-// shared memory by cp.async, kDepth rows (a power of two) in flight, one commit group a row: the
-// wait before each step counts groups, so the row it needs is the only one it waits for. Rows i0
-// to i1 pass through the ring; `c` is row i0 as eliminated, or where `from_row` is set, taken
-// from the ring as read (the elimination's start, i0 = 0). at_step(i, c) sees the row before
-// step i. `ring`: the thread's kDepth x 4 doubles, at a stride of `threads`; every copy issued is
-// waited for before the return, so that the ring is free again.
-template <int kDepth, typename Store, typename AtStep>
-__device__ GeppCarry eliminate_range(const InterleavedGepp& a, std::size_t j, double* ring, int t,
-                                     std::size_t i0, std::size_t i1, GeppCarry c, bool from_row,
-                                     const Store& saved, bool& singular, AtStep at_step) {
-  const std::size_t n = a.n, m = a.count;
-  auto issue = [&](std::size_t row) {  // row into its slot, row % kDepth
-    if (row <= i1) {
+// A thread's rows ahead of the elimination in shared memory, copied there by cp.async: kDepth
+// rows (a power of two) in flight, row r in slot r % kDepth, one commit group a row, so that a
+// wait counts rows. `ring`: the thread's kDepth x 4 doubles, at a stride of `t` (the block's
+// threads). Rows past `last` are not read; their groups are empty, so the count stays one a row.
+template <int kDepth>
+struct Ring {
+  const InterleavedGepp& a;
+  std::size_t j;
+  double* ring;
+  int t;
+  __device__ void issue(std::size_t row, std::size_t last) const {
+    if (row <= last) {
       double* const dst = ring + (row & (kDepth - 1)) * 4 * t;
-      const std::size_t at = row * m + j;
+      const std::size_t at = row * a.count + j;
       if (row > 0) {
         __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
       } else {
         dst[0] = 0.0;
       }
       __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
-      if (row + 1 < n) {
+      if (row + 1 < a.n) {
         __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
       } else {
         dst[2 * t] = 0.0;
       }
       __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
     }
-    __pipeline_commit();  // empty past the end: the count stays one group a row
-  };
-  auto take = [&](std::size_t row) {
+    __pipeline_commit();
+  }
+  // Rows i0 to i0 + kDepth - 1 (up to `last`): the start of eliminate_range(i0, last).
+  __device__ void issue_first(std::size_t i0, std::size_t last) const {
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) issue(i0 + k, last);
+  }
+  __device__ RowIn take(std::size_t row) const {
     const double* const src = ring + (row & (kDepth - 1)) * 4 * t;
     return RowIn{src[0], src[t], src[2 * t], src[3 * t]};
-  };
-#pragma unroll
-  for (int k = 0; k < kDepth; ++k) issue(i0 + k);
+  }
+};
+
+// Steps i0 to i1 - 1 of the elimination (step i meets row i + 1), rows i0 to i1 through `ring`
+// (their first kDepth already issued where `issued` is set: issue_first), so the wait before
+// each step is for the row it needs only. `c` is row i0 as eliminated, or where `from_row` is
+// set, taken from the ring as read (the elimination's start, i0 = 0). at_step(i, c) sees the row
+// before step i. Every copy issued is waited for before the return: the ring is free again.
+template <int kDepth, typename Store, typename AtStep>
+__device__ GeppCarry eliminate_range(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
+                                     GeppCarry c, bool from_row, bool issued, const Store& saved,
+                                     bool& singular, AtStep at_step) {
+  if (!issued) ring.issue_first(i0, i1);
   __pipeline_wait_prior(kDepth - 2);  // rows i0 and i0 + 1
   if (from_row) {
-    const RowIn first = take(i0);
+    const RowIn first = ring.take(i0);
     c = {first.d, first.u, first.f};
   }
-  RowIn next = i0 + 1 <= i1 ? take(i0 + 1) : RowIn{};
+  RowIn next = i0 + 1 <= i1 ? ring.take(i0 + 1) : RowIn{};
   for (std::size_t i = i0; i < i1; ++i) {
     const RowIn r = next;
-    issue(i + kDepth);                  // into row i's slot, taken two steps ago
+    ring.issue(i + kDepth, i1);         // into row i's slot, taken two steps ago
     __pipeline_wait_prior(kDepth - 2);  // row i + 2
-    if (i + 2 <= i1) next = take(i + 2);
+    if (i + 2 <= i1) next = ring.take(i + 2);
     at_step(i, c);
-    step(a, j, i, c, r, saved, singular);
+    step(ring.a, ring.j, i, c, r, saved, singular);
   }
   __pipeline_wait_prior(0);
   return c;
@@ -197,8 +210,8 @@ __device__ GeppCarry eliminate_range(const InterleavedGepp& a, std::size_t j, do
 template <int kDepth, typename Store>
 __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j, double* ring,
                                          int t, const Store& saved, bool& singular) {
-  return eliminate_range<kDepth>(a, j, ring, t, 0, a.n - 1, GeppCarry{}, true, saved, singular,
-                                 [](std::size_t, const GeppCarry&) {});
+  return eliminate_range(Ring<kDepth>{a, j, ring, t}, 0, a.n - 1, GeppCarry{}, true, false, saved,
+                         singular, [](std::size_t, const GeppCarry&) {});
 }
 
 // Back substitution, x written as it is known (row n - 1 from the last row as eliminated, then
@@ -311,7 +324,7 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, doubl
   const std::size_t chunks = (steps + kChunk - 1) / kChunk;
   const std::size_t plane = kChunk * threads;
   const ChunkRows<kChunk> saved{{mine, mine + plane, mine + 2 * plane, std::size_t(threads)}};
-  double* const ring = mine + 3 * plane;
+  const Ring<kSharedRows> ring{a, j, mine + 3 * plane, threads};
   double* const starts = a.pivot_rows + j;
   auto keep_start = [&](std::size_t i, const GeppCarry& c) {
     if (i % kChunk == 0 && i + kChunk < steps) {  // the last chunk's pivot rows stay
@@ -321,19 +334,22 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, doubl
       s[2 * m] = c.f;
     }
   };
+  auto end_of = [&](std::size_t k) { return (k + 1) * kChunk < steps ? (k + 1) * kChunk : steps; };
   bool singular = false;
-  const GeppCarry last = eliminate_range<kSharedRows>(a, j, ring, threads, 0, steps, GeppCarry{},
-                                                      true, saved, singular, keep_start);
+  const GeppCarry last =
+      eliminate_range(ring, 0, steps, GeppCarry{}, true, false, saved, singular, keep_start);
   if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
   Backward back(a, j, last);
   for (std::size_t k = chunks; k-- > 0;) {
-    const std::size_t from = k * kChunk, to = from + kChunk < steps ? from + kChunk : steps;
-    if (k + 1 < chunks) {  // this chunk's pivot rows again, from its start
+    const std::size_t from = k * kChunk, to = end_of(k);
+    if (k + 1 < chunks) {  // this chunk's pivot rows again, from its start (its rows issued)
       const double* const s = starts + 3 * k * m;
       bool flagged = true;  // the first elimination flagged any zero pivot
-      eliminate_range<kSharedRows>(a, j, ring, threads, from, to, GeppCarry{s[0], s[m], s[2 * m]},
-                                   false, saved, flagged, [](std::size_t, const GeppCarry&) {});
+      eliminate_range(ring, from, to, GeppCarry{s[0], s[m], s[2 * m]}, false, true, saved, flagged,
+                      [](std::size_t, const GeppCarry&) {});
     }
+    // The chunk before's first rows on their way while this chunk's x are found.
+    if (k > 0) ring.issue_first((k - 1) * kChunk, end_of(k - 1));
     for (std::size_t i = to; i-- > from;) back.row(i, saved.get(i));
   }
   back.finish();

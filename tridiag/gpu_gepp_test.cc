@@ -148,8 +148,8 @@ TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
 // Each of the kernel's variants launched directly, those kChoose never takes included, against
 // the CPU's gepp on the same systems (where its shared memory holds them: all pivot rows there
 // up to n = 288, registers' rows ahead measured up to 64). 203 systems: rows of the pivot rows in
-// device memory that start mid-line, and a last warp of 11, so that the lines dropped from L2
-// after their reading must be the warp's own.
+// device memory that start mid-line and a last warp of 11; each kernel gets the workspace it
+// declares (interleaved_gepp_workspace_bytes) and must not write past it.
 TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
   SKIP_WITHOUT_GPU();
   using gpu::GeppKernel;
@@ -166,7 +166,6 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
     const StridedSystems il = interleaved(b, n, m);
     const DeviceCopy dl(il.dl), d(il.d), du(il.du), f(il.f), x{std::vector<double>(rows)};
     const DeviceCopy flags{std::vector<unsigned long long>(2, ULLONG_MAX)};
-    const DeviceCopy pivot_rows{std::vector<double>(3 * rows)};
     for (GeppKernel kernel :
          {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
           GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
@@ -177,6 +176,11 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
       }
       SCOPED_TRACE("n=" + std::to_string(n) + " kernel " +
                    std::to_string(static_cast<int>(kernel)));
+      // The workspace the kernel declares, then a guard it must leave alone.
+      const std::size_t declared = gpu::interleaved_gepp_workspace_bytes(n, m, kernel) / 8;
+      constexpr std::size_t kGuard = 64;
+      constexpr double kUntouched = 1234.5;
+      const DeviceCopy pivot_rows{std::vector<double>(declared + kGuard, kUntouched)};
       const gpu::InterleavedGepp a{dl.as<double>(),
                                    d.as<double>(),
                                    du.as<double>(),
@@ -202,6 +206,11 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
       EXPECT_EQ(found[1], ULLONG_MAX) << "a non-finite x flagged";
       const std::vector<double> xs = interleave(xg, n, m, /*back=*/true);
       EXPECT_LE(max_residual(b, sizes, xs), 10 * max_residual(b, sizes, xc) + 1e-15);
+      std::vector<double> guard(kGuard);
+      ASSERT_EQ(cudaMemcpy(guard.data(), pivot_rows.as<double>() + declared, kGuard * 8,
+                           cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      EXPECT_EQ(guard, std::vector<double>(kGuard, kUntouched)) << "written past its workspace";
     }
   }
 }

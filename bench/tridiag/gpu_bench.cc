@@ -8,11 +8,14 @@
 // each system as they write x, gpu::check_on_device) less the solve alone (check_seconds and
 // its fraction of the solve), and section 4 times solve_batch_gpu end to end (transfers, check and
 // all) on the ADI example's batch, 1024 systems of 1024, with the report's check_seconds. Usage:
-// tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n] | interleaved [n] | reduction]  ->
-// JSON on stdout. quick: only ours on the one system, and the strided batches, spike and thomas
-// beside gtsv2StridedBatch (a few seconds, for iterating on the kernels; the full run takes
-// minutes); with n, only strided batches of n (for profiling one kernel configuration). reduction:
-// the quick run's diagonally dominant batches with cr, pcr and their hybrids.
+// tridiag_gpu_bench [log2_unknowns = 26] [reps = 5] [quick [n] | interleaved [n,...] |
+// gepp [n,...] | reduction]  -> JSON on stdout. quick: only ours on the one system, and the
+// strided batches, spike and thomas beside gtsv2StridedBatch (a few seconds, for iterating on the
+// kernels; the full run takes minutes); with n, only strided batches of n (for profiling one
+// kernel configuration). interleaved: the interleaved batches only, with gepp's kernel variants
+// each timed alone; gepp: of those only gepp, its variants and gtsvInterleavedBatch lu_pivoting
+// on the random batches (about a third of interleaved's time a size, for sweeping sizes).
+// reduction: the quick run's diagonally dominant batches with cr, pcr and their hybrids.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -130,9 +133,20 @@ int main(int argc, char** argv) {
   const int log2_rows = argc > 1 ? std::atoi(argv[1]) : 26;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
   const bool reduction = argc > 3 && std::string(argv[3]) == "reduction";
-  const bool interleaved_only = argc > 3 && std::string(argv[3]) == "interleaved";
+  const bool gepp_only = argc > 3 && std::string(argv[3]) == "gepp";
+  const bool interleaved_only = gepp_only || (argc > 3 && std::string(argv[3]) == "interleaved");
   const bool quick = reduction || (argc > 3 && std::string(argv[3]) == "quick");
-  const std::size_t only_n = (quick || interleaved_only) && argc > 4 ? std::stoull(argv[4]) : 0;
+  // Sizes given as n or n1,n2,... (interleaved and gepp); quick takes one.
+  std::vector<std::size_t> only_sizes;
+  if ((quick || interleaved_only) && argc > 4) {
+    const std::string list = argv[4];
+    for (std::size_t at = 0; at < list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      only_sizes.push_back(std::stoull(list.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  }
+  const std::size_t only_n = only_sizes.empty() ? 0 : only_sizes.front();
   const std::size_t rows = std::size_t{1} << log2_rows;
   nlohmann::json out;
   cudaDeviceProp prop{};
@@ -281,11 +295,11 @@ int main(int argc, char** argv) {
   // 2. Strided batches, random (stable) and diagonally dominant (unpivoted).
   nlohmann::json batches = nlohmann::json::array();
   std::vector<std::size_t> sizes = {256, 1024, 4096};
-  if (only_n != 0) sizes = {only_n};
+  if (only_n != 0) sizes = quick ? std::vector<std::size_t>{only_n} : only_sizes;
   if (interleaved_only && only_n == 0) sizes = {16, 32, 64, 128, 256, 1024, 4096, 16384};
   for (std::size_t n : sizes) {
     const std::size_t count = rows / n;
-    for (int dominant = reduction ? 1 : 0; dominant < 2; ++dominant) {
+    for (int dominant = reduction ? 1 : 0; dominant < (gepp_only ? 1 : 2); ++dominant) {
       nlohmann::json c;
       c["n"] = n;
       c["systems"] = count;
@@ -331,8 +345,8 @@ int main(int argc, char** argv) {
       std::vector<double> fi = f;
       TridiagonalMatrix mi = interleave(m, n, count, fi);
       dev.upload(mi, fi);
-      std::vector<Algorithm> interleaved_algs = {Algorithm::kSpike, Algorithm::kThomas};
-      interleaved_algs.push_back(Algorithm::kGepp);
+      std::vector<Algorithm> interleaved_algs = {Algorithm::kGepp};
+      if (!gepp_only) interleaved_algs = {Algorithm::kSpike, Algorithm::kThomas, Algorithm::kGepp};
       for (Algorithm a : interleaved_algs) {
         {
           const Timing t = ours(a, BatchLayout::kInterleaved, n, count);
@@ -373,6 +387,7 @@ int main(int argc, char** argv) {
         cudaFree(flags);
       }
       for (int algo : {0, 1, 2}) {
+        if (gepp_only && algo != 1) continue;  // lu_pivoting, gepp's peer
         CHECK_SPARSE(cusparseDgtsvInterleavedBatch_bufferSizeExt(h, algo, ni, dev.dl, dev.d, dev.du,
                                                                  dev.x, ci, &bsize));
         ensure_ws(bsize);

@@ -145,6 +145,44 @@ TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
 #endif
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
+// Which variant kChoose takes at each size, and the device workspace each declares: 24 bytes for
+// every row whose pivot row waits in device memory, or for every chunk's starting row. Host
+// functions: no device needed.
+TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
+  using gpu::GeppKernel;
+  const std::pair<std::size_t, GeppKernel> chosen[] = {
+      {1, GeppKernel::kRowsInRegisters},
+      {gpu::kMaxRegisterGeppSystem, GeppKernel::kRowsInRegisters},
+      {gpu::kMaxRegisterGeppSystem + 1, GeppKernel::kRowsInSharedMemory},
+      {gpu::kMaxSharedGeppSystem, GeppKernel::kRowsInSharedMemory},
+      {gpu::kMaxSharedGeppSystem + 1, GeppKernel::kTailInDeviceMemory},
+      {gpu::kMaxTailGeppSystem, GeppKernel::kTailInDeviceMemory},
+      {gpu::kMaxTailGeppSystem + 1, GeppKernel::kPivotRowsInDeviceMemory},
+      {16384, GeppKernel::kPivotRowsInDeviceMemory}};
+  for (const auto& [n, kernel] : chosen) EXPECT_EQ(gpu::choose_gepp_kernel(n), kernel) << n;
+  const std::size_t count = 1000;
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(64, count), 0u);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, count), 24 * (200 - 32) * count);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(2000, count), 24 * 2000 * count);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(20, count, GeppKernel::kTailInDeviceMemory), 0u);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(20, count, GeppKernel::kPivotRowsInDeviceMemory),
+            24 * 20 * count);
+  // Chunks of 32 steps: n = 33 has one (its pivot rows stay on chip, its start unused but
+  // counted), n = 34 two.
+  for (const auto& [n, chunks] : {std::pair<std::size_t, std::size_t>{1, 0},
+                                  {33, 1},
+                                  {34, 2},
+                                  {1024, 32},
+                                  {1025, 32},
+                                  {1026, 33}}) {
+    EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(n, count, GeppKernel::kRecomputedChunksOf32),
+              24 * chunks * count)
+        << n;
+  }
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(129, count, GeppKernel::kRecomputedChunksOf64),
+            24 * 2 * count);
+}
+
 // Each of the kernel's variants launched directly, those kChoose never takes included, against
 // the CPU's gepp on the same systems (where its shared memory holds them: all pivot rows there
 // up to n = 288, registers' rows ahead measured up to 64). 203 systems: rows of the pivot rows in

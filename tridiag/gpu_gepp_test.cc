@@ -187,7 +187,8 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
 // the CPU's gepp on the same systems (where its shared memory holds them: all pivot rows there
 // up to n = 288, registers' rows ahead measured up to 64). 203 systems: rows of the pivot rows in
 // device memory that start mid-line and a last warp of 11; each kernel gets the workspace it
-// declares (interleaved_gepp_workspace_bytes) and must not write past it.
+// declares (interleaved_gepp_workspace_bytes) and must not write past it, and solves in place
+// too.
 TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
   SKIP_WITHOUT_GPU();
   using gpu::GeppKernel;
@@ -249,6 +250,20 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
                            cudaMemcpyDeviceToHost),
                 cudaSuccess);
       EXPECT_EQ(guard, std::vector<double>(kGuard, kUntouched)) << "written past its workspace";
+      // In place, x over f: the same bits (the recomputing variants read f again after the
+      // substitution has begun).
+      ASSERT_EQ(cudaMemcpy(x.as<double>(), f.as<double>(), rows * sizeof(double),
+                           cudaMemcpyDeviceToDevice),
+                cudaSuccess);
+      gpu::InterleavedGepp in_place = a;
+      in_place.f = x.as<double>();
+      gpu::launch_interleaved_gepp(in_place, kernel, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<double> xp(rows);
+      ASSERT_EQ(
+          cudaMemcpy(xp.data(), x.as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
+          cudaSuccess);
+      EXPECT_EQ(xp, xg) << "in place";
     }
   }
 }

@@ -81,7 +81,8 @@ inline long gepp_rows_solve(const double* dl, const double* d, const double* du,
 // chunk of `chunk` steps (`starts`, ceil((n - 1) / chunk) of them) and the pivot rows of the
 // current chunk only (`saved`, chunk of them); the substitution takes the last chunk's from the
 // elimination and, for each chunk before it, eliminates again from its start. Gives the bits of
-// gepp_rows_solve.
+// gepp_rows_solve. x may alias f: a chunk's first x waits until the chunk before has been
+// eliminated again (its last step reads that row's f).
 inline long gepp_rows_solve_chunked(const double* dl, const double* d, const double* du,
                                     const double* f, double* x, long n, long chunk,
                                     GeppSaved* saved, GeppCarry* starts) {
@@ -108,14 +109,16 @@ inline long gepp_rows_solve_chunked(const double* dl, const double* d, const dou
     if (k + 1 < chunks) {
       c = starts[k];
       steps(from, to, false);
+      x[to] = x1;  // row `to`, the next chunk's first, is read no more
     }
     for (long i = to; i-- > from;) {
       const double xi = gepp_back(saved[i % chunk], x1, x2);
-      x[i] = xi;
+      if (i > from) x[i] = xi;
       x2 = x1;
       x1 = xi;
     }
   }
+  if (n > 1) x[0] = x1;
   return bad;
 }
 

@@ -215,7 +215,8 @@ __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j
 }
 
 // Back substitution, x written as it is known (row n - 1 from the last row as eliminated, then
-// row(i, pivot row i) for i = n - 2 down to 0); finish() flags the first row with a non-finite x.
+// row(i, pivot row i) for i = n - 2 down to 0), or where row() is told not to, by store_last()
+// later; finish() flags the first row with a non-finite x.
 struct Backward {
   const InterleavedGepp& a;
   std::size_t j, at, first_bad;
@@ -230,14 +231,15 @@ struct Backward {
     if (!isfinite(x1)) first_bad = a.n - 1;
     __stcs(a.x + at, x1);
   }
-  __device__ void row(std::size_t i, const GeppSaved& s) {
+  __device__ void row(std::size_t i, const GeppSaved& s, bool store = true) {
     at -= a.count;
     const double xi = gepp_back(s, x1, x2);
     if (!isfinite(xi)) first_bad = i;
-    __stcs(a.x + at, xi);
+    if (store) __stcs(a.x + at, xi);
     x2 = x1;
     x1 = xi;
   }
+  __device__ void store_last() const { __stcs(a.x + at, x1); }  // the last row's x
   __device__ void finish() const {
     if (first_bad < a.n && a.x_flag != nullptr) flag(a.x_flag, j * a.n + first_bad);
   }
@@ -347,11 +349,14 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, doubl
       bool flagged = true;  // the first elimination flagged any zero pivot
       eliminate_range(ring, from, to, GeppCarry{s[0], s[m], s[2 * m]}, false, true, saved, flagged,
                       [](std::size_t, const GeppCarry&) {});
+      back.store_last();  // x of row `to`, the next chunk's first, whose f (x may alias f) is read
     }
     // The chunk before's first rows on their way while this chunk's x are found.
     if (k > 0) ring.issue_first((k - 1) * kChunk, end_of(k - 1));
-    for (std::size_t i = to; i-- > from;) back.row(i, saved.get(i));
+    // The chunk's first x waits until the chunk before has read that row (its last step).
+    for (std::size_t i = to; i-- > from;) back.row(i, saved.get(i), i > from);
   }
+  back.store_last();  // row 0's (for n = 1, again)
   back.finish();
 }
 

@@ -11,8 +11,8 @@ namespace stripesolve::tridiag::gpu {
 // `count` systems of n rows, row i of system j at i * count + j; x may alias f. pivot_flag gets
 // the first row (j * n + i) whose two pivot candidates are both zero (a singular matrix, dgtsv's
 // info), x_flag (where not null) the first with a non-finite solution. pivot_rows: device
-// workspace of interleaved_gepp_workspace_bytes, where the kernel keeps its pivot rows in
-// device memory (null otherwise).
+// workspace of interleaved_gepp_workspace_bytes, where the kernel keeps the pivot rows (or the
+// chunks' starting rows) that wait in device memory (null where none do).
 struct InterleavedGepp {
   const double *dl, *d, *du, *f;
   double* x;
@@ -32,7 +32,7 @@ struct InterleavedGepp {
 // (H200, G unknowns/s: 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from
 // shared memory against 65; with the tail in device memory 54 / 57 / 48 / 51 / 43 / 46 / 46 at
 // n = 96 / 128 / 160 / 256 / 384 / 512 / 1024, against 47 / 47 / 24 / 24 with every pivot row on
-// chip and 34 / 47 / 34 / 46 / 34 / 44 / 45 with none). The others are for measuring.
+// chip and 34 / 47 / 34 / 46 / 34 / 44 / 45 with none).
 // kRecomputedChunksOf32 / Of64 (for measuring, never chosen yet): the same ring, one chunk of 32
 // or 64 steps' pivot rows in shared memory, and only each chunk's starting row in device memory;
 // the substitution takes the last chunk's pivot rows as the elimination left them and eliminates

@@ -148,7 +148,7 @@ TEST(CudaSolvesTest, GeppRowStepsWithinTenTimesLapack) {
 TEST(CudaSolvesTest, GeppRowStepsRecomputedByChunksGiveTheSameBits) {
   for (int type : {1, 5, 9, 14}) {
     for (long q : {1L, 2L, 3L, 31L, 32L, 33L, 64L, 65L, 97L, 300L}) {
-      for (long chunk : {32L, 64L}) {
+      for (long chunk : {16L, 32L, 64L}) {
         SCOPED_TRACE("type " + std::to_string(type) + " q = " + std::to_string(q) + " chunk " +
                      std::to_string(chunk));
         TridiagonalMatrix m = stability_matrix(type, q, 700 + q);

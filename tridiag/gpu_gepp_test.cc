@@ -181,6 +181,9 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   }
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(129, count, GeppKernel::kRecomputedChunksOf64),
             24 * 2 * count);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(129, count,
+                                                  GeppKernel::kRecomputedChunksOf16InRegisters),
+            24 * 8 * count);
 }
 
 // Each of the kernel's variants launched directly, those kChoose never takes included, against
@@ -205,10 +208,10 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
     const StridedSystems il = interleaved(b, n, m);
     const DeviceCopy dl(il.dl), d(il.d), du(il.du), f(il.f), x{std::vector<double>(rows)};
     const DeviceCopy flags{std::vector<unsigned long long>(2, ULLONG_MAX)};
-    for (GeppKernel kernel :
-         {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
-          GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
-          GeppKernel::kRecomputedChunksOf32, GeppKernel::kRecomputedChunksOf64}) {
+    for (GeppKernel kernel : {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
+                              GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
+                              GeppKernel::kRecomputedChunksOf32, GeppKernel::kRecomputedChunksOf64,
+                              GeppKernel::kRecomputedChunksOf16InRegisters}) {
       if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
           (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
         continue;

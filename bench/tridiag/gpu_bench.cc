@@ -367,7 +367,9 @@ int main(int argc, char** argv) {
             {GeppKernel::kPivotRowsInDeviceMemory, "pivot rows in device memory"},
             {GeppKernel::kTailInDeviceMemory, "the tail's pivot rows in device memory"},
             {GeppKernel::kRecomputedChunksOf32, "pivot rows recomputed, chunks of 32"},
-            {GeppKernel::kRecomputedChunksOf64, "pivot rows recomputed, chunks of 64"}};
+            {GeppKernel::kRecomputedChunksOf64, "pivot rows recomputed, chunks of 64"},
+            {GeppKernel::kRecomputedChunksOf16InRegisters,
+             "pivot rows recomputed, chunks of 16 in registers"}};
         for (const auto& [kernel, what] : kernels) {
           // Their shared memory: the first two hold every pivot row.
           const bool whole_on_chip =

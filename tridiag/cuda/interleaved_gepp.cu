@@ -138,6 +138,22 @@ __device__ GeppCarry eliminate_from_registers(const InterleavedGepp& a, std::siz
   return c;
 }
 
+// Slot k of a chunk's pivot rows as step()'s store.
+template <typename Rows>
+struct SlotOf {
+  Rows& rows;
+  std::size_t k;
+  __device__ void put(std::size_t, const GeppSaved& s) const { rows.put(k, s); }
+};
+
+// A chunk's pivot rows in registers (slots indexed by constants only: eliminate_chunks).
+template <std::size_t kChunk>
+struct RegisterRows {
+  GeppSaved v[kChunk];
+  __device__ void put(std::size_t k, const GeppSaved& s) { v[k] = s; }
+  __device__ GeppSaved get(std::size_t k) const { return v[k]; }
+};
+
 // A thread's rows ahead of the elimination in shared memory, copied there by cp.async: kDepth
 // rows (a power of two) in flight, row r in slot r % kDepth, one commit group a row, so that a
 // wait counts rows. `ring`: the thread's kDepth x 4 doubles, at a stride of `t` (the block's
@@ -176,6 +192,27 @@ struct Ring {
     const double* const src = ring + (row & (kDepth - 1)) * 4 * t;
     return RowIn{src[0], src[t], src[2 * t], src[3 * t]};
   }
+  // The start of steps i0 to `last` - 1: rows i0 and i0 + 1 waited for (their copies issued here
+  // unless `issued`), c set from row i0 where `from_row`; returns row i0 + 1.
+  __device__ RowIn start(std::size_t i0, std::size_t last, bool issued, bool from_row,
+                         GeppCarry& c) const {
+    if (!issued) issue_first(i0, last);
+    __pipeline_wait_prior(kDepth - 2);  // rows i0 and i0 + 1
+    if (from_row) {
+      const RowIn first = take(i0);
+      c = {first.d, first.u, first.f};
+    }
+    return i0 + 1 <= last ? take(i0 + 1) : RowIn{};
+  }
+  // Row i + 1, which step i meets (in `next`), with row i + kDepth issued into row i's slot,
+  // taken two steps ago, and row i + 2 waited for and taken into `next`.
+  __device__ RowIn advance(std::size_t i, std::size_t last, RowIn& next) const {
+    const RowIn r = next;
+    issue(i + kDepth, last);
+    __pipeline_wait_prior(kDepth - 2);
+    if (i + 2 <= last) next = take(i + 2);
+    return r;
+  }
 };
 
 // Steps i0 to i1 - 1 of the elimination (step i meets row i + 1), rows i0 to i1 through `ring`
@@ -187,20 +224,34 @@ template <int kDepth, typename Store, typename AtStep>
 __device__ GeppCarry eliminate_range(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
                                      GeppCarry c, bool from_row, bool issued, const Store& saved,
                                      bool& singular, AtStep at_step) {
-  if (!issued) ring.issue_first(i0, i1);
-  __pipeline_wait_prior(kDepth - 2);  // rows i0 and i0 + 1
-  if (from_row) {
-    const RowIn first = ring.take(i0);
-    c = {first.d, first.u, first.f};
-  }
-  RowIn next = i0 + 1 <= i1 ? ring.take(i0 + 1) : RowIn{};
+  RowIn next = ring.start(i0, i1, issued, from_row, c);
   for (std::size_t i = i0; i < i1; ++i) {
-    const RowIn r = next;
-    ring.issue(i + kDepth, i1);         // into row i's slot, taken two steps ago
-    __pipeline_wait_prior(kDepth - 2);  // row i + 2
-    if (i + 2 <= i1) next = ring.take(i + 2);
+    const RowIn r = ring.advance(i, i1, next);
     at_step(i, c);
     step(ring.a, ring.j, i, c, r, saved, singular);
+  }
+  __pipeline_wait_prior(0);
+  return c;
+}
+
+// The same steps kChunk at a time, unrolled, i0 a multiple of kChunk, so that step i's pivot
+// row goes to rows.put(i % kChunk) with a constant slot (registers, RegisterRows);
+// at_chunk(i, c) sees the row before each chunk's first step.
+template <std::size_t kChunk, int kDepth, typename Rows, typename AtChunk>
+__device__ GeppCarry eliminate_chunks(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
+                                      GeppCarry c, bool from_row, bool issued, Rows& rows,
+                                      bool& singular, AtChunk at_chunk) {
+  RowIn next = ring.start(i0, i1, issued, from_row, c);
+  for (std::size_t base = i0; base < i1; base += kChunk) {
+    at_chunk(base, c);
+#pragma unroll
+    for (std::size_t k = 0; k < kChunk; ++k) {
+      const std::size_t i = base + k;
+      if (i < i1) {
+        const RowIn r = ring.advance(i, i1, next);
+        step(ring.a, ring.j, i, c, r, SlotOf<Rows>{rows, k}, singular);
+      }
+    }
   }
   __pipeline_wait_prior(0);
   return c;
@@ -309,9 +360,10 @@ struct RingRows {
   }
 };
 
-// kRecomputedChunks*: the pivot rows of one chunk of kChunk steps in shared memory (row i at
-// i % kChunk), the rows as eliminated at the chunks' starts in device memory (`starts`, chunk k's
-// three numbers at (3 k + 0, 1, 2) * count + j).
+// The recomputing variants (kRecomputedChunks*): one chunk of kChunk steps' pivot rows on chip,
+// in shared memory (row i at i % kChunk; SharedChunk) or in registers (RegisterChunk), each
+// eliminated into and substituted from as its slots allow; the rows as eliminated at the chunks'
+// starts in device memory (`starts`, chunk k's three numbers at (3 k + 0, 1, 2) * count + j).
 template <std::size_t kChunk>
 struct ChunkRows {
   SavedRows rows;
@@ -320,16 +372,53 @@ struct ChunkRows {
 };
 
 template <std::size_t kChunk>
-__device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, double* mine,
-                                  int threads) {
+struct SharedChunk {
+  ChunkRows<kChunk> rows;
+  template <int kDepth, typename AtChunk>
+  __device__ GeppCarry eliminate(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
+                                 GeppCarry c, bool from_row, bool issued, bool& singular,
+                                 AtChunk at_chunk) {
+    return eliminate_range(ring, i0, i1, c, from_row, issued, rows, singular,
+                           [&](std::size_t i, const GeppCarry& row) {
+                             if (i % kChunk == 0) at_chunk(i, row);
+                           });
+  }
+  // x of rows to - 1 down to from, the first kept back (Backward::store_last).
+  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+    for (std::size_t i = to; i-- > from;) back.row(i, rows.get(i), i > from);
+  }
+};
+
+template <std::size_t kChunk>
+struct RegisterChunk {
+  RegisterRows<kChunk> rows;
+  template <int kDepth, typename AtChunk>
+  __device__ GeppCarry eliminate(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
+                                 GeppCarry c, bool from_row, bool issued, bool& singular,
+                                 AtChunk at_chunk) {
+    return eliminate_chunks<kChunk>(ring, i0, i1, c, from_row, issued, rows, singular, at_chunk);
+  }
+  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+#pragma unroll
+    for (std::size_t k = kChunk; k-- > 0;) {
+      if (from + k < to) back.row(from + k, rows.get(k), k > 0);
+    }
+  }
+};
+
+// The elimination keeping one chunk's pivot rows in `chunk` and each chunk's start in device
+// memory; the substitution takes the last chunk's as they are and eliminates each earlier chunk
+// again from its start (gepp_rows_solve_chunked's order, the same bits), its first rows issued
+// while the chunk after it is substituted. x may alias f: a chunk's first x waits until the chunk
+// before has read that row (its last step).
+template <std::size_t kChunk, int kDepth, typename Chunk>
+__device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const Ring<kDepth>& ring,
+                                  Chunk& chunk) {
   const std::size_t n = a.n, m = a.count, steps = n - 1;
   const std::size_t chunks = (steps + kChunk - 1) / kChunk;
-  const std::size_t plane = kChunk * threads;
-  const ChunkRows<kChunk> saved{{mine, mine + plane, mine + 2 * plane, std::size_t(threads)}};
-  const Ring<kSharedRows> ring{a, j, mine + 3 * plane, threads};
   double* const starts = a.pivot_rows + j;
   auto keep_start = [&](std::size_t i, const GeppCarry& c) {
-    if (i % kChunk == 0 && i + kChunk < steps) {  // the last chunk's pivot rows stay
+    if (i + kChunk < steps) {  // the last chunk's pivot rows stay
       double* const s = starts + 3 * (i / kChunk) * m;
       s[0] = c.d;
       s[m] = c.u;
@@ -339,7 +428,7 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, doubl
   auto end_of = [&](std::size_t k) { return (k + 1) * kChunk < steps ? (k + 1) * kChunk : steps; };
   bool singular = false;
   const GeppCarry last =
-      eliminate_range(ring, 0, steps, GeppCarry{}, true, false, saved, singular, keep_start);
+      chunk.eliminate(ring, 0, steps, GeppCarry{}, true, false, singular, keep_start);
   if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
   Backward back(a, j, last);
   for (std::size_t k = chunks; k-- > 0;) {
@@ -347,14 +436,12 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, doubl
     if (k + 1 < chunks) {  // this chunk's pivot rows again, from its start (its rows issued)
       const double* const s = starts + 3 * k * m;
       bool flagged = true;  // the first elimination flagged any zero pivot
-      eliminate_range(ring, from, to, GeppCarry{s[0], s[m], s[2 * m]}, false, true, saved, flagged,
+      chunk.eliminate(ring, from, to, GeppCarry{s[0], s[m], s[2 * m]}, false, true, flagged,
                       [](std::size_t, const GeppCarry&) {});
-      back.store_last();  // x of row `to`, the next chunk's first, whose f (x may alias f) is read
+      back.store_last();  // x of row `to`, the next chunk's first: its f is read no more
     }
-    // The chunk before's first rows on their way while this chunk's x are found.
     if (k > 0) ring.issue_first((k - 1) * kChunk, end_of(k - 1));
-    // The chunk's first x waits until the chunk before has read that row (its last step).
-    for (std::size_t i = to; i-- > from;) back.row(i, saved.get(i), i > from);
+    chunk.substitute(back, from, to);
   }
   back.store_last();  // row 0's (for n = 1, again)
   back.finish();
@@ -369,11 +456,16 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   if (j >= a.count) return;
   const int threads = static_cast<int>(blockDim.x);
   double* const mine = shared + threadIdx.x;
-  if constexpr (kWhere == GeppKernel::kRecomputedChunksOf32) {
-    recomputed_chunks<32>(a, j, mine, threads);
+  if constexpr (kWhere == GeppKernel::kRecomputedChunksOf32 ||
+                kWhere == GeppKernel::kRecomputedChunksOf64) {
+    constexpr std::size_t kChunk = kWhere == GeppKernel::kRecomputedChunksOf32 ? 32 : 64;
+    const std::size_t plane = kChunk * threads;
+    SharedChunk<kChunk> chunk{{{mine, mine + plane, mine + 2 * plane, std::size_t(threads)}}};
+    recomputed_chunks<kChunk>(a, j, Ring<kSharedRows>{a, j, mine + 3 * plane, threads}, chunk);
     return;
-  } else if constexpr (kWhere == GeppKernel::kRecomputedChunksOf64) {
-    recomputed_chunks<64>(a, j, mine, threads);
+  } else if constexpr (kWhere == GeppKernel::kRecomputedChunksOf16InRegisters) {
+    RegisterChunk<16> chunk;
+    recomputed_chunks<16>(a, j, Ring<kSharedRows>{a, j, mine, threads}, chunk);
     return;
   }
   bool singular = false;
@@ -458,7 +550,9 @@ std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, G
                            : kernel == GeppKernel::kTailInDeviceMemory    ? n - head_rows(n)
                            : kernel == GeppKernel::kRecomputedChunksOf32  ? (steps + 31) / 32
                            : kernel == GeppKernel::kRecomputedChunksOf64  ? (steps + 63) / 64
-                                                                          : 0;
+                           : kernel == GeppKernel::kRecomputedChunksOf16InRegisters
+                               ? (steps + 15) / 16
+                               : 0;
   return kSavedBytesPerRow * rows * count;
 }
 
@@ -476,6 +570,8 @@ void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
       return launch_with<GeppKernel::kRecomputedChunksOf32>(a, stream);
     case GeppKernel::kRecomputedChunksOf64:
       return launch_with<GeppKernel::kRecomputedChunksOf64>(a, stream);
+    case GeppKernel::kRecomputedChunksOf16InRegisters:
+      return launch_with<GeppKernel::kRecomputedChunksOf16InRegisters>(a, stream);
     default:
       return launch_with<GeppKernel::kPivotRowsInDeviceMemory>(a, stream);
   }
@@ -488,7 +584,8 @@ cudaError_t set_interleaved_gepp_limits() {
                  interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf32>,
-                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf64>}) {
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf64>,
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;

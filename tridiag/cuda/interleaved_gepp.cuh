@@ -38,6 +38,8 @@ struct InterleavedGepp {
 // the substitution takes the last chunk's pivot rows as the elimination left them and eliminates
 // each earlier chunk again from its start (gepp_rows_solve_chunked, the same bits): the batch
 // read about twice, 72 bytes an unknown at most against 88, and no pivot rows written.
+// kRecomputedChunksOf16InRegisters: the same with chunks of 16 steps whose pivot rows wait in
+// registers, shared memory holding only the ring (more systems an SM).
 enum class GeppKernel {
   kChoose,
   kRowsInRegisters,
@@ -45,7 +47,8 @@ enum class GeppKernel {
   kPivotRowsInDeviceMemory,
   kTailInDeviceMemory,
   kRecomputedChunksOf32,
-  kRecomputedChunksOf64
+  kRecomputedChunksOf64,
+  kRecomputedChunksOf16InRegisters
 };
 GeppKernel choose_gepp_kernel(std::size_t n);
 // Device workspace `kernel` (kChoose: the chosen one) needs for `count` systems of n rows: 24

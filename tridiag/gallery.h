@@ -45,4 +45,20 @@ TridiagonalMatrix near_singular_matrix(std::size_t n, std::uint64_t seed, double
 double relative_residual(const double* dl, const double* d, const double* du, const double* x,
                          const double* f, std::size_t n);
 
+// `count` systems of n rows moved from v in strided order (element i of system j at j * n + i)
+// to `out` in interleaved order (at i * count + j), or back.
+inline void interleave(const double* v, std::size_t n, std::size_t count, double* out,
+                       bool back = false) {
+  for (std::size_t j = 0; j < count; ++j) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t strided = j * n + i, interleaved = i * count + j;
+      if (back) {
+        out[strided] = v[interleaved];
+      } else {
+        out[interleaved] = v[strided];
+      }
+    }
+  }
+}
+
 }  // namespace stripesolve::tridiag

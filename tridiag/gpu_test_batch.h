@@ -61,21 +61,11 @@ inline double max_residual(const StridedSystems& b, const std::vector<std::size_
   return worst;
 }
 
-// Systems of n rows moved from strided order (element i of system j at j * n + i) to interleaved
-// order (at i * count + j), or back.
+// Systems of n rows moved from strided to interleaved order, or back (gallery.h: interleave).
 inline std::vector<double> interleave(const std::vector<double>& v, std::size_t n,
                                       std::size_t count, bool back = false) {
   std::vector<double> out(v.size());
-  for (std::size_t j = 0; j < count; ++j) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t strided = j * n + i, interleaved = i * count + j;
-      if (back) {
-        out[strided] = v[interleaved];
-      } else {
-        out[interleaved] = v[strided];
-      }
-    }
-  }
+  interleave(v.data(), n, count, out.data(), back);
   return out;
 }
 

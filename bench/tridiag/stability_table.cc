@@ -137,9 +137,7 @@ stripesolve::Result<SolveReport> solve_interleaved_gepp(const BatchShape& shape,
   const std::size_t n = shape.n, count = shape.count, rows = n * count;
   auto interleaved = [&](const double* v) {
     std::vector<double> out(rows);
-    for (std::size_t j = 0; j < count; ++j) {
-      for (std::size_t i = 0; i < n; ++i) out[i * count + j] = v[j * n + i];
-    }
+    interleave(v, n, count, out.data());
     return out;
   };
   const std::vector<double> dl = interleaved(arrays.dl), d = interleaved(arrays.d),
@@ -149,11 +147,7 @@ stripesolve::Result<SolveReport> solve_interleaved_gepp(const BatchShape& shape,
   g.solve.algorithm = Algorithm::kGepp;
   auto r = solve_batch_gpu(BatchShape{BatchLayout::kInterleaved, n, count, {}},
                            {dl.data(), d.data(), du.data(), f.data(), x.data()}, g);
-  if (r.is_ok()) {
-    for (std::size_t j = 0; j < count; ++j) {
-      for (std::size_t i = 0; i < n; ++i) arrays.x[j * n + i] = x[i * count + j];
-    }
-  }
+  if (r.is_ok()) interleave(x.data(), n, count, arrays.x, /*back=*/true);
   return r;
 }
 

@@ -11,21 +11,20 @@
 // pcr_thomas, cr_pcr_thomas for strided batches of n <= 4096 (a warp a system up to 256 rows, a
 // block a system above, rows in registers; docs/tridiag-kernels.md maps each size to its kernel).
 // gepp (LAPACK dgtsv's partial pivoting) for interleaved batches, a thread a system
-// (cuda/interleaved_gepp.cu: each row read once, the pivot rows in shared memory up to n = 64,
-// the first 32 there and the rest in device memory up to 1024, all in device memory above);
-// otherwise gepp
-// runs on the CPU only (its row interchanges are what diagonal pivoting avoids in SPIKE's
-// partitions), and bondeli too (its structure is SPIKE's).
-// kAuto: when stable is required, gepp for interleaved batches (but a few large systems) and
-// spike otherwise;
-// else thomas. On breakdown it falls back to spike, and when spike fails to CPU gepp, with a note.
-// Quality check (tridiag.h, issue 17): every solve is checked like a CPU one, on the device
-// while the batch is there (cuda/quality_check.h: each system's backward error against
-// backward_error_tolerance, one more read of the five arrays; only the systems above the
-// tolerance come back to the host). Under kAuto, spike or SolveOptions::fallback those systems
-// alone are solved again with gepp on the CPU from the host arrays (a breakdown of an explicit
-// spike, or of an algorithm with the fallback allowed, is checked past and redone the same way);
-// otherwise the report carries the CPU path's warning. A batch solved in chunks is checked on
+// (cuda/interleaved_gepp.cu: each row read once, the pivot rows in shared memory up to n = 64;
+// above, in batches of 32768 systems or more, one chunk's on chip and the earlier chunks
+// eliminated again for the substitution; in smaller ones the first 32 on chip and the rest in
+// device memory up to 1024, all in device memory above); otherwise gepp runs on the CPU only (its
+// row interchanges are what diagonal pivoting avoids in SPIKE's partitions), and bondeli too (its
+// structure is SPIKE's). kAuto: when stable is required, gepp for interleaved batches (but a few
+// large systems) and spike otherwise; else thomas. On breakdown it falls back to spike, and when
+// spike fails to CPU gepp, with a note. Quality check (tridiag.h, issue 17): every solve is checked
+// like a CPU one, on the device while the batch is there (cuda/quality_check.h: each system's
+// backward error against backward_error_tolerance, one more read of the five arrays; only the
+// systems above the tolerance come back to the host). Under kAuto, spike or SolveOptions::fallback
+// those systems alone are solved again with gepp on the CPU from the host arrays (a breakdown of an
+// explicit spike, or of an algorithm with the fallback allowed, is checked past and redone the same
+// way); otherwise the report carries the CPU path's warning. A batch solved in chunks is checked on
 // the CPU. SolveReport::check_seconds says what the check took.
 // Chunking: when the batch and workspace exceed device_memory_budget, strided batches and single
 // systems are streamed through the GPU in chunks of whole 1152-row tiles: pass 1 per chunk,

@@ -125,6 +125,37 @@ TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
       << r.status().message();
 }
 
+// Batches of kMinRecomputedGeppSystems systems take the variants that eliminate each chunk
+// again for the substitution (chunks of 32 in shared memory to n = 384, of 16 in registers
+// above): as accurate as the CPU's gepp, and a singular system named with its row.
+TEST(GpuTest, LargeInterleavedGeppBatchesRecomputeTheirPivotRows) {
+  SKIP_WITHOUT_GPU();
+  GpuOptions gopt;
+  gopt.solve.algorithm = Algorithm::kGepp;
+  const std::size_t m = gpu::kMinRecomputedGeppSystems;
+  for (std::size_t n : {100, 401}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const std::vector<std::size_t> sizes(m, n);
+    StridedSystems b = make_strided_batch(sizes, 1);
+    std::vector<double> xg(m * n), xc(m * n);
+    ASSERT_TRUE(
+        solve_batch(BatchShape{BatchLayout::kStrided, n, m, {}}, b.arrays(xc), gopt.solve).is_ok());
+    auto r = solve_interleaved_on_gpu(interleaved(b, n, m), n, m, gopt, xg);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    const std::vector<double> x = interleave(xg, n, m, /*back=*/true);
+    EXPECT_LE(max_residual(b, sizes, x), 10 * max_residual(b, sizes, xc) + 1e-15);
+    const std::size_t j = m - 3, row = n - 40;  // column n - 40 of the third system from the end
+    b.du[j * n + row - 1] = 0.0;
+    b.d[j * n + row] = 0.0;
+    b.dl[j * n + row + 1] = 0.0;
+    auto singular = solve_interleaved_on_gpu(interleaved(b, n, m), n, m, gopt, xg);
+    ASSERT_FALSE(singular.is_ok());
+    EXPECT_EQ(singular.status().message(),
+              "system " + std::to_string(j) +
+                  ": gepp (GPU): matrix is singular: zero pivot at row " + std::to_string(row));
+  }
+}
+
 #if defined(STRIPESOLVE_HAVE_CUDA)
 // Where gepp's pivot rows in device memory alone would break the device budget, kAuto takes spike
 // and says why.
@@ -145,21 +176,34 @@ TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
 #endif
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
-// Which variant kChoose takes at each size, and the device workspace each declares: 24 bytes for
-// every row whose pivot row waits in device memory, or for every chunk's starting row. Host
-// functions: no device needed.
+// Which variant kChoose takes at each size and batch, and the device workspace each declares:
+// 24 bytes for every row whose pivot row waits in device memory, or for every chunk's starting
+// row. Host functions: no device needed.
 TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   using gpu::GeppKernel;
-  const std::pair<std::size_t, GeppKernel> chosen[] = {
-      {1, GeppKernel::kRowsInRegisters},
-      {gpu::kMaxRegisterGeppSystem, GeppKernel::kRowsInRegisters},
-      {gpu::kMaxRegisterGeppSystem + 1, GeppKernel::kRowsInSharedMemory},
-      {gpu::kMaxSharedGeppSystem, GeppKernel::kRowsInSharedMemory},
-      {gpu::kMaxSharedGeppSystem + 1, GeppKernel::kTailInDeviceMemory},
-      {gpu::kMaxTailGeppSystem, GeppKernel::kTailInDeviceMemory},
-      {gpu::kMaxTailGeppSystem + 1, GeppKernel::kPivotRowsInDeviceMemory},
-      {16384, GeppKernel::kPivotRowsInDeviceMemory}};
-  for (const auto& [n, kernel] : chosen) EXPECT_EQ(gpu::choose_gepp_kernel(n), kernel) << n;
+  const std::size_t few = gpu::kMinRecomputedGeppSystems - 1, many = gpu::kMinRecomputedGeppSystems;
+  struct Choice {
+    std::size_t n, count;
+    GeppKernel kernel;
+  };
+  const Choice chosen[] = {
+      {1, few, GeppKernel::kRowsInRegisters},
+      {gpu::kMaxRegisterGeppSystem, many, GeppKernel::kRowsInRegisters},
+      {gpu::kMaxRegisterGeppSystem + 1, many, GeppKernel::kRowsInSharedMemory},
+      {gpu::kMaxSharedGeppSystem, many, GeppKernel::kRowsInSharedMemory},
+      {gpu::kMaxSharedGeppSystem + 1, few, GeppKernel::kTailInDeviceMemory},
+      {gpu::kMaxTailGeppSystem, few, GeppKernel::kTailInDeviceMemory},
+      {gpu::kMaxTailGeppSystem + 1, few, GeppKernel::kPivotRowsInDeviceMemory},
+      {16384, 1, GeppKernel::kPivotRowsInDeviceMemory},
+      {gpu::kMaxSharedGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf32},
+      {gpu::kMaxSharedChunkGeppSystem, many, GeppKernel::kRecomputedChunksOf32},
+      {gpu::kMaxSharedChunkGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf16InRegisters},
+      {16384, many, GeppKernel::kRecomputedChunksOf16InRegisters}};
+  for (const auto& c : chosen) {
+    EXPECT_EQ(gpu::choose_gepp_kernel(c.n, c.count), c.kernel) << c.n << " x " << c.count;
+  }
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, many), 24 * ((200 - 1 + 31) / 32) * many);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(2000, many), 24 * ((2000 - 1 + 15) / 16) * many);
   const std::size_t count = 1000;
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(64, count), 0u);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, count), 24 * (200 - 32) * count);
@@ -179,8 +223,6 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
               24 * chunks * count)
         << n;
   }
-  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(129, count, GeppKernel::kRecomputedChunksOf64),
-            24 * 2 * count);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(129, count,
                                                   GeppKernel::kRecomputedChunksOf16InRegisters),
             24 * 8 * count);
@@ -208,10 +250,10 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
     const StridedSystems il = interleaved(b, n, m);
     const DeviceCopy dl(il.dl), d(il.d), du(il.du), f(il.f), x{std::vector<double>(rows)};
     const DeviceCopy flags{std::vector<unsigned long long>(2, ULLONG_MAX)};
-    for (GeppKernel kernel : {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
-                              GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
-                              GeppKernel::kRecomputedChunksOf32, GeppKernel::kRecomputedChunksOf64,
-                              GeppKernel::kRecomputedChunksOf16InRegisters}) {
+    for (GeppKernel kernel :
+         {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
+          GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
+          GeppKernel::kRecomputedChunksOf32, GeppKernel::kRecomputedChunksOf16InRegisters}) {
       if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
           (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
         continue;

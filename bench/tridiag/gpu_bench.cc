@@ -367,7 +367,6 @@ int main(int argc, char** argv) {
             {GeppKernel::kPivotRowsInDeviceMemory, "pivot rows in device memory"},
             {GeppKernel::kTailInDeviceMemory, "the tail's pivot rows in device memory"},
             {GeppKernel::kRecomputedChunksOf32, "pivot rows recomputed, chunks of 32"},
-            {GeppKernel::kRecomputedChunksOf64, "pivot rows recomputed, chunks of 64"},
             {GeppKernel::kRecomputedChunksOf16InRegisters,
              "pivot rows recomputed, chunks of 16 in registers"}};
         for (const auto& [kernel, what] : kernels) {

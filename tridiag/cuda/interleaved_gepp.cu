@@ -3,12 +3,15 @@
 // once (dl, d, du, f) and written once (x): 40 bytes an unknown, where a thread-per-system
 // elimination that keeps its factors in device memory moves 88 or more. The pivot rows wait in
 // shared memory (24 bytes a row, [row][thread], free of bank conflicts) for the substitution, up to
-// n = kMaxSharedGeppSystem; beyond, so few systems' pivot rows would fit an SM, the first 32 rows'
-// wait there and the later ones in device memory, up to kMaxTailGeppSystem, and above, all of them
-// in device memory (88 bytes an unknown). Few threads fit an SM once n is large, so each reads its
-// rows well ahead of the elimination: 16 into registers where the systems are small, else 8 into
-// shared memory by cp.async, whose waits count rows (the register loads' waits, at 16 rows ahead,
-// still stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh).
+// n = kMaxSharedGeppSystem. Beyond, so few systems' pivot rows would fit an SM: in large batches
+// one chunk's pivot rows stay on chip and the substitution eliminates each earlier chunk again
+// from its starting row (72 bytes an unknown at most, twice the arithmetic); in smaller ones, where
+// the arithmetic of too few threads bounds the time, the first 32 rows' pivot rows wait on chip
+// and the later ones in device memory, up to kMaxTailGeppSystem, and above, all of them in device
+// memory (88 bytes an unknown). Few threads fit an SM once n is large, so each reads its rows well
+// ahead of the elimination: 16 into registers where the systems are small, else 8 into shared
+// memory by cp.async, whose waits count rows (the register loads' waits, at 16 rows ahead, still
+// stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh).
 #include <cuda_pipeline.h>
 
 #include "tridiag/cuda/gepp_rows.h"
@@ -458,9 +461,8 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   if (j >= a.count) return;
   const int threads = static_cast<int>(blockDim.x);
   double* const mine = shared + threadIdx.x;
-  if constexpr (kWhere == GeppKernel::kRecomputedChunksOf32 ||
-                kWhere == GeppKernel::kRecomputedChunksOf64) {
-    constexpr std::size_t kChunk = kWhere == GeppKernel::kRecomputedChunksOf32 ? 32 : 64;
+  if constexpr (kWhere == GeppKernel::kRecomputedChunksOf32) {
+    constexpr std::size_t kChunk = 32;
     const std::size_t plane = kChunk * threads;
     SharedChunk<kChunk> chunk{{{mine, mine + plane, mine + 2 * plane, std::size_t(threads)}}};
     recomputed_chunks<kChunk>(a, j, Ring<kSharedRows>{a, j, mine + 3 * plane, threads}, chunk);
@@ -516,8 +518,6 @@ std::size_t thread_bytes(std::size_t n, GeppKernel where) {
       return kSavedBytesPerRow * head_rows(n) + ring;
     case GeppKernel::kRecomputedChunksOf32:
       return kSavedBytesPerRow * 32 + ring;
-    case GeppKernel::kRecomputedChunksOf64:
-      return kSavedBytesPerRow * 64 + ring;
     default:
       return ring;
   }
@@ -538,20 +538,23 @@ void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
 
 }  // namespace
 
-GeppKernel choose_gepp_kernel(std::size_t n) {
-  return n <= kMaxRegisterGeppSystem ? GeppKernel::kRowsInRegisters
-         : n <= kMaxSharedGeppSystem ? GeppKernel::kRowsInSharedMemory
-         : n <= kMaxTailGeppSystem   ? GeppKernel::kTailInDeviceMemory
-                                     : GeppKernel::kPivotRowsInDeviceMemory;
+GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count) {
+  if (n <= kMaxRegisterGeppSystem) return GeppKernel::kRowsInRegisters;
+  if (n <= kMaxSharedGeppSystem) return GeppKernel::kRowsInSharedMemory;
+  if (count >= kMinRecomputedGeppSystems) {
+    return n <= kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf32
+                                          : GeppKernel::kRecomputedChunksOf16InRegisters;
+  }
+  return n <= kMaxTailGeppSystem ? GeppKernel::kTailInDeviceMemory
+                                 : GeppKernel::kPivotRowsInDeviceMemory;
 }
 
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, GeppKernel kernel) {
-  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(n);
+  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(n, count);
   const std::size_t steps = n > 0 ? n - 1 : 0;
   const std::size_t rows = kernel == GeppKernel::kPivotRowsInDeviceMemory ? n
                            : kernel == GeppKernel::kTailInDeviceMemory    ? n - head_rows(n)
                            : kernel == GeppKernel::kRecomputedChunksOf32  ? (steps + 31) / 32
-                           : kernel == GeppKernel::kRecomputedChunksOf64  ? (steps + 63) / 64
                            : kernel == GeppKernel::kRecomputedChunksOf16InRegisters
                                ? (steps + 15) / 16
                                : 0;
@@ -560,7 +563,7 @@ std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, G
 
 void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
-  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(a.n);
+  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(a.n, a.count);
   switch (kernel) {
     case GeppKernel::kRowsInRegisters:
       return launch_with<GeppKernel::kRowsInRegisters>(a, stream);
@@ -570,8 +573,6 @@ void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
       return launch_with<GeppKernel::kTailInDeviceMemory>(a, stream);
     case GeppKernel::kRecomputedChunksOf32:
       return launch_with<GeppKernel::kRecomputedChunksOf32>(a, stream);
-    case GeppKernel::kRecomputedChunksOf64:
-      return launch_with<GeppKernel::kRecomputedChunksOf64>(a, stream);
     case GeppKernel::kRecomputedChunksOf16InRegisters:
       return launch_with<GeppKernel::kRecomputedChunksOf16InRegisters>(a, stream);
     default:
@@ -586,7 +587,6 @@ cudaError_t set_interleaved_gepp_limits() {
                  interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf32>,
-                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf64>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);

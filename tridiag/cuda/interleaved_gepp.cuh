@@ -27,19 +27,27 @@ struct InterleavedGepp {
 // pivot rows in shared memory; kRowsInSharedMemory: 8 rows ahead in shared memory (cp.async,
 // whose waits count rows), pivot rows there too; kTailInDeviceMemory: the same ring, the first 32
 // rows' pivot rows in shared memory and the later ones in device memory (read back through the
-// ring); kPivotRowsInDeviceMemory: every pivot row in device memory. kChoose takes them in that
-// order, up to n = kMaxRegisterGeppSystem, kMaxSharedGeppSystem, kMaxTailGeppSystem and above
-// (H200, G unknowns/s: 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from
-// shared memory against 65; with the tail in device memory 54 / 57 / 48 / 51 / 43 / 46 / 46 at
-// n = 96 / 128 / 160 / 256 / 384 / 512 / 1024, against 47 / 47 / 24 / 24 with every pivot row on
-// chip and 34 / 47 / 34 / 46 / 34 / 44 / 45 with none).
-// kRecomputedChunksOf32 / Of64 (for measuring, never chosen yet): the same ring, one chunk of 32
-// or 64 steps' pivot rows in shared memory, and only each chunk's starting row in device memory;
-// the substitution takes the last chunk's pivot rows as the elimination left them and eliminates
-// each earlier chunk again from its start (gepp_rows_solve_chunked, the same bits): the batch
-// read about twice, 72 bytes an unknown at most against 88, and no pivot rows written.
-// kRecomputedChunksOf16InRegisters: the same with chunks of 16 steps whose pivot rows wait in
-// registers, shared memory holding only the ring (more systems an SM).
+// ring); kPivotRowsInDeviceMemory: every pivot row in device memory. kRecomputedChunksOf32: the
+// same ring, one chunk of 32 steps' pivot rows in shared memory, and only each chunk's starting
+// row in device memory; the substitution takes the last chunk's pivot rows as the elimination
+// left them and eliminates each earlier chunk again from its start (gepp_rows_solve_chunked, the
+// same bits): the batch read about twice, 72 bytes an unknown at most against 88, and no pivot
+// rows written, for twice the arithmetic. kRecomputedChunksOf16InRegisters: the same with chunks
+// of 16 steps whose pivot rows wait in registers, shared memory holding only the ring (five
+// blocks of 64 threads an SM against three).
+//
+// choose_gepp_kernel (kChoose) takes the first two up to n = kMaxRegisterGeppSystem and
+// kMaxSharedGeppSystem; above, where the batch has kMinRecomputedGeppSystems systems or more
+// (enough threads to fill the device: memory bound), the recomputing variants, chunks of 32 up
+// to kMaxSharedChunkGeppSystem and of 16 in registers above; with fewer systems each thread's
+// chain of steps bounds the time, and the variants that eliminate once win: the tail's up to
+// kMaxTailGeppSystem, every pivot row in device memory above. H200, G unknowns/s, 2^26 unknowns:
+// 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from shared memory
+// against 65; at n = 96 / 128 / 160 / 256 / 384 / 512 / 1024 / 2048, chunks of 32 recomputed 60
+// / 59 / 56 / 55 / 51 / 49 / 50 / 40, chunks of 16 in registers 57 / 57 / 55 / 55 / 50 / 55 / 54
+// / 55, the tail in device memory 53 / 58 / 48 / 51 / 43 / 46 / 46 / 39, none on chip 34 / 47 /
+// 34 / 46 / 34 / 44 / 45 / 44; with 8192 systems of n = 512 (2^22 unknowns) 22 recomputed against
+// 31 with none on chip (docs/performance.md).
 enum class GeppKernel {
   kChoose,
   kRowsInRegisters,
@@ -47,10 +55,9 @@ enum class GeppKernel {
   kPivotRowsInDeviceMemory,
   kTailInDeviceMemory,
   kRecomputedChunksOf32,
-  kRecomputedChunksOf64,
   kRecomputedChunksOf16InRegisters
 };
-GeppKernel choose_gepp_kernel(std::size_t n);
+GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count);
 // Device workspace `kernel` (kChoose: the chosen one) needs for `count` systems of n rows: 24
 // bytes a row whose pivot row waits in device memory, or a chunk's starting row.
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,

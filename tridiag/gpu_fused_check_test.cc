@@ -14,6 +14,8 @@
 
 #if defined(STRIPESOLVE_HAVE_CUDA)
 #include "tridiag/cuda/device_solve.h"
+#include "tridiag/cuda/interleaved_gepp.cuh"
+#include "tridiag/cuda/kernel_limits.h"
 #include "tridiag/cuda/quality_check.h"
 #endif
 #include "tridiag/gallery.h"
@@ -162,6 +164,120 @@ TEST(GpuFusedCheckTest, TwoPassSystemsAreCheckedApart) {
       cudaSuccess);
   expect_verdicts(check, expected_verdicts(b, x, n, count));
   EXPECT_TRUE(check.suspects.empty());
+}
+// gepp on large interleaved batches checks each system as it substitutes
+// (kRecomputedChunksOf16InRegisters, the chunks' rows brought again by the elimination's ring):
+// the verdicts equal the CPU's on the same x to the bit, a NaN right-hand side and a singular
+// system come out as suspects; the other variants, and a solve in place (x over f), leave the
+// check to the separate pass. Through solve_device a batch of kMinRecomputedGeppSystems is
+// marked checked with the separate check's verdicts, a smaller one is not.
+TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
+  SKIP_WITHOUT_GPU();
+  using gpu::GeppKernel;
+  ASSERT_EQ(gpu::set_interleaved_gepp_limits(), cudaSuccess);
+  for (std::size_t n : {2, 16, 17, 18, 33, 100, 401}) {
+    for (std::size_t count : {std::size_t{203}, gpu::kMinRecomputedGeppSystems}) {
+      if (count > 203 && n != 100 && n != 401) continue;
+      const std::size_t rows = n * count;
+      StridedSystems b;
+      for (std::size_t j = 0; j < count; ++j) {
+        b.append(stability_matrix(1, n, 31 * j + 7), random_vector(n, 3 * j + 1));
+      }
+      b.f[20 * n + n / 2] = std::numeric_limits<double>::quiet_NaN();  // system 20: x not finite
+      if (n > 2) {  // system 40 singular: column n / 2 zero
+        const std::size_t o = 40 * n, c = n / 2;
+        b.du[o + c - 1] = 0.0;
+        b.d[o + c] = 0.0;
+        b.dl[o + c + 1] = 0.0;
+      }
+      const DeviceCopy dl(interleave(b.dl, n, count)), d(interleave(b.d, n, count)),
+          du(interleave(b.du, n, count)), f(interleave(b.f, n, count));
+      DeviceCopy dx{std::vector<double>(rows)}, flags{std::vector<unsigned long long>(2)};
+      const std::size_t bytes = gpu::check_workspace_bytes(BatchLayout::kInterleaved, count);
+      DeviceCopy check_ws{std::vector<char>(bytes)};
+      const gpu::DeviceBatch batch{
+          {dl.as<double>(), d.as<double>(), du.as<double>(), f.as<double>(), dx.as<double>()},
+          rows,
+          0,
+          count};
+      auto verdicts = [&](gpu::DeviceCheck& found, const gpu::CheckTarget* solved) {
+        ASSERT_TRUE(gpu::check_on_device(BatchLayout::kInterleaved, batch, count, nullptr,
+                                         check_ws.as<void>(), bytes, nullptr, found, solved)
+                        .is_ok());
+      };
+      auto expected = [&] {
+        std::vector<double> x(rows);
+        EXPECT_EQ(
+            cudaMemcpy(x.data(), dx.as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+        return expected_verdicts(b, interleave(x, n, count, /*back=*/true), n, count);
+      };
+      SCOPED_TRACE("n=" + std::to_string(n) + " count " + std::to_string(count));
+      if (count == 203) {
+        const DeviceCopy pivot_rows{
+            std::vector<double>(gpu::interleaved_gepp_workspace_bytes(
+                                    n, count, GeppKernel::kRecomputedChunksOf16InRegisters) /
+                                    8 +
+                                1)};
+        for (GeppKernel kernel :
+             {GeppKernel::kRecomputedChunksOf16InRegisters, GeppKernel::kRecomputedChunksOf32}) {
+          for (bool in_place : {false, true}) {
+            SCOPED_TRACE(std::string("kernel ") + std::to_string(static_cast<int>(kernel)) +
+                         (in_place ? " in place" : ""));
+            if (in_place) {
+              ASSERT_EQ(cudaMemcpy(dx.as<double>(), f.as<double>(), rows * sizeof(double),
+                                   cudaMemcpyDeviceToDevice),
+                        cudaSuccess);
+            }
+            auto target = gpu::prepare_check(BatchLayout::kInterleaved, count, n,
+                                             check_ws.as<void>(), bytes, nullptr);
+            ASSERT_TRUE(target.is_ok()) << target.status().to_string();
+            gpu::InterleavedGepp a{dl.as<double>(),
+                                   d.as<double>(),
+                                   du.as<double>(),
+                                   in_place ? dx.as<double>() : f.as<double>(),
+                                   dx.as<double>(),
+                                   n,
+                                   count,
+                                   flags.as<unsigned long long>(),
+                                   flags.as<unsigned long long>() + 1,
+                                   pivot_rows.as<double>()};
+            a.check = *target;
+            const bool checked = gpu::launch_interleaved_gepp(a, kernel, nullptr);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            EXPECT_EQ(checked, !in_place && kernel == GeppKernel::kRecomputedChunksOf16InRegisters);
+            if (!checked) continue;
+            target->rows_checked = true;
+            gpu::DeviceCheck fused;
+            verdicts(fused, &*target);
+            const Expected e = expected();
+            EXPECT_GT(e.worst, 0.0);
+            ASSERT_EQ(e.suspects.size(), n > 2 ? 2u : 1u);
+            EXPECT_EQ(e.suspects[0].system, 20u);
+            expect_verdicts(fused, e);
+          }
+        }
+      }
+      // Through solve_device.
+      const std::size_t ws_bytes =
+          gpu::workspace_bytes(Algorithm::kGepp, BatchLayout::kInterleaved, rows, n);
+      DeviceCopy ws{std::vector<char>(ws_bytes)};
+      auto target = gpu::prepare_check(BatchLayout::kInterleaved, count, n, check_ws.as<void>(),
+                                       bytes, nullptr);
+      ASSERT_TRUE(target.is_ok());
+      const Status solved =
+          gpu::solve_device(Algorithm::kGepp, BatchLayout::kInterleaved, batch, ws.as<void>(),
+                            ws_bytes, 2.220446049250313e-16, nullptr, &*target);
+      EXPECT_EQ(solved.code(), StatusCode::kNumerical) << solved.to_string();
+      EXPECT_EQ(target->rows_checked, count >= gpu::kMinRecomputedGeppSystems);
+      gpu::DeviceCheck fused, separate;
+      verdicts(fused, &*target);
+      verdicts(separate, nullptr);
+      const Expected e = expected();
+      expect_verdicts(fused, e);
+      expect_verdicts(separate, e);
+    }
+  }
 }
 #else
 TEST(GpuFusedCheckTest, VerdictsOfTheSolveMatchTheSeparateCheckAndTheCpu) {

@@ -202,7 +202,14 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   for (const auto& c : chosen) {
     EXPECT_EQ(gpu::choose_gepp_kernel(c.n, c.count), c.kernel) << c.n << " x " << c.count;
   }
-  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, many), 24 * ((200 - 1 + 31) / 32) * many);
+  // A batch checked as it is solved takes chunks of 16 at every n above 64.
+  EXPECT_EQ(gpu::choose_gepp_kernel(200, many, /*checked=*/true),
+            GeppKernel::kRecomputedChunksOf16InRegisters);
+  EXPECT_EQ(gpu::choose_gepp_kernel(200, few, /*checked=*/true), GeppKernel::kTailInDeviceMemory);
+  EXPECT_EQ(gpu::choose_gepp_kernel(64, many, /*checked=*/true), GeppKernel::kRowsInSharedMemory);
+  // kChoose's workspace: the most either choice needs (at n = 200, the checked one's 13 chunks
+  // against 7).
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, many), 24 * ((200 - 1 + 15) / 16) * many);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(2000, many), 24 * ((2000 - 1 + 15) / 16) * many);
   const std::size_t count = 1000;
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(64, count), 0u);

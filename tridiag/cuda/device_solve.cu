@@ -254,9 +254,9 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                 1,
                 layout == BatchLayout::kInterleaved ? b.count : 0};
       // The one-pass kernels check the systems of a strided batch as they go. Interleaved
-      // batches are checked apart: the separate pass, in runs of rows where the systems are
-      // few, costs less than the rows read again in the kernel (H200, n = 64: +48% of the solve
-      // against +96%; docs/performance.md).
+      // batches (but gepp's, below) are checked apart: the separate pass, in runs of rows where the
+      // systems are few, costs less than the rows read again in the kernel (H200, n = 64: +48% of
+      // the solve against +96%; docs/performance.md).
       const bool fused = layout == BatchLayout::kStrided && kernel.kernel != Kernel::kSpikeTwoPass;
       if (check != nullptr && fused && !one_system && layout != BatchLayout::kRagged) {
         s.check = *check;
@@ -269,10 +269,15 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
     case Kernel::kInterleavedGepp: {
       const std::size_t saved = interleaved_gepp_workspace_bytes(n, b.count) / sizeof(double);
       double* const pivot_rows = saved > 0 ? ws.take(saved) : nullptr;
-      const InterleavedGepp a{
+      InterleavedGepp a{
           b.dl,      b.d, b.du, b.f, b.x, n, b.count, flags + kPivotFlag, flags + kSolutionFlag,
           pivot_rows};
-      launch_interleaved_gepp(a, GeppKernel::kChoose, stream);
+      // Large batches are checked as their substitution goes (interleaved_gepp.cu:
+      // recomputed_chunks), the rest apart.
+      if (check != nullptr) a.check = *check;
+      if (launch_interleaved_gepp(a, GeppKernel::kChoose, stream) && check != nullptr) {
+        check->rows_checked = true;
+      }
       STRIPESOLVE_RETURN_IF_ERROR(cuda_check(cudaGetLastError(), "interleaved gepp launch"));
       return read_flags(name, flags, n, b.rows, stream,
                         " (GPU): matrix is singular: zero pivot at row ");

@@ -56,8 +56,9 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t
                             std::size_t n = 0);
 
 // `check` (optional): prepare_check's target; where a strided batch goes through the one-pass
-// kernels (n <= kMaxGroupSystem) they check every system as they write x and set
-// check->rows_checked (interleaved batches are checked apart).
+// kernels (n <= kMaxGroupSystem), or gepp solves a large interleaved batch (interleaved_gepp.cu:
+// recomputed_chunks), the kernels check every system as they go and set check->rows_checked
+// (other interleaved batches are checked apart).
 Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& batch,
                     void* workspace, std::size_t workspace_size, double pivot_tolerance,
                     void* stream, CheckTarget* check = nullptr);

@@ -12,8 +12,11 @@
 // ahead of the elimination: 16 into registers where the systems are small, else 8 into shared
 // memory by cp.async, whose waits count rows (the register loads' waits, at 16 rows ahead, still
 // stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh).
+#include <algorithm>
+
 #include <cuda_pipeline.h>
 
+#include "tridiag/cuda/check_terms.cuh"
 #include "tridiag/cuda/gepp_rows.h"
 #include "tridiag/cuda/interleaved_gepp.cuh"
 #include "tridiag/cuda/kernel_limits.h"
@@ -157,32 +160,64 @@ struct RegisterRows {
   __device__ GeppSaved get(std::size_t k) const { return v[k]; }
 };
 
+// What a ring slot brings the check (kCheckAhead > 0): row q = the slot's row + kCheckAhead as
+// given (dl, d, du, f) and x_{q+1} (0 past the end).
+struct CheckIn {
+  double l, d, u, f, x_right;
+};
+
 // A thread's rows ahead of the elimination in shared memory, copied there by cp.async: kDepth
 // rows (a power of two) in flight, row r in slot r % kDepth, one commit group a row, so that a
-// wait counts rows. `ring`: the thread's kDepth x 4 doubles, at a stride of `t` (the block's
-// threads). Rows past `last` are not read; their groups are empty, so the count stays one a row.
-template <int kDepth>
+// wait counts rows. `ring`: the thread's kDepth slots of 4 doubles (9 with kCheckAhead: the
+// check's CheckIn after the row), at a stride of `t` (the block's threads). Rows past `last` are
+// not read; their groups are empty, so the count stays one a row. Where `checking`, each slot
+// also brings its CheckIn (the check's rows past the end are not read).
+template <int kDepth, std::size_t kCheckAhead = 0>
 struct Ring {
+  static constexpr std::size_t kCheck = kCheckAhead;
+  static constexpr int kSlot = kCheckAhead > 0 ? 9 : 4;
   const InterleavedGepp& a;
   std::size_t j;
   double* ring;
   int t;
+  bool checking = false;
+  __device__ double* slot(std::size_t row) const { return ring + (row & (kDepth - 1)) * kSlot * t; }
+  __device__ void copy_row(std::size_t row) const {
+    double* const dst = slot(row);
+    const std::size_t at = row * a.count + j;
+    if (row > 0) {
+      __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
+    } else {
+      dst[0] = 0.0;
+    }
+    __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
+    if (row + 1 < a.n) {
+      __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
+    } else {
+      dst[2 * t] = 0.0;
+    }
+    __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
+  }
+  __device__ void copy_check(std::size_t row) const {
+    const std::size_t q = row + kCheckAhead;
+    if (kCheckAhead == 0 || q >= a.n) return;
+    double* const dst = slot(row) + 4 * t;
+    const std::size_t at = q * a.count + j;
+    __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
+    __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
+    if (q + 1 < a.n) {
+      __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
+      __pipeline_memcpy_async(dst + 4 * t, a.x + at + a.count, sizeof(double));
+    } else {
+      dst[2 * t] = 0.0;
+      dst[4 * t] = 0.0;
+    }
+    __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
+  }
   __device__ void issue(std::size_t row, std::size_t last) const {
     if (row <= last) {
-      double* const dst = ring + (row & (kDepth - 1)) * 4 * t;
-      const std::size_t at = row * a.count + j;
-      if (row > 0) {
-        __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
-      } else {
-        dst[0] = 0.0;
-      }
-      __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
-      if (row + 1 < a.n) {
-        __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
-      } else {
-        dst[2 * t] = 0.0;
-      }
-      __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
+      copy_row(row);
+      if (checking) copy_check(row);
     }
     __pipeline_commit();
   }
@@ -191,9 +226,22 @@ struct Ring {
 #pragma unroll
     for (int k = 0; k < kDepth; ++k) issue(i0 + k, last);
   }
+  // The CheckIn of rows i0 to i0 + kDepth - 1 alone, a group each, for slots issue_first filled
+  // before the x they need were stored: the waits stay right (these groups are the newer).
+  __device__ void issue_first_checks(std::size_t i0, std::size_t last) const {
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) {
+      if (i0 + k <= last) copy_check(i0 + k);
+      __pipeline_commit();
+    }
+  }
   __device__ RowIn take(std::size_t row) const {
-    const double* const src = ring + (row & (kDepth - 1)) * 4 * t;
+    const double* const src = slot(row);
     return RowIn{src[0], src[t], src[2 * t], src[3 * t]};
+  }
+  __device__ CheckIn take_check(std::size_t row) const {
+    const double* const src = slot(row) + 4 * t;
+    return CheckIn{src[0], src[t], src[2 * t], src[3 * t], src[4 * t]};
   }
   // The start of steps i0 to `last` - 1: rows i0 and i0 + 1 waited for (their copies issued here
   // unless `issued`), c set from row i0 where `from_row`; returns row i0 + 1.
@@ -208,7 +256,8 @@ struct Ring {
     return i0 + 1 <= last ? take(i0 + 1) : RowIn{};
   }
   // Row i + 1, which step i meets (in `next`), with row i + kDepth issued into row i's slot,
-  // taken two steps ago, and row i + 2 waited for and taken into `next`.
+  // taken two steps ago, and row i + 2 waited for and taken into `next`. Slot i + 1 stays as it
+  // is until the next call (its CheckIn may be taken).
   __device__ RowIn advance(std::size_t i, std::size_t last, RowIn& next) const {
     const RowIn r = next;
     issue(i + kDepth, last);
@@ -223,10 +272,10 @@ struct Ring {
 // each step is for the row it needs only. `c` is row i0 as eliminated, or where `from_row` is
 // set, taken from the ring as read (the elimination's start, i0 = 0). at_step(i, c) sees the row
 // before step i. Every copy issued is waited for before the return: the ring is free again.
-template <int kDepth, typename Store, typename AtStep>
-__device__ GeppCarry eliminate_range(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
-                                     GeppCarry c, bool from_row, bool issued, const Store& saved,
-                                     bool& singular, AtStep at_step) {
+template <typename Ring, typename Store, typename AtStep>
+__device__ GeppCarry eliminate_range(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                     bool from_row, bool issued, const Store& saved, bool& singular,
+                                     AtStep at_step) {
   RowIn next = ring.start(i0, i1, issued, from_row, c);
   for (std::size_t i = i0; i < i1; ++i) {
     const RowIn r = ring.advance(i, i1, next);
@@ -239,11 +288,12 @@ __device__ GeppCarry eliminate_range(const Ring<kDepth>& ring, std::size_t i0, s
 
 // The same steps kChunk at a time, unrolled, i0 a multiple of kChunk, so that step i's pivot
 // row goes to rows.put(i % kChunk) with a constant slot (registers, RegisterRows);
-// at_chunk(i, c) sees the row before each chunk's first step.
-template <std::size_t kChunk, int kDepth, typename Rows, typename AtChunk>
-__device__ GeppCarry eliminate_chunks(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
-                                      GeppCarry c, bool from_row, bool issued, Rows& rows,
-                                      bool& singular, AtChunk at_chunk) {
+// at_chunk(i, c) sees the row before each chunk's first step, at_slot(i) each step's slot of row
+// i + 1 (the ring's CheckIn) before it is used again.
+template <std::size_t kChunk, typename Ring, typename Rows, typename AtChunk, typename AtSlot>
+__device__ GeppCarry eliminate_chunks(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                      bool from_row, bool issued, Rows& rows, bool& singular,
+                                      AtChunk at_chunk, AtSlot at_slot) {
   RowIn next = ring.start(i0, i1, issued, from_row, c);
   for (std::size_t base = i0; base < i1; base += kChunk) {
     at_chunk(base, c);
@@ -252,6 +302,7 @@ __device__ GeppCarry eliminate_chunks(const Ring<kDepth>& ring, std::size_t i0, 
       const std::size_t i = base + k;
       if (i < i1) {
         const RowIn r = ring.advance(i, i1, next);
+        at_slot(i);
         step(ring.a, ring.j, i, c, r, SlotOf<Rows>{rows, k}, singular);
       }
     }
@@ -379,13 +430,14 @@ struct ChunkRows {
 template <std::size_t kChunk>
 struct SharedChunk {
   ChunkRows<kChunk> rows;
-  template <int kDepth, typename AtChunk>
-  __device__ GeppCarry eliminate(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
-                                 GeppCarry c, bool from_row, bool issued, bool& singular,
-                                 AtChunk at_chunk) {
+  template <typename Ring, typename AtChunk, typename AtSlot>
+  __device__ GeppCarry eliminate(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                 bool from_row, bool issued, bool& singular, AtChunk at_chunk,
+                                 AtSlot at_slot) {
     return eliminate_range(ring, i0, i1, c, from_row, issued, rows, singular,
                            [&](std::size_t i, const GeppCarry& row) {
                              if (i % kChunk == 0) at_chunk(i, row);
+                             at_slot(i);
                            });
   }
   // x of rows to - 1 down to from, the first kept back (Backward::store_last).
@@ -397,11 +449,12 @@ struct SharedChunk {
 template <std::size_t kChunk>
 struct RegisterChunk {
   RegisterRows<kChunk> rows;
-  template <int kDepth, typename AtChunk>
-  __device__ GeppCarry eliminate(const Ring<kDepth>& ring, std::size_t i0, std::size_t i1,
-                                 GeppCarry c, bool from_row, bool issued, bool& singular,
-                                 AtChunk at_chunk) {
-    return eliminate_chunks<kChunk>(ring, i0, i1, c, from_row, issued, rows, singular, at_chunk);
+  template <typename Ring, typename AtChunk, typename AtSlot>
+  __device__ GeppCarry eliminate(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                 bool from_row, bool issued, bool& singular, AtChunk at_chunk,
+                                 AtSlot at_slot) {
+    return eliminate_chunks<kChunk>(ring, i0, i1, c, from_row, issued, rows, singular, at_chunk,
+                                    at_slot);
   }
   __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
 #pragma unroll
@@ -411,14 +464,47 @@ struct RegisterChunk {
   }
 };
 
+// Row i of the system as given (dl of row 0 and du of row n - 1 as 0), read again for the check.
+__device__ __forceinline__ RowIn check_row(const InterleavedGepp& a, std::size_t row,
+                                           std::size_t at) {
+  RowIn r;
+  r.l = row > 0 ? __ldcg(a.dl + at) : 0.0;
+  r.d = __ldcg(a.d + at);
+  r.u = row + 1 < a.n ? __ldcg(a.du + at) : 0.0;
+  r.f = __ldcg(a.f + at);
+  return r;
+}
+
+// The check's rows in order, each with the x beside it (check_terms.cuh: row_bits, the separate
+// check's arithmetic): row q's residual needs x_{q-1} and x_q (x_left, x_mid, from the rows
+// before) and x_{q+1}.
+struct RowChecks {
+  check::RowBits worst{0, 0, 0, 0};
+  double x_left = 0.0, x_mid = 0.0;
+  __device__ void add(double l, double d, double u, double f, double x_right) {
+    worst = check::max_bits(worst, check::row_bits(l, d, u, x_left, x_mid, x_right, f));
+    x_left = x_mid;
+    x_mid = x_right;
+  }
+};
+
 // The elimination keeping one chunk's pivot rows in `chunk` and each chunk's start in device
 // memory; the substitution takes the last chunk's as they are and eliminates each earlier chunk
 // again from its start (gepp_rows_solve_chunked's order, the same bits), its first rows issued
 // while the chunk after it is substituted. x may alias f: a chunk's first x waits until the chunk
 // before has read that row (its last step).
-template <std::size_t kChunk, int kDepth, typename Chunk>
-__device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const Ring<kDepth>& ring,
+//
+// With a ring that brings the check's rows (Ring::kCheck = kChunk; a.check set, x apart from f),
+// each system gets its verdict without a pass of its own: as chunk k is eliminated again, its
+// slots bring rows (k + 1) kChunk + 1 to (k + 2) kChunk, whose x the substitution has just found
+// and whose rows were just read (both still in L2), and the x beside them; rows 0 to kChunk are
+// read at the end. A chunk's first slots are issued while the chunk after it is substituted,
+// before those x are known, so their check parts follow as groups of their own once it is.
+template <std::size_t kChunk, typename Ring, typename Chunk>
+__device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const Ring& ring,
                                   Chunk& chunk) {
+  constexpr bool kChecks = Ring::kCheck > 0;
+  static_assert(!kChecks || Ring::kCheck == kChunk);
   const std::size_t n = a.n, m = a.count, steps = n - 1;
   const std::size_t chunks = (steps + kChunk - 1) / kChunk;
   double* const starts = a.pivot_rows + j;
@@ -431,30 +517,58 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
     }
   };
   auto end_of = [&](std::size_t k) { return (k + 1) * kChunk < steps ? (k + 1) * kChunk : steps; };
+  Ring again = ring;  // the passes after the first: with the check's rows
+  again.checking = kChecks;
+  RowChecks checks;
+  auto check_slot = [&](std::size_t i) {
+    if constexpr (kChecks) {
+      if (i + 1 + kChunk < n) {
+        const CheckIn c = again.take_check(i + 1);
+        checks.add(c.l, c.d, c.u, c.f, c.x_right);
+      }
+    }
+  };
   bool singular = false;
-  const GeppCarry last =
-      chunk.eliminate(ring, 0, steps, GeppCarry{}, true, false, singular, keep_start);
+  const GeppCarry last = chunk.eliminate(ring, 0, steps, GeppCarry{}, true, false, singular,
+                                         keep_start, [](std::size_t) {});
   if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
   Backward back(a, j, last);
   for (std::size_t k = chunks; k-- > 0;) {
     const std::size_t from = k * kChunk, to = end_of(k);
     if (k + 1 < chunks) {  // this chunk's pivot rows again, from its start (its rows issued)
       const double* const s = starts + 3 * k * m;
-      bool flagged = true;  // the first elimination flagged any zero pivot
-      chunk.eliminate(ring, from, to, GeppCarry{s[0], s[m], s[2 * m]}, false, true, flagged,
-                      [](std::size_t, const GeppCarry&) {});
+      bool flagged = true;      // the first elimination flagged any zero pivot
+      checks.x_left = back.x1;  // x of rows (k + 1) kChunk and the one after
+      checks.x_mid = back.x2;
+      chunk.eliminate(
+          again, from, to, GeppCarry{s[0], s[m], s[2 * m]}, false, true, flagged,
+          [](std::size_t, const GeppCarry&) {}, check_slot);
       back.store_last();  // x of row `to`, the next chunk's first: its f is read no more
     }
     if (k > 0) ring.issue_first((k - 1) * kChunk, end_of(k - 1));
     chunk.substitute(back, from, to);
+    if (kChecks && k > 0) again.issue_first_checks((k - 1) * kChunk, end_of(k - 1));
   }
   back.store_last();  // row 0's (for n = 1, again)
   back.finish();
+  if constexpr (kChecks) {
+    const std::size_t rows = n - 1 < kChunk ? n : kChunk + 1;
+    checks.x_left = 0.0;
+    checks.x_mid = back.x1;  // x_0, then x_1 in back.x2
+#pragma unroll 4
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::size_t at = i * m + j;
+      const RowIn r = check_row(a, i, at);
+      const double x_right = i + 1 >= n ? 0.0 : i == 0 ? back.x2 : __ldcg(a.x + at + m);
+      checks.add(r.l, r.d, r.u, r.f, x_right);
+    }
+    check::classify(j, check::error_of(checks.worst), a.check.tolerance, a.check);
+  }
 }
 
 // kWhere: the rows ahead in registers or in shared memory, the pivot rows in shared or device
 // memory (never kChoose).
-template <GeppKernel kWhere>
+template <GeppKernel kWhere, bool kCheck = false>
 __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(InterleavedGepp a) {
   extern __shared__ double shared[];
   const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
@@ -469,7 +583,11 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
     return;
   } else if constexpr (kWhere == GeppKernel::kRecomputedChunksOf16InRegisters) {
     RegisterChunk<16> chunk;
-    recomputed_chunks<16>(a, j, Ring<kSharedRows>{a, j, mine, threads}, chunk);
+    if constexpr (kCheck) {
+      recomputed_chunks<16>(a, j, Ring<kSharedRows, 16>{a, j, mine, threads}, chunk);
+    } else {
+      recomputed_chunks<16>(a, j, Ring<kSharedRows>{a, j, mine, threads}, chunk);
+    }
     return;
   }
   bool singular = false;
@@ -506,9 +624,9 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
 }
 
 // Shared memory a thread needs: its pivot rows where they wait there, and the ring of rows ahead
-// where there is one.
-std::size_t thread_bytes(std::size_t n, GeppKernel where) {
-  const std::size_t ring = kSharedRows * 4 * sizeof(double);
+// where there is one (its slots larger where they bring the check's rows).
+std::size_t thread_bytes(std::size_t n, GeppKernel where, bool check = false) {
+  const std::size_t ring = kSharedRows * (check ? 9 : 4) * sizeof(double);
   switch (where) {
     case GeppKernel::kRowsInRegisters:
       return kSavedBytesPerRow * n;
@@ -528,55 +646,80 @@ int block_threads(std::size_t n, GeppKernel where) {
   return 64 * thread_bytes(n, where) <= static_cast<std::size_t>(kSharedLimit) ? 64 : 32;
 }
 
-template <GeppKernel kWhere>
+template <GeppKernel kWhere, bool kCheck = false>
 void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
   const int threads = block_threads(a.n, kWhere);
   const std::size_t blocks = (a.count + threads - 1) / threads;
-  const std::size_t bytes = thread_bytes(a.n, kWhere) * threads;
-  interleaved_gepp_kernel<kWhere><<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(a);
+  const std::size_t bytes = thread_bytes(a.n, kWhere, kCheck) * threads;
+  interleaved_gepp_kernel<kWhere, kCheck>
+      <<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(a);
+}
+
+std::size_t workspace_rows(std::size_t n, GeppKernel kernel) {
+  const std::size_t steps = n > 0 ? n - 1 : 0;
+  switch (kernel) {
+    case GeppKernel::kPivotRowsInDeviceMemory:
+      return n;
+    case GeppKernel::kTailInDeviceMemory:
+      return n - head_rows(n);
+    case GeppKernel::kRecomputedChunksOf32:
+      return (steps + 31) / 32;
+    case GeppKernel::kRecomputedChunksOf16InRegisters:
+      return (steps + 15) / 16;
+    default:
+      return 0;
+  }
 }
 
 }  // namespace
 
-GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count) {
+GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked) {
   if (n <= kMaxRegisterGeppSystem) return GeppKernel::kRowsInRegisters;
   if (n <= kMaxSharedGeppSystem) return GeppKernel::kRowsInSharedMemory;
   if (count >= kMinRecomputedGeppSystems) {
-    return n <= kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf32
-                                          : GeppKernel::kRecomputedChunksOf16InRegisters;
+    return n <= kMaxSharedChunkGeppSystem && !checked
+               ? GeppKernel::kRecomputedChunksOf32
+               : GeppKernel::kRecomputedChunksOf16InRegisters;
   }
   return n <= kMaxTailGeppSystem ? GeppKernel::kTailInDeviceMemory
                                  : GeppKernel::kPivotRowsInDeviceMemory;
 }
 
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, GeppKernel kernel) {
-  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(n, count);
-  const std::size_t steps = n > 0 ? n - 1 : 0;
-  const std::size_t rows = kernel == GeppKernel::kPivotRowsInDeviceMemory ? n
-                           : kernel == GeppKernel::kTailInDeviceMemory    ? n - head_rows(n)
-                           : kernel == GeppKernel::kRecomputedChunksOf32  ? (steps + 31) / 32
-                           : kernel == GeppKernel::kRecomputedChunksOf16InRegisters
-                               ? (steps + 15) / 16
-                               : 0;
+  const std::size_t rows = kernel != GeppKernel::kChoose
+                               ? workspace_rows(n, kernel)
+                               : std::max(workspace_rows(n, choose_gepp_kernel(n, count, false)),
+                                          workspace_rows(n, choose_gepp_kernel(n, count, true)));
   return kSavedBytesPerRow * rows * count;
 }
 
-void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {
+bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
-  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(a.n, a.count);
+  const bool check = a.check.errors != nullptr && a.x != a.f;
+  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(a.n, a.count, check);
   switch (kernel) {
     case GeppKernel::kRowsInRegisters:
-      return launch_with<GeppKernel::kRowsInRegisters>(a, stream);
+      launch_with<GeppKernel::kRowsInRegisters>(a, stream);
+      return false;
     case GeppKernel::kRowsInSharedMemory:
-      return launch_with<GeppKernel::kRowsInSharedMemory>(a, stream);
+      launch_with<GeppKernel::kRowsInSharedMemory>(a, stream);
+      return false;
     case GeppKernel::kTailInDeviceMemory:
-      return launch_with<GeppKernel::kTailInDeviceMemory>(a, stream);
+      launch_with<GeppKernel::kTailInDeviceMemory>(a, stream);
+      return false;
     case GeppKernel::kRecomputedChunksOf32:
-      return launch_with<GeppKernel::kRecomputedChunksOf32>(a, stream);
+      launch_with<GeppKernel::kRecomputedChunksOf32>(a, stream);
+      return false;
     case GeppKernel::kRecomputedChunksOf16InRegisters:
-      return launch_with<GeppKernel::kRecomputedChunksOf16InRegisters>(a, stream);
+      if (check) {
+        launch_with<GeppKernel::kRecomputedChunksOf16InRegisters, true>(a, stream);
+      } else {
+        launch_with<GeppKernel::kRecomputedChunksOf16InRegisters>(a, stream);
+      }
+      return check;
     default:
-      return launch_with<GeppKernel::kPivotRowsInDeviceMemory>(a, stream);
+      launch_with<GeppKernel::kPivotRowsInDeviceMemory>(a, stream);
+      return false;
   }
 }
 
@@ -587,7 +730,8 @@ cudaError_t set_interleaved_gepp_limits() {
                  interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf32>,
-                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters>}) {
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters>,
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters, true>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;

@@ -6,13 +6,17 @@
 
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/device_solve.h"
+
 namespace stripesolve::tridiag::gpu {
 
 // `count` systems of n rows, row i of system j at i * count + j; x may alias f. pivot_flag gets
 // the first row (j * n + i) whose two pivot candidates are both zero (a singular matrix, dgtsv's
 // info), x_flag (where not null) the first with a non-finite solution. pivot_rows: device
 // workspace of interleaved_gepp_workspace_bytes, where the kernel keeps the pivot rows (or the
-// chunks' starting rows) that wait in device memory (null where none do).
+// chunks' starting rows) that wait in device memory (null where none do). check: where its
+// errors are set (prepare_check's target) and x is apart from f, kernels that can give each
+// system its verdict as they solve do (launch_interleaved_gepp says whether it did).
 struct InterleavedGepp {
   const double *dl, *d, *du, *f;
   double* x;
@@ -20,6 +24,7 @@ struct InterleavedGepp {
   unsigned long long* pivot_flag;
   unsigned long long* x_flag;
   double* pivot_rows = nullptr;
+  CheckTarget check{};
 };
 
 // The kernel's variants: where a thread's rows wait between their read and their elimination,
@@ -57,12 +62,17 @@ enum class GeppKernel {
   kRecomputedChunksOf32,
   kRecomputedChunksOf16InRegisters
 };
-GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count);
-// Device workspace `kernel` (kChoose: the chosen one) needs for `count` systems of n rows: 24
-// bytes a row whose pivot row waits in device memory, or a chunk's starting row.
+// `checked`: the batch is to be checked as it is solved (kRecomputedChunksOf16InRegisters is
+// the variant that can, and takes the large batches then).
+GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked = false);
+// Device workspace `kernel` needs for `count` systems of n rows: 24 bytes a row whose pivot row
+// waits in device memory, or a chunk's starting row (kChoose: the most either choice, checked
+// or not, needs).
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,
                                              GeppKernel kernel = GeppKernel::kChoose);
-void launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
+// Returns whether the kernel gave every system its verdict (a.check set, x apart from f, and
+// kRecomputedChunksOf16InRegisters, which kChoose takes for large checked batches).
+bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).
 cudaError_t set_interleaved_gepp_limits();

@@ -321,7 +321,8 @@ __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j
 
 // Back substitution, x written as it is known (row n - 1 from the last row as eliminated, then
 // row(i, pivot row i) for i = n - 2 down to 0), or where row() is told not to, by store_last()
-// later; finish() flags the first row with a non-finite x.
+// later; finish() flags the first row with a non-finite x. x goes out evict-first, but where the
+// batch is checked (it is read again soon, from L2).
 struct Backward {
   const InterleavedGepp& a;
   std::size_t j, at, first_bad;
@@ -334,17 +335,24 @@ struct Backward {
         x1(c.f * reciprocal(c.d)),
         x2(0.0) {
     if (!isfinite(x1)) first_bad = a.n - 1;
-    __stcs(a.x + at, x1);
+    store(x1);
   }
-  __device__ void row(std::size_t i, const GeppSaved& s, bool store = true) {
+  __device__ void store(double v) const {
+    if (a.check.errors != nullptr) {
+      __stcg(a.x + at, v);
+    } else {
+      __stcs(a.x + at, v);
+    }
+  }
+  __device__ void row(std::size_t i, const GeppSaved& s, bool keep = true) {
     at -= a.count;
     const double xi = gepp_back(s, x1, x2);
     if (!isfinite(xi)) first_bad = i;
-    if (store) __stcs(a.x + at, xi);
+    if (keep) store(xi);
     x2 = x1;
     x1 = xi;
   }
-  __device__ void store_last() const { __stcs(a.x + at, x1); }  // the last row's x
+  __device__ void store_last() const { store(x1); }  // the last row's x
   __device__ void finish() const {
     if (first_bad < a.n && a.x_flag != nullptr) flag(a.x_flag, j * a.n + first_bad);
   }
@@ -555,7 +563,7 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
     const std::size_t rows = n - 1 < kChunk ? n : kChunk + 1;
     checks.x_left = 0.0;
     checks.x_mid = back.x1;  // x_0, then x_1 in back.x2
-#pragma unroll 4
+#pragma unroll 8
     for (std::size_t i = 0; i < rows; ++i) {
       const std::size_t at = i * m + j;
       const RowIn r = check_row(a, i, at);

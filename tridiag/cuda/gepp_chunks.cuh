@@ -1,0 +1,163 @@
+// The recomputing variants of interleaved gepp (interleaved_gepp.cuh: kRecomputedChunksOf32 and
+// kRecomputedChunksOf16InRegisters): one chunk's pivot rows on chip, each earlier chunk
+// eliminated again for the substitution, and the check that rides on that second elimination.
+// Device code only, included by interleaved_gepp.cu alone (the parts: gepp_thread.cuh).
+#pragma once
+
+#include "tridiag/cuda/gepp_thread.cuh"
+
+namespace stripesolve::tridiag::gpu::gepp {
+
+// The recomputing variants (kRecomputedChunks*): one chunk of kChunk steps' pivot rows on chip,
+// in shared memory (row i at i % kChunk; SharedChunk) or in registers (RegisterChunk), each
+// eliminated into and substituted from as its slots allow; the rows as eliminated at the chunks'
+// starts in device memory (`starts`, chunk k's three numbers at (3 k + 0, 1, 2) * count + j).
+template <std::size_t kChunk>
+struct ChunkRows {
+  SavedRows rows;
+  __device__ void put(std::size_t i, const GeppSaved& s) const { rows.put(i % kChunk, s); }
+  __device__ GeppSaved get(std::size_t i) const { return rows.get(i % kChunk); }
+};
+
+// A chunk in shared memory takes the rolled loop (eliminate_range): unrolled like the registers'
+// chunk, 64 steps needed 255 registers and spilled.
+template <std::size_t kChunk>
+struct SharedChunk {
+  ChunkRows<kChunk> rows;
+  template <typename Ring, typename AtChunk, typename AtSlot>
+  __device__ GeppCarry eliminate(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                 bool from_row, bool issued, bool& singular, AtChunk at_chunk,
+                                 AtSlot at_slot) {
+    return eliminate_range(ring, i0, i1, c, from_row, issued, rows, singular,
+                           [&](std::size_t i, const GeppCarry& row) {
+                             if (i % kChunk == 0) at_chunk(i, row);
+                             at_slot(i);
+                           });
+  }
+  // x of rows to - 1 down to from, the first kept back (Backward::store_last).
+  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+    for (std::size_t i = to; i-- > from;) back.row(i, rows.get(i), i > from);
+  }
+};
+
+template <std::size_t kChunk>
+struct RegisterChunk {
+  RegisterRows<kChunk> rows;
+  template <typename Ring, typename AtChunk, typename AtSlot>
+  __device__ GeppCarry eliminate(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                 bool from_row, bool issued, bool& singular, AtChunk at_chunk,
+                                 AtSlot at_slot) {
+    return eliminate_chunks<kChunk>(ring, i0, i1, c, from_row, issued, rows, singular, at_chunk,
+                                    at_slot);
+  }
+  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+#pragma unroll
+    for (std::size_t k = kChunk; k-- > 0;) {
+      if (from + k < to) back.row(from + k, rows.get(k), k > 0);
+    }
+  }
+};
+
+// Row i of the system as given (dl of row 0 and du of row n - 1 as 0), read again for the check.
+__device__ __forceinline__ RowIn check_row(const InterleavedGepp& a, std::size_t row,
+                                           std::size_t at) {
+  RowIn r;
+  r.l = row > 0 ? __ldcg(a.dl + at) : 0.0;
+  r.d = __ldcg(a.d + at);
+  r.u = row + 1 < a.n ? __ldcg(a.du + at) : 0.0;
+  r.f = __ldcg(a.f + at);
+  return r;
+}
+
+// The check's rows in order, each with the x beside it (check_terms.cuh: row_bits, the separate
+// check's arithmetic): row q's residual needs x_{q-1} and x_q (x_left, x_mid, from the rows
+// before) and x_{q+1}.
+struct RowChecks {
+  check::RowBits worst{0, 0, 0, 0};
+  double x_left = 0.0, x_mid = 0.0;
+  __device__ void add(double l, double d, double u, double f, double x_right) {
+    worst = check::max_bits(worst, check::row_bits(l, d, u, x_left, x_mid, x_right, f));
+    x_left = x_mid;
+    x_mid = x_right;
+  }
+};
+
+// The elimination keeping one chunk's pivot rows in `chunk` and each chunk's start in device
+// memory; the substitution takes the last chunk's as they are and eliminates each earlier chunk
+// again from its start (gepp_rows_solve_chunked's order, the same bits), its first rows issued
+// while the chunk after it is substituted. x may alias f: a chunk's first x waits until the chunk
+// before has read that row (its last step).
+//
+// With a ring that brings the check's rows (Ring::kCheck = kChunk; a.check set, x apart from f),
+// each system gets its verdict without a pass of its own: as chunk k is eliminated again, its
+// slots bring rows (k + 1) kChunk + 1 to (k + 2) kChunk, whose x the substitution has just found
+// and whose rows were just read (both still in L2), and the x beside them; rows 0 to kChunk are
+// read at the end. A chunk's first slots are issued while the chunk after it is substituted,
+// before those x are known, so their check parts follow as groups of their own once it is.
+template <std::size_t kChunk, typename Ring, typename Chunk>
+__device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const Ring& ring,
+                                  Chunk& chunk) {
+  constexpr bool kChecks = Ring::kCheck > 0;
+  static_assert(!kChecks || Ring::kCheck == kChunk);
+  const std::size_t n = a.n, m = a.count, steps = n - 1;
+  const std::size_t chunks = (steps + kChunk - 1) / kChunk;
+  double* const starts = a.pivot_rows + j;
+  auto keep_start = [&](std::size_t i, const GeppCarry& c) {
+    if (i + kChunk < steps) {  // the last chunk's pivot rows stay
+      double* const s = starts + 3 * (i / kChunk) * m;
+      s[0] = c.d;
+      s[m] = c.u;
+      s[2 * m] = c.f;
+    }
+  };
+  auto end_of = [&](std::size_t k) { return (k + 1) * kChunk < steps ? (k + 1) * kChunk : steps; };
+  Ring again = ring;  // the passes after the first: with the check's rows
+  again.checking = kChecks;
+  RowChecks checks;
+  auto check_slot = [&](std::size_t i) {
+    if constexpr (kChecks) {
+      if (i + 1 + kChunk < n) {
+        const CheckIn c = again.take_check(i + 1);
+        checks.add(c.l, c.d, c.u, c.f, c.x_right);
+      }
+    }
+  };
+  bool singular = false;
+  const GeppCarry last = chunk.eliminate(ring, 0, steps, GeppCarry{}, true, false, singular,
+                                         keep_start, [](std::size_t) {});
+  if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
+  Backward back(a, j, last);
+  for (std::size_t k = chunks; k-- > 0;) {
+    const std::size_t from = k * kChunk, to = end_of(k);
+    if (k + 1 < chunks) {  // this chunk's pivot rows again, from its start (its rows issued)
+      const double* const s = starts + 3 * k * m;
+      bool flagged = true;      // the first elimination flagged any zero pivot
+      checks.x_left = back.x1;  // x of rows (k + 1) kChunk and the one after
+      checks.x_mid = back.x2;
+      chunk.eliminate(
+          again, from, to, GeppCarry{s[0], s[m], s[2 * m]}, false, true, flagged,
+          [](std::size_t, const GeppCarry&) {}, check_slot);
+      back.store_last();  // x of row `to`, the next chunk's first: its f is read no more
+    }
+    if (k > 0) ring.issue_first((k - 1) * kChunk, end_of(k - 1));
+    chunk.substitute(back, from, to);
+    if (kChecks && k > 0) again.issue_first_checks((k - 1) * kChunk, end_of(k - 1));
+  }
+  back.store_last();  // row 0's (for n = 1, again)
+  back.finish();
+  if constexpr (kChecks) {
+    const std::size_t rows = n - 1 < kChunk ? n : kChunk + 1;
+    checks.x_left = 0.0;
+    checks.x_mid = back.x1;  // x_0, then x_1 in back.x2
+#pragma unroll 8
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::size_t at = i * m + j;
+      const RowIn r = check_row(a, i, at);
+      const double x_right = i + 1 >= n ? 0.0 : i == 0 ? back.x2 : __ldcg(a.x + at + m);
+      checks.add(r.l, r.d, r.u, r.f, x_right);
+    }
+    check::classify(j, check::error_of(checks.worst), a.check.tolerance, a.check);
+  }
+}
+
+}  // namespace stripesolve::tridiag::gpu::gepp

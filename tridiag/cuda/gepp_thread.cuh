@@ -1,0 +1,272 @@
+// The parts a thread's gepp on an interleaved batch is built from (interleaved_gepp.cu, a thread
+// a system): a row as read, the ring that brings rows ahead of the elimination by cp.async (and,
+// where asked, the check's rows), the elimination's steps over a range of rows, rolled or a
+// chunk at a time unrolled, and the back substitution that writes x. Device code only, included
+// by interleaved_gepp.cu alone; the recomputing variants' chunks are in gepp_chunks.cuh.
+#pragma once
+
+#include <cuda_pipeline.h>
+
+#include "tridiag/cuda/check_terms.cuh"
+#include "tridiag/cuda/gepp_rows.h"
+#include "tridiag/cuda/interleaved_gepp.cuh"
+
+namespace stripesolve::tridiag::gpu::gepp {
+
+__device__ __forceinline__ void flag(unsigned long long* f, std::size_t row) {
+  atomicMin(f, static_cast<unsigned long long>(row));
+}
+
+// Row `row` of the thread's system as the elimination takes it: dl of row 0 and du of row n - 1,
+// which the batch's contract ignores, as 0.
+struct RowIn {
+  double l, d, u, f;
+};
+
+__device__ __forceinline__ RowIn load_row(const InterleavedGepp& a, std::size_t row,
+                                          std::size_t at) {
+  RowIn r;
+  r.l = row > 0 ? __ldcs(a.dl + at) : 0.0;
+  r.d = __ldcs(a.d + at);
+  r.u = row + 1 < a.n ? __ldcs(a.du + at) : 0.0;
+  r.f = __ldcs(a.f + at);
+  return r;
+}
+
+// Where a thread's pivot rows wait: row i's (f, u1, u2) at f[i * stride], u1[...], u2[...]
+// (shared memory, stride the block's threads; or device memory, stride the batch's systems).
+struct SavedRows {
+  double *f, *u1, *u2;
+  std::size_t stride;
+  __device__ void put(std::size_t i, const GeppSaved& s) const {
+    f[i * stride] = s.f;
+    u1[i * stride] = s.u1;
+    u2[i * stride] = s.u2;
+  }
+  __device__ GeppSaved get(std::size_t i) const {
+    return {f[i * stride], u1[i * stride], u2[i * stride]};
+  }
+};
+
+// Step i of the elimination with row i + 1 in `r`: the pivot row saved, a singular matrix
+// flagged once.
+template <typename Store>
+__device__ __forceinline__ void step(const InterleavedGepp& a, std::size_t j, std::size_t i,
+                                     GeppCarry& c, const RowIn& r, const Store& saved,
+                                     bool& singular) {
+  double pivot = 0.0;
+  const GeppSaved s = gepp_step(c, r.l, r.d, r.u, r.f, pivot);
+  if (pivot == 0.0 && !singular) {
+    singular = true;
+    flag(a.pivot_flag, j * a.n + i);
+  }
+  saved.put(i, s);
+}
+
+// Slot k of a chunk's pivot rows as step()'s store.
+template <typename Rows>
+struct SlotOf {
+  Rows& rows;
+  std::size_t k;
+  __device__ void put(std::size_t, const GeppSaved& s) const { rows.put(k, s); }
+};
+
+// A chunk's pivot rows in registers (slots indexed by constants only: eliminate_chunks).
+template <std::size_t kChunk>
+struct RegisterRows {
+  GeppSaved v[kChunk];
+  __device__ void put(std::size_t k, const GeppSaved& s) { v[k] = s; }
+  __device__ GeppSaved get(std::size_t k) const { return v[k]; }
+};
+
+// What a ring slot brings the check (kCheckAhead > 0): row q = the slot's row + kCheckAhead as
+// given (dl, d, du, f) and x_{q+1} (0 past the end).
+struct CheckIn {
+  double l, d, u, f, x_right;
+};
+
+// A thread's rows ahead of the elimination in shared memory, copied there by cp.async: kDepth
+// rows (a power of two) in flight, row r in slot r % kDepth, one commit group a row, so that a
+// wait counts rows. `ring`: the thread's kDepth slots of 4 doubles (9 with kCheckAhead: the
+// check's CheckIn after the row), at a stride of `t` (the block's threads). Rows past `last` are
+// not read; their groups are empty, so the count stays one a row. Where `checking`, each slot
+// also brings its CheckIn (the check's rows past the end are not read).
+template <int kDepth, std::size_t kCheckAhead = 0>
+struct Ring {
+  static constexpr std::size_t kCheck = kCheckAhead;
+  static constexpr int kSlot = kCheckAhead > 0 ? 9 : 4;
+  const InterleavedGepp& a;
+  std::size_t j;
+  double* ring;
+  int t;
+  bool checking = false;
+  __device__ double* slot(std::size_t row) const { return ring + (row & (kDepth - 1)) * kSlot * t; }
+  __device__ void copy_row(std::size_t row) const {
+    double* const dst = slot(row);
+    const std::size_t at = row * a.count + j;
+    if (row > 0) {
+      __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
+    } else {
+      dst[0] = 0.0;
+    }
+    __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
+    if (row + 1 < a.n) {
+      __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
+    } else {
+      dst[2 * t] = 0.0;
+    }
+    __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
+  }
+  __device__ void copy_check(std::size_t row) const {
+    const std::size_t q = row + kCheckAhead;
+    if (kCheckAhead == 0 || q >= a.n) return;
+    double* const dst = slot(row) + 4 * t;
+    const std::size_t at = q * a.count + j;
+    __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
+    __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
+    if (q + 1 < a.n) {
+      __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
+      __pipeline_memcpy_async(dst + 4 * t, a.x + at + a.count, sizeof(double));
+    } else {
+      dst[2 * t] = 0.0;
+      dst[4 * t] = 0.0;
+    }
+    __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
+  }
+  __device__ void issue(std::size_t row, std::size_t last) const {
+    if (row <= last) {
+      copy_row(row);
+      if (checking) copy_check(row);
+    }
+    __pipeline_commit();
+  }
+  // Rows i0 to i0 + kDepth - 1 (up to `last`): the start of eliminate_range(i0, last).
+  __device__ void issue_first(std::size_t i0, std::size_t last) const {
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) issue(i0 + k, last);
+  }
+  // The CheckIn of rows i0 to i0 + kDepth - 1 alone, a group each, for slots issue_first filled
+  // before the x they need were stored: the waits stay right (these groups are the newer).
+  __device__ void issue_first_checks(std::size_t i0, std::size_t last) const {
+#pragma unroll
+    for (int k = 0; k < kDepth; ++k) {
+      if (i0 + k <= last) copy_check(i0 + k);
+      __pipeline_commit();
+    }
+  }
+  __device__ RowIn take(std::size_t row) const {
+    const double* const src = slot(row);
+    return RowIn{src[0], src[t], src[2 * t], src[3 * t]};
+  }
+  __device__ CheckIn take_check(std::size_t row) const {
+    const double* const src = slot(row) + 4 * t;
+    return CheckIn{src[0], src[t], src[2 * t], src[3 * t], src[4 * t]};
+  }
+  // The start of steps i0 to `last` - 1: rows i0 and i0 + 1 waited for (their copies issued here
+  // unless `issued`), c set from row i0 where `from_row`; returns row i0 + 1.
+  __device__ RowIn start(std::size_t i0, std::size_t last, bool issued, bool from_row,
+                         GeppCarry& c) const {
+    if (!issued) issue_first(i0, last);
+    __pipeline_wait_prior(kDepth - 2);  // rows i0 and i0 + 1
+    if (from_row) {
+      const RowIn first = take(i0);
+      c = {first.d, first.u, first.f};
+    }
+    return i0 + 1 <= last ? take(i0 + 1) : RowIn{};
+  }
+  // Row i + 1, which step i meets (in `next`), with row i + kDepth issued into row i's slot,
+  // taken two steps ago, and row i + 2 waited for and taken into `next`. Slot i + 1 stays as it
+  // is until the next call (its CheckIn may be taken).
+  __device__ RowIn advance(std::size_t i, std::size_t last, RowIn& next) const {
+    const RowIn r = next;
+    issue(i + kDepth, last);
+    __pipeline_wait_prior(kDepth - 2);
+    if (i + 2 <= last) next = take(i + 2);
+    return r;
+  }
+};
+
+// Steps i0 to i1 - 1 of the elimination (step i meets row i + 1), rows i0 to i1 through `ring`
+// (their first kDepth already issued where `issued` is set: issue_first), so the wait before
+// each step is for the row it needs only. `c` is row i0 as eliminated, or where `from_row` is
+// set, taken from the ring as read (the elimination's start, i0 = 0). at_step(i, c) sees the row
+// before step i. Every copy issued is waited for before the return: the ring is free again.
+template <typename Ring, typename Store, typename AtStep>
+__device__ GeppCarry eliminate_range(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                     bool from_row, bool issued, const Store& saved, bool& singular,
+                                     AtStep at_step) {
+  RowIn next = ring.start(i0, i1, issued, from_row, c);
+  for (std::size_t i = i0; i < i1; ++i) {
+    const RowIn r = ring.advance(i, i1, next);
+    at_step(i, c);
+    step(ring.a, ring.j, i, c, r, saved, singular);
+  }
+  __pipeline_wait_prior(0);
+  return c;
+}
+
+// The same steps kChunk at a time, unrolled, i0 a multiple of kChunk, so that step i's pivot
+// row goes to rows.put(i % kChunk) with a constant slot (registers, RegisterRows);
+// at_chunk(i, c) sees the row before each chunk's first step, at_slot(i) each step's slot of row
+// i + 1 (the ring's CheckIn) before it is used again.
+template <std::size_t kChunk, typename Ring, typename Rows, typename AtChunk, typename AtSlot>
+__device__ GeppCarry eliminate_chunks(const Ring& ring, std::size_t i0, std::size_t i1, GeppCarry c,
+                                      bool from_row, bool issued, Rows& rows, bool& singular,
+                                      AtChunk at_chunk, AtSlot at_slot) {
+  RowIn next = ring.start(i0, i1, issued, from_row, c);
+  for (std::size_t base = i0; base < i1; base += kChunk) {
+    at_chunk(base, c);
+#pragma unroll
+    for (std::size_t k = 0; k < kChunk; ++k) {
+      const std::size_t i = base + k;
+      if (i < i1) {
+        const RowIn r = ring.advance(i, i1, next);
+        at_slot(i);
+        step(ring.a, ring.j, i, c, r, SlotOf<Rows>{rows, k}, singular);
+      }
+    }
+  }
+  __pipeline_wait_prior(0);
+  return c;
+}
+
+// Back substitution, x written as it is known (row n - 1 from the last row as eliminated, then
+// row(i, pivot row i) for i = n - 2 down to 0), or where row() is told not to, by store_last()
+// later; finish() flags the first row with a non-finite x. x goes out evict-first, but where the
+// batch is checked (it is read again soon, from L2).
+struct Backward {
+  const InterleavedGepp& a;
+  std::size_t j, at, first_bad;
+  double x1, x2;  // x of the two rows after the next
+  __device__ Backward(const InterleavedGepp& args, std::size_t system, const GeppCarry& c)
+      : a(args),
+        j(system),
+        at((args.n - 1) * args.count + system),
+        first_bad(args.n),
+        x1(c.f * reciprocal(c.d)),
+        x2(0.0) {
+    if (!isfinite(x1)) first_bad = a.n - 1;
+    store(x1);
+  }
+  __device__ void store(double v) const {
+    if (a.check.errors != nullptr) {
+      __stcg(a.x + at, v);
+    } else {
+      __stcs(a.x + at, v);
+    }
+  }
+  __device__ void row(std::size_t i, const GeppSaved& s, bool keep = true) {
+    at -= a.count;
+    const double xi = gepp_back(s, x1, x2);
+    if (!isfinite(xi)) first_bad = i;
+    if (keep) store(xi);
+    x2 = x1;
+    x1 = xi;
+  }
+  __device__ void store_last() const { store(x1); }  // the last row's x
+  __device__ void finish() const {
+    if (first_bad < a.n && a.x_flag != nullptr) flag(a.x_flag, j * a.n + first_bad);
+  }
+};
+
+}  // namespace stripesolve::tridiag::gpu::gepp

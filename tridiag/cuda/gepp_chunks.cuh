@@ -58,17 +58,6 @@ struct RegisterChunk {
   }
 };
 
-// Row i of the system as given (dl of row 0 and du of row n - 1 as 0), read again for the check.
-__device__ __forceinline__ RowIn check_row(const InterleavedGepp& a, std::size_t row,
-                                           std::size_t at) {
-  RowIn r;
-  r.l = row > 0 ? __ldcg(a.dl + at) : 0.0;
-  r.d = __ldcg(a.d + at);
-  r.u = row + 1 < a.n ? __ldcg(a.du + at) : 0.0;
-  r.f = __ldcg(a.f + at);
-  return r;
-}
-
 // The check's rows in order, each with the x beside it (check_terms.cuh: row_bits, the separate
 // check's arithmetic): row q's residual needs x_{q-1} and x_q (x_left, x_mid, from the rows
 // before) and x_{q+1}.
@@ -152,7 +141,7 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
 #pragma unroll 8
     for (std::size_t i = 0; i < rows; ++i) {
       const std::size_t at = i * m + j;
-      const RowIn r = check_row(a, i, at);
+      const RowIn r = load_row</*kAgain=*/true>(a, i, at);
       const double x_right = i + 1 >= n ? 0.0 : i == 0 ? back.x2 : __ldcg(a.x + at + m);
       checks.add(r.l, r.d, r.u, r.f, x_right);
     }

@@ -23,13 +23,16 @@ struct RowIn {
   double l, d, u, f;
 };
 
+// Read evict-first, or where kAgain (the check reads it a second time), cached in L2 only.
+template <bool kAgain = false>
 __device__ __forceinline__ RowIn load_row(const InterleavedGepp& a, std::size_t row,
                                           std::size_t at) {
+  auto load = [](const double* p) { return kAgain ? __ldcg(p) : __ldcs(p); };
   RowIn r;
-  r.l = row > 0 ? __ldcs(a.dl + at) : 0.0;
-  r.d = __ldcs(a.d + at);
-  r.u = row + 1 < a.n ? __ldcs(a.du + at) : 0.0;
-  r.f = __ldcs(a.f + at);
+  r.l = row > 0 ? load(a.dl + at) : 0.0;
+  r.d = load(a.d + at);
+  r.u = row + 1 < a.n ? load(a.du + at) : 0.0;
+  r.f = load(a.f + at);
   return r;
 }
 

@@ -165,12 +165,14 @@ TEST(GpuFusedCheckTest, TwoPassSystemsAreCheckedApart) {
   expect_verdicts(check, expected_verdicts(b, x, n, count));
   EXPECT_TRUE(check.suspects.empty());
 }
-// gepp on large interleaved batches checks each system as it substitutes
-// (kRecomputedChunksOf16InRegisters, the chunks' rows brought again by the elimination's ring):
-// the verdicts equal the CPU's on the same x to the bit, a NaN right-hand side and a singular
-// system come out as suspects; the other variants, and a solve in place (x over f), leave the
-// check to the separate pass. Through solve_device a batch of kMinRecomputedGeppSystems is
-// marked checked with the separate check's verdicts, a smaller one is not.
+// gepp on large interleaved batches checks each system as it solves
+// (kRecomputedChunksOf16InRegisters, the chunks' rows brought again by the elimination's ring),
+// and so do, when named, the variants whose substitution reads through a ring (shared memory,
+// tail or every pivot row in device memory: each row as given beside its pivot row): the
+// verdicts equal the CPU's on the same x to the bit, a NaN right-hand side and a singular system
+// come out as suspects; the other variants, and a solve in place (x over f), leave the check to
+// the separate pass. Through solve_device a batch of kMinRecomputedGeppSystems is marked checked
+// with the separate check's verdicts, a smaller one is not.
 TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
   SKIP_WITHOUT_GPU();
   using gpu::GeppKernel;
@@ -214,13 +216,22 @@ TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
       };
       SCOPED_TRACE("n=" + std::to_string(n) + " count " + std::to_string(count));
       if (count == 203) {
-        const DeviceCopy pivot_rows{
-            std::vector<double>(gpu::interleaved_gepp_workspace_bytes(
-                                    n, count, GeppKernel::kRecomputedChunksOf16InRegisters) /
-                                    8 +
-                                1)};
+        // The most any variant declares: every pivot row in device memory.
+        const DeviceCopy pivot_rows{std::vector<double>(
+            gpu::interleaved_gepp_workspace_bytes(n, count, GeppKernel::kPivotRowsInDeviceMemory) /
+                8 +
+            1)};
         for (GeppKernel kernel :
-             {GeppKernel::kRecomputedChunksOf16InRegisters, GeppKernel::kRecomputedChunksOf32}) {
+             {GeppKernel::kRecomputedChunksOf16InRegisters, GeppKernel::kRowsInSharedMemory,
+              GeppKernel::kTailInDeviceMemory, GeppKernel::kPivotRowsInDeviceMemory,
+              GeppKernel::kRecomputedChunksOf32, GeppKernel::kRowsInRegisters}) {
+          if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
+              (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
+            continue;
+          }
+          // The variants that check inside when named (interleaved_gepp.cuh).
+          const bool can =
+              kernel != GeppKernel::kRecomputedChunksOf32 && kernel != GeppKernel::kRowsInRegisters;
           for (bool in_place : {false, true}) {
             SCOPED_TRACE(std::string("kernel ") + std::to_string(static_cast<int>(kernel)) +
                          (in_place ? " in place" : ""));
@@ -245,7 +256,7 @@ TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
             a.check = *target;
             const bool checked = gpu::launch_interleaved_gepp(a, kernel, nullptr);
             ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-            EXPECT_EQ(checked, !in_place && kernel == GeppKernel::kRecomputedChunksOf16InRegisters);
+            EXPECT_EQ(checked, !in_place && can);
             if (!checked) continue;
             target->rows_checked = true;
             gpu::DeviceCheck fused;

@@ -181,6 +181,13 @@ int main(int argc, char** argv) {
   };
   void* check_ws = nullptr;
   std::size_t check_ws_size = 0;
+  auto ensure_check_ws = [&](BatchLayout layout, std::size_t count) {
+    const std::size_t check_bytes = gpu::check_workspace_bytes(layout, count);
+    if (check_bytes <= check_ws_size) return;
+    if (check_ws) cudaFree(check_ws);
+    CHECK_CUDA(cudaMalloc(&check_ws, check_bytes));
+    check_ws_size = check_bytes;
+  };
   // The solve's time and (ours) the device check's after it, in seconds.
   struct Timing {
     double solve = NAN;
@@ -225,12 +232,7 @@ int main(int argc, char** argv) {
                    st.to_string().c_str());
       return {};
     }
-    const std::size_t check_bytes = gpu::check_workspace_bytes(layout, count);
-    if (check_bytes > check_ws_size) {
-      if (check_ws) cudaFree(check_ws);
-      CHECK_CUDA(cudaMalloc(&check_ws, check_bytes));
-      check_ws_size = check_bytes;
-    }
+    ensure_check_ws(layout, count);
     // The solve as solve_batch_gpu runs it: the check's state, the solve (whose one-pass kernels
     // check every system as they go), the rest of the check; its cost is the difference.
     gpu::DeviceCheck found;
@@ -381,8 +383,43 @@ int main(int argc, char** argv) {
           const double t = best_time(
               reps, [] {}, [&] { gpu::launch_interleaved_gepp(a, kernel, nullptr); });
           CHECK_CUDA(cudaGetLastError());
-          record(c, std::string("gepp kernel, ") + what, Timing{t},
-                 residual(m, f, dev.x, n, true, count));
+          const std::string name = std::string("gepp kernel, ") + what;
+          record(c, name, Timing{t}, residual(m, f, dev.x, n, true, count));
+          // Where it checks inside when named (interleaved_gepp.cuh): the check's cost over the
+          // variant alone, as solve_batch_gpu would run it (the separate pass's is on the
+          // launch's own line above).
+          if (kernel == GeppKernel::kRowsInRegisters ||
+              kernel == GeppKernel::kRecomputedChunksOf32) {
+            continue;
+          }
+          ensure_check_ws(BatchLayout::kInterleaved, count);
+          const gpu::DeviceBatch whole{{dev.dl, dev.d, dev.du, dev.f, dev.x}, rows, 0, count};
+          bool inside = false;
+          Status failed;
+          const double checked = best_time(
+              reps, [] {},
+              [&] {
+                auto target = gpu::prepare_check(BatchLayout::kInterleaved, count, n, check_ws,
+                                                 check_ws_size, nullptr);
+                if (!target.is_ok()) {
+                  failed = target.status();
+                  return;
+                }
+                gpu::InterleavedGepp with = a;
+                with.check = *target;
+                inside = gpu::launch_interleaved_gepp(with, kernel, nullptr);
+                target->rows_checked = inside;
+                gpu::DeviceCheck found;
+                const Status r =
+                    gpu::check_on_device(BatchLayout::kInterleaved, whole, count, nullptr, check_ws,
+                                         check_ws_size, nullptr, found, &*target);
+                if (!r.is_ok()) failed = r;
+              });
+          if (!failed.is_ok()) std::fprintf(stderr, "check: %s\n", failed.to_string().c_str());
+          c[name]["checked_inside_seconds"] = checked;
+          c[name]["checked_inside"] = inside;
+          std::fprintf(stderr, "  checked %s: %.1f us over the variant alone (+%.1f%%)\n",
+                       inside ? "inside" : "apart", (checked - t) * 1e6, 100.0 * (checked - t) / t);
         }
         cudaFree(pivot_rows);
         cudaFree(flags);

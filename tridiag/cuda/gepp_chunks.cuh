@@ -58,19 +58,6 @@ struct RegisterChunk {
   }
 };
 
-// The check's rows in order, each with the x beside it (check_terms.cuh: row_bits, the separate
-// check's arithmetic): row q's residual needs x_{q-1} and x_q (x_left, x_mid, from the rows
-// before) and x_{q+1}.
-struct RowChecks {
-  check::RowBits worst{0, 0, 0, 0};
-  double x_left = 0.0, x_mid = 0.0;
-  __device__ void add(double l, double d, double u, double f, double x_right) {
-    worst = check::max_bits(worst, check::row_bits(l, d, u, x_left, x_mid, x_right, f));
-    x_left = x_mid;
-    x_mid = x_right;
-  }
-};
-
 // The elimination keeping one chunk's pivot rows in `chunk` and each chunk's start in device
 // memory; the substitution takes the last chunk's as they are and eliminates each earlier chunk
 // again from its start (gepp_rows_solve_chunked's order, the same bits), its first rows issued

@@ -233,6 +233,25 @@ __device__ GeppCarry eliminate_chunks(const Ring& ring, std::size_t i0, std::siz
   return c;
 }
 
+// The check's rows in order, each with the x beside it (check_terms.cuh: row_bits, the separate
+// check's arithmetic): row q's residual needs x_{q-1} and x_q (x_left, x_mid, from the rows
+// before) and x_{q+1}.
+struct RowChecks {
+  check::RowBits worst{0, 0, 0, 0};
+  double x_left = 0.0, x_mid = 0.0;
+  // Row r with the x beside it given (the substitution's order, rows descending).
+  __device__ void add_row(const RowIn& r, double x_left_of, double x_of, double x_right_of) {
+    worst =
+        check::max_bits(worst, check::row_bits(r.l, r.d, r.u, x_left_of, x_of, x_right_of, r.f));
+  }
+  // The next row up, x_left and x_mid from the rows before.
+  __device__ void add(double l, double d, double u, double f, double x_right) {
+    add_row(RowIn{l, d, u, f}, x_left, x_mid, x_right);
+    x_left = x_mid;
+    x_mid = x_right;
+  }
+};
+
 // Back substitution, x written as it is known (row n - 1 from the last row as eliminated, then
 // row(i, pivot row i) for i = n - 2 down to 0), or where row() is told not to, by store_last()
 // later; finish() flags the first row with a non-finite x. x goes out evict-first, but where the

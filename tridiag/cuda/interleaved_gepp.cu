@@ -35,6 +35,7 @@ using gepp::load_row;
 using gepp::recomputed_chunks;
 using gepp::RegisterChunk;
 using gepp::Ring;
+using gepp::RowChecks;
 using gepp::RowIn;
 using gepp::SavedRows;
 using gepp::SharedChunk;
@@ -118,66 +119,100 @@ __device__ GeppCarry eliminate_from_ring(const InterleavedGepp& a, std::size_t j
 }
 
 // The substitution with the pivot rows from `rows`: take(i) gives row i's, done(i) says that its
-// values are used.
+// values are used. Where Rows::kChecks, row i + 1's residual is taken once x_i is known, row i + 1
+// as given from rows.row_after(i) (the same ring, read kDepth rows ahead), row 0 read at the end,
+// and the system gets its verdict.
 template <typename Rows>
 __device__ void substitute(const InterleavedGepp& a, std::size_t j, const GeppCarry& c,
                            Rows& rows) {
   Backward back(a, j, c);
+  RowChecks checks;
   for (std::size_t i = a.n - 1; i-- > 0;) {
+    const double x_next = back.x1, x_after = back.x2;  // x_{i+1}, x_{i+2}
     back.row(i, rows.take(i));
+    if constexpr (Rows::kChecks) checks.add_row(rows.row_after(i), back.x1, x_next, x_after);
     rows.done(i);
   }
   back.finish();
+  if constexpr (Rows::kChecks) {
+    checks.add_row(load_row</*kAgain=*/true>(a, 0, j), 0.0, back.x1, back.x2);
+    check::classify(j, check::error_of(checks.worst), a.check.tolerance, a.check);
+  }
 }
 
 // The pivot rows where they wait in shared memory.
 struct SharedRows {
+  static constexpr bool kChecks = false;
   const SavedRows& saved;
   __device__ GeppSaved take(std::size_t i) const { return saved.get(i); }
   __device__ void done(std::size_t) const {}
 };
 
 // The pivot rows from device memory (`saved`, whose row 0 is row `first`), rows `first` to n - 2,
-// read kDepth rows ahead (n - 2, n - 3,
-// ..., the k-th of them commit group k) into the thread's ring in shared memory, free once the
-// elimination is done, by cp.async; a row's slot takes the next row only once its values are
-// used. Rows below `first` come from `head` in shared memory.
-template <int kDepth>
+// read kDepth rows ahead (n - 2, n - 3, ..., the k-th of them commit group k) into the thread's
+// ring in shared memory, free once the elimination is done, by cp.async; a row's slot takes the
+// next row only once its values are used. Rows below `first` come from `head` in shared memory.
+// kCheck: each slot also brings row i + 1 as given (the check's, row_after), for every row, so
+// that every row has its group (first may be n: every pivot row from `head`).
+template <int kDepth, bool kCheck = false>
 struct RingRows {
+  static constexpr bool kChecks = kCheck;
+  static constexpr int kSlot = kCheck ? 7 : 4;
+  const InterleavedGepp& a;
+  std::size_t j;  // the thread's system
   const SavedRows& saved;
   const SavedRows* head;  // rows below first (null where first is 0)
   double* ring;
   int t;
   std::size_t n, first;
-  __device__ RingRows(const SavedRows& s, const SavedRows* h, std::size_t first_row, double* r,
-                      int threads, std::size_t rows)
-      : saved(s), head(h), ring(r), t(threads), n(rows), first(first_row) {
+  __device__ RingRows(const InterleavedGepp& args, std::size_t system, const SavedRows& s,
+                      const SavedRows* h, std::size_t first_row, double* r, int threads)
+      : a(args), j(system), saved(s), head(h), ring(r), t(threads), n(args.n), first(first_row) {
 #pragma unroll
     for (int k = 0; k < kDepth; ++k) {
-      issue(n - 2 - k, first + static_cast<std::size_t>(k) + 2 <= n);
+      const std::size_t after = static_cast<std::size_t>(k) + 2;  // row n - after
+      issue(n - after, first + after <= n, kCheck && after <= n);
     }
   }
   __device__ double* slot(std::size_t row) const {
-    return ring + (row & (kDepth - 1)) * 4 * t;
+    return ring + (row & (kDepth - 1)) * kSlot * t;
   }
-  __device__ void issue(std::size_t row, bool real) const {
-    if (real) {
-      double* const dst = slot(row);
+  __device__ void issue(std::size_t row, bool pivot_row, bool row_after) const {
+    double* const dst = slot(row);
+    if (pivot_row) {
       const std::size_t at = (row - first) * saved.stride;
       __pipeline_memcpy_async(dst, saved.f + at, sizeof(double));
       __pipeline_memcpy_async(dst + t, saved.u1 + at, sizeof(double));
       __pipeline_memcpy_async(dst + 2 * t, saved.u2 + at, sizeof(double));
     }
+    if (kCheck && row_after) {  // row q = row + 1 >= 1 as given
+      const std::size_t q = row + 1, where = q * a.count + j;
+      __pipeline_memcpy_async(dst + 3 * t, a.dl + where, sizeof(double));
+      __pipeline_memcpy_async(dst + 4 * t, a.d + where, sizeof(double));
+      if (q + 1 < n) {
+        __pipeline_memcpy_async(dst + 5 * t, a.du + where, sizeof(double));
+      } else {
+        dst[5 * t] = 0.0;
+      }
+      __pipeline_memcpy_async(dst + 6 * t, a.f + where, sizeof(double));
+    }
     __pipeline_commit();
   }
   __device__ GeppSaved take(std::size_t i) const {
-    if (i < first) return head->get(i);
+    if (!kCheck && i < first) return head->get(i);
     __pipeline_wait_prior(kDepth - 1);  // row i
+    if (i < first) return head->get(i);
     const double* const src = slot(i);
     return {src[0], src[t], src[2 * t]};
   }
+  __device__ RowIn row_after(std::size_t i) const {
+    const double* const src = slot(i) + 3 * t;
+    return {src[0], src[t], src[2 * t], src[3 * t]};
+  }
   __device__ void done(std::size_t i) const {
-    if (i >= first) issue(i - kDepth, i >= first + kDepth);  // into row i's slot
+    if (kCheck || i >= first) {
+      issue(i - kDepth, i >= first + kDepth, i >= kDepth);  // into row i's slot
+    }
   }
 };
 
@@ -222,7 +257,7 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
                                          singular);
     if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
     __threadfence_block();  // the pivot rows stored before the ring's copies read them back
-    RingRows<kSharedRows> rows(tail, &head, first, ring, threads, a.n);
+    RingRows<kSharedRows, kCheck> rows(a, j, tail, &head, first, ring, threads);
     substitute(a, j, c, rows);
     return;
   }
@@ -234,14 +269,23 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
     c = eliminate_from_ring<kSharedRows>(a, j, mine + 3 * plane, threads, saved, singular);
   }
   if (c.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
-  SharedRows rows{saved};
-  substitute(a, j, c, rows);
+  if constexpr (kCheck && kWhere == GeppKernel::kRowsInSharedMemory) {
+    // Every pivot row from shared memory, the ring (free again) bringing the check's rows.
+    RingRows<kSharedRows, true> rows(a, j, saved, &saved, a.n, mine + 3 * plane, threads);
+    substitute(a, j, c, rows);
+  } else {
+    SharedRows rows{saved};
+    substitute(a, j, c, rows);
+  }
 }
 
 // Shared memory a thread needs: its pivot rows where they wait there, and the ring of rows ahead
 // where there is one (its slots larger where they bring the check's rows).
 std::size_t thread_bytes(std::size_t n, GeppKernel where, bool check = false) {
-  const std::size_t ring = kSharedRows * (check ? 9 : 4) * sizeof(double);
+  const std::size_t slot = !check                                                  ? 4
+                           : where == GeppKernel::kRecomputedChunksOf16InRegisters ? 9
+                                                                                   : 7;
+  const std::size_t ring = kSharedRows * slot * sizeof(double);
   switch (where) {
     case GeppKernel::kRowsInRegisters:
       return kSavedBytesPerRow * n;
@@ -268,6 +312,16 @@ void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
   const std::size_t bytes = thread_bytes(a.n, kWhere, kCheck) * threads;
   interleaved_gepp_kernel<kWhere, kCheck>
       <<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(a);
+}
+
+// The variants that can check (kCheck) launched with the check or without.
+template <GeppKernel kWhere>
+void launch_checked_or_not(const InterleavedGepp& a, cudaStream_t stream, bool check) {
+  if (check) {
+    launch_with<kWhere, true>(a, stream);
+  } else {
+    launch_with<kWhere>(a, stream);
+  }
 }
 
 std::size_t workspace_rows(std::size_t n, GeppKernel kernel) {
@@ -311,30 +365,33 @@ std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, G
 bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream_ptr) {
   cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
   const bool check = a.check.errors != nullptr && a.x != a.f;
-  if (kernel == GeppKernel::kChoose) kernel = choose_gepp_kernel(a.n, a.count, check);
+  const bool named = kernel != GeppKernel::kChoose;
+  if (!named) kernel = choose_gepp_kernel(a.n, a.count, check);
+  // Checked inside: the chunks of 16, which kChoose takes for large checked batches; named, the
+  // variants whose substitution reads through a ring (for measuring: interleaved_gepp.cuh).
+  const bool inside = check && (kernel == GeppKernel::kRecomputedChunksOf16InRegisters ||
+                                (named && (kernel == GeppKernel::kRowsInSharedMemory ||
+                                           kernel == GeppKernel::kTailInDeviceMemory ||
+                                           kernel == GeppKernel::kPivotRowsInDeviceMemory)));
   switch (kernel) {
     case GeppKernel::kRowsInRegisters:
       launch_with<GeppKernel::kRowsInRegisters>(a, stream);
       return false;
-    case GeppKernel::kRowsInSharedMemory:
-      launch_with<GeppKernel::kRowsInSharedMemory>(a, stream);
-      return false;
-    case GeppKernel::kTailInDeviceMemory:
-      launch_with<GeppKernel::kTailInDeviceMemory>(a, stream);
-      return false;
     case GeppKernel::kRecomputedChunksOf32:
       launch_with<GeppKernel::kRecomputedChunksOf32>(a, stream);
       return false;
+    case GeppKernel::kRowsInSharedMemory:
+      launch_checked_or_not<GeppKernel::kRowsInSharedMemory>(a, stream, inside);
+      return inside;
+    case GeppKernel::kTailInDeviceMemory:
+      launch_checked_or_not<GeppKernel::kTailInDeviceMemory>(a, stream, inside);
+      return inside;
     case GeppKernel::kRecomputedChunksOf16InRegisters:
-      if (check) {
-        launch_with<GeppKernel::kRecomputedChunksOf16InRegisters, true>(a, stream);
-      } else {
-        launch_with<GeppKernel::kRecomputedChunksOf16InRegisters>(a, stream);
-      }
-      return check;
+      launch_checked_or_not<GeppKernel::kRecomputedChunksOf16InRegisters>(a, stream, inside);
+      return inside;
     default:
-      launch_with<GeppKernel::kPivotRowsInDeviceMemory>(a, stream);
-      return false;
+      launch_checked_or_not<GeppKernel::kPivotRowsInDeviceMemory>(a, stream, inside);
+      return inside;
   }
 }
 
@@ -346,7 +403,10 @@ cudaError_t set_interleaved_gepp_limits() {
                  interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf32>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters>,
-                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters, true>}) {
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters, true>,
+                 interleaved_gepp_kernel<GeppKernel::kRowsInSharedMemory, true>,
+                 interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory, true>,
+                 interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory, true>}) {
     const cudaError_t e =
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;

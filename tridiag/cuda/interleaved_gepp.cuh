@@ -70,8 +70,11 @@ GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked = f
 // or not, needs).
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,
                                              GeppKernel kernel = GeppKernel::kChoose);
-// Returns whether the kernel gave every system its verdict (a.check set, x apart from f, and
-// kRecomputedChunksOf16InRegisters, which kChoose takes for large checked batches).
+// Returns whether the kernel gave every system its verdict (a.check set, x apart from f):
+// kRecomputedChunksOf16InRegisters, which kChoose takes for large checked batches, and, where
+// named (for measuring, not yet against the separate pass on a device), kRowsInSharedMemory,
+// kTailInDeviceMemory and kPivotRowsInDeviceMemory, whose substitution's ring then brings each
+// row as given beside its pivot row.
 bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).

@@ -5,6 +5,7 @@
 // interleaved ones that large go through the separate check, which must agree all the same).
 // Systems made to fail (a pivot thomas cannot take, a NaN right-hand side) must come out as
 // suspects. Every test skips with a message when no CUDA device is present.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -49,6 +50,32 @@ Expected expected_verdicts(const StridedSystems& b, const std::vector<double>& x
     }
   }
   return e;
+}
+
+// Every system's error as the device check left it (CheckTarget::errors, -1 for a suspect).
+std::vector<double> device_errors(const gpu::CheckTarget& target, std::size_t count) {
+  std::vector<double> errors(count);
+  EXPECT_EQ(
+      cudaMemcpy(errors.data(), target.errors, count * sizeof(double), cudaMemcpyDeviceToHost),
+      cudaSuccess);
+  return errors;
+}
+
+// `errors` (device_errors) against the CPU's on the same x: a row left out of the check shows
+// wherever it holds one of its system's maxima.
+void expect_errors(const std::vector<double>& errors, const StridedSystems& b,
+                   const std::vector<double>& x, std::size_t n, std::size_t count) {
+  const double tolerance = backward_error_tolerance(n);
+  std::size_t wrong = 0, first = count;
+  for (std::size_t j = 0; j < count; ++j) {
+    const std::size_t o = j * n;
+    const double error = backward_error(&b.dl[o], &b.d[o], &b.du[o], &x[o], &b.f[o], n);
+    if (errors[j] != (error <= tolerance ? error : -1.0)) {
+      ++wrong;
+      if (first == count) first = j;
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << "systems whose error differs, the first " << first;
 }
 
 void expect_verdicts(const gpu::DeviceCheck& check, const Expected& e) {
@@ -104,9 +131,11 @@ TEST(GpuFusedCheckTest, VerdictsOfTheSolveMatchTheSeparateCheckAndTheCpu) {
         ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(), bytes,
                                          nullptr, fused, &*target)
                         .is_ok());
+        const std::vector<double> fused_errors = device_errors(*target, count);
         ASSERT_TRUE(gpu::check_on_device(layout, batch, count, nullptr, check_ws.as<void>(), bytes,
                                          nullptr, separate)
                         .is_ok());
+        const std::vector<double> separate_errors = device_errors(*target, count);
         std::vector<double> x(b.f.size());
         ASSERT_EQ(cudaMemcpy(x.data(), dx.as<double>(), x.size() * sizeof(double),
                              cudaMemcpyDeviceToHost),
@@ -118,10 +147,12 @@ TEST(GpuFusedCheckTest, VerdictsOfTheSolveMatchTheSeparateCheckAndTheCpu) {
         {
           SCOPED_TRACE("fused");
           expect_verdicts(fused, e);
+          expect_errors(fused_errors, b, x, n, count);
         }
         {
           SCOPED_TRACE("separate");
           expect_verdicts(separate, e);
+          expect_errors(separate_errors, b, x, n, count);
         }
       }
     }
@@ -185,6 +216,12 @@ TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
       for (std::size_t j = 0; j < count; ++j) {
         b.append(stability_matrix(1, n, 31 * j + 7), random_vector(n, 3 * j + 1));
       }
+      // Row j % n of system j scaled by 1e6 (its x unchanged): it holds that system's maxima, so
+      // a row position the check leaves out shows in some system's error (expect_errors).
+      for (std::size_t j = 0; j < count; ++j) {
+        const std::size_t at = j * n + j % n;
+        for (std::vector<double>* v : {&b.dl, &b.d, &b.du, &b.f}) (*v)[at] *= 1e6;
+      }
       b.f[20 * n + n / 2] = std::numeric_limits<double>::quiet_NaN();  // system 20: x not finite
       if (n > 2) {  // system 40 singular: column n / 2 zero
         const std::size_t o = 40 * n, c = n / 2;
@@ -207,12 +244,21 @@ TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
                                          check_ws.as<void>(), bytes, nullptr, found, solved)
                         .is_ok());
       };
-      auto expected = [&] {
+      auto solution = [&] {  // x as the systems' rows
         std::vector<double> x(rows);
         EXPECT_EQ(
             cudaMemcpy(x.data(), dx.as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
             cudaSuccess);
-        return expected_verdicts(b, interleave(x, n, count, /*back=*/true), n, count);
+        return interleave(x, n, count, /*back=*/true);
+      };
+      // The NaN's and the singular system among the suspects.
+      auto expect_suspects = [&](const Expected& e) {
+        std::vector<std::size_t> systems;
+        for (const Suspect& s : e.suspects) systems.push_back(s.system);
+        EXPECT_NE(std::find(systems.begin(), systems.end(), 20u), systems.end());
+        if (n > 2) {
+          EXPECT_NE(std::find(systems.begin(), systems.end(), 40u), systems.end());
+        }
       };
       SCOPED_TRACE("n=" + std::to_string(n) + " count " + std::to_string(count));
       if (count == 203) {
@@ -261,11 +307,12 @@ TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
             target->rows_checked = true;
             gpu::DeviceCheck fused;
             verdicts(fused, &*target);
-            const Expected e = expected();
+            const std::vector<double> x = solution();
+            const Expected e = expected_verdicts(b, x, n, count);
             EXPECT_GT(e.worst, 0.0);
-            ASSERT_EQ(e.suspects.size(), n > 2 ? 2u : 1u);
-            EXPECT_EQ(e.suspects[0].system, 20u);
+            expect_suspects(e);
             expect_verdicts(fused, e);
+            expect_errors(device_errors(*target, count), b, x, n, count);
           }
         }
       }
@@ -283,10 +330,14 @@ TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
       EXPECT_EQ(target->rows_checked, count >= gpu::kMinRecomputedGeppSystems);
       gpu::DeviceCheck fused, separate;
       verdicts(fused, &*target);
-      verdicts(separate, nullptr);
-      const Expected e = expected();
+      const std::vector<double> x = solution();
+      const Expected e = expected_verdicts(b, x, n, count);
+      expect_suspects(e);
       expect_verdicts(fused, e);
+      expect_errors(device_errors(*target, count), b, x, n, count);
+      verdicts(separate, nullptr);
       expect_verdicts(separate, e);
+      expect_errors(device_errors(*target, count), b, x, n, count);
     }
   }
 }

@@ -59,7 +59,8 @@ __device__ inline void flag(const GroupArgs& g, unsigned long long* f, std::size
 }
 
 // Index, first row and number of real rows of group gi of this block.
-__device__ inline std::size_t group_start(const GroupArgs& g, int gi, int& rows, std::size_t& group) {
+__device__ inline std::size_t group_start(const GroupArgs& g, int gi, int& rows,
+                                          std::size_t& group) {
   group = std::size_t{blockIdx.x} * g.groups_per_block + gi;
   const std::size_t row0 = group * g.group_capacity;
   rows = 0;  // the rest of the group's 288 W rows are identity rows
@@ -181,7 +182,7 @@ __device__ void for_block_rows(const GroupArgs& g, const BlockSystems& b, F&& f)
 // (their contiguous bytes, where a warp of its own would read 8 bytes of every 32). The caller
 // waits for the copies and syncs the block.
 __device__ inline void load_block_interleaved(const GroupArgs& g, WarpShared* warps, int group_rows,
-                                       int warp_row0, int lane) {
+                                              int warp_row0, int lane) {
   const BlockSystems b(g);
   const double* const src[4] = {g.s.dl, g.s.d, g.s.du, g.s.f};
   for_block_rows(g, b, [&](int j, int i, int warp, int r) {
@@ -206,7 +207,7 @@ __device__ inline void load_block_interleaved(const GroupArgs& g, WarpShared* wa
 // took their place; the rows were read a moment before, so the copies come from L2), 16 bytes a
 // copy where every array's first row is 16-byte aligned. Only the group's real rows.
 __device__ inline void reload_matrix_rows(const GroupArgs& g, WarpShared& ws, std::size_t first,
-                                   int warp_row0, int group_rows, int lane) {
+                                          int warp_row0, int group_rows, int lane) {
   const double* const src[3] = {g.s.dl, g.s.d, g.s.du};
   bool wide = true;
   for (int k = 0; k < 3; ++k) wide &= (reinterpret_cast<std::uintptr_t>(src[k] + first) & 15) == 0;

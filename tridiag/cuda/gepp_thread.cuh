@@ -82,6 +82,25 @@ struct RegisterRows {
   __device__ GeppSaved get(std::size_t k) const { return v[k]; }
 };
 
+// Starts copying row `row` of system j as given (dl of row 0 and du of row n - 1 as 0) to dst[0],
+// dst[t], dst[2 t] and dst[3 t] by cp.async (the caller commits the group).
+__device__ __forceinline__ void copy_row_async(const InterleavedGepp& a, std::size_t j,
+                                               std::size_t row, double* dst, int t) {
+  const std::size_t at = row * a.count + j;
+  if (row > 0) {
+    __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
+  } else {
+    dst[0] = 0.0;
+  }
+  __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
+  if (row + 1 < a.n) {
+    __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
+  } else {
+    dst[2 * t] = 0.0;
+  }
+  __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
+}
+
 // What a ring slot brings the check (kCheckAhead > 0): row q = the slot's row + kCheckAhead as
 // given (dl, d, du, f) and x_{q+1} (0 past the end).
 struct CheckIn {
@@ -104,37 +123,17 @@ struct Ring {
   int t;
   bool checking = false;
   __device__ double* slot(std::size_t row) const { return ring + (row & (kDepth - 1)) * kSlot * t; }
-  __device__ void copy_row(std::size_t row) const {
-    double* const dst = slot(row);
-    const std::size_t at = row * a.count + j;
-    if (row > 0) {
-      __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
-    } else {
-      dst[0] = 0.0;
-    }
-    __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
-    if (row + 1 < a.n) {
-      __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
-    } else {
-      dst[2 * t] = 0.0;
-    }
-    __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
-  }
+  __device__ void copy_row(std::size_t row) const { copy_row_async(a, j, row, slot(row), t); }
   __device__ void copy_check(std::size_t row) const {
     const std::size_t q = row + kCheckAhead;
     if (kCheckAhead == 0 || q >= a.n) return;
     double* const dst = slot(row) + 4 * t;
-    const std::size_t at = q * a.count + j;
-    __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
-    __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
+    copy_row_async(a, j, q, dst, t);
     if (q + 1 < a.n) {
-      __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
-      __pipeline_memcpy_async(dst + 4 * t, a.x + at + a.count, sizeof(double));
+      __pipeline_memcpy_async(dst + 4 * t, a.x + (q + 1) * a.count + j, sizeof(double));
     } else {
-      dst[2 * t] = 0.0;
       dst[4 * t] = 0.0;
     }
-    __pipeline_memcpy_async(dst + 3 * t, a.f + at, sizeof(double));
   }
   __device__ void issue(std::size_t row, std::size_t last) const {
     if (row <= last) {

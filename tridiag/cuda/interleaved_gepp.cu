@@ -29,6 +29,7 @@ namespace stripesolve::tridiag::gpu {
 namespace {
 
 using gepp::Backward;
+using gepp::copy_row_async;
 using gepp::eliminate_range;
 using gepp::flag;
 using gepp::load_row;
@@ -185,17 +186,7 @@ struct RingRows {
       __pipeline_memcpy_async(dst + t, saved.u1 + at, sizeof(double));
       __pipeline_memcpy_async(dst + 2 * t, saved.u2 + at, sizeof(double));
     }
-    if (kCheck && row_after) {  // row q = row + 1 >= 1 as given
-      const std::size_t q = row + 1, where = q * a.count + j;
-      __pipeline_memcpy_async(dst + 3 * t, a.dl + where, sizeof(double));
-      __pipeline_memcpy_async(dst + 4 * t, a.d + where, sizeof(double));
-      if (q + 1 < n) {
-        __pipeline_memcpy_async(dst + 5 * t, a.du + where, sizeof(double));
-      } else {
-        dst[5 * t] = 0.0;
-      }
-      __pipeline_memcpy_async(dst + 6 * t, a.f + where, sizeof(double));
-    }
+    if (kCheck && row_after) copy_row_async(a, j, row + 1, dst + 3 * t, t);  // row i + 1 as given
     __pipeline_commit();
   }
   __device__ GeppSaved take(std::size_t i) const {

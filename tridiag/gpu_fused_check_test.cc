@@ -196,21 +196,22 @@ TEST(GpuFusedCheckTest, TwoPassSystemsAreCheckedApart) {
   expect_verdicts(check, expected_verdicts(b, x, n, count));
   EXPECT_TRUE(check.suspects.empty());
 }
-// gepp on large interleaved batches checks each system as it solves
-// (kRecomputedChunksOf16InRegisters, the chunks' rows brought again by the elimination's ring),
-// and so do, when named, the variants whose substitution reads through a ring (shared memory,
-// tail or every pivot row in device memory: each row as given beside its pivot row): the
-// verdicts equal the CPU's on the same x to the bit, a NaN right-hand side and a singular system
-// come out as suspects; the other variants, and a solve in place (x over f), leave the check to
-// the separate pass. Through solve_device a batch of kMinRecomputedGeppSystems is marked checked
-// with the separate check's verdicts, a smaller one is not.
-TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
+
+// gepp on interleaved batches checks each system as it solves in the variants whose
+// substitution reads through a ring: chunks of 16 (the chunks' rows brought again by the
+// elimination's ring), the tail's or every pivot row in device memory, and the shared-memory
+// variant where named (each row as given beside its pivot row): the verdicts equal the CPU's on
+// the same x to the bit, a NaN right-hand side and a singular system come out as suspects; the
+// other variants, and a solve in place (x over f), leave the check to the separate pass. Through
+// solve_device a batch of kMinRecomputedGeppSystems, or of systems above n = 64, is marked
+// checked with the separate check's verdicts, a smaller one of 64 or less is not.
+TEST(GpuFusedCheckTest, GeppChecksInterleavedBatchesAsItSubstitutes) {
   SKIP_WITHOUT_GPU();
   using gpu::GeppKernel;
   ASSERT_EQ(gpu::set_interleaved_gepp_limits(), cudaSuccess);
   for (std::size_t n : {2, 16, 17, 18, 33, 100, 401}) {
     for (std::size_t count : {std::size_t{203}, gpu::kMinRecomputedGeppSystems}) {
-      if (count > 203 && n != 100 && n != 401) continue;
+      if (count > 203 && n != 16 && n != 100 && n != 401) continue;
       const std::size_t rows = n * count;
       StridedSystems b;
       for (std::size_t j = 0; j < count; ++j) {
@@ -327,7 +328,8 @@ TEST(GpuFusedCheckTest, GeppChecksLargeInterleavedBatchesAsItSubstitutes) {
           gpu::solve_device(Algorithm::kGepp, BatchLayout::kInterleaved, batch, ws.as<void>(),
                             ws_bytes, 2.220446049250313e-16, nullptr, &*target);
       EXPECT_EQ(solved.code(), StatusCode::kNumerical) << solved.to_string();
-      EXPECT_EQ(target->rows_checked, count >= gpu::kMinRecomputedGeppSystems);
+      EXPECT_EQ(target->rows_checked,
+                count >= gpu::kMinRecomputedGeppSystems || n > gpu::kMaxSharedGeppSystem);
       gpu::DeviceCheck fused, separate;
       verdicts(fused, &*target);
       const std::vector<double> x = solution();

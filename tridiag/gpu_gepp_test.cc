@@ -202,14 +202,22 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   for (const auto& c : chosen) {
     EXPECT_EQ(gpu::choose_gepp_kernel(c.n, c.count), c.kernel) << c.n << " x " << c.count;
   }
-  // A batch checked as it is solved takes chunks of 16 at every n above 64.
-  EXPECT_EQ(gpu::choose_gepp_kernel(200, many, /*checked=*/true),
-            GeppKernel::kRecomputedChunksOf16InRegisters);
+  // A batch checked as it is solved: chunks of 16 at every n where it is large, the variants that
+  // eliminate once above n = 64 where it is not, and below the unchecked choice.
+  for (std::size_t n : {1, 16, 64, 200, 16384}) {
+    EXPECT_EQ(gpu::choose_gepp_kernel(n, many, /*checked=*/true),
+              GeppKernel::kRecomputedChunksOf16InRegisters)
+        << n;
+  }
   EXPECT_EQ(gpu::choose_gepp_kernel(200, few, /*checked=*/true), GeppKernel::kTailInDeviceMemory);
-  EXPECT_EQ(gpu::choose_gepp_kernel(64, many, /*checked=*/true), GeppKernel::kRowsInSharedMemory);
+  EXPECT_EQ(gpu::choose_gepp_kernel(2000, few, /*checked=*/true),
+            GeppKernel::kPivotRowsInDeviceMemory);
+  EXPECT_EQ(gpu::choose_gepp_kernel(16, few, /*checked=*/true), GeppKernel::kRowsInRegisters);
+  EXPECT_EQ(gpu::choose_gepp_kernel(64, few, /*checked=*/true), GeppKernel::kRowsInSharedMemory);
   // kChoose's workspace: the most either choice needs (at n = 200, the checked one's 13 chunks
-  // against 7).
+  // against 7; at n = 16, its one chunk against none).
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, many), 24 * ((200 - 1 + 15) / 16) * many);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(16, many), 24 * many);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(2000, many), 24 * ((2000 - 1 + 15) / 16) * many);
   const std::size_t count = 1000;
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(64, count), 0u);

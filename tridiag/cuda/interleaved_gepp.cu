@@ -334,12 +334,13 @@ std::size_t workspace_rows(std::size_t n, GeppKernel kernel) {
 }  // namespace
 
 GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked) {
+  const bool many = count >= kMinRecomputedGeppSystems;
+  if (checked && many) return GeppKernel::kRecomputedChunksOf16InRegisters;
   if (n <= kMaxRegisterGeppSystem) return GeppKernel::kRowsInRegisters;
   if (n <= kMaxSharedGeppSystem) return GeppKernel::kRowsInSharedMemory;
-  if (count >= kMinRecomputedGeppSystems) {
-    return n <= kMaxSharedChunkGeppSystem && !checked
-               ? GeppKernel::kRecomputedChunksOf32
-               : GeppKernel::kRecomputedChunksOf16InRegisters;
+  if (many) {
+    return n <= kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf32
+                                          : GeppKernel::kRecomputedChunksOf16InRegisters;
   }
   return n <= kMaxTailGeppSystem ? GeppKernel::kTailInDeviceMemory
                                  : GeppKernel::kPivotRowsInDeviceMemory;
@@ -358,12 +359,14 @@ bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
   const bool check = a.check.errors != nullptr && a.x != a.f;
   const bool named = kernel != GeppKernel::kChoose;
   if (!named) kernel = choose_gepp_kernel(a.n, a.count, check);
-  // Checked inside: the chunks of 16, which kChoose takes for large checked batches; named, the
-  // variants whose substitution reads through a ring (for measuring: interleaved_gepp.cuh).
+  // Checked inside: the variants whose substitution reads through a ring (the chunks of 16, the
+  // tail's and every pivot row in device memory, which kChoose takes for checked batches above
+  // n = 64 or of kMinRecomputedGeppSystems); the shared-memory variant only where named, its
+  // check costing more than the separate pass (interleaved_gepp.cuh).
   const bool inside = check && (kernel == GeppKernel::kRecomputedChunksOf16InRegisters ||
-                                (named && (kernel == GeppKernel::kRowsInSharedMemory ||
-                                           kernel == GeppKernel::kTailInDeviceMemory ||
-                                           kernel == GeppKernel::kPivotRowsInDeviceMemory)));
+                                kernel == GeppKernel::kTailInDeviceMemory ||
+                                kernel == GeppKernel::kPivotRowsInDeviceMemory ||
+                                (named && kernel == GeppKernel::kRowsInSharedMemory));
   switch (kernel) {
     case GeppKernel::kRowsInRegisters:
       launch_with<GeppKernel::kRowsInRegisters>(a, stream);

@@ -62,8 +62,14 @@ enum class GeppKernel {
   kRecomputedChunksOf32,
   kRecomputedChunksOf16InRegisters
 };
-// `checked`: the batch is to be checked as it is solved (kRecomputedChunksOf16InRegisters is
-// the variant that can, and takes the large batches then).
+// `checked`: the batch is to be checked as it is solved. Batches of kMinRecomputedGeppSystems
+// or more take kRecomputedChunksOf16InRegisters at every n, which checks in its second
+// elimination; smaller ones above n = 64 the tail's or every pivot row in device memory, checked
+// in the substitution; up to 64 the unchecked choice, checked by the separate pass (the
+// shared-memory variant's check costs more there). H200, a checked batch's G unknowns/s, 2^26
+// unknowns: 73 / 53 at n = 16 / 32 against 49 / 49 checked apart, 44 against 45 at n = 64;
+// 16384 systems of 4096 34 (the tail's) against 30; 2^22 unknowns, 8192 / 4096 systems of 512 /
+// 1024: 19 / 11 (the tail's) against 17 / 11.
 GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked = false);
 // Device workspace `kernel` needs for `count` systems of n rows: 24 bytes a row whose pivot row
 // waits in device memory, or a chunk's starting row (kChoose: the most either choice, checked
@@ -71,10 +77,10 @@ GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked = f
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count,
                                              GeppKernel kernel = GeppKernel::kChoose);
 // Returns whether the kernel gave every system its verdict (a.check set, x apart from f):
-// kRecomputedChunksOf16InRegisters, which kChoose takes for large checked batches, and, where
-// named (for measuring, not yet against the separate pass on a device), kRowsInSharedMemory,
-// kTailInDeviceMemory and kPivotRowsInDeviceMemory, whose substitution's ring then brings each
-// row as given beside its pivot row.
+// kRecomputedChunksOf16InRegisters, kTailInDeviceMemory and kPivotRowsInDeviceMemory (whose
+// substitution's ring then brings each row as given beside its pivot row), and
+// kRowsInSharedMemory where named (for measuring: at n = 32 / 64 its check costs +112% / +216%
+// against +94% / +74% apart).
 bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* stream);
 
 // Raises the kernel's dynamic shared memory limit (once per device, device_solve.cu).

@@ -24,9 +24,9 @@ namespace {
 
 // gepp on interleaved batches (a thread a system, interleaved_gepp.cu) against the CPU's gepp,
 // dgtsv's algorithm, on random and ill-conditioned systems, through each of the kernel's
-// variants (rows ahead in registers to n = 32, in shared memory to 64, the pivot rows after the
-// 32nd in device memory to 1024, all of them above): the same pivots, so the residuals agree
-// within rounding (a reciprocal where dgtsv divides).
+// variants kChoose takes for small batches (rows ahead in registers to n = 32, in shared memory
+// to 64, every pivot row in device memory above; the others in the tests below): the same
+// pivots, so the residuals agree within rounding (a reciprocal where dgtsv divides).
 TEST(GpuTest, InterleavedGeppMatchesTheCpuGepp) {
   SKIP_WITHOUT_GPU();
   for (int type : {1, 5, 9, 14}) {
@@ -96,14 +96,16 @@ TEST(GpuTest, AutoTakesGeppForInterleavedBatches) {
 }
 
 // A singular system of an interleaved gepp batch is named with its row, as the CPU's gepp names
-// it, in each of the kernel's variants; strided batches are refused, naming what the GPU offers.
+// it, in each of the variants kChoose takes for batches below kMinRecomputedGeppSystems (n = 200
+// in a batch of kMinTailGeppSystems: the tail's); strided batches are refused, naming what the
+// GPU offers.
 TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
   SKIP_WITHOUT_GPU();
   GpuOptions gopt;
   gopt.solve.algorithm = Algorithm::kGepp;
   for (std::size_t n : {6, 40, 200, 300}) {
     SCOPED_TRACE("n=" + std::to_string(n));
-    const std::size_t m = 70;
+    const std::size_t m = n == 200 ? gpu::kMinTailGeppSystems : 70;
     StridedSystems b = make_strided_batch(std::vector<std::size_t>(m, n), 1);
     const std::size_t j = 65, row = n / 2;  // column n / 2 of system 65 zero
     b.du[j * n + row - 1] = 0.0;
@@ -182,6 +184,7 @@ TEST(GpuTest, AutoTakesSpikeWhereGeppsPivotRowsDoNotFit) {
 TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   using gpu::GeppKernel;
   const std::size_t few = gpu::kMinRecomputedGeppSystems - 1, many = gpu::kMinRecomputedGeppSystems;
+  const std::size_t fewest = gpu::kMinTailGeppSystems - 1;
   struct Choice {
     std::size_t n, count;
     GeppKernel kernel;
@@ -194,6 +197,9 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
       {gpu::kMaxSharedGeppSystem + 1, few, GeppKernel::kTailInDeviceMemory},
       {gpu::kMaxTailGeppSystem, few, GeppKernel::kTailInDeviceMemory},
       {gpu::kMaxTailGeppSystem + 1, few, GeppKernel::kPivotRowsInDeviceMemory},
+      {gpu::kMaxSharedGeppSystem + 1, gpu::kMinTailGeppSystems, GeppKernel::kTailInDeviceMemory},
+      {gpu::kMaxSharedGeppSystem + 1, fewest, GeppKernel::kPivotRowsInDeviceMemory},
+      {gpu::kMaxTailGeppSystem, fewest, GeppKernel::kPivotRowsInDeviceMemory},
       {16384, 1, GeppKernel::kPivotRowsInDeviceMemory},
       {gpu::kMaxSharedGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf32},
       {gpu::kMaxSharedChunkGeppSystem, many, GeppKernel::kRecomputedChunksOf32},
@@ -221,7 +227,9 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(2000, many), 24 * ((2000 - 1 + 15) / 16) * many);
   const std::size_t count = 1000;
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(64, count), 0u);
-  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, count), 24 * (200 - 32) * count);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, count), 24 * 200 * count);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(200, gpu::kMinTailGeppSystems),
+            24 * (200 - 32) * gpu::kMinTailGeppSystems);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(2000, count), 24 * 2000 * count);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(20, count, GeppKernel::kTailInDeviceMemory), 0u);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(20, count, GeppKernel::kPivotRowsInDeviceMemory),

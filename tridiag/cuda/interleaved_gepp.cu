@@ -7,13 +7,14 @@
 // one chunk's pivot rows stay on chip and the substitution eliminates each earlier chunk again
 // from its starting row (72 bytes an unknown at most, twice the arithmetic); in smaller ones, where
 // the arithmetic of too few threads bounds the time, the first 32 rows' pivot rows wait on chip
-// and the later ones in device memory, up to kMaxTailGeppSystem, and above, all of them in device
-// memory (88 bytes an unknown). Few threads fit an SM once n is large, so each reads its rows well
-// ahead of the elimination: 16 into registers where the systems are small, else 8 into shared
-// memory by cp.async, whose waits count rows (the register loads' waits, at 16 rows ahead, still
-// stalled: 65 G unknowns/s at n = 64 against 78; interleaved_gepp.cuh). The parts a thread's
-// solve is built from are in gepp_thread.cuh, the recomputing variants' chunks in
-// gepp_chunks.cuh; here the variants that keep every pivot row, the kernel and its launches.
+// and the later ones in device memory, up to kMaxTailGeppSystem in batches of
+// kMinTailGeppSystems, and otherwise all of them in device memory (88 bytes an unknown). Few
+// threads fit an SM once n is large, so each reads its rows well ahead of the elimination: 16 into
+// registers where the systems are small, else 8 into shared memory by cp.async, whose waits count
+// rows (the register loads' waits, at 16 rows ahead, still stalled: 65 G unknowns/s at n = 64
+// against 78; interleaved_gepp.cuh). The parts a thread's solve is built from are in
+// gepp_thread.cuh, the recomputing variants' chunks in gepp_chunks.cuh; here the variants that keep
+// every pivot row, the kernel and its launches.
 #include <algorithm>
 
 #include <cuda_pipeline.h>
@@ -342,8 +343,9 @@ GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked) {
     return n <= kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf32
                                           : GeppKernel::kRecomputedChunksOf16InRegisters;
   }
-  return n <= kMaxTailGeppSystem ? GeppKernel::kTailInDeviceMemory
-                                 : GeppKernel::kPivotRowsInDeviceMemory;
+  return n <= kMaxTailGeppSystem && count >= kMinTailGeppSystems
+             ? GeppKernel::kTailInDeviceMemory
+             : GeppKernel::kPivotRowsInDeviceMemory;
 }
 
 std::size_t interleaved_gepp_workspace_bytes(std::size_t n, std::size_t count, GeppKernel kernel) {

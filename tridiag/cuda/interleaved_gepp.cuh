@@ -46,7 +46,10 @@ struct InterleavedGepp {
 // (enough threads to fill the device: memory bound), the recomputing variants, chunks of 32 up
 // to kMaxSharedChunkGeppSystem and of 16 in registers above; with fewer systems each thread's
 // chain of steps bounds the time, and the variants that eliminate once win: the tail's up to
-// kMaxTailGeppSystem, every pivot row in device memory above. H200, G unknowns/s, 2^26 unknowns:
+// kMaxTailGeppSystem in batches of kMinTailGeppSystems or more, every pivot row in device memory
+// above and in smaller batches (2^20-2^24 unknowns: the tail's 2-6% quicker with 16384 systems of
+// 256 or 1024, every pivot row in device memory 5-17% with 2048-8192 systems of 128-1024;
+// results/h200_interleaved_gepp_small_batches_2026-11-30.txt). H200, G unknowns/s, 2^26 unknowns:
 // 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from shared memory
 // against 65; at n = 96 / 128 / 160 / 256 / 384 / 512 / 1024 / 2048, chunks of 32 recomputed 60
 // / 59 / 56 / 55 / 51 / 49 / 50 / 40, chunks of 16 in registers 57 / 57 / 55 / 55 / 50 / 55 / 54

@@ -37,12 +37,14 @@ inline constexpr std::size_t kChunkGranularity = kTileRows;
 // row) in shared memory up to kMaxSharedGeppSystem. Above, batches of kMinRecomputedGeppSystems
 // systems or more keep one chunk's pivot rows on chip and eliminate each earlier chunk again for
 // the substitution: chunks of 32 in shared memory up to kMaxSharedChunkGeppSystem, of 16 in
-// registers above. Smaller batches keep the first 32 rows' pivot rows in shared memory and the
-// others in device memory up to kMaxTailGeppSystem, all in device memory above.
+// registers above. Smaller batches of kMinTailGeppSystems or more keep the first 32 rows' pivot
+// rows in shared memory and the others in device memory up to kMaxTailGeppSystem; the rest keep
+// all in device memory.
 inline constexpr std::size_t kMaxRegisterGeppSystem = 32;
 inline constexpr std::size_t kMaxSharedGeppSystem = 64;
 inline constexpr std::size_t kMinRecomputedGeppSystems = 32768;
 inline constexpr std::size_t kMaxSharedChunkGeppSystem = 384;
+inline constexpr std::size_t kMinTailGeppSystems = 16384;
 inline constexpr std::size_t kMaxTailGeppSystem = 1024;
 // kAuto takes gepp for interleaved batches of systems up to kMaxFewGeppSystem rows however few
 // they are, larger ones only where they are at least kMinGeppSystems: a thread a system leaves

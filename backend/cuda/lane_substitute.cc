@@ -1,0 +1,90 @@
+// CudaLane (lane.h): the forward and backward substitutions, stripe by stripe, on the compute
+// stream (dgemm for the products, dtrsm for the triangles, kernels for the swaps).
+#include <vector>
+
+#include "backend/cuda/kernels.cuh"
+#include "backend/cuda/lane.h"
+#include "gpu/cuda/check.h"
+
+namespace stripesolve::backend::cuda {
+
+Status CudaLane::forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) {
+  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+  for (const FactorStripe& s : stripes) {
+    STRIPESOLVE_RETURN_IF_ERROR(queue_forward(s.part, s.row_begin, s.raw, rhs));
+  }
+  RETURN_CUDA(cudaStreamSynchronize(compute_), "forward substitution");
+  return Status::ok();
+}
+
+Status CudaLane::backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) {
+  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+  for (const FactorStripe& s : stripes) {
+    STRIPESOLVE_RETURN_IF_ERROR(queue_backward(s.part, s.row_begin, s.raw, rhs));
+  }
+  RETURN_CUDA(cudaStreamSynchronize(compute_), "backward substitution");
+  return Status::ok();
+}
+
+Status CudaLane::queue_forward(const DeviceBlock& part, int64_t row_begin,
+                               const int32_t* device_raw, const DeviceBlock& rhs) {
+  if (row_begin > 0) {
+    STRIPESOLVE_RETURN_IF_ERROR(subtract_product(part.data, part.ld, part.rows, row_begin, rhs, 0,
+                                                 row_begin, "product of the forward substitution"));
+  }
+  if (device_raw != nullptr) {
+    cuda::launch_rhs_row_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
+                               compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of the right-hand side"));
+  }
+  return solve_triangle(CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT, part.data + row_begin * part.ld,
+                        part.ld, part.rows, rhs, row_begin, "triangle of the forward substitution");
+}
+
+Status CudaLane::queue_backward(const DeviceBlock& part, int64_t row_begin,
+                                const int32_t* device_raw, const DeviceBlock& rhs) {
+  const int64_t right = rhs.rows - row_begin - part.rows;
+  const double* diag = part.data + row_begin * part.ld;
+  if (right > 0) {
+    STRIPESOLVE_RETURN_IF_ERROR(subtract_product(diag + part.rows * part.ld, part.ld, part.rows,
+                                                 right, rhs, row_begin + part.rows, row_begin,
+                                                 "product of the backward substitution"));
+  }
+  STRIPESOLVE_RETURN_IF_ERROR(solve_triangle(CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, diag,
+                                             part.ld, part.rows, rhs, row_begin,
+                                             "triangle of the backward substitution"));
+  if (device_raw != nullptr) {
+    cuda::launch_solution_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
+                                compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("solution swaps"));
+  }
+  return Status::ok();
+}
+
+// rhs[rows, rows + h) -= a (h x k) * rhs[from, from + k). With one right-hand side, dgemv and
+// dtrsv below run as fast as dgemm and dtrsm (bench_substitution_ops on the H200).
+Status CudaLane::subtract_product(const double* a, int64_t lda, int64_t h, int64_t k,
+                                  const DeviceBlock& rhs, int64_t from, int64_t rows,
+                                  const char* what) {
+  const double one = 1.0, minus_one = -1.0;
+  RETURN_CUBLAS(
+      cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h), static_cast<int>(rhs.cols),
+                  static_cast<int>(k), &minus_one, a, static_cast<int>(lda), rhs.data + from,
+                  static_cast<int>(rhs.ld), &one, rhs.data + rows, static_cast<int>(rhs.ld)),
+      what);
+  return Status::ok();
+}
+
+// rhs[rows, rows + h) <- triangle^-1 * itself.
+Status CudaLane::solve_triangle(cublasFillMode_t fill, cublasDiagType_t diag, const double* t,
+                                int64_t ldt, int64_t h, const DeviceBlock& rhs, int64_t rows,
+                                const char* what) {
+  const double one = 1.0;
+  RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, static_cast<int>(h),
+                            static_cast<int>(rhs.cols), &one, t, static_cast<int>(ldt),
+                            rhs.data + rows, static_cast<int>(rhs.ld)),
+                what);
+  return Status::ok();
+}
+
+}  // namespace stripesolve::backend::cuda

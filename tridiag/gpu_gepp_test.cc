@@ -128,14 +128,15 @@ TEST(GpuTest, InterleavedGeppNamesASingularSystemAndRefusesStridedBatches) {
 }
 
 // Batches of kMinRecomputedGeppSystems systems take the variants that eliminate each chunk
-// again for the substitution (chunks of 32 in shared memory to n = 384, of 16 in registers
-// above): as accurate as the CPU's gepp, and a singular system named with its row.
+// again for the substitution (chunks of 32 in shared memory, the last of 48, to n = 384, of 16
+// in registers above): as accurate as the CPU's gepp, and a singular system named with its row,
+// in the last chunk (n = 100: row 60 of steps 51-98) or an earlier one (n = 200: row 50).
 TEST(GpuTest, LargeInterleavedGeppBatchesRecomputeTheirPivotRows) {
   SKIP_WITHOUT_GPU();
   GpuOptions gopt;
   gopt.solve.algorithm = Algorithm::kGepp;
   const std::size_t m = gpu::kMinRecomputedGeppSystems;
-  for (std::size_t n : {100, 401}) {
+  for (std::size_t n : {100, 200, 401}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     const std::vector<std::size_t> sizes(m, n);
     StridedSystems b = make_strided_batch(sizes, 1);
@@ -146,7 +147,8 @@ TEST(GpuTest, LargeInterleavedGeppBatchesRecomputeTheirPivotRows) {
     ASSERT_TRUE(r.is_ok()) << r.status().to_string();
     const std::vector<double> x = interleave(xg, n, m, /*back=*/true);
     EXPECT_LE(max_residual(b, sizes, x), 10 * max_residual(b, sizes, xc) + 1e-15);
-    const std::size_t j = m - 3, row = n - 40;  // column n - 40 of the third system from the end
+    const std::size_t j = m - 3;  // the third system from the end: column `row` zero
+    const std::size_t row = n == 200 ? 50 : n - 40;
     b.du[j * n + row - 1] = 0.0;
     b.d[j * n + row] = 0.0;
     b.dl[j * n + row + 1] = 0.0;
@@ -201,8 +203,8 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
       {gpu::kMaxSharedGeppSystem + 1, fewest, GeppKernel::kPivotRowsInDeviceMemory},
       {gpu::kMaxTailGeppSystem, fewest, GeppKernel::kPivotRowsInDeviceMemory},
       {16384, 1, GeppKernel::kPivotRowsInDeviceMemory},
-      {gpu::kMaxSharedGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf32},
-      {gpu::kMaxSharedChunkGeppSystem, many, GeppKernel::kRecomputedChunksOf32},
+      {gpu::kMaxSharedGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf32LastOf48},
+      {gpu::kMaxSharedChunkGeppSystem, many, GeppKernel::kRecomputedChunksOf32LastOf48},
       {gpu::kMaxSharedChunkGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf16InRegisters},
       {16384, many, GeppKernel::kRecomputedChunksOf16InRegisters}};
   for (const auto& c : chosen) {
@@ -234,16 +236,17 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(20, count, GeppKernel::kTailInDeviceMemory), 0u);
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(20, count, GeppKernel::kPivotRowsInDeviceMemory),
             24 * 20 * count);
-  // Chunks of 32 steps: n = 33 has one (its pivot rows stay on chip, its start unused but
-  // counted), n = 34 two.
+  // Chunks of 32 steps, the last of 48: a start for every 32 steps, rounded up (more than the
+  // chunks before the last: n = 33 has none but counts one, n = 34 two).
   for (const auto& [n, chunks] : {std::pair<std::size_t, std::size_t>{1, 0},
                                   {33, 1},
                                   {34, 2},
                                   {1024, 32},
                                   {1025, 32},
                                   {1026, 33}}) {
-    EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(n, count, GeppKernel::kRecomputedChunksOf32),
-              24 * chunks * count)
+    EXPECT_EQ(
+        gpu::interleaved_gepp_workspace_bytes(n, count, GeppKernel::kRecomputedChunksOf32LastOf48),
+        24 * chunks * count)
         << n;
   }
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(129, count,
@@ -261,7 +264,7 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
   SKIP_WITHOUT_GPU();
   using gpu::GeppKernel;
   ASSERT_EQ(gpu::set_interleaved_gepp_limits(), cudaSuccess);
-  for (std::size_t n : {5, 64, 100, 300}) {
+  for (std::size_t n : {5, 49, 50, 64, 100, 128, 300}) {
     const std::size_t m = 203, rows = n * m;
     const std::vector<std::size_t> sizes(m, n);
     StridedSystems b = make_strided_batch(sizes, 1);
@@ -273,10 +276,10 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
     const StridedSystems il = interleaved(b, n, m);
     const DeviceCopy dl(il.dl), d(il.d), du(il.du), f(il.f), x{std::vector<double>(rows)};
     const DeviceCopy flags{std::vector<unsigned long long>(2, ULLONG_MAX)};
-    for (GeppKernel kernel :
-         {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
-          GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
-          GeppKernel::kRecomputedChunksOf32, GeppKernel::kRecomputedChunksOf16InRegisters}) {
+    for (GeppKernel kernel : {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
+                              GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
+                              GeppKernel::kRecomputedChunksOf32LastOf48,
+                              GeppKernel::kRecomputedChunksOf16InRegisters}) {
       if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
           (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
         continue;

@@ -368,9 +368,10 @@ int main(int argc, char** argv) {
             {GeppKernel::kRowsInSharedMemory, "rows ahead in shared memory"},
             {GeppKernel::kPivotRowsInDeviceMemory, "pivot rows in device memory"},
             {GeppKernel::kTailInDeviceMemory, "the tail's pivot rows in device memory"},
-            {GeppKernel::kRecomputedChunksOf32, "pivot rows recomputed, chunks of 32"},
             {GeppKernel::kRecomputedChunksOf16InRegisters,
-             "pivot rows recomputed, chunks of 16 in registers"}};
+             "pivot rows recomputed, chunks of 16 in registers"},
+            {GeppKernel::kRecomputedChunksOf32LastOf48,
+             "pivot rows recomputed, chunks of 32, the last of 48"}};
         for (const auto& [kernel, what] : kernels) {
           // Their shared memory: the first two hold every pivot row.
           const bool whole_on_chip =
@@ -389,7 +390,7 @@ int main(int argc, char** argv) {
           // variant alone, as solve_batch_gpu would run it (the separate pass's is on the
           // launch's own line above).
           if (kernel == GeppKernel::kRowsInRegisters ||
-              kernel == GeppKernel::kRecomputedChunksOf32) {
+              kernel == GeppKernel::kRecomputedChunksOf32LastOf48) {
             continue;
           }
           ensure_check_ws(BatchLayout::kInterleaved, count);

@@ -1,7 +1,8 @@
-// The recomputing variants of interleaved gepp (interleaved_gepp.cuh: kRecomputedChunksOf32 and
-// kRecomputedChunksOf16InRegisters): one chunk's pivot rows on chip, each earlier chunk
-// eliminated again for the substitution, and the check that rides on that second elimination.
-// Device code only, included by interleaved_gepp.cu alone (the parts: gepp_thread.cuh).
+// The recomputing variants of interleaved gepp (interleaved_gepp.cuh:
+// kRecomputedChunksOf32LastOf48 and kRecomputedChunksOf16InRegisters): one chunk's pivot rows on
+// chip, each earlier chunk eliminated again for the substitution, and the check that rides on that
+// second elimination. Device code only, included by interleaved_gepp.cu alone (the parts:
+// gepp_thread.cuh).
 #pragma once
 
 #include "tridiag/cuda/gepp_thread.cuh"
@@ -58,11 +59,35 @@ struct RegisterChunk {
   }
 };
 
+// The last chunk's pivot rows where it has kExtra steps more than kChunk (recomputed_chunks'
+// kExtra): its first kChunk in `shared`'s slots 0 to kChunk - 1, the others in registers.
+template <std::size_t kChunk, std::size_t kExtra>
+struct LastChunk {
+  const SavedRows& shared;
+  RegisterRows<kExtra> registers;
+  // x of rows to - 1 down to from (from + kChunk + kExtra >= to), the first kept back.
+  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+    const std::size_t mid = from + kChunk < to ? from + kChunk : to;
+#pragma unroll
+    for (std::size_t k = kExtra; k-- > 0;) {
+      if (mid + k < to) back.row(mid + k, registers.get(k));
+    }
+    for (std::size_t i = mid; i-- > from;) back.row(i, shared.get(i - from), i > from);
+  }
+};
+template <std::size_t kChunk>
+struct LastChunk<kChunk, 0> {};  // none: the last chunk is like the others
+
 // The elimination keeping one chunk's pivot rows in `chunk` and each chunk's start in device
 // memory; the substitution takes the last chunk's as they are and eliminates each earlier chunk
 // again from its start (gepp_rows_solve_chunked's order, the same bits), its first rows issued
 // while the chunk after it is substituted. x may alias f: a chunk's first x waits until the chunk
 // before has read that row (its last step).
+//
+// kExtra > 0 (a SharedChunk only): the last chunk takes the last kChunk + kExtra steps, its
+// pivot rows after the first kChunk in registers (LastChunk), and the chunk before it is the
+// shorter: rows not read again are those of that chunk only (at n = 128 with chunks of 32, 79
+// rows of 128 read again against 96).
 //
 // With a ring that brings the check's rows (Ring::kCheck = kChunk; a.check set, x apart from f),
 // each system gets its verdict without a pass of its own: as chunk k is eliminated again, its
@@ -70,23 +95,34 @@ struct RegisterChunk {
 // and whose rows were just read (both still in L2), and the x beside them; rows 0 to kChunk are
 // read at the end. A chunk's first slots are issued while the chunk after it is substituted,
 // before those x are known, so their check parts follow as groups of their own once it is.
-template <std::size_t kChunk, typename Ring, typename Chunk>
+template <std::size_t kChunk, std::size_t kExtra = 0, typename Ring, typename Chunk>
 __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const Ring& ring,
                                   Chunk& chunk) {
   constexpr bool kChecks = Ring::kCheck > 0;
-  static_assert(!kChecks || Ring::kCheck == kChunk);
+  static_assert(!kChecks || (Ring::kCheck == kChunk && kExtra == 0));
   const std::size_t n = a.n, m = a.count, steps = n - 1;
-  const std::size_t chunks = (steps + kChunk - 1) / kChunk;
+  // The last chunk is [last_from, steps); the ones before it start at multiples of kChunk.
+  // (kExtra = 0: (chunks - 1) kChunk, written as the chunks' ends below.)
+  const std::size_t last_from = steps > kChunk + kExtra ? steps - kChunk - kExtra : 0;
+  const std::size_t chunks = kExtra == 0  ? (steps + kChunk - 1) / kChunk
+                             : steps == 0 ? 0
+                                          : (last_from + kChunk - 1) / kChunk + 1;
   double* const starts = a.pivot_rows + j;
   auto keep_start = [&](std::size_t i, const GeppCarry& c) {
-    if (i + kChunk < steps) {  // the last chunk's pivot rows stay
+    if (kExtra == 0 ? i + kChunk < steps : i < last_from) {  // the last chunk's pivot rows stay
       double* const s = starts + 3 * (i / kChunk) * m;
       s[0] = c.d;
       s[m] = c.u;
       s[2 * m] = c.f;
     }
   };
-  auto end_of = [&](std::size_t k) { return (k + 1) * kChunk < steps ? (k + 1) * kChunk : steps; };
+  auto end_of = [&](std::size_t k) {
+    if constexpr (kExtra == 0) {
+      return (k + 1) * kChunk < steps ? (k + 1) * kChunk : steps;
+    } else {
+      return k + 1 == chunks ? steps : (k + 1) * kChunk < last_from ? (k + 1) * kChunk : last_from;
+    }
+  };
   Ring again = ring;  // the passes after the first: with the check's rows
   again.checking = kChecks;
   RowChecks checks;
@@ -99,12 +135,44 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
     }
   };
   bool singular = false;
-  const GeppCarry last = chunk.eliminate(ring, 0, steps, GeppCarry{}, true, false, singular,
-                                         keep_start, [](std::size_t) {});
+  GeppCarry last;
+  LastChunk<kChunk, kExtra> tail = [&] {
+    if constexpr (kExtra == 0) {
+      return LastChunk<kChunk, 0>{};
+    } else {
+      return LastChunk<kChunk, kExtra>{chunk.rows.rows, {}};
+    }
+  }();
+  if constexpr (kExtra == 0) {
+    last = chunk.eliminate(ring, 0, steps, GeppCarry{}, true, false, singular, keep_start,
+                           [](std::size_t) {});
+  } else {
+    // One pass through the ring: the steps before the last chunk's registers rolled (pivot rows
+    // to slot i % kChunk, or i - last_from in the last chunk), its last kExtra unrolled.
+    const std::size_t mid = last_from + kChunk < steps ? last_from + kChunk : steps;
+    RowIn next = ring.start(0, steps, false, true, last);
+    for (std::size_t i = 0; i < mid; ++i) {
+      const RowIn r = ring.advance(i, steps, next);
+      const bool before = i < last_from;
+      if (before && i % kChunk == 0) keep_start(i, last);
+      step(a, j, i, last, r,
+           SlotOf<const SavedRows>{tail.shared, before ? i % kChunk : i - last_from}, singular);
+    }
+#pragma unroll
+    for (std::size_t k = 0; k < kExtra; ++k) {
+      const std::size_t i = mid + k;
+      if (i < steps) {
+        const RowIn r = ring.advance(i, steps, next);
+        step(a, j, i, last, r, SlotOf<RegisterRows<kExtra>>{tail.registers, k}, singular);
+      }
+    }
+    __pipeline_wait_prior(0);
+  }
   if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
   Backward back(a, j, last);
   for (std::size_t k = chunks; k-- > 0;) {
-    const std::size_t from = k * kChunk, to = end_of(k);
+    const std::size_t from = kExtra > 0 && k + 1 == chunks ? last_from : k * kChunk;
+    const std::size_t to = end_of(k);
     if (k + 1 < chunks) {  // this chunk's pivot rows again, from its start (its rows issued)
       const double* const s = starts + 3 * k * m;
       bool flagged = true;      // the first elimination flagged any zero pivot
@@ -116,7 +184,15 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
       back.store_last();  // x of row `to`, the next chunk's first: its f is read no more
     }
     if (k > 0) ring.issue_first((k - 1) * kChunk, end_of(k - 1));
-    chunk.substitute(back, from, to);
+    if constexpr (kExtra > 0) {
+      if (k + 1 == chunks) {
+        tail.substitute(back, from, to);
+      } else {
+        chunk.substitute(back, from, to);
+      }
+    } else {
+      chunk.substitute(back, from, to);
+    }
     if (kChecks && k > 0) again.issue_first_checks((k - 1) * kChunk, end_of(k - 1));
   }
   back.store_last();  // row 0's (for n = 1, again)

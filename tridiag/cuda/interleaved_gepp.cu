@@ -217,11 +217,11 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   if (j >= a.count) return;
   const int threads = static_cast<int>(blockDim.x);
   double* const mine = shared + threadIdx.x;
-  if constexpr (kWhere == GeppKernel::kRecomputedChunksOf32) {
+  if constexpr (kWhere == GeppKernel::kRecomputedChunksOf32LastOf48) {
     constexpr std::size_t kChunk = 32;
     const std::size_t plane = kChunk * threads;
     SharedChunk<kChunk> chunk{{{mine, mine + plane, mine + 2 * plane, std::size_t(threads)}}};
-    recomputed_chunks<kChunk>(a, j, Ring<kSharedRows>{a, j, mine + 3 * plane, threads}, chunk);
+    recomputed_chunks<kChunk, 16>(a, j, Ring<kSharedRows>{a, j, mine + 3 * plane, threads}, chunk);
     return;
   } else if constexpr (kWhere == GeppKernel::kRecomputedChunksOf16InRegisters) {
     RegisterChunk<16> chunk;
@@ -285,7 +285,7 @@ std::size_t thread_bytes(std::size_t n, GeppKernel where, bool check = false) {
       return kSavedBytesPerRow * n + ring;
     case GeppKernel::kTailInDeviceMemory:
       return kSavedBytesPerRow * head_rows(n) + ring;
-    case GeppKernel::kRecomputedChunksOf32:
+    case GeppKernel::kRecomputedChunksOf32LastOf48:
       return kSavedBytesPerRow * 32 + ring;
     default:
       return ring;
@@ -323,7 +323,7 @@ std::size_t workspace_rows(std::size_t n, GeppKernel kernel) {
       return n;
     case GeppKernel::kTailInDeviceMemory:
       return n - head_rows(n);
-    case GeppKernel::kRecomputedChunksOf32:
+    case GeppKernel::kRecomputedChunksOf32LastOf48:  // at most: the chunks before the last
       return (steps + 31) / 32;
     case GeppKernel::kRecomputedChunksOf16InRegisters:
       return (steps + 15) / 16;
@@ -340,7 +340,7 @@ GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked) {
   if (n <= kMaxRegisterGeppSystem) return GeppKernel::kRowsInRegisters;
   if (n <= kMaxSharedGeppSystem) return GeppKernel::kRowsInSharedMemory;
   if (many) {
-    return n <= kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf32
+    return n <= kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf32LastOf48
                                           : GeppKernel::kRecomputedChunksOf16InRegisters;
   }
   return n <= kMaxTailGeppSystem && count >= kMinTailGeppSystems
@@ -373,8 +373,8 @@ bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
     case GeppKernel::kRowsInRegisters:
       launch_with<GeppKernel::kRowsInRegisters>(a, stream);
       return false;
-    case GeppKernel::kRecomputedChunksOf32:
-      launch_with<GeppKernel::kRecomputedChunksOf32>(a, stream);
+    case GeppKernel::kRecomputedChunksOf32LastOf48:
+      launch_with<GeppKernel::kRecomputedChunksOf32LastOf48>(a, stream);
       return false;
     case GeppKernel::kRowsInSharedMemory:
       launch_checked_or_not<GeppKernel::kRowsInSharedMemory>(a, stream, inside);
@@ -397,7 +397,7 @@ cudaError_t set_interleaved_gepp_limits() {
                  interleaved_gepp_kernel<GeppKernel::kRowsInSharedMemory>,
                  interleaved_gepp_kernel<GeppKernel::kPivotRowsInDeviceMemory>,
                  interleaved_gepp_kernel<GeppKernel::kTailInDeviceMemory>,
-                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf32>,
+                 interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf32LastOf48>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters>,
                  interleaved_gepp_kernel<GeppKernel::kRecomputedChunksOf16InRegisters, true>,
                  interleaved_gepp_kernel<GeppKernel::kRowsInSharedMemory, true>,

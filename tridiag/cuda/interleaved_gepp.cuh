@@ -32,37 +32,41 @@ struct InterleavedGepp {
 // pivot rows in shared memory; kRowsInSharedMemory: 8 rows ahead in shared memory (cp.async,
 // whose waits count rows), pivot rows there too; kTailInDeviceMemory: the same ring, the first 32
 // rows' pivot rows in shared memory and the later ones in device memory (read back through the
-// ring); kPivotRowsInDeviceMemory: every pivot row in device memory. kRecomputedChunksOf32: the
-// same ring, one chunk of 32 steps' pivot rows in shared memory, and only each chunk's starting
-// row in device memory; the substitution takes the last chunk's pivot rows as the elimination
-// left them and eliminates each earlier chunk again from its start (gepp_rows_solve_chunked, the
-// same bits): the batch read about twice, 72 bytes an unknown at most against 88, and no pivot
-// rows written, for twice the arithmetic. kRecomputedChunksOf16InRegisters: the same with chunks
-// of 16 steps whose pivot rows wait in registers, shared memory holding only the ring (five
-// blocks of 64 threads an SM against three).
+// ring); kPivotRowsInDeviceMemory: every pivot row in device memory.
+// kRecomputedChunksOf32LastOf48: the same ring, one chunk's pivot rows on chip, and only each
+// chunk's starting row in device memory; the substitution takes the last chunk's pivot rows as
+// the elimination left them and eliminates each earlier chunk again from its start
+// (gepp_rows_solve_chunked, the same bits): the batch read about twice, 72 bytes an unknown at
+// most against 88, and no pivot rows written, for twice the arithmetic. Chunks of 32 steps, their
+// pivot rows in shared memory, but the last, of 48, its last 16 in registers (three blocks an SM
+// still: shared memory bounds them), so that fewer rows are read again (79 of 128 at n = 128
+// against 96 with a last chunk of 32). kRecomputedChunksOf16InRegisters: the same with chunks of
+// 16 steps whose pivot rows wait in registers, shared memory holding only the ring (five blocks
+// of 64 threads an SM against three).
 //
 // choose_gepp_kernel (kChoose) takes the first two up to n = kMaxRegisterGeppSystem and
 // kMaxSharedGeppSystem; above, where the batch has kMinRecomputedGeppSystems systems or more
-// (enough threads to fill the device: memory bound), the recomputing variants, chunks of 32 up
-// to kMaxSharedChunkGeppSystem and of 16 in registers above; with fewer systems each thread's
-// chain of steps bounds the time, and the variants that eliminate once win: the tail's up to
-// kMaxTailGeppSystem in batches of kMinTailGeppSystems or more, every pivot row in device memory
+// (enough threads to fill the device: memory bound), the recomputing variants, chunks of 32 (the
+// last of 48) up to kMaxSharedChunkGeppSystem and of 16 in registers above; with fewer systems each
+// thread's chain of steps bounds the time, and the variants that eliminate once win: the tail's up
+// to kMaxTailGeppSystem in batches of kMinTailGeppSystems or more, every pivot row in device memory
 // above and in smaller batches (2^20-2^24 unknowns: the tail's 2-6% quicker with 16384 systems of
 // 256 or 1024, every pivot row in device memory 5-17% with 2048-8192 systems of 128-1024;
 // results/h200_interleaved_gepp_small_batches_2026-11-30.txt). H200, G unknowns/s, 2^26 unknowns:
 // 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from shared memory
-// against 65; at n = 96 / 128 / 160 / 256 / 384 / 512 / 1024 / 2048, chunks of 32 recomputed 60
-// / 59 / 56 / 55 / 51 / 49 / 50 / 40, chunks of 16 in registers 57 / 57 / 55 / 55 / 50 / 55 / 54
-// / 55, the tail in device memory 53 / 58 / 48 / 51 / 43 / 46 / 46 / 39, none on chip 34 / 47 /
-// 34 / 46 / 34 / 44 / 45 / 44; with 8192 systems of n = 512 (2^22 unknowns) 22 recomputed against
-// 31 with none on chip (docs/performance.md).
+// against 65; at n = 96 / 128 / 160 / 192 / 256 / 384 / 512, chunks of 32 with the last of 48
+// 64.6 / 62.5 / 58.3 / 56.3 / 55.7 / 52.6 / 50.5 against 60.3 / 59.1 / 56.4 / 54.5 / 55.2 / 52.0
+// / 50.6 with the last of 32 (a variant since dropped) and 57.4 / 56.4 / 54.2 / 53.5 / 54.5 / 49.6
+// / 54.4 for chunks of 16 in registers; at 1024 / 2048 chunks of 16 54 / 55, the tail in device
+// memory 46 / 39, none on chip 45 / 44; with 8192 systems of n = 512 (2^22 unknowns) 22
+// recomputed against 31 with none on chip (docs/performance.md).
 enum class GeppKernel {
   kChoose,
   kRowsInRegisters,
   kRowsInSharedMemory,
   kPivotRowsInDeviceMemory,
   kTailInDeviceMemory,
-  kRecomputedChunksOf32,
+  kRecomputedChunksOf32LastOf48,
   kRecomputedChunksOf16InRegisters
 };
 // `checked`: the batch is to be checked as it is solved. Batches of kMinRecomputedGeppSystems

@@ -210,9 +210,11 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   for (const auto& c : chosen) {
     EXPECT_EQ(gpu::choose_gepp_kernel(c.n, c.count), c.kernel) << c.n << " x " << c.count;
   }
-  // A batch checked as it is solved: chunks of 16 at every n where it is large, the variants that
-  // eliminate once above n = 64 where it is not, and below the unchecked choice.
-  for (std::size_t n : {1, 16, 64, 200, 16384}) {
+  // A batch checked as it is solved: chunks of 16 where it is large but at 32 < n <= 64, the
+  // variants that eliminate once above n = 64 where it is not, and elsewhere the unchecked choice.
+  EXPECT_EQ(gpu::choose_gepp_kernel(64, many, /*checked=*/true), GeppKernel::kRowsInSharedMemory);
+  EXPECT_EQ(gpu::choose_gepp_kernel(33, many, /*checked=*/true), GeppKernel::kRowsInSharedMemory);
+  for (std::size_t n : {1, 16, 32, 65, 200, 16384}) {
     EXPECT_EQ(gpu::choose_gepp_kernel(n, many, /*checked=*/true),
               GeppKernel::kRecomputedChunksOf16InRegisters)
         << n;

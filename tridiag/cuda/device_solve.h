@@ -56,10 +56,10 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t
                             std::size_t n = 0);
 
 // `check` (optional): prepare_check's target; where a strided batch goes through the one-pass
-// kernels (n <= kMaxGroupSystem), or gepp solves an interleaved batch of systems above n = 64 or
-// of kMinRecomputedGeppSystems (interleaved_gepp.cuh: choose_gepp_kernel), the kernels check
-// every system as they go and set check->rows_checked (other interleaved batches are checked
-// apart).
+// kernels (n <= kMaxGroupSystem), or gepp solves an interleaved batch of systems above n = 64, or
+// of kMinRecomputedGeppSystems but at 32 < n <= 64 (interleaved_gepp.cuh: choose_gepp_kernel),
+// the kernels check every system as they go and set check->rows_checked (other interleaved
+// batches are checked apart).
 Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& batch,
                     void* workspace, std::size_t workspace_size, double pivot_tolerance,
                     void* stream, CheckTarget* check = nullptr);

@@ -336,7 +336,8 @@ std::size_t workspace_rows(std::size_t n, GeppKernel kernel) {
 
 GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked) {
   const bool many = count >= kMinRecomputedGeppSystems;
-  if (checked && many) return GeppKernel::kRecomputedChunksOf16InRegisters;
+  const bool shared_rows = n > kMaxRegisterGeppSystem && n <= kMaxSharedGeppSystem;
+  if (checked && many && !shared_rows) return GeppKernel::kRecomputedChunksOf16InRegisters;
   if (n <= kMaxRegisterGeppSystem) return GeppKernel::kRowsInRegisters;
   if (n <= kMaxSharedGeppSystem) return GeppKernel::kRowsInSharedMemory;
   if (many) {

@@ -70,11 +70,12 @@ enum class GeppKernel {
   kRecomputedChunksOf16InRegisters
 };
 // `checked`: the batch is to be checked as it is solved. Batches of kMinRecomputedGeppSystems
-// or more take kRecomputedChunksOf16InRegisters at every n, which checks in its second
-// elimination; smaller ones above n = 64 the tail's or every pivot row in device memory, checked
-// in the substitution; up to 64 the unchecked choice, checked by the separate pass (the
-// shared-memory variant's check costs more there). H200, a checked batch's G unknowns/s, 2^26
-// unknowns: 73 / 53 at n = 16 / 32 against 49 / 49 checked apart, 44 against 45 at n = 64;
+// or more take kRecomputedChunksOf16InRegisters, which checks in its second elimination, but at
+// 32 < n <= 64; smaller ones above n = 64 the tail's or every pivot row in device memory,
+// checked in the substitution; the others the unchecked choice, checked by the separate pass
+// (the shared-memory variant's own check costs more). H200, a checked batch's G unknowns/s, 2^26
+// unknowns: 68-73 / 52-53 at n = 16 / 32 against 49 / 49 checked apart, 43-44 against 45 at
+// n = 64 (three runs);
 // 16384 systems of 4096 34 (the tail's) against 30; 2^22 unknowns, 8192 / 4096 systems of 512 /
 // 1024: 19 / 11 (the tail's) against 17 / 11.
 GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked = false);

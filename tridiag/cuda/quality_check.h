@@ -21,7 +21,7 @@
 // 30-130% of the solve on an H200, against 50-260% for the separate pass: docs/performance.md.
 // Interleaved batches are checked apart, the separate pass in runs costing less there, but for
 // gepp's, which its substitution checks (its second elimination in large batches), a third
-// cheaper; for n <= 64 only in large batches.) A caller
+// cheaper; for n <= 32 only in large batches, at 32 < n <= 64 never.) A caller
 // passes prepare_check's CheckTarget to solve_device, which sets rows_checked where its kernel did
 // that, and then calls check_on_device with that target: only the worst system's search and the
 // copies remain. Threading: asynchronous on `stream` but for the final copies, which synchronise

@@ -94,8 +94,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Frees the unfinished uploads and the unclaimed finished ones of this connection.
   void free_uploads();
   void handle_submit(protocol::Frame& frame, std::vector<UniqueFd> files);
-  void start_watch(uint64_t request_id, std::shared_ptr<Job> job, bool progress);
-  void start_result(uint64_t request_id, std::shared_ptr<Job> job);
+  void start_watch(uint64_t request_id, const std::shared_ptr<Job>& job, bool progress);
+  void start_result(uint64_t request_id, const std::shared_ptr<Job>& job);
   void on_wake();
   void update_watches();
   // Produces at most one frame of one result stream; false if none could produce.

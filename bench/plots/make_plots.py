@@ -279,6 +279,45 @@ def plot_tridiag_gpu(res, plt):
     return captioned(fig, f"bench/{rel}")
 
 
+TRIDIAG_INTERLEAVED = "tridiag/results/h200_interleaved_gepp_final_last_of_48_2026-11-30.jsonl"
+GEPP_OURS = "stripesolve gepp interleaved"
+GEPP_PEER = "cusparse gtsvInterleavedBatch lu_pivoting"
+
+
+def plot_tridiag_interleaved(res, plt):
+    """Interleaved batches (issue 19): gepp's launch (its own kernel choice) against cuSPARSE's
+    pivoting interleaved solver over n, the ratio above each pair, the copy roofline dashed."""
+    rel = TRIDIAG_INTERLEAVED
+    with res.reading(rel) as d:
+        cases = sorted(d["strided_batches"], key=lambda c: c["n"])
+        if not cases:
+            raise ValueError("no cases")
+        groups = [str(c["n"]) for c in cases]
+        ours = [num(c[GEPP_OURS]["unknowns_per_s"], GEPP_OURS) / 1e9 for c in cases]
+        peer = [num(c[GEPP_PEER]["unknowns_per_s"], GEPP_PEER) / 1e9 for c in cases]
+        roof = [o / num(c[GEPP_OURS]["roofline_fraction"], "roofline_fraction")
+                for o, c in zip(ours, cases)]
+        fig, ax = plt.subplots(figsize=(12, 5))
+        vals = {"stripesolve gepp (a thread a system)": ours,
+                "cuSPARSE gtsvInterleavedBatch (pivoting)": peer}
+        grouped_bars(ax, groups, list(vals), vals, [STRIPESOLVE_COLORS[0], PEER_COLORS[0]],
+                     "{:.0f}", headroom=1.3)
+        for g, (o, p) in enumerate(zip(ours, peer)):
+            ax.annotate(f"{o / p:.2f}x", (g, max(o, p)), xytext=(0, 12), textcoords="offset points",
+                        ha="center", fontsize=8, fontweight="bold",
+                        color="#d62728" if o / p < 1.5 else "black")
+        ax.plot(range(len(groups)), roof, "k--", lw=1, label="copy roofline (40 bytes an unknown)")
+        ax.set_xlabel("n (rows a system)")
+        ax.set_ylabel("G unknowns/s")
+        ax.legend(fontsize=8, loc="upper right")
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(f"Interleaved tridiagonal batches, stable, on the GPU ({d['device']})\n"
+                     f"2^{round(math.log2(d['unknowns']))} unknowns, U(-1,1), best of 3; "
+                     "ratio against cuSPARSE above each pair (target 1.5x; red below it)",
+                     fontsize=10)
+    return captioned(fig, f"bench/{rel}")
+
+
 def plot_tridiag_cpu(res, plt):
     rel = TRIDIAG_CPU
     with res.reading(rel) as d:
@@ -409,6 +448,7 @@ PLOTS = {
     "dense_gpu_tiers.png": plot_dense_gpu_tiers,
     "dense_gpu_two_gpus.png": plot_dense_gpu_multi,
     "tridiag_gpu.png": plot_tridiag_gpu,
+    "tridiag_gpu_interleaved.png": plot_tridiag_interleaved,
     "tridiag_cpu.png": plot_tridiag_cpu,
     "storage.png": plot_storage,
     "daemon_tridiag_e2e.png": plot_daemon_e2e,

@@ -101,8 +101,9 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
   constexpr bool kChecks = Ring::kCheck > 0;
   static_assert(!kChecks || (Ring::kCheck == kChunk && kExtra == 0));
   const std::size_t n = a.n, m = a.count, steps = n - 1;
-  // The last chunk is [last_from, steps); the ones before it start at multiples of kChunk.
-  // (kExtra = 0: (chunks - 1) kChunk, written as the chunks' ends below.)
+  // kExtra > 0: the last chunk is [last_from, steps), the ones before it start at multiples of
+  // kChunk. kExtra = 0 (last_from unused): every chunk starts at a multiple of kChunk, the last
+  // holding what is left.
   const std::size_t last_from = steps > kChunk + kExtra ? steps - kChunk - kExtra : 0;
   const std::size_t chunks = kExtra == 0  ? (steps + kChunk - 1) / kChunk
                              : steps == 0 ? 0

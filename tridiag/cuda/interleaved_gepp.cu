@@ -364,8 +364,8 @@ bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
   if (!named) kernel = choose_gepp_kernel(a.n, a.count, check);
   // Checked inside: the variants whose substitution reads through a ring (the chunks of 16, the
   // tail's and every pivot row in device memory, which kChoose takes for checked batches above
-  // n = 64 or of kMinRecomputedGeppSystems); the shared-memory variant only where named, its
-  // check costing more than the separate pass (interleaved_gepp.cuh).
+  // n = 64 or of kMinRecomputedGeppSystems but at 32 < n <= 64); the shared-memory variant only
+  // where named, its check costing more than the separate pass (interleaved_gepp.cuh).
   const bool inside = check && (kernel == GeppKernel::kRecomputedChunksOf16InRegisters ||
                                 kernel == GeppKernel::kTailInDeviceMemory ||
                                 kernel == GeppKernel::kPivotRowsInDeviceMemory ||

@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "daemon/client_mapping.h"
 #include "daemon/job_files.h"
 #include "daemon/npy_file.h"
+#include "daemon/tridiag_arrays.h"
 #include "daemon/tridiag_auto_device.h"
 #include "daemon/tridiag_input.h"
 #include "daemon/tridiag_sources.h"
@@ -28,95 +28,6 @@ namespace {
 // Above this the job log warns that the solution is inaccurate (a backward-stable solve of a
 // reasonably conditioned system is near 1e-16).
 constexpr double kInaccurateResidual = 1e-6;
-
-// One float64 array of the batch: the client's file mapped in place (daemon/client_mapping.h),
-// or values of the daemon's own, not zero-filled (a read or the solver fills every one).
-struct Array {
-  std::unique_ptr<double[]> owned;
-  ClientMapping mapping;
-  double* values = nullptr;
-  std::size_t size = 0;
-
-  static Array own(std::size_t count) {
-    Array a;
-    a.owned = std::make_unique_for_overwrite<double[]>(count);
-    a.values = a.owned.get();
-    a.size = count;
-    return a;
-  }
-  double* data() const { return values; }
-  std::span<const double> span() const { return {values, size}; }
-  bool truncated() const { return mapping.truncated(); }
-};
-
-// A passed little-endian float64 file in C order is mapped and used where it lies; anything else
-// (float32, big-endian, Fortran order, an odd data offset, an upload, no mapping slot left) is
-// converted into an array of the daemon's own.
-Result<Array> load_array(TridiagSource& source, std::size_t count) {
-  const protocol::NpyHeader& h = source.header;
-  if (source.fd >= 0 && h.dtype == protocol::NpyDtype::kFloat64 && !h.big_endian &&
-      (!h.fortran_order || h.shape.size() == 1) && h.data_offset % alignof(double) == 0) {
-    auto mapping = ClientMapping::map(source.fd, h.data_offset + 8 * count, /*writable=*/false);
-    if (mapping.is_ok()) {
-      Array a;
-      a.mapping = std::move(mapping).value();
-      a.values = reinterpret_cast<double*>(a.mapping.data() + h.data_offset);
-      a.size = count;
-      return a;
-    }
-  }
-  Array a = Array::own(count);
-  if (source.fd >= 0) {
-    STRIPESOLVE_RETURN_IF_ERROR(read_npy_floats(source.fd, h, a.data()));
-    return a;
-  }
-  STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<double> values,
-                               protocol::npy_float_values(source.bytes, h));
-  std::string().swap(source.bytes);
-  std::copy(values.begin(), values.end(), a.data());
-  return a;
-}
-
-// The solution's array: with an output file, the file itself (sized, header written, mapped
-// shared, so the solver writes the .npy's data directly); else, or where the file cannot be
-// mapped (opened write-only), an array of the daemon's own.
-struct Solution {
-  std::optional<NpyOutput> out;
-  Array x;
-};
-
-Result<Solution> solution_array(int out_fd, const TridiagPlan& plan) {
-  Solution s;
-  if (out_fd >= 0) {
-    auto out = NpyOutput::begin(out_fd, plan.array_shape);
-    if (!out.is_ok()) return out.status().with_context("out");
-    s.out = *out;
-    auto mapping = ClientMapping::map(out_fd, out->file_bytes(), /*writable=*/true);
-    if (mapping.is_ok()) {
-      s.x.mapping = std::move(mapping).value();
-      s.x.values = reinterpret_cast<double*>(s.x.mapping.data() + out->data_offset());
-      s.x.size = plan.unknowns;
-      return s;
-    }
-  }
-  s.x = Array::own(plan.unknowns);
-  return s;
-}
-
-// A client that truncated one of its files while the job ran gets an error, not what the
-// daemon read or wrote past the new end.
-Status check_not_truncated(const std::array<Array, 4>& a, const Array& x) {
-  for (std::size_t k = 0; k < a.size(); ++k) {
-    if (a[k].truncated()) {
-      return Status::invalid_argument(
-          fmt::format("{}: the file was truncated while the daemon read it", kTridiagArrays[k]));
-    }
-  }
-  if (x.truncated()) {
-    return Status::invalid_argument("out: the file was truncated while the daemon wrote it");
-  }
-  return Status::ok();
-}
 
 // At most this many of the systems that fell back are listed in the result (then the count).
 constexpr std::size_t kListedFallbacks = 8;
@@ -335,8 +246,8 @@ void log_batch_request(const TridiagRun& r) {
 
 // The batch in memory: the four input arrays and the solution's.
 struct LoadedBatch {
-  std::array<Array, 4> a;
-  Solution solution;
+  std::array<TridiagArray, 4> a;
+  TridiagSolution solution;
 
   tridiag::BatchArrays arrays() const {
     return {a[0].data(), a[1].data(), a[2].data(), a[3].data(), solution.x.data()};
@@ -445,7 +356,7 @@ Result<ResidualSummary> check_solution(const TridiagRun& r, const SolvedBatch& s
   r.progress("check", 0.9);
   const auto check_start = Clock::now();
   auto& a = l.a;
-  const Array& x = l.solution.x;
+  const TridiagArray& x = l.solution.x;
   const ResidualSummary residual =
       s.report.relative_residual
           ? summary_from_report(s.report)
@@ -453,7 +364,7 @@ Result<ResidualSummary> check_solution(const TridiagRun& r, const SolvedBatch& s
                                   x.data(), r.threads);
   r.span("check", check_start);
   STRIPESOLVE_RETURN_IF_ERROR(check_not_truncated(a, x));
-  for (auto& a_k : a) a_k = Array{};
+  for (auto& a_k : a) a_k = TridiagArray{};
   return residual;
 }
 
@@ -505,8 +416,9 @@ nlohmann::json tridiag_result(const TridiagRun& r, const SolvedBatch& s,
 
 // Deliver: the solution is in the client's file (written here when it could not be mapped), or
 // handed to the job for `result` to stream.
-Status deliver_solution(const TridiagRun& r, const Solution& solution, nlohmann::json& result) {
-  const Array& x = solution.x;
+Status deliver_solution(const TridiagRun& r, const TridiagSolution& solution,
+                        nlohmann::json& result) {
+  const TridiagArray& x = solution.x;
   if (!solution.out) {
     return r.ctx.job().set_solution(r.plan.array_shape,
                                     std::vector<double>(x.data(), x.data() + x.size));

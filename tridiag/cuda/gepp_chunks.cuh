@@ -103,7 +103,8 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
   const std::size_t n = a.n, m = a.count, steps = n - 1;
   // kExtra > 0: the last chunk is [last_from, steps), the ones before it start at multiples of
   // kChunk. kExtra = 0 (last_from unused): every chunk starts at a multiple of kChunk, the last
-  // holding what is left.
+  // holding what is left, in expressions of their own below: one formula for both layouts gave
+  // the chunks of 16 238 registers against 190 (four blocks an SM against five).
   const std::size_t last_from = steps > kChunk + kExtra ? steps - kChunk - kExtra : 0;
   const std::size_t chunks = kExtra == 0  ? (steps + kChunk - 1) / kChunk
                              : steps == 0 ? 0

@@ -336,13 +336,14 @@ std::size_t workspace_rows(std::size_t n, GeppKernel kernel) {
 
 GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked) {
   const bool many = count >= kMinRecomputedGeppSystems;
-  const bool shared_rows = n > kMaxRegisterGeppSystem && n <= kMaxSharedGeppSystem;
-  if (checked && many && !shared_rows) return GeppKernel::kRecomputedChunksOf16InRegisters;
-  if (n <= kMaxRegisterGeppSystem) return GeppKernel::kRowsInRegisters;
+  if (n <= kMaxRegisterGeppSystem) {
+    return checked && many ? GeppKernel::kRecomputedChunksOf16InRegisters
+                           : GeppKernel::kRowsInRegisters;
+  }
   if (n <= kMaxSharedGeppSystem) return GeppKernel::kRowsInSharedMemory;
   if (many) {
-    return n <= kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf32LastOf48
-                                          : GeppKernel::kRecomputedChunksOf16InRegisters;
+    return checked || n > kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf16InRegisters
+                                                    : GeppKernel::kRecomputedChunksOf32LastOf48;
   }
   return n <= kMaxTailGeppSystem && count >= kMinTailGeppSystems
              ? GeppKernel::kTailInDeviceMemory

@@ -33,7 +33,7 @@ std::vector<std::string> split(const std::string& s) {
       stderr,
       "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
       "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
-      "[--update-k K] "
+      "[--update-k K] [--segment-columns C] "
       "[--panel-sms K] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
       "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--dir D] "
@@ -101,6 +101,8 @@ Args parse_args(int argc, char** argv) {
       a.panel_sms = parse_int(arg, v, 0, 1024);
     } else if (arg == "--update-k") {
       a.update_k = parse_int(arg, v, 0, int64_t{1} << 20);
+    } else if (arg == "--segment-columns") {
+      a.segment_columns = parse_int(arg, v, 0, int64_t{1} << 30);
     } else if (arg == "--reps") {
       a.reps = static_cast<int>(parse_int(arg, v, 1, 1000));
     } else if (arg == "--dgemm-reps") {
@@ -169,6 +171,7 @@ json args_json(const Args& a) {
   j["gpus"] = a.gpus == 0 ? json("all") : json(a.gpus);
   j["panel_sms"] = a.panel_sms;
   j["update_k"] = a.update_k;
+  j["segment_columns"] = a.segment_columns;
   j["lookahead_lanes"] = a.lookahead_lanes;
   j["early_next"] = a.early_next;
   j["upward_lead"] = a.upward_lead;

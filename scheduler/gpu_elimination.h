@@ -29,6 +29,9 @@
 //
 // Thread-safety: eliminate() from the one elim.I thread, update(w, ...) and adopt() from worker
 // w only (each worker has its lane on one device).
+//
+// Files: gpu_elimination.cc (the budget, lanes and pool; elimination; substitution),
+// gpu_updates.cc (the J updates), gpu_sharing.cc (use counts, adoption, resumed runs).
 #pragma once
 
 #include <cstdint>
@@ -132,6 +135,12 @@ class GpuElimination final : public Elimination {
                  const storage::StripedMatrix& layout, const FactorParams& params, const Plan& plan,
                  DeviceShare share, std::shared_ptr<KeepLedger> kept);
   Status open();
+  // Bytes of a stripe's part from column i0_store on; the columns of a U block's inverted
+  // diagonal blocks (k rows of U); the U block of stripes [i0, i1) (their rows from the range's
+  // first row on, and the inverses).
+  static uint64_t part_bytes(const storage::StripeGeometry& g, int64_t stripe, int64_t i0_store);
+  static int64_t inverse_columns(const storage::StripeGeometry& g, int64_t k);
+  static uint64_t block_bytes(const storage::StripeGeometry& g, int64_t i0, int64_t i1);
   // stripe_uses_, range_uses_ and peer_uses_ from the strategy's tasks but those skipped
   // (skip[k] for task k; empty: none). Before the roles start.
   void count_uses(const std::vector<bool>& skip);

@@ -60,9 +60,9 @@ __device__ __forceinline__ void check_rows(const GroupArgs& g, WarpShared& ws, G
 #pragma unroll
   for (int k = 0; k < kLaneRows; ++k) {
     const int r = r0 + k;
-    const double x_right = k + 1 < kLaneQ ? y[k + 1] + sl[k + 1] * xp + sr[k + 1] * xs
+    const double x_right = k + 1 < kLaneQ    ? y[k + 1] + sl[k + 1] * xp + sr[k + 1] * xs
                            : k + 1 == kLaneQ ? xs
-                                        : x_after;
+                                             : x_after;
     const bool left = sys_row > 0, right = sys_row + 1 < n;
     if (!kLone && k == kLaneQ && lane == 31 && right) {
       out.deferred = true;

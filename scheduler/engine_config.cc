@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "base/units.h"
 #include "gpu/devices.h"
 #include "scheduler/planner.h"
 

@@ -22,7 +22,8 @@
 // It also predicts the SSD traffic of each strategy (scheduler/strategy.h) and a time bound
 // max(flops / rate, SSD bytes / bandwidth) for the dry run.
 //
-// Thread-safety: pure functions on values.
+// Thread-safety: pure functions on values. Files: planner.cc (the plan, its text and JSON),
+// engine_config.cc (the backend, the `engine:` keys, the machine).
 #pragma once
 
 #include <algorithm>
@@ -85,9 +86,8 @@ struct EngineConfig {
 
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, lookahead_lanes, cores, critical_threads,
-// io_threads, huge_pages, early_next,
-// upward_lead, gpu_memory, gpus, devices,
-// gpu_panel_sms, gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
+// io_threads, huge_pages, early_next, upward_lead, gpu_memory, gpus, devices, gpu_panel_sms,
+// gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
 

@@ -35,7 +35,7 @@ class DeviceBuffer {
         cuda_check(cudaMalloc(&b.data_, bytes == 0 ? 1 : bytes),
                    "cudaMalloc of " + std::to_string(bytes) + " bytes for " + what));
     b.bytes_ = bytes;
-    return b;
+    return Result<DeviceBuffer>(std::move(b));  // spelt out: nvcc's front end does not move here
   }
 
   void reset() {

@@ -168,6 +168,12 @@ struct DeviceEngineOptions {
   // did not change (n = 57344: 38.5 / 37.9 / 39.1 TFLOP/s at 2048 / 1024 / 0 on one H200, 59.1
   // / 59.0 at 2048 / 0 on two): the eliminations got shorter and the sweeps longer. So 0.
   int64_t update_k = 0;
+  // Blocks of the one-launch panel (backend/cuda/persistent_panel.h) for `row` eliminations: the
+  // transposed stripe factored by one cooperative kernel that holds this many SMs (at least one
+  // per 2048 of its rows) for its whole length, instead of cuSOLVER getrf's chain of kernels
+  // over the device. 0: getrf. Stripes it does not take (rows not a multiple of 8, more than
+  // 131072 columns, no room for its scratch) keep getrf.
+  int panel_blocks = 0;
 };
 
 class DeviceEngine {

@@ -141,7 +141,7 @@ std::string describe_config(const DaemonConfig& c) {
       "  elim_j_workers: {}\n  lookahead_lanes: {}\n  cores: {}\n  critical_threads: {}\n"
       "  io_threads: {}\n  huge_pages: {}\n"
       "  upward_lead: {}\n  early_next: {}\n  gpu_memory: {}\n  gpus: {}\n  devices: [{}]\n"
-      "  gpu_panel_sms: {}\n  gpu_update_k: {}\n  assumed_gflops: {}\n"
+      "  gpu_panel_sms: {}\n  gpu_update_k: {}\n  gpu_panel_blocks: {}\n  assumed_gflops: {}\n"
       "  ssd_bytes_per_second: {}\n  pcie_bytes_per_second: {}\n"
       "  progress_interval_seconds: {}\n",
       scheduler::compute_backend_name(e.backend), format_bytes(e.ram_budget),
@@ -149,7 +149,7 @@ std::string describe_config(const DaemonConfig& c) {
       e.stripe_rows, e.substripe_rows, e.segment_columns, e.meta_stripes, e.round_robin_levels,
       e.elim_j_workers, e.lookahead_lanes, e.cores, e.critical_threads, e.io_threads, e.huge_pages,
       e.upward_lead, e.early_next, format_bytes(e.gpu_memory), e.gpus, fmt::join(e.devices, ", "),
-      e.gpu_panel_sms, e.gpu_update_k, e.assumed_gflops, e.ssd_bytes_per_second,
+      e.gpu_panel_sms, e.gpu_update_k, e.gpu_panel_blocks, e.assumed_gflops, e.ssd_bytes_per_second,
       e.pcie_bytes_per_second, e.progress_interval_seconds);
   out += fmt::format("tridiag:\n  max_bytes: {}\n  threads: {}\n  gpu_memory: {}\n",
                      format_bytes(c.tridiag.max_bytes), c.tridiag.threads,

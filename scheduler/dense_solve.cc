@@ -245,9 +245,10 @@ Result<SolveReport> solve_dense(storage::MatrixStore& store, std::string_view ma
     // Failed devices left out (resolve_backend made sure one is left, and warned).
     for (const int d : gpu::without_failed(chosen)) {
       STRIPESOLVE_ASSIGN_OR_RETURN(
-          auto engine,
-          backend::DeviceEngine::open(d, {.panel_sms = static_cast<int>(config.gpu_panel_sms),
-                                          .update_k = config.gpu_update_k}));
+          auto engine, backend::DeviceEngine::open(
+                           d, {.panel_sms = static_cast<int>(config.gpu_panel_sms),
+                               .update_k = config.gpu_update_k,
+                               .panel_blocks = static_cast<int>(config.gpu_panel_blocks)}));
       engines.push_back(engine.get());
       owned.push_back(std::move(engine));
     }

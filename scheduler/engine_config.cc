@@ -108,6 +108,7 @@ void parse_engine_config(ConfigMap& map, EngineConfig& c) {
   }
   map.get("gpu_panel_sms", c.gpu_panel_sms, 0, 1024);
   map.get("gpu_update_k", c.gpu_update_k, 0, int64_t{1} << 20);
+  map.get("gpu_panel_blocks", c.gpu_panel_blocks, 0, 64);
   map.get("assumed_gflops", c.assumed_gflops, 0.0, 1e9);
   map.get("ssd_bytes_per_second", c.ssd_bytes_per_second, 0.0, 1e15);
   map.get("pcie_bytes_per_second", c.pcie_bytes_per_second, 0.0, 1e15);

@@ -301,6 +301,21 @@ TEST_P(GpuDenseTest, SweepsFencedOffThePanelsSmsMatchLapack) {
       << none_left.status().to_string();
 }
 
+// engine.gpu_panel_blocks: `row` eliminations by the one-launch panel on 3 SMs; the last stripe
+// (5 rows, not a multiple of 8) keeps getrf. The results match LAPACK, streaming and resident, and
+// a count above 64 is refused at open, naming the key.
+TEST_P(GpuDenseTest, OneLaunchPanelMatchesLapack) {
+  if (GetParam() != "cuda") GTEST_SKIP() << "the one-launch panel is the CUDA engine's";
+  auto panel = backend::DeviceEngine::open(0, {.panel_blocks = 3});
+  ASSERT_TRUE(panel.is_ok()) << panel.status().to_string();
+  engine_ = std::move(*panel);
+  expect_streaming_and_resident_match_lapack(28 * 64 + 5, 31, 2, "one-launch panel");
+  auto too_many = backend::DeviceEngine::open(0, {.panel_blocks = 65});
+  ASSERT_FALSE(too_many.is_ok());
+  EXPECT_NE(too_many.status().message().find("engine.gpu_panel_blocks"), std::string::npos)
+      << too_many.status().to_string();
+}
+
 // engine.gpu_update_k: each J update by a meta-stripe (k = S^m S = 256 here) as GEMMs of depth
 // 48, the last one shorter; the results match LAPACK, streaming and resident, and a negative
 // depth is refused at open, naming the key.

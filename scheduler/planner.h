@@ -77,6 +77,7 @@ struct EngineConfig {
   std::vector<int64_t> devices;
   int64_t gpu_panel_sms = 0;         // SMs the J updates leave to elim.I (DeviceEngineOptions)
   int64_t gpu_update_k = 0;          // depth of each J-update GEMM on a GPU (DeviceEngineOptions)
+  int64_t gpu_panel_blocks = 0;      // blocks of the one-launch panel; 0 = getrf (the same)
   double assumed_gflops = 0;         // for the time bound; 0 = 15 GFLOP/s per core (CPU)
   double ssd_bytes_per_second = 0;   // for the time bound; 0 = 1 GB/s per path
   double pcie_bytes_per_second = 0;  // for the time bound, host <-> device each way, per GPU;
@@ -87,7 +88,7 @@ struct EngineConfig {
 // Reads an `engine:` section: backend, ram_budget, stripe_rows, substripe_rows, segment_columns,
 // meta_stripes, round_robin_levels, elim_j_workers, lookahead_lanes, cores, critical_threads,
 // io_threads, huge_pages, early_next, upward_lead, gpu_memory, gpus, devices, gpu_panel_sms,
-// gpu_update_k, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
+// gpu_update_k, gpu_panel_blocks, assumed_gflops, ssd_bytes_per_second, pcie_bytes_per_second,
 // progress_interval_seconds. Throws ConfigError (base/config.h).
 void parse_engine_config(ConfigMap& map, EngineConfig& config);
 

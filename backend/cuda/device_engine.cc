@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/lane.h"
+#include "backend/cuda/persistent_panel.h"
 #include "backend/cuda/sm_fence.h"
 #include "gpu/cuda/check.h"
 #include "gpu/devices.h"
@@ -22,7 +23,8 @@ using cuda::CudaLane;
 
 class CudaEngine final : public DeviceEngine {
  public:
-  CudaEngine(int device, int64_t update_k) : device_(device), update_k_(update_k) {}
+  CudaEngine(int device, int64_t update_k, int panel_blocks)
+      : device_(device), update_k_(update_k), panel_blocks_(panel_blocks) {}
   // The sweep lanes' SMs: all but `panel_sms` (see DeviceEngineOptions).
   Status fence_sms(int panel_sms) {
     STRIPESOLVE_ASSIGN_OR_RETURN(fence_, SmFence::create(device_, panel_sms));
@@ -99,13 +101,15 @@ class CudaEngine final : public DeviceEngine {
                                                 PivotMode mode, int64_t j_rows, int64_t k_rows,
                                                 void* workspace) override {
     auto lane = std::make_unique<CudaLane>(device_, rows, cols, mode, j_rows, k_rows);
-    STRIPESOLVE_RETURN_IF_ERROR(lane->init(high_priority, fence_.get(), workspace, update_k_));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        lane->init(high_priority, fence_.get(), workspace, update_k_, panel_blocks_));
     return std::unique_ptr<DeviceLane>(std::move(lane));
   }
 
  private:
   const int device_;
   const int64_t update_k_;          // DeviceEngineOptions::update_k
+  const int panel_blocks_;          // DeviceEngineOptions::panel_blocks
   std::unique_ptr<SmFence> fence_;  // null: no SMs set aside; outlives every lane
 };
 
@@ -122,7 +126,12 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
     return Status::invalid_argument(
         fmt::format("engine.gpu_update_k = {}: must be 0 or more", options.update_k));
   }
-  auto engine = std::make_unique<CudaEngine>(device, options.update_k);
+  if (options.panel_blocks < 0 || options.panel_blocks > cuda::PersistentPanel::kMaxBlocks) {
+    return Status::invalid_argument(fmt::format("engine.gpu_panel_blocks = {}: must be 0 to {}",
+                                                options.panel_blocks,
+                                                cuda::PersistentPanel::kMaxBlocks));
+  }
+  auto engine = std::make_unique<CudaEngine>(device, options.update_k, options.panel_blocks);
   if (options.panel_sms > 0) STRIPESOLVE_RETURN_IF_ERROR(engine->fence_sms(options.panel_sms));
   return std::unique_ptr<DeviceEngine>(std::move(engine));
 }

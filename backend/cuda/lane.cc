@@ -51,9 +51,11 @@ CudaLane::~CudaLane() {
 }
 
 // fence: the SMs the sweep lanes may use (null: all SMs).
-Status CudaLane::init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k) {
+Status CudaLane::init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k,
+                      int panel_blocks) {
   RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
   update_k_ = update_k;
+  panel_blocks_ = panel_blocks;
   int least = 0, greatest = 0;
   RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
   const int prio = high_priority ? greatest : least;

@@ -41,7 +41,9 @@ class CudaLane final : public DeviceLane {
   ~CudaLane() override;
 
   // fence: the SMs the sweep lanes may use (null: all SMs).
-  Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k);
+  // panel_blocks: DeviceEngineOptions::panel_blocks.
+  Status init(bool high_priority, SmFence* fence, void* workspace, int64_t update_k,
+              int panel_blocks);
 
   struct Layout {
     uint64_t transposed = 0, solver = 0, ipiv = 0, info = 0, max_bits = 0, gather = 0, total = 0;
@@ -91,6 +93,7 @@ class CudaLane final : public DeviceLane {
   Status eliminate_local(const DeviceBlock& part, int64_t block_col, int64_t substripe_rows,
                          int32_t* host_ipiv, int32_t* device_raw, int32_t* first_zero);
   Status ensure_events(size_t count);
+  bool persistent_panel_takes(const DeviceBlock& part, int64_t h, int64_t m) const;
 
   const int device_;
   const int64_t rows_, cols_;
@@ -113,6 +116,7 @@ class CudaLane final : public DeviceLane {
   uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;
   int64_t update_k_ = 0;  // DeviceEngineOptions::update_k
+  int panel_blocks_ = 0;  // DeviceEngineOptions::panel_blocks
 };
 
 }  // namespace stripesolve::backend::cuda

@@ -10,9 +10,19 @@
 
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lane.h"
+#include "backend/cuda/persistent_panel.h"
 #include "gpu/cuda/check.h"
 
 namespace stripesolve::backend::cuda {
+
+// Whether the one-launch panel takes an h x m stripe held in `part` (engine.gpu_panel_blocks):
+// its shape limits, and room for its scratch in the transposed copy getrf would have used.
+bool CudaLane::persistent_panel_takes(const DeviceBlock& part, int64_t h, int64_t m) const {
+  return panel_blocks_ > 0 && h % 8 == 0 && h <= PersistentPanel::kMaxColumns && part.ld % 2 == 0 &&
+         reinterpret_cast<uintptr_t>(part.data) % 16 == 0 &&
+         PersistentPanel::blocks_for(m, panel_blocks_) <= PersistentPanel::kMaxBlocks &&
+         PersistentPanel::scratch_bytes(h, panel_blocks_) <= column_bytes(rows_, 0, cols_);
+}
 
 Status CudaLane::eliminate(const DeviceBlock& part, int64_t block_col, PivotMode mode,
                            int64_t substripe_rows, int64_t global_row, int64_t* host_swaps,
@@ -28,7 +38,21 @@ Status CudaLane::eliminate(const DeviceBlock& part, int64_t block_col, PivotMode
   double* region = part.data + block_col * part.ld;
   std::vector<int32_t> ipiv(static_cast<size_t>(h));
   int32_t first_zero = 0;
-  if (mode == PivotMode::kRow) {
+  if (mode == PivotMode::kRow && persistent_panel_takes(part, h, m)) {
+    // The same GEPP in one launch on engine.gpu_panel_blocks SMs, on the stripe as it is held.
+    RETURN_CUDA(PersistentPanel::factor(region, part.ld, m, h, ipiv_, info_, panel_blocks_,
+                                        transposed_, compute_),
+                "the one-launch panel (engine.gpu_panel_blocks)");
+    cuda::launch_doolittle(region, part.ld, h, m, compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("doolittle kernel"));
+    cuda::launch_pivots_from_ipiv(ipiv_, h, 0, device_raw, compute_);
+    RETURN_CUDA(
+        cudaMemcpyAsync(ipiv.data(), ipiv_, sizeof(int32_t) * h, cudaMemcpyDeviceToHost, compute_),
+        "pivots to the host");
+    RETURN_CUDA(
+        cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
+        "info to the host");
+  } else if (mode == PivotMode::kRow) {
     // GEPP on the transposed stripe = column interchanges (backend.h kRow).
     const double one = 1.0, zero = 0.0;
     RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),

@@ -33,6 +33,7 @@ struct Args {
   int64_t gpus = 0;             // devices; 0 = every device of the host
   int64_t panel_sms = 0;        // engine.gpu_panel_sms
   int64_t update_k = 0;         // engine.gpu_update_k
+  int64_t panel_blocks = 0;     // engine.gpu_panel_blocks
   int64_t segment_columns = 0;  // engine.segment_columns (S^s); 0 = the planner's
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";

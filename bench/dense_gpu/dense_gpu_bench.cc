@@ -328,6 +328,7 @@ int main(int argc, char** argv) {
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;
     config.gpu_update_k = args.update_k;
+    config.gpu_panel_blocks = args.panel_blocks;
     config.segment_columns = args.segment_columns;
     config.progress_interval_seconds = 10;
     run["ram_budget"] = config.ram_budget;

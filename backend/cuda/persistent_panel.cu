@@ -1,6 +1,4 @@
 // PersistentPanel (persistent_panel.h): the kernel and its launch.
-#include <mma.h>
-
 #include <algorithm>
 #include <cfloat>
 
@@ -12,14 +10,13 @@
 namespace stripesolve::backend::cuda {
 namespace {
 
-namespace wmma = nvcuda::wmma;
-
 constexpr int kThreads = PersistentPanel::kThreads;
 constexpr int kRows = PersistentPanel::kRowsPerThread;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxBlocks = PersistentPanel::kMaxBlocks;
 constexpr int kSub = 8;     // columns factored in registers
 constexpr int kOuter = 64;  // columns of one left-looking block
+constexpr int kSlot = 16;   // doubles of a candidate's slot (one 128-byte line)
 constexpr int kTileRows = 128;
 constexpr int kTileK = 32;
 constexpr int kAld = kTileK + 4;  // shared row strides, in doubles
@@ -39,10 +36,10 @@ constexpr int kSharedBytes = kSharedDoubles * 8 + 4 * (PersistentPanel::kMaxColu
 struct Scratch {
   unsigned* counter;  // the grid barrier's arrivals
   long long* phases;  // [8]: block 0's nanoseconds in each phase (PersistentPanel::kPhases)
-  double* slot_vals;  // [2][kMaxBlocks][kSub]: each block's candidate row (its 8 columns)
-  double* slot_mag;   // [2][kMaxBlocks]
-  int* slot_row;      // [2][kMaxBlocks] (INT_MAX: none)
-  int* moves;         // [2 * 2h]: destination rows, then source rows
+  // [2][kMaxBlocks][kSlot]: each block's candidate: its magnitude, its row (INT_MAX: none) and
+  // its 8 columns, so that one read brings all of a candidate.
+  double* slots;
+  int* moves;  // [2 * 2h]: destination rows, then source rows
   int* move_count;
   double* udiag;  // [h][kOuter]: U of a 64-column block right of each row's own 8 columns
   double* temp;   // [2h][h]: the moved rows
@@ -134,7 +131,7 @@ __device__ inline void copies_wait() {
 
 // region[r * kBld + c] = sum_{k < K} a[row_of(r) * ld + k] * a[piv[k] * ld + col0 + c] for
 // r < kTileRows, c < ncols (<= kOuter; a multiple of 8); row_of(r) < 0 gives a zero row. FP64
-// tensor cores through wmma, tiles of kTileK staged by cp.async in two stages.
+// tensor cores (mma.sync), tiles of kTileK staged by cp.async in two stages.
 template <class RowOf>
 __device__ void tile_product(const double* a, int64_t ld, RowOf row_of, int col0, int ncols, int K,
                              const int* piv, double* region) {
@@ -165,11 +162,16 @@ __device__ void tile_product(const double* a, int64_t ld, RowOf row_of, int col0
     }
     copies_commit();
   };
-  wmma::fragment<wmma::accumulator, 8, 8, 4, double> acc[2][kOuter / 8];
+  // mma.m16n8k4 (f64): a warp's 16 rows by 8 columns per instruction, each of the warp's 8
+  // column groups. Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k4", .f64): A's rows g and
+  // g + 8, column q; B's row q, column g; C's rows g and g + 8, columns 2q and 2q + 1 (g the
+  // lane / 4, q the lane % 4).
+  const int lane = t % 32, g = lane / 4, q4 = lane % 4;
+  double acc[kOuter / 8][4];
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int f = 0; f < kOuter / 8; ++f) {
 #pragma unroll
-    for (int f = 0; f < kOuter / 8; ++f) wmma::fill_fragment(acc[i][f], 0.0);
+    for (int e = 0; e < 4; ++e) acc[f][e] = 0.0;
   }
   stage(0, 0);
   for (int kk = 0; kk < K; kk += kTileK) {
@@ -181,34 +183,32 @@ __device__ void tile_product(const double* a, int64_t ld, RowOf row_of, int col0
       copies_wait<0>();
     }
     __syncthreads();
-    const double* as = region + st * kStage;
-    const double* bs = as + kTileRows * kAld;
+    const double* as = region + st * kStage + (warp * 16 + g) * kAld + q4;
+    const double* bs = region + st * kStage + kTileRows * kAld + q4 * kBld + g;
 #pragma unroll
     for (int k4 = 0; k4 < kTileK; k4 += 4) {
-      wmma::fragment<wmma::matrix_a, 8, 8, 4, double, wmma::row_major> fa[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        wmma::load_matrix_sync(fa[i], as + (warp * 16 + i * 8) * kAld + k4, kAld);
-      }
+      const double a0 = as[k4], a1 = as[8 * kAld + k4];
 #pragma unroll
       for (int f = 0; f < kOuter / 8; ++f) {
         if (f * 8 < ncols) {
-          wmma::fragment<wmma::matrix_b, 8, 8, 4, double, wmma::row_major> fb;
-          wmma::load_matrix_sync(fb, bs + k4 * kBld + f * 8, kBld);
-          wmma::mma_sync(acc[0][f], fa[0], fb, acc[0][f]);
-          wmma::mma_sync(acc[1][f], fa[1], fb, acc[1][f]);
+          const double b0 = bs[k4 * kBld + f * 8];
+          asm volatile(
+              "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, "
+              "{%6}, {%0, %1, %2, %3};\n"
+              : "+d"(acc[f][0]), "+d"(acc[f][1]), "+d"(acc[f][2]), "+d"(acc[f][3])
+              : "d"(a0), "d"(a1), "d"(b0));
         }
       }
     }
     __syncthreads();
   }
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-#pragma unroll
-    for (int f = 0; f < kOuter / 8; ++f) {
-      wmma::store_matrix_sync(region + (warp * 16 + i * 8) * kBld + f * 8, acc[i][f], kBld,
-                              wmma::mem_row_major);
-    }
+  for (int f = 0; f < kOuter / 8; ++f) {
+    double* c = region + (warp * 16 + g) * kBld + f * 8 + 2 * q4;
+    c[0] = acc[f][0];
+    c[1] = acc[f][1];
+    c[8 * kBld] = acc[f][2];
+    c[8 * kBld + 1] = acc[f][3];
   }
   __syncthreads();
 }
@@ -246,16 +246,28 @@ __global__ void __launch_bounds__(kThreads, 1) panel_kernel(Shape s, Scratch x) 
         tile_product(
             a, ld, [&](int r) { return base + r < nrows ? row0 + base + r : -1; }, c0, nb, c0, piv,
             region);
-        for (int q = t; q < kTileRows * nb / 2; q += kThreads) {
-          const int r = q / (nb / 2), col = 2 * (q % (nb / 2));
-          const int lr = base + r;
-          if (lr >= nrows || !active[lr]) continue;
-          double2* p =
-              reinterpret_cast<double2*>(a + static_cast<int64_t>(row0 + lr) * ld + c0 + col);
-          double2 y = __ldcg(p);
-          y.x -= region[r * kBld + col];
-          y.y -= region[r * kBld + col + 1];
-          __stcg(p, y);
+        // All of the thread's loads first: one memory round trip a tile.
+        constexpr int kApply = kTileRows * kOuter / 2 / kThreads;
+        const int pairs = nb / 2;
+        double2 y[kApply];
+        bool on[kApply];
+#pragma unroll
+        for (int e = 0; e < kApply; ++e) {
+          const int q = t + e * kThreads, r = q / pairs, lr = base + r;
+          on[e] = r < kTileRows && lr < nrows && active[lr];
+          y[e] = on[e] ? __ldcg(reinterpret_cast<const double2*>(
+                             a + static_cast<int64_t>(row0 + lr) * ld + c0 + 2 * (q % pairs)))
+                       : make_double2(0.0, 0.0);
+        }
+#pragma unroll
+        for (int e = 0; e < kApply; ++e) {
+          if (!on[e]) continue;
+          const int q = t + e * kThreads, r = q / pairs, col = 2 * (q % pairs);
+          y[e].x -= region[r * kBld + col];
+          y[e].y -= region[r * kBld + col + 1];
+          __stcg(
+              reinterpret_cast<double2*>(a + static_cast<int64_t>(row0 + base + r) * ld + c0 + col),
+              y[e]);
         }
         __syncthreads();
       }
@@ -301,46 +313,64 @@ __global__ void __launch_bounds__(kThreads, 1) panel_kernel(Shape s, Scratch x) 
 #pragma unroll
         for (int i = 0; i < kRows; ++i) {
           if (row0 + i * kThreads + t == best_row && (live >> i & 1)) {
-            double* slot = x.slot_vals + (par * kMaxBlocks + b) * kSub;
+            double2* slot = reinterpret_cast<double2*>(x.slots + (par * kMaxBlocks + b) * kSlot);
 #pragma unroll
-            for (int q = 0; q < kSub; ++q) __stcg(slot + q, v[i][q]);
+            for (int q = 0; q < kSub / 2; ++q) {
+              __stcg(slot + 1 + q, make_double2(v[i][2 * q], v[i][2 * q + 1]));
+            }
           }
         }
         if (t == 0) {
-          __stcg(x.slot_mag + par * kMaxBlocks + b, best);
-          __stcg(x.slot_row + par * kMaxBlocks + b, best_row);
+          __stcg(reinterpret_cast<double2*>(x.slots + (par * kMaxBlocks + b) * kSlot),
+                 make_double2(best, static_cast<double>(best_row)));
         }
         laps.lap(1);
         grid_barrier(x.counter, epoch);
         laps.lap(2);
         if (t < 32) {
-          double m1 = -1.0;
-          int r1 = INT_MAX, q1 = 0;
+          // Each lane reads whole slots (one round trip), keeps the better; the warp's best
+          // row and its 8 columns then come from the lane that holds them.
+          double m1 = -1.0, w[kSub];
+          int r1 = INT_MAX;
+#pragma unroll
+          for (int e = 0; e < kSub; ++e) w[e] = 0.0;
           for (int q = t; q < blocks; q += 32) {
-            const double mq = __ldcg(x.slot_mag + par * kMaxBlocks + q);
-            const int rq = __ldcg(x.slot_row + par * kMaxBlocks + q);
-            if (better(mq, rq, m1, r1)) {
-              m1 = mq;
+            const double2* slot =
+                reinterpret_cast<const double2*>(x.slots + (par * kMaxBlocks + q) * kSlot);
+            double2 part[1 + kSub / 2];
+#pragma unroll
+            for (int e = 0; e <= kSub / 2; ++e) part[e] = __ldcg(slot + e);
+            const int rq = static_cast<int>(part[0].y);
+            if (better(part[0].x, rq, m1, r1)) {
+              m1 = part[0].x;
               r1 = rq;
-              q1 = q;
+#pragma unroll
+              for (int e = 0; e < kSub / 2; ++e) {
+                w[2 * e] = part[1 + e].x;
+                w[2 * e + 1] = part[1 + e].y;
+              }
             }
           }
+          int from = t;
           for (int off = 16; off > 0; off >>= 1) {
             const double om = __shfl_down_sync(~0u, m1, off);
             const int orow = __shfl_down_sync(~0u, r1, off);
-            const int oq = __shfl_down_sync(~0u, q1, off);
+            const int ofrom = __shfl_down_sync(~0u, from, off);
             if (better(om, orow, m1, r1)) {
               m1 = om;
               r1 = orow;
-              q1 = oq;
+              from = ofrom;
             }
           }
           r1 = __shfl_sync(~0u, r1, 0);
-          q1 = __shfl_sync(~0u, q1, 0);
-          if (t < kSub) {
-            const double y = __ldcg(x.slot_vals + (par * kMaxBlocks + q1) * kSub + t);
-            u[t] = y;
-            usub[j * kSub + t] = y;
+          from = __shfl_sync(~0u, from, 0);
+#pragma unroll
+          for (int e = 0; e < kSub; ++e) {
+            const double y = __shfl_sync(~0u, w[e], from);
+            if (t == e) {
+              u[e] = y;
+              usub[j * kSub + e] = y;
+            }
           }
           if (t == 0) {
             winner[0] = r1;
@@ -402,32 +432,37 @@ __global__ void __launch_bounds__(kThreads, 1) panel_kernel(Shape s, Scratch x) 
             x.udiag[static_cast<int64_t>(c + j) * kOuter + s8 + kSub + col] = us[j * kOuter + col];
           }
         }
-        // Four columns of every live row at once: one memory round trip a four columns.
-        for (int col = 0; col < w2; col += 4) {
-          double2 y[kRows][2];
+        // Four columns of half the thread's live rows at once: one memory round trip each.
 #pragma unroll
-          for (int i = 0; i < kRows; ++i) {
-            const double2* p = reinterpret_cast<const double2*>(
-                a + static_cast<int64_t>(row0 + i * kThreads + t) * ld + c + kSub + col);
-            const bool on = live >> i & 1;
-            y[i][0] = on ? __ldcg(p) : make_double2(0.0, 0.0);
-            y[i][1] = on ? __ldcg(p + 1) : make_double2(0.0, 0.0);
-          }
+        for (int half = 0; half < 2; ++half) {
+          for (int col = 0; col < w2; col += 4) {
+            double2 y[kRows / 2][2];
 #pragma unroll
-          for (int i = 0; i < kRows; ++i) {
-            if (!(live >> i & 1)) continue;
-#pragma unroll
-            for (int j = 0; j < kSub; ++j) {
-              const double* uj = us + j * kOuter + col;
-              y[i][0].x -= v[i][j] * uj[0];
-              y[i][0].y -= v[i][j] * uj[1];
-              y[i][1].x -= v[i][j] * uj[2];
-              y[i][1].y -= v[i][j] * uj[3];
+            for (int ii = 0; ii < kRows / 2; ++ii) {
+              const int i = half * kRows / 2 + ii;
+              const double2* p = reinterpret_cast<const double2*>(
+                  a + static_cast<int64_t>(row0 + i * kThreads + t) * ld + c + kSub + col);
+              const bool on = live >> i & 1;
+              y[ii][0] = on ? __ldcg(p) : make_double2(0.0, 0.0);
+              y[ii][1] = on ? __ldcg(p + 1) : make_double2(0.0, 0.0);
             }
-            double2* p = reinterpret_cast<double2*>(
-                a + static_cast<int64_t>(row0 + i * kThreads + t) * ld + c + kSub + col);
-            __stcg(p, y[i][0]);
-            __stcg(p + 1, y[i][1]);
+#pragma unroll
+            for (int ii = 0; ii < kRows / 2; ++ii) {
+              const int i = half * kRows / 2 + ii;
+              if (!(live >> i & 1)) continue;
+#pragma unroll
+              for (int j = 0; j < kSub; ++j) {
+                const double* uj = us + j * kOuter + col;
+                y[ii][0].x -= v[i][j] * uj[0];
+                y[ii][0].y -= v[i][j] * uj[1];
+                y[ii][1].x -= v[i][j] * uj[2];
+                y[ii][1].y -= v[i][j] * uj[3];
+              }
+              double2* p = reinterpret_cast<double2*>(
+                  a + static_cast<int64_t>(row0 + i * kThreads + t) * ld + c + kSub + col);
+              __stcg(p, y[ii][0]);
+              __stcg(p + 1, y[ii][1]);
+            }
           }
         }
       }
@@ -548,12 +583,8 @@ Scratch scratch_in(void* p, int64_t h) {
   x.counter = reinterpret_cast<unsigned*>(bytes);
   x.phases = reinterpret_cast<long long*>(bytes + 64);
   bytes += 256;
-  x.slot_vals = reinterpret_cast<double*>(bytes);
-  bytes += sizeof(double) * 2 * kMaxBlocks * kSub;
-  x.slot_mag = reinterpret_cast<double*>(bytes);
-  bytes += sizeof(double) * 2 * kMaxBlocks;
-  x.slot_row = reinterpret_cast<int*>(bytes);
-  bytes += sizeof(int) * 2 * kMaxBlocks;
+  x.slots = reinterpret_cast<double*>(bytes);
+  bytes += sizeof(double) * 2 * kMaxBlocks * kSlot;
   x.move_count = reinterpret_cast<int*>(bytes);
   bytes += 256;
   x.moves = reinterpret_cast<int*>(bytes);
@@ -574,7 +605,7 @@ int PersistentPanel::blocks_for(int64_t m, int wanted) {
 }
 
 uint64_t PersistentPanel::scratch_bytes(int64_t h, int /*blocks*/) {
-  return 1024 + sizeof(double) * 2 * kMaxBlocks * (kSub + 1) + sizeof(int) * 4 * h +
+  return 1024 + sizeof(double) * 2 * kMaxBlocks * kSlot + sizeof(int) * 4 * h +
          sizeof(double) * h * kOuter + sizeof(double) * 2 * h * h + 256;
 }
 

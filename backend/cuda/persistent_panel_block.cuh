@@ -4,8 +4,9 @@
 #pragma once
 
 #include <cfloat>
-#include <climits>
 #include <cstdint>
+
+#include <climits>
 
 #include "backend/cuda/persistent_panel.h"
 #include "backend/cuda/persistent_panel_parts.cuh"

@@ -101,5 +101,8 @@ Status make_directory(const std::string& path, mode_t mode = 0700);
 Status sync_directory(const std::string& path);
 // Removes a file or directory tree; a missing path is not an error.
 Status remove_tree(const std::string& path);
+// The names in a folder, sorted; none when it cannot be read.
+std::vector<std::string> list_dir(const std::string& dir);
+bool file_exists(const std::string& path);
 
 }  // namespace stripesolve::storage

@@ -29,6 +29,15 @@ namespace stripesolve::scheduler {
 
 using SolveClock = std::chrono::steady_clock;
 
+inline double seconds_since(SolveClock::time_point t0) {
+  return std::chrono::duration<double>(SolveClock::now() - t0).count();
+}
+
+// Where the estimate is sharpened (rcond below kSharpenRcondBelow), one step of Hager's
+// iteration: a solve with a unit vector, 2 passes over the factors (dlacn2's usual 2 steps
+// would double that for a better bound on few matrices; scheduler/condition.h).
+constexpr int kConditionUnitSolves = 1;
+
 // What one solve is asked: solve_dense's arguments. The options and callbacks are copies, so that
 // the safety net's second solve may change them.
 struct SolveRequest {

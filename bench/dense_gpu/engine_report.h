@@ -20,7 +20,8 @@ stripesolve::scheduler::ComputeBackend backend_of(const std::string& name);
 nlohmann::json plan_summary(const stripesolve::scheduler::Plan& p);
 nlohmann::json report_json(const stripesolve::scheduler::SolveReport& r, int64_t n, int64_t nrhs);
 // Removes the named objects that exist, noting (not failing on) what cannot be removed.
-void remove_objects(stripesolve::storage::MatrixStore& store, const std::vector<std::string>& names);
+void remove_objects(stripesolve::storage::MatrixStore& store,
+                    const std::vector<std::string>& names);
 
 // SSD bytes per phase of one solve from the progress snapshots: the bytes at a phase's first
 // snapshot start it; the report's totals end the last one.

@@ -94,6 +94,8 @@ class CudaLane final : public DeviceLane {
                          int32_t* host_ipiv, int32_t* device_raw, int32_t* first_zero);
   Status ensure_events(size_t count);
   bool persistent_panel_takes(const DeviceBlock& part, int64_t h, int64_t m) const;
+  Status factor_transposed(double* region, int64_t ld, int64_t h, int64_t m);
+  Status factor_in_one_launch(double* region, int64_t ld, int64_t h, int64_t m);
 
   const int device_;
   const int64_t rows_, cols_;

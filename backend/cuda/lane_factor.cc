@@ -24,6 +24,33 @@ bool CudaLane::persistent_panel_takes(const DeviceBlock& part, int64_t h, int64_
          PersistentPanel::scratch_bytes(h, panel_blocks_) <= column_bytes(rows_, 0, cols_);
 }
 
+// GEPP of the h x m stripe `region` (ld) as a tall m x h panel by cuSOLVER getrf of its
+// transpose, transposed back: pivots in ipiv_, the first zero pivot in info_.
+Status CudaLane::factor_transposed(double* region, int64_t ld, int64_t h, int64_t m) {
+  const double one = 1.0, zero = 0.0;
+  RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
+                            static_cast<int>(h), &one, region, static_cast<int>(ld), &zero,
+                            transposed_, static_cast<int>(m), transposed_, static_cast<int>(m)),
+                "transpose of the stripe");
+  RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(m), static_cast<int>(h), transposed_,
+                                   static_cast<int>(m), solver_work_, ipiv_, info_),
+                  "cusolverDnDgetrf of the transposed stripe");
+  RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(h),
+                            static_cast<int>(m), &one, transposed_, static_cast<int>(m), &zero,
+                            region, static_cast<int>(ld), region, static_cast<int>(ld)),
+                "transpose back of the stripe");
+  return Status::ok();
+}
+
+// The same GEPP by the one-launch panel (engine.gpu_panel_blocks), the transposed copy's room
+// its scratch.
+Status CudaLane::factor_in_one_launch(double* region, int64_t ld, int64_t h, int64_t m) {
+  RETURN_CUDA(
+      PersistentPanel::factor(region, ld, m, h, ipiv_, info_, panel_blocks_, transposed_, compute_),
+      "the one-launch panel (engine.gpu_panel_blocks)");
+  return Status::ok();
+}
+
 Status CudaLane::eliminate(const DeviceBlock& part, int64_t block_col, PivotMode mode,
                            int64_t substripe_rows, int64_t global_row, int64_t* host_swaps,
                            int32_t* device_raw, int32_t* device_perm, int64_t* perm_count) {
@@ -38,34 +65,12 @@ Status CudaLane::eliminate(const DeviceBlock& part, int64_t block_col, PivotMode
   double* region = part.data + block_col * part.ld;
   std::vector<int32_t> ipiv(static_cast<size_t>(h));
   int32_t first_zero = 0;
-  if (mode == PivotMode::kRow && persistent_panel_takes(part, h, m)) {
-    // The same GEPP in one launch on engine.gpu_panel_blocks SMs, on the stripe as it is held.
-    RETURN_CUDA(PersistentPanel::factor(region, part.ld, m, h, ipiv_, info_, panel_blocks_,
-                                        transposed_, compute_),
-                "the one-launch panel (engine.gpu_panel_blocks)");
-    cuda::launch_doolittle(region, part.ld, h, m, compute_);
-    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("doolittle kernel"));
-    cuda::launch_pivots_from_ipiv(ipiv_, h, 0, device_raw, compute_);
-    RETURN_CUDA(
-        cudaMemcpyAsync(ipiv.data(), ipiv_, sizeof(int32_t) * h, cudaMemcpyDeviceToHost, compute_),
-        "pivots to the host");
-    RETURN_CUDA(
-        cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
-        "info to the host");
-  } else if (mode == PivotMode::kRow) {
-    // GEPP on the transposed stripe = column interchanges (backend.h kRow).
-    const double one = 1.0, zero = 0.0;
-    RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
-                              static_cast<int>(h), &one, region, static_cast<int>(part.ld), &zero,
-                              transposed_, static_cast<int>(m), transposed_, static_cast<int>(m)),
-                  "transpose of the stripe");
-    RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(m), static_cast<int>(h), transposed_,
-                                     static_cast<int>(m), solver_work_, ipiv_, info_),
-                    "cusolverDnDgetrf of the transposed stripe");
-    RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(h),
-                              static_cast<int>(m), &one, transposed_, static_cast<int>(m), &zero,
-                              region, static_cast<int>(part.ld), region, static_cast<int>(part.ld)),
-                  "transpose back of the stripe");
+  if (mode == PivotMode::kRow) {
+    // GEPP on the transposed stripe = column interchanges (backend.h kRow): in one launch on
+    // engine.gpu_panel_blocks SMs on the stripe as it is held, else by getrf of its transpose.
+    STRIPESOLVE_RETURN_IF_ERROR(persistent_panel_takes(part, h, m)
+                                    ? factor_in_one_launch(region, part.ld, h, m)
+                                    : factor_transposed(region, part.ld, h, m));
     cuda::launch_doolittle(region, part.ld, h, m, compute_);
     STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("doolittle kernel"));
     cuda::launch_pivots_from_ipiv(ipiv_, h, 0, device_raw, compute_);

@@ -216,22 +216,19 @@ int main(int argc, char** argv) {
   for (int g : blocks) verify(b, g);
   auto getrf = [&] { getrf_path(b); };
   run(b, getrf, 3, 0, "warm-up");
-  run(b, getrf, 5, 0, "getrf path alone");
-  for (int g : blocks) {
+  // Alone, then beside two GEMM streams (40 GEMMs each, the GEMMs alone measured first).
+  for (const int gemms : {0, 40}) {
+    const char* where = gemms ? "beside GEMMs" : "alone";
     char label[64];
-    std::snprintf(label, sizeof label, "persistent, %d blocks, alone",
-                  PersistentPanel::blocks_for(b.m, g));
-    run(
-        b, [&] { persistent(b, g); }, 5, 0, label);
-  }
-  run(b, getrf, 0, 10, "GEMMs alone");
-  run(b, getrf, 5, 40, "getrf path beside GEMMs");
-  for (int g : blocks) {
-    char label[64];
-    std::snprintf(label, sizeof label, "persistent, %d blocks, beside GEMMs",
-                  PersistentPanel::blocks_for(b.m, g));
-    run(
-        b, [&] { persistent(b, g); }, 5, 40, label);
+    if (gemms) run(b, getrf, 0, 10, "GEMMs alone");
+    std::snprintf(label, sizeof label, "getrf path %s", where);
+    run(b, getrf, 5, gemms, label);
+    for (int g : blocks) {
+      std::snprintf(label, sizeof label, "persistent, %d blocks, %s",
+                    PersistentPanel::blocks_for(b.m, g), where);
+      run(
+          b, [&] { persistent(b, g); }, 5, gemms, label);
+    }
   }
   return 0;
 }

@@ -5,7 +5,7 @@
 // getrf's.
 //
 //   build/release/bench/dense_gpu/bench_persistent_panel [m=57344] [h=1024] [blocks: 28,32,48]
-//     [gm=1024] [gn=49152] [gk=8192]
+//     [gm=1024] [gn=49152] [gk=8192] [ld=h: the row stride of the panel held by rows]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +27,7 @@ using stripesolve::backend::cuda::PersistentPanel;
 
 struct Bench {
   int m, h, gm, gn, gk;
+  int ld;  // of the panel held by rows (h, or wider to move its rows off power-of-two strides)
   double *pristine, *work, *rows, *solver_work;  // work: m x h by columns; rows: by rows
   int *ipiv, *info;
   void* scratch;
@@ -45,22 +46,22 @@ float elapsed(cudaEvent_t a, cudaEvent_t b) {
 // The engine's panel: transpose the stripe (held by rows), getrf, transpose back.
 void getrf_path(Bench& b) {
   const double one = 1.0, zero = 0.0;
-  CK(cublasDgeam(b.blas, CUBLAS_OP_T, CUBLAS_OP_N, b.m, b.h, &one, b.rows, b.h, &zero, b.work, b.m,
+  CK(cublasDgeam(b.blas, CUBLAS_OP_T, CUBLAS_OP_N, b.m, b.h, &one, b.rows, b.ld, &zero, b.work, b.m,
                  b.work, b.m));
   CK(cusolverDnDgetrf(b.solver, b.m, b.h, b.work, b.m, b.solver_work, b.ipiv, b.info));
-  CK(cublasDgeam(b.blas, CUBLAS_OP_T, CUBLAS_OP_N, b.h, b.m, &one, b.work, b.m, &zero, b.rows, b.h,
-                 b.rows, b.h));
+  CK(cublasDgeam(b.blas, CUBLAS_OP_T, CUBLAS_OP_N, b.h, b.m, &one, b.work, b.m, &zero, b.rows, b.ld,
+                 b.rows, b.ld));
 }
 
 void persistent(Bench& b, int blocks) {
-  CK(PersistentPanel::factor(b.rows, b.h, b.m, b.h, b.ipiv, b.info, blocks, b.scratch, b.panel));
+  CK(PersistentPanel::factor(b.rows, b.ld, b.m, b.h, b.ipiv, b.info, blocks, b.scratch, b.panel));
 }
 
 // The panel held by rows, fresh from the pristine one (by columns).
 void reset(Bench& b) {
   const double one = 1.0, zero = 0.0;
   CK(cublasDgeam(b.blas, CUBLAS_OP_T, CUBLAS_OP_N, b.h, b.m, &one, b.pristine, b.m, &zero, b.rows,
-                 b.h, b.rows, b.h));
+                 b.ld, b.rows, b.ld));
 }
 
 // `panels` panels on the panel stream while (gemms > 0) two streams run `gemms` GEMMs each.
@@ -112,7 +113,7 @@ double max_abs_diff(const std::vector<double>& x, const std::vector<double>& y) 
 
 // getrf's factors and pivots against the persistent panel's with `blocks` blocks.
 void verify(Bench& b, int blocks) {
-  const size_t count = size_t(b.m) * b.h;
+  const size_t count = size_t(b.m) * b.ld;
   std::vector<double> ref(count), got(count);
   std::vector<int> ref_piv(b.h), got_piv(b.h);
   int ref_info = 0, got_info = 0;
@@ -145,7 +146,7 @@ void verify(Bench& b, int blocks) {
   double l_max = 0, u_max = 0;
   for (size_t r = 0; r < size_t(b.m); ++r) {
     for (size_t c = 0; c < size_t(b.h); ++c) {
-      const double y = std::fabs(got[r * b.h + c]);
+      const double y = std::fabs(got[r * b.ld + c]);
       if (r > c)
         l_max = std::fmax(l_max, y);
       else
@@ -175,15 +176,20 @@ int main(int argc, char** argv) {
   b.gm = argc > 4 ? std::atoi(argv[4]) : 1024;
   b.gn = argc > 5 ? std::atoi(argv[5]) : 49152;
   b.gk = argc > 6 ? std::atoi(argv[6]) : 8192;
+  b.ld = argc > 7 ? std::atoi(argv[7]) : b.h;
   CK(cudaSetDevice(0));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("%s, %d SMs; panel %d x %d; GEMMs %d x %d x %d on two streams\n", prop.name,
-              prop.multiProcessorCount, b.m, b.h, b.gm, b.gn, b.gk);
+  if (b.ld < b.h || b.ld % 2 != 0) {
+    std::fprintf(stderr, "ld %d: must be even and at least h = %d\n", b.ld, b.h);
+    return 1;
+  }
+  std::printf("%s, %d SMs; panel %d x %d (row stride %d); GEMMs %d x %d x %d on two streams\n",
+              prop.name, prop.multiProcessorCount, b.m, b.h, b.ld, b.gm, b.gn, b.gk);
   const size_t count = size_t(b.m) * b.h;
+  CK(cudaMalloc(&b.rows, sizeof(double) * size_t(b.m) * b.ld));
   CK(cudaMalloc(&b.pristine, sizeof(double) * count));
   CK(cudaMalloc(&b.work, sizeof(double) * count));
-  CK(cudaMalloc(&b.rows, sizeof(double) * count));
   CK(cudaMalloc(&b.ipiv, sizeof(int) * b.h));
   CK(cudaMalloc(&b.info, sizeof(int)));
   int most = 64;

@@ -131,6 +131,14 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
                                                 options.panel_blocks,
                                                 cuda::PersistentPanel::kMaxBlocks));
   }
+  if (options.panel_blocks > 0) {
+    const int resident = cuda::PersistentPanel::resident_blocks(device);
+    if (options.panel_blocks > resident) {
+      return Status::invalid_argument(fmt::format(
+          "engine.gpu_panel_blocks = {}: device {} holds {} blocks of the one-launch panel at once",
+          options.panel_blocks, device, resident));
+    }
+  }
   auto engine = std::make_unique<CudaEngine>(device, options.update_k, options.panel_blocks);
   if (options.panel_sms > 0) STRIPESOLVE_RETURN_IF_ERROR(engine->fence_sms(options.panel_sms));
   return std::unique_ptr<DeviceEngine>(std::move(engine));

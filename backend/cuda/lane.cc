@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backend/cuda/kernels.cuh"
+#include "backend/cuda/persistent_panel.h"
 #include "gpu/cuda/check.h"
 
 namespace stripesolve::backend::cuda {
@@ -56,6 +57,7 @@ Status CudaLane::init(bool high_priority, SmFence* fence, void* workspace, int64
   RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
   update_k_ = update_k;
   panel_blocks_ = panel_blocks;
+  if (panel_blocks_ > 0) panel_resident_blocks_ = PersistentPanel::resident_blocks(device_);
   int least = 0, greatest = 0;
   RETURN_CUDA(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priority range");
   const int prio = high_priority ? greatest : least;

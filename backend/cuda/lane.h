@@ -117,8 +117,9 @@ class CudaLane final : public DeviceLane {
   double* gather_ = nullptr;
   uint64_t gather_bytes_ = 0;
   int solver_lwork_ = 0;
-  int64_t update_k_ = 0;  // DeviceEngineOptions::update_k
-  int panel_blocks_ = 0;  // DeviceEngineOptions::panel_blocks
+  int64_t update_k_ = 0;           // DeviceEngineOptions::update_k
+  int panel_blocks_ = 0;           // DeviceEngineOptions::panel_blocks
+  int panel_resident_blocks_ = 0;  // PersistentPanel::resident_blocks(device_) when used
 };
 
 }  // namespace stripesolve::backend::cuda

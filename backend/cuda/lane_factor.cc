@@ -20,7 +20,7 @@ namespace stripesolve::backend::cuda {
 bool CudaLane::persistent_panel_takes(const DeviceBlock& part, int64_t h, int64_t m) const {
   return panel_blocks_ > 0 && h % 8 == 0 && h <= PersistentPanel::kMaxColumns && part.ld % 2 == 0 &&
          reinterpret_cast<uintptr_t>(part.data) % 16 == 0 &&
-         PersistentPanel::blocks_for(m, panel_blocks_) <= PersistentPanel::kMaxBlocks &&
+         PersistentPanel::blocks_for(m, panel_blocks_) <= panel_resident_blocks_ &&
          PersistentPanel::scratch_bytes(h, panel_blocks_) <= column_bytes(rows_, 0, cols_);
 }
 

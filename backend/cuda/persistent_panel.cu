@@ -76,6 +76,21 @@ cudaError_t PersistentPanel::factor(double* a, int64_t ld, int64_t m, int64_t h,
                                      args, kSharedBytes, stream);
 }
 
+int PersistentPanel::resident_blocks(int device) {
+  int current = 0, sms = 0, cooperative = 0, per_sm = 0;
+  if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) return 0;
+  const bool ok =
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device) == cudaSuccess &&
+      cudaFuncSetAttribute(panel_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           kSharedBytes) == cudaSuccess &&
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, panel_kernel, kThreads,
+                                                    kSharedBytes) == cudaSuccess;
+  (void)cudaSetDevice(current);
+  if (!ok || cooperative == 0) return 0;
+  return std::min(kMaxBlocks, sms * per_sm);
+}
+
 const long long* PersistentPanel::phase_nanoseconds(const void* scratch) {
   return reinterpret_cast<const long long*>(static_cast<const char*>(scratch) + 64);
 }

@@ -42,6 +42,11 @@ class PersistentPanel {
   // each holds at most kMaxRowsPerBlock rows, at most one per row.
   static int blocks_for(int64_t m, int wanted);
 
+  // The most blocks of the kernel `device` holds at once (one a multiprocessor where its shared
+  // memory allows), at most kMaxBlocks; 0 when the device cannot launch it cooperatively (or on
+  // an error of the queries). factor() with more blocks fails to launch.
+  static int resident_blocks(int device);
+
   // Bytes of device scratch factor() needs for panels of up to h columns and `blocks` blocks.
   static uint64_t scratch_bytes(int64_t h, int blocks);
 

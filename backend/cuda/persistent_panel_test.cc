@@ -138,6 +138,10 @@ TEST_F(PersistentPanelTest, RefusesShapesItDoesNotTake) {
         << m << " x " << h << ", ld " << ld;
   }
   EXPECT_GT(PersistentPanel::blocks_for(int64_t{64} * 2048 + 1, 1), PersistentPanel::kMaxBlocks);
+  // A device of this class holds one block a multiprocessor at least.
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  EXPECT_EQ(PersistentPanel::resident_blocks(0), std::min(sms, PersistentPanel::kMaxBlocks));
   (void)cudaFree(a);
 }
 

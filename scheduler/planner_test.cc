@@ -43,7 +43,8 @@ TEST(PlannerTest, ParsesEveryKey) {
       "ram_budget: 2GiB\nstripe_rows: 512\nsubstripe_rows: 64\nmeta_stripes: 3\n"
       "elim_j_workers: 4\ncores: 8\nround_robin_levels: 6\nsegment_columns: 10000\n"
       "gpu_memory: 40GiB\ngpus: 1\nassumed_gflops: 100\nssd_bytes_per_second: 3e9\n"
-      "progress_interval_seconds: 1\ncritical_threads: 0\nio_threads: 2\nhuge_pages: false\n",
+      "progress_interval_seconds: 1\ncritical_threads: 0\nio_threads: 2\nhuge_pages: false\n"
+      "gpu_panel_sms: 8\ngpu_update_k: 2048\ngpu_panel_blocks: 48\n",
       "engine.yaml");
   EngineConfig c;
   parse_engine_config(map, c);
@@ -62,6 +63,25 @@ TEST(PlannerTest, ParsesEveryKey) {
   EXPECT_EQ(c.gpu_memory, 40 * kGiB);
   EXPECT_EQ(c.gpus, 1);
   EXPECT_EQ(c.assumed_gflops, 100.0);
+  EXPECT_EQ(c.gpu_panel_sms, 8);
+  EXPECT_EQ(c.gpu_update_k, 2048);
+  EXPECT_EQ(c.gpu_panel_blocks, 48);
+  EXPECT_EQ(EngineConfig{}.gpu_panel_blocks, 0);  // getrf unless asked
+}
+
+// engine.gpu_panel_blocks: 0 to 64 (the one-launch panel's most blocks); beyond, a config error
+// naming the key.
+TEST(PlannerTest, PanelBlocksOutOfRangeIsAConfigError) {
+  for (const char* text : {"gpu_panel_blocks: -1\n", "gpu_panel_blocks: 65\n"}) {
+    ConfigMap map = ConfigMap::parse(text, "engine.yaml");
+    EngineConfig c;
+    try {
+      parse_engine_config(map, c);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("gpu_panel_blocks"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // engine.devices names the GPUs by ordinal; with engine.gpus too, the two must agree.

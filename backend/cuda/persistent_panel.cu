@@ -66,7 +66,10 @@ cudaError_t PersistentPanel::factor(double* a, int64_t ld, int64_t m, int64_t h,
   cudaError_t err =
       cudaFuncSetAttribute(panel_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   Scratch x = scratch_in(scratch, h);
-  if (err == cudaSuccess) err = cudaMemsetAsync(x.counter, 0, 256, stream);
+  // The barrier's counter, the phase clock and the slots' tags start at zero.
+  if (err == cudaSuccess) {
+    err = cudaMemsetAsync(x.counter, 0, 256 + sizeof(double) * 2 * kMaxBlocks * kSlot, stream);
+  }
   if (err == cudaSuccess) err = cudaMemsetAsync(info, 0, sizeof(int32_t), stream);
   if (err != cudaSuccess) return err;
   Shape s{a,    ld,  static_cast<int>(m), static_cast<int>(h), static_cast<int>((m + g - 1) / g),

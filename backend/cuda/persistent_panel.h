@@ -12,11 +12,13 @@
 // end (pivoting by marking: a chosen row is flagged and keeps its place), then the rows getrf's
 // swaps would have moved are moved once. The columns go in blocks of 64, left-looking:
 //   (A) the block's columns updated by every earlier pivot: one GEMM over the block's own rows
-//       (FP64 tensor cores through wmma), K = the columns done so far;
-//   (B) the 64 columns factored 8 at a time, the 8 held in registers (each thread its rows), one
-//       grid barrier a column: every block publishes its largest candidate and its 8 values,
-//       reads the others' and applies the winner; after each 8, their update of the block's
-//       later columns (right-looking, the rows' own 8 multipliers still in registers);
+//       (FP64 tensor cores through mma.sync), K = the columns done so far;
+//   (B) the 64 columns factored 8 at a time, the 8 held in registers (each thread its rows). A
+//       column: every block publishes its largest candidate and its 8 values in a slot tagged
+//       with the step, waits for every block's slot of that step (no counter, no barrier) and
+//       applies the winner. After each 8, their update of the block's later columns
+//       (right-looking; a warp goes along one row at a time, so that an access is one row's
+//       segment, the rows' multipliers passed through shared memory);
 //   (D) the chosen rows' later columns (U) by a GEMM split over the blocks by columns and a
 //       64 x 64 unit triangular solve, then a grid barrier.
 // Pivots are GEPP's (largest magnitude; ties to the lowest original row, where getrf takes the

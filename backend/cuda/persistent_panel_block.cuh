@@ -17,19 +17,23 @@ constexpr int kRows = PersistentPanel::kRowsPerThread;
 constexpr int kMaxBlocks = PersistentPanel::kMaxBlocks;
 constexpr int kSub = 8;    // columns factored in registers
 constexpr int kSlot = 16;  // doubles of a candidate's slot (one 128-byte line)
+constexpr int kTag = 10;   // the slot's double that holds its step's tag
 constexpr int kLjjLd = kOuter + 1;
+constexpr int kStaged = 10;  // doubles of a row's 8 multipliers and flag staged (16-byte rows)
+constexpr int kBatch = 4;    // rows of a warp's loads in flight in update_rows
+static_assert(kWarps * 32 * kStaged <= kRegion, "update_rows' staging fits the GEMM's region");
 
 // Shared memory, in the order laid out (doubles first).
 constexpr int kSharedDoubles =
-    kRegion + kOuter * kLjjLd + kSub * kOuter + kSub * kSub + kSub + kWarps;
+    kRegion + kOuter * kLjjLd + kSub * kOuter + kSub * kSub + kSub + kWarps + kWarps * kSub;
 constexpr int kSharedBytes = kSharedDoubles * 8 + 4 * (PersistentPanel::kMaxColumns + kWarps + 4) +
                              PersistentPanel::kMaxRowsPerBlock;
 
 struct Scratch {
   unsigned* counter;  // the grid barrier's arrivals
   long long* phases;  // [8]: block 0's nanoseconds in each phase (PersistentPanel::kPhases)
-  // [2][kMaxBlocks][kSlot]: each block's candidate: its magnitude, its row (INT_MAX: none) and
-  // its 8 columns, so that one read brings all of a candidate.
+  // [2][kMaxBlocks][kSlot]: each block's candidate: its magnitude, its row (INT_MAX: none), its
+  // 8 columns and (at kTag) the step's tag, k + 1, stored after them; zero at the launch.
   double* slots;
   int* moves;  // [2 * 2h]: destination rows, then source rows
   int* move_count;
@@ -55,7 +59,8 @@ struct Block {
   double* us;             // [kSub][kOuter]: U of 8 pivot rows, later columns
   double* usub;           // [kSub][kSub]: the 8 pivot rows' 8 columns
   double* u;              // [kSub]: this column's pivot row
-  double* sv;             // [kWarps]
+  double* sv;             // [kWarps]: each warp's candidate
+  double* wv;             // [kWarps][kSub]: its 8 values
   int* piv;               // [kMaxColumns]: the pivot row of each step
   int* sr;                // [kWarps]
   int* winner;            // [4]
@@ -75,7 +80,8 @@ struct Block {
     usub = us + kSub * kOuter;
     u = usub + kSub * kSub;
     sv = u + kSub;
-    piv = reinterpret_cast<int*>(sv + kWarps);
+    wv = sv + kWarps;
+    piv = reinterpret_cast<int*>(wv + kWarps * kSub);
     sr = piv + PersistentPanel::kMaxColumns;
     winner = sr + kWarps;
     active = reinterpret_cast<unsigned char*>(winner + 4);
@@ -152,24 +158,21 @@ struct Block {
     for (int j = 0; j < kSub; ++j) column_step(v, live, c, j);
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
-      if (!(live0 >> i & 1)) continue;
-      const int lr = i * kThreads + t;
-      double2* p = reinterpret_cast<double2*>(a + static_cast<int64_t>(row0 + lr) * ld + c);
-#pragma unroll
-      for (int q = 0; q < kSub / 2; ++q) __stcg(p + q, make_double2(v[i][2 * q], v[i][2 * q + 1]));
-      if (!(live >> i & 1)) active[lr] = 0;
+      if ((live0 & ~live) >> i & 1) active[i * kThreads + t] = 0;
     }
     const int w2 = nb - s8 - kSub;
-    if (w2 > 0) update_later(v, live, c, s8, w2);
+    if (w2 > 0) pivot_rows_u(c, s8, w2);
+    update_rows(v, live0, live, c, w2);
     __syncthreads();
     laps.lap(4);
   }
 
-  // Column k = c + j: the block's candidate published, the grid barrier, the winner read (its
-  // row and 8 values) and the live rows' multipliers and rank-1 update in registers.
+  // Column k = c + j: the block's candidate (its largest live magnitude, the lowest row on ties)
+  // published in its slot; warp 0 waits for every block's slot of the step, and the live rows
+  // apply the winner in registers: multipliers and a rank-1 update.
   __device__ __forceinline__ void column_step(double (&v)[kRows][kSub], unsigned& live, int c,
                                               int j) {
-    const int k = c + j, par = k & 1;
+    const int k = c + j, warp = t / 32;
     double best = -1.0;
     int best_row = INT_MAX;
 #pragma unroll
@@ -183,25 +186,20 @@ struct Block {
         best_row = row;
       }
     }
-    block_argmax(best, best_row, sv, sr);
+    warp_argmax(best, best_row);
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
-      if (row0 + i * kThreads + t == best_row && (live >> i & 1)) {
-        double2* slot = reinterpret_cast<double2*>(x.slots + (par * kMaxBlocks + b) * kSlot);
+      if ((live >> i & 1) && row0 + i * kThreads + t == best_row) {
 #pragma unroll
-        for (int q = 0; q < kSub / 2; ++q) {
-          __stcg(slot + 1 + q, make_double2(v[i][2 * q], v[i][2 * q + 1]));
-        }
+        for (int q = 0; q < kSub; ++q) wv[warp * kSub + q] = v[i][q];
       }
     }
-    if (t == 0) {
-      __stcg(reinterpret_cast<double2*>(x.slots + (par * kMaxBlocks + b) * kSlot),
-             make_double2(best, static_cast<double>(best_row)));
+    if (t % 32 == 0) {
+      sv[warp] = best;
+      sr[warp] = best_row;
     }
-    laps.lap(1);
-    grid_barrier(x.counter, epoch);
-    laps.lap(2);
-    if (t < 32) read_winner(k, j, par);
+    __syncthreads();
+    if (warp == 0) publish_and_read(k, j);
     __syncthreads();
     const int prow = winner[0];
     const double pv = u[j];
@@ -224,19 +222,46 @@ struct Block {
     laps.lap(3);
   }
 
-  // Warp 0: each lane reads whole slots (one round trip) and keeps the better; the warp's best
-  // row and its 8 columns then come from the lane that holds them, into u, usub and piv.
-  __device__ __forceinline__ void read_winner(int k, int j, int par) {
-    double m1 = -1.0, w[kSub];
-    int r1 = INT_MAX;
+  // Warp 0 for step k: the block's candidate (the best of its warps') into its slot, the tag
+  // k + 1 after it; then each lane waits for whole slots of the step (the tag, then one round
+  // trip) and keeps the better; the warp's best row and its 8 columns then come from the lane
+  // that holds them, into u, usub and piv. Two sets of slots (by k's parity): a block writes
+  // step k + 2's only after every block has written k + 1's, so after all read k's.
+  __device__ __forceinline__ void publish_and_read(int k, int j) {
+    const int lane = t, par = k & 1;
+    double m1 = lane < kWarps ? sv[lane] : -1.0;
+    int r1 = lane < kWarps ? sr[lane] : INT_MAX;
+    int from = lane;
+    warp_argmax(m1, r1, from);
+    if (lane == 0) {
+      double* slot = x.slots + (par * kMaxBlocks + b) * kSlot;
+      auto* out = reinterpret_cast<double2*>(slot);
+      const auto* values = reinterpret_cast<const double2*>(wv + from * kSub);
+      __stcg(out, make_double2(m1, static_cast<double>(r1)));
+#pragma unroll
+      for (int q = 0; q < kSub / 2; ++q) __stcg(out + 1 + q, values[q]);
+      __threadfence();
+      slot_tag(slot).store(k + 1, ::cuda::memory_order_release);
+    }
+    laps.lap(1);
+    double w[kSub];
+    m1 = -1.0;
+    r1 = INT_MAX;
 #pragma unroll
     for (int e = 0; e < kSub; ++e) w[e] = 0.0;
-    for (int q = t; q < blocks; q += 32) {
-      const double2* slot =
-          reinterpret_cast<const double2*>(x.slots + (par * kMaxBlocks + q) * kSlot);
+    for (int q = lane; q < blocks; q += 32) {
+      const double* slot = x.slots + (par * kMaxBlocks + q) * kSlot;
+      // Relaxed loads while waiting (an acquire load also empties the SM's L1 each time),
+      // then one acquire for the slot's values.
+      const auto tag = slot_tag(slot);
+      const auto step = static_cast<unsigned long long>(k + 1);
+      while (tag.load(::cuda::memory_order_relaxed) != step) {
+      }
+      (void)tag.load(::cuda::memory_order_acquire);
+      const auto* in = reinterpret_cast<const double2*>(slot);
       double2 part[1 + kSub / 2];
 #pragma unroll
-      for (int e = 0; e <= kSub / 2; ++e) part[e] = __ldcg(slot + e);
+      for (int e = 0; e <= kSub / 2; ++e) part[e] = __ldcg(in + e);
       const int rq = static_cast<int>(part[0].y);
       if (better(part[0].x, rq, m1, r1)) {
         m1 = part[0].x;
@@ -248,38 +273,34 @@ struct Block {
         }
       }
     }
-    int from = t;
-    for (int off = 16; off > 0; off >>= 1) {
-      const double om = __shfl_down_sync(~0u, m1, off);
-      const int orow = __shfl_down_sync(~0u, r1, off);
-      const int ofrom = __shfl_down_sync(~0u, from, off);
-      if (better(om, orow, m1, r1)) {
-        m1 = om;
-        r1 = orow;
-        from = ofrom;
-      }
-    }
-    r1 = __shfl_sync(~0u, r1, 0);
-    from = __shfl_sync(~0u, from, 0);
+    __syncwarp();  // the lanes left their waits at different times: the shuffles want them all
+    laps.lap(2);
+    from = lane;
+    warp_argmax(m1, r1, from);
 #pragma unroll
     for (int e = 0; e < kSub; ++e) {
       const double y = __shfl_sync(~0u, w[e], from);
-      if (t == e) {
+      if (lane == e) {
         u[e] = y;
         usub[j * kSub + e] = y;
       }
     }
-    if (t == 0) {
+    if (lane == 0) {
       winner[0] = r1;
       piv[k] = r1;
     }
   }
 
-  // The 8 pivot rows of columns [c, c + 8) update the column block's w2 columns right of them:
-  // their U there (their values less their own L part; block 0 keeps it for the end), then each
-  // live row less its 8 multipliers times it.
-  __device__ __forceinline__ void update_later(const double (&v)[kRows][kSub], unsigned live, int c,
-                                               int s8, int w2) {
+  static __device__
+      __forceinline__ ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>
+      slot_tag(const double* slot) {
+    return ::cuda::atomic_ref<unsigned long long, ::cuda::thread_scope_device>(
+        *reinterpret_cast<unsigned long long*>(const_cast<double*>(slot) + kTag));
+  }
+
+  // The 8 pivot rows of columns [c, c + 8), their U in the column block's w2 columns right of
+  // them (their values less their own L part) into us; block 0 keeps it for the end.
+  __device__ __forceinline__ void pivot_rows_u(int c, int s8, int w2) {
     for (int q = t; q < kSub * w2; q += kThreads) {
       const int j = q / w2, col = q % w2;
       us[j * kOuter + col] = __ldcg(a + static_cast<int64_t>(piv[c + j]) * ld + c + kSub + col);
@@ -299,38 +320,78 @@ struct Block {
         x.udiag[static_cast<int64_t>(c + j) * kOuter + s8 + kSub + col] = us[j * kOuter + col];
       }
     }
-    // Four columns of half the thread's live rows at once: one memory round trip each.
+  }
+
+  // The 8 columns [c, c + 8) written back for the rows live at the 8-step's start and, for the
+  // rows still live, the w2 columns right of them less their 8 multipliers times us. A warp goes
+  // through its 32 rows of each i one row at a time, its lanes along the row (lane l: columns
+  // c + 2l and c + 2l + 1), so that one access of the warp is one row's contiguous segment (up
+  // to 512 bytes) rather than 16 bytes of each of 32 rows: a line, not a row, per wavefront.
+  // The rows' multipliers and flags pass through the warp's part of `region` (free in (B)).
+  __device__ __forceinline__ void update_rows(const double (&v)[kRows][kSub], unsigned live0,
+                                              unsigned live, int c, int w2) {
+    const int lane = t % 32, warp = t / 32;
+    // A row's kSub + w2 columns take `pairs` lanes; a warp access covers 32 / span rows.
+    const int pairs = (kSub + w2) / 2;
+    const int span = pairs > 16 ? 32 : pairs > 8 ? 16 : pairs > 4 ? 8 : 4;
+    const int per_access = 32 / span, sub = lane / span, pair = lane % span;
+    const int col = 2 * pair - kSub;  // of the w2 columns; < 0: of the 8 written back
+    const bool updates = col >= 0 && col < w2;
+    double2 uj[kSub];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      for (int col = 0; col < w2; col += 4) {
-        double2 y[kRows / 2][2];
+    for (int j = 0; j < kSub; ++j) {
+      uj[j] = updates ? make_double2(us[j * kOuter + col], us[j * kOuter + col + 1])
+                      : make_double2(0.0, 0.0);
+    }
+    double* staged = region + warp * 32 * kStaged;
 #pragma unroll
-        for (int ii = 0; ii < kRows / 2; ++ii) {
-          const int i = half * kRows / 2 + ii;
-          const double2* p = reinterpret_cast<const double2*>(
-              a + static_cast<int64_t>(row0 + i * kThreads + t) * ld + c + kSub + col);
-          const bool on = live >> i & 1;
-          y[ii][0] = on ? __ldcg(p) : make_double2(0.0, 0.0);
-          y[ii][1] = on ? __ldcg(p + 1) : make_double2(0.0, 0.0);
+    for (int i = 0; i < kRows; ++i) {
+      const int warp_row = i * kThreads + warp * 32;  // the block's row of the warp's lane 0
+      if (warp_row >= nrows) break;
+      auto* mine = reinterpret_cast<double2*>(staged + lane * kStaged);
+#pragma unroll
+      for (int q = 0; q < kSub / 2; ++q) mine[q] = make_double2(v[i][2 * q], v[i][2 * q + 1]);
+      // 0: not live at the start (or no row); 1: chosen in this 8-step (its 8 columns only);
+      // 2: still live.
+      mine[kSub / 2].x = (live0 >> i & 1) ? ((live >> i & 1) ? 2.0 : 1.0) : 0.0;
+      __syncwarp();
+      double* first = a + static_cast<int64_t>(row0 + warp_row) * ld + c;
+      // kBatch accesses at a time, without branches: the loads, then the update of all of
+      // them (chains of FMAs side by side), then the stores.
+      for (int r0 = 0; r0 < 32 && warp_row + r0 < nrows; r0 += kBatch * per_access) {
+        double2 y[kBatch];
+        double flag[kBatch];
+        int r[kBatch];
+#pragma unroll
+        for (int e = 0; e < kBatch; ++e) {
+          r[e] = r0 + e * per_access + sub;
+          flag[e] = staged[r[e] * kStaged + kSub];
+          y[e] = updates && flag[e] == 2.0
+                     ? __ldcg(reinterpret_cast<const double2*>(first + r[e] * ld + kSub + col))
+                     : make_double2(0.0, 0.0);
         }
 #pragma unroll
-        for (int ii = 0; ii < kRows / 2; ++ii) {
-          const int i = half * kRows / 2 + ii;
-          if (!(live >> i & 1)) continue;
+        for (int q = 0; q < kSub / 2; ++q) {
 #pragma unroll
-          for (int j = 0; j < kSub; ++j) {
-            const double* uj = us + j * kOuter + col;
-            y[ii][0].x -= v[i][j] * uj[0];
-            y[ii][0].y -= v[i][j] * uj[1];
-            y[ii][1].x -= v[i][j] * uj[2];
-            y[ii][1].y -= v[i][j] * uj[3];
+          for (int e = 0; e < kBatch; ++e) {
+            const double2 l = reinterpret_cast<const double2*>(staged + r[e] * kStaged)[q];
+            y[e].x -= l.x * uj[2 * q].x;
+            y[e].y -= l.x * uj[2 * q].y;
+            y[e].x -= l.y * uj[2 * q + 1].x;
+            y[e].y -= l.y * uj[2 * q + 1].y;
           }
-          double2* p = reinterpret_cast<double2*>(
-              a + static_cast<int64_t>(row0 + i * kThreads + t) * ld + c + kSub + col);
-          __stcg(p, y[ii][0]);
-          __stcg(p + 1, y[ii][1]);
+        }
+#pragma unroll
+        for (int e = 0; e < kBatch; ++e) {
+          double* p = first + r[e] * ld;
+          if (col < 0 && flag[e] != 0.0) {
+            __stcg(reinterpret_cast<double2*>(p) + pair,
+                   reinterpret_cast<const double2*>(staged + r[e] * kStaged)[pair]);
+          }
+          if (updates && flag[e] == 2.0) __stcg(reinterpret_cast<double2*>(p + kSub + col), y[e]);
         }
       }
+      __syncwarp();
     }
   }
 

@@ -60,31 +60,29 @@ __device__ void grid_barrier(unsigned* counter, unsigned& epoch) {
   __syncthreads();
 }
 
-// The block's largest (value, row), in every thread. sv / sr: kWarps entries of shared memory.
-__device__ void block_argmax(double& v, int& r, double* sv, int* sr) {
+// The warp's largest (value, row), in every lane (ties to the lower row); `from`, where given,
+// follows the lane it came from.
+__device__ inline void warp_argmax(double& v, int& r, int& from) {
   for (int off = 16; off > 0; off >>= 1) {
-    const double ov = __shfl_down_sync(~0u, v, off);
-    const int orow = __shfl_down_sync(~0u, r, off);
+    const double ov = __shfl_xor_sync(~0u, v, off);
+    const int orow = __shfl_xor_sync(~0u, r, off);
+    const int ofrom = __shfl_xor_sync(~0u, from, off);
+    if (better(ov, orow, v, r)) {
+      v = ov;
+      r = orow;
+      from = ofrom;
+    }
+  }
+}
+__device__ inline void warp_argmax(double& v, int& r) {
+  for (int off = 16; off > 0; off >>= 1) {
+    const double ov = __shfl_xor_sync(~0u, v, off);
+    const int orow = __shfl_xor_sync(~0u, r, off);
     if (better(ov, orow, v, r)) {
       v = ov;
       r = orow;
     }
   }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) {
-    sv[warp] = v;
-    sr[warp] = r;
-  }
-  __syncthreads();
-  v = sv[0];
-  r = sr[0];
-  for (int w = 1; w < kWarps; ++w) {
-    if (better(sv[w], sr[w], v, r)) {
-      v = sv[w];
-      r = sr[w];
-    }
-  }
-  __syncthreads();  // sv / sr are reused by the next call
 }
 
 __device__ inline void copy16(void* shared, const void* global) {
@@ -106,25 +104,40 @@ template <class RowOf>
 __device__ void tile_product(const double* a, int64_t ld, RowOf row_of, int col0, int ncols, int K,
                              const int* piv, double* region) {
   const int t = threadIdx.x, warp = t / 32;
+  // The thread's parts of a stage, fixed for the whole product: of A, 16 bytes of each of the
+  // rows t / 16 + 16 e; of B, 16 bytes at column 2 (t % 32) of the pivot rows t / 32 + 8 e.
+  constexpr int kAParts = kTileRows * kTileK / 2 / kThreads,
+                kBParts = kTileK * kOuter / 2 / kThreads;
+  static_assert(kThreads % (kTileK / 2) == 0 && kThreads % (kOuter / 2) == 0);
+  const double* a_from[kAParts];
+#pragma unroll
+  for (int e = 0; e < kAParts; ++e) {
+    const int row = row_of(t / (kTileK / 2) + e * (kThreads / (kTileK / 2)));
+    a_from[e] = row >= 0 ? a + static_cast<int64_t>(row) * ld + 2 * (t % (kTileK / 2)) : nullptr;
+  }
+  const int a_to = t / (kTileK / 2) * kAld + 2 * (t % (kTileK / 2));
+  const int b_col = 2 * (t % (kOuter / 2));
+  const int b_to = t / (kOuter / 2) * kBld + b_col;
+  const bool b_on = b_col < ncols;
   auto stage = [&](int st, int kk) {
-    double* as = region + st * kStage;
-    double* bs = as + kTileRows * kAld;
-    for (int q = t; q < kTileRows * kTileK / 2; q += kThreads) {
-      const int r = q / (kTileK / 2), part = q % (kTileK / 2);
-      const int row = row_of(r);
-      double* dst = as + r * kAld + 2 * part;
-      if (row >= 0) {
-        copy16(dst, a + static_cast<int64_t>(row) * ld + kk + 2 * part);
+    double* as = region + st * kStage + a_to;
+    double* bs = region + st * kStage + kTileRows * kAld + b_to;
+#pragma unroll
+    for (int e = 0; e < kAParts; ++e) {
+      double* dst = as + e * (kThreads / (kTileK / 2)) * kAld;
+      if (a_from[e] != nullptr) {
+        copy16(dst, a_from[e] + kk);
       } else {
         dst[0] = 0.0;
         dst[1] = 0.0;
       }
     }
-    for (int q = t; q < kTileK * kOuter / 2; q += kThreads) {
-      const int kr = q / (kOuter / 2), col = 2 * (q % (kOuter / 2));
-      double* dst = bs + kr * kBld + col;
-      if (col < ncols) {
-        copy16(dst, a + static_cast<int64_t>(piv[kk + kr]) * ld + col0 + col);
+#pragma unroll
+    for (int e = 0; e < kBParts; ++e) {
+      double* dst = bs + e * (kThreads / (kOuter / 2)) * kBld;
+      const int kr = kk + t / (kOuter / 2) + e * (kThreads / (kOuter / 2));
+      if (b_on) {
+        copy16(dst, a + static_cast<int64_t>(piv[kr]) * ld + col0 + b_col);
       } else {
         dst[0] = 0.0;
         dst[1] = 0.0;

@@ -20,7 +20,8 @@ constexpr int kSlot = 16;  // doubles of a candidate's slot (one 128-byte line)
 constexpr int kTag = 10;   // the slot's double that holds its step's tag
 constexpr int kLjjLd = kOuter + 1;
 constexpr int kStaged = 10;  // doubles of a row's 8 multipliers and flag staged (16-byte rows)
-constexpr int kBatch = 4;    // rows of a warp's loads in flight in update_rows
+// Accesses (a row, or a group of short rows) a warp has in flight in update_rows.
+constexpr int kBatch = 4;
 static_assert(kWarps * 32 * kStaged <= kRegion, "update_rows' staging fits the GEMM's region");
 
 // Shared memory, in the order laid out (doubles first).

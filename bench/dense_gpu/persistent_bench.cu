@@ -64,8 +64,11 @@ void reset(Bench& b) {
                  b.ld, b.rows, b.ld));
 }
 
-// `panels` panels on the panel stream while (gemms > 0) two streams run `gemms` GEMMs each.
-void run(Bench& b, const std::function<void()>& panel, int panels, int gemms, const char* label) {
+// `panels` panels on the panel stream while (gemms > 0) two streams run `gemms` GEMMs each;
+// returns the panels' mean time (ms) and prints it with `reference` / mean where reference > 0
+// (the getrf path's mean in the same conditions: > 1 means quicker than it).
+float run(Bench& b, const std::function<void()>& panel, int panels, int gemms, const char* label,
+          float reference = 0) {
   cudaEvent_t g0[2], g1[2], p0, p1;
   for (int i = 0; i < 2; ++i) {
     CK(cudaEventCreate(&g0[i]));
@@ -100,9 +103,13 @@ void run(Bench& b, const std::function<void()>& panel, int panels, int gemms, co
     const double flops = 2.0 * b.gm * double(b.gn) * b.gk * gemms;
     rate = (flops / (elapsed(g0[0], g1[0]) * 1e-3) + flops / (elapsed(g0[1], g1[1]) * 1e-3)) / 1e12;
   }
-  std::printf("%-40s panel mean %7.2f ms best %7.2f ms | GEMM %6.2f TFLOP/s\n", label,
-              panels ? total / panels : 0.f, panels ? best : 0.f, rate);
+  const float mean = panels ? total / panels : 0.f;
+  std::printf("%-40s panel mean %7.2f ms best %7.2f ms | GEMM %6.2f TFLOP/s", label, mean,
+              panels ? best : 0.f, rate);
+  if (reference > 0 && mean > 0) std::printf(" | %.2fx the getrf path", reference / mean);
+  std::printf("\n");
   std::fflush(stdout);
+  return mean;
 }
 
 double max_abs_diff(const std::vector<double>& x, const std::vector<double>& y) {
@@ -228,12 +235,12 @@ int main(int argc, char** argv) {
     char label[64];
     if (gemms) run(b, getrf, 0, 10, "GEMMs alone");
     std::snprintf(label, sizeof label, "getrf path %s", where);
-    run(b, getrf, 5, gemms, label);
+    const float reference = run(b, getrf, 5, gemms, label);
     for (int g : blocks) {
       std::snprintf(label, sizeof label, "persistent, %d blocks, %s",
                     PersistentPanel::blocks_for(b.m, g), where);
       run(
-          b, [&] { persistent(b, g); }, 5, gemms, label);
+          b, [&] { persistent(b, g); }, 5, gemms, label, reference);
     }
   }
   return 0;

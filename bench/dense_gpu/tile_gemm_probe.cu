@@ -6,7 +6,8 @@
 //   variant 0: the kernel's `tile_product` (warp tiles of 16 x 64, mma.m16n8k4, the result
 //              through shared memory);
 //   1 / 2 / 3: warp tiles of 16 x 64, mma.m16n8k4 / k8 / k16, the result applied from registers;
-//   4 / 5 / 6: warp tiles of 32 x 32, the same three shapes.
+//   4 / 5 / 6: warp tiles of 32 x 32, the same three shapes;
+//   7 / 8: 16 x 64 with k4 and 32 x 32 with k8, three stages of cp.async instead of two.
 //
 // Each variant is checked against a plain FP64 kernel (max |difference| relative to max |out|)
 // and timed (best of the repetitions; TFLOP/s in all and an SM, against the tensor cores' peak).
@@ -28,7 +29,9 @@ namespace {
 
 using namespace stripesolve::backend::cuda::panel;
 
-constexpr int kCols = kOuter;  // the column block's width
+constexpr int kCols = kOuter;             // the column block's width
+constexpr int kProbeRegion = 3 * kStage;  // room for the 3-stage variants
+constexpr int kVariants = 9;
 
 template <int kK>
 __device__ inline void mma(double (&c)[4], const double* a, const double* b);
@@ -67,7 +70,7 @@ __device__ inline void mma<16>(double (&c)[4], const double* a, const double* b)
 // CuTe's SM90_16x8x{4,8,16}_F64 layouts): A's value 2v / 2v + 1 at rows g / g + 8, column
 // q + 4v; B's value v at row q + 4v, column g; C's rows g and g + 8, columns 2q and 2q + 1 (g the
 // lane / 4, q the lane % 4).
-template <int kWarpRows, int kK, class RowOf, class Apply>
+template <int kWarpRows, int kK, int kStages, class RowOf, class Apply>
 __device__ void warp_tiles(const double* a, int64_t ld, RowOf row_of, int col0, int K,
                            const int* piv, double* region, Apply apply) {
   constexpr int kAlongRows = kTileRows / kWarpRows, kAlongCols = kWarps / kAlongRows;
@@ -114,15 +117,25 @@ __device__ void warp_tiles(const double* a, int64_t ld, RowOf row_of, int col0, 
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.0;
     }
   }
-  stage(0, 0);
-  for (int kk = 0; kk < K; kk += kTileK) {
-    const int st = (kk / kTileK) & 1;
-    if (kk + kTileK < K) {
-      stage(st ^ 1, kk + kTileK);
-      copies_wait<1>();
+  // kStages - 1 tiles in flight while one is computed (an empty group where none is left, so
+  // that the count of groups to wait for stays the same).
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st * kTileK < K) {
+      stage(st, st * kTileK);
     } else {
-      copies_wait<0>();
+      copies_commit();
     }
+  }
+  for (int kk = 0; kk < K; kk += kTileK) {
+    const int tile = kk / kTileK, st = tile % kStages;
+    const int next = kk + (kStages - 1) * kTileK;
+    if (next < K) {
+      stage((tile + kStages - 1) % kStages, next);
+    } else {
+      copies_commit();
+    }
+    copies_wait<kStages - 1>();
     __syncthreads();
     const double* as = region + st * kStage + (wr * kWarpRows + g) * kAld + q;
     const double* bs = region + st * kStage + kTileRows * kAld + q * kBld + wc * kWarpCols + g;
@@ -170,7 +183,7 @@ struct Problem {
 template <int kVariant>
 __global__ void __launch_bounds__(kThreads, 1) probe_kernel(Problem p) {
   extern __shared__ __align__(16) double smem[];
-  int* piv = reinterpret_cast<int*>(smem + kRegion);
+  int* piv = reinterpret_cast<int*>(smem + kProbeRegion);
   for (int q = threadIdx.x; q < p.K; q += kThreads) piv[q] = p.piv[q];
   __syncthreads();
   const int row0 = blockIdx.x * p.rows_per_block;
@@ -194,9 +207,10 @@ __global__ void __launch_bounds__(kThreads, 1) probe_kernel(Problem p) {
       __syncthreads();
     } else {
       constexpr int kShapes[] = {4, 8, 16};
-      constexpr int kWarpRows = kVariant <= 3 ? 16 : 32;
-      warp_tiles<kWarpRows, kShapes[(kVariant - 1) % 3]>(p.a, p.ld, row_of, p.c0, p.K, piv, smem,
-                                                         apply);
+      constexpr int kWarpRows = kVariant <= 3 || kVariant == 7 ? 16 : 32;
+      constexpr int kK = kVariant <= 6 ? kShapes[(kVariant - 1) % 3] : kVariant == 7 ? 4 : 8;
+      constexpr int kStages = kVariant <= 6 ? 2 : 3;
+      warp_tiles<kWarpRows, kK, kStages>(p.a, p.ld, row_of, p.c0, p.K, piv, smem, apply);
     }
   }
 }
@@ -213,15 +227,18 @@ __global__ void reference_kernel(Problem p) {
 }
 
 using Kernel = void (*)(Problem);
-constexpr Kernel kKernels[] = {probe_kernel<0>, probe_kernel<1>, probe_kernel<2>, probe_kernel<3>,
-                               probe_kernel<4>, probe_kernel<5>, probe_kernel<6>};
+constexpr Kernel kKernels[] = {probe_kernel<0>, probe_kernel<1>, probe_kernel<2>,
+                               probe_kernel<3>, probe_kernel<4>, probe_kernel<5>,
+                               probe_kernel<6>, probe_kernel<7>, probe_kernel<8>};
 constexpr const char* kNames[] = {"tile_product (16x64, k4, via shared)",
                                   "16x64, k4, from registers",
                                   "16x64, k8, from registers",
                                   "16x64, k16, from registers",
                                   "32x32, k4, from registers",
                                   "32x32, k8, from registers",
-                                  "32x32, k16, from registers"};
+                                  "32x32, k16, from registers",
+                                  "16x64, k4, 3 stages, from registers",
+                                  "32x32, k8, 3 stages, from registers"};
 
 }  // namespace
 
@@ -263,12 +280,12 @@ int main(int argc, char** argv) {
   const double flops = 2.0 * m * kCols * double(K);
   std::printf("%s, %d SMs; %d rows x %d columns by K = %d (row stride %d), %d blocks\n", prop.name,
               prop.multiProcessorCount, m, kCols, K, ld, blocks);
-  const int shared = static_cast<int>(sizeof(double) * kRegion + sizeof(int) * K);
+  const int shared = static_cast<int>(sizeof(double) * kProbeRegion + sizeof(int) * K);
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   p.out = out;
-  for (int v = 0; v < 7; ++v) {
+  for (int v = 0; v < kVariants; ++v) {
     CK(cudaFuncSetAttribute(kKernels[v], cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
     CK(cudaMemset(out, 0, sizeof(double) * m * kCols));
     float best = 1e30f;

@@ -27,7 +27,20 @@
 
 namespace {
 
-using namespace stripesolve::backend::cuda::panel;
+// The kernel's tile constants and staging helpers by name (not the whole namespace: this
+// probe's mma / warp_tiles are its own).
+using stripesolve::backend::cuda::panel::copies_commit;
+using stripesolve::backend::cuda::panel::copies_wait;
+using stripesolve::backend::cuda::panel::copy16;
+using stripesolve::backend::cuda::panel::kAld;
+using stripesolve::backend::cuda::panel::kBld;
+using stripesolve::backend::cuda::panel::kOuter;
+using stripesolve::backend::cuda::panel::kStage;
+using stripesolve::backend::cuda::panel::kThreads;
+using stripesolve::backend::cuda::panel::kTileK;
+using stripesolve::backend::cuda::panel::kTileRows;
+using stripesolve::backend::cuda::panel::kWarps;
+using stripesolve::backend::cuda::panel::tile_product;
 
 constexpr int kCols = kOuter;             // the column block's width
 constexpr int kProbeRegion = 3 * kStage;  // room for the 3-stage variants

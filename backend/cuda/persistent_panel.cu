@@ -4,7 +4,7 @@
 #include <climits>
 
 #include "backend/cuda/persistent_panel.h"
-#include "backend/cuda/persistent_panel_block.cuh"
+#include "backend/cuda/persistent_panel_finish.cuh"
 
 namespace stripesolve::backend::cuda {
 namespace {
@@ -21,7 +21,7 @@ __global__ void __launch_bounds__(kThreads, 1) panel_kernel(Shape s, Scratch x) 
     for (int s8 = 0; s8 < nb; s8 += kSub) block.factor_eight(c0, nb, s8);
     if (c0 + nb < s.h) block.pivot_rows_right(c0, nb);
   }
-  block.finish();
+  finish(block);
 }
 
 Scratch scratch_in(void* p, int64_t h) {

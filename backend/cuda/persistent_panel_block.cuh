@@ -1,6 +1,7 @@
-// The one-launch panel's kernel, one block's part of it (persistent_panel.cu, its only
-// includer): what a block holds (its rows, its shared memory, the scratch every block shares)
-// and one member per phase of persistent_panel.h's description.
+// The one-launch panel's kernel, one block's part of it (persistent_panel.cu and
+// persistent_panel_finish.cuh its includers): what a block holds (its rows, its shared memory,
+// the scratch every block shares) and one member per phase of persistent_panel.h's description
+// up to (D); the last phase, the rows moved, is persistent_panel_finish.cuh.
 #pragma once
 
 #include <cfloat>
@@ -438,72 +439,6 @@ struct Block {
     }
     grid_barrier(x.counter, epoch);
     laps.lap(5);
-  }
-
-  // The U of each column block's diagonal part into its pivot rows; getrf's swaps as moves of
-  // rows (block 0 works them out, every block moves some).
-  __device__ __forceinline__ void finish() {
-    grid_barrier(x.counter, epoch);
-    for (int k = b; k < h; k += blocks) {
-      const int cj = k / kOuter * kOuter, end = min(h, cj + kOuter), from = (k / kSub + 1) * kSub;
-      for (int col = from + t; col < end; col += kThreads) {
-        __stcg(a + static_cast<int64_t>(piv[k]) * ld + col,
-               x.udiag[static_cast<int64_t>(k) * kOuter + col - cj]);
-      }
-    }
-    if (b == 0) plan_moves();
-    grid_barrier(x.counter, epoch);
-    const int moves = __ldcg(x.move_count);
-    for (int mv = b; mv < moves; mv += blocks) {
-      const double* src = a + static_cast<int64_t>(__ldcg(x.moves + 2 * h + mv)) * ld;
-      for (int col = t; col < h; col += kThreads) {
-        x.temp[static_cast<int64_t>(mv) * h + col] = __ldcg(src + col);
-      }
-    }
-    grid_barrier(x.counter, epoch);
-    for (int mv = b; mv < moves; mv += blocks) {
-      double* dst = a + static_cast<int64_t>(__ldcg(x.moves + mv)) * ld;
-      for (int col = t; col < h; col += kThreads) {
-        __stcg(dst + col, __ldcg(x.temp + static_cast<int64_t>(mv) * h + col));
-      }
-    }
-    laps.lap(6);
-  }
-
-  // Block 0: getrf's ipiv from the pivot rows, and the rows its swaps would move. Positions are
-  // named by ids: position p < h is id p, the position of the row chosen at step k (when it is
-  // >= h) is id h + k; the same ids name the rows first found there.
-  __device__ __forceinline__ void plan_moves() {
-    int* who = reinterpret_cast<int*>(region);  // the row id at each position id
-    int* where = who + 2 * h;                   // the position id of each row id
-    for (int q = t; q < 2 * h; q += kThreads) {
-      who[q] = q;
-      where[q] = q;
-    }
-    __syncthreads();
-    if (t != 0) return;
-    auto position = [&](int id) { return id < h ? id : piv[id - h]; };
-    for (int k = 0; k < h; ++k) {
-      const int p = piv[k];
-      const int id = p < h ? p : h + k;
-      const int q = where[id];
-      s.ipiv[k] = position(q) + 1;
-      if (q != k) {
-        const int moved = who[k];
-        who[k] = id;
-        who[q] = moved;
-        where[id] = k;
-        where[moved] = q;
-      }
-    }
-    int n = 0;
-    for (int id = 0; id < 2 * h; ++id) {
-      if (who[id] == id) continue;
-      x.moves[n] = position(id);
-      x.moves[2 * h + n] = position(who[id]);
-      ++n;
-    }
-    *x.move_count = n;
   }
 };
 

@@ -34,7 +34,7 @@ std::vector<std::string> split(const std::string& s) {
       "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
       "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
       "[--update-k K] [--segment-columns C] "
-      "[--panel-sms K] [--panel-blocks B] [--reps R] "
+      "[--panel-sms K] [--panel-blocks B[,B2..]] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
       "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
@@ -100,7 +100,12 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--panel-sms") {
       a.panel_sms = parse_int(arg, v, 0, 1024);
     } else if (arg == "--panel-blocks") {
-      a.panel_blocks = parse_int(arg, v, 0, 64);
+      const std::vector<std::string> values = split(v);
+      if (values.empty()) usage("--panel-blocks: no value");
+      a.panel_blocks = parse_int(arg, values[0], 0, 64);
+      for (size_t at = 1; at < values.size(); ++at) {
+        a.panel_blocks_paired.push_back(parse_int(arg, values[at], 0, 64));
+      }
     } else if (arg == "--update-k") {
       a.update_k = parse_int(arg, v, 0, int64_t{1} << 20);
     } else if (arg == "--segment-columns") {
@@ -174,6 +179,7 @@ json args_json(const Args& a) {
   j["panel_sms"] = a.panel_sms;
   j["update_k"] = a.update_k;
   j["panel_blocks"] = a.panel_blocks;
+  j["panel_blocks_paired"] = a.panel_blocks_paired;
   j["segment_columns"] = a.segment_columns;
   j["lookahead_lanes"] = a.lookahead_lanes;
   j["early_next"] = a.early_next;

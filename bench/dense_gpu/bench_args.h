@@ -34,6 +34,9 @@ struct Args {
   int64_t panel_sms = 0;        // engine.gpu_panel_sms
   int64_t update_k = 0;         // engine.gpu_update_k
   int64_t panel_blocks = 0;     // engine.gpu_panel_blocks
+  // --panel-blocks B,C,..: C.. solved too in every rep, each right after B's (paired in one
+  // process, so that their difference is not the runs' drift).
+  std::vector<int64_t> panel_blocks_paired;
   int64_t segment_columns = 0;  // engine.segment_columns (S^s); 0 = the planner's
   std::string dir = "/var/tmp/stripesolve-bench-gpu";
   std::string backend = "cuda";

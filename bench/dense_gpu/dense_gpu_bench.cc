@@ -6,7 +6,7 @@
 //
 //   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
 //                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
-//                   [--update-k 0] [--reps 2] [--dgemm-reps 5]
+//                   [--update-k 0] [--panel-blocks B[,B2..]] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
 //                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1] [--upward-lead -1]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
@@ -18,6 +18,8 @@
 // through the device; ssd = --ram-budget 4GiB --gpu-memory 8GiB unless given, plus the disk's raw
 // bandwidth and the SSD traffic against the planner's meta_zigzag forecast.
 //
+// --panel-blocks B,C..: each rep also solves with engine.gpu_panel_blocks C.., right after B's
+// solve (JSON "paired_panel_blocks"), so that the comparison is not the drift between runs.
 // The engine: best of --reps solves (by factor + substitution seconds), factors not persisted
 // unless --persist-factors; persisted factors record their durable progress (issue 18) unless
 // --no-records, which is there to measure what the records cost. TFLOP/s use 2/3 n^3 (factor) and
@@ -270,6 +272,7 @@ int main(int argc, char** argv) {
                gib(double(p.io_written_bytes)).c_str());
         };
         json reps = json::array();
+        json paired = json::object();  // --panel-blocks B,C..: C.. after B in every rep
         std::optional<sch::SolveReport> best;
         json best_phase_io;
         std::string best_trace;
@@ -302,6 +305,24 @@ int main(int argc, char** argv) {
               factor_flops(n) / std::max(1e-30, r->factor_seconds) * 1e-12, r->substitution_seconds,
               r->load_seconds, r->seconds, r->residual);
           reps.back()["io_by_phase"] = phase_io.to_json(r->io_read_bytes, r->io_written_bytes);
+          for (const int64_t blocks : args.panel_blocks_paired) {
+            sch::EngineConfig other = config;
+            other.gpu_panel_blocks = blocks;
+            auto o =
+                sch::solve_dense(*store, "A", b.data(), nrhs, options, other, cancel, {}, nullptr);
+            json& tried = paired[std::to_string(blocks)];
+            if (!o.is_ok()) {
+              tried.push_back({{"error", o.status().to_string()}});
+              continue;
+            }
+            const double tflops = factor_flops(n) / std::max(1e-30, o->factor_seconds) * 1e-12;
+            tried.push_back({{"factor_seconds", o->factor_seconds},
+                             {"tflops_factor", tflops},
+                             {"substitution_seconds", o->substitution_seconds},
+                             {"residual", o->residual}});
+            note("  paired rep %d, panel blocks %lld: factor %.3f s (%.2f TFLOP/s), residual %.2e",
+                 rep + 1, static_cast<long long>(blocks), o->factor_seconds, tflops, o->residual);
+          }
           if (!best || fs < best->factor_seconds + best->substitution_seconds) {
             best_phase_io = reps.back()["io_by_phase"];
             if (trace) best_trace = trace->to_json();
@@ -327,6 +348,7 @@ int main(int argc, char** argv) {
           eng["error"] = "every rep failed";
         }
         eng["reps"] = reps;
+        if (!paired.empty()) eng["paired_panel_blocks"] = paired;
         remove_objects(*store,
                        {"A", sch::factor_name_for("A", options), best ? best->factor_name : ""});
       }

@@ -97,29 +97,41 @@ __device__ inline void copies_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// region[r * kBld + c] = sum_{k < K} a[row_of(r) * ld + k] * a[piv[k] * ld + col0 + c] for
-// r < kTileRows, c < ncols (<= kOuter; a multiple of 8); row_of(r) < 0 gives a zero row. FP64
-// tensor cores (mma.sync), tiles of kTileK staged by cp.async in two stages.
-template <class RowOf>
-__device__ void tile_product(const double* a, int64_t ld, RowOf row_of, int col0, int ncols, int K,
-                             const int* piv, double* region) {
-  const int t = threadIdx.x, warp = t / 32;
-  // The thread's parts of a stage, fixed for the whole product: of A, 16 bytes of each of the
-  // rows t / 16 + 16 e; of B, 16 bytes at column 2 (t % 32) of the pivot rows t / 32 + 8 e.
-  constexpr int kAParts = kTileRows * kTileK / 2 / kThreads,
-                kBParts = kTileK * kOuter / 2 / kThreads;
+// Where a thread's parts of each stage of a tile product come from and go, fixed for the whole
+// product: of A, 16 bytes of each of the rows t / 16 + 16 e (row_of(r) < 0: zeros); of B, 16
+// bytes at column 2 (t % 32) of the pivot rows t / 32 + 8 e (zeros from column ncols on).
+// stage(st, kk) copies the product's columns [kk, kk + kTileK) into stage st of `region` by
+// cp.async, one commit group.
+struct TileStager {
+  static constexpr int kAParts = kTileRows * kTileK / 2 / kThreads;
+  static constexpr int kBParts = kTileK * kOuter / 2 / kThreads;
   static_assert(kThreads % (kTileK / 2) == 0 && kThreads % (kOuter / 2) == 0);
+  const double* a;
+  int64_t ld;
+  const int* piv;
+  double* region;
+  int col0, a_to, b_col, b_to;
+  bool b_on;
   const double* a_from[kAParts];
+
+  template <class RowOf>
+  __device__ __forceinline__ TileStager(const double* a_, int64_t ld_, RowOf row_of, int col0_,
+                                        int ncols, const int* piv_, double* region_)
+      : a(a_), ld(ld_), piv(piv_), region(region_), col0(col0_) {
+    const int t = threadIdx.x;
 #pragma unroll
-  for (int e = 0; e < kAParts; ++e) {
-    const int row = row_of(t / (kTileK / 2) + e * (kThreads / (kTileK / 2)));
-    a_from[e] = row >= 0 ? a + static_cast<int64_t>(row) * ld + 2 * (t % (kTileK / 2)) : nullptr;
+    for (int e = 0; e < kAParts; ++e) {
+      const int row = row_of(t / (kTileK / 2) + e * (kThreads / (kTileK / 2)));
+      a_from[e] = row >= 0 ? a + static_cast<int64_t>(row) * ld + 2 * (t % (kTileK / 2)) : nullptr;
+    }
+    a_to = t / (kTileK / 2) * kAld + 2 * (t % (kTileK / 2));
+    b_col = 2 * (t % (kOuter / 2));
+    b_to = t / (kOuter / 2) * kBld + b_col;
+    b_on = b_col < ncols;
   }
-  const int a_to = t / (kTileK / 2) * kAld + 2 * (t % (kTileK / 2));
-  const int b_col = 2 * (t % (kOuter / 2));
-  const int b_to = t / (kOuter / 2) * kBld + b_col;
-  const bool b_on = b_col < ncols;
-  auto stage = [&](int st, int kk) {
+
+  __device__ __forceinline__ void operator()(int st, int kk) const {
+    const int t = threadIdx.x;
     double* as = region + st * kStage + a_to;
     double* bs = region + st * kStage + kTileRows * kAld + b_to;
 #pragma unroll
@@ -144,7 +156,17 @@ __device__ void tile_product(const double* a, int64_t ld, RowOf row_of, int col0
       }
     }
     copies_commit();
-  };
+  }
+};
+
+// region[r * kBld + c] = sum_{k < K} a[row_of(r) * ld + k] * a[piv[k] * ld + col0 + c] for
+// r < kTileRows, c < ncols (<= kOuter; a multiple of 8); row_of(r) < 0 gives a zero row. FP64
+// tensor cores (mma.sync), tiles of kTileK staged by cp.async in two stages.
+template <class RowOf>
+__device__ void tile_product(const double* a, int64_t ld, RowOf row_of, int col0, int ncols, int K,
+                             const int* piv, double* region) {
+  const int t = threadIdx.x, warp = t / 32;
+  const TileStager stage(a, ld, row_of, col0, ncols, piv, region);
   // mma.m16n8k4 (f64): a warp's 16 rows by 8 columns per instruction, each of the warp's 8
   // column groups. Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k4", .f64): A's rows g and
   // g + 8, column q; B's row q, column g; C's rows g and g + 8, columns 2q and 2q + 1 (g the

@@ -31,7 +31,6 @@ namespace {
 // probe's mma / warp_tiles are its own).
 using stripesolve::backend::cuda::panel::copies_commit;
 using stripesolve::backend::cuda::panel::copies_wait;
-using stripesolve::backend::cuda::panel::copy16;
 using stripesolve::backend::cuda::panel::kAld;
 using stripesolve::backend::cuda::panel::kBld;
 using stripesolve::backend::cuda::panel::kOuter;
@@ -41,6 +40,7 @@ using stripesolve::backend::cuda::panel::kTileK;
 using stripesolve::backend::cuda::panel::kTileRows;
 using stripesolve::backend::cuda::panel::kWarps;
 using stripesolve::backend::cuda::panel::tile_product;
+using stripesolve::backend::cuda::panel::TileStager;
 
 constexpr int kCols = kOuter;             // the column block's width
 constexpr int kProbeRegion = 3 * kStage;  // room for the 3-stage variants
@@ -77,7 +77,8 @@ __device__ inline void mma<16>(double (&c)[4], const double* a, const double* b)
         "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
 }
 
-// The product of a tile of kTileRows rows by the pivot rows, staged as tile_product stages it,
+// The product of a tile of kTileRows rows by the pivot rows, staged as tile_product stages it
+// (TileStager),
 // computed by warp tiles of kWarpRows x (the rest of the 64 columns) with mma.m16n8k{kK}, each
 // result pair handed to apply(row of the tile, column, value). Fragments (PTX ISA, FP64 mma;
 // CuTe's SM90_16x8x{4,8,16}_F64 layouts): A's value 2v / 2v + 1 at rows g / g + 8, column
@@ -88,39 +89,9 @@ __device__ void warp_tiles(const double* a, int64_t ld, RowOf row_of, int col0, 
                            const int* piv, double* region, Apply apply) {
   constexpr int kAlongRows = kTileRows / kWarpRows, kAlongCols = kWarps / kAlongRows;
   constexpr int kWarpCols = kCols / kAlongCols, kMi = kWarpRows / 16, kNi = kWarpCols / 8;
-  constexpr int kAParts = kTileRows * kTileK / 2 / kThreads,
-                kBParts = kTileK * kCols / 2 / kThreads;
   const int t = threadIdx.x, warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
   const int wr = warp % kAlongRows, wc = warp / kAlongRows;
-  const double* a_from[kAParts];
-#pragma unroll
-  for (int e = 0; e < kAParts; ++e) {
-    const int row = row_of(t / (kTileK / 2) + e * (kThreads / (kTileK / 2)));
-    a_from[e] = row >= 0 ? a + static_cast<int64_t>(row) * ld + 2 * (t % (kTileK / 2)) : nullptr;
-  }
-  const int a_to = t / (kTileK / 2) * kAld + 2 * (t % (kTileK / 2));
-  const int b_col = 2 * (t % (kCols / 2)), b_to = t / (kCols / 2) * kBld + b_col;
-  auto stage = [&](int st, int kk) {
-    double* as = region + st * kStage + a_to;
-    double* bs = region + st * kStage + kTileRows * kAld + b_to;
-#pragma unroll
-    for (int e = 0; e < kAParts; ++e) {
-      double* dst = as + e * (kThreads / (kTileK / 2)) * kAld;
-      if (a_from[e] != nullptr) {
-        copy16(dst, a_from[e] + kk);
-      } else {
-        dst[0] = 0.0;
-        dst[1] = 0.0;
-      }
-    }
-#pragma unroll
-    for (int e = 0; e < kBParts; ++e) {
-      const int kr = kk + t / (kCols / 2) + e * (kThreads / (kCols / 2));
-      copy16(bs + e * (kThreads / (kCols / 2)) * kBld,
-             a + static_cast<int64_t>(piv[kr]) * ld + col0 + b_col);
-    }
-    copies_commit();
-  };
+  const TileStager stage(a, ld, row_of, col0, kCols, piv, region);
   double acc[kMi][kNi][4];
 #pragma unroll
   for (int mi = 0; mi < kMi; ++mi) {

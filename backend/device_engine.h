@@ -149,6 +149,15 @@ class DeviceLane {
   };
   virtual Status forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) = 0;
   virtual Status backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) = 0;
+
+  // The residual on a copy of the original matrix kept on the device: for its row stripes
+  // (each `part` h x n, from column 0, at row_begin; raw unused), r[row_begin + q, k] -= sum_c
+  // part[q, c] x[c, k] (r and x n x nrhs; r holds b on entry), and what the backward error and
+  // the condition estimate take of A, into `sums` (2n + 1 doubles of device memory, zeroed
+  // here): [0, n) each row's sum of |a|, [n, 2n) each column's, [2n] the largest |a|. Waits for
+  // its work.
+  virtual Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
+                          const DeviceBlock& r, double* sums) = 0;
 };
 
 struct DeviceEngineOptions {

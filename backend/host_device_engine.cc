@@ -281,6 +281,30 @@ class HostLane final : public DeviceLane {
     return Status::ok();
   }
 
+  Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
+                  const DeviceBlock& r, double* sums) override {
+    const int64_t n = r.rows;
+    std::fill(sums, sums + 2 * n + 1, 0.0);
+    for (const FactorStripe& s : stripes) {
+      const DeviceBlock& a = s.part;
+      for (int64_t c = 0; c < a.cols; ++c) {
+        const double* col = a.data + c * a.ld;
+        for (int64_t q = 0; q < a.rows; ++q) {
+          const double v = std::fabs(col[q]);
+          sums[s.row_begin + q] += v;
+          sums[n + c] += v;
+          sums[2 * n] = std::max(sums[2 * n], v);
+        }
+        for (int64_t k = 0; k < r.cols; ++k) {
+          const double xv = x.data[c + k * x.ld];
+          double* rk = r.data + s.row_begin + k * r.ld;
+          for (int64_t q = 0; q < a.rows; ++q) rk[q] -= col[q] * xv;
+        }
+      }
+    }
+    return Status::ok();
+  }
+
  private:
   Status forward_one(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
                      const DeviceBlock& rhs) {

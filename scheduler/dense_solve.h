@@ -123,6 +123,8 @@ struct SolveReport {
   double persist_seconds = 0;       // writing the factors back to the store and committing them
   double substitution_seconds = 0;  // the first forward + backward pass
   double residual_seconds = 0;      // residual passes and refinement steps
+  bool residual_on_device = false;  // the residual came from the device's copy of A, not a
+                                    // second read of A from the store (Plan::device_keeps_original)
   double condition_seconds = 0;     // the condition estimate's solves
   double condition_seconds_in_factor = 0;  // its part made by elim.I in factor_seconds (CPU)
   double gflops = 0;                       // factorization flops / factor_seconds (0 when reused)

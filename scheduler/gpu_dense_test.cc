@@ -427,6 +427,43 @@ TEST_P(GpuDenseTest, ASmallRamCacheBesideARoomyDevice) {
   }
 }
 
+// A solve whose factors stay on the device takes its residual from the device's copy of A
+// (filled from the RAM cache during the load; Plan::device_keeps_original), not from a second
+// read of A from the store: the same backward errors and growth as the store's pass,
+// refinement steps included. Without the load (a RAM cache smaller than A) there is no copy,
+// and the store's pass runs.
+TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
+  const int64_t n = 600;
+  const auto a = generated("A", n, "uniform", 5);
+  const auto b = random_rhs(n, 2);
+  DenseSolveOptions o = throwaway_factors();
+  o.refinement_steps = 1;
+  EngineConfig c = gpu_engine(false);
+  c.meta_stripes = 1;
+  c.elim_j_workers = 0;
+  auto kept = solve("A", b, 2, o, c);
+  ASSERT_TRUE(kept.is_ok()) << kept.status().to_string();
+  EXPECT_TRUE(kept->plan.device_keeps_original);
+  EXPECT_TRUE(kept->residual_on_device);
+  ASSERT_EQ(kept->residual_history.size(), 2u);
+  expect_matches_lapack(a, n, b, 2, *kept, 1e-13, "residual on the device's copy of A");
+  c.ram_budget = 1 * kMiB;  // A is 2.7 MiB: not loaded, no copy
+  auto read = solve("A", b, 2, o, c);
+  ASSERT_TRUE(read.is_ok()) << read.status().to_string();
+  EXPECT_FALSE(read->residual_on_device);
+  ASSERT_EQ(read->residual_history.size(), 2u);
+  for (size_t step = 0; step < 2; ++step) {
+    const double on_device = kept->residual_history[step],
+                 from_store = read->residual_history[step];
+    EXPECT_GT(on_device, 0.0) << step;
+    EXPECT_LT(on_device, 10 * from_store + 1e-17) << step;
+    EXPECT_LT(from_store, 10 * on_device + 1e-17) << step;
+  }
+  // max |A| is exact either way, and the same pivots give the same U.
+  EXPECT_GT(kept->growth, 0.0);
+  EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);
+}
+
 // The daemon's GPU jobs share one budget per device (gpu::DeviceBudget): a solve on the default
 // budget takes what the others leave, and an engine.gpu_memory the budget cannot give fails
 // naming both figures.

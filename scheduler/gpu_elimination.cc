@@ -105,7 +105,23 @@ Status GpuElimination::open() {
   // stripe's bytes.
   const uint64_t slot =
       cache::Arena::round_up(8ull * static_cast<uint64_t>(s_max) * static_cast<uint64_t>(g.n));
-  pool_bytes_ = (plan_.gpu_memory - lanes - pivots - slack) / slot * slot;
+  const uint64_t room = plan_.gpu_memory - lanes - pivots - slack;
+  pool_bytes_ = room / slot * slot;
+  // A copy of A for the residual (Plan::device_keeps_original), where the pool beside it still
+  // holds every stripe, two U blocks, a stripe per worker and per stripe of a meta-stripe, and
+  // the planner's three more (device_bytes_needed).
+  const uint64_t original = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(g.n);
+  {
+    const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
+    const uint64_t block = (u_block_bytes_bound(g.n, sm * s_max) + slot - 1) / slot * slot;
+    const uint64_t resident =
+        static_cast<uint64_t>(g.stripes + workers + sm + 3) * slot + 2 * block;
+    if (plan_.device_keeps_original && share_.count == 1 && room > original &&
+        (room - original) / slot * slot >= resident) {
+      pool_bytes_ = (room - original) / slot * slot;
+      original_bytes_ = original;
+    }
+  }
   if (pool_bytes_ == 0) {
     return Status::resource_exhausted(fmt::format(
         "GPU tier: the device budget {} leaves less than one stripe ({}) beside the lanes' "
@@ -131,6 +147,11 @@ Status GpuElimination::open() {
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
+  if (original_bytes_ > 0) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(
+        original_, engine_.allocate(original_bytes_, "the copy of A for the residual"));
+    original_loaded_.assign(static_cast<size_t>(g.stripes), false);
+  }
   const int64_t sm = std::max<int64_t>(1, params_.meta_stripes);
   block_bound_ = tier_->in_slots(u_block_bytes_bound(g.n, sm * s_max));
   overlap_ = pool_bytes_ >= 2 * block_bound_ + static_cast<uint64_t>(workers + sm) * slot;
@@ -156,12 +177,15 @@ Status GpuElimination::open() {
   static const auto log = logger("scheduler");
   log->info(
       "GPU tier on {}{}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
-      "segments of {} columns{}{}",
+      "segments of {} columns{}{}{}",
       engine_.description(),
       share_.count > 1 ? fmt::format(" (device {} of {})", share_.index + 1, share_.count) : "",
       format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead, params_.meta_stripes,
       plan_.segment_columns, plan_.device_resident ? ", the whole matrix stays on the device" : "",
-      overlap_ ? ", sweeps overlap" : "");
+      overlap_ ? ", sweeps overlap" : "",
+      original_ != nullptr
+          ? fmt::format(", a copy of A for the residual ({})", format_bytes(original_bytes_))
+          : "");
   return Status::ok();
 }
 
@@ -172,6 +196,7 @@ GpuElimination::~GpuElimination() {
   pinning_.reset();  // joined, the arena unpinned
   engine_.release(pool_);
   engine_.release(lane_memory_);
+  if (original_ != nullptr) engine_.release(original_);
 }
 
 DeviceBlock GpuElimination::instance_block(const DeviceInstance& inst) const {

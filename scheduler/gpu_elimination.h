@@ -31,7 +31,8 @@
 // w only (each worker has its lane on one device).
 //
 // Files: gpu_elimination.cc (the budget, lanes and pool; elimination; substitution),
-// gpu_updates.cc (the J updates), gpu_sharing.cc (use counts, adoption, resumed runs).
+// gpu_updates.cc (the J updates), gpu_sharing.cc (use counts, adoption, resumed runs),
+// gpu_residual.cc (the copy of A and the residual on it).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,7 @@
 #include "scheduler/arena_pinning.h"
 #include "scheduler/factor_run.h"
 #include "scheduler/planner.h"
+#include "scheduler/substitution.h"
 
 namespace stripesolve::scheduler {
 
@@ -127,6 +129,18 @@ class GpuElimination final : public Elimination {
   // Frees every device instance (the factors) once the caller is done with them.
   void release_factors();
 
+  // The copy of A kept on the device for the residual (Plan::device_keeps_original; one device,
+  // a budget that holds A twice beside the working set), gpu_residual.cc. keeps_original():
+  // room for it was set aside. keep_original(i, host): stripe i of A (h x n from column 0,
+  // ld h, in the RAM cache) copied there, once the arena is pinned; from the solve's thread
+  // during the load, before the factorization. residual(): r = b - A x and A's norms from the
+  // copy, when every stripe is in it (original_complete()); from the solve's thread after the
+  // factorization.
+  bool keeps_original() const { return original_ != nullptr; }
+  Status keep_original(int64_t i, const double* host);
+  bool original_complete() const;
+  Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r);
+
   uint64_t pool_bytes() const { return pool_bytes_; }
   uint64_t peak_bytes() const { return tier_->usage().peak; }
 
@@ -208,6 +222,11 @@ class GpuElimination final : public Elimination {
   std::unique_ptr<backend::DeviceLane> lane_i_;
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   std::unique_ptr<ArenaPinning> pinning_;  // device 0's: the RAM arena, pinned meanwhile
+  // The copy of A for the residual (stripe i at 8 n row_begin(i) bytes, h x n, ld h), and which
+  // stripes it holds; the solve's thread only.
+  void* original_ = nullptr;
+  uint64_t original_bytes_ = 0;
+  std::vector<bool> original_loaded_;
   bool overlap_ = false;
   uint64_t block_bound_ = 0;      // the pool's bytes for the largest U block, S^m stripes (open())
   bool loaded_final_ = false;     // some stripe came final from the factor object (load_final)

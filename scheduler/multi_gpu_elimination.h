@@ -56,6 +56,18 @@ class MultiGpuElimination final : public Elimination {
   void release_factors();
   int devices() const { return static_cast<int>(devices_.size()); }
 
+  // The copy of A for the residual on the device (one device; GpuElimination's of that name).
+  bool keeps_original() const { return devices_.size() == 1 && devices_[0]->keeps_original(); }
+  Status keep_original(int64_t i, const double* host) {
+    return devices_[0]->keep_original(i, host);
+  }
+  bool original_complete() const {
+    return devices_.size() == 1 && devices_[0]->original_complete();
+  }
+  Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r) {
+    return devices_[0]->residual(b, x, nrhs, r);
+  }
+
  private:
   MultiGpuElimination() = default;
   int device_of(int64_t stripe) const { return owner_[static_cast<size_t>(stripe)]; }

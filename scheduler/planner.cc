@@ -203,6 +203,9 @@ void size_device_working_set(Plan& p, const Machine& m) {
   const int64_t devices = devices_in_use(m);
   const uint64_t own = static_cast<uint64_t>((p.stripes + devices - 1) / devices);
   p.device_resident = need + own * p.stripe_bytes <= m.gpu_memory;
+  // The copy is made as the load brings A into the RAM cache: only where the cache holds A.
+  p.device_keeps_original = devices == 1 && need + 2 * own * p.stripe_bytes <= m.gpu_memory &&
+                            own * p.stripe_bytes <= m.ram_budget;
   p.gpu_memory = m.gpu_memory;
   if (need > m.gpu_memory) {
     p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",
@@ -353,8 +356,10 @@ std::string plan_to_text(const Plan& p) {
         "  GPU tier: device budget {}, working set {} ({}), J segments of {} columns, "
         "{} look-ahead lane, {} to the device\n",
         format_bytes(p.gpu_memory), format_bytes(p.device_bytes_needed),
-        p.device_resident ? "the whole matrix stays on the device"
-                          : "J stripes stream through the device",
+        p.device_keeps_original
+            ? "the whole matrix stays on the device, and a copy of A for the residual"
+        : p.device_resident ? "the whole matrix stays on the device"
+                            : "J stripes stream through the device",
         p.segment_columns, p.lookahead_workers, format_bytes(p.pcie_bytes));
   }
   for (const auto& f : p.forecasts) {
@@ -394,6 +399,7 @@ std::string plan_to_json(const Plan& p) {
                       {"gpu_memory", p.gpu_memory},
                       {"device_bytes_needed", p.device_bytes_needed},
                       {"device_resident", p.device_resident},
+                      {"device_keeps_original", p.device_keeps_original},
                       {"pcie_bytes", p.pcie_bytes},
                       {"notes", p.notes}};
   nlohmann::json fs = nlohmann::json::array();

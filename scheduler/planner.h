@@ -144,6 +144,10 @@ struct Plan {
   uint64_t gpu_memory = 0;           // device budget of the GPU tier (0: CPU backend)
   uint64_t device_bytes_needed = 0;  // the GPU tier's working set (8b)
   bool device_resident = false;      // the whole matrix fits the device budget beside it
+  // One device whose budget holds the matrix twice beside the working set, and a RAM cache that
+  // holds A (the load makes the copy): a copy of A stays on the device for the residual (the
+  // fits tier's check without a second read of A from the disks).
+  bool device_keeps_original = false;
   // Host -> device bytes of the GPU tier's factorization (the same again comes back): A once
   // when it stays on the device; else, per meta-stripe, its stripes and every J after it.
   uint64_t pcie_bytes = 0;

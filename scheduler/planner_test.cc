@@ -277,6 +277,13 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   EXPECT_TRUE(q.device_resident);
   EXPECT_NE(plan_to_text(q).find("the whole matrix stays on the device"), std::string::npos);
   EXPECT_EQ(q.pcie_bytes, 8ull * 32768 * 32768);  // A once
+  // 70 GiB holds A (8 GiB) twice: a copy stays on the device for the residual; 16 GiB does not.
+  EXPECT_TRUE(q.device_keeps_original);
+  EXPECT_NE(plan_to_text(q).find("a copy of A for the residual"), std::string::npos);
+  c.gpu_memory = 16 * kGiB;
+  const Plan once = plan_on(c, 32768);
+  EXPECT_TRUE(once.device_resident);
+  EXPECT_FALSE(once.device_keeps_original);
 }
 
 TEST(PlannerTest, BackendNamesAndResolution) {

@@ -42,13 +42,16 @@ bool fits_cache(const storage::StripedMatrix& a, uint64_t budget) {
 }
 
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
-// factorization starts with the matrix in (pinned) RAM: the GPU tier's "host-resident A".
-Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget) {
+// factorization starts with the matrix in (pinned) RAM: the GPU tier's "host-resident A". Each
+// stripe's part (from column 0) goes to `also` as it arrives, where given.
+Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget,
+                   const std::function<Status(int64_t, const stripe::StripePart&)>& also) {
   if (!fits_cache(a, budget)) return Status::ok();
   std::vector<PartOrder> order;
   for (int64_t i = 0; i < a.geometry().stripes; ++i) order.push_back({i, 0});
-  return stream_parts(ctx, a, order, "load", true,
-                      [](int64_t, const stripe::StripePart&) { return Status::ok(); });
+  return stream_parts(ctx, a, order, "load", true, [&](int64_t i, const stripe::StripePart& part) {
+    return also ? also(i, part) : Status::ok();
+  });
 }
 
 // Makes sv.writable the factor object to factor A into: a new one, or the one a killed process
@@ -186,7 +189,15 @@ Status SolvePhases::triangulate() {
         gpu_elim_, MultiGpuElimination::create(ctx_, req_.engines, *sv_.writable, params, plan));
     if (!req_.options.in_place) {
       progress_.begin_phase("load", 0, sv_.g.stripes);
-      STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx_, sv_.factored(), config_.ram_budget));
+      // Where the device keeps a copy of A for the residual, the stripes go there as they come
+      // (not for gepp, whose object is A^T).
+      std::function<Status(int64_t, const stripe::StripePart&)> keep;
+      if (!gepp_ && gpu_elim_->keeps_original()) {
+        keep = [this](int64_t i, const stripe::StripePart& part) {
+          return gpu_elim_->keep_original(i, part.data);
+        };
+      }
+      STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx_, sv_.factored(), config_.ram_budget, keep));
     }
     report.load_seconds = seconds_since(t_load);
   }

@@ -116,10 +116,21 @@ Status SolvePhases::residual_and_refinement(double* x) {
   std::vector<double> x_before;  // the x before the last auto step, in case it got worse
   const double b_norm = norm_inf(req_.b, n, nrhs);
   ResidualResult res;
+  // The device's copy of A, where it kept one beside factors resident there: no second read
+  // of A from the store.
+  report.residual_on_device = on_device_ && gpu_elim_->original_complete();
   for (int step = 0;; ++step) {
-    STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());  // factor cells must not serve reads of A
-    io_.set_sources(sv_.a.get(), nullptr);
-    STRIPESOLVE_ASSIGN_OR_RETURN(res, residual(ctx_, *sv_.a, req_.b, x, nrhs, r.data()));
+    if (report.residual_on_device) {
+      ctx_.progress.begin_phase(
+          "residual",
+          2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(nrhs),
+          sv_.g.stripes);
+      STRIPESOLVE_ASSIGN_OR_RETURN(res, gpu_elim_->residual(req_.b, x, nrhs, r.data()));
+    } else {
+      STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());  // factor cells must not serve reads of A
+      io_.set_sources(sv_.a.get(), nullptr);
+      STRIPESOLVE_ASSIGN_OR_RETURN(res, residual(ctx_, *sv_.a, req_.b, x, nrhs, r.data()));
+    }
     const double denom = res.a_norm_inf * norm_inf(x, n, nrhs) + b_norm;
     const double berr = denom > 0 ? res.r_norm_inf / denom : res.r_norm_inf;
     report.residual_history.push_back(berr);

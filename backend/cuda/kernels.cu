@@ -58,6 +58,42 @@ __global__ void max_abs_upper(const double* a, int64_t ld, int64_t rows, int64_t
   if ((threadIdx.x & 31) == 0) atomicMax(out, best);
 }
 
+// A's sums for the residual (launch_abs_sums): a thread a row over a chunk of columns
+// (blockIdx.y), its sum of |a| added to row_abs[r], the warp's largest |a| to *max_bits.
+__global__ void row_abs_sums(const double* a, int64_t ld, int64_t rows, int64_t cols, int64_t chunk,
+                             double* row_abs, unsigned long long* max_bits) {
+  const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t c0 = blockIdx.y * chunk;
+  const int64_t c1 = min(cols, c0 + chunk);
+  double sum = 0;
+  unsigned long long best = 0;
+  if (r < rows) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const double v = fabs(a[r + c * ld]);
+      sum += v;
+      if (v == v) best = max(best, static_cast<unsigned long long>(__double_as_longlong(v)));
+    }
+    atomicAdd(row_abs + r, sum);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    best = max(best, __shfl_down_sync(0xffffffffu, best, offset));
+  }
+  if ((threadIdx.x & 31) == 0) atomicMax(max_bits, best);
+}
+
+// A warp a column: its sum of |a| added to col_abs[c] (the launches of one stream, one a stripe,
+// follow one another, so no two add to a column at once).
+__global__ void column_abs_sums(const double* a, int64_t ld, int64_t rows, int64_t cols,
+                                double* col_abs) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+  if (c >= cols) return;
+  const int lane = threadIdx.x & 31;
+  double sum = 0;
+  for (int64_t r = lane; r < rows; r += 32) sum += fabs(a[r + c * ld]);
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (lane == 0) col_abs[c] += sum;
+}
+
 __global__ void first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,
                                  int32_t* result) {
   const int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
@@ -142,6 +178,17 @@ void launch_max_abs_upper(const double* a, int64_t ld, int64_t rows, int64_t col
   const int64_t blocks = (rows * width + kThreads - 1) / kThreads;
   max_abs_upper<<<static_cast<unsigned>(blocks < 2048 ? blocks : 2048), kThreads, 0, stream>>>(
       a, ld, rows, width, block_col, out);
+}
+
+void launch_abs_sums(const double* a, int64_t ld, int64_t rows, int64_t cols, double* row_abs,
+                     double* col_abs, unsigned long long* max_bits, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  constexpr int64_t kChunk = 512;
+  const dim3 grid(blocks_for(rows), static_cast<unsigned>((cols + kChunk - 1) / kChunk));
+  row_abs_sums<<<grid, kThreads, 0, stream>>>(a, ld, rows, cols, kChunk, row_abs, max_bits);
+  constexpr int64_t kColumnsPerBlock = kThreads / 32;
+  column_abs_sums<<<static_cast<unsigned>((cols + kColumnsPerBlock - 1) / kColumnsPerBlock),
+                    kThreads, 0, stream>>>(a, ld, rows, cols, col_abs);
 }
 
 void launch_first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,

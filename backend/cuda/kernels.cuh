@@ -21,6 +21,13 @@ void launch_doolittle(double* region, int64_t ld, int64_t h, int64_t m, cudaStre
 void launch_max_abs_upper(const double* a, int64_t ld, int64_t rows, int64_t cols,
                           int64_t block_col, unsigned long long* out, cudaStream_t stream);
 
+// For the residual on the device: for the rows x cols block a, row r's sum of |a| added to
+// row_abs[r], column c's to col_abs[c], and the largest |a| (NaNs skipped) into *max_bits as the
+// bits of the double (atomicMax; zeroed by the caller). Two launches on `stream`; launches for
+// several blocks must share the stream (the column sums are added without atomics).
+void launch_abs_sums(const double* a, int64_t ld, int64_t rows, int64_t cols, double* row_abs,
+                     double* col_abs, unsigned long long* max_bits, cudaStream_t stream);
+
 // The smallest row r < rows holding a non-finite value in columns [0, cols), or INT32_MAX, into
 // *result (device int32, set to INT32_MAX by the caller).
 void launch_first_non_finite(const double* a, int64_t ld, int64_t rows, int64_t cols,

@@ -71,6 +71,8 @@ class CudaLane final : public DeviceLane {
   Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) override;
   Status forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override;
   Status backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override;
+  Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
+                  const DeviceBlock& r, double* sums) override;
 
  private:
   // x (J's K multiplier columns) <- x triu(U)^-1 by block columns of nb: x_p -= x_<p U_<p,p,

@@ -1,5 +1,6 @@
 // CudaLane (lane.h): the forward and backward substitutions, stripe by stripe, on the compute
-// stream (dgemm for the products, dtrsm for the triangles, kernels for the swaps).
+// stream (dgemm for the products, dtrsm for the triangles, kernels for the swaps), and the
+// residual on the original matrix's copy (dgemm, kernels for A's sums).
 #include <vector>
 
 #include "backend/cuda/kernels.cuh"
@@ -23,6 +24,28 @@ Status CudaLane::backward(const std::vector<FactorStripe>& stripes, const Device
     STRIPESOLVE_RETURN_IF_ERROR(queue_backward(s.part, s.row_begin, s.raw, rhs));
   }
   RETURN_CUDA(cudaStreamSynchronize(compute_), "backward substitution");
+  return Status::ok();
+}
+
+Status CudaLane::residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
+                          const DeviceBlock& r, double* sums) {
+  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+  const int64_t n = r.rows;
+  RETURN_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * static_cast<size_t>(2 * n + 1), compute_),
+              "zeroing the residual's sums");
+  const double one = 1.0, minus_one = -1.0;
+  for (const FactorStripe& s : stripes) {
+    const DeviceBlock& a = s.part;
+    RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(a.rows),
+                              static_cast<int>(r.cols), static_cast<int>(a.cols), &minus_one,
+                              a.data, static_cast<int>(a.ld), x.data, static_cast<int>(x.ld), &one,
+                              r.data + s.row_begin, static_cast<int>(r.ld)),
+                  "product of the residual");
+    cuda::launch_abs_sums(a.data, a.ld, a.rows, a.cols, sums + s.row_begin, sums + n,
+                          reinterpret_cast<unsigned long long*>(sums + 2 * n), compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("sums of |a| for the residual"));
+  }
+  RETURN_CUDA(cudaStreamSynchronize(compute_), "residual");
   return Status::ok();
 }
 

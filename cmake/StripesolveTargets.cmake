@@ -65,6 +65,11 @@ function(stripesolve_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  set(properties LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  if(STRIPESOLVE_SANITIZE STREQUAL "thread")  # OpenBLAS's pool, which TSan cannot see into
+    list(APPEND properties ENVIRONMENT
+         "TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/cmake/tsan-suppressions.txt")
+  endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-                       PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+                       PROPERTIES ${properties})
 endfunction()

@@ -196,7 +196,7 @@ GpuElimination::~GpuElimination() {
   pinning_.reset();  // joined, the arena unpinned
   engine_.release(pool_);
   engine_.release(lane_memory_);
-  if (original_ != nullptr) engine_.release(original_);
+  release_original();
 }
 
 DeviceBlock GpuElimination::instance_block(const DeviceInstance& inst) const {

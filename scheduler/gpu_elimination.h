@@ -135,10 +135,14 @@ class GpuElimination final : public Elimination {
   // ld h, in the RAM cache) copied there, once the arena is pinned; from the solve's thread
   // during the load, before the factorization. residual(): r = b - A x and A's norms from the
   // copy, when every stripe is in it (original_complete()); from the solve's thread after the
-  // factorization.
+  // factorization. A copy that fails is given up (a warning), and the store's pass runs.
   bool keeps_original() const { return original_ != nullptr; }
   Status keep_original(int64_t i, const double* host);
   bool original_complete() const;
+  // Gives the copy's device memory back (after a load that did not fill it: in place, a RAM
+  // cache too small for A, a failed copy).
+  void release_original();
+  void release_original_unless_complete();
   Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r);
 
   uint64_t pool_bytes() const { return pool_bytes_; }

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/logging.h"
 #include "scheduler/gpu_elimination.h"
 
 namespace stripesolve::scheduler {
@@ -23,9 +24,29 @@ Status GpuElimination::keep_original(int64_t i, const double* host) {
   const storage::StripeGeometry& g = geometry_;
   const int64_t h = g.rows(i);
   auto* at = static_cast<double*>(original_) + g.row_begin(i) * g.n;
-  STRIPESOLVE_RETURN_IF_ERROR(lane_i_->upload(host, DeviceBlock{at, h, g.n, h}, 0, g.n));
+  const Status copied = lane_i_->upload(host, DeviceBlock{at, h, g.n, h}, 0, g.n);
+  if (!copied.is_ok()) {
+    // The residual then reads A from the store, as without the copy; a device that is failing
+    // says so again at the factorization's first copy.
+    logger("scheduler")
+        ->warn("the copy of A for the residual on the device stopped at stripe {}: {}", i,
+               copied.message());
+    release_original();
+    return Status::ok();
+  }
   original_loaded_[static_cast<size_t>(i)] = true;
   return Status::ok();
+}
+
+void GpuElimination::release_original() {
+  if (original_ == nullptr) return;
+  engine_.release(original_);
+  original_ = nullptr;
+  original_loaded_.clear();
+}
+
+void GpuElimination::release_original_unless_complete() {
+  if (!original_complete()) release_original();
 }
 
 bool GpuElimination::original_complete() const {

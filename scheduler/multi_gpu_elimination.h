@@ -64,6 +64,9 @@ class MultiGpuElimination final : public Elimination {
   bool original_complete() const {
     return devices_.size() == 1 && devices_[0]->original_complete();
   }
+  void release_original_unless_complete() {
+    if (devices_.size() == 1) devices_[0]->release_original_unless_complete();
+  }
   Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r) {
     return devices_[0]->residual(b, x, nrhs, r);
   }

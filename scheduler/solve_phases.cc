@@ -199,6 +199,7 @@ Status SolvePhases::triangulate() {
       }
       STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx_, sv_.factored(), config_.ram_budget, keep));
     }
+    gpu_elim_->release_original_unless_complete();  // no whole copy made: its memory back
     report.load_seconds = seconds_since(t_load);
   }
   // The CPU tier: each worker's BLAS calls on its share of the cores (cpu_backend.h), or on one

@@ -464,6 +464,23 @@ TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);
 }
 
+// Right-hand sides too many for x and r beside the factors and the copy: the residual falls
+// back to the store's pass (a warning), and the solve completes.
+TEST_P(GpuDenseTest, ResidualWithoutRoomOnTheDeviceReadsTheStore) {
+  const int64_t n = 600, nrhs = 1000;
+  const auto a = generated("A", n, "uniform", 6);
+  const auto b = random_rhs(n, nrhs);
+  EngineConfig c = gpu_engine(false);
+  c.gpu_memory = 16 * kMiB;
+  c.meta_stripes = 1;
+  c.elim_j_workers = 0;
+  auto rep = solve("A", b, nrhs, throwaway_factors(), c);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_TRUE(rep->plan.device_keeps_original);
+  EXPECT_FALSE(rep->residual_on_device);
+  expect_matches_lapack(a, n, b, nrhs, *rep, 1e-13, "the store's residual pass");
+}
+
 // The daemon's GPU jobs share one budget per device (gpu::DeviceBudget): a solve on the default
 // budget takes what the others leave, and an engine.gpu_memory the budget cannot give fails
 // naming both figures.

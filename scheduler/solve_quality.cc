@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/logging.h"
 #include "scheduler/condition.h"
 #include "scheduler/solve_phases.h"
 #include "scheduler/substitution.h"
@@ -125,8 +126,19 @@ Status SolvePhases::residual_and_refinement(double* x) {
           "residual",
           2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(nrhs),
           sv_.g.stripes);
-      STRIPESOLVE_ASSIGN_OR_RETURN(res, gpu_elim_->residual(req_.b, x, nrhs, r.data()));
-    } else {
+      auto on_device = gpu_elim_->residual(req_.b, x, nrhs, r.data());
+      if (on_device.is_ok()) {
+        res = *on_device;
+      } else if (on_device.status().code() == StatusCode::kResourceExhausted) {
+        // No room beside the factors for x and r (many right-hand sides): the store's pass.
+        logger("scheduler")
+            ->warn("the residual reads A from the store: {}", on_device.status().message());
+        report.residual_on_device = false;
+      } else {
+        return on_device.status();
+      }
+    }
+    if (!report.residual_on_device) {
       STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());  // factor cells must not serve reads of A
       io_.set_sources(sv_.a.get(), nullptr);
       STRIPESOLVE_ASSIGN_OR_RETURN(res, residual(ctx_, *sv_.a, req_.b, x, nrhs, r.data()));

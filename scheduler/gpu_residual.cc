@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "base/logging.h"
+#include "base/units.h"
 #include "scheduler/gpu_elimination.h"
 
 namespace stripesolve::scheduler {
@@ -63,7 +64,14 @@ Result<ResidualResult> GpuElimination::residual(const double* b, const double* x
   const int64_t n = g.n;
   // x, then r, then A's sums (2n + 1) in the first free piece of the pool.
   const uint64_t bytes = 8ull * static_cast<uint64_t>(2 * n * nrhs + 2 * n + 1);
-  STRIPESOLVE_ASSIGN_OR_RETURN(cache::DeviceInstance scratch, tier_->allocate(-1, 0, bytes));
+  auto room = tier_->allocate(-1, 0, bytes);
+  if (!room.is_ok()) {
+    if (room.status().code() != StatusCode::kResourceExhausted) return room.status();
+    return Status::resource_exhausted(
+        fmt::format("no room on the device for x and r ({}) beside the factors and the copy of A",
+                    format_bytes(bytes)));
+  }
+  const cache::DeviceInstance scratch = *room;
   double* base = device_at(scratch.offset);
   const DeviceBlock xs{base, n, nrhs, n};
   const DeviceBlock rs{base + n * nrhs, n, nrhs, n};

@@ -1,0 +1,65 @@
+// The residual on the device's copy of A (scheduler/gpu_residual.cc), on the CUDA device and on
+// the host engine (gpu_dense_fixture.h).
+#include <gtest/gtest.h>
+
+#include "scheduler/gpu_dense_fixture.h"
+
+namespace stripesolve::scheduler {
+namespace {
+
+// A solve whose factors stay on the device takes its residual from the device's copy of A
+// (filled from the RAM cache during the load; Plan::device_keeps_original), not from a second
+// read of A from the store: the same backward errors and growth as the store's pass,
+// refinement steps included. Without the load (a RAM cache smaller than A) there is no copy,
+// and the store's pass runs.
+TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
+  const int64_t n = 600;
+  const auto a = generated("A", n, "uniform", 5);
+  const auto b = random_rhs(n, 2);
+  DenseSolveOptions o = throwaway_factors();
+  o.refinement_steps = 1;
+  EngineConfig c = gpu_engine(false);
+  c.meta_stripes = 1;
+  c.elim_j_workers = 0;
+  auto kept = solve("A", b, 2, o, c);
+  ASSERT_TRUE(kept.is_ok()) << kept.status().to_string();
+  EXPECT_TRUE(kept->plan.device_keeps_original);
+  EXPECT_TRUE(kept->residual_on_device);
+  ASSERT_EQ(kept->residual_history.size(), 2u);
+  expect_matches_lapack(a, n, b, 2, *kept, 1e-13, "residual on the device's copy of A");
+  c.ram_budget = 1 * kMiB;  // A is 2.7 MiB: not loaded, no copy
+  auto read = solve("A", b, 2, o, c);
+  ASSERT_TRUE(read.is_ok()) << read.status().to_string();
+  EXPECT_FALSE(read->residual_on_device);
+  ASSERT_EQ(read->residual_history.size(), 2u);
+  for (size_t step = 0; step < 2; ++step) {
+    const double on_device = kept->residual_history[step],
+                 from_store = read->residual_history[step];
+    EXPECT_GT(on_device, 0.0) << step;
+    EXPECT_LT(on_device, 10 * from_store + 1e-17) << step;
+    EXPECT_LT(from_store, 10 * on_device + 1e-17) << step;
+  }
+  // max |A| is exact either way, and the same pivots give the same U.
+  EXPECT_GT(kept->growth, 0.0);
+  EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);
+}
+
+// Right-hand sides too many for x and r beside the factors and the copy: the residual falls
+// back to the store's pass (a warning), and the solve completes.
+TEST_P(GpuDenseTest, ResidualWithoutRoomOnTheDeviceReadsTheStore) {
+  const int64_t n = 600, nrhs = 1000;
+  const auto a = generated("A", n, "uniform", 6);
+  const auto b = random_rhs(n, nrhs);
+  EngineConfig c = gpu_engine(false);
+  c.gpu_memory = 16 * kMiB;
+  c.meta_stripes = 1;
+  c.elim_j_workers = 0;
+  auto rep = solve("A", b, nrhs, throwaway_factors(), c);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_TRUE(rep->plan.device_keeps_original);
+  EXPECT_FALSE(rep->residual_on_device);
+  expect_matches_lapack(a, n, b, nrhs, *rep, 1e-13, "the store's residual pass");
+}
+
+}  // namespace
+}  // namespace stripesolve::scheduler

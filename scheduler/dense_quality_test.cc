@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,31 @@ TEST_F(DenseSolveTest, FreshFactorsEstimateWithTheUpperPassInTheFactorization) {
     // beside it), against 0.80-0.84 A for the estimate of reused factors.
     EXPECT_LT(extra, 0.8) << kind;
   }
+}
+
+// Fresh factors (the estimate's transposed start made in the factorization, its unit vector
+// riding along with the substitution) and the same factors reused (no transposed start) give x
+// with the same bits: the substitution solves as many columns either way. A resumed
+// factorization, which makes no transposed start either, relies on it (crash_test.cc).
+TEST_F(DenseSolveTest, FreshAndReusedFactorsGiveTheSameBits) {
+  const int64_t n = 2000, s = 100;
+  const auto a = generated("A", n, s, "uniform", 9);
+  const auto b = stripe::uniform_matrix(n, 1, 4);
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  o.refinement_steps = 0;
+  const EngineConfig c = cpu_engine(8ull * n * n / 4);
+  auto fresh = solve("A", b, 1, o, c);
+  ASSERT_TRUE(fresh.is_ok()) << fresh.status().to_string();
+  EXPECT_GT(fresh->condition_seconds_in_factor, 0);  // the transposed start was made
+  o.reuse_factors = true;
+  auto reused = solve("A", b, 1, o, c);
+  ASSERT_TRUE(reused.is_ok()) << reused.status().to_string();
+  EXPECT_TRUE(reused->reused_factors);
+  EXPECT_EQ(reused->condition_seconds_in_factor, 0);
+  ASSERT_EQ(fresh->x.size(), reused->x.size());
+  EXPECT_EQ(std::memcmp(fresh->x.data(), reused->x.data(), fresh->x.size() * sizeof(double)), 0);
+  expect_matches_lapack(a, n, b, 1, *fresh, 1e-13, "fresh factors");
 }
 
 // Where rcond is low enough to decide a warning, the estimate is sharpened by a solve with a

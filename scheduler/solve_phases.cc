@@ -317,15 +317,18 @@ Status SolvePhases::substitute() {
   }
   // The estimator's two fixed vectors ride along as columns nrhs and nrhs + 1 (the same passes
   // over the factors), which saves it two of its usual six solves; after the transposed solve,
-  // the unit vector e_j of Hager's first step too.
-  const int64_t extra = estimate ? (transposed_first ? 3 : 2) : 0;
+  // the unit vector e_j of Hager's first step too. Without it a zero column takes its place:
+  // the BLAS calls keep their shapes, so that x has the same bits either way (a resumed
+  // factorization makes no transposed start, and its solution must equal an uninterrupted
+  // run's bit for bit).
+  const int64_t extra = estimate ? 3 : 0;
   report.x.assign(req_.b, req_.b + n * nrhs);
   if (extra > 0) {
     const std::vector<double> fixed = estimator_fixed_vectors(n);
     report.x.insert(report.x.end(), fixed.begin(), fixed.end());
   }
+  if (extra > 0) report.x.resize(report.x.size() + static_cast<size_t>(n), 0.0);
   if (transposed_first) {
-    report.x.resize(report.x.size() + static_cast<size_t>(n), 0.0);
     report.x[static_cast<size_t>(n * (nrhs + 2) + estimator_unit_column(transposed_upper_))] = 1.0;
   }
   double* x = report.x.data();

@@ -131,11 +131,14 @@ Result<std::optional<Extent>> StripeCache::allocate_locked(MutexLock& lock, int6
         held += (held.empty() ? "" : ", ") + std::to_string(s) + " " +
                 std::string(cell_state_name(c.state));
       }
+      uint64_t reserved = 0;
+      for (const auto& [block, e] : reserved_) reserved += e.bytes;
       return Status::resource_exhausted(
           "cache: " + part_name(stripe) + " needs " + std::to_string(want) +
           " bytes but the budget of " + std::to_string(arena_.capacity()) + " bytes holds " +
-          std::to_string(arena_.used()) + " bytes of parts none of which can be evicted (" + held +
-          ")");
+          std::to_string(arena_.used() - reserved) + " bytes of parts none of which can be " +
+          "evicted (" + held + ")" +
+          (reserved > 0 ? " and " + std::to_string(reserved) + " bytes reserved" : ""));
     }
     if (!may_wait) return std::optional<Extent>();
     changed_.wait(lock);  // backpressure: in-flight work will return memory
@@ -453,6 +456,35 @@ CacheStats StripeCache::stats() const {
   CacheStats s = stats_;
   s.cells = cells_.size();
   return s;
+}
+
+std::byte* StripeCache::reserve(uint64_t bytes) {
+  MutexLock lock(mu_);
+  auto e = arena_.allocate_high(Arena::round_up(bytes));
+  if (!e) return nullptr;
+  stats_.bytes_in_use = arena_.used();
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
+  std::byte* block = arena_.base() + e->offset;
+  reserved_[block] = *e;
+  return block;
+}
+
+void StripeCache::unreserve(std::byte* block) {
+  MutexLock lock(mu_);
+  auto it = reserved_.find(block);
+  if (it == reserved_.end()) internal_error("cache: unreserve of a block it did not reserve");
+  arena_.release(it->second);
+  reserved_.erase(it);
+  stats_.bytes_in_use = arena_.used();
+  ++changes_;
+  changed_.notify_all();  // requests waiting for memory may find it now
+}
+
+uint64_t StripeCache::reserved_bytes() const {
+  MutexLock lock(mu_);
+  uint64_t total = 0;
+  for (const auto& [block, e] : reserved_) total += e.bytes;
+  return total;
 }
 
 CellState StripeCache::state_of(int64_t stripe) const {

@@ -190,6 +190,15 @@ class StripeCache {
   CacheStats stats() const;
   CellState state_of(int64_t stripe) const;  // kAbsent when it has no cell
 
+  // A block of `bytes` (4 KiB aligned) outside the cells, from the top of the arena
+  // (Arena::allocate_high), held until unreserve(): the copy of A that the residual reads where
+  // the budget holds A twice (scheduler/ram_original.h). Counted in bytes_in_use, never evicted;
+  // the cells have what is left. Never waits: nullptr when no hole holds it now (the caller
+  // does without). Every reserved block must be given back before the cache is destroyed.
+  std::byte* reserve(uint64_t bytes);
+  void unreserve(std::byte* block);
+  uint64_t reserved_bytes() const;
+
  private:
   struct Cell {
     CellView view;
@@ -223,8 +232,9 @@ class StripeCache {
   CondVar changed_;
   Arena arena_ GUARDED_BY(mu_);
   std::map<int64_t, Cell> cells_ GUARDED_BY(mu_);
-  uint64_t clock_ GUARDED_BY(mu_) = 0;    // logical time for last_use
-  uint64_t changes_ GUARDED_BY(mu_) = 0;  // see changes()
+  std::map<std::byte*, Extent> reserved_ GUARDED_BY(mu_);  // reserve()'s blocks
+  uint64_t clock_ GUARDED_BY(mu_) = 0;                     // logical time for last_use
+  uint64_t changes_ GUARDED_BY(mu_) = 0;                   // see changes()
   CacheStats stats_ GUARDED_BY(mu_);
   Status failure_ GUARDED_BY(mu_);
   bool shut_down_ GUARDED_BY(mu_) = false;

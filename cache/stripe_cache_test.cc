@@ -140,6 +140,29 @@ TEST(StripeCacheTest, StuckPartsAreNeverEvictedAndAFullStuckCacheFails) {
   EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
 }
 
+// A reserved block (the residual's copy of A) comes from the top of the arena, counts as in
+// use, is never evicted, and the cells have what is left until it is given back.
+TEST(StripeCacheTest, AReservedBlockTakesItsShareUntilGivenBack) {
+  StripeCache cache(3 * kPart);
+  FakeIo io(cache);
+  EXPECT_EQ(cache.reserve(4 * kPart), nullptr);  // more than the budget
+  std::byte* block = cache.reserve(kPart);
+  ASSERT_NE(block, nullptr);
+  EXPECT_EQ(cache.reserved_bytes(), kPart);
+  EXPECT_EQ(cache.stats().bytes_in_use, kPart);
+  for (int64_t s : {0, 1}) ASSERT_NO_FATAL_FAILURE(eliminate_i(cache, s));
+  EXPECT_EQ(block, cache.arena().base() + 2 * kPart);  // the top: the cells below it
+  auto r = cache.request(j_request(2));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().message(),
+            "cache: stripe 2 needs 8192 bytes but the budget of 24576 bytes holds 16384 bytes of "
+            "parts none of which can be evicted (0 stuck, 1 stuck) and 8192 bytes reserved");
+  cache.unreserve(block);
+  EXPECT_EQ(cache.reserved_bytes(), 0u);
+  EXPECT_TRUE(cache.request(j_request(3)).is_ok());
+  EXPECT_LE(cache.stats().peak_bytes, cache.stats().budget);
+}
+
 TEST(StripeCacheTest, TooLargeRequestIsRejected) {
   StripeCache cache(kPart);
   auto r = cache.request(PartRequest{0, 0, 2 * kPart, CellState::kWaitElimJ, 0, 1, 0});

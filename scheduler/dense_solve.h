@@ -92,6 +92,9 @@ struct SolveCallbacks {
   std::function<Status(int64_t row_begin, int64_t rows, const double* x)> on_solution_chunk;
 };
 
+enum class ResidualSource { kStore, kDevice, kRam };
+std::string_view residual_source_name(ResidualSource source);  // "store", "device", "ram"
+
 struct SolveReport {
   std::vector<double> x;  // n x nrhs, column-major (ld = n)
   // The backward error of x: ||b - A x||_inf / (||A||_inf ||x||_inf + ||b||_inf), the largest
@@ -123,9 +126,10 @@ struct SolveReport {
   double persist_seconds = 0;       // writing the factors back to the store and committing them
   double substitution_seconds = 0;  // the first forward + backward pass
   double residual_seconds = 0;      // residual passes and refinement steps
-  bool residual_on_device = false;  // the residual came from the device's copy of A, not a
-                                    // second read of A from the store (Plan::device_keeps_original)
-  double condition_seconds = 0;     // the condition estimate's solves
+  // Where the residual read A: the store again, or a copy the load made on the device
+  // (Plan::device_keeps_original) or in the RAM cache (Plan::ram_keeps_original).
+  ResidualSource residual_source = ResidualSource::kStore;
+  double condition_seconds = 0;            // the condition estimate's solves
   double condition_seconds_in_factor = 0;  // its part made by elim.I in factor_seconds (CPU)
   double gflops = 0;                       // factorization flops / factor_seconds (0 when reused)
   uint64_t io_read_bytes = 0;

@@ -24,13 +24,13 @@ TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   auto kept = solve("A", b, 2, o, c);
   ASSERT_TRUE(kept.is_ok()) << kept.status().to_string();
   EXPECT_TRUE(kept->plan.device_keeps_original);
-  EXPECT_TRUE(kept->residual_on_device);
+  EXPECT_EQ(kept->residual_source, ResidualSource::kDevice);
   ASSERT_EQ(kept->residual_history.size(), 2u);
   expect_matches_lapack(a, n, b, 2, *kept, 1e-13, "residual on the device's copy of A");
   c.ram_budget = 1 * kMiB;  // A is 2.7 MiB: not loaded, no copy
   auto read = solve("A", b, 2, o, c);
   ASSERT_TRUE(read.is_ok()) << read.status().to_string();
-  EXPECT_FALSE(read->residual_on_device);
+  EXPECT_EQ(read->residual_source, ResidualSource::kStore);
   ASSERT_EQ(read->residual_history.size(), 2u);
   for (size_t step = 0; step < 2; ++step) {
     const double on_device = kept->residual_history[step],
@@ -57,8 +57,51 @@ TEST_P(GpuDenseTest, ResidualWithoutRoomOnTheDeviceReadsTheStore) {
   auto rep = solve("A", b, nrhs, throwaway_factors(), c);
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
   EXPECT_TRUE(rep->plan.device_keeps_original);
-  EXPECT_FALSE(rep->residual_on_device);
+  EXPECT_EQ(rep->residual_source, ResidualSource::kStore);
   expect_matches_lapack(a, n, b, nrhs, *rep, 1e-13, "the store's residual pass");
+}
+
+// Where the device keeps no copy (J parts streaming through a small budget) and the RAM budget
+// holds A twice, the load keeps a copy in the RAM cache (Plan::ram_keeps_original) and the
+// residual and refinement steps read it on the host's cores: the same backward errors, norms
+// and growth as the store's pass, with A read from the store once instead of twice. A budget
+// that holds A once has no copy, and reads A again.
+TEST_P(GpuDenseTest, ResidualOnACopyOfAInRam) {
+  const int64_t n = 600;
+  const auto a = generated("A", n, "uniform", 8);
+  const auto b = random_rhs(n, 2);
+  DenseSolveOptions o = throwaway_factors();
+  o.refinement_steps = 1;
+  EngineConfig c = gpu_engine(true);  // 16 MiB of RAM, 5 MiB on the device; A is 2.7 MiB
+  c.cores = 3;
+  auto kept = solve("A", b, 2, o, c);
+  ASSERT_TRUE(kept.is_ok()) << kept.status().to_string();
+  EXPECT_FALSE(kept->plan.device_keeps_original);
+  EXPECT_TRUE(kept->plan.ram_keeps_original);
+  EXPECT_EQ(kept->residual_source, ResidualSource::kRam);
+  ASSERT_EQ(kept->residual_history.size(), 2u);
+  expect_matches_lapack(a, n, b, 2, *kept, 1e-13, "residual on the RAM cache's copy of A");
+  c.ram_budget = 4 * kMiB;  // holds A's cells, not a copy beside them
+  auto read = solve("A", b, 2, o, c);
+  ASSERT_TRUE(read.is_ok()) << read.status().to_string();
+  EXPECT_FALSE(read->plan.ram_keeps_original);
+  EXPECT_EQ(read->residual_source, ResidualSource::kStore);
+  ASSERT_EQ(read->residual_history.size(), 2u);
+  for (size_t step = 0; step < 2; ++step) {
+    const double in_ram = kept->residual_history[step], from_store = read->residual_history[step];
+    EXPECT_GT(in_ram, 0.0) << step;
+    EXPECT_LT(in_ram, 10 * from_store + 1e-17) << step;
+    EXPECT_LT(from_store, 10 * in_ram + 1e-17) << step;
+  }
+  EXPECT_GT(kept->growth, 0.0);
+  EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);
+  EXPECT_NEAR(kept->rcond, read->rcond, 1e-6 * read->rcond);  // ||A||_1 the same
+  // A read once (the load) against twice (the load and the residual's pass).
+  const uint64_t a_bytes = 8ull * n * n;
+  EXPECT_GE(kept->io_read_bytes, a_bytes);
+  EXPECT_LT(kept->io_read_bytes, a_bytes + a_bytes / 2);
+  EXPECT_EQ(kept->io_written_bytes, 0u);  // the factors stay cached for the refinement step
+  EXPECT_GE(read->io_read_bytes, 2 * a_bytes) << kept->io_read_bytes;
 }
 
 }  // namespace

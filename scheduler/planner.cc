@@ -206,6 +206,9 @@ void size_device_working_set(Plan& p, const Machine& m) {
   // The copy is made as the load brings A into the RAM cache: only where the cache holds A.
   p.device_keeps_original = devices == 1 && need + 2 * own * p.stripe_bytes <= m.gpu_memory &&
                             own * p.stripe_bytes <= m.ram_budget;
+  // Elsewhere a RAM cache that holds A twice keeps the copy beside A's cells (ram_original.h).
+  const uint64_t matrix = static_cast<uint64_t>(p.stripes) * p.stripe_bytes;
+  p.ram_keeps_original = !p.device_keeps_original && 2 * matrix <= m.ram_budget;
   p.gpu_memory = m.gpu_memory;
   if (need > m.gpu_memory) {
     p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",
@@ -361,6 +364,7 @@ std::string plan_to_text(const Plan& p) {
         : p.device_resident ? "the whole matrix stays on the device"
                             : "J stripes stream through the device",
         p.segment_columns, p.lookahead_workers, format_bytes(p.pcie_bytes));
+    if (p.ram_keeps_original) out += "  a copy of A in the RAM cache for the residual\n";
   }
   for (const auto& f : p.forecasts) {
     if (!f.feasible) {
@@ -400,6 +404,7 @@ std::string plan_to_json(const Plan& p) {
                       {"device_bytes_needed", p.device_bytes_needed},
                       {"device_resident", p.device_resident},
                       {"device_keeps_original", p.device_keeps_original},
+                      {"ram_keeps_original", p.ram_keeps_original},
                       {"pcie_bytes", p.pcie_bytes},
                       {"notes", p.notes}};
   nlohmann::json fs = nlohmann::json::array();

@@ -284,6 +284,22 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   const Plan once = plan_on(c, 32768);
   EXPECT_TRUE(once.device_resident);
   EXPECT_FALSE(once.device_keeps_original);
+  // Without the device's copy, a RAM budget of 64 GiB holds A (8 GiB) twice: the copy stays in
+  // the RAM cache, not where the device keeps one. At n = 57344 (24.5 GiB) on the RAM tier it
+  // takes 49 of the 64 GiB, on one device or two; 40 GiB hold A once.
+  EXPECT_TRUE(once.ram_keeps_original);
+  EXPECT_NE(plan_to_text(once).find("a copy of A in the RAM cache for the residual"),
+            std::string::npos);
+  EXPECT_NE(plan_to_json(once).find("\"ram_keeps_original\":true"), std::string::npos);
+  EXPECT_FALSE(q.ram_keeps_original);
+  EXPECT_TRUE(p.ram_keeps_original);
+  EXPECT_TRUE(plan_on(gpu_host(12 * kGiB), 57344, 2).ram_keeps_original);
+  EngineConfig small_ram = gpu_host(12 * kGiB);
+  small_ram.ram_budget = 40 * kGiB;
+  EXPECT_FALSE(plan_on(small_ram, 57344).ram_keeps_original);
+  EXPECT_FALSE(plan_dense(4096, 0, EngineConfig{}, describe_machine(EngineConfig{}, 0))
+                   .value()
+                   .ram_keeps_original);  // the CPU tier: no load, no copy
 }
 
 TEST(PlannerTest, BackendNamesAndResolution) {

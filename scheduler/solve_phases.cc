@@ -32,13 +32,18 @@ Status check_finite(const double* x, int64_t n, int64_t nrhs) {
   return Status::ok();
 }
 
-// Whether all of A's stripes fit a RAM cache of `budget` bytes at once.
-bool fits_cache(const storage::StripedMatrix& a, uint64_t budget) {
+// The RAM cache's bytes for all of A's stripes at once.
+uint64_t cells_bytes(const storage::StripedMatrix& a) {
   uint64_t total = 0;
   for (int64_t i = 0; i < a.geometry().stripes; ++i) {
     total += cache::Arena::round_up(a.part_layout(i, 0).buffer_bytes);
   }
-  return total <= budget;
+  return total;
+}
+
+// Whether all of A's stripes fit a RAM cache of `budget` bytes at once.
+bool fits_cache(const storage::StripedMatrix& a, uint64_t budget) {
+  return cells_bytes(a) <= budget;
 }
 
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
@@ -133,6 +138,11 @@ SolvePhases::SolvePhases(const SolveRequest& req, Solve& sv, const EngineConfig&
   });
 }
 
+int64_t SolvePhases::cores() const {
+  return config_.cores > 0 ? config_.cores
+                           : std::max<int64_t>(1, std::thread::hardware_concurrency());
+}
+
 Status SolvePhases::factor() {
   if (!sv_.factor) STRIPESOLVE_RETURN_IF_ERROR(triangulate());
   if (sv_.factor) sv_.factor_lock.release();  // committed and open: the next solve may reuse it
@@ -196,22 +206,30 @@ Status SolvePhases::triangulate() {
         keep = [this](int64_t i, const stripe::StripePart& part) {
           return gpu_elim_->keep_original(i, part.data);
         };
+      } else if (!gepp_ && plan.ram_keeps_original) {
+        // Else in the RAM cache, where its budget holds the copy beside A's cells.
+        ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
+        if (ram_original_) {
+          keep = [this](int64_t, const stripe::StripePart& part) {
+            ram_original_->keep({part.data, part.rows, part.row_begin});
+            return Status::ok();
+          };
+        }
       }
-      STRIPESOLVE_RETURN_IF_ERROR(load_matrix(ctx_, sv_.factored(), config_.ram_budget, keep));
+      STRIPESOLVE_RETURN_IF_ERROR(
+          load_matrix(ctx_, sv_.factored(), config_.ram_budget - cache_.reserved_bytes(), keep));
     }
     gpu_elim_->release_original_unless_complete();  // no whole copy made: its memory back
+    if (ram_original_ && !ram_original_->complete()) ram_original_.reset();
     report.load_seconds = seconds_since(t_load);
   }
   // The CPU tier: each worker's BLAS calls on its share of the cores (cpu_backend.h), or on one
   // when the sweeps split over the helpers (OpenBLAS's pool serves one caller at a time).
   std::optional<backend::BlasThreadsScope> blas_threads;
   if (engine_ == nullptr) {
-    const int64_t cores = config_.cores > 0
-                              ? config_.cores
-                              : std::max<int64_t>(1, std::thread::hardware_concurrency());
-    blas_threads.emplace(plan.split_sweeps
-                             ? 1
-                             : static_cast<int>(std::max<int64_t>(1, cores / plan.elim_j_workers)));
+    blas_threads.emplace(
+        plan.split_sweeps ? 1
+                          : static_cast<int>(std::max<int64_t>(1, cores() / plan.elim_j_workers)));
   }
   // The condition estimate's transposed solve starts here where it can (factor_run.h).
   if (estimates_condition() && engine_ == nullptr && !gepp_ && !sv_.resumed) {

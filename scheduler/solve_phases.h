@@ -23,6 +23,7 @@
 #include "scheduler/factor_progress.h"
 #include "scheduler/io_role.h"
 #include "scheduler/multi_gpu_elimination.h"
+#include "scheduler/ram_original.h"
 #include "storage/matrix_store.h"
 
 namespace stripesolve::scheduler {
@@ -106,6 +107,7 @@ class SolvePhases {
   // A persisted factor, else the one being made: the substitutions' source.
   storage::StripedMatrix& factor_object() const { return sv_.factor ? *sv_.factor : *sv_.writable; }
   void use_factor_sources();
+  int64_t cores() const;  // engine.cores, else the host's
   Status open_factor_objects();
   Status triangulate();
   Status persist();
@@ -139,6 +141,9 @@ class SolvePhases {
   IoRole io_;
   EngineContext ctx_;
   std::unique_ptr<MultiGpuElimination> gpu_elim_;
+  // The copy of A in the RAM cache for the residual (Plan::ram_keeps_original), from the load
+  // until the residual is final; given back to the cache before it is destroyed.
+  std::unique_ptr<RamOriginal> ram_original_;
   bool on_device_ = false;      // the factors stay on the device (the fits tier), not gepp
   bool stream_chunks_ = false;  // x's rows go out as the backward pass finishes them
   std::optional<InverseNormEstimate> inverse_norm_;  // the condition estimate, where made

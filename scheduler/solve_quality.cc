@@ -99,10 +99,16 @@ Status SolvePhases::residual_and_refinement(double* x) {
   const int64_t n = sv_.g.n;
   const int64_t nrhs = req_.nrhs;
   SolveReport& report = sv_.report;
+  // The device's copy of A, where it kept one beside factors resident there, else the RAM
+  // cache's: no second read of A from the store, and the factors stay where they are.
+  report.residual_source = on_device_ && gpu_elim_->original_complete() ? ResidualSource::kDevice
+                           : ram_original_                              ? ResidualSource::kRam
+                                                                        : ResidualSource::kStore;
   // Factors neither stored nor resident on the device would have to be written out before the
   // residual pass just in case: auto refinement leaves them alone (explicit steps still write
-  // them), and a solve above the tolerance then ends with its warning.
-  const bool factors_kept = sv_.factor != nullptr || on_device_;
+  // them), and a solve above the tolerance then ends with its warning. Beside a copy of A in
+  // RAM they stay cached (the residual reads no cells).
+  const bool factors_kept = sv_.factor != nullptr || on_device_ || ram_original_ != nullptr;
   const bool refine_auto = options.refinement_steps == DenseSolveOptions::kRefineAuto &&
                            options.check_quality && factors_kept;
   const int max_steps =
@@ -110,18 +116,15 @@ Status SolvePhases::residual_and_refinement(double* x) {
   const bool factors_dropped = !sv_.factor && (on_device_ || max_steps == 0);
   if (factors_dropped) {
     cache_.discard_idle();  // factors not persisted and not needed from RAM any more
-  } else if (!sv_.factor) {
+  } else if (!sv_.factor && !ram_original_) {
     STRIPESOLVE_RETURN_IF_ERROR(cache_.write_back());  // refinement reads them again
   }
   std::vector<double> r(static_cast<size_t>(n * nrhs));
   std::vector<double> x_before;  // the x before the last auto step, in case it got worse
   const double b_norm = norm_inf(req_.b, n, nrhs);
   ResidualResult res;
-  // The device's copy of A, where it kept one beside factors resident there: no second read
-  // of A from the store.
-  report.residual_on_device = on_device_ && gpu_elim_->original_complete();
   for (int step = 0;; ++step) {
-    if (report.residual_on_device) {
+    if (report.residual_source == ResidualSource::kDevice) {
       ctx_.progress.begin_phase(
           "residual",
           2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(nrhs),
@@ -133,12 +136,15 @@ Status SolvePhases::residual_and_refinement(double* x) {
         // No room beside the factors for x and r (many right-hand sides): the store's pass.
         logger("scheduler")
             ->warn("the residual reads A from the store: {}", on_device.status().message());
-        report.residual_on_device = false;
+        report.residual_source = ResidualSource::kStore;
       } else {
         return on_device.status();
       }
     }
-    if (!report.residual_on_device) {
+    if (report.residual_source == ResidualSource::kRam) {
+      res = ram_original_->residual(ctx_, req_.b, x, nrhs, r.data(), static_cast<int>(cores()));
+    }
+    if (report.residual_source == ResidualSource::kStore) {
       STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());  // factor cells must not serve reads of A
       io_.set_sources(sv_.a.get(), nullptr);
       STRIPESOLVE_ASSIGN_OR_RETURN(res, residual(ctx_, *sv_.a, req_.b, x, nrhs, r.data()));
@@ -149,10 +155,14 @@ Status SolvePhases::residual_and_refinement(double* x) {
     report.residual = berr;
     if (step == max_steps) break;
     if (refine_auto && !refinement_goes_on(step, berr, report, x, x_before, n * nrhs)) break;
-    STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());
+    // Cells of A the store's pass left must not serve reads of the factors.
+    if (report.residual_source == ResidualSource::kStore) {
+      STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());
+    }
     STRIPESOLVE_RETURN_IF_ERROR(solve_columns(r.data(), nrhs, nullptr, ""));
     for (int64_t k = 0; k < n * nrhs; ++k) x[k] += r[static_cast<size_t>(k)];
   }
+  ram_original_.reset();  // the residual is final: the cache has the memory back
   if (sv_.max_abs_u >= 0 && res.a_max_abs > 0) report.growth = sv_.max_abs_u / res.a_max_abs;
   report.residual_seconds = seconds_since(t_residual);
   if (inverse_norm_ && res.a_norm_1 > 0) {

@@ -176,6 +176,46 @@ Status substitute_transposed_lower(EngineContext& ctx, const storage::StripedMat
       });
 }
 
+void stripe_residual(const StripeRows& a, int64_t n, const double* b, const double* x, int64_t nrhs,
+                     double* r, double* col_abs, ResidualResult& out) {
+  const int64_t h = a.rows;
+  const int64_t r0 = a.row_begin;
+  std::vector<double> row_abs(static_cast<size_t>(h), 0.0);
+  for (int64_t k = 0; k < nrhs; ++k) {
+    double* rk = r + r0 + k * n;
+    const double* bk = b + r0 + k * n;
+    for (int64_t q = 0; q < h; ++q) rk[q] = bk[q];
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    const double* col = a.data + c * h;
+    if (col_abs != nullptr) {
+      double col_sum = 0;
+      double col_max = 0;
+      for (int64_t q = 0; q < h; ++q) {
+        const double v = std::fabs(col[q]);
+        row_abs[q] += v;
+        col_sum += v;
+        col_max = std::max(col_max, v);
+      }
+      col_abs[c] += col_sum;
+      out.a_max_abs = std::max(out.a_max_abs, col_max);
+    }
+    for (int64_t k = 0; k < nrhs; ++k) {
+      const double xv = x[c + k * n];
+      double* rk = r + r0 + k * n;
+      for (int64_t q = 0; q < h; ++q) rk[q] -= col[q] * xv;
+    }
+  }
+  if (col_abs != nullptr) {
+    for (int64_t q = 0; q < h; ++q) out.a_norm_inf = std::max(out.a_norm_inf, row_abs[q]);
+  }
+  for (int64_t k = 0; k < nrhs; ++k) {
+    for (int64_t q = 0; q < h; ++q) {
+      out.r_norm_inf = std::max(out.r_norm_inf, std::fabs(r[r0 + q + k * n]));
+    }
+  }
+}
+
 Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix& a,
                                 const double* b, const double* x, int64_t nrhs, double* r) {
   const storage::StripeGeometry& g = a.geometry();
@@ -186,45 +226,13 @@ Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix
   ctx.progress.begin_phase(
       "residual", 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(nrhs),
       g.stripes);
-  std::vector<double> row_abs;
   std::vector<double> col_abs(static_cast<size_t>(n), 0.0);
-  const Status st = stream_parts(
-      ctx, a, order, "residual", false, [&](int64_t i, const stripe::StripePart& part) {
-        const int64_t h = part.rows;
-        const int64_t r0 = part.row_begin;
-        row_abs.assign(static_cast<size_t>(h), 0.0);
-        for (int64_t k = 0; k < nrhs; ++k) {
-          double* rk = r + r0 + k * n;
-          const double* bk = b + r0 + k * n;
-          for (int64_t q = 0; q < h; ++q) rk[q] = bk[q];
-        }
-        for (int64_t c = 0; c < n; ++c) {
-          const double* col = part.data + c * h;
-          double col_sum = 0;
-          double col_max = 0;
-          for (int64_t q = 0; q < h; ++q) {
-            const double v = std::fabs(col[q]);
-            row_abs[q] += v;
-            col_sum += v;
-            col_max = std::max(col_max, v);
-          }
-          col_abs[static_cast<size_t>(c)] += col_sum;
-          out.a_max_abs = std::max(out.a_max_abs, col_max);
-          for (int64_t k = 0; k < nrhs; ++k) {
-            const double xv = x[c + k * n];
-            double* rk = r + r0 + k * n;
-            for (int64_t q = 0; q < h; ++q) rk[q] -= col[q] * xv;
-          }
-        }
-        for (int64_t q = 0; q < h; ++q) out.a_norm_inf = std::max(out.a_norm_inf, row_abs[q]);
-        for (int64_t k = 0; k < nrhs; ++k) {
-          for (int64_t q = 0; q < h; ++q) {
-            out.r_norm_inf = std::max(out.r_norm_inf, std::fabs(r[r0 + q + k * n]));
-          }
-        }
-        ctx.progress.add_flops(2.0 * static_cast<double>(h) * static_cast<double>(n) *
+  const Status st =
+      stream_parts(ctx, a, order, "residual", false, [&](int64_t, const stripe::StripePart& part) {
+        stripe_residual({part.data, part.rows, part.row_begin}, n, b, x, nrhs, r, col_abs.data(),
+                        out);
+        ctx.progress.add_flops(2.0 * static_cast<double>(part.rows) * static_cast<double>(n) *
                                static_cast<double>(nrhs));
-        (void)i;
         return Status::ok();
       });
   STRIPESOLVE_RETURN_IF_ERROR(st);

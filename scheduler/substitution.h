@@ -73,6 +73,18 @@ struct ResidualResult {
   double r_norm_inf = 0;  // ||b - A x||_inf over all columns
 };
 
+// One stripe of A from column 0: rows [row_begin, row_begin + rows), column-major, ld = rows.
+struct StripeRows {
+  const double* data = nullptr;
+  int64_t rows = 0;
+  int64_t row_begin = 0;
+};
+
+// The stripe's rows of r = b - A x (n x nrhs, ld = n), folded into `out` (||r||_inf, and where
+// `col_abs` is given, ||A||_inf, max |a_ij| and each column's sum of |a_ij| added to col_abs[c]).
+void stripe_residual(const StripeRows& a, int64_t n, const double* b, const double* x, int64_t nrhs,
+                     double* r, double* col_abs, ResidualResult& out);
+
 // r = b - A x (n x nrhs, ld = n) from the original matrix read again by stripes.
 Result<ResidualResult> residual(EngineContext& ctx, const storage::StripedMatrix& a,
                                 const double* b, const double* x, int64_t nrhs, double* r);

@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
                           {"persist_seconds", r->persist_seconds},
                           {"substitution_seconds", r->substitution_seconds},
                           {"residual_seconds", r->residual_seconds},
-                          {"residual_on_device", r->residual_on_device},
+                          {"residual_from", sch::residual_source_name(r->residual_source)},
                           {"condition_seconds", r->condition_seconds},
                           {"io_read_bytes", r->io_read_bytes},
                           {"io_written_bytes", r->io_written_bytes}});
@@ -304,7 +304,10 @@ int main(int argc, char** argv) {
               "load %.3f s, residual pass %.3f s%s, total %.3f s, residual %.2e",
               rep + 1, r->backend.c_str(), r->factor_seconds,
               factor_flops(n) / std::max(1e-30, r->factor_seconds) * 1e-12, r->substitution_seconds,
-              r->load_seconds, r->residual_seconds, r->residual_on_device ? " (device)" : "",
+              r->load_seconds, r->residual_seconds,
+              r->residual_source == sch::ResidualSource::kStore    ? ""
+              : r->residual_source == sch::ResidualSource::kDevice ? " (device)"
+                                                                   : " (RAM)",
               r->seconds, r->residual);
           reps.back()["io_by_phase"] = phase_io.to_json(r->io_read_bytes, r->io_written_bytes);
           for (const int64_t blocks : args.panel_blocks_paired) {

@@ -52,7 +52,7 @@ json report_json(const sch::SolveReport& r, int64_t n, int64_t nrhs) {
       {"persist_seconds", r.persist_seconds},
       {"substitution_seconds", r.substitution_seconds},
       {"residual_seconds", r.residual_seconds},
-      {"residual_on_device", r.residual_on_device},
+      {"residual_from", std::string(sch::residual_source_name(r.residual_source))},
       {"condition_seconds", r.condition_seconds},
       {"factor_and_substitution_seconds", fs},
       {"tflops_factor", r.factor_seconds > 0 ? factor_flops(n) / r.factor_seconds * 1e-12 : 0},

@@ -1,0 +1,56 @@
+// A copy of A in the RAM cache's arena, for the residual of a GPU-tier solve whose RAM budget
+// holds A twice (Plan::ram_keeps_original): the load fills it as A's stripes arrive, and the
+// residual and each refinement step read it instead of A from the disks (the RAM tier at
+// n = 57344: 26 GB read again, 16-19 s on the H200 host, against one pass of RAM on the host's
+// cores). The device's own copy (Plan::device_keeps_original, gpu_residual.cc) is preferred
+// where the device holds A twice; this one serves the RAM tier, several devices, and fits-tier
+// devices too small for two copies.
+//
+// Threads: keep() is called by the load's consumer, one stripe at a time; residual() by the
+// solve's thread, after the load, and it fans the stripes out to threads of its own that write
+// disjoint rows of r and their own sums. Nothing else touches the block.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cache/stripe_cache.h"
+#include "scheduler/factor_run.h"
+#include "scheduler/substitution.h"
+#include "storage/geometry.h"
+
+namespace stripesolve::scheduler {
+
+class RamOriginal {
+ public:
+  // Reserves 8 n^2 bytes in `cache` where the rest of its budget still holds `cells_need`
+  // bytes (A's cells); nullptr (with the reason logged) otherwise.
+  static std::unique_ptr<RamOriginal> reserve(cache::StripeCache& cache,
+                                              const storage::StripeGeometry& g,
+                                              uint64_t cells_need);
+  ~RamOriginal();  // gives the block back to the cache
+  RamOriginal(const RamOriginal&) = delete;
+  RamOriginal& operator=(const RamOriginal&) = delete;
+
+  // Stripe i's rows from column 0 (column-major, ld = its rows), as the load reads them.
+  void keep(const StripeRows& stripe);
+  // Every stripe kept.
+  bool complete() const;
+  // r = b - A x (n x nrhs, ld = n) and A's norms, on `threads` threads. Progress: one phase
+  // "residual" of 2 n^2 nrhs flops.
+  ResidualResult residual(EngineContext& ctx, const double* b, const double* x, int64_t nrhs,
+                          double* r, int threads);
+
+ private:
+  RamOriginal(cache::StripeCache& cache, const storage::StripeGeometry& g, std::byte* block);
+
+  cache::StripeCache& cache_;
+  const storage::StripeGeometry g_;
+  std::byte* block_;
+  std::vector<bool> kept_;
+  // A's norms from the first residual (A does not change): later passes compute r alone.
+  std::unique_ptr<ResidualResult> norms_;
+};
+
+}  // namespace stripesolve::scheduler

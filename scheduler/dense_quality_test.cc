@@ -122,6 +122,51 @@ TEST_F(DenseSolveTest, FreshAndReusedFactorsGiveTheSameBits) {
   expect_matches_lapack(a, n, b, 1, *fresh, 1e-13, "fresh factors");
 }
 
+// A RAM budget that holds A twice keeps a copy of A as the factorization first reads each
+// stripe (ram_original.h): the residual and the refinement steps read it, not A from the store
+// again, with the same backward errors, norms and growth. A budget that holds A once reads it
+// again.
+TEST_F(DenseSolveTest, ResidualOnACopyOfAInRam) {
+  const int64_t n = 1000, s = 64;
+  const uint64_t matrix = 8ull * n * n;
+  const auto a = generated("A", n, s, "uniform", 11);
+  const auto b = stripe::uniform_matrix(n, 2, 4);
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  o.store_factors = false;
+  o.refinement_steps = 1;
+  auto kept = solve("A", b, 2, o, cpu_engine(3 * matrix));
+  ASSERT_TRUE(kept.is_ok()) << kept.status().to_string();
+  EXPECT_TRUE(kept->plan.ram_keeps_original);
+  EXPECT_EQ(kept->residual_source, ResidualSource::kRam);
+  expect_matches_lapack(a, n, b, 2, *kept, 1e-13, "residual on the copy in RAM");
+  auto read = solve("A", b, 2, o, cpu_engine(matrix + matrix / 2));
+  ASSERT_TRUE(read.is_ok()) << read.status().to_string();
+  EXPECT_FALSE(read->plan.ram_keeps_original);
+  EXPECT_EQ(read->residual_source, ResidualSource::kStore);
+  ASSERT_EQ(kept->residual_history.size(), 2u);
+  ASSERT_EQ(read->residual_history.size(), 2u);
+  // The same factors and x: the same backward errors, whichever copy of A they read.
+  for (size_t step = 0; step < 2; ++step) {
+    EXPECT_GT(kept->residual_history[step], 0.0) << step;
+    EXPECT_NEAR(kept->residual_history[step], read->residual_history[step],
+                1e-6 * read->residual_history[step])
+        << step;
+  }
+  EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);
+  EXPECT_NEAR(kept->rcond, read->rcond, 1e-6 * read->rcond);
+  // A read once, no factor written (they stay cached for the refinement step), against A read
+  // again and the factors written out and read back.
+  EXPECT_GE(kept->io_read_bytes, matrix);
+  EXPECT_LT(kept->io_read_bytes, matrix + matrix / 4);
+  EXPECT_EQ(kept->io_written_bytes, 0u);
+  EXPECT_GE(read->io_read_bytes, 2 * matrix);
+  // Out of core the budget holds no copy.
+  auto ooc = solve("A", b, 2, o, cpu_engine(matrix / 4));
+  ASSERT_TRUE(ooc.is_ok()) << ooc.status().to_string();
+  EXPECT_EQ(ooc->residual_source, ResidualSource::kStore);
+}
+
 // Where rcond is low enough to decide a warning, the estimate is sharpened by a solve with a
 // unit vector (more reads than a well-conditioned matrix's estimate); either way it is a lower
 // bound of ||A^-1||_1 within 10x. The ill-conditioned matrix: uniform with its columns graded

@@ -51,6 +51,11 @@ void IoRole::set_write_hook(WriteHook hook) {
   write_hook_ = std::move(hook);
 }
 
+void IoRole::set_read_hook(ReadHook hook) {
+  MutexLock lock(mu_);
+  read_hook_ = std::move(hook);
+}
+
 Status IoRole::upload(const cache::IoWork& work) {
   const int64_t s = work.cell.stripe;
   const int64_t c0 = work.cell.i0_store;
@@ -98,8 +103,12 @@ void IoRole::download(std::span<const cache::IoWork> works) {
   // A stripe's upload and its download never overlap (one cell state at a time), so the batch's
   // written flags cannot change while it is read, whatever the other I/O threads do.
   std::vector<storage::StripedMatrix*> objects;
+  storage::StripedMatrix* original = nullptr;
+  ReadHook hook;
   {
     MutexLock lock(mu_);
+    original = original_;
+    hook = read_hook_;
     for (const cache::IoWork& w : works) {
       const int64_t s = w.cell.stripe;
       objects.push_back((factor_ != nullptr && written_[s]) ? factor_ : original_);
@@ -111,7 +120,8 @@ void IoRole::download(std::span<const cache::IoWork> works) {
   while (begin < works.size()) {
     size_t end = begin + 1;
     while (end < works.size() && objects[end] == objects[begin]) ++end;
-    const Status st = read_stream(*objects[begin], works.subspan(begin, end - begin));
+    const Status st = read_stream(*objects[begin], works.subspan(begin, end - begin),
+                                  objects[begin] == original ? hook : ReadHook());
     begin = end;
     if (!st.is_ok()) {
       // The cache has failed with `st`: the rest of the batch is not read, only reported.
@@ -120,7 +130,8 @@ void IoRole::download(std::span<const cache::IoWork> works) {
   }
 }
 
-Status IoRole::read_stream(storage::StripedMatrix& object, std::span<const cache::IoWork> works) {
+Status IoRole::read_stream(storage::StripedMatrix& object, std::span<const cache::IoWork> works,
+                           const ReadHook& hook) {
   std::vector<storage::PartRead> parts;
   std::vector<storage::PartLayout> layouts;
   for (const cache::IoWork& w : works) {
@@ -140,6 +151,7 @@ Status IoRole::read_stream(storage::StripedMatrix& object, std::span<const cache
     if (trace_ != nullptr) trace_->record("io", "read", last, now, part_args(works[k], layouts[k]));
     last = now;
     progress_.add_io(layouts[k].data_bytes, 0);
+    if (hook) hook(works[k].cell, layouts[k]);
     reported[k] = true;
     cache_.finish_io(works[k], Status::ok());
   });

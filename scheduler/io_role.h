@@ -62,15 +62,22 @@ class IoRole {
     explicit operator bool() const { return checksum && written; }
   };
   void set_write_hook(WriteHook hook);
+  // What each part read from `original` is followed by, on the role's thread before the cache
+  // hears of it: the CPU tier's copy of A for the residual (ram_original.h) takes the stripes
+  // as the factorization first reads them. It may only read the cell's buffer; several I/O
+  // threads may call it at once for different stripes. Empty: none. Settable at any time.
+  using ReadHook = std::function<void(const cache::CellView&, const storage::PartLayout&)>;
+  void set_read_hook(ReadHook hook);
 
  private:
   void run();
   Status upload(const cache::IoWork& work);
   // Splits `works` into runs of consecutive parts from the same object and streams each run.
   void download(std::span<const cache::IoWork> works);
-  // Reads `works` from `object` as one stream; reports every part to the cache exactly once.
-  // Returns the stream's status.
-  Status read_stream(storage::StripedMatrix& object, std::span<const cache::IoWork> works);
+  // Reads `works` from `object` as one stream; reports every part to the cache exactly once,
+  // each after `hook` where given. Returns the stream's status.
+  Status read_stream(storage::StripedMatrix& object, std::span<const cache::IoWork> works,
+                     const ReadHook& hook);
 
   cache::StripeCache& cache_;
   ProgressMeter& progress_;
@@ -80,6 +87,7 @@ class IoRole {
   storage::StripedMatrix* factor_ GUARDED_BY(mu_) = nullptr;
   std::vector<bool> written_ GUARDED_BY(mu_);
   WriteHook write_hook_ GUARDED_BY(mu_);
+  ReadHook read_hook_ GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
 };
 

@@ -206,14 +206,19 @@ void size_device_working_set(Plan& p, const Machine& m) {
   // The copy is made as the load brings A into the RAM cache: only where the cache holds A.
   p.device_keeps_original = devices == 1 && need + 2 * own * p.stripe_bytes <= m.gpu_memory &&
                             own * p.stripe_bytes <= m.ram_budget;
-  // Elsewhere a RAM cache that holds A twice keeps the copy beside A's cells (ram_original.h).
-  const uint64_t matrix = static_cast<uint64_t>(p.stripes) * p.stripe_bytes;
-  p.ram_keeps_original = !p.device_keeps_original && 2 * matrix <= m.ram_budget;
   p.gpu_memory = m.gpu_memory;
   if (need > m.gpu_memory) {
     p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",
                                   format_bytes(m.gpu_memory), format_bytes(need)));
   }
+}
+
+// Where the residual reads A (ram_original.h): a RAM cache that holds A twice keeps a copy
+// beside A's cells (the rest of the budget would idle: the cells never take more than A),
+// unless the device keeps one.
+void choose_copy_of_a(Plan& p, const Machine& m) {
+  const uint64_t matrix = static_cast<uint64_t>(p.stripes) * p.stripe_bytes;
+  p.ram_keeps_original = !p.device_keeps_original && 2 * matrix <= m.ram_budget;
 }
 
 void note_small_cache(Plan& p, uint64_t cached_parts) {
@@ -328,6 +333,7 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   choose_upward_lead(p, config, m, cached_parts);
   choose_early_next(p, config, m, cached_parts);
   size_device_working_set(p, m);
+  choose_copy_of_a(p, m);
   note_small_cache(p, cached_parts);
   choose_segment_columns(p, config, m);
   choose_round_robin_levels(p, config, m);
@@ -364,8 +370,8 @@ std::string plan_to_text(const Plan& p) {
         : p.device_resident ? "the whole matrix stays on the device"
                             : "J stripes stream through the device",
         p.segment_columns, p.lookahead_workers, format_bytes(p.pcie_bytes));
-    if (p.ram_keeps_original) out += "  a copy of A in the RAM cache for the residual\n";
   }
+  if (p.ram_keeps_original) out += "  a copy of A in the RAM cache for the residual\n";
   for (const auto& f : p.forecasts) {
     if (!f.feasible) {
       out += fmt::format("  {:<12} infeasible: cache too small for the working set\n",

@@ -148,8 +148,9 @@ struct Plan {
   // holds A (the load makes the copy): a copy of A stays on the device for the residual (the
   // fits tier's check without a second read of A from the disks).
   bool device_keeps_original = false;
-  // The GPU tier without that copy, and a RAM budget that holds A twice: the copy stays in the
-  // RAM cache's arena instead, and the residual runs on the host's cores (ram_original.h).
+  // Without that copy, a RAM budget that holds A twice: the copy stays in the RAM cache's arena
+  // instead (the GPU tier's load or the CPU tier's first reads fill it), and the residual runs
+  // on the host's cores (ram_original.h).
   bool ram_keeps_original = false;
   // Host -> device bytes of the GPU tier's factorization (the same again comes back): A once
   // when it stays on the device; else, per meta-stripe, its stripes and every J after it.

@@ -297,9 +297,10 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   EngineConfig small_ram = gpu_host(12 * kGiB);
   small_ram.ram_budget = 40 * kGiB;
   EXPECT_FALSE(plan_on(small_ram, 57344).ram_keeps_original);
-  EXPECT_FALSE(plan_dense(4096, 0, EngineConfig{}, describe_machine(EngineConfig{}, 0))
-                   .value()
-                   .ram_keeps_original);  // the CPU tier: no load, no copy
+  // The CPU tier alike: 64 GiB hold A twice at n = 32768, not at n = 70000.
+  EngineConfig cpu = gpu_host(0);
+  EXPECT_TRUE(plan_dense(32768, 0, cpu, describe_machine(cpu, 0)).value().ram_keeps_original);
+  EXPECT_FALSE(plan_dense(70000, 0, cpu, describe_machine(cpu, 0)).value().ram_keeps_original);
 }
 
 TEST(PlannerTest, BackendNamesAndResolution) {

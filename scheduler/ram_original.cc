@@ -35,16 +35,31 @@ RamOriginal::RamOriginal(cache::StripeCache& cache, const storage::StripeGeometr
                          std::byte* block)
     : cache_(cache), g_(g), block_(block), kept_(static_cast<size_t>(g.stripes), false) {}
 
-RamOriginal::~RamOriginal() { cache_.unreserve(block_); }
+RamOriginal::~RamOriginal() {
+  cache_.unreserve(block_);
+}
 
 void RamOriginal::keep(const StripeRows& stripe) {
   const int64_t i = g_.stripe_of_row(stripe.row_begin);
+  {
+    MutexLock lock(mu_);
+    if (kept_[static_cast<size_t>(i)]) return;
+  }
   auto* at = reinterpret_cast<double*>(block_) + g_.row_begin(i) * g_.n;
   std::memcpy(at, stripe.data, g_.stripe_bytes(i));
+  MutexLock lock(mu_);
   kept_[static_cast<size_t>(i)] = true;
 }
 
+void RamOriginal::keep_read(const cache::CellView& cell, const storage::PartLayout& layout) {
+  const int64_t i = cell.stripe;
+  if (cell.i0_store != 0 || layout.data_bytes < g_.stripe_bytes(i)) return;
+  keep({reinterpret_cast<const double*>(cell.buffer + layout.data_offset), g_.rows(i),
+        g_.row_begin(i)});
+}
+
 bool RamOriginal::complete() const {
+  MutexLock lock(mu_);
   return std::all_of(kept_.begin(), kept_.end(), [](bool b) { return b; });
 }
 

@@ -223,6 +223,19 @@ Status SolvePhases::triangulate() {
     if (ram_original_ && !ram_original_->complete()) ram_original_.reset();
     report.load_seconds = seconds_since(t_load);
   }
+  // The CPU tier's copy of A for the residual: each stripe as the factorization first reads it.
+  if (engine_ == nullptr && !gepp_ && !req_.options.in_place && !sv_.resumed &&
+      plan.ram_keeps_original) {
+    ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
+    if (ram_original_) {
+      // The hook holds the copy too: a batch that took the hook before it is cleared still
+      // finds it there.
+      io_.set_read_hook(
+          [copy = ram_original_](const cache::CellView& cell, const storage::PartLayout& layout) {
+            copy->keep_read(cell, layout);
+          });
+    }
+  }
   // The CPU tier: each worker's BLAS calls on its share of the cores (cpu_backend.h), or on one
   // when the sweeps split over the helpers (OpenBLAS's pool serves one caller at a time).
   std::optional<backend::BlasThreadsScope> blas_threads;
@@ -245,6 +258,10 @@ Status SolvePhases::triangulate() {
       run_factorization(ctx_, *sv_.writable, params, gpu_elim_.get(), &sv_.max_abs_u,
                         {sv_.resumed ? &sv_.resume_point : nullptr, sv_.progress.get(), &skipped},
                         transposed_upper_.empty() ? nullptr : &transposed));
+  if (engine_ == nullptr && ram_original_) {
+    io_.set_read_hook({});
+    if (!ram_original_->complete()) ram_original_.reset();  // a stripe first read in part
+  }
   report.condition_seconds_in_factor = transposed.seconds;
   report.resumed = sv_.resumed;
   report.resumed_eliminations = skipped.eliminations;

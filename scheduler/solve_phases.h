@@ -136,14 +136,15 @@ class SolvePhases {
   const bool gepp_;
   const backend::DeviceEngine* engine_;  // the first device, null on the CPU tier
   cache::StripeCache cache_;
+  // The copy of A in the RAM cache for the residual (Plan::ram_keeps_original), from the load
+  // or the factorization until the residual is final. Shared with the I/O role's read hook on
+  // the CPU tier; given back to the cache before it is destroyed (declared after it).
+  std::shared_ptr<RamOriginal> ram_original_;
   ProgressMeter progress_;
   KeepProgressOnStop keep_progress_on_stop_;
   IoRole io_;
   EngineContext ctx_;
   std::unique_ptr<MultiGpuElimination> gpu_elim_;
-  // The copy of A in the RAM cache for the residual (Plan::ram_keeps_original), from the load
-  // until the residual is final; given back to the cache before it is destroyed.
-  std::unique_ptr<RamOriginal> ram_original_;
   bool on_device_ = false;      // the factors stay on the device (the fits tier), not gepp
   bool stream_chunks_ = false;  // x's rows go out as the backward pass finishes them
   std::optional<InverseNormEstimate> inverse_norm_;  // the condition estimate, where made

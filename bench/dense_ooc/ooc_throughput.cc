@@ -280,6 +280,7 @@ int main(int argc, char** argv) {
         r["factor_seconds"] = rep->factor_seconds;
         r["substitution_seconds"] = rep->substitution_seconds;
         r["residual_seconds"] = rep->residual_seconds;
+        r["residual_from"] = std::string(ss::scheduler::residual_source_name(rep->residual_source));
         r["condition_seconds"] = rep->condition_seconds;
         r["condition_seconds_in_factor"] = rep->condition_seconds_in_factor;
         r["quality"] = quality;

@@ -347,7 +347,7 @@ nlohmann::json dense_result(const std::string& matrix, int64_t n, int64_t nrhs,
       {"stripe_rows", r.plan.stripe_rows}};
   result.update(scheduler::io_counters_json(r));
   if (!r.device.empty()) result["device"] = r.device;
-  result["residual_from"] = scheduler::residual_source_name(r.residual_source);
+  if (r.residual >= 0) result["residual_from"] = scheduler::residual_source_name(r.residual_source);
   result["pivot"] = backend::pivot_mode_name(r.pivot);
   if (!r.pivot_switch.empty()) result["pivot_switch"] = r.pivot_switch;
   if (r.resumed) {

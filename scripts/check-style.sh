@@ -5,9 +5,10 @@
 #   - with --tidy BASE: clang-tidy (.clang-tidy's small profile) on the C++ files changed since
 #     BASE, with the compile database of BUILD (default build/release), when that build has been
 #     configured; CUDA files are left to nvcc. The compile database must list files one by one:
-#     the unity presets (release, tsan) list their batches, so use BUILD=build/asan. About 10-20 s
-#     a file on the 2-core VM: CI (scripts/test.sh) runs it on the files of the commit under test
-#     (--tidy HEAD~1 --no-format, after configuring the asan tier).
+#     the presets (unity builds) list their batches, so configure a tree without unity first
+#     (`cmake --preset asan -B build/tidy -DCMAKE_UNITY_BUILD=OFF`, then BUILD=build/tidy). About
+#     10-20 s a file on the 2-core VM: CI (scripts/test.sh) runs it on the files of the commit
+#     under test (--tidy HEAD~1 --no-format).
 # `--fix` rewrites the files clang-format flags instead of failing; `--no-format` (after --tidy
 # BASE) skips the format check.
 # Usage: scripts/check-style.sh [--fix | --tidy BASE [--no-format]]   (anywhere in the tree)

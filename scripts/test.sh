@@ -21,9 +21,11 @@ for preset in "${presets[@]}"; do
   start=$(date +%s)
   cmake --preset "$preset" >/dev/null
   # clang-tidy (.clang-tidy) on the C++ files the commit under test changes, with the asan
-  # build's compile database (file by file; the unity presets' names the batches only).
+  # tier's flags and a compile database that lists files one by one (the unity builds' names
+  # their batches only): a tree configured without unity and never built (no generated files).
   if [ "$preset" = asan ] && git rev-parse -q --verify HEAD~1 > /dev/null; then
-    BUILD=build/asan scripts/check-style.sh --tidy HEAD~1 --no-format
+    cmake --preset asan -B build/tidy -DCMAKE_UNITY_BUILD=OFF >/dev/null
+    BUILD=build/tidy scripts/check-style.sh --tidy HEAD~1 --no-format
   fi
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"

@@ -39,23 +39,20 @@ RamOriginal::~RamOriginal() {
   cache_.unreserve(block_);
 }
 
-void RamOriginal::keep(const StripeRows& stripe) {
-  const int64_t i = g_.stripe_of_row(stripe.row_begin);
+void RamOriginal::keep(int64_t i, const double* data) {
   {
     MutexLock lock(mu_);
     if (kept_[static_cast<size_t>(i)]) return;
   }
   auto* at = reinterpret_cast<double*>(block_) + g_.row_begin(i) * g_.n;
-  std::memcpy(at, stripe.data, g_.stripe_bytes(i));
+  std::memcpy(at, data, g_.stripe_bytes(i));
   MutexLock lock(mu_);
   kept_[static_cast<size_t>(i)] = true;
 }
 
 void RamOriginal::keep_read(const cache::CellView& cell, const storage::PartLayout& layout) {
-  const int64_t i = cell.stripe;
-  if (cell.i0_store != 0 || layout.data_bytes < g_.stripe_bytes(i)) return;
-  keep({reinterpret_cast<const double*>(cell.buffer + layout.data_offset), g_.rows(i),
-        g_.row_begin(i)});
+  if (cell.i0_store != 0 || layout.data_bytes < g_.stripe_bytes(cell.stripe)) return;
+  keep(cell.stripe, reinterpret_cast<const double*>(cell.buffer + layout.data_offset));
 }
 
 bool RamOriginal::complete() const {

@@ -37,9 +37,9 @@ class RamOriginal {
   RamOriginal(const RamOriginal&) = delete;
   RamOriginal& operator=(const RamOriginal&) = delete;
 
-  // Stripe i's rows from column 0 (column-major, ld = its rows), as the load reads them. A
-  // stripe kept already is left alone.
-  void keep(const StripeRows& stripe);
+  // Stripe `stripe`'s rows from column 0 (column-major, ld = its rows), as the load reads
+  // them. A stripe kept already is left alone.
+  void keep(int64_t stripe, const double* data);
   // The I/O role's read hook (io_role.h): a part of A from column 0 through n is kept, any
   // other part ignored.
   void keep_read(const cache::CellView& cell, const storage::PartLayout& layout);

@@ -210,8 +210,8 @@ Status SolvePhases::triangulate() {
         // Else in the RAM cache, where its budget holds the copy beside A's cells.
         ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
         if (ram_original_) {
-          keep = [this](int64_t, const stripe::StripePart& part) {
-            ram_original_->keep({part.data, part.rows, part.row_begin});
+          keep = [this](int64_t i, const stripe::StripePart& part) {
+            ram_original_->keep(i, part.data);
             return Status::ok();
           };
         }

@@ -46,6 +46,7 @@ class CudaEngine final : public DeviceEngine {
     size_t free_bytes = 0, total = 0;
     if (cudaSetDevice(device_) != cudaSuccess ||
         cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+      (void)cudaGetLastError();  // not left for the next launch check of this thread
       return 0;
     }
     return free_bytes;

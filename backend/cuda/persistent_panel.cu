@@ -81,7 +81,10 @@ cudaError_t PersistentPanel::factor(double* a, int64_t ld, int64_t m, int64_t h,
 
 int PersistentPanel::resident_blocks(int device) {
   int current = 0, sms = 0, cooperative = 0, per_sm = 0;
-  if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) return 0;
+  if (cudaGetDevice(&current) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+    (void)cudaGetLastError();  // not left for the next launch check of this thread
+    return 0;
+  }
   const bool ok =
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
       cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device) == cudaSuccess &&
@@ -90,6 +93,7 @@ int PersistentPanel::resident_blocks(int device) {
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, panel_kernel, kThreads,
                                                     kSharedBytes) == cudaSuccess;
   (void)cudaSetDevice(current);
+  if (!ok) (void)cudaGetLastError();
   if (!ok || cooperative == 0) return 0;
   return std::min(kMaxBlocks, sms * per_sm);
 }

@@ -32,6 +32,7 @@ Status look_up(const char* symbol, F& fn) {
   const cudaError_t e =
       cudaGetDriverEntryPointByVersion(symbol, &p, CUDA_VERSION, cudaEnableDefault, &found);
   if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || p == nullptr) {
+    if (e != cudaSuccess) (void)cudaGetLastError();  // not left for the next launch check
     return Status::unavailable(fmt::format(
         "the CUDA driver lacks {} (green contexts, needed by engine.gpu_panel_sms)", symbol));
   }

@@ -38,10 +38,14 @@ inline bool sticky_error(cudaError_t err) {
 }
 
 // A sticky error also marks the calling thread's current device failed (gpu/devices.h), so that
-// later jobs leave it out.
+// later jobs leave it out. Any other error is taken off the thread's last error once it is a
+// Status: CUDA keeps a failed call's error for the thread's next cudaGetLastError, and the next
+// launch_check would otherwise blame an unrelated kernel for an error its caller has handled
+// (a refused copy that falls back to staging, say).
 inline Status cuda_check(cudaError_t err, const std::string& what) {
   if (err == cudaSuccess) return Status::ok();
   std::string msg = what + ": " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+  if (!sticky_error(err)) (void)cudaGetLastError();
   if (err == cudaErrorMemoryAllocation) return Status::resource_exhausted(msg);
   if (sticky_error(err)) {
     int device = -1;

@@ -33,6 +33,21 @@ TEST(CudaCheck, AStickyErrorMarksTheCurrentDeviceFailedAndSaysSo) {
   EXPECT_NE(sticky.message().find("unusable until the daemon restarts"), std::string::npos);
 }
 
+// CUDA keeps a failed call's error for the thread's next cudaGetLastError: once cuda_check has
+// made it a Status, the next launch check must not blame its kernel for it
+// (GpuDenseTest.ResidualOnTheDevicesCopyOfA failed so, after a test's refused copy).
+TEST(CudaCheck, AHandledErrorIsNotLeftForTheNextLaunchCheck) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device here: no call can fail on one";
+  double host = 0;
+  const cudaError_t err =
+      cudaMemcpy(&host, &host, sizeof host, static_cast<cudaMemcpyKind>(42));  // no such kind
+  ASSERT_NE(err, cudaSuccess);
+  const Status handled = cuda_check(err, "cudaMemcpy");
+  EXPECT_FALSE(handled.is_ok());
+  EXPECT_NE(handled.message().find("cudaMemcpy: "), std::string::npos) << handled.to_string();
+  EXPECT_TRUE(launch_check("the next kernel").is_ok());
+}
+
 TEST(CudaCheck, TheStickyErrorsAreThoseCudaDocumentsSo) {
   for (cudaError_t e : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert,
                         cudaErrorMisalignedAddress, cudaErrorLaunchTimeout}) {

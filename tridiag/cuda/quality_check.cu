@@ -214,6 +214,7 @@ std::size_t fill_threads() {
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) !=
           cudaSuccess) {
+    (void)cudaGetLastError();  // not left for the next launch check of this thread
     return std::size_t{2} * 132 * 2048;
   }
   return std::size_t{2} * static_cast<std::size_t>(sms) * static_cast<std::size_t>(threads);

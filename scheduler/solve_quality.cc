@@ -65,7 +65,12 @@ Status SolvePhases::sharpen_condition(double a_norm_1) {
     return Status::ok();
   }
   const auto t_condition = SolveClock::now();
-  STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());  // cells of A must not serve reads of the factors
+  // Cells of A the store's residual pass left must not serve reads of the factors. After a pass
+  // on a copy of A (device or RAM) the cells still hold the factors: a flush would write out
+  // factors that are not to be kept (24.5 GiB at n = 57344) and read them back.
+  if (sv_.report.residual_source == ResidualSource::kStore) {
+    STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());
+  }
   STRIPESOLVE_RETURN_IF_ERROR(inverse_norm_->sharpen(
       [&](double* v) { return solve_columns(v, 1, nullptr, "condition"); },
       [&](double* v) { return solve_transposed_column(v); }, kConditionUnitSolves));

@@ -487,6 +487,15 @@ uint64_t StripeCache::reserved_bytes() const {
   return total;
 }
 
+uint64_t StripeCache::cells_span() const {
+  MutexLock lock(mu_);
+  if (reserved_.empty()) return arena_.capacity();
+  const uint64_t lowest = reserved_.begin()->second.offset;  // keyed by address: lowest first
+  uint64_t total = 0;
+  for (const auto& [block, e] : reserved_) total += e.bytes;
+  return lowest + total == arena_.capacity() ? lowest : arena_.capacity();
+}
+
 CellState StripeCache::state_of(int64_t stripe) const {
   MutexLock lock(mu_);
   auto it = cells_.find(stripe);

@@ -198,6 +198,11 @@ class StripeCache {
   std::byte* reserve(uint64_t bytes);
   void unreserve(std::byte* block);
   uint64_t reserved_bytes() const;
+  // The arena's bytes below its reserved blocks where those run to its end (its capacity where
+  // none is reserved, or a hole lies above one): the span every cell lies in while they are held.
+  // The GPU tier pins only this span (the copy of A above it is read on the host's cores, never
+  // copied to a device).
+  uint64_t cells_span() const;
 
  private:
   struct Cell {

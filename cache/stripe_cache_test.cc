@@ -163,6 +163,22 @@ TEST(StripeCacheTest, AReservedBlockTakesItsShareUntilGivenBack) {
   EXPECT_LE(cache.stats().peak_bytes, cache.stats().budget);
 }
 
+// What the GPU tier pins: the span below the reserved blocks at the arena's top, where every
+// cell lies; the whole arena where a hole lies above a reserved block (a cell could go there).
+TEST(StripeCacheTest, TheCellsSpanEndsWhereTheReservedTopBegins) {
+  StripeCache cache(4 * kPart);
+  EXPECT_EQ(cache.cells_span(), 4 * kPart);
+  std::byte* top = cache.reserve(kPart);
+  std::byte* below = cache.reserve(kPart);
+  ASSERT_NE(top, nullptr);
+  ASSERT_NE(below, nullptr);
+  EXPECT_EQ(cache.cells_span(), 2 * kPart);
+  cache.unreserve(top);
+  EXPECT_EQ(cache.cells_span(), 4 * kPart);  // a hole above `below`
+  cache.unreserve(below);
+  EXPECT_EQ(cache.cells_span(), 4 * kPart);
+}
+
 TEST(StripeCacheTest, TooLargeRequestIsRejected) {
   StripeCache cache(kPart);
   auto r = cache.request(PartRequest{0, 0, 2 * kPart, CellState::kWaitElimJ, 0, 1, 0});

@@ -36,6 +36,7 @@ class ArenaPinning {
   Status wait();
   // How long the registration took (valid after wait()).
   double seconds() const { return seconds_; }
+  uint64_t bytes() const { return bytes_; }
 
  private:
   ArenaPinning(backend::DeviceEngine& engine, void* base, uint64_t bytes)

@@ -138,6 +138,9 @@ struct SolveReport {
   uint64_t cache_misses = 0;
   uint64_t cache_peak_bytes = 0;  // never above the budget
   uint64_t cache_budget = 0;
+  // The GPU tier: the RAM cache's bytes pinned for the devices (the cells' span, without a copy
+  // of A kept above it; 0 where pinning failed, and on the CPU tier).
+  uint64_t pinned_bytes = 0;
   std::string backend;  // "cpu" or "cuda"
   std::string device;   // the GPU's description with the cuda backend
   std::string factor_name;

@@ -169,10 +169,11 @@ Status GpuElimination::open() {
   device_perm_ = device_raw_ + g.n;
   // Pinned RAM: the cells' copies run at full PCIe speed. Registered once, by device 0, for
   // every device (the registration is portable), beside the load of A (arena_pinning.h);
-  // begin() waits for it.
+  // begin() waits for it. Only the cells' span: a copy of A reserved above it for the host's
+  // residual is never copied to a device, and pinning it took the load of A at n = 57344 from
+  // 17.9 to 19.7 s on the H200 host (52 GiB pinned in 19.6 s, against 6.2 s for 31 GiB).
   if (share_.index == 0) {
-    cache::Arena& arena = ctx_.cache.arena();
-    pinning_ = ArenaPinning::start(engine_, arena.base(), arena.capacity());
+    pinning_ = ArenaPinning::start(engine_, ctx_.cache.arena().base(), ctx_.cache.cells_span());
   }
   static const auto log = logger("scheduler");
   log->info(

@@ -137,6 +137,9 @@ class GpuElimination final : public Elimination {
   // copy, when every stripe is in it (original_complete()); from the solve's thread after the
   // factorization. A copy that fails is given up (a warning), and the store's pass runs.
   bool keeps_original() const { return original_ != nullptr; }
+  // The RAM cache's bytes pinned for the devices once begin() has waited for them (device 0's;
+  // 0 where pinning failed and the copies are staged).
+  uint64_t pinned_bytes() const { return pinned_bytes_; }
   Status keep_original(int64_t i, const double* host);
   bool original_complete() const;
   // Gives the copy's device memory back (after a load that did not fill it: in place, a RAM
@@ -226,6 +229,7 @@ class GpuElimination final : public Elimination {
   std::unique_ptr<backend::DeviceLane> lane_i_;
   std::vector<std::unique_ptr<backend::DeviceLane>> lanes_j_;
   std::unique_ptr<ArenaPinning> pinning_;  // device 0's: the RAM arena, pinned meanwhile
+  uint64_t pinned_bytes_ = 0;              // what pinning_ pinned, set by begin()
   // The copy of A for the residual (stripe i at 8 n row_begin(i) bytes, h x n, ld h), and which
   // stripes it holds; the solve's thread only.
   void* original_ = nullptr;

@@ -107,6 +107,10 @@ TEST_P(GpuDenseTest, ResidualOnACopyOfAInRam) {
   EXPECT_LT(kept->io_read_bytes, a_bytes + a_bytes / 2);
   EXPECT_EQ(kept->io_written_bytes, 0u);  // the factors stay cached for the refinement step
   EXPECT_GE(read->io_read_bytes, 2 * a_bytes) << kept->io_read_bytes;
+  // The devices pinned the cells' span only, below the copy; without a copy, all of the cache.
+  EXPECT_GT(kept->pinned_bytes, a_bytes);
+  EXPECT_LE(kept->pinned_bytes, 16 * kMiB - a_bytes);
+  EXPECT_EQ(read->pinned_bytes, 4 * kMiB);
 }
 
 // An ill-conditioned matrix's estimate is sharpened after the residual pass on the copy in RAM

@@ -61,10 +61,16 @@ Status GpuElimination::begin(const ResumePlan& plan) {
     // Unpinned, the copies are staged through the driver: right, only several times slower
     // (docs/performance.md: 8.3 against 42 TFLOP/s at n = 57344). A warning, not a failure.
     const Status pinned = pinning_->wait();
-    const std::string bytes = format_bytes(ctx_.cache.arena().capacity());
+    const uint64_t capacity = ctx_.cache.arena().capacity();
+    const std::string bytes = format_bytes(pinning_->bytes());
     if (pinned.is_ok()) {
+      pinned_bytes_ = pinning_->bytes();
       logger("scheduler")
-          ->info("RAM cache pinned for the devices ({} in {:.2f} s)", bytes, pinning_->seconds());
+          ->info("RAM cache pinned for the devices ({} in {:.2f} s){}", bytes, pinning_->seconds(),
+                 pinned_bytes_ < capacity
+                     ? fmt::format(", not the {} above the cells (the copy of A for the residual)",
+                                   format_bytes(capacity - pinned_bytes_))
+                     : "");
     } else {
       logger("scheduler")
           ->warn(

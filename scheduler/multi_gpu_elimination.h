@@ -55,6 +55,7 @@ class MultiGpuElimination final : public Elimination {
   Status substitute(double* x, int64_t nrhs);
   void release_factors();
   int devices() const { return static_cast<int>(devices_.size()); }
+  uint64_t pinned_bytes() const { return devices_[0]->pinned_bytes(); }  // device 0 pins
 
   // The copy of A for the residual on the device (one device; GpuElimination's of that name).
   bool keeps_original() const { return devices_.size() == 1 && devices_[0]->keeps_original(); }

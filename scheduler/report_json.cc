@@ -20,7 +20,8 @@ nlohmann::json io_counters_json(const SolveReport& report) {
           {"cache_hits", report.cache_hits},
           {"cache_misses", report.cache_misses},
           {"cache_peak_bytes", report.cache_peak_bytes},
-          {"cache_budget", report.cache_budget}};
+          {"cache_budget", report.cache_budget},
+          {"pinned_bytes", report.pinned_bytes}};
 }
 
 }  // namespace stripesolve::scheduler

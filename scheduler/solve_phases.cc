@@ -195,32 +195,34 @@ Status SolvePhases::triangulate() {
                       .split_sweeps = engine_ == nullptr && plan.split_sweeps};
   if (engine_ != nullptr) {
     const auto t_load = SolveClock::now();
+    // A copy of A in the RAM cache where its budget holds it beside A's cells and the device
+    // keeps none (not for gepp, whose object is A^T, nor a resumed factorization, whose load
+    // reads the factors made so far): reserved at the arena's top before the devices pin the
+    // arena, so that they pin only the cells' span below it.
+    if (!gepp_ && !req_.options.in_place && !sv_.resumed && plan.ram_keeps_original) {
+      ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
+    }
     STRIPESOLVE_ASSIGN_OR_RETURN(
         gpu_elim_, MultiGpuElimination::create(ctx_, req_.engines, *sv_.writable, params, plan));
     if (!req_.options.in_place) {
       progress_.begin_phase("load", 0, sv_.g.stripes);
-      // Where the device keeps a copy of A for the residual, the stripes go there as they come
-      // (not for gepp, whose object is A^T).
+      // Where the device keeps a copy of A for the residual, the stripes go there as they come,
+      // else to the copy in RAM.
       std::function<Status(int64_t, const stripe::StripePart&)> keep;
       if (!gepp_ && gpu_elim_->keeps_original()) {
         keep = [this](int64_t i, const stripe::StripePart& part) {
           return gpu_elim_->keep_original(i, part.data);
         };
-      } else if (!gepp_ && plan.ram_keeps_original) {
-        // Else in the RAM cache, where its budget holds the copy beside A's cells.
-        ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
-        if (ram_original_) {
-          keep = [this](int64_t i, const stripe::StripePart& part) {
-            ram_original_->keep(i, part.data);
-            return Status::ok();
-          };
-        }
+      } else if (ram_original_) {
+        keep = [this](int64_t i, const stripe::StripePart& part) {
+          ram_original_->keep(i, part.data);
+          return Status::ok();
+        };
       }
       STRIPESOLVE_RETURN_IF_ERROR(
           load_matrix(ctx_, sv_.factored(), config_.ram_budget - cache_.reserved_bytes(), keep));
     }
     gpu_elim_->release_original_unless_complete();  // no whole copy made: its memory back
-    if (ram_original_ && !ram_original_->complete()) ram_original_.reset();
     report.load_seconds = seconds_since(t_load);
   }
   // The CPU tier's copy of A for the residual: each stripe as the factorization first reads it.
@@ -258,10 +260,14 @@ Status SolvePhases::triangulate() {
       run_factorization(ctx_, *sv_.writable, params, gpu_elim_.get(), &sv_.max_abs_u,
                         {sv_.resumed ? &sv_.resume_point : nullptr, sv_.progress.get(), &skipped},
                         transposed_upper_.empty() ? nullptr : &transposed));
-  if (engine_ == nullptr && ram_original_) {
-    io_.set_read_hook({});
-    if (!ram_original_->complete()) ram_original_.reset();  // a stripe first read in part
+  if (ram_original_) {
+    if (engine_ == nullptr) io_.set_read_hook({});
+    // A copy not filled (a stripe first read in part, a load cut short) gives its memory back;
+    // on the GPU tier only now, so that no cell lies above the span the devices pinned while
+    // they copy cells.
+    if (!ram_original_->complete()) ram_original_.reset();
   }
+  if (gpu_elim_) report.pinned_bytes = gpu_elim_->pinned_bytes();
   report.condition_seconds_in_factor = transposed.seconds;
   report.resumed = sv_.resumed;
   report.resumed_eliminations = skipped.eliminations;

@@ -1,17 +1,21 @@
 // The RAM cache's arena pinned for the GPU tier (cudaHostRegister through DeviceEngine) on a
 // thread of its own while the solve goes on: pinning tens of GiB takes seconds (it faults in and
 // locks every page), and the load of A into the cache, which reads from the SSDs into the same
-// pages and needs no pinning, runs meanwhile. The elimination waits for it before its first copy
-// to a device (GpuElimination::begin).
+// pages and needs no pinning, runs meanwhile. The pages are faulted in on up to 16 threads
+// first (MADV_POPULATE_WRITE, contents kept), which takes the pinning of 30 GiB on the H200
+// host from 6.7-12 s to about 2: the registration alone can hold the process's memory map long
+// enough that a read of the load waited 6.9 s behind it. The elimination waits for it before
+// its first copy to a device (GpuElimination::begin).
 //
 // One registration for the whole block, never pieces: CUDA refuses a copy whose host range spans
 // two registrations (cudaErrorInvalidValue), and the arena's extents fall anywhere. Pinned in
 // 1 GiB pieces, a 448 MiB stripe of n = 57344 across a piece boundary failed so on the H200.
 //
-// Thread-safety: start() and wait() on the solve's thread; the destructor joins the pinning
-// thread (the registration cannot be interrupted: a solve cancelled during its load ends once
-// the registration has, 8-15 s for a 30 GiB arena on the H200 hosts) and unpins the block. The
-// engine must outlive it.
+// Thread-safety: start() and wait() on the solve's thread; the pinning thread (with its helpers
+// while it populates) touches only the page tables of the block, never its bytes; the destructor
+// joins the pinning thread (the registration cannot be interrupted: a solve cancelled during its
+// load ends once the registration has, 8-15 s for a 30 GiB arena on the H200 hosts) and unpins the
+// block. The engine must outlive it.
 #pragma once
 
 #include <cstdint>
@@ -20,14 +24,16 @@
 
 #include "backend/device_engine.h"
 #include "base/status.h"
+#include "scheduler/trace.h"
 
 namespace stripesolve::scheduler {
 
 class ArenaPinning {
  public:
-  // Pins [base, base + bytes) in one registration.
+  // Pins [base, base + bytes) in one registration (a span "register" on the trace's "pinning"
+  // row where `trace` is not null).
   static std::unique_ptr<ArenaPinning> start(backend::DeviceEngine& engine, void* base,
-                                             uint64_t bytes);
+                                             uint64_t bytes, TraceRecorder* trace = nullptr);
   ~ArenaPinning();
   ArenaPinning(const ArenaPinning&) = delete;
   ArenaPinning& operator=(const ArenaPinning&) = delete;
@@ -39,13 +45,14 @@ class ArenaPinning {
   uint64_t bytes() const { return bytes_; }
 
  private:
-  ArenaPinning(backend::DeviceEngine& engine, void* base, uint64_t bytes)
-      : engine_(engine), base_(base), bytes_(bytes) {}
+  ArenaPinning(backend::DeviceEngine& engine, void* base, uint64_t bytes, TraceRecorder* trace)
+      : engine_(engine), base_(base), bytes_(bytes), trace_(trace) {}
   void run();
 
   backend::DeviceEngine& engine_;
   void* const base_;
   const uint64_t bytes_;
+  TraceRecorder* const trace_;
   // Written by the pinning thread only, read after it is joined.
   bool pinned_ = false;
   double seconds_ = 0;

@@ -173,7 +173,8 @@ Status GpuElimination::open() {
   // residual is never copied to a device, and pinning it took the load of A at n = 57344 from
   // 17.9 to 19.7 s on the H200 host (52 GiB pinned in 19.6 s, against 6.2 s for 31 GiB).
   if (share_.index == 0) {
-    pinning_ = ArenaPinning::start(engine_, ctx_.cache.arena().base(), ctx_.cache.cells_span());
+    pinning_ = ArenaPinning::start(engine_, ctx_.cache.arena().base(), ctx_.cache.cells_span(),
+                                   ctx_.trace);
   }
   static const auto log = logger("scheduler");
   log->info(

@@ -39,13 +39,28 @@ RamOriginal::~RamOriginal() {
   cache_.unreserve(block_);
 }
 
-void RamOriginal::keep(int64_t i, const double* data) {
+void RamOriginal::keep(int64_t i, const double* data, int threads) {
   {
     MutexLock lock(mu_);
     if (kept_[static_cast<size_t>(i)]) return;
   }
-  auto* at = reinterpret_cast<double*>(block_) + g_.row_begin(i) * g_.n;
-  std::memcpy(at, data, g_.stripe_bytes(i));
+  auto* at =
+      reinterpret_cast<std::byte*>(reinterpret_cast<double*>(block_) + g_.row_begin(i) * g_.n);
+  const auto* from = reinterpret_cast<const std::byte*>(data);
+  const uint64_t bytes = g_.stripe_bytes(i);
+  // In pieces of whole 2 MiB pages, one a thread: the first touch of each page of the block
+  // (its zeroing) is most of the copy's cost.
+  constexpr uint64_t kPage = uint64_t{2} << 20;
+  const uint64_t piece = std::max<uint64_t>(
+      kPage, (bytes / static_cast<uint64_t>(std::max(threads, 1)) + kPage - 1) / kPage * kPage);
+  std::vector<std::thread> helpers;
+  for (uint64_t off = piece; off < bytes; off += piece) {
+    helpers.emplace_back([at, from, off, len = std::min(piece, bytes - off)] {
+      std::memcpy(at + off, from + off, len);
+    });
+  }
+  std::memcpy(at, from, std::min(piece, bytes));
+  for (std::thread& t : helpers) t.join();
   MutexLock lock(mu_);
   kept_[static_cast<size_t>(i)] = true;
 }

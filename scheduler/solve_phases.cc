@@ -215,7 +215,7 @@ Status SolvePhases::triangulate() {
         };
       } else if (ram_original_) {
         keep = [this](int64_t i, const stripe::StripePart& part) {
-          ram_original_->keep(i, part.data);
+          ram_original_->keep(i, part.data, static_cast<int>(std::min<int64_t>(cores(), 8)));
           return Status::ok();
         };
       }

@@ -131,8 +131,7 @@ Result<std::optional<Extent>> StripeCache::allocate_locked(MutexLock& lock, int6
         held += (held.empty() ? "" : ", ") + std::to_string(s) + " " +
                 std::string(cell_state_name(c.state));
       }
-      uint64_t reserved = 0;
-      for (const auto& [block, e] : reserved_) reserved += e.bytes;
+      const uint64_t reserved = reserved_bytes_locked();
       return Status::resource_exhausted(
           "cache: " + part_name(stripe) + " needs " + std::to_string(want) +
           " bytes but the budget of " + std::to_string(arena_.capacity()) + " bytes holds " +
@@ -482,6 +481,10 @@ void StripeCache::unreserve(std::byte* block) {
 
 uint64_t StripeCache::reserved_bytes() const {
   MutexLock lock(mu_);
+  return reserved_bytes_locked();
+}
+
+uint64_t StripeCache::reserved_bytes_locked() const {
   uint64_t total = 0;
   for (const auto& [block, e] : reserved_) total += e.bytes;
   return total;
@@ -491,9 +494,7 @@ uint64_t StripeCache::cells_span() const {
   MutexLock lock(mu_);
   if (reserved_.empty()) return arena_.capacity();
   const uint64_t lowest = reserved_.begin()->second.offset;  // keyed by address: lowest first
-  uint64_t total = 0;
-  for (const auto& [block, e] : reserved_) total += e.bytes;
-  return lowest + total == arena_.capacity() ? lowest : arena_.capacity();
+  return lowest + reserved_bytes_locked() == arena_.capacity() ? lowest : arena_.capacity();
 }
 
 CellState StripeCache::state_of(int64_t stripe) const {

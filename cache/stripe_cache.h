@@ -232,6 +232,7 @@ class StripeCache {
   // `from_spared`, the evictable cell of the latest spared stripe. nullptr if none.
   Cell* choose_victim_locked(StripeRange spared, bool from_spared) REQUIRES(mu_);
   void evict_locked(Cell& cell) REQUIRES(mu_);
+  uint64_t reserved_bytes_locked() const REQUIRES(mu_);
 
   mutable Mutex mu_;
   CondVar changed_;

@@ -193,15 +193,15 @@ Status SolvePhases::triangulate() {
                       .parts_from_meta_start = engine_ != nullptr,
                       .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,
                       .split_sweeps = engine_ == nullptr && plan.split_sweeps};
+  // A copy of A in the RAM cache for the residual where its budget holds it beside A's cells and
+  // the device keeps none (not for gepp, whose object is A^T, nor a resumed factorization, whose
+  // reads bring the factors made so far): reserved at the arena's top before the devices pin
+  // the arena, so that they pin only the cells' span below it.
+  if (!gepp_ && !req_.options.in_place && !sv_.resumed && plan.ram_keeps_original) {
+    ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
+  }
   if (engine_ != nullptr) {
     const auto t_load = SolveClock::now();
-    // A copy of A in the RAM cache where its budget holds it beside A's cells and the device
-    // keeps none (not for gepp, whose object is A^T, nor a resumed factorization, whose load
-    // reads the factors made so far): reserved at the arena's top before the devices pin the
-    // arena, so that they pin only the cells' span below it.
-    if (!gepp_ && !req_.options.in_place && !sv_.resumed && plan.ram_keeps_original) {
-      ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
-    }
     STRIPESOLVE_ASSIGN_OR_RETURN(
         gpu_elim_, MultiGpuElimination::create(ctx_, req_.engines, *sv_.writable, params, plan));
     if (!req_.options.in_place) {
@@ -225,18 +225,13 @@ Status SolvePhases::triangulate() {
     gpu_elim_->release_original_unless_complete();  // no whole copy made: its memory back
     report.load_seconds = seconds_since(t_load);
   }
-  // The CPU tier's copy of A for the residual: each stripe as the factorization first reads it.
-  if (engine_ == nullptr && !gepp_ && !req_.options.in_place && !sv_.resumed &&
-      plan.ram_keeps_original) {
-    ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
-    if (ram_original_) {
-      // The hook holds the copy too: a batch that took the hook before it is cleared still
-      // finds it there.
-      io_.set_read_hook(
-          [copy = ram_original_](const cache::CellView& cell, const storage::PartLayout& layout) {
-            copy->keep_read(cell, layout);
-          });
-    }
+  // The CPU tier fills its copy of A as the factorization first reads each stripe. The hook
+  // holds the copy too: a batch that took the hook before it is cleared still finds it there.
+  if (engine_ == nullptr && ram_original_) {
+    io_.set_read_hook(
+        [copy = ram_original_](const cache::CellView& cell, const storage::PartLayout& layout) {
+          copy->keep_read(cell, layout);
+        });
   }
   // The CPU tier: each worker's BLAS calls on its share of the cores (cpu_backend.h), or on one
   // when the sweeps split over the helpers (OpenBLAS's pool serves one caller at a time).

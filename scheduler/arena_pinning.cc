@@ -43,26 +43,41 @@ void populate(void* base, uint64_t bytes, unsigned threads) {
 }  // namespace
 
 std::unique_ptr<ArenaPinning> ArenaPinning::start(backend::DeviceEngine& engine, void* base,
-                                                  uint64_t bytes, TraceRecorder* trace) {
-  std::unique_ptr<ArenaPinning> p(new ArenaPinning(engine, base, bytes, trace));
-  if (base != nullptr && bytes > 0) p->thread_ = std::thread([q = p.get()] { q->run(); });
+                                                  uint64_t bytes, uint64_t fault_bytes,
+                                                  TraceRecorder* trace) {
+  std::unique_ptr<ArenaPinning> p(new ArenaPinning(engine, base, bytes, fault_bytes, trace));
+  if (base != nullptr && bytes > 0) {
+    p->thread_ = std::thread([q = p.get()] { q->run(); });
+  } else {
+    p->registered_.set_value();
+  }
   return p;
 }
 
 void ArenaPinning::run() {
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
   const auto t0 = std::chrono::steady_clock::now();
   {
     TraceRecorder::Span span(trace_, "pinning", "populate", {{"bytes", std::to_string(bytes_)}});
-    populate(base_, bytes_, std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
+    populate(base_, bytes_, threads);
   }
-  TraceRecorder::Span span(trace_, "pinning", "register", {{"bytes", std::to_string(bytes_)}});
-  status_ = engine_.register_host(base_, bytes_);
-  pinned_ = status_.is_ok();
-  seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    TraceRecorder::Span span(trace_, "pinning", "register", {{"bytes", std::to_string(bytes_)}});
+    status_ = engine_.register_host(base_, bytes_);
+    pinned_ = status_.is_ok();
+    seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  registered_.set_value();
+  if (fault_bytes_ > bytes_) {
+    const uint64_t above = fault_bytes_ - bytes_;
+    TraceRecorder::Span span(trace_, "pinning", "populate above",
+                             {{"bytes", std::to_string(above)}});
+    populate(static_cast<char*>(base_) + bytes_, above, threads);
+  }
 }
 
 Status ArenaPinning::wait() {
-  if (thread_.joinable()) thread_.join();
+  registered_ready_.wait();
   return status_;
 }
 

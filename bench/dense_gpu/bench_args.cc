@@ -38,7 +38,8 @@ std::vector<std::string> split(const std::string& s) {
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
       "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
-      "[--skip engine,cusolver,dgemm,disk] [--trace PREFIX]\n"
+      "[--queue-depth Q] [--request-bytes BYTES] [--skip engine,cusolver,dgemm,disk] [--trace "
+      "PREFIX]\n"
       "BYTES: 4096, 12GiB, 1.5GiB, 500MB, ... (base/units.h)\n");
   std::exit(2);
 }
@@ -139,6 +140,13 @@ Args parse_args(int argc, char** argv) {
       a.trace = v;
     } else if (arg == "--disk-bytes") {
       a.disk_bytes = parse_size(arg, v);
+    } else if (arg == "--queue-depth") {
+      a.queue_depth = parse_int(arg, v, 1, 4096);
+    } else if (arg == "--request-bytes") {
+      a.request_bytes = parse_size(arg, v);
+      if (a.request_bytes < 4096 || a.request_bytes > ss::kGiB || a.request_bytes % 4096 != 0) {
+        usage("--request-bytes is a multiple of 4 KiB from 4 KiB to 1 GiB");
+      }
     } else if (arg == "--skip") {
       for (const auto& s : split(v)) {
         if (s != "engine" && s != "cusolver" && s != "dgemm" && s != "disk") {
@@ -185,6 +193,8 @@ json args_json(const Args& a) {
   j["early_next"] = a.early_next;
   j["upward_lead"] = a.upward_lead;
   j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
+  j["queue_depth"] = a.queue_depth == 0 ? json("store default") : json(a.queue_depth);
+  j["request_bytes"] = a.request_bytes == 0 ? json("store default") : json(a.request_bytes);
   return j;
 }
 

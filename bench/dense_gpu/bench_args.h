@@ -42,6 +42,8 @@ struct Args {
   std::string backend = "cuda";
   std::string cusolver_api = "legacy";
   std::optional<uint64_t> disk_bytes;  // unset: 4 GiB in ssd mode, no disk test otherwise
+  int64_t queue_depth = 0;             // store.queue_depth; 0 = the store's default
+  uint64_t request_bytes = 0;          // store.request_bytes; 0 = the store's default
   std::set<std::string> skip;          // engine, cusolver, dgemm, disk
   std::string trace;                   // prefix of Chrome traces of the best reps ("" = none)
 };

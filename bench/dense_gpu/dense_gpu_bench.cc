@@ -11,7 +11,7 @@
 //                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1] [--upward-lead -1]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
-//                   [--skip engine,cusolver,dgemm,disk]
+//                   [--queue-depth Q] [--request-bytes BYTES] [--skip engine,cusolver,dgemm,disk]
 //
 // Modes (issue 16's targets): fits = RAM budget 1.25 x the matrix, device budget the engine's
 // default (90% of free); ram = the same with --gpu-memory 12GiB unless given, so J stripes stream
@@ -158,6 +158,8 @@ int main(int argc, char** argv) {
     ss::storage::StoreConfig sc;
     sc.paths = {store_dir + "/ssd0"};
     sc.free_space_reserve = 0;
+    if (args.queue_depth > 0) sc.queue_depth = args.queue_depth;
+    if (args.request_bytes > 0) sc.request_bytes = args.request_bytes;
     auto opened = ss::storage::MatrixStore::open(sc);
     if (!opened.is_ok()) {
       std::fprintf(stderr, "bench_dense_gpu: store: %s\n", opened.status().to_string().c_str());

@@ -10,6 +10,7 @@
 //                   [--critical-threads -1 (= planner; 0 = none)] [--io-threads 1[,2..]]
 //                   [--upward-lead -1[,L..] (= planner)] [--rounds 1]
 //                   [--trace file.json] [--reps 2] [--quality on|off] [--progress on|off]
+//                   [--request-mib 0 (= the store's default)]
 //
 // --io-threads and --upward-lead take lists (engine.io_threads, engine.upward_lead): each cache
 // size and strategy runs every combination, and --rounds R repeats the combinations R times in
@@ -39,6 +40,7 @@
 #include <lapacke.h>
 #include <nlohmann/json.hpp>
 
+#include "base/units.h"
 #include "scheduler/dense_solve.h"
 #include "storage/generators.h"
 #include "stripe/dense_reference.h"
@@ -68,7 +70,7 @@ std::vector<std::string> split(const std::string& s) {
       "[--paths P] [--peer-threads T] [--worker-threads T] [--elim-j-workers K] "
       "[--critical-threads T] [--io-threads N[,N..]] [--upward-lead L[,L..]] [--rounds R] [--trace "
       "FILE] [--reps R] [--quality on|off] "
-      "[--progress on|off]\n");
+      "[--progress on|off] [--request-mib M]\n");
   std::exit(2);
 }
 
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
   int reps = 2;
   bool quality = true;
   bool progress = true;
+  uint64_t request_mib = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) usage();
@@ -133,6 +136,8 @@ int main(int argc, char** argv) {
       quality = v == "on";
     else if (arg == "--progress" && (v == "on" || v == "off"))
       progress = v == "on";
+    else if (arg == "--request-mib" && std::stoll(v) > 0 && std::stoll(v) <= 1024)
+      request_mib = std::stoull(v);
     else
       usage();
   }
@@ -157,6 +162,7 @@ int main(int argc, char** argv) {
   for (int p = 0; p < paths; ++p) sc.paths.push_back(dir + "/ssd" + std::to_string(p));
   sc.free_space_reserve = 0;
   sc.stripe_rows = stripe_rows;
+  if (request_mib > 0) sc.request_bytes = request_mib * ss::kMiB;
   auto store = ss::storage::MatrixStore::open(sc);
   if (!store.is_ok()) {
     std::cerr << store.status().to_string() << "\n";

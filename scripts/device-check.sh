@@ -40,7 +40,7 @@ run_tridiag_gpu_tests() {
 run_storage_bench() {
   echo "== storage bench (local disk)"
   $BUILD/bench/storage/storage_bench --dir /tmp/storage_bench --gib 2 --max-paths 2 --reps ${STORAGE_REPS:-5} \
-    --queue-depth 32 --request-mib 1 > "$OUT/storage_bench.json" 2> "$OUT/storage_bench.err"
+    --queue-depth 32 --request-mib 16 > "$OUT/storage_bench.json" 2> "$OUT/storage_bench.err"
   python3 -c "import json; d = json.load(open('$OUT/storage_bench.json'))
 for s in d['summary']: print({k: round(v, 3) for k, v in s.items()})"
 }

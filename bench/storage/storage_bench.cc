@@ -44,7 +44,7 @@ struct Options {
   int64_t stripe_rows = 1000;
   std::string engine = "io_uring";
   int64_t queue_depth = 32;
-  uint64_t request_mib = 1;
+  uint64_t request_mib = 16;  // the store's default request size
   int reps = 2;
   bool verify = true;
 };

@@ -26,8 +26,9 @@ Result<std::shared_ptr<IoEngine>> make_io_engine(const StoreConfig& config, Stat
   Status usable = probe();
 #if STRIPESOLVE_HAVE_URING
   if (usable.is_ok()) {
-    return std::shared_ptr<IoEngine>(std::make_shared<UringEngine>(
-        static_cast<unsigned>(config.queue_depth), config.request_bytes));
+    return std::shared_ptr<IoEngine>(
+        std::make_shared<UringEngine>(static_cast<unsigned>(config.queue_depth),
+                                      config.request_bytes, config.write_request_bytes));
   }
 #endif
   if (config.io_engine == "io_uring") {

@@ -23,6 +23,7 @@ class FaultTest : public ::testing::TestWithParam<std::string> {
     }
     inner_config.queue_depth = 4;
     inner_config.request_bytes = 8192;
+    inner_config.write_request_bytes = 8192;
     auto inner = make_io_engine(inner_config);
     ASSERT_TRUE(inner.is_ok());
     config_ = temp_store_config("fault", 2, GetParam());

@@ -1,5 +1,6 @@
 #include "storage/io_engine.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -11,6 +12,14 @@ std::string describe_transfer(const Transfer& t) {
   s += " at offset " + std::to_string(t.offset + t.done);
   s += " (length " + std::to_string(t.length - t.done) + ")";
   return s;
+}
+
+uint64_t chunk_bytes(uint64_t batch_bytes, unsigned queue_depth, uint64_t request_bytes) {
+  constexpr uint64_t kPage = 4096;
+  const uint64_t floor = std::min<uint64_t>(request_bytes, uint64_t{1} << 20);
+  const uint64_t depth = std::max(1u, queue_depth);
+  const uint64_t spread = ((batch_bytes + depth - 1) / depth + kPage - 1) / kPage * kPage;
+  return std::clamp(spread, floor, request_bytes);
 }
 
 Status IoEngine::run_batches(IoBatchSource& source) {

@@ -65,6 +65,7 @@ class RunBatchesTest : public ::testing::TestWithParam<std::string> {
     config.io_engine = GetParam();
     config.queue_depth = 4;
     config.request_bytes = 8192;
+    config.write_request_bytes = 8192;
     engine_ = std::move(make_io_engine(config)).value();
     const std::string dir = make_temp_dir("batches");
     for (int f = 0; f < 2; ++f) {

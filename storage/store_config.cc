@@ -30,6 +30,7 @@ void parse_store_config(ConfigMap& map, StoreConfig& config) {
   map.get_choice("io_engine", config.io_engine, {"auto", "io_uring", "pread"});
   map.get("queue_depth", config.queue_depth, 1, 4096);
   map.get_bytes("request_bytes", config.request_bytes, 4 * kKiB, kGiB);
+  map.get_bytes("write_request_bytes", config.write_request_bytes, 4 * kKiB, kGiB);
   map.get("direct_io", config.direct_io);
   map.get("verify_checksums", config.verify_checksums);
   map.get_bytes("import_buffer", config.import_buffer, kMiB);
@@ -41,6 +42,7 @@ void parse_store_config(ConfigMap& map, StoreConfig& config) {
   check_4k("segment_bytes", config.segment_bytes);
   check_4k("min_segment_bytes", config.min_segment_bytes);
   check_4k("request_bytes", config.request_bytes);
+  check_4k("write_request_bytes", config.write_request_bytes);
   if (map.has("paths") && config.paths.empty()) {
     throw ConfigError(map.where("paths") + ": needs at least one directory");
   }

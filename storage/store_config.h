@@ -10,7 +10,8 @@
 //     min_segment_bytes: 1MiB    # lower bound of the segment length
 //     io_engine: auto            # auto | io_uring | pread
 //     queue_depth: 32            # io_uring requests in flight per batch
-//     request_bytes: 16MiB       # io_uring cuts transfers into requests of this size
+//     request_bytes: 16MiB       # io_uring cuts reads into requests of at most this size
+//     write_request_bytes: 1MiB  # and writes into requests of at most this size
 //     direct_io: true            # O_DIRECT (falls back to buffered where refused)
 //     verify_checksums: true     # check segment CRC32C on reads of whole segments
 //     import_buffer: 256MiB      # memory bound of create/import/export streaming
@@ -43,10 +44,14 @@ struct StoreConfig {
   uint64_t min_segment_bytes = 1 * kMiB;
   std::string io_engine = "auto";
   int64_t queue_depth = 32;
-  // 16 MiB: on the GPU hosts' disks (virtio) the load of A at n = 57344 took 13.2-14.1 s with
-  // 16 MiB requests against 17.1-18.8 s with 4 MiB and 18.6-19.8 s with 1 MiB, alternating on one
-  // host (docs/performance.md, the forty-third session); the store's writes gained too.
+  // 16 MiB for reads: on the GPU hosts' disks (virtio) the load of A at n = 57344 took 13.2-14.1 s
+  // with 16 MiB requests against 17.1-18.8 s with 4 MiB and 18.6-19.8 s with 1 MiB, alternating on
+  // one host (docs/performance.md, the forty-third session); the store's writes gained too.
   uint64_t request_bytes = 16 * kMiB;
+  // Writes keep the 1 MiB of issue 19's import / export / create figures: on the 2-core dev VM
+  // `create` of 2 GiB took 2.41 s with 1 MiB against 2.73 s with 4-16 MiB (means of six
+  // alternating transfer_bench runs), though a control pair with the same writes differed by 7-10%.
+  uint64_t write_request_bytes = 1 * kMiB;
   bool direct_io = true;
   bool verify_checksums = true;
   uint64_t import_buffer = 256 * kMiB;

@@ -19,6 +19,7 @@ min_segment_bytes: 256KiB
 io_engine: pread
 queue_depth: 64
 request_bytes: 2MiB
+write_request_bytes: 512KiB
 direct_io: false
 verify_checksums: false
 import_buffer: 64MiB
@@ -35,6 +36,7 @@ free_space_reserve: 0
   EXPECT_EQ(c.io_engine, "pread");
   EXPECT_EQ(c.queue_depth, 64);
   EXPECT_EQ(c.request_bytes, 2 * kMiB);
+  EXPECT_EQ(c.write_request_bytes, 512 * kKiB);
   EXPECT_FALSE(c.direct_io);
   EXPECT_FALSE(c.verify_checksums);
   EXPECT_EQ(c.import_buffer, 64 * kMiB);

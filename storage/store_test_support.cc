@@ -52,6 +52,7 @@ StoreConfig temp_store_config(const std::string& tag, int paths, const std::stri
   c.min_segment_bytes = 4096;
   c.queue_depth = 8;
   c.request_bytes = 8192;
+  c.write_request_bytes = 8192;
   c.import_buffer = 1 << 20;
   c.free_space_reserve = 0;
   return c;

@@ -35,9 +35,11 @@ void prepare_sqe(io_uring_sqe* sqe, const Transfer& t, uint64_t user_data) {
 
 }  // namespace
 
-UringEngine::UringEngine(unsigned queue_depth, uint64_t request_bytes)
+UringEngine::UringEngine(unsigned queue_depth, uint64_t read_request_bytes,
+                         uint64_t write_request_bytes)
     : queue_depth_(std::max(1u, queue_depth)),
-      request_bytes_(std::clamp<uint64_t>(request_bytes, 4096, uint64_t{1} << 30)) {}
+      read_request_bytes_(std::clamp<uint64_t>(read_request_bytes, 4096, uint64_t{1} << 30)),
+      write_request_bytes_(std::clamp<uint64_t>(write_request_bytes, 4096, uint64_t{1} << 30)) {}
 
 UringEngine::~UringEngine() = default;
 
@@ -143,6 +145,10 @@ void UringEngine::cut_batch(std::span<const IoRequest> requests, size_t batch,
   std::vector<std::vector<Chunk>> per_file;
   std::vector<int> files;
   chunks_left.assign(requests.size(), 0);
+  uint64_t batch_bytes = 0;
+  for (const IoRequest& r : requests) batch_bytes += r.length;
+  const uint64_t read_chunk = chunk_bytes(batch_bytes, queue_depth_, read_request_bytes_);
+  const uint64_t write_chunk = chunk_bytes(batch_bytes, queue_depth_, write_request_bytes_);
   for (size_t i = 0; i < requests.size(); ++i) {
     const IoRequest& r = requests[i];
     const size_t f = std::find(files.begin(), files.end(), r.fd) - files.begin();
@@ -150,11 +156,11 @@ void UringEngine::cut_batch(std::span<const IoRequest> requests, size_t batch,
       files.push_back(r.fd);
       per_file.emplace_back();
     }
-    for (uint64_t off = 0; off < r.length; off += request_bytes_) {
+    const uint64_t chunk = r.op == IoOp::kWrite ? write_chunk : read_chunk;
+    for (uint64_t off = 0; off < r.length; off += chunk) {
       ++chunks_left[i];
       per_file[f].push_back(Chunk{
-          Transfer{&r, r.offset + off, std::min(request_bytes_, r.length - off), r.buffer + off},
-          batch, i});
+          Transfer{&r, r.offset + off, std::min(chunk, r.length - off), r.buffer + off}, batch, i});
     }
   }
   for (size_t k = 0, added = 1; added != 0; ++k) {

@@ -1,7 +1,9 @@
 // The io_uring engine (liburing): all requests of a batch go to one ring, up to queue_depth in
 // flight, so the segments on every path are transferred at once (002 §7.3). Requests are cut into
-// chunks of request_bytes and ordered chunk 0 of every request, then chunk 1, ..., which spreads
-// the queue over all paths (consecutive segments lie on consecutive paths).
+// chunks (io_engine.h's chunk_bytes: as large as the store's request_bytes for reads and
+// write_request_bytes for writes, but small enough that a batch fills the queue,
+// down to 1 MiB) and ordered chunk 0 of every request, then chunk 1, ..., which spreads the queue
+// over all paths (consecutive segments lie on consecutive paths).
 //
 // run_batches() takes the source's next batch whenever fewer than queue_depth chunks wait to be
 // submitted, so the chunks of the next stripe part are queued while the current one is still in
@@ -28,7 +30,8 @@ namespace stripesolve::storage {
 
 class UringEngine final : public IoEngine {
  public:
-  UringEngine(unsigned queue_depth, uint64_t request_bytes);
+  // Reads are cut into pieces of at most read_request_bytes, writes of write_request_bytes.
+  UringEngine(unsigned queue_depth, uint64_t read_request_bytes, uint64_t write_request_bytes);
   ~UringEngine() override;
 
   // OK when a ring can be created and a no-op completes in this process.
@@ -49,7 +52,8 @@ class UringEngine final : public IoEngine {
   void release(std::unique_ptr<Ring> ring);
 
   const unsigned queue_depth_;
-  const uint64_t request_bytes_;
+  const uint64_t read_request_bytes_;
+  const uint64_t write_request_bytes_;
   Mutex mu_;
   std::vector<std::unique_ptr<Ring>> idle_;  // GUARDED_BY(mu_)
 };

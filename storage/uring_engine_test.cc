@@ -24,6 +24,7 @@ class UringEngineTest : public ::testing::Test {
     config.io_engine = "io_uring";
     config.queue_depth = 4;
     config.request_bytes = 8192;
+    config.write_request_bytes = 8192;
     auto e = make_io_engine(config);
     ASSERT_TRUE(e.is_ok()) << e.status().to_string();
     engine_ = *e;
@@ -86,6 +87,19 @@ TEST_F(UringEngineTest, ErrorsMatchThePreadEngine) {
   EXPECT_EQ(engine_->run({&bad, 1}).message(),
             std::string("write nowhere at offset 0 (length 4096): ") + std::strerror(EBADF) +
                 " (errno 9)");
+}
+
+// A batch is cut into pieces that fill the queue, as large as request_bytes allows and never
+// below 1 MiB (or request_bytes where that is smaller), each a multiple of 4 KiB.
+TEST(ChunkBytes, SpreadsABatchOverTheQueueBetweenOneMiBAndTheRequestSize) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  EXPECT_EQ(chunk_bytes(448 * kMiB, 32, 16 * kMiB), 14 * kMiB);  // a part of the load of A
+  EXPECT_EQ(chunk_bytes(4096 * kMiB, 32, 16 * kMiB), 16 * kMiB);
+  EXPECT_EQ(chunk_bytes(128 * kMiB, 32, 16 * kMiB), 4 * kMiB);  // one of import's write batches
+  EXPECT_EQ(chunk_bytes(8 * kMiB, 32, 16 * kMiB), kMiB);
+  EXPECT_EQ(chunk_bytes(8 * kMiB, 32, 8192), 8192);  // request_bytes below 1 MiB is kept
+  EXPECT_EQ(chunk_bytes(100 * kMiB + 1, 32, 16 * kMiB), 100 * kMiB / 32 + 4096);  // 4 KiB pages
+  EXPECT_EQ(chunk_bytes(64 * kMiB, 0, 16 * kMiB), 16 * kMiB);  // a depth of 0 counts as 1
 }
 
 TEST(EngineSelect, PreadOnRequestAndUnknownRejected) {

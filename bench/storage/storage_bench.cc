@@ -7,7 +7,8 @@
 // cost of a read_part call.
 //
 //   storage_bench --dir /tmp/ssbench --gib 4 --max-paths 3 --stripe-rows 1000
-//                 --engine io_uring --queue-depth 32 --request-mib 1 --reps 2   (one line)
+//                 --engine io_uring --queue-depth 32 --request-mib 16 --write-request-mib 1
+//                 --reps 2   (one line; the request sizes are the store's reads' and writes')
 //
 // All paths are directories under --dir, so they share one disk: the figures say how close the
 // store's I/O path comes to the disk, not how it scales over several disks.
@@ -44,7 +45,8 @@ struct Options {
   int64_t stripe_rows = 1000;
   std::string engine = "io_uring";
   int64_t queue_depth = 32;
-  uint64_t request_mib = 16;  // the store's default request size
+  uint64_t request_mib = 16;       // the store's default read request size
+  uint64_t write_request_mib = 1;  // and write request size
   int reps = 2;
   bool verify = true;
 };
@@ -219,6 +221,8 @@ Options parse(int argc, char** argv) {
       o.queue_depth = std::stoll(next());
     else if (a == "--request-mib")
       o.request_mib = std::stoull(next());
+    else if (a == "--write-request-mib")
+      o.write_request_mib = std::stoull(next());
     else if (a == "--reps")
       o.reps = std::stoi(next());
     else if (a == "--no-verify")
@@ -249,6 +253,7 @@ int main(int argc, char** argv) {
   out["engine"] = o.engine;
   out["queue_depth"] = o.queue_depth;
   out["request_bytes"] = o.request_mib * kMiB;
+  out["write_request_bytes"] = o.write_request_mib * kMiB;
   out["verify_checksums"] = o.verify;
   out["crc32c_hardware"] = crc32c_uses_hardware();
 
@@ -260,6 +265,7 @@ int main(int argc, char** argv) {
     config.io_engine = o.engine;
     config.queue_depth = o.queue_depth;
     config.request_bytes = o.request_mib * kMiB;
+    config.write_request_bytes = o.write_request_mib * kMiB;
     config.stripe_rows = o.stripe_rows;
     config.verify_checksums = o.verify;
     config.import_buffer = 64 * kMiB;

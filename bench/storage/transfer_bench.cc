@@ -9,6 +9,8 @@
 // fresh file would be. Prints one JSON document; progress on stderr.
 //
 //   transfer_bench --dir /var/tmp/transfer_bench --n 16384 --stripe-rows 512 --reps 2
+//                  [--request-mib M] [--write-request-mib M] (the store's io_uring read and write
+//                  request sizes; its defaults unless given)
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -37,6 +39,8 @@ struct Options {
   int64_t n = 16384;
   int64_t stripe_rows = 512;
   int reps = 2;
+  uint64_t request_mib = 0;        // store.request_bytes in MiB; 0 = the store's default
+  uint64_t write_request_mib = 0;  // store.write_request_bytes in MiB; 0 = the store's default
 };
 
 [[noreturn]] void die(const std::string& what) {
@@ -175,8 +179,14 @@ int main(int argc, char** argv) {
       o.stripe_rows = std::stoll(v);
     else if (k == "--reps")
       o.reps = std::stoi(v);
+    else if (k == "--request-mib" && std::stoll(v) > 0 && std::stoll(v) <= 1024)
+      o.request_mib = std::stoull(v);
+    else if (k == "--write-request-mib" && std::stoll(v) > 0 && std::stoll(v) <= 1024)
+      o.write_request_mib = std::stoull(v);
     else
-      die("unknown option " + k + " (--dir, --n, --stripe-rows, --reps)");
+      die("unknown option or value " + k +
+          " (--dir, --n, --stripe-rows, --reps, --request-mib 1..1024, --write-request-mib "
+          "1..1024)");
   }
   std::filesystem::remove_all(o.dir);
   std::filesystem::create_directories(o.dir);
@@ -188,6 +198,8 @@ int main(int argc, char** argv) {
   c.paths = {o.dir + "/store"};
   c.stripe_rows = o.stripe_rows;
   c.free_space_reserve = 0;
+  if (o.request_mib > 0) c.request_bytes = o.request_mib * kMiB;
+  if (o.write_request_mib > 0) c.write_request_bytes = o.write_request_mib * kMiB;
   auto store = storage::MatrixStore::open(c);
   check(store.status());
   nlohmann::json doc = {{"benchmark", "transfer"},
@@ -195,6 +207,8 @@ int main(int argc, char** argv) {
                         {"stripe_rows", o.stripe_rows},
                         {"matrix_bytes", matrix_bytes},
                         {"reps", o.reps},
+                        {"request_bytes", c.request_bytes},
+                        {"write_request_bytes", c.write_request_bytes},
                         {"nproc", std::thread::hardware_concurrency()},
                         {"import_buffer", c.import_buffer},
                         {"io_engine", c.io_engine},

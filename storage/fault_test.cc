@@ -48,7 +48,7 @@ class FaultTest : public ::testing::TestWithParam<std::string> {
   // Nothing of `name` on any path.
   void expect_gone(const std::string& name) {
     for (const auto& p : config_.paths) {
-      EXPECT_FALSE(std::filesystem::exists(p + "/objects/" + name)) << p;
+      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(p) / "objects" / name)) << p;
     }
     EXPECT_EQ(store_->info(name).status().code(), StatusCode::kNotFound);
   }
@@ -57,12 +57,12 @@ class FaultTest : public ::testing::TestWithParam<std::string> {
     auto m = store_->open_matrix(name);
     ASSERT_TRUE(m.is_ok()) << m.status().to_string();
     const StripeGeometry& g = (*m)->geometry();
-    for (int64_t I = 0; I < g.stripes; ++I) {
-      auto v = read_part_values(**m, I, 0);
+    for (int64_t i = 0; i < g.stripes; ++i) {
+      auto v = read_part_values(**m, i, 0);
       ASSERT_TRUE(v.is_ok()) << v.status().to_string();
       for (int64_t c = 0; c < g.n; ++c) {
-        for (int64_t r = 0; r < g.rows(I); ++r) {
-          ASSERT_EQ((*v)[c * g.rows(I) + r], generated_value(spec, g.n, g.row_begin(I) + r, c));
+        for (int64_t r = 0; r < g.rows(i); ++r) {
+          ASSERT_EQ((*v)[c * g.rows(i) + r], generated_value(spec, g.n, g.row_begin(i) + r, c));
         }
       }
     }
@@ -131,10 +131,10 @@ TEST_P(FaultTest, FailedRequestInAStreamOfParts) {
     std::vector<AlignedBuffer> buffers;
     std::vector<PartRead> parts;
     for (int rep = 0; rep < 2; ++rep) {
-      for (int64_t I = 0; I < g.stripes; ++I) {
+      for (int64_t i = 0; i < g.stripes; ++i) {
         buffers.push_back(
-            std::move(AlignedBuffer::allocate(m->part_layout(I, 1).buffer_bytes)).value());
-        parts.push_back({I, 1, buffers.back().data()});
+            std::move(AlignedBuffer::allocate(m->part_layout(i, 1).buffer_bytes)).value());
+        parts.push_back({i, 1, buffers.back().data()});
       }
     }
     std::vector<int> done(parts.size(), 0);
@@ -156,13 +156,13 @@ TEST_P(FaultTest, FailedRequestInAStreamOfParts) {
       if (done[k] == 0) continue;
       ++reported;
       EXPECT_EQ(done[k], 1);
-      const int64_t I = parts[k].stripe;
-      const PartLayout layout = m->part_layout(I, 1);
+      const int64_t i = parts[k].stripe;
+      const PartLayout layout = m->part_layout(i, 1);
       for (int64_t c = 1; c < g.n; ++c) {
-        for (int64_t r = 0; r < g.rows(I); ++r) {
+        for (int64_t r = 0; r < g.rows(i); ++r) {
           double v = 0;
-          std::memcpy(&v, parts[k].buffer + layout.data_offset + 8 * ((c - 1) * g.rows(I) + r), 8);
-          ASSERT_EQ(v, generated_value({"uniform", 1}, g.n, g.row_begin(I) + r, c));
+          std::memcpy(&v, parts[k].buffer + layout.data_offset + 8 * ((c - 1) * g.rows(i) + r), 8);
+          ASSERT_EQ(v, generated_value({"uniform", 1}, g.n, g.row_begin(i) + r, c));
         }
       }
     }

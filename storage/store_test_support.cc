@@ -33,8 +33,8 @@ TempDirs& temp_dirs() {
 
 std::string make_temp_dir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  const std::string dir = ::testing::TempDir() + "/storage_test." + std::to_string(::getpid()) +
-                          "." + std::to_string(counter++) + "." + tag;
+  std::string dir = ::testing::TempDir() + "/storage_test." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter++) + "." + tag;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::lock_guard lock(temp_dirs().mu);
@@ -79,7 +79,10 @@ Status write_part_values(StripedMatrix& m, int64_t I, int64_t c0, const std::vec
 
 Status flip_bit(const std::string& path, uint64_t offset) {
   const int fd = ::open(path.c_str(), O_RDWR);
-  if (fd < 0) return Status::io_error("open " + path + ": " + std::strerror(errno));
+  if (fd < 0) {
+    return Status::io_error("open " + path + ": " +
+                            std::strerror(errno));  // NOLINT(concurrency-mt-unsafe): tests
+  }
   char byte = 0;
   bool ok = ::pread(fd, &byte, 1, static_cast<off_t>(offset)) == 1;
   byte ^= 0x10;

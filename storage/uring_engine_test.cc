@@ -85,7 +85,8 @@ TEST_F(UringEngineTest, ErrorsMatchThePreadEngine) {
   const std::string name = "nowhere";
   const IoRequest bad{IoOp::kWrite, -1, &name, 0, 4096, buf.data()};
   EXPECT_EQ(engine_->run({&bad, 1}).message(),
-            std::string("write nowhere at offset 0 (length 4096): ") + std::strerror(EBADF) +
+            std::string("write nowhere at offset 0 (length 4096): ") +
+                std::strerror(EBADF) +  // NOLINT(concurrency-mt-unsafe): one thread
                 " (errno 9)");
 }
 
@@ -126,7 +127,7 @@ TEST(EngineSelect, FallsBackToPreadWhenIoUringIsUnusable) {
   EXPECT_EQ(make_io_engine(config, refused).status().message(),
             std::string("io_engine io_uring was configured but is not usable: "
                         "io_uring_queue_init: ") +
-                std::strerror(EPERM) + " (errno 1)");
+                std::strerror(EPERM) + " (errno 1)");  // NOLINT(concurrency-mt-unsafe)
 }
 
 }  // namespace

@@ -128,9 +128,8 @@ std::string describe_config(const DaemonConfig& c) {
   out += fmt::format(
       "  stripe_rows: {}\n  round_robin_levels: {}\n  levels_q: {}\n  levels_cache: {}\n"
       "  segment_bytes: {}\n  min_segment_bytes: {}\n  io_engine: {}\n  queue_depth: {}\n"
-      "  request_bytes: {}\n  write_request_bytes: {}\n  direct_io: {}\n  verify_checksums: {}\n  "
-      "import_buffer: {}\n"
-      "  free_space_reserve: {}\n  group: \"{}\"\n",
+      "  request_bytes: {}\n  write_request_bytes: {}\n  direct_io: {}\n  verify_checksums: {}\n"
+      "  import_buffer: {}\n  free_space_reserve: {}\n  group: \"{}\"\n",
       st.stripe_rows, st.round_robin_levels, st.levels_q, format_bytes(st.levels_cache),
       format_bytes(st.segment_bytes), format_bytes(st.min_segment_bytes), st.io_engine,
       st.queue_depth, format_bytes(st.request_bytes), format_bytes(st.write_request_bytes),

@@ -67,7 +67,7 @@ class ArenaPinning {
   double seconds_ = 0;
   Status status_;
   std::promise<void> registered_;
-  std::shared_future<void> registered_ready_ = registered_.get_future().share();
+  std::future<void> registered_ready_ = registered_.get_future();  // wait() may wait again
   std::thread thread_;
 };
 

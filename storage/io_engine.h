@@ -107,10 +107,10 @@ std::string describe_transfer(const Transfer& t);
 
 // The size of the pieces a queued engine cuts a batch of `batch_bytes` into: the batch spread over
 // the queue's depth, rounded up to 4 KiB, at most request_bytes and at least min(request_bytes,
-// 1 MiB). Both count on the GPU hosts' disks: a raw loop read 0.80 / 1.37 / 1.51 GB/s with 32
-// requests of 1 / 4 / 16 MiB in flight and 1.17 with 8 of 16 MiB, and the load of A (parts of
-// 448 MiB) was fastest with 16 MiB; a batch of 128 MiB (import's writes) still keeps 32 requests
-// in flight.
+// 1 MiB). Depth and size both count on the GPU hosts' disks (a raw loop read 0.80 / 1.37 / 1.51
+// GB/s with 32 requests of 1 / 4 / 16 MiB in flight, 1.17 with 8 of 16 MiB; the defaults' figures
+// are in store_config.h), so a 448 MiB part of the load goes in 14 MiB pieces and a 128 MiB batch
+// still keeps 32 requests in flight.
 uint64_t chunk_bytes(uint64_t batch_bytes, unsigned queue_depth, uint64_t request_bytes);
 
 }  // namespace stripesolve::storage

@@ -46,7 +46,8 @@ struct StoreConfig {
   int64_t queue_depth = 32;
   // 16 MiB for reads: on the GPU hosts' disks (virtio) the load of A at n = 57344 took 13.2-14.1 s
   // with 16 MiB requests against 17.1-18.8 s with 4 MiB and 18.6-19.8 s with 1 MiB, alternating on
-  // one host (docs/performance.md, the forty-third session); the store's writes gained too.
+  // one host (docs/performance.md, the forty-third session). A batch is cut finer where that fills
+  // the queue (io_engine.h's chunk_bytes).
   uint64_t request_bytes = 16 * kMiB;
   // Writes keep the 1 MiB of issue 19's import / export / create figures: on the 2-core dev VM
   // `create` of 2 GiB took 2.41 s with 1 MiB against 2.73 s with 4-16 MiB (means of six

@@ -142,6 +142,44 @@ TEST(CudaSolvesTest, GeppRowStepsWithinTenTimesLapack) {
   }
 }
 
+// Eliminating from both ends at once (the interleaved kernel's twisted variant, two threads a
+// system) is partial pivoting in another order: within 10x of LAPACK on every stability type,
+// odd and even n, in place too, and a singular column named in either half or where they meet.
+TEST(CudaSolvesTest, GeppFromBothEndsWithinTenTimesLapack) {
+  auto twisted = [](const TridiagonalMatrix& m, const std::vector<double>& f,
+                    std::vector<double>& x) {
+    const long q = static_cast<long>(f.size());
+    std::vector<gpu::GeppSaved> saved(q);
+    x.resize(q);
+    return static_cast<int>(gpu::gepp_rows_solve_twisted(m.dl.data(), m.d.data(), m.du.data(),
+                                                         f.data(), x.data(), q, saved.data()));
+  };
+  const int checked =
+      expect_stability_types_within_bound({2, 3, 4, 7, 8, 31, 64, 257, 288}, 710, twisted);
+  EXPECT_GE(checked, 125) << "of 144 systems; the rest are singular for LAPACK too";
+  // The same x in place (over f).
+  const TridiagonalMatrix m = stability_matrix(1, 101, 11);
+  const std::vector<double> f = random_vector(101, 12);
+  std::vector<double> x, in_place = f;
+  std::vector<gpu::GeppSaved> saved(101);
+  ASSERT_EQ(twisted(m, f, x), -1);
+  ASSERT_EQ(gpu::gepp_rows_solve_twisted(m.dl.data(), m.d.data(), m.du.data(), in_place.data(),
+                                         in_place.data(), 101, saved.data()),
+            -1);
+  EXPECT_EQ(in_place, x);
+  EXPECT_LE(residual(m, x, f), 1e-13);
+  // A zero column in the upper half, the lower half and each of the two columns that meet.
+  for (long q : {6L, 41L}) {
+    for (long column : {1L, q / 2 - 1, q / 2, q - 2}) {
+      SCOPED_TRACE("q = " + std::to_string(q) + " column " + std::to_string(column));
+      TridiagonalMatrix s = stability_matrix(1, q, 13);
+      s.du[column - 1] = s.d[column] = s.dl[column + 1] = 0.0;
+      std::vector<double> xs;
+      EXPECT_GE(twisted(s, random_vector(q, 14), xs), 0);
+    }
+  }
+}
+
 // Keeping one chunk of pivot rows and eliminating each earlier chunk again from its saved start
 // (the interleaved kernel's recomputing variant) gives the bits of the whole solve, singular
 // rows named alike.

@@ -272,14 +272,16 @@ TEST(GpuFusedCheckTest, GeppChecksInterleavedBatchesAsItSubstitutes) {
         for (GeppKernel kernel :
              {GeppKernel::kRecomputedChunksOf16InRegisters, GeppKernel::kRowsInSharedMemory,
               GeppKernel::kTailInDeviceMemory, GeppKernel::kPivotRowsInDeviceMemory,
-              GeppKernel::kRecomputedChunksOf32LastOf48, GeppKernel::kRowsInRegisters}) {
+              GeppKernel::kRecomputedChunksOf32LastOf48, GeppKernel::kRowsInRegisters,
+              GeppKernel::kTwistedChunksOf32LastOf48}) {
           if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
               (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
             continue;
           }
           // The variants that check inside when named (interleaved_gepp.cuh).
           const bool can = kernel != GeppKernel::kRecomputedChunksOf32LastOf48 &&
-                           kernel != GeppKernel::kRowsInRegisters;
+                           kernel != GeppKernel::kRowsInRegisters &&
+                           kernel != GeppKernel::kTwistedChunksOf32LastOf48;
           for (bool in_place : {false, true}) {
             SCOPED_TRACE(std::string("kernel ") + std::to_string(static_cast<int>(kernel)) +
                          (in_place ? " in place" : ""));

@@ -1,6 +1,7 @@
 // gepp on the GPU: interleaved batches, a thread a system (tridiag/cuda/interleaved_gepp.cu),
 // against the CPU's gepp, and kAuto's choice of it. Every test skips with a message when no CUDA
 // device is present.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -203,7 +204,11 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
       {gpu::kMaxSharedGeppSystem + 1, fewest, GeppKernel::kPivotRowsInDeviceMemory},
       {gpu::kMaxTailGeppSystem, fewest, GeppKernel::kPivotRowsInDeviceMemory},
       {16384, 1, GeppKernel::kPivotRowsInDeviceMemory},
-      {gpu::kMaxSharedGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf32LastOf48},
+      {gpu::kMaxSharedGeppSystem + 1, many, GeppKernel::kTwistedChunksOf32LastOf48},
+      {gpu::kMaxTwistedGeppSystem, many, GeppKernel::kTwistedChunksOf32LastOf48},
+      {gpu::kMaxTwistedGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf32LastOf48},
+      {256, many, GeppKernel::kTwistedChunksOf32LastOf48},
+      {255, many, GeppKernel::kRecomputedChunksOf32LastOf48},
       {gpu::kMaxSharedChunkGeppSystem, many, GeppKernel::kRecomputedChunksOf32LastOf48},
       {gpu::kMaxSharedChunkGeppSystem + 1, many, GeppKernel::kRecomputedChunksOf16InRegisters},
       {16384, many, GeppKernel::kRecomputedChunksOf16InRegisters}};
@@ -254,6 +259,12 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
   EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(129, count,
                                                   GeppKernel::kRecomputedChunksOf16InRegisters),
             24 * 8 * count);
+  // From both ends: the upper half's chunks of 32, then the lower half's (n = 5: one each).
+  EXPECT_EQ(
+      gpu::interleaved_gepp_workspace_bytes(256, count, GeppKernel::kTwistedChunksOf32LastOf48),
+      24 * 8 * count);
+  EXPECT_EQ(gpu::interleaved_gepp_workspace_bytes(5, count, GeppKernel::kTwistedChunksOf32LastOf48),
+            24 * 2 * count);
 }
 
 // Each of the kernel's variants launched directly, those kChoose never takes included, against
@@ -278,10 +289,11 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
     const StridedSystems il = interleaved(b, n, m);
     const DeviceCopy dl(il.dl), d(il.d), du(il.du), f(il.f), x{std::vector<double>(rows)};
     const DeviceCopy flags{std::vector<unsigned long long>(2, ULLONG_MAX)};
-    for (GeppKernel kernel : {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
-                              GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
-                              GeppKernel::kRecomputedChunksOf32LastOf48,
-                              GeppKernel::kRecomputedChunksOf16InRegisters}) {
+    for (GeppKernel kernel :
+         {GeppKernel::kRowsInRegisters, GeppKernel::kRowsInSharedMemory,
+          GeppKernel::kPivotRowsInDeviceMemory, GeppKernel::kTailInDeviceMemory,
+          GeppKernel::kRecomputedChunksOf32LastOf48, GeppKernel::kRecomputedChunksOf16InRegisters,
+          GeppKernel::kTwistedChunksOf32LastOf48}) {
       if ((kernel == GeppKernel::kRowsInRegisters && n > 64) ||
           (kernel == GeppKernel::kRowsInSharedMemory && n > 288)) {
         continue;
@@ -337,6 +349,67 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
           cudaMemcpy(xp.data(), x.as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
           cudaSuccess);
       EXPECT_EQ(xp, xg) << "in place";
+    }
+  }
+}
+
+// gepp from both ends (two threads a system) names a singular system's zero column wherever it
+// lies: in the upper half, in the lower half, or in either column where the halves meet; in a
+// whole group of 32 systems and in the rest that block 0 solves whole (system 200 of 203). The
+// other systems still solve.
+TEST(GpuTest, GeppFromBothEndsNamesASingularColumnInEitherHalf) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_EQ(gpu::set_interleaved_gepp_limits(), cudaSuccess);
+  const std::size_t m = 203;
+  for (std::size_t n : {7, 100, 256}) {
+    for (std::size_t column : {std::size_t{2}, n / 2 - 1, n / 2, n - 2}) {
+      for (std::size_t j : {std::size_t{65}, std::size_t{200}}) {
+        SCOPED_TRACE("n=" + std::to_string(n) + " column " + std::to_string(column) + " system " +
+                     std::to_string(j));
+        const std::size_t rows = n * m;
+        StridedSystems b = make_strided_batch(std::vector<std::size_t>(m, n), 1);
+        b.du[j * n + column - 1] = 0.0;
+        b.d[j * n + column] = 0.0;
+        b.dl[j * n + column + 1] = 0.0;
+        const StridedSystems il = interleaved(b, n, m);
+        const DeviceCopy dl(il.dl), d(il.d), du(il.du), f(il.f), x{std::vector<double>(rows)};
+        const DeviceCopy flags{std::vector<unsigned long long>(2, ULLONG_MAX)};
+        const std::size_t declared = gpu::interleaved_gepp_workspace_bytes(
+                                         n, m, gpu::GeppKernel::kTwistedChunksOf32LastOf48) /
+                                     8;
+        const DeviceCopy pivot_rows{std::vector<double>(declared)};
+        const gpu::InterleavedGepp a{dl.as<double>(),
+                                     d.as<double>(),
+                                     du.as<double>(),
+                                     f.as<double>(),
+                                     x.as<double>(),
+                                     n,
+                                     m,
+                                     flags.as<unsigned long long>(),
+                                     flags.as<unsigned long long>() + 1,
+                                     pivot_rows.as<double>()};
+        gpu::launch_interleaved_gepp(a, gpu::GeppKernel::kTwistedChunksOf32LastOf48, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        unsigned long long found[2] = {0, 0};
+        ASSERT_EQ(
+            cudaMemcpy(found, flags.as<unsigned long long>(), sizeof found, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+        EXPECT_EQ(found[0], j * n + column);
+        std::vector<double> xg(rows);
+        ASSERT_EQ(
+            cudaMemcpy(xg.data(), x.as<double>(), rows * sizeof(double), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+        const std::vector<double> xs = interleave(xg, n, m, /*back=*/true);
+        double worst = 0.0;
+        for (std::size_t k = 0; k < m; ++k) {
+          const std::size_t o = k * n;
+          if (k != j) {
+            worst =
+                std::max(worst, relative_residual(&b.dl[o], &b.d[o], &b.du[o], &xs[o], &b.f[o], n));
+          }
+        }
+        EXPECT_LE(worst, 1e-11);
+      }
     }
   }
 }

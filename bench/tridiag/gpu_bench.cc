@@ -284,7 +284,9 @@ int main(int argc, char** argv) {
             {GeppKernel::kRecomputedChunksOf16InRegisters,
              "pivot rows recomputed, chunks of 16 in registers"},
             {GeppKernel::kRecomputedChunksOf32LastOf48,
-             "pivot rows recomputed, chunks of 32, the last of 48"}};
+             "pivot rows recomputed, chunks of 32, the last of 48"},
+            {GeppKernel::kTwistedChunksOf32LastOf48,
+             "two threads a system from both ends, chunks of 32, the last of 48"}};
         for (const auto& [kernel, what] : kernels) {
           // Their shared memory: the first two hold every pivot row.
           const bool whole_on_chip =
@@ -303,7 +305,8 @@ int main(int argc, char** argv) {
           // variant alone, as solve_batch_gpu would run it (the separate pass's is on the
           // launch's own line above).
           if (kernel == GeppKernel::kRowsInRegisters ||
-              kernel == GeppKernel::kRecomputedChunksOf32LastOf48) {
+              kernel == GeppKernel::kRecomputedChunksOf32LastOf48 ||
+              kernel == GeppKernel::kTwistedChunksOf32LastOf48) {
             continue;
           }
           ensure_check_ws(BatchLayout::kInterleaved, count);

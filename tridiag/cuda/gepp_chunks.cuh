@@ -36,7 +36,8 @@ struct SharedChunk {
                            });
   }
   // x of rows to - 1 down to from, the first kept back (Backward::store_last).
-  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+  template <typename Back>
+  __device__ void substitute(Back& back, std::size_t from, std::size_t to) const {
     for (std::size_t i = to; i-- > from;) back.row(i, rows.get(i), i > from);
   }
 };
@@ -51,7 +52,8 @@ struct RegisterChunk {
     return eliminate_chunks<kChunk>(ring, i0, i1, c, from_row, issued, rows, singular, at_chunk,
                                     at_slot);
   }
-  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+  template <typename Back>
+  __device__ void substitute(Back& back, std::size_t from, std::size_t to) const {
 #pragma unroll
     for (std::size_t k = kChunk; k-- > 0;) {
       if (from + k < to) back.row(from + k, rows.get(k), k > 0);
@@ -66,7 +68,8 @@ struct LastChunk {
   const SavedRows& shared;
   RegisterRows<kExtra> registers;
   // x of rows to - 1 down to from (from + kChunk + kExtra >= to), the first kept back.
-  __device__ void substitute(Backward& back, std::size_t from, std::size_t to) const {
+  template <typename Back>
+  __device__ void substitute(Back& back, std::size_t from, std::size_t to) const {
     const std::size_t mid = from + kChunk < to ? from + kChunk : to;
 #pragma unroll
     for (std::size_t k = kExtra; k-- > 0;) {
@@ -77,6 +80,62 @@ struct LastChunk {
 };
 template <std::size_t kChunk>
 struct LastChunk<kChunk, 0> {};  // none: the last chunk is like the others
+
+// A thread's whole system: its n rows, its chunks' starting rows at pivot_rows + j, and the
+// substitution from its last row as eliminated (a zero there flagged).
+struct WholeSystem {
+  __device__ std::size_t rows(const InterleavedGepp& a) const { return a.n; }
+  __device__ double* starts(const InterleavedGepp& a, std::size_t j) const {
+    return a.pivot_rows + j;
+  }
+  __device__ Backward<> backward(const InterleavedGepp& a, std::size_t j, const GeppCarry& last,
+                                 bool singular) const {
+    if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * a.n + a.n - 1);
+    return Backward<>(a, j, last);
+  }
+};
+
+// Half a system in the twisted variant (two threads a system, a warp each half of 32 systems):
+// the upper half's gepp_upper_rows(n) rows from the top or the lower half's from the bottom
+// (map: the direction a value, the same code for both warps; a copy of the code for each
+// direction ran 10-30% slower on an H200), its chunks' starts after the upper half's (`offset`
+// chunks on); the two threads of a system meet through `exchange` (shared memory, three doubles
+// a thread at a stride of the block's 64 threads; `me` the thread's place, the other half's 32
+// from it): each leaves its last row as eliminated there, and after the block's barrier (every
+// thread of the block reaches it, at this one place) both take the same 2 x 2 step (gepp_meet),
+// so that x_(m-1) and x_m agree to the bit.
+struct TwistedHalf {
+  HalfRows map;
+  std::size_t half, offset;
+  double* exchange;
+  int me;
+  static constexpr int kThreads = 64;
+  __device__ std::size_t rows(const InterleavedGepp&) const { return half; }
+  __device__ double* starts(const InterleavedGepp& a, std::size_t j) const {
+    return a.pivot_rows + (map.from_bottom ? 3 * offset * a.count : 0) + j;
+  }
+  __device__ Backward<HalfRows> backward(const InterleavedGepp& a, std::size_t j,
+                                         const GeppCarry& last, bool singular) const {
+    exchange[me] = last.d;
+    exchange[me + kThreads] = last.u;
+    exchange[me + 2 * kThreads] = last.f;
+    __syncthreads();
+    const int other = me ^ 32;
+    const GeppCarry theirs{exchange[other], exchange[other + kThreads],
+                           exchange[other + 2 * kThreads]};
+    const GeppMeet meet = map.from_bottom ? gepp_meet(theirs, last) : gepp_meet(last, theirs);
+    const std::size_t m = gepp_upper_rows(static_cast<long>(a.n));
+    if (!map.from_bottom && !singular) {  // the upper thread names the rows that meet
+      if (meet.pivot == 0.0) {
+        flag(a.pivot_flag, j * a.n + m - 1);
+      } else if (meet.last_pivot == 0.0) {
+        flag(a.pivot_flag, j * a.n + m);
+      }
+    }
+    return map.from_bottom ? Backward<HalfRows>(a, map, j, half - 1, meet.x_lower, meet.x_upper)
+                           : Backward<HalfRows>(a, map, j, half - 1, meet.x_upper, meet.x_lower);
+  }
+};
 
 // The elimination keeping one chunk's pivot rows in `chunk` and each chunk's start in device
 // memory; the substitution takes the last chunk's as they are and eliminates each earlier chunk
@@ -95,12 +154,18 @@ struct LastChunk<kChunk, 0> {};  // none: the last chunk is like the others
 // and whose rows were just read (both still in L2), and the x beside them; rows 0 to kChunk are
 // read at the end. A chunk's first slots are issued while the chunk after it is substituted,
 // before those x are known, so their check parts follow as groups of their own once it is.
-template <std::size_t kChunk, std::size_t kExtra = 0, typename Ring, typename Chunk>
+//
+// `ends`: what the thread eliminates and where its substitution starts: a whole system
+// (WholeSystem), or a twisted half (TwistedHalf: its rows, and the 2 x 2 step where it meets the
+// other half).
+template <std::size_t kChunk, std::size_t kExtra = 0, typename Ring, typename Chunk,
+          typename Ends = WholeSystem>
 __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const Ring& ring,
-                                  Chunk& chunk) {
+                                  Chunk& chunk, const Ends& ends = {}) {
   constexpr bool kChecks = Ring::kCheck > 0;
   static_assert(!kChecks || (Ring::kCheck == kChunk && kExtra == 0));
-  const std::size_t n = a.n, m = a.count, steps = n - 1;
+  static_assert(!kChecks || std::is_same_v<Ends, WholeSystem>);
+  const std::size_t n = ends.rows(a), m = a.count, steps = n - 1;
   // kExtra > 0: the last chunk is [last_from, steps), the ones before it start at multiples of
   // kChunk. kExtra = 0 (last_from unused): every chunk starts at a multiple of kChunk, the last
   // holding what is left, in expressions of their own below: one formula for both layouts gave
@@ -109,7 +174,7 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
   const std::size_t chunks = kExtra == 0  ? (steps + kChunk - 1) / kChunk
                              : steps == 0 ? 0
                                           : (last_from + kChunk - 1) / kChunk + 1;
-  double* const starts = a.pivot_rows + j;
+  double* const starts = ends.starts(a, j);
   auto keep_start = [&](std::size_t i, const GeppCarry& c) {
     if (kExtra == 0 ? i + kChunk < steps : i < last_from) {  // the last chunk's pivot rows stay
       double* const s = starts + 3 * (i / kChunk) * m;
@@ -158,20 +223,20 @@ __device__ void recomputed_chunks(const InterleavedGepp& a, std::size_t j, const
       const bool before = i < last_from;
       if (before && i % kChunk == 0) keep_start(i, last);
       step(a, j, i, last, r,
-           SlotOf<const SavedRows>{tail.shared, before ? i % kChunk : i - last_from}, singular);
+           SlotOf<const SavedRows>{tail.shared, before ? i % kChunk : i - last_from}, singular,
+           ring.map);
     }
 #pragma unroll
     for (std::size_t k = 0; k < kExtra; ++k) {
       const std::size_t i = mid + k;
       if (i < steps) {
         const RowIn r = ring.advance(i, steps, next);
-        step(a, j, i, last, r, SlotOf<RegisterRows<kExtra>>{tail.registers, k}, singular);
+        step(a, j, i, last, r, SlotOf<RegisterRows<kExtra>>{tail.registers, k}, singular, ring.map);
       }
     }
     __pipeline_wait_prior(0);
   }
-  if (last.d == 0.0 && !singular) flag(a.pivot_flag, j * n + n - 1);
-  Backward back(a, j, last);
+  auto back = ends.backward(a, j, last, singular);
   for (std::size_t k = chunks; k-- > 0;) {
     const std::size_t from = kExtra > 0 && k + 1 == chunks ? last_from : k * kChunk;
     const std::size_t to = end_of(k);

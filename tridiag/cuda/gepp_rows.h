@@ -122,4 +122,83 @@ inline long gepp_rows_solve_chunked(const double* dl, const double* d, const dou
   return bad;
 }
 
+// The two rows where a system eliminated from both ends meets (the twisted variant,
+// gepp_rows_solve_twisted): `upper`, the upper half's last row as eliminated (columns m - 1 and
+// m), and `lower`, the lower half's (columns m and m - 1, as that half numbers them from the
+// bottom). Takes the last two columns as gepp's last step would (the upper row first), gives
+// x_(m-1) and x_m, and the two pivots (0 where the matrix is singular there).
+struct GeppMeet {
+  double x_upper, x_lower, pivot, last_pivot;
+};
+STRIPESOLVE_HD STRIPESOLVE_FORCEINLINE GeppMeet gepp_meet(const GeppCarry& upper,
+                                                          const GeppCarry& lower) {
+  GeppCarry c = upper;
+  double pivot = 0.0;
+  const GeppSaved s = gepp_step(c, lower.u, lower.d, 0.0, lower.f, pivot);
+  const double x_lower = c.f * reciprocal(c.d);
+  return {gepp_back(s, x_lower, 0.0), x_lower, pivot, c.d};
+}
+
+// The rows a system of n rows gives its upper half when eliminated from both ends: rows 0 to
+// n / 2 - 1 from the top, the others from the bottom.
+STRIPESOLVE_HD constexpr long gepp_upper_rows(long n) {
+  return n / 2;
+}
+
+// One system of n >= 2 rows eliminated from both ends at once (two threads a system in the
+// interleaved kernel's twisted variant): rows 0 to m - 1 (m = n / 2) from the top, as
+// gepp_rows_solve takes them, and rows n - 1 down to m from the bottom, each row's dl and du
+// exchanged; the halves' last rows meet in a 2 x 2 step (gepp_meet), and each half substitutes
+// back from x_(m-1) and x_m. It is Gaussian elimination with partial pivoting on the matrix with
+// its rows and columns taken in the order 0 .. m - 2, n - 1 .. m + 1, m - 1, m: in a tridiagonal
+// matrix only two rows ever hold a column's candidates, so the pivots are chosen among the rows
+// dgtsv would see, and the growth stays within dgtsv's bound of 2 a column. The bits differ from
+// gepp_rows_solve's (another order of the same eliminations). Returns the first row found with
+// a zero pivot, or -1; x may alias f; saved: n rows.
+inline long gepp_rows_solve_twisted(const double* dl, const double* d, const double* du,
+                                    const double* f, double* x, long n, GeppSaved* saved) {
+  const long m = gepp_upper_rows(n), below = n - m;
+  long bad = -1;
+  auto note = [&](double pivot, long row) {
+    if (pivot == 0.0 && (bad < 0 || row < bad)) bad = row;
+  };
+  GeppCarry up{d[0], du[0], f[0]};
+  for (long i = 0; i + 1 < m; ++i) {
+    double pivot = 0.0;
+    saved[i] = gepp_step(up, dl[i + 1], d[i + 1], du[i + 1], f[i + 1], pivot);
+    note(pivot, i);
+  }
+  // The lower half from the bottom: its row r is row n - 1 - r, dl and du exchanged.
+  GeppSaved* const low = saved + m;
+  GeppCarry down{d[n - 1], dl[n - 1], f[n - 1]};
+  for (long r = 0; r + 1 < below; ++r) {
+    const long p = n - 2 - r;
+    double pivot = 0.0;
+    low[r] = gepp_step(down, du[p], d[p], dl[p], f[p], pivot);
+    note(pivot, p + 1);
+  }
+  const GeppMeet meet = gepp_meet(up, down);
+  note(meet.pivot, m - 1);
+  note(meet.last_pivot, m);
+  double x1 = meet.x_upper, x2 = meet.x_lower;
+  const double x_lower = meet.x_lower;
+  x[m - 1] = x1;
+  for (long i = m - 2; i >= 0; --i) {
+    const double xi = gepp_back(saved[i], x1, x2);
+    x[i] = xi;
+    x2 = x1;
+    x1 = xi;
+  }
+  x1 = x_lower;
+  x2 = meet.x_upper;
+  x[m] = x1;
+  for (long r = below - 2; r >= 0; --r) {
+    const double xi = gepp_back(low[r], x1, x2);
+    x[n - 1 - r] = xi;
+    x2 = x1;
+    x1 = xi;
+  }
+  return bad;
+}
+
 }  // namespace stripesolve::tridiag::gpu

@@ -5,6 +5,8 @@
 // by interleaved_gepp.cu alone; the recomputing variants' chunks are in gepp_chunks.cuh.
 #pragma once
 
+#include <type_traits>
+
 #include <cuda_pipeline.h>
 
 #include "tridiag/cuda/check_terms.cuh"
@@ -16,6 +18,42 @@ namespace stripesolve::tridiag::gpu::gepp {
 __device__ __forceinline__ void flag(unsigned long long* f, std::size_t row) {
   atomicMin(f, static_cast<unsigned long long>(row));
 }
+
+// Where a thread finds its system's rows: row i of system j at i * count + j, its dl and du as
+// given (PlainRows); or, for the twisted variant's two halves (two threads a system, from both
+// ends), a half's rows in the order it takes them (HalfRows): the upper half's as given, the
+// lower half's from the last row up, row i being row n - 1 - i with dl and du exchanged, so that
+// the same steps eliminate both. `name` gives a row's own number (for the flags), `previous` the
+// place of the row before (the substitution's order).
+struct PlainRows {
+  __device__ std::size_t at(const InterleavedGepp& a, std::size_t j, std::size_t row) const {
+    return row * a.count + j;
+  }
+  __device__ const double* lower(const InterleavedGepp& a) const { return a.dl; }
+  __device__ const double* upper(const InterleavedGepp& a) const { return a.du; }
+  __device__ std::size_t name(const InterleavedGepp&, std::size_t row) const { return row; }
+  __device__ std::size_t previous(const InterleavedGepp& a, std::size_t at) const {
+    return at - a.count;
+  }
+};
+struct HalfRows {
+  bool from_bottom;  // the lower half (the same for a warp's threads: no divergence)
+  __device__ std::size_t name(const InterleavedGepp& a, std::size_t row) const {
+    return from_bottom ? a.n - 1 - row : row;
+  }
+  __device__ std::size_t at(const InterleavedGepp& a, std::size_t j, std::size_t row) const {
+    return name(a, row) * a.count + j;
+  }
+  __device__ const double* lower(const InterleavedGepp& a) const {
+    return from_bottom ? a.du : a.dl;
+  }
+  __device__ const double* upper(const InterleavedGepp& a) const {
+    return from_bottom ? a.dl : a.du;
+  }
+  __device__ std::size_t previous(const InterleavedGepp& a, std::size_t at) const {
+    return from_bottom ? at + a.count : at - a.count;
+  }
+};
 
 // Row `row` of the thread's system as the elimination takes it: dl of row 0 and du of row n - 1,
 // which the batch's contract ignores, as 0.
@@ -52,16 +90,16 @@ struct SavedRows {
 };
 
 // Step i of the elimination with row i + 1 in `r`: the pivot row saved, a singular matrix
-// flagged once.
-template <typename Store>
+// flagged once (row i by its own number: `map`).
+template <typename Store, typename Map = PlainRows>
 __device__ __forceinline__ void step(const InterleavedGepp& a, std::size_t j, std::size_t i,
                                      GeppCarry& c, const RowIn& r, const Store& saved,
-                                     bool& singular) {
+                                     bool& singular, const Map& map = {}) {
   double pivot = 0.0;
   const GeppSaved s = gepp_step(c, r.l, r.d, r.u, r.f, pivot);
   if (pivot == 0.0 && !singular) {
     singular = true;
-    flag(a.pivot_flag, j * a.n + i);
+    flag(a.pivot_flag, j * a.n + map.name(a, i));
   }
   saved.put(i, s);
 }
@@ -83,18 +121,21 @@ struct RegisterRows {
 };
 
 // Starts copying row `row` of system j as given (dl of row 0 and du of row n - 1 as 0) to dst[0],
-// dst[t], dst[2 t] and dst[3 t] by cp.async (the caller commits the group).
+// dst[t], dst[2 t] and dst[3 t] by cp.async (the caller commits the group); rows as `map` takes
+// them.
+template <typename Map = PlainRows>
 __device__ __forceinline__ void copy_row_async(const InterleavedGepp& a, std::size_t j,
-                                               std::size_t row, double* dst, int t) {
-  const std::size_t at = row * a.count + j;
+                                               std::size_t row, double* dst, int t,
+                                               const Map& map = {}) {
+  const std::size_t at = map.at(a, j, row);
   if (row > 0) {
-    __pipeline_memcpy_async(dst, a.dl + at, sizeof(double));
+    __pipeline_memcpy_async(dst, map.lower(a) + at, sizeof(double));
   } else {
     dst[0] = 0.0;
   }
   __pipeline_memcpy_async(dst + t, a.d + at, sizeof(double));
   if (row + 1 < a.n) {
-    __pipeline_memcpy_async(dst + 2 * t, a.du + at, sizeof(double));
+    __pipeline_memcpy_async(dst + 2 * t, map.upper(a) + at, sizeof(double));
   } else {
     dst[2 * t] = 0.0;
   }
@@ -112,9 +153,11 @@ struct CheckIn {
 // wait counts rows. `ring`: the thread's kDepth slots of 4 doubles (9 with kCheckAhead: the
 // check's CheckIn after the row), at a stride of `t` (the block's threads). Rows past `last` are
 // not read; their groups are empty, so the count stays one a row. Where `checking`, each slot
-// also brings its CheckIn (the check's rows past the end are not read).
-template <int kDepth, std::size_t kCheckAhead = 0>
+// also brings its CheckIn (the check's rows past the end are not read). Rows as `map` takes them
+// (the check's only as given).
+template <int kDepth, std::size_t kCheckAhead = 0, typename Map = PlainRows>
 struct Ring {
+  static_assert(kCheckAhead == 0 || std::is_same_v<Map, PlainRows>);
   static constexpr std::size_t kCheck = kCheckAhead;
   static constexpr int kSlot = kCheckAhead > 0 ? 9 : 4;
   const InterleavedGepp& a;
@@ -122,8 +165,9 @@ struct Ring {
   double* ring;
   int t;
   bool checking = false;
+  Map map{};
   __device__ double* slot(std::size_t row) const { return ring + (row & (kDepth - 1)) * kSlot * t; }
-  __device__ void copy_row(std::size_t row) const { copy_row_async(a, j, row, slot(row), t); }
+  __device__ void copy_row(std::size_t row) const { copy_row_async(a, j, row, slot(row), t, map); }
   __device__ void copy_check(std::size_t row) const {
     const std::size_t q = row + kCheckAhead;
     if (kCheckAhead == 0 || q >= a.n) return;
@@ -201,7 +245,7 @@ __device__ GeppCarry eliminate_range(const Ring& ring, std::size_t i0, std::size
   for (std::size_t i = i0; i < i1; ++i) {
     const RowIn r = ring.advance(i, i1, next);
     at_step(i, c);
-    step(ring.a, ring.j, i, c, r, saved, singular);
+    step(ring.a, ring.j, i, c, r, saved, singular, ring.map);
   }
   __pipeline_wait_prior(0);
   return c;
@@ -224,7 +268,7 @@ __device__ GeppCarry eliminate_chunks(const Ring& ring, std::size_t i0, std::siz
       if (i < i1) {
         const RowIn r = ring.advance(i, i1, next);
         at_slot(i);
-        step(ring.a, ring.j, i, c, r, SlotOf<Rows>{rows, k}, singular);
+        step(ring.a, ring.j, i, c, r, SlotOf<Rows>{rows, k}, singular, ring.map);
       }
     }
   }
@@ -254,19 +298,26 @@ struct RowChecks {
 // Back substitution, x written as it is known (row n - 1 from the last row as eliminated, then
 // row(i, pivot row i) for i = n - 2 down to 0), or where row() is told not to, by store_last()
 // later; finish() flags the first row with a non-finite x. x goes out evict-first, but where the
-// batch is checked (it is read again soon, from L2).
+// batch is checked (it is read again soon, from L2). A twisted half (HalfRows) starts from the
+// x its half's last row meets (row `last`, x_last, and x_after beyond it).
+template <typename Map = PlainRows>
 struct Backward {
   const InterleavedGepp& a;
+  Map map;
   std::size_t j, at, first_bad;
   double x1, x2;  // x of the two rows after the next
   __device__ Backward(const InterleavedGepp& args, std::size_t system, const GeppCarry& c)
+      : Backward(args, Map{}, system, args.n - 1, c.f * reciprocal(c.d), 0.0) {}
+  __device__ Backward(const InterleavedGepp& args, const Map& rows, std::size_t system,
+                      std::size_t last, double x_last, double x_after)
       : a(args),
+        map(rows),
         j(system),
-        at((args.n - 1) * args.count + system),
+        at(rows.at(args, system, last)),
         first_bad(args.n),
-        x1(c.f * reciprocal(c.d)),
-        x2(0.0) {
-    if (!isfinite(x1)) first_bad = a.n - 1;
+        x1(x_last),
+        x2(x_after) {
+    if (!isfinite(x1)) first_bad = last;
     store(x1);
   }
   __device__ void store(double v) const {
@@ -277,7 +328,7 @@ struct Backward {
     }
   }
   __device__ void row(std::size_t i, const GeppSaved& s, bool keep = true) {
-    at -= a.count;
+    at = map.previous(a, at);
     const double xi = gepp_back(s, x1, x2);
     if (!isfinite(xi)) first_bad = i;
     if (keep) store(xi);
@@ -286,7 +337,7 @@ struct Backward {
   }
   __device__ void store_last() const { store(x1); }  // the last row's x
   __device__ void finish() const {
-    if (first_bad < a.n && a.x_flag != nullptr) flag(a.x_flag, j * a.n + first_bad);
+    if (first_bad < a.n && a.x_flag != nullptr) flag(a.x_flag, j * a.n + map.name(a, first_bad));
   }
 };
 

@@ -33,6 +33,7 @@ using gepp::Backward;
 using gepp::copy_row_async;
 using gepp::eliminate_range;
 using gepp::flag;
+using gepp::HalfRows;
 using gepp::load_row;
 using gepp::recomputed_chunks;
 using gepp::RegisterChunk;
@@ -42,6 +43,7 @@ using gepp::RowIn;
 using gepp::SavedRows;
 using gepp::SharedChunk;
 using gepp::step;
+using gepp::TwistedHalf;
 
 constexpr int kMaxBlock = 64;
 // Rows read ahead of the elimination (interleaved_gepp.cuh: GeppKernel): in registers, or in
@@ -213,7 +215,7 @@ struct RingRows {
 template <GeppKernel kWhere, bool kCheck = false>
 __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(InterleavedGepp a) {
   extern __shared__ double shared[];
-  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  const std::size_t j = a.first_system + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (j >= a.count) return;
   const int threads = static_cast<int>(blockDim.x);
   double* const mine = shared + threadIdx.x;
@@ -271,6 +273,45 @@ __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(Interleaved
   }
 }
 
+// kTwistedChunksOf32LastOf48 (interleaved_gepp.cuh): a block of two warps takes 32 systems,
+// warp 0 their upper halves and warp 1 their lower halves, each thread as
+// kRecomputedChunksOf32LastOf48 takes a whole system (its shared memory laid out alike), and
+// three doubles a thread after it where the halves meet (at the block's barrier, which every
+// thread of the block reaches). The systems past the last whole group of 32, where there are
+// any, go to block 0, a whole system a thread as kRecomputedChunksOf32LastOf48 solves them:
+// first, so that their chains, twice a half's, end with the rest (a launch of their own after
+// this one took n = 160 / 192 / 384 from 70 to 53 / 49 / 40 G unknowns/s on an H200).
+constexpr std::size_t kTwistedGroup = 32;
+__global__ void __launch_bounds__(kMaxBlock) twisted_gepp_kernel(InterleavedGepp a) {
+  extern __shared__ double shared[];
+  constexpr int kThreads = 2 * static_cast<int>(kTwistedGroup);
+  constexpr std::size_t kChunk = 32;
+  const int me = static_cast<int>(threadIdx.x);
+  double* const mine = shared + me;
+  const std::size_t plane = kChunk * kThreads;
+  double* const ring = mine + 3 * plane;
+  SharedChunk<kChunk> chunk{{{mine, mine + plane, mine + 2 * plane, std::size_t(kThreads)}}};
+  const std::size_t groups = (a.count - a.first_system) / kTwistedGroup;
+  const std::size_t whole_end = a.first_system + groups * kTwistedGroup;
+  const bool rest = whole_end < a.count;
+  if (rest && blockIdx.x == 0) {
+    const std::size_t j = whole_end + me;
+    if (j < a.count) {
+      recomputed_chunks<kChunk, 16>(a, j, Ring<kSharedRows>{a, j, ring, kThreads}, chunk);
+    }
+    return;
+  }
+  const std::size_t group = blockIdx.x - (rest ? 1 : 0);
+  const std::size_t j = a.first_system + group * kTwistedGroup + (me % kTwistedGroup);
+  double* const exchange = shared + 3 * plane + kSharedRows * 4 * kThreads;
+  const std::size_t m = gepp_upper_rows(static_cast<long>(a.n));
+  const HalfRows map{me >= static_cast<int>(kTwistedGroup)};
+  const TwistedHalf half{map, map.from_bottom ? a.n - m : m, (m + kChunk - 1) / kChunk, exchange,
+                         me};
+  recomputed_chunks<kChunk, 16>(
+      a, j, Ring<kSharedRows, 0, HalfRows>{a, j, ring, kThreads, false, map}, chunk, half);
+}
+
 // Shared memory a thread needs: its pivot rows where they wait there, and the ring of rows ahead
 // where there is one (its slots larger where they bring the check's rows).
 std::size_t thread_bytes(std::size_t n, GeppKernel where, bool check = false) {
@@ -287,6 +328,8 @@ std::size_t thread_bytes(std::size_t n, GeppKernel where, bool check = false) {
       return kSavedBytesPerRow * head_rows(n) + ring;
     case GeppKernel::kRecomputedChunksOf32LastOf48:
       return kSavedBytesPerRow * 32 + ring;
+    case GeppKernel::kTwistedChunksOf32LastOf48:  // and where the halves meet
+      return kSavedBytesPerRow * 32 + ring + 3 * sizeof(double);
     default:
       return ring;
   }
@@ -300,10 +343,24 @@ int block_threads(std::size_t n, GeppKernel where) {
 template <GeppKernel kWhere, bool kCheck = false>
 void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
   const int threads = block_threads(a.n, kWhere);
-  const std::size_t blocks = (a.count + threads - 1) / threads;
+  const std::size_t blocks = (a.count - a.first_system + threads - 1) / threads;
   const std::size_t bytes = thread_bytes(a.n, kWhere, kCheck) * threads;
   interleaved_gepp_kernel<kWhere, kCheck>
       <<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(a);
+}
+
+// The twisted variant: a block for each whole group of 32 systems and one for the rest; systems
+// of one row as kRecomputedChunksOf32LastOf48.
+void launch_twisted(const InterleavedGepp& a, cudaStream_t stream) {
+  if (a.n < 2) {
+    launch_with<GeppKernel::kRecomputedChunksOf32LastOf48>(a, stream);
+    return;
+  }
+  const std::size_t systems = a.count - a.first_system;
+  const std::size_t blocks = (systems + kTwistedGroup - 1) / kTwistedGroup;
+  const std::size_t bytes =
+      thread_bytes(a.n, GeppKernel::kTwistedChunksOf32LastOf48) * 2 * kTwistedGroup;
+  twisted_gepp_kernel<<<static_cast<unsigned>(blocks), 2 * kTwistedGroup, bytes, stream>>>(a);
 }
 
 // The variants that can check (kCheck) launched with the check or without.
@@ -327,6 +384,10 @@ std::size_t workspace_rows(std::size_t n, GeppKernel kernel) {
       return (steps + 31) / 32;
     case GeppKernel::kRecomputedChunksOf16InRegisters:
       return (steps + 15) / 16;
+    case GeppKernel::kTwistedChunksOf32LastOf48: {  // the upper half's chunks, then the lower's
+      const std::size_t m = gepp_upper_rows(static_cast<long>(n));
+      return std::max((m + 31) / 32 + (n - m + 31) / 32, (steps + 31) / 32);
+    }
     default:
       return 0;
   }
@@ -341,6 +402,7 @@ GeppKernel choose_gepp_kernel(std::size_t n, std::size_t count, bool checked) {
                            : GeppKernel::kRowsInRegisters;
   }
   if (n <= kMaxSharedGeppSystem) return GeppKernel::kRowsInSharedMemory;
+  if (many && !checked && twisted_gepp_serves(n)) return GeppKernel::kTwistedChunksOf32LastOf48;
   if (many) {
     return checked || n > kMaxSharedChunkGeppSystem ? GeppKernel::kRecomputedChunksOf16InRegisters
                                                     : GeppKernel::kRecomputedChunksOf32LastOf48;
@@ -378,6 +440,9 @@ bool launch_interleaved_gepp(const InterleavedGepp& a, GeppKernel kernel, void* 
     case GeppKernel::kRecomputedChunksOf32LastOf48:
       launch_with<GeppKernel::kRecomputedChunksOf32LastOf48>(a, stream);
       return false;
+    case GeppKernel::kTwistedChunksOf32LastOf48:
+      launch_twisted(a, stream);
+      return false;
     case GeppKernel::kRowsInSharedMemory:
       launch_checked_or_not<GeppKernel::kRowsInSharedMemory>(a, stream, inside);
       return inside;
@@ -409,7 +474,8 @@ cudaError_t set_interleaved_gepp_limits() {
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedLimit);
     if (e != cudaSuccess) return e;
   }
-  return cudaSuccess;
+  return cudaFuncSetAttribute(twisted_gepp_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              kSharedLimit);
 }
 
 }  // namespace stripesolve::tridiag::gpu

@@ -17,6 +17,8 @@ namespace stripesolve::tridiag::gpu {
 // chunks' starting rows) that wait in device memory (null where none do). check: where its
 // errors are set (prepare_check's target) and x is apart from f, kernels that can give each
 // system its verdict as they solve do (launch_interleaved_gepp says whether it did).
+// first_system: the systems before it are left alone (the twisted variant's last, partial
+// group goes to another variant that way).
 struct InterleavedGepp {
   const double *dl, *d, *du, *f;
   double* x;
@@ -25,6 +27,7 @@ struct InterleavedGepp {
   unsigned long long* x_flag;
   double* pivot_rows = nullptr;
   CheckTarget check{};
+  std::size_t first_system = 0;
 };
 
 // The kernel's variants: where a thread's rows wait between their read and their elimination,
@@ -42,20 +45,28 @@ struct InterleavedGepp {
 // still: shared memory bounds them), so that fewer rows are read again (79 of 128 at n = 128
 // against 96 with a last chunk of 32). kRecomputedChunksOf16InRegisters: the same with chunks of
 // 16 steps whose pivot rows wait in registers, shared memory holding only the ring (five blocks
-// of 64 threads an SM against three).
+// of 64 threads an SM against three). kTwistedChunksOf32LastOf48: two threads a system, from
+// both ends (gepp_rows_solve_twisted: partial pivoting in another order, not dgtsv's bits), each
+// half as kRecomputedChunksOf32LastOf48 takes a whole system, a warp the upper halves of 32
+// systems and a warp their lower halves; the halves meet in a 2 x 2 step through shared memory.
+// Each half keeps as many rows on chip as a whole system does in the variant it is built on, so
+// that fewer rows are read again (at n = 256, 79 of 128 a half against 207 of 256), with the
+// same threads an SM; systems past the last whole group of 32 go to
+// kRecomputedChunksOf32LastOf48.
 //
 // choose_gepp_kernel (kChoose) takes the first two up to n = kMaxRegisterGeppSystem and
 // kMaxSharedGeppSystem; above, where the batch has kMinRecomputedGeppSystems systems or more
-// (enough threads to fill the device: memory bound), the recomputing variants, chunks of 32 (the
-// last of 48) up to kMaxSharedChunkGeppSystem and of 16 in registers above; with fewer systems each
-// thread's chain of steps bounds the time, and the variants that eliminate once win: the tail's up
-// to kMaxTailGeppSystem in batches of kMinTailGeppSystems or more, every pivot row in device memory
-// above and in smaller batches (2^20-2^24 unknowns: the tail's 2-6% quicker with 16384 systems of
-// 256 or 1024, every pivot row in device memory 5-17% with 2048-8192 systems of 128-1024;
-// results/h200_interleaved_gepp_small_batches_2026-11-30.txt). H200, G unknowns/s, 2^26 unknowns:
-// 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from shared memory
-// against 65; at n = 96 / 128 / 160 / 192 / 256 / 384 / 512, chunks of 32 with the last of 48
-// 64.6 / 62.5 / 58.3 / 56.3 / 55.7 / 52.6 / 50.5 against 60.3 / 59.1 / 56.4 / 54.5 / 55.2 / 52.0
+// (enough threads to fill the device: memory bound), the recomputing variants: from both ends
+// where twisted_gepp_serves(n) and the batch is not checked inside (kernel_limits.h), chunks of
+// 32 (the last of 48) up to kMaxSharedChunkGeppSystem and of 16 in registers above; with fewer
+// systems each thread's chain of steps bounds the time, and the variants that eliminate once win:
+// the tail's up to kMaxTailGeppSystem in batches of kMinTailGeppSystems or more, every pivot row in
+// device memory above and in smaller batches (2^20-2^24 unknowns: the tail's 2-6% quicker with
+// 16384 systems of 256 or 1024, every pivot row in device memory 5-17% with 2048-8192 systems of
+// 128-1024; results/h200_interleaved_gepp_small_batches_2026-11-30.txt). H200, G unknowns/s, 2^26
+// unknowns: 103 / 98 at n = 16 / 32 from registers against 100 / 96; 78 at n = 64 from shared
+// memory against 65; at n = 96 / 128 / 160 / 192 / 256 / 384 / 512, chunks of 32 with the last of
+// 48 64.6 / 62.5 / 58.3 / 56.3 / 55.7 / 52.6 / 50.5 against 60.3 / 59.1 / 56.4 / 54.5 / 55.2 / 52.0
 // / 50.6 with the last of 32 (a variant since dropped) and 57.4 / 56.4 / 54.2 / 53.5 / 54.5 / 49.6
 // / 54.4 for chunks of 16 in registers; at 1024 / 2048 chunks of 16 54 / 55, the tail in device
 // memory 46 / 39, none on chip 45 / 44; with 8192 systems of n = 512 (2^22 unknowns) 22
@@ -67,7 +78,8 @@ enum class GeppKernel {
   kPivotRowsInDeviceMemory,
   kTailInDeviceMemory,
   kRecomputedChunksOf32LastOf48,
-  kRecomputedChunksOf16InRegisters
+  kRecomputedChunksOf16InRegisters,
+  kTwistedChunksOf32LastOf48
 };
 // `checked`: the batch is to be checked as it is solved. Batches of kMinRecomputedGeppSystems
 // or more take kRecomputedChunksOf16InRegisters, which checks in its second elimination, but at

@@ -46,6 +46,15 @@ inline constexpr std::size_t kMinRecomputedGeppSystems = 32768;
 inline constexpr std::size_t kMaxSharedChunkGeppSystem = 384;
 inline constexpr std::size_t kMinTailGeppSystems = 16384;
 inline constexpr std::size_t kMaxTailGeppSystem = 1024;
+// Unchecked batches of kMinRecomputedGeppSystems or more of n above kMaxSharedGeppSystem up to
+// kMaxTwistedGeppSystem, and of n = 256, go from both ends, two threads a system (the twisted
+// variant: interleaved_gepp.cuh). H200, 2^26 unknowns, G unknowns/s against the chunks of 32:
+// 75.8 / 70.2 against 64.1 / 61.3 at n = 96 / 128, 56.7-58.5 against 54.6-55.2 at 256; slower at
+// 160 / 192 / 384 / 512 (55.8 / 51.9 / 45.0 / 52.2 against 56.9 / 55.2 / 51.3 / 54.5).
+inline constexpr std::size_t kMaxTwistedGeppSystem = 128;
+inline constexpr bool twisted_gepp_serves(std::size_t n) {
+  return (n > kMaxSharedGeppSystem && n <= kMaxTwistedGeppSystem) || n == 256;
+}
 // kAuto takes gepp for interleaved batches of systems up to kMaxFewGeppSystem rows however few
 // they are, larger ones only where they are at least kMinGeppSystems: a thread a system leaves
 // the device idle with fewer, where spike spreads each system over many threads (H200,

@@ -1,5 +1,9 @@
 #include "storage/engine_select.h"
 
+#include <cstdint>
+#include <string>
+#include <utility>
+
 #include "base/logging.h"
 #include "storage/pread_engine.h"
 #if STRIPESOLVE_HAVE_URING
@@ -16,7 +20,31 @@ Status io_uring_usable() {
 #endif
 }
 
+namespace {
+
+// The limits the YAML's parser checks (store_config.cc), for a StoreConfig filled in by code: a
+// request off 4 KiB would fail every O_DIRECT transfer, and the engine would clamp one out of
+// range without a word.
+Status check_requests(const StoreConfig& config) {
+  if (config.queue_depth < 1 || config.queue_depth > 4096) {
+    return Status::invalid_argument("store queue_depth " + std::to_string(config.queue_depth) +
+                                    " is outside 1..4096");
+  }
+  for (const auto& [key, value] :
+       {std::pair<const char*, uint64_t>{"request_bytes", config.request_bytes},
+        {"write_request_bytes", config.write_request_bytes}}) {
+    if (value < 4 * kKiB || value > kGiB || value % (4 * kKiB) != 0) {
+      return Status::invalid_argument("store " + std::string(key) + " " + std::to_string(value) +
+                                      " must be a multiple of 4KiB from 4KiB to 1GiB");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::shared_ptr<IoEngine>> make_io_engine(const StoreConfig& config, Status (*probe)()) {
+  if (Status s = check_requests(config); !s.is_ok()) return s;
   if (config.io_engine == "pread")
     return std::shared_ptr<IoEngine>(std::make_shared<PreadEngine>());
   if (config.io_engine != "io_uring" && config.io_engine != "auto") {

@@ -116,6 +116,28 @@ TEST(EngineSelect, PreadOnRequestAndUnknownRejected) {
   EXPECT_EQ((*e)->name(), io_uring_usable().is_ok() ? "io_uring" : "pread");
 }
 
+// A StoreConfig filled in by code gets the YAML's limits too, whichever engine it asks for.
+TEST(EngineSelect, RequestSizesOffFourKiBOrOutOfRangeAreRefused) {
+  for (const char* engine : {"pread", "auto"}) {
+    StoreConfig config;
+    config.io_engine = engine;
+    config.request_bytes = 6000;
+    EXPECT_EQ(make_io_engine(config).status().message(),
+              "store request_bytes 6000 must be a multiple of 4KiB from 4KiB to 1GiB");
+    config.request_bytes = 2 * kGiB;
+    EXPECT_EQ(make_io_engine(config).status().code(), StatusCode::kInvalidArgument);
+    config.request_bytes = 16 * kMiB;
+    config.write_request_bytes = 0;
+    EXPECT_EQ(make_io_engine(config).status().message(),
+              "store write_request_bytes 0 must be a multiple of 4KiB from 4KiB to 1GiB");
+    config.write_request_bytes = kMiB;
+    config.queue_depth = 0;
+    EXPECT_EQ(make_io_engine(config).status().message(), "store queue_depth 0 is outside 1..4096");
+    config.queue_depth = 32;
+    EXPECT_TRUE(make_io_engine(config).is_ok());
+  }
+}
+
 TEST(EngineSelect, FallsBackToPreadWhenIoUringIsUnusable) {
   const auto refused = []() { return Status::from_errno(EPERM, "io_uring_queue_init"); };
   StoreConfig config;

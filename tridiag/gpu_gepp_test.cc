@@ -267,6 +267,24 @@ TEST(GpuGeppKernelTest, ChoiceAndWorkspaceBySize) {
             24 * 2 * count);
 }
 
+// The kernel's arguments for the batch (dl, d, du, f on the device) solved into x, the pivot
+// flag and the non-finite flag in flags[0] and flags[1].
+gpu::InterleavedGepp gepp_args(const DeviceCopy& dl, const DeviceCopy& d, const DeviceCopy& du,
+                               const DeviceCopy& f, const DeviceCopy& x, std::size_t n,
+                               std::size_t m, const DeviceCopy& flags,
+                               const DeviceCopy& pivot_rows) {
+  return {dl.as<double>(),
+          d.as<double>(),
+          du.as<double>(),
+          f.as<double>(),
+          x.as<double>(),
+          n,
+          m,
+          flags.as<unsigned long long>(),
+          flags.as<unsigned long long>() + 1,
+          pivot_rows.as<double>()};
+}
+
 // Each of the kernel's variants launched directly, those kChoose never takes included, against
 // the CPU's gepp on the same systems (where its shared memory holds them: all pivot rows there
 // up to n = 288, registers' rows ahead measured up to 64). 203 systems: rows of the pivot rows in
@@ -305,16 +323,7 @@ TEST(GpuTest, EveryGeppKernelMatchesTheCpuGepp) {
       constexpr std::size_t kGuard = 64;
       constexpr double kUntouched = 1234.5;
       const DeviceCopy pivot_rows{std::vector<double>(declared + kGuard, kUntouched)};
-      const gpu::InterleavedGepp a{dl.as<double>(),
-                                   d.as<double>(),
-                                   du.as<double>(),
-                                   f.as<double>(),
-                                   x.as<double>(),
-                                   n,
-                                   m,
-                                   flags.as<unsigned long long>(),
-                                   flags.as<unsigned long long>() + 1,
-                                   pivot_rows.as<double>()};
+      const gpu::InterleavedGepp a = gepp_args(dl, d, du, f, x, n, m, flags, pivot_rows);
       ASSERT_EQ(cudaMemset(x.as<double>(), 0, rows * sizeof(double)), cudaSuccess);
       gpu::launch_interleaved_gepp(a, kernel, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -378,16 +387,7 @@ TEST(GpuTest, GeppFromBothEndsNamesASingularColumnInEitherHalf) {
                                          n, m, gpu::GeppKernel::kTwistedChunksOf32LastOf48) /
                                      8;
         const DeviceCopy pivot_rows{std::vector<double>(declared)};
-        const gpu::InterleavedGepp a{dl.as<double>(),
-                                     d.as<double>(),
-                                     du.as<double>(),
-                                     f.as<double>(),
-                                     x.as<double>(),
-                                     n,
-                                     m,
-                                     flags.as<unsigned long long>(),
-                                     flags.as<unsigned long long>() + 1,
-                                     pivot_rows.as<double>()};
+        const gpu::InterleavedGepp a = gepp_args(dl, d, du, f, x, n, m, flags, pivot_rows);
         gpu::launch_interleaved_gepp(a, gpu::GeppKernel::kTwistedChunksOf32LastOf48, nullptr);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         unsigned long long found[2] = {0, 0};

@@ -53,6 +53,21 @@ STRIPESOLVE_HD STRIPESOLVE_FORCEINLINE double gepp_back(const GeppSaved& s, doub
   return s.f - s.u1 * x1 - s.u2 * x2;
 }
 
+// Back substitution from row `last` (x_last, and x_after beyond it) up to row 0 with the pivot
+// rows saved[0 .. last - 1]; row i's x goes to x[place(i)].
+template <typename Place>
+inline void gepp_rows_back(const GeppSaved* saved, long last, double x_last, double x_after,
+                           double* x, Place place) {
+  double x1 = x_last, x2 = x_after;
+  x[place(last)] = x1;
+  for (long i = last - 1; i >= 0; --i) {
+    const double xi = gepp_back(saved[i], x1, x2);
+    x[place(i)] = xi;
+    x2 = x1;
+    x1 = xi;
+  }
+}
+
 // One system of n rows (dl[0] and du[n-1] ignored) by the steps above, for the CPU tests.
 // Returns the first row whose pivot is zero, or -1; x may alias f.
 inline long gepp_rows_solve(const double* dl, const double* d, const double* du, const double* f,
@@ -65,14 +80,7 @@ inline long gepp_rows_solve(const double* dl, const double* d, const double* du,
     if (pivot == 0.0 && bad < 0) bad = i;
   }
   if (c.d == 0.0 && bad < 0) bad = n - 1;
-  double x1 = c.f * reciprocal(c.d), x2 = 0.0;
-  x[n - 1] = x1;
-  for (long i = n - 2; i >= 0; --i) {
-    const double xi = gepp_back(saved[i], x1, x2);
-    x[i] = xi;
-    x2 = x1;
-    x1 = xi;
-  }
+  gepp_rows_back(saved, n - 1, c.f * reciprocal(c.d), 0.0, x, [](long i) { return i; });
   return bad;
 }
 
@@ -180,24 +188,8 @@ inline long gepp_rows_solve_twisted(const double* dl, const double* d, const dou
   const GeppMeet meet = gepp_meet(up, down);
   note(meet.pivot, m - 1);
   note(meet.last_pivot, m);
-  double x1 = meet.x_upper, x2 = meet.x_lower;
-  const double x_lower = meet.x_lower;
-  x[m - 1] = x1;
-  for (long i = m - 2; i >= 0; --i) {
-    const double xi = gepp_back(saved[i], x1, x2);
-    x[i] = xi;
-    x2 = x1;
-    x1 = xi;
-  }
-  x1 = x_lower;
-  x2 = meet.x_upper;
-  x[m] = x1;
-  for (long r = below - 2; r >= 0; --r) {
-    const double xi = gepp_back(low[r], x1, x2);
-    x[n - 1 - r] = xi;
-    x2 = x1;
-    x1 = xi;
-  }
+  gepp_rows_back(saved, m - 1, meet.x_upper, meet.x_lower, x, [](long i) { return i; });
+  gepp_rows_back(low, below - 1, meet.x_lower, meet.x_upper, x, [n](long r) { return n - 1 - r; });
   return bad;
 }
 

@@ -279,7 +279,10 @@ def plot_tridiag_gpu(res, plt):
     return captioned(fig, f"bench/{rel}")
 
 
-TRIDIAG_INTERLEAVED = "tridiag/results/h200_interleaved_gepp_final_last_of_48_2026-11-30.jsonl"
+# The launch's own choice at each n, from the runs named; a later run's n replaces an earlier one's
+# (each n's pair is from one run: the forty-fourth session's from both ends at 96 / 112 / 128 / 256).
+TRIDIAG_INTERLEAVED = ["tridiag/results/h200_interleaved_gepp_final_last_of_48_2026-11-30.jsonl",
+                       "tridiag/results/h200_interleaved_gepp_twisted_chosen_2026-12-01.json"]
 GEPP_OURS = "stripesolve gepp interleaved"
 GEPP_PEER = "cusparse gtsvInterleavedBatch lu_pivoting"
 
@@ -287,35 +290,40 @@ GEPP_PEER = "cusparse gtsvInterleavedBatch lu_pivoting"
 def plot_tridiag_interleaved(res, plt):
     """Interleaved batches (issue 19): gepp's launch (its own kernel choice) against cuSPARSE's
     pivoting interleaved solver over n, the ratio above each pair, the copy roofline dashed."""
-    rel = TRIDIAG_INTERLEAVED
-    with res.reading(rel) as d:
-        cases = sorted(d["strided_batches"], key=lambda c: c["n"])
-        if not cases:
-            raise ValueError("no cases")
-        groups = [str(c["n"]) for c in cases]
-        ours = [num(c[GEPP_OURS]["unknowns_per_s"], GEPP_OURS) / 1e9 for c in cases]
-        peer = [num(c[GEPP_PEER]["unknowns_per_s"], GEPP_PEER) / 1e9 for c in cases]
-        roof = [o / num(c[GEPP_OURS]["roofline_fraction"], "roofline_fraction")
-                for o, c in zip(ours, cases)]
-        fig, ax = plt.subplots(figsize=(12, 5))
-        vals = {"stripesolve gepp (a thread a system)": ours,
-                "cuSPARSE gtsvInterleavedBatch (pivoting)": peer}
-        grouped_bars(ax, groups, list(vals), vals, [STRIPESOLVE_COLORS[0], PEER_COLORS[0]],
-                     "{:.0f}", headroom=1.3)
-        for g, (o, p) in enumerate(zip(ours, peer)):
-            ax.annotate(f"{o / p:.2f}x", (g, max(o, p)), xytext=(0, 12), textcoords="offset points",
-                        ha="center", fontsize=8, fontweight="bold",
-                        color="#d62728" if o / p < 1.5 else "black")
-        ax.plot(range(len(groups)), roof, "k--", lw=1, label="copy roofline (40 bytes an unknown)")
-        ax.set_xlabel("n (rows a system)")
-        ax.set_ylabel("G unknowns/s")
-        ax.legend(fontsize=8, loc="upper right")
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_title(f"Interleaved tridiagonal batches, stable, on the GPU ({d['device']})\n"
-                     f"2^{round(math.log2(d['unknowns']))} unknowns, U(-1,1), best of 3; "
-                     "ratio against cuSPARSE above each pair (target 1.5x; red below it)",
-                     fontsize=10)
-    return captioned(fig, f"bench/{rel}")
+    by_n, device, unknowns = {}, None, None
+    for rel in TRIDIAG_INTERLEAVED:
+        with res.reading(rel) as d:
+            for c in d["strided_batches"]:
+                by_n[c["n"]] = (num(c[GEPP_OURS]["unknowns_per_s"], GEPP_OURS) / 1e9,
+                                num(c[GEPP_PEER]["unknowns_per_s"], GEPP_PEER) / 1e9,
+                                num(c[GEPP_OURS]["roofline_fraction"], "roofline_fraction"))
+            device, unknowns = d["device"], d["unknowns"]
+    if not by_n:
+        raise ValueError("no cases")
+    ns = sorted(by_n)
+    groups = [str(n) for n in ns]
+    ours = [by_n[n][0] for n in ns]
+    peer = [by_n[n][1] for n in ns]
+    roof = [by_n[n][0] / by_n[n][2] for n in ns]
+    fig, ax = plt.subplots(figsize=(12, 5))
+    vals = {"stripesolve gepp (a thread a system; from both ends at 96-256)": ours,
+            "cuSPARSE gtsvInterleavedBatch (pivoting)": peer}
+    grouped_bars(ax, groups, list(vals), vals, [STRIPESOLVE_COLORS[0], PEER_COLORS[0]],
+                 "{:.0f}", headroom=1.3)
+    for g, (o, p) in enumerate(zip(ours, peer)):
+        ax.annotate(f"{o / p:.2f}x", (g, max(o, p)), xytext=(0, 12), textcoords="offset points",
+                    ha="center", fontsize=8, fontweight="bold",
+                    color="#d62728" if o / p < 1.5 else "black")
+    ax.plot(range(len(groups)), roof, "k--", lw=1, label="copy roofline (40 bytes an unknown)")
+    ax.set_xlabel("n (rows a system)")
+    ax.set_ylabel("G unknowns/s")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_title(f"Interleaved tridiagonal batches, stable, on the GPU ({device})\n"
+                 f"2^{round(math.log2(unknowns))} unknowns, U(-1,1), best of 3; "
+                 "ratio against cuSPARSE in the same run above each pair (target 1.5x; red below it)",
+                 fontsize=10)
+    return captioned(fig, "bench/" + ", bench/".join(TRIDIAG_INTERLEAVED))
 
 
 def plot_tridiag_cpu(res, plt):

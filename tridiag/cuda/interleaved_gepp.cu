@@ -215,7 +215,7 @@ struct RingRows {
 template <GeppKernel kWhere, bool kCheck = false>
 __global__ void __launch_bounds__(kMaxBlock) interleaved_gepp_kernel(InterleavedGepp a) {
   extern __shared__ double shared[];
-  const std::size_t j = a.first_system + blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
   if (j >= a.count) return;
   const int threads = static_cast<int>(blockDim.x);
   double* const mine = shared + threadIdx.x;
@@ -291,8 +291,7 @@ __global__ void __launch_bounds__(kMaxBlock) twisted_gepp_kernel(InterleavedGepp
   const std::size_t plane = kChunk * kThreads;
   double* const ring = mine + 3 * plane;
   SharedChunk<kChunk> chunk{{{mine, mine + plane, mine + 2 * plane, std::size_t(kThreads)}}};
-  const std::size_t groups = (a.count - a.first_system) / kTwistedGroup;
-  const std::size_t whole_end = a.first_system + groups * kTwistedGroup;
+  const std::size_t whole_end = a.count / kTwistedGroup * kTwistedGroup;
   const bool rest = whole_end < a.count;
   if (rest && blockIdx.x == 0) {
     const std::size_t j = whole_end + me;
@@ -302,7 +301,7 @@ __global__ void __launch_bounds__(kMaxBlock) twisted_gepp_kernel(InterleavedGepp
     return;
   }
   const std::size_t group = blockIdx.x - (rest ? 1 : 0);
-  const std::size_t j = a.first_system + group * kTwistedGroup + (me % kTwistedGroup);
+  const std::size_t j = group * kTwistedGroup + (me % kTwistedGroup);
   double* const exchange = shared + 3 * plane + kSharedRows * 4 * kThreads;
   const std::size_t m = gepp_upper_rows(static_cast<long>(a.n));
   const HalfRows map{me >= static_cast<int>(kTwistedGroup)};
@@ -343,7 +342,7 @@ int block_threads(std::size_t n, GeppKernel where) {
 template <GeppKernel kWhere, bool kCheck = false>
 void launch_with(const InterleavedGepp& a, cudaStream_t stream) {
   const int threads = block_threads(a.n, kWhere);
-  const std::size_t blocks = (a.count - a.first_system + threads - 1) / threads;
+  const std::size_t blocks = (a.count + threads - 1) / threads;
   const std::size_t bytes = thread_bytes(a.n, kWhere, kCheck) * threads;
   interleaved_gepp_kernel<kWhere, kCheck>
       <<<static_cast<unsigned>(blocks), threads, bytes, stream>>>(a);
@@ -356,8 +355,7 @@ void launch_twisted(const InterleavedGepp& a, cudaStream_t stream) {
     launch_with<GeppKernel::kRecomputedChunksOf32LastOf48>(a, stream);
     return;
   }
-  const std::size_t systems = a.count - a.first_system;
-  const std::size_t blocks = (systems + kTwistedGroup - 1) / kTwistedGroup;
+  const std::size_t blocks = (a.count + kTwistedGroup - 1) / kTwistedGroup;
   const std::size_t bytes =
       thread_bytes(a.n, GeppKernel::kTwistedChunksOf32LastOf48) * 2 * kTwistedGroup;
   twisted_gepp_kernel<<<static_cast<unsigned>(blocks), 2 * kTwistedGroup, bytes, stream>>>(a);

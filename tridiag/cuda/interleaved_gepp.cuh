@@ -17,8 +17,6 @@ namespace stripesolve::tridiag::gpu {
 // chunks' starting rows) that wait in device memory (null where none do). check: where its
 // errors are set (prepare_check's target) and x is apart from f, kernels that can give each
 // system its verdict as they solve do (launch_interleaved_gepp says whether it did).
-// first_system: the systems before it are left alone (the twisted variant's last, partial
-// group goes to another variant that way).
 struct InterleavedGepp {
   const double *dl, *d, *du, *f;
   double* x;
@@ -27,7 +25,6 @@ struct InterleavedGepp {
   unsigned long long* x_flag;
   double* pivot_rows = nullptr;
   CheckTarget check{};
-  std::size_t first_system = 0;
 };
 
 // The kernel's variants: where a thread's rows wait between their read and their elimination,

@@ -285,6 +285,8 @@ constexpr std::size_t kTwistedGroup = 32;
 __global__ void __launch_bounds__(kMaxBlock) twisted_gepp_kernel(InterleavedGepp a) {
   extern __shared__ double shared[];
   constexpr int kThreads = 2 * static_cast<int>(kTwistedGroup);
+  static_assert(kThreads == TwistedHalf::kThreads && kTwistedGroup == 32,
+                "TwistedHalf pairs thread t with t ^ 32 in a block of 64");
   constexpr std::size_t kChunk = 32;
   const int me = static_cast<int>(threadIdx.x);
   double* const mine = shared + me;

@@ -22,18 +22,17 @@ Status io_uring_usable() {
 
 namespace {
 
-// The limits the YAML's parser checks (store_config.cc), for a StoreConfig filled in by code: a
-// request off 4 KiB would fail every O_DIRECT transfer, and the engine would clamp one out of
-// range without a word.
+// The bounds the YAML's parser checks (store_config.h), for a StoreConfig filled in by code: a
+// request off 4 KiB would fail every O_DIRECT transfer.
 Status check_requests(const StoreConfig& config) {
-  if (config.queue_depth < 1 || config.queue_depth > 4096) {
+  if (config.queue_depth < 1 || config.queue_depth > kMaxQueueDepth) {
     return Status::invalid_argument("store queue_depth " + std::to_string(config.queue_depth) +
-                                    " is outside 1..4096");
+                                    " is outside 1.." + std::to_string(kMaxQueueDepth));
   }
   for (const auto& [key, value] :
        {std::pair<const char*, uint64_t>{"request_bytes", config.request_bytes},
         {"write_request_bytes", config.write_request_bytes}}) {
-    if (value < 4 * kKiB || value > kGiB || value % (4 * kKiB) != 0) {
+    if (value < kMinRequestBytes || value > kMaxRequestBytes || value % (4 * kKiB) != 0) {
       return Status::invalid_argument("store " + std::string(key) + " " + std::to_string(value) +
                                       " must be a multiple of 4KiB from 4KiB to 1GiB");
     }

@@ -28,9 +28,10 @@ void parse_store_config(ConfigMap& map, StoreConfig& config) {
   map.get_bytes("segment_bytes", config.segment_bytes);
   map.get_bytes("min_segment_bytes", config.min_segment_bytes, 4 * kKiB, kGiB);
   map.get_choice("io_engine", config.io_engine, {"auto", "io_uring", "pread"});
-  map.get("queue_depth", config.queue_depth, 1, 4096);
-  map.get_bytes("request_bytes", config.request_bytes, 4 * kKiB, kGiB);
-  map.get_bytes("write_request_bytes", config.write_request_bytes, 4 * kKiB, kGiB);
+  map.get("queue_depth", config.queue_depth, 1, kMaxQueueDepth);
+  map.get_bytes("request_bytes", config.request_bytes, kMinRequestBytes, kMaxRequestBytes);
+  map.get_bytes("write_request_bytes", config.write_request_bytes, kMinRequestBytes,
+                kMaxRequestBytes);
   map.get("direct_io", config.direct_io);
   map.get("verify_checksums", config.verify_checksums);
   map.get_bytes("import_buffer", config.import_buffer, kMiB);

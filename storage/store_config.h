@@ -34,6 +34,13 @@ class ConfigMap;
 
 namespace stripesolve::storage {
 
+// The bounds of the I/O settings, whoever sets them (the YAML's parser, make_io_engine for a
+// config filled in by code, the benchmarks' flags): requests a multiple of 4 KiB (O_DIRECT) from
+// kMinRequestBytes to kMaxRequestBytes, 1 to kMaxQueueDepth of them in flight.
+inline constexpr uint64_t kMinRequestBytes = 4 * kKiB;
+inline constexpr uint64_t kMaxRequestBytes = kGiB;
+inline constexpr int64_t kMaxQueueDepth = 4096;
+
 struct StoreConfig {
   std::vector<std::string> paths;
   int64_t stripe_rows = 2000;

@@ -9,6 +9,8 @@
 
 #include <liburing.h>
 
+#include "storage/store_config.h"
+
 namespace stripesolve::storage {
 
 struct UringEngine::Ring {
@@ -38,8 +40,8 @@ void prepare_sqe(io_uring_sqe* sqe, const Transfer& t, uint64_t user_data) {
 UringEngine::UringEngine(unsigned queue_depth, uint64_t read_request_bytes,
                          uint64_t write_request_bytes)
     : queue_depth_(std::max(1u, queue_depth)),
-      read_request_bytes_(std::clamp<uint64_t>(read_request_bytes, 4096, uint64_t{1} << 30)),
-      write_request_bytes_(std::clamp<uint64_t>(write_request_bytes, 4096, uint64_t{1} << 30)) {}
+      read_request_bytes_(std::clamp(read_request_bytes, kMinRequestBytes, kMaxRequestBytes)),
+      write_request_bytes_(std::clamp(write_request_bytes, kMinRequestBytes, kMaxRequestBytes)) {}
 
 UringEngine::~UringEngine() = default;
 

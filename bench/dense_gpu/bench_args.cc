@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/units.h"
+#include "storage/store_config.h"
 
 namespace dense_gpu_bench {
 
@@ -141,10 +142,11 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--disk-bytes") {
       a.disk_bytes = parse_size(arg, v);
     } else if (arg == "--queue-depth") {
-      a.queue_depth = parse_int(arg, v, 1, 4096);
+      a.queue_depth = parse_int(arg, v, 1, ss::storage::kMaxQueueDepth);
     } else if (arg == "--request-bytes") {
       a.request_bytes = parse_size(arg, v);
-      if (a.request_bytes < 4096 || a.request_bytes > ss::kGiB || a.request_bytes % 4096 != 0) {
+      if (a.request_bytes < ss::storage::kMinRequestBytes ||
+          a.request_bytes > ss::storage::kMaxRequestBytes || a.request_bytes % 4096 != 0) {
         usage("--request-bytes is a multiple of 4 KiB from 4 KiB to 1 GiB");
       }
     } else if (arg == "--skip") {

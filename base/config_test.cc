@@ -1,5 +1,7 @@
 #include "base/config.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 
@@ -168,7 +170,8 @@ TEST(Config, RootMustBeMapping) {
 }
 
 TEST(Config, LoadFile) {
-  const std::string path = ::testing::TempDir() + "/stripesolve_config_test.yaml";
+  const std::string path =
+      ::testing::TempDir() + "/stripesolve_config_test_" + std::to_string(::getpid()) + ".yaml";
   {
     std::ofstream out(path);
     out << "log:\n  level: warn\n";

@@ -1,5 +1,7 @@
 #include "base/logging.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -107,7 +109,8 @@ TEST(JsonLineFormatter, NamesTheJobOfItsScope) {
 }
 
 TEST(Logging, WritesJsonFileAndReopens) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "stripesolve_logging_test";
+  const auto dir = std::filesystem::path(::testing::TempDir()) /
+                   ("stripesolve_logging_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const auto path = dir / "logs" / "daemon.jsonl";
   LogConfig config;
@@ -150,7 +153,8 @@ TEST(Logging, WritesJsonFileAndReopens) {
 }
 
 TEST(Logging, ConcurrentWritersKeepLinesWhole) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "stripesolve_logging_mt";
+  const auto dir = std::filesystem::path(::testing::TempDir()) /
+                   ("stripesolve_logging_mt_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   LogConfig config;
   config.file = (dir / "mt.jsonl").string();
@@ -180,7 +184,8 @@ TEST(Logging, ConcurrentWritersKeepLinesWhole) {
 // SIGHUP sets logging up again while jobs log on their own threads: no record may be torn or
 // lost, and (under ThreadSanitizer) no logger's sink list may change under a writer.
 TEST(Logging, ReconfiguringWhileOthersLog) {
-  const auto dir = std::filesystem::path(::testing::TempDir()) / "stripesolve_logging_reload";
+  const auto dir = std::filesystem::path(::testing::TempDir()) /
+                   ("stripesolve_logging_reload_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   LogConfig config;
   config.file = (dir / "reload.jsonl").string();

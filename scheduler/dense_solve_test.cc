@@ -438,6 +438,9 @@ TEST_F(DenseSolveTest, FactorsKeptInRamNeedNoDiskSpace) {
   EXPECT_EQ(refused.status().code(), StatusCode::kNoSpace) << refused.status().to_string();
   EXPECT_NE(refused.status().message().find("not enough free space"), std::string::npos)
       << refused.status().to_string();
+  // The object refused is the factors, named as the store would keep them.
+  EXPECT_NE(refused.status().message().find("'A.lu.row' (order 1024)"), std::string::npos)
+      << refused.status().to_string();
   EXPECT_EQ(store_->list().value().size(), 1u);
 }
 

@@ -35,8 +35,8 @@ Status check_free_space(const StoreShared& store, const std::vector<uint64_t>& f
   return Status::ok();
 }
 
-Status check_free_space_for(const StoreShared& store, const StripeGeometry& geometry,
-                            const PlacementParams& params) {
+Status check_free_space_for(const StoreShared& store, const std::string& name,
+                            const StripeGeometry& geometry, const PlacementParams& params) {
   if (params.path_count < 1 || params.path_count > static_cast<int>(store.config.paths.size())) {
     return Status::invalid_argument("an object on " + std::to_string(params.path_count) +
                                     " paths does not fit a store of " +
@@ -59,14 +59,18 @@ Status check_free_space_for(const StoreShared& store, const StripeGeometry& geom
       return format_bytes(b > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(b));
     };
     return Status::no_space(
-        "not enough free space for an object of order " + std::to_string(geometry.n) +
-        ": it needs " + bytes(data) + ", the " + std::to_string(usable_by_device.size()) +
+        "not enough free space for '" + name + "' (order " + std::to_string(geometry.n) +
+        "): it needs " + bytes(data) + ", the " + std::to_string(usable_by_device.size()) +
         " filesystem(s) of the store paths have " + bytes(usable) + " beyond the reserve of " +
         format_bytes(store.config.free_space_reserve) + " each");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(std::vector<uint64_t> file_bytes,
                                placement_file_bytes(geometry, params));
-  return check_free_space(store, file_bytes);
+  Status st = check_free_space(store, file_bytes);
+  if (!st.is_ok())
+    return Status(st.code(),
+                  "'" + name + "' (order " + std::to_string(geometry.n) + "): " + st.message());
+  return st;
 }
 
 Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(
@@ -82,7 +86,7 @@ Result<std::unique_ptr<ObjectWriter>> ObjectWriter::begin(
   }
   // Space first: the placement holds a record per segment, as many as the object is large.
   if (space == DiskSpace::kReserved) {
-    STRIPESOLVE_RETURN_IF_ERROR(check_free_space_for(*store, geometry, params));
+    STRIPESOLVE_RETURN_IF_ERROR(check_free_space_for(*store, name, geometry, params));
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(Placement placement, Placement::make(geometry, params));
   std::unique_ptr<ObjectWriter> w(new ObjectWriter(store, std::move(placement)));

@@ -21,11 +21,12 @@ namespace stripesolve::storage {
 
 // kNoSpace unless every filesystem holding a path has room for its files plus the reserve.
 Status check_free_space(const StoreShared& store, const std::vector<uint64_t>& file_bytes);
-// The same for an object of `geometry` placed by `params`, checked before anything in proportion
-// to it is allocated (issue 15): first 8 n^2 bytes against the space of all the filesystems
-// together (O(P)), then each filesystem's share (O(N P), placement_file_bytes()).
-Status check_free_space_for(const StoreShared& store, const StripeGeometry& geometry,
-                            const PlacementParams& params);
+// The same for object `name` of `geometry` placed by `params` (the messages name it: a solve's
+// factors are an object of their own, `<matrix>.lu.<pivot>`), checked before anything in
+// proportion to it is allocated (issue 15): first 8 n^2 bytes against the space of all the
+// filesystems together (O(P)), then each filesystem's share (O(N P), placement_file_bytes()).
+Status check_free_space_for(const StoreShared& store, const std::string& name,
+                            const StripeGeometry& geometry, const PlacementParams& params);
 
 class ObjectWriter {
  public:

@@ -152,7 +152,7 @@ TEST(RequestBounds, AHugeMatrixIsRefusedByTheFreeSpaceCheckFirst) {
   EXPECT_EQ((*huge)["state"], "FAILED");
   EXPECT_EQ((*huge)["error"]["code"], "NoSpace");
   EXPECT_EQ((*huge)["error"]["message"].get<std::string>().rfind(
-                "not enough free space for an object of order 1000000: it needs 7.28 TiB, the 1 "
+                "not enough free space for 'huge' (order 1000000): it needs 7.28 TiB, the 1 "
                 "filesystem(s) of the store paths have ",
                 0),
             0u)

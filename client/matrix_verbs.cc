@@ -7,6 +7,7 @@
 #include "base/units.h"
 #include "client/cli.h"
 #include "client/human_output.h"
+#include "client/preflight.h"
 
 namespace stripesolve::client {
 namespace {
@@ -87,7 +88,8 @@ void add_matrix_verbs(CLI::App& app, const Globals& g, int& code) {
       ->required();
   import->add_option("--stripe-rows", o->stripe_rows, "stripe height (0: planner default)");
   import->callback([o, &g, &code] {
-    auto request = build_import_job(o->name, o->path, o->stripe_rows);
+    if (Status st = check_import_file(o->path); !st.is_ok()) return void(code = fail(st));
+  auto request = build_import_job(o->name, o->path, o->stripe_rows);
   code = request.is_ok() ? run_matrix_job(g, std::move(request).value()) : fail(request.status());
 });
 

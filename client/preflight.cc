@@ -87,6 +87,21 @@ Status check_solve(Connection& c, const SolveRequest& r) {
   return Status::ok();
 }
 
+Status check_import_file(const std::string& path) {
+  STRIPESOLVE_ASSIGN_OR_RETURN(protocol::NpyHeader h, read_npy_header(path, "matrix"));
+  if (!protocol::is_float(h.dtype)) {
+    return Status::invalid_argument(
+        fmt::format("matrix file '{}' holds {}: a matrix is float64 or float32", path,
+                    protocol::npy_dtype_name(h.dtype)));
+  }
+  if (h.shape.size() != 2 || h.shape[0] != h.shape[1]) {
+    return Status::invalid_argument(
+        fmt::format("matrix file '{}' has shape {}: a matrix is a square array (n, n)", path,
+                    format_shape(h.shape)));
+  }
+  return Status::ok();
+}
+
 Status check_gpu_requested(Connection& c, std::string_view device) {
   if (device != "gpu") return Status::ok();
   STRIPESOLVE_ASSIGN_OR_RETURN(nlohmann::json status,

@@ -27,6 +27,10 @@ Status check_tridiag_files(const TridiagRequest& request);
 // --rhs, when given, is a float (n) or (n, k) array for its order n.
 Status check_solve(Connection& connection, const SolveRequest& request);
 
+// matrix import: the file is a square float64 or float32 array (its header only; NaN and Inf
+// in the data are the daemon's to find, as it reads them).
+Status check_import_file(const std::string& path);
+
 // --device gpu: the daemon has a GPU (asked with daemon_status).
 Status check_gpu_requested(Connection& connection, std::string_view device);
 

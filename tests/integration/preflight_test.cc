@@ -57,7 +57,23 @@ TEST(Preflight, MistakesAreFoundBeforeAJobIsMade) {
     EXPECT_EQ(run("tridiag --device gpu" + arrays), 1) << out;
     EXPECT_NE(out.find("--device gpu: the daemon has no GPU"), std::string::npos) << out;
   }
+  write_npy(dir + "/rect.npy", {4, 5}, std::vector<double>(20, 1.0));
+  EXPECT_EQ(run("matrix import R " + dir + "/rect.npy"), 1) << out;
+  EXPECT_NE(out.find("matrix file '" + dir +
+                     "/rect.npy' has shape (4, 5): a matrix is a square array (n, n)"),
+            std::string::npos)
+      << out;
+  write_npy_i64(dir + "/ints.npy", {1, 2, 3, 4});
+  EXPECT_EQ(run("matrix import R " + dir + "/ints.npy"), 1) << out;
+  EXPECT_NE(out.find("matrix file '" + dir +
+                     "/ints.npy' holds int64: a matrix is float64 or "
+                     "float32"),
+            std::string::npos)
+      << out;
   EXPECT_EQ(job_count(), jobs) << "a refused request made a job";
+  write_npy(dir + "/square.npy", {5, 5}, std::vector<double>(25, 1.0));
+  EXPECT_EQ(run("matrix import R " + dir + "/square.npy"), 0) << out;  // a square one goes in
+  EXPECT_EQ(job_count(), jobs + 1);
   EXPECT_EQ(run("tridiag" + arrays), 0) << out;  // the same files, right: it runs
 }
 

@@ -128,8 +128,10 @@ TEST(WarpSolvesTest, ShiftedSplitCatchesMostEvenSplitMisses) {
   int even_missed = 0, both_missed = 0;
   for (int trial = 0; trial < trials; ++trial) {
     const gpu::WarpSystem in = make_system(gen, false);
-    bool accurate[2];
-    for (int k = 0; k < 2; ++k) {
+    bool accurate[2] = {false, false};
+    // The shifted split only where the even one missed: the count needs no more (each emulated
+    // solve is 32 threads meeting at every barrier, slow on a CI machine's two cores).
+    for (int k = 0; k < 2 && !accurate[0]; ++k) {
       gpu::WarpSystem s = in;
       for (int c = 0; c < 3; ++c) std::copy(s.Z[c], s.Z[c] + 32, s.rhs[c]);
       run_on_emulated_warp([&](int lane, EmulatedWarp& warp) {

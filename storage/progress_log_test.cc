@@ -111,5 +111,29 @@ TEST(ProgressLogTest, AnIncompleteFactorWithAProgressLogIsKeptForResume) {
   EXPECT_TRUE((*store)->resumable_factors().value().empty());
 }
 
+// The progress log goes before the manifest says complete: a commit cut short between the two
+// (here the manifest's write fails) leaves a half-made factor without a log, which nothing
+// resumes, never a complete factor with a stale log.
+TEST(ProgressLogTest, ACommitCutShortBeforeTheManifestLeavesNoLog) {
+  StoreConfig config = temp_store_config("commit-order", 1, "pread");
+  auto store = MatrixStore::open(config);
+  ASSERT_TRUE(store.is_ok()) << store.status().to_string();
+  ASSERT_TRUE((*store)->create_generated("A", 80, {"uniform", 1}, 40).is_ok());
+  auto a = std::move((*store)->open_matrix("A")).value();
+  auto f = std::move((*store)->create_factor("A.lu.row", *a)).value();
+  auto log = ProgressLog::open(f->progress_path(), 0600, nullptr);
+  ASSERT_TRUE(log.is_ok());
+  ASSERT_TRUE((*log)->append(bytes_of("stripe 0")).is_ok());
+  log->reset();
+  // A folder where the manifest's temporary file goes: its write fails (EISDIR).
+  const std::string tmp = config.paths[0] + "/objects/A.lu.row/manifest.json.tmp";
+  ASSERT_TRUE(std::filesystem::create_directory(tmp));
+  EXPECT_FALSE(f->commit().is_ok());
+  EXPECT_FALSE(std::filesystem::exists(f->progress_path()));
+  EXPECT_EQ((*store)->info("A.lu.row").status().code(), StatusCode::kNotFound);  // not complete
+  EXPECT_TRUE((*store)->resumable_factors().value().empty());
+  std::filesystem::remove(tmp);
+}
+
 }  // namespace
 }  // namespace stripesolve::storage

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -303,11 +304,20 @@ Status StripedMatrix::commit() {
     next.info.factor_of = FactorOf{info_.id, info_.geometry.n, info_.checksum_summary};
   }
   next.info.checksum_summary = checksum_summary(next.checksums);
+  // The progress log (if any) goes before the manifest says complete, so that a factor with a
+  // log is always an incomplete one: a crash between the two leaves a half-made factor without
+  // a log (it is removed and its solve factors again, as one crashed before its first record),
+  // never a complete factor with a stale log (the crash test read such a log as a factorization
+  // under way; the directory is synced so that a power cut keeps that order too). The data is
+  // synced above, so nothing the log vouched for is lost.
+  const std::string progress = store_->progress_path(info_.name);
+  if (::unlink(progress.c_str()) == 0) {
+    STRIPESOLVE_RETURN_IF_ERROR(
+        sync_directory(std::filesystem::path(progress).parent_path().string()));
+  }
   STRIPESOLVE_RETURN_IF_ERROR(store_->write_manifest(next));
   manifest_ = std::move(next);
   committed_ = true;
-  // The factor is whole: its progress log (if any) has no more use.
-  (void)::unlink(store_->progress_path(info_.name).c_str());
   logger("storage")->info("committed factor '{}'", info_.name);
   return Status::ok();
 }

@@ -47,6 +47,11 @@ Result<DryRun> plan_solve(const storage::MatrixStore& store, std::string_view ma
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(run.plan, plan_dense(info.geometry.n, info.geometry.stripe_rows, c,
                                                     describe_machine(c, info.path_count)));
+  // What a solve by the default strategy would refuse (solve_once checks the one it is given).
+  const Status schedule = check_schedule_fits(run.plan, Strategy::kMetaZigzag,
+                                              run.backend == "cuda" ? run.plan.early_next : 0,
+                                              "matrix '" + std::string(matrix_name) + "'");
+  if (!schedule.is_ok()) run.warnings.push_back(schedule.message());
   return run;
 }
 

@@ -174,6 +174,9 @@ Result<SolveReport> solve_once(const SolveRequest& asked) {
       reserve_devices(req.engines, req.config, name, &config, &report, &device_reservations));
   STRIPESOLVE_ASSIGN_OR_RETURN(report.plan, plan_dense(sv.g.n, sv.g.stripe_rows, config,
                                                        describe_machine(config, info.path_count)));
+  STRIPESOLVE_RETURN_IF_ERROR(check_schedule_fits(report.plan, req.options.strategy,
+                                                  req.engines.empty() ? 0 : report.plan.early_next,
+                                                  "matrix '" + name + "'"));
   static const auto log = logger("scheduler");
   log->info("dense solve of '{}' ({} pivoting, {} strategy, {} backend{}{}): {}", name,
             backend::pivot_mode_name(req.options.pivot), strategy_name(req.options.strategy),

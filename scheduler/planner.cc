@@ -342,6 +342,29 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   return p;
 }
 
+Status check_schedule_fits(const Plan& p, Strategy strategy, int64_t early_next,
+                           std::string_view what) {
+  const uint64_t limit_bytes = p.ram_budget / 4;
+  const int64_t limit = static_cast<int64_t>(limit_bytes / kScheduleBytesPerTask);
+  const auto most_tasks = [](int64_t stripes) { return stripes * (stripes + 1) / 2; };
+  if (most_tasks(p.stripes) <= limit) return Status::ok();  // N <= 2^30: no overflow
+  if (count_tasks(strategy, p.stripes, p.meta_stripes, limit, p.upward_lead, early_next) <= limit) {
+    return Status::ok();
+  }
+  // The fewest stripes whose most tasks fit, and the height that gives them.
+  const auto fitting =
+      static_cast<int64_t>((std::sqrt(8.0 * static_cast<double>(limit) + 1.0) - 1.0) / 2.0);
+  const int64_t height = fitting < 1 ? p.n : (p.n + fitting - 1) / fitting;
+  return Status::resource_exhausted(fmt::format(
+      "{} is stored in {} stripes of {} row{}: a factorization by the {} strategy schedules more "
+      "than {} tasks ({} of bookkeeping beside the RAM cache), over a quarter of the RAM budget "
+      "({}); store it in taller stripes (create or import it again with --stripe-rows {} or "
+      "more) or give the engine a larger RAM budget",
+      what, p.stripes, p.stripe_rows, p.stripe_rows == 1 ? "" : "s", strategy_name(strategy), limit,
+      format_bytes(static_cast<uint64_t>(limit) * kScheduleBytesPerTask),
+      format_bytes(p.ram_budget), height));
+}
+
 std::string plan_to_text(const Plan& p) {
   std::string out = fmt::format(
       "n={} S={} N={} S'={} S^s={} S^m={} N_RRlevel={} k={}{} stripe={} cache={} ({:.1f} "

@@ -186,6 +186,17 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
 // space, geometry) before anything in proportion to its size is planned.
 int64_t new_matrix_stripe_rows(int64_t n, const EngineConfig& config, const Machine& machine);
 
+// The factorization keeps its task list (make_tasks) and a few flags a task in RAM, beside the
+// stripe cache: N (N + 1) / 2 tasks for basic and zigzag, about N^2 / (2 S^m) for meta_zigzag.
+inline constexpr uint64_t kScheduleBytesPerTask = sizeof(Task) + 8;
+// kResourceExhausted, naming `what` (e.g. "matrix 'A'"), when that bookkeeping for `strategy`
+// under `plan` (early_next as the factorization takes it) is more than a quarter of
+// plan.ram_budget: a matrix stored in very many thin stripes, whose height was fixed when it was
+// created or imported. The message names the stripes, the bytes, and a stripe height that fits.
+// Time: O(1) where N (N + 1) / 2 tasks fit, else at most the tasks the limit allows.
+Status check_schedule_fits(const Plan& plan, Strategy strategy, int64_t early_next,
+                           std::string_view what);
+
 std::string plan_to_text(const Plan& plan);
 std::string plan_to_json(const Plan& plan);
 

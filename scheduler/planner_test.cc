@@ -365,3 +365,48 @@ TEST(PlannerTest, TinyCacheShrinksTheStripeAndSaysItIsIoBound) {
 
 }  // namespace
 }  // namespace stripesolve::scheduler
+
+namespace stripesolve::scheduler {
+namespace {
+
+// A plan's fields the schedule check reads (plan_dense's forecasts of 3000 thin stripes take
+// seconds: not needed here).
+Plan thin_plan(int64_t n, int64_t stripe_rows, int64_t meta_stripes, uint64_t ram_budget) {
+  Plan p;
+  p.n = n;
+  p.stripe_rows = stripe_rows;
+  p.stripes = (n + stripe_rows - 1) / stripe_rows;
+  p.meta_stripes = meta_stripes;
+  p.ram_budget = ram_budget;
+  return p;
+}
+
+TEST(PlannerTest, AScheduleOverAQuarterOfTheRamBudgetIsRefusedWithAHeightThatFits) {
+  // 32 MiB: 8 MiB of bookkeeping, 209715 tasks at 40 bytes.
+  const Plan thin = thin_plan(3000, 1, 520, 32 * kMiB);
+  const Status st = check_schedule_fits(thin, Strategy::kMetaZigzag, 0, "matrix 'T'");
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(st.message(),
+            "matrix 'T' is stored in 3000 stripes of 1 row: a factorization by the meta_zigzag "
+            "strategy schedules more than 209715 tasks (8.00 MiB of bookkeeping beside the RAM "
+            "cache), over a quarter of the RAM budget (32.00 MiB); store it in taller stripes "
+            "(create or import it again with --stripe-rows 5 or more) or give the engine a "
+            "larger RAM budget");
+  // The height it names fits every strategy (600 stripes: 180300 tasks at most).
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    EXPECT_TRUE(check_schedule_fits(thin_plan(3000, 5, 100, 32 * kMiB), s, 0, "m").is_ok())
+        << strategy_name(s);
+  }
+  // Past the closed form's bound, meta_zigzag is counted: 1000 stripes in meta-stripes of 40
+  // make far fewer tasks than basic's 500500, which is refused.
+  const Plan counted = thin_plan(1000, 1, 40, 32 * kMiB);
+  EXPECT_TRUE(check_schedule_fits(counted, Strategy::kMetaZigzag, 1, "m").is_ok());
+  EXPECT_EQ(check_schedule_fits(counted, Strategy::kBasic, 0, "m").code(),
+            StatusCode::kResourceExhausted);
+  // The usual plans are far inside: n = 65536 in 1024-row stripes on a 4 GiB cache.
+  EXPECT_TRUE(
+      check_schedule_fits(thin_plan(65536, 1024, 8, 4 * kGiB), Strategy::kBasic, 0, "m").is_ok());
+}
+
+}  // namespace
+}  // namespace stripesolve::scheduler

@@ -146,6 +146,19 @@ Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
   return Status::ok();
 }
 
+int64_t count_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes, int64_t limit,
+                    int64_t upward_lead, int64_t early_next) {
+  int64_t count = 0;
+  (void)for_each_task(
+      strategy, stripes, meta_stripes,
+      [&count, limit](const Task&) {
+        // Past the limit the walk stops: the count is all the caller needs.
+        return ++count > limit ? Status::resource_exhausted("past the limit") : Status::ok();
+      },
+      upward_lead, early_next);
+  return count;
+}
+
 std::vector<Task> make_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes,
                              int64_t upward_lead, int64_t early_next) {
   std::vector<Task> out;

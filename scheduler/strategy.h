@@ -88,6 +88,11 @@ Status for_each_task(Strategy strategy, int64_t stripes, int64_t meta_stripes,
                      const std::function<Status(const Task&)>& visit, int64_t upward_lead = -1,
                      int64_t early_next = 0);
 
+// How many tasks for_each_task() visits, counting no further than `limit` (then limit + 1):
+// what make_tasks() would store, without storing it.
+int64_t count_tasks(Strategy strategy, int64_t stripes, int64_t meta_stripes, int64_t limit,
+                    int64_t upward_lead = -1, int64_t early_next = 0);
+
 // Checks the properties above; returns an internal error naming the first violated one.
 Status check_tasks(const std::vector<Task>& tasks, int64_t stripes);
 

@@ -186,5 +186,18 @@ TEST(TrafficTest, BudgetTooSmallForTheMetaStripeIsAnError) {
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
 }
 
+TEST(StrategyTest, CountTasksIsTheListsLengthAndStopsPastTheLimit) {
+  for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
+    for (int64_t stripes : {1, 2, 7, 30}) {
+      for (int64_t early : {0, 2}) {
+        const auto n = static_cast<int64_t>(make_tasks(s, stripes, 4, 1, early).size());
+        EXPECT_EQ(count_tasks(s, stripes, 4, 1 << 20, 1, early), n) << strategy_name(s);
+        EXPECT_EQ(count_tasks(s, stripes, 4, n - 1, 1, early), n) << "the limit reached";
+        EXPECT_EQ(count_tasks(s, stripes, 4, n / 2, 1, early), n / 2 + 1) << "stopped past it";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace stripesolve::scheduler

@@ -268,11 +268,15 @@ void Job::set_engine_trace(std::string chrome_json) {
 std::string Job::trace_json() const {
   MutexLock lock(mu_);
   nlohmann::json events = nlohmann::json::array();
+  nlohmann::json dropped;  // the engine's spans not kept (scheduler/trace.h), where it dropped any
   // The engine's own trace (per-role spans, 002 Fig 28) comes first when it recorded one.
   if (!engine_trace_.empty()) {
     auto parsed = nlohmann::json::parse(engine_trace_, nullptr, false);
     if (parsed.is_object() && parsed.contains("traceEvents")) {
       for (auto& e : parsed["traceEvents"]) events.push_back(e);
+      if (parsed.contains("otherData") && parsed["otherData"].contains("dropped_spans")) {
+        dropped = parsed["otherData"]["dropped_spans"];
+      }
     } else if (parsed.is_array()) {
       for (auto& e : parsed) events.push_back(e);
     }
@@ -289,6 +293,7 @@ std::string Job::trace_json() const {
   nlohmann::json out = {{"traceEvents", events},
                         {"displayTimeUnit", "ms"},
                         {"otherData", {{"job", id_}, {"type", type_}}}};
+  if (!dropped.is_null()) out["otherData"]["dropped_spans"] = dropped;
   if (events.empty()) {  // say why, rather than hand over an empty trace without a word
     out["otherData"]["note"] =
         restored_ && is_terminal(state_)

@@ -197,6 +197,12 @@ TEST(JobTest, TraceIsChromeJson) {
   EXPECT_EQ(j["traceEvents"][0]["name"], "elim.I");
   EXPECT_EQ(j["traceEvents"][1]["dur"], 20);
   EXPECT_FALSE(j["otherData"].contains("note"));
+  EXPECT_FALSE(j["otherData"].contains("dropped_spans"));
+  // An engine trace that kept only its first and latest spans says how many it dropped.
+  job.set_engine_trace(
+      R"({"traceEvents":[{"name":"elim.I","ph":"X","ts":1,"dur":2,"pid":1,"tid":3}],)"
+      R"("otherData":{"dropped_spans":7}})");
+  EXPECT_EQ(nlohmann::json::parse(job.trace_json())["otherData"]["dropped_spans"], 7);
 }
 
 // An empty trace says why: traces live in memory, so a job from before a restart has none.

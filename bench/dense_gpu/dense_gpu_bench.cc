@@ -282,7 +282,8 @@ int main(int argc, char** argv) {
           sch::CancelToken cancel;
           phase_io.clear();
           std::optional<sch::TraceRecorder> trace;
-          if (!args.trace.empty()) trace.emplace();
+          // Every span: the file has no reply limit, and the analyses read the whole run.
+          if (!args.trace.empty()) trace.emplace(size_t{1} << 26);
           auto r = sch::solve_dense(*store, "A", b.data(), nrhs, options, config, cancel, callbacks,
                                     trace ? &*trace : nullptr);
           if (!r.is_ok()) {

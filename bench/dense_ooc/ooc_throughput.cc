@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
         options.check_quality = quality;
         options.record_progress = progress;
         ss::scheduler::CancelToken cancel;
-        ss::scheduler::TraceRecorder trace;
+        ss::scheduler::TraceRecorder trace(size_t{1} << 26);  // every span: written to a file
         // gepp's transpose is made by every run, like its factor (reuse_factors off).
         const auto drop_transpose = [&] { (void)(*store)->remove("A.t"); };
         drop_transpose();

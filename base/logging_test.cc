@@ -162,6 +162,7 @@ TEST(Logging, ConcurrentWritersKeepLinesWhole) {
   ASSERT_TRUE(set_up_logging(config).is_ok());
   constexpr int kThreads = 4, kLines = 200;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       auto log = logger("role" + std::to_string(t % 2));
@@ -193,6 +194,7 @@ TEST(Logging, ReconfiguringWhileOthersLog) {
   ASSERT_TRUE(set_up_logging(config).is_ok());
   constexpr int kThreads = 3, kLines = 300;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       auto log = logger("reload" + std::to_string(t));

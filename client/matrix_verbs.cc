@@ -27,7 +27,9 @@ int run_matrix_job(const Globals& g, JobRequest request) {
   const auto& result = r->value("result", nlohmann::json::object());
   if (g.json) {
     print_json(result);
-  } else if (result.contains("deleted")) {
+    return kExitOk;
+  }
+  if (result.contains("deleted")) {
     std::printf("deleted %s\n", result.value("deleted", std::string()).c_str());
     for (const auto& f : result.value("factors_deleted", nlohmann::json::array())) {
       std::printf("deleted its factor %s\n",

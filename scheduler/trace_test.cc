@@ -12,6 +12,7 @@ namespace {
 TEST(TraceTest, SpansFromSeveralThreadsBecomeChromeTraceEvents) {
   TraceRecorder trace;
   std::vector<std::thread> threads;
+  threads.reserve(3);
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&, t] {
       for (int k = 0; k < 10; ++k) {

@@ -8,9 +8,10 @@
 namespace stripesolve::scheduler {
 
 TraceRecorder::TraceRecorder(size_t max_spans)
-    : epoch_(Clock::now()),
-      first_cap_(std::max<size_t>(max_spans, 2) / 2),
-      latest_cap_(std::max<size_t>(max_spans, 2) - std::max<size_t>(max_spans, 2) / 2) {}
+    : TraceRecorder(Clock::now(), std::max<size_t>(max_spans, 2)) {}
+
+TraceRecorder::TraceRecorder(Clock::time_point epoch, size_t kept)
+    : epoch_(epoch), first_cap_(kept / 2), latest_cap_(kept - kept / 2) {}
 
 int TraceRecorder::tid_locked(const std::string& role) {
   auto it = roles_.find(role);

@@ -66,6 +66,7 @@ class TraceRecorder {
     int64_t dur_us;
     Args args;
   };
+  TraceRecorder(Clock::time_point epoch, size_t kept);  // kept >= 2: half first, half latest
   int tid_locked(const std::string& role) REQUIRES(mu_);
 
   const Clock::time_point epoch_;

@@ -191,6 +191,10 @@ class DeviceEngine {
   // when options.panel_sms leaves the low-priority lanes no SMs).
   static Result<std::unique_ptr<DeviceEngine>> open(int device,
                                                     const DeviceEngineOptions& options = {});
+  // Whether the CUDA libraries an engine computes with (cuBLAS, cuSOLVER: opened at run time by
+  // the first call, backend/cuda/libraries.h) are at hand: kUnavailable naming the one missing,
+  // or without CUDA.
+  static Status libraries_ready();
   virtual ~DeviceEngine() = default;
 
   virtual std::string description() const = 0;

@@ -7,4 +7,8 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int, const DeviceEngine
   return Status::unavailable("this build has no CUDA support (STRIPESOLVE_HAVE_CUDA off)");
 }
 
+Status DeviceEngine::libraries_ready() {
+  return Status::unavailable("this build has no CUDA support (STRIPESOLVE_HAVE_CUDA off)");
+}
+
 }  // namespace stripesolve::backend

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "backend/device_engine.h"
 #include "base/build_info.h"
 #include "base/config.h"
 #include "base/logging.h"
@@ -27,6 +28,12 @@ std::string version_text() {
   for (size_t i = 0; i < devices.size(); ++i) {
     out += (i == 0 ? "GPUs: " : "\n      ") + std::to_string(devices[i].index) + ": " +
            gpu::describe(devices[i]);
+  }
+  if (!devices.empty()) {  // opened at run time (backend/cuda/libraries.h)
+    const Status libraries = backend::DeviceEngine::libraries_ready();
+    out += "\ncuBLAS and cuSOLVER: " + (libraries.is_ok()
+                                            ? std::string("found")
+                                            : libraries.message() + " (dense jobs run on the CPU)");
   }
   return out;
 }

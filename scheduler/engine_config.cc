@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/device_engine.h"
 #include "base/config.h"
 #include "base/units.h"
 #include "gpu/devices.h"
@@ -54,6 +55,16 @@ Result<ComputeBackend> resolve_backend(const EngineConfig& c, std::vector<std::s
                               "engine.backend is cpu: they are ignored");
   }
   if (chosen == ComputeBackend::kCuda) {
+    // A device without the toolkit's cuBLAS / cuSOLVER (opened at run time) cannot compute.
+    if (const Status libraries = backend::DeviceEngine::libraries_ready(); !libraries.is_ok()) {
+      if (c.backend == ComputeBackend::kCuda) {
+        return Status::failed_precondition("engine.backend is cuda, but " + libraries.message());
+      }
+      if (warnings != nullptr) {
+        warnings->push_back(libraries.message() + ": the CPU backend runs");
+      }
+      return ComputeBackend::kCpu;
+    }
     STRIPESOLVE_ASSIGN_OR_RETURN(const std::vector<int> used,
                                  gpu::choose_devices(c.devices, c.gpus, devices));
     // Every device the jobs use hit a sticky CUDA error (gpu/devices.h): none can run a job

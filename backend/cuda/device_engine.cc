@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/lane.h"
+#include "backend/cuda/libraries.h"
 #include "backend/cuda/persistent_panel.h"
 #include "backend/cuda/sm_fence.h"
 #include "gpu/cuda/check.h"
@@ -116,6 +117,10 @@ class CudaEngine final : public DeviceEngine {
 
 }  // namespace
 
+Status DeviceEngine::libraries_ready() {
+  return cuda::load_cuda_libraries().status();
+}
+
 Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
                                                          const DeviceEngineOptions& options) {
   const int count = gpu::device_count();
@@ -123,6 +128,7 @@ Result<std::unique_ptr<DeviceEngine>> DeviceEngine::open(int device,
     return Status::unavailable(fmt::format("no CUDA device {} ({} visible)", device, count));
   }
   RETURN_CUDA(cudaSetDevice(device), "cudaSetDevice");
+  STRIPESOLVE_RETURN_IF_ERROR(libraries_ready());
   if (options.update_k < 0) {
     return Status::invalid_argument(
         fmt::format("engine.gpu_update_k = {}: must be 0 or more", options.update_k));

@@ -14,7 +14,8 @@ using gpu::cuda_check;
 
 Status cublas_check(cublasStatus_t st, const std::string& what) {
   if (st == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  const std::string msg = what + ": " + cublasGetStatusName(st) + ": " + cublasGetStatusString(st);
+  const std::string msg = what + ": " + cuda_libraries().blas_status_name(st) + ": " +
+                          cuda_libraries().blas_status_string(st);
   if (st == CUBLAS_STATUS_ALLOC_FAILED) return Status::resource_exhausted(msg);
   return Status::internal(msg);
 }
@@ -44,8 +45,8 @@ CudaLane::~CudaLane() {
     (void)cudaEventSynchronize(e);
     (void)cudaEventDestroy(e);
   }
-  if (solver_ != nullptr) (void)cusolverDnDestroy(solver_);
-  if (blas_ != nullptr) (void)cublasDestroy(blas_);
+  if (solver_ != nullptr) (void)lib_.solver_destroy(solver_);
+  if (blas_ != nullptr) (void)lib_.blas_destroy(blas_);
   for (cudaStream_t s : {compute_, in_, out_}) {
     if (s != nullptr) (void)cudaStreamDestroy(s);
   }
@@ -68,10 +69,10 @@ Status CudaLane::init(bool high_priority, SmFence* fence, void* workspace, int64
   }
   RETURN_CUDA(cudaStreamCreateWithPriority(&in_, cudaStreamNonBlocking, prio), "stream");
   RETURN_CUDA(cudaStreamCreateWithPriority(&out_, cudaStreamNonBlocking, prio), "stream");
-  RETURN_CUBLAS(cublasCreate(&blas_), "cublasCreate");
-  RETURN_CUBLAS(cublasSetStream(blas_, compute_), "cublasSetStream");
-  RETURN_CUSOLVER(cusolverDnCreate(&solver_), "cusolverDnCreate");
-  RETURN_CUSOLVER(cusolverDnSetStream(solver_, compute_), "cusolverDnSetStream");
+  RETURN_CUBLAS(lib_.blas_create(&blas_), "cublasCreate");
+  RETURN_CUBLAS(lib_.blas_set_stream(blas_, compute_), "cublasSetStream");
+  RETURN_CUSOLVER(lib_.solver_create(&solver_), "cusolverDnCreate");
+  RETURN_CUSOLVER(lib_.solver_set_stream(solver_, compute_), "cusolverDnSetStream");
   auto* p = static_cast<char*>(workspace);
   Layout l = layout();
   transposed_ = reinterpret_cast<double*>(p + l.transposed);
@@ -97,17 +98,17 @@ CudaLane::Layout CudaLane::layout() const {
   if (rows_ > 0) {
     cusolverDnHandle_t h = solver_;
     bool own = false;
-    if (h == nullptr && cusolverDnCreate(&h) == CUSOLVER_STATUS_SUCCESS) own = true;
+    if (h == nullptr && lib_.solver_create(&h) == CUSOLVER_STATUS_SUCCESS) own = true;
     int lwork = 0;
     const int64_t m = cols_;
     if (mode_ == PivotMode::kRow) {
-      (void)cusolverDnDgetrf_bufferSize(h, static_cast<int>(m), static_cast<int>(rows_), nullptr,
-                                        static_cast<int>(m), &lwork);
+      (void)lib_.dgetrf_buffer_size(h, static_cast<int>(m), static_cast<int>(rows_), nullptr,
+                                    static_cast<int>(m), &lwork);
     } else {
-      (void)cusolverDnDgetrf_bufferSize(h, static_cast<int>(rows_), static_cast<int>(m), nullptr,
-                                        static_cast<int>(rows_), &lwork);
+      (void)lib_.dgetrf_buffer_size(h, static_cast<int>(rows_), static_cast<int>(m), nullptr,
+                                    static_cast<int>(rows_), &lwork);
     }
-    if (own) (void)cusolverDnDestroy(h);
+    if (own) (void)lib_.solver_destroy(h);
     l.lwork = lwork;
     l.transposed = take(mode_ == PivotMode::kRow ? column_bytes(rows_, 0, cols_) : 0);
     l.solver = take(sizeof(double) * static_cast<uint64_t>(std::max(lwork, 1)));

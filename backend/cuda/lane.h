@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 
+#include "backend/cuda/libraries.h"
 #include "backend/cuda/sm_fence.h"
 #include "backend/device_engine.h"
 #include "base/status.h"
@@ -104,6 +105,7 @@ class CudaLane final : public DeviceLane {
   const PivotMode mode_;
   const int64_t j_rows_, k_rows_;
   cudaStream_t compute_ = nullptr, in_ = nullptr, out_ = nullptr;
+  const CudaLibraries& lib_ = cuda_libraries();  // loaded by DeviceEngine::open
   cublasHandle_t blas_ = nullptr;
   cusolverDnHandle_t solver_ = nullptr;
   std::vector<cudaEvent_t> events_;

@@ -28,16 +28,16 @@ bool CudaLane::persistent_panel_takes(const DeviceBlock& part, int64_t h, int64_
 // transpose, transposed back: pivots in ipiv_, the first zero pivot in info_.
 Status CudaLane::factor_transposed(double* region, int64_t ld, int64_t h, int64_t m) {
   const double one = 1.0, zero = 0.0;
-  RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
-                            static_cast<int>(h), &one, region, static_cast<int>(ld), &zero,
-                            transposed_, static_cast<int>(m), transposed_, static_cast<int>(m)),
+  RETURN_CUBLAS(lib_.dgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m),
+                           static_cast<int>(h), &one, region, static_cast<int>(ld), &zero,
+                           transposed_, static_cast<int>(m), transposed_, static_cast<int>(m)),
                 "transpose of the stripe");
-  RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(m), static_cast<int>(h), transposed_,
-                                   static_cast<int>(m), solver_work_, ipiv_, info_),
+  RETURN_CUSOLVER(lib_.dgetrf(solver_, static_cast<int>(m), static_cast<int>(h), transposed_,
+                              static_cast<int>(m), solver_work_, ipiv_, info_),
                   "cusolverDnDgetrf of the transposed stripe");
-  RETURN_CUBLAS(cublasDgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(h),
-                            static_cast<int>(m), &one, transposed_, static_cast<int>(m), &zero,
-                            region, static_cast<int>(ld), region, static_cast<int>(ld)),
+  RETURN_CUBLAS(lib_.dgeam(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(h),
+                           static_cast<int>(m), &one, transposed_, static_cast<int>(m), &zero,
+                           region, static_cast<int>(ld), region, static_cast<int>(ld)),
                 "transpose back of the stripe");
   return Status::ok();
 }
@@ -81,8 +81,8 @@ Status CudaLane::eliminate(const DeviceBlock& part, int64_t block_col, PivotMode
         cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
         "info to the host");
   } else if (mode == PivotMode::kNone) {
-    RETURN_CUSOLVER(cusolverDnDgetrf(solver_, static_cast<int>(h), static_cast<int>(m), region,
-                                     static_cast<int>(part.ld), solver_work_, nullptr, info_),
+    RETURN_CUSOLVER(lib_.dgetrf(solver_, static_cast<int>(h), static_cast<int>(m), region,
+                                static_cast<int>(part.ld), solver_work_, nullptr, info_),
                     "cusolverDnDgetrf of the stripe (no pivoting)");
     RETURN_CUDA(
         cudaMemcpyAsync(&first_zero, info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
@@ -143,10 +143,9 @@ Status CudaLane::eliminate_local(const DeviceBlock& part, int64_t block_col, int
     const int64_t ps = (q + 1) * h / count - pr;
     const int64_t dc = block_col + pr;
     double* panel = part.data + pr + dc * part.ld;
-    RETURN_CUSOLVER(
-        cusolverDnDgetrf(solver_, static_cast<int>(ps), static_cast<int>(cols - dc), panel,
-                         static_cast<int>(part.ld), solver_work_, ipiv_ + pr, info_),
-        "cusolverDnDgetrf of a substripe");
+    RETURN_CUSOLVER(lib_.dgetrf(solver_, static_cast<int>(ps), static_cast<int>(cols - dc), panel,
+                                static_cast<int>(part.ld), solver_work_, ipiv_ + pr, info_),
+                    "cusolverDnDgetrf of a substripe");
     RETURN_CUDA(
         cudaMemcpyAsync(&infos[q], info_, sizeof(int32_t), cudaMemcpyDeviceToHost, compute_),
         "info to the host");
@@ -160,16 +159,16 @@ Status CudaLane::eliminate_local(const DeviceBlock& part, int64_t block_col, int
     if (pr + ps < h) {
       double* t = part.data + (pr + ps) + dc * part.ld;
       RETURN_CUBLAS(
-          cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                      CUBLAS_DIAG_NON_UNIT, static_cast<int>(h - pr - ps), static_cast<int>(ps),
-                      &one, panel, static_cast<int>(part.ld), t, static_cast<int>(part.ld)),
+          lib_.dtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                     CUBLAS_DIAG_NON_UNIT, static_cast<int>(h - pr - ps), static_cast<int>(ps),
+                     &one, panel, static_cast<int>(part.ld), t, static_cast<int>(part.ld)),
           "dtrsm of a substripe's multipliers");
       if (cols - dc - ps > 0) {
         RETURN_CUBLAS(
-            cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h - pr - ps),
-                        static_cast<int>(cols - dc - ps), static_cast<int>(ps), &minus_one, t,
-                        static_cast<int>(part.ld), panel + ps * part.ld, static_cast<int>(part.ld),
-                        &one, t + ps * part.ld, static_cast<int>(part.ld)),
+            lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h - pr - ps),
+                       static_cast<int>(cols - dc - ps), static_cast<int>(ps), &minus_one, t,
+                       static_cast<int>(part.ld), panel + ps * part.ld, static_cast<int>(part.ld),
+                       &one, t + ps * part.ld, static_cast<int>(part.ld)),
             "dgemm of a substripe's trailing update");
       }
     }
@@ -260,20 +259,20 @@ Status CudaLane::update(const DeviceUpdate& op) {
       STRIPESOLVE_RETURN_IF_ERROR(multipliers_by_inverses(op, multipliers));
     } else if (s == 0) {
       RETURN_CUBLAS(
-          cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                      CUBLAS_DIAG_NON_UNIT, static_cast<int>(j.rows), static_cast<int>(k), &one,
-                      op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
+          lib_.dtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                     CUBLAS_DIAG_NON_UNIT, static_cast<int>(j.rows), static_cast<int>(k), &one,
+                     op.u.data, static_cast<int>(op.u.ld), multipliers, static_cast<int>(j.ld)),
           "dtrsm of the J multipliers");
     } else {
       // In pieces of update_k_ along k (DeviceEngineOptions::update_k).
       const int64_t piece = update_k_ > 0 ? update_k_ : k;
       for (int64_t k0 = 0; k0 < k; k0 += piece) {
         const int64_t depth = std::min(piece, k - k0);
-        RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
-                                  static_cast<int>(b - a), static_cast<int>(depth), &minus_one,
-                                  multipliers + k0 * j.ld, static_cast<int>(j.ld),
-                                  op.u.data + (a - c0) * op.u.ld + k0, static_cast<int>(op.u.ld),
-                                  &one, j.data + a * j.ld, static_cast<int>(j.ld)),
+        RETURN_CUBLAS(lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(j.rows),
+                                 static_cast<int>(b - a), static_cast<int>(depth), &minus_one,
+                                 multipliers + k0 * j.ld, static_cast<int>(j.ld),
+                                 op.u.data + (a - c0) * op.u.ld + k0, static_cast<int>(op.u.ld),
+                                 &one, j.data + a * j.ld, static_cast<int>(j.ld)),
                       "dgemm of the J update");
       }
     }
@@ -309,15 +308,15 @@ Status CudaLane::multipliers_by_inverses(const DeviceUpdate& op, double* x) {
     const int64_t b = std::min(nb, k - c);
     double* xp = x + c * op.j.ld;
     if (c > 0) {
-      RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m),
-                                static_cast<int>(b), static_cast<int>(c), &minus_one, x, ldj,
-                                op.u.data + c * op.u.ld, static_cast<int>(op.u.ld), &one, xp, ldj),
+      RETURN_CUBLAS(lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m),
+                               static_cast<int>(b), static_cast<int>(c), &minus_one, x, ldj,
+                               op.u.data + c * op.u.ld, static_cast<int>(op.u.ld), &one, xp, ldj),
                     "dgemm of the J multipliers");
     }
     RETURN_CUBLAS(
-        cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(b),
-                    static_cast<int>(b), &one, xp, ldj, op.u_inverse.data + c,
-                    static_cast<int>(op.u_inverse.ld), &zero, gather_, static_cast<int>(m)),
+        lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(b),
+                   static_cast<int>(b), &one, xp, ldj, op.u_inverse.data + c,
+                   static_cast<int>(op.u_inverse.ld), &zero, gather_, static_cast<int>(m)),
         "dgemm by an inverted diagonal block");
     RETURN_CUDA(cudaMemcpy2DAsync(xp, sizeof(double) * op.j.ld, gather_, sizeof(double) * m,
                                   sizeof(double) * m, b, cudaMemcpyDeviceToDevice, compute_),
@@ -340,10 +339,10 @@ Status CudaLane::invert_diagonal_blocks(const DeviceBlock& u, const DeviceBlock&
   const double one = 1.0;
   for (int64_t c = 0; c < k; c += nb) {
     const int64_t b = std::min(nb, k - c);
-    RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
-                              CUBLAS_DIAG_NON_UNIT, static_cast<int>(b), static_cast<int>(b), &one,
-                              u.data + c + c * u.ld, static_cast<int>(u.ld), inverse.data + c,
-                              static_cast<int>(inverse.ld)),
+    RETURN_CUBLAS(lib_.dtrsm(blas_, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                             CUBLAS_DIAG_NON_UNIT, static_cast<int>(b), static_cast<int>(b), &one,
+                             u.data + c + c * u.ld, static_cast<int>(u.ld), inverse.data + c,
+                             static_cast<int>(inverse.ld)),
                   "dtrsm inverting a diagonal block of U");
   }
   RETURN_CUDA(cudaStreamSynchronize(compute_), "inverses of U's diagonal blocks");

@@ -36,10 +36,10 @@ Status CudaLane::residual(const std::vector<FactorStripe>& stripes, const Device
   const double one = 1.0, minus_one = -1.0;
   for (const FactorStripe& s : stripes) {
     const DeviceBlock& a = s.part;
-    RETURN_CUBLAS(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(a.rows),
-                              static_cast<int>(r.cols), static_cast<int>(a.cols), &minus_one,
-                              a.data, static_cast<int>(a.ld), x.data, static_cast<int>(x.ld), &one,
-                              r.data + s.row_begin, static_cast<int>(r.ld)),
+    RETURN_CUBLAS(lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(a.rows),
+                             static_cast<int>(r.cols), static_cast<int>(a.cols), &minus_one, a.data,
+                             static_cast<int>(a.ld), x.data, static_cast<int>(x.ld), &one,
+                             r.data + s.row_begin, static_cast<int>(r.ld)),
                   "product of the residual");
     cuda::launch_abs_sums(a.data, a.ld, a.rows, a.cols, sums + s.row_begin, sums + n,
                           reinterpret_cast<unsigned long long*>(sums + 2 * n), compute_);
@@ -91,9 +91,9 @@ Status CudaLane::subtract_product(const double* a, int64_t lda, int64_t h, int64
                                   const char* what) {
   const double one = 1.0, minus_one = -1.0;
   RETURN_CUBLAS(
-      cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h), static_cast<int>(rhs.cols),
-                  static_cast<int>(k), &minus_one, a, static_cast<int>(lda), rhs.data + from,
-                  static_cast<int>(rhs.ld), &one, rhs.data + rows, static_cast<int>(rhs.ld)),
+      lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h), static_cast<int>(rhs.cols),
+                 static_cast<int>(k), &minus_one, a, static_cast<int>(lda), rhs.data + from,
+                 static_cast<int>(rhs.ld), &one, rhs.data + rows, static_cast<int>(rhs.ld)),
       what);
   return Status::ok();
 }
@@ -103,9 +103,9 @@ Status CudaLane::solve_triangle(cublasFillMode_t fill, cublasDiagType_t diag, co
                                 int64_t ldt, int64_t h, const DeviceBlock& rhs, int64_t rows,
                                 const char* what) {
   const double one = 1.0;
-  RETURN_CUBLAS(cublasDtrsm(blas_, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, static_cast<int>(h),
-                            static_cast<int>(rhs.cols), &one, t, static_cast<int>(ldt),
-                            rhs.data + rows, static_cast<int>(rhs.ld)),
+  RETURN_CUBLAS(lib_.dtrsm(blas_, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, static_cast<int>(h),
+                           static_cast<int>(rhs.cols), &one, t, static_cast<int>(ldt),
+                           rhs.data + rows, static_cast<int>(rhs.ld)),
                 what);
   return Status::ok();
 }

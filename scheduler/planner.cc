@@ -281,7 +281,13 @@ void forecast_strategies(Plan& p, const Machine& m) {
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;
+    if (!check_schedule_fits(p, s, m.gpus > 0 ? p.early_next : 0, "").is_ok()) {
+      f.why = "its schedule is over the bound on tasks (a solve refuses it)";
+      p.forecasts.push_back(f);
+      continue;
+    }
     auto t = predict_traffic(s, p.meta_stripes, model, p.upward_lead, p.early_next);
+    if (!t.is_ok()) f.why = "cache too small for the working set";
     if (t.is_ok()) {
       f.feasible = true;
       f.traffic = *t;
@@ -397,8 +403,7 @@ std::string plan_to_text(const Plan& p) {
   if (p.ram_keeps_original) out += "  a copy of A in the RAM cache for the residual\n";
   for (const auto& f : p.forecasts) {
     if (!f.feasible) {
-      out += fmt::format("  {:<12} infeasible: cache too small for the working set\n",
-                         strategy_name(f.strategy));
+      out += fmt::format("  {:<12} infeasible: {}\n", strategy_name(f.strategy), f.why);
       continue;
     }
     const double mb = static_cast<double>(f.traffic.matrix_bytes);
@@ -440,6 +445,7 @@ std::string plan_to_json(const Plan& p) {
   for (const auto& f : p.forecasts) {
     nlohmann::json e = {{"strategy", std::string(strategy_name(f.strategy))},
                         {"feasible", f.feasible}};
+    if (!f.feasible) e["why"] = f.why;
     if (f.feasible) {
       e["bytes_read"] = f.traffic.bytes_read;
       e["bytes_written"] = f.traffic.bytes_written;

@@ -116,7 +116,11 @@ Result<ComputeBackend> resolve_backend(const EngineConfig& config,
 
 struct StrategyForecast {
   Strategy strategy = Strategy::kMetaZigzag;
-  bool feasible = false;  // false: the budget cannot hold the working set
+  bool feasible = false;  // false: no forecast, for `why`
+  // Why there is none: the budget cannot hold the working set, or the strategy's schedule is
+  // over check_schedule_fits' bound (a solve refuses it; its replay would take as long as the
+  // tasks are many).
+  std::string why;
   Traffic traffic;
   // max(flops / the machine's rate, SSD bytes / the disks' rate, host -> device bytes / PCIe),
   // and which of the three it is: "compute", "disk" or "PCIe".

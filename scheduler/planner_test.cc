@@ -408,5 +408,26 @@ TEST(PlannerTest, AScheduleOverAQuarterOfTheRamBudgetIsRefusedWithAHeightThatFit
       check_schedule_fits(thin_plan(65536, 1024, 8, 4 * kGiB), Strategy::kBasic, 0, "m").is_ok());
 }
 
+// A plan the solve would refuse is not forecast: the replay of 3000 thin stripes' tasks took a
+// dry run 25 s before the refusal, in the daemon's own time.
+TEST(PlannerTest, AStrategyOverTheScheduleBoundIsNotForecast) {
+  EngineConfig c;
+  c.ram_budget = 32 * kMiB;
+  auto p = plan_dense(3000, 1, c, cpu_machine(32 * kMiB));
+  ASSERT_TRUE(p.is_ok()) << p.status().to_string();
+  ASSERT_EQ(p->forecasts.size(), 3u);
+  for (const auto& f : p->forecasts) {
+    EXPECT_FALSE(f.feasible) << strategy_name(f.strategy);
+    EXPECT_EQ(f.why, "its schedule is over the bound on tasks (a solve refuses it)");
+  }
+  EXPECT_NE(plan_to_text(*p).find("basic        infeasible: its schedule is over the bound"),
+            std::string::npos)
+      << plan_to_text(*p);
+  // A usual plan still forecasts all three.
+  auto usual = plan_dense(4096, 0, c, cpu_machine(32 * kMiB));
+  ASSERT_TRUE(usual.is_ok());
+  for (const auto& f : usual->forecasts) EXPECT_TRUE(f.feasible) << f.why;
+}
+
 }  // namespace
 }  // namespace stripesolve::scheduler

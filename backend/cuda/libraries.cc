@@ -18,9 +18,9 @@ Result<void*> open_library(const std::string& soname) {
   const std::string first = dlerror();
   const std::string path = std::string(STRIPESOLVE_CUDA_LIBRARY_DIR) + "/" + soname;
   if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
-  return Status::unavailable(fmt::format(
-      "cannot open {} (the CUDA toolkit's, needed for the GPU tier): {}; nor {}: {}", soname,
-      first, path, dlerror()));
+  return Status::unavailable(
+      fmt::format("cannot open {} (the CUDA toolkit's, needed for the GPU tier): {}; nor {}: {}",
+                  soname, first, path, dlerror()));
 }
 
 template <typename F>
@@ -50,8 +50,7 @@ Result<CudaLibraries> open_all() {
   STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnCreate", t.solver_create));
   STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnDestroy", t.solver_destroy));
   STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnSetStream", t.solver_set_stream));
-  STRIPESOLVE_RETURN_IF_ERROR(
-      find(s, solver, "cusolverDnDgetrf_bufferSize", t.dgetrf_buffer_size));
+  STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnDgetrf_bufferSize", t.dgetrf_buffer_size));
   STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnDgetrf", t.dgetrf));
   return t;
 }

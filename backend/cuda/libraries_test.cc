@@ -27,18 +27,17 @@ TEST(CudaLibraries, AreOpenedOnlyWhenAskedForAndHaveEveryFunction) {
   EXPECT_TRUE(mapped("libcublasLt"));
   EXPECT_TRUE(mapped("libcusolver"));
   const CudaLibraries& t = *loaded.value();
-  for (const void* f : {reinterpret_cast<const void*>(t.blas_create),
-                        reinterpret_cast<const void*>(t.blas_destroy),
-                        reinterpret_cast<const void*>(t.blas_set_stream),
-                        reinterpret_cast<const void*>(t.blas_status_name),
-                        reinterpret_cast<const void*>(t.blas_status_string),
-                        reinterpret_cast<const void*>(t.dgemm), reinterpret_cast<const void*>(t.dtrsm),
-                        reinterpret_cast<const void*>(t.dgeam),
-                        reinterpret_cast<const void*>(t.solver_create),
-                        reinterpret_cast<const void*>(t.solver_destroy),
-                        reinterpret_cast<const void*>(t.solver_set_stream),
-                        reinterpret_cast<const void*>(t.dgetrf_buffer_size),
-                        reinterpret_cast<const void*>(t.dgetrf)}) {
+  for (const void* f :
+       {reinterpret_cast<const void*>(t.blas_create), reinterpret_cast<const void*>(t.blas_destroy),
+        reinterpret_cast<const void*>(t.blas_set_stream),
+        reinterpret_cast<const void*>(t.blas_status_name),
+        reinterpret_cast<const void*>(t.blas_status_string), reinterpret_cast<const void*>(t.dgemm),
+        reinterpret_cast<const void*>(t.dtrsm), reinterpret_cast<const void*>(t.dgeam),
+        reinterpret_cast<const void*>(t.solver_create),
+        reinterpret_cast<const void*>(t.solver_destroy),
+        reinterpret_cast<const void*>(t.solver_set_stream),
+        reinterpret_cast<const void*>(t.dgetrf_buffer_size),
+        reinterpret_cast<const void*>(t.dgetrf)}) {
     EXPECT_NE(f, nullptr);
   }
   // Calls that need no device: the table's functions are the libraries'.

@@ -190,7 +190,7 @@ __device__ __forceinline__ void eliminate_negated(auto& ctx, int row, Rows<M>& w
   nc = kHi ? nc * r : 0.0;
   nf *= r;
   // divide()'s pivot test (warp_rows.cuh); a zero pivot leaves r and so nc or na NaN.
-  if (!(fabs(na) < ctx.inv_tol && fabs(nc) < ctx.inv_tol)) ctx.bad = min(ctx.bad, row);
+  if (!divided_row_passes(na, nc, ctx.inv_tol)) ctx.bad = min(ctx.bad, row);
   w.a[s] = na;
   w.c[s] = nc;
   w.f[s] = nf;

@@ -82,6 +82,26 @@ STRIPESOLVE_HD inline double largest_magnitude(Ts... values) {
   return from_high_word(h < 0x7ff00000u ? h : 0x7ff00000u);  // NaN: infinity
 }
 
+// The unpivoted solvers' near-breakdown test (issue 17): a pivot passes when it is finite and
+// above `tol` times its row's largest entry (`scale`). A build with
+// -DSTRIPESOLVE_TRIDIAG_MEASURE_NO_PIVOT_TEST (CMAKE_CUDA_FLAGS and CMAKE_CXX_FLAGS), only to
+// measure what the test costs the kernels (docs/performance.md, "The near-breakdown test's own
+// cost"), passes every finite pivot: a zero one then shows as a non-finite x, and the tests of
+// near-breakdown fail.
+#ifdef STRIPESOLVE_TRIDIAG_MEASURE_NO_PIVOT_TEST
+inline constexpr bool kPivotTest = false;
+#else
+inline constexpr bool kPivotTest = true;
+#endif
+STRIPESOLVE_HD inline bool pivot_passes(double pivot, double tol, double scale) {
+  return kPivotTest ? fabs(pivot) > tol * scale && isfinite(pivot) : isfinite(pivot);
+}
+// The same test after the row is divided by its pivot (warp_rows.cuh: divide()): the row's
+// other entries below 1 / tol (a zero or non-finite pivot leaves one infinite or NaN).
+STRIPESOLVE_HD inline bool divided_row_passes(double a, double c, double inv_tol) {
+  return !kPivotTest || (fabs(a) < inv_tol && fabs(c) < inv_tol);
+}
+
 // 1 / d on the serial chains of the solves. On the device: the hardware's approximation and a
 // third-order Newton step, within an ulp or two of 1.0 / d and shorter than the correctly
 // rounded division that 1.0 / d compiles to (spike batches 8% faster on the H100). d = 0 or
@@ -194,7 +214,7 @@ STRIPESOLVE_HD STRIPESOLVE_FORCEINLINE int lane_solve(const double* __restrict__
       const double lo = k > 0 ? a[k] : 0.0, up = k < Q - 1 ? c[k] : 0.0;
       const double piv = b[k] - lo * pc;
       const double scale = largest_magnitude(lo, b[k], up);
-      if (!(fabs(piv) > tol * scale && isfinite(piv)) && bad < 0) bad = k;
+      if (!pivot_passes(piv, tol, scale) && bad < 0) bad = k;
       const double inv = reciprocal(piv);
       pc = up * inv;
       c[k] = pc;
@@ -230,7 +250,7 @@ STRIPESOLVE_HD inline int thomas_solve(const double* __restrict__ L, const doubl
     const double dk = D[k];
     const double pv = dk - lo * pc;
     const double scale = largest_magnitude(lo, dk, up);
-    if (!(fabs(pv) > tol * scale && isfinite(pv)) && bad < 0) bad = k;
+    if (!pivot_passes(pv, tol, scale) && bad < 0) bad = k;
     const double inv = reciprocal(pv);
     pc = up * inv;
     cp[k] = pc;

@@ -195,7 +195,7 @@ __device__ bool solve_interior(const Tile& s, int t, int q, std::size_t start, c
       const double lo = A(k), up = C(k);
       const double piv = s.d[at(k)] - lo * pc;
       const double scale = largest_magnitude(lo, s.d[at(k)], up);
-      if (!(fabs(piv) > a.tol * scale && isfinite(piv))) {
+      if (!pivot_passes(piv, a.tol, scale)) {
         flag_row(&a.flags[0], start + k, a);
         return false;
       }
@@ -339,7 +339,7 @@ __global__ void small_system_kernel(const double* dl, const double* d, const dou
   for (int k = 0; k < n && ok;) {
     const double scale = largest_magnitude(lo[k], di[k], up[k]);
     const bool bad =
-        kPivot ? (cur == 0.0 || !isfinite(cur)) : !(fabs(cur) > a.tol * scale && isfinite(cur));
+        kPivot ? (cur == 0.0 || !isfinite(cur)) : !pivot_passes(cur, a.tol, scale);
     bool one = true;
     if (kPivot && k + 1 < n) {
       const double a3 = k + 2 < n ? lo[k + 2] : 0.0, c2 = k + 2 < n ? up[k + 1] : 0.0;

@@ -98,12 +98,13 @@ __device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, 
   a *= r;
   c *= r;
   f *= r;
+  if constexpr (!kPivotTest) return;  // a measuring build (small_solves.h: kPivotTest)
   if constexpr (std::remove_cvref_t<decltype(ctx)>::kInteger) {
     const unsigned ha = high_word(a) & 0x7fffffffu, hc = high_word(c) & 0x7fffffffu;
     if ((ha > hc ? ha : hc) >= (high_word(ctx.inv_tol) & 0x7fffffffu)) {
       ctx.bad = min(ctx.bad, row);
     }
-  } else if (!(fabs(a) < ctx.inv_tol && fabs(c) < ctx.inv_tol)) {
+  } else if (!divided_row_passes(a, c, ctx.inv_tol)) {
     ctx.bad = min(ctx.bad, row);
   }
 }

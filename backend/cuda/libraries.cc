@@ -11,18 +11,6 @@
 namespace stripesolve::backend::cuda {
 namespace {
 
-// The library by its soname (the run path and the loader's folders), else from the toolkit's
-// folder at build time.
-Result<void*> open_library(const std::string& soname) {
-  if (void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
-  const std::string first = dlerror();
-  const std::string path = std::string(STRIPESOLVE_CUDA_LIBRARY_DIR) + "/" + soname;
-  if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
-  return Status::unavailable(
-      fmt::format("cannot open {} (the CUDA toolkit's, needed for the GPU tier): {}; nor {}: {}",
-                  soname, first, path, dlerror()));
-}
-
 template <typename F>
 Status find(void* library, const std::string& soname, const char* name, F& out) {
   void* symbol = dlsym(library, name);
@@ -37,7 +25,7 @@ Result<CudaLibraries> open_all() {
   CudaLibraries t{};
   const std::string blas = fmt::format("libcublas.so.{}", CUBLAS_VER_MAJOR);
   const std::string solver = fmt::format("libcusolver.so.{}", CUSOLVER_VER_MAJOR);
-  STRIPESOLVE_ASSIGN_OR_RETURN(void* b, open_library(blas));
+  STRIPESOLVE_ASSIGN_OR_RETURN(void* b, open_cuda_library(blas));
   STRIPESOLVE_RETURN_IF_ERROR(find(b, blas, "cublasCreate_v2", t.blas_create));
   STRIPESOLVE_RETURN_IF_ERROR(find(b, blas, "cublasDestroy_v2", t.blas_destroy));
   STRIPESOLVE_RETURN_IF_ERROR(find(b, blas, "cublasSetStream_v2", t.blas_set_stream));
@@ -46,7 +34,7 @@ Result<CudaLibraries> open_all() {
   STRIPESOLVE_RETURN_IF_ERROR(find(b, blas, "cublasDgemm_v2", t.dgemm));
   STRIPESOLVE_RETURN_IF_ERROR(find(b, blas, "cublasDtrsm_v2", t.dtrsm));
   STRIPESOLVE_RETURN_IF_ERROR(find(b, blas, "cublasDgeam", t.dgeam));
-  STRIPESOLVE_ASSIGN_OR_RETURN(void* s, open_library(solver));
+  STRIPESOLVE_ASSIGN_OR_RETURN(void* s, open_cuda_library(solver));
   STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnCreate", t.solver_create));
   STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnDestroy", t.solver_destroy));
   STRIPESOLVE_RETURN_IF_ERROR(find(s, solver, "cusolverDnSetStream", t.solver_set_stream));
@@ -62,6 +50,16 @@ const Result<CudaLibraries>& opened() {
 }
 
 }  // namespace
+
+Result<void*> open_cuda_library(const std::string& soname) {
+  if (void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
+  const std::string first = dlerror();
+  const std::string path = std::string(STRIPESOLVE_CUDA_LIBRARY_DIR) + "/" + soname;
+  if (void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
+  return Status::unavailable(
+      fmt::format("cannot open {} (the CUDA toolkit's, needed for the GPU tier): {}; nor {}: {}",
+                  soname, first, path, dlerror()));
+}
 
 Result<const CudaLibraries*> load_cuda_libraries() {
   const Result<CudaLibraries>& libraries = opened();

@@ -13,6 +13,8 @@
 // others wait for it); the table is immutable once loaded and never unloaded.
 #pragma once
 
+#include <string>
+
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 
@@ -41,6 +43,10 @@ struct CudaLibraries {
 // Failure (a library or a function missing) is kUnavailable naming which, and is returned again
 // by every later call.
 Result<const CudaLibraries*> load_cuda_libraries();
+
+// One library by its soname: through the run path and the loader's folders, else from the
+// toolkit's library folder at build time. kUnavailable naming both tries and dlerror's reasons.
+Result<void*> open_cuda_library(const std::string& soname);
 
 // The table; load_cuda_libraries() must have succeeded (DeviceEngine::open makes sure of it
 // before any lane exists).

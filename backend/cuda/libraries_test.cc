@@ -46,5 +46,21 @@ TEST(CudaLibraries, AreOpenedOnlyWhenAskedForAndHaveEveryFunction) {
   EXPECT_EQ(load_cuda_libraries().value(), loaded.value());  // opened once
 }
 
+TEST(CudaLibraries, AMissingLibraryIsNamedWithBothPlacesTried) {
+  const Result<void*> missing = open_cuda_library("libstripesolve-no-such-library.so.1");
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+  const std::string& m = missing.status().message();
+  EXPECT_EQ(m.rfind("cannot open libstripesolve-no-such-library.so.1 (the CUDA toolkit's, needed "
+                    "for the GPU tier): ",
+                    0),
+            0u)
+      << m;
+  EXPECT_NE(m.find(std::string("nor ") + STRIPESOLVE_CUDA_LIBRARY_DIR +
+                   "/libstripesolve-no-such-library.so.1: "),
+            std::string::npos)
+      << m;
+}
+
 }  // namespace
 }  // namespace stripesolve::backend::cuda

@@ -338,8 +338,7 @@ __global__ void small_system_kernel(const double* dl, const double* d, const dou
   double cur = di[0];
   for (int k = 0; k < n && ok;) {
     const double scale = largest_magnitude(lo[k], di[k], up[k]);
-    const bool bad =
-        kPivot ? (cur == 0.0 || !isfinite(cur)) : !pivot_passes(cur, a.tol, scale);
+    const bool bad = kPivot ? (cur == 0.0 || !isfinite(cur)) : !pivot_passes(cur, a.tol, scale);
     bool one = true;
     if (kPivot && k + 1 < n) {
       const double a3 = k + 2 < n ? lo[k + 2] : 0.0, c2 = k + 2 < n ? up[k + 1] : 0.0;

@@ -1,6 +1,7 @@
 // stripesolve: the command-line client of stripesolved (docs/protocol.md). The global options
 // and the exit codes are here and in client/cli.h; the verbs are in client/*_verbs.cc.
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,9 @@
 #include "base/build_info.h"
 #include "client/cli.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace stripesolve;
   using namespace stripesolve::client;
   CLI::App app{"stripesolve: client of the stripesolved solver daemon"};
@@ -67,4 +70,19 @@ int main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   return code;
+}
+
+}  // namespace
+
+// An exception that escapes the start-up code (out of memory, a library's) ends the process with
+// its message and 1, not with std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stripesolve: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "stripesolve: an unknown exception\n");
+  }
+  return 1;
 }

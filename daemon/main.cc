@@ -3,6 +3,7 @@
 // configuration.
 #include <csignal>
 #include <cstdio>
+#include <exception>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -38,9 +39,7 @@ std::string version_text() {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   using namespace stripesolve;
   CLI::App app{"stripesolved: out-of-core dense and tridiagonal solver daemon"};
   std::string config_path, socket;
@@ -106,4 +105,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   return d.run();
+}
+
+}  // namespace
+
+// An exception that escapes the start-up code (out of memory, a library's) ends the process with
+// its message and 1, not with std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "stripesolved: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "stripesolved: an unknown exception\n");
+  }
+  return 1;
 }

@@ -273,6 +273,12 @@ void forecast_pcie_bytes(Plan& p, const Machine& m) {
   }
 }
 
+// The most tasks a solve's bookkeeping may hold: a quarter of the RAM budget
+// (check_schedule_fits).
+int64_t schedule_limit(const Plan& p) {
+  return static_cast<int64_t>(p.ram_budget / 4 / kScheduleBytesPerTask);
+}
+
 // Each strategy's SSD traffic and the time bound of compute, disk and PCIe it implies.
 void forecast_strategies(Plan& p, const Machine& m) {
   // Forecasts: cache model with the budget net of per-part slack.
@@ -281,14 +287,13 @@ void forecast_strategies(Plan& p, const Machine& m) {
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;
-    if (!check_schedule_fits(p, s, m.gpus > 0 ? p.early_next : 0, "").is_ok()) {
+    Result<Traffic> t = Status::unavailable("not forecast");
+    if (!schedule_fits(p, s, m.gpus > 0 ? p.early_next : 0)) {
       f.why = "its schedule is over the bound on tasks (a solve refuses it)";
-      p.forecasts.push_back(f);
-      continue;
-    }
-    auto t = predict_traffic(s, p.meta_stripes, model, p.upward_lead, p.early_next);
-    if (!t.is_ok()) f.why = "cache too small for the working set";
-    if (t.is_ok()) {
+    } else if (t = predict_traffic(s, p.meta_stripes, model, p.upward_lead, p.early_next);
+               !t.is_ok()) {
+      f.why = "cache too small for the working set";
+    } else {
       f.feasible = true;
       f.traffic = *t;
       const double compute = p.flops / (m.gflops * 1e9);
@@ -348,15 +353,17 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   return p;
 }
 
+bool schedule_fits(const Plan& p, Strategy strategy, int64_t early_next) {
+  const int64_t limit = schedule_limit(p);
+  if (p.stripes * (p.stripes + 1) / 2 <= limit) return true;  // N <= 2^30: no overflow
+  return count_tasks(strategy, p.stripes, p.meta_stripes, limit, p.upward_lead, early_next) <=
+         limit;
+}
+
 Status check_schedule_fits(const Plan& p, Strategy strategy, int64_t early_next,
                            std::string_view what) {
-  const uint64_t limit_bytes = p.ram_budget / 4;
-  const int64_t limit = static_cast<int64_t>(limit_bytes / kScheduleBytesPerTask);
-  const auto most_tasks = [](int64_t stripes) { return stripes * (stripes + 1) / 2; };
-  if (most_tasks(p.stripes) <= limit) return Status::ok();  // N <= 2^30: no overflow
-  if (count_tasks(strategy, p.stripes, p.meta_stripes, limit, p.upward_lead, early_next) <= limit) {
-    return Status::ok();
-  }
+  if (schedule_fits(p, strategy, early_next)) return Status::ok();
+  const int64_t limit = schedule_limit(p);
   // The fewest stripes whose most tasks fit, and the height that gives them.
   const auto fitting =
       static_cast<int64_t>((std::sqrt(8.0 * static_cast<double>(limit) + 1.0) - 1.0) / 2.0);

@@ -198,6 +198,8 @@ inline constexpr uint64_t kScheduleBytesPerTask = sizeof(Task) + 8;
 // plan.ram_budget: a matrix stored in very many thin stripes, whose height was fixed when it was
 // created or imported. The message names the stripes, the bytes, and a stripe height that fits.
 // Time: O(1) where N (N + 1) / 2 tasks fit, else at most the tasks the limit allows.
+// schedule_fits: the same test without the message (the planner's forecasts).
+bool schedule_fits(const Plan& plan, Strategy strategy, int64_t early_next);
 Status check_schedule_fits(const Plan& plan, Strategy strategy, int64_t early_next,
                            std::string_view what);
 

@@ -246,6 +246,35 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
   }
 }
 
+// A pivot that fails in an elimination level, its input rows all passing, names the system: the
+// rows of tridiag(1, 1, 1) divide to couplings of 1, and the first level of PCR (or the last of
+// CR, on two rows) divides row 0 by 1 - 1 * 1 = 0; with its first diagonal 1 + 1e-12 that
+// pivot is 1e-12, tiny against the tolerance 1e-10 (couplings of 1e12 after the division).
+TEST(GpuTest, ReductionLevelBreakdownNamesTheSystem) {
+  SKIP_WITHOUT_GPU();
+  const std::size_t n = 256, count = 4;
+  for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr, Algorithm::kPcrThomas,
+                        Algorithm::kCrPcrThomas}) {
+    for (double first_diagonal : {1.0, 1.0 + 1e-12}) {
+      SCOPED_TRACE(std::string(algorithm_name(alg)) + (first_diagonal == 1.0 ? " zero" : " tiny"));
+      StridedSystems b = make_strided_batch(std::vector<std::size_t>(count, n), 0);
+      for (std::size_t i = 2 * n; i < 3 * n; ++i) b.dl[i] = b.d[i] = b.du[i] = 1.0;
+      b.d[2 * n] = first_diagonal;
+      std::vector<double> x(n * count);
+      const BatchShape shape{BatchLayout::kStrided, n, count, {}};
+      GpuOptions gopt;
+      gopt.solve.algorithm = alg;
+      gopt.solve.pivot_tolerance = 1e-10;
+      auto r = solve_batch_gpu(shape, b.arrays(x), gopt);
+      ASSERT_FALSE(r.is_ok());
+      EXPECT_EQ(r.status().code(), StatusCode::kNumerical);
+      EXPECT_EQ(r.status().message(),
+                "system 2: " + std::string(algorithm_name(alg)) +
+                    " (GPU): zero, tiny or non-finite pivot in an elimination level");
+    }
+  }
+}
+
 // Systems larger than a group go through two passes of the kernel around the system of their
 // warp separators (288 rows a warp), which is solved the same way: one level below 1.3 M rows,
 // two above. Every stability type at n = 20000 as well.

@@ -90,7 +90,9 @@ Status ensure_shared_limits() {
 
 // Breakdown flags in the workspace: kPivotFlag and kSolutionFlag as LevelArgs' flags[0] and [1];
 // kReducedFlag, pivots of the systems of separators, reported only where level 0 found none
-// (their failures are mostly another's consequence).
+// (their failures are mostly another's consequence); in the reduction kernels (cr, pcr and the
+// hybrids), the first system whose elimination levels failed a pivot (warp_rows.cuh:
+// kLevelFlag, the same slot).
 enum FlagSlot { kPivotFlag = 0, kSolutionFlag = 1, kReducedFlag = 2, kFlagSlots = 3 };
 
 // Solves s with `kernel`, choose_kernel's choice for it: the one-pass kernel where its systems
@@ -161,9 +163,13 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t
   return kFlagBytes;
 }
 
+// The first breakdown the flags hold as a kNumerical status naming the system (where the batch
+// has several) and the row; `level_words`, where given, word kReducedFlag's failure without a
+// row (the reduction kernels' levels: warp_rows.cuh, kLevelFlag).
 Status read_flags(const char* name, const unsigned long long* dev_flags, std::size_t n_per_system,
                   std::size_t rows, cudaStream_t stream,
-                  const char* pivot_words = " (GPU): zero, tiny or non-finite pivot at row ") {
+                  const char* pivot_words = " (GPU): zero, tiny or non-finite pivot at row ",
+                  const char* level_words = nullptr) {
   unsigned long long flags[kFlagSlots];
   STRIPESOLVE_RETURN_IF_ERROR(
       cuda_check(cudaMemcpyAsync(flags, dev_flags, sizeof flags, cudaMemcpyDeviceToHost, stream),
@@ -175,6 +181,9 @@ Status read_flags(const char* name, const unsigned long long* dev_flags, std::si
     std::string where;
     if (n_per_system != 0 && n_per_system < rows) {
       where = "system " + std::to_string(flags[k] / n_per_system) + ": ";
+    }
+    if (k == kReducedFlag && level_words != nullptr) {
+      return Status::numerical(where + name + level_words);
     }
     const std::size_t row = n_per_system != 0 ? flags[k] % n_per_system : flags[k];
     return Status::numerical(
@@ -287,7 +296,9 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                               pivot_tolerance, flags, stream);
       STRIPESOLVE_RETURN_IF_ERROR(
           cuda_check(cudaGetLastError(), std::string(name) + " kernel launch"));
-      return read_flags(name, flags, n, b.rows, stream);
+      return read_flags(name, flags, n, b.rows, stream,
+                        " (GPU): zero, tiny or non-finite pivot at row ",
+                        " (GPU): zero, tiny or non-finite pivot in an elimination level");
   }
 }
 

@@ -171,8 +171,8 @@ __device__ void load_rows(auto& ctx, const double* in, Rows<M>& w) {
 // couplings then reach r - 2d and r + 2d. kLo, kHi: whether the partner is in the system (else
 // the slot's coupling to it is zero, and so is its part).
 template <bool kLo = true, bool kHi = true>
-__device__ __forceinline__ void eliminate_negated(auto& ctx, int row, Rows<M>& w, int s,
-                                                  const Row& lo, const Row& hi) {
+__device__ __forceinline__ void eliminate_negated(auto& ctx, Rows<M>& w, int s, const Row& lo,
+                                                  const Row& hi) {
   const double A = w.a[s], C = w.c[s];
   double b = 1.0, na = 0.0, nc = 0.0, nf = w.f[s];
   if constexpr (kHi) {
@@ -189,8 +189,7 @@ __device__ __forceinline__ void eliminate_negated(auto& ctx, int row, Rows<M>& w
   na = kLo ? na * r : 0.0;
   nc = kHi ? nc * r : 0.0;
   nf *= r;
-  // divide()'s pivot test (warp_rows.cuh); a zero pivot leaves r and so nc or na NaN.
-  if (!divided_row_passes(na, nc, ctx.inv_tol)) ctx.bad = min(ctx.bad, row);
+  note_level(ctx, na, nc);  // divide_level()'s test: a zero pivot leaves nc or na NaN
   w.a[s] = na;
   w.c[s] = nc;
   w.f[s] = nf;
@@ -206,13 +205,12 @@ __device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
     for (int s = 0; s < M; ++s) {
       const Row lo = s >= D ? row_of(old, s - D) : Row{};
       const Row hi = s + D < M ? row_of(old, s + D) : Row{};
-      const int row = ClassRow{}(s);
       if (s < D) {
-        eliminate_negated<false, true>(ctx, row, w, s, lo, hi);
+        eliminate_negated<false, true>(ctx, w, s, lo, hi);
       } else if (s + D >= M) {
-        eliminate_negated<true, false>(ctx, row, w, s, lo, hi);
+        eliminate_negated<true, false>(ctx, w, s, lo, hi);
       } else {
-        eliminate_negated(ctx, row, w, s, lo, hi);
+        eliminate_negated(ctx, w, s, lo, hi);
       }
     }
     pcr_in_class<2 * D>(ctx, w);
@@ -228,7 +226,7 @@ __device__ void thomas_in_class(auto& ctx, Rows<M>& w) {
   for (int s = 0; s < M; ++s) {
     const double A = w.a[s];
     double a = A, c = s + 1 < M ? w.c[s] : 0.0, f = fma(A, prev_f, w.f[s]);
-    divide(ctx, ClassRow{}(s), a, fma(-A, prev_c, 1.0), c, f);  // a: only for the test's scale
+    divide_level(ctx, a, fma(-A, prev_c, 1.0), c, f);  // a: only for the test's scale
     cp[s] = c;
     prev_c = c;
     prev_f = f;
@@ -243,9 +241,9 @@ __device__ void thomas_in_class(auto& ctx, Rows<M>& w) {
 // next lanes. With kEdges (the consecutive layout), lanes 0 and 31 take the previous and next
 // warps' rows from `edge` instead (warp c's lane 0 slot k at (2 c) 8 + k, its lane 31 slot
 // 16 - D + k at (2 c + 1) 8 + k). The rows go in chains s = k mod D, so that only the
-// partners in flight are live besides the slots. `row(s)`: the row slot s holds.
+// partners in flight are live besides the slots.
 template <int D, bool kEdges>
-__device__ void pcr_level(auto& ctx, Rows<M>& w, double* edge, auto row) {
+__device__ void pcr_level(auto& ctx, Rows<M>& w, double* edge) {
   constexpr int E = 2 * kWarps * 8;
   const int c = threadIdx.x >> 5, t = threadIdx.x & 31;
   if constexpr (kEdges) {
@@ -280,7 +278,7 @@ __device__ void pcr_level(auto& ctx, Rows<M>& w, double* edge, auto row) {
     for (int s = k; s < M; s += D) {
       const Row own = row_of(w, s);
       const Row hi = s + D < M ? row_of(w, s + D) : next;
-      eliminate_negated(ctx, row(s), w, s, lo, hi);
+      eliminate_negated(ctx, w, s, lo, hi);
       lo = own;
     }
   }
@@ -288,10 +286,10 @@ __device__ void pcr_level(auto& ctx, Rows<M>& w, double* edge, auto row) {
 
 // Levels D .. 8 slots apart, one layout.
 template <bool kEdges, int D = 1>
-__device__ void pcr_levels(auto& ctx, Rows<M>& w, double* edges, auto row) {
+__device__ void pcr_levels(auto& ctx, Rows<M>& w, double* edges) {
   if constexpr (D < M) {
-    pcr_level<D, kEdges>(ctx, w, edges + (D == 1 || D == 4 ? 0 : kEdge), row);
-    pcr_levels<kEdges, 2 * D>(ctx, w, edges, row);
+    pcr_level<D, kEdges>(ctx, w, edges + (D == 1 || D == 4 ? 0 : kEdge));
+    pcr_levels<kEdges, 2 * D>(ctx, w, edges);
   }
 }
 
@@ -355,7 +353,7 @@ __global__ void __launch_bounds__(T, 1)
     const bool more = sys + gridDim.x < count;
     const std::size_t next = (sys + gridDim.x) * n;
     constexpr bool kParts = A == Algorithm::kPcrThomas;
-    pcr_level<1, true>(ctx, w, edges, ConsecutiveRow{});
+    pcr_level<1, true>(ctx, w, edges);
     if (more) {
       if constexpr (kParts) {
         prefetch<0, 1>(in, dl, d, du, f, next, n, wide);
@@ -363,14 +361,14 @@ __global__ void __launch_bounds__(T, 1)
         prefetch(in, dl, d, du, f, next, n, wide);
       }
     }
-    pcr_level<2, true>(ctx, w, edges + kEdge, ConsecutiveRow{});
+    pcr_level<2, true>(ctx, w, edges + kEdge);
     if (kParts && more) prefetch<1, 2>(in, dl, d, du, f, next, n, wide);
-    pcr_level<4, true>(ctx, w, edges, ConsecutiveRow{});
+    pcr_level<4, true>(ctx, w, edges);
     if (kParts && more) prefetch<2, 3>(in, dl, d, du, f, next, n, wide);
-    pcr_level<8, true>(ctx, w, edges + kEdge, ConsecutiveRow{});
+    pcr_level<8, true>(ctx, w, edges + kEdge);
     if (kParts && more) prefetch<3, 4>(in, dl, d, du, f, next, n, wide);
     transpose(w, one, one + kOne, ConsecutiveRow{}, MiddleRow{});
-    pcr_levels<false>(ctx, w, edges, MiddleRow{});
+    pcr_levels<false>(ctx, w, edges);
     transpose(w, one, one + kOne, MiddleRow{}, ClassRow{});
     if constexpr (A == Algorithm::kPcr) {
       pcr_in_class(ctx, w);

@@ -95,7 +95,7 @@ __device__ void pcr_step(auto& ctx, Rows<8>& w, double* edge) {
       hi = shfl_down(old.a[u], old.c[u], old.f[u], 1);
       if (t == 31 && c < W - 1) hi = edge_row(c + 1, 0, u);
     }
-    eliminate(ctx, 8 * tid + s, w, s, lo, hi);
+    eliminate(ctx, w, s, lo, hi);
   }
 }
 

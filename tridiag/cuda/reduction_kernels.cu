@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
 #pragma unroll
         for (int s = 0; s < M; ++s) {
           const int r = ctx.row(8 * t + s);
-          eliminate(ctx, r, w, s, shared_row<W>(sm, r - h), shared_row<W>(sm, r + h));
+          eliminate(ctx, w, s, shared_row<W>(sm, r - h), shared_row<W>(sm, r + h));
         }
       }
       if (!kCr) __syncthreads();  // the level's partners are read

@@ -23,7 +23,8 @@
 //                  of rows 32 apart (lanes t and t + 16), solved as 2 x 2 systems (Thomas on
 //                  two rows), back-substitution.
 // A pivot (a diagonal before the division) that is zero, tiny against its row or not finite is
-// reported at its row (the smallest such row of the lane, Ctx).
+// reported: an input row's at its row (the smallest such row of the lane, Ctx), a level's by its
+// system (Ctx::level_worst: the test deferred to the end, kLevelFlag).
 #pragma once
 
 #include <type_traits>
@@ -63,10 +64,17 @@ struct Ctx {
   int n;
   double inv_tol;  // 1 / the pivot tolerance
   int stride, offset;
-  int bad = INT_MAX;    // the lane's smallest row with a failed pivot
+  int bad = INT_MAX;    // the lane's smallest input row with a failed pivot
   int bad_x = INT_MAX;  // the lane's smallest row with a non-finite right-hand side or solution
+  // The largest |a|, |c| of the lane's level divisions, their high words taken as floats
+  // (note_level()), compared once in report(); NaN once one was non-finite.
+  float level_worst = 0.0f;
   __device__ int row(int q) const { return q * stride + offset; }
 };
+
+// The flag slot of the level divisions' failures (device_solve.cu: kReducedFlag, which the
+// reduction kernels' systems do not otherwise use): the failed system's first row.
+constexpr int kLevelFlag = 2;
 
 template <int M>
 struct Rows {
@@ -109,17 +117,54 @@ __device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, 
   }
 }
 
+// A level's division with divide()'s test deferred: note_level() keeps the largest |a|, |c|
+// after it, and report() compares once. No comparison and no row at each division: a level's
+// row mixes 2^level input rows, so its number would tell a user little; the system is named.
+// PCR divides every row at each of its log2 n levels, and the test made at each division (as
+// divide()'s) cost pcr 9-34% of its speed on the H200 (docs/performance.md, "The near-breakdown
+// test's own cost").
+//
+// The high word of a double, taken as a float's bits, orders as the double's magnitude does
+// (sign bit cleared; 20 bits of mantissa): two FP32 maxima a division (|x| an operand modifier),
+// on a pipe the FP64 arithmetic leaves free. max.NaN keeps a NaN, and a high word from 2^1017
+// up (infinity and NaN among them) is a float NaN.
+__device__ __forceinline__ float max_keeping_nan(float x, float y) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+  return r;
+}
+__device__ __forceinline__ void note_level(auto& ctx, double a, double c) {
+  if constexpr (!kPivotTest) return;  // a measuring build (small_solves.h: kPivotTest)
+  const float ha = fabsf(__uint_as_float(high_word(a)));
+  const float hc = fabsf(__uint_as_float(high_word(c)));
+  ctx.level_worst = max_keeping_nan(ctx.level_worst, max_keeping_nan(ha, hc));
+}
+__device__ __forceinline__ void divide_level(auto& ctx, double& a, double b, double& c, double& f) {
+  const double r = reciprocal(b);
+  a *= r;
+  c *= r;
+  f *= r;
+  note_level(ctx, a, c);
+}
+
 // Stores the solution's row r of the system at `base`, noting a non-finite value.
 __device__ __forceinline__ void store_x(auto& ctx, double* x, std::size_t base, int r, double v) {
   if (!isfinite(v)) ctx.bad_x = min(ctx.bad_x, r);
   x[base + r] = v;
 }
 
-// Reports the lane's smallest failed rows of the system at `base`: pivots in flags[0],
-// non-finite values in flags[1].
+// Reports the lane's smallest failed rows of the system at `base`: input rows' pivots in
+// flags[0], non-finite values in flags[1], and the system (`base`) in flags[kLevelFlag] where a
+// level's pivot failed: |a| or |c| after its division at 1 / tol or above (to 20 bits of
+// mantissa), infinite or NaN.
 __device__ __forceinline__ void report(const auto& ctx, unsigned long long* flags,
                                        std::size_t base) {
   if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
+  // 1 / tol's high word as a float, infinity at most (tol = 0: only non-finite values fail).
+  const float limit = __uint_as_float(min(high_word(ctx.inv_tol), 0x7f800000u));
+  if (!(ctx.level_worst < limit)) {
+    atomicMin(flags + kLevelFlag, static_cast<unsigned long long>(base));
+  }
   if (ctx.bad_x != INT_MAX) {
     atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
   }
@@ -128,13 +173,13 @@ __device__ __forceinline__ void report(const auto& ctx, unsigned long long* flag
 // Eliminates slot s's partners lo (row r - d) and hi (row r + d): its couplings then reach
 // r - 2d and r + 2d.
 template <int M>
-__device__ __forceinline__ void eliminate(auto& ctx, int row, Rows<M>& w, int s, const Row& lo,
+__device__ __forceinline__ void eliminate(auto& ctx, Rows<M>& w, int s, const Row& lo,
                                           const Row& hi) {
   const double a = w.a[s], c = w.c[s];
   // Fused, with the signs on the operands: no separate negations or subtractions.
   const double b = fma(-c, hi.a, fma(-a, lo.c, 1.0));
   double na = (-a) * lo.a, nc = (-c) * hi.c, nf = fma(-c, hi.f, fma(-a, lo.f, w.f[s]));
-  divide(ctx, row, na, b, nc, nf);
+  divide_level(ctx, na, b, nc, nf);
   w.a[s] = na;
   w.c[s] = nc;
   w.f[s] = nf;
@@ -147,15 +192,14 @@ __device__ __forceinline__ void eliminate(auto& ctx, int row, Rows<M>& w, int s,
 template <int M, int S, int D>
 __device__ void pcr_step_within(auto& ctx, Rows<M>& w) {
   constexpr int R = M / S;
-  const int t = threadIdx.x & 31;
   if constexpr (2 * D == R) {  // pairs (k, k + D), one at a time: fewer registers live
 #pragma unroll
     for (int k = 0; k < D; ++k) {
       const int s = k * S + S - 1, u = s + D * S;
       const Row lo = shfl_up(w.a[u], w.c[u], w.f[u], 1), hi = shfl_down(w.a[s], w.c[s], w.f[s], 1);
       const Row own = row_of(w, s), up = row_of(w, u);
-      eliminate(ctx, ctx.row(t * M + s), w, s, lo, up);
-      eliminate(ctx, ctx.row(t * M + u), w, u, own, hi);
+      eliminate(ctx, w, s, lo, up);
+      eliminate(ctx, w, u, own, hi);
     }
   } else {
     Row prev[D], next[D];
@@ -171,7 +215,7 @@ __device__ void pcr_step_within(auto& ctx, Rows<M>& w) {
       const int s = k * S + S - 1;
       const Row lo = k >= D ? row_of(old, s - D * S) : prev[k];
       const Row hi = k + D < R ? row_of(old, s + D * S) : next[k + D - R];
-      eliminate(ctx, ctx.row(t * M + s), w, s, lo, hi);
+      eliminate(ctx, w, s, lo, hi);
     }
   }
 }
@@ -179,12 +223,11 @@ __device__ void pcr_step_within(auto& ctx, Rows<M>& w) {
 // A PCR step at distance g lanes: partners in lanes t - g and t + g, same slot.
 template <int M, int S>
 __device__ void pcr_step_across(auto& ctx, Rows<M>& w, int g) {
-  const int t = threadIdx.x & 31;
 #pragma unroll
   for (int s = S - 1; s < M; s += S) {
     const Row lo = shfl_up(w.a[s], w.c[s], w.f[s], g);
     const Row hi = shfl_down(w.a[s], w.c[s], w.f[s], g);
-    eliminate(ctx, ctx.row(t * M + s), w, s, lo, hi);
+    eliminate(ctx, w, s, lo, hi);
   }
 }
 
@@ -203,12 +246,11 @@ __device__ void pcr_within_lanes(auto& ctx, Rows<M>& w) {
 // last target's upper partner is the next lane's slot H - 1.
 template <int M, int H>
 __device__ void cr_down_within(auto& ctx, Rows<M>& w) {
-  const int t = threadIdx.x & 31;
   const Row next = shfl_down(w.a[H - 1], w.c[H - 1], w.f[H - 1], 1);
 #pragma unroll
   for (int s = 2 * H - 1; s < M; s += 2 * H) {
     const Row hi = s + H < M ? row_of(w, s + H) : next;
-    eliminate(ctx, ctx.row(t * M + s), w, s, row_of(w, s - H), hi);
+    eliminate(ctx, w, s, row_of(w, s - H), hi);
   }
 }
 
@@ -230,7 +272,7 @@ __device__ void cr_down_across(auto& ctx, Rows<M>& w, int g) {
   constexpr int s = M - 1;
   const Row lo = shfl_up(w.a[s], w.c[s], w.f[s], g);
   const Row hi = shfl_down(w.a[s], w.c[s], w.f[s], g);
-  if ((t & (2 * g - 1)) == 2 * g - 1) eliminate(ctx, ctx.row(t * M + s), w, s, lo, hi);
+  if ((t & (2 * g - 1)) == 2 * g - 1) eliminate(ctx, w, s, lo, hi);
 }
 
 template <int M>
@@ -274,12 +316,11 @@ __device__ void transpose(double* tmp, double (&v)[M]) {
 template <int M, int D = 1>
 __device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
   if constexpr (D < M) {
-    const int t = threadIdx.x & 31;
     const Rows<M> old = w;
     const Row zero{0.0, 0.0, 0.0};
 #pragma unroll
     for (int s = 0; s < M; ++s) {
-      eliminate(ctx, ctx.row(t + 32 * s), w, s, s >= D ? row_of(old, s - D) : zero,
+      eliminate(ctx, w, s, s >= D ? row_of(old, s - D) : zero,
                 s + D < M ? row_of(old, s + D) : zero);
     }
     pcr_in_class<M, 2 * D>(ctx, w);
@@ -290,13 +331,12 @@ __device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
 // rows): x in f.
 template <int M>
 __device__ void thomas_in_class(auto& ctx, Rows<M>& w) {
-  const int t = threadIdx.x & 31;
   double cp[M];
   double prev_c = 0.0, prev_f = 0.0;
 #pragma unroll
   for (int s = 0; s < M; ++s) {
     double a = w.a[s], c = s + 1 < M ? w.c[s] : 0.0, f = w.f[s] - a * prev_f;
-    divide(ctx, ctx.row(t + 32 * s), a, 1.0 - a * prev_c, c, f);  // a: only for the test's scale
+    divide_level(ctx, a, 1.0 - a * prev_c, c, f);  // a: only for the test's scale
     cp[s] = c;
     prev_c = c;
     prev_f = f;
@@ -364,7 +404,7 @@ __device__ bool solve_system(auto& ctx, Rows<M>& w, double* tmp) {
             const double cp = upper ? w.c[s] : pc, fp = upper ? w.f[s] : pf;
             const double aq = upper ? pa : w.a[s], fq = upper ? pf : w.f[s];
             double a = aq, c = 0.0, xq = fq - aq * fp;
-            divide(ctx, ctx.row(t * M + s), a, 1.0 - aq * cp, c, xq);
+            divide_level(ctx, a, 1.0 - aq * cp, c, xq);
             w.f[s] = upper ? fp - cp * xq : xq;
           }
         }

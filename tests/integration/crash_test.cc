@@ -49,6 +49,7 @@ using namespace std::chrono_literals;
 
 pid_t spawn(std::vector<std::string> args, const std::string& stderr_path = "") {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;
@@ -68,7 +69,10 @@ std::string crash_dir() {
   char tmpl[] = "/tmp/ss-crash-XXXXXX";
   const char* dir = ::mkdtemp(tmpl);
   // Thrown, the test fails (gtest reports the exception) before it touches any directory.
-  if (dir == nullptr) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
+  if (dir == nullptr) {
+    throw std::runtime_error(std::string("mkdtemp: ") +
+                             std::strerror(errno));  // NOLINT(concurrency-mt-unsafe)
+  }
   return dir;
 }
 
@@ -157,7 +161,7 @@ std::set<int64_t> restarted_stripes(const std::string& log) {
 }
 
 int kills_wanted() {
-  const char* env = std::getenv("STRIPESOLVE_CRASH_KILLS");
+  const char* env = std::getenv("STRIPESOLVE_CRASH_KILLS");  // NOLINT(concurrency-mt-unsafe)
   return env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 3;
 }
 
@@ -228,7 +232,7 @@ class CrashIntegration : public ::testing::Test {
   // Waits for the watcher, which must have followed the job to its end; returns its stderr.
   std::string expect_watcher_succeeded(pid_t watcher) const {
     const int status = wait_exit(watcher, 120s);
-    const std::string err = read_file(dir_ + "/watch.err");
+    std::string err = read_file(dir_ + "/watch.err");
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << err;
     return err;
   }
@@ -244,7 +248,6 @@ void CrashIntegration::kill_and_resume(const std::string& engine_lines,
   SpawnedDaemon daemon(dir_, "", engine_lines);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
-  constexpr int64_t n = kOrder;
   ASSERT_NO_FATAL_FAILURE(create_k(*c));
 
   // On a GPU the daemon's first solve also opens cuBLAS and cuSOLVER and makes the device's
@@ -264,7 +267,7 @@ void CrashIntegration::kill_and_resume(const std::string& engine_lines,
   ASSERT_EQ((*reference_job)["state"], "COMPLETED") << reference_job->dump();
   const uint64_t reference_id = (*reference_job)["id"].get<uint64_t>();
   const std::vector<double> reference = fetch_solution(*c, reference_id, dir_ + "/reference.npy");
-  ASSERT_EQ(reference.size(), static_cast<size_t>(n));
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kOrder));
 
   // The interrupted run, followed by the CLI's `watch` across the restarts.
   auto id = client::submit_job(*c, solve_job("K"));
@@ -450,11 +453,11 @@ TEST_F(CrashIntegration, AKillDuringAnImportLeavesNoHalfImportedMatrix) {
   SpawnedDaemon daemon(dir_);
   auto c = daemon.start();
   ASSERT_NE(c, nullptr);
-  constexpr int64_t n = 1500;
-  std::vector<double> a(static_cast<size_t>(n * n));
+  constexpr int64_t kN = 1500;
+  std::vector<double> a(static_cast<size_t>(kN * kN));
   for (size_t i = 0; i < a.size(); ++i)
-    a[i] = static_cast<double>(i % 97) - 48.0 + (i % (n + 1) == 0 ? 5e3 : 0);
-  write_npy(dir_ + "/a.npy", {n, n}, a);
+    a[i] = static_cast<double>(i % 97) - 48.0 + (i % (kN + 1) == 0 ? 5e3 : 0);
+  write_npy(dir_ + "/a.npy", {kN, kN}, a);
   std::mt19937_64 rng(std::random_device{}());
   std::uniform_real_distribution<double> moment(0.0, 0.15);
   auto request = client::build_import_job("A", dir_ + "/a.npy", 100);

@@ -57,7 +57,9 @@ constexpr int kWarpArray = static_cast<int>(kMaxWarpSystem) + 32;
 // at n = 1024 78% -> 64% and pcr at 256 83% -> 78% (other registers and schedules); so only
 // the CR family's 16-warp blocks take it (62.9% and 63.1% then). Keep the test inline in
 // divide(): as a member function returning bool it cost the warp kernels 10% more
-// instructions (selects and byte permutes instead of one integer minimum).
+// instructions (selects and byte permutes instead of one integer minimum). (Measured when
+// every level's division took that test; it now serves the input rows' divisions only, the
+// levels' being deferred: divide_level().)
 template <bool kIntegerTest = false>
 struct Ctx {
   static constexpr bool kInteger = kIntegerTest;

@@ -166,9 +166,9 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t
 // The first breakdown the flags hold as a kNumerical status naming the system (where the batch
 // has several) and the row; `level_words`, where given, word kReducedFlag's failure without a
 // row (the reduction kernels' levels: warp_rows.cuh, kLevelFlag).
+constexpr const char* kPivotWords = " (GPU): zero, tiny or non-finite pivot at row ";
 Status read_flags(const char* name, const unsigned long long* dev_flags, std::size_t n_per_system,
-                  std::size_t rows, cudaStream_t stream,
-                  const char* pivot_words = " (GPU): zero, tiny or non-finite pivot at row ",
+                  std::size_t rows, cudaStream_t stream, const char* pivot_words = kPivotWords,
                   const char* level_words = nullptr) {
   unsigned long long flags[kFlagSlots];
   STRIPESOLVE_RETURN_IF_ERROR(
@@ -296,8 +296,7 @@ Status solve_device(Algorithm algorithm, BatchLayout layout, const DeviceBatch& 
                               pivot_tolerance, flags, stream);
       STRIPESOLVE_RETURN_IF_ERROR(
           cuda_check(cudaGetLastError(), std::string(name) + " kernel launch"));
-      return read_flags(name, flags, n, b.rows, stream,
-                        " (GPU): zero, tiny or non-finite pivot at row ",
+      return read_flags(name, flags, n, b.rows, stream, kPivotWords,
                         " (GPU): zero, tiny or non-finite pivot in an elimination level");
   }
 }

@@ -196,21 +196,27 @@ __device__ __forceinline__ void eliminate_negated(auto& ctx, Rows<M>& w, int s, 
 }
 
 // PCR levels at slot distances 1 .. 8 on the class layout (slots 256 rows apart): partners
-// beyond the slots are outside the system. Each row alone after them.
+// beyond the slots are outside the system. Each row alone after them. A level runs its D chains
+// of slots D apart in turn, each slot after its lower partner, so that only that partner's old
+// row is kept (a copy of all M slots spilled pcr's kernel at the register limit).
 template <int D = 1>
 __device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
   if constexpr (D < M) {
-    const Rows<M> old = w;
 #pragma unroll
-    for (int s = 0; s < M; ++s) {
-      const Row lo = s >= D ? row_of(old, s - D) : Row{};
-      const Row hi = s + D < M ? row_of(old, s + D) : Row{};
-      if (s < D) {
-        eliminate_negated<false, true>(ctx, w, s, lo, hi);
-      } else if (s + D >= M) {
-        eliminate_negated<true, false>(ctx, w, s, lo, hi);
-      } else {
-        eliminate_negated(ctx, w, s, lo, hi);
+    for (int k = 0; k < D; ++k) {
+      Row lo{};
+#pragma unroll
+      for (int s = k; s < M; s += D) {
+        const Row own = row_of(w, s);
+        const Row hi = s + D < M ? row_of(w, s + D) : Row{};
+        if (s < D) {
+          eliminate_negated<false, true>(ctx, w, s, lo, hi);
+        } else if (s + D >= M) {
+          eliminate_negated<true, false>(ctx, w, s, lo, hi);
+        } else {
+          eliminate_negated(ctx, w, s, lo, hi);
+        }
+        lo = own;
       }
     }
     pcr_in_class<2 * D>(ctx, w);
@@ -322,7 +328,7 @@ template <Algorithm A>
 __global__ void __launch_bounds__(T, 1)
     pcr_level_groups_kernel(const double* __restrict__ dl, const double* __restrict__ d,
                             const double* __restrict__ du, const double* __restrict__ f,
-                            double* __restrict__ x, int n, std::size_t count, double tol,
+                            double* __restrict__ x, int n, std::size_t count, double inv_tol,
                             unsigned long long* flags) {
   extern __shared__ double sm[];
   double* in = sm;                 // the next system: dl, d, du, f
@@ -338,11 +344,12 @@ __global__ void __launch_bounds__(T, 1)
   }
   for (; sys < count; sys += gridDim.x) {
     const std::size_t base = sys * n;
-    Ctx<> ctx{n, 1.0 / tol, 1, 0};
+    Ctx<> ctx{n, inv_tol, 1, 0};
     wait_copies();
     __syncthreads();
     Rows<M> w;
     load_rows(ctx, in, w);
+    report_inputs(ctx, flags, base);
     // The first level's barrier ends the copy's reads. The next system's copy goes out after
     // it; for pcr_thomas in four parts after the first four levels, so that the copies' issue
     // (8,192 an SM a system, whose operands the load/store unit takes in turn) overlaps
@@ -396,10 +403,10 @@ void launch_pcr_level_groups(Algorithm algorithm, const double* dl, const double
   const int ni = static_cast<int>(n);
   if (algorithm == Algorithm::kPcr) {
     pcr_level_groups_kernel<Algorithm::kPcr>
-        <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, tol, flags);
+        <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, 1.0 / tol, flags);
   } else {
     pcr_level_groups_kernel<Algorithm::kPcrThomas>
-        <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, tol, flags);
+        <<<blocks, T, kBytes, s>>>(dl, d, du, f, x, ni, count, 1.0 / tol, flags);
   }
 }
 

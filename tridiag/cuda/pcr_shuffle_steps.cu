@@ -112,7 +112,7 @@ template <Algorithm A>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     pcr_shuffle_kernel(const double* __restrict__ dl, const double* __restrict__ d,
                        const double* __restrict__ du, const double* __restrict__ f,
-                       double* __restrict__ x, int n, std::size_t count, double tol,
+                       double* __restrict__ x, int n, std::size_t count, double inv_tol,
                        unsigned long long* flags) {
   using L = Layout;
   constexpr int T = 32 * W;
@@ -125,7 +125,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   prefetch(in, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += gridDim.x) {
     const std::size_t base = sys * n;
-    Ctx<> ctx{n, 1.0 / tol, W, c};
+    Ctx<> ctx{n, inv_tol, W, c};
     wait_copies();
     __syncthreads();
     Rows<8> w;  // row 8 tid + s in slot s, divided by its diagonal
@@ -146,6 +146,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
       w.c[s] = cc;
       w.f[s] = g;
     }
+    report_inputs(ctx, flags, base);
     pcr_steps(ctx, w, edges);  // its barriers also end the reads of the copy
     // To the classes through the copy's space: warp c gets rows W (8 t + s) + c.
 #pragma unroll
@@ -187,7 +188,7 @@ void launch(const double* dl, const double* d, const double* du, const double* f
   const std::size_t most = std::size_t(multiprocessors()) * (16 / W);
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
   pcr_shuffle_kernel<A>
-      <<<blocks, 32 * W, Layout::kBytes, s>>>(dl, d, du, f, x, n, count, tol, flags);
+      <<<blocks, 32 * W, Layout::kBytes, s>>>(dl, d, du, f, x, n, count, 1.0 / tol, flags);
 }
 
 }  // namespace

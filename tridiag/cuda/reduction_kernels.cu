@@ -105,7 +105,7 @@ template <Algorithm A, int W>
 __global__ void __launch_bounds__(32 * W, 16 / W)
     block_reduction_kernel(const double* __restrict__ dl, const double* __restrict__ d,
                            const double* __restrict__ du, const double* __restrict__ f,
-                           double* __restrict__ x, int n, std::size_t count, double tol,
+                           double* __restrict__ x, int n, std::size_t count, double inv_tol,
                            unsigned long long* flags) {
   using B = Block<W>;
   constexpr int T = 32 * W, M = kRowsPerLane;
@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
   if constexpr (kPrefetch) prefetch<W>(in, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += gridDim.x) {
     const std::size_t base = sys * n;
-    Ctx<kCr && W == 16> ctx{n, 1.0 / tol, W, c};
+    Ctx<kCr && W == 16> ctx{n, inv_tol, W, c};
     if constexpr (kPrefetch) {
       wait_copies();
       __syncthreads();
@@ -145,6 +145,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
       if (!(isfinite(a) && isfinite(cc) && isfinite(g))) a = cc = g = 0.0;  // reported
       store_row<W>(sm, r, a, cc, g);
     }
+    report_inputs(ctx, flags, base);
     __syncthreads();
     if constexpr (kPrefetch) {
       if (sys + gridDim.x < count) prefetch<W>(in, dl, d, du, f, (sys + gridDim.x) * n, n);
@@ -233,7 +234,7 @@ void launch(const double* dl, const double* d, const double* du, const double* f
   const std::size_t most = P::kPrefetch ? std::size_t(multiprocessors()) * P::kBlocksPerSm : count;
   const unsigned blocks = static_cast<unsigned>(count < most ? count : most);
   block_reduction_kernel<A, W>
-      <<<blocks, 32 * W, P::kBytes, s>>>(dl, d, du, f, x, n, count, tol, flags);
+      <<<blocks, 32 * W, P::kBytes, s>>>(dl, d, du, f, x, n, count, 1.0 / tol, flags);
 }
 
 template <int W>

@@ -54,7 +54,7 @@ template <Algorithm A, int M>
 __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
     warp_reduction_kernel(const double* __restrict__ dl, const double* __restrict__ d,
                           const double* __restrict__ du, const double* __restrict__ f,
-                          double* __restrict__ x, int n, std::size_t count, double tol,
+                          double* __restrict__ x, int n, std::size_t count, double inv_tol,
                           unsigned long long* flags) {
   extern __shared__ double smem[];
   const int warp = threadIdx.x >> 5, t = threadIdx.x & 31;
@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
   std::size_t sys = std::size_t(blockIdx.x) * kWarps + warp;
   if (sys < count) prefetch(buf, dl, d, du, f, sys * n, n);
   for (; sys < count; sys += stride) {
-    Ctx<> ctx{n, 1.0 / tol, 1, 0};
+    Ctx<> ctx{n, inv_tol, 1, 0};
     wait_copies();
     __syncwarp();
     Rows<M> w;
@@ -72,6 +72,7 @@ __global__ void __launch_bounds__(32 * kWarps, kBlocksPerSm)
     __syncwarp();
     if (sys + stride < count) prefetch(buf, dl, d, du, f, (sys + stride) * n, n);
     const std::size_t base = sys * n;
+    report_inputs(ctx, flags, base);
     const bool in_classes = solve_system<A, M>(ctx, w, tmp);
     if constexpr (M > 1) {
       if (!in_classes) transpose<M, true>(tmp, w.f);
@@ -95,7 +96,7 @@ void launch(const double* dl, const double* d, const double* du, const double* f
       static_cast<unsigned>(want < std::size_t(sms) * kBlocksPerSm ? want : sms * kBlocksPerSm);
   const std::size_t bytes = std::size_t(kWarps) * kArrays * kWarpArray * sizeof(double);
   warp_reduction_kernel<A, M>
-      <<<blocks, 32 * kWarps, bytes, stream>>>(dl, d, du, f, x, n, count, tol, flags);
+      <<<blocks, 32 * kWarps, bytes, stream>>>(dl, d, du, f, x, n, count, 1.0 / tol, flags);
 }
 
 }  // namespace

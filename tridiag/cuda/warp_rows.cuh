@@ -68,9 +68,9 @@ struct Ctx {
   int stride, offset;
   int bad = INT_MAX;    // the lane's smallest input row with a failed pivot
   int bad_x = INT_MAX;  // the lane's smallest row with a non-finite right-hand side or solution
-  // The largest |a|, |c| of the lane's level divisions, their high words taken as floats
-  // (note_level()), compared once in report(); NaN once one was non-finite.
-  float level_worst = 0.0f;
+  // The largest |a|, |c| of the lane's level divisions as high words shifted past the sign bit
+  // (note_level()), compared once in report().
+  unsigned level_worst = 0;
   __device__ int row(int q) const { return q * stride + offset; }
 };
 
@@ -126,20 +126,14 @@ __device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, 
 // divide()'s) cost pcr 9-34% of its speed on the H200 (docs/performance.md, "The near-breakdown
 // test's own cost").
 //
-// The high word of a double, taken as a float's bits, orders as the double's magnitude does
-// (sign bit cleared; 20 bits of mantissa): two FP32 maxima a division (|x| an operand modifier),
-// on a pipe the FP64 arithmetic leaves free. max.NaN keeps a NaN, and a high word from 2^1017
-// up (infinity and NaN among them) is a float NaN.
-__device__ __forceinline__ float max_keeping_nan(float x, float y) {
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
-  return r;
-}
+// The high word of a double shifted past its sign bit orders as the double's magnitude does (20
+// bits of mantissa; infinity and NaN above every finite value): two shifts and two integer
+// maxima a division. (FP32 maxima of the high words taken as floats' bits, on another pipe,
+// made pcr's largest kernels spill: docs/performance.md, "What the registers say".)
 __device__ __forceinline__ void note_level(auto& ctx, double a, double c) {
   if constexpr (!kPivotTest) return;  // a measuring build (small_solves.h: kPivotTest)
-  const float ha = fabsf(__uint_as_float(high_word(a)));
-  const float hc = fabsf(__uint_as_float(high_word(c)));
-  ctx.level_worst = max_keeping_nan(ctx.level_worst, max_keeping_nan(ha, hc));
+  const unsigned ha = high_word(a) << 1, hc = high_word(c) << 1;
+  ctx.level_worst = max(ctx.level_worst, max(ha, hc));
 }
 __device__ __forceinline__ void divide_level(auto& ctx, double& a, double b, double& c, double& f) {
   const double r = reciprocal(b);
@@ -162,14 +156,25 @@ __device__ __forceinline__ void store_x(auto& ctx, double* x, std::size_t base, 
 __device__ __forceinline__ void report(const auto& ctx, unsigned long long* flags,
                                        std::size_t base) {
   if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
-  // 1 / tol's high word as a float, infinity at most (tol = 0: only non-finite values fail).
-  const float limit = __uint_as_float(min(high_word(ctx.inv_tol), 0x7f800000u));
-  if (!(ctx.level_worst < limit)) {
+  if (ctx.level_worst >= high_word(ctx.inv_tol) << 1) {
     atomicMin(flags + kLevelFlag, static_cast<unsigned long long>(base));
   }
   if (ctx.bad_x != INT_MAX) {
     atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
   }
+}
+
+// Reports the input rows' failures (flags[0] and [1]) as soon as their divisions are done, and
+// forgets them: no row number stays live through the levels, whose test keeps no row. pcr's
+// kernels, at the register limit, spilled the registers it freed (ptxas -v: pcr at n = 4096 124
+// bytes with it kept, 4 without).
+__device__ __forceinline__ void report_inputs(auto& ctx, unsigned long long* flags,
+                                              std::size_t base) {
+  if (ctx.bad != INT_MAX) atomicMin(flags, static_cast<unsigned long long>(base + ctx.bad));
+  if (ctx.bad_x != INT_MAX) {
+    atomicMin(flags + 1, static_cast<unsigned long long>(base + ctx.bad_x));
+  }
+  ctx.bad = ctx.bad_x = INT_MAX;
 }
 
 // Eliminates slot s's partners lo (row r - d) and hi (row r + d): its couplings then reach

@@ -127,13 +127,15 @@ __device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, 
 // test's own cost").
 //
 // The high word of a double shifted past its sign bit orders as the double's magnitude does (20
-// bits of mantissa; infinity and NaN above every finite value): two shifts and two integer
-// maxima a division. (FP32 maxima of the high words taken as floats' bits, on another pipe,
-// made pcr's largest kernels spill: docs/performance.md, "What the registers say".)
+// bits of mantissa; infinity and NaN above every finite value). max(h + h, worst) is one
+// instruction on sm_90 (VIADDMNMX; the sum drops the sign bit), two a division: pcr's test at
+// n = 4096 cost 12% where a shift and a maximum for each cost 21%, FP32 maxima of the high words
+// taken as floats' bits 26% (they made its kernel spill): docs/performance.md, "The levels' test
+// deferred".
 __device__ __forceinline__ void note_level(auto& ctx, double a, double c) {
   if constexpr (!kPivotTest) return;  // a measuring build (small_solves.h: kPivotTest)
-  const unsigned ha = high_word(a) << 1, hc = high_word(c) << 1;
-  ctx.level_worst = max(ctx.level_worst, max(ha, hc));
+  ctx.level_worst = __viaddmax_u32(high_word(a), high_word(a), ctx.level_worst);
+  ctx.level_worst = __viaddmax_u32(high_word(c), high_word(c), ctx.level_worst);
 }
 __device__ __forceinline__ void divide_level(auto& ctx, double& a, double b, double& c, double& f) {
   const double r = reciprocal(b);

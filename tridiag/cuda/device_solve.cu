@@ -91,9 +91,10 @@ Status ensure_shared_limits() {
 // Breakdown flags in the workspace: kPivotFlag and kSolutionFlag as LevelArgs' flags[0] and [1];
 // kReducedFlag, pivots of the systems of separators, reported only where level 0 found none
 // (their failures are mostly another's consequence); in the reduction kernels (cr, pcr and the
-// hybrids), the first system whose elimination levels failed a pivot (warp_rows.cuh:
+// hybrids), the first system whose elimination levels failed a pivot (reduction_kernels.cuh:
 // kLevelFlag, the same slot).
 enum FlagSlot { kPivotFlag = 0, kSolutionFlag = 1, kReducedFlag = 2, kFlagSlots = 3 };
+static_assert(kLevelFlag == kReducedFlag, "read_flags words the reduction kernels' level flag");
 
 // Solves s with `kernel`, choose_kernel's choice for it: the one-pass kernel where its systems
 // fit a group, else two passes around the system of warp separators, which is solved the same
@@ -165,7 +166,7 @@ std::size_t workspace_bytes(Algorithm algorithm, BatchLayout layout, std::size_t
 
 // The first breakdown the flags hold as a kNumerical status naming the system (where the batch
 // has several) and the row; `level_words`, where given, word kReducedFlag's failure without a
-// row (the reduction kernels' levels: warp_rows.cuh, kLevelFlag).
+// row (the reduction kernels' levels: reduction_kernels.cuh, kLevelFlag).
 constexpr const char* kPivotWords = " (GPU): zero, tiny or non-finite pivot at row ";
 Status read_flags(const char* name, const unsigned long long* dev_flags, std::size_t n_per_system,
                   std::size_t rows, cudaStream_t stream, const char* pivot_words = kPivotWords,

@@ -11,6 +11,12 @@
 
 namespace stripesolve::tridiag::gpu {
 
+// The flags a reduction kernel raises (atomicMin into flags[0..2]): the first input row whose
+// pivot failed, the first row with a non-finite right-hand side or solution, and in
+// flags[kLevelFlag] the first row of the first system whose elimination levels failed the pivot
+// test (warp_rows.cuh: note_level, report). device_solve.cu words them (read_flags).
+constexpr int kLevelFlag = 2;
+
 // Launches `kernel` (choose_kernel's choice for algorithm on a strided batch of n-row systems:
 // kWarpReduction, kBlockReduction, kPcrShuffleSteps or kPcrLevelGroups).
 void launch_reduction_solver(KernelChoice kernel, Algorithm algorithm, const double* dl,

@@ -32,6 +32,7 @@
 #include <climits>
 #include <cuda_runtime.h>
 
+#include "tridiag/cuda/reduction_kernels.cuh"
 #include "tridiag/cuda/small_solves.h"
 #include "tridiag/tridiag.h"
 
@@ -73,10 +74,6 @@ struct Ctx {
   unsigned level_worst = 0;
   __device__ int row(int q) const { return q * stride + offset; }
 };
-
-// The flag slot of the level divisions' failures (device_solve.cu: kReducedFlag, which the
-// reduction kernels' systems do not otherwise use): the failed system's first row.
-constexpr int kLevelFlag = 2;
 
 template <int M>
 struct Rows {

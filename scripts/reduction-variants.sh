@@ -5,7 +5,8 @@
 # the tree. Builds them all, runs each variant's GPU tests (tridiag_test Gpu* and Cuda*), then
 # `tridiag_gpu_bench 26 5 reduction` ROUNDS times (default 3) for every build in turn, and
 # prints each algorithm and size's best time, its cost against the build without the test and
-# its speed against the tree. $OUT gets summary.txt, the log and one tarball of the JSON, build
+# its speed against the tree, then each build's kernels' SASS instruction counts
+# (scripts/sass-counts.py). $OUT gets summary.txt, the log and one tarball of the JSON, build
 # and test logs (the device tool returns only a few files).
 # Usage (repository root, GPU machine): scripts/reduction-variants.sh [variant.patch ...]
 set -u
@@ -92,6 +93,18 @@ for k in sorted(best['tree']):
         cells.append(cell)
     print(f'{k[0]:14s} {k[1]:5d} ' + ''.join(f'{c:>{width}s}' for c in cells))
 PY
+# Each build's reduction kernels as SASS: instructions and FP64 instructions a kernel (static
+# counts; the levels are unrolled), where the toolkit has cuobjdump.
+if command -v cuobjdump > /dev/null; then
+  for name in "${names[@]}"; do
+    echo
+    echo "SASS, $name"
+    for src in warp_reduction reduction_kernels pcr_shuffle_steps pcr_level_groups; do
+      find "$WORK/build_$name" -name "$src.cu.o" -exec cuobjdump -sass {} \; |
+        scripts/sass-counts.py
+    done
+  done >> "$OUT/summary.txt"
+fi
 cat "$OUT/summary.txt"
 tar -C "$WORK" -czf "$OUT/results.tgz" json logs
 echo "end $(date +%T)"

@@ -206,9 +206,10 @@ TEST(GpuTest, OnePassBreakdownNamesSystemAndRow) {
   }
 }
 
-// CR, PCR and the hybrids report a NaN pivot and an infinite right-hand side at their rows (rows
-// in the middle and at both ends of a lane, a warp and the system), in one warp (n <= 256) and
-// in a block of several.
+// CR, PCR and the hybrids report a NaN pivot, a tiny one (finite: only the tolerance fails it)
+// and an infinite right-hand side at their rows (rows in the middle and at both ends of a lane,
+// a warp and the system), in one warp (n <= 256) and in a block of several. The kernels test the
+// input rows after a lane's last (divide_input()), and name the row by testing its rows again.
 TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
   SKIP_WITHOUT_GPU();
   const std::size_t count = 4;
@@ -218,13 +219,16 @@ TEST(GpuTest, ReductionBreakdownNamesSystemAndRow) {
   for (Algorithm alg : {Algorithm::kCr, Algorithm::kPcr, Algorithm::kCrPcr, Algorithm::kPcrThomas,
                         Algorithm::kCrPcrThomas}) {
     for (auto [n, bad_row] : cases) {
-      for (bool pivot : {true, false}) {
+      for (const char* what : {"NaN pivot", "tiny pivot", "right-hand side"}) {
         SCOPED_TRACE(std::string(algorithm_name(alg)) + " n=" + std::to_string(n) + " row " +
-                     std::to_string(bad_row) + (pivot ? " (pivot)" : " (right-hand side)"));
+                     std::to_string(bad_row) + " (" + what + ")");
+        const bool pivot = what[0] != 'r';
         StridedSystems b = make_strided_batch(std::vector<std::size_t>(count, n), 0);
         const std::size_t o = 2 * n + bad_row;
-        if (pivot) {
+        if (what[0] == 'N') {
           b.d[o] = std::numeric_limits<double>::quiet_NaN();
+        } else if (pivot) {
+          b.d[o] = 1e-300;  // the couplings over it near 1e300, finite
         } else {
           b.f[o] = std::numeric_limits<double>::infinity();
         }

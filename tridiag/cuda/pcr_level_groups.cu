@@ -157,9 +157,7 @@ __device__ void load_rows(auto& ctx, const double* in, Rows<M>& w) {
       }
       a = -a;
       c = -c;
-      divide(ctx, r, a, b, c, g);
-      if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
-      if (!(isfinite(a) && isfinite(c) && isfinite(g))) a = c = g = 0.0;  // reported
+      divide_input(ctx, a, b, c, g);
       w.a[s] = a;
       w.c[s] = c;
       w.f[s] = g;
@@ -169,12 +167,26 @@ __device__ void load_rows(auto& ctx, const double* in, Rows<M>& w) {
 
 // Eliminates slot s's partners lo (row r - d) and hi (row r + d), negated couplings: its
 // couplings then reach r - 2d and r + 2d. kLo, kHi: whether the partner is in the system (else
-// the slot's coupling to it is zero, and so is its part).
-template <bool kLo = true, bool kHi = true>
+// the slot's coupling to it is zero, and so is its part). kLast: the last level, whose couplings
+// are zero and not formed nor tested (as warp_rows.cuh's eliminate()).
+template <bool kLo = true, bool kHi = true, bool kLast = false>
 __device__ __forceinline__ void eliminate_negated(auto& ctx, Rows<M>& w, int s, const Row& lo,
                                                   const Row& hi) {
   const double A = w.a[s], C = w.c[s];
   double b = 1.0, na = 0.0, nc = 0.0, nf = w.f[s];
+  if constexpr (kLast) {
+    if constexpr (kHi) {
+      b = fma(-C, hi.a, b);
+      nf = fma(C, hi.f, nf);
+    }
+    if constexpr (kLo) {
+      b = fma(-A, lo.c, b);
+      nf = fma(A, lo.f, nf);
+    }
+    w.a[s] = w.c[s] = 0.0;
+    w.f[s] = nf * reciprocal(b);
+    return;
+  }
   if constexpr (kHi) {
     b = fma(-C, hi.a, b);
     nc = C * hi.c;
@@ -209,10 +221,11 @@ __device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
       for (int s = k; s < M; s += D) {
         const Row own = row_of(w, s);
         const Row hi = s + D < M ? row_of(w, s + D) : Row{};
+        constexpr bool kLast = 2 * D == M;
         if (s < D) {
-          eliminate_negated<false, true>(ctx, w, s, lo, hi);
+          eliminate_negated<false, true, kLast>(ctx, w, s, lo, hi);
         } else if (s + D >= M) {
-          eliminate_negated<true, false>(ctx, w, s, lo, hi);
+          eliminate_negated<true, false, kLast>(ctx, w, s, lo, hi);
         } else {
           eliminate_negated(ctx, w, s, lo, hi);
         }
@@ -349,6 +362,10 @@ __global__ void __launch_bounds__(T, 1)
     __syncthreads();
     Rows<M> w;
     load_rows(ctx, in, w);
+    if (inputs_failed(ctx)) {
+#pragma unroll
+      for (int s = 0; s < M; ++s) recheck_input(ctx, ConsecutiveRow{}(s), w.a[s], w.c[s], w.f[s]);
+    }
     report_inputs(ctx, flags, base);
     // The first level's barrier ends the copy's reads. The next system's copy goes out after
     // it; for pcr_thomas in four parts after the first four levels, so that the copies' issue

@@ -139,12 +139,14 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
         cc = r + 1 < n ? in[2 * L::kIn + p] : 0.0;
         g = in[3 * L::kIn + p];
       }
-      divide(ctx, r, a, b, cc, g);
-      if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
-      if (!(isfinite(a) && isfinite(cc) && isfinite(g))) a = cc = g = 0.0;  // reported
+      divide_input(ctx, a, b, cc, g);
       w.a[s] = a;
       w.c[s] = cc;
       w.f[s] = g;
+    }
+    if (inputs_failed(ctx)) {
+#pragma unroll
+      for (int s = 0; s < 8; ++s) recheck_input(ctx, 8 * tid + s, w.a[s], w.c[s], w.f[s]);
     }
     report_inputs(ctx, flags, base);
     pcr_steps(ctx, w, edges);  // its barriers also end the reads of the copy

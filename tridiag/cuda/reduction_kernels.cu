@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
       wait_copies();
       __syncthreads();
     }
-    // Every row divided by its diagonal into the shared copy, coalesced.
+    // Every row divided by its diagonal into the shared copy, coalesced; the test deferred.
 #pragma unroll
     for (int k = 0; k < M; ++k) {
       const int r = tid + k * T;
@@ -140,10 +140,18 @@ __global__ void __launch_bounds__(32 * W, 16 / W)
           g = f[base + r];
         }
       }
-      divide(ctx, r, a, b, cc, g);
-      if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
-      if (!(isfinite(a) && isfinite(cc) && isfinite(g))) a = cc = g = 0.0;  // reported
+      divide_input(ctx, a, b, cc, g);
       store_row<W>(sm, r, a, cc, g);
+    }
+    if (inputs_failed(ctx)) {
+#pragma unroll
+      for (int k = 0; k < M; ++k) {
+        const int r = tid + k * T;
+        if (r >= n) continue;
+        Row v = shared_row<W>(sm, r);
+        recheck_input(ctx, r, v.a, v.c, v.f);
+        store_row<W>(sm, r, v.a, v.c, v.f);
+      }
     }
     report_inputs(ctx, flags, base);
     __syncthreads();

@@ -96,7 +96,7 @@ inline constexpr bool kPivotTest = true;
 STRIPESOLVE_HD inline bool pivot_passes(double pivot, double tol, double scale) {
   return kPivotTest ? fabs(pivot) > tol * scale && isfinite(pivot) : isfinite(pivot);
 }
-// The same test after the row is divided by its pivot (warp_rows.cuh: divide()): the row's
+// The same test after the row is divided by its pivot (warp_rows.cuh: test_divided()): the row's
 // other entries below 1 / tol (a zero or non-finite pivot leaves one infinite or NaN).
 STRIPESOLVE_HD inline bool divided_row_passes(double a, double c, double inv_tol) {
   return !kPivotTest || (fabs(a) < inv_tol && fabs(c) < inv_tol);

@@ -40,13 +40,15 @@ __device__ void load_rows(auto& ctx, const double* buf, Rows<M>& w) {
       c = r + 1 < ctx.n ? buf[2 * kWarpArray + p] : 0.0;
       g = buf[3 * kWarpArray + p];
     }
-    divide(ctx, r, a, b, c, g);
-    if (!isfinite(g)) ctx.bad_x = min(ctx.bad_x, r);
-    // A row reported here takes no part: what a wrapped shuffle brings must stay finite.
-    if (!(isfinite(a) && isfinite(c) && isfinite(g))) a = c = g = 0.0;
+    divide_input(ctx, a, b, c, g);
     w.a[s] = a;
     w.c[s] = c;
     w.f[s] = g;
+  }
+  if (inputs_failed(ctx)) {  // a failed row takes no part (recheck_input() zeroes it)
+    const int t = threadIdx.x & 31;
+#pragma unroll
+    for (int s = 0; s < M; ++s) recheck_input(ctx, t * M + s, w.a[s], w.c[s], w.f[s]);
   }
 }
 

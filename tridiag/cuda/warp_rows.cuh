@@ -23,8 +23,10 @@
 //                  of rows 32 apart (lanes t and t + 16), solved as 2 x 2 systems (Thomas on
 //                  two rows), back-substitution.
 // A pivot (a diagonal before the division) that is zero, tiny against its row or not finite is
-// reported: an input row's at its row (the smallest such row of the lane, Ctx), a level's by its
-// system (Ctx::level_worst: the test deferred to the end, kLevelFlag).
+// reported: an input row's at its row (the smallest such row of the lane, Ctx; the test deferred
+// to the lane's last row, divide_input()), a level's by its system (Ctx::level_worst: the test
+// deferred to the end, kLevelFlag), but in PCR's last level, whose rows keep no couplings: a
+// zero or non-finite pivot there leaves x non-finite (store_x()).
 #pragma once
 
 #include <type_traits>
@@ -57,10 +59,10 @@ constexpr int kWarpArray = static_cast<int>(kMaxWarpSystem) + 32;
 // cr_pcr and cr_pcr_thomas at n = 4096 (16-warp blocks) 59.5% of the roofline -> 63.9%, but
 // at n = 1024 78% -> 64% and pcr at 256 83% -> 78% (other registers and schedules); so only
 // the CR family's 16-warp blocks take it (62.9% and 63.1% then). Keep the test inline in
-// divide(): as a member function returning bool it cost the warp kernels 10% more
+// test_divided(): as a member function returning bool it cost the warp kernels 10% more
 // instructions (selects and byte permutes instead of one integer minimum). (Measured when
-// every level's division took that test; it now serves the input rows' divisions only, the
-// levels' being deferred: divide_level().)
+// every division took that test at once; it now serves only the rows that a deferred test
+// found wanting: recheck_input().)
 template <bool kIntegerTest = false>
 struct Ctx {
   static constexpr bool kInteger = kIntegerTest;
@@ -72,6 +74,9 @@ struct Ctx {
   // The largest |a|, |c| of the lane's level divisions as high words shifted past the sign bit
   // (note_level()), compared once in report().
   unsigned level_worst = 0;
+  // The same of the input rows' |a|, |c| (input_worst) and |f| (input_rhs), compared once after
+  // their divisions (divide_input(), inputs_failed()).
+  unsigned input_worst = 0, input_rhs = 0;
   __device__ int row(int q) const { return q * stride + offset; }
 };
 
@@ -96,15 +101,10 @@ __device__ __forceinline__ Row row_of(const Rows<M>& w, int s) {
   return {w.a[s], w.c[s], w.f[s]};
 }
 
-// Divides a row (a, b, c, f) by its pivot b and tests it: b zero, not finite or tiny against
-// the row (|b| <= tol max(|a|, |c|)) leaves |a| or |c| >= 1 / tol, or a NaN (reciprocal() of 0
-// or infinity is NaN): two comparisons after the division (Ctx::kInteger: of high words).
-__device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, double& c,
-                                       double& f) {
-  const double r = reciprocal(b);
-  a *= r;
-  c *= r;
-  f *= r;
+// The test of an input row divided by its pivot b: b zero, not finite or tiny against the row
+// (|b| <= tol max(|a|, |c|)) leaves |a| or |c| >= 1 / tol, or a NaN (reciprocal() of 0 or
+// infinity is NaN): two comparisons (Ctx::kInteger: of high words).
+__device__ __forceinline__ void test_divided(auto& ctx, int row, double a, double c) {
   if constexpr (!kPivotTest) return;  // a measuring build (small_solves.h: kPivotTest)
   if constexpr (std::remove_cvref_t<decltype(ctx)>::kInteger) {
     const unsigned ha = high_word(a) & 0x7fffffffu, hc = high_word(c) & 0x7fffffffu;
@@ -116,12 +116,43 @@ __device__ __forceinline__ void divide(auto& ctx, int row, double& a, double b, 
   }
 }
 
-// A level's division with divide()'s test deferred: note_level() keeps the largest |a|, |c|
+// An input row's division with test_divided() deferred like the levels': the largest |a|, |c|
+// after it kept as note_level() keeps them, and of |f| apart (only its being infinite or NaN
+// counts), one instruction each. inputs_failed() compares once after the lane's rows; where it
+// fails, recheck_input() tests each divided row, which names it (a rare path). The high words'
+// test fails wherever the exact one does (|a| >= 1 / tol has a high word at least 1 / tol's).
+// With each row's test, its right-hand side's and the zeroing made at its division, pcr's test
+// cost 10 / 7 / 12% at n = 256 / 1024 / 4096, deferred 7 / 3 / 7% (H200; docs/performance.md,
+// "The input rows' test deferred").
+__device__ __forceinline__ void divide_input(auto& ctx, double& a, double b, double& c, double& f) {
+  const double r = reciprocal(b);
+  a *= r;
+  c *= r;
+  f *= r;
+  ctx.input_worst = __viaddmax_u32(high_word(a), high_word(a), ctx.input_worst);
+  ctx.input_worst = __viaddmax_u32(high_word(c), high_word(c), ctx.input_worst);
+  ctx.input_rhs = __viaddmax_u32(high_word(f), high_word(f), ctx.input_rhs);
+}
+constexpr unsigned kNonFiniteHighWords = 0xffe00000u;  // an infinity's high word doubled
+__device__ __forceinline__ bool inputs_failed(const auto& ctx) {
+  const unsigned limit = kPivotTest ? high_word(ctx.inv_tol) << 1 : kNonFiniteHighWords;
+  return ctx.input_worst >= limit || ctx.input_rhs >= kNonFiniteHighWords;
+}
+// Input row `row`, divided by divide_input(): its pivot tested, a non-finite right-hand side
+// noted, and the row zeroed where either failed (reported; what a wrapped shuffle brings must
+// stay finite).
+__device__ __forceinline__ void recheck_input(auto& ctx, int row, double& a, double& c, double& f) {
+  test_divided(ctx, row, a, c);
+  if (!isfinite(f)) ctx.bad_x = min(ctx.bad_x, row);
+  if (!(isfinite(a) && isfinite(c) && isfinite(f))) a = c = f = 0.0;
+}
+
+// A level's division with test_divided() deferred: note_level() keeps the largest |a|, |c|
 // after it, and report() compares once. No comparison and no row at each division: a level's
 // row mixes 2^level input rows, so its number would tell a user little; the system is named.
 // PCR divides every row at each of its log2 n levels, and the test made at each division (as
-// divide()'s) cost pcr 9-34% of its speed on the H200 (docs/performance.md, "The near-breakdown
-// test's own cost").
+// test_divided()'s) cost pcr 9-34% of its speed on the H200 (docs/performance.md, "The
+// near-breakdown test's own cost").
 //
 // The high word of a double shifted past its sign bit orders as the double's magnitude does (20
 // bits of mantissa; infinity and NaN above every finite value). max(h + h, worst) is one
@@ -177,13 +208,21 @@ __device__ __forceinline__ void report_inputs(auto& ctx, unsigned long long* fla
 }
 
 // Eliminates slot s's partners lo (row r - d) and hi (row r + d): its couplings then reach
-// r - 2d and r + 2d.
-template <int M>
+// r - 2d and r + 2d. kLast: PCR's last level, where both reach outside the system: they are
+// zero (products with the partners' couplings to rows outside, zero since the input rows'),
+// and so not formed nor tested; only a zero or non-finite pivot could have failed their test,
+// and that leaves x non-finite, which store_x() reports.
+template <int M, bool kLast = false>
 __device__ __forceinline__ void eliminate(auto& ctx, Rows<M>& w, int s, const Row& lo,
                                           const Row& hi) {
   const double a = w.a[s], c = w.c[s];
   // Fused, with the signs on the operands: no separate negations or subtractions.
   const double b = fma(-c, hi.a, fma(-a, lo.c, 1.0));
+  if constexpr (kLast) {
+    w.a[s] = w.c[s] = 0.0;
+    w.f[s] = fma(-c, hi.f, fma(-a, lo.f, w.f[s])) * reciprocal(b);
+    return;
+  }
   double na = (-a) * lo.a, nc = (-c) * hi.c, nf = fma(-c, hi.f, fma(-a, lo.f, w.f[s]));
   divide_level(ctx, na, b, nc, nf);
   w.a[s] = na;
@@ -326,8 +365,8 @@ __device__ void pcr_in_class(auto& ctx, Rows<M>& w) {
     const Row zero{0.0, 0.0, 0.0};
 #pragma unroll
     for (int s = 0; s < M; ++s) {
-      eliminate(ctx, w, s, s >= D ? row_of(old, s - D) : zero,
-                s + D < M ? row_of(old, s + D) : zero);
+      eliminate<M, 2 * D == M>(ctx, w, s, s >= D ? row_of(old, s - D) : zero,
+                               s + D < M ? row_of(old, s + D) : zero);
     }
     pcr_in_class<M, 2 * D>(ctx, w);
   }

@@ -174,30 +174,22 @@ __device__ __forceinline__ void eliminate_negated(auto& ctx, Rows<M>& w, int s, 
                                                   const Row& hi) {
   const double A = w.a[s], C = w.c[s];
   double b = 1.0, na = 0.0, nc = 0.0, nf = w.f[s];
-  if constexpr (kLast) {
-    if constexpr (kHi) {
-      b = fma(-C, hi.a, b);
-      nf = fma(C, hi.f, nf);
-    }
-    if constexpr (kLo) {
-      b = fma(-A, lo.c, b);
-      nf = fma(A, lo.f, nf);
-    }
-    w.a[s] = w.c[s] = 0.0;
-    w.f[s] = nf * reciprocal(b);
-    return;
-  }
   if constexpr (kHi) {
     b = fma(-C, hi.a, b);
-    nc = C * hi.c;
+    if constexpr (!kLast) nc = C * hi.c;
     nf = fma(C, hi.f, nf);
   }
   if constexpr (kLo) {
     b = fma(-A, lo.c, b);
-    na = A * lo.a;
+    if constexpr (!kLast) na = A * lo.a;
     nf = fma(A, lo.f, nf);
   }
   const double r = reciprocal(b);
+  if constexpr (kLast) {
+    w.a[s] = w.c[s] = 0.0;
+    w.f[s] = nf * r;
+    return;
+  }
   na = kLo ? na * r : 0.0;
   nc = kHi ? nc * r : 0.0;
   nf *= r;

@@ -218,12 +218,13 @@ __device__ __forceinline__ void eliminate(auto& ctx, Rows<M>& w, int s, const Ro
   const double a = w.a[s], c = w.c[s];
   // Fused, with the signs on the operands: no separate negations or subtractions.
   const double b = fma(-c, hi.a, fma(-a, lo.c, 1.0));
+  double na = kLast ? 0.0 : (-a) * lo.a, nc = kLast ? 0.0 : (-c) * hi.c;
+  double nf = fma(-c, hi.f, fma(-a, lo.f, w.f[s]));
   if constexpr (kLast) {
     w.a[s] = w.c[s] = 0.0;
-    w.f[s] = fma(-c, hi.f, fma(-a, lo.f, w.f[s])) * reciprocal(b);
+    w.f[s] = nf * reciprocal(b);
     return;
   }
-  double na = (-a) * lo.a, nc = (-c) * hi.c, nf = fma(-c, hi.f, fma(-a, lo.f, w.f[s]));
   divide_level(ctx, na, b, nc, nf);
   w.a[s] = na;
   w.c[s] = nc;

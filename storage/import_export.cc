@@ -93,7 +93,8 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd,
     // Batches of several stripes' windows over a range of columns: the stream's two halves of
     // budget / 4 each and a staging block of at most budget / 4 of the file's columns, 3/4 of
     // import_buffer in all (192 MiB by default).
-    STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(budget / 2));
+    STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(stream_buffer_bytes(
+                                                           writer->placement(), budget / 2)));
     const std::vector<ColumnBatch> batches = plan_column_batches(
         writer->placement(), batch_capacity(buffer), budget / 4, layout.item_bytes);
     if (!batches.empty()) {
@@ -114,7 +115,8 @@ Result<MatrixInfo> MatrixStore::import_dense(const std::string& name, int fd,
       return writer->finish();
     }
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(budget));
+  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer, AlignedBuffer::allocate(stream_buffer_bytes(
+                                                         writer->placement(), budget)));
   StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
   const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
     return reader.fill(g, I, e0, count, out);
@@ -283,8 +285,9 @@ Status MatrixStore::export_npy(std::string_view name, int fd, const std::string&
     return e0 + count == g.rows(I) * n ? write_behind(I) : Status::ok();
   };
   STRIPESOLVE_RETURN_IF_ERROR(write_at(0, header.data(), header.size()));
-  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
-                               AlignedBuffer::allocate(shared_->config.import_buffer));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      AlignedBuffer buffer,
+      AlignedBuffer::allocate(stream_buffer_bytes(m->placement(), shared_->config.import_buffer)));
   StripeStream stream{&m->placement(), m->files(), shared_->engine.get(), &buffer};
   return read_stripes(stream, consume, m->checksums(), shared_->config.verify_checksums);
 }

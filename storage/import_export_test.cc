@@ -15,11 +15,12 @@
 #include "storage/matrix_store.h"
 #include "storage/npy.h"
 #include "storage/store_test_support.h"
+#include "storage/stripe_stream.h"
 
 namespace stripesolve::storage {
 namespace {
 
-const GeneratorSpec kSpec{"normal", 17};
+const GeneratorSpec values_spec{"normal", 17};
 
 // Writes an .npy (or raw with header = "") file of generated values in the requested form.
 void write_matrix_file(const std::string& path, const std::string& header, int64_t n, bool fortran,
@@ -27,7 +28,8 @@ void write_matrix_file(const std::string& path, const std::string& header, int64
   std::string data;
   for (int64_t a = 0; a < n; ++a) {
     for (int64_t b = 0; b < n; ++b) {
-      const double v = fortran ? generated_value(kSpec, n, b, a) : generated_value(kSpec, n, a, b);
+      const double v =
+          fortran ? generated_value(values_spec, n, b, a) : generated_value(values_spec, n, a, b);
       char bytes[8];
       if (f32) {
         uint32_t bits = std::bit_cast<uint32_t>(static_cast<float>(v));
@@ -77,14 +79,14 @@ class ImportExportTest : public ::testing::Test {
     auto m = store_->open_matrix(name);
     ASSERT_TRUE(m.is_ok()) << m.status().to_string();
     const StripeGeometry& g = (*m)->geometry();
-    for (int64_t I = 0; I < g.stripes; ++I) {
-      auto v = read_part_values(**m, I, 0);
+    for (int64_t i = 0; i < g.stripes; ++i) {
+      auto v = read_part_values(**m, i, 0);
       ASSERT_TRUE(v.is_ok());
       for (int64_t c = 0; c < g.n; ++c) {
-        for (int64_t r = 0; r < g.rows(I); ++r) {
-          double want = generated_value(kSpec, g.n, g.row_begin(I) + r, c);
+        for (int64_t r = 0; r < g.rows(i); ++r) {
+          double want = generated_value(values_spec, g.n, g.row_begin(i) + r, c);
           if (f32) want = static_cast<float>(want);
-          ASSERT_EQ((*v)[c * g.rows(I) + r], want) << "row " << g.row_begin(I) + r << " col " << c;
+          ASSERT_EQ((*v)[c * g.rows(i) + r], want) << "row " << g.row_begin(i) + r << " col " << c;
         }
       }
     }
@@ -110,6 +112,51 @@ TEST_F(ImportExportTest, COrderV1RoundTripsByteForByte) {
   ASSERT_TRUE(store_->export_npy("A", out).is_ok());
   EXPECT_EQ(*read_whole_file(out, 1 << 20), *read_whole_file(in, 1 << 20));
   EXPECT_FALSE(std::filesystem::exists(out + ".tmp-stripesolve"));
+}
+
+// A stream buffer holds what the object can fill and no more: two halves of all its stored
+// stripes with their slack (so the Fortran path plans one batch), or the budget when that is less.
+TEST(StreamBuffer, NoLargerThanTheObjectFills) {
+  auto tiny = make_geometry(3, 3);
+  auto pl = Placement::make(*tiny, PlacementParams{1, 1, 0, kAlignment});
+  ASSERT_TRUE(pl.is_ok());
+  EXPECT_EQ(stream_buffer_bytes(*pl, 256 << 20), 2 * (kAlignment + 2 * kAlignment));
+  auto g = make_geometry(150, 7);
+  pl = Placement::make(*g, PlacementParams{2, 1, 0, kAlignment});
+  ASSERT_TRUE(pl.is_ok());
+  const uint64_t bytes = stream_buffer_bytes(*pl, uint64_t{1} << 40);
+  uint64_t stored = 0;
+  for (int64_t i = 0; i < g->stripes; ++i) stored += pl->stored_bytes(i);
+  EXPECT_EQ(bytes, 2 * (stored + 2 * kAlignment * g->stripes));
+  EXPECT_EQ(plan_column_batches(*pl, bytes / 2, 1 << 20, 8).size(), 1u);
+  EXPECT_EQ(stream_buffer_bytes(*pl, 65536), 65536u);
+}
+
+// Create, import in both orders and export of small matrices through a store whose import buffer
+// is 1 TiB: each takes a buffer of its matrix's size (allocating the budget would fail: no
+// machine the tests run on lends 1 TiB), and the values come through.
+TEST_F(ImportExportTest, SmallMatricesTakeABufferOfTheirSize) {
+  store_.reset();
+  config_.import_buffer = uint64_t{1} << 40;
+  store_ = std::move(MatrixStore::open(config_)).value();
+  const int64_t n = 20;
+  ImportOptions options;
+  options.stripe_rows = 6;
+  const std::string c64 = dir_ + "/small_c.npy", f64 = dir_ + "/small_f.npy";
+  write_matrix_file(c64, make_npy_header({n, n}), n, false, false, false);
+  write_matrix_file(f64, header_v(1, dict("<f8", true, n, n)), n, true, false, false);
+  auto c = store_->import_npy("C", c64, options);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  expect_values("C", false);
+  auto f = store_->import_npy("F", f64, options);
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  expect_values("F", false);
+  const std::string out = dir_ + "/small_out.npy";
+  ASSERT_TRUE(store_->export_npy("F", out).is_ok());
+  EXPECT_EQ(*read_whole_file(out, 1 << 20), *read_whole_file(c64, 1 << 20));
+  auto created = store_->create_generated("G", n, values_spec, 6);
+  ASSERT_TRUE(created.is_ok()) << created.status().to_string();
+  expect_values("G", false);
 }
 
 // Without an explicit S, the stripe height comes from the hook, which sees the order from the
@@ -174,7 +221,7 @@ TEST(ColumnBatches, CoverEveryStripeInOrderWithinTheBounds) {
       }
       EXPECT_LE(bytes, static_cast<uint64_t>(batch)) << tag;
     }
-    for (int64_t I = 0; I < g->stripes; ++I) EXPECT_EQ(next[I], pl->stored_bytes(I)) << tag;
+    for (int64_t i = 0; i < g->stripes; ++i) EXPECT_EQ(next[i], pl->stored_bytes(i)) << tag;
     if (g->stripes > 1) {
       EXPECT_GT(widest, 1u) << tag;
     }
@@ -326,7 +373,7 @@ TEST_F(ImportExportTest, RawWithSidecar) {
 
 TEST_F(ImportExportTest, ExportErrors) {
   EXPECT_EQ(store_->export_npy("nothing", dir_ + "/x.npy").code(), StatusCode::kNotFound);
-  ASSERT_TRUE(store_->create_generated("A", 10, kSpec).is_ok());
+  ASSERT_TRUE(store_->create_generated("A", 10, values_spec).is_ok());
   EXPECT_EQ(store_->export_npy("A", dir_ + "/missing/x.npy").code(), StatusCode::kNotFound);
 }
 

@@ -58,7 +58,8 @@ Result<MatrixInfo> MatrixStore::create_generated(std::string_view name, int64_t 
                           "generator " + spec.name + " seed " + std::to_string(spec.seed), g,
                           placement_params(n)));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
-                               AlignedBuffer::allocate(shared_->config.import_buffer));
+                               AlignedBuffer::allocate(stream_buffer_bytes(
+                                   writer->placement(), shared_->config.import_buffer)));
   StripeStream stream{&writer->placement(), writer->files(), shared_->engine.get(), &buffer};
   const auto produce = [&](int64_t I, int64_t e0, int64_t count, double* out) {
     parallel_for(count, 64 * 1024, [&](int64_t b, int64_t e) {

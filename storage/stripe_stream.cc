@@ -83,6 +83,14 @@ uint64_t batch_capacity(const AlignedBuffer& buffer) {
   return halves_of(buffer).window;
 }
 
+uint64_t stream_buffer_bytes(const Placement& placement, uint64_t budget) {
+  const int64_t stripes = placement.geometry().stripes;
+  uint64_t stored = 0;
+  for (int64_t i = 0; i < stripes; ++i) stored += placement.stored_bytes(i);
+  const uint64_t half = stored + 2 * kAlignment * static_cast<uint64_t>(stripes);
+  return std::min(budget, 2 * half);
+}
+
 Status write_stripes(const StripeStream& s, const ElementProducer& produce,
                      std::vector<std::optional<uint32_t>>& checksums) {
   const Halves halves = halves_of(*s.buffer);

@@ -20,7 +20,7 @@ constexpr uint64_t kMinStream = 2 * kAlignment;
 
 uint64_t largest_stripe_bytes(const StripeGeometry& g) {
   uint64_t most = 0;
-  for (int64_t J = 0; J < g.stripes; ++J) most = std::max(most, g.stripe_bytes(J));
+  for (int64_t j = 0; j < g.stripes; ++j) most = std::max(most, g.stripe_bytes(j));
   return most;
 }
 
@@ -39,13 +39,13 @@ class Group {
     column_.clear();
     ld_.clear();
     uint64_t at = 0;
-    for (int64_t J = group.first; J < group.end; ++J) {
+    for (int64_t j = group.first; j < group.end; ++j) {
       offsets_.push_back(at);
-      for (int64_t c = g_.row_begin(J); c < g_.row_end(J); ++c) {
-        column_.push_back(data_.data() + at + (c - g_.row_begin(J)));
-        ld_.push_back(g_.rows(J));
+      for (int64_t c = g_.row_begin(j); c < g_.row_end(j); ++c) {
+        column_.push_back(data_.data() + at + (c - g_.row_begin(j)));
+        ld_.push_back(g_.rows(j));
       }
-      at += static_cast<uint64_t>(g_.rows(J) * g_.n);
+      at += static_cast<uint64_t>(g_.rows(j) * g_.n);
     }
   }
 
@@ -149,16 +149,16 @@ TransposeMemory transpose_memory(const StripeGeometry& g, uint64_t budget, uint6
 
 std::vector<StripeGroup> transpose_groups(const StripeGeometry& g, uint64_t group_bytes) {
   std::vector<StripeGroup> out;
-  int64_t J = 0;
-  while (J < g.stripes) {
-    StripeGroup group{J, J + 1};
-    uint64_t bytes = g.stripe_bytes(J);
+  int64_t j = 0;
+  while (j < g.stripes) {
+    StripeGroup group{j, j + 1};
+    uint64_t bytes = g.stripe_bytes(j);
     while (group.end < g.stripes && bytes + g.stripe_bytes(group.end) <= group_bytes) {
       bytes += g.stripe_bytes(group.end);
       ++group.end;
     }
     out.push_back(group);
-    J = group.end;
+    j = group.end;
   }
   return out;
 }
@@ -174,12 +174,12 @@ Result<MatrixInfo> MatrixStore::create_transpose(std::string_view name, const St
   uint64_t largest_read = 0;
   for (const StripeGroup& k : groups) {
     uint64_t bytes = 0;
-    for (int64_t J = k.first; J < k.end; ++J) bytes += g.stripe_bytes(J);
+    for (int64_t j = k.first; j < k.end; ++j) bytes += g.stripe_bytes(j);
     largest_group = std::max(largest_group, bytes);
     const int64_t c0 = g.row_begin(k.first);
     const int64_t c1 = g.row_end(k.end - 1);
-    for (int64_t I = 0; I < g.stripes; ++I) {
-      const ColumnRange r = column_range(pl, I, c0, c1);
+    for (int64_t i = 0; i < g.stripes; ++i) {
+      const ColumnRange r = column_range(pl, i, c0, c1);
       largest_read = std::max(largest_read, r.end - r.begin);
     }
   }
@@ -190,8 +190,9 @@ Result<MatrixInfo> MatrixStore::create_transpose(std::string_view name, const St
   // What it is the transpose of: checked before reuse (is_factor_of), and it lists the object
   // among a's derived ones (factors_of), so that it goes with a.
   writer->manifest().info.factor_of = FactorOf{a.info().id, g.n, checksum_summary(a_checksums)};
-  STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer out_buffer,
-                               AlignedBuffer::allocate(memory.stream_bytes));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      AlignedBuffer out_buffer,
+      AlignedBuffer::allocate(stream_buffer_bytes(writer->placement(), memory.stream_bytes)));
   AlignedBuffer reads[2];
   for (AlignedBuffer& r : reads) {
     STRIPESOLVE_ASSIGN_OR_RETURN(r, AlignedBuffer::allocate(largest_read));
@@ -213,14 +214,14 @@ Result<MatrixInfo> MatrixStore::create_transpose(std::string_view name, const St
       });
     };
     std::future<Status> next = read(0);
-    for (int64_t I = 0; I < g.stripes; ++I) {
+    for (int64_t i = 0; i < g.stripes; ++i) {
       STRIPESOLVE_RETURN_IF_ERROR(next.get());
-      if (I + 1 < g.stripes) next = read(I + 1);
-      const ColumnRange r = column_range(pl, I, c0, c1);
-      const uint64_t data_end = std::min(r.end, g.stripe_bytes(I));
-      group.scatter(I, static_cast<int64_t>(r.begin / kElementBytes),
+      if (i + 1 < g.stripes) next = read(i + 1);
+      const ColumnRange r = column_range(pl, i, c0, c1);
+      const uint64_t data_end = std::min(r.end, g.stripe_bytes(i));
+      group.scatter(i, static_cast<int64_t>(r.begin / kElementBytes),
                     static_cast<int64_t>((data_end - r.begin) / kElementBytes),
-                    reinterpret_cast<const double*>(reads[I % 2].data()));
+                    reinterpret_cast<const double*>(reads[i % 2].data()));
     }
     return Status::ok();
   };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "base/internal_error.h"
 
@@ -20,8 +21,10 @@ Arena::Arena(uint64_t capacity, HugePages huge_pages)
   const uint64_t alignment = huge ? kHugePage : kExtentAlignment;
   const uint64_t bytes = (capacity_ + alignment - 1) / alignment * alignment;
   base_ = static_cast<std::byte*>(std::aligned_alloc(alignment, bytes));
-  STRIPESOLVE_CHECK(base_ != nullptr,
-                    "cannot allocate the cache arena of " + std::to_string(capacity_) + " bytes");
+  if (base_ == nullptr) {
+    refused_ = std::exchange(capacity_, 0);
+    return;
+  }
   if (huge) (void)madvise(base_, bytes, MADV_HUGEPAGE);
   holes_.emplace(0, capacity_);
 }

@@ -37,8 +37,10 @@ struct Extent {
 
 class Arena {
  public:
-  // `capacity` is rounded down to a multiple of 4 KiB. Aborts (internal error) if the OS refuses
-  // the block: the budget comes from validated configuration.
+  // `capacity` is rounded down to a multiple of 4 KiB. Where the OS refuses the block (a budget
+  // above what the host lends), the arena is empty and refused() says how much was asked: the
+  // owner reports it as the job's error (engine.ram_budget is checked against nothing larger
+  // than its minimum, so this is the first place a budget too large for the host shows).
   explicit Arena(uint64_t capacity, HugePages huge_pages = HugePages::kWhenLarge);
   // Offsets only: carves [0, capacity) without a host block (base() is null). The GPU tier's
   // device pool uses it.
@@ -50,6 +52,7 @@ class Arena {
 
   std::byte* base() const { return base_; }
   uint64_t capacity() const { return capacity_; }
+  uint64_t refused() const { return refused_; }  // bytes the OS refused at construction, or 0
   uint64_t used() const { return used_; }
   uint64_t free_bytes() const { return capacity_ - used_; }
   // The largest extent allocate() could return now.
@@ -73,6 +76,7 @@ class Arena {
  private:
   std::byte* base_ = nullptr;
   uint64_t capacity_ = 0;
+  uint64_t refused_ = 0;
   uint64_t used_ = 0;
   std::map<uint64_t, uint64_t> holes_;  // offset -> bytes, non-adjacent
 };

@@ -131,6 +131,20 @@ TEST(ArenaTest, AllocateHighTakesTheTopOfTheHighestHole) {
   EXPECT_EQ(a.largest_hole(), 6 * k);
 }
 
+// A block the OS refuses (1 PiB: above any x86-64 address space) leaves an empty arena that
+// says what it asked for, instead of ending the process: the solve reports it as its error.
+TEST(ArenaTest, ARefusedBlockLeavesAnEmptyArenaThatSaysSo) {
+  const uint64_t asked = uint64_t{1} << 50;
+  Arena a(asked);
+  EXPECT_EQ(a.refused(), asked);
+  EXPECT_EQ(a.capacity(), 0u);
+  EXPECT_EQ(a.base(), nullptr);
+  EXPECT_FALSE(a.allocate(4096).has_value());
+  Arena fine(1 << 20);
+  EXPECT_EQ(fine.refused(), 0u);
+  EXPECT_EQ(fine.capacity(), 1u << 20);
+}
+
 TEST(ArenaDeathTest, DoubleReleaseIsABug) {
   Arena a(4 * kExtentAlignment);
   auto e0 = a.allocate(kExtentAlignment).value();

@@ -94,6 +94,25 @@ TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
   EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
 }
 
+// A budget far above the matrix (the daemon's default is half the host's memory): the cache takes
+// three times A's stripes at most, not the budget (the GPU tier pins and faults in its arena), and
+// the solve is the same: all of A cached, a copy of it for the residual beside it.
+TEST_F(DenseSolveTest, ABudgetFarAboveTheMatrixTakesAnArenaOfItsSize) {
+  const int64_t n = 300, s = 64;
+  const auto a = generated("A", n, s, "uniform", 6);
+  const auto b = stripe::uniform_matrix(n, 1, 7);
+  DenseSolveOptions o;
+  auto rep = solve("A", b, 1, o, cpu_engine(uint64_t{1} << 40));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "1 TiB budget");
+  const uint64_t matrix = 8ull * n * n;
+  const uint64_t stripes = (n + s - 1) / s;
+  EXPECT_LE(rep->cache_budget, 3 * (matrix + stripes * 2 * 4096));  // each part's 4 KiB padding
+  EXPECT_GE(rep->cache_budget, 2 * matrix);
+  EXPECT_LE(rep->cache_peak_bytes, rep->cache_budget);
+  EXPECT_EQ(rep->io_read_bytes, matrix);  // A read once: the residual used the copy
+}
+
 // Two I/O threads (engine.io_threads): write-backs beside the reads, the same solution.
 TEST_F(DenseSolveTest, TwoIoThreadsKeepTheSolution) {
   const int64_t n = 1500, s = 128;

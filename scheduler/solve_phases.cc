@@ -32,18 +32,27 @@ Status check_finite(const double* x, int64_t n, int64_t nrhs) {
   return Status::ok();
 }
 
-// The RAM cache's bytes for all of A's stripes at once.
-uint64_t cells_bytes(const storage::StripedMatrix& a) {
+// The RAM cache's bytes for all of A's stripes at once (each part as stored: 4 KiB aligned).
+uint64_t cells_bytes(const storage::StripeGeometry& g) {
   uint64_t total = 0;
-  for (int64_t i = 0; i < a.geometry().stripes; ++i) {
-    total += cache::Arena::round_up(a.part_layout(i, 0).buffer_bytes);
+  for (int64_t i = 0; i < g.stripes; ++i) {
+    total += cache::Arena::round_up(storage::align_up(g.stripe_bytes(i)));
   }
   return total;
 }
 
+// The arena a solve takes: its budget, but no more than three times A's cells (all of them, the
+// copy of A for the residual beside them, and as much again for the holes between extents): a
+// larger arena is never filled. The GPU tier faults in and pins the whole arena, so a small solve
+// under the daemon's default budget (half the host's available memory) paid for all of it: on the
+// H200 host (62.6 GiB) 3-8 s for n = 1000, where the solve takes 0.12 s.
+uint64_t arena_bytes(const storage::StripeGeometry& g, uint64_t budget) {
+  return std::min(budget, 3 * cells_bytes(g));
+}
+
 // Whether all of A's stripes fit a RAM cache of `budget` bytes at once.
 bool fits_cache(const storage::StripedMatrix& a, uint64_t budget) {
-  return cells_bytes(a) <= budget;
+  return cells_bytes(a.geometry()) <= budget;
 }
 
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
@@ -124,7 +133,7 @@ SolvePhases::SolvePhases(const SolveRequest& req, Solve& sv, const EngineConfig&
       config_(config),
       gepp_(req.options.pivot == stripe::PivotMode::kGepp),
       engine_(req.engines.empty() ? nullptr : req.engines.front()),
-      cache_(config.ram_budget,
+      cache_(arena_bytes(sv.g, config.ram_budget),
              config.huge_pages ? cache::HugePages::kWhenLarge : cache::HugePages::kNo),
       progress_(req.callbacks.on_progress, config.progress_interval_seconds),
       keep_progress_on_stop_{sv, req.cancel},
@@ -144,6 +153,13 @@ int64_t SolvePhases::cores() const {
 }
 
 Status SolvePhases::factor() {
+  if (const uint64_t refused = cache_.arena().refused(); refused > 0) {
+    return Status::resource_exhausted(
+        fmt::format("this host refused the {} of RAM the solve's stripe cache asked for "
+                    "(engine.ram_budget {}): "
+                    "lower engine.ram_budget (or the daemon's --ram-budget)",
+                    format_bytes(refused), format_bytes(config_.ram_budget)));
+  }
   if (!sv_.factor) STRIPESOLVE_RETURN_IF_ERROR(triangulate());
   if (sv_.factor) sv_.factor_lock.release();  // committed and open: the next solve may reuse it
   on_device_ = gpu_elim_ && gpu_elim_->factors_resident() && !gepp_;
@@ -198,7 +214,7 @@ Status SolvePhases::triangulate() {
   // reads bring the factors made so far): reserved at the arena's top before the devices pin
   // the arena, so that they pin only the cells' span below it.
   if (!gepp_ && !req_.options.in_place && !sv_.resumed && plan.ram_keeps_original) {
-    ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored()));
+    ram_original_ = RamOriginal::reserve(cache_, sv_.g, cells_bytes(sv_.factored().geometry()));
   }
   if (engine_ != nullptr) {
     const auto t_load = SolveClock::now();

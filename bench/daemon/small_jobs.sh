@@ -43,4 +43,5 @@ for n in "${sizes[@]}"; do
   rm -f "$dir/m.npy" "$dir/x.npy"
   timed matrix rm "m$n"
 done
-grep -E "RAM cache pinned|dense solve of .* done in" "$dir/daemon.log" | sed 's/.*\] //' | cut -c1-160
+grep -E "RAM cache pinned|GPU tier on|dense solve of .* done in" "$dir/daemon.log" |
+  sed -e 's/.*\] //' -e 's/ on device [0-9]*: [^)]*)//' -e 's/ GPU tier on [^)]*)//' | cut -c1-200

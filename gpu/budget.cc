@@ -70,6 +70,12 @@ DeviceBudget::Reservation& DeviceBudget::Reservation::operator=(Reservation&& ot
   return *this;
 }
 
+void DeviceBudget::Reservation::shrink_to(uint64_t bytes) {
+  if (owner_ == nullptr || bytes >= bytes_) return;
+  owner_->release(bytes_ - bytes);
+  bytes_ = bytes;
+}
+
 DeviceBudget::Reservation::~Reservation() {
   if (owner_ != nullptr) owner_->release(bytes_);
 }

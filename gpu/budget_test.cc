@@ -35,6 +35,25 @@ TEST(DeviceBudget, AvailableIsWhatTheOthersLeave) {
   EXPECT_EQ(budget.available(), 300u);
 }
 
+// A dense solve reserves the whole budget before its plan, then keeps what its GPU tier
+// allocated: the rest is another job's at once, and the release gives back only what is kept.
+TEST(DeviceBudget, AShrunkReservationGivesTheRestBack) {
+  DeviceBudget budget;
+  budget.set_limit(1000);
+  auto dense = budget.reserve(900, "dense solve");
+  ASSERT_TRUE(dense.is_ok());
+  EXPECT_FALSE(budget.reserve(300, "tridiagonal batch").is_ok());
+  dense->shrink_to(250);
+  EXPECT_EQ(dense->bytes(), 250u);
+  dense->shrink_to(400);  // never grows
+  EXPECT_EQ(dense->bytes(), 250u);
+  auto batch = budget.reserve(700, "tridiagonal batch");
+  ASSERT_TRUE(batch.is_ok());
+  EXPECT_EQ(budget.reserved(), 950u);
+  *dense = DeviceBudget::Reservation();
+  EXPECT_EQ(budget.reserved(), 700u);
+}
+
 TEST(DeviceBudget, NoLimitAcceptsAnything) {
   DeviceBudget budget;
   auto a = budget.reserve(uint64_t{1} << 50, "huge");

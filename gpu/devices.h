@@ -98,6 +98,9 @@ class DeviceBudget {
     Reservation& operator=(const Reservation&) = delete;
     ~Reservation();
     uint64_t bytes() const { return bytes_; }
+    // Gives back what the job found it does not need, keeping `bytes` (no-op when that is not
+    // less): a dense solve reserves its budget before its plan sizes the GPU tier.
+    void shrink_to(uint64_t bytes);
 
    private:
     friend class DeviceBudget;

@@ -166,12 +166,13 @@ Result<SolveReport> solve_once(const SolveRequest& asked) {
   STRIPESOLVE_RETURN_IF_ERROR(check_request(name, req.b, req.nrhs, req.options));
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, req.store.info(name));
   Solve sv{req.store, name,    req.options, info.geometry, {}, {}, nullptr, nullptr,
-           nullptr,   nullptr, {},          false,         {}, -1, nullptr};
+           nullptr,   nullptr, {},          false,         {}, -1, nullptr, nullptr};
   SolveReport& report = sv.report;
   EngineConfig config = req.config;
   std::vector<gpu::DeviceBudget::Reservation> device_reservations;
   STRIPESOLVE_RETURN_IF_ERROR(
       reserve_devices(req.engines, req.config, name, &config, &report, &device_reservations));
+  sv.device_reservations = &device_reservations;
   STRIPESOLVE_ASSIGN_OR_RETURN(report.plan, plan_dense(sv.g.n, sv.g.stripe_rows, config,
                                                        describe_machine(config, info.path_count)));
   STRIPESOLVE_RETURN_IF_ERROR(check_schedule_fits(report.plan, req.options.strategy,

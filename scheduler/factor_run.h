@@ -78,6 +78,9 @@ struct FactorParams {
   // the sweep's pieces queued behind those of the critical path (the updates of the meta-stripe
   // eliminated next).
   bool split_sweeps = false;
+  // The GPU tier: columns of right-hand sides its pool keeps room for beside the factors (the
+  // substitution's and the residual's x and r on the device, GpuElimination::create).
+  int64_t rhs_columns = 0;
 };
 
 // Flops of the triangulation (the formulas of stripe/stripe_ops.h summed over all stripes).

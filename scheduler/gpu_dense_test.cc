@@ -7,6 +7,8 @@
 // device tier, copies and keep/free decisions with host memory and the CPU's arithmetic, so the
 // GPU tier's logic is tested in CI too. The fixture is gpu_dense_fixture.h; the residual on
 // the device's copy of A is gpu_residual_test.cc.
+#include <atomic>
+
 #include "scheduler/gpu_dense_fixture.h"
 
 namespace stripesolve::scheduler {
@@ -307,6 +309,33 @@ TEST_P(GpuDenseTest, ADefaultDeviceBudgetTakesWhatOtherJobsLeave) {
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(refused.status().message().find("held by other jobs"), std::string::npos)
       << refused.status().to_string();
+}
+
+// Once the GPU tier has sized itself, the solve holds only what it allocated (with the
+// libraries' slack) of its 256 MiB device budget: the rest is free for other jobs meanwhile.
+TEST_P(GpuDenseTest, ASolveHoldsOnlyWhatItsTierAllocated) {
+  const int64_t n = 600;
+  const auto a = generated("A", n, "uniform", 32);
+  const auto b = random_rhs(n, 1);
+  const gpu::DeviceBudget& shared = gpu::DeviceBudget::of(engine_->device());
+  const uint64_t before = shared.reserved();
+  std::atomic<uint64_t> most{0};
+  SolveCallbacks callbacks;
+  callbacks.on_progress = [&](const Progress&) {
+    const uint64_t held = shared.reserved() - before;
+    uint64_t seen = most.load();
+    while (held > seen && !most.compare_exchange_weak(seen, held)) {
+    }
+  };
+  CancelToken cancel;
+  const EngineConfig c = gpu_engine(false);
+  auto rep = solve_dense(cpu_, engine_.get(), *store_, "A", b.data(), 1, throwaway_factors(), c,
+                         cancel, callbacks, nullptr);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "the budget shrunk to the tier");
+  EXPECT_GT(most.load(), 0u);
+  EXPECT_LT(most.load(), c.gpu_memory / 4) << "held during the solve";
+  EXPECT_EQ(shared.reserved(), before);
 }
 
 TEST_P(GpuDenseTest, FactorsEqualTheCpuBackendsAndAreReused) {

@@ -120,11 +120,15 @@ Status GpuElimination::open() {
     pool_bytes_ = (room - original) / slot * slot;
     original_bytes_ = original;
   }
-  // No larger than twice that (the rest for the holes between kept parts and U blocks): the
-  // pool is never filled beyond it, and a solve of n = 1000 under the default budget took 0.35
-  // s of cudaMalloc for a 125 GiB pool on the H200 (60-70 ms more to free it), where its own
-  // work took 0.1 s.
-  pool_bytes_ = std::min(pool_bytes_, 2 * resident);
+  // No larger than twice that (the rest for the holes between kept parts and U blocks) and the
+  // right-hand sides' room beside the factors (residual(): x, r and A's sums): the pool is never
+  // filled beyond it, and a solve of n = 1000 under the default budget took 0.35 s of cudaMalloc
+  // for a 125 GiB pool on the H200 (60-70 ms more to free it), where its own work took 0.1 s.
+  const uint64_t rhs =
+      8ull * static_cast<uint64_t>(g.n) *
+          (2 * static_cast<uint64_t>(std::max<int64_t>(1, params_.rhs_columns)) + 2) +
+      8;
+  pool_bytes_ = std::min(pool_bytes_, 2 * resident + (rhs + slot - 1) / slot * slot);
   if (pool_bytes_ == 0) {
     return Status::resource_exhausted(fmt::format(
         "GPU tier: the device budget {} leaves less than one stripe ({}) beside the lanes' "
@@ -149,6 +153,7 @@ Status GpuElimination::open() {
     }
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_memory_, engine_.allocate(lanes + pivots, "the GPU lanes"));
+  lane_bytes_ = lanes + pivots;
   STRIPESOLVE_ASSIGN_OR_RETURN(pool_, engine_.allocate(pool_bytes_, "the GPU tier's pool"));
   if (original_bytes_ > 0) {
     STRIPESOLVE_ASSIGN_OR_RETURN(

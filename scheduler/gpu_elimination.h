@@ -150,6 +150,8 @@ class GpuElimination final : public Elimination {
 
   uint64_t pool_bytes() const { return pool_bytes_; }
   uint64_t peak_bytes() const { return tier_->usage().peak; }
+  // The device memory this device's tier allocated: lanes, pivots, pool and the copy of A.
+  uint64_t device_bytes() const { return lane_bytes_ + pool_bytes_ + original_bytes_; }
 
  private:
   GpuElimination(EngineContext& ctx, backend::DeviceEngine& engine,
@@ -223,6 +225,7 @@ class GpuElimination final : public Elimination {
   void* pool_ = nullptr;
   uint64_t pool_bytes_ = 0;
   void* lane_memory_ = nullptr;
+  uint64_t lane_bytes_ = 0;          // lane_memory_'s: the lanes' workspaces and the pivots
   int32_t* device_raw_ = nullptr;    // n entries: stripe I's raw swaps at row_begin(I)
   int32_t* device_perm_ = nullptr;   // 4n entries: stripe I's pairs at 4 row_begin(I)
   std::vector<int64_t> perm_count_;  // per stripe

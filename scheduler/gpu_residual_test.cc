@@ -49,6 +49,24 @@ TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);
 }
 
+// Many right-hand sides for a small matrix under a roomy device budget: the pool, sized to the
+// matrix (GpuElimination::create), keeps room for them beside the factors, so the substitution
+// and the residual still run on the device (x and r: 9.6 MiB, more than the matrix's own share
+// of the pool).
+TEST_P(GpuDenseTest, ManyRightHandSidesFindRoomInAPoolSizedToTheMatrix) {
+  const int64_t n = 200, nrhs = 3000;
+  const auto a = generated("A", n, "uniform", 8);
+  const auto b = random_rhs(n, nrhs);
+  EngineConfig c = gpu_engine(false);
+  c.meta_stripes = 1;
+  c.elim_j_workers = 0;
+  auto rep = solve("A", b, nrhs, throwaway_factors(), c);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_TRUE(rep->plan.device_keeps_original);
+  EXPECT_EQ(rep->residual_source, ResidualSource::kDevice);
+  expect_matches_lapack(a, n, b, nrhs, *rep, 1e-13, "3000 right-hand sides");
+}
+
 // Right-hand sides too many for x and r beside the factors and the copy: the residual falls
 // back to the store's pass (a warning), and the solve completes.
 TEST_P(GpuDenseTest, ResidualWithoutRoomOnTheDeviceReadsTheStore) {

@@ -56,6 +56,7 @@ class MultiGpuElimination final : public Elimination {
   void release_factors();
   int devices() const { return static_cast<int>(devices_.size()); }
   uint64_t pinned_bytes() const { return devices_[0]->pinned_bytes(); }  // device 0 pins
+  uint64_t device_bytes(int d) const { return devices_[static_cast<size_t>(d)]->device_bytes(); }
 
   // The copy of A for the residual on the device (one device; GpuElimination's of that name).
   bool keeps_original() const { return devices_.size() == 1 && devices_[0]->keeps_original(); }

@@ -21,6 +21,9 @@ namespace stripesolve::scheduler {
 
 namespace {
 
+// Columns the condition estimate solves beside the right-hand sides (substitute()).
+constexpr int64_t kEstimateColumns = 3;
+
 Status check_finite(const double* x, int64_t n, int64_t nrhs) {
   for (int64_t j = 0; j < nrhs; ++j) {
     for (int64_t r = 0; r < n; ++r) {
@@ -208,7 +211,8 @@ Status SolvePhases::triangulate() {
                       .write_back = false,
                       .parts_from_meta_start = engine_ != nullptr,
                       .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,
-                      .split_sweeps = engine_ == nullptr && plan.split_sweeps};
+                      .split_sweeps = engine_ == nullptr && plan.split_sweeps,
+                      .rhs_columns = req_.nrhs + kEstimateColumns};
   // A copy of A in the RAM cache for the residual where its budget holds it beside A's cells and
   // the device keeps none (not for gepp, whose object is A^T, nor a resumed factorization, whose
   // reads bring the factors made so far): reserved at the arena's top before the devices pin
@@ -220,6 +224,15 @@ Status SolvePhases::triangulate() {
     const auto t_load = SolveClock::now();
     STRIPESOLVE_ASSIGN_OR_RETURN(
         gpu_elim_, MultiGpuElimination::create(ctx_, req_.engines, *sv_.writable, params, plan));
+    // The tier has allocated what it will use: the rest of each device's budget goes back to
+    // the other jobs (a tridiagonal batch on the GPU meanwhile), the libraries' slack kept.
+    if (sv_.device_reservations != nullptr) {
+      const auto held = static_cast<int>(sv_.device_reservations->size());
+      for (int d = 0; d < std::min(gpu_elim_->devices(), held); ++d) {
+        (*sv_.device_reservations)[static_cast<size_t>(d)].shrink_to(
+            gpu_elim_->device_bytes(d) + device_library_slack(plan.gpu_memory));
+      }
+    }
     if (!req_.options.in_place) {
       progress_.begin_phase("load", 0, sv_.g.stripes);
       // Where the device keeps a copy of A for the residual, the stripes go there as they come,
@@ -373,7 +386,7 @@ Status SolvePhases::substitute() {
   // the BLAS calls keep their shapes, so that x has the same bits either way (a resumed
   // factorization makes no transposed start, and its solution must equal an uninterrupted
   // run's bit for bit).
-  const int64_t extra = estimate ? 3 : 0;
+  const int64_t extra = estimate ? kEstimateColumns : 0;
   report.x.assign(req_.b, req_.b + n * nrhs);
   if (extra > 0) {
     const std::vector<double> fixed = estimator_fixed_vectors(n);

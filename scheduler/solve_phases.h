@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cache/stripe_cache.h"
+#include "gpu/devices.h"
 #include "scheduler/condition.h"
 #include "scheduler/dense_solve.h"
 #include "scheduler/factor_progress.h"
@@ -80,6 +81,9 @@ struct Solve {
   double max_abs_u = -1;  // -1: not tracked
   // kGepp: A^T, the object factored (transposed_solve.h); A stays for the residual.
   std::unique_ptr<storage::StripedMatrix> transposed;
+  // The devices' budget reservations (the engines' order), made for the whole device budget
+  // before the plan: the GPU tier gives back what it does not allocate.
+  std::vector<gpu::DeviceBudget::Reservation>* device_reservations = nullptr;
 
   storage::StripedMatrix& factored() const { return transposed ? *transposed : *a; }
 };

@@ -19,8 +19,9 @@
 // Roles (002 Fig 18): master (calling thread), I/O, elim.I, k elim.J, DSR, plus a monitor for
 // cancellation and progress. Cancellation is honoured within one stripe step.
 //
-// Memory: the cache arena (EngineConfig::ram_budget, but at most three times A's stripes; a
-// budget the host refuses is the solve's kResourceExhausted) + elim.I's workspace (~8 S' n bytes) +
+// Memory: the cache arena (EngineConfig::ram_budget, but at most twice A's stripes, three times
+// with a copy of A in RAM for the residual; a budget the host refuses is the solve's
+// kResourceExhausted) + elim.I's workspace (~8 S' n bytes) +
 // the right-hand sides, solution and residual (3 n nrhs doubles).
 //
 // Quality (issue 17): the report carries the backward error, the rcond estimate, the pivot

@@ -96,7 +96,8 @@ TEST_F(DenseSolveTest, LargerMatrixWithQuarterCache) {
 
 // A budget far above the matrix (the daemon's default is half the host's memory): the cache takes
 // three times A's stripes at most, not the budget (the GPU tier pins and faults in its arena), and
-// the solve is the same: all of A cached, a copy of it for the residual beside it.
+// the solve is the same: all of A cached, a copy of it for the residual beside it. (Twice A's
+// stripes where the plan keeps no copy in RAM: GpuDenseTest.ResidualOnTheDevicesCopyOfA.)
 TEST_F(DenseSolveTest, ABudgetFarAboveTheMatrixTakesAnArenaOfItsSize) {
   const int64_t n = 300, s = 64;
   const auto a = generated("A", n, s, "uniform", 6);

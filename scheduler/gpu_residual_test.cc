@@ -32,6 +32,14 @@ TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   EXPECT_EQ(kept->residual_source, ResidualSource::kDevice);
   ASSERT_EQ(kept->residual_history.size(), 2u);
   expect_matches_lapack(a, n, b, 2, *kept, 1e-13, "residual on the device's copy of A");
+  // The RAM cache keeps no copy beside the device's: its arena (all of it pinned) is A's cells
+  // and as much again for holes, not the three times a copy in RAM takes (16 MiB budget).
+  const uint64_t a_bytes = 8ull * n * n;
+  const uint64_t stripes = (n + 63) / 64;
+  EXPECT_FALSE(kept->plan.ram_keeps_original);
+  EXPECT_LE(kept->cache_budget, 2 * (a_bytes + stripes * 2 * 4096));  // 4 KiB padding a part
+  EXPECT_GE(kept->cache_budget, a_bytes);
+  EXPECT_EQ(kept->pinned_bytes, kept->cache_budget);
   c.ram_budget = 1 * kMiB;  // A is 2.7 MiB: not loaded, no copy
   auto read = solve("A", b, 2, o, c);
   ASSERT_TRUE(read.is_ok()) << read.status().to_string();

@@ -44,13 +44,15 @@ uint64_t cells_bytes(const storage::StripeGeometry& g) {
   return total;
 }
 
-// The arena a solve takes: its budget, but no more than three times A's cells (all of them, the
-// copy of A for the residual beside them, and as much again for the holes between extents): a
-// larger arena is never filled. The GPU tier faults in and pins the whole arena, so a small solve
-// under the daemon's default budget (half the host's available memory) paid for all of it: on the
-// H200 host (62.6 GiB) 3-8 s for n = 1000, where the solve takes 0.12 s.
-uint64_t arena_bytes(const storage::StripeGeometry& g, uint64_t budget) {
-  return std::min(budget, 3 * cells_bytes(g));
+// The arena a solve takes: its budget, but no more than twice A's cells (all of them, and as
+// much again for the holes between extents), three times where the plan keeps a copy of A in
+// the RAM cache for the residual: a larger arena is never filled. The GPU tier faults in and
+// pins the whole arena, so a small solve under the daemon's default budget (half the host's
+// available memory) paid for all of it: on the H200 host (62.6 GiB) 3-8 s for n = 1000, where
+// the solve takes 0.12 s; and where the device keeps the copy, a third of the arena was pinned
+// and never used (8 GiB of 24 at n = 32768).
+uint64_t arena_bytes(const storage::StripeGeometry& g, uint64_t budget, bool keeps_copy) {
+  return std::min(budget, (keeps_copy ? 3 : 2) * cells_bytes(g));
 }
 
 // Whether all of A's stripes fit a RAM cache of `budget` bytes at once.
@@ -136,7 +138,7 @@ SolvePhases::SolvePhases(const SolveRequest& req, Solve& sv, const EngineConfig&
       config_(config),
       gepp_(req.options.pivot == stripe::PivotMode::kGepp),
       engine_(req.engines.empty() ? nullptr : req.engines.front()),
-      cache_(arena_bytes(sv.g, config.ram_budget),
+      cache_(arena_bytes(sv.g, config.ram_budget, sv.report.plan.ram_keeps_original),
              config.huge_pages ? cache::HugePages::kWhenLarge : cache::HugePages::kNo),
       progress_(req.callbacks.on_progress, config.progress_interval_seconds),
       keep_progress_on_stop_{sv, req.cancel},
@@ -148,6 +150,13 @@ SolvePhases::SolvePhases(const SolveRequest& req, Solve& sv, const EngineConfig&
     *hits = s.hits;
     *misses = s.misses;
   });
+}
+
+SolvePhases::~SolvePhases() {
+  // The GPU tier's teardown (its device memory freed, the RAM cache unpinned) on the trace; the
+  // members after it (the I/O role joined, the arena unmapped) follow in their usual order.
+  TraceRecorder::Span span(req_.trace, "master", "teardown: GPU tier");
+  gpu_elim_.reset();
 }
 
 int64_t SolvePhases::cores() const {

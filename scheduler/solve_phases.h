@@ -95,6 +95,7 @@ class SolvePhases {
  public:
   // `config`: the request's, with the devices' budgets; `sv`: the inputs opened, report.plan set.
   SolvePhases(const SolveRequest& req, Solve& sv, const EngineConfig& config);
+  ~SolvePhases();
   SolvePhases(const SolvePhases&) = delete;
   SolvePhases& operator=(const SolvePhases&) = delete;
 

@@ -65,7 +65,12 @@ function(stripesolve_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  set(properties LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  # LABELS only where there are some: an empty value vanishes from the unquoted list below, and
+  # TIMEOUT became the test's label with 300 left unpaired (no timeout at all).
+  set(properties TIMEOUT ${ARG_TIMEOUT})
+  if(ARG_LABELS)
+    list(APPEND properties LABELS "${ARG_LABELS}")
+  endif()
   # The suppressions: OpenBLAS's pool, which TSan cannot see into. This replaces the test
   # preset's TSAN_OPTIONS, so the preset's options are repeated (a refused allocation returns
   # null, as without a sanitizer: ArenaTest.ARefusedBlockLeavesAnEmptyArenaThatSaysSo).

@@ -58,9 +58,11 @@ enum class CellState {
   // -> kAbsent if clean).
   kIdle,
   // The part's values are newer on the device than in RAM (the GPU tier kept J resident after
-  // its update); the RAM extent stays reserved for when they come back. Moved on by the master
-  // only (-> kWaitElimI, kWaitElimJ); the elim role then works on the device instance and copies
-  // the values back when it gives the part up. Not evictable: the RAM values are stale.
+  // its update); the RAM extent stays reserved for when they come back, or, where the device
+  // holds every column of the part, goes back to the arena until the part's elimination
+  // (stripe_cache.h: UpdatedJ). Moved on by the master only (-> kWaitElimI, kWaitElimJ); the elim
+  // role then works on the device instance and copies the values back when it gives the part
+  // up. Not evictable: the RAM values are stale or gone.
   kOnDevice,
   // Chosen for eviction, dirty; the I/O role moves it to kUploading. Not evictable again.
   kWaitUpload,

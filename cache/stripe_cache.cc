@@ -160,7 +160,9 @@ std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
   auto it = cells_.find(req.stripe);
   if (it == cells_.end()) return std::nullopt;
   Cell& c = it->second;
-  if (!usable_for(c.state, req.target) || !holds(c.view, req)) return std::nullopt;
+  if (!usable_for(c.state, req.target) || !holds(c.view, req) || needs_extent(c, req.target)) {
+    return std::nullopt;
+  }
   return take_hit_locked(c, req);
 }
 
@@ -187,8 +189,21 @@ Result<std::optional<CellView>> StripeCache::request_locked(MutexLock& lock, con
     auto it = cells_.find(req.stripe);
     if (it == cells_.end()) break;
     Cell& c = it->second;
-    if (usable_for(c.state, req.target) && holds(c.view, req))
+    if (usable_for(c.state, req.target) && holds(c.view, req)) {
+      if (needs_extent(c, req.target)) {
+        // Memory for the values the device gives back when the stripe is final; no download.
+        // Only the master moves a kOnDevice cell, so it is still here after a wait.
+        STRIPESOLVE_ASSIGN_OR_RETURN(
+            std::optional<Extent> e,
+            allocate_locked(lock, req.stripe, c.view.bytes, may_wait, spared));
+        if (!e) return std::optional<CellView>();
+        Cell& back = cell_locked(req.stripe);
+        back.extent = *e;
+        back.view.buffer = arena_.base() + e->offset;
+        return std::optional<CellView>(take_hit_locked(back, req));
+      }
       return std::optional<CellView>(take_hit_locked(c, req));
+    }
     if (c.state == CellState::kIdle) {  // holds other columns than needed: drop it
       evict_locked(c);
       continue;
@@ -266,11 +281,19 @@ void StripeCache::release_use(int64_t stripe) {
   release_use_locked(stripe);
 }
 
-void StripeCache::finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, bool on_device) {
+void StripeCache::finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, UpdatedJ where) {
   MutexLock lock(mu_);
-  cell_locked(stripe);
+  Cell& c = cell_locked(stripe);
   for (int64_t i = i_begin; i < i_end; ++i) release_use_locked(i);
-  transition_locked(stripe, on_device ? CellState::kOnDevice : CellState::kIdle);
+  if (where == UpdatedJ::kOnDeviceOnly && c.view.buffer != nullptr) {
+    arena_.release(c.extent);  // before the transition, which wakes those waiting for memory
+    stats_.bytes_in_use = arena_.used();
+    c.extent = Extent{};
+    c.view.buffer = nullptr;
+  }
+  STRIPESOLVE_CHECK(where == UpdatedJ::kOnDeviceOnly || c.view.buffer != nullptr,
+                    "cache: " + part_name(stripe) + " has no memory for values kept in RAM");
+  transition_locked(stripe, where == UpdatedJ::kInRam ? CellState::kIdle : CellState::kOnDevice);
 }
 
 void StripeCache::discard_idle() {

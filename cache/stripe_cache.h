@@ -45,8 +45,10 @@ namespace stripesolve::cache {
 // The end column of a part through column n (storage::kThroughN).
 inline constexpr int64_t kThroughN = std::numeric_limits<int64_t>::max();
 
-// What a role sees of a cell. Buffer, i0_store, i1_store and bytes never change during the cell's
-// life.
+// What a role sees of a cell. i0_store, i1_store and bytes never change during the cell's life,
+// nor does the buffer, but for a part whose values only the device holds (kOnDevice after
+// UpdatedJ::kOnDeviceOnly): it has none (nullptr) until the master requests it for its
+// elimination, which gives it a new one.
 struct CellView {
   int64_t stripe = -1;
   int64_t i0_store = 0;         // the part holds columns [i0_store, i1_store) of the stripe
@@ -69,6 +71,19 @@ struct PartRequest {
   int64_t elim_end = 0;
   int64_t count = 0;  // kWaitElimI: J stripes that will need it once eliminated
   int64_t col_end = kThroughN;
+};
+
+// Where a J stripe's values are after its update (StripeCache::finish_elim_j; the GPU tier
+// decides, scheduler/gpu_elimination.h).
+enum class UpdatedJ {
+  kInRam,              // the cell holds them (kIdle)
+  kOnDeviceBesideRam,  // newer on the device; the RAM extent stays reserved for them (kOnDevice)
+  // Newer on the device, which holds every column of the cell: the RAM extent goes back to the
+  // arena (kOnDevice without a buffer). A J update takes such a part as it is (it stays on the
+  // device), an elimination with a new extent (request(): no download, the device's values come
+  // back when the stripe is final). A RAM cache smaller than what the device keeps then still
+  // holds the working set beside it.
+  kOnDeviceOnly,
 };
 
 // Stripes [begin, end); empty when end <= begin.
@@ -123,7 +138,9 @@ class StripeCache {
   // handed out early) while a miss waits for memory. Fragmentation included; a snapshot.
   bool fits_beside(uint64_t bytes, int64_t kept_stripe) const;
   // request() restricted to an immediate hit: the part is cached in a usable state and holds the
-  // columns asked for. Never waits, never allocates; nullopt otherwise (or after a failure).
+  // columns asked for. Never waits, never allocates; nullopt otherwise (or after a failure), and
+  // for the elimination of a part whose values only the device holds (it needs memory: request()
+  // or try_request()).
   std::optional<CellView> try_hit(const PartRequest& req);
 
   // Waits until the stripe's cell is in `state`. Returns the cache's failure if it failed.
@@ -148,9 +165,12 @@ class StripeCache {
   // elim.J finished updating `stripe` by [i_begin, i_end): releases each I (as release_use) and
   // moves the J cell kElimJ -> kIdle, atomically, so that nobody sees J idle while the I stripes
   // it no longer needs still look stuck.
-  // With on_device (the GPU tier kept J's newer values on the device) J moves to kOnDevice.
-  void finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, bool on_device = false);
-  // RAM bytes of cells in kOnDevice (not evictable while there).
+  // Where the GPU tier kept J's newer values on the device J moves to kOnDevice, its extent
+  // given back with UpdatedJ::kOnDeviceOnly.
+  void finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end,
+                     UpdatedJ where = UpdatedJ::kInRam);
+  // RAM bytes of cells in kOnDevice (not evictable while there; none for those whose extent went
+  // back).
   uint64_t on_device_bytes() const;
   // The master has read a DSR part: kStuck -> kAbsent without write-back.
   void remove(int64_t stripe);
@@ -214,13 +234,19 @@ class StripeCache {
     uint64_t created = 0;            // download order
     bool read_once = false;          // a DSR part: its reader will remove it
     bool keep_after_upload = false;  // write_back(): kUploading -> kIdle
-    Extent extent;
+    Extent extent;                   // none (0 bytes) while only the device holds the values
   };
   // The one place where a state changes. Deletes the cell (and frees its extent) on kAbsent.
   void transition_locked(int64_t stripe, CellState to) REQUIRES(mu_);
   Cell& cell_locked(int64_t stripe) REQUIRES(mu_);
   void release_use_locked(int64_t stripe) REQUIRES(mu_);
   CellView take_hit_locked(Cell& c, const PartRequest& req) REQUIRES(mu_);
+  // Whether a request for `target` finds the cell without its values' memory: the device alone
+  // holds them and an elimination asks for them (it needs an extent for the final values).
+  static bool needs_extent(const Cell& c, CellState target) {
+    return c.state == CellState::kOnDevice && c.view.buffer == nullptr &&
+           target == CellState::kWaitElimI;
+  }
   // request() and try_request(); nullopt only when !may_wait.
   Result<std::optional<CellView>> request_locked(MutexLock& lock, const PartRequest& req,
                                                  bool may_wait, StripeRange spared) REQUIRES(mu_);

@@ -257,6 +257,48 @@ TEST(StripeCacheTest, FinishElimJReleasesTheIStripesAndIdlesJTogether) {
   EXPECT_EQ(cache.state_of(2), CellState::kIdle);
 }
 
+// A J whose values only the device keeps gives its RAM back: the memory serves another part
+// meanwhile, a J update takes the part as it is (no buffer, no download), and its elimination
+// gets a new extent, again without a download.
+TEST(StripeCacheTest, APartKeptOnlyOnTheDeviceGivesItsMemoryBackUntilItsElimination) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  ASSERT_NO_FATAL_FAILURE(eliminate_i(cache, 0));  // stuck: J = 1 needs it
+  ASSERT_TRUE(cache.request(PartRequest{1, 0, kPart, CellState::kWaitElimJ, 0, 1, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(1, CellState::kWaitElimJ).is_ok());
+  cache.transition(1, CellState::kElimJ);
+  cache.finish_elim_j(1, 0, 1, UpdatedJ::kOnDeviceOnly);
+  EXPECT_EQ(cache.state_of(1), CellState::kOnDevice);
+  EXPECT_EQ(cache.on_device_bytes(), 0u);
+  EXPECT_EQ(cache.stats().bytes_in_use, kPart);  // stripe 0 alone
+  const uint64_t misses = cache.stats().misses;
+
+  // Its memory holds stripe 2 meanwhile, beside stripe 0 (idle now).
+  ASSERT_TRUE(cache.request(PartRequest{2, 0, kPart, CellState::kWaitElimJ, 0, 1, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(2, CellState::kWaitElimJ).is_ok());
+  EXPECT_EQ(cache.stats().bytes_in_use, 2 * kPart);
+
+  // A J update: a hit without memory.
+  auto j = cache.try_hit(PartRequest{1, 0, kPart, CellState::kWaitElimJ, 0, 1, 0});
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(j->buffer, nullptr);
+  cache.transition(1, CellState::kElimJ);
+  cache.finish_elim_j(1, 0, 0, UpdatedJ::kOnDeviceOnly);
+  EXPECT_EQ(cache.state_of(1), CellState::kOnDevice);
+
+  // The elimination needs memory: not a try_hit; request() evicts for it and downloads nothing.
+  const PartRequest elim{1, 0, kPart, CellState::kWaitElimI, 1, 2, 0};
+  EXPECT_FALSE(cache.try_hit(elim).has_value());
+  cache.transition(2, CellState::kElimJ);
+  cache.finish_elim_j(2, 0, 0);  // idle, evictable
+  auto i = cache.request(elim);
+  ASSERT_TRUE(i.is_ok()) << i.status().to_string();
+  EXPECT_NE(i->buffer, nullptr);
+  EXPECT_EQ(cache.state_of(1), CellState::kWaitElimI);
+  EXPECT_EQ(cache.stats().misses, misses + 1);  // stripe 2's only
+  EXPECT_LE(cache.stats().peak_bytes, 2 * kPart);
+}
+
 // DSR parts are stuck only until their reader removes them: a request that does not fit waits
 // for the reader instead of failing.
 TEST(StripeCacheTest, DsrRequestWaitsForTheReaderToRemoveParts) {

@@ -158,8 +158,8 @@ Status CpuElimination::eliminate(int64_t i, const CellView& cell, stripe::Stripe
 Status CpuElimination::update(int worker, const Task& t, const CellView& j,
                               const std::vector<CellView>& is,
                               const std::vector<stripe::StripePivots>& pivots,
-                              bool* keep_on_device) {
-  *keep_on_device = false;
+                              cache::UpdatedJ* where) {
+  *where = cache::UpdatedJ::kInRam;
   const std::string role = "elim.J" + std::to_string(worker);
   const stripe::StripePart pj = cell_part(layout_, j);
   // On the critical path: the update elim.I waits for next, J right after the range (on the CPU

@@ -97,11 +97,14 @@ class Elimination {
   virtual Status eliminate(int64_t i, const cache::CellView& cell,
                            stripe::StripePivots* pivots) = 0;
   // elim.J worker `worker` (of params.elim_j_workers): updates J = t.stripe by the eliminated
-  // stripes [t.i_begin, t.i_end) (`is`, in order; pivots[I] final). *keep_on_device: J's values
-  // stay newer on the device (its cell goes to kOnDevice instead of kIdle).
+  // stripes [t.i_begin, t.i_end) (`is`, in order; pivots[I] final). *where: whether J's values
+  // stay newer on the device (its cell goes to kOnDevice instead of kIdle), and whether its RAM
+  // goes back meanwhile (cache::UpdatedJ). j.buffer is null where it went back after an earlier
+  // update: the values are on the device only, and stay there.
   virtual Status update(int worker, const Task& t, const cache::CellView& j,
                         const std::vector<cache::CellView>& is,
-                        const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) = 0;
+                        const std::vector<stripe::StripePivots>& pivots,
+                        cache::UpdatedJ* where) = 0;
   // Before the roles start, with the run's plan (a resumed run skips the tasks whose effect is
   // durable): the GPU tier counts the reads of each stripe from the tasks left.
   virtual Status begin(const ResumePlan& plan) {
@@ -164,7 +167,7 @@ class CpuElimination final : public Elimination {
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
-                const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+                const std::vector<stripe::StripePivots>& pivots, cache::UpdatedJ* where) override;
   double max_abs_u() const override { return max_abs_u_; }
   double stripe_max_abs_u(int64_t i) const override {
     return stripe_max_abs_u_[static_cast<size_t>(i)];

@@ -100,6 +100,29 @@ TEST_P(GpuDenseTest, BudgetsAroundTheMetaStripeStepsAllSolve) {
   }
 }
 
+// The SSD tier's shape: a RAM cache of about a third of the matrix beside a device budget that
+// holds part of it, S^m = 4, with and without look-ahead lanes. The J parts the device keeps
+// between their updates (the meta-stripe being eliminated and the next) give their RAM back
+// (cache::UpdatedJ::kOnDeviceOnly) and take new memory at their elimination; every solve matches
+// LAPACK.
+TEST_P(GpuDenseTest, SsdTierShapeGivesTheKeptPartsRamBack) {
+  const int64_t n = 32 * 64;  // 32 stripes of 1 MiB
+  const auto a = generated("A", n, "uniform", 23);
+  const auto b = random_rhs(n, 1);
+  for (int64_t lanes : {0, 2}) {
+    for (uint64_t budget : {14 * kMiB, 18 * kMiB, 22 * kMiB}) {
+      EngineConfig c = ram_tier_engine(budget);
+      c.ram_budget = 12 * kMiB;
+      c.lookahead_lanes = lanes;
+      auto rep = solve("A", b, 1, throwaway_factors(), c);
+      const std::string what = format_bytes(budget) + ", look-ahead lanes " + std::to_string(lanes);
+      ASSERT_TRUE(rep.is_ok()) << what << ": " << rep.status().to_string();
+      EXPECT_FALSE(rep->plan.device_resident) << what;
+      expect_matches_lapack(a, n, b, 1, *rep, 1e-13, what);
+    }
+  }
+}
+
 // engine.meta_stripes pinned too large for the budget: the pool cannot hold a range's U block
 // beside its stripes, said before the solve starts (not as a dead end at the first range).
 TEST_P(GpuDenseTest, PinnedMetaStripesTooLargeForTheBudgetFailAtOnce) {
@@ -613,4 +636,30 @@ INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
+// A device that holds the whole matrix beside a RAM cache of a quarter of it: J parts between
+// their updates stay on the device only (their RAM goes back to the cache), so that the SSDs
+// see A once for the factorization and once for the residual, and the factors written once
+// (before, each J went back to RAM and the SSDs between its updates: 4.9 A read, 2.9 A written
+// here).
+TEST_P(GpuDenseTest, ADeviceHoldingTheMatrixBesideASmallRamCacheReadsAOnce) {
+  const int64_t n = 1024;  // 16 stripes of 64 rows (512 KiB each), 8 MiB
+  const auto a = generated("A", n, "uniform", 41);
+  const auto b = random_rhs(n, 2);
+  EngineConfig c;
+  c.backend = ComputeBackend::kCuda;
+  c.ram_budget = 2 * kMiB;
+  c.gpu_memory = 256 * kMiB;
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  o.check_quality = false;  // the condition estimate would read the stored factors once more
+  auto rep = solve("A", b, 2, o, c);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  ASSERT_TRUE(rep->plan.device_resident);
+  expect_matches_lapack(a, n, b, 2, *rep, 1e-13, "a quarter cached, device resident");
+  const double matrix = 8.0 * n * n;
+  EXPECT_LE(rep->io_read_bytes, 2.05 * matrix);
+  EXPECT_LE(rep->io_written_bytes, 1.05 * matrix);
+  EXPECT_GE(rep->io_written_bytes, matrix);  // the factors, stored
+}
+
 }  // namespace stripesolve::scheduler

@@ -9,7 +9,10 @@
 //     segments unless resident, permuted by the range's column swaps (kRow), updated by the
 //     range's U in one dtrsm + segment GEMMs with K = all rows of the range (a meta-stripe of
 //     S^m stripes: the K/4 flops per byte of 8b), and copied back segment by segment, or kept on
-//     the device (its RAM cell goes to kOnDevice) when the plan keeps the whole matrix there.
+//     the device (its RAM cell goes to kOnDevice) when the plan keeps the whole matrix there or J
+//     is an I stripe soon (keep_j). Where RAM cannot hold the whole matrix, a J kept whole on the
+//     device gives its RAM back until its elimination (cache::UpdatedJ::kOnDeviceOnly): the
+//     device is a tier of its own, not a copy of what RAM holds.
 //   The U block of a range of several stripes is assembled once on the device from the
 //     stripes' instances (with the later stripes' column swaps applied to the earlier ones, so
 //     that one update by the whole range equals the updates by each stripe in turn) and freed
@@ -62,8 +65,9 @@ struct DeviceShare {
   bool serves(int64_t worker) const { return worker % count == index; }
 };
 
-// The RAM bytes of the cells whose J values are kept on a device (kOnDevice), shared by the
-// devices of a solve (they share the RAM cache). Thread-safe through `mu`.
+// The RAM bytes of the cells whose J values are kept on a device beside their reserved RAM
+// (kOnDevice with an extent), shared by the devices of a solve (they share the RAM cache).
+// Thread-safe through `mu`.
 struct KeepLedger {
   Mutex mu;
   uint64_t bytes GUARDED_BY(mu) = 0;
@@ -86,7 +90,7 @@ class GpuElimination final : public Elimination {
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
-                const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+                const std::vector<stripe::StripePivots>& pivots, cache::UpdatedJ* where) override;
   // A resumed run: the use counts from the tasks it does not skip.
   Status begin(const ResumePlan& plan) override;
   // Stripe i loaded final from the factor object (a resumed run; its cell in RAM, this device's
@@ -173,7 +177,7 @@ class GpuElimination final : public Elimination {
   Status eliminate_on_device(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots);
   Status update_on_device(int worker, const Task& t, const cache::CellView& j,
                           const std::vector<cache::CellView>& is,
-                          const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device);
+                          const std::vector<stripe::StripePivots>& pivots, cache::UpdatedJ* where);
   backend::DeviceBlock instance_block(const cache::DeviceInstance& inst) const;
   double* device_at(uint64_t offset) const {
     return reinterpret_cast<double*>(static_cast<char*>(pool_) + offset);
@@ -201,8 +205,10 @@ class GpuElimination final : public Elimination {
   // first use (with its inverted diagonal blocks).
   Result<RangeU> range_block(backend::DeviceLane& lane, const Task& t);
   backend::ColumnPermutation permutation_of(int64_t i, int64_t first) const;
-  // Decides whether J stays on the device after this update, and accounts its RAM cell.
-  bool keep_j(const Task& t, const cache::CellView& j);
+  // Decides whether J stays on the device after this update (its instance `inst`) and whether
+  // its RAM cell goes back meanwhile, and accounts the cells kept beside.
+  cache::UpdatedJ keep_j(const Task& t, const cache::CellView& j,
+                         const cache::DeviceInstance& inst);
   // Whether stripe i's instance stays on this device to the end (the whole matrix resident,
   // and i this device's own).
   bool keeps(int64_t i) const { return plan_.device_resident && share_.owns(i); }

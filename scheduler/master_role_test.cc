@@ -40,18 +40,18 @@ class HoldingElimination final : public Elimination {
   }
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
-                const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override {
+                const std::vector<stripe::StripePivots>& pivots, cache::UpdatedJ* where) override {
     const std::string name = to_string(t);
     record_start(name);
     if (std::find(held_.begin(), held_.end(), name) == held_.end()) {
-      return inner_.update(worker, t, j, is, pivots, keep_on_device);
+      return inner_.update(worker, t, j, is, pivots, where);
     }
     {
       std::unique_lock<std::mutex> lock(mu_);
       released_cv_.wait_for(lock, std::chrono::seconds(20),
                             [&] { return released_.count(name) > 0; });
     }
-    Status st = inner_.update(worker, t, j, is, pivots, keep_on_device);
+    Status st = inner_.update(worker, t, j, is, pivots, where);
     record_start(name + " end");
     return st;
   }

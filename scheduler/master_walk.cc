@@ -260,9 +260,11 @@ void MasterRole::Walk::run() {
     if (progressed || front_ == tasks_.size()) continue;
     const Task& t = tasks_[front_];
     const CellState state = cache_.state_of(t.stripe);
-    if (reads_ready(t) && (state == CellState::kAbsent || state == CellState::kIdle)) {
+    if (reads_ready(t) && (state == CellState::kAbsent || state == CellState::kIdle ||
+                           state == CellState::kOnDevice)) {
       // A miss (or a part cached from a later column than needed): the cache downloads it,
-      // waiting for memory.
+      // waiting for memory. Or an elimination whose part only the device holds (its RAM went
+      // back: stripe_cache.h, UpdatedJ): the cache gives it memory, without a download.
       if (!request_miss(front_)) return;
       hand_out(front_);
       continue;

@@ -48,7 +48,7 @@ double MultiGpuElimination::max_abs_u() const {
 Status MultiGpuElimination::update(int worker, const Task& t, const cache::CellView& j,
                                    const std::vector<cache::CellView>& is,
                                    const std::vector<stripe::StripePivots>& pivots,
-                                   bool* keep_on_device) {
+                                   cache::UpdatedJ* where) {
   GpuElimination& here = owner_of(t.stripe);
   for (const cache::CellView& ci : is) {
     GpuElimination& owner = owner_of(ci.stripe);
@@ -56,7 +56,7 @@ Status MultiGpuElimination::update(int worker, const Task& t, const cache::CellV
     STRIPESOLVE_RETURN_IF_ERROR(
         here.adopt(worker, ci, pivots[static_cast<size_t>(ci.stripe)], owner));
   }
-  return here.update(worker, t, j, is, pivots, keep_on_device);
+  return here.update(worker, t, j, is, pivots, where);
 }
 
 Status MultiGpuElimination::begin(const ResumePlan& plan) {

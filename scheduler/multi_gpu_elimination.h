@@ -36,7 +36,7 @@ class MultiGpuElimination final : public Elimination {
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override;
   Status update(int worker, const Task& t, const cache::CellView& j,
                 const std::vector<cache::CellView>& is,
-                const std::vector<stripe::StripePivots>& pivots, bool* keep_on_device) override;
+                const std::vector<stripe::StripePivots>& pivots, cache::UpdatedJ* where) override;
   Status begin(const ResumePlan& plan) override;
   Status load_final(int64_t i, const cache::CellView& cell,
                     const stripe::StripePivots& pivots) override;

@@ -140,15 +140,14 @@ void ElimJRole::run(int64_t worker) {
       cis.push_back(*ci);
     }
     cache.transition(t->stripe, CellState::kElimJ);
-    bool on_device = false;
-    const Status st =
-        elimination_.update(static_cast<int>(worker), *t, *cj, cis, pivots_, &on_device);
+    cache::UpdatedJ where = cache::UpdatedJ::kInRam;
+    const Status st = elimination_.update(static_cast<int>(worker), *t, *cj, cis, pivots_, &where);
     if (!st.is_ok()) {
       cache.fail(st);
       return;
     }
     for (const CellView& ci : cis) ctx_.progress.add_flops(update_flops(g_, t->stripe, ci.stripe));
-    cache.finish_elim_j(t->stripe, t->i_begin, t->i_end, on_device);
+    cache.finish_elim_j(t->stripe, t->i_begin, t->i_end, where);
   }
 }
 

@@ -281,9 +281,14 @@ int64_t schedule_limit(const Plan& p) {
 
 // Each strategy's SSD traffic and the time bound of compute, disk and PCIe it implies.
 void forecast_strategies(Plan& p, const Machine& m) {
-  // Forecasts: cache model with the budget net of per-part slack.
-  TrafficModel model{p.n, p.stripes, m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0,
-                     m.gpus <= 0};
+  // Forecasts: cache model with the budget net of per-part slack. Where the devices keep the
+  // whole matrix, the parts between their updates wait there whatever RAM holds (their RAM goes
+  // back to the cache, cache::UpdatedJ): A is read once and the factors written once.
+  uint64_t budget = m.ram_budget > 2 * 4096 * 8 ? m.ram_budget - 2 * 4096 * 8 : 0;
+  if (p.device_resident) {
+    budget = std::max(budget, static_cast<uint64_t>(p.stripes) * p.stripe_bytes);
+  }
+  TrafficModel model{p.n, p.stripes, budget, m.gpus <= 0};
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;

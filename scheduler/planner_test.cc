@@ -303,6 +303,29 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
   EXPECT_FALSE(plan_dense(70000, 0, cpu, describe_machine(cpu, 0)).value().ram_keeps_original);
 }
 
+// A device that holds the whole matrix beside a RAM cache of a quarter of it keeps the parts
+// between their updates (their RAM goes back to the cache): every strategy reads A once and
+// writes the factors once, as the GPU tier does (GpuDenseTest.ADeviceHoldingTheMatrixBeside
+// ASmallRamCacheReadsAOnce).
+TEST(PlannerTest, ADeviceHoldingTheMatrixForecastsOneReadOfA) {
+  EngineConfig c = gpu_host(16 * kGiB);
+  c.ram_budget = 2 * kGiB;  // a quarter of A at n = 32768
+  const Plan p = plan_on(c, 32768);
+  ASSERT_TRUE(p.device_resident);
+  const uint64_t matrix = static_cast<uint64_t>(p.stripes) * p.stripe_bytes;
+  for (const StrategyForecast& f : p.forecasts) {
+    ASSERT_TRUE(f.feasible) << f.why;
+    EXPECT_EQ(f.traffic.bytes_read, matrix);
+    EXPECT_EQ(f.traffic.bytes_written, matrix);
+  }
+  c.gpu_memory = 4 * kGiB;  // streaming: RAM alone holds the parts between their updates
+  for (const StrategyForecast& f : plan_on(c, 32768).forecasts) {
+    if (f.feasible) {
+      EXPECT_GT(f.traffic.bytes_read, matrix);
+    }
+  }
+}
+
 TEST(PlannerTest, BackendNamesAndResolution) {
   EXPECT_EQ(parse_compute_backend("cuda").value(), ComputeBackend::kCuda);
   EXPECT_FALSE(parse_compute_backend("gpu").is_ok());

@@ -102,10 +102,9 @@ TEST_P(GpuDenseTest, BudgetsAroundTheMetaStripeStepsAllSolve) {
 
 // The SSD tier's shape: a RAM cache of about a third of the matrix beside a device budget that
 // holds part of it, S^m = 4, with and without look-ahead lanes. The J parts the device keeps
-// between their updates (the meta-stripe being eliminated and the next) give their RAM back
-// (cache::UpdatedJ::kOnDeviceOnly) and take new memory at their elimination; every solve matches
-// LAPACK.
-TEST_P(GpuDenseTest, SsdTierShapeGivesTheKeptPartsRamBack) {
+// between their updates (the meta-stripe being eliminated and the next) keep their RAM cells
+// reserved beside the working set; every solve matches LAPACK.
+TEST_P(GpuDenseTest, SsdTierShapeMatchesLapack) {
   const int64_t n = 32 * 64;  // 32 stripes of 1 MiB
   const auto a = generated("A", n, "uniform", 23);
   const auto b = random_rhs(n, 1);

@@ -10,9 +10,10 @@
 //     range's U in one dtrsm + segment GEMMs with K = all rows of the range (a meta-stripe of
 //     S^m stripes: the K/4 flops per byte of 8b), and copied back segment by segment, or kept on
 //     the device (its RAM cell goes to kOnDevice) when the plan keeps the whole matrix there or J
-//     is an I stripe soon (keep_j). Where RAM cannot hold the whole matrix, a J kept whole on the
-//     device gives its RAM back until its elimination (cache::UpdatedJ::kOnDeviceOnly): the
-//     device is a tier of its own, not a copy of what RAM holds.
+//     is an I stripe soon (keep_j). Where the device keeps the whole matrix and RAM cannot, a J
+//     kept whole on the device gives its RAM back until its elimination
+//     (cache::UpdatedJ::kOnDeviceOnly): the device is a tier of its own, not a copy of what RAM
+//     holds.
 //   The U block of a range of several stripes is assembled once on the device from the
 //     stripes' instances (with the later stripes' column swaps applied to the earlier ones, so
 //     that one update by the whole range equals the updates by each stripe in turn) and freed

@@ -95,19 +95,21 @@ Result<GpuElimination::RangeU> GpuElimination::range_block(backend::DeviceLane& 
 // J stays on the device when the whole matrix does, and otherwise when it belongs to the
 // meta-stripe being eliminated or to the next one (it is an I stripe soon: its elimination and the
 // updates inside its meta-stripe then need no copies), while the device keeps room for the J
-// parts in flight and a U block. Unless RAM holds the whole matrix, a kept J whose every column
-// is on the device gives its RAM back meanwhile (UpdatedJ::kOnDeviceOnly): a device larger than
-// the RAM cache then keeps what RAM cannot (a matrix of 512 MiB in a 128 MiB RAM cache on an
-// H200 was read 6.2 times and written 3.4 times, each J going back to RAM and the SSDs between
-// its updates). A J kept beside its RAM cell (the device holds fewer columns) leaves room in RAM
-// for the planner's working set.
+// parts in flight and a U block. Where the device keeps the whole matrix and RAM cannot, a kept J
+// whose every column is on the device gives its RAM back meanwhile (UpdatedJ::kOnDeviceOnly):
+// the device then keeps what RAM cannot (a matrix of 512 MiB in a 128 MiB RAM cache on an H200
+// was read 6.2 times and written 3.4 times, each J going back to RAM and the SSDs between its
+// updates). Not where J parts stream: there a J given back waits for its turn to be eliminated
+// (it needs memory again), and the SSD tier (n = 49152, 4 GiB of RAM, 8 GiB of device) factored
+// in 64.4 s with 125 GB of SSD traffic against 55.6 s and 117 GB, the same H200 host. A J kept
+// beside its RAM cell leaves room in RAM for the planner's working set.
 cache::UpdatedJ GpuElimination::keep_j(const Task& t, const CellView& j,
                                        const DeviceInstance& inst) {
   const storage::StripeGeometry& g = geometry_;
   const uint64_t part = part_bytes(g, j.stripe, j.i0_store);
   const uint64_t matrix = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(g.n);
   const bool ram_short = plan_.ram_budget < matrix + plan_.stripe_bytes;
-  const bool device_only = ram_short && inst.i0_store <= j.i0_store;
+  const bool device_only = ram_short && plan_.device_resident && inst.i0_store <= j.i0_store;
   MutexLock lock(kept_->mu);
   const uint64_t before = kept_->of_stripe[static_cast<size_t>(j.stripe)];
   const uint64_t kept_bytes = kept_->bytes;

@@ -149,6 +149,16 @@ class DeviceLane {
   };
   virtual Status forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) = 0;
   virtual Status backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) = 0;
+  // The two passes of a solve with A^T on the same factors (stripe_ops.h's transposed
+  // substitutions, the condition estimate's second operator), queued back to back like the
+  // passes above. transposed_upper, first stripe first: kRow's raw swaps in order, then
+  // triu(U_II)^-T on the stripe's rows and U_{I,>I}^T times them off the rows below.
+  // transposed_lower, last stripe first: tril(L_II)^-T (unit) on the stripe's rows, kLocal's raw
+  // row swaps undone (last first), then L_{I,<I}^T times them off the rows above.
+  virtual Status transposed_upper(const std::vector<FactorStripe>& stripes,
+                                  const DeviceBlock& rhs) = 0;
+  virtual Status transposed_lower(const std::vector<FactorStripe>& stripes,
+                                  const DeviceBlock& rhs) = 0;
 
   // The residual on a copy of the original matrix kept on the device: for its row stripes
   // (each `part` h x n, from column 0, at row_begin; raw unused), r[row_begin + q, k] -= sum_c

@@ -281,6 +281,33 @@ class HostLane final : public DeviceLane {
     return Status::ok();
   }
 
+  Status transposed_upper(const std::vector<FactorStripe>& stripes,
+                          const DeviceBlock& rhs) override {
+    for (const FactorStripe& s : stripes) {
+      if (s.raw != nullptr) {
+        for (int64_t c = 0; c < rhs.cols; ++c) {
+          double* x = rhs.data + c * rhs.ld + s.row_begin;
+          for (int64_t k = 0; k < s.part.rows; ++k) std::swap(x[k], x[s.raw[k]]);
+        }
+      }
+      UpperSubstitution op = upper_op(s.part, s.row_begin, rhs);
+      op.transposed = true;
+      STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(op, {}));
+    }
+    return Status::ok();
+  }
+  Status transposed_lower(const std::vector<FactorStripe>& stripes,
+                          const DeviceBlock& rhs) override {
+    for (const FactorStripe& s : stripes) {
+      std::vector<int64_t> swaps;
+      if (s.raw != nullptr) swaps.assign(s.raw, s.raw + s.part.rows);
+      LowerSubstitution op = lower_op(s.part, s.row_begin, swaps, rhs);
+      op.transposed = true;
+      STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(op, {}));
+    }
+    return Status::ok();
+  }
+
   Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
                   const DeviceBlock& r, double* sums) override {
     const int64_t n = r.rows;
@@ -306,11 +333,10 @@ class HostLane final : public DeviceLane {
   }
 
  private:
-  Status forward_one(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                     const DeviceBlock& rhs) {
+  // The CPU backend's step of a stripe whose part (h x n from column 0) starts at row_begin.
+  static LowerSubstitution lower_op(const DeviceBlock& part, int64_t row_begin,
+                                    const std::vector<int64_t>& swaps, const DeviceBlock& rhs) {
     LowerSubstitution op;
-    std::vector<int64_t> swaps;
-    if (device_raw != nullptr) swaps.assign(device_raw, device_raw + part.rows);
     op.part = part.data;
     op.ld = part.ld;
     op.rows = part.rows;
@@ -319,11 +345,10 @@ class HostLane final : public DeviceLane {
     op.rhs = rhs.data;
     op.ld_rhs = rhs.ld;
     op.nrhs = rhs.cols;
-    return cpu_.run(op, {});
+    return op;
   }
-
-  Status backward_one(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
-                      const DeviceBlock& rhs) {
+  static UpperSubstitution upper_op(const DeviceBlock& part, int64_t row_begin,
+                                    const DeviceBlock& rhs) {
     UpperSubstitution op;
     op.part = part.data + row_begin * part.ld;
     op.ld = part.ld;
@@ -332,7 +357,19 @@ class HostLane final : public DeviceLane {
     op.rhs = rhs.data + row_begin;
     op.ld_rhs = rhs.ld;
     op.nrhs = rhs.cols;
-    STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(op, {}));
+    return op;
+  }
+
+  Status forward_one(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                     const DeviceBlock& rhs) {
+    std::vector<int64_t> swaps;
+    if (device_raw != nullptr) swaps.assign(device_raw, device_raw + part.rows);
+    return cpu_.run(lower_op(part, row_begin, swaps, rhs), {});
+  }
+
+  Status backward_one(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
+                      const DeviceBlock& rhs) {
+    STRIPESOLVE_RETURN_IF_ERROR(cpu_.run(upper_op(part, row_begin, rhs), {}));
     if (device_raw != nullptr) {
       for (int64_t c = 0; c < rhs.cols; ++c) {
         double* x = rhs.data + c * rhs.ld + row_begin;

@@ -356,6 +356,14 @@ bool GpuElimination::factors_resident() const {
 }
 
 Status GpuElimination::substitute(double* x, int64_t nrhs) {
+  return solve_on_device(x, nrhs, false);
+}
+
+Status GpuElimination::substitute_transposed(double* x, int64_t nrhs) {
+  return solve_on_device(x, nrhs, true);
+}
+
+Status GpuElimination::solve_on_device(double* x, int64_t nrhs, bool transposed) {
   const storage::StripeGeometry& g = geometry_;
   const uint64_t bytes = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(nrhs);
   // The right-hand sides take the place of the first free piece of the pool.
@@ -363,22 +371,37 @@ Status GpuElimination::substitute(double* x, int64_t nrhs) {
   const DeviceBlock rhs{device_at(rhs_inst.offset), g.n, nrhs, g.n};
   backend::DeviceLane& lane = *lane_i_;
   Status st = lane.upload(x, rhs, 0, nrhs);
+  // The swaps each pass reads: kLocal's row swaps in the passes over L, kRow's column swaps in
+  // those over U.
   const bool local = params_.pivot == stripe::PivotMode::kLocal;
   const bool row = params_.pivot == stripe::PivotMode::kRow;
-  std::vector<backend::DeviceLane::FactorStripe> forward, backward;
+  std::vector<backend::DeviceLane::FactorStripe> first_to_last_l, last_to_first_u;
+  std::vector<backend::DeviceLane::FactorStripe> first_to_last_u, last_to_first_l;
   for (int64_t i = 0; i < g.stripes; ++i) {
     const DeviceBlock part = instance_block(*tier_->find(i));
     const int32_t* raw = device_raw_ + g.row_begin(i);
-    forward.push_back({part, g.row_begin(i), local ? raw : nullptr});
-    backward.insert(backward.begin(), {part, g.row_begin(i), row ? raw : nullptr});
+    const backend::DeviceLane::FactorStripe l{part, g.row_begin(i), local ? raw : nullptr};
+    const backend::DeviceLane::FactorStripe u{part, g.row_begin(i), row ? raw : nullptr};
+    if (transposed) {
+      first_to_last_u.push_back(u);
+      last_to_first_l.insert(last_to_first_l.begin(), l);
+    } else {
+      first_to_last_l.push_back(l);
+      last_to_first_u.insert(last_to_first_u.begin(), u);
+    }
   }
-  if (st.is_ok()) {
+  if (st.is_ok() && !transposed) {
     TraceRecorder::Span span(ctx_.trace, "master", "forward (device)");
-    st = lane.forward(forward, rhs);
+    st = lane.forward(first_to_last_l, rhs);
   }
-  if (st.is_ok()) {
+  if (st.is_ok() && !transposed) {
     TraceRecorder::Span span(ctx_.trace, "master", "backward (device)");
-    st = lane.backward(backward, rhs);
+    st = lane.backward(last_to_first_u, rhs);
+  }
+  if (st.is_ok() && transposed) {
+    TraceRecorder::Span span(ctx_.trace, "master", "transposed (device)");
+    st = lane.transposed_upper(first_to_last_u, rhs);
+    if (st.is_ok()) st = lane.transposed_lower(last_to_first_l, rhs);
   }
   if (st.is_ok()) st = lane.download(rhs, x, 0, nrhs);
   tier_->free(-1);

@@ -23,7 +23,8 @@
 //
 // After the factorization, substitute() runs the forward and backward substitution on the
 // device when every factor stripe is still resident from column 0 (the whole-matrix case),
-// which is where it is fastest; otherwise it says so and the CPU substitution runs.
+// which is where it is fastest, and substitute_transposed() the condition estimate's solves
+// with A^T; otherwise the host's substitutions run on the factors in RAM or the store.
 //
 // Several devices (scheduler/multi_gpu_elimination.h): each has a GpuElimination with its share
 // (device d of D). Each stripe belongs to one device (DeviceShare::owner): its J updates and its
@@ -131,6 +132,9 @@ class GpuElimination final : public Elimination {
   bool factors_resident() const;
   // x (n x nrhs, ld n, host) <- A^-1 x with the resident factors (forward, backward, kRow swaps).
   Status substitute(double* x, int64_t nrhs);
+  // x <- A^-T x with the same factors (the transposed passes, upper then lower): the condition
+  // estimate's second operator, on the device where the factors are.
+  Status substitute_transposed(double* x, int64_t nrhs);
   // Frees every device instance (the factors) once the caller is done with them.
   void release_factors();
 
@@ -180,6 +184,8 @@ class GpuElimination final : public Elimination {
                           const std::vector<cache::CellView>& is,
                           const std::vector<stripe::StripePivots>& pivots, cache::UpdatedJ* where);
   backend::DeviceBlock instance_block(const cache::DeviceInstance& inst) const;
+  // The passes of substitute() or substitute_transposed() on x, uploaded to the pool and back.
+  Status solve_on_device(double* x, int64_t nrhs, bool transposed);
   double* device_at(uint64_t offset) const {
     return reinterpret_cast<double*>(static_cast<char*>(pool_) + offset);
   }

@@ -95,6 +95,10 @@ Status MultiGpuElimination::substitute(double* x, int64_t nrhs) {
   return devices_[0]->substitute(x, nrhs);
 }
 
+Status MultiGpuElimination::substitute_transposed(double* x, int64_t nrhs) {
+  return devices_[0]->substitute_transposed(x, nrhs);
+}
+
 void MultiGpuElimination::release_factors() {
   for (auto& d : devices_) d->release_factors();
 }

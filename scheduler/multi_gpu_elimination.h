@@ -53,6 +53,7 @@ class MultiGpuElimination final : public Elimination {
   // Device substitution (one device, factors resident there).
   bool factors_resident() const;
   Status substitute(double* x, int64_t nrhs);
+  Status substitute_transposed(double* x, int64_t nrhs);
   void release_factors();
   int devices() const { return static_cast<int>(devices_.size()); }
   uint64_t pinned_bytes() const { return devices_[0]->pinned_bytes(); }  // device 0 pins

@@ -72,6 +72,10 @@ class CudaLane final : public DeviceLane {
   Status permute_columns(const DeviceBlock& target, const ColumnPermutation& perm) override;
   Status forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override;
   Status backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) override;
+  Status transposed_upper(const std::vector<FactorStripe>& stripes,
+                          const DeviceBlock& rhs) override;
+  Status transposed_lower(const std::vector<FactorStripe>& stripes,
+                          const DeviceBlock& rhs) override;
   Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
                   const DeviceBlock& r, double* sums) override;
 
@@ -83,13 +87,22 @@ class CudaLane final : public DeviceLane {
   // dtrsv below run as fast as dgemm and dtrsm (bench_substitution_ops on the H200).
   Status subtract_product(const double* a, int64_t lda, int64_t h, int64_t k,
                           const DeviceBlock& rhs, int64_t from, int64_t rows, const char* what);
-  // rhs[rows, rows + h) <- triangle^-1 * itself.
-  Status solve_triangle(cublasFillMode_t fill, cublasDiagType_t diag, const double* t, int64_t ldt,
-                        int64_t h, const DeviceBlock& rhs, int64_t rows, const char* what);
+  // rhs[rows, rows + m) -= a^T * rhs[from, from + h) for a h x m (the transposed passes).
+  Status subtract_transposed_product(const double* a, int64_t lda, int64_t h, int64_t m,
+                                     const DeviceBlock& rhs, int64_t from, int64_t rows,
+                                     const char* what);
+  // rhs[rows, rows + h) <- op(triangle)^-1 * itself.
+  Status solve_triangle(cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag,
+                        const double* t, int64_t ldt, int64_t h, const DeviceBlock& rhs,
+                        int64_t rows, const char* what);
   Status queue_forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
                        const DeviceBlock& rhs);
   Status queue_backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
                         const DeviceBlock& rhs);
+  Status queue_transposed_upper(const DeviceBlock& part, int64_t row_begin,
+                                const int32_t* device_raw, const DeviceBlock& rhs);
+  Status queue_transposed_lower(const DeviceBlock& part, int64_t row_begin,
+                                const int32_t* device_raw, const DeviceBlock& rhs);
   // kLocal (002 §5, Fig 11): per substripe, dgetrf of its rows from its diagonal column (row
   // search inside the substripe), its swaps carried over the substripe's earlier multipliers,
   // then dtrsm + dgemm for the stripe's rows below it.

@@ -1,6 +1,7 @@
-// CudaLane (lane.h): the forward and backward substitutions, stripe by stripe, on the compute
-// stream (dgemm for the products, dtrsm for the triangles, kernels for the swaps), and the
-// residual on the original matrix's copy (dgemm, kernels for A's sums).
+// CudaLane (lane.h): the forward and backward substitutions and the two passes of the transposed
+// solve, stripe by stripe, on the compute stream (dgemm for the products, dtrsm for the
+// triangles, kernels for the swaps), and the residual on the original matrix's copy (dgemm,
+// kernels for A's sums).
 #include <vector>
 
 #include "backend/cuda/kernels.cuh"
@@ -24,6 +25,26 @@ Status CudaLane::backward(const std::vector<FactorStripe>& stripes, const Device
     STRIPESOLVE_RETURN_IF_ERROR(queue_backward(s.part, s.row_begin, s.raw, rhs));
   }
   RETURN_CUDA(cudaStreamSynchronize(compute_), "backward substitution");
+  return Status::ok();
+}
+
+Status CudaLane::transposed_upper(const std::vector<FactorStripe>& stripes,
+                                  const DeviceBlock& rhs) {
+  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+  for (const FactorStripe& s : stripes) {
+    STRIPESOLVE_RETURN_IF_ERROR(queue_transposed_upper(s.part, s.row_begin, s.raw, rhs));
+  }
+  RETURN_CUDA(cudaStreamSynchronize(compute_), "transposed upper substitution");
+  return Status::ok();
+}
+
+Status CudaLane::transposed_lower(const std::vector<FactorStripe>& stripes,
+                                  const DeviceBlock& rhs) {
+  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+  for (const FactorStripe& s : stripes) {
+    STRIPESOLVE_RETURN_IF_ERROR(queue_transposed_lower(s.part, s.row_begin, s.raw, rhs));
+  }
+  RETURN_CUDA(cudaStreamSynchronize(compute_), "transposed lower substitution");
   return Status::ok();
 }
 
@@ -60,8 +81,9 @@ Status CudaLane::queue_forward(const DeviceBlock& part, int64_t row_begin,
                                compute_);
     STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of the right-hand side"));
   }
-  return solve_triangle(CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_UNIT, part.data + row_begin * part.ld,
-                        part.ld, part.rows, rhs, row_begin, "triangle of the forward substitution");
+  return solve_triangle(CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
+                        part.data + row_begin * part.ld, part.ld, part.rows, rhs, row_begin,
+                        "triangle of the forward substitution");
 }
 
 Status CudaLane::queue_backward(const DeviceBlock& part, int64_t row_begin,
@@ -73,15 +95,50 @@ Status CudaLane::queue_backward(const DeviceBlock& part, int64_t row_begin,
                                                  right, rhs, row_begin + part.rows, row_begin,
                                                  "product of the backward substitution"));
   }
-  STRIPESOLVE_RETURN_IF_ERROR(solve_triangle(CUBLAS_FILL_MODE_UPPER, CUBLAS_DIAG_NON_UNIT, diag,
-                                             part.ld, part.rows, rhs, row_begin,
-                                             "triangle of the backward substitution"));
+  STRIPESOLVE_RETURN_IF_ERROR(solve_triangle(CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                             CUBLAS_DIAG_NON_UNIT, diag, part.ld, part.rows, rhs,
+                                             row_begin, "triangle of the backward substitution"));
   if (device_raw != nullptr) {
     cuda::launch_solution_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
                                 compute_);
     STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("solution swaps"));
   }
   return Status::ok();
+}
+
+// Q_I^T (kRow's swaps in order), then v_I <- triu(U_II)^-T v_I and v_{>I} -= U_{I,>I}^T v_I.
+Status CudaLane::queue_transposed_upper(const DeviceBlock& part, int64_t row_begin,
+                                        const int32_t* device_raw, const DeviceBlock& rhs) {
+  if (device_raw != nullptr) {
+    cuda::launch_rhs_row_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
+                               compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("column swaps of the transposed solve"));
+  }
+  const double* diag = part.data + row_begin * part.ld;
+  STRIPESOLVE_RETURN_IF_ERROR(solve_triangle(CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T,
+                                             CUBLAS_DIAG_NON_UNIT, diag, part.ld, part.rows, rhs,
+                                             row_begin, "triangle of the transposed upper pass"));
+  const int64_t below = rhs.rows - row_begin - part.rows;
+  if (below == 0) return Status::ok();
+  return subtract_transposed_product(diag + part.rows * part.ld, part.ld, part.rows, below, rhs,
+                                     row_begin, row_begin + part.rows,
+                                     "product of the transposed upper pass");
+}
+
+// t <- tril(L_II)^-T v_I (unit), v_I = P_I^T t (kLocal's swaps undone), v_{<I} -= L_{I,<I}^T v_I.
+Status CudaLane::queue_transposed_lower(const DeviceBlock& part, int64_t row_begin,
+                                        const int32_t* device_raw, const DeviceBlock& rhs) {
+  STRIPESOLVE_RETURN_IF_ERROR(solve_triangle(
+      CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T, CUBLAS_DIAG_UNIT, part.data + row_begin * part.ld,
+      part.ld, part.rows, rhs, row_begin, "triangle of the transposed lower pass"));
+  if (device_raw != nullptr) {
+    cuda::launch_solution_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
+                                compute_);
+    STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of the transposed solve"));
+  }
+  if (row_begin == 0) return Status::ok();
+  return subtract_transposed_product(part.data, part.ld, part.rows, row_begin, rhs, row_begin, 0,
+                                     "product of the transposed lower pass");
 }
 
 // rhs[rows, rows + h) -= a (h x k) * rhs[from, from + k). With one right-hand side, dgemv and
@@ -98,12 +155,24 @@ Status CudaLane::subtract_product(const double* a, int64_t lda, int64_t h, int64
   return Status::ok();
 }
 
-// rhs[rows, rows + h) <- triangle^-1 * itself.
-Status CudaLane::solve_triangle(cublasFillMode_t fill, cublasDiagType_t diag, const double* t,
-                                int64_t ldt, int64_t h, const DeviceBlock& rhs, int64_t rows,
-                                const char* what) {
+Status CudaLane::subtract_transposed_product(const double* a, int64_t lda, int64_t h, int64_t m,
+                                             const DeviceBlock& rhs, int64_t from, int64_t rows,
+                                             const char* what) {
+  const double one = 1.0, minus_one = -1.0;
+  RETURN_CUBLAS(
+      lib_.dgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(rhs.cols),
+                 static_cast<int>(h), &minus_one, a, static_cast<int>(lda), rhs.data + from,
+                 static_cast<int>(rhs.ld), &one, rhs.data + rows, static_cast<int>(rhs.ld)),
+      what);
+  return Status::ok();
+}
+
+// rhs[rows, rows + h) <- op(triangle)^-1 * itself.
+Status CudaLane::solve_triangle(cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag,
+                                const double* t, int64_t ldt, int64_t h, const DeviceBlock& rhs,
+                                int64_t rows, const char* what) {
   const double one = 1.0;
-  RETURN_CUBLAS(lib_.dtrsm(blas_, CUBLAS_SIDE_LEFT, fill, CUBLAS_OP_N, diag, static_cast<int>(h),
+  RETURN_CUBLAS(lib_.dtrsm(blas_, CUBLAS_SIDE_LEFT, fill, op, diag, static_cast<int>(h),
                            static_cast<int>(rhs.cols), &one, t, static_cast<int>(ldt),
                            rhs.data + rows, static_cast<int>(rhs.ld)),
                 what);

@@ -158,8 +158,9 @@ Result<SolveReport> solve_once(const SolveRequest& asked) {
   const auto start = SolveClock::now();
   SolveRequest req = asked;
   const std::string name(req.matrix_name);
-  // The device has no transposed solve: gepp substitutes from the host, so its factors are
-  // written back even where the GPU tier would keep them on the device only.
+  // gepp substitutes from the host (its device factors are A^T's, and the device's copy for the
+  // residual would be A^T too), so its factors are written back even where the GPU tier would
+  // keep them on the device only.
   if (req.options.pivot == stripe::PivotMode::kGepp && !req.engines.empty()) {
     req.options.store_factors = true;
   }

@@ -639,7 +639,8 @@ INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"
 // their updates stay on the device only (their RAM goes back to the cache), so that the SSDs
 // see A once for the factorization and once for the residual, and the factors written once
 // (before, each J went back to RAM and the SSDs between its updates: 4.9 A read, 2.9 A written
-// here).
+// here). The condition estimate solves on the device: it reads nothing (it read the stored
+// factors once more before).
 TEST_P(GpuDenseTest, ADeviceHoldingTheMatrixBesideASmallRamCacheReadsAOnce) {
   const int64_t n = 1024;  // 16 stripes of 64 rows (512 KiB each), 8 MiB
   const auto a = generated("A", n, "uniform", 41);
@@ -650,11 +651,13 @@ TEST_P(GpuDenseTest, ADeviceHoldingTheMatrixBesideASmallRamCacheReadsAOnce) {
   c.gpu_memory = 256 * kMiB;
   DenseSolveOptions o;
   o.reuse_factors = false;
-  o.check_quality = false;  // the condition estimate would read the stored factors once more
   auto rep = solve("A", b, 2, o, c);
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
   ASSERT_TRUE(rep->plan.device_resident);
   expect_matches_lapack(a, n, b, 2, *rep, 1e-13, "a quarter cached, device resident");
+  const double exact = 1.0 / (stripe::norm_1(a, n) * stripe::inverse_norm_1(a, n));
+  EXPECT_GE(rep->rcond, exact * (1 - 1e-6));
+  EXPECT_LT(rep->rcond, 10 * exact);
   const double matrix = 8.0 * n * n;
   EXPECT_LE(rep->io_read_bytes, 2.05 * matrix);
   EXPECT_LE(rep->io_written_bytes, 1.05 * matrix);

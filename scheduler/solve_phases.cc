@@ -357,6 +357,10 @@ Status SolvePhases::solve_columns(double* v, int64_t cols,
 }
 
 Status SolvePhases::solve_transposed_column(double* v) {
+  if (on_device_) {
+    STRIPESOLVE_RETURN_IF_ERROR(gpu_elim_->substitute_transposed(v, 1));
+    return check_finite(v, sv_.g.n, 1);
+  }
   use_factor_sources();
   if (gepp_)
     return scheduler::substitute(ctx_, factor_object(), sv_.pivots, v, 1, nullptr, "condition");
@@ -364,10 +368,9 @@ Status SolvePhases::solve_transposed_column(double* v) {
 }
 
 bool SolvePhases::estimates_condition() const {
-  // The estimate needs the factors in RAM or the store, and ||A||_1 (from the residual pass)
-  // and so A: not in place.
-  const bool factors_on_host = !on_device_ || sv_.factor != nullptr;
-  return req_.options.check_quality && !req_.options.in_place && factors_on_host;
+  // The estimate needs the factors (on the device, in RAM or the store) and ||A||_1 (from the
+  // residual pass) and so A: not in place.
+  return req_.options.check_quality && !req_.options.in_place;
 }
 
 Status SolvePhases::substitute() {

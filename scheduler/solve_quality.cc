@@ -67,8 +67,9 @@ Status SolvePhases::sharpen_condition(double a_norm_1) {
   const auto t_condition = SolveClock::now();
   // Cells of A the store's residual pass left must not serve reads of the factors. After a pass
   // on a copy of A (device or RAM) the cells still hold the factors: a flush would write out
-  // factors that are not to be kept (24.5 GiB at n = 57344) and read them back.
-  if (sv_.report.residual_source == ResidualSource::kStore) {
+  // factors that are not to be kept (24.5 GiB at n = 57344) and read them back. The device's
+  // solves read no cells.
+  if (sv_.report.residual_source == ResidualSource::kStore && !on_device_) {
     STRIPESOLVE_RETURN_IF_ERROR(cache_.flush());
   }
   STRIPESOLVE_RETURN_IF_ERROR(inverse_norm_->sharpen(
@@ -171,7 +172,9 @@ Status SolvePhases::residual_and_refinement(double* x) {
   if (sv_.max_abs_u >= 0 && res.a_max_abs > 0) report.growth = sv_.max_abs_u / res.a_max_abs;
   report.residual_seconds = seconds_since(t_residual);
   if (inverse_norm_ && res.a_norm_1 > 0) {
-    if (!factors_dropped) STRIPESOLVE_RETURN_IF_ERROR(sharpen_condition(res.a_norm_1));
+    if (on_device_ || !factors_dropped) {
+      STRIPESOLVE_RETURN_IF_ERROR(sharpen_condition(res.a_norm_1));
+    }
     if (inverse_norm_->value() > 0) report.rcond = 1.0 / (res.a_norm_1 * inverse_norm_->value());
   }
   return Status::ok();

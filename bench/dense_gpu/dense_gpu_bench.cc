@@ -304,14 +304,15 @@ int main(int argc, char** argv) {
                           {"io_written_bytes", r->io_written_bytes}});
           note(
               "  stripesolve rep %d (%s): factor %.3f s (%.2f TFLOP/s) + substitution %.3f s, "
-              "load %.3f s, residual pass %.3f s%s, total %.3f s, residual %.2e",
+              "load %.3f s, residual pass %.3f s%s, condition %.3f s, total %.3f s, residual "
+              "%.2e, rcond %.2e",
               rep + 1, r->backend.c_str(), r->factor_seconds,
               factor_flops(n) / std::max(1e-30, r->factor_seconds) * 1e-12, r->substitution_seconds,
               r->load_seconds, r->residual_seconds,
               r->residual_source == sch::ResidualSource::kStore    ? ""
               : r->residual_source == sch::ResidualSource::kDevice ? " (device)"
                                                                    : " (RAM)",
-              r->seconds, r->residual);
+              r->condition_seconds, r->seconds, r->residual, r->rcond);
           reps.back()["io_by_phase"] = phase_io.to_json(r->io_read_bytes, r->io_written_bytes);
           for (const int64_t blocks : args.panel_blocks_paired) {
             sch::EngineConfig other = config;

@@ -90,7 +90,8 @@ TEST_P(GpuDenseTest, ASingularMatrixIsNamedFromTheDevicesEstimate) {
   const int64_t n = 300;
   std::vector<double> a = stripe::uniform_matrix(n, n, 3);
   for (int64_t r = 0; r < n; ++r) {
-    a[static_cast<size_t>(r + (n - 1) * n)] = a[static_cast<size_t>(r)] - a[static_cast<size_t>(r + n)];
+    a[static_cast<size_t>(r + (n - 1) * n)] =
+        a[static_cast<size_t>(r)] - a[static_cast<size_t>(r + n)];
   }
   store_values("S", n, 64, a);
   const auto b = random_rhs(n, 1);

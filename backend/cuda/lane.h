@@ -95,6 +95,12 @@ class CudaLane final : public DeviceLane {
   Status solve_triangle(cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag,
                         const double* t, int64_t ldt, int64_t h, const DeviceBlock& rhs,
                         int64_t rows, const char* what);
+  // One stripe's step of a substitution pass, queued on the compute stream.
+  using QueueStep = Status (CudaLane::*)(const DeviceBlock& part, int64_t row_begin,
+                                         const int32_t* device_raw, const DeviceBlock& rhs);
+  // `step` for each stripe in order, then one wait for the stream (`what` names it in errors).
+  Status run_pass(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs, QueueStep step,
+                  const char* what);
   Status queue_forward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,
                        const DeviceBlock& rhs);
   Status queue_backward(const DeviceBlock& part, int64_t row_begin, const int32_t* device_raw,

@@ -11,40 +11,30 @@
 namespace stripesolve::backend::cuda {
 
 Status CudaLane::forward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) {
-  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-  for (const FactorStripe& s : stripes) {
-    STRIPESOLVE_RETURN_IF_ERROR(queue_forward(s.part, s.row_begin, s.raw, rhs));
-  }
-  RETURN_CUDA(cudaStreamSynchronize(compute_), "forward substitution");
-  return Status::ok();
+  return run_pass(stripes, rhs, &CudaLane::queue_forward, "forward substitution");
 }
 
 Status CudaLane::backward(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs) {
-  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-  for (const FactorStripe& s : stripes) {
-    STRIPESOLVE_RETURN_IF_ERROR(queue_backward(s.part, s.row_begin, s.raw, rhs));
-  }
-  RETURN_CUDA(cudaStreamSynchronize(compute_), "backward substitution");
-  return Status::ok();
+  return run_pass(stripes, rhs, &CudaLane::queue_backward, "backward substitution");
 }
 
 Status CudaLane::transposed_upper(const std::vector<FactorStripe>& stripes,
                                   const DeviceBlock& rhs) {
-  RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-  for (const FactorStripe& s : stripes) {
-    STRIPESOLVE_RETURN_IF_ERROR(queue_transposed_upper(s.part, s.row_begin, s.raw, rhs));
-  }
-  RETURN_CUDA(cudaStreamSynchronize(compute_), "transposed upper substitution");
-  return Status::ok();
+  return run_pass(stripes, rhs, &CudaLane::queue_transposed_upper, "transposed upper substitution");
 }
 
 Status CudaLane::transposed_lower(const std::vector<FactorStripe>& stripes,
                                   const DeviceBlock& rhs) {
+  return run_pass(stripes, rhs, &CudaLane::queue_transposed_lower, "transposed lower substitution");
+}
+
+Status CudaLane::run_pass(const std::vector<FactorStripe>& stripes, const DeviceBlock& rhs,
+                          QueueStep step, const char* what) {
   RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
   for (const FactorStripe& s : stripes) {
-    STRIPESOLVE_RETURN_IF_ERROR(queue_transposed_lower(s.part, s.row_begin, s.raw, rhs));
+    STRIPESOLVE_RETURN_IF_ERROR((this->*step)(s.part, s.row_begin, s.raw, rhs));
   }
-  RETURN_CUDA(cudaStreamSynchronize(compute_), "transposed lower substitution");
+  RETURN_CUDA(cudaStreamSynchronize(compute_), what);
   return Status::ok();
 }
 

@@ -93,7 +93,13 @@ Status GpuElimination::open() {
   const int64_t all_workers = std::max<int64_t>(1, params_.elim_j_workers) + lookahead;
   int64_t workers = 0;  // the workers this device serves (DeviceShare::serves)
   for (int64_t w = 0; w < all_workers; ++w) workers += share_.serves(w) ? 1 : 0;
-  const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers);
+  // The copy of A for the residual, where the factorization's reads fill it, has a lane of
+  // its own (keep_read: the I/O threads).
+  const bool may_copy = plan_.device_keeps_original && share_.count == 1;
+  STRIPESOLVE_ASSIGN_OR_RETURN(uint64_t ws_copy,
+                               engine_.lane_workspace_bytes(0, 0, params_.pivot, 0, 0));
+  if (!may_copy) ws_copy = 0;
+  const uint64_t lanes = ws_i + ws_j * static_cast<uint64_t>(workers) + ws_copy;
   const uint64_t pivots = 4ull * 5ull * static_cast<uint64_t>(g.n) + 4096;
   const uint64_t slack = device_library_slack(plan_.gpu_memory);
   if (plan_.gpu_memory <= lanes + pivots + slack) {
@@ -115,8 +121,7 @@ Status GpuElimination::open() {
   // A copy of A for the residual (Plan::device_keeps_original), where the pool beside it still
   // holds all that.
   const uint64_t original = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(g.n);
-  if (plan_.device_keeps_original && share_.count == 1 && room > original &&
-      (room - original) / slot * slot >= resident) {
+  if (may_copy && room > original && (room - original) / slot * slot >= resident) {
     pool_bytes_ = (room - original) / slot * slot;
     original_bytes_ = original;
   }
@@ -158,6 +163,7 @@ Status GpuElimination::open() {
   if (original_bytes_ > 0) {
     STRIPESOLVE_ASSIGN_OR_RETURN(
         original_, engine_.allocate(original_bytes_, "the copy of A for the residual"));
+    MutexLock lock(original_mu_);
     original_loaded_.assign(static_cast<size_t>(g.stripes), false);
   }
   block_bound_ = tier_->in_slots(u_block_bytes_bound(g.n, sm * s_max));
@@ -172,6 +178,12 @@ Status GpuElimination::open() {
     lanes_j_.push_back(std::move(lane));
     p += ws_j;
   }
+  if (original_ != nullptr) {
+    MutexLock lock(original_mu_);
+    STRIPESOLVE_ASSIGN_OR_RETURN(lane_copy_,
+                                 engine_.make_lane(false, 0, 0, params_.pivot, 0, 0, p));
+  }
+  p += ws_copy;
   device_raw_ = reinterpret_cast<int32_t*>(p);
   device_perm_ = device_raw_ + g.n;
   // Pinned RAM: the cells' copies run at full PCIe speed. Registered once, by device 0, for
@@ -203,6 +215,10 @@ GpuElimination::~GpuElimination() {
   // Copies into the pinned arena end before it is unpinned (lane destructors synchronise).
   lanes_j_.clear();
   lane_i_.reset();
+  {
+    MutexLock lock(original_mu_);
+    lane_copy_.reset();
+  }
   pinning_.reset();  // joined, the arena unpinned
   engine_.release(pool_);
   engine_.release(lane_memory_);

@@ -40,6 +40,7 @@
 // gpu_residual.cc (the copy of A and the residual on it).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -150,6 +151,12 @@ class GpuElimination final : public Elimination {
   // 0 where pinning failed and the copies are staged).
   uint64_t pinned_bytes() const { return pinned_bytes_; }
   Status keep_original(int64_t i, const double* host);
+  // The I/O role's read hook where no load fills the copy (a RAM cache smaller than A): a part
+  // of A read from column 0 through n goes to the copy as the factorization first reads it,
+  // from the I/O threads (several at once, for different stripes) on a lane of the copy's own.
+  // Other parts, parts read before begin() has waited for the arena's pinning, and a failed
+  // copy (the residual then reads the store, with a warning) are left out.
+  void keep_read(const cache::CellView& cell, const storage::PartLayout& layout);
   bool original_complete() const;
   // Gives the copy's device memory back (after a load that did not fill it: in place, a RAM
   // cache too small for A, a failed copy).
@@ -247,10 +254,15 @@ class GpuElimination final : public Elimination {
   std::unique_ptr<ArenaPinning> pinning_;  // device 0's: the RAM arena, pinned meanwhile
   uint64_t pinned_bytes_ = 0;              // what pinning_ pinned, set by begin()
   // The copy of A for the residual (stripe i at 8 n row_begin(i) bytes, h x n, ld h), and which
-  // stripes it holds; the solve's thread only.
+  // stripes it holds. Filled by the load (the solve's thread) or by keep_read (the I/O threads,
+  // on lane_copy_, once copies_ready_); original_ is set and cleared under original_mu_, and
+  // read without it by the solve's thread (the only one that clears it).
+  mutable Mutex original_mu_;
   void* original_ = nullptr;
   uint64_t original_bytes_ = 0;
-  std::vector<bool> original_loaded_;
+  std::vector<bool> original_loaded_ GUARDED_BY(original_mu_);
+  std::unique_ptr<backend::DeviceLane> lane_copy_ GUARDED_BY(original_mu_);
+  std::atomic<bool> copies_ready_{false};  // set by begin() once the arena is pinned
   bool overlap_ = false;
   uint64_t block_bound_ = 0;      // the pool's bytes for the largest U block, S^m stripes (open())
   bool loaded_final_ = false;     // some stripe came final from the factor object (load_final)

@@ -1,5 +1,6 @@
 // GpuElimination's copy of A for the residual (scheduler/gpu_elimination.h): filled from the RAM
-// cache during the load, when the disks, not the link, set the pace; read after the
+// cache during the load, when the disks, not the link, set the pace, or where the RAM cache
+// cannot hold A, from the factorization's first read of each stripe; read after the
 // factorization, so that the backward error of a solve whose factors stay on the device needs
 // no second pass of A from the disks (the fits tier at n = 57344: 26 GB read again, 16-19 s on
 // the H200 host, against a few milliseconds of the device's memory bandwidth).
@@ -35,11 +36,40 @@ Status GpuElimination::keep_original(int64_t i, const double* host) {
     release_original();
     return Status::ok();
   }
+  MutexLock lock(original_mu_);
   original_loaded_[static_cast<size_t>(i)] = true;
   return Status::ok();
 }
 
+void GpuElimination::keep_read(const cache::CellView& cell, const storage::PartLayout& layout) {
+  const storage::StripeGeometry& g = geometry_;
+  if (!copies_ready_.load(std::memory_order_acquire) || cell.i0_store != 0 ||
+      layout.data_bytes < g.stripe_bytes(cell.stripe)) {
+    return;
+  }
+  const int64_t i = cell.stripe;
+  const int64_t h = g.rows(i);
+  Status copied;
+  {
+    MutexLock lock(original_mu_);
+    if (original_ == nullptr || lane_copy_ == nullptr || original_loaded_[static_cast<size_t>(i)])
+      return;
+    auto* at = static_cast<double*>(original_) + g.row_begin(i) * g.n;
+    const auto* host = reinterpret_cast<const double*>(cell.buffer + layout.data_offset);
+    copied = lane_copy_->upload(host, DeviceBlock{at, h, g.n, h}, 0, g.n);
+    if (copied.is_ok()) original_loaded_[static_cast<size_t>(i)] = true;
+  }
+  if (!copied.is_ok()) {
+    // Not complete: the solve gives the copy back after the factorization and the residual
+    // reads A from the store.
+    logger("scheduler")
+        ->warn("the copy of A for the residual on the device missed stripe {}: {}", i,
+               copied.message());
+  }
+}
+
 void GpuElimination::release_original() {
+  MutexLock lock(original_mu_);
   if (original_ == nullptr) return;
   engine_.release(original_);
   original_ = nullptr;
@@ -51,6 +81,7 @@ void GpuElimination::release_original_unless_complete() {
 }
 
 bool GpuElimination::original_complete() const {
+  MutexLock lock(original_mu_);
   return original_ != nullptr && !loaded_final_ &&
          std::all_of(original_loaded_.begin(), original_loaded_.end(), [](bool b) { return b; });
 }

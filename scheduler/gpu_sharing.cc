@@ -79,6 +79,7 @@ Status GpuElimination::begin(const ResumePlan& plan) {
               bytes, pinned.message());
     }
   }
+  copies_ready_.store(true, std::memory_order_release);
   return Status::ok();
 }
 

@@ -64,6 +64,9 @@ class MultiGpuElimination final : public Elimination {
   Status keep_original(int64_t i, const double* host) {
     return devices_[0]->keep_original(i, host);
   }
+  void keep_read(const cache::CellView& cell, const storage::PartLayout& layout) {
+    devices_[0]->keep_read(cell, layout);
+  }
   bool original_complete() const {
     return devices_.size() == 1 && devices_[0]->original_complete();
   }

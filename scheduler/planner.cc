@@ -203,9 +203,9 @@ void size_device_working_set(Plan& p, const Machine& m) {
   const int64_t devices = devices_in_use(m);
   const uint64_t own = static_cast<uint64_t>((p.stripes + devices - 1) / devices);
   p.device_resident = need + own * p.stripe_bytes <= m.gpu_memory;
-  // The copy is made as the load brings A into the RAM cache: only where the cache holds A.
-  p.device_keeps_original = devices == 1 && need + 2 * own * p.stripe_bytes <= m.gpu_memory &&
-                            own * p.stripe_bytes <= m.ram_budget;
+  // The copy is made as the load brings A into the RAM cache where the cache holds A, else as
+  // the factorization first reads each stripe (GpuElimination::keep_read).
+  p.device_keeps_original = devices == 1 && need + 2 * own * p.stripe_bytes <= m.gpu_memory;
   p.gpu_memory = m.gpu_memory;
   if (need > m.gpu_memory) {
     p.notes.push_back(fmt::format("device budget {} below the GPU working set {}",
@@ -261,7 +261,11 @@ void forecast_pcie_bytes(Plan& p, const Machine& m) {
   const int64_t n = p.n;
   const uint64_t matrix = 8ull * static_cast<uint64_t>(n) * static_cast<uint64_t>(n);
   if (p.device_resident) {
-    p.pcie_bytes = matrix;
+    // A once; twice where the copy for the residual rides the factorization's reads (a RAM
+    // cache that does not hold A, so no load before it).
+    const bool copy_in_factorization =
+        p.device_keeps_original && static_cast<uint64_t>(p.stripes) * p.stripe_bytes > m.ram_budget;
+    p.pcie_bytes = copy_in_factorization ? 2 * matrix : matrix;
     return;
   }
   const int64_t metas = (p.stripes + p.meta_stripes - 1) / p.meta_stripes;

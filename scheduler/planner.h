@@ -148,16 +148,18 @@ struct Plan {
   uint64_t gpu_memory = 0;           // device budget of the GPU tier (0: CPU backend)
   uint64_t device_bytes_needed = 0;  // the GPU tier's working set (8b)
   bool device_resident = false;      // the whole matrix fits the device budget beside it
-  // One device whose budget holds the matrix twice beside the working set, and a RAM cache that
-  // holds A (the load makes the copy): a copy of A stays on the device for the residual (the
-  // fits tier's check without a second read of A from the disks).
+  // One device whose budget holds the matrix twice beside the working set: a copy of A stays on
+  // the device for the residual (the check of a solve whose factors stay there without a second
+  // read of A from the disks), made by the load where the RAM cache holds A, else as the
+  // factorization first reads each stripe.
   bool device_keeps_original = false;
   // Without that copy, a RAM budget that holds A twice: the copy stays in the RAM cache's arena
   // instead (the GPU tier's load or the CPU tier's first reads fill it), and the residual runs
   // on the host's cores (ram_original.h).
   bool ram_keeps_original = false;
   // Host -> device bytes of the GPU tier's factorization (the same again comes back): A once
-  // when it stays on the device; else, per meta-stripe, its stripes and every J after it.
+  // when it stays on the device (twice where the copy of A for the residual comes with the
+  // factorization's reads); else, per meta-stripe, its stripes and every J after it.
   uint64_t pcie_bytes = 0;
   std::vector<std::string> notes;           // what was pinned, what limits the plan
   std::vector<StrategyForecast> forecasts;  // basic, zigzag, meta_zigzag

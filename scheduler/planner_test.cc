@@ -306,7 +306,8 @@ TEST(PlannerTest, GpuBudgetBoundsTheMetaStripeAndSaysWhenAllFits) {
 // A device that holds the whole matrix beside a RAM cache of a quarter of it keeps the parts
 // between their updates (their RAM goes back to the cache): every strategy reads A once and
 // writes the factors once, as the GPU tier does (GpuDenseTest.ADeviceHoldingTheMatrixBeside
-// ASmallRamCacheReadsAOnce).
+// ASmallRamCacheReadsAOnce). The link carries A once, twice where the device's copy of A for the
+// residual comes with the factorization's reads.
 TEST(PlannerTest, ADeviceHoldingTheMatrixForecastsOneReadOfA) {
   EngineConfig c = gpu_host(16 * kGiB);
   c.ram_budget = 2 * kGiB;  // a quarter of A at n = 32768
@@ -318,6 +319,16 @@ TEST(PlannerTest, ADeviceHoldingTheMatrixForecastsOneReadOfA) {
     EXPECT_EQ(f.traffic.bytes_read, matrix);
     EXPECT_EQ(f.traffic.bytes_written, matrix);
   }
+  EXPECT_FALSE(p.device_keeps_original);  // 16 GiB do not hold A (8 GiB) twice beside the rest
+  EXPECT_EQ(p.pcie_bytes, matrix);
+  // 40 GiB do: the copy of A for the residual comes from the factorization's reads (no load
+  // into a RAM cache a quarter of A), so A crosses the link twice.
+  c.gpu_memory = 40 * kGiB;
+  const Plan copy = plan_on(c, 32768);
+  EXPECT_TRUE(copy.device_keeps_original);
+  EXPECT_FALSE(copy.ram_keeps_original);
+  EXPECT_EQ(copy.pcie_bytes, 2 * matrix);
+  EXPECT_NE(plan_to_text(copy).find("a copy of A for the residual"), std::string::npos);
   c.gpu_memory = 4 * kGiB;  // streaming: RAM alone holds the parts between their updates
   for (const StrategyForecast& f : plan_on(c, 32768).forecasts) {
     if (f.feasible) {

@@ -62,15 +62,18 @@ bool fits_cache(const storage::StripedMatrix& a, uint64_t budget) {
 
 // Reads all of A into the RAM cache (idle, clean cells from column 0) when it fits, so that the
 // factorization starts with the matrix in (pinned) RAM: the GPU tier's "host-resident A". Each
-// stripe's part (from column 0) goes to `also` as it arrives, where given.
-Status load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget,
-                   const std::function<Status(int64_t, const stripe::StripePart&)>& also) {
-  if (!fits_cache(a, budget)) return Status::ok();
+// stripe's part (from column 0) goes to `also` as it arrives, where given. False: A does not
+// fit, nothing read.
+Result<bool> load_matrix(EngineContext& ctx, const storage::StripedMatrix& a, uint64_t budget,
+                         const std::function<Status(int64_t, const stripe::StripePart&)>& also) {
+  if (!fits_cache(a, budget)) return false;
   std::vector<PartOrder> order;
   for (int64_t i = 0; i < a.geometry().stripes; ++i) order.push_back({i, 0});
-  return stream_parts(ctx, a, order, "load", true, [&](int64_t i, const stripe::StripePart& part) {
-    return also ? also(i, part) : Status::ok();
-  });
+  STRIPESOLVE_RETURN_IF_ERROR(
+      stream_parts(ctx, a, order, "load", true, [&](int64_t i, const stripe::StripePart& part) {
+        return also ? also(i, part) : Status::ok();
+      }));
+  return true;
 }
 
 // Makes sv.writable the factor object to factor A into: a new one, or the one a killed process
@@ -242,12 +245,14 @@ Status SolvePhases::triangulate() {
             gpu_elim_->device_bytes(d) + device_library_slack(plan.gpu_memory));
       }
     }
+    bool loaded = false;
+    const bool device_copy = !gepp_ && !req_.options.in_place && gpu_elim_->keeps_original();
     if (!req_.options.in_place) {
       progress_.begin_phase("load", 0, sv_.g.stripes);
       // Where the device keeps a copy of A for the residual, the stripes go there as they come,
       // else to the copy in RAM.
       std::function<Status(int64_t, const stripe::StripePart&)> keep;
-      if (!gepp_ && gpu_elim_->keeps_original()) {
+      if (device_copy) {
         keep = [this](int64_t i, const stripe::StripePart& part) {
           return gpu_elim_->keep_original(i, part.data);
         };
@@ -257,10 +262,20 @@ Status SolvePhases::triangulate() {
           return Status::ok();
         };
       }
-      STRIPESOLVE_RETURN_IF_ERROR(
+      STRIPESOLVE_ASSIGN_OR_RETURN(
+          loaded,
           load_matrix(ctx_, sv_.factored(), config_.ram_budget - cache_.reserved_bytes(), keep));
     }
-    gpu_elim_->release_original_unless_complete();  // no whole copy made: its memory back
+    if (device_copy && !loaded && !sv_.resumed) {
+      // A RAM cache smaller than A: the device's copy takes each stripe as the factorization
+      // first reads it (the hook is cleared after the factorization).
+      io_.set_read_hook(
+          [elim = gpu_elim_.get()](const cache::CellView& cell, const storage::PartLayout& layout) {
+            elim->keep_read(cell, layout);
+          });
+    } else {
+      gpu_elim_->release_original_unless_complete();  // no whole copy made: its memory back
+    }
     report.load_seconds = seconds_since(t_load);
   }
   // The CPU tier fills its copy of A as the factorization first reads each stripe. The hook
@@ -293,13 +308,14 @@ Status SolvePhases::triangulate() {
       run_factorization(ctx_, *sv_.writable, params, gpu_elim_.get(), &sv_.max_abs_u,
                         {sv_.resumed ? &sv_.resume_point : nullptr, sv_.progress.get(), &skipped},
                         transposed_upper_.empty() ? nullptr : &transposed));
+  io_.set_read_hook({});  // the copies of A the factorization's reads filled are made
   if (ram_original_) {
-    if (engine_ == nullptr) io_.set_read_hook({});
     // A copy not filled (a stripe first read in part, a load cut short) gives its memory back;
     // on the GPU tier only now, so that no cell lies above the span the devices pinned while
     // they copy cells.
     if (!ram_original_->complete()) ram_original_.reset();
   }
+  if (gpu_elim_) gpu_elim_->release_original_unless_complete();
   if (gpu_elim_) report.pinned_bytes = gpu_elim_->pinned_bytes();
   report.condition_seconds_in_factor = transposed.seconds;
   report.resumed = sv_.resumed;

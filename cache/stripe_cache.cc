@@ -56,7 +56,7 @@ void StripeCache::transition_locked(int64_t stripe, CellState to) {
   if (from == CellState::kStuck && to == CellState::kIdle) c.read_once = false;
   if (to == CellState::kIdle || to == CellState::kStuck) c.last_use = ++clock_;
   if (to == CellState::kAbsent) {
-    arena_.release(c.extent);
+    if (c.extent.bytes > 0) arena_.release(c.extent);  // none: its values were on the device
     stats_.bytes_in_use = arena_.used();
     cells_.erase(it);
   } else {
@@ -276,6 +276,25 @@ void StripeCache::finish_elim_i(int64_t stripe, bool modified) {
   if (!modified) c.view.dirty = was_dirty;
 }
 
+void StripeCache::finish_elim_i_on_device(int64_t stripe) {
+  MutexLock lock(mu_);
+  Cell& c = cell_locked(stripe);
+  if (c.view.buffer != nullptr) {
+    arena_.release(c.extent);  // before the transition, which wakes those waiting for memory
+    stats_.bytes_in_use = arena_.used();
+    c.extent = Extent{};
+    c.view.buffer = nullptr;
+  }
+  if (c.count > 0) {
+    transition_locked(stripe, CellState::kStuck);
+    c.view.dirty = false;
+    c.drop_when_released = true;
+  } else {
+    transition_locked(stripe, CellState::kIdle);
+    transition_locked(stripe, CellState::kAbsent);
+  }
+}
+
 void StripeCache::release_use(int64_t stripe) {
   MutexLock lock(mu_);
   release_use_locked(stripe);
@@ -320,7 +339,9 @@ void StripeCache::release_use_locked(int64_t stripe) {
                     "cache: release of " + part_name(stripe) + " in state " +
                         std::string(cell_state_name(c.state)) + " with count " +
                         std::to_string(c.count));
-  if (--c.count == 0) transition_locked(stripe, CellState::kIdle);
+  if (--c.count == 0) {
+    transition_locked(stripe, c.drop_when_released ? CellState::kAbsent : CellState::kIdle);
+  }
 }
 
 void StripeCache::remove(int64_t stripe) {

@@ -159,6 +159,10 @@ class StripeCache {
   // the values as they were (a stripe loaded final from a resumed factor), so the cell stays as
   // clean as it came.
   void finish_elim_i(int64_t stripe, bool modified = true);
+  // elim.I finished and the stripe's final values stay on the GPU tier's device only (nothing on
+  // the host will read or store them): its memory goes back now, and the cell stays kStuck for
+  // the updates that read it (count > 0), then leaves the cache, never written.
+  void finish_elim_i_on_device(int64_t stripe);
   // One J stripe no longer needs eliminated stripe `stripe`: count -= 1; at 0 kStuck -> kIdle
   // (002 §8.3 path 1: the elim.J thread that finishes the last update unsticks it).
   void release_use(int64_t stripe);
@@ -231,10 +235,11 @@ class StripeCache {
     CellState target = CellState::kAbsent;  // where a download leads
     int64_t count = 0;
     uint64_t last_use = 0;
-    uint64_t created = 0;            // download order
-    bool read_once = false;          // a DSR part: its reader will remove it
-    bool keep_after_upload = false;  // write_back(): kUploading -> kIdle
-    Extent extent;                   // none (0 bytes) while only the device holds the values
+    uint64_t created = 0;             // download order
+    bool read_once = false;           // a DSR part: its reader will remove it
+    bool keep_after_upload = false;   // write_back(): kUploading -> kIdle
+    bool drop_when_released = false;  // finish_elim_i_on_device(): kStuck -> kAbsent, not kIdle
+    Extent extent;                    // none (0 bytes) while only the device holds the values
   };
   // The one place where a state changes. Deletes the cell (and frees its extent) on kAbsent.
   void transition_locked(int64_t stripe, CellState to) REQUIRES(mu_);

@@ -299,6 +299,34 @@ TEST(StripeCacheTest, APartKeptOnlyOnTheDeviceGivesItsMemoryBackUntilItsEliminat
   EXPECT_LE(cache.stats().peak_bytes, 2 * kPart);
 }
 
+// An eliminated stripe whose final values stay on the device only gives its memory back at
+// once, stays stuck for the J stripe that reads it, then leaves the cache without a write; one
+// that no J reads leaves at once.
+TEST(StripeCacheTest, AStripeFinalOnTheDeviceOnlyLeavesWithoutAWrite) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  ASSERT_TRUE(cache.request(PartRequest{0, 0, kPart, CellState::kWaitElimI, 0, 1, 1}).is_ok());
+  ASSERT_TRUE(cache.wait_for(0, CellState::kWaitElimI).is_ok());
+  cache.transition(0, CellState::kElimI);
+  cache.finish_elim_i_on_device(0);
+  EXPECT_EQ(cache.state_of(0), CellState::kStuck);
+  EXPECT_EQ(cache.stats().bytes_in_use, 0u);
+  // J = 1 reads it (on the device), and its last use drops the cell.
+  ASSERT_TRUE(cache.request(PartRequest{1, 0, kPart, CellState::kWaitElimJ, 0, 1, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(1, CellState::kWaitElimJ).is_ok());
+  cache.transition(1, CellState::kElimJ);
+  cache.finish_elim_j(1, 0, 1);
+  EXPECT_EQ(cache.state_of(0), CellState::kAbsent);
+  // Stripe 1's elimination, read by nobody: gone at once.
+  ASSERT_TRUE(cache.request(PartRequest{1, 0, kPart, CellState::kWaitElimI, 1, 2, 0}).is_ok());
+  cache.transition(1, CellState::kElimI);
+  cache.finish_elim_i_on_device(1);
+  EXPECT_EQ(cache.state_of(1), CellState::kAbsent);
+  EXPECT_EQ(cache.stats().bytes_in_use, 0u);
+  ASSERT_TRUE(cache.flush().is_ok());
+  EXPECT_TRUE(io.uploads().empty());
+}
+
 // DSR parts are stuck only until their reader removes them: a request that does not fit waits
 // for the reader instead of failing.
 TEST(StripeCacheTest, DsrRequestWaitsForTheReaderToRemoveParts) {

@@ -81,6 +81,10 @@ struct FactorParams {
   // The GPU tier: columns of right-hand sides its pool keeps room for beside the factors (the
   // substitution's and the residual's x and r on the device, GpuElimination::create).
   int64_t rhs_columns = 0;
+  // The final factors are wanted in RAM and the store (stored, or substituted on the host).
+  // False (a solve that keeps no factors): the GPU tier may keep them on its device only
+  // (Elimination::final_on_device_only), never writing them.
+  bool factors_on_host = true;
 };
 
 // Flops of the triangulation (the formulas of stripe/stripe_ops.h summed over all stripes).
@@ -128,6 +132,11 @@ class Elimination {
   // nor free until their elimination). The master then hands out no elimination before its
   // turn out of core (it could not tell which memory comes back).
   virtual bool keeps_parts_on_device() const { return false; }
+  // Whether an eliminated stripe's final values stay on the device only, not copied to its RAM
+  // cell, which elim.I then gives back (StripeCache::finish_elim_i_on_device): the GPU tier
+  // keeping the whole matrix on one device for a solve that wants no factors on the host
+  // (FactorParams::factors_on_host).
+  virtual bool final_on_device_only() const { return false; }
   // Whether elim.J worker `worker` may take update `t` (several GPUs: each worker serves one
   // device, and a J's updates run on its device).
   virtual bool accepts(int64_t worker, const Task& t) const {

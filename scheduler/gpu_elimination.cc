@@ -306,9 +306,9 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
   // left newer multipliers on the device; columns left of the instance are final in RAM). The copy
   // runs beside the next elimination; the cell stays stuck until its last update, which waits for
   // it (wait_download), as does freeing the instance. Nothing reads a stuck cell's RAM in the
-  // meantime; a stripe no update reads waits now.
+  // meantime; a stripe no update reads waits now. Not where the factors stay on the device only.
   const int64_t uses = stripe_uses_[static_cast<size_t>(i)];
-  if (st.is_ok()) {
+  if (st.is_ok() && !final_on_device_only()) {
     auto ticket = lane_i_->download_later(b, host, was_newer ? 0 : block_col, b.cols);
     st = ticket.status();
     if (st.is_ok()) {

@@ -128,6 +128,11 @@ class GpuElimination final : public Elimination {
   // stripes for elim.I (the working set of two sweeps, the master's gates bound it so).
   bool sweeps_may_overlap() const override { return overlap_; }
   bool keeps_parts_on_device() const override { return true; }
+  // The whole matrix on this one device and no factors wanted on the host: an eliminated
+  // stripe is not copied back to RAM (nor then written to the store).
+  bool final_on_device_only() const override {
+    return plan_.device_resident && share_.count == 1 && !params_.factors_on_host;
+  }
 
   // Whether every stripe's factor is resident from column 0 (device substitution possible).
   bool factors_resident() const;

@@ -16,7 +16,8 @@ namespace {
 // (filled from the RAM cache during the load; Plan::device_keeps_original), not from a second
 // read of A from the store: backward errors equal to the host's from x (expect_matches_lapack),
 // refinement steps included. Without the load (a RAM cache smaller than A) the factorization's
-// first read of each stripe fills the copy, and A is read from the store once all the same.
+// first read of each stripe fills the copy, and A is read from the store once all the same, and
+// nothing written.
 TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   const int64_t n = 600;
   const auto a = generated("A", n, "uniform", 5);
@@ -50,6 +51,9 @@ TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   expect_matches_lapack(a, n, b, 2, *read, 1e-13, "the copy from the factorization's reads");
   EXPECT_GE(read->io_read_bytes, a_bytes);
   EXPECT_LT(read->io_read_bytes, a_bytes + a_bytes / 2) << "A once, for the factorization";
+  // No factors kept: the eliminated stripes stay on the device, never copied to RAM nor written
+  // (FactorParams::factors_on_host).
+  EXPECT_EQ(read->io_written_bytes, 0u);
   // max |A| is exact either way, and the same pivots give the same U.
   EXPECT_GT(kept->growth, 0.0);
   EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);

@@ -42,6 +42,9 @@ class MultiGpuElimination final : public Elimination {
                     const stripe::StripePivots& pivots) override;
   bool sweeps_may_overlap() const override;
   bool keeps_parts_on_device() const override;
+  bool final_on_device_only() const override {
+    return devices_.size() == 1 && devices_[0]->final_on_device_only();
+  }
   bool accepts(int64_t worker, const Task& t) const override;
 
   // The largest |U| entry over the devices' eliminations, and stripe i's from its device.

@@ -66,7 +66,11 @@ void ElimIRole::run() {
     }
     ctx_.progress.add_flops(elimination_flops(g_, *i));
     ctx_.progress.add_stripe();
-    cache.finish_elim_i(*i);
+    if (elimination_.final_on_device_only()) {
+      cache.finish_elim_i_on_device(*i);
+    } else {
+      cache.finish_elim_i(*i);
+    }
   }
 }
 

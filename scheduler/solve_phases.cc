@@ -178,6 +178,10 @@ Status SolvePhases::factor() {
   if (!sv_.factor) STRIPESOLVE_RETURN_IF_ERROR(triangulate());
   if (sv_.factor) sv_.factor_lock.release();  // committed and open: the next solve may reuse it
   on_device_ = gpu_elim_ && gpu_elim_->factors_resident() && !gepp_;
+  if (gpu_elim_ && gpu_elim_->final_on_device_only() && !on_device_) {
+    // The factors went nowhere else: the host's substitution would read what was never written.
+    return Status::internal("GPU tier: the factors kept on the device only are not all there");
+  }
   return Status::ok();
 }
 
@@ -212,19 +216,21 @@ Status SolvePhases::triangulate() {
   const Plan& plan = sv_.report.plan;
   SolveReport& report = sv_.report;
   // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
-  FactorParams params{.pivot = backend::elimination_pivot(req_.options.pivot),
-                      .strategy = req_.options.strategy,
-                      .meta_stripes = plan.meta_stripes,
-                      .upward_lead = plan.upward_lead,
-                      .early_next = engine_ != nullptr ? plan.early_next : 0,
-                      .substripe_rows = plan.substripe_rows,
-                      .elim_j_workers = plan.elim_j_workers,
-                      .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
-                      .write_back = false,
-                      .parts_from_meta_start = engine_ != nullptr,
-                      .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,
-                      .split_sweeps = engine_ == nullptr && plan.split_sweeps,
-                      .rhs_columns = req_.nrhs + kEstimateColumns};
+  FactorParams params{
+      .pivot = backend::elimination_pivot(req_.options.pivot),
+      .strategy = req_.options.strategy,
+      .meta_stripes = plan.meta_stripes,
+      .upward_lead = plan.upward_lead,
+      .early_next = engine_ != nullptr ? plan.early_next : 0,
+      .substripe_rows = plan.substripe_rows,
+      .elim_j_workers = plan.elim_j_workers,
+      .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
+      .write_back = false,
+      .parts_from_meta_start = engine_ != nullptr,
+      .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,
+      .split_sweeps = engine_ == nullptr && plan.split_sweeps,
+      .rhs_columns = req_.nrhs + kEstimateColumns,
+      .factors_on_host = req_.options.store_factors || req_.options.in_place || gepp_};
   // A copy of A in the RAM cache for the residual where its budget holds it beside A's cells and
   // the device keeps none (not for gepp, whose object is A^T, nor a resumed factorization, whose
   // reads bring the factors made so far): reserved at the arena's top before the devices pin

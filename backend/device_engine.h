@@ -165,9 +165,11 @@ class DeviceLane {
   // part[q, c] x[c, k] (r and x n x nrhs; r holds b on entry), and what the backward error and
   // the condition estimate take of A, into `sums` (2n + 1 doubles of device memory, zeroed
   // here): [0, n) each row's sum of |a|, [n, 2n) each column's, [2n] the largest |a|. Waits for
-  // its work.
+  // its work. transposed: the stripes are rows of A^T (--pivot gepp's object), and r -= A x is
+  // r[c, k] -= sum_q part[q, c] x[row_begin + q, k]; `sums` are still the stripes' own (the
+  // caller swaps rows and columns).
   virtual Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
-                          const DeviceBlock& r, double* sums) = 0;
+                          const DeviceBlock& r, double* sums, bool transposed) = 0;
 };
 
 struct DeviceEngineOptions {

@@ -309,7 +309,7 @@ class HostLane final : public DeviceLane {
   }
 
   Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
-                  const DeviceBlock& r, double* sums) override {
+                  const DeviceBlock& r, double* sums, bool transposed) override {
     const int64_t n = r.rows;
     std::fill(sums, sums + 2 * n + 1, 0.0);
     for (const FactorStripe& s : stripes) {
@@ -323,6 +323,13 @@ class HostLane final : public DeviceLane {
           sums[2 * n] = std::max(sums[2 * n], v);
         }
         for (int64_t k = 0; k < r.cols; ++k) {
+          if (transposed) {  // r[c] -= sum_q part[q, c] x[row_begin + q]
+            const double* xk = x.data + s.row_begin + k * x.ld;
+            double dot = 0;
+            for (int64_t q = 0; q < a.rows; ++q) dot += col[q] * xk[q];
+            r.data[c + k * r.ld] -= dot;
+            continue;
+          }
           const double xv = x.data[c + k * x.ld];
           double* rk = r.data + s.row_begin + k * r.ld;
           for (int64_t q = 0; q < a.rows; ++q) rk[q] -= col[q] * xv;

@@ -158,9 +158,8 @@ Result<SolveReport> solve_once(const SolveRequest& asked) {
   const auto start = SolveClock::now();
   SolveRequest req = asked;
   const std::string name(req.matrix_name);
-  // gepp substitutes from the host (its device factors are A^T's, and the device's copy for the
-  // residual would be A^T too), so its factors are written back even where the GPU tier would
-  // keep them on the device only.
+  // gepp's factors are written back on the GPU tier, whatever the options: where they do not stay
+  // on the device, its transposed solve reads them on the host.
   if (req.options.pivot == stripe::PivotMode::kGepp && !req.engines.empty()) {
     req.options.store_factors = true;
   }

@@ -517,16 +517,16 @@ TEST_P(GpuDenseTest, SingularMatrixNamesTheRow) {
       << rep.status().message();
 }
 
-// gepp on the GPU tier: A^T factored with row pivoting like any matrix, the transposed
-// solve on the host from the factors written back (the device has none), also when the options
-// keep no factors. The transposed Wilkinson matrix, which grows row pivoting by 2^(n-1), matches
-// LAPACK.
+// gepp on the GPU tier: A^T factored with row pivoting like any matrix, its factors written
+// back also when the options keep none; the transposed solve on the device where the factors
+// stay there (on the host from the written factors where J parts stream). The transposed
+// Wilkinson matrix, which grows row pivoting by 2^(n-1), matches LAPACK.
 TEST_P(GpuDenseTest, GeppMatchesLapackOnTheTransposedWilkinsonMatrix) {
   const int64_t n = 200;
   const auto w = generated("W", n, "wilkinson_t");
   const auto u = generated("U", n, "uniform");
   const auto b = random_rhs(n, 2);
-  for (bool streaming : {true, false}) {
+  for (bool streaming : {true, false}) {  // at n = 200 both budgets keep A on the device
     for (const std::string name : {"W", "U"}) {
       DenseSolveOptions o = throwaway_factors();
       o.pivot = PivotMode::kGepp;
@@ -536,8 +536,29 @@ TEST_P(GpuDenseTest, GeppMatchesLapackOnTheTransposedWilkinsonMatrix) {
       expect_matches_lapack(name == "W" ? w : u, n, b, 2, *rep, 1e-13, what);
       EXPECT_TRUE(rep->warning.empty()) << what << ": " << rep->warning;
       EXPECT_EQ(rep->factor_name, name + ".lu.gepp") << what;
+      // Where the device keeps them, the solves with A^T's factors, the condition estimate's and
+      // the residual (on the device's copy of A^T) run on the device.
+      EXPECT_TRUE(rep->plan.device_keeps_original) << what;  // n = 200: either budget holds it
+      EXPECT_EQ(rep->residual_source, ResidualSource::kDevice) << what;
+      const std::vector<double>& a = name == "W" ? w : u;
+      const double exact = 1.0 / (stripe::norm_1(a, n) * stripe::inverse_norm_1(a, n));
+      EXPECT_GE(rep->rcond, exact * (1 - 1e-6)) << what;
+      EXPECT_LT(rep->rcond, 10 * exact) << what;
     }
   }
+  // n = 1000 (8 MB) through 5 MiB of device memory: J parts stream, the transposed solve runs on
+  // the host from the written factors and the residual reads A from the store.
+  const int64_t big = 1000;
+  const auto wb = generated("WB", big, "wilkinson_t");
+  const auto bb = random_rhs(big, 1);
+  DenseSolveOptions o = throwaway_factors();
+  o.pivot = PivotMode::kGepp;
+  auto rep = solve("WB", bb, 1, o, gpu_engine(true));
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  EXPECT_FALSE(rep->plan.device_resident);
+  expect_matches_lapack(wb, big, bb, 1, *rep, 1e-13, "n = 1000, streaming");
+  EXPECT_EQ(rep->residual_source, ResidualSource::kStore);
+  EXPECT_GT(rep->rcond, 0.0);
 }
 
 // engine.devices chooses the GPUs a solve opens, by ordinal, in the list's order: device 1

@@ -167,7 +167,9 @@ class GpuElimination final : public Elimination {
   // cache too small for A, a failed copy).
   void release_original();
   void release_original_unless_complete();
-  Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r);
+  // transposed: the factored object is A^T (--pivot gepp), the copy holds its stripes.
+  Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r,
+                                  bool transposed);
 
   uint64_t pool_bytes() const { return pool_bytes_; }
   uint64_t peak_bytes() const { return tier_->usage().peak; }

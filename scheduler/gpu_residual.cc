@@ -87,7 +87,7 @@ bool GpuElimination::original_complete() const {
 }
 
 Result<ResidualResult> GpuElimination::residual(const double* b, const double* x, int64_t nrhs,
-                                                double* r) {
+                                                double* r, bool transposed) {
   if (!original_complete()) {
     return Status::internal("GPU tier: the residual on the device without the whole copy of A");
   }
@@ -119,7 +119,7 @@ Result<ResidualResult> GpuElimination::residual(const double* b, const double* x
   if (st.is_ok()) st = lane.upload(b, rs, 0, nrhs);
   if (st.is_ok()) {
     TraceRecorder::Span span(ctx_.trace, "master", "residual (device)");
-    st = lane.residual(stripes, xs, rs, sums);
+    st = lane.residual(stripes, xs, rs, sums, transposed);
   }
   if (st.is_ok()) st = lane.download(rs, r, 0, nrhs);
   if (st.is_ok()) {
@@ -128,9 +128,12 @@ Result<ResidualResult> GpuElimination::residual(const double* b, const double* x
   tier_->free(-1);
   STRIPESOLVE_RETURN_IF_ERROR(st);
   ResidualResult out;
+  // The stripes' row sums are A's row sums, or its column sums where the stripes are A^T's.
+  const size_t rows_of_a = transposed ? static_cast<size_t>(n) : 0;
+  const size_t columns_of_a = transposed ? 0 : static_cast<size_t>(n);
   for (int64_t q = 0; q < n; ++q) {
-    out.a_norm_inf = std::max(out.a_norm_inf, host_sums[static_cast<size_t>(q)]);
-    out.a_norm_1 = std::max(out.a_norm_1, host_sums[static_cast<size_t>(n + q)]);
+    out.a_norm_inf = std::max(out.a_norm_inf, host_sums[rows_of_a + static_cast<size_t>(q)]);
+    out.a_norm_1 = std::max(out.a_norm_1, host_sums[columns_of_a + static_cast<size_t>(q)]);
   }
   out.a_max_abs = host_sums[static_cast<size_t>(2 * n)];
   for (int64_t k = 0; k < n * nrhs; ++k) out.r_norm_inf = std::max(out.r_norm_inf, std::fabs(r[k]));

@@ -76,8 +76,9 @@ class MultiGpuElimination final : public Elimination {
   void release_original_unless_complete() {
     if (devices_.size() == 1) devices_[0]->release_original_unless_complete();
   }
-  Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r) {
-    return devices_[0]->residual(b, x, nrhs, r);
+  Result<ResidualResult> residual(const double* b, const double* x, int64_t nrhs, double* r,
+                                  bool transposed) {
+    return devices_[0]->residual(b, x, nrhs, r, transposed);
   }
 
  private:

@@ -177,7 +177,7 @@ Status SolvePhases::factor() {
   }
   if (!sv_.factor) STRIPESOLVE_RETURN_IF_ERROR(triangulate());
   if (sv_.factor) sv_.factor_lock.release();  // committed and open: the next solve may reuse it
-  on_device_ = gpu_elim_ && gpu_elim_->factors_resident() && !gepp_;
+  on_device_ = gpu_elim_ && gpu_elim_->factors_resident();
   if (gpu_elim_ && gpu_elim_->final_on_device_only() && !on_device_) {
     // The factors went nowhere else: the host's substitution would read what was never written.
     return Status::internal("GPU tier: the factors kept on the device only are not all there");
@@ -252,7 +252,7 @@ Status SolvePhases::triangulate() {
       }
     }
     bool loaded = false;
-    const bool device_copy = !gepp_ && !req_.options.in_place && gpu_elim_->keeps_original();
+    const bool device_copy = !req_.options.in_place && gpu_elim_->keeps_original();
     if (!req_.options.in_place) {
       progress_.begin_phase("load", 0, sv_.g.stripes);
       // Where the device keeps a copy of A for the residual, the stripes go there as they come,
@@ -366,7 +366,9 @@ Status SolvePhases::solve_columns(double* v, int64_t cols,
                                   const std::string& phase) {
   const int64_t n = sv_.g.n;
   if (on_device_) {
-    STRIPESOLVE_RETURN_IF_ERROR(gpu_elim_->substitute(v, cols));
+    // gepp's factors are A^T's: A^-1 = (A^T)^-T.
+    STRIPESOLVE_RETURN_IF_ERROR(gepp_ ? gpu_elim_->substitute_transposed(v, cols)
+                                      : gpu_elim_->substitute(v, cols));
     return check_finite(v, n, cols);
   }
   use_factor_sources();
@@ -380,7 +382,8 @@ Status SolvePhases::solve_columns(double* v, int64_t cols,
 
 Status SolvePhases::solve_transposed_column(double* v) {
   if (on_device_) {
-    STRIPESOLVE_RETURN_IF_ERROR(gpu_elim_->substitute_transposed(v, 1));
+    STRIPESOLVE_RETURN_IF_ERROR(gepp_ ? gpu_elim_->substitute(v, 1)
+                                      : gpu_elim_->substitute_transposed(v, 1));
     return check_finite(v, sv_.g.n, 1);
   }
   use_factor_sources();

@@ -150,7 +150,7 @@ class SolvePhases {
   IoRole io_;
   EngineContext ctx_;
   std::unique_ptr<MultiGpuElimination> gpu_elim_;
-  bool on_device_ = false;      // the factors stay on the device (the fits tier), not gepp
+  bool on_device_ = false;      // the factors stay on the device (the fits tier)
   bool stream_chunks_ = false;  // x's rows go out as the backward pass finishes them
   std::optional<InverseNormEstimate> inverse_norm_;  // the condition estimate, where made
   // The condition estimate's transposed start with its first pass made during the

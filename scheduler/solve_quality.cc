@@ -135,7 +135,7 @@ Status SolvePhases::residual_and_refinement(double* x) {
           "residual",
           2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(nrhs),
           sv_.g.stripes);
-      auto on_device = gpu_elim_->residual(req_.b, x, nrhs, r.data());
+      auto on_device = gpu_elim_->residual(req_.b, x, nrhs, r.data(), gepp_);
       if (on_device.is_ok()) {
         res = *on_device;
       } else if (on_device.status().code() == StatusCode::kResourceExhausted) {

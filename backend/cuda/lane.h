@@ -77,7 +77,7 @@ class CudaLane final : public DeviceLane {
   Status transposed_lower(const std::vector<FactorStripe>& stripes,
                           const DeviceBlock& rhs) override;
   Status residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
-                  const DeviceBlock& r, double* sums) override;
+                  const DeviceBlock& r, double* sums, bool transposed) override;
 
  private:
   // x (J's K multiplier columns) <- x triu(U)^-1 by block columns of nb: x_p -= x_<p U_<p,p,

@@ -39,7 +39,7 @@ Status CudaLane::run_pass(const std::vector<FactorStripe>& stripes, const Device
 }
 
 Status CudaLane::residual(const std::vector<FactorStripe>& stripes, const DeviceBlock& x,
-                          const DeviceBlock& r, double* sums) {
+                          const DeviceBlock& r, double* sums, bool transposed) {
   RETURN_CUDA(cudaSetDevice(device_), "cudaSetDevice");
   const int64_t n = r.rows;
   RETURN_CUDA(cudaMemsetAsync(sums, 0, sizeof(double) * static_cast<size_t>(2 * n + 1), compute_),
@@ -47,11 +47,19 @@ Status CudaLane::residual(const std::vector<FactorStripe>& stripes, const Device
   const double one = 1.0, minus_one = -1.0;
   for (const FactorStripe& s : stripes) {
     const DeviceBlock& a = s.part;
-    RETURN_CUBLAS(lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(a.rows),
-                             static_cast<int>(r.cols), static_cast<int>(a.cols), &minus_one, a.data,
-                             static_cast<int>(a.ld), x.data, static_cast<int>(x.ld), &one,
-                             r.data + s.row_begin, static_cast<int>(r.ld)),
-                  "product of the residual");
+    if (transposed) {  // r -= part^T x[row_begin, row_begin + h)
+      RETURN_CUBLAS(lib_.dgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(a.cols),
+                               static_cast<int>(r.cols), static_cast<int>(a.rows), &minus_one,
+                               a.data, static_cast<int>(a.ld), x.data + s.row_begin,
+                               static_cast<int>(x.ld), &one, r.data, static_cast<int>(r.ld)),
+                    "product of the transposed residual");
+    } else {
+      RETURN_CUBLAS(lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(a.rows),
+                               static_cast<int>(r.cols), static_cast<int>(a.cols), &minus_one,
+                               a.data, static_cast<int>(a.ld), x.data, static_cast<int>(x.ld), &one,
+                               r.data + s.row_begin, static_cast<int>(r.ld)),
+                    "product of the residual");
+    }
     cuda::launch_abs_sums(a.data, a.ld, a.rows, a.cols, sums + s.row_begin, sums + n,
                           reinterpret_cast<unsigned long long*>(sums + 2 * n), compute_);
     STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("sums of |a| for the residual"));

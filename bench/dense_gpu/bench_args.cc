@@ -33,7 +33,7 @@ std::vector<std::string> split(const std::string& s) {
   std::fprintf(
       stderr,
       "usage: bench_dense_gpu [--mode fits|ram|ssd] [--n N,N..] [--nrhs R] "
-      "[--pivot row|local|none] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
+      "[--pivot row|local|none|gepp] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
       "[--update-k K] [--segment-columns C] "
       "[--panel-sms K] [--panel-blocks B[,B2..]] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
@@ -91,7 +91,9 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--nrhs") {
       a.nrhs = parse_int(arg, v, 1, 1 << 20);
     } else if (arg == "--pivot") {
-      if (v != "row" && v != "local" && v != "none") usage("--pivot is row, local or none");
+      if (v != "row" && v != "local" && v != "none" && v != "gepp") {
+        usage("--pivot is row, local, none or gepp");
+      }
       a.pivot = v;
     } else if (arg == "--ram-budget") {
       a.ram_budget = parse_size(arg, v);

@@ -4,8 +4,9 @@
 // 8192^3, and, for the SSD tier, the raw O_DIRECT bandwidth of the store's disk. JSON on stdout,
 // progress on stderr (bench/dense_gpu/README.md).
 //
-//   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1] [--pivot row|local|none]
-//                   [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus 0] [--panel-sms 0]
+//   bench_dense_gpu [--mode fits|ram|ssd] [--n 32768,57344] [--nrhs 1]
+//                   [--pivot row|local|none|gepp] [--ram-budget BYTES] [--gpu-memory BYTES]
+//                   [--gpus 0] [--panel-sms 0]
 //                   [--update-k 0] [--panel-blocks B[,B2..]] [--reps 2] [--dgemm-reps 5]
 //                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
 //                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1] [--upward-lead -1]

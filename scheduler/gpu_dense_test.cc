@@ -546,17 +546,18 @@ TEST_P(GpuDenseTest, GeppMatchesLapackOnTheTransposedWilkinsonMatrix) {
       EXPECT_LT(rep->rcond, 10 * exact) << what;
     }
   }
-  // n = 1000 (8 MB) through 5 MiB of device memory: J parts stream, the transposed solve runs on
+  // n = 1792 (25 MB) through 18 MiB of device memory: J parts stream, the transposed solve runs on
   // the host from the written factors and the residual reads A from the store.
-  const int64_t big = 1000;
+  const int64_t big = 28 * 64;
   const auto wb = generated("WB", big, "wilkinson_t");
   const auto bb = random_rhs(big, 1);
   DenseSolveOptions o = throwaway_factors();
   o.pivot = PivotMode::kGepp;
-  auto rep = solve("WB", bb, 1, o, gpu_engine(true));
+  auto rep = solve("WB", bb, 1, o, ram_tier_engine(18 * kMiB));
   ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
   EXPECT_FALSE(rep->plan.device_resident);
-  expect_matches_lapack(wb, big, bb, 1, *rep, 1e-13, "n = 1000, streaming");
+  EXPECT_LE(rep->plan.device_bytes_needed, 18 * kMiB);
+  expect_matches_lapack(wb, big, bb, 1, *rep, 1e-13, "n = 1792, streaming");
   EXPECT_EQ(rep->residual_source, ResidualSource::kStore);
   EXPECT_GT(rep->rcond, 0.0);
 }

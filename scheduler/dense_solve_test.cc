@@ -70,7 +70,9 @@ TEST_F(DenseSolveTest, TinyCacheSendsEveryStripeToDiskAndBack) {
       DenseSolveOptions o;
       o.strategy = st;
       o.reuse_factors = false;
-      EngineConfig c = small_engine(parts * stripe_bytes + 8 * 4096);
+      // The CPU tier's evictions: on a GPU machine the device would keep the whole matrix and
+      // read A once (GpuDenseTest.ADeviceHoldingTheMatrixBesideASmallRamCacheReadsAOnce).
+      EngineConfig c = cpu_engine(parts * stripe_bytes + 8 * 4096);
       auto rep = solve("A", b, 1, o, c);
       ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
       expect_matches_lapack(a, n, b, 1, *rep, 1e-13, std::string(strategy_name(st)));

@@ -95,13 +95,13 @@ TEST_P(SolveIntegration, RoundTripAgainstLapack) {
   for (size_t k = 0; k < ref.size(); ++k) diff = std::max(diff, std::abs((*x)[k] - ref[k]));
   EXPECT_LT(diff / stripe::max_abs(ref), 1e-8);
   // The daemon's own residual matches. The budget (16 MiB) holds A twice: it read a copy of A
-  // kept in RAM (on a GPU machine, the copy the device keeps), not A from the store again (gepp,
-  // which factors A^T, reads the store).
+  // kept in RAM (on a GPU machine, the copy the device keeps, of A^T for gepp), not A from the
+  // store again (gepp on the CPU, which factors A^T, reads the store).
   EXPECT_LT((*done)["result"]["residual"].get<double>(), 1e-13);
   const bool on_gpu = (*done)["result"].value("backend", std::string()) == "cuda";
-  EXPECT_EQ((*done)["result"].value("residual_from", std::string()), pivot == "gepp" ? "store"
-                                                                     : on_gpu        ? "device"
-                                                                                     : "ram")
+  EXPECT_EQ((*done)["result"].value("residual_from", std::string()), on_gpu            ? "device"
+                                                                     : pivot == "gepp" ? "store"
+                                                                                       : "ram")
       << done->dump();
   // The trace holds the engine's roles.
   auto trace = c->call(MessageType::kTrace, {{"job", *id}});

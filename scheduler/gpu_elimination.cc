@@ -134,6 +134,7 @@ Status GpuElimination::open() {
           (2 * static_cast<uint64_t>(std::max<int64_t>(1, params_.rhs_columns)) + 2) +
       8;
   pool_bytes_ = std::min(pool_bytes_, 2 * resident + (rhs + slot - 1) / slot * slot);
+  holds_matrix_ = plan_.device_resident && pool_bytes_ >= resident;
   if (pool_bytes_ == 0) {
     return Status::resource_exhausted(fmt::format(
         "GPU tier: the device budget {} leaves less than one stripe ({}) beside the lanes' "

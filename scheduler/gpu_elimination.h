@@ -131,7 +131,7 @@ class GpuElimination final : public Elimination {
   // The whole matrix on this one device and no factors wanted on the host: an eliminated
   // stripe is not copied back to RAM (nor then written to the store).
   bool final_on_device_only() const override {
-    return plan_.device_resident && share_.count == 1 && !params_.factors_on_host;
+    return holds_matrix_ && share_.count == 1 && !params_.factors_on_host;
   }
 
   // Whether every stripe's factor is resident from column 0 (device substitution possible).
@@ -271,6 +271,7 @@ class GpuElimination final : public Elimination {
   std::unique_ptr<backend::DeviceLane> lane_copy_ GUARDED_BY(original_mu_);
   std::atomic<bool> copies_ready_{false};  // set by begin() once the arena is pinned
   bool overlap_ = false;
+  bool holds_matrix_ = false;     // the plan keeps the whole matrix here and the pool holds it
   uint64_t block_bound_ = 0;      // the pool's bytes for the largest U block, S^m stripes (open())
   bool loaded_final_ = false;     // some stripe came final from the factor object (load_final)
   std::vector<int64_t> meta_of_;  // meta-stripe index of each stripe

@@ -33,7 +33,8 @@
 // owner's copy to RAM has landed, with its column permutation.
 //
 // Thread-safety: eliminate() from the one elim.I thread, update(w, ...) and adopt() from worker
-// w only (each worker has its lane on one device).
+// w only (each worker has its lane on one device), keep_read() from the I/O threads (its own
+// lane, under original_mu_).
 //
 // Files: gpu_elimination.cc (the budget, lanes and pool; elimination; substitution),
 // gpu_updates.cc (the J updates), gpu_sharing.cc (use counts, adoption, resumed runs),
@@ -262,8 +263,9 @@ class GpuElimination final : public Elimination {
   uint64_t pinned_bytes_ = 0;              // what pinning_ pinned, set by begin()
   // The copy of A for the residual (stripe i at 8 n row_begin(i) bytes, h x n, ld h), and which
   // stripes it holds. Filled by the load (the solve's thread) or by keep_read (the I/O threads,
-  // on lane_copy_, once copies_ready_); original_ is set and cleared under original_mu_, and
-  // read without it by the solve's thread (the only one that clears it).
+  // on lane_copy_, once copies_ready_); original_ is set by open() before any other thread and
+  // cleared under original_mu_, read without it by the solve's thread (the only one that
+  // clears it).
   mutable Mutex original_mu_;
   void* original_ = nullptr;
   uint64_t original_bytes_ = 0;

@@ -276,15 +276,18 @@ void StripeCache::finish_elim_i(int64_t stripe, bool modified) {
   if (!modified) c.view.dirty = was_dirty;
 }
 
+void StripeCache::give_back_memory_locked(Cell& c) {
+  if (c.view.buffer == nullptr) return;
+  arena_.release(c.extent);  // before the caller's transition, which wakes those waiting for it
+  stats_.bytes_in_use = arena_.used();
+  c.extent = Extent{};
+  c.view.buffer = nullptr;
+}
+
 void StripeCache::finish_elim_i_on_device(int64_t stripe) {
   MutexLock lock(mu_);
   Cell& c = cell_locked(stripe);
-  if (c.view.buffer != nullptr) {
-    arena_.release(c.extent);  // before the transition, which wakes those waiting for memory
-    stats_.bytes_in_use = arena_.used();
-    c.extent = Extent{};
-    c.view.buffer = nullptr;
-  }
+  give_back_memory_locked(c);
   if (c.count > 0) {
     transition_locked(stripe, CellState::kStuck);
     c.view.dirty = false;
@@ -304,12 +307,7 @@ void StripeCache::finish_elim_j(int64_t stripe, int64_t i_begin, int64_t i_end, 
   MutexLock lock(mu_);
   Cell& c = cell_locked(stripe);
   for (int64_t i = i_begin; i < i_end; ++i) release_use_locked(i);
-  if (where == UpdatedJ::kOnDeviceOnly && c.view.buffer != nullptr) {
-    arena_.release(c.extent);  // before the transition, which wakes those waiting for memory
-    stats_.bytes_in_use = arena_.used();
-    c.extent = Extent{};
-    c.view.buffer = nullptr;
-  }
+  if (where == UpdatedJ::kOnDeviceOnly) give_back_memory_locked(c);
   STRIPESOLVE_CHECK(where == UpdatedJ::kOnDeviceOnly || c.view.buffer != nullptr,
                     "cache: " + part_name(stripe) + " has no memory for values kept in RAM");
   transition_locked(stripe, where == UpdatedJ::kInRam ? CellState::kIdle : CellState::kOnDevice);

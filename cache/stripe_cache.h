@@ -245,6 +245,8 @@ class StripeCache {
   void transition_locked(int64_t stripe, CellState to) REQUIRES(mu_);
   Cell& cell_locked(int64_t stripe) REQUIRES(mu_);
   void release_use_locked(int64_t stripe) REQUIRES(mu_);
+  // The cell's extent back to the arena (its values live on the device only); none: nothing.
+  void give_back_memory_locked(Cell& c) REQUIRES(mu_);
   CellView take_hit_locked(Cell& c, const PartRequest& req) REQUIRES(mu_);
   // Whether a request for `target` finds the cell without its values' memory: the device alone
   // holds them and an elimination asks for them (it needs an extent for the final values).

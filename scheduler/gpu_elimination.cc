@@ -392,33 +392,28 @@ Status GpuElimination::solve_on_device(double* x, int64_t nrhs, bool transposed)
   // those over U.
   const bool local = params_.pivot == stripe::PivotMode::kLocal;
   const bool row = params_.pivot == stripe::PivotMode::kRow;
-  std::vector<backend::DeviceLane::FactorStripe> first_to_last_l, last_to_first_u;
-  std::vector<backend::DeviceLane::FactorStripe> first_to_last_u, last_to_first_l;
+  std::vector<backend::DeviceLane::FactorStripe> l, u;  // first stripe first
   for (int64_t i = 0; i < g.stripes; ++i) {
     const DeviceBlock part = instance_block(*tier_->find(i));
     const int32_t* raw = device_raw_ + g.row_begin(i);
-    const backend::DeviceLane::FactorStripe l{part, g.row_begin(i), local ? raw : nullptr};
-    const backend::DeviceLane::FactorStripe u{part, g.row_begin(i), row ? raw : nullptr};
-    if (transposed) {
-      first_to_last_u.push_back(u);
-      last_to_first_l.insert(last_to_first_l.begin(), l);
-    } else {
-      first_to_last_l.push_back(l);
-      last_to_first_u.insert(last_to_first_u.begin(), u);
-    }
+    l.push_back({part, g.row_begin(i), local ? raw : nullptr});
+    u.push_back({part, g.row_begin(i), row ? raw : nullptr});
   }
+  // A x = b: L first to last, then U last to first; A^T x = b: U first to last, then L back.
   if (st.is_ok() && !transposed) {
     TraceRecorder::Span span(ctx_.trace, "master", "forward (device)");
-    st = lane.forward(first_to_last_l, rhs);
+    st = lane.forward(l, rhs);
   }
   if (st.is_ok() && !transposed) {
     TraceRecorder::Span span(ctx_.trace, "master", "backward (device)");
-    st = lane.backward(last_to_first_u, rhs);
+    std::reverse(u.begin(), u.end());
+    st = lane.backward(u, rhs);
   }
   if (st.is_ok() && transposed) {
     TraceRecorder::Span span(ctx_.trace, "master", "transposed (device)");
-    st = lane.transposed_upper(first_to_last_u, rhs);
-    if (st.is_ok()) st = lane.transposed_lower(last_to_first_l, rhs);
+    st = lane.transposed_upper(u, rhs);
+    std::reverse(l.begin(), l.end());
+    if (st.is_ok()) st = lane.transposed_lower(l, rhs);
   }
   if (st.is_ok()) st = lane.download(rhs, x, 0, nrhs);
   tier_->free(-1);

@@ -83,14 +83,10 @@ class CudaLane final : public DeviceLane {
   // x (J's K multiplier columns) <- x triu(U)^-1 by block columns of nb: x_p -= x_<p U_<p,p,
   // then x_p <- x_p inv(U_pp) through the gather buffer (queued on the compute stream).
   Status multipliers_by_inverses(const DeviceUpdate& op, double* x);
-  // rhs[rows, rows + h) -= a (h x k) * rhs[from, from + k). With one right-hand side, dgemv and
-  // dtrsv below run as fast as dgemm and dtrsm (bench_substitution_ops on the H200).
-  Status subtract_product(const double* a, int64_t lda, int64_t h, int64_t k,
+  // rhs[rows, rows + m) -= op(a) * rhs[from, from + k), op(a) m x k: the substitution's products
+  // (CUBLAS_OP_N) and the transposed passes' (CUBLAS_OP_T, a stored k x m).
+  Status subtract_product(cublasOperation_t op, const double* a, int64_t lda, int64_t m, int64_t k,
                           const DeviceBlock& rhs, int64_t from, int64_t rows, const char* what);
-  // rhs[rows, rows + m) -= a^T * rhs[from, from + h) for a h x m (the transposed passes).
-  Status subtract_transposed_product(const double* a, int64_t lda, int64_t h, int64_t m,
-                                     const DeviceBlock& rhs, int64_t from, int64_t rows,
-                                     const char* what);
   // rhs[rows, rows + h) <- op(triangle)^-1 * itself.
   Status solve_triangle(cublasFillMode_t fill, cublasOperation_t op, cublasDiagType_t diag,
                         const double* t, int64_t ldt, int64_t h, const DeviceBlock& rhs,

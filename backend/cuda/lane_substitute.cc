@@ -71,8 +71,9 @@ Status CudaLane::residual(const std::vector<FactorStripe>& stripes, const Device
 Status CudaLane::queue_forward(const DeviceBlock& part, int64_t row_begin,
                                const int32_t* device_raw, const DeviceBlock& rhs) {
   if (row_begin > 0) {
-    STRIPESOLVE_RETURN_IF_ERROR(subtract_product(part.data, part.ld, part.rows, row_begin, rhs, 0,
-                                                 row_begin, "product of the forward substitution"));
+    STRIPESOLVE_RETURN_IF_ERROR(subtract_product(CUBLAS_OP_N, part.data, part.ld, part.rows,
+                                                 row_begin, rhs, 0, row_begin,
+                                                 "product of the forward substitution"));
   }
   if (device_raw != nullptr) {
     cuda::launch_rhs_row_swaps(rhs.data, rhs.ld, rhs.cols, row_begin, device_raw, part.rows,
@@ -89,9 +90,9 @@ Status CudaLane::queue_backward(const DeviceBlock& part, int64_t row_begin,
   const int64_t right = rhs.rows - row_begin - part.rows;
   const double* diag = part.data + row_begin * part.ld;
   if (right > 0) {
-    STRIPESOLVE_RETURN_IF_ERROR(subtract_product(diag + part.rows * part.ld, part.ld, part.rows,
-                                                 right, rhs, row_begin + part.rows, row_begin,
-                                                 "product of the backward substitution"));
+    STRIPESOLVE_RETURN_IF_ERROR(
+        subtract_product(CUBLAS_OP_N, diag + part.rows * part.ld, part.ld, part.rows, right, rhs,
+                         row_begin + part.rows, row_begin, "product of the backward substitution"));
   }
   STRIPESOLVE_RETURN_IF_ERROR(solve_triangle(CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
                                              CUBLAS_DIAG_NON_UNIT, diag, part.ld, part.rows, rhs,
@@ -118,9 +119,8 @@ Status CudaLane::queue_transposed_upper(const DeviceBlock& part, int64_t row_beg
                                              row_begin, "triangle of the transposed upper pass"));
   const int64_t below = rhs.rows - row_begin - part.rows;
   if (below == 0) return Status::ok();
-  return subtract_transposed_product(diag + part.rows * part.ld, part.ld, part.rows, below, rhs,
-                                     row_begin, row_begin + part.rows,
-                                     "product of the transposed upper pass");
+  return subtract_product(CUBLAS_OP_T, diag + part.rows * part.ld, part.ld, below, part.rows, rhs,
+                          row_begin, row_begin + part.rows, "product of the transposed upper pass");
 }
 
 // t <- tril(L_II)^-T v_I (unit), v_I = P_I^T t (kLocal's swaps undone), v_{<I} -= L_{I,<I}^T v_I.
@@ -135,31 +135,19 @@ Status CudaLane::queue_transposed_lower(const DeviceBlock& part, int64_t row_beg
     STRIPESOLVE_RETURN_IF_ERROR(gpu::launch_check("row swaps of the transposed solve"));
   }
   if (row_begin == 0) return Status::ok();
-  return subtract_transposed_product(part.data, part.ld, part.rows, row_begin, rhs, row_begin, 0,
-                                     "product of the transposed lower pass");
+  return subtract_product(CUBLAS_OP_T, part.data, part.ld, row_begin, part.rows, rhs, row_begin, 0,
+                          "product of the transposed lower pass");
 }
 
-// rhs[rows, rows + h) -= a (h x k) * rhs[from, from + k). With one right-hand side, dgemv and
-// dtrsv below run as fast as dgemm and dtrsm (bench_substitution_ops on the H200).
-Status CudaLane::subtract_product(const double* a, int64_t lda, int64_t h, int64_t k,
-                                  const DeviceBlock& rhs, int64_t from, int64_t rows,
+// rhs[rows, rows + m) -= op(a) * rhs[from, from + k), op(a) m x k. With one right-hand side,
+// dgemv and dtrsv below run as fast as dgemm and dtrsm (bench_substitution_ops on the H200).
+Status CudaLane::subtract_product(cublasOperation_t op, const double* a, int64_t lda, int64_t m,
+                                  int64_t k, const DeviceBlock& rhs, int64_t from, int64_t rows,
                                   const char* what) {
   const double one = 1.0, minus_one = -1.0;
   RETURN_CUBLAS(
-      lib_.dgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(h), static_cast<int>(rhs.cols),
+      lib_.dgemm(blas_, op, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(rhs.cols),
                  static_cast<int>(k), &minus_one, a, static_cast<int>(lda), rhs.data + from,
-                 static_cast<int>(rhs.ld), &one, rhs.data + rows, static_cast<int>(rhs.ld)),
-      what);
-  return Status::ok();
-}
-
-Status CudaLane::subtract_transposed_product(const double* a, int64_t lda, int64_t h, int64_t m,
-                                             const DeviceBlock& rhs, int64_t from, int64_t rows,
-                                             const char* what) {
-  const double one = 1.0, minus_one = -1.0;
-  RETURN_CUBLAS(
-      lib_.dgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m), static_cast<int>(rhs.cols),
-                 static_cast<int>(h), &minus_one, a, static_cast<int>(lda), rhs.data + from,
                  static_cast<int>(rhs.ld), &one, rhs.data + rows, static_cast<int>(rhs.ld)),
       what);
   return Status::ok();

@@ -37,7 +37,8 @@ std::vector<std::string> split(const std::string& s) {
       "[--update-k K] [--segment-columns C] "
       "[--panel-sms K] [--panel-blocks B[,B2..]] [--reps R] "
       "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
-      "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--dir D] "
+      "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--io-threads "
+      "T] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
       "[--queue-depth Q] [--request-bytes BYTES] [--skip engine,cusolver,dgemm,disk] [--trace "
       "PREFIX]\n"
@@ -126,6 +127,8 @@ Args parse_args(int argc, char** argv) {
       a.lookahead_lanes = parse_int(arg, v, 0, 8);
     } else if (arg == "--early-next") {
       a.early_next = parse_int(arg, v, -1, 64);
+    } else if (arg == "--io-threads") {
+      a.io_threads = parse_int(arg, v, 1, 8);
     } else if (arg == "--upward-lead") {
       a.upward_lead = parse_int(arg, v, -1, 1 << 20);
     } else if (arg == "--stripe-rows") {
@@ -196,6 +199,7 @@ json args_json(const Args& a) {
   j["lookahead_lanes"] = a.lookahead_lanes;
   j["early_next"] = a.early_next;
   j["upward_lead"] = a.upward_lead;
+  j["io_threads"] = a.io_threads;
   j["disk_bytes"] = a.disk_bytes ? json(*a.disk_bytes) : json(0);
   j["queue_depth"] = a.queue_depth == 0 ? json("store default") : json(a.queue_depth);
   j["request_bytes"] = a.request_bytes == 0 ? json("store default") : json(a.request_bytes);

@@ -30,6 +30,7 @@ struct Args {
   int64_t lookahead_lanes = 0;  // engine.lookahead_lanes; 0 = the planner's
   int64_t early_next = -1;      // engine.early_next; -1 = the planner's
   int64_t upward_lead = -1;     // engine.upward_lead; -1 = the planner's
+  int64_t io_threads = 1;       // engine.io_threads
   int64_t gpus = 0;             // devices; 0 = every device of the host
   int64_t panel_sms = 0;        // engine.gpu_panel_sms
   int64_t update_k = 0;         // engine.gpu_update_k

@@ -220,6 +220,7 @@ int main(int argc, char** argv) {
     config.lookahead_lanes = args.lookahead_lanes;
     config.early_next = args.early_next;
     config.upward_lead = args.upward_lead;
+    config.io_threads = args.io_threads;
     config.gpus = args.gpus;
     config.gpu_panel_sms = args.panel_sms;
     config.gpu_update_k = args.update_k;

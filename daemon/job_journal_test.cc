@@ -181,5 +181,82 @@ TEST(JobJournalTest, ARestartRequeuesPendingAndRunningJobsAndKeepsFinishedOnes) 
   std::filesystem::remove_all(dir);
 }
 
+// A job RUNNING at the kill whose work its type finds committed (a matrix imported before the
+// journal heard of the end) comes back COMPLETED with that result; one whose work is not found
+// fails as before, and the check is asked only of jobs that were running.
+TEST(JobJournalTest, ARunningJobWhoseWorkWasCommittedBeforeTheKillComesBackCompleted) {
+  const std::string dir = temp_dir();
+  std::vector<Clock::time_point> asked;
+  const auto registry = [&asked] {
+    JobRegistry r;
+    r.add(
+        "make", Lane::kSmall,
+        [](JobContext&) -> Result<nlohmann::json> {
+          return nlohmann::json{{"ran", true}};
+        },
+        [&asked](const nlohmann::json& p,
+                 Clock::time_point started) -> std::optional<nlohmann::json> {
+          asked.push_back(started);
+          if (!p.value("committed", false)) return std::nullopt;
+          return nlohmann::json{{"made", p.value("name", std::string())}};
+        });
+    return r;
+  };
+  const auto started = Clock::now() - 5s;
+  {
+    auto journal = JobJournal::open(dir);
+    ASSERT_TRUE(journal.is_ok());
+    const auto record = [&](uint64_t id, nlohmann::json params, JobState state) {
+      Job job(id, 1000, "make", Lane::kSmall, std::move(params));
+      ASSERT_TRUE((*journal)->record_submit(job).is_ok());
+      Job::History h;
+      h.state = state;
+      h.created = started - 1s;
+      h.started = state == JobState::kRunning ? started : Clock::time_point{};
+      job.restore_history(std::move(h));
+      ASSERT_TRUE((*journal)->record_state(job).is_ok());
+    };
+    record(1, {{"type", "make"}, {"name", "A"}, {"committed", true}}, JobState::kRunning);
+    record(2, {{"type", "make"}, {"name", "B"}, {"committed", false}}, JobState::kRunning);
+    record(3, {{"type", "make"}, {"name", "C"}, {"committed", true}}, JobState::kPending);
+  }
+  auto journal = JobJournal::open(dir);
+  ASSERT_TRUE(journal.is_ok());
+  JobManager m({}, registry(), journal->get());
+  auto restored = m.restore();
+  ASSERT_TRUE(restored.is_ok()) << restored.status().to_string();
+  EXPECT_EQ(restored->finished, 1);
+  EXPECT_EQ(restored->failed, 1);
+  EXPECT_EQ(restored->requeued, 1);
+  ASSERT_EQ(asked.size(), 2u);  // the two running jobs, with their start times
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(asked[0] - started).count(), 0);
+
+  auto done = m.find(1000, 1);
+  ASSERT_TRUE(done.is_ok());
+  EXPECT_EQ((*done)->state(), JobState::kCompleted);
+  EXPECT_EQ((*done)->result(), (nlohmann::json{{"made", "A"}}));
+  const auto log = (*done)->log_lines();
+  EXPECT_NE(std::string(log.back()).find("restarted after this job had finished its work"),
+            std::string::npos);
+  auto failed = m.find(1000, 2);
+  ASSERT_TRUE(failed.is_ok());
+  EXPECT_EQ((*failed)->state(), JobState::kFailed);
+  EXPECT_NE((*failed)->error().message().find("the daemon restarted; submit again"),
+            std::string::npos);
+  auto rerun = m.find(1000, 3);  // pending: it runs (its check is never asked)
+  ASSERT_TRUE(rerun.is_ok());
+  wait_terminal(*rerun);
+  EXPECT_EQ((*rerun)->result(), (nlohmann::json{{"ran", true}}));
+  // The journal has the completion: a second restart finds it finished.
+  auto records = (*journal)->load();
+  ASSERT_TRUE(records.is_ok());
+  for (const auto& r : *records) {
+    if (r.id == 1) {
+      EXPECT_EQ(r.state, JobState::kCompleted);
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace stripesolve::daemon

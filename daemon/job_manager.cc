@@ -50,8 +50,8 @@ void JobContext::warn(std::string_view message) {
   job_->append_log("warning: " + std::string(message));
 }
 
-void JobRegistry::add(std::string type, Lane lane, JobRunner run) {
-  types_[std::move(type)] = JobType{lane, std::move(run)};
+void JobRegistry::add(std::string type, Lane lane, JobRunner run, FinishedBeforeRestart finished) {
+  types_[std::move(type)] = JobType{lane, std::move(run), std::move(finished)};
 }
 
 const JobType* JobRegistry::find(std::string_view type) const {

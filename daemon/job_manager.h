@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -82,14 +83,22 @@ inline constexpr std::string_view kDrainingMessage =
     "the daemon is draining (it stops once its jobs have ended) and accepts no new work; status, "
     "watch, result and cancel still work";
 
+// Whether a job that was RUNNING when the daemon died had finished its work before that: the
+// kill came between its work's commit (a matrix the store holds complete) and the journal's
+// record of its end. Given the job's params and when it started; returns the result the job
+// would have returned, or nullopt (then restore() fails or re-runs it as for any other job).
+using FinishedBeforeRestart = std::function<std::optional<nlohmann::json>(
+    const nlohmann::json& params, Clock::time_point started)>;
+
 struct JobType {
   Lane lane = Lane::kSmall;
   JobRunner run;
+  FinishedBeforeRestart finished_before_restart;  // empty: never
 };
 
 class JobRegistry {
  public:
-  void add(std::string type, Lane lane, JobRunner run);
+  void add(std::string type, Lane lane, JobRunner run, FinishedBeforeRestart finished = {});
   const JobType* find(std::string_view type) const;
   std::string names() const;  // "a, b, c"
 

@@ -1,7 +1,10 @@
 // JobManager::restore (daemon/job_manager.h): the journal's jobs at start-up, finished ones kept
 // for their result ttl, pending and interrupted ones queued again where a re-run can start from
-// what is stored, the others failed with what to do. The rest of the class is in job_manager.cc.
+// what is stored, running ones whose work their type finds committed completed
+// (JobType::finished_before_restart), the others failed with what to do. The rest of the class
+// is in job_manager.cc.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +29,15 @@ bool needs_process_inputs(const nlohmann::json& j) {
     }
   }
   return false;
+}
+
+// The result of a job that was RUNNING when the daemon died but had finished its work
+// (JobType::finished_before_restart), else nullopt.
+std::optional<nlohmann::json> finished_before(const JobType* jt, const JournalRecord& r) {
+  if (jt == nullptr || !jt->finished_before_restart || r.state != JobState::kRunning) {
+    return std::nullopt;
+  }
+  return jt->finished_before_restart(r.params, r.started);
 }
 }  // namespace
 
@@ -60,6 +72,17 @@ Result<JobManager::Restored> JobManager::restore() {
         }
       }
       ++counts.finished;
+    } else if (std::optional<nlohmann::json> result = finished_before(jt, r)) {
+      // The kill came after the job's work was committed, before the journal heard of its end.
+      h.state = JobState::kCompleted;
+      h.finished = now;
+      h.result = std::move(*result);
+      job->restore_history(std::move(h));
+      job->append_log(
+          "the daemon restarted after this job had finished its work (found complete in the "
+          "store): completed");
+      ++counts.finished;
+      journal_state(*job);
     } else {
       // Re-run: a pending job as it was; a running one only in the dense lane, whose solve
       // starts again from the stored matrix (a small job may have half done what it did).

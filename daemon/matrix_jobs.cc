@@ -2,6 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <ctime>
+#include <functional>
+#include <optional>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -23,6 +27,48 @@ namespace {
 Result<std::string> file_label(const nlohmann::json& p) {
   if (!p.contains("label")) return std::string("(passed file)");
   return get_string(p, "label");
+}
+
+// create's generator from its params (the runner's and the restart check's).
+Result<storage::GeneratorSpec> generator_spec(const nlohmann::json& p) {
+  storage::GeneratorSpec spec;
+  spec.name = p.value("generator", std::string("uniform"));
+  if (p.contains("seed")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(int64_t seed, get_int(p, "seed", 0, INT64_MAX));
+    spec.seed = static_cast<uint64_t>(seed);
+  }
+  return spec;
+}
+
+// "2026-12-03T10:46:40Z": `t` in whole seconds, UTC, as a manifest's created time.
+std::string utc_seconds(Clock::time_point t) {
+  const std::time_t secs = Clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The restart check of import and create (FinishedBeforeRestart): the store holds the job's
+// matrix complete, made from the job's source (`source_of` its params), created no earlier
+// than the job started (the store refuses a second object of one name, so such a matrix is
+// the job's own).
+FinishedBeforeRestart stored_complete(
+    const storage::MatrixStore& store,
+    std::function<Result<std::string>(const nlohmann::json&)> source_of) {
+  return [&store, source_of = std::move(source_of)](
+             const nlohmann::json& p, Clock::time_point started) -> std::optional<nlohmann::json> {
+    auto name = get_string(p, "name");
+    auto source = source_of(p);
+    if (!name.is_ok() || !source.is_ok()) return std::nullopt;
+    auto info = store.info(*name);
+    if (!info.is_ok() || info->state != storage::ObjectState::kComplete ||
+        info->source != *source || info->created < utc_seconds(started)) {
+      return std::nullopt;
+    }
+    return matrix_info_json(*info);
+  };
 }
 
 }  // namespace
@@ -95,7 +141,8 @@ int64_t planned_stripe_rows(int64_t n, const scheduler::EngineConfig& engine,
 void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
                           const scheduler::EngineConfig& engine) {
   registry.add(
-      "matrix_import", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
+      "matrix_import", Lane::kSmall,
+      [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
         const auto& p = ctx.params();
         STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
         STRIPESOLVE_ASSIGN_OR_RETURN(std::string label, file_label(p));
@@ -110,7 +157,11 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
         STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info,
                                      store.import_npy(name, fd, label, options));
         return matrix_info_json(info);
-      });
+      },
+      stored_complete(store, [](const nlohmann::json& p) -> Result<std::string> {
+        STRIPESOLVE_ASSIGN_OR_RETURN(std::string label, file_label(p));
+        return storage::MatrixStore::npy_source(label);
+      }));
   registry.add("matrix_export", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     const auto& p = ctx.params();
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
@@ -123,16 +174,12 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
     return nlohmann::json{{"name", name}, {"label", label}, {"bytes", bytes}};
   });
   registry.add(
-      "matrix_create", Lane::kSmall, [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
+      "matrix_create", Lane::kSmall,
+      [&store, &engine](JobContext& ctx) -> Result<nlohmann::json> {
         const auto& p = ctx.params();
         STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(p, "name"));
         STRIPESOLVE_ASSIGN_OR_RETURN(int64_t n, get_int(p, "n", 1, int64_t{1} << 40));
-        storage::GeneratorSpec spec;
-        spec.name = p.value("generator", std::string("uniform"));
-        if (p.contains("seed")) {
-          STRIPESOLVE_ASSIGN_OR_RETURN(int64_t seed, get_int(p, "seed", 0, INT64_MAX));
-          spec.seed = static_cast<uint64_t>(seed);
-        }
+        STRIPESOLVE_ASSIGN_OR_RETURN(storage::GeneratorSpec spec, generator_spec(p));
         int64_t stripe_rows = 0;
         if (p.contains("stripe_rows")) {
           STRIPESOLVE_ASSIGN_OR_RETURN(stripe_rows, get_int(p, "stripe_rows", 0, n));
@@ -147,7 +194,11 @@ void register_matrix_jobs(JobRegistry& registry, storage::MatrixStore& store,
                                      store.create_generated(name, n, spec, stripe_rows));
         ctx.job().set_progress({{"phase", "generate"}, {"fraction", 1.0}});
         return matrix_info_json(info);
-      });
+      },
+      stored_complete(store, [](const nlohmann::json& p) -> Result<std::string> {
+        STRIPESOLVE_ASSIGN_OR_RETURN(storage::GeneratorSpec spec, generator_spec(p));
+        return storage::MatrixStore::generated_source(spec);
+      }));
   registry.add("matrix_delete", Lane::kSmall, [&store](JobContext& ctx) -> Result<nlohmann::json> {
     STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(ctx.params(), "name"));
     // Its factors go too: each is as large as the matrix and useless without it (issue 15).

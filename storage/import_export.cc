@@ -141,7 +141,7 @@ Result<MatrixInfo> MatrixStore::import_npy(std::string_view name, int fd, const 
   if (header == 0) header = head.size();  // parse_npy_header reports what is wrong
   STRIPESOLVE_ASSIGN_OR_RETURN(std::string text, read_prefix(fd, label, header));
   STRIPESOLVE_ASSIGN_OR_RETURN(DenseLayout layout, parse_npy_header(text, label));
-  return import_dense(std::string(name), fd, label, layout, "npy " + label, options);
+  return import_dense(std::string(name), fd, label, layout, npy_source(label), options);
 }
 
 Result<MatrixInfo> MatrixStore::import_raw(std::string_view name, const std::string& data_path,

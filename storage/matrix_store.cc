@@ -46,6 +46,14 @@ PlacementParams MatrixStore::placement_params(int64_t n) const {
   return p;
 }
 
+std::string MatrixStore::generated_source(const GeneratorSpec& spec) {
+  return "generator " + spec.name + " seed " + std::to_string(spec.seed);
+}
+
+std::string MatrixStore::npy_source(const std::string& label) {
+  return "npy " + label;
+}
+
 Result<MatrixInfo> MatrixStore::create_generated(std::string_view name, int64_t n,
                                                  const GeneratorSpec& spec, int64_t stripe_rows) {
   STRIPESOLVE_RETURN_IF_ERROR(check_generator(spec));
@@ -53,10 +61,8 @@ Result<MatrixInfo> MatrixStore::create_generated(std::string_view name, int64_t 
       StripeGeometry g,
       make_geometry(n, stripe_rows > 0 ? stripe_rows : shared_->config.stripe_rows));
   STRIPESOLVE_ASSIGN_OR_RETURN(
-      auto writer,
-      ObjectWriter::begin(shared_, std::string(name), "matrix",
-                          "generator " + spec.name + " seed " + std::to_string(spec.seed), g,
-                          placement_params(n)));
+      auto writer, ObjectWriter::begin(shared_, std::string(name), "matrix", generated_source(spec),
+                                       g, placement_params(n)));
   STRIPESOLVE_ASSIGN_OR_RETURN(AlignedBuffer buffer,
                                AlignedBuffer::allocate(stream_buffer_bytes(
                                    writer->placement(), shared_->config.import_buffer)));

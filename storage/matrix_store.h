@@ -79,6 +79,11 @@ class MatrixStore {
   const StoreConfig& config() const;
   std::string_view engine_name() const;
 
+  // The source (MatrixInfo::source) of a matrix create_generated() makes from `spec`, and of
+  // one import_npy() reads from the file named `label`.
+  static std::string generated_source(const GeneratorSpec& spec);
+  static std::string npy_source(const std::string& label);
+
   // A matrix of order n whose element (r, c) is generated_value(spec, n, r, c).
   // stripe_rows 0 = config.stripe_rows.
   Result<MatrixInfo> create_generated(std::string_view name, int64_t n, const GeneratorSpec& spec,

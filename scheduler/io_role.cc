@@ -5,6 +5,8 @@
 #include <string>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "base/internal_error.h"
 
 namespace stripesolve::scheduler {
@@ -148,10 +150,19 @@ Status IoRole::read_stream(storage::StripedMatrix& object, std::span<const cache
   std::vector<bool> reported(works.size(), false);
   Status st = object.read_parts(parts, [&](size_t k) {
     const TraceRecorder::Clock::time_point now = TraceRecorder::Clock::now();
-    if (trace_ != nullptr) trace_->record("io", "read", last, now, part_args(works[k], layouts[k]));
+    if (trace_ != nullptr) {
+      TraceRecorder::Args args = part_args(works[k], layouts[k]);
+      args.emplace_back("in stream", fmt::format("{} of {}", k + 1, works.size()));
+      trace_->record("io", "read", last, now, std::move(args));
+    }
     last = now;
     progress_.add_io(layouts[k].data_bytes, 0);
-    if (hook) hook(works[k].cell, layouts[k]);
+    if (hook) {
+      hook(works[k].cell, layouts[k]);
+      last = TraceRecorder::Clock::now();
+      if (trace_ != nullptr)
+        trace_->record("io", "read hook", now, last, part_args(works[k], layouts[k]));
+    }
     reported[k] = true;
     cache_.finish_io(works[k], Status::ok());
   });

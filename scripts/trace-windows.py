@@ -10,7 +10,10 @@ span):
   - each elimination's wait from the end of its stripe's last update to its start (the chain);
   - for the updates that follow a read of their J, the wait from the read's end to their start,
     and for each write, the time since the J's last update (is the J stream waiting for the disk,
-    or the disk for the J stream?).
+    or the disk for the J stream?);
+  - the I/O role's read streams (traces that name each read's place in its stream): how many
+    parts a stream reads, the read rate inside streams, the read hook's time (the device's copy
+    of A for the residual) and the role's idle gaps between streams.
 Usage: trace-windows.py TRACE [--n N] [--stripe-rows S] [--window-ms 100]
 """
 import argparse
@@ -59,6 +62,7 @@ def main():
     in_flight, elim_busy, io_busy, flops = (collections.defaultdict(float) for _ in range(4))
     eliminations, last_update = {}, collections.defaultdict(float)
     reads, writes, updates = collections.defaultdict(list), [], []
+    io_reads, hooks = [], []
     s = a.stripe_rows
     for e in events:
         if e.get("ph") != "X" or not t0 <= e["ts"] <= t0 + wall:
@@ -84,6 +88,11 @@ def main():
             spread(io_busy, begin, dur, dur, width)
             if e["name"] == "read":
                 reads[int(args["stripe"])].append(begin + dur)
+                if "in stream" in args:
+                    k, m = (int(v) for v in args["in stream"].split(" of "))
+                    io_reads.append((begin, dur, k, m, int(args["bytes"])))
+            elif e["name"] == "read hook":
+                hooks.append(dur)
             elif e["name"] == "write":
                 writes.append((begin, int(args["stripe"])))
 
@@ -118,6 +127,34 @@ def main():
         if ends:
             since_update.append((begin - max(ends)) / 1e3)
     print("write of a J, time since its last update:", quantiles(since_update))
+    if io_reads:
+        io_streams(sorted(io_reads), hooks)
+
+
+def io_streams(io_reads, hooks):
+    """The I/O role's read streams: parts per stream, rate inside them, gaps between them."""
+    streams = []  # (start, end, parts, bytes)
+    for begin, dur, k, m, nbytes in io_reads:
+        if k == 1 or not streams:
+            streams.append([begin, begin + dur, 0, 0])
+        streams[-1][1] = begin + dur
+        streams[-1][2] += 1
+        streams[-1][3] += nbytes
+    sizes = collections.Counter(st[2] for st in streams)
+    busy = sum(st[1] - st[0] for st in streams)
+    total = sum(st[3] for st in streams)
+    gaps = [b[0] - a[1] for a, b in zip(streams, streams[1:])]
+    print(f"read streams: {len(streams)}, parts per stream " +
+          ", ".join(f"{m} x{c}" for m, c in sorted(sizes.items())) +
+          f"; {total / 2**30:.2f} GiB in {busy / 1e6:.3f} s of streams "
+          f"({total / busy / 1e3 if busy else 0:.2f} GB/s inside them)")
+    if gaps:
+        gaps.sort()
+        print(f"  gaps between streams: {sum(gaps) / 1e6:.3f} s in all, median "
+              f"{gaps[len(gaps) // 2] / 1e3:.1f} ms, max {gaps[-1] / 1e3:.1f} ms")
+    if hooks:
+        print(f"  read hook (the device's copy of A): {sum(hooks) / 1e6:.3f} s in {len(hooks)}, "
+              f"max {max(hooks) / 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

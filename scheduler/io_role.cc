@@ -56,6 +56,7 @@ void IoRole::set_write_hook(WriteHook hook) {
 void IoRole::set_read_hook(ReadHook hook) {
   MutexLock lock(mu_);
   read_hook_ = std::move(hook);
+  while (read_hook_streams_ > 0) read_hook_done_.wait(lock);
 }
 
 Status IoRole::upload(const cache::IoWork& work) {
@@ -107,10 +108,24 @@ void IoRole::download(std::span<const cache::IoWork> works) {
   std::vector<storage::StripedMatrix*> objects;
   storage::StripedMatrix* original = nullptr;
   ReadHook hook;
+  // The hook counts as in use from its copy until the batch ends (set_read_hook waits for it).
+  struct HookInUse {
+    IoRole* role = nullptr;
+    ~HookInUse() {
+      if (role == nullptr) return;
+      MutexLock lock(role->mu_);
+      --role->read_hook_streams_;
+      role->read_hook_done_.notify_all();
+    }
+  } in_use;
   {
     MutexLock lock(mu_);
     original = original_;
     hook = read_hook_;
+    if (hook) {
+      ++read_hook_streams_;
+      in_use.role = this;
+    }
     for (const cache::IoWork& w : works) {
       const int64_t s = w.cell.stripe;
       objects.push_back((factor_ != nullptr && written_[s]) ? factor_ : original_);

@@ -65,7 +65,10 @@ class IoRole {
   // What each part read from `original` is followed by, on the role's thread before the cache
   // hears of it: the CPU tier's copy of A for the residual (ram_original.h) takes the stripes
   // as the factorization first reads them. It may only read the cell's buffer; several I/O
-  // threads may call it at once for different stripes. Empty: none. Settable at any time.
+  // threads may call it at once for different stripes. Empty: none. Settable at any time; it
+  // returns once no stream runs the hook it replaces (a stream takes the hook when it starts),
+  // so that what the old hook points to may then go (the GPU tier's, after a failed
+  // factorization whose last reads were still arriving).
   using ReadHook = std::function<void(const cache::CellView&, const storage::PartLayout&)>;
   void set_read_hook(ReadHook hook);
 
@@ -88,6 +91,8 @@ class IoRole {
   std::vector<bool> written_ GUARDED_BY(mu_);
   WriteHook write_hook_ GUARDED_BY(mu_);
   ReadHook read_hook_ GUARDED_BY(mu_);
+  int64_t read_hook_streams_ GUARDED_BY(mu_) = 0;  // streams running read_hook_ (a copy)
+  CondVar read_hook_done_;                         // read_hook_streams_ went down
   std::vector<std::thread> threads_;
 };
 

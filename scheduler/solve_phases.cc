@@ -159,6 +159,9 @@ SolvePhases::~SolvePhases() {
   // The GPU tier's teardown (its device memory freed, the RAM cache unpinned) on the trace; the
   // members after it (the I/O role joined, the arena unmapped) follow in their usual order.
   TraceRecorder::Span span(req_.trace, "master", "teardown: GPU tier");
+  // A failed factorization leaves the device's copy of A as the I/O role's read hook, and the
+  // reads in flight at the failure still arrive: it goes before the tier does.
+  io_.set_read_hook({});
   gpu_elim_.reset();
 }
 

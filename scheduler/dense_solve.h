@@ -83,6 +83,11 @@ struct DenseSolveOptions {
   // Record the factorization's durable progress so that a crash does not lose it
   // (factor_progress.h; stored factors, not in place). Off only to measure its cost.
   bool record_progress = true;
+  // The GPU tier reads all of A into a RAM cache that holds it before factoring (the load), but
+  // where one device keeps the whole matrix: there the factorization reads each stripe as it
+  // first needs it, and the reads overlap the arithmetic. true: the load there too (the
+  // benchmarks' host-resident A, factored from pinned RAM).
+  bool load_first = false;
 };
 
 struct SolveCallbacks {

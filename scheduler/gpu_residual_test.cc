@@ -1,29 +1,32 @@
 // The residual on the device's copy of A (scheduler/gpu_residual.cc), on the CUDA device and on
 // the host engine (gpu_dense_fixture.h).
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "scheduler/condition.h"
 #include "scheduler/gpu_dense_fixture.h"
+#include "scheduler/trace.h"
 #include "stripe/dense_reference.h"
 
 namespace stripesolve::scheduler {
 namespace {
 
 // A solve whose factors stay on the device takes its residual from the device's copy of A
-// (filled from the RAM cache during the load; Plan::device_keeps_original), not from a second
-// read of A from the store: backward errors equal to the host's from x (expect_matches_lapack),
-// refinement steps included. Without the load (a RAM cache smaller than A) the factorization's
-// first read of each stripe fills the copy, and A is read from the store once all the same, and
-// nothing written.
+// (filled from the RAM cache during the load, DenseSolveOptions::load_first;
+// Plan::device_keeps_original), not from a second read of A from the store: backward errors
+// equal to the host's from x (expect_matches_lapack), refinement steps included. Without the
+// load (a RAM cache smaller than A) the factorization's first read of each stripe fills the copy,
+// and A is read from the store once all the same, and nothing written.
 TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   const int64_t n = 600;
   const auto a = generated("A", n, "uniform", 5);
   const auto b = random_rhs(n, 2);
   DenseSolveOptions o = throwaway_factors();
   o.refinement_steps = 1;
+  o.load_first = true;
   EngineConfig c = gpu_engine(false);
   c.meta_stripes = 1;
   c.elim_j_workers = 0;
@@ -57,6 +60,53 @@ TEST_P(GpuDenseTest, ResidualOnTheDevicesCopyOfA) {
   // max |A| is exact either way, and the same pivots give the same U.
   EXPECT_GT(kept->growth, 0.0);
   EXPECT_NEAR(kept->growth, read->growth, 1e-12 * read->growth);
+}
+
+// A device keeping the whole matrix beside a RAM cache that holds A: no load (unless asked for,
+// DenseSolveOptions::load_first); the factorization reads each stripe as it first needs it, so
+// that the reads overlap the arithmetic, A once, and the device's copy for the residual comes
+// from those reads. Stored factors or not, the same solution as LAPACK's.
+TEST_P(GpuDenseTest, ADeviceKeepingTheMatrixReadsItAsTheFactorizationNeedsIt) {
+  const int64_t n = 700;
+  const auto a = generated("A", n, "uniform", 6);
+  const auto b = random_rhs(n, 2);
+  const uint64_t a_bytes = 8ull * n * n;
+  EngineConfig c = gpu_engine(false);
+  c.meta_stripes = 2;
+  const auto traced = [&](const DenseSolveOptions& o, std::string* trace_json) {
+    TraceRecorder trace;
+    CancelToken cancel;
+    auto rep =
+        solve_dense(cpu_, engine_.get(), *store_, "A", b.data(), 2, o, c, cancel, {}, &trace);
+    *trace_json = trace.to_json();
+    return rep;
+  };
+  const std::string load_span = R"("name":"load")";
+  for (const bool store : {false, true}) {
+    SCOPED_TRACE(store ? "factors stored" : "factors not kept");
+    DenseSolveOptions o = throwaway_factors();
+    o.store_factors = store;
+    std::string json;
+    auto streamed = traced(o, &json);
+    ASSERT_TRUE(streamed.is_ok()) << streamed.status().to_string();
+    ASSERT_TRUE(streamed->plan.device_resident);
+    EXPECT_GE(streamed->cache_budget, a_bytes);  // the RAM cache holds A
+    EXPECT_EQ(json.find(load_span), std::string::npos) << "no load";
+    EXPECT_EQ(streamed->residual_source, ResidualSource::kDevice);
+    EXPECT_GE(streamed->io_read_bytes, a_bytes);
+    EXPECT_LT(streamed->io_read_bytes, a_bytes + a_bytes / 2) << "A once";
+    expect_matches_lapack(a, n, b, 2, *streamed, 1e-13, "A read as the factorization needs it");
+    o.load_first = true;
+    auto loaded = traced(o, &json);
+    ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+    EXPECT_NE(json.find(load_span), std::string::npos) << "the load, asked for";
+    EXPECT_EQ(loaded->residual_source, ResidualSource::kDevice);
+    EXPECT_LT(loaded->io_read_bytes, a_bytes + a_bytes / 2) << "A once";
+    ASSERT_EQ(loaded->x.size(), streamed->x.size());
+    for (size_t k = 0; k < loaded->x.size(); ++k) {
+      ASSERT_NEAR(loaded->x[k], streamed->x[k], 1e-9 * std::abs(streamed->x[k]) + 1e-12) << k;
+    }
+  }
 }
 
 // Many right-hand sides for a small matrix under a roomy device budget: the pool, sized to the

@@ -256,7 +256,13 @@ Status SolvePhases::triangulate() {
     }
     bool loaded = false;
     const bool device_copy = !req_.options.in_place && gpu_elim_->keeps_original();
-    if (!req_.options.in_place) {
+    // One device keeping the whole matrix: no load; the factorization's reads overlap its
+    // arithmetic (where a copy of A for the residual is kept, the device's, from those reads).
+    // An H200, n = 32768, a RAM cache that holds A, factors not kept: see docs/performance.md.
+    const bool streams_a = !req_.options.load_first && plan.device_resident &&
+                           gpu_elim_->devices() == 1 && !sv_.resumed &&
+                           (device_copy || !ram_original_);
+    if (!req_.options.in_place && !streams_a) {
       progress_.begin_phase("load", 0, sv_.g.stripes);
       // Where the device keeps a copy of A for the residual, the stripes go there as they come,
       // else to the copy in RAM.

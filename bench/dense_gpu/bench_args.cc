@@ -36,7 +36,8 @@ std::vector<std::string> split(const std::string& s) {
       "[--pivot row|local|none|gepp] [--ram-budget BYTES] [--gpu-memory BYTES] [--gpus N] "
       "[--update-k K] [--segment-columns C] "
       "[--panel-sms K] [--panel-blocks B[,B2..]] [--reps R] "
-      "[--dgemm-reps R] [--persist-factors [--no-records]] [--stripe-rows S] [--meta-stripes M] "
+      "[--dgemm-reps R] [--persist-factors [--no-records]] [--stream-a] [--stripe-rows S] "
+      "[--meta-stripes M] "
       "[--elim-j-workers K] [--lookahead-lanes L] [--early-next E] [--upward-lead L] [--io-threads "
       "T] [--dir D] "
       "[--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes BYTES] "
@@ -78,6 +79,10 @@ Args parse_args(int argc, char** argv) {
     }
     if (arg == "--no-records") {
       a.records = false;
+      continue;
+    }
+    if (arg == "--stream-a") {
+      a.stream_a = true;
       continue;
     }
     if (i + 1 >= argc) usage(arg + " needs a value");
@@ -183,6 +188,7 @@ json args_json(const Args& a) {
             {"dgemm_reps", a.dgemm_reps},
             {"persist_factors", a.persist_factors},
             {"records", a.persist_factors && a.records},
+            {"stream_a", a.stream_a},
             {"stripe_rows", a.stripe_rows},
             {"dir", a.dir},
             {"backend", a.backend},

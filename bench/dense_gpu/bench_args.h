@@ -23,7 +23,10 @@ struct Args {
   int reps = 2;
   int dgemm_reps = 5;
   bool persist_factors = false;
-  bool records = true;          // DenseSolveOptions::record_progress (persisted factors only)
+  bool records = true;  // DenseSolveOptions::record_progress (persisted factors only)
+  // DenseSolveOptions::load_first off: where one device keeps the matrix, A read as the
+  // factorization first needs it (the daemon's way), not loaded into RAM first.
+  bool stream_a = false;
   int64_t stripe_rows = 0;      // 0 = the planner's S for the run's config
   int64_t meta_stripes = 0;     // S^m; 0 = the planner's
   int64_t elim_j_workers = 0;   // k; 0 = the planner's

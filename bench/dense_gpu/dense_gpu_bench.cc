@@ -8,8 +8,9 @@
 //                   [--pivot row|local|none|gepp] [--ram-budget BYTES] [--gpu-memory BYTES]
 //                   [--gpus 0] [--panel-sms 0]
 //                   [--update-k 0] [--panel-blocks B[,B2..]] [--reps 2] [--dgemm-reps 5]
-//                   [--persist-factors [--no-records]] [--stripe-rows 0] [--meta-stripes 0]
-//                   [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1] [--upward-lead -1]
+//                   [--persist-factors [--no-records]] [--stream-a] [--stripe-rows 0]
+//                   [--meta-stripes 0] [--elim-j-workers 0] [--lookahead-lanes 0] [--early-next -1]
+//                   [--upward-lead -1] [--io-threads 1]
 //                   [--dir /var/tmp/stripesolve-bench-gpu] [--trace PREFIX]
 //                   [--backend cuda|auto|cpu] [--cusolver-api legacy|64] [--disk-bytes 4GiB]
 //                   [--queue-depth Q] [--request-bytes BYTES] [--skip engine,cusolver,dgemm,disk]
@@ -23,7 +24,10 @@
 // solve (JSON "paired_panel_blocks"), so that the comparison is not the drift between runs.
 // The engine: best of --reps solves (by factor + substitution seconds), factors not persisted
 // unless --persist-factors; persisted factors record their durable progress (issue 18) unless
-// --no-records, which is there to measure what the records cost. TFLOP/s use 2/3 n^3 (factor) and
+// --no-records, which is there to measure what the records cost. A RAM cache that holds A is
+// loaded before the factorization (host-resident A, the targets' measure) unless --stream-a:
+// then where one device keeps the matrix A is read as the factorization needs it, the daemon's
+// way (DenseSolveOptions::load_first). TFLOP/s use 2/3 n^3 (factor) and
 // 2/3 n^3 + 2 n^2 nrhs (factor + solve). cuSOLVER: A copied to the device before each rep
 // (untimed), getrf + getrs timed with events, best of --reps after a small warm-up. Both solutions'
 // scaled residuals
@@ -264,6 +268,7 @@ int main(int argc, char** argv) {
         options.reuse_factors = false;
         options.store_factors = args.persist_factors;
         options.record_progress = args.records;
+        options.load_first = !args.stream_a;
         // Every phase change emits a snapshot, so the SSD bytes at the first snapshot of each phase
         // split the solve's traffic by phase (the planner's forecast covers the factorization).
         PhaseIo phase_io;

@@ -39,8 +39,8 @@ bool is_legal_transition(CellState from, CellState to) {
       return to == S::kWaitDownload;
     case S::kWaitDownload:
       return to == S::kDownloading;
-    case S::kDownloading:
-      return to == S::kWaitElimI || to == S::kWaitElimJ || to == S::kStuck;
+    case S::kDownloading:  // kIdle: a read-ahead (StripeCache::read_ahead)
+      return to == S::kWaitElimI || to == S::kWaitElimJ || to == S::kStuck || to == S::kIdle;
     case S::kWaitElimI:
       return to == S::kElimI;
     case S::kElimI:

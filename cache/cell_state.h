@@ -15,6 +15,8 @@
 //   substitution):
 //                       kIdle -> kWaitUpload -> kUploading -> kIdle.
 //   DSR parts that stay cached after their read: kStuck -> kIdle.
+//   Read-ahead (StripeCache::read_ahead): kAbsent -> ... -> kDownloading -> kIdle (clean), a hit
+//                       for the task that needs the part.
 //   GPU tier (8b): kElimJ -> kOnDevice when the elim.J worker keeps J's updated values on the
 //                       device instead of copying them back; kOnDevice -> kWaitElimI / kWaitElimJ
 //                       when the master requests the part again (a hit: the device instance is

@@ -21,6 +21,7 @@ TEST(CellStateTest, ExactlyTheEdgesOfFig19) {
                                            {S::kDownloading, S::kWaitElimI},
                                            {S::kDownloading, S::kWaitElimJ},
                                            {S::kDownloading, S::kStuck},
+                                           {S::kDownloading, S::kIdle},
                                            {S::kWaitElimI, S::kElimI},
                                            {S::kElimI, S::kStuck},
                                            {S::kElimI, S::kIdle},

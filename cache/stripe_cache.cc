@@ -166,6 +166,25 @@ std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
   return take_hit_locked(c, req);
 }
 
+bool StripeCache::read_ahead(const PartRequest& req) {
+  MutexLock lock(mu_);
+  if (!failure_.is_ok() || cells_.find(req.stripe) != cells_.end()) return false;
+  const std::optional<Extent> e = arena_.allocate(Arena::round_up(req.buffer_bytes));
+  if (!e) return false;
+  stats_.bytes_in_use = arena_.used();
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
+  ++stats_.misses;
+  Cell& c = cells_[req.stripe];
+  c.view = CellView{req.stripe, req.col_begin, arena_.base() + e->offset, e->bytes, 0, 0,
+                    false,      req.col_end};
+  c.extent = *e;
+  c.target = CellState::kIdle;
+  c.created = ++clock_;
+  c.state = CellState::kAbsent;
+  transition_locked(req.stripe, CellState::kWaitDownload);
+  return true;
+}
+
 Result<CellView> StripeCache::request(const PartRequest& req) {
   MutexLock lock(mu_);
   STRIPESOLVE_ASSIGN_OR_RETURN(std::optional<CellView> cell,

@@ -142,6 +142,11 @@ class StripeCache {
   // for the elimination of a part whose values only the device holds (it needs memory: request()
   // or try_request()).
   std::optional<CellView> try_hit(const PartRequest& req);
+  // A download started before a task needs the part (the master's read-ahead where the cache
+  // holds every part at once): where the stripe has no cell and free memory holds the part now
+  // (nothing evicted, nothing waited for), a cell is made whose download ends kIdle and clean,
+  // a hit for the task's request later. req.target is ignored. False: not started.
+  bool read_ahead(const PartRequest& req);
 
   // Waits until the stripe's cell is in `state`. Returns the cache's failure if it failed.
   Result<CellView> wait_for(int64_t stripe, CellState state);

@@ -382,6 +382,34 @@ TEST(StripeCacheTest, TryHitNeverWaitsOrAllocates) {
   EXPECT_EQ(cache.stats().hits, 1u);
 }
 
+// A read-ahead downloads a part into free memory and leaves it idle and clean, a hit for the
+// task's request later; it never starts where the stripe has a cell, nor evicts or waits for
+// memory.
+TEST(StripeCacheTest, AReadAheadEndsIdleAndCleanAndNeverEvicts) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  ASSERT_TRUE(cache.read_ahead(j_request(0)));
+  ASSERT_TRUE(cache.wait_for(0, CellState::kIdle).is_ok());
+  EXPECT_FALSE(cache.read_ahead(j_request(0)));  // it has a cell
+  EXPECT_EQ(cache.stats().misses, 1u);
+  auto hit = cache.try_hit(j_request(0));
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_FALSE(hit->dirty);
+  EXPECT_EQ(cache.state_of(0), CellState::kWaitElimJ);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  cache.transition(0, CellState::kElimJ);
+  cache.transition(0, CellState::kIdle);
+  ASSERT_TRUE(cache.read_ahead(j_request(1)));
+  ASSERT_TRUE(cache.wait_for(1, CellState::kIdle).is_ok());
+  // The cache is full of idle parts: no room without an eviction, so none is read ahead.
+  EXPECT_FALSE(cache.read_ahead(j_request(2)));
+  EXPECT_EQ(cache.state_of(0), CellState::kIdle);
+  EXPECT_EQ(cache.state_of(1), CellState::kIdle);
+  EXPECT_EQ(cache.stats().evictions, 0u);
+  cache.fail(Status::internal("stop"));
+  EXPECT_FALSE(cache.read_ahead(j_request(3)));  // nor after a failure
+}
+
 // try_request() until it returns a cell, waiting for a change in between.
 CellView try_request_until_served(StripeCache& cache, const PartRequest& req, StripeRange spared) {
   for (;;) {

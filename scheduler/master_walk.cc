@@ -75,6 +75,12 @@ class MasterRole::Walk {
   // elimination started 180 ms after its last update on average). Other hits would take the
   // memory the miss waits for. False once the cache failed (recorded there).
   bool request_miss(size_t k);
+  // Where the cache holds every part at once (all_fit_), the parts of the tasks after the front
+  // that have no cell yet are read now, in the list's order, while the front waits: the disk
+  // streams A at its rate instead of one part at a time behind each elimination of the first
+  // meta-stripe (a device keeping the whole matrix with no load, n = 57344 on an H200: A read
+  // at 1.59 GB/s as the tasks asked for it, 1.75 by the load). Nothing is evicted for them.
+  void read_ahead();
 
   MasterRole& role_;
   cache::StripeCache& cache_;
@@ -95,6 +101,7 @@ class MasterRole::Walk {
   std::vector<int64_t> left_;
   size_t next_elim_ = 0;  // elim_at_ before it all handed out
   size_t front_ = 0;      // tasks before it all handed out
+  size_t ahead_ = 0;      // tasks before it considered by read_ahead()
 };
 
 MasterRole::Walk::Walk(MasterRole& role, const std::vector<Task>& tasks, const ResumePlan& plan)
@@ -239,6 +246,15 @@ bool MasterRole::Walk::request_miss(size_t k) {
   }
 }
 
+void MasterRole::Walk::read_ahead() {
+  if (!all_fit_) return;
+  for (ahead_ = std::max(ahead_, front_); ahead_ < tasks_.size(); ++ahead_) {
+    const Task& t = tasks_[ahead_];
+    if (handed_out_[ahead_] || cache_.state_of(t.stripe) != CellState::kAbsent) continue;
+    if (!cache_.read_ahead(role_.request_for(t, plan_))) return;  // no free memory now
+  }
+}
+
 void MasterRole::Walk::run() {
   while (front_ < tasks_.size()) {
     if (role_.ctx_.cancel.cancelled()) {
@@ -270,7 +286,8 @@ void MasterRole::Walk::run() {
       continue;
     }
     // The front's part is busy with its previous task (or on its way in), or its elimination
-    // waits for the sweeps: wait for any change.
+    // waits for the sweeps: read ahead where all fits, and wait for any change.
+    read_ahead();
     if (!cache_.wait_change(seen).is_ok()) return;
   }
 }

@@ -7,20 +7,14 @@
 #include <fmt/ranges.h>
 
 #include "base/internal_error.h"
+#include "base/utc_time.h"
 
 namespace stripesolve::daemon {
 namespace {
 constexpr size_t kMaxLogLines = 2000;
 
 std::string iso_time(Clock::time_point t) {
-  if (t == Clock::time_point{}) return "";
-  const auto secs = std::chrono::time_point_cast<std::chrono::seconds>(t);
-  const std::time_t tt = Clock::to_time_t(secs);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return t == Clock::time_point{} ? "" : utc_time(t);
 }
 
 // A job's params as the daemon's replies show them: a structured value more than

@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <ctime>
 #include <functional>
 #include <optional>
 
@@ -11,6 +10,7 @@
 
 #include "base/logging.h"
 #include "base/units.h"
+#include "base/utc_time.h"
 #include "daemon/job_files.h"
 #include "protocol/messages.h"
 #include "scheduler/dense_plan.h"
@@ -40,16 +40,6 @@ Result<storage::GeneratorSpec> generator_spec(const nlohmann::json& p) {
   return spec;
 }
 
-// "2026-12-03T10:46:40Z": `t` in whole seconds, UTC, as a manifest's created time.
-std::string utc_seconds(Clock::time_point t) {
-  const std::time_t secs = Clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // The restart check of import and create (FinishedBeforeRestart): the store holds the job's
 // matrix complete, made from the job's source (`source_of` its params), created no earlier
 // than the job started (the store refuses a second object of one name, so such a matrix is
@@ -64,7 +54,7 @@ FinishedBeforeRestart stored_complete(
     if (!name.is_ok() || !source.is_ok()) return std::nullopt;
     auto info = store.info(*name);
     if (!info.is_ok() || info->state != storage::ObjectState::kComplete ||
-        info->source != *source || info->created < utc_seconds(started)) {
+        info->source != *source || info->created < utc_time(started)) {
       return std::nullopt;
     }
     return matrix_info_json(*info);

@@ -1,12 +1,13 @@
 #include "storage/manifest.h"
 
 #include <algorithm>
-#include <ctime>
+#include <chrono>
 #include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/utc_time.h"
 #include "storage/checksum.h"
 
 namespace stripesolve::storage {
@@ -51,12 +52,7 @@ std::string_view object_state_name(ObjectState state) {
 }
 
 std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return utc_time(std::chrono::system_clock::now());
 }
 
 std::string new_object_id() {

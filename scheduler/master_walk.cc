@@ -79,7 +79,9 @@ class MasterRole::Walk {
   // that have no cell yet are read now, in the list's order, while the front waits: the disk
   // streams A at its rate instead of one part at a time behind each elimination of the first
   // meta-stripe (a device keeping the whole matrix with no load, n = 57344 on an H200: A read
-  // at 1.59 GB/s as the tasks asked for it, 1.75 by the load). Nothing is evicted for them.
+  // at 1.59 GB/s as the tasks asked for it, 1.75 by the load; the read-ahead's own gain was
+  // within the runs' spread on a slow-disk host, docs/performance.md). Nothing is evicted for
+  // them.
   void read_ahead();
 
   MasterRole& role_;

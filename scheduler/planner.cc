@@ -284,7 +284,7 @@ int64_t schedule_limit(const Plan& p) {
 }
 
 // Each strategy's SSD traffic and the time bound of compute, disk and PCIe it implies.
-void forecast_strategies(Plan& p, const Machine& m) {
+void forecast_strategies(Plan& p, const Machine& m, bool factors_kept) {
   // Forecasts: cache model with the budget net of per-part slack. Where the devices keep the
   // whole matrix, the parts between their updates wait there whatever RAM holds (their RAM goes
   // back to the cache, cache::UpdatedJ): A is read once and the factors written once.
@@ -292,7 +292,7 @@ void forecast_strategies(Plan& p, const Machine& m) {
   if (p.device_resident) {
     budget = std::max(budget, static_cast<uint64_t>(p.stripes) * p.stripe_bytes);
   }
-  TrafficModel model{p.n, p.stripes, budget, m.gpus <= 0};
+  TrafficModel model{p.n, p.stripes, budget, m.gpus <= 0, factors_kept};
   for (Strategy s : {Strategy::kBasic, Strategy::kZigzag, Strategy::kMetaZigzag}) {
     StrategyForecast f;
     f.strategy = s;
@@ -336,7 +336,7 @@ int64_t new_matrix_stripe_rows(int64_t n, const EngineConfig& config, const Mach
 }
 
 Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,
-                        const Machine& m) {
+                        const Machine& m, bool factors_kept) {
   if (n < 1)
     return Status::invalid_argument("plan: matrix order must be >= 1, got " + std::to_string(n));
   Plan p;
@@ -358,7 +358,7 @@ Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfi
   choose_segment_columns(p, config, m);
   choose_round_robin_levels(p, config, m);
   forecast_pcie_bytes(p, m);
-  forecast_strategies(p, m);
+  forecast_strategies(p, m, factors_kept);
   return p;
 }
 

@@ -184,8 +184,10 @@ inline uint64_t u_block_bytes_bound(int64_t n, int64_t rows) {
 
 // `stored_stripe_rows`: S of the stored matrix (0 = choose one for a new matrix). Memory O(N):
 // the forecasts replay each strategy's tasks as they are generated; time O(N^2) tasks.
+// `factors_kept`: the solve stores its factors (or factors in place); false: its forecasts write
+// only what the cache spills (TrafficModel::factors_kept).
 Result<Plan> plan_dense(int64_t n, int64_t stored_stripe_rows, const EngineConfig& config,
-                        const Machine& machine);
+                        const Machine& machine, bool factors_kept = true);
 
 // S of plan_dense() for a new matrix of order n (>= 1), alone: engine.stripe_rows when pinned,
 // else the rule above. O(log S) time, no allocation, so that a request can be checked (free

@@ -337,6 +337,44 @@ TEST(PlannerTest, ADeviceHoldingTheMatrixForecastsOneReadOfA) {
   }
 }
 
+// A solve that keeps no factors writes only what its cache spills: nothing where the device
+// keeps the whole matrix (or the RAM cache holds it), the evictions of a cache smaller than A
+// elsewhere, and no final flush either way.
+TEST(PlannerTest, ASolveKeepingNoFactorsForecastsOnlyTheSpills) {
+  EngineConfig c = gpu_host(16 * kGiB);
+  c.ram_budget = 2 * kGiB;  // a quarter of A at n = 32768; the device keeps the whole matrix
+  auto kept = plan_dense(32768, 0, c, describe_machine(c, 1), /*factors_kept=*/true);
+  auto none = plan_dense(32768, 0, c, describe_machine(c, 1), /*factors_kept=*/false);
+  ASSERT_TRUE(kept.is_ok() && none.is_ok());
+  ASSERT_TRUE(none->device_resident);
+  const uint64_t matrix = static_cast<uint64_t>(none->stripes) * none->stripe_bytes;
+  ASSERT_EQ(kept->forecasts.size(), none->forecasts.size());
+  for (size_t k = 0; k < none->forecasts.size(); ++k) {
+    ASSERT_TRUE(none->forecasts[k].feasible) << none->forecasts[k].why;
+    EXPECT_EQ(kept->forecasts[k].traffic.bytes_written, matrix);
+    EXPECT_EQ(none->forecasts[k].traffic.bytes_written, 0u);
+    EXPECT_EQ(none->forecasts[k].traffic.bytes_read, matrix);
+    EXPECT_LE(none->forecasts[k].time_bound_seconds, kept->forecasts[k].time_bound_seconds);
+  }
+  // The CPU tier with a cache a quarter of A: the spills stay, the final flush goes.
+  EngineConfig cpu;
+  cpu.backend = ComputeBackend::kCpu;
+  cpu.ram_budget = 512 * kMiB;
+  cpu.cores = 2;
+  auto cpu_kept = plan_dense(16384, 0, cpu, describe_machine(cpu, 1), true);
+  auto cpu_none = plan_dense(16384, 0, cpu, describe_machine(cpu, 1), false);
+  ASSERT_TRUE(cpu_kept.is_ok() && cpu_none.is_ok());
+  for (size_t k = 0; k < cpu_none->forecasts.size(); ++k) {
+    if (!cpu_none->forecasts[k].feasible) continue;
+    const Traffic& a = cpu_kept->forecasts[k].traffic;
+    const Traffic& b = cpu_none->forecasts[k].traffic;
+    EXPECT_EQ(b.bytes_read, a.bytes_read);
+    EXPECT_LT(b.bytes_written, a.bytes_written);
+    EXPECT_GT(b.bytes_written, 0u) << "the spills of a cache a quarter of A";
+    EXPECT_GE(a.bytes_written - b.bytes_written, 512 * kMiB / 2) << "the flush of what stays";
+  }
+}
+
 TEST(PlannerTest, BackendNamesAndResolution) {
   EXPECT_EQ(parse_compute_backend("cuda").value(), ComputeBackend::kCuda);
   EXPECT_FALSE(parse_compute_backend("gpu").is_ok());

@@ -344,7 +344,7 @@ Result<Traffic> replay(
   std::vector<int64_t> pinned;
   STRIPESOLVE_RETURN_IF_ERROR(
       tasks([&](const Task& task) { return replay_task(task, model, cache, pinned); }));
-  cache.flush();
+  if (model.factors_kept) cache.flush();
   return t;
 }
 

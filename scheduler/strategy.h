@@ -103,6 +103,9 @@ struct TrafficModel {
   // The CPU tier's master (scheduler/master_walk.cc): the stripes of the next elimination's
   // meta-stripe are evicted last. Only predict_traffic(strategy, ...) models it.
   bool spare_next_meta_stripe = false;
+  // false: the solve keeps no factors, so the parts still cached at the end are not written
+  // (the final flush); evicted dirty parts still are (the spills of a cache smaller than A).
+  bool factors_kept = true;
 };
 
 struct Traffic {

@@ -447,8 +447,9 @@ int main(int argc, char** argv) {
       const double ssd_bytes =
           eng["io_read_bytes"].get<double>() + eng["io_written_bytes"].get<double>();
       json ssd = {{"ssd_bytes", ssd_bytes}, {"ssd_bytes_over_matrix", ssd_bytes / matrix_bytes}};
-      // The forecast covers the factorization (with its final flush); the solve's total adds the
-      // substitution's reads of the factors and the residual's read of A.
+      // The forecast covers the factorization (with its final flush where the factors are kept:
+      // --persist-factors); the solve's total adds the substitution's reads of the factors and
+      // the residual's read of A.
       double factorization_bytes = -1;
       if (eng.contains("io_by_phase") && eng["io_by_phase"].contains("factorization")) {
         const auto& f = eng["io_by_phase"]["factorization"];

@@ -48,8 +48,13 @@ void print_job_id(const Globals& g, uint64_t id) {
 }
 
 // `solve --dry-run`: the plan the daemon would follow (scheduler/dense_plan.h), nothing solved.
-int print_plan(const Globals& g, const std::string& matrix) {
-  return simple_call(g, protocol::MessageType::kMatrices, {{"name", matrix}, {"plan", true}},
+int print_plan(const Globals& g, const SolveRequest& r) {
+  return simple_call(g, protocol::MessageType::kMatrices,
+                     {{"name", r.matrix},
+                      {"plan", true},
+                      {"store_factors", r.store},
+                      {"in_place", r.in_place},
+                      {"pivot", r.pivot}},
                      [](const nlohmann::json& reply) {
                        for (const auto& w : reply.value("warnings", nlohmann::json::array()))
                          std::printf("warning: %s\n", w.get<std::string>().c_str());
@@ -71,7 +76,7 @@ void add_solve(CLI::App& app, const Globals& g, int& code) {
                 "print the plan the daemon would follow (stripe sizes, cache, devices, each "
                 "strategy's SSD traffic and time bound and what bounds it) and solve nothing");
   cmd->callback([r, dry_run, &g, &code] {
-    if (*dry_run) return void(code = print_plan(g, r->matrix));
+    if (*dry_run) return void(code = print_plan(g, *r));
     // Files first: a missing --rhs or an unwritable --out fails before anything is sent.
     auto request = build_solve_job(*r);
     if (!request.is_ok()) return void(code = fail(request.status()));

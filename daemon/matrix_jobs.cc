@@ -109,8 +109,17 @@ Result<nlohmann::json> matrix_plan_query(const storage::MatrixStore& store,
     return Status::invalid_argument("a plan is asked for one matrix: the request names none");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(request, "name"));
+  // As the solve would: its factors kept unless it asks for none (gepp's and in place's always).
+  STRIPESOLVE_ASSIGN_OR_RETURN(bool store_factors, get_bool(request, "store_factors", true));
+  STRIPESOLVE_ASSIGN_OR_RETURN(bool in_place, get_bool(request, "in_place", false));
+  std::string pivot = "row";
+  if (request.contains("pivot")) {
+    STRIPESOLVE_ASSIGN_OR_RETURN(pivot, get_string(request, "pivot"));
+  }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
-  STRIPESOLVE_ASSIGN_OR_RETURN(scheduler::DryRun run, scheduler::plan_solve(store, name, engine));
+  STRIPESOLVE_ASSIGN_OR_RETURN(
+      scheduler::DryRun run,
+      scheduler::plan_solve(store, name, engine, store_factors || in_place || pivot == "gepp"));
   return nlohmann::json{{"matrix", matrix_info_json(info)},
                         {"backend", run.backend},
                         {"devices", run.devices},

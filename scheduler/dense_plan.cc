@@ -15,7 +15,7 @@ uint64_t device_budget(const EngineConfig& config, uint64_t free_bytes) {
 }
 
 Result<DryRun> plan_solve(const storage::MatrixStore& store, std::string_view matrix_name,
-                          const EngineConfig& config) {
+                          const EngineConfig& config, bool factors_kept) {
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(matrix_name));
   DryRun run;
   STRIPESOLVE_ASSIGN_OR_RETURN(ComputeBackend which, resolve_backend(config, &run.warnings));
@@ -45,8 +45,9 @@ Result<DryRun> plan_solve(const storage::MatrixStore& store, std::string_view ma
     c.gpus = static_cast<int64_t>(chosen.size());
     c.devices.clear();
   }
-  STRIPESOLVE_ASSIGN_OR_RETURN(run.plan, plan_dense(info.geometry.n, info.geometry.stripe_rows, c,
-                                                    describe_machine(c, info.path_count)));
+  STRIPESOLVE_ASSIGN_OR_RETURN(run.plan,
+                               plan_dense(info.geometry.n, info.geometry.stripe_rows, c,
+                                          describe_machine(c, info.path_count), factors_kept));
   // What a solve by the default strategy would refuse (solve_once checks the one it is given).
   const Status schedule = check_schedule_fits(run.plan, Strategy::kMetaZigzag,
                                               run.backend == "cuda" ? run.plan.early_next : 0,

@@ -30,8 +30,10 @@ struct DryRun {
   Plan plan;
 };
 
+// `factors_kept`: the solve would keep its factors (stored, in place, or gepp's); false: its
+// forecasts write only what the cache spills (plan_dense).
 Result<DryRun> plan_solve(const storage::MatrixStore& store, std::string_view matrix_name,
-                          const EngineConfig& config);
+                          const EngineConfig& config, bool factors_kept = true);
 
 // A solve's device budget on one device: engine.gpu_memory capped at 95% of `free_bytes`, or 90%
 // of `free_bytes` when it is 0.

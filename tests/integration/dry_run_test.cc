@@ -38,6 +38,17 @@ TEST(DryRun, PrintsThePlanAndSolvesNothing) {
     EXPECT_TRUE(f.contains("limited_by")) << f.dump();
     EXPECT_GT(f["time_bound_seconds"].get<double>(), 0) << f.dump();
   }
+  // A solve that keeps no factors writes only what its cache spills: a 2 MiB matrix in the
+  // fixture's cache, nothing.
+  for (const auto& f : j["plan"]["forecasts"]) {
+    EXPECT_GT(f["bytes_written"].get<uint64_t>(), 0u) << f.dump();
+  }
+  EXPECT_EQ(cli.run("--json solve A --dry-run --no-store"), 0) << out;
+  const auto none = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(none.is_discarded()) << out;
+  for (const auto& f : none["plan"]["forecasts"]) {
+    EXPECT_EQ(f["bytes_written"].get<uint64_t>(), 0u) << f.dump();
+  }
   // Nothing ran: no solve job, no factor.
   EXPECT_EQ(cli.run("--json jobs"), 0) << out;
   const auto jobs = nlohmann::json::parse(out);

@@ -173,15 +173,7 @@ bool StripeCache::read_ahead(const PartRequest& req) {
   if (!e) return false;
   stats_.bytes_in_use = arena_.used();
   stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
-  ++stats_.misses;
-  Cell& c = cells_[req.stripe];
-  c.view = CellView{req.stripe, req.col_begin, arena_.base() + e->offset, e->bytes, 0, 0,
-                    false,      req.col_end};
-  c.extent = *e;
-  c.target = CellState::kIdle;
-  c.created = ++clock_;
-  c.state = CellState::kAbsent;
-  transition_locked(req.stripe, CellState::kWaitDownload);
+  start_download_locked(req, *e, CellState::kIdle);
   return true;
 }
 
@@ -238,19 +230,24 @@ Result<std::optional<CellView>> StripeCache::request_locked(MutexLock& lock, con
   // stripe at a time: the master walks tasks in order, DSR runs in other phases).
   STRIPESOLVE_CHECK(cells_.find(req.stripe) == cells_.end(),
                     "cache: two requesters raced for " + part_name(req.stripe));
+  return std::optional<CellView>(start_download_locked(req, *e, req.target).view);
+}
+
+StripeCache::Cell& StripeCache::start_download_locked(const PartRequest& req, const Extent& e,
+                                                      CellState target) {
   ++stats_.misses;
   Cell& c = cells_[req.stripe];
-  c.view = CellView{req.stripe, req.col_begin,  arena_.base() + e->offset,
-                    e->bytes,   req.elim_begin, req.elim_end,
+  c.view = CellView{req.stripe, req.col_begin,  arena_.base() + e.offset,
+                    e.bytes,    req.elim_begin, req.elim_end,
                     false,      req.col_end};
-  c.extent = *e;
-  c.target = req.target;
-  c.count = req.count;
+  c.extent = e;
+  c.target = target;
+  c.count = target == CellState::kIdle ? 0 : req.count;
   c.created = ++clock_;
-  c.read_once = req.target == CellState::kStuck;
+  c.read_once = target == CellState::kStuck;
   c.state = CellState::kAbsent;
   transition_locked(req.stripe, CellState::kWaitDownload);
-  return std::optional<CellView>(c.view);
+  return c;
 }
 
 bool StripeCache::fits_beside(uint64_t bytes, int64_t kept_stripe) const {

@@ -250,6 +250,10 @@ class StripeCache {
   void transition_locked(int64_t stripe, CellState to) REQUIRES(mu_);
   Cell& cell_locked(int64_t stripe) REQUIRES(mu_);
   void release_use_locked(int64_t stripe) REQUIRES(mu_);
+  // A new cell of req's stripe in `extent`, waiting for its download, which leads to `target`
+  // (request()'s, or kIdle for a read-ahead); a miss.
+  Cell& start_download_locked(const PartRequest& req, const Extent& extent, CellState target)
+      REQUIRES(mu_);
   // The cell's extent back to the arena (its values live on the device only); none: nothing.
   void give_back_memory_locked(Cell& c) REQUIRES(mu_);
   CellView take_hit_locked(Cell& c, const PartRequest& req) REQUIRES(mu_);

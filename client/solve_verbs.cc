@@ -52,7 +52,7 @@ int print_plan(const Globals& g, const SolveRequest& r) {
   return simple_call(g, protocol::MessageType::kMatrices,
                      {{"name", r.matrix},
                       {"plan", true},
-                      {"store_factors", r.store},
+                      {"store", r.store},
                       {"in_place", r.in_place},
                       {"pivot", r.pivot}},
                      [](const nlohmann::json& reply) {

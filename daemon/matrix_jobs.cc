@@ -8,12 +8,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "backend/backend.h"
 #include "base/logging.h"
 #include "base/units.h"
 #include "base/utc_time.h"
 #include "daemon/job_files.h"
 #include "protocol/messages.h"
 #include "scheduler/dense_plan.h"
+#include "scheduler/dense_solve.h"
 
 namespace stripesolve::daemon {
 
@@ -109,17 +111,19 @@ Result<nlohmann::json> matrix_plan_query(const storage::MatrixStore& store,
     return Status::invalid_argument("a plan is asked for one matrix: the request names none");
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(std::string name, get_string(request, "name"));
-  // As the solve would: its factors kept unless it asks for none (gepp's and in place's always).
-  STRIPESOLVE_ASSIGN_OR_RETURN(bool store_factors, get_bool(request, "store_factors", true));
-  STRIPESOLVE_ASSIGN_OR_RETURN(bool in_place, get_bool(request, "in_place", false));
-  std::string pivot = "row";
+  // The solve's own keys (a dense_solve job's "store", "in_place", "pivot"): whether it would
+  // keep its factors.
+  scheduler::DenseSolveOptions options;
+  STRIPESOLVE_ASSIGN_OR_RETURN(options.store_factors, get_bool(request, "store", true));
+  STRIPESOLVE_ASSIGN_OR_RETURN(options.in_place, get_bool(request, "in_place", false));
   if (request.contains("pivot")) {
-    STRIPESOLVE_ASSIGN_OR_RETURN(pivot, get_string(request, "pivot"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(std::string pivot, get_string(request, "pivot"));
+    STRIPESOLVE_ASSIGN_OR_RETURN(options.pivot, backend::parse_pivot_mode(pivot));
   }
   STRIPESOLVE_ASSIGN_OR_RETURN(storage::MatrixInfo info, store.info(name));
   STRIPESOLVE_ASSIGN_OR_RETURN(
       scheduler::DryRun run,
-      scheduler::plan_solve(store, name, engine, store_factors || in_place || pivot == "gepp"));
+      scheduler::plan_solve(store, name, engine, scheduler::keeps_factors(options)));
   return nlohmann::json{{"matrix", matrix_info_json(info)},
                         {"backend", run.backend},
                         {"devices", run.devices},

@@ -173,12 +173,9 @@ Result<SolveReport> solve_once(const SolveRequest& asked) {
   STRIPESOLVE_RETURN_IF_ERROR(
       reserve_devices(req.engines, req.config, name, &config, &report, &device_reservations));
   sv.device_reservations = &device_reservations;
-  // gepp on the GPU tier writes its factors whatever the options (FactorParams::factors_on_host).
-  const bool factors_kept = req.options.store_factors || req.options.in_place ||
-                            req.options.pivot == stripe::PivotMode::kGepp;
-  STRIPESOLVE_ASSIGN_OR_RETURN(report.plan,
-                               plan_dense(sv.g.n, sv.g.stripe_rows, config,
-                                          describe_machine(config, info.path_count), factors_kept));
+  STRIPESOLVE_ASSIGN_OR_RETURN(report.plan, plan_dense(sv.g.n, sv.g.stripe_rows, config,
+                                                       describe_machine(config, info.path_count),
+                                                       keeps_factors(req.options)));
   STRIPESOLVE_RETURN_IF_ERROR(check_schedule_fits(report.plan, req.options.strategy,
                                                   req.engines.empty() ? 0 : report.plan.early_next,
                                                   "matrix '" + name + "'"));

@@ -90,6 +90,13 @@ struct DenseSolveOptions {
   bool load_first = false;
 };
 
+// Whether the solve's factors go to the host (and to the store where stored): stored, in place,
+// or gepp (the GPU tier writes gepp's factors back whatever the options). False: they may stay
+// on the device only (FactorParams::factors_on_host), and nothing but spills is written.
+inline bool keeps_factors(const DenseSolveOptions& o) {
+  return o.store_factors || o.in_place || o.pivot == stripe::PivotMode::kGepp;
+}
+
 struct SolveCallbacks {
   // From engine threads, rate-limited by EngineConfig::progress_interval_seconds.
   std::function<void(const Progress&)> on_progress;

@@ -219,21 +219,20 @@ Status SolvePhases::triangulate() {
   const Plan& plan = sv_.report.plan;
   SolveReport& report = sv_.report;
   // Dirty parts are written back in the persist step below (timed apart from the arithmetic).
-  FactorParams params{
-      .pivot = backend::elimination_pivot(req_.options.pivot),
-      .strategy = req_.options.strategy,
-      .meta_stripes = plan.meta_stripes,
-      .upward_lead = plan.upward_lead,
-      .early_next = engine_ != nullptr ? plan.early_next : 0,
-      .substripe_rows = plan.substripe_rows,
-      .elim_j_workers = plan.elim_j_workers,
-      .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
-      .write_back = false,
-      .parts_from_meta_start = engine_ != nullptr,
-      .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,
-      .split_sweeps = engine_ == nullptr && plan.split_sweeps,
-      .rhs_columns = req_.nrhs + kEstimateColumns,
-      .factors_on_host = req_.options.store_factors || req_.options.in_place || gepp_};
+  FactorParams params{.pivot = backend::elimination_pivot(req_.options.pivot),
+                      .strategy = req_.options.strategy,
+                      .meta_stripes = plan.meta_stripes,
+                      .upward_lead = plan.upward_lead,
+                      .early_next = engine_ != nullptr ? plan.early_next : 0,
+                      .substripe_rows = plan.substripe_rows,
+                      .elim_j_workers = plan.elim_j_workers,
+                      .lookahead_workers = engine_ != nullptr ? plan.lookahead_workers : 0,
+                      .write_back = false,
+                      .parts_from_meta_start = engine_ != nullptr,
+                      .critical_threads = engine_ == nullptr ? plan.critical_threads : 0,
+                      .split_sweeps = engine_ == nullptr && plan.split_sweeps,
+                      .rhs_columns = req_.nrhs + kEstimateColumns,
+                      .factors_on_host = keeps_factors(req_.options)};
   // A copy of A in the RAM cache for the residual where its budget holds it beside A's cells and
   // the device keeps none (not for gepp, whose object is A^T, nor a resumed factorization, whose
   // reads bring the factors made so far): reserved at the arena's top before the devices pin

@@ -128,6 +128,14 @@ class Elimination {
   // has finished (its critical updates then run beside the previous sweep's last ones). The GPU
   // tier allows it only when its pool holds two ranges' U blocks beside the parts in flight.
   virtual bool sweeps_may_overlap() const { return true; }
+  // How far elim.I may run ahead of the sweeps: a stripe of meta-stripe m is eliminated once
+  // every update by meta-stripe m - 1 - meta_stripes_ahead() has finished. One bounds the working
+  // set to two ranges' U blocks and two meta-stripes' eliminated stripes held (kStuck) for their
+  // sweeps. The GPU tier keeping the whole matrix on one device, where RAM bounds nothing (it
+  // holds A, or the eliminated stripes stay on the device only), allows as many more as its pool
+  // holds U blocks beside the matrix: a factorization reading A as it goes then eliminates each
+  // meta-stripe once its stripes have arrived, instead of waiting for the whole of A.
+  virtual int64_t meta_stripes_ahead() const { return 1; }
   // Whether J parts may stay newer on the device (kOnDevice: their RAM cells neither evictable
   // nor free until their elimination). The master then hands out no elimination before its
   // turn out of core (it could not tell which memory comes back).

@@ -169,6 +169,14 @@ Status GpuElimination::open() {
   }
   block_bound_ = tier_->in_slots(u_block_bytes_bound(g.n, sm * s_max));
   overlap_ = pool_bytes_ >= 2 * block_bound_ + static_cast<uint64_t>(workers + sm) * slot;
+  // Where the device keeps the whole matrix, the pool's room beyond it holds U blocks of more
+  // meta-stripes at once. RAM must not bound them either: the stripes eliminated ahead stay
+  // kStuck in RAM until their sweeps end, unless their final values stay here only.
+  const uint64_t matrix = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(g.n);
+  const bool ram_holds_a = plan_.ram_budget >= matrix + plan_.stripe_bytes;
+  if (holds_matrix_ && share_.count == 1 && (ram_holds_a || final_on_device_only())) {
+    meta_ahead_ = 1 + static_cast<int64_t>((pool_bytes_ - resident) / block_bound_);
+  }
   char* p = static_cast<char*>(lane_memory_);
   STRIPESOLVE_ASSIGN_OR_RETURN(lane_i_,
                                engine_.make_lane(true, s_max, g.n, params_.pivot, s_max, k_max, p));
@@ -200,12 +208,13 @@ Status GpuElimination::open() {
   static const auto log = logger("scheduler");
   log->info(
       "GPU tier on {}{}: pool {}, lanes {}, {} elim.J workers ({} look-ahead), S^m = {}, "
-      "segments of {} columns{}{}{}",
+      "segments of {} columns{}{}{}{}",
       engine_.description(),
       share_.count > 1 ? fmt::format(" (device {} of {})", share_.index + 1, share_.count) : "",
       format_bytes(pool_bytes_), format_bytes(lanes), workers, lookahead, params_.meta_stripes,
       plan_.segment_columns, plan_.device_resident ? ", the whole matrix stays on the device" : "",
       overlap_ ? ", sweeps overlap" : "",
+      meta_ahead_ > 1 ? fmt::format(", elim.I up to {} meta-stripes ahead", meta_ahead_) : "",
       original_ != nullptr
           ? fmt::format(", a copy of A for the residual ({})", format_bytes(original_bytes_))
           : "");

@@ -129,6 +129,9 @@ class GpuElimination final : public Elimination {
   // stripes for elim.I (the working set of two sweeps, the master's gates bound it so).
   bool sweeps_may_overlap() const override { return overlap_; }
   bool keeps_parts_on_device() const override { return true; }
+  // The whole matrix on this one device, where RAM bounds nothing (it holds A, or no factors are
+  // wanted on the host): one more than the U blocks the pool holds beside the resident set.
+  int64_t meta_stripes_ahead() const override { return meta_ahead_; }
   // The whole matrix on this one device and no factors wanted on the host: an eliminated
   // stripe is not copied back to RAM (nor then written to the store).
   bool final_on_device_only() const override {
@@ -273,6 +276,7 @@ class GpuElimination final : public Elimination {
   std::unique_ptr<backend::DeviceLane> lane_copy_ GUARDED_BY(original_mu_);
   std::atomic<bool> copies_ready_{false};  // set by begin() once the arena is pinned
   bool overlap_ = false;
+  int64_t meta_ahead_ = 1;        // meta_stripes_ahead(), set by open()
   bool holds_matrix_ = false;     // the plan keeps the whole matrix here and the pool holds it
   uint64_t block_bound_ = 0;      // the pool's bytes for the largest U block, S^m stripes (open())
   bool loaded_final_ = false;     // some stripe came final from the factor object (load_final)

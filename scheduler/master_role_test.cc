@@ -31,8 +31,9 @@ namespace {
 // Delegates to the CPU elimination; each update named in `held` waits until released.
 class HoldingElimination final : public Elimination {
  public:
-  HoldingElimination(Elimination& inner, std::vector<std::string> held, bool overlap)
-      : inner_(inner), held_(std::move(held)), overlap_(overlap) {}
+  HoldingElimination(Elimination& inner, std::vector<std::string> held, bool overlap,
+                     int64_t meta_ahead = 1)
+      : inner_(inner), held_(std::move(held)), overlap_(overlap), meta_ahead_(meta_ahead) {}
 
   Status eliminate(int64_t i, const cache::CellView& cell, stripe::StripePivots* pivots) override {
     record_start(to_string(Task::eliminate(i)));
@@ -56,6 +57,7 @@ class HoldingElimination final : public Elimination {
     return st;
   }
   bool sweeps_may_overlap() const override { return overlap_; }
+  int64_t meta_stripes_ahead() const override { return meta_ahead_; }
 
   // Releases the held update `which` (the first held one if empty) once every one of `tasks`
   // has started (or after `timeout`).
@@ -85,6 +87,7 @@ class HoldingElimination final : public Elimination {
   Elimination& inner_;
   const std::vector<std::string> held_;
   const bool overlap_;
+  const int64_t meta_ahead_;
   mutable std::mutex mu_;
   std::condition_variable started_cv_;
   std::condition_variable released_cv_;
@@ -192,6 +195,37 @@ TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousO
     }
   }
   EXPECT_GT(order.at("E8"), order.at(held_end));
+}
+
+// Where the elimination lets elim.I run two meta-stripes ahead (the GPU tier keeping the whole
+// matrix on one device: Elimination::meta_stripes_ahead), meta-stripe 2 is eliminated once its
+// stripes have had their updates, while the last update of sweep 0 is still held: a
+// factorization reading A as it goes does not wait for the whole of A before its third
+// meta-stripe. (The GPU tests' host engine solves with this gate against LAPACK.)
+TEST_F(MasterRoleTest, EliminationsRunFurtherAheadWhereTheEliminationAllowsIt) {
+  const FactorParams params{.pivot = stripe::PivotMode::kRow,
+                            .strategy = Strategy::kMetaZigzag,
+                            .meta_stripes = 4,
+                            .substripe_rows = 8,
+                            .elim_j_workers = 2,
+                            .write_back = false};
+  auto r = rig("diag_dominant", 0, params);
+  HoldingElimination holding(*r->cpu, {"U15<[0,4)"}, /*overlap=*/true, /*meta_ahead=*/2);
+  std::thread releaser([&] {
+    holding.release_after({"E8", "E9", "E10", "E11"}, std::chrono::seconds(10));
+  });
+  auto pivots = run_factorization(*r->ctx, *r->factor, params, &holding);
+  releaser.join();
+  ASSERT_TRUE(pivots.is_ok()) << pivots.status().to_string();
+  const auto order = holding.order();
+  const std::string held_end = "U15<[0,4) end";
+  ASSERT_EQ(order.count(held_end), 1u);
+  for (const char* e : {"E8", "E9", "E10", "E11"}) {
+    ASSERT_EQ(order.count(e), 1u) << e;
+    EXPECT_LT(order.at(e), order.at(held_end)) << e;
+  }
+  // Meta-stripe 3 waits for the end of sweep 0: two ahead, no more.
+  EXPECT_GT(order.at("E12"), order.at(held_end));
 }
 
 // Out of core, the next elimination goes as soon as its stripe's last update ends, while the

@@ -11,7 +11,8 @@
 // Two gates bound the working set (RAM cells, the GPU tier's U blocks) as the in-order walk did:
 // elim.I runs at most one meta-stripe ahead of the sweeps (a stripe of meta-stripe m is
 // eliminated once every update by meta-stripe m - 2 has finished, i.e. its last stripe has left
-// kStuck), and, unless the elimination says they may overlap, a sweep by a range of several
+// kStuck; m - 1 - a where the elimination allows a > 1, Elimination::meta_stripes_ahead), and,
+// unless the elimination says they may overlap, a sweep by a range of several
 // stripes starts once the previous one has finished. The workers take the critical updates first
 // (ElimJRole), so the next meta-stripe's updates then run beside the end of the previous sweep.
 #include <algorithm>
@@ -155,7 +156,7 @@ bool MasterRole::Walk::swept_by(int64_t m) {
 
 bool MasterRole::Walk::reads_ready(const Task& t) {
   if (t.kind == Task::Kind::kEliminate)
-    return swept_by(meta_of_[static_cast<size_t>(t.stripe)] - 2);
+    return swept_by(meta_of_[static_cast<size_t>(t.stripe)] - 1 - role_.meta_ahead_);
   for (int64_t i = t.i_begin; i < t.i_end; ++i) {
     if (!eliminated_[static_cast<size_t>(i)]) return false;
   }

@@ -158,7 +158,7 @@ void ElimJRole::run(int64_t worker) {
 MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
                        const FactorParams& params, const std::vector<int64_t>& meta_of,
                        ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps,
-                       bool early_eliminations)
+                       bool early_eliminations, int64_t meta_ahead)
     : ctx_(ctx),
       layout_(layout),
       params_(params),
@@ -166,7 +166,8 @@ MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
       elim_i_(elim_i),
       elim_j_(elim_j),
       overlap_sweeps_(overlap_sweeps),
-      early_eliminations_(early_eliminations) {
+      early_eliminations_(early_eliminations),
+      meta_ahead_(std::max<int64_t>(1, meta_ahead)) {
   const int64_t stripes = layout.geometry().stripes;
   meta_first_.resize(static_cast<size_t>(stripes));
   for (int64_t s = 0; s < stripes; ++s) {

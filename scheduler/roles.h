@@ -104,10 +104,11 @@ class MasterRole {
   // it (the CPU tier). Without it (the GPU tier, which cannot tell which memory its device
   // instances give back) the window's scan still hands out an elimination whose part is a hit
   // before its turn, without that room test (master_walk.cc hand_out_hits). meta_of: each
-  // stripe's meta-stripe (run_factorization's; outlives the role).
+  // stripe's meta-stripe (run_factorization's; outlives the role). meta_ahead:
+  // Elimination::meta_stripes_ahead(), the gate of elim.I (master_walk.cc).
   MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
              const std::vector<int64_t>& meta_of, ElimIRole& elim_i, ElimJRole& elim_j,
-             bool overlap_sweeps, bool early_eliminations = true);
+             bool overlap_sweeps, bool early_eliminations = true, int64_t meta_ahead = 1);
   // Walks `tasks` (002 Fig 20) to the end or to the first failure (which it records in the
   // cache), then closes both compute roles' queues and waits for them. `plan`: the tasks a
   // resumed run skips and each eliminated stripe's count (plan_resume()).
@@ -127,6 +128,7 @@ class MasterRole {
   ElimJRole& elim_j_;
   const bool overlap_sweeps_;
   const bool early_eliminations_;
+  const int64_t meta_ahead_;
   std::vector<int64_t> meta_first_;  // per stripe: the first stripe of its meta-stripe
 };
 

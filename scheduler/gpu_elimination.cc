@@ -9,6 +9,7 @@
 
 #include "base/logging.h"
 #include "base/units.h"
+#include "scheduler/roles.h"
 
 namespace stripesolve::scheduler {
 
@@ -171,9 +172,9 @@ Status GpuElimination::open() {
   overlap_ = pool_bytes_ >= 2 * block_bound_ + static_cast<uint64_t>(workers + sm) * slot;
   // Where the device keeps the whole matrix, the pool's room beyond it holds U blocks of more
   // meta-stripes at once. RAM must not bound them either: the stripes eliminated ahead stay
-  // kStuck in RAM until their sweeps end, unless their final values stay here only.
-  const uint64_t matrix = 8ull * static_cast<uint64_t>(g.n) * static_cast<uint64_t>(g.n);
-  const bool ram_holds_a = plan_.ram_budget >= matrix + plan_.stripe_bytes;
+  // kStuck in RAM until their sweeps end, unless their final values stay here only or the RAM
+  // cache holds every part (the master's all_fit).
+  const bool ram_holds_a = whole_parts_fit(layout_, ctx_.cache.stats().budget);
   if (holds_matrix_ && share_.count == 1 && (ram_holds_a || final_on_device_only())) {
     meta_ahead_ = 1 + static_cast<int64_t>((pool_bytes_ - resident) / block_bound_);
   }

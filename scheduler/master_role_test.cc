@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -96,6 +97,15 @@ class HoldingElimination final : public Elimination {
   int next_ = 0;                      // guarded by mu_
 };
 
+constexpr const char* kEndOfSweep0 = "U15<[0,4) end";
+// 16 stripes of 16 rows in meta-stripes of 4.
+const FactorParams kFourMetaStripes{.pivot = stripe::PivotMode::kRow,
+                                    .strategy = Strategy::kMetaZigzag,
+                                    .meta_stripes = 4,
+                                    .substripe_rows = 8,
+                                    .elim_j_workers = 2,
+                                    .write_back = false};
+
 class MasterRoleTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
@@ -151,50 +161,54 @@ class MasterRoleTest : public ::testing::TestWithParam<bool> {
     return r;
   }
 
+  // 16 stripes in meta-stripes of 4 (kMetaZigzag, row pivoting), factored with the update of
+  // J = 15 by [0, 4), the last of sweep 0, held until `release` (run on a thread beside the
+  // factorization) lets it go: the order in which the tasks started, with "U15<[0,4) end".
+  static std::map<std::string, int> factor_holding_the_end_of_sweep_0(
+      Rig& r, bool overlap, int64_t meta_ahead,
+      const std::function<void(HoldingElimination&)>& release) {
+    HoldingElimination holding(*r.cpu, {"U15<[0,4)"}, overlap, meta_ahead);
+    std::thread releaser([&] { release(holding); });
+    auto pivots = run_factorization(*r.ctx, *r.factor, kFourMetaStripes, &holding);
+    releaser.join();
+    EXPECT_TRUE(pivots.is_ok()) << pivots.status().to_string();
+    auto order = holding.order();
+    EXPECT_EQ(order.count(kEndOfSweep0), 1u);
+    return order;
+  }
+
   std::string root_;
   std::unique_ptr<storage::MatrixStore> store_;
 };
 
-// 16 stripes in meta-stripes of 4. Sweep 0 runs upward (J = 4 .. 15), sweep 1 downward (J = 15
-// .. 8), so the update of J = 15 by [0, 4) is the last of sweep 0 and blocks the first of sweep
-// 1. Held back, it keeps sweep 1's critical updates (J = 8 .. 11 by [4, 8), which the in-order
-// walk reached last) waiting only when sweeps may not overlap; the elimination of stripe 8 waits
-// for the end of sweep 0 either way (elim.I runs at most one meta-stripe ahead).
+// Sweep 0 runs upward (J = 4 .. 15), sweep 1 downward (J = 15 .. 8), so the update of J = 15 by
+// [0, 4) is the last of sweep 0 and blocks the first of sweep 1. Held back, it keeps sweep 1's
+// critical updates (J = 8 .. 11 by [4, 8), which the in-order walk reached last) waiting only
+// when sweeps may not overlap; the elimination of stripe 8 waits for the end of sweep 0 either
+// way (elim.I runs at most one meta-stripe ahead).
 TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousOne) {
   const bool overlap = GetParam();
-  const FactorParams params{.pivot = stripe::PivotMode::kRow,
-                            .strategy = Strategy::kMetaZigzag,
-                            .meta_stripes = 4,
-                            .substripe_rows = 8,
-                            .elim_j_workers = 2,
-                            .write_back = false};
-  auto r = rig("diag_dominant", 0, params);
-  HoldingElimination holding(*r->cpu, {"U15<[0,4)"}, overlap);
+  auto r = rig("diag_dominant", 0, kFourMetaStripes);
   const std::vector<std::string> criticals = {"U8<[4,8)", "U9<[4,8)", "U10<[4,8)", "U11<[4,8)"};
   // Overlapping, the held update ends once all four have started (whatever their order); else
   // after a while in which they could have started.
-  std::thread releaser([&] {
-    if (overlap) {
-      holding.release_after(criticals, std::chrono::seconds(10));
-    } else {
-      holding.release_after({"none"}, std::chrono::milliseconds(300));
-    }
-  });
-  auto pivots = run_factorization(*r->ctx, *r->factor, params, &holding);
-  releaser.join();
-  ASSERT_TRUE(pivots.is_ok()) << pivots.status().to_string();
-  const auto order = holding.order();
-  const std::string held_end = "U15<[0,4) end";
-  ASSERT_EQ(order.count(held_end), 1u);
+  const auto order =
+      factor_holding_the_end_of_sweep_0(*r, overlap, 1, [&](HoldingElimination& holding) {
+        if (overlap) {
+          holding.release_after(criticals, std::chrono::seconds(10));
+        } else {
+          holding.release_after({"none"}, std::chrono::milliseconds(300));
+        }
+      });
   for (const std::string& critical : criticals) {
     ASSERT_EQ(order.count(critical), 1u) << critical;
     if (overlap) {
-      EXPECT_LT(order.at(critical), order.at(held_end)) << critical;
+      EXPECT_LT(order.at(critical), order.at(kEndOfSweep0)) << critical;
     } else {
-      EXPECT_GT(order.at(critical), order.at(held_end)) << critical;
+      EXPECT_GT(order.at(critical), order.at(kEndOfSweep0)) << critical;
     }
   }
-  EXPECT_GT(order.at("E8"), order.at(held_end));
+  EXPECT_GT(order.at("E8"), order.at(kEndOfSweep0));
 }
 
 // Where the elimination lets elim.I run two meta-stripes ahead (the GPU tier keeping the whole
@@ -203,29 +217,17 @@ TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousO
 // factorization reading A as it goes does not wait for the whole of A before its third
 // meta-stripe. (The GPU tests' host engine solves with this gate against LAPACK.)
 TEST_F(MasterRoleTest, EliminationsRunFurtherAheadWhereTheEliminationAllowsIt) {
-  const FactorParams params{.pivot = stripe::PivotMode::kRow,
-                            .strategy = Strategy::kMetaZigzag,
-                            .meta_stripes = 4,
-                            .substripe_rows = 8,
-                            .elim_j_workers = 2,
-                            .write_back = false};
-  auto r = rig("diag_dominant", 0, params);
-  HoldingElimination holding(*r->cpu, {"U15<[0,4)"}, /*overlap=*/true, /*meta_ahead=*/2);
-  std::thread releaser([&] {
-    holding.release_after({"E8", "E9", "E10", "E11"}, std::chrono::seconds(10));
-  });
-  auto pivots = run_factorization(*r->ctx, *r->factor, params, &holding);
-  releaser.join();
-  ASSERT_TRUE(pivots.is_ok()) << pivots.status().to_string();
-  const auto order = holding.order();
-  const std::string held_end = "U15<[0,4) end";
-  ASSERT_EQ(order.count(held_end), 1u);
-  for (const char* e : {"E8", "E9", "E10", "E11"}) {
+  auto r = rig("diag_dominant", 0, kFourMetaStripes);
+  const std::vector<std::string> third = {"E8", "E9", "E10", "E11"};
+  const auto order = factor_holding_the_end_of_sweep_0(
+      *r, true, 2,
+      [&](HoldingElimination& holding) { holding.release_after(third, std::chrono::seconds(10)); });
+  for (const std::string& e : third) {
     ASSERT_EQ(order.count(e), 1u) << e;
-    EXPECT_LT(order.at(e), order.at(held_end)) << e;
+    EXPECT_LT(order.at(e), order.at(kEndOfSweep0)) << e;
   }
   // Meta-stripe 3 waits for the end of sweep 0: two ahead, no more.
-  EXPECT_GT(order.at("E12"), order.at(held_end));
+  EXPECT_GT(order.at("E12"), order.at(kEndOfSweep0));
 }
 
 // Out of core, the next elimination goes as soon as its stripe's last update ends, while the

@@ -99,12 +99,12 @@ class HoldingElimination final : public Elimination {
 
 constexpr const char* kEndOfSweep0 = "U15<[0,4) end";
 // 16 stripes of 16 rows in meta-stripes of 4.
-const FactorParams kFourMetaStripes{.pivot = stripe::PivotMode::kRow,
-                                    .strategy = Strategy::kMetaZigzag,
-                                    .meta_stripes = 4,
-                                    .substripe_rows = 8,
-                                    .elim_j_workers = 2,
-                                    .write_back = false};
+const FactorParams four_meta_stripes{.pivot = stripe::PivotMode::kRow,
+                                     .strategy = Strategy::kMetaZigzag,
+                                     .meta_stripes = 4,
+                                     .substripe_rows = 8,
+                                     .elim_j_workers = 2,
+                                     .write_back = false};
 
 class MasterRoleTest : public ::testing::TestWithParam<bool> {
  protected:
@@ -169,7 +169,7 @@ class MasterRoleTest : public ::testing::TestWithParam<bool> {
       const std::function<void(HoldingElimination&)>& release) {
     HoldingElimination holding(*r.cpu, {"U15<[0,4)"}, overlap, meta_ahead);
     std::thread releaser([&] { release(holding); });
-    auto pivots = run_factorization(*r.ctx, *r.factor, kFourMetaStripes, &holding);
+    auto pivots = run_factorization(*r.ctx, *r.factor, four_meta_stripes, &holding);
     releaser.join();
     EXPECT_TRUE(pivots.is_ok()) << pivots.status().to_string();
     auto order = holding.order();
@@ -188,7 +188,7 @@ class MasterRoleTest : public ::testing::TestWithParam<bool> {
 // way (elim.I runs at most one meta-stripe ahead).
 TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousOne) {
   const bool overlap = GetParam();
-  auto r = rig("diag_dominant", 0, kFourMetaStripes);
+  auto r = rig("diag_dominant", 0, four_meta_stripes);
   const std::vector<std::string> criticals = {"U8<[4,8)", "U9<[4,8)", "U10<[4,8)", "U11<[4,8)"};
   // Overlapping, the held update ends once all four have started (whatever their order); else
   // after a while in which they could have started.
@@ -217,7 +217,7 @@ TEST_P(MasterRoleTest, CriticalUpdatesOfTheNextSweepGoBesideTheEndOfThePreviousO
 // factorization reading A as it goes does not wait for the whole of A before its third
 // meta-stripe. (The GPU tests' host engine solves with this gate against LAPACK.)
 TEST_F(MasterRoleTest, EliminationsRunFurtherAheadWhereTheEliminationAllowsIt) {
-  auto r = rig("diag_dominant", 0, kFourMetaStripes);
+  auto r = rig("diag_dominant", 0, four_meta_stripes);
   const std::vector<std::string> third = {"E8", "E9", "E10", "E11"};
   const auto order = factor_holding_the_end_of_sweep_0(
       *r, true, 2,

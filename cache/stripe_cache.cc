@@ -160,7 +160,7 @@ std::optional<CellView> StripeCache::try_hit(const PartRequest& req) {
   auto it = cells_.find(req.stripe);
   if (it == cells_.end()) return std::nullopt;
   Cell& c = it->second;
-  if (!usable_for(c.state, req.target) || !holds(c.view, req) || needs_extent(c, req.target)) {
+  if (!usable_for(c.state, req.target) || !holds(c.view, req) || needs_extent(c, req)) {
     return std::nullopt;
   }
   return take_hit_locked(c, req);
@@ -201,7 +201,7 @@ Result<std::optional<CellView>> StripeCache::request_locked(MutexLock& lock, con
     if (it == cells_.end()) break;
     Cell& c = it->second;
     if (usable_for(c.state, req.target) && holds(c.view, req)) {
-      if (needs_extent(c, req.target)) {
+      if (needs_extent(c, req)) {
         // Memory for the values the device gives back when the stripe is final; no download.
         // Only the master moves a kOnDevice cell, so it is still here after a wait.
         STRIPESOLVE_ASSIGN_OR_RETURN(

@@ -71,6 +71,10 @@ struct PartRequest {
   int64_t elim_end = 0;
   int64_t count = 0;  // kWaitElimI: J stripes that will need it once eliminated
   int64_t col_end = kThroughN;
+  // kWaitElimI: the elimination's final values stay on the device (the GPU tier's
+  // final_on_device_only), so a part only the device holds needs no memory: the cell comes as
+  // it is, without a buffer.
+  bool final_on_device = false;
 };
 
 // Where a J stripe's values are after its update (StripeCache::finish_elim_j; the GPU tier
@@ -140,7 +144,7 @@ class StripeCache {
   // request() restricted to an immediate hit: the part is cached in a usable state and holds the
   // columns asked for. Never waits, never allocates; nullopt otherwise (or after a failure), and
   // for the elimination of a part whose values only the device holds (it needs memory: request()
-  // or try_request()).
+  // or try_request()) unless they stay there (PartRequest::final_on_device).
   std::optional<CellView> try_hit(const PartRequest& req);
   // A download started before a task needs the part (the master's read-ahead where the cache
   // holds every part at once): where the stripe has no cell and free memory holds the part now
@@ -257,11 +261,12 @@ class StripeCache {
   // The cell's extent back to the arena (its values live on the device only); none: nothing.
   void give_back_memory_locked(Cell& c) REQUIRES(mu_);
   CellView take_hit_locked(Cell& c, const PartRequest& req) REQUIRES(mu_);
-  // Whether a request for `target` finds the cell without its values' memory: the device alone
-  // holds them and an elimination asks for them (it needs an extent for the final values).
-  static bool needs_extent(const Cell& c, CellState target) {
+  // Whether a request finds the cell without its values' memory: the device alone holds them
+  // and an elimination asks for them that brings its final values back to RAM (it needs an
+  // extent for them).
+  static bool needs_extent(const Cell& c, const PartRequest& req) {
     return c.state == CellState::kOnDevice && c.view.buffer == nullptr &&
-           target == CellState::kWaitElimI;
+           req.target == CellState::kWaitElimI && !req.final_on_device;
   }
   // request() and try_request(); nullopt only when !may_wait.
   Result<std::optional<CellView>> request_locked(MutexLock& lock, const PartRequest& req,

@@ -299,6 +299,42 @@ TEST(StripeCacheTest, APartKeptOnlyOnTheDeviceGivesItsMemoryBackUntilItsEliminat
   EXPECT_LE(cache.stats().peak_bytes, 2 * kPart);
 }
 
+// Where the elimination's final values stay on the device (PartRequest::final_on_device), a
+// part only the device holds is a hit for its elimination without memory, even with the arena
+// full: the master hands it out while the front's miss waits for memory.
+TEST(StripeCacheTest, AnEliminationKeepingItsValuesOnTheDeviceNeedsNoMemory) {
+  StripeCache cache(2 * kPart);
+  FakeIo io(cache);
+  ASSERT_TRUE(cache.request(PartRequest{1, 0, kPart, CellState::kWaitElimJ, 0, 1, 0}).is_ok());
+  ASSERT_TRUE(cache.wait_for(1, CellState::kWaitElimJ).is_ok());
+  cache.transition(1, CellState::kElimJ);
+  cache.finish_elim_j(1, 0, 0, UpdatedJ::kOnDeviceOnly);
+  ASSERT_EQ(cache.state_of(1), CellState::kOnDevice);
+  // The arena full with two parts waiting for their updates.
+  for (int64_t s : {2, 3}) {
+    ASSERT_TRUE(cache.request(PartRequest{s, 0, kPart, CellState::kWaitElimJ, 0, 1, 0}).is_ok());
+    ASSERT_TRUE(cache.wait_for(s, CellState::kWaitElimJ).is_ok());
+  }
+  ASSERT_EQ(cache.stats().bytes_in_use, 2 * kPart);
+  PartRequest elim{1, 0, kPart, CellState::kWaitElimI, 1, 2, 0};
+  EXPECT_FALSE(cache.try_hit(elim).has_value()) << "final values back to RAM: needs memory";
+  elim.final_on_device = true;
+  auto i = cache.try_hit(elim);
+  ASSERT_TRUE(i.has_value());
+  EXPECT_EQ(i->buffer, nullptr);
+  EXPECT_EQ(cache.state_of(1), CellState::kWaitElimI);
+  cache.transition(1, CellState::kElimI);
+  cache.finish_elim_i_on_device(1);
+  EXPECT_EQ(cache.state_of(1), CellState::kAbsent);  // read by no J
+  EXPECT_EQ(cache.stats().bytes_in_use, 2 * kPart);
+  EXPECT_LE(cache.stats().peak_bytes, 2 * kPart);
+  for (int64_t s : {2, 3}) {
+    cache.transition(s, CellState::kElimJ);
+    cache.finish_elim_j(s, 0, 0);
+  }
+  ASSERT_TRUE(cache.flush().is_ok());
+}
+
 // An eliminated stripe whose final values stay on the device only gives its memory back at
 // once, stays stuck for the J stripe that reads it, then leaves the cache without a write; one
 // that no J reads leaves at once.

@@ -252,9 +252,7 @@ Result<std::vector<stripe::StripePivots>> run_factorization(
   {
     ElimIRole elim_i(ctx, g, *elimination, pivots, plan.loaded_final, resume.progress);
     ElimJRole elim_j(ctx, g, params, meta_of, *elimination, pivots);
-    MasterRole(ctx, layout, params, meta_of, elim_i, elim_j, elimination->sweeps_may_overlap(),
-               !elimination->keeps_parts_on_device(), elimination->meta_stripes_ahead())
-        .run(tasks, plan);
+    MasterRole(ctx, layout, params, meta_of, elim_i, elim_j, *elimination).run(tasks, plan);
   }
   STRIPESOLVE_RETURN_IF_ERROR(cache.failure());
   if (params.write_back) {

@@ -9,6 +9,8 @@
 // the device's copy of A is gpu_residual_test.cc.
 #include <atomic>
 
+#include <nlohmann/json.hpp>
+
 #include "scheduler/gpu_dense_fixture.h"
 
 namespace stripesolve::scheduler {
@@ -685,6 +687,53 @@ TEST_P(GpuDenseTest, ADeviceHoldingTheMatrixBesideASmallRamCacheReadsAOnce) {
   EXPECT_LE(rep->io_read_bytes, 1.05 * matrix);
   EXPECT_LE(rep->io_written_bytes, 1.05 * matrix);
   EXPECT_GE(rep->io_written_bytes, matrix);  // the factors, stored
+}
+
+// The same with no factors kept: an eliminated stripe stays on the device only, so the
+// elimination of a stripe whose RAM went back takes no memory (PartRequest::final_on_device) and
+// goes as soon as its updates have ended, beside the reads of A, instead of after the front's
+// misses, which wait for memory at the disk's pace: on an H200 host at n = 32768 with a quarter
+// of A cached, the second meta-stripe's elimination started 3.9 s after its stripes' updates,
+// once the last stripe was being read (docs/performance.md, the fifty-sixth session). Here the
+// third stripe's elimination starts before the reads of the last quarter of A.
+TEST_P(GpuDenseTest, EliminationsOfPartsOnTheDeviceOnlyGoBesideTheReadsOfA) {
+  const int64_t n = 1024;  // 16 stripes of 64 rows (512 KiB each), 8 MiB
+  const auto a = generated("A", n, "uniform", 43);
+  const auto b = random_rhs(n, 1);
+  EngineConfig c;
+  c.backend = ComputeBackend::kCuda;
+  c.ram_budget = 2 * kMiB;
+  c.gpu_memory = 256 * kMiB;
+  c.meta_stripes = 2;
+  DenseSolveOptions o;
+  o.reuse_factors = false;
+  o.store_factors = false;
+  TraceRecorder trace;
+  CancelToken cancel;
+  auto rep = solve_dense(cpu_, engine_.get(), *store_, "A", b.data(), 1, o, c, cancel, {}, &trace);
+  ASSERT_TRUE(rep.is_ok()) << rep.status().to_string();
+  ASSERT_TRUE(rep->plan.device_resident);
+  ASSERT_EQ(rep->plan.stripes, 16);
+  expect_matches_lapack(a, n, b, 1, *rep, 1e-13, "a quarter cached, no factors kept");
+  EXPECT_EQ(rep->io_written_bytes, 0u);
+  double e2_start = -1;
+  std::vector<double> read_start(16, -1);
+  const nlohmann::json events = nlohmann::json::parse(trace.to_json());
+  for (const auto& e : events["traceEvents"]) {
+    const std::string name = e.value("name", std::string());
+    if (name != "eliminate" && name != "read") continue;
+    const int s = std::stoi(e["args"]["stripe"].get<std::string>());
+    const double ts = e["ts"].get<double>();
+    if (name == "eliminate" && s == 2) e2_start = ts;
+    if (name == "read" && read_start[static_cast<size_t>(s)] < 0) {
+      read_start[static_cast<size_t>(s)] = ts;
+    }
+  }
+  ASSERT_GE(e2_start, 0);
+  for (int s = 12; s < 16; ++s) {
+    ASSERT_GE(read_start[static_cast<size_t>(s)], 0) << s;
+    EXPECT_LT(e2_start, read_start[static_cast<size_t>(s)]) << "E2 against the read of " << s;
+  }
 }
 
 }  // namespace stripesolve::scheduler

@@ -289,11 +289,19 @@ Status GpuElimination::eliminate_on_device(int64_t i, const CellView& cell,
     cache::DeviceTier* t;
     ~EndWork() { t->end_work(); }
   } end_work{tier_.get()};
+  // A part only the device holds comes without RAM where the final values stay here
+  // (PartRequest::final_on_device).
+  if (cell.buffer == nullptr && (!final_on_device_only() || !tier_->find(i))) {
+    return Status::internal(
+        fmt::format("GPU tier: stripe {} has neither a RAM cell nor a device instance to "
+                    "eliminate",
+                    i));
+  }
   bool created = false;
   STRIPESOLVE_ASSIGN_OR_RETURN(DeviceInstance inst,
                                instance_for(cell, cell.i0_store, true, *lane_i_, &created));
   const bool was_newer = !created && inst.newer;
-  double* const host = host_of(cell, inst);
+  double* const host = cell.buffer == nullptr ? nullptr : host_of(cell, inst);
   const DeviceBlock b = instance_block(inst);
   const int64_t h = g.rows(i);
   const int64_t r0 = g.row_begin(i);

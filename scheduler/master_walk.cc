@@ -283,7 +283,9 @@ void MasterRole::Walk::run() {
                            state == CellState::kOnDevice)) {
       // A miss (or a part cached from a later column than needed): the cache downloads it,
       // waiting for memory. Or an elimination whose part only the device holds (its RAM went
-      // back: stripe_cache.h, UpdatedJ): the cache gives it memory, without a download.
+      // back: stripe_cache.h, UpdatedJ): the cache gives it memory, without a download (none
+      // where the final values stay on the device: such a part is a hit for the window's scan,
+      // so that an elimination never waits for the front's misses to be read).
       if (!request_miss(front_)) return;
       hand_out(front_);
       continue;

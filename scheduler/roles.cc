@@ -157,17 +157,17 @@ void ElimJRole::run(int64_t worker) {
 
 MasterRole::MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout,
                        const FactorParams& params, const std::vector<int64_t>& meta_of,
-                       ElimIRole& elim_i, ElimJRole& elim_j, bool overlap_sweeps,
-                       bool early_eliminations, int64_t meta_ahead)
+                       ElimIRole& elim_i, ElimJRole& elim_j, const Elimination& elimination)
     : ctx_(ctx),
       layout_(layout),
       params_(params),
       meta_of_(meta_of),
       elim_i_(elim_i),
       elim_j_(elim_j),
-      overlap_sweeps_(overlap_sweeps),
-      early_eliminations_(early_eliminations),
-      meta_ahead_(std::max<int64_t>(1, meta_ahead)) {
+      overlap_sweeps_(elimination.sweeps_may_overlap()),
+      early_eliminations_(!elimination.keeps_parts_on_device()),
+      meta_ahead_(std::max<int64_t>(1, elimination.meta_stripes_ahead())),
+      final_on_device_(elimination.final_on_device_only()) {
   const int64_t stripes = layout.geometry().stripes;
   meta_first_.resize(static_cast<size_t>(stripes));
   for (int64_t s = 0; s < stripes; ++s) {
@@ -191,6 +191,7 @@ cache::PartRequest MasterRole::request_for(const Task& t, const ResumePlan& plan
   if (t.kind == Task::Kind::kEliminate) {
     req.target = CellState::kWaitElimI;
     req.count = plan.uses[static_cast<size_t>(t.stripe)];
+    req.final_on_device = final_on_device_;
   } else {
     req.target = CellState::kWaitElimJ;
   }

@@ -98,17 +98,19 @@ class ElimJRole {
 
 class MasterRole {
  public:
-  // overlap_sweeps: Elimination::sweeps_may_overlap(). early_eliminations:
-  // !Elimination::keeps_parts_on_device(): an elimination may go before its turn out of core,
-  // also while the front waits for memory, when the cache keeps room for the front's part beside
-  // it (the CPU tier). Without it (the GPU tier, which cannot tell which memory its device
-  // instances give back) the window's scan still hands out an elimination whose part is a hit
-  // before its turn, without that room test (master_walk.cc hand_out_hits). meta_of: each
-  // stripe's meta-stripe (run_factorization's; outlives the role). meta_ahead:
-  // Elimination::meta_stripes_ahead(), the gate of elim.I (master_walk.cc).
+  // From `elimination` (its answers fixed for the run): whether sweeps may overlap
+  // (sweeps_may_overlap); whether an elimination may go before its turn out of core, also while
+  // the front waits for memory, when the cache keeps room for the front's part beside it
+  // (!keeps_parts_on_device: the CPU tier; on the GPU tier, which cannot tell which memory its
+  // device instances give back, the window's scan still hands out an elimination whose part is a
+  // hit before its turn, without that room test, master_walk.cc hand_out_hits); how far elim.I
+  // may run ahead of the sweeps (meta_stripes_ahead); and whether an elimination's final values
+  // stay on the device (final_on_device_only: its part, kept there only, needs no RAM, and is a
+  // hit for the scan). meta_of: each stripe's meta-stripe (run_factorization's; outlives the
+  // role).
   MasterRole(EngineContext& ctx, const storage::StripedMatrix& layout, const FactorParams& params,
              const std::vector<int64_t>& meta_of, ElimIRole& elim_i, ElimJRole& elim_j,
-             bool overlap_sweeps, bool early_eliminations = true, int64_t meta_ahead = 1);
+             const Elimination& elimination);
   // Walks `tasks` (002 Fig 20) to the end or to the first failure (which it records in the
   // cache), then closes both compute roles' queues and waits for them. `plan`: the tasks a
   // resumed run skips and each eliminated stripe's count (plan_resume()).
@@ -129,6 +131,7 @@ class MasterRole {
   const bool overlap_sweeps_;
   const bool early_eliminations_;
   const int64_t meta_ahead_;
+  const bool final_on_device_;
   std::vector<int64_t> meta_first_;  // per stripe: the first stripe of its meta-stripe
 };
 

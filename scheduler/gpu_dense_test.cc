@@ -659,6 +659,17 @@ INSTANTIATE_TEST_SUITE_P(Engines, GpuDenseTest, ::testing::Values("cuda", "host"
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 }  // namespace
+namespace {
+// A device budget that keeps a matrix of n = 1024 whole beside a RAM cache of a quarter of it.
+EngineConfig device_beside_small_ram() {
+  EngineConfig c;
+  c.backend = ComputeBackend::kCuda;
+  c.ram_budget = 2 * kMiB;
+  c.gpu_memory = 256 * kMiB;
+  return c;
+}
+}  // namespace
+
 // A device that holds the whole matrix beside a RAM cache of a quarter of it: J parts between
 // their updates stay on the device only (their RAM goes back to the cache), so that the SSDs
 // see A once and the factors written once (before, each J went back to RAM and the SSDs between
@@ -669,10 +680,7 @@ TEST_P(GpuDenseTest, ADeviceHoldingTheMatrixBesideASmallRamCacheReadsAOnce) {
   const int64_t n = 1024;  // 16 stripes of 64 rows (512 KiB each), 8 MiB
   const auto a = generated("A", n, "uniform", 41);
   const auto b = random_rhs(n, 2);
-  EngineConfig c;
-  c.backend = ComputeBackend::kCuda;
-  c.ram_budget = 2 * kMiB;
-  c.gpu_memory = 256 * kMiB;
+  const EngineConfig c = device_beside_small_ram();
   DenseSolveOptions o;
   o.reuse_factors = false;
   auto rep = solve("A", b, 2, o, c);
@@ -700,10 +708,7 @@ TEST_P(GpuDenseTest, EliminationsOfPartsOnTheDeviceOnlyGoBesideTheReadsOfA) {
   const int64_t n = 1024;  // 16 stripes of 64 rows (512 KiB each), 8 MiB
   const auto a = generated("A", n, "uniform", 43);
   const auto b = random_rhs(n, 1);
-  EngineConfig c;
-  c.backend = ComputeBackend::kCuda;
-  c.ram_budget = 2 * kMiB;
-  c.gpu_memory = 256 * kMiB;
+  EngineConfig c = device_beside_small_ram();
   c.meta_stripes = 2;
   DenseSolveOptions o;
   o.reuse_factors = false;

@@ -298,7 +298,8 @@ void MasterRole::Walk::run() {
 }
 
 void MasterRole::run(const std::vector<Task>& tasks, const ResumePlan& plan) {
-  TraceRecorder::Span span(ctx_.trace, "master", "triangulation");
+  TraceRecorder::Span span(ctx_.trace, "master", "triangulation",
+                           {{"meta-stripes ahead", std::to_string(meta_ahead_)}});
   Walk(*this, tasks, plan).run();
   elim_i_.close_and_join();
   elim_j_.close_and_join();

@@ -45,6 +45,10 @@ class MultiGpuElimination final : public Elimination {
   bool final_on_device_only() const override {
     return devices_.size() == 1 && devices_[0]->final_on_device_only();
   }
+  // One device's lead (GpuElimination's: the whole matrix there); one meta-stripe on several.
+  int64_t meta_stripes_ahead() const override {
+    return devices_.size() == 1 ? devices_[0]->meta_stripes_ahead() : 1;
+  }
   bool accepts(int64_t worker, const Task& t) const override;
 
   // The largest |U| entry over the devices' eliminations, and stripe i's from its device.

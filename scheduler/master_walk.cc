@@ -12,8 +12,8 @@
 // elim.I runs at most one meta-stripe ahead of the sweeps (a stripe of meta-stripe m is
 // eliminated once every update by meta-stripe m - 2 has finished, i.e. its last stripe has left
 // kStuck; m - 1 - a where the elimination allows a > 1, Elimination::meta_stripes_ahead), and,
-// unless the elimination says they may overlap, a sweep by a range of several
-// stripes starts once the previous one has finished. The workers take the critical updates first
+// unless the elimination says they may overlap, a sweep by a range of several stripes starts
+// once the previous one has finished. The workers take the critical updates first
 // (ElimJRole), so the next meta-stripe's updates then run beside the end of the previous sweep.
 #include <algorithm>
 #include <cstddef>
